@@ -22,8 +22,10 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from acvi_tf import context as context_lib
 from acvi_tf import files
 from acvi_tf import flags as acvi_flags
+from acvi_tf import losses
 from acvi_tf import summaries
 from acvi_tf.metrics import bleu as bleu_lib
 from nmt import bpe
@@ -136,7 +138,7 @@ def _evaluate(model, name, prefix, vocabs, translator, writer, step):
     total_nll, total_tokens = 0.0, 0.0
     for batch in data.eval_dataset(examples, FLAGS.batch_size):
         out = model(batch)
-        _, nll, _, count = model_lib.sequence_loss(out["logits"], batch["tgt_out"],
+        _, nll, _, count = losses.sequence_loss(out["logits"], batch["tgt_out"],
                                                    batch["tgt_len"])
         total_nll += float(nll) * int(tf.shape(batch["src"])[0])
         total_tokens += float(count)
@@ -198,17 +200,21 @@ def train(vocabs):
     context_layer = getattr(model, "context_layer", None)
     kl_weight = getattr(context_layer, "kl_weight", 0.0)
     total = FLAGS.num_train_steps
+    num_samples = getattr(context_layer, "num_samples", 1)
 
     @tf.function(input_signature=[BATCH_SIGNATURE, tf.TensorSpec([], tf.bool)])
     def train_step(batch, use_gumbel):
+        # --acvi_num_samples K: the batch repeated K times averages the loss over K samples
+        batch = {k: context_lib.tile_for_samples(v, num_samples) for k, v in batch.items()}
         with tf.GradientTape() as tape:
             out = model(batch, training=True, use_gumbel=use_gumbel)
-            loss, nll, kl, count = model_lib.sequence_loss(
+            loss, nll, kl, count = losses.sequence_loss(
                 out["logits"], batch["tgt_out"], batch["tgt_len"], out["kl"], kl_weight)
         grads, norm = tf.clip_by_global_norm(tape.gradient(loss, model.trainable_variables),
                                              FLAGS.max_gradient_norm)
         optimizer.apply_gradients(zip(grads, model.trainable_variables))
-        return dict(train_loss=loss, nll=nll, kl=kl, grad_norm=norm, predict_count=count)
+        return dict(train_loss=loss, nll=nll, kl=kl, grad_norm=norm,
+                    predict_count=count / num_samples)
 
     pairs = data.read_parallel("%s.%s" % (FLAGS.train_prefix, FLAGS.src),
                                "%s.%s" % (FLAGS.train_prefix, FLAGS.tgt))

@@ -13,6 +13,7 @@ import pytest
 import tensorflow as tf
 
 from acvi_tf import context as context_lib
+from acvi_tf import losses
 from nmt import data
 from nmt import model as model_lib
 from nmt import translate
@@ -44,7 +45,7 @@ def test_pig_latin_is_learned(mode):
     def train_step(batch):
         with tf.GradientTape() as tape:
             out = model(batch, training=True)
-            loss = model_lib.sequence_loss(out["logits"], batch["tgt_out"], batch["tgt_len"],
+            loss = losses.sequence_loss(out["logits"], batch["tgt_out"], batch["tgt_len"],
                                            out["kl"], kl_weight)[0]
         grads, _ = tf.clip_by_global_norm(tape.gradient(loss, model.trainable_variables), 5.0)
         optimizer.apply_gradients(zip(grads, model.trainable_variables))

@@ -4,6 +4,7 @@ import pytest
 import tensorflow as tf
 
 from acvi_tf import context as context_lib
+from acvi_tf import losses
 from nmt import model as model_lib
 
 U, S_VOCAB, T_VOCAB = 4, 12, 9
@@ -89,7 +90,7 @@ def test_loss_is_token_sum_over_batch_size_with_the_kl(batch):
     rng = np.random.default_rng(4)
     logits = rng.normal(size=(2, 4, T_VOCAB)).astype(np.float32)
     kl = rng.uniform(size=(2, 4)).astype(np.float32)
-    loss, nll, kl_term, count = model_lib.sequence_loss(logits, batch["tgt_out"],
+    loss, nll, kl_term, count = losses.sequence_loss(logits, batch["tgt_out"],
                                                         batch["tgt_len"], kl, kl_weight=0.5)
     log_p = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
     xent = -np.take_along_axis(log_p, batch["tgt_out"][..., None], -1)[..., 0]
@@ -106,7 +107,7 @@ def test_acvi_context_trains_with_the_model(batch):
                                context_layer=context_lib.ACVIContext(seed=5))
     with tf.GradientTape() as tape:
         out = model(batch, training=True)
-        loss = model_lib.sequence_loss(out["logits"], batch["tgt_out"], batch["tgt_len"],
+        loss = losses.sequence_loss(out["logits"], batch["tgt_out"], batch["tgt_len"],
                                        out["kl"], 1.0)[0]
     grads = tape.gradient(loss, model.trainable_variables)
     names = [v.name for v, g in zip(model.trainable_variables, grads)
