@@ -1,1 +1,1 @@
-"""The YouTube2Text (MSVD) video captioner with ACVI (issue 6: not built yet)."""
+"""Video captioning (YouTube2Text / MSVD) with ACVI: features, data, model, training."""

@@ -1,0 +1,646 @@
+"""Frame features of video clips: the extraction command and the reader of stores.
+
+Extraction follows the MSVD setting: the first ``--max_frames`` (240) frames of every
+clip are decoded, ``--num_frames`` (K) equally spaced ones are kept (the
+arctic-capgen-vid rule, ``frames.sample_indices``), and each goes through a CNN
+(``cnn.CNNS``: BVLC GoogLeNet ``pool5/7x7_s1``, 1,024-d, or Inception v3, 2,048-d). A
+clip is stored as float32 [n, dim] with n = min(K, frames decoded); shorter clips are
+zero-padded and masked later by the data pipeline. The clip name is the file name
+without its extension (``-4wsuPCjDBc_5_15.avi`` -> ``-4wsuPCjDBc_5_15``).
+
+Output formats:
+
+* ``npy``: ``--output`` is a folder with ``<clip>.npy`` per clip, each written
+  atomically, ``features.json`` (cnn, weights, num_frames, max_frames, dim) and, when
+  clips failed, ``failed.txt``;
+* ``hdf5``: ``--output`` is one HDF5 file, one dataset per clip at the top level
+  (flushed after each clip), the settings as root attributes; failures go to
+  ``<output>.failed.txt``. HDF5 cannot be written atomically: a run killed in the
+  middle of a write may damage the file, so ``npy`` is the safer choice for long runs.
+
+The run resumes: clips already in the output are skipped, so a killed run is restarted
+with the same command. A run refuses to add to an output made with other settings. A
+clip that cannot be decoded is logged with its file name and listed in the failed file;
+the run goes on. Without ``--cnn_weights`` the CNN is randomly initialised (seeded, with
+a loud warning): the features are then deterministic but not ImageNet features.
+
+``open_features`` reads such outputs and the other forms MSVD features come in: a folder
+of ``<clip>.npy`` / ``<clip>.npz`` files, an HDF5 file with one dataset per clip, and the
+arctic-capgen-vid pickle ``FEAT_key_vidID_value_features.pkl`` (vidN -> [n, 1024]).
+
+Usage::
+
+  python -m video_caption.features --video_dir=YouTubeClips --output=features \\
+      [--cnn=googlenet|inception_v3] [--cnn_weights=bvlc_googlenet.npy] \\
+      [--max_frames=240] [--num_frames=24] [--format=npy|hdf5] [--batch_size=32] \\
+      [--clips=youtube_mapping.txt] [--log_every=10]
+
+  store = open_features("features")      # Mapping clip -> float32 [n, dim]; store.dim
+"""
+import collections.abc
+import dataclasses
+import datetime
+import json
+import os
+import pickle
+import sys
+import time
+
+from absl import app
+from absl import flags
+from absl import logging
+import h5py
+import numpy as np
+
+from acvi_tf.files import atomic_write, atomic_write_text
+from video_caption import cnn as cnn_lib
+from video_caption import frames as frames_lib
+
+FORMATS = ("npy", "hdf5")
+METADATA_FILE = "features.json"
+FAILED_FILE = "failed.txt"
+# The settings recorded with a store; a resumed run must match them.
+SETTINGS = ("cnn", "weights", "num_frames", "max_frames", "dim")
+
+
+class FeaturesError(ValueError):
+    """Features cannot be written or read; the message names the path and the fix."""
+
+
+# ----------------------------------------------------------------------------- inputs
+
+
+def read_clip_list(path):
+    """Reads clip names: the first field of every non-blank line not starting with "#".
+
+    A ``youtube_mapping.txt`` (``<clip> vidN`` lines) is therefore a valid list.
+
+    Args:
+      path: a UTF-8 text file.
+
+    Returns:
+      The names, in file order, without duplicates.
+
+    Raises:
+      FeaturesError: the file cannot be read.
+    """
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise FeaturesError("cannot read the clip list --clips=%s: %s" % (path, e)) from e
+    names = {}
+    for line in lines:
+        fields = line.split()
+        if fields and not fields[0].startswith("#"):
+            names[fields[0]] = None
+    return list(names)
+
+
+def find_videos(video_dir, clips=None):
+    """The video files of a folder, by clip name (the file name without its extension).
+
+    Args:
+      video_dir: the folder (not searched recursively).
+      clips: optional clip names to keep; names without a video are logged.
+
+    Returns:
+      A dict clip -> path, sorted by clip name.
+
+    Raises:
+      FeaturesError: the folder does not exist or holds no (selected) video.
+    """
+    if not os.path.isdir(video_dir):
+        raise FeaturesError("--video_dir=%s is not a folder" % video_dir)
+    videos = {}
+    for entry in sorted(os.listdir(video_dir)):
+        stem, extension = os.path.splitext(entry)
+        if extension.lower() not in frames_lib.VIDEO_EXTENSIONS or entry.startswith("."):
+            continue
+        if stem in videos:
+            logging.warning("%s: clip %s also has the video %s; using the first",
+                            os.path.join(video_dir, entry), stem, videos[stem])
+            continue
+        videos[stem] = os.path.join(video_dir, entry)
+    if clips is not None:
+        wanted = set(clips)
+        missing = [name for name in clips if name not in videos]
+        if missing:
+            logging.warning("%d listed clips have no video in %s, e.g. %s", len(missing),
+                            video_dir, ", ".join(missing[:5]))
+        videos = {name: path for name, path in videos.items() if name in wanted}
+    if not videos:
+        raise FeaturesError("no %svideo files (%s) in %s" % (
+            "listed " if clips is not None else "",
+            " ".join(frames_lib.VIDEO_EXTENSIONS), video_dir))
+    return dict(sorted(videos.items()))
+
+
+def clip_features(extractor, frames, num_frames):
+    """Features of the ``num_frames`` equally spaced frames of one decoded clip.
+
+    Args:
+      extractor: a ``cnn.Extractor``.
+      frames: [n, H, W, 3] decoded frames (already cut to the first ``max_frames``).
+      num_frames: K.
+
+    Returns:
+      float32 [min(n, K), dim].
+    """
+    indices = frames_lib.sample_indices(len(frames), num_frames)
+    return extractor.extract(np.asarray(frames)[indices])
+
+
+# ----------------------------------------------------------------------------- writers
+
+
+def _check_settings(output, found, settings):
+    """Refuses to resume into an output made with other settings."""
+    differing = [key for key in SETTINGS if key in found and found[key] != settings[key]]
+    if differing:
+        raise FeaturesError(
+            "%s was made with other settings (%s); use another --output or delete it" % (
+                output, ", ".join("%s %r, now %r" % (key, found[key], settings[key])
+                                  for key in differing)))
+
+
+class _NpyWriter:
+    """A folder of ``<clip>.npy`` files, each written atomically."""
+
+    def __init__(self, output, settings):
+        if os.path.exists(output) and not os.path.isdir(output):
+            raise FeaturesError("--output=%s is a file; --format=npy writes a folder" %
+                                output)
+        os.makedirs(output, exist_ok=True)
+        self.output = output
+        self.failed_path = os.path.join(output, FAILED_FILE)
+        metadata = os.path.join(output, METADATA_FILE)
+        if os.path.exists(metadata):
+            try:
+                with open(metadata, encoding="utf-8") as f:
+                    found = json.load(f)
+            except (OSError, ValueError) as e:
+                raise FeaturesError("cannot read %s (%s); delete it or use another "
+                                    "--output" % (metadata, e)) from e
+            _check_settings(output, found, settings)
+        atomic_write_text(metadata, json.dumps(settings, indent=2, sort_keys=True) + "\n")
+
+    def done(self):
+        """Clips already stored."""
+        return {name[:-len(".npy")] for name in os.listdir(self.output)
+                if name.endswith(".npy") and not name.startswith(".")}
+
+    def write(self, clip, features):
+        """Stores one clip."""
+        with atomic_write(os.path.join(self.output, clip + ".npy"), binary=True) as f:
+            np.save(f, features)
+
+    def close(self):
+        """Nothing to release."""
+
+
+class _Hdf5Writer:
+    """One HDF5 file, a dataset per clip, flushed after every clip."""
+
+    def __init__(self, output, settings):
+        if os.path.isdir(output):
+            raise FeaturesError("--output=%s is a folder; --format=hdf5 writes a file" %
+                                output)
+        directory = os.path.dirname(os.path.abspath(output))
+        os.makedirs(directory, exist_ok=True)
+        self.output = output
+        self.failed_path = output + "." + FAILED_FILE
+        try:
+            self.file = h5py.File(output, "a")
+        except OSError as e:
+            raise FeaturesError("cannot open %s as HDF5 (%s); delete it or use another "
+                                "--output" % (output, e)) from e
+        found = {key: _plain(value) for key, value in self.file.attrs.items()}
+        _check_settings(output, found, settings)
+        for key, value in settings.items():
+            self.file.attrs[key] = value
+        self.dim = settings["dim"]
+
+    def done(self):
+        """Clips already stored; a dataset of the wrong shape (a write cut short by a
+        crash) is deleted so that the clip is extracted again."""
+        names = set()
+        for name in list(self.file.keys()):
+            item = self.file[name]
+            if (isinstance(item, h5py.Dataset) and item.ndim == 2
+                    and item.shape[1] == self.dim):
+                names.add(name)
+            else:
+                logging.warning("%s: dropping the malformed entry %s", self.output, name)
+                del self.file[name]
+        return names
+
+    def write(self, clip, features):
+        """Stores one clip and flushes, so that a killed run keeps it."""
+        self.file.create_dataset(clip, data=features)
+        self.file.flush()
+
+    def close(self):
+        """Closes the file."""
+        self.file.close()
+
+
+def _plain(value):
+    """An HDF5 attribute as a plain Python value (for comparing settings)."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8")
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+# ----------------------------------------------------------------------------- extraction
+
+
+@dataclasses.dataclass
+class Stats:
+    """What an extraction run found, skipped, wrote and failed on."""
+    videos: int = 0
+    skipped: int = 0
+    extracted: int = 0
+    failed: list = dataclasses.field(default_factory=list)  # (clip, path, message)
+    frames: int = 0
+    seconds: float = 0.0
+
+    def summary(self):
+        """One human-readable line."""
+        return ("%d videos: %d already done, %d extracted (%d frames), %d failed, "
+                "%.1f s" % (self.videos, self.skipped, self.extracted, self.frames,
+                            len(self.failed), self.seconds))
+
+
+def _progress(done, total, skipped, failed, start):
+    elapsed = max(time.time() - start, 1e-9)
+    rate = done / elapsed
+    left = total - done
+    eta = datetime.timedelta(seconds=int(left / rate)) if rate > 0 else "?"
+    logging.info("features: %d/%d clips (%d failed; %d were done before this run), "
+                 "%.2f clips/s, ETA %s", done, total, failed, skipped, rate, eta)
+
+
+def _write_failed(path, failed):
+    """Lists this run's failures (``clip<TAB>file<TAB>reason``); none removes the file."""
+    if failed:
+        atomic_write_text(path, "".join("%s\t%s\t%s\n" % (clip, video, " ".join(
+            message.split())) for clip, video, message in failed))
+    elif os.path.exists(path):
+        os.unlink(path)
+
+
+def extract_features(video_dir, output, cnn="googlenet", cnn_weights=None,
+                     max_frames=240, num_frames=24, fmt="npy", batch_size=32,
+                     clips=None, log_every=10, extractor=None):
+    """Extracts and stores the frame features of every video of a folder.
+
+    Args:
+      video_dir: the folder of videos.
+      output: a folder (``fmt="npy"``) or an HDF5 file (``fmt="hdf5"``).
+      cnn: a key of ``cnn.CNNS``.
+      cnn_weights: the CNN's weights file, or None for the seeded random initialisation.
+      max_frames: only the first frames of a video are decoded.
+      num_frames: K, the equally spaced frames kept per clip.
+      fmt: "npy" or "hdf5".
+      batch_size: frames per CNN forward pass.
+      clips: optional clip names to restrict the run to.
+      log_every: a progress line every this many extracted clips.
+      extractor: an already built ``cnn.Extractor`` to use instead of building one (it
+        must be the ``cnn`` network with ``cnn_weights``; tests share one).
+
+    Returns:
+      The run's ``Stats``.
+
+    Raises:
+      FeaturesError: bad folders, an unknown format, or an output made with other
+        settings. cnn.WeightsError: the weights do not fit.
+    """
+    if fmt not in FORMATS:
+        raise FeaturesError("unknown --format=%s; choose one of %s" % (fmt, ", ".join(
+            FORMATS)))
+    if cnn not in cnn_lib.CNNS:
+        raise FeaturesError("unknown --cnn=%s; choose one of %s" % (cnn, ", ".join(
+            cnn_lib.CNNS)))
+    start = time.time()
+    videos = find_videos(video_dir, clips)
+    settings = {"cnn": cnn,
+                "weights": os.path.abspath(cnn_weights) if cnn_weights else "random",
+                "num_frames": int(num_frames), "max_frames": int(max_frames),
+                "dim": int(cnn_lib.CNNS[cnn].dim)}
+    writer = (_NpyWriter if fmt == "npy" else _Hdf5Writer)(output, settings)
+    stats = Stats(videos=len(videos))
+    try:
+        done = writer.done()
+        todo = [(clip, path) for clip, path in videos.items() if clip not in done]
+        stats.skipped = len(videos) - len(todo)
+        logging.info("%d videos in %s: %d already in %s, %d to extract", len(videos),
+                     video_dir, stats.skipped, output, len(todo))
+        if todo and extractor is None:
+            extractor = cnn_lib.build_extractor(cnn, cnn_weights, batch_size)
+        loop_start = time.time()
+        for count, (clip, path) in enumerate(todo, start=1):
+            try:
+                decoded = frames_lib.read_frames(path, max_frames)
+            except frames_lib.VideoError as e:
+                logging.error("skipping clip %s: %s", clip, e)
+                stats.failed.append((clip, path, str(e)))
+            else:
+                features = clip_features(extractor, decoded, num_frames)
+                writer.write(clip, features)
+                stats.extracted += 1
+                stats.frames += len(features)
+            if count % log_every == 0 or count == len(todo):
+                _progress(count, len(todo), stats.skipped, len(stats.failed), loop_start)
+    finally:
+        writer.close()
+    _write_failed(writer.failed_path, stats.failed)
+    if stats.failed:
+        logging.warning("%d clip(s) failed (listed in %s): %s", len(stats.failed),
+                        writer.failed_path, ", ".join(c for c, _, _ in stats.failed[:10]))
+    stats.seconds = time.time() - start
+    return stats
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+class FeatureStore(collections.abc.Mapping):
+    """A read-only Mapping clip -> float32 [n, dim], loaded clip by clip.
+
+    Attributes:
+      path: the store's path.
+    """
+
+    def __init__(self, path, names):
+        self.path = path
+        self._names = list(names)
+        self._set = set(self._names)
+        if not self._names:
+            raise FeaturesError("%s holds no features; it must be a folder of <clip>.npy "
+                                "or <clip>.npz files, an HDF5 file with a dataset per "
+                                "clip, or an arctic-capgen-vid features pickle" % path)
+        self._dim = None
+
+    def __iter__(self):
+        return iter(self._names)
+
+    def __len__(self):
+        return len(self._names)
+
+    def __contains__(self, clip):
+        return clip in self._set
+
+    def __getitem__(self, clip):
+        if clip not in self._set:
+            raise KeyError(clip)
+        array, where = self._load(clip)
+        array = np.asarray(array)
+        if array.ndim != 2:
+            raise FeaturesError("clip %s in %s: features must be 2-D [frames, dim], got "
+                                "shape %s" % (clip, where, array.shape))
+        return array.astype(np.float32, copy=False)
+
+    def _load(self, clip):
+        """(array, the file it came from) of one clip."""
+        raise NotImplementedError
+
+    @property
+    def dim(self):
+        """The feature size, read from the first clip."""
+        if self._dim is None:
+            self._dim = int(self[self._names[0]].shape[1])
+        return self._dim
+
+    def close(self):
+        """Releases open files (HDF5); the store is unusable afterwards."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *unused_exc):
+        self.close()
+
+
+class _FolderStore(FeatureStore):
+    """``<clip>.npy`` and ``<clip>.npz`` files of one folder."""
+
+    def __init__(self, path):
+        files = {}
+        for entry in sorted(os.listdir(path)):
+            stem, extension = os.path.splitext(entry)
+            if extension not in (".npy", ".npz") or entry.startswith("."):
+                continue
+            if stem in files:
+                raise FeaturesError("%s: clip %s is stored twice (%s and %s); remove one" % (
+                    path, stem, os.path.basename(files[stem]), entry))
+            files[stem] = os.path.join(path, entry)
+        self._files = files
+        super().__init__(path, files)
+
+    def _load(self, clip):
+        file_path = self._files[clip]
+        try:
+            loaded = np.load(file_path, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise FeaturesError("clip %s: cannot read %s: %s" % (clip, file_path, e)) from e
+        if isinstance(loaded, np.lib.npyio.NpzFile):
+            with loaded:
+                names = list(loaded.files)
+                if "features" in names:
+                    return loaded["features"], file_path
+                if len(names) == 1:
+                    return loaded[names[0]], file_path
+            raise FeaturesError("clip %s: %s holds the arrays %s; name the features "
+                                "array 'features' or store only it" % (
+                                    clip, file_path, ", ".join(names) or "(none)"))
+        return loaded, file_path
+
+    @property
+    def dim(self):
+        """The feature size, read from the first clip (an .npy is memory-mapped)."""
+        if self._dim is None:
+            first = self._names[0]
+            if self._files[first].endswith(".npy"):
+                try:
+                    shape = np.load(self._files[first], mmap_mode="r").shape
+                except (OSError, ValueError) as e:
+                    raise FeaturesError("clip %s: cannot read %s: %s" % (
+                        first, self._files[first], e)) from e
+                if len(shape) != 2:
+                    raise FeaturesError("clip %s in %s: features must be 2-D [frames, "
+                                        "dim], got shape %s" % (first, self._files[first],
+                                                                shape))
+                self._dim = int(shape[1])
+            else:
+                self._dim = int(self[first].shape[1])
+        return self._dim
+
+
+class _Hdf5Store(FeatureStore):
+    """An HDF5 file with one top-level dataset per clip."""
+
+    def __init__(self, path):
+        try:
+            self._file = h5py.File(path, "r")
+        except OSError as e:
+            raise FeaturesError("cannot open %s as HDF5: %s" % (path, e)) from e
+        names = [name for name, item in self._file.items()
+                 if isinstance(item, h5py.Dataset)]
+        try:
+            super().__init__(path, names)
+        except FeaturesError:
+            self._file.close()
+            raise
+
+    def _load(self, clip):
+        return self._file[clip][()], "%s:/%s" % (self.path, clip)
+
+    @property
+    def dim(self):
+        """The feature size, read from the first dataset's shape."""
+        if self._dim is None:
+            first = self._names[0]
+            shape = self._file[first].shape
+            if len(shape) != 2:
+                raise FeaturesError("clip %s in %s: features must be 2-D [frames, dim], "
+                                    "got shape %s" % (first, self.path, shape))
+            self._dim = int(shape[1])
+        return self._dim
+
+    def close(self):
+        """Closes the HDF5 file."""
+        self._file.close()
+
+
+class _PickleStore(FeatureStore):
+    """The arctic-capgen-vid pickle: a dict vidN -> [n, 1024] array, loaded at once.
+
+    Pickles can run code when loaded: open only files from a source you trust.
+    """
+
+    def __init__(self, path):
+        try:
+            with open(path, "rb") as f:
+                # Written by Python 2: latin1 decodes its numpy arrays byte for byte.
+                data = pickle.load(f, encoding="latin1")
+        except (OSError, pickle.UnpicklingError, EOFError, ValueError) as e:
+            raise FeaturesError("cannot read the features pickle %s: %s" % (path, e)) from e
+        if not isinstance(data, dict):
+            raise FeaturesError("%s: the pickle holds a %s, expected a dict clip -> "
+                                "[frames, dim] array" % (path, type(data).__name__))
+        self._data = {(k.decode("utf-8") if isinstance(k, bytes) else str(k)): v
+                      for k, v in data.items()}
+        super().__init__(path, self._data)
+
+    def _load(self, clip):
+        return self._data[clip], self.path
+
+
+def open_features(path):
+    """Opens a feature store as a read-only Mapping clip -> float32 [n, dim].
+
+    Accepted forms:
+
+    * a folder of ``<clip>.npy`` files, or ``<clip>.npz`` files (the array named
+      ``features``, or the only array), as ``--format=npy`` writes;
+    * an HDF5 file with one dataset per clip at the top level (``--format=hdf5``);
+    * a pickle (``.pkl``/``.pickle``) of a dict clip -> array, such as arctic-capgen-vid's
+      ``FEAT_key_vidID_value_features.pkl`` (keys ``vid1`` ... ``vid1970``).
+
+    Clips are read when accessed (the pickle is read whole). ``store.dim`` is the feature
+    size of the first clip.
+
+    Args:
+      path: the folder or file.
+
+    Returns:
+      A ``FeatureStore``.
+
+    Raises:
+      FeaturesError: the path does not exist, is of none of these forms or holds no
+        clips; on access, a clip that is not a 2-D array (naming the clip and file).
+    """
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        return _FolderStore(path)
+    if not os.path.exists(path):
+        raise FeaturesError("feature store %s does not exist; extract features with "
+                            "python -m video_caption.features" % path)
+    if h5py.is_hdf5(path):
+        return _Hdf5Store(path)
+    if path.endswith((".pkl", ".pickle")):
+        return _PickleStore(path)
+    raise FeaturesError("%s is not a feature store: expected a folder of .npy/.npz "
+                        "files, an HDF5 file, or a .pkl dict" % path)
+
+
+# ----------------------------------------------------------------------------- command
+
+
+FLAGS = flags.FLAGS
+
+
+def define_flags(flag_values=FLAGS):
+    """Defines the command-line flags on ``flag_values``.
+
+    Called only when the module runs as a program (tests pass their own ``FlagValues``),
+    so that importing the module defines no flags.
+    """
+    fv = flag_values
+    flags.DEFINE_string("video_dir", None, "Folder of the videos (%s); the clip name is "
+                        "the file name without extension." % " ".join(
+                            frames_lib.VIDEO_EXTENSIONS), flag_values=fv)
+    flags.DEFINE_string("output", None, "Output folder (--format=npy) or HDF5 file "
+                        "(--format=hdf5); an existing one is resumed.", flag_values=fv)
+    flags.DEFINE_enum("cnn", "googlenet", list(cnn_lib.CNNS), "Feature extractor: BVLC "
+                      "GoogLeNet pool5/7x7_s1 (1024-d, 224 px) or Inception v3 (2048-d, "
+                      "299 px).", flag_values=fv)
+    flags.DEFINE_string("cnn_weights", None, "Weights of the CNN: for googlenet a "
+                        "caffe-tensorflow .npy dict or a Keras .h5 saved from "
+                        "video_caption.cnn.googlenet; for inception_v3 the Keras ImageNet "
+                        "'notop' .h5. Default: a seeded random initialisation (features "
+                        "NOT comparable with published ones).", flag_values=fv)
+    flags.DEFINE_integer("max_frames", 240, "Decode only the first frames of a video.",
+                         lower_bound=1, flag_values=fv)
+    flags.DEFINE_integer("num_frames", 24, "K equally spaced frames kept per clip "
+                         "(arctic-capgen-vid: 28; the ACVI paper: 24).", lower_bound=1,
+                         flag_values=fv)
+    flags.DEFINE_enum("format", "npy", list(FORMATS), "npy: a folder of <clip>.npy; "
+                      "hdf5: one file, a dataset per clip.", flag_values=fv)
+    flags.DEFINE_integer("batch_size", 32, "Frames per CNN forward pass.", lower_bound=1,
+                         flag_values=fv)
+    flags.DEFINE_string("clips", None, "Optional file of clip names to extract (first "
+                        "field of each line; youtube_mapping.txt works).", flag_values=fv)
+    flags.DEFINE_integer("log_every", 10, "A progress line every this many clips.",
+                         lower_bound=1, flag_values=fv)
+    flags.mark_flags_as_required(["video_dir", "output"], flag_values=fv)
+
+
+def main(argv, flag_values=FLAGS):
+    """Runs the extraction from the flags and prints the summary.
+
+    Returns:
+      0 when every clip was extracted, 1 when some failed (they are listed in the
+      failed file).
+    """
+    if len(argv) > 1:
+        raise app.UsageError("unexpected arguments: %s" % " ".join(argv[1:]))
+    fv = flag_values
+    try:
+        clips = read_clip_list(fv.clips) if fv.clips else None
+        stats = extract_features(
+            fv.video_dir, fv.output, cnn=fv.cnn, cnn_weights=fv.cnn_weights,
+            max_frames=fv.max_frames, num_frames=fv.num_frames, fmt=fv.format,
+            batch_size=fv.batch_size, clips=clips, log_every=fv.log_every)
+    except (FeaturesError, cnn_lib.WeightsError) as e:
+        sys.exit("features: error: %s" % e)
+    print("Features of %s -> %s\n%s" % (fv.video_dir, fv.output, stats.summary()))
+    return 1 if stats.failed else 0
+
+
+if __name__ == "__main__":
+    define_flags()
+    app.run(main)
