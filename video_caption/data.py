@@ -1,0 +1,207 @@
+"""The captioning data: split files, the vocabulary, frame features and batches.
+
+A prepared dataset (``data_prep.msvd`` writes it, for MSVD and for the shipped demo clips)
+is a folder with ``{train,val,test}.jsonl`` (one clip per line: ``clip``, ``vid``,
+``captions`` tokenized with NLTK's wordpunct tokenizer, raw ``references``) and
+``vocab.txt`` (``word count`` lines, most frequent first). Features come from any store
+``video_caption.features.open_features`` reads, keyed by clip name or by ``vidN``.
+
+Ids: 0 ``<pad>``, 1 ``<unk>``, 2 ``<s>``, 3 ``</s>``, then the vocabulary file's words.
+Every clip is ``num_frames`` rows: a clip with more feature rows (e.g. arctic-capgen-vid's
+features of every frame) is sampled with ``frames.sample_indices``; one with fewer is
+zero-padded and masked.
+"""
+import json
+
+import numpy as np
+import tensorflow as tf
+
+from video_caption import frames as frames_lib
+
+PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<s>", "</s>"
+PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
+SPLITS = ("train", "val", "test")
+_RECORD_KEYS = ("clip", "vid", "captions", "references")
+
+BATCH_SIGNATURE = dict(
+    features=tf.TensorSpec([None, None, None], tf.float32),
+    num_frames=tf.TensorSpec([None], tf.int32),
+    caption_in=tf.TensorSpec([None, None], tf.int32),
+    caption_out=tf.TensorSpec([None, None], tf.int32),
+    caption_len=tf.TensorSpec([None], tf.int32))
+
+
+class DataError(ValueError):
+    """Bad captioning input; the message names the file, the record and the fix."""
+
+
+class Vocab:
+    """Word <-> id mapping from a ``word count`` file.
+
+    Args:
+      path: the vocabulary file, most frequent word first.
+      max_size: keep at most this many ids, the 4 reserved ones included (0: all).
+    """
+
+    def __init__(self, path, max_size=0):
+        self._id_to_word = [PAD, UNK, BOS, EOS]
+        with open(path, encoding="utf-8") as f:
+            for number, line in enumerate(f, start=1):
+                pieces = line.split()
+                if len(pieces) != 2 or not pieces[1].isdigit():
+                    raise DataError("%s:%d: want 'word count', got %r; rebuild it with "
+                                    "data_prep.msvd" % (path, number, line.rstrip("\n")))
+                if pieces[0] in self._id_to_word[:4]:
+                    raise DataError("%s:%d: %r is reserved and must not be in the file"
+                                    % (path, number, pieces[0]))
+                if max_size and len(self._id_to_word) >= max_size:
+                    break
+                self._id_to_word.append(pieces[0])
+        self._word_to_id = {w: i for i, w in enumerate(self._id_to_word)}
+        if len(self._word_to_id) != len(self._id_to_word):
+            raise DataError("%s: a word appears twice; each must appear once" % path)
+
+    def size(self):
+        """Number of ids, reserved ones included."""
+        return len(self._id_to_word)
+
+    def encode(self, caption):
+        """Ids of a tokenized caption (space-separated), unknown words as ``<unk>``."""
+        return [self._word_to_id.get(w, UNK_ID) for w in caption.split()]
+
+    def decode(self, ids):
+        """Words of ``ids`` up to the first ``</s>``, padding and ``<s>`` dropped."""
+        words = []
+        for i in ids:
+            if i == EOS_ID:
+                break
+            if i not in (PAD_ID, BOS_ID):
+                words.append(self._id_to_word[i])
+        return words
+
+
+def read_split(path):
+    """The clip records of one ``<split>.jsonl`` file, in file order.
+
+    Raises:
+      DataError: a line is not JSON or lacks a field, or a clip has no captions.
+    """
+    records = []
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise DataError("%s:%d: not JSON (%s); rebuild the split with "
+                                "data_prep.msvd" % (path, number, e)) from e
+            missing = [k for k in _RECORD_KEYS if k not in record]
+            if missing:
+                raise DataError("%s:%d: record lacks %s; rebuild the split with "
+                                "data_prep.msvd" % (path, number, ", ".join(missing)))
+            if not record["captions"] or not record["references"]:
+                raise DataError("%s:%d: clip %s has no captions" % (path, number,
+                                                                    record["clip"]))
+            records.append(record)
+    if not records:
+        raise DataError("%s holds no clips" % path)
+    return records
+
+
+def clip_features(store, record, num_frames, source="features"):
+    """``[num_frames, D]`` features of one clip (zero rows past its length) and the length.
+
+    Raises:
+      DataError: the store has the clip under neither its name nor its ``vidN``.
+    """
+    for key in (record["clip"], record["vid"]):
+        if key in store:
+            rows = np.asarray(store[key], np.float32)
+            break
+    else:
+        raise DataError("%s has no features for clip %s (%s); extract them with "
+                        "python -m video_caption.features" % (source, record["clip"],
+                                                               record["vid"]))
+    if len(rows) > num_frames:
+        rows = rows[frames_lib.sample_indices(len(rows), num_frames)]
+    padded = np.zeros([num_frames, rows.shape[1]], np.float32)
+    padded[:len(rows)] = rows
+    return padded, len(rows)
+
+
+class ClipSet:
+    """The clips of one split with their features in memory, ready to batch.
+
+    Args:
+      records: from ``read_split``.
+      store: a feature store (``features.open_features``).
+      num_frames: K, rows per clip.
+      source: how to name the store in errors.
+    """
+
+    def __init__(self, records, store, num_frames, source="features"):
+        self.records = records
+        loaded = [clip_features(store, r, num_frames, source) for r in records]
+        self.features = np.stack([f for f, _ in loaded])  # [N, K, D]
+        self.num_frames = np.array([n for _, n in loaded], np.int32)
+        empty = [r["clip"] for r, n in zip(records, self.num_frames) if n == 0]
+        if empty:
+            raise DataError("%s: clips with no feature rows: %s" % (source, empty[:10]))
+
+    @property
+    def feature_dim(self):
+        """D, the size of a frame feature."""
+        return self.features.shape[-1]
+
+    def references(self):
+        """``{clip: [raw reference, ...]}`` for scoring."""
+        return {r["clip"]: list(r["references"]) for r in self.records}
+
+    def clip_batches(self, batch_size):
+        """Yields ``(records, {features, num_frames})`` for decoding, in split order."""
+        for start in range(0, len(self.records), batch_size):
+            end = start + batch_size
+            yield self.records[start:end], dict(
+                features=tf.constant(self.features[start:end]),
+                num_frames=tf.constant(self.num_frames[start:end]))
+
+    def caption_pairs(self, vocab, max_caption_len=0):
+        """``(clip index, caption ids)`` for every caption; ``max_caption_len`` > 0 drops
+        captions with that many tokens or more (arctic-capgen-vid's ``maxlen``)."""
+        pairs = []
+        for index, record in enumerate(self.records):
+            for caption in record["captions"]:
+                ids = vocab.encode(caption)
+                if ids and not (max_caption_len and len(ids) >= max_caption_len):
+                    pairs.append((index, ids))
+        return pairs
+
+    def caption_batches(self, pairs, batch_size, rng=None):
+        """Yields teacher-forcing batches (``BATCH_SIGNATURE``) of ``pairs``.
+
+        Args:
+          pairs: from ``caption_pairs``.
+          batch_size: captions per batch.
+          rng: a ``np.random.Generator`` to shuffle with; in order when None.
+        """
+        order = np.arange(len(pairs)) if rng is None else rng.permutation(len(pairs))
+        for start in range(0, len(order), batch_size):
+            chosen = [pairs[i] for i in order[start:start + batch_size]]
+            yield make_batch([self.features[i] for i, _ in chosen],
+                             [self.num_frames[i] for i, _ in chosen],
+                             [ids for _, ids in chosen])
+
+
+def make_batch(features, num_frames, captions):
+    """A ``BATCH_SIGNATURE`` dict: ``<s> w1 .. wn`` in, ``w1 .. wn </s>`` out, padded."""
+    length = max(len(ids) for ids in captions) + 1
+    caption_in = np.full([len(captions), length], PAD_ID, np.int32)
+    caption_out = np.full([len(captions), length], PAD_ID, np.int32)
+    for row, ids in enumerate(captions):
+        caption_in[row, :len(ids) + 1] = [BOS_ID] + ids
+        caption_out[row, :len(ids) + 1] = ids + [EOS_ID]
+    return dict(features=tf.constant(np.stack(features)),
+                num_frames=tf.constant(np.asarray(num_frames, np.int32)),
+                caption_in=tf.constant(caption_in), caption_out=tf.constant(caption_out),
+                caption_len=tf.constant([len(ids) + 1 for ids in captions], tf.int32))

@@ -1,0 +1,75 @@
+"""Batched beam-search captioning with a ``Captioner`` (no flags: a library).
+
+arctic-capgen-vid decodes with beam 5 up to 50 words and keeps the finished hypothesis of
+lowest total negative log-likelihood, with no length normalisation; that is the default
+here (``length_normalization="none"``). The beam itself is ``acvi_tf.decoding``'s.
+"""
+import tensorflow as tf
+
+from acvi_tf import decoding
+from video_caption import data
+
+
+class CaptionDecoder:
+    """Captions clips with beam search (``beam_size`` 1 is greedy).
+
+    Args:
+      model: a built ``Captioner``.
+      vocab: its ``data.Vocab``.
+      beam_size: hypotheses kept per clip.
+      max_length: most words per caption.
+      length_normalization: ``"none"`` (arctic-capgen-vid), ``"average"`` or ``"gnmt"``.
+    """
+
+    def __init__(self, model, vocab, beam_size=5, max_length=50, length_normalization="none"):
+        self.model = model
+        self.vocab = vocab
+        signature = [tf.TensorSpec([None, None, None], tf.float32),
+                     tf.TensorSpec([None], tf.int32)]
+
+        def step_fn(constants):
+            def step(tokens, state, t):
+                del t
+                output, state, attn = model.step(model.embedding(tokens), state, constants)
+                logits = tf.cast(model.logits(output), tf.float32)
+                return tf.nn.log_softmax(logits), state, {"attn": attn}
+            return step
+
+        @tf.function(input_signature=signature)
+        def search(features, num_frames):
+            constants, state = model.start(features, num_frames)
+            return decoding.beam_search(
+                step_fn(decoding.tile_beam(constants, beam_size)), state,
+                tf.shape(features)[0], beam_size, max_length, data.BOS_ID, data.EOS_ID,
+                length_normalization=length_normalization, record_extras=True)
+
+        self._search = search
+
+    def caption(self, features, num_frames):
+        """Captions of a batch.
+
+        Args:
+          features: [B, K, D] float32; num_frames: [B] int32.
+
+        Returns:
+          A list of ``(words, attention [len(words), K])`` per clip: row t is the
+          attention of the step that produced word t.
+        """
+        out = self._search(features, num_frames)
+        results = []
+        for ids, length, attn in zip(out["ids"].numpy(), out["lengths"].numpy(),
+                                     out["attn"].numpy()):
+            words = self.vocab.decode(ids[:length].tolist())
+            results.append((words, attn[:length]))
+        return results
+
+    def caption_set(self, clip_set, batch_size):
+        """``{clip: caption}`` and ``{clip: attention}`` for every clip of a ``ClipSet``."""
+        captions, attentions = {}, {}
+        for records, batch in clip_set.clip_batches(batch_size):
+            for record, (words, attn) in zip(records,
+                                             self.caption(batch["features"],
+                                                          batch["num_frames"])):
+                captions[record["clip"]] = " ".join(words)
+                attentions[record["clip"]] = attn
+        return captions, attentions

@@ -1,0 +1,142 @@
+"""The video captioner of the ACVI paper (section 2.2, section 4.2 and appendix B).
+
+* Encoder: a BiLSTM over the K frame features ``f_1..f_K``; its states ``h_i`` (both
+  directions concatenated) are the attention memory. Padded frames are masked.
+* Initial decoder state: ``relu(W [h_fw; h_bw] + b)`` of the final encoder states, for
+  the LSTM's ``h`` and ``c`` alike (the pointer-generator's reduce-state layers; the paper
+  does not say).
+* Decoder step t: the LSTM reads ``[E y_{t-1}; c_{t-1}]`` (the previous context, zeros at
+  t = 0), giving ``s_t``; additive attention (eq. 1, ``W_h`` and ``W_s`` to
+  ``attention_units``) gives ``a_t``; the context layer gives ``c_t`` (SA: ``sum_i a_t,i
+  h_i``; ACVI: a sample, or its mean at decode time).
+* Output (eq. 4): ``P_t = softmax(V' tanh(V [s_t; c_t] + b) + b')``.
+* Dropout (rate ``dropout``, training only) on the non-recurrent connections, as in
+  Zaremba et al., which the paper cites: the encoder's input frames, the decoder LSTM's
+  input and ``[s_t; c_t]`` before eq. 4.
+The vocabulary projection and the ACVI KL run once on all steps after the loop.
+"""
+import tensorflow as tf
+
+from acvi_tf import attention as attention_lib
+from acvi_tf import context as context_lib
+
+
+class Captioner(tf.keras.Model):
+    """BiLSTM encoder over frame features, attentional LSTM decoder, eq. (4) output.
+
+    Args:
+      vocab_size: V, reserved ids included.
+      encoder_units: LSTM size of each encoder direction (paper: 1000).
+      decoder_units: decoder LSTM size (paper: 1000).
+      embedding_dim: word embedding size (paper: 256).
+      attention_units: size of the additive attention space (paper: 100).
+      output_units: size of ``V [s_t; c_t]`` in eq. (4) (default: ``decoder_units``).
+      dropout: dropout rate of the non-recurrent connections (paper: 0.5).
+      context_layer: an ``acvi_tf.context`` layer; soft attention when None.
+    """
+
+    def __init__(self, vocab_size, encoder_units=1000, decoder_units=1000, embedding_dim=256,
+                 attention_units=100, output_units=None, dropout=0.5, context_layer=None,
+                 **kwargs):
+        super().__init__(**kwargs)
+        self.vocab_size = vocab_size
+        self.encoder_units = encoder_units
+        self.decoder_units = decoder_units
+        self.encoder = tf.keras.layers.Bidirectional(
+            tf.keras.layers.LSTM(encoder_units, return_sequences=True, return_state=True),
+            name="encoder")
+        self.reduce_h = tf.keras.layers.Dense(decoder_units, activation="relu",
+                                              name="reduce_h")
+        self.reduce_c = tf.keras.layers.Dense(decoder_units, activation="relu",
+                                              name="reduce_c")
+        self.embedding = tf.keras.layers.Embedding(vocab_size, embedding_dim,
+                                                   name="embedding")
+        self.cell = tf.keras.layers.LSTMCell(decoder_units, name="decoder_cell")
+        self.scorer = attention_lib.AdditiveScorer(attention_units, name="attention")
+        self.context_layer = context_layer or context_lib.SoftAttentionContext(name="context")
+        self.output_hidden = tf.keras.layers.Dense(output_units or decoder_units,
+                                                   activation="tanh", name="V")
+        self.vocab_projection = tf.keras.layers.Dense(vocab_size, name="V_prime")
+        self.dropout = tf.keras.layers.Dropout(dropout)
+
+    def start(self, features, num_frames, training=False):
+        """Encodes the frames.
+
+        Args:
+          features: [B, K, D] frame features (zero rows past ``num_frames``).
+          num_frames: [B] real frames per clip.
+          training: apply dropout.
+
+        Returns:
+          ``(constants, state)``: what every step reads (``keys``, ``prepared``, ``mask``)
+          and the initial decoder state (``h``, ``c``, previous ``context``).
+        """
+        mask = tf.sequence_mask(num_frames, tf.shape(features)[1])
+        features = self.dropout(tf.cast(features, self.compute_dtype), training=training)
+        memory, fw_h, fw_c, bw_h, bw_c = self.encoder(features, mask=mask, training=training)
+        constants = dict(keys=self.scorer.prepare(memory), mask=mask,
+                         prepared=self.context_layer.prepare(memory, mask))
+        state = dict(h=self.reduce_h(tf.concat([fw_h, bw_h], axis=-1)),
+                     c=self.reduce_c(tf.concat([fw_c, bw_c], axis=-1)),
+                     context=tf.zeros([tf.shape(memory)[0], memory.shape[-1]],
+                                      self.compute_dtype))
+        return constants, state
+
+    def step(self, y_emb, state, constants, training=False, use_gumbel=None):
+        """One decoder step.
+
+        Args:
+          y_emb: embedded previous words [B, E].
+          state: dict ``h``, ``c``, ``context`` (``c_{t-1}``).
+          constants: from ``start``.
+          training: dropout and ACVI sampling.
+          use_gumbel: ACVI's Gumbel path switch.
+
+        Returns:
+          ``(output, state, attn)``: ``[s_t; c_t]`` [B, H + 2U], the new state and ``a_t``.
+        """
+        x = self.dropout(tf.concat([y_emb, state["context"]], axis=-1), training=training)
+        s, (h, c) = self.cell(x, [state["h"], state["c"]])
+        attn = self.scorer(s, constants["keys"], constants["mask"])
+        context = self.context_layer.draw(attn, constants["prepared"], training=training,
+                                          use_gumbel=use_gumbel)
+        return tf.concat([s, context], axis=-1), dict(h=h, c=c, context=context), attn
+
+    def logits(self, output, training=False):
+        """Eq. (4) before the softmax: ``V' tanh(V [s_t; c_t] + b) + b'`` (any leading dims)."""
+        return self.vocab_projection(self.output_hidden(self.dropout(output,
+                                                                     training=training)))
+
+    def call(self, batch, training=False, use_gumbel=None):
+        """Teacher-forced decoding of ``caption_in``.
+
+        Returns:
+          dict: ``logits`` [B, T, V], ``attn`` [B, T, K] (float32), ``kl`` [B, T].
+        """
+        constants, state = self.start(batch["features"], batch["num_frames"], training)
+        emb = self.embedding(batch["caption_in"])
+        steps = tf.shape(emb)[1]
+        outputs = tf.TensorArray(self.compute_dtype, size=steps)
+        attns = tf.TensorArray(tf.float32, size=steps)
+        contexts = tf.TensorArray(self.compute_dtype, size=steps)
+        for t in tf.range(steps):
+            output, state, attn = self.step(emb[:, t], state, constants, training, use_gumbel)
+            outputs = outputs.write(t, output)
+            attns = attns.write(t, attn)
+            contexts = contexts.write(t, state["context"])
+        outputs, attns, contexts = (tf.transpose(a.stack(), [1, 0, 2])
+                                    for a in (outputs, attns, contexts))
+        return dict(logits=self.logits(outputs, training), attn=attns,
+                    kl=self.context_layer.kl_divergence(contexts, attns,
+                                                        constants["prepared"]))
+
+
+def attention_penalty(attn, caption_len, num_frames):
+    """arctic-capgen-vid's doubly-stochastic term ``sum_i (1 - sum_t a_t,i)^2`` per clip.
+
+    Only real caption steps and real frames count. Returns [B] float32.
+    """
+    steps = tf.sequence_mask(caption_len, tf.shape(attn)[1], dtype=tf.float32)
+    frames = tf.sequence_mask(num_frames, tf.shape(attn)[2], dtype=tf.float32)
+    total = tf.reduce_sum(attn * steps[:, :, tf.newaxis], axis=1)  # [B, K]
+    return tf.reduce_sum(tf.square(1.0 - total) * frames, axis=-1)
