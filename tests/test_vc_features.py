@@ -246,7 +246,7 @@ def test_extract_npy_resume_and_failures(gnet, video_dir, tmp_path, caplog):
     assert failed.startswith("broken\t") and "broken.avi" in failed
     meta = json.load(open(os.path.join(output, "features.json")))
     assert meta == {"cnn": "googlenet", "weights": "random", "num_frames": NUM_FRAMES,
-                    "max_frames": 10, "dim": 1024}
+                    "max_frames": 10, "dim": 1024, "dtype": "float32"}
     long_clip = np.load(os.path.join(output, "-4wsuPCjDBc_5_15.npy"))
     short_clip = np.load(os.path.join(output, "short_clip.npy"))
     assert long_clip.shape == (NUM_FRAMES, 1024) and long_clip.dtype == np.float32
@@ -286,19 +286,24 @@ def test_command_line_hdf5_and_clip_list(gnet, video_dir, tmp_path, monkeypatch,
     features.define_flags(fv)
     fv(["features", "--video_dir=" + video_dir, "--output=" + output, "--format=hdf5",
         "--num_frames=%d" % NUM_FRAMES, "--max_frames=10", "--clips=" + str(clips),
-        "--batch_size=%d" % NUM_FRAMES])
+        "--batch_size=%d" % NUM_FRAMES, "--dtype=float16"])
     assert features.main(["features"], fv) == 0
     assert "2 extracted" in capsys.readouterr().out
+    video = features.find_videos(video_dir)["-4wsuPCjDBc_5_15"]
+    direct = features.clip_features(gnet, frames.read_frames(video, 10), NUM_FRAMES)
     with h5py.File(output, "r") as f:
         assert sorted(f.keys()) == ["-4wsuPCjDBc_5_15", "short_clip"]
         assert f["short_clip"].shape == (3, 1024)
         assert f.attrs["cnn"] == "googlenet" and f.attrs["dim"] == 1024
         first = f["-4wsuPCjDBc_5_15"][()]
+        assert first.dtype == np.float16 and f.attrs["dtype"] == "float16"
+    np.testing.assert_allclose(first, direct, rtol=2e-3, atol=1e-2)
     assert not os.path.exists(output + ".failed.txt")
     # Run again: everything is already there.
     assert features.main(["features"], fv) == 0
     assert "2 already done, 0 extracted" in capsys.readouterr().out
     store = features.open_features(output)
+    assert store["-4wsuPCjDBc_5_15"].dtype == np.float32
     np.testing.assert_array_equal(store["-4wsuPCjDBc_5_15"], first)
     store.close()
 

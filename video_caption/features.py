@@ -33,7 +33,7 @@ Usage::
   python -m video_caption.features --video_dir=YouTubeClips --output=features \\
       [--cnn=googlenet|inception_v3] [--cnn_weights=bvlc_googlenet.npy] \\
       [--max_frames=240] [--num_frames=24] [--format=npy|hdf5] [--batch_size=32] \\
-      [--clips=youtube_mapping.txt] [--log_every=10]
+      [--clips=youtube_mapping.txt] [--dtype=float32|float16] [--log_every=10]
 
   store = open_features("features")      # Mapping clip -> float32 [n, dim]; store.dim
 """
@@ -60,7 +60,8 @@ FORMATS = ("npy", "hdf5")
 METADATA_FILE = "features.json"
 FAILED_FILE = "failed.txt"
 # The settings recorded with a store; a resumed run must match them.
-SETTINGS = ("cnn", "weights", "num_frames", "max_frames", "dim")
+SETTINGS = ("cnn", "weights", "num_frames", "max_frames", "dim", "dtype")
+DTYPES = ("float32", "float16")
 
 
 class FeaturesError(ValueError):
@@ -294,7 +295,7 @@ def _write_failed(path, failed):
 
 def extract_features(video_dir, output, cnn="googlenet", cnn_weights=None,
                      max_frames=240, num_frames=24, fmt="npy", batch_size=32,
-                     clips=None, log_every=10, extractor=None):
+                     clips=None, log_every=10, extractor=None, dtype="float32"):
     """Extracts and stores the frame features of every video of a folder.
 
     Args:
@@ -310,6 +311,7 @@ def extract_features(video_dir, output, cnn="googlenet", cnn_weights=None,
       log_every: a progress line every this many extracted clips.
       extractor: an already built ``cnn.Extractor`` to use instead of building one (it
         must be the ``cnn`` network with ``cnn_weights``; tests share one).
+      dtype: "float32", or "float16" to halve the disk space (readers return float32).
 
     Returns:
       The run's ``Stats``.
@@ -324,12 +326,14 @@ def extract_features(video_dir, output, cnn="googlenet", cnn_weights=None,
     if cnn not in cnn_lib.CNNS:
         raise FeaturesError("unknown --cnn=%s; choose one of %s" % (cnn, ", ".join(
             cnn_lib.CNNS)))
+    if dtype not in DTYPES:
+        raise FeaturesError("unknown dtype %s; choose one of %s" % (dtype, ", ".join(DTYPES)))
     start = time.time()
     videos = find_videos(video_dir, clips)
     settings = {"cnn": cnn,
                 "weights": os.path.abspath(cnn_weights) if cnn_weights else "random",
                 "num_frames": int(num_frames), "max_frames": int(max_frames),
-                "dim": int(cnn_lib.CNNS[cnn].dim)}
+                "dim": int(cnn_lib.CNNS[cnn].dim), "dtype": dtype}
     writer = (_NpyWriter if fmt == "npy" else _Hdf5Writer)(output, settings)
     stats = Stats(videos=len(videos))
     try:
@@ -349,7 +353,7 @@ def extract_features(video_dir, output, cnn="googlenet", cnn_weights=None,
                 stats.failed.append((clip, path, str(e)))
             else:
                 features = clip_features(extractor, decoded, num_frames)
-                writer.write(clip, features)
+                writer.write(clip, features.astype(dtype))
                 stats.extracted += 1
                 stats.frames += len(features)
             if count % log_every == 0 or count == len(todo):
@@ -614,6 +618,8 @@ def define_flags(flag_values=FLAGS):
                          flag_values=fv)
     flags.DEFINE_string("clips", None, "Optional file of clip names to extract (first "
                         "field of each line; youtube_mapping.txt works).", flag_values=fv)
+    flags.DEFINE_enum("dtype", "float32", list(DTYPES), "Stored precision (float16 halves "
+                      "the disk space; readers return float32).", flag_values=fv)
     flags.DEFINE_integer("log_every", 10, "A progress line every this many clips.",
                          lower_bound=1, flag_values=fv)
     flags.mark_flags_as_required(["video_dir", "output"], flag_values=fv)
@@ -634,7 +640,7 @@ def main(argv, flag_values=FLAGS):
         stats = extract_features(
             fv.video_dir, fv.output, cnn=fv.cnn, cnn_weights=fv.cnn_weights,
             max_frames=fv.max_frames, num_frames=fv.num_frames, fmt=fv.format,
-            batch_size=fv.batch_size, clips=clips, log_every=fv.log_every)
+            batch_size=fv.batch_size, clips=clips, log_every=fv.log_every, dtype=fv.dtype)
     except (FeaturesError, cnn_lib.WeightsError) as e:
         sys.exit("features: error: %s" % e)
     print("Features of %s -> %s\n%s" % (fv.video_dir, fv.output, stats.summary()))
