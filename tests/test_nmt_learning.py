@@ -46,7 +46,7 @@ def test_pig_latin_is_learned(mode):
         with tf.GradientTape() as tape:
             out = model(batch, training=True)
             loss = losses.sequence_loss(out["logits"], batch["tgt_out"], batch["tgt_len"],
-                                           out["kl"], kl_weight)[0]
+                                        out["kl"], kl_weight)[0]
         grads, _ = tf.clip_by_global_norm(tape.gradient(loss, model.trainable_variables), 5.0)
         optimizer.apply_gradients(zip(grads, model.trainable_variables))
         return loss

@@ -149,6 +149,16 @@ class ClipSet:
         if empty:
             raise DataError("%s: clips with no feature rows: %s" % (source, empty[:10]))
 
+    def feature_statistics(self):
+        """Per-dimension mean and standard deviation over the real frames: ``([D], [D])``."""
+        real = self.features[np.arange(self.features.shape[1])[None] < self.num_frames[:, None]]
+        return real.mean(axis=0), np.maximum(real.std(axis=0), 1e-6)
+
+    def standardize(self, mean, std):
+        """Maps the real frames to ``(f - mean) / std`` in place (padding stays zero)."""
+        real = np.arange(self.features.shape[1])[None] < self.num_frames[:, None]
+        self.features[real] = (self.features[real] - mean) / std
+
     @property
     def feature_dim(self):
         """D, the size of a frame feature."""

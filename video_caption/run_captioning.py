@@ -1,0 +1,431 @@
+"""Train, evaluate and caption with the ACVI video captioner: ``python -m video_caption.run_captioning``.
+
+Modes (``--mode``):
+
+* ``train``: teacher-forced training on the train split; every ``--valid_every`` steps
+  (and at the end) the validation clips are captioned with beam search and scored
+  (BLEU-4, METEOR, ROUGE-L, CIDEr-D); the best ``--best_metric`` (CIDEr by default;
+  arctic-capgen-vid used BLEU-4) is kept in ``out_dir/best/``. Checkpoints of model,
+  optimizer and step go to ``out_dir/train/`` every ``--checkpoint_steps`` and a killed
+  run resumes from the latest one. ``--patience`` validations without improvement stop
+  training early (arctic-capgen-vid: 20). TensorBoard logs in ``out_dir/train_log``.
+* ``eval``: perplexity and the caption metrics of a checkpoint on ``--eval_splits``.
+* ``decode``: captions of ``--decode_split`` into ``out_dir/decode_<split>/``
+  (``captions.json``, ``metrics.json``, ``results.txt``, attention heat maps of the first
+  ``--attention_images`` clips), with the most-common-training-caption baseline scored
+  beside them.
+
+Defaults are the paper's (section 4.2, appendix B): 1000-d LSTMs, 256-d embeddings,
+100-d attention, dropout 0.5, Adam with its default rate, beam 5. The arctic-capgen-vid
+extras (doubly-stochastic attention penalty, weight decay, Adadelta, clip 10) are flags.
+
+Typical use (see README "Video captioning")::
+
+  python -m video_caption.features --video_dir=YouTubeClips --output=feats
+  python -m data_prep.msvd --corpus_csv=video_corpus.csv --mapping=youtube_mapping.txt \\
+      --features=feats --output_dir=msvd
+  python -m video_caption.run_captioning --mode=train --data_dir=msvd --features=feats \\
+      --out_dir=runs/acvi --context=acvi
+  python -m video_caption.run_captioning --mode=decode --data_dir=msvd --features=feats \\
+      --out_dir=runs/acvi --decode_split=test
+"""
+import collections
+import json
+import math
+import os
+import sys
+
+from absl import app
+from absl import flags
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from acvi_tf import context as context_lib
+from acvi_tf import files
+from acvi_tf import flags as acvi_flags
+from acvi_tf import losses
+from acvi_tf import summaries
+from acvi_tf import training as training_lib
+from acvi_tf.metrics import captions as caption_metrics
+from video_caption import data
+from video_caption import decode as decode_lib
+from video_caption import features as features_lib
+from video_caption import model as model_lib
+
+MODES = ("train", "eval", "decode")
+REPORTED = ("Bleu_4", "METEOR", "ROUGE_L", "CIDEr")
+
+
+def define_flags(fv=flags.FLAGS):
+    """Defines this command's flags (and the shared ones when missing) on ``fv``."""
+    if "context" not in fv:
+        acvi_flags.define_flags(fv)
+
+    def string(name, default, help_text):
+        flags.DEFINE_string(name, default, help_text, flag_values=fv)
+
+    def integer(name, default, help_text, lower_bound=0):
+        flags.DEFINE_integer(name, default, help_text, lower_bound=lower_bound, flag_values=fv)
+
+    def real(name, default, help_text):
+        flags.DEFINE_float(name, default, help_text, lower_bound=0.0, flag_values=fv)
+
+    flags.DEFINE_enum("mode", "train", list(MODES), "train, eval or decode.", flag_values=fv)
+    string("data_dir", None, "Prepared dataset (data_prep.msvd): {train,val,test}.jsonl "
+           "and vocab.txt.")
+    string("features", None, "Feature store: a folder of <clip>.npy/.npz, an HDF5 file or "
+           "arctic-capgen-vid's FEAT_key_vidID_value_features.pkl.")
+    string("out_dir", None, "Experiment folder (checkpoints, logs, decodes).")
+    string("ckpt", None, "eval/decode: this checkpoint (default: best/, else the latest).")
+    integer("vocab_size", 0, "Keep this many ids, reserved included (0: the whole file).")
+    integer("num_frames", 24, "Frames per clip K (paper: 24 of the first 240); clips with "
+            "more feature rows are sampled, fewer are zero-padded and masked.", 1)
+    flags.DEFINE_enum("feature_norm", "none", ["none", "standardize"], "none: the features "
+                      "as stored (the paper); standardize: per dimension, with the mean "
+                      "and deviation of the training frames (useful for features of a "
+                      "randomly initialised CNN, whose scale is arbitrary).", flag_values=fv)
+    integer("max_caption_len", 30, "Drop training captions with this many words or more "
+            "(arctic-capgen-vid's maxlen; 0 keeps all).")
+    integer("encoder_units", 1000, "Encoder LSTM size per direction (paper: 1000).", 1)
+    integer("decoder_units", 1000, "Decoder LSTM size (paper: 1000).", 1)
+    integer("emb_dim", 256, "Word embedding size (paper: 256).", 1)
+    integer("attention_units", 100, "Additive attention size of W_h, W_s (paper: 100).", 1)
+    integer("output_units", 0, "Size of V [s; c] in eq. (4) (0: decoder_units).")
+    real("dropout", 0.5, "Dropout on the non-recurrent connections (paper: 0.5).")
+    flags.DEFINE_enum("optimizer", "adam", ["adam", "adadelta"], "adam (paper) or adadelta "
+                      "(arctic-capgen-vid).", flag_values=fv)
+    real("learning_rate", 0.001, "Learning rate (Adam's default; Adadelta: use 1.0).")
+    real("max_grad_norm", 0.0, "Clip the gradients' global norm (0: off; arctic: 10).")
+    real("alpha_c", 0.0, "Doubly-stochastic attention penalty weight (0: off, the paper; "
+         "arctic-capgen-vid: 0.70602).")
+    real("weight_decay", 0.0, "L2 weight decay on every kernel (0: off; arctic: 1e-4).")
+    integer("batch_size", 64, "Captions per training batch.", 1)
+    integer("max_steps", 30000, "Training steps.", 1)
+    integer("valid_every", 2000, "Validate (beam search + metrics) every this many steps "
+            "(arctic-capgen-vid: 2000).", 1)
+    integer("checkpoint_steps", 1000, "Save a checkpoint every this many steps.", 1)
+    integer("summary_steps", 100, "TensorBoard scalars every this many steps.", 1)
+    integer("patience", 0, "Stop after this many validations without a better "
+            "--best_metric (0: never; arctic-capgen-vid: 20).")
+    flags.DEFINE_multi_enum("metrics", list(REPORTED), list(REPORTED), "Caption metrics "
+                            "computed by validation, eval and decode (METEOR is the slow "
+                            "one).", flag_values=fv)
+    flags.DEFINE_enum("best_metric", "CIDEr", list(REPORTED), "Validation metric that "
+                      "picks best/ (arctic-capgen-vid: Bleu_4).", flag_values=fv)
+    integer("beam_size", 5, "Beam width (paper: 5; 1 is greedy).", 1)
+    integer("max_decode_len", 50, "Most words per generated caption.", 1)
+    flags.DEFINE_enum("length_normalization", "none", ["none", "average", "gnmt"],
+                      "Beam score: none (arctic-capgen-vid: total log-probability), "
+                      "average, gnmt.", flag_values=fv)
+    integer("decode_batch_size", 100, "Clips per beam-search call.", 1)
+    flags.DEFINE_enum("decode_split", "test", list(data.SPLITS), "decode: the split.",
+                      flag_values=fv)
+    flags.DEFINE_list("eval_splits", ["val", "test"], "eval: the splits.", flag_values=fv)
+    integer("attention_images", 0, "decode: heat maps (PNG) of the first N clips.")
+
+
+def _require(fv, *names):
+    for name in names:
+        if not fv[name].value:
+            raise app.UsageError("--%s is required" % name)
+
+
+class Experiment:
+    """The data, model and folders of one run, built from parsed flags."""
+
+    def __init__(self, fv):
+        self.fv = fv
+        self.vocab = data.Vocab(os.path.join(fv.data_dir, "vocab.txt"), fv.vocab_size)
+        self.store = features_lib.open_features(fv.features)
+        self._sets = {}
+        self._statistics = None
+        self.model = model_lib.Captioner(
+            self.vocab.size(), fv.encoder_units, fv.decoder_units, fv.emb_dim,
+            fv.attention_units, fv.output_units or None, fv.dropout,
+            acvi_flags.context_layer_from_flags(fv))
+        self.model(data.make_batch([np.zeros([1, self.store.dim], np.float32)], [1],
+                                   [[data.UNK_ID]]))
+        self.decoder = decode_lib.CaptionDecoder(self.model, self.vocab, fv.beam_size,
+                                                 fv.max_decode_len, fv.length_normalization)
+
+    def _load(self, name):
+        path = os.path.join(self.fv.data_dir, name + ".jsonl")
+        return data.ClipSet(data.read_split(path), self.store, self.fv.num_frames,
+                            source=self.fv.features)
+
+    def split(self, name):
+        """The ``data.ClipSet`` of a split (loaded once, standardized if asked)."""
+        if name not in self._sets:
+            clip_set = self._load(name)
+            if self.fv.feature_norm == "standardize":
+                if self._statistics is None:  # always the training frames' statistics
+                    train_set = clip_set if name == "train" else self._load("train")
+                    self._statistics = train_set.feature_statistics()
+                clip_set.standardize(*self._statistics)
+            self._sets[name] = clip_set
+        return self._sets[name]
+
+    def perplexity(self, name):
+        """Per-token perplexity of a split's captions (teacher forcing, no dropout)."""
+        clip_set = self.split(name)
+        total_nll, total_tokens = 0.0, 0.0
+        for batch in clip_set.caption_batches(clip_set.caption_pairs(self.vocab),
+                                              self.fv.decode_batch_size):
+            out = self.model(batch)
+            _, nll, _, count = losses.sequence_loss(out["logits"], batch["caption_out"],
+                                                    batch["caption_len"])
+            total_nll += float(nll) * int(batch["caption_len"].shape[0])
+            total_tokens += float(count)
+        return math.exp(min(total_nll / max(total_tokens, 1.0), 100.0))
+
+    def score(self, name):
+        """``(metrics, captions, attentions)`` of beam-search captions of a split."""
+        clip_set = self.split(name)
+        captions, attentions = self.decoder.caption_set(clip_set, self.fv.decode_batch_size)
+        metrics = caption_metrics.caption_metrics(clip_set.references(), captions,
+                                                  names=self.metric_names())
+        return metrics, captions, attentions
+
+    def metric_names(self):
+        """``--metrics`` in the order of ``REPORTED``."""
+        return [name for name in REPORTED if name in self.fv.metrics]
+
+
+def most_common_caption(records):
+    """The most frequent tokenized training caption: the constant-caption baseline."""
+    counts = collections.Counter(c for r in records for c in r["captions"])
+    return min(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0]
+
+
+def _format(metrics):
+    return ", ".join("%s %.4f" % (name, metrics[name]) for name in REPORTED
+                     if name in metrics)
+
+
+def _frame_labels(num_frames):
+    return ["f%d" % (i + 1) for i in range(num_frames)]
+
+
+def train(exp):
+    """The training loop; returns the best validation ``--best_metric``."""
+    fv, model = exp.fv, exp.model
+    optimizer = (tf.keras.optimizers.Adam(fv.learning_rate) if fv.optimizer == "adam"
+                 else tf.keras.optimizers.Adadelta(fv.learning_rate))
+    step_var = tf.Variable(0, dtype=tf.int64, name="global_step")
+    checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=step_var)
+    manager = tf.train.CheckpointManager(checkpoint, os.path.join(fv.out_dir, "train"),
+                                         max_to_keep=3)
+    best_dir = os.path.join(fv.out_dir, "best")
+    best_manager = tf.train.CheckpointManager(tf.train.Checkpoint(model=model, step=step_var),
+                                              best_dir, max_to_keep=1)
+    if manager.latest_checkpoint:
+        checkpoint.restore(manager.latest_checkpoint).expect_partial()
+        logging.info("Resumed from %s at step %d", manager.latest_checkpoint, int(step_var))
+    best_path = os.path.join(best_dir, "metrics.json")
+    best = json.load(open(best_path, encoding="utf-8")) if os.path.exists(best_path) else {}
+    best_value = best.get(fv.best_metric, -1.0)
+    stale = best.get("stale_validations", 0)
+    context_layer = model.context_layer
+    kl_weight = getattr(context_layer, "kl_weight", 0.0)
+    num_samples = context_layer.num_samples
+    kernels = [v for v in model.trainable_variables if "kernel" in v.name]
+
+    @tf.function(input_signature=[data.BATCH_SIGNATURE, tf.TensorSpec([], tf.bool)])
+    def train_step(batch, use_gumbel):
+        # K Monte-Carlo samples: the batch repeated K times averages the loss over them
+        batch = {k: context_lib.tile_for_samples(v, num_samples) for k, v in batch.items()}
+        with tf.GradientTape() as tape:
+            out = model(batch, training=True, use_gumbel=use_gumbel)
+            loss, nll, kl, count = losses.sequence_loss(
+                out["logits"], batch["caption_out"], batch["caption_len"], out["kl"],
+                kl_weight)
+            penalty = tf.reduce_mean(model_lib.attention_penalty(
+                out["attn"], batch["caption_len"], batch["num_frames"]))
+            decay = tf.add_n([tf.reduce_sum(tf.square(k)) for k in kernels])
+            loss += fv.alpha_c * penalty + fv.weight_decay * decay
+        grads = tape.gradient(loss, model.trainable_variables)
+        norm = tf.linalg.global_norm(grads)
+        if fv.max_grad_norm > 0:
+            grads, _ = tf.clip_by_global_norm(grads, fv.max_grad_norm, use_norm=norm)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        return dict(loss=loss, nll=nll, kl=kl, attention_penalty=penalty, grad_norm=norm,
+                    tokens=count)
+
+    train_set = exp.split("train")
+    pairs = train_set.caption_pairs(exp.vocab, fv.max_caption_len)
+    logging.info("training on %d captions of %d clips; vocabulary %d", len(pairs),
+                 len(train_set.records), exp.vocab.size())
+    writer = tf.summary.create_file_writer(os.path.join(fv.out_dir, "train_log"))
+    progress = training_lib.Progress(fv.max_steps)
+    step = int(step_var)
+    while step < fv.max_steps and not (fv.patience and stale >= fv.patience):
+        # a new order every pass, seeded by the step it starts at (so a resume reshuffles
+        # the same way every time)
+        rng = np.random.default_rng([fv.seed, step])
+        for batch in train_set.caption_batches(pairs, fv.batch_size, rng):
+            results = train_step(batch, context_layer.gumbel_active(step, fv.max_steps))
+            step_var.assign_add(1)
+            step += 1
+            training_lib.check_finite(float(results["loss"]), step,
+                                      manager.latest_checkpoint)
+            progress.update(step, int(results["tokens"]), loss=float(results["loss"]),
+                            kl=float(results["kl"]))
+            if step % fv.summary_steps == 0:
+                with writer.as_default(step=step):
+                    for name, value in results.items():
+                        if name != "tokens":
+                            tf.summary.scalar(name, value)
+            if step % fv.checkpoint_steps == 0:
+                manager.save(checkpoint_number=step)
+            if step % fv.valid_every == 0 or step == fv.max_steps:
+                manager.save(checkpoint_number=step)
+                metrics = _validate(exp, writer, step)
+                if metrics[fv.best_metric] > best_value:
+                    best_value, stale = metrics[fv.best_metric], 0
+                    best_manager.save(checkpoint_number=step)
+                    logging.info("  new best validation %s %.4f saved in %s",
+                                 fv.best_metric, best_value, best_dir)
+                else:
+                    stale += 1
+                files.atomic_write_text(best_path, json.dumps(
+                    dict(metrics if stale == 0 else best, step=step if stale == 0 else
+                         best.get("step"), stale_validations=stale), indent=2) + "\n")
+                best = json.load(open(best_path, encoding="utf-8"))
+                if fv.patience and stale >= fv.patience:
+                    logging.info("no better validation %s for %d validations: stopping",
+                                 fv.best_metric, stale)
+                    break
+            if step >= fv.max_steps:
+                break
+    writer.flush()
+    return best_value
+
+
+def _validate(exp, writer, step):
+    """Scores the validation split, logs it, writes TensorBoard and validation.jsonl."""
+    metrics, captions, attentions = exp.score("val")
+    logging.info("step %d validation: %s", step, _format(metrics))
+    clip_set = exp.split("val")
+    first = clip_set.records[0]
+    words = captions[first["clip"]].split()
+    with writer.as_default(step=step):
+        for name, value in metrics.items():
+            tf.summary.scalar("val_" + name, value)
+        samples = ["**%s**: %s  \nreference: %s" % (r["clip"], captions[r["clip"]],
+                                                     r["references"][0])
+                   for r in clip_set.records[:5]]
+        tf.summary.text("val_captions", "\n\n".join(samples))
+        if words:
+            summaries.write_attention_image(
+                "val_attention", attentions[first["clip"]],
+                _frame_labels(int(clip_set.num_frames[0])), words, step)
+    record = dict(metrics, step=step)
+    with open(os.path.join(exp.fv.out_dir, "validation.jsonl"), "a", encoding="utf-8") as f:
+        f.write(json.dumps(record) + "\n")
+    return metrics
+
+
+def restore(exp):
+    """Restores ``--ckpt``, else best/, else the latest training checkpoint; its path."""
+    fv = exp.fv
+    path = (fv.ckpt or tf.train.latest_checkpoint(os.path.join(fv.out_dir, "best"))
+            or tf.train.latest_checkpoint(os.path.join(fv.out_dir, "train")))
+    if path is None:
+        raise app.UsageError("no checkpoint in %s/best or %s/train; train first or give "
+                             "--ckpt" % (fv.out_dir, fv.out_dir))
+    tf.train.Checkpoint(model=exp.model).restore(path).expect_partial()
+    logging.info("Restored %s", path)
+    return path
+
+
+def evaluate(exp):
+    """Perplexity and caption metrics of the restored model on ``--eval_splits``."""
+    path = restore(exp)
+    results = {}
+    for name in exp.fv.eval_splits:
+        metrics, _, _ = exp.score(name)
+        metrics["perplexity"] = exp.perplexity(name)
+        results[name] = metrics
+        print("%s: %s, perplexity %.2f" % (name, _format(metrics), metrics["perplexity"]))
+    files.atomic_write_text(os.path.join(exp.fv.out_dir, "eval_metrics.json"), json.dumps(
+        dict(results, checkpoint=path), indent=2) + "\n")
+    return results
+
+
+def decode(exp):
+    """Captions ``--decode_split``, scores them and the constant-caption baseline."""
+    fv = exp.fv
+    path = restore(exp)
+    name = fv.decode_split
+    metrics, captions, attentions = exp.score(name)
+    clip_set = exp.split(name)
+    constant = most_common_caption(exp.split("train").records)
+    baseline = caption_metrics.caption_metrics(
+        clip_set.references(), {clip: constant for clip in captions},
+        names=exp.metric_names())
+    folder = os.path.join(fv.out_dir, "decode_" + name)
+    files.atomic_write_text(os.path.join(folder, "captions.json"),
+                            json.dumps(captions, indent=1, sort_keys=True) + "\n")
+    report = dict(model=metrics, constant_caption=dict(baseline, caption=constant),
+                  checkpoint=path, split=name, clips=len(captions))
+    files.atomic_write_text(os.path.join(folder, "metrics.json"),
+                            json.dumps(report, indent=2) + "\n")
+    names = exp.metric_names()
+    table = ["%-18s %s" % ("", " ".join("%8s" % m for m in names))]
+    for label, values in (("model", metrics), ("constant caption", baseline)):
+        table.append("%-18s %s" % (label, " ".join("%8.4f" % values[m] for m in names)))
+    text = "%s split, %d clips, checkpoint %s\n%s\n" % (name, len(captions), path,
+                                                        "\n".join(table))
+    files.atomic_write_text(os.path.join(folder, "results.txt"), text)
+    for record in clip_set.records[:fv.attention_images]:
+        words = captions[record["clip"]].split()
+        if words:
+            with files.atomic_write(os.path.join(folder, "attention",
+                                                 record["clip"] + ".png"), binary=True) as f:
+                f.write(summaries.attention_png(attentions[record["clip"]],
+                                                _frame_labels(fv.num_frames), words,
+                                                title=record["clip"]))
+    print(text, end="")
+    logging.info("Wrote %s", folder)
+    return report
+
+
+def run(fv):
+    """Runs ``--mode`` with the parsed flags ``fv``; returns its result."""
+    _require(fv, "data_dir", "features", "out_dir")
+    if fv.best_metric not in fv.metrics:
+        raise app.UsageError("--best_metric=%s must be one of --metrics=%s"
+                             % (fv.best_metric, ",".join(fv.metrics)))
+    acvi_flags.configure_runtime(fv)
+    os.makedirs(fv.out_dir, exist_ok=True)
+    if fv.mode == "train":
+        hparams = {name: fv[name].value for name in _hparam_names(fv)}
+        files.atomic_write_text(os.path.join(fv.out_dir, "hparams.json"),
+                                json.dumps(hparams, indent=2, sort_keys=True) + "\n")
+        logging.info("hparams: %s", hparams)
+    exp = Experiment(fv)
+    if fv.mode == "train":
+        best = train(exp)
+        print("best validation %s %.4f" % (fv.best_metric, best))
+        return best
+    return evaluate(exp) if fv.mode == "eval" else decode(exp)
+
+
+def _hparam_names(fv):
+    """This command's flags and the shared ones: what hparams.json records."""
+    by_module = fv.flags_by_module_dict()
+    names = {f.name for module in (__name__, sys.argv[0], acvi_flags.__name__)
+             for f in by_module.get(module, [])}
+    return sorted(names)
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError("Unknown command-line arguments: %s" % " ".join(argv[1:]))
+    run(flags.FLAGS)
+
+
+if __name__ == "__main__":
+    define_flags()
+    app.run(main)
