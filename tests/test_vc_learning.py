@@ -47,6 +47,8 @@ def test_captions_beat_the_constant_caption(context, tmp_path):
     validations = [json.loads(line)["step"]
                    for line in open(os.path.join(out, "validation.jsonl"))]
     assert validations == [STEPS // 2, STEPS]  # resumed at STEPS / 2, not from 0
+    best = json.load(open(os.path.join(out, "best", "metrics.json")))
+    assert best["step"] in validations and "CIDEr" in best
     if context == "sa":
         evaluation = _run("--mode=eval", "--eval_splits=val", *common)
         assert evaluation["val"]["perplexity"] < 3.0, evaluation

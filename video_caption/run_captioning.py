@@ -223,7 +223,10 @@ def train(exp):
         checkpoint.restore(manager.latest_checkpoint).expect_partial()
         logging.info("Resumed from %s at step %d", manager.latest_checkpoint, int(step_var))
     best_path = os.path.join(best_dir, "metrics.json")
-    best = json.load(open(best_path, encoding="utf-8")) if os.path.exists(best_path) else {}
+    best = {}
+    if os.path.exists(best_path):
+        with open(best_path, encoding="utf-8") as f:
+            best = json.load(f)
     best_value = best.get(fv.best_metric, -1.0)
     stale = best.get("stale_validations", 0)
     context_layer = model.context_layer
@@ -283,15 +286,15 @@ def train(exp):
                 metrics = _validate(exp, writer, step)
                 if metrics[fv.best_metric] > best_value:
                     best_value, stale = metrics[fv.best_metric], 0
+                    best = dict(metrics, step=step)
                     best_manager.save(checkpoint_number=step)
                     logging.info("  new best validation %s %.4f saved in %s",
                                  fv.best_metric, best_value, best_dir)
                 else:
                     stale += 1
-                files.atomic_write_text(best_path, json.dumps(
-                    dict(metrics if stale == 0 else best, step=step if stale == 0 else
-                         best.get("step"), stale_validations=stale), indent=2) + "\n")
-                best = json.load(open(best_path, encoding="utf-8"))
+                # best/metrics.json: the best scores, and the patience count for a resume
+                best["stale_validations"] = stale
+                files.atomic_write_text(best_path, json.dumps(best, indent=2) + "\n")
                 if fv.patience and stale >= fv.patience:
                     logging.info("no better validation %s for %d validations: stopping",
                                  fv.best_metric, stale)
