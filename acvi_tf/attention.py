@@ -72,7 +72,7 @@ class _Scorer(tf.keras.layers.Layer):
         """Returns the keys for ``memory`` [B, N, D]; computed once per source batch."""
         return memory
 
-    def call(self, query, keys, memory_mask=None, coverage=None):
+    def call(self, query, keys, memory_mask=None, coverage=None, normalizer=None):
         """Attention probabilities.
 
         Args:
@@ -82,6 +82,9 @@ class _Scorer(tf.keras.layers.Layer):
             no padding.
           coverage: [B, N] or [B, T, N], the sum of earlier steps' attention
             (additive scorer with ``use_coverage`` only).
+          normalizer: ``(scores, mask) -> weights`` to use instead of the masked softmax
+            (a context layer's ``normalizer``, e.g. structured attention's CRF
+            marginals); None for the softmax.
 
         Returns:
           float32 probabilities, [B, N] or [B, T, N] to match ``query``.
@@ -97,7 +100,12 @@ class _Scorer(tf.keras.layers.Layer):
         scores = self.score(query, keys, coverage)
         if memory_mask is None:
             memory_mask = tf.ones(tf.shape(keys)[:2], tf.bool)
-        probs = masked_softmax(scores, self.score_mask(memory_mask, scores), self.mask_mode)
+        mask = self.score_mask(memory_mask, scores)
+        if normalizer is None:
+            probs = masked_softmax(scores, mask, self.mask_mode)
+        else:
+            probs = normalizer(scores, tf.broadcast_to(tf.cast(mask, tf.float32),
+                                                       tf.shape(scores)))
         return probs[:, 0, :] if one_step else probs
 
     def score_mask(self, memory_mask, scores):

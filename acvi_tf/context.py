@@ -23,7 +23,7 @@ import tensorflow as tf
 
 from acvi_tf.attention import masked_softmax
 
-CONTEXT_MODES = ("sa", "acvi")
+CONTEXT_MODES = ("sa", "acvi", "structured")
 VARIANCE_NETS = ("mlp", "relu")
 SAMPLINGS = ("approx", "gumbel")
 NOISES = ("collapsed", "per_component")
@@ -97,10 +97,17 @@ def average_over_samples(tensor, num_samples):
     return tf.reduce_mean(tf.reshape(tensor, shape), axis=1)
 
 
-class _ContextLayer(tf.keras.layers.Layer):
-    """Shared plumbing: one- or many-step inputs, float32 math, compute-dtype output."""
+class ContextLayer(tf.keras.layers.Layer):
+    """Shared plumbing: one- or many-step inputs, float32 math, compute-dtype output.
+
+    ``normalizer`` is None when the attention distribution is the scorer's masked
+    softmax (SA, ACVI); a mechanism with its own distribution over the source (structured
+    attention) sets it to a ``(scores, mask) -> weights`` callable, which hosts pass on
+    to their scorer.
+    """
 
     num_samples = 1
+    normalizer = None
 
     def prepare(self, memory, memory_mask=None):
         """Caches the encoder states and padding mask for this source batch.
@@ -167,7 +174,7 @@ def _with_step_axis(tensor, one_step):
     return tensor[:, tf.newaxis] if one_step else tensor
 
 
-class SoftAttentionContext(_ContextLayer):
+class SoftAttentionContext(ContextLayer):
     """Soft attention: the deterministic context ``c_t = sum_i a_t,i h_i``."""
 
     def draw_steps(self, probs, prepared, training, use_gumbel, seed):
@@ -226,7 +233,7 @@ class VarianceNetwork(tf.keras.layers.Layer):
         return config
 
 
-class ACVIContext(_ContextLayer):
+class ACVIContext(ContextLayer):
     """ACVI: the context is a latent variable with a Gaussian-mixture posterior.
 
     ``q(c_t) = sum_i a_t,i N(c_t | h_i, diag sigma^2(h_i))`` (eq. 19) with prior
@@ -418,17 +425,21 @@ class ACVIContext(_ContextLayer):
         return config
 
 
-def make_context_layer(mode, **acvi_options):
+def make_context_layer(mode, structured_scale=2.0, **acvi_options):
     """Builds the context layer for ``--context=mode``.
 
     Args:
-      mode: ``"sa"`` or ``"acvi"``.
-      **acvi_options: ``ACVIContext`` arguments; ignored for ``"sa"``.
+      mode: one of ``CONTEXT_MODES``.
+      structured_scale: ``lambda`` of structured attention.
+      **acvi_options: ``ACVIContext`` arguments; ignored by the other modes.
 
     Returns:
-      A ``SoftAttentionContext`` or ``ACVIContext``.
+      A ``SoftAttentionContext``, ``ACVIContext`` or ``StructuredAttentionContext``.
     """
     _check_choice("context", mode, CONTEXT_MODES)
     if mode == "sa":
         return SoftAttentionContext(name="context")
+    if mode == "structured":
+        from acvi_tf import structured  # pylint: disable=import-outside-toplevel
+        return structured.StructuredAttentionContext(scale=structured_scale, name="context")
     return ACVIContext(name="context", **acvi_options)

@@ -20,7 +20,13 @@ def define_flags(flag_values=flags.FLAGS):
     flags.DEFINE_enum(
         "context", "acvi", list(context_lib.CONTEXT_MODES),
         "How the decoder forms its context vector: 'sa' soft attention (the original "
-        "models), 'acvi' amortized context vector inference (the paper).", flag_values=fv)
+        "models), 'acvi' amortized context vector inference (the paper), 'structured' "
+        "structured attention (Kim et al. 2017: linear-chain CRF marginals over the "
+        "source, the paper's eq. 20).", flag_values=fv)
+    flags.DEFINE_float(
+        "structured_lambda", 2.0,
+        "--context=structured: the context is lambda * sum_i p_i / sum_j p_j * h_i "
+        "(struct-attn's -lambda, 2).", lower_bound=0.0, flag_values=fv)
     flags.DEFINE_enum(
         "attention_masking", "neg_inf", ["neg_inf", "renormalize"],
         "How padded source positions are removed from the attention: 'neg_inf' masks "
@@ -115,7 +121,9 @@ def acvi_options(flag_values=flags.FLAGS):
 
 def context_layer_from_flags(flag_values=flags.FLAGS):
     """The context layer (``SoftAttentionContext`` or ``ACVIContext``) the flags select."""
-    return context_lib.make_context_layer(flag_values.context, **acvi_options(flag_values))
+    return context_lib.make_context_layer(flag_values.context,
+                                          structured_scale=flag_values.structured_lambda,
+                                          **acvi_options(flag_values))
 
 
 def configure_runtime(flag_values=flags.FLAGS):

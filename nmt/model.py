@@ -126,7 +126,8 @@ class NMTModel(tf.keras.Model):
         for cell, cell_state in zip(self.cells, state["cells"]):
             x, cell_state = cell(self._input_dropout(x, training=training), cell_state)
             new_cells.append(cell_state)
-        attn = self.scorer(x, constants["keys"], constants["mask"])
+        attn = self.scorer(x, constants["keys"], constants["mask"],
+                           normalizer=self.context_layer.normalizer)
         context = self.context_layer.draw(attn, constants["prepared"], training=training,
                                           use_gumbel=use_gumbel)
         attention_vector = self.attention_layer(tf.concat([x, context], axis=-1))

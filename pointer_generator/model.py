@@ -115,7 +115,8 @@ class PointerGenerator(tf.keras.Model):
         x = self.input_projection(tf.concat([y_t, prev_context], axis=-1))
         _, state = self.cell(x, state)
         h, c = state
-        attn = self.scorer(tf.concat([c, h], axis=-1), keys, memory_mask, coverage=coverage)
+        attn = self.scorer(tf.concat([c, h], axis=-1), keys, memory_mask, coverage=coverage,
+                           normalizer=self.context_layer.normalizer)
         context = self.context_layer.draw(attn, prepared, training=training,
                                           use_gumbel=use_gumbel)
         if coverage is not None:
@@ -232,7 +233,8 @@ class PointerGenerator(tf.keras.Model):
         mask, keys, prepared = constants["mask"], constants["keys"], constants["prepared"]
         if initial_state_attention:
             attn0 = self.scorer(tf.concat([c, h], axis=-1), keys, mask,
-                                coverage=coverage if coverage_on else None)
+                                coverage=coverage if coverage_on else None,
+                                normalizer=self.context_layer.normalizer)
             prev_context = self.context_layer.draw(attn0, prepared)
             if coverage_on:
                 coverage = coverage + attn0

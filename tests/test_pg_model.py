@@ -194,3 +194,17 @@ def test_acvi_model_trains_the_variance_network(batch):
     variance_grads = [g for n, g in grads.items() if "variance_network" in n]
     assert len(variance_grads) == 4
     assert all(np.any(tf.convert_to_tensor(g).numpy() != 0) for g in variance_grads)
+
+
+def test_structured_attention_is_the_copy_distribution_and_learns_its_chain(batch):
+    tf.keras.utils.set_random_seed(5)
+    layer = context_lib.make_context_layer("structured")
+    m = model_lib.PointerGenerator(V, hidden_dim=H, emb_dim=E, context_layer=layer)
+    with tf.GradientTape() as tape:
+        out = m(batch, training=True, coverage_on=True)
+        loss = losses_lib.compute_losses(out, batch, coverage_on=True)["total_loss"]
+    attn = out["attn"].numpy()
+    np.testing.assert_allclose(attn.sum(-1), 1.0, rtol=1e-5)  # a copy distribution
+    assert np.all(attn[1, :, 3:] == 0.0)
+    grad = tape.gradient(loss, layer.transitions)
+    assert np.all(np.isfinite(grad.numpy())) and np.abs(grad.numpy()).sum() > 0.0

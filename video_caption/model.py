@@ -97,7 +97,8 @@ class Captioner(tf.keras.Model):
         """
         x = self.dropout(tf.concat([y_emb, state["context"]], axis=-1), training=training)
         s, (h, c) = self.cell(x, [state["h"], state["c"]])
-        attn = self.scorer(s, constants["keys"], constants["mask"])
+        attn = self.scorer(s, constants["keys"], constants["mask"],
+                           normalizer=self.context_layer.normalizer)
         context = self.context_layer.draw(attn, constants["prepared"], training=training,
                                           use_gumbel=use_gumbel)
         return tf.concat([s, context], axis=-1), dict(h=h, c=c, context=context), attn
