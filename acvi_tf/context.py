@@ -23,7 +23,7 @@ import tensorflow as tf
 
 from acvi_tf.attention import masked_softmax
 
-CONTEXT_MODES = ("sa", "acvi", "structured")
+CONTEXT_MODES = ("sa", "acvi", "structured", "ved")
 VARIANCE_NETS = ("mlp", "relu")
 SAMPLINGS = ("approx", "gumbel")
 NOISES = ("collapsed", "per_component")
@@ -58,6 +58,7 @@ class PreparedMemory(NamedTuple):
         (ACVI, ``kl="mc"``), so that ``log N(c | h_i, sigma_i^2) = log_norm_i
         - 1/2 c^2 . precision_i + c . scaled_mean_i``.
       component_kl: ``KL[N(h_i, sigma_i^2) || N(0, I)]``, [B, N] (ACVI, ``kl="bound"``).
+      prior_mean: mean encoder state over real positions, [B, D] (VED's attention prior).
     """
     memory: tf.Tensor
     mask: tf.Tensor
@@ -66,6 +67,7 @@ class PreparedMemory(NamedTuple):
     scaled_mean: Optional[tf.Tensor] = None
     log_norm: Optional[tf.Tensor] = None
     component_kl: Optional[tf.Tensor] = None
+    prior_mean: Optional[tf.Tensor] = None
 
 
 def _check_choice(name, value, choices):
@@ -108,6 +110,16 @@ class ContextLayer(tf.keras.layers.Layer):
 
     num_samples = 1
     normalizer = None
+
+    def sentence_latent(self, summary, training=False):
+        """A sentence latent for the decoder input (VED only): ``(z or None, KL_z [B])``."""
+        del training
+        return None, tf.zeros(tf.shape(summary)[:1])
+
+    def kl_scale(self, step):
+        """KL annealing factor at training ``step`` (VED only; 1 otherwise)."""
+        del step
+        return tf.constant(1.0)
 
     def prepare(self, memory, memory_mask=None):
         """Caches the encoder states and padding mask for this source batch.
@@ -425,16 +437,19 @@ class ACVIContext(ContextLayer):
         return config
 
 
-def make_context_layer(mode, structured_scale=2.0, **acvi_options):
+def make_context_layer(mode, structured_scale=2.0, ved_options=None, **acvi_options):
     """Builds the context layer for ``--context=mode``.
 
     Args:
       mode: one of ``CONTEXT_MODES``.
       structured_scale: ``lambda`` of structured attention.
-      **acvi_options: ``ACVIContext`` arguments; ignored by the other modes.
+      ved_options: ``VEDContext`` arguments (``kl_weight`` and ``seed`` come from
+        ``acvi_options``).
+      **acvi_options: ``ACVIContext`` arguments.
 
     Returns:
-      A ``SoftAttentionContext``, ``ACVIContext`` or ``StructuredAttentionContext``.
+      A ``SoftAttentionContext``, ``ACVIContext``, ``StructuredAttentionContext`` or
+      ``VEDContext``.
     """
     _check_choice("context", mode, CONTEXT_MODES)
     if mode == "sa":
@@ -442,4 +457,9 @@ def make_context_layer(mode, structured_scale=2.0, **acvi_options):
     if mode == "structured":
         from acvi_tf import structured  # pylint: disable=import-outside-toplevel
         return structured.StructuredAttentionContext(scale=structured_scale, name="context")
+    if mode == "ved":
+        from acvi_tf import ved  # pylint: disable=import-outside-toplevel
+        return ved.VEDContext(kl_weight=acvi_options.get("kl_weight", 0.1),
+                              seed=acvi_options.get("seed"), name="context",
+                              **(ved_options or {}))
     return ACVIContext(name="context", **acvi_options)

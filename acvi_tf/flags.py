@@ -22,7 +22,24 @@ def define_flags(flag_values=flags.FLAGS):
         "How the decoder forms its context vector: 'sa' soft attention (the original "
         "models), 'acvi' amortized context vector inference (the paper), 'structured' "
         "structured attention (Kim et al. 2017: linear-chain CRF marginals over the "
-        "source, the paper's eq. 20).", flag_values=fv)
+        "source, the paper's eq. 20), 'ved' the variational encoder-decoder with "
+        "variational attention (Bahuleyan et al. 2018: a Gaussian sentence latent fed to "
+        "every decoder step and a Gaussian context around the soft-attention one; use "
+        "--kl_weight=0.1, the original's gamma).", flag_values=fv)
+    flags.DEFINE_integer(
+        "ved_latent_dim", 100, "--context=ved: size of the sentence latent (the ACVI "
+        "paper: 100 for captioning, 128 for summarization).", lower_bound=1,
+        flag_values=fv)
+    flags.DEFINE_enum(
+        "ved_prior", "hmean", ["hmean", "zero"], "--context=ved: attention prior "
+        "N(mean encoder state, I) (the original) or N(0, I).", flag_values=fv)
+    flags.DEFINE_enum(
+        "ved_annealing", "none", ["none", "linear", "tanh"], "--context=ved: KL "
+        "annealing: none, linear over --ved_anneal_steps, or the original's tanh "
+        "schedule (frozen at step 3000, near 0.047).", flag_values=fv)
+    flags.DEFINE_integer(
+        "ved_anneal_steps", 10000, "--context=ved --ved_annealing=linear: steps to reach "
+        "weight 1.", lower_bound=1, flag_values=fv)
     flags.DEFINE_float(
         "structured_lambda", 2.0,
         "--context=structured: the context is lambda * sum_i p_i / sum_j p_j * h_i "
@@ -121,9 +138,11 @@ def acvi_options(flag_values=flags.FLAGS):
 
 def context_layer_from_flags(flag_values=flags.FLAGS):
     """The context layer (``SoftAttentionContext`` or ``ACVIContext``) the flags select."""
-    return context_lib.make_context_layer(flag_values.context,
-                                          structured_scale=flag_values.structured_lambda,
-                                          **acvi_options(flag_values))
+    fv = flag_values
+    ved_options = dict(latent_dim=fv.ved_latent_dim, prior=fv.ved_prior,
+                       annealing=fv.ved_annealing, anneal_steps=fv.ved_anneal_steps)
+    return context_lib.make_context_layer(fv.context, structured_scale=fv.structured_lambda,
+                                          ved_options=ved_options, **acvi_options(fv))
 
 
 def configure_runtime(flag_values=flags.FLAGS):

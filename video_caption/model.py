@@ -6,7 +6,7 @@
   the LSTM's ``h`` and ``c`` alike (the pointer-generator's reduce-state layers; the paper
   does not say).
 * Decoder step t: the LSTM reads ``[E y_{t-1}; c_{t-1}]`` (the previous context, zeros at
-  t = 0), giving ``s_t``; additive attention (eq. 1, ``W_h`` and ``W_s`` to
+  t = 0; with ``--context=ved`` also the sentence latent ``z``), giving ``s_t``; additive attention (eq. 1, ``W_h`` and ``W_s`` to
   ``attention_units``) gives ``a_t``; the context layer gives ``c_t`` (SA: ``sum_i a_t,i
   h_i``; ACVI: a sample, or its mean at decode time).
 * Output (eq. 4): ``P_t = softmax(V' tanh(V [s_t; c_t] + b) + b')``.
@@ -68,14 +68,20 @@ class Captioner(tf.keras.Model):
           training: apply dropout.
 
         Returns:
-          ``(constants, state)``: what every step reads (``keys``, ``prepared``, ``mask``)
-          and the initial decoder state (``h``, ``c``, previous ``context``).
+          ``(constants, state)``: what every step reads (``keys``, ``prepared``, ``mask``,
+          VED's sentence latent ``z`` and its ``kl_z`` [B]) and the initial decoder state
+          (``h``, ``c``, previous ``context``).
         """
         mask = tf.sequence_mask(num_frames, tf.shape(features)[1])
         features = self.dropout(tf.cast(features, self.compute_dtype), training=training)
         memory, fw_h, fw_c, bw_h, bw_c = self.encoder(features, mask=mask, training=training)
         constants = dict(keys=self.scorer.prepare(memory), mask=mask,
                          prepared=self.context_layer.prepare(memory, mask))
+        # VED: a sentence latent from the final encoder states joins every decoder input
+        z, constants["kl_z"] = self.context_layer.sentence_latent(
+            tf.concat([fw_h, bw_h], axis=-1), training=training)
+        if z is not None:
+            constants["z"] = z
         state = dict(h=self.reduce_h(tf.concat([fw_h, bw_h], axis=-1)),
                      c=self.reduce_c(tf.concat([fw_c, bw_c], axis=-1)),
                      context=tf.zeros([tf.shape(memory)[0], memory.shape[-1]],
@@ -95,7 +101,8 @@ class Captioner(tf.keras.Model):
         Returns:
           ``(output, state, attn)``: ``[s_t; c_t]`` [B, H + 2U], the new state and ``a_t``.
         """
-        x = self.dropout(tf.concat([y_emb, state["context"]], axis=-1), training=training)
+        inputs = [y_emb, state["context"]] + ([constants["z"]] if "z" in constants else [])
+        x = self.dropout(tf.concat(inputs, axis=-1), training=training)
         s, (h, c) = self.cell(x, [state["h"], state["c"]])
         attn = self.scorer(s, constants["keys"], constants["mask"],
                            normalizer=self.context_layer.normalizer)
@@ -112,7 +119,8 @@ class Captioner(tf.keras.Model):
         """Teacher-forced decoding of ``caption_in``.
 
         Returns:
-          dict: ``logits`` [B, T, V], ``attn`` [B, T, K] (float32), ``kl`` [B, T].
+          dict: ``logits`` [B, T, V], ``attn`` [B, T, K] (float32), ``kl`` [B, T] and
+          ``kl_z`` [B] (VED's sentence-latent KL; zeros otherwise).
         """
         constants, state = self.start(batch["features"], batch["num_frames"], training)
         emb = self.embedding(batch["caption_in"])
@@ -129,7 +137,8 @@ class Captioner(tf.keras.Model):
                                     for a in (outputs, attns, contexts))
         return dict(logits=self.logits(outputs, training), attn=attns,
                     kl=self.context_layer.kl_divergence(contexts, attns,
-                                                        constants["prepared"]))
+                                                        constants["prepared"]),
+                    kl_z=constants["kl_z"])
 
 
 def attention_penalty(attn, caption_len, num_frames):

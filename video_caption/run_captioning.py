@@ -234,15 +234,19 @@ def train(exp):
     num_samples = context_layer.num_samples
     kernels = [v for v in model.trainable_variables if "kernel" in v.name]
 
-    @tf.function(input_signature=[data.BATCH_SIGNATURE, tf.TensorSpec([], tf.bool)])
-    def train_step(batch, use_gumbel):
+    @tf.function(input_signature=[data.BATCH_SIGNATURE, tf.TensorSpec([], tf.bool),
+                                  tf.TensorSpec([], tf.int64)])
+    def train_step(batch, use_gumbel, step):
         # K Monte-Carlo samples: the batch repeated K times averages the loss over them
         batch = {k: context_lib.tile_for_samples(v, num_samples) for k, v in batch.items()}
+        anneal = context_layer.kl_scale(step)  # VED's KL annealing; 1 otherwise
         with tf.GradientTape() as tape:
             out = model(batch, training=True, use_gumbel=use_gumbel)
             loss, nll, kl, count = losses.sequence_loss(
                 out["logits"], batch["caption_out"], batch["caption_len"], out["kl"],
-                kl_weight)
+                anneal * kl_weight)
+            kl_z = tf.reduce_mean(out["kl_z"])
+            loss += anneal * kl_z
             penalty = tf.reduce_mean(model_lib.attention_penalty(
                 out["attn"], batch["caption_len"], batch["num_frames"]))
             decay = tf.add_n([tf.reduce_sum(tf.square(k)) for k in kernels])
@@ -252,8 +256,8 @@ def train(exp):
         if fv.max_grad_norm > 0:
             grads, _ = tf.clip_by_global_norm(grads, fv.max_grad_norm, use_norm=norm)
         optimizer.apply_gradients(zip(grads, model.trainable_variables))
-        return dict(loss=loss, nll=nll, kl=kl, attention_penalty=penalty, grad_norm=norm,
-                    tokens=count)
+        return dict(loss=loss, nll=nll, kl=kl, kl_z=kl_z, attention_penalty=penalty,
+                    grad_norm=norm, tokens=count)
 
     train_set = exp.split("train")
     pairs = train_set.caption_pairs(exp.vocab, fv.max_caption_len)
@@ -267,7 +271,8 @@ def train(exp):
         # the same way every time)
         rng = np.random.default_rng([fv.seed, step])
         for batch in train_set.caption_batches(pairs, fv.batch_size, rng):
-            results = train_step(batch, context_layer.gumbel_active(step, fv.max_steps))
+            results = train_step(batch, context_layer.gumbel_active(step, fv.max_steps),
+                                 tf.constant(step, tf.int64))
             step_var.assign_add(1)
             step += 1
             training_lib.check_finite(float(results["loss"]), step,

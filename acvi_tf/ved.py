@@ -1,0 +1,144 @@
+"""The variational encoder-decoder with variational attention (Bahuleyan et al., COLING 2018).
+
+Facts from HareeshBahuleyan/tf-var-attention (``ved_varAttn``), rewritten for this
+project's context-layer contract:
+
+* Sentence latent: ``q(z | x) = N(mu, diag sigma^2)`` with ``mu`` and ``log sigma`` each a
+  dense layer of the encoder summary (the final states of both directions), sampled by
+  reparameterisation; prior ``N(0, I)``; closed-form ``KL_z``. The host appends ``z`` to
+  the decoder input at every step. Size: 128 for summarization and 100 for captioning in
+  the ACVI paper (``latent_dim``).
+* Variational attention: the soft-attention context ``c_t = sum_i a_t,i h_i`` becomes the
+  mean of ``q(a_t) = N(c_t, diag sigma_t^2)`` with ``log sigma_t = W2 tanh(W1 c_t + b1) +
+  b2`` (both of the context's size); in training ``a~_t = c_t + tau eps sigma_t`` replaces
+  ``c_t``; decoding uses ``c_t``. Prior ``N(h_bar, I)`` with ``h_bar`` the mean encoder
+  state over real positions (``prior="hmean"``, the original's ``use_hmean``) or
+  ``N(0, I)`` (``prior="zero"``):
+  ``KL_t = -1/2 sum_d (1 + 2 log sigma_t - (c_t - h_bar)^2 - sigma_t^2)``.
+* The per-step attention KL is summed over every valid decoder step, as the paper's
+  equation says (the original's graph keeps only the last step's; see BASELINES.md).
+* KL annealing (``annealing``): ``"none"`` (weight 1), ``"linear"`` (0 to 1 over
+  ``anneal_steps``) or ``"tanh"`` (the original: ``(tanh((step - 4500) / 1000) + 1) / 2``,
+  updated only while ``step <= 3000``, so it stops near 0.047). It scales both KL terms.
+"""
+import tensorflow as tf
+
+from acvi_tf import context as context_lib
+
+PRIORS = ("hmean", "zero")
+ANNEALINGS = ("none", "linear", "tanh")
+# log sigma is clipped to this range (sigma in [4.5e-5, 2.2e4]), as ACVI clips log sigma^2
+LOG_SIGMA_MIN, LOG_SIGMA_MAX = -10.0, 10.0
+
+
+def annealing_weight(step, annealing="none", anneal_steps=10000):
+    """The KL weight factor at training ``step`` (a float32 scalar tensor)."""
+    step = tf.cast(step, tf.float32)
+    if annealing == "none":
+        return tf.constant(1.0)
+    if annealing == "linear":
+        return tf.minimum(1.0, step / float(max(anneal_steps, 1)))
+    if annealing == "tanh":  # frozen after step 3000, as the original updates it
+        return (tf.tanh((tf.minimum(step, 3000.0) - 4500.0) / 1000.0) + 1.0) / 2.0
+    raise ValueError("annealing must be one of %s, got %r" % (ANNEALINGS, annealing))
+
+
+def gaussian_kl(mean, log_sigma, prior_mean=None):
+    """``KL[N(mean, diag sigma^2) || N(prior_mean, I)]`` summed over the last axis."""
+    offset = mean if prior_mean is None else mean - prior_mean
+    return -0.5 * tf.reduce_sum(1.0 + 2.0 * log_sigma - tf.square(offset)
+                                - tf.exp(2.0 * log_sigma), axis=-1)
+
+
+class VEDContext(context_lib.ContextLayer):
+    """Variational attention plus the sentence latent of the VED.
+
+    Args:
+      latent_dim: size of the sentence latent ``z``.
+      prior: ``"hmean"`` or ``"zero"``: the mean of the attention prior.
+      temperature: ``tau``, the scale of the attention noise (original: 1).
+      kl_weight: the weight of the attention KL in the host's loss (the original's
+        ``gamma``: 0.1); ``KL_z`` has weight 1; both are scaled by the annealing.
+      annealing, anneal_steps: see ``annealing_weight``.
+      seed: seed of the layer's random generator (None: nondeterministic).
+    """
+
+    def __init__(self, latent_dim=100, prior="hmean", temperature=1.0, kl_weight=0.1,
+                 annealing="none", anneal_steps=10000, seed=None, **kwargs):
+        super().__init__(**kwargs)
+        context_lib._check_choice("prior", prior, PRIORS)  # pylint: disable=protected-access
+        context_lib._check_choice("annealing", annealing, ANNEALINGS)  # pylint: disable=protected-access
+        self.latent_dim = int(latent_dim)
+        self.prior = prior
+        self.temperature = float(temperature)
+        self.kl_weight = float(kl_weight)
+        self.annealing = annealing
+        self.anneal_steps = int(anneal_steps)
+        self.seed = seed
+        self.generator = (tf.random.Generator.from_seed(seed) if seed is not None
+                          else tf.random.Generator.from_non_deterministic_state())
+        self.latent_mean = tf.keras.layers.Dense(latent_dim, name="z_mean", dtype=tf.float32)
+        self.latent_log_sigma = tf.keras.layers.Dense(latent_dim, name="z_log_sigma",
+                                                      dtype=tf.float32)
+        self.sigma_hidden = None
+        self.sigma_out = None
+
+    def prepare(self, memory, memory_mask=None):
+        """Caches the memory and the prior mean ``h_bar`` (masked mean of the states)."""
+        base = super().prepare(memory, memory_mask)
+        if self.sigma_hidden is None:
+            size = memory.shape[-1]
+            self.sigma_hidden = tf.keras.layers.Dense(size, activation="tanh",
+                                                      name="sigma_hidden", dtype=tf.float32)
+            self.sigma_out = tf.keras.layers.Dense(size, name="sigma_out", dtype=tf.float32)
+        if self.prior == "zero":
+            return base
+        total = tf.reduce_sum(base.memory * base.mask[..., tf.newaxis], axis=1)
+        count = tf.maximum(tf.reduce_sum(base.mask, axis=1, keepdims=True), 1.0)
+        return base._replace(prior_mean=total / count)
+
+    def sentence_latent(self, summary, training=False):
+        """``(z [B, latent_dim], KL_z [B])`` from the encoder summary [B, S]."""
+        summary = tf.cast(summary, tf.float32)
+        mean = self.latent_mean(summary)
+        log_sigma = tf.clip_by_value(self.latent_log_sigma(summary), LOG_SIGMA_MIN,
+                                     LOG_SIGMA_MAX)
+        z = mean
+        if training:
+            z = mean + tf.exp(log_sigma) * self.generator.normal(tf.shape(mean))
+        return tf.cast(z, self.compute_dtype), gaussian_kl(mean, log_sigma)
+
+    def kl_scale(self, step):
+        """The annealing factor of both KL terms at training ``step``."""
+        return annealing_weight(step, self.annealing, self.anneal_steps)
+
+    def _log_sigma(self, mean_context):
+        return tf.clip_by_value(self.sigma_out(self.sigma_hidden(mean_context)),
+                                LOG_SIGMA_MIN, LOG_SIGMA_MAX)
+
+    def draw_steps(self, probs, prepared, training, use_gumbel, seed):
+        """``c_t + tau eps sigma_t`` in training, ``c_t`` otherwise: [B, T, D]."""
+        del use_gumbel
+        mean = context_lib.expected_context(probs, prepared.memory)
+        if not training:
+            return mean
+        noise = (self.generator.normal(tf.shape(mean)) if seed is None
+                 else tf.random.stateless_normal(tf.shape(mean), seed))
+        return mean + self.temperature * noise * tf.exp(self._log_sigma(mean))
+
+    def kl_steps(self, context, probs, prepared):
+        """``KL[q(a_t) || N(h_bar, I)]`` [B, T] (the sample itself is not needed)."""
+        del context
+        mean = context_lib.expected_context(probs, prepared.memory)
+        prior_mean = prepared.prior_mean
+        if prior_mean is not None:
+            prior_mean = prior_mean[:, tf.newaxis]
+        return gaussian_kl(mean, self._log_sigma(mean), prior_mean)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(latent_dim=self.latent_dim, prior=self.prior,
+                      temperature=self.temperature, kl_weight=self.kl_weight,
+                      annealing=self.annealing, anneal_steps=self.anneal_steps,
+                      seed=self.seed)
+        return config

@@ -1,0 +1,94 @@
+"""VED with variational attention: the KLs against NumPy, the sampling moments, the
+annealing schedules, and the sentence latent inside the captioner."""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from acvi_tf import context as context_lib
+from acvi_tf import ved
+
+
+def _np_kl(mean, log_sigma, prior_mean):
+    """KL[N(mean, sigma^2) || N(prior_mean, I)] from the two densities' moments."""
+    var = np.exp(2 * log_sigma)
+    return 0.5 * np.sum(var + (mean - prior_mean) ** 2 - 1.0 - 2 * log_sigma, axis=-1)
+
+
+def _layer_and_memory(prior="hmean", seed=3):
+    rng = np.random.default_rng(0)
+    layer = ved.VEDContext(latent_dim=4, prior=prior, temperature=1.0, seed=seed)
+    memory = tf.constant(rng.normal(size=[2, 5, 3]), tf.float32)
+    mask = tf.constant([[1, 1, 1, 1, 1], [1, 1, 0, 0, 0]], tf.float32)
+    probs = tf.constant(rng.dirichlet(np.ones(5), size=[2, 4]) * mask.numpy()[:, None],
+                        tf.float32)
+    probs /= tf.reduce_sum(probs, -1, keepdims=True)
+    return layer, layer.prepare(memory, mask), probs, memory.numpy(), mask.numpy()
+
+
+def test_attention_kl_prior_and_decoding_match_numpy():
+    layer, prepared, probs, memory, mask = _layer_and_memory()
+    h_bar = (memory * mask[..., None]).sum(1) / mask.sum(1, keepdims=True)
+    np.testing.assert_allclose(prepared.prior_mean.numpy(), h_bar, rtol=1e-5)
+    mean = np.einsum("btn,bnd->btd", probs.numpy(), memory)
+    context, kl = layer(probs, prepared)  # not training: the mean
+    np.testing.assert_allclose(context.numpy(), mean, rtol=1e-5)
+    hidden = np.tanh(mean @ layer.sigma_hidden.kernel.numpy() + layer.sigma_hidden.bias.numpy())
+    log_sigma = hidden @ layer.sigma_out.kernel.numpy() + layer.sigma_out.bias.numpy()
+    np.testing.assert_allclose(kl.numpy(), _np_kl(mean, log_sigma, h_bar[:, None]),
+                               rtol=1e-4)
+    zero_layer, zero_prepared, _, _, _ = _layer_and_memory(prior="zero")
+    assert zero_prepared.prior_mean is None
+    zero_layer(probs, zero_prepared)  # builds the sigma network
+    zero_layer.set_weights(layer.get_weights())
+    _, zero_kl = zero_layer(probs, zero_prepared)
+    np.testing.assert_allclose(zero_kl.numpy(), _np_kl(mean, log_sigma, 0.0), rtol=1e-4)
+
+
+def test_training_samples_have_the_posterior_moments():
+    layer, prepared, probs, memory, _ = _layer_and_memory()
+    tiled = tf.repeat(probs[:1, :1], 20000, axis=0)
+    memory0 = tf.repeat(prepared.memory[:1], 20000, axis=0)
+    prepared0 = prepared._replace(memory=memory0, mask=tf.ones([20000, 5]))
+    samples = layer.draw(tiled, prepared0, training=True).numpy()[:, 0]
+    mean = np.einsum("n,nd->d", probs.numpy()[0, 0], memory[0])
+    log_sigma = layer._log_sigma(tf.constant(mean[None], tf.float32)).numpy()[0]  # pylint: disable=protected-access
+    np.testing.assert_allclose(samples.mean(0), mean, atol=4 * np.exp(log_sigma).max() / 141)
+    np.testing.assert_allclose(samples.std(0), np.exp(log_sigma), rtol=0.05)
+
+
+def test_sentence_latent_and_annealing():
+    layer = ved.VEDContext(latent_dim=4, seed=1)
+    summary = tf.constant(np.random.default_rng(1).normal(size=[3, 6]), tf.float32)
+    z, kl_z = layer.sentence_latent(summary)
+    mean = layer.latent_mean(summary).numpy()
+    log_sigma = layer.latent_log_sigma(summary).numpy()
+    np.testing.assert_allclose(z.numpy(), mean, rtol=1e-6)  # decoding uses the mean
+    np.testing.assert_allclose(kl_z.numpy(), _np_kl(mean, log_sigma, 0.0), rtol=1e-4)
+    z_train, _ = layer.sentence_latent(summary, training=True)
+    assert not np.allclose(z_train.numpy(), mean)
+    assert float(ved.annealing_weight(7, "none")) == 1.0
+    assert float(ved.annealing_weight(250, "linear", 1000)) == pytest.approx(0.25)
+    assert float(ved.annealing_weight(5000, "linear", 1000)) == 1.0
+    frozen = (np.tanh(-1.5) + 1) / 2  # the original stops updating at step 3000
+    assert float(ved.annealing_weight(3000, "tanh")) == pytest.approx(frozen, rel=1e-5)
+    assert float(ved.annealing_weight(9000, "tanh")) == pytest.approx(frozen, rel=1e-5)
+    assert float(ved.annealing_weight(0, "tanh")) == pytest.approx((np.tanh(-4.5) + 1) / 2,
+                                                                   rel=1e-3)
+
+
+def test_captioner_feeds_the_sentence_latent_and_learns_it():
+    from video_caption import data  # pylint: disable=import-outside-toplevel
+    from video_caption import model as model_lib  # pylint: disable=import-outside-toplevel
+
+    tf.keras.utils.set_random_seed(2)
+    layer = context_lib.make_context_layer("ved", ved_options=dict(latent_dim=3),
+                                           kl_weight=0.1, seed=2)
+    model = model_lib.Captioner(9, 4, 5, 3, 3, context_layer=layer)
+    batch = data.make_batch([np.ones([3, 4], np.float32)] * 2, [3, 2], [[4, 5], [6]])
+    with tf.GradientTape() as tape:
+        out = model(batch, training=True)
+        loss = tf.reduce_sum(out["kl"]) + tf.reduce_sum(out["kl_z"])
+    assert model.cell.kernel.shape[0] == 3 + 2 * 4 + 3  # [E y; c; z]
+    assert out["kl_z"].shape == (2,) and np.all(out["kl_z"].numpy() > 0.0)
+    grads = tape.gradient(loss, layer.latent_mean.trainable_variables)
+    assert all(np.abs(g.numpy()).sum() > 0 for g in grads)
