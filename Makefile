@@ -91,7 +91,7 @@ demo: venv sysdeps
 # features (GoogLeNet, randomly initialised: no weights can be downloaded here), the
 # splits, training with ACVI and validation CIDEr, and beam-search captions of the test
 # clips scored with BLEU-4, METEOR, ROUGE-L and CIDEr-D next to the constant caption.
-# About 10 minutes on 2 cores, most of it feature extraction.
+# 10 to 15 minutes on 2 cores, most of it feature extraction.
 VC_EXP := demo_logs/captions_$(shell date +%Y%m%d_%H%M%S)
 VC_MODEL := --data_dir=$(VC_EXP)/data --features=$(VC_EXP)/features --out_dir=$(VC_EXP)/acvi \
 	--num_frames=8 --feature_norm=standardize --encoder_units=128 --decoder_units=128 \

@@ -115,13 +115,19 @@ class NMTModel(tf.keras.Model):
         memory, mask, states = self.encode(src, src_len, training)
         constants = dict(keys=self.scorer.prepare(memory), mask=mask,
                          prepared=self.context_layer.prepare(memory, mask))
+        # VED: a sentence latent from the encoder's final h (every layer, both directions)
+        z, constants["kl_z"] = self.context_layer.sentence_latent(
+            tf.concat([h for h, _ in states], axis=-1), training=training)
+        if z is not None:
+            constants["z"] = z
         state = dict(cells=states, attention=tf.zeros([tf.shape(src)[0], self.num_units],
                                                       memory.dtype))
         return constants, state
 
     def step(self, y_emb, state, constants, training=False, use_gumbel=None):
         """One decoder step: ``(output, state, attn, context)`` for embedded inputs [B, E]."""
-        x = tf.concat([y_emb, state["attention"]], axis=-1)  # input feeding
+        x = tf.concat([y_emb, state["attention"]]  # input feeding
+                      + ([constants["z"]] if "z" in constants else []), axis=-1)
         new_cells = []
         for cell, cell_state in zip(self.cells, state["cells"]):
             x, cell_state = cell(self._input_dropout(x, training=training), cell_state)
@@ -138,7 +144,8 @@ class NMTModel(tf.keras.Model):
         """Teacher-forced decoding of ``tgt_in``.
 
         Returns:
-          dict: ``logits`` [B, T, V], ``attn`` [B, T, S], ``kl`` [B, T].
+          dict: ``logits`` [B, T, V], ``attn`` [B, T, S], ``kl`` [B, T], ``kl_z`` [B]
+          (VED's sentence-latent KL; zeros otherwise).
         """
         constants, state = self.start(batch["src"], batch["src_len"], training)
         tgt_emb = self.tgt_embedding(batch["tgt_in"])
@@ -156,7 +163,8 @@ class NMTModel(tf.keras.Model):
                                     for a in (outputs, attns, contexts))
         return dict(logits=self.output_projection(outputs), attn=attns,
                     kl=self.context_layer.kl_divergence(contexts, attns,
-                                                        constants["prepared"]))
+                                                        constants["prepared"]),
+                    kl_z=constants["kl_z"])
 
 
 def _run_stack(layers, x, mask, training):

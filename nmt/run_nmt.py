@@ -202,14 +202,20 @@ def train(vocabs):
     total = FLAGS.num_train_steps
     num_samples = getattr(context_layer, "num_samples", 1)
 
-    @tf.function(input_signature=[BATCH_SIGNATURE, tf.TensorSpec([], tf.bool)])
-    def train_step(batch, use_gumbel):
+    @tf.function(input_signature=[BATCH_SIGNATURE, tf.TensorSpec([], tf.bool),
+                                  tf.TensorSpec([], tf.int64)])
+    def train_step(batch, use_gumbel, step):
         # --acvi_num_samples K: the batch repeated K times averages the loss over K samples
         batch = {k: context_lib.tile_for_samples(v, num_samples) for k, v in batch.items()}
+        anneal = (context_layer.kl_scale(step) if context_layer is not None
+                  else tf.constant(1.0))  # VED's KL annealing
         with tf.GradientTape() as tape:
             out = model(batch, training=True, use_gumbel=use_gumbel)
             loss, nll, kl, count = losses.sequence_loss(
-                out["logits"], batch["tgt_out"], batch["tgt_len"], out["kl"], kl_weight)
+                out["logits"], batch["tgt_out"], batch["tgt_len"], out["kl"],
+                anneal * kl_weight)
+            if "kl_z" in out:
+                loss += anneal * tf.reduce_mean(out["kl_z"])
         grads, norm = tf.clip_by_global_norm(tape.gradient(loss, model.trainable_variables),
                                              FLAGS.max_gradient_norm)
         optimizer.apply_gradients(zip(grads, model.trainable_variables))
@@ -234,7 +240,7 @@ def train(vocabs):
             break
         use_gumbel = (context_layer.gumbel_active(step, total) if context_layer is not None
                       else tf.constant(False))
-        results = train_step(batch, use_gumbel)
+        results = train_step(batch, use_gumbel, tf.constant(step, tf.int64))
         step_var.assign_add(1)
         step += 1
         if not np.isfinite(float(results["train_loss"])):

@@ -96,7 +96,7 @@ def final_distribution(vocab_dists, attn, p_gen, enc_batch_extend_vocab, max_art
 
 
 def compute_losses(out, batch, pointer_gen=True, coverage_on=False, cov_loss_wt=1.0,
-                   kl_weight=1.0, num_samples=1):
+                   kl_weight=1.0, num_samples=1, kl_scale=1.0):
     """The training objective and its parts, normalised as the original does.
 
     Pointer-gen: per example, the mean over its decoder steps, then the batch mean
@@ -110,9 +110,11 @@ def compute_losses(out, batch, pointer_gen=True, coverage_on=False, cov_loss_wt=
       batch: the batch dict (``target_batch``, ``dec_padding_mask``,
         ``enc_batch_extend_vocab``).
       pointer_gen, coverage_on, cov_loss_wt, kl_weight, num_samples: as the flags.
+      kl_scale: VED's KL annealing factor on both KL terms (1 otherwise).
 
     Returns:
-      A dict of scalars: ``loss`` (the NLL), ``coverage_loss``, ``kl``, ``total_loss``.
+      A dict of scalars: ``loss`` (the NLL), ``coverage_loss``, ``kl``, ``kl_z`` (VED's
+      sentence-latent KL, per example, batch mean), ``total_loss``.
     """
     mask = batch["dec_padding_mask"]
     if pointer_gen:
@@ -132,6 +134,9 @@ def compute_losses(out, batch, pointer_gen=True, coverage_on=False, cov_loss_wt=
     losses = {"loss": normalise(nll), "kl": normalise(out["kl"])}
     losses["coverage_loss"] = (normalise(out["coverage_terms"]) if coverage_on
                                else tf.constant(0.0))
+    kl_z = out.get("kl_z")
+    losses["kl_z"] = (tf.reduce_mean(context_lib.average_over_samples(kl_z, num_samples))
+                      if kl_z is not None else tf.constant(0.0))
     losses["total_loss"] = (losses["loss"] + cov_loss_wt * losses["coverage_loss"]
-                            + kl_weight * losses["kl"])
+                            + kl_scale * (kl_weight * losses["kl"] + losses["kl_z"]))
     return losses

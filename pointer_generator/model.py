@@ -87,14 +87,19 @@ class PointerGenerator(tf.keras.Model):
 
     def encode(self, enc_batch, enc_padding_mask):
         """Encoder states [B, N, 2H] and the reduced initial decoder state ``[h, c]``."""
+        memory, state, _ = self.encode_with_summary(enc_batch, enc_padding_mask)
+        return memory, state
+
+    def encode_with_summary(self, enc_batch, enc_padding_mask):
+        """``encode`` plus the summary ``[h_fw; h_bw]`` [B, 2H] of the final states."""
         mask = tf.cast(enc_padding_mask, tf.bool)
         memory, fw_h, fw_c, bw_h, bw_c = self.encoder(self.embedding(enc_batch), mask=mask)
         c = self.reduce_c(tf.concat([fw_c, bw_c], axis=-1))
-        h = self.reduce_h(tf.concat([fw_h, bw_h], axis=-1))
-        return memory, [h, c]
+        summary = tf.concat([fw_h, bw_h], axis=-1)
+        return memory, [self.reduce_h(summary), c], summary
 
     def decoder_step(self, y_t, prev_context, state, coverage, memory_mask, keys, prepared,
-                     training=False, use_gumbel=None):
+                     training=False, use_gumbel=None, z=None):
         """One step of the attention decoder in the original order (steps 1-5 above).
 
         Args:
@@ -107,12 +112,14 @@ class PointerGenerator(tf.keras.Model):
           prepared: ``context_layer.prepare(memory, mask)``.
           training: sample the context (ACVI).
           use_gumbel: ACVI's Gumbel path switch.
+          z: VED's sentence latent [B, L], joined to the input (None: no latent).
 
         Returns:
           ``(context, state, attn, coverage, x)``: the new context, ``[h, c]``, the
           attention ``a_t``, the updated coverage (None when off) and the projected input.
         """
-        x = self.input_projection(tf.concat([y_t, prev_context], axis=-1))
+        inputs = [y_t, prev_context] + ([z] if z is not None else [])
+        x = self.input_projection(tf.concat(inputs, axis=-1))
         _, state = self.cell(x, state)
         h, c = state
         attn = self.scorer(tf.concat([c, h], axis=-1), keys, memory_mask, coverage=coverage,
@@ -135,13 +142,15 @@ class PointerGenerator(tf.keras.Model):
 
         Returns:
           A dict of [B, T, ...] tensors: ``attn``, ``context``, ``p_gen_logit``,
-          ``vocab_logits``, ``coverage_terms`` (``sum_i min(a_t,i, cov_t,i)``), ``kl`` and
-          the ``prepared`` memory of the context layer.
+          ``vocab_logits``, ``coverage_terms`` (``sum_i min(a_t,i, cov_t,i)``), ``kl``,
+          ``kl_z`` [B] (VED's sentence latent; zeros otherwise) and the ``prepared``
+          memory of the context layer.
         """
         mask = batch["enc_padding_mask"]
-        memory, state = self.encode(batch["enc_batch"], mask)
+        memory, state, summary = self.encode_with_summary(batch["enc_batch"], mask)
         keys = self.scorer.prepare(memory)
         prepared = self.context_layer.prepare(memory, mask)
+        z, kl_z = self.context_layer.sentence_latent(summary, training=training)
         dec_emb = self.embedding(batch["dec_batch"])
         steps = tf.shape(dec_emb)[1]
         batch_size = tf.shape(memory)[0]
@@ -153,7 +162,7 @@ class PointerGenerator(tf.keras.Model):
         for t in tf.range(steps):
             context, state, attn, new_coverage, x = self.decoder_step(
                 dec_emb[:, t], context, state, coverage if coverage_on else None, mask, keys,
-                prepared, training=training, use_gumbel=use_gumbel)
+                prepared, training=training, use_gumbel=use_gumbel, z=z)
             covered = tf.zeros([batch_size])
             if coverage_on:
                 covered = tf.reduce_sum(tf.minimum(attn, coverage), axis=-1)
@@ -170,6 +179,7 @@ class PointerGenerator(tf.keras.Model):
         out["p_gen_logit"], out["vocab_logits"] = self.project(
             out["context"], out["c"], out["h"], out["x"])
         out["kl"] = self.context_layer.kl_divergence(out["context"], out["attn"], prepared)
+        out["kl_z"] = kl_z
         out["prepared"] = prepared
         return out
 
@@ -194,10 +204,13 @@ class PointerGenerator(tf.keras.Model):
           state (``h``, ``c``, zero ``coverage``, zero previous ``context``).
         """
         mask = batch["enc_padding_mask"]
-        memory, (h, c) = self.encode(batch["enc_batch"], mask)
+        memory, (h, c), summary = self.encode_with_summary(batch["enc_batch"], mask)
         constants = dict(keys=self.scorer.prepare(memory),
                          prepared=self.context_layer.prepare(memory, mask), mask=mask,
                          enc_batch_extend_vocab=batch["enc_batch_extend_vocab"])
+        z, _ = self.context_layer.sentence_latent(summary)
+        if z is not None:
+            constants["z"] = z
         state = dict(h=h, c=c, coverage=tf.zeros(tf.shape(mask)),
                      context=tf.zeros([tf.shape(memory)[0], memory.shape[-1]],
                                       self.compute_dtype))
@@ -240,7 +253,7 @@ class PointerGenerator(tf.keras.Model):
                 coverage = coverage + attn0
         context, (h, c), attn, updated, x = self.decoder_step(
             self.embedding(tokens), prev_context, [h, c], coverage if coverage_on else None,
-            mask, keys, prepared)
+            mask, keys, prepared, z=constants.get("z"))
         if coverage_on and not initial_state_attention:
             coverage = updated
         p_gen_logit, vocab_logits = self.project(context, c, h, x)

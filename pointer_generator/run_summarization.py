@@ -167,14 +167,15 @@ def _make_train_step(model, optimizer, coverage_on):
     num_samples = model.context_layer.num_samples
     kl_weight = getattr(model.context_layer, "kl_weight", 0.0)
 
-    @tf.function(input_signature=[MODEL_SIGNATURE, tf.TensorSpec([], tf.bool)])
-    def train_step(batch, use_gumbel):
+    @tf.function(input_signature=[MODEL_SIGNATURE, tf.TensorSpec([], tf.bool),
+                                  tf.TensorSpec([], tf.int64)])
+    def train_step(batch, use_gumbel, step):
         tiled = {k: _tile(v, num_samples) for k, v in batch.items()}
         with tf.GradientTape() as tape:
             out = model(tiled, training=True, coverage_on=coverage_on, use_gumbel=use_gumbel)
             losses = losses_lib.compute_losses(
                 out, tiled, FLAGS.pointer_gen, coverage_on, FLAGS.cov_loss_wt, kl_weight,
-                num_samples)
+                num_samples, kl_scale=model.context_layer.kl_scale(step))
         variables = model.trainable_variables
         grads = tape.gradient(losses["total_loss"], variables)
         grads, global_norm = tf.clip_by_global_norm(grads, FLAGS.max_grad_norm)
@@ -275,7 +276,8 @@ def train(vocab, train_dir, phases):
             if step >= min(phase.end, total):
                 break
             use_gumbel = model.context_layer.gumbel_active(step, total)
-            results = train_step({k: batch[k] for k in MODEL_SIGNATURE}, use_gumbel)
+            results = train_step({k: batch[k] for k in MODEL_SIGNATURE}, use_gumbel,
+                                 tf.constant(step, tf.int64))
             loss = float(results["total_loss"])
             training_lib.check_finite(loss, step, checkpoints.manager.latest_checkpoint)
             step += 1

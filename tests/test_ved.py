@@ -92,3 +92,42 @@ def test_captioner_feeds_the_sentence_latent_and_learns_it():
     assert out["kl_z"].shape == (2,) and np.all(out["kl_z"].numpy() > 0.0)
     grads = tape.gradient(loss, layer.latent_mean.trainable_variables)
     assert all(np.abs(g.numpy()).sum() > 0 for g in grads)
+
+
+def test_summarizer_and_translator_feed_the_sentence_latent():
+    from nmt import model as nmt_model  # pylint: disable=import-outside-toplevel
+    from pointer_generator import losses as pg_losses  # pylint: disable=import-outside-toplevel
+    from pointer_generator import model as pg_model  # pylint: disable=import-outside-toplevel
+
+    tf.keras.utils.set_random_seed(3)
+
+    def layer():
+        return context_lib.make_context_layer("ved", ved_options=dict(latent_dim=2),
+                                              kl_weight=0.1, seed=3)
+
+    summarizer = pg_model.PointerGenerator(12, hidden_dim=4, emb_dim=3, context_layer=layer())
+    mask = np.array([[1, 1, 1], [1, 1, 0]], np.float32)
+    batch = dict(enc_batch=np.array([[4, 5, 6], [7, 8, 1]], np.int32), enc_padding_mask=mask,
+                 enc_batch_extend_vocab=np.array([[4, 5, 6], [7, 8, 1]], np.int32),
+                 dec_batch=np.array([[2, 4], [2, 5]], np.int32),
+                 target_batch=np.array([[4, 3], [5, 3]], np.int32),
+                 dec_padding_mask=np.ones([2, 2], np.float32))
+    summarizer(batch)
+    # PG's small initial weights give mean ~0 and sigma ~1 (KL_z ~ 0): move the mean
+    summarizer.context_layer.latent_mean.bias.assign([1.0, 1.0])
+    out = summarizer(batch, training=True)
+    losses = pg_losses.compute_losses(out, batch, kl_weight=0.1, kl_scale=0.5)
+    assert summarizer.input_projection.kernel.shape[0] == 3 + 2 * 4 + 2  # [y; c*; z]
+    assert float(losses["kl_z"]) == pytest.approx(1.0, rel=0.05)  # 1/2 |mu|^2
+    expected = losses["loss"] + 0.5 * (0.1 * losses["kl"] + losses["kl_z"])
+    assert float(losses["total_loss"]) == pytest.approx(float(expected), rel=1e-6)
+
+    translator = nmt_model.NMTModel(7, 8, 4, 2, 1, "bi", context_layer=layer())
+    nmt_batch = dict(src=tf.constant([[3, 4, 5], [4, 5, 0]]), src_len=tf.constant([3, 2]),
+                     tgt_in=tf.constant([[1, 4], [1, 5]]), tgt_out=tf.constant([[4, 2], [5, 2]]),
+                     tgt_len=tf.constant([2, 2]))
+    translator(nmt_batch)
+    translator.context_layer.latent_mean.bias.assign([1.0, 1.0])
+    out = translator(nmt_batch, training=True)
+    assert translator.cells[0].kernel.shape[0] == 4 + 4 + 2  # [y; attention vector; z]
+    np.testing.assert_allclose(out["kl_z"].numpy(), [1.0, 1.0], rtol=0.05)
