@@ -121,6 +121,10 @@ class ContextLayer(tf.keras.layers.Layer):
         del step
         return tf.constant(1.0)
 
+    def regularization(self):
+        """A penalty on the layer's own parameters for the training loss (0 by default)."""
+        return tf.constant(0.0)
+
     def prepare(self, memory, memory_mask=None):
         """Caches the encoder states and padding mask for this source batch.
 
@@ -437,12 +441,14 @@ class ACVIContext(ContextLayer):
         return config
 
 
-def make_context_layer(mode, structured_scale=2.0, ved_options=None, **acvi_options):
+def make_context_layer(mode, structured_scale=2.0, structured_penalty=0.005,
+                       ved_options=None, **acvi_options):
     """Builds the context layer for ``--context=mode``.
 
     Args:
       mode: one of ``CONTEXT_MODES``.
       structured_scale: ``lambda`` of structured attention.
+      structured_penalty: weight of structured attention's L2 penalty on its CRF.
       ved_options: ``VEDContext`` arguments (``kl_weight`` and ``seed`` come from
         ``acvi_options``).
       **acvi_options: ``ACVIContext`` arguments.
@@ -456,7 +462,8 @@ def make_context_layer(mode, structured_scale=2.0, ved_options=None, **acvi_opti
         return SoftAttentionContext(name="context")
     if mode == "structured":
         from acvi_tf import structured  # pylint: disable=import-outside-toplevel
-        return structured.StructuredAttentionContext(scale=structured_scale, name="context")
+        return structured.StructuredAttentionContext(
+            scale=structured_scale, penalty=structured_penalty, name="context")
     if mode == "ved":
         from acvi_tf import ved  # pylint: disable=import-outside-toplevel
         return ved.VEDContext(kl_weight=acvi_options.get("kl_weight", 0.1),

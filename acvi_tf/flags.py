@@ -44,6 +44,10 @@ def define_flags(flag_values=flags.FLAGS):
         "structured_lambda", 2.0,
         "--context=structured: the context is lambda * sum_i p_i / sum_j p_j * h_i "
         "(struct-attn's -lambda, 2).", lower_bound=0.0, flag_values=fv)
+    flags.DEFINE_float(
+        "structured_penalty", 0.005,
+        "--context=structured: weight of the L2 penalty on the CRF transition matrix "
+        "(struct-attn's -lambda2).", lower_bound=0.0, flag_values=fv)
     flags.DEFINE_enum(
         "attention_masking", "neg_inf", ["neg_inf", "renormalize"],
         "How padded source positions are removed from the attention: 'neg_inf' masks "
@@ -142,6 +146,7 @@ def context_layer_from_flags(flag_values=flags.FLAGS):
     ved_options = dict(latent_dim=fv.ved_latent_dim, prior=fv.ved_prior,
                        annealing=fv.ved_annealing, anneal_steps=fv.ved_anneal_steps)
     return context_lib.make_context_layer(fv.context, structured_scale=fv.structured_lambda,
+                                          structured_penalty=fv.structured_penalty,
                                           ved_options=ved_options, **acvi_options(fv))
 
 

@@ -17,13 +17,15 @@ linear-chain CRF over the source:
 
 The host gets ``p_i / sum_j p_j`` as its attention distribution (for heat maps, the
 pointer-generator's copy distribution and coverage) and ``c_t`` from ``draw``. Padded
-positions have ``p_i = 0`` and do not enter the chain. There is no KL term.
+positions have ``p_i = 0`` and do not enter the chain. There is no KL term; the
+original's L2 penalty ``lambda2 ||A||^2`` (0.005) is the layer's ``regularization``.
 """
 import tensorflow as tf
 
 from acvi_tf import context as context_lib
 
 DEFAULT_LAMBDA = 2.0  # struct-attn's -lambda
+DEFAULT_PENALTY = 0.005  # struct-attn's -lambda2
 
 
 def crf_marginals(unary, transitions, mask):
@@ -78,11 +80,13 @@ class StructuredAttentionContext(context_lib.ContextLayer):
 
     Args:
       scale: ``lambda``, the sum of the context's weights (struct-attn: 2).
+      penalty: ``lambda2``, the weight of the L2 penalty on the transitions.
     """
 
-    def __init__(self, scale=DEFAULT_LAMBDA, **kwargs):
+    def __init__(self, scale=DEFAULT_LAMBDA, penalty=DEFAULT_PENALTY, **kwargs):
         super().__init__(**kwargs)
         self.scale = scale
+        self.penalty = penalty
 
     def build(self, input_shape):
         self.transitions = self.add_weight(
@@ -108,6 +112,10 @@ class StructuredAttentionContext(context_lib.ContextLayer):
         del training, use_gumbel, seed
         return self.scale * context_lib.expected_context(probs, prepared.memory)
 
+    def regularization(self):
+        """``lambda2 sum A^2``, struct-attn's penalty on the CRF parameters."""
+        return self.penalty * tf.reduce_sum(tf.square(self.transitions))
+
     def kl_steps(self, context, probs, prepared):
         """Zero KL [B, T]: the CRF is not a latent variable of the objective."""
         del context, prepared
@@ -115,5 +123,5 @@ class StructuredAttentionContext(context_lib.ContextLayer):
 
     def get_config(self):
         config = super().get_config()
-        config["scale"] = self.scale
+        config.update(scale=self.scale, penalty=self.penalty)
         return config

@@ -216,6 +216,8 @@ def train(vocabs):
                 anneal * kl_weight)
             if "kl_z" in out:
                 loss += anneal * tf.reduce_mean(out["kl_z"])
+            if context_layer is not None:
+                loss += context_layer.regularization()  # structured attention's L2
         grads, norm = tf.clip_by_global_norm(tape.gradient(loss, model.trainable_variables),
                                              FLAGS.max_gradient_norm)
         optimizer.apply_gradients(zip(grads, model.trainable_variables))

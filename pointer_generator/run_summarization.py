@@ -176,6 +176,8 @@ def _make_train_step(model, optimizer, coverage_on):
             losses = losses_lib.compute_losses(
                 out, tiled, FLAGS.pointer_gen, coverage_on, FLAGS.cov_loss_wt, kl_weight,
                 num_samples, kl_scale=model.context_layer.kl_scale(step))
+            # structured attention's L2 penalty on its CRF (0 for the other mechanisms)
+            losses["total_loss"] += model.context_layer.regularization()
         variables = model.trainable_variables
         grads = tape.gradient(losses["total_loss"], variables)
         grads, global_norm = tf.clip_by_global_norm(grads, FLAGS.max_grad_norm)

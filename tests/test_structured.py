@@ -91,3 +91,11 @@ def test_hosts_run_with_structured_attention():
     attn = translator(nmt_batch)["attn"].numpy()
     np.testing.assert_allclose(attn.sum(-1), 1.0, rtol=1e-5)
     assert np.all(attn[1, :, 2] == 0.0)
+
+
+def test_regularization_is_the_l2_penalty_on_the_transitions():
+    layer = context_lib.make_context_layer("structured", structured_penalty=0.005)
+    layer.prepare(tf.zeros([1, 2, 3]))
+    layer.transitions.assign([[1.0, -2.0], [0.5, 0.0]])
+    assert float(layer.regularization()) == pytest.approx(0.005 * 5.25)
+    assert float(context_lib.make_context_layer("sa").regularization()) == 0.0

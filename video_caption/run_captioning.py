@@ -250,7 +250,8 @@ def train(exp):
             penalty = tf.reduce_mean(model_lib.attention_penalty(
                 out["attn"], batch["caption_len"], batch["num_frames"]))
             decay = tf.add_n([tf.reduce_sum(tf.square(k)) for k in kernels])
-            loss += fv.alpha_c * penalty + fv.weight_decay * decay
+            loss += (fv.alpha_c * penalty + fv.weight_decay * decay
+                     + context_layer.regularization())
         grads = tape.gradient(loss, model.trainable_variables)
         norm = tf.linalg.global_norm(grads)
         if fv.max_grad_norm > 0:
