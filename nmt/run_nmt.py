@@ -27,6 +27,7 @@ from acvi_tf import files
 from acvi_tf import flags as acvi_flags
 from acvi_tf import losses
 from acvi_tf import summaries
+from acvi_tf import transformer
 from acvi_tf.metrics import bleu as bleu_lib
 from nmt import bpe
 from nmt import data
@@ -34,7 +35,6 @@ from nmt import hparams
 from nmt import model as model_lib
 from nmt import schedule
 from nmt import translate
-from nmt import transformer
 
 FLAGS = flags.FLAGS
 _FLAGS_BEFORE = set(FLAGS)

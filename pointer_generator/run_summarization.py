@@ -23,6 +23,7 @@ from pointer_generator import bin_files
 from pointer_generator import decode as decode_lib
 from pointer_generator import losses as losses_lib
 from pointer_generator import model as model_lib
+from pointer_generator import transformer as transformer_lib
 from pointer_generator import vocab as vocab_lib
 
 FLAGS = flags.FLAGS
@@ -36,6 +37,19 @@ flags.DEFINE_boolean("single_pass", False,
 flags.DEFINE_string("log_root", "", "Root directory of all logging.")
 flags.DEFINE_string("exp_name", "", "Experiment name: the subfolder of log_root.")
 flags.DEFINE_integer("hidden_dim", 256, "LSTM size.", lower_bound=1)
+flags.DEFINE_enum("model_type", "pointer_generator", ["pointer_generator", "transformer"],
+                  "pointer_generator: See et al.'s model (the context mechanisms apply); "
+                  "transformer: the ACVI journal's Transformer baseline "
+                  "(pointer_generator/transformer.py: no copy, no coverage, --context "
+                  "does not apply).")
+flags.DEFINE_integer("transformer_units", 256, "--model_type=transformer: model size "
+                     "(journal: 256).", lower_bound=1)
+flags.DEFINE_integer("transformer_layers", 4, "--model_type=transformer: encoder and "
+                     "decoder layers each (journal: 4).", lower_bound=1)
+flags.DEFINE_integer("transformer_heads", 4, "--model_type=transformer: attention heads "
+                     "(journal: 4).", lower_bound=1)
+flags.DEFINE_float("transformer_dropout", 0.2, "--model_type=transformer: dropout "
+                   "(journal: 0.2).", lower_bound=0.0, upper_bound=1.0)
 flags.DEFINE_integer("emb_dim", 128, "Word-embedding size.", lower_bound=1)
 flags.DEFINE_integer("batch_size", 16, "Minibatch size.", lower_bound=1)
 flags.DEFINE_integer("max_enc_steps", 400, "Article truncation length.", lower_bound=1)
@@ -127,13 +141,18 @@ def _phases():
 
 
 def _build_model(vocab):
-    context_layer = acvi_flags.context_layer_from_flags(FLAGS)
-    model = model_lib.PointerGenerator(
-        vocab.size(), FLAGS.hidden_dim, FLAGS.emb_dim, FLAGS.pointer_gen,
-        context_layer=context_layer,
-        rand_unif_init_mag=FLAGS.rand_unif_init_mag,
-        trunc_norm_init_std=FLAGS.trunc_norm_init_std,
-        attention_masking=FLAGS.attention_masking)
+    if FLAGS.model_type == "transformer":
+        model = transformer_lib.TransformerSummarizer(
+            vocab.size(), FLAGS.transformer_units, FLAGS.transformer_layers,
+            FLAGS.transformer_heads, FLAGS.transformer_dropout,
+            max_len=FLAGS.max_dec_steps + 1)  # the decode-time prefix buffer
+    else:
+        model = model_lib.PointerGenerator(
+            vocab.size(), FLAGS.hidden_dim, FLAGS.emb_dim, FLAGS.pointer_gen,
+            context_layer=acvi_flags.context_layer_from_flags(FLAGS),
+            rand_unif_init_mag=FLAGS.rand_unif_init_mag,
+            trunc_norm_init_std=FLAGS.trunc_norm_init_std,
+            attention_masking=FLAGS.attention_masking)
     # Build every variable now so checkpoints always hold the same set.
     dummy = {name: tf.ones([1, 1] if spec.shape.rank == 2 else [1] if spec.shape.rank == 1
                            else [], spec.dtype) for name, spec in MODEL_SIGNATURE.items()}

@@ -138,3 +138,21 @@ def test_bad_flags_give_clear_errors(corpus, tmp_path):
         _run(corpus, tmp_path, mode="eval", exp_name="missing")
     with pytest.raises(flags.IllegalFlagValueError, match="single_pass"):
         _run(corpus, tmp_path, single_pass=True)
+
+
+def test_transformer_model_type_trains_evaluates_and_decodes(corpus, tmp_path):
+    settings = dict(model_type="transformer", transformer_units=8, transformer_layers=1,
+                    transformer_heads=2, transformer_dropout=0.0, pointer_gen=False)
+    _run(corpus, tmp_path, max_steps=3, **settings)
+    train_dir = tmp_path / "exp" / "train"
+    assert tf.train.latest_checkpoint(str(train_dir)).endswith("model.ckpt-3")
+    keys = tf.train.load_checkpoint(str(train_dir / "model.ckpt-3"))\
+        .get_variable_to_shape_map()
+    assert any("transformer" in k for k in keys)
+    assert not any("variance" in k or "p_gen" in k for k in keys)
+    _run(corpus, tmp_path, mode="decode", single_pass=True, data_path=str(corpus / "val_*"),
+         beam_size=2, max_dec_steps=6, min_dec_steps=1, max_enc_steps=30,
+         decode_batch_size=10, **settings)
+    decoded = list((tmp_path / "exp").glob("decode_val_*/decoded/*_decoded.txt"))
+    assert len(decoded) == 20
+    assert all(0 < len(p.read_text().split()) <= 6 for p in decoded)

@@ -2,7 +2,7 @@
 import numpy as np
 import tensorflow as tf
 
-from nmt import transformer
+from acvi_tf import transformer
 from nmt import translate
 
 V = 12
@@ -80,3 +80,30 @@ def test_learns_to_copy_and_decodes_with_the_shared_translator():
         tf.constant(src), tf.fill([4], 5))
     copied = [out["ids"][i, :out["lengths"][i]].numpy().tolist() for i in range(4)]
     assert sum(c == s.tolist() for c, s in zip(copied, src)) >= 3
+
+
+def test_summarizer_wrapper_has_no_copy_and_matches_teacher_forcing():
+    from pointer_generator import losses as pg_losses  # pylint: disable=import-outside-toplevel
+    from pointer_generator import transformer as pg_transformer  # pylint: disable=import-outside-toplevel
+
+    tf.keras.utils.set_random_seed(0)
+    model = pg_transformer.TransformerSummarizer(10, 8, 1, 2, 0.0, max_len=4)
+    batch = dict(enc_batch=tf.constant([[4, 5, 6], [7, 8, 1]]),
+                 enc_padding_mask=tf.constant([[1., 1., 1.], [1., 1., 0.]]),
+                 dec_batch=tf.constant([[2, 4, 5], [2, 6, 1]]),
+                 target_batch=tf.constant([[4, 5, 3], [6, 3, 1]]),
+                 dec_padding_mask=tf.constant([[1., 1., 1.], [1., 1., 0.]]),
+                 enc_batch_extend_vocab=tf.constant([[4, 10, 6], [7, 8, 1]]))
+    out = model(batch)
+    losses = pg_losses.compute_losses(out, batch, pointer_gen=False)
+    assert np.isfinite(float(losses["total_loss"])) and float(losses["kl"]) == 0.0
+    constants, state = model.start_decoding(batch)
+    for t in range(3):
+        probs, state, extras = model.decode_step(batch["dec_batch"][:, t], state, constants,
+                                                 max_art_oovs=2, coverage_on=False)
+        np.testing.assert_allclose(probs.numpy().sum(-1), 1.0, rtol=1e-5)
+        assert np.all(probs.numpy()[:, 10:] == 0.0)  # article OOVs cannot be copied
+        np.testing.assert_allclose(np.log(probs.numpy()[:, :10]),
+                                   tf.nn.log_softmax(out["vocab_logits"][:, t]).numpy(),
+                                   atol=1e-4)
+        assert np.all(extras["p_gen"].numpy() == 1.0)

@@ -1,4 +1,7 @@
-"""A small Transformer encoder-decoder (Vaswani et al. 2017), the NMT baseline.
+"""A small Transformer encoder-decoder (Vaswani et al. 2017), the journal version's baseline.
+
+Shared by the NMT host (``--model_type=transformer`` of ``nmt.run_nmt``) and the
+summarizer (``pointer_generator.transformer``).
 
 Scaled dot-product multi-head attention (``acvi_tf.attention.ScaledDotProductScorer``),
 causal self-attention in the decoder, sinusoidal positions added to embeddings scaled by

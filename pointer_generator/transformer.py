@@ -1,0 +1,76 @@
+"""The journal version's Transformer summarizer behind the pointer-generator's interface.
+
+``python -m pointer_generator.run_summarization --model_type=transformer`` trains and
+decodes ``acvi_tf.transformer.TransformerModel`` (the journal's: 4 encoder and 4 decoder
+layers of 256 units, 4 heads, dropout 0.2) with the pointer-generator's data, batcher,
+training loop, beam search and metrics. It has no copy mechanism: ``p_gen`` is 1, so the
+extended-vocabulary ids of article OOVs get probability 0 and the output is the
+vocabulary softmax; train it with ``--pointer_gen=False`` (the baseline's token-mean
+loss) or leave the flag on (See's per-example mean, same distribution). No coverage and
+no context mechanism: ``--context`` does not apply (its KL is 0), and the attention
+reported for heat maps is the last decoder layer's cross-attention, averaged over heads.
+"""
+import tensorflow as tf
+
+from acvi_tf import context as context_lib
+from acvi_tf import transformer
+
+# p_gen = sigmoid(_NO_COPY_LOGIT) is 1.0 in float32 while log(1 - p_gen) stays finite
+_NO_COPY_LOGIT = 100.0
+
+
+class TransformerSummarizer(tf.keras.Model):
+    """A ``TransformerModel`` with ``PointerGenerator``'s ``call`` and decoding methods.
+
+    Args:
+      vocab_size: V, reserved tokens included (articles and summaries share it).
+      num_units, num_layers, num_heads, dropout: the Transformer's sizes.
+      max_len: longest summary it can decode.
+    """
+
+    def __init__(self, vocab_size, num_units=256, num_layers=4, num_heads=4, dropout=0.2,
+                 max_len=256, **kwargs):
+        super().__init__(**kwargs)
+        self.vocab_size = vocab_size
+        self.transformer = transformer.TransformerModel(
+            vocab_size, vocab_size, num_units, num_layers, num_heads, dropout, max_len,
+            name="transformer")
+        # the training loop's hooks (samples, KL weight, Gumbel, annealing, penalty) are
+        # those of soft attention, i.e. all off
+        self.context_layer = context_lib.SoftAttentionContext(name="context")
+
+    @staticmethod
+    def _source(batch):
+        return batch["enc_batch"], tf.cast(tf.reduce_sum(batch["enc_padding_mask"], axis=1),
+                                           tf.int32)
+
+    def call(self, batch, training=False, coverage_on=False, use_gumbel=None):
+        """Teacher-forced decoding; the dict ``losses.compute_losses`` reads."""
+        del coverage_on, use_gumbel
+        src, src_len = self._source(batch)
+        out = self.transformer(dict(src=src, src_len=src_len, tgt_in=batch["dec_batch"]),
+                               training=training)
+        steps = tf.shape(batch["dec_batch"])
+        memory_mask = tf.cast(batch["enc_padding_mask"], tf.float32)
+        return dict(vocab_logits=out["logits"], attn=tf.cast(out["attn"], tf.float32),
+                    p_gen_logit=tf.fill(steps, _NO_COPY_LOGIT), kl=out["kl"],
+                    coverage_terms=tf.zeros(steps),
+                    prepared=context_lib.PreparedMemory(memory=memory_mask[..., tf.newaxis],
+                                                        mask=memory_mask))
+
+    def start_decoding(self, batch):
+        """Encodes the articles: ``(constants, state)`` for ``decode_step``."""
+        src, src_len = self._source(batch)
+        return self.transformer.start(src, src_len)
+
+    def decode_step(self, tokens, state, constants, max_art_oovs, coverage_on,
+                    initial_state_attention=True):
+        """One step: probabilities over the extended vocabulary (0 for article OOVs)."""
+        del coverage_on, initial_state_attention
+        tokens = tf.where(tokens >= self.vocab_size, 0, tokens)  # [UNK] id is 0
+        output, state, attn, _ = self.transformer.step(
+            self.transformer.tgt_embedding(tokens), state, constants)
+        probs = tf.nn.softmax(tf.cast(self.transformer.output_projection(output), tf.float32))
+        probs = tf.pad(probs, [[0, 0], [0, max_art_oovs]])
+        return probs, state, dict(attn=tf.cast(attn, tf.float32),
+                                  p_gen=tf.ones(tf.shape(tokens)[:1]))
