@@ -172,7 +172,8 @@ def _diagnostics(out, batch):
     mask = batch["dec_padding_mask"]
     p_gen = tf.sigmoid(tf.cast(out["p_gen_logit"], tf.float32))
     stats = {"p_gen": tf.reduce_sum(p_gen * mask) / tf.reduce_sum(mask)}
-    variance = out["prepared"].variance
+    prepared = out.get("prepared")  # absent for the Transformer
+    variance = prepared.variance if prepared is not None else None
     if variance is not None:
         enc_mask = batch["enc_padding_mask"][..., tf.newaxis]
         count = tf.reduce_sum(enc_mask) * tf.cast(tf.shape(variance)[-1], tf.float32)

@@ -51,12 +51,9 @@ class TransformerSummarizer(tf.keras.Model):
         out = self.transformer(dict(src=src, src_len=src_len, tgt_in=batch["dec_batch"]),
                                training=training)
         steps = tf.shape(batch["dec_batch"])
-        memory_mask = tf.cast(batch["enc_padding_mask"], tf.float32)
         return dict(vocab_logits=out["logits"], attn=tf.cast(out["attn"], tf.float32),
                     p_gen_logit=tf.fill(steps, _NO_COPY_LOGIT), kl=out["kl"],
-                    coverage_terms=tf.zeros(steps),
-                    prepared=context_lib.PreparedMemory(memory=memory_mask[..., tf.newaxis],
-                                                        mask=memory_mask))
+                    coverage_terms=tf.zeros(steps))
 
     def start_decoding(self, batch):
         """Encodes the articles: ``(constants, state)`` for ``decode_step``."""

@@ -1,8 +1,9 @@
-"""Shared test setup: quiet TensorFlow, float32 policy, NumPy references."""
+"""Shared test setup: quiet TensorFlow, float32 policy, NumPy references, test videos."""
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import imageio_ffmpeg  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
@@ -27,3 +28,28 @@ def np_masked_softmax(scores, mask):
 def np_log_normal(x, mean, var):
     """log N(x | mean, diag var) summed over the last axis (float64)."""
     return -0.5 * np.sum(np.log(2 * np.pi * var) + (x - mean) ** 2 / var, axis=-1)
+
+
+def write_video(path, num_frames=30, width=64, height=48, colour=(255, 0, 0)):
+    """Writes a clip of a coloured square moving right on grey; returns the path used.
+
+    H.264 when the bundled ffmpeg has it, otherwise Motion JPEG in an .avi; best quality
+    (10: crf 0 for H.264, qscale 1 for MJPEG, which needs the full-range "j" format).
+    """
+    encoders = ("libx264", ".mp4", "yuv420p"), ("mjpeg", ".avi", "yuvj420p")
+    for codec, extension, pix_fmt in encoders:
+        target = str(path) + extension
+        try:
+            writer = imageio_ffmpeg.write_frames(target, (width, height), fps=10,
+                                                 codec=codec, pix_fmt_out=pix_fmt,
+                                                 quality=10, macro_block_size=16)
+            writer.send(None)
+            for i in range(num_frames):
+                frame = np.full((height, width, 3), 128, np.uint8)
+                frame[16:32, i:i + 16] = colour
+                writer.send(frame)
+            writer.close()
+            return target
+        except (OSError, RuntimeError):
+            continue
+    pytest.skip("the bundled ffmpeg can write neither H.264 nor MJPEG")

@@ -10,36 +10,15 @@ import pickle
 
 from absl import flags
 import h5py
-import imageio_ffmpeg
 import numpy as np
 import pytest
 
+from conftest import write_video
 from video_caption import cnn
 from video_caption import features
 from video_caption import frames
 
 NUM_FRAMES = 4
-
-
-def write_video(path, num_frames, width=64, height=48, colour=(255, 0, 0)):
-    """A clip of a coloured square moving right on grey (H.264, or MJPEG .avi)."""
-    for codec, extension, pix_fmt in (("libx264", ".mp4", "yuv420p"),
-                                      ("mjpeg", ".avi", "yuvj420p")):
-        target = str(path) + extension
-        try:
-            writer = imageio_ffmpeg.write_frames(target, (width, height), fps=10,
-                                                 codec=codec, pix_fmt_out=pix_fmt,
-                                                 macro_block_size=16)
-            writer.send(None)
-            for i in range(num_frames):
-                frame = np.full((height, width, 3), 128, np.uint8)
-                frame[16:32, 2 * i:2 * i + 16] = colour
-                writer.send(frame)
-            writer.close()
-            return target
-        except (OSError, RuntimeError):
-            continue
-    pytest.skip("the bundled ffmpeg can write neither H.264 nor MJPEG")
 
 
 class _Records(logging.Handler):

@@ -1,35 +1,9 @@
 """Video decoding, equally spaced frame sampling, and resize + centre crop."""
-import imageio_ffmpeg
 import numpy as np
 import pytest
 
+from conftest import write_video
 from video_caption import frames
-
-
-def write_video(path, num_frames=30, width=64, height=48):
-    """Writes a clip of a red square moving right on grey; returns the path used.
-
-    H.264 when the bundled ffmpeg has it, otherwise Motion JPEG in an .avi.
-    """
-    # Best quality (10: crf 0 for H.264, qscale 1 for MJPEG); MJPEG needs the full-range
-    # "j" pixel format.
-    encoders = ("libx264", ".mp4", "yuv420p"), ("mjpeg", ".avi", "yuvj420p")
-    for codec, extension, pix_fmt in encoders:
-        target = str(path) + extension
-        try:
-            writer = imageio_ffmpeg.write_frames(target, (width, height), fps=10,
-                                                 codec=codec, pix_fmt_out=pix_fmt,
-                                                 quality=10, macro_block_size=16)
-            writer.send(None)
-            for i in range(num_frames):
-                frame = np.full((height, width, 3), 128, np.uint8)
-                frame[16:32, i:i + 16] = (255, 0, 0)
-                writer.send(frame)
-            writer.close()
-            return target
-        except (OSError, RuntimeError):
-            continue
-    pytest.skip("the bundled ffmpeg can write neither H.264 nor MJPEG")
 
 
 @pytest.fixture(scope="module")

@@ -149,19 +149,18 @@ class Experiment:
         self.decoder = decode_lib.CaptionDecoder(self.model, self.vocab, fv.beam_size,
                                                  fv.max_decode_len, fv.length_normalization)
 
-    def _load(self, name):
-        path = os.path.join(self.fv.data_dir, name + ".jsonl")
-        return data.ClipSet(data.read_split(path), self.store, self.fv.num_frames,
-                            source=self.fv.features)
-
     def split(self, name):
         """The ``data.ClipSet`` of a split (loaded once, standardized if asked)."""
         if name not in self._sets:
-            clip_set = self._load(name)
-            if self.fv.feature_norm == "standardize":
-                if self._statistics is None:  # always the training frames' statistics
-                    train_set = clip_set if name == "train" else self._load("train")
-                    self._statistics = train_set.feature_statistics()
+            standardize = self.fv.feature_norm == "standardize"
+            if standardize and name != "train":
+                self.split("train")  # the statistics are always the training frames'
+            path = os.path.join(self.fv.data_dir, name + ".jsonl")
+            clip_set = data.ClipSet(data.read_split(path), self.store, self.fv.num_frames,
+                                    source=self.fv.features)
+            if standardize:
+                if name == "train":
+                    self._statistics = clip_set.feature_statistics()
                 clip_set.standardize(*self._statistics)
             self._sets[name] = clip_set
         return self._sets[name]
@@ -232,7 +231,9 @@ def train(exp):
     context_layer = model.context_layer
     kl_weight = getattr(context_layer, "kl_weight", 0.0)
     num_samples = context_layer.num_samples
-    kernels = [v for v in model.trainable_variables if "kernel" in v.name]
+    # arctic's weight decay; no work in the step when it is off (the paper)
+    kernels = ([v for v in model.trainable_variables if "kernel" in v.name]
+               if fv.weight_decay > 0 else [])
 
     @tf.function(input_signature=[data.BATCH_SIGNATURE, tf.TensorSpec([], tf.bool),
                                   tf.TensorSpec([], tf.int64)])
@@ -249,9 +250,10 @@ def train(exp):
             loss += anneal * kl_z
             penalty = tf.reduce_mean(model_lib.attention_penalty(
                 out["attn"], batch["caption_len"], batch["num_frames"]))
-            decay = tf.add_n([tf.reduce_sum(tf.square(k)) for k in kernels])
-            loss += (fv.alpha_c * penalty + fv.weight_decay * decay
-                     + context_layer.regularization())
+            loss += fv.alpha_c * penalty + context_layer.regularization()
+            if kernels:
+                loss += fv.weight_decay * tf.add_n([tf.reduce_sum(tf.square(k))
+                                                    for k in kernels])
         grads = tape.gradient(loss, model.trainable_variables)
         norm = tf.linalg.global_norm(grads)
         if fv.max_grad_norm > 0:
