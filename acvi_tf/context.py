@@ -23,7 +23,7 @@ import tensorflow as tf
 
 from acvi_tf.attention import masked_softmax
 
-CONTEXT_MODES = ("sa", "acvi", "structured", "ved")
+CONTEXT_MODES = ("sa", "acvi", "structured", "ved", "variational")
 VARIANCE_NETS = ("mlp", "relu")
 SAMPLINGS = ("approx", "gumbel")
 NOISES = ("collapsed", "per_component")
@@ -105,11 +105,14 @@ class ContextLayer(tf.keras.layers.Layer):
     ``normalizer`` is None when the attention distribution is the scorer's masked
     softmax (SA, ACVI); a mechanism with its own distribution over the source (structured
     attention) sets it to a ``(scores, mask) -> weights`` callable, which hosts pass on
-    to their scorer.
+    to their scorer. ``latent_alignment`` marks ``variational.VariationalAttentionContext``.
     """
 
     num_samples = 1
     normalizer = None
+    # True for a categorical alignment latent (Deng et al.): the host calls
+    # ``alignment_losses`` after its decoder loop and ``decode_log_probs`` when decoding.
+    latent_alignment = False
 
     def sentence_latent(self, summary, training=False):
         """A sentence latent for the decoder input (VED only): ``(z or None, KL_z [B])``."""
@@ -442,7 +445,7 @@ class ACVIContext(ContextLayer):
 
 
 def make_context_layer(mode, structured_scale=2.0, structured_penalty=0.005,
-                       ved_options=None, **acvi_options):
+                       ved_options=None, variational_options=None, **acvi_options):
     """Builds the context layer for ``--context=mode``.
 
     Args:
@@ -451,11 +454,13 @@ def make_context_layer(mode, structured_scale=2.0, structured_penalty=0.005,
       structured_penalty: weight of structured attention's L2 penalty on its CRF.
       ved_options: ``VEDContext`` arguments (``kl_weight`` and ``seed`` come from
         ``acvi_options``).
+      variational_options: ``VariationalAttentionContext`` arguments (``kl_weight`` and
+        ``seed`` come from ``acvi_options``).
       **acvi_options: ``ACVIContext`` arguments.
 
     Returns:
-      A ``SoftAttentionContext``, ``ACVIContext``, ``StructuredAttentionContext`` or
-      ``VEDContext``.
+      A ``SoftAttentionContext``, ``ACVIContext``, ``StructuredAttentionContext``,
+      ``VEDContext`` or ``VariationalAttentionContext``.
     """
     _check_choice("context", mode, CONTEXT_MODES)
     if mode == "sa":
@@ -469,4 +474,9 @@ def make_context_layer(mode, structured_scale=2.0, structured_penalty=0.005,
         return ved.VEDContext(kl_weight=acvi_options.get("kl_weight", 0.1),
                               seed=acvi_options.get("seed"), name="context",
                               **(ved_options or {}))
+    if mode == "variational":
+        from acvi_tf import variational  # pylint: disable=import-outside-toplevel
+        return variational.VariationalAttentionContext(
+            kl_weight=acvi_options.get("kl_weight", 1.0), seed=acvi_options.get("seed"),
+            name="context", **(variational_options or {}))
     return ACVIContext(name="context", **acvi_options)

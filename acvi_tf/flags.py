@@ -9,6 +9,7 @@ from absl import flags
 import tensorflow as tf
 
 from acvi_tf import context as context_lib
+from acvi_tf import variational
 
 def define_flags(flag_values=flags.FLAGS):
     """Defines the shared flags and their validators on ``flag_values``.
@@ -25,7 +26,24 @@ def define_flags(flag_values=flags.FLAGS):
         "source, the paper's eq. 20), 'ved' the variational encoder-decoder with "
         "variational attention (Bahuleyan et al. 2018: a Gaussian sentence latent fed to "
         "every decoder step and a Gaussian context around the soft-attention one; use "
-        "--kl_weight=0.1, the original's gamma).", flag_values=fv)
+        "--kl_weight=0.1, the original's gamma), 'variational' Deng et al.'s categorical "
+        "variational attention (an inference network over source and target, "
+        "KL(q || attention), the output layer at the sampled or every source state).",
+        flag_values=fv)
+    flags.DEFINE_enum(
+        "variational_mode", "sample", list(variational.VARIATIONAL_MODES),
+        "--context=variational: 'sample' one alignment per step with REINFORCE and the "
+        "soft-attention prediction as baseline (var-attn -mode sample), 'enum' the exact "
+        "ELBO over every source position (-mode enum; N output layers per step).",
+        flag_values=fv)
+    flags.DEFINE_integer(
+        "variational_inference_units", 512,
+        "--context=variational: LSTM size per direction of the inference network "
+        "(var-attn: 512).", lower_bound=1, flag_values=fv)
+    flags.DEFINE_enum(
+        "variational_decode", "marginal", list(variational.VARIATIONAL_DECODES),
+        "--context=variational at decode time: 'marginal' sum_i a_i p(y | x_i) (var-attn; "
+        "N x V per step) or 'soft' p(y | sum_i a_i x_i), cheaper.", flag_values=fv)
     flags.DEFINE_integer(
         "ved_latent_dim", 100, "--context=ved: size of the sentence latent (the ACVI "
         "paper: 100 for captioning, 128 for summarization).", lower_bound=1,
@@ -141,13 +159,18 @@ def acvi_options(flag_values=flags.FLAGS):
 
 
 def context_layer_from_flags(flag_values=flags.FLAGS):
-    """The context layer (``SoftAttentionContext`` or ``ACVIContext``) the flags select."""
+    """The context layer ``--context`` and its options select."""
     fv = flag_values
     ved_options = dict(latent_dim=fv.ved_latent_dim, prior=fv.ved_prior,
                        annealing=fv.ved_annealing, anneal_steps=fv.ved_anneal_steps)
+    variational_options = dict(mode=fv.variational_mode,
+                               inference_units=fv.variational_inference_units,
+                               decode=fv.variational_decode)
     return context_lib.make_context_layer(fv.context, structured_scale=fv.structured_lambda,
                                           structured_penalty=fv.structured_penalty,
-                                          ved_options=ved_options, **acvi_options(fv))
+                                          ved_options=ved_options,
+                                          variational_options=variational_options,
+                                          **acvi_options(fv))
 
 
 def configure_runtime(flag_values=flags.FLAGS):

@@ -15,10 +15,20 @@ The pieces of harvardnlp/var-attn's categorical variational attention, host-inde
   ``z ~ q_t`` (``-mode sample``) with the soft-attention prediction as the control
   variate: ``r = log p(y | x_z) - log p(y | soft context)``;
 * at test time the prior is used: ``p(y_t) = sum_i a_t,i p(y_t | x_i)``.
+
+``VariationalAttentionContext`` puts these into the hosts' context contract: inside the
+decoder loop it is soft attention (input feeding reads the soft context, so the decoder
+state stays deterministic, as in var-attn); after the loop the host calls
+``alignment_losses`` with its output layer as a function of the context, and at decode
+time ``decode_log_probs``.
 """
 import tensorflow as tf
 
 from acvi_tf import attention as attention_lib
+from acvi_tf import context as context_lib
+
+VARIATIONAL_MODES = ("sample", "enum")
+VARIATIONAL_DECODES = ("marginal", "soft")
 
 _TINY = 1e-30
 
@@ -131,4 +141,136 @@ class InferenceNetwork(tf.keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         config["units"] = self.units
+        return config
+
+
+def gold_log_likelihood(logits, gold):
+    """``log softmax(logits)[gold]`` in float32: [..., V] and [...] ids -> [...]."""
+    return -tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=gold, logits=tf.cast(logits, tf.float32))
+
+
+def state_context(state, context):
+    """``[state; context]`` with ``state`` broadcast over the extra axes of ``context``.
+
+    The hosts' output layers read ``[s_t; c_t]``; evaluating them at every source position
+    pairs one state [..., H] with many contexts [..., N, D].
+    """
+    state = tf.cast(state, context.dtype)
+    for _ in range(context.shape.rank - state.shape.rank):
+        state = state[..., tf.newaxis, :]
+    shape = tf.concat([tf.shape(context)[:-1], tf.shape(state)[-1:]], axis=0)
+    return tf.concat([tf.broadcast_to(state, shape), context], axis=-1)
+
+
+def at_every_position(log_likelihood, memory, steps):
+    """``log p(y_t | x_i)`` [B, T, N]: ``log_likelihood`` evaluated at each source state.
+
+    Args:
+      log_likelihood: callable, context [B, T, D] -> [B, T].
+      memory: [B, N, D] encoder states.
+      steps: T.
+    """
+    shape = tf.stack([tf.shape(memory)[0], steps, tf.shape(memory)[-1]])
+    per_position = tf.map_fn(
+        lambda x_i: log_likelihood(tf.broadcast_to(x_i[:, tf.newaxis], shape)),
+        tf.transpose(memory, [1, 0, 2]), fn_output_signature=tf.float32)  # [N, B, T]
+    return tf.transpose(per_position, [1, 2, 0])
+
+
+class VariationalAttentionContext(context_lib.SoftAttentionContext):
+    """``--context=variational``: Deng et al.'s categorical alignment in a host.
+
+    The decoder loop sees soft attention (``draw`` is the soft context, the in-loop KL is
+    zero). After the loop the host runs ``posterior`` on the teacher-forced target and
+    ``alignment_losses`` with its output layer, which replace its cross-entropy and KL.
+
+    Args:
+      mode: ``"sample"`` (REINFORCE, one alignment per step, the soft prediction as
+        baseline) or ``"enum"`` (the exact ELBO: the output layer at all N positions).
+      inference_units: LSTM size per direction of the inference network (var-attn 512).
+      decode: ``"marginal"`` (var-attn: ``sum_i a_i p(y | x_i)``, N x V per step) or
+        ``"soft"`` (the output layer at the soft context, a cheaper approximation).
+      kl_weight: weight of ``KL(q || a)`` in the host's loss (var-attn: 1).
+      seed: seed of the layer's random generator (None: nondeterministic).
+    """
+
+    latent_alignment = True
+
+    def __init__(self, mode="sample", inference_units=512, decode="marginal", kl_weight=1.0,
+                 seed=None, **kwargs):
+        super().__init__(**kwargs)
+        context_lib._check_choice("variational_mode", mode, VARIATIONAL_MODES)  # pylint: disable=protected-access
+        context_lib._check_choice("variational_decode", decode, VARIATIONAL_DECODES)  # pylint: disable=protected-access
+        self.mode = mode
+        self.inference_units = int(inference_units)
+        self.decode = decode
+        self.kl_weight = float(kl_weight)
+        self.seed = seed
+        self.generator = (tf.random.Generator.from_seed(seed) if seed is not None
+                          else tf.random.Generator.from_non_deterministic_state())
+        self.inference_network = InferenceNetwork(inference_units, dtype=tf.float32,
+                                                  name="inference_network")
+
+    def posterior(self, prepared, target, target_mask, training=False):
+        """``q(z_t | x, y)`` [B, T, N] from the embedded gold targets [B, T, E]."""
+        return self.inference_network(prepared.memory, prepared.mask,
+                                      tf.cast(target, tf.float32), target_mask,
+                                      training=training)
+
+    def alignment_losses(self, log_likelihood, soft_log_likelihood, attn, q, prepared,
+                         training=False):
+        """Per-step ``(token_nll, kl)`` [B, T] replacing the host's cross-entropy and KL.
+
+        Training: ``token_nll`` is ``-E_q log p(y_t | x_z)`` (``enum``) or the REINFORCE
+        surrogate of one sample (``sample``; its value is ``-log p(y_t | x_z)``), and
+        ``kl`` is ``KL(q_t || a_t)``; their sum is ``-ELBO``. Otherwise ``token_nll`` is
+        the exact ``-log sum_i a_t,i p(y_t | x_i)`` (var-attn's perplexity).
+
+        Args:
+          log_likelihood: callable, context [B, T, D] -> ``log p(y_t | context)`` [B, T]
+            of the gold words (the host's output layer with its states bound).
+          soft_log_likelihood: [B, T], the same at the soft context (the baseline).
+          attn: [B, T, N] the prior ``a_t``.
+          q: [B, T, N] from ``posterior``.
+          prepared: this batch's ``PreparedMemory``.
+          training: the ELBO (True) or the exact marginal (False).
+        """
+        memory, mask = prepared.memory, prepared.mask[:, tf.newaxis]
+        attn = tf.cast(attn, tf.float32)
+        kl = categorical_kl(q, attn, mask)
+        steps = tf.shape(attn)[1]
+        if not training:
+            every = at_every_position(log_likelihood, memory, steps)
+            return -marginal_log_likelihood(every, attn, mask), kl
+        if self.mode == "enum":
+            every = at_every_position(log_likelihood, memory, steps)
+            return -(enumerated_elbo(every, q, attn, mask) + kl), kl
+        one_hot, log_q = sample_alignment(q, self.generator)
+        log_p = log_likelihood(context_lib.expected_context(one_hot, memory))
+        surrogate = reinforce_surrogate(log_p, soft_log_likelihood, log_q, kl)
+        return surrogate - kl, kl
+
+    def decode_log_probs(self, logits, context, attn, prepared):
+        """The output distribution of one decoding step, ``log p(y_t)`` [R, V].
+
+        Args:
+          logits: callable, contexts [R, D] or [R, N, D] -> vocabulary logits [R, (N,) V]
+            (the host's output layer with the step's state bound, ``state_context``).
+          context: [R, D] the soft context.
+          attn: [R, N] the prior.
+          prepared: the (beam-tiled) ``PreparedMemory``.
+        """
+        if self.decode == "soft":
+            return tf.nn.log_softmax(tf.cast(logits(context), tf.float32))
+        every = tf.nn.log_softmax(tf.cast(logits(tf.cast(prepared.memory, context.dtype)),
+                                          tf.float32))  # [R, N, V]
+        log_prior = tf.math.log(tf.cast(attn, tf.float32) + _TINY)
+        log_prior += (1.0 - prepared.mask) * -1e9
+        return tf.reduce_logsumexp(log_prior[..., tf.newaxis] + every, axis=1)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(mode=self.mode, inference_units=self.inference_units,
+                      decode=self.decode, kl_weight=self.kl_weight, seed=self.seed)
         return config

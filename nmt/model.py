@@ -10,6 +10,9 @@
   context ``c_t`` from the context layer (SA: ``sum_i a_t,i h_i``; ACVI: a sample), the
   attention vector ``W_c [h_t; c_t]`` (bias-free, no tanh, as the TF1 and TFA wrappers),
   and, with ``output_attention``, the output projection reads the attention vector.
+  With ``--context=variational`` (Deng et al.) input feeding keeps the soft attention
+  vector and the output is also evaluated with the sampled (or every) source state in
+  place of ``c_t``; decoding uses ``sum_i a_t,i p(y_t | h_i)``.
 * Initial decoder state: with ``pass_hidden_state`` the encoder's final states
   (forward, backward per bidirectional layer) go to the decoder layers in order.
 * Every weight is ``uniform(-init_weight, init_weight)``; input dropout on every cell in
@@ -20,6 +23,7 @@ import tensorflow as tf
 
 from acvi_tf import attention as attention_lib
 from acvi_tf import context as context_lib
+from acvi_tf import variational
 
 ENCODER_TYPES = ("uni", "bi")
 ATTENTIONS = ("luong", "scaled_luong")
@@ -140,31 +144,61 @@ class NMTModel(tf.keras.Model):
         output = attention_vector if self.output_attention else x
         return output, dict(cells=new_cells, attention=attention_vector), attn, context
 
+    def vocab_logits(self, top, context):
+        """Output logits from the top decoder state and a context (any leading dims).
+
+        ``context`` may carry one more axis than ``top`` (every source position).
+        """
+        if not self.output_attention:  # the context does not reach the output
+            return self.output_projection(top)
+        return self.output_projection(
+            self.attention_layer(variational.state_context(top, context)))
+
+    def log_probs(self, output, state, attn, context, constants):
+        """``log p(y_t)`` [B, V] of a decoding step from ``step``'s results."""
+        if not self.context_layer.latent_alignment:
+            return tf.nn.log_softmax(tf.cast(self.output_projection(output), tf.float32))
+        top = state["cells"][-1][0]
+        return self.context_layer.decode_log_probs(
+            lambda c: self.vocab_logits(top, c), context, attn, constants["prepared"])
+
     def call(self, batch, training=False, use_gumbel=None):
         """Teacher-forced decoding of ``tgt_in``.
 
         Returns:
           dict: ``logits`` [B, T, V], ``attn`` [B, T, S], ``kl`` [B, T], ``kl_z`` [B]
-          (VED's sentence-latent KL; zeros otherwise).
+          (VED's sentence-latent KL; zeros otherwise); with a latent alignment also
+          ``token_nll`` [B, T] (the loss in place of the cross-entropy, see
+          ``variational.VariationalAttentionContext.alignment_losses``).
         """
         constants, state = self.start(batch["src"], batch["src_len"], training)
         tgt_emb = self.tgt_embedding(batch["tgt_in"])
         steps = tf.shape(tgt_emb)[1]
-        outputs = tf.TensorArray(self.compute_dtype, size=steps)
+        outputs, tops, contexts = (tf.TensorArray(self.compute_dtype, size=steps)
+                                   for _ in range(3))
         attns = tf.TensorArray(tf.float32, size=steps)
-        contexts = tf.TensorArray(self.compute_dtype, size=steps)
         for t in tf.range(steps):
             output, state, attn, context = self.step(tgt_emb[:, t], state, constants, training,
                                                      use_gumbel)
             outputs = outputs.write(t, output)
+            tops = tops.write(t, state["cells"][-1][0])
             attns = attns.write(t, attn)
             contexts = contexts.write(t, context)
-        outputs, attns, contexts = (tf.transpose(a.stack(), [1, 0, 2])
-                                    for a in (outputs, attns, contexts))
-        return dict(logits=self.output_projection(outputs), attn=attns,
-                    kl=self.context_layer.kl_divergence(contexts, attns,
-                                                        constants["prepared"]),
-                    kl_z=constants["kl_z"])
+        outputs, tops, attns, contexts = (tf.transpose(a.stack(), [1, 0, 2])
+                                          for a in (outputs, tops, attns, contexts))
+        out = dict(logits=self.output_projection(outputs), attn=attns,
+                   kl=self.context_layer.kl_divergence(contexts, attns, constants["prepared"]),
+                   kl_z=constants["kl_z"])
+        if self.context_layer.latent_alignment:
+            gold = batch["tgt_out"]
+            q = self.context_layer.posterior(
+                constants["prepared"], self.tgt_embedding(gold),
+                tf.sequence_mask(batch["tgt_len"], tf.shape(gold)[1]), training)
+            out["token_nll"], out["kl"] = self.context_layer.alignment_losses(
+                lambda c: variational.gold_log_likelihood(self.vocab_logits(tops, c), gold),
+                variational.gold_log_likelihood(out["logits"], gold), attns, q,
+                constants["prepared"], training)
+        return out
 
 
 def _run_stack(layers, x, mask, training):

@@ -139,7 +139,8 @@ def _evaluate(model, name, prefix, vocabs, translator, writer, step):
     for batch in data.eval_dataset(examples, FLAGS.batch_size):
         out = model(batch)
         _, nll, _, count = losses.sequence_loss(out["logits"], batch["tgt_out"],
-                                                   batch["tgt_len"])
+                                                   batch["tgt_len"],
+                                                   token_nll=out.get("token_nll"))
         total_nll += float(nll) * int(tf.shape(batch["src"])[0])
         total_tokens += float(count)
     ppl = math.exp(min(total_nll / max(total_tokens, 1.0), 100.0))
@@ -213,7 +214,7 @@ def train(vocabs):
             out = model(batch, training=True, use_gumbel=use_gumbel)
             loss, nll, kl, count = losses.sequence_loss(
                 out["logits"], batch["tgt_out"], batch["tgt_len"], out["kl"],
-                anneal * kl_weight)
+                anneal * kl_weight, token_nll=out.get("token_nll"))
             if "kl_z" in out:
                 loss += anneal * tf.reduce_mean(out["kl_z"])
             if context_layer is not None:

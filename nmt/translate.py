@@ -17,10 +17,10 @@ class Translator:
             """The decoding step: log-probabilities, new state and the attention."""
             def step(tokens, state, t):
                 del t
-                output, state, attn, _ = model.step(model.tgt_embedding(tokens), state,
-                                                    constants)
-                logits = tf.cast(model.output_projection(output), tf.float32)
-                return tf.nn.log_softmax(logits), state, {"attn": attn}
+                output, state, attn, context = model.step(model.tgt_embedding(tokens), state,
+                                                          constants)
+                return (model.log_probs(output, state, attn, context, constants), state,
+                        {"attn": attn})
             return step
 
         @tf.function(input_signature=signature)

@@ -117,7 +117,9 @@ def compute_losses(out, batch, pointer_gen=True, coverage_on=False, cov_loss_wt=
       sentence-latent KL, per example, batch mean), ``total_loss``.
     """
     mask = batch["dec_padding_mask"]
-    if pointer_gen:
+    if "token_nll" in out:  # variational attention's per-step terms
+        nll = out["token_nll"]
+    elif pointer_gen:
         nll = -gold_log_probs(out["vocab_logits"], out["attn"], out["p_gen_logit"],
                               batch["enc_batch_extend_vocab"], batch["target_batch"])
     else:

@@ -14,12 +14,16 @@ Only steps 1-5 feed the recurrence, so they are all the loop does. ``p_gen`` (fr
 ``[c*_t; c_t; h_t; x_t]``), the output projection ``W_o [h_t; c*_t] + b_o``, the 50k-word
 vocabulary projection, the copy mixture and the ACVI KL run once over all steps after the
 loop. ACVI's sample feeds p_gen, the output projection and the next input projection;
-copying and coverage use ``a_t``.
+copying and coverage use ``a_t``. With ``--context=variational`` (Deng et al.) the loop,
+p_gen and the copy distribution keep the soft attention, and ``P_vocab`` is also
+evaluated with the sampled (or every) encoder state in place of ``c*_t``; decoding mixes
+``sum_i a_t,i P_vocab(. | h_i)`` into the final distribution.
 """
 import tensorflow as tf
 
 from acvi_tf import attention
 from acvi_tf import context as context_lib
+from acvi_tf import variational
 from pointer_generator import losses as losses_lib
 
 
@@ -181,7 +185,32 @@ class PointerGenerator(tf.keras.Model):
         out["kl"] = self.context_layer.kl_divergence(out["context"], out["attn"], prepared)
         out["kl_z"] = kl_z
         out["prepared"] = prepared
+        if self.context_layer.latent_alignment:
+            out["token_nll"], out["kl"] = self._alignment_losses(batch, out, training)
         return out
+
+    def _alignment_losses(self, batch, out, training):
+        """Deng et al.'s per-step ``(token_nll, kl)`` (``--context=variational``)."""
+        target = batch["target_batch"]
+
+        def gold(vocab_logits):
+            if not self.pointer_gen:
+                return variational.gold_log_likelihood(vocab_logits, target)
+            return losses_lib.gold_log_probs(vocab_logits, out["attn"], out["p_gen_logit"],
+                                             batch["enc_batch_extend_vocab"], target)
+
+        q = self.context_layer.posterior(
+            out["prepared"], self.embedding(tf.where(target >= self.vocab_size, 0, target)),
+            batch["dec_padding_mask"], training)
+        return self.context_layer.alignment_losses(
+            lambda c: gold(self.vocab_at(out["h"], c)), gold(out["vocab_logits"]),
+            out["attn"], q, out["prepared"], training)
+
+    def vocab_at(self, h, context):
+        """Vocabulary logits ``V' (W_o [h_t; context] + b_o) + b'``; ``context`` may have
+        one more axis than ``h`` (every source position)."""
+        return self.vocab_projection(self.output_projection(
+            variational.state_context(h, context)))
 
 
     def project(self, context, c, h, x):
@@ -192,8 +221,7 @@ class PointerGenerator(tf.keras.Model):
         """
         p_gen_logit = tf.squeeze(self.p_gen_layer(tf.concat([context, c, h, x], axis=-1)),
                                  axis=-1)
-        output = self.output_projection(tf.concat([h, context], axis=-1))
-        return p_gen_logit, self.vocab_projection(output)
+        return p_gen_logit, self.vocab_at(h, context)
 
     def start_decoding(self, batch):
         """Runs the encoder for decoding.
@@ -258,8 +286,13 @@ class PointerGenerator(tf.keras.Model):
             coverage = updated
         p_gen_logit, vocab_logits = self.project(context, c, h, x)
         p_gen = tf.sigmoid(tf.cast(p_gen_logit, tf.float32))
+        if self.context_layer.latent_alignment:
+            vocab_dists = tf.exp(self.context_layer.decode_log_probs(
+                lambda ctx: self.vocab_at(h, ctx), context, attn, prepared))
+        else:
+            vocab_dists = tf.nn.softmax(tf.cast(vocab_logits, tf.float32))
         final = losses_lib.final_distribution(
-            tf.nn.softmax(tf.cast(vocab_logits, tf.float32))[:, tf.newaxis],
+            vocab_dists[:, tf.newaxis],
             attn[:, tf.newaxis], p_gen[:, tf.newaxis], constants["enc_batch_extend_vocab"],
             max_art_oovs)[:, 0]
         state = dict(h=h, c=c, coverage=coverage, context=context)

@@ -1,9 +1,10 @@
 """Learning test on the shipped moving-shapes clips, through run_captioning end to end.
 
-Both contexts train a small captioner for a short while on the 160 training clips
+Soft attention, ACVI and Deng et al.'s variational attention (REINFORCE, decoding with
+the prior marginal) train a small captioner for a short while on the 160 training clips
 (features of the shipped sample, from the randomly initialised GoogLeNet), decode the 20
 test clips with beam search, and must beat the constant caption (the most common
-training caption) clearly on CIDEr-D: more than twice its score (both reach about 1.45
+training caption) clearly on CIDEr-D: more than twice its score (they reach 1.35-1.45
 against 0.56 after 400 steps). The ACVI run is split in two to check that training
 resumes from its checkpoint where it stopped.
 """
@@ -27,7 +28,7 @@ def _run(*args):
     return run_captioning.run(fv)
 
 
-@pytest.mark.parametrize("context", ["sa", "acvi"])
+@pytest.mark.parametrize("context", ["sa", "acvi", "variational"])
 def test_captions_beat_the_constant_caption(context, tmp_path):
     out = str(tmp_path / context)
     common = ["--data_dir=" + SAMPLE, "--features=" + os.path.join(SAMPLE, "features.h5"),
@@ -37,7 +38,8 @@ def test_captions_beat_the_constant_caption(context, tmp_path):
               "--attention_units=32", "--dropout=0.2", "--learning_rate=0.005",
               "--batch_size=32", "--beam_size=3", "--max_decode_len=12", "--seed=7",
               # METEOR's start-up is slow; test_caption_metrics covers it
-              "--metrics=Bleu_4", "--metrics=ROUGE_L", "--metrics=CIDEr"]
+              "--metrics=Bleu_4", "--metrics=ROUGE_L", "--metrics=CIDEr",
+              "--variational_inference_units=32"]
     if context == "acvi":
         _run("--mode=train", "--max_steps=%d" % (STEPS // 2),
              "--valid_every=%d" % (STEPS // 2), "--checkpoint_steps=%d" % (STEPS // 2),
@@ -54,5 +56,5 @@ def test_captions_beat_the_constant_caption(context, tmp_path):
         assert evaluation["val"]["perplexity"] < 3.0, evaluation
     report = _run("--mode=decode", "--decode_split=test", *common)
     model, constant = report["model"]["CIDEr"], report["constant_caption"]["CIDEr"]
-    assert model > 2.0 * constant, report  # about 1.45 against 0.56
+    assert model > 2.0 * constant, report  # 1.35-1.45 against 0.56
     assert json.load(open(os.path.join(out, "hparams.json")))["context"] == context

@@ -31,8 +31,8 @@ class CaptionDecoder:
             def step(tokens, state, t):
                 del t
                 output, state, attn = model.step(model.embedding(tokens), state, constants)
-                logits = tf.cast(model.logits(output), tf.float32)
-                return tf.nn.log_softmax(logits), state, {"attn": attn}
+                return (model.log_probs(output, attn, constants["prepared"]), state,
+                        {"attn": attn})
             return step
 
         @tf.function(input_signature=signature)

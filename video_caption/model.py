@@ -9,7 +9,10 @@
   t = 0; with ``--context=ved`` also the sentence latent ``z``), giving ``s_t``; additive attention (eq. 1, ``W_h`` and ``W_s`` to
   ``attention_units``) gives ``a_t``; the context layer gives ``c_t`` (SA: ``sum_i a_t,i
   h_i``; ACVI: a sample, or its mean at decode time).
-* Output (eq. 4): ``P_t = softmax(V' tanh(V [s_t; c_t] + b) + b')``.
+* Output (eq. 4): ``P_t = softmax(V' tanh(V [s_t; c_t] + b) + b')``. With
+  ``--context=variational`` (Deng et al.) the loop keeps the soft context and eq. (4)
+  is also evaluated at the sampled (or every) frame state ``h_z`` in place of ``c_t``;
+  decoding uses ``sum_i a_t,i P_t(. | h_i)``.
 * Dropout (rate ``dropout``, training only) on the non-recurrent connections, as in
   Zaremba et al., which the paper cites: the encoder's input frames, the decoder LSTM's
   input and ``[s_t; c_t]`` before eq. 4.
@@ -19,6 +22,7 @@ import tensorflow as tf
 
 from acvi_tf import attention as attention_lib
 from acvi_tf import context as context_lib
+from acvi_tf import variational
 
 
 class Captioner(tf.keras.Model):
@@ -115,12 +119,22 @@ class Captioner(tf.keras.Model):
         return self.vocab_projection(self.output_hidden(self.dropout(output,
                                                                      training=training)))
 
+    def log_probs(self, output, attn, prepared):
+        """``log P_t`` [B, V] of a decoding step from ``step``'s output and attention."""
+        if not self.context_layer.latent_alignment:
+            return tf.nn.log_softmax(tf.cast(self.logits(output), tf.float32))
+        s, context = output[..., :self.decoder_units], output[..., self.decoder_units:]
+        return self.context_layer.decode_log_probs(
+            lambda c: self.logits(variational.state_context(s, c)), context, attn, prepared)
+
     def call(self, batch, training=False, use_gumbel=None):
         """Teacher-forced decoding of ``caption_in``.
 
         Returns:
           dict: ``logits`` [B, T, V], ``attn`` [B, T, K] (float32), ``kl`` [B, T] and
-          ``kl_z`` [B] (VED's sentence-latent KL; zeros otherwise).
+          ``kl_z`` [B] (VED's sentence-latent KL; zeros otherwise); with a latent
+          alignment also ``token_nll`` [B, T] (the loss in place of the cross-entropy,
+          see ``variational.VariationalAttentionContext.alignment_losses``).
         """
         constants, state = self.start(batch["features"], batch["num_frames"], training)
         emb = self.embedding(batch["caption_in"])
@@ -135,10 +149,21 @@ class Captioner(tf.keras.Model):
             contexts = contexts.write(t, state["context"])
         outputs, attns, contexts = (tf.transpose(a.stack(), [1, 0, 2])
                                     for a in (outputs, attns, contexts))
-        return dict(logits=self.logits(outputs, training), attn=attns,
-                    kl=self.context_layer.kl_divergence(contexts, attns,
-                                                        constants["prepared"]),
-                    kl_z=constants["kl_z"])
+        out = dict(logits=self.logits(outputs, training), attn=attns,
+                   kl=self.context_layer.kl_divergence(contexts, attns, constants["prepared"]),
+                   kl_z=constants["kl_z"])
+        if self.context_layer.latent_alignment:
+            gold = batch["caption_out"]
+            states = outputs[..., :self.decoder_units]
+            q = self.context_layer.posterior(
+                constants["prepared"], self.embedding(gold),
+                tf.sequence_mask(batch["caption_len"], tf.shape(gold)[1]), training)
+            out["token_nll"], out["kl"] = self.context_layer.alignment_losses(
+                lambda c: variational.gold_log_likelihood(
+                    self.logits(variational.state_context(states, c), training), gold),
+                variational.gold_log_likelihood(out["logits"], gold), attns, q,
+                constants["prepared"], training)
+        return out
 
 
 def attention_penalty(attn, caption_len, num_frames):

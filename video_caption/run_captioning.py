@@ -173,7 +173,8 @@ class Experiment:
                                               self.fv.decode_batch_size):
             out = self.model(batch)
             _, nll, _, count = losses.sequence_loss(out["logits"], batch["caption_out"],
-                                                    batch["caption_len"])
+                                                    batch["caption_len"],
+                                                    token_nll=out.get("token_nll"))
             total_nll += float(nll) * int(batch["caption_len"].shape[0])
             total_tokens += float(count)
         return math.exp(min(total_nll / max(total_tokens, 1.0), 100.0))
@@ -245,7 +246,7 @@ def train(exp):
             out = model(batch, training=True, use_gumbel=use_gumbel)
             loss, nll, kl, count = losses.sequence_loss(
                 out["logits"], batch["caption_out"], batch["caption_len"], out["kl"],
-                anneal * kl_weight)
+                anneal * kl_weight, token_nll=out.get("token_nll"))
             kl_z = tf.reduce_mean(out["kl_z"])
             loss += anneal * kl_z
             penalty = tf.reduce_mean(model_lib.attention_penalty(
