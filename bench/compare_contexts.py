@@ -8,18 +8,24 @@ a user runs it), then reads the validation loss (per-token NLL) and the task met
   validation NLL from ``--mode=eval`` and validation CIDEr-D (beam 3);
 * ``--task=translation``: ``nmt.run_nmt`` on the Pig Latin words; dev NLL and BLEU
   (greedy) at the last step.
+* ``--task=summarization``: ``pointer_generator.run_summarization`` on the Debian
+  descriptions (no coverage); validation NLL from ``--mode=eval`` (20 batches) and
+  ROUGE-L F1 (ROUGE-1.5.5) of a single-pass beam-4 decode of the test split. The
+  ``transformer`` row is ``--model_type=transformer`` (the paper's journal baseline; with
+  ``--pointer_gen=False``, since it cannot copy, so its NLL is over the fixed vocabulary).
 
 Every mechanism shares the model, data and schedule; only ``--context`` and its own
 options change (ACVI: the closed-form KL bound with weight 0.01, which learns where
 weight 1 collapses the encoder states, see README; VED: ``--kl_weight=0.1``, the
-original's gamma). The table (mean and standard deviation over the seeds) is printed and
-appended to BENCHMARKS.md.
+original's gamma; variational: REINFORCE with a 64-unit inference network). The table
+(mean and standard deviation over the seeds) is printed and appended to BENCHMARKS.md.
 
 Usage::
 
-  python bench/compare_contexts.py [--task=captioning|translation] [--steps=400] \\
-      [--contexts=sa,acvi,structured,ved] [--seeds=1,2,3]
+  python bench/compare_contexts.py [--task=captioning|translation|summarization] \\
+      [--steps=400] [--contexts=sa,acvi,structured,ved,variational] [--seeds=1,2,3]
 """
+import glob
 import json
 import math
 import os
@@ -38,7 +44,9 @@ import _report  # noqa: E402  pylint: disable=wrong-import-position
 SAMPLES = os.path.join(_report.ROOT, "data_prep", "samples")
 CONTEXT_FLAGS = {"sa": [], "structured": [],
                  "acvi": ["--acvi_kl=bound", "--kl_weight=0.01"],
-                 "ved": ["--kl_weight=0.1"]}
+                 "ved": ["--kl_weight=0.1"],
+                 "variational": ["--variational_mode=sample",
+                                 "--variational_inference_units=64"]}
 
 
 def _run(args, log_path):
@@ -92,13 +100,50 @@ def translation(context, seed, steps, out_dir):
     return math.log(float(ppl)), float(bleu)
 
 
-TASKS = {"captioning": (captioning, "CIDEr-D"), "translation": (translation, "BLEU")}
+def summarization(context, seed, steps, out_dir):
+    """``(validation NLL per token, test ROUGE-L F1)`` of one Debian-descriptions run."""
+    sample = os.path.join(SAMPLES, "debian_descriptions")
+    chunks = os.path.join(sample, "chunked")
+    if context == "transformer":
+        model = ["--model_type=transformer", "--transformer_units=64",
+                 "--transformer_layers=2", "--transformer_heads=4",
+                 "--transformer_dropout=0.1", "--context=sa", "--pointer_gen=False"]
+    else:
+        model = ["--context=" + context] + CONTEXT_FLAGS[context]
+    common = ["--vocab_path=" + os.path.join(sample, "vocab"), "--vocab_size=10000",
+              "--log_root=" + os.path.dirname(out_dir), "--exp_name=" + os.path.basename(
+                  out_dir), "--hidden_dim=64", "--emb_dim=32", "--batch_size=16",
+              "--max_enc_steps=80", "--max_dec_steps=20", "--optimizer=adam",
+              "--max_steps=%d" % steps, "--seed=%d" % seed] + model
+    log = out_dir + ".log"
+    module = "pointer_generator.run_summarization"
+    _run([module, "--mode=train", "--data_path=" + os.path.join(chunks, "train_*")]
+         + common, log)
+    output = _run([module, "--mode=eval", "--eval_max_batches=20",
+                   "--data_path=" + os.path.join(chunks, "val_*")] + common, log)
+    losses = [float(x) for x in re.findall(r"eval step \d+: loss ([0-9.]+)", output)]
+    _run([module, "--mode=decode", "--single_pass", "--beam_size=4", "--min_dec_steps=3",
+          "--decode_batch_size=50", "--data_path=" + os.path.join(chunks, "test_*")]
+         + common, log)
+    [metrics] = glob.glob(os.path.join(out_dir, "decode_*", "metrics.json"))
+    with open(metrics, encoding="utf-8") as f:
+        return float(np.mean(losses)), json.load(f)["rouge_l_f_score"]
+
+
+TASKS = {"captioning": (captioning, "validation CIDEr-D"),
+         "translation": (translation, "dev BLEU"),
+         "summarization": (summarization, "test ROUGE-L F1")}
 
 
 def main(argv):
     del argv
     fv = flags.FLAGS
     run_task, metric = TASKS[fv.task]
+    known = set(CONTEXT_FLAGS) | ({"transformer"} if fv.task == "summarization" else set())
+    unknown = sorted(set(fv.contexts) - known)
+    if unknown:
+        raise app.UsageError("--contexts: unknown for --task=%s: %s (choose from %s)" % (
+            fv.task, ", ".join(unknown), ", ".join(sorted(known))))
     root = fv.out_dir or tempfile.mkdtemp(prefix="compare_contexts_")
     os.makedirs(root, exist_ok=True)
     rows = []
@@ -115,14 +160,15 @@ def main(argv):
                      "%.4f +- %.4f" % (np.mean(scores), np.std(scores))])
     _report.emit("Context mechanisms compared: %s, %d steps, seeds %s" % (
         fv.task, fv.steps, ",".join(fv.seeds)),
-        ["context", "validation NLL / token", "validation " + metric], rows,
+        ["context", "validation NLL / token", metric], rows,
         notes=["Mean +- standard deviation over the seeds; runs in %s." % root])
 
 
 if __name__ == "__main__":
     flags.DEFINE_enum("task", "captioning", list(TASKS), "Which host and demo corpus.")
     flags.DEFINE_integer("steps", 400, "Training steps of every run.", lower_bound=1)
-    flags.DEFINE_list("contexts", ["sa", "acvi", "structured", "ved"], "Mechanisms.")
+    flags.DEFINE_list("contexts", ["sa", "acvi", "structured", "ved", "variational"],
+                      "Mechanisms; with --task=summarization also 'transformer'.")
     flags.DEFINE_list("seeds", ["1", "2", "3"], "Seeds.")
     flags.DEFINE_string("out_dir", None, "Where the runs go (default: a temporary folder).")
     app.run(main)
