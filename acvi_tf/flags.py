@@ -9,6 +9,7 @@ from absl import flags
 import tensorflow as tf
 
 from acvi_tf import context as context_lib
+from acvi_tf import training
 from acvi_tf import variational
 
 def define_flags(flag_values=flags.FLAGS):
@@ -122,6 +123,12 @@ def define_flags(flag_values=flags.FLAGS):
         "deterministic", False,
         "Turn on TensorFlow op determinism: bit-identical reruns, slower on GPU.",
         flag_values=fv)
+    flags.DEFINE_enum(
+        "nan_policy", "stop", list(training.NAN_POLICIES),
+        "A batch with a NaN or infinite loss is never applied; then 'stop' ends training "
+        "with the step and the last good checkpoint, 'skip_batch' logs the batch, counts "
+        "it in TensorBoard (train/skipped_batches) and goes on (stopping after 100 in a "
+        "row).", flag_values=fv)
     flags.DEFINE_boolean(
         "mixed_precision", False,
         "Compute in float16 with float32 variables (mixed_float16); softmax, KL and "

@@ -9,6 +9,7 @@ import time
 from typing import NamedTuple
 
 from absl import logging
+import tensorflow as tf
 
 
 class Phase(NamedTuple):
@@ -83,6 +84,9 @@ def phase_at(phases, step):
     return phases[-1]
 
 
+NAN_POLICIES = ("stop", "skip_batch")
+
+
 class NonFiniteLossError(RuntimeError):
     """The loss became NaN or infinite; the message names the step and the checkpoint."""
 
@@ -94,6 +98,72 @@ def check_finite(value, step, last_checkpoint):
             "Loss is not finite (%r) at step %d. Stopping. The last good checkpoint is %s; "
             "it was not overwritten. Restart from it (perhaps with a lower learning rate)."
             % (value, step, last_checkpoint or "(none saved yet)"))
+
+
+def apply_if_finite(optimizer, grads_and_vars, loss, grad_norm):
+    """Applies the update only when ``loss`` and ``grad_norm`` are finite (in a graph).
+
+    A non-finite batch leaves the weights, the optimizer's slots and its iteration count
+    untouched, whatever ``--nan_policy`` then does. Returns the finiteness (bool tensor).
+    """
+    finite = tf.math.logical_and(tf.math.is_finite(loss), tf.math.is_finite(grad_norm))
+    grads_and_vars = list(grads_and_vars)
+
+    def update():
+        optimizer.apply_gradients(grads_and_vars)
+        return tf.constant(True)
+
+    return tf.cond(finite, update, lambda: tf.constant(False))
+
+
+class NonFiniteGuard:
+    """``--nan_policy`` after each training step (the update itself: ``apply_if_finite``).
+
+    ``stop`` raises ``NonFiniteLossError`` naming the step and the last checkpoint.
+    ``skip_batch`` logs the batch, counts it (``train/skipped_batches`` in TensorBoard)
+    and goes on without advancing the global step; it stops after
+    ``max_consecutive_skips`` skips in a row, since then nothing is learning any more.
+
+    Args:
+      policy: one of ``NAN_POLICIES``.
+      writer: optional ``tf.summary`` writer for the skip count.
+      max_consecutive_skips: the ``skip_batch`` limit.
+    """
+
+    def __init__(self, policy="stop", writer=None, max_consecutive_skips=100):
+        if policy not in NAN_POLICIES:
+            raise ValueError("nan_policy must be one of %s, got %r" % (NAN_POLICIES, policy))
+        self.policy = policy
+        self.writer = writer
+        self.max_consecutive_skips = max_consecutive_skips
+        self.skipped = 0
+        self.consecutive = 0
+
+    def check(self, loss, step, last_checkpoint, describe=""):
+        """True when the step counts; False when a non-finite batch was skipped.
+
+        Args:
+          loss: the step's loss (a float).
+          step: the global step the batch was meant for.
+          last_checkpoint: path of the latest checkpoint (for the message).
+          describe: a short description of the batch for the log.
+        """
+        if math.isfinite(loss):
+            self.consecutive = 0
+            return True
+        if self.policy == "stop" or self.consecutive + 1 >= self.max_consecutive_skips:
+            if self.policy != "stop":
+                logging.error("%d non-finite batches in a row", self.consecutive + 1)
+            check_finite(loss, step, last_checkpoint)
+        self.skipped += 1
+        self.consecutive += 1
+        logging.warning("Skipped a batch with a non-finite loss (%r) at step %d (%d skipped "
+                        "so far)%s", loss, step, self.skipped,
+                        ": " + describe if describe else "")
+        if self.writer is not None:
+            with self.writer.as_default(step=step):
+                tf.summary.scalar("train/skipped_batches", self.skipped)
+        return False
 
 
 class Progress:

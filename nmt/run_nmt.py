@@ -19,7 +19,6 @@ import time
 from absl import app
 from absl import flags
 from absl import logging
-import numpy as np
 import tensorflow as tf
 
 from acvi_tf import context as context_lib
@@ -27,6 +26,7 @@ from acvi_tf import files
 from acvi_tf import flags as acvi_flags
 from acvi_tf import losses
 from acvi_tf import summaries
+from acvi_tf import training as training_lib
 from acvi_tf import transformer
 from acvi_tf.metrics import bleu as bleu_lib
 from nmt import bpe
@@ -221,7 +221,8 @@ def train(vocabs):
                 loss += context_layer.regularization()  # structured attention's L2
         grads, norm = tf.clip_by_global_norm(tape.gradient(loss, model.trainable_variables),
                                              FLAGS.max_gradient_norm)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        training_lib.apply_if_finite(optimizer, zip(grads, model.trainable_variables), loss,
+                                     norm)
         return dict(train_loss=loss, nll=nll, kl=kl, grad_norm=norm,
                     predict_count=count / num_samples)
 
@@ -237,6 +238,7 @@ def train(vocabs):
     external_every = FLAGS.steps_per_external_eval or 50 * FLAGS.steps_per_stats
     best_bleu = -1.0
     stats = dict(nll=0.0, count=0.0, words=0, start=time.time())
+    guard = training_lib.NonFiniteGuard(FLAGS.nan_policy, writer)
     for batch in dataset:
         step = int(step_var)
         if step >= total:
@@ -244,11 +246,11 @@ def train(vocabs):
         use_gumbel = (context_layer.gumbel_active(step, total) if context_layer is not None
                       else tf.constant(False))
         results = train_step(batch, use_gumbel, tf.constant(step, tf.int64))
+        if not guard.check(float(results["train_loss"]), step, manager.latest_checkpoint,
+                           _describe(batch, src_vocab)):
+            continue
         step_var.assign_add(1)
         step += 1
-        if not np.isfinite(float(results["train_loss"])):
-            raise FloatingPointError("train loss is not finite at step %d; the last good "
-                                     "checkpoint is %s" % (step, manager.latest_checkpoint))
         stats["nll"] += float(results["nll"]) * int(tf.shape(batch["src"])[0])
         stats["count"] += float(results["predict_count"])
         stats["words"] += int(tf.reduce_sum(batch["src_len"]) + tf.reduce_sum(batch["tgt_len"]))
@@ -281,6 +283,13 @@ def train(vocabs):
                 logging.info("  new best dev BLEU %.1f saved in best_bleu/", dev_bleu)
     writer.flush()
     return best_bleu
+
+
+def _describe(batch, src_vocab):
+    """The batch's first source sentence, to find a skipped batch in the data."""
+    ids = batch["src"][0, :int(batch["src_len"][0])].numpy()
+    return "batch of %d pairs starting with %r" % (
+        int(tf.shape(batch["src"])[0]), " ".join(src_vocab.id2word(i) for i in ids)[:200])
 
 
 def infer(vocabs):

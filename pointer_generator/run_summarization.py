@@ -202,12 +202,20 @@ def _make_train_step(model, optimizer, coverage_on):
         grads = tape.gradient(losses["total_loss"], variables)
         grads, global_norm = tf.clip_by_global_norm(grads, FLAGS.max_grad_norm)
         # w_c has no gradient before the coverage phase of a curriculum.
-        optimizer.apply_gradients([(g, v) for g, v in zip(grads, variables) if g is not None])
+        training_lib.apply_if_finite(
+            optimizer, [(g, v) for g, v in zip(grads, variables) if g is not None],
+            losses["total_loss"], global_norm)
         losses["global_norm"] = global_norm
         losses.update(_diagnostics(out, tiled))
         return losses
 
     return train_step
+
+
+def _describe(batch):
+    """The first article's opening words, to find a skipped batch in the data."""
+    return "batch starting with article %r" % " ".join(
+        batch["original_articles"][0].numpy().decode("utf-8", "replace").split()[:12])
 
 
 def _tile(tensor, num_samples):
@@ -280,6 +288,7 @@ def train(vocab, train_dir, phases):
     writer = tf.summary.create_file_writer(train_dir)
     total = min(phases[-1].end, FLAGS.max_steps or phases[-1].end)
     progress = training_lib.Progress(total)
+    guard = training_lib.NonFiniteGuard(FLAGS.nan_policy, writer)
     step = int(checkpoints.step)
     train_steps = {}  # one trace per (optimizer, coverage): lengths need no retrace
     while step < total:
@@ -301,7 +310,9 @@ def train(vocab, train_dir, phases):
             results = train_step({k: batch[k] for k in MODEL_SIGNATURE}, use_gumbel,
                                  tf.constant(step, tf.int64))
             loss = float(results["total_loss"])
-            training_lib.check_finite(loss, step, checkpoints.manager.latest_checkpoint)
+            if not guard.check(loss, step, checkpoints.manager.latest_checkpoint,
+                               _describe(batch)):
+                continue
             step += 1
             checkpoints.step.assign(step)
             if step % FLAGS.summary_steps == 0:

@@ -156,3 +156,25 @@ def test_transformer_model_type_trains_evaluates_and_decodes(corpus, tmp_path):
     decoded = list((tmp_path / "exp").glob("decode_val_*/decoded/*_decoded.txt"))
     assert len(decoded) == 20
     assert all(0 < len(p.read_text().split()) <= 6 for p in decoded)
+
+
+def test_nan_policy_skip_batch_skips_without_advancing_the_step(corpus, tmp_path,
+                                                                monkeypatch):
+    real = losses_lib.compute_losses
+    calls = tf.Variable(0)
+
+    def poisoned(*args, **kwargs):  # the second batch gets a NaN loss
+        losses = real(*args, **kwargs)
+        calls.assign_add(1)
+        poison = tf.where(tf.equal(calls, 2), np.nan, 1.0)
+        losses["total_loss"] = losses["total_loss"] * poison
+        return losses
+
+    monkeypatch.setattr(losses_lib, "compute_losses", poisoned)
+    _run(corpus, tmp_path, max_steps=4, context="sa", nan_policy="skip_batch")
+    latest = tf.train.latest_checkpoint(str(tmp_path / "exp" / "train"))
+    assert latest.endswith("model.ckpt-4") and int(calls.numpy()) == 5
+    reader = tf.train.load_checkpoint(latest)
+    assert reader.get_tensor("optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE") == 4
+    assert all(np.all(np.isfinite(reader.get_tensor(k)))
+               for k, dtype in reader.get_variable_to_dtype_map().items() if dtype.is_floating)

@@ -52,3 +52,50 @@ def test_progress_reports_rates_and_eta(monkeypatch):
     assert progress.update(1, 50) is None          # 5 s: too early for a line
     steps_per_sec, tokens_per_sec = progress.update(2, 50, loss=1.0)
     assert steps_per_sec == pytest.approx(0.2) and tokens_per_sec == pytest.approx(10.0)
+
+
+def test_apply_if_finite_leaves_weights_and_optimizer_untouched_on_nan():
+    import numpy as np
+    import tensorflow as tf
+    weight = tf.Variable([1.0, 2.0])
+    optimizer = tf.keras.optimizers.Adam(0.1)
+    optimizer.build([weight])
+
+    @tf.function
+    def step(scale):
+        with tf.GradientTape() as tape:
+            loss = scale * tf.reduce_sum(weight ** 2)
+        grads = tape.gradient(loss, [weight])
+        return training.apply_if_finite(optimizer, zip(grads, [weight]), loss,
+                                        tf.linalg.global_norm(grads))
+
+    assert not bool(step(tf.constant(np.nan, tf.float32)))
+    np.testing.assert_array_equal(weight.numpy(), [1.0, 2.0])
+    assert int(optimizer.iterations) == 0
+    assert all(np.all(v.numpy() == 0) for v in optimizer.variables[1:])  # Adam moments
+    assert bool(step(tf.constant(1.0)))
+    assert int(optimizer.iterations) == 1 and np.all(weight.numpy() < [1.0, 2.0])
+
+
+def test_nan_policy_skip_counts_and_gives_up_after_a_run_of_skips(tmp_path):
+    import tensorflow as tf
+    writer = tf.summary.create_file_writer(str(tmp_path))
+    guard = training.NonFiniteGuard("skip_batch", writer, max_consecutive_skips=3)
+    assert guard.check(1.0, 0, None)
+    assert not guard.check(float("nan"), 1, "ckpt-1", "batch 7")
+    assert guard.check(2.0, 1, "ckpt-1") and guard.skipped == 1
+    assert not guard.check(float("inf"), 2, "ckpt-1")
+    assert not guard.check(float("nan"), 2, "ckpt-1")
+    with pytest.raises(training.NonFiniteLossError, match=r"step 2.*ckpt-1"):
+        guard.check(float("nan"), 2, "ckpt-1")  # the third in a row
+    writer.flush()
+    values = [v.tensor.float_val[0] if v.tensor.float_val else
+              tf.make_ndarray(v.tensor).item()
+              for f in tmp_path.iterdir()
+              for e in tf.compat.v1.train.summary_iterator(str(f)) for v in e.summary.value
+              if v.tag == "train/skipped_batches"]
+    assert values == [1.0, 2.0, 3.0]
+    with pytest.raises(training.NonFiniteLossError, match="step 4"):
+        training.NonFiniteGuard("stop").check(float("nan"), 4, None)
+    with pytest.raises(ValueError, match="nan_policy"):
+        training.NonFiniteGuard("ignore")

@@ -259,7 +259,8 @@ def train(exp):
         norm = tf.linalg.global_norm(grads)
         if fv.max_grad_norm > 0:
             grads, _ = tf.clip_by_global_norm(grads, fv.max_grad_norm, use_norm=norm)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        training_lib.apply_if_finite(optimizer, zip(grads, model.trainable_variables), loss,
+                                     norm)
         return dict(loss=loss, nll=nll, kl=kl, kl_z=kl_z, attention_penalty=penalty,
                     grad_norm=norm, tokens=count)
 
@@ -269,6 +270,7 @@ def train(exp):
                  len(train_set.records), exp.vocab.size())
     writer = tf.summary.create_file_writer(os.path.join(fv.out_dir, "train_log"))
     progress = training_lib.Progress(fv.max_steps)
+    guard = training_lib.NonFiniteGuard(fv.nan_policy, writer)
     step = int(step_var)
     while step < fv.max_steps and not (fv.patience and stale >= fv.patience):
         # a new order every pass, seeded by the step it starts at (so a resume reshuffles
@@ -277,10 +279,11 @@ def train(exp):
         for batch in train_set.caption_batches(pairs, fv.batch_size, rng):
             results = train_step(batch, context_layer.gumbel_active(step, fv.max_steps),
                                  tf.constant(step, tf.int64))
+            if not guard.check(float(results["loss"]), step, manager.latest_checkpoint,
+                               "batch of %d captions" % len(batch["caption_len"])):
+                continue
             step_var.assign_add(1)
             step += 1
-            training_lib.check_finite(float(results["loss"]), step,
-                                      manager.latest_checkpoint)
             progress.update(step, int(results["tokens"]), loss=float(results["loss"]),
                             kl=float(results["kl"]))
             if step % fv.summary_steps == 0:
