@@ -132,56 +132,96 @@ def _write_text(path, lines):
 
 
 def _prepare_folder(decode_dir, overwrite):
+    """Creates ``decode_dir``; returns how many articles an interrupted run finished.
+
+    A folder without ``metrics.json`` is an interrupted decode: it is resumed after its
+    last complete ``reference``/``decoded`` pair (both are written atomically). A finished
+    one is kept unless ``overwrite``.
+    """
+    if os.path.exists(decode_dir) and not overwrite:
+        if os.path.exists(os.path.join(decode_dir, "metrics.json")):
+            raise FileExistsError("%s is a finished decode; remove it or pass "
+                                  "--decode_overwrite" % decode_dir)
+        done = 0
+        while all(os.path.exists(_pair_path(decode_dir, kind, done)) for kind in _KINDS):
+            done += 1
+        logging.info("Resuming the interrupted decode in %s after %d articles", decode_dir,
+                     done)
+        return done
     if os.path.exists(decode_dir):
-        if not overwrite:
-            raise FileExistsError("%s already exists; remove it or pass --decode_overwrite"
-                                  % decode_dir)
         shutil.rmtree(decode_dir)
-    for sub in ("reference", "decoded"):
+    for sub in _KINDS:
         os.makedirs(os.path.join(decode_dir, sub))
+    return 0
+
+
+_KINDS = ("reference", "decoded")
+
+
+def _pair_path(decode_dir, kind, index):
+    return os.path.join(decode_dir, kind, "%06d_%s.txt" % (index, kind))
 
 
 def _write_pair(decode_dir, index, reference, decoded):
-    _write_text(os.path.join(decode_dir, "reference", "%06d_reference.txt" % index), reference)
-    _write_text(os.path.join(decode_dir, "decoded", "%06d_decoded.txt" % index), decoded)
+    _write_text(_pair_path(decode_dir, "reference", index), reference)
+    _write_text(_pair_path(decode_dir, "decoded", index), decoded)
 
 
-def decode_single_pass(summarizer, batcher, decode_dir, overwrite=False, total=None):
+def _read_lines(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read().splitlines()
+
+
+def decode_single_pass(summarizer, batcher, decode_dir, overwrite=False, total=None,
+                       with_meteor=True):
     """Decodes every article once, writes See's folder and scores it (``score_folder``).
+
+    An interrupted run (the folder exists, no ``metrics.json``) is resumed: articles
+    with both files written are read back, not decoded again.
 
     Args:
       summarizer: a ``Summarizer``.
       batcher: a ``single_pass`` ``Batcher`` (its batch size is the articles per call).
-      decode_dir: the folder to create.
-      overwrite: replace an existing folder instead of refusing.
+      decode_dir: the folder to create or resume.
+      overwrite: replace an existing folder instead of resuming or refusing.
       total: number of articles, for the ETA of the progress line.
+      with_meteor: also score with METEOR.
 
     Returns:
       The metrics dict of ``score_folder``.
     """
-    _prepare_folder(decode_dir, overwrite)
+    done = _prepare_folder(decode_dir, overwrite)
     articles, references, hypotheses = [], [], []
     start = time.time()
     for batch in batcher.batches():
-        for i, result in enumerate(summarizer.decode(batch)):
-            reference = _text(batch["original_abstract_sents"][i]).split("\n")
-            decoded = split_sentences(result["words"])
-            _write_pair(decode_dir, len(hypotheses), reference, decoded)
+        first = len(hypotheses)
+        size = len(batch["original_articles"])
+        results = summarizer.decode(batch) if first + size > done else [None] * size
+        for i, result in enumerate(results):
+            index = first + i
             articles.append(_text(batch["original_articles"][i]))
-            references.append(reference)
-            hypotheses.append(decoded)
-        rate = len(hypotheses) / max(time.time() - start, 1e-9)
-        eta = " ETA %.0fs" % ((total - len(hypotheses)) / rate) if total else ""
+            if index < done:
+                references.append(_read_lines(_pair_path(decode_dir, "reference", index)))
+                hypotheses.append(_read_lines(_pair_path(decode_dir, "decoded", index)))
+                continue
+            references.append(_text(batch["original_abstract_sents"][i]).split("\n"))
+            hypotheses.append(split_sentences(result["words"]))
+            _write_pair(decode_dir, index, references[-1], hypotheses[-1])
+        rate = (len(hypotheses) - min(done, len(hypotheses))) / max(time.time() - start, 1e-9)
+        eta = " ETA %.0fs" % ((total - len(hypotheses)) / rate) if total and rate else ""
         logging.info("decoded %d%s articles, %.2f articles/s%s", len(hypotheses),
                      "/%d" % total if total else "", rate, eta)
     return score_folder(decode_dir, articles, references, hypotheses,
-                        lambda w: summarizer.vocab.word2id(w) != 0)
+                        lambda w: summarizer.vocab.word2id(w) != 0, with_meteor)
 
 
 def lead_baseline(batcher, decode_dir, num_sentences, in_vocab, overwrite=False,
                   with_meteor=True):
     """The lead-N baseline (first N article sentences) in the same folder layout and scores."""
-    _prepare_folder(decode_dir, overwrite)
+    if os.path.exists(decode_dir) and not overwrite:
+        raise FileExistsError("%s already exists; remove it or pass --decode_overwrite"
+                              % decode_dir)
+    _prepare_folder(decode_dir, True)  # cheap: never resumed, always written afresh
     articles, references, hypotheses = [], [], []
     for batch in batcher.batches():
         for i in range(len(batch["enc_lens"])):

@@ -99,7 +99,9 @@ flags.DEFINE_integer("summary_steps", 1, "Write TensorBoard scalars every this m
 flags.DEFINE_integer("decode_batch_size", 32, "Decode mode: articles per batched beam-search "
                      "call (the original decodes one at a time).", lower_bound=1)
 flags.DEFINE_boolean("decode_overwrite", False, "Decode mode: replace an existing "
-                     "single_pass decode folder instead of refusing.")
+                     "single_pass decode folder. Without it a finished folder (with "
+                     "metrics.json) is refused and an interrupted one is resumed after its "
+                     "last complete article.")
 flags.DEFINE_boolean("initial_state_attention", True,
                      "Decode mode: the original decode-time attention (the previous context "
                      "re-attended from the incoming state, its attention added to coverage); "

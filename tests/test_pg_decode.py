@@ -122,8 +122,22 @@ def test_single_pass_writes_the_original_folder_and_scores_it(model, vocab, corp
     assert len(os.listdir(decode_dir / "decoded")) == 7
     report = (decode_dir / "ROUGE_results.txt").read_text()
     assert "rouge_1_f_score: %.4f with confidence interval" % scores["rouge_1_f_score"] in report
-    with pytest.raises(FileExistsError, match="decode_overwrite"):
+    with pytest.raises(FileExistsError, match="finished decode.*decode_overwrite"):
         decode_lib.decode_single_pass(summarizer, batcher, str(decode_dir))
+    # killed after 4 of 7 articles (batches of 3): the rerun decodes batches 2 and 3 only
+    written = {p: p.read_text() for p in decode_dir.glob("*/*.txt")}
+    for name in ("metrics.json", "ROUGE_results.txt", "decoded/000004_decoded.txt",
+                 "decoded/000005_decoded.txt", "reference/000005_reference.txt",
+                 "reference/000006_reference.txt", "decoded/000006_decoded.txt"):
+        (decode_dir / name).unlink()
+    calls = []
+    real = summarizer.decode
+    summarizer.decode = lambda batch: calls.append(1) or real(batch)
+    resumed = decode_lib.decode_single_pass(summarizer, batcher, str(decode_dir),
+                                            with_meteor=False)
+    assert len(calls) == 2
+    assert {p: p.read_text() for p in decode_dir.glob("*/*.txt")} == written
+    assert resumed["rouge_1_f_score"] == scores["rouge_1_f_score"]
 
 
 def test_split_sentences_after_every_period():
