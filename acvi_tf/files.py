@@ -1,4 +1,5 @@
-"""Atomic file output: a reader never sees a half-written file, a crash leaves the old one.
+"""Atomic file output (a reader never sees a half-written file, a crash leaves the old
+one) and checked UTF-8 input.
 
 Every output of the project (``.bin`` chunks, decoded summaries, reports) goes through
 ``atomic_write``: the data is written to a temporary file in the target's folder, given
@@ -47,3 +48,19 @@ def atomic_write_text(path, text):
     """Writes ``text`` to ``path`` atomically."""
     with atomic_write(path) as f:
         f.write(text)
+
+
+def utf8_lines(path, error):
+    """Yields ``(line_number, line)`` of a text file, each line checked as UTF-8.
+
+    Lines end at ``"\\n"`` (kept). A line that is not UTF-8 raises ``error`` (an exception
+    class) with a message naming the file, the line and the fix.
+    """
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, start=1):
+            try:
+                yield number, raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise error("%s:%d: byte %d of the line is not UTF-8; re-encode the file as "
+                            "UTF-8 (for example with iconv)" % (path, number, e.start + 1)) \
+                    from e

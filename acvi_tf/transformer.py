@@ -153,6 +153,11 @@ class TransformerModel(tf.keras.Model):
         state = dict(prefix=prefix, length=state["length"] + 1)
         return outputs[:, -1], state, probs[:, -1], None
 
+    def log_probs(self, output, state, attn, context, constants):
+        """``log p(y_t)`` [B, V] of a decoding step (``NMTModel.log_probs``'s signature)."""
+        del state, attn, context, constants
+        return tf.nn.log_softmax(tf.cast(self.output_projection(output), tf.float32))
+
     def call(self, batch, training=False, use_gumbel=None):
         """Teacher-forced decoding: ``logits`` [B, T, V], ``attn`` [B, T, S], zero ``kl``."""
         del use_gumbel

@@ -37,6 +37,7 @@ def read_bin_file(path):
         ``tf.train.Example``, or a missing feature.
     """
     with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
         index = 0
         while True:
             prefix = f.read(_LENGTH.size)
@@ -47,11 +48,12 @@ def read_bin_file(path):
                     "%s: record %d: truncated length prefix (%d of 8 bytes); the file was "
                     "cut short, rebuild it" % (path, index, len(prefix)))
             (length,) = _LENGTH.unpack(prefix)
-            payload = f.read(length) if length >= 0 else b""
-            if length < 0 or len(payload) < length:
+            remaining = size - f.tell()
+            if not 0 <= length <= remaining:  # never read (allocate) more than is there
                 raise BinFileError(
                     "%s: record %d claims %d bytes but only %d remain; the file was cut "
-                    "short, rebuild it" % (path, index, length, len(payload)))
+                    "short, rebuild it" % (path, index, length, remaining))
+            payload = f.read(length)
             example = tf.train.Example()
             try:
                 example.ParseFromString(payload)

@@ -7,6 +7,8 @@ in order of first appearance (the "extended vocabulary" the copy mechanism write
 """
 from absl import logging
 
+from acvi_tf import files
+
 UNKNOWN_TOKEN = "[UNK]"
 PAD_TOKEN = "[PAD]"
 START_DECODING = "[START]"
@@ -36,25 +38,24 @@ class Vocab:
         self._id_to_word = []
         for word in RESERVED:
             self._add(word)
-        with open(vocab_file, encoding="utf-8") as f:
-            for line_number, line in enumerate(f, start=1):
-                pieces = line.split()
-                if len(pieces) != 2:
-                    logging.warning("%s:%d: skipping malformed vocab line %r (want "
-                                    "'word count')", vocab_file, line_number, line.rstrip("\n"))
-                    continue
-                word = pieces[0]
-                if word in (SENTENCE_START, SENTENCE_END) + RESERVED:
-                    raise VocabError(
-                        "%s:%d: %r must not be in the vocab file (<s>, </s>, [UNK], [PAD], "
-                        "[START] and [STOP] are reserved); remove the line"
-                        % (vocab_file, line_number, word))
-                if word in self._word_to_id:
-                    raise VocabError("%s:%d: duplicated word %r; each word must appear once"
-                                     % (vocab_file, line_number, word))
-                self._add(word)
-                if max_size and len(self._id_to_word) >= max_size:
-                    break
+        for line_number, line in files.utf8_lines(vocab_file, VocabError):
+            pieces = line.split()
+            if len(pieces) != 2:
+                logging.warning("%s:%d: skipping malformed vocab line %r (want "
+                                "'word count')", vocab_file, line_number, line.rstrip("\n"))
+                continue
+            word = pieces[0]
+            if word in (SENTENCE_START, SENTENCE_END) + RESERVED:
+                raise VocabError(
+                    "%s:%d: %r must not be in the vocab file (<s>, </s>, [UNK], [PAD], "
+                    "[START] and [STOP] are reserved); remove the line"
+                    % (vocab_file, line_number, word))
+            if word in self._word_to_id:
+                raise VocabError("%s:%d: duplicated word %r; each word must appear once"
+                                 % (vocab_file, line_number, word))
+            self._add(word)
+            if max_size and len(self._id_to_word) >= max_size:
+                break
         if max_size and len(self._id_to_word) < max_size:
             logging.warning("%s has only %d words; the vocabulary has %d entries, not the "
                             "%d asked for", vocab_file, len(self._id_to_word) - len(RESERVED),

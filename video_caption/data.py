@@ -16,6 +16,7 @@ import json
 import numpy as np
 import tensorflow as tf
 
+from acvi_tf import files
 from video_caption import frames as frames_lib
 
 PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<s>", "</s>"
@@ -45,18 +46,17 @@ class Vocab:
 
     def __init__(self, path, max_size=0):
         self._id_to_word = [PAD, UNK, BOS, EOS]
-        with open(path, encoding="utf-8") as f:
-            for number, line in enumerate(f, start=1):
-                pieces = line.split()
-                if len(pieces) != 2 or not pieces[1].isdigit():
-                    raise DataError("%s:%d: want 'word count', got %r; rebuild it with "
-                                    "data_prep.msvd" % (path, number, line.rstrip("\n")))
-                if pieces[0] in self._id_to_word[:4]:
-                    raise DataError("%s:%d: %r is reserved and must not be in the file"
-                                    % (path, number, pieces[0]))
-                if max_size and len(self._id_to_word) >= max_size:
-                    break
-                self._id_to_word.append(pieces[0])
+        for number, line in files.utf8_lines(path, DataError):
+            pieces = line.split()
+            if len(pieces) != 2 or not pieces[1].isdigit():
+                raise DataError("%s:%d: want 'word count', got %r; rebuild it with "
+                                "data_prep.msvd" % (path, number, line.rstrip("\n")))
+            if pieces[0] in self._id_to_word[:4]:
+                raise DataError("%s:%d: %r is reserved and must not be in the file"
+                                % (path, number, pieces[0]))
+            if max_size and len(self._id_to_word) >= max_size:
+                break
+            self._id_to_word.append(pieces[0])
         self._word_to_id = {w: i for i, w in enumerate(self._id_to_word)}
         if len(self._word_to_id) != len(self._id_to_word):
             raise DataError("%s: a word appears twice; each must appear once" % path)
@@ -87,23 +87,23 @@ def read_split(path):
       DataError: a line is not JSON or lacks a field, or a clip has no captions.
     """
     records = []
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DataError("%s:%d: not JSON (%s); rebuild the split with "
-                                "data_prep.msvd" % (path, number, e)) from e
-            missing = [k for k in _RECORD_KEYS if k not in record]
-            if missing:
-                raise DataError("%s:%d: record lacks %s; rebuild the split with "
-                                "data_prep.msvd" % (path, number, ", ".join(missing)))
-            if not record["captions"] or not record["references"]:
-                raise DataError("%s:%d: clip %s has no captions" % (path, number,
-                                                                    record["clip"]))
-            records.append(record)
+    for number, line in files.utf8_lines(path, DataError):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise DataError("%s:%d: not JSON (%s); rebuild the split with "
+                            "data_prep.msvd" % (path, number, e)) from e
+        missing = (_RECORD_KEYS if not isinstance(record, dict)
+                   else [k for k in _RECORD_KEYS if k not in record])
+        if missing:
+            raise DataError("%s:%d: record lacks %s; rebuild the split with "
+                            "data_prep.msvd" % (path, number, ", ".join(missing)))
+        if not record["captions"] or not record["references"]:
+            raise DataError("%s:%d: clip %s has no captions" % (path, number,
+                                                                record["clip"]))
+        records.append(record)
     if not records:
         raise DataError("%s holds no clips" % path)
     return records
