@@ -23,6 +23,7 @@ import tensorflow as tf
 
 from acvi_tf import attention as attention_lib
 from acvi_tf import context as context_lib
+from acvi_tf import decoding
 from acvi_tf import variational
 
 ENCODER_TYPES = ("uni", "bi")
@@ -174,19 +175,18 @@ class NMTModel(tf.keras.Model):
         constants, state = self.start(batch["src"], batch["src_len"], training)
         tgt_emb = self.tgt_embedding(batch["tgt_in"])
         steps = tf.shape(tgt_emb)[1]
-        outputs, tops, contexts = (tf.TensorArray(self.compute_dtype, size=steps)
-                                   for _ in range(3))
-        attns = tf.TensorArray(tf.float32, size=steps)
-        for t in tf.range(steps):
+
+        def step(t, state):
             output, state, attn, context = self.step(tgt_emb[:, t], state, constants, training,
                                                      use_gumbel)
-            outputs = outputs.write(t, output)
-            tops = tops.write(t, state["cells"][-1][0])
-            attns = attns.write(t, attn)
-            contexts = contexts.write(t, context)
-        outputs, tops, attns, contexts = (tf.transpose(a.stack(), [1, 0, 2])
-                                          for a in (outputs, tops, attns, contexts))
-        out = dict(logits=self.output_projection(outputs), attn=attns,
+            return state, dict(output=output, top=state["cells"][-1][0], attn=attn,
+                               context=context)
+
+        dtype = self.compute_dtype
+        _, steps_out = decoding.unroll(step, steps, state, dict(
+            output=dtype, top=dtype, attn=tf.float32, context=dtype))
+        tops, attns, contexts = steps_out["top"], steps_out["attn"], steps_out["context"]
+        out = dict(logits=self.output_projection(steps_out["output"]), attn=attns,
                    kl=self.context_layer.kl_divergence(contexts, attns, constants["prepared"]),
                    kl_z=constants["kl_z"])
         if self.context_layer.latent_alignment:

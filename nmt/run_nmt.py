@@ -204,7 +204,7 @@ def train(vocabs):
     num_samples = getattr(context_layer, "num_samples", 1)
 
     @tf.function(input_signature=[BATCH_SIGNATURE, tf.TensorSpec([], tf.bool),
-                                  tf.TensorSpec([], tf.int64)])
+                                  tf.TensorSpec([], tf.int64)], autograph=False)
     def train_step(batch, use_gumbel, step):
         # --acvi_num_samples K: the batch repeated K times averages the loss over K samples
         batch = {k: context_lib.tile_for_samples(v, num_samples) for k, v in batch.items()}

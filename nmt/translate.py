@@ -23,7 +23,7 @@ class Translator:
                         {"attn": attn})
             return step
 
-        @tf.function(input_signature=signature)
+        @tf.function(input_signature=signature, autograph=False)
         def translate(src, src_len):
             constants, state = model.start(src, src_len)
             max_steps = 2 * tf.reduce_max(src_len)  # tensorflow/nmt's decode limit
@@ -36,7 +36,7 @@ class Translator:
             return decoding.greedy_search(step_fn(constants), state, batch, max_steps,
                                           data.SOS_ID, data.EOS_ID)
 
-        @tf.function(input_signature=signature)
+        @tf.function(input_signature=signature, autograph=False)
         def align(src, src_len):
             constants, state = model.start(src, src_len)
             return decoding.beam_search(step_fn(constants), state, tf.shape(src)[0], 1,

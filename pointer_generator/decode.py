@@ -58,7 +58,8 @@ class Summarizer:
         self.stop_id = vocab.word2id(vocab_lib.STOP_DECODING)
         signature = {name: batcher_lib.BATCH_SIGNATURE[name] for name in DECODE_FIELDS}
 
-        @tf.function(input_signature=[signature], jit_compile=jit_compile or None)
+        @tf.function(input_signature=[signature], jit_compile=jit_compile or None,
+                     autograph=False)
         def decode(batch):
             constants, state = model.start_decoding(batch)
             articles = tf.shape(batch["enc_batch"])[0]

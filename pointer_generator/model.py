@@ -23,6 +23,7 @@ import tensorflow as tf
 
 from acvi_tf import attention
 from acvi_tf import context as context_lib
+from acvi_tf import decoding
 from acvi_tf import variational
 from pointer_generator import losses as losses_lib
 
@@ -159,27 +160,25 @@ class PointerGenerator(tf.keras.Model):
         steps = tf.shape(dec_emb)[1]
         batch_size = tf.shape(memory)[0]
         context = tf.zeros([batch_size, memory.shape[-1]], self.compute_dtype)
-        coverage = tf.zeros(tf.shape(mask))
-        dtype = self.compute_dtype
-        contexts, cs, hs, xs = (tf.TensorArray(dtype, size=steps) for _ in range(4))
-        attns, coverage_terms = (tf.TensorArray(tf.float32, size=steps) for _ in range(2))
-        for t in tf.range(steps):
+        no_coverage = tf.zeros([batch_size])
+
+        def step(t, loop_state):
+            context, state, coverage = loop_state
             context, state, attn, new_coverage, x = self.decoder_step(
                 dec_emb[:, t], context, state, coverage if coverage_on else None, mask, keys,
                 prepared, training=training, use_gumbel=use_gumbel, z=z)
-            covered = tf.zeros([batch_size])
+            covered = no_coverage
             if coverage_on:
                 covered = tf.reduce_sum(tf.minimum(attn, coverage), axis=-1)
                 coverage = new_coverage
-            contexts = contexts.write(t, context)
-            hs = hs.write(t, state[0])
-            cs = cs.write(t, state[1])
-            xs = xs.write(t, x)
-            attns = attns.write(t, attn)
-            coverage_terms = coverage_terms.write(t, covered)
-        out = {name: _batch_major(array.stack()) for name, array in (
-            ("context", contexts), ("c", cs), ("h", hs), ("x", xs), ("attn", attns),
-            ("coverage_terms", coverage_terms))}
+            return (context, state, coverage), dict(context=context, h=state[0], c=state[1],
+                                                     x=x, attn=attn, coverage_terms=covered)
+
+        dtype = self.compute_dtype
+        _, out = decoding.unroll(
+            step, steps, (context, state, tf.zeros(tf.shape(mask))),
+            dict(context=dtype, c=dtype, h=dtype, x=dtype, attn=tf.float32,
+                 coverage_terms=tf.float32))
         out["p_gen_logit"], out["vocab_logits"] = self.project(
             out["context"], out["c"], out["h"], out["x"])
         out["kl"] = self.context_layer.kl_divergence(out["context"], out["attn"], prepared)
@@ -297,9 +296,3 @@ class PointerGenerator(tf.keras.Model):
             max_art_oovs)[:, 0]
         state = dict(h=h, c=c, coverage=coverage, context=context)
         return final, state, dict(attn=attn, p_gen=p_gen)
-
-
-def _batch_major(stacked):
-    """[T, B, ...] from a TensorArray -> [B, T, ...]."""
-    perm = [1, 0] + list(range(2, stacked.shape.rank))
-    return tf.transpose(stacked, perm)

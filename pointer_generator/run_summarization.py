@@ -190,7 +190,7 @@ def _make_train_step(model, optimizer, coverage_on):
     kl_weight = getattr(model.context_layer, "kl_weight", 0.0)
 
     @tf.function(input_signature=[MODEL_SIGNATURE, tf.TensorSpec([], tf.bool),
-                                  tf.TensorSpec([], tf.int64)])
+                                  tf.TensorSpec([], tf.int64)], autograph=False)
     def train_step(batch, use_gumbel, step):
         tiled = {k: _tile(v, num_samples) for k, v in batch.items()}
         with tf.GradientTape() as tape:
@@ -367,7 +367,7 @@ def evaluate(vocab, train_dir, eval_dir, phases):
 
     def eval_step(batch, coverage_on):
         if coverage_on not in eval_fns:
-            @tf.function(input_signature=[MODEL_SIGNATURE],
+            @tf.function(input_signature=[MODEL_SIGNATURE], autograph=False,
                          jit_compile=FLAGS.jit_compile or None)
             def losses(batch):
                 out = model(batch, coverage_on=coverage_on)

@@ -35,7 +35,7 @@ class CaptionDecoder:
                         {"attn": attn})
             return step
 
-        @tf.function(input_signature=signature)
+        @tf.function(input_signature=signature, autograph=False)
         def search(features, num_frames):
             constants, state = model.start(features, num_frames)
             return decoding.beam_search(

@@ -22,6 +22,7 @@ import tensorflow as tf
 
 from acvi_tf import attention as attention_lib
 from acvi_tf import context as context_lib
+from acvi_tf import decoding
 from acvi_tf import variational
 
 
@@ -139,16 +140,15 @@ class Captioner(tf.keras.Model):
         constants, state = self.start(batch["features"], batch["num_frames"], training)
         emb = self.embedding(batch["caption_in"])
         steps = tf.shape(emb)[1]
-        outputs = tf.TensorArray(self.compute_dtype, size=steps)
-        attns = tf.TensorArray(tf.float32, size=steps)
-        contexts = tf.TensorArray(self.compute_dtype, size=steps)
-        for t in tf.range(steps):
+
+        def step(t, state):
             output, state, attn = self.step(emb[:, t], state, constants, training, use_gumbel)
-            outputs = outputs.write(t, output)
-            attns = attns.write(t, attn)
-            contexts = contexts.write(t, state["context"])
-        outputs, attns, contexts = (tf.transpose(a.stack(), [1, 0, 2])
-                                    for a in (outputs, attns, contexts))
+            return state, dict(output=output, attn=attn, context=state["context"])
+
+        dtype = self.compute_dtype
+        _, steps_out = decoding.unroll(step, steps, state,
+                                       dict(output=dtype, attn=tf.float32, context=dtype))
+        outputs, attns, contexts = steps_out["output"], steps_out["attn"], steps_out["context"]
         out = dict(logits=self.logits(outputs, training), attn=attns,
                    kl=self.context_layer.kl_divergence(contexts, attns, constants["prepared"]),
                    kl_z=constants["kl_z"])

@@ -237,7 +237,7 @@ def train(exp):
                if fv.weight_decay > 0 else [])
 
     @tf.function(input_signature=[data.BATCH_SIGNATURE, tf.TensorSpec([], tf.bool),
-                                  tf.TensorSpec([], tf.int64)])
+                                  tf.TensorSpec([], tf.int64)], autograph=False)
     def train_step(batch, use_gumbel, step):
         # K Monte-Carlo samples: the batch repeated K times averages the loss over them
         batch = {k: context_lib.tile_for_samples(v, num_samples) for k, v in batch.items()}
