@@ -1,7 +1,7 @@
-"""The training entry point end to end on a tiny corpus: phases, resume, coverage
-switch, NaN stop, eval job, convert_to_coverage_model and restore_best_model."""
+"""The training entry point end to end on a tiny corpus: NaN stop and skip, eval job,
+convert_to_coverage_model, restore_best_model and the Transformer model type (the
+curriculum, its resumes and the coverage switch: test_kill_resume.py)."""
 import collections
-import os
 import random
 
 from absl import flags
@@ -11,7 +11,6 @@ import pytest
 import tensorflow as tf
 
 from acvi_tf import training as training_lib
-from pointer_generator import batcher as batcher_lib
 from pointer_generator import bin_files
 from pointer_generator import losses as losses_lib
 from pointer_generator import run_summarization
@@ -48,43 +47,8 @@ def _run(corpus, log_root, **overrides):
         run_summarization.main(["run_summarization"])
 
 
-def _phases_seen(monkeypatch):
-    seen = []
-    original = batcher_lib.Batcher.__init__
-
-    def record(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        seen.append((self.max_enc_steps, self.max_dec_steps))
-
-    monkeypatch.setattr(batcher_lib.Batcher, "__init__", record)
-    return seen
-
-
 def _ckpt_value(path, key):
     return tf.train.load_checkpoint(path).get_tensor(key)
-
-
-def test_curriculum_resume_and_coverage_switch(corpus, tmp_path, monkeypatch):
-    seen = _phases_seen(monkeypatch)
-    phases = dict(phases="0-6:8:5,6-12:20:6", coverage_steps=4)
-    _run(corpus, tmp_path, max_steps=9, **phases)           # stops inside phase 2
-    train_dir = tmp_path / "exp" / "train"
-    assert tf.train.latest_checkpoint(str(train_dir)).endswith("model.ckpt-9")
-    assert seen == [(8, 5), (20, 6)]
-    seen.clear()
-    _run(corpus, tmp_path, **phases)                        # resumes at 9, in phase 2
-    assert seen == [(20, 6), (20, 6)]
-    latest = tf.train.latest_checkpoint(str(train_dir))
-    assert latest.endswith("model.ckpt-16")
-    assert _ckpt_value(latest, "step/.ATTRIBUTES/VARIABLE_VALUE") == 16
-    assert _ckpt_value(latest, "coverage_started/.ATTRIBUTES/VARIABLE_VALUE")
-    # the optimizer was reset when coverage started at step 12: 4 updates since
-    assert _ckpt_value(latest, "optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE") == 4
-    w_c_key = "model/scorer/coverage_projection/kernel/.ATTRIBUTES/VARIABLE_VALUE"
-    before = _ckpt_value(str(train_dir / "model.ckpt-12"), w_c_key)
-    assert not np.allclose(before, _ckpt_value(latest, w_c_key))  # trained in phase 3
-    events = [f for f in os.listdir(train_dir) if f.startswith("events")]
-    assert events and os.path.exists(train_dir / "vocab_metadata.tsv")
 
 
 def test_non_finite_loss_stops_and_keeps_the_last_checkpoint(corpus, tmp_path, monkeypatch):
