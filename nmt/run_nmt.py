@@ -196,6 +196,7 @@ def train(vocabs):
                                       os.path.join(FLAGS.out_dir, "best_bleu"), max_to_keep=1,
                                       checkpoint_name="translate.ckpt")
     if manager.latest_checkpoint:
+        _check_vocabulary(manager.latest_checkpoint, src_vocab, tgt_vocab)
         checkpoint.restore(manager.latest_checkpoint).expect_partial()
         logging.info("Resumed from %s", manager.latest_checkpoint)
     context_layer = getattr(model, "context_layer", None)
@@ -285,6 +286,15 @@ def train(vocabs):
     return best_bleu
 
 
+def _check_vocabulary(checkpoint_path, src_vocab, tgt_vocab):
+    """A clear error when ``checkpoint_path`` was trained with other vocabularies."""
+    training_lib.check_vocabulary(checkpoint_path, {
+        "model/src_embedding/embeddings": (src_vocab.size(), "--vocab_prefix=%s.%s" % (
+            FLAGS.vocab_prefix, FLAGS.src)),
+        "model/tgt_embedding/embeddings": (tgt_vocab.size(), "--vocab_prefix=%s.%s" % (
+            FLAGS.vocab_prefix, FLAGS.tgt))})
+
+
 def _describe(batch, src_vocab):
     """The batch's first source sentence, to find a skipped batch in the data."""
     ids = batch["src"][0, :int(batch["src_len"][0])].numpy()
@@ -299,6 +309,7 @@ def infer(vocabs):
     path = FLAGS.ckpt or tf.train.latest_checkpoint(FLAGS.out_dir)
     if path is None:
         raise app.UsageError("no checkpoint in %s; give --ckpt" % FLAGS.out_dir)
+    _check_vocabulary(path, src_vocab, tgt_vocab)
     tf.train.Checkpoint(model=model).restore(path).expect_partial()
     translator = translate.Translator(model, tgt_vocab, FLAGS.infer_mode, FLAGS.beam_width,
                             FLAGS.length_penalty_weight)

@@ -220,6 +220,13 @@ def _describe(batch):
         batch["original_articles"][0].numpy().decode("utf-8", "replace").split()[:12])
 
 
+def _check_vocabulary(checkpoint_path, vocab):
+    """A clear error when ``checkpoint_path`` was trained with another vocabulary size."""
+    training_lib.check_vocabulary(checkpoint_path, {"model/embedding/embeddings": (
+        vocab.size(), "--vocab_path=%s --vocab_size=%d" % (FLAGS.vocab_path,
+                                                           FLAGS.vocab_size))})
+
+
 def _tile(tensor, num_samples):
     """K Monte-Carlo samples: every batch row K times (scalars such as max_art_oovs kept)."""
     if tensor.shape.rank == 0:
@@ -238,7 +245,8 @@ def _write_projector_config(train_dir, vocab):
 class _Checkpoints:
     """Model, optimizer, step and RNG state in ``train/``; the 3 latest kept."""
 
-    def __init__(self, train_dir, model, optimizer):
+    def __init__(self, train_dir, model, optimizer, vocab):
+        self.vocab = vocab
         self.step = tf.Variable(0, dtype=tf.int64, name="global_step")
         self.coverage_started = tf.Variable(False, name="coverage_started")
         self.checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=self.step,
@@ -250,6 +258,7 @@ class _Checkpoints:
     def restore_latest(self):
         latest = self.manager.latest_checkpoint
         if latest:
+            _check_vocabulary(latest, self.vocab)
             self.checkpoint.restore(latest).expect_partial()
             logging.info("Restored %s (step %d)", latest, int(self.step))
         return latest
@@ -281,7 +290,7 @@ def train(vocab, train_dir, phases):
     model = _build_model(vocab)
     optimizer = _optimizer()
     optimizer.build(model.trainable_variables)
-    checkpoints = _Checkpoints(train_dir, model, optimizer)
+    checkpoints = _Checkpoints(train_dir, model, optimizer, vocab)
     checkpoints.restore_latest()
     optimizer = checkpoints.checkpoint.optimizer
     if FLAGS.convert_to_coverage_model or FLAGS.restore_best_model:
@@ -343,6 +352,7 @@ def _convert_or_restore(model, checkpoints, train_dir):
         best = tf.train.latest_checkpoint(os.path.join(os.path.dirname(train_dir), "eval"))
         if not best:
             raise app.UsageError("no best model in eval/; run --mode=eval first")
+        _check_vocabulary(best, checkpoints.vocab)
         tf.train.Checkpoint(model=model, step=checkpoints.step).restore(best).expect_partial()
         checkpoints.checkpoint.optimizer = _optimizer()
         path = checkpoints.checkpoint.write(
@@ -386,6 +396,7 @@ def evaluate(vocab, train_dir, eval_dir, phases):
             time.sleep(10)
             continue
         if latest != loaded:
+            _check_vocabulary(latest, vocab)
             restore.restore(latest).expect_partial()
             loaded = latest
         phase = training_lib.phase_at(phases, int(step))
@@ -430,6 +441,7 @@ def decode(vocab, train_dir, phases):
     latest = tf.train.latest_checkpoint(train_dir)
     if latest is None:
         raise app.UsageError("no checkpoint in %s to decode with" % train_dir)
+    _check_vocabulary(latest, vocab)
     checkpoint.restore(latest).expect_partial()
     coverage_on = FLAGS.coverage or training_lib.phase_at(
         phases, _checkpoint_step(latest)).coverage

@@ -70,6 +70,9 @@ def test_non_finite_loss_stops_and_keeps_the_last_checkpoint(corpus, tmp_path, m
 
 def test_eval_job_and_restore_best_model(corpus, tmp_path):
     _run(corpus, tmp_path, max_steps=4, context="sa")
+    with pytest.raises(training_lib.CheckpointMismatchError, match="--vocab_size=30 gives 30"):
+        _run(corpus, tmp_path, max_steps=4, context="sa", vocab_size=30, mode="decode",
+             data_path=str(corpus / "val_*"))
     _run(corpus, tmp_path, max_steps=4, context="sa", mode="eval",
          data_path=str(corpus / "val_*"), eval_max_batches=2)
     eval_dir = tmp_path / "exp" / "eval"

@@ -192,6 +192,13 @@ class Experiment:
         return [name for name in REPORTED if name in self.fv.metrics]
 
 
+def _check_vocabulary(checkpoint_path, exp):
+    """A clear error when ``checkpoint_path`` was trained with another vocabulary."""
+    training_lib.check_vocabulary(checkpoint_path, {"model/embedding/embeddings": (
+        exp.vocab.size(), "--data_dir=%s --vocab_size=%d" % (exp.fv.data_dir,
+                                                             exp.fv.vocab_size))})
+
+
 def most_common_caption(records):
     """The most frequent tokenized training caption: the constant-caption baseline."""
     counts = collections.Counter(c for r in records for c in r["captions"])
@@ -220,6 +227,7 @@ def train(exp):
     best_manager = tf.train.CheckpointManager(tf.train.Checkpoint(model=model, step=step_var),
                                               best_dir, max_to_keep=1)
     if manager.latest_checkpoint:
+        _check_vocabulary(manager.latest_checkpoint, exp)
         checkpoint.restore(manager.latest_checkpoint).expect_partial()
         logging.info("Resumed from %s at step %d", manager.latest_checkpoint, int(step_var))
     best_path = os.path.join(best_dir, "metrics.json")
@@ -349,6 +357,7 @@ def restore(exp):
     if path is None:
         raise app.UsageError("no checkpoint in %s/best or %s/train; train first or give "
                              "--ckpt" % (fv.out_dir, fv.out_dir))
+    _check_vocabulary(path, exp)
     tf.train.Checkpoint(model=exp.model).restore(path).expect_partial()
     logging.info("Restored %s", path)
     return path
