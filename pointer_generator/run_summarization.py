@@ -491,6 +491,12 @@ def main(argv):
         tf.debugging.enable_check_numerics()
     train_dir, eval_dir = _experiment_dirs()
     vocab = vocab_lib.Vocab(FLAGS.vocab_path, FLAGS.vocab_size)
+    if FLAGS.mode == "decode" and 2 * FLAGS.beam_size > vocab.size():
+        raise app.UsageError(
+            "--beam_size=%d proposes %d candidates per hypothesis, more than the %d words "
+            "of the vocabulary (%s); use --beam_size=%d or less"
+            % (FLAGS.beam_size, 2 * FLAGS.beam_size, vocab.size(), FLAGS.vocab_path,
+               vocab.size() // 2))
     phases = _phases()
     if FLAGS.mode == "train":
         train(vocab, train_dir, phases)
