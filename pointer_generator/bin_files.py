@@ -26,7 +26,11 @@ def _feature(example, path, index, key):
         raise BinFileError(
             "%s: record %d has no '%s' feature; every record needs 'article' and "
             "'abstract' bytes features (rebuild the file with data_prep)" % (path, index, key))
-    return values[0].decode("utf-8")
+    try:
+        return values[0].decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise BinFileError("%s: record %d: its '%s' is not UTF-8 text (%s); rebuild the file "
+                           "with data_prep" % (path, index, key, e)) from e
 
 
 def read_bin_file(path):

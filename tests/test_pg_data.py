@@ -82,6 +82,7 @@ def test_bin_round_trip_and_chunks(tmp_path):
     (lambda data: data[:-3], "record 1 claims"),
     (lambda data: data + b"\x01\x02", "record 2: truncated length prefix"),
     (lambda data: data + struct.pack("<q", 4) + b"\xff\xff\xff\xff", "record 2 is not"),
+    (lambda data: data.replace(b"d e", b"d \xe9"), "record 1: its 'article' is not UTF-8"),
 ])
 def test_damaged_bin_files_name_file_and_record(tmp_path, damage, match):
     path = tmp_path / "x.bin"
