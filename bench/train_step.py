@@ -1,0 +1,151 @@
+"""Pointer-generator training-step time for every context variant, with a roofline.
+
+Builds the summarizer at ``--size=paper`` (vocab 50k, emb 128, hidden 256, batch 16,
+400 article / 100 summary tokens) or ``small`` (vocab 5k, emb 64, hidden 128, batch 8,
+100/25), and times the real training step of ``run_summarization`` (model, losses,
+gradient clipping, the optimizer's update) on one synthetic batch for ``sa``, ``acvi``
+(collapsed noise), ``acvi`` per-component noise and ``acvi`` + Gumbel-softmax, each with
+and without coverage. Variants are timed interleaved (A B C ... A B C ...) after one
+untimed call each (the trace), and the median ms/step and its ratio to ``sa`` with the
+same coverage setting are reported.
+
+Roofline: the machine's float32 matmul throughput is measured with a large
+``tf.matmul``; the analytic FLOPs of one step (forward x 3 for forward and backward)
+divided by the step time gives the achieved fraction of it. Memory: the process's peak
+resident set (CPU) or each variant's peak GPU memory. Rows go to BENCHMARKS.md.
+
+Usage: python bench/train_step.py [--size=paper|small] [--repeats=5] [--mixed_precision]
+"""
+import os
+import resource
+import sys
+import time
+
+from absl import app
+from absl import flags
+import numpy as np
+import tensorflow as tf
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import _report as report  # noqa: E402  pylint: disable=wrong-import-position
+from acvi_tf import context as context_lib  # noqa: E402  pylint: disable=wrong-import-position
+from pointer_generator import model as model_lib  # noqa: E402  pylint: disable=wrong-import-position
+from pointer_generator import run_summarization  # noqa: E402  pylint: disable=wrong-import-position
+
+flags.DEFINE_enum("size", "paper", ["paper", "small"], "Model and batch size.")
+flags.DEFINE_integer("repeats", 5, "Timed steps per variant.", lower_bound=1)
+FLAGS = flags.FLAGS
+
+# vocab, emb, hidden, batch, article tokens, summary tokens
+SIZES = {"paper": (50000, 128, 256, 16, 400, 100), "small": (5000, 64, 128, 8, 100, 25)}
+VARIANTS = {
+    "sa": dict(mode="sa"),
+    "acvi collapsed": dict(mode="acvi"),
+    "acvi per_component": dict(mode="acvi", noise="per_component"),
+    "acvi gumbel": dict(mode="acvi", sampling="gumbel"),
+}
+
+
+def step_flops(vocab, emb, hidden, batch, n, t):
+    """Analytic FLOPs of one training step (multiply-adds x 2, forward x 3)."""
+    h2 = 2 * hidden
+    encoder = 2 * n * 4 * hidden * (emb + hidden)               # two LSTM directions
+    keys = n * h2 * h2                                          # W_h h_i, once
+    per_step = ((emb + h2) * emb                                # input projection
+                + 4 * hidden * (emb + hidden)                   # decoder LSTM
+                + h2 * h2 + 2 * n * h2                          # W_s [c; h], scores
+                + n * h2                                        # the context
+                + (hidden + h2) * hidden + hidden * vocab)      # W_o and V'
+    return 3 * 2 * batch * (encoder + keys + t * per_step)
+
+
+def matmul_peak(n=2048, repeats=5):
+    """Measured float32 matmul throughput (FLOP/s), median of ``repeats``."""
+    a = tf.random.normal([n, n])
+    b = tf.random.normal([n, n])
+    float(tf.reduce_sum(tf.matmul(a, b)))  # warm up
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        float(tf.matmul(a, b)[0, 0])
+        times.append(time.perf_counter() - start)
+    return 2 * n ** 3 / float(np.median(times))
+
+
+def _batch(vocab, batch, n, t):
+    rng = np.random.default_rng(0)
+    enc = rng.integers(4, vocab, size=(batch, n)).astype(np.int32)
+    ext = enc.copy()
+    ext[:, ::50] = vocab  # one article OOV, copied into the target below
+    enc[:, ::50] = 0
+    target = rng.integers(4, vocab, size=(batch, t)).astype(np.int32)
+    target[:, ::10] = vocab
+    return dict(enc_batch=enc, enc_lens=np.full([batch], n, np.int32),
+                enc_padding_mask=np.ones((batch, n), np.float32),
+                enc_batch_extend_vocab=ext, max_art_oovs=np.int32(1),
+                dec_batch=rng.integers(4, vocab, size=(batch, t)).astype(np.int32),
+                target_batch=target, dec_padding_mask=np.ones((batch, t), np.float32))
+
+
+def _gpu():
+    return bool(tf.config.list_physical_devices("GPU"))
+
+
+def main(argv):
+    del argv
+    run_summarization.acvi_flags.configure_runtime(FLAGS)
+    vocab, emb, hidden, batch_size, n, t = SIZES[FLAGS.size]
+    batch = {k: v for k, v in _batch(vocab, batch_size, n, t).items()
+             if k in run_summarization.MODEL_SIGNATURE}
+    tf.get_logger().setLevel("ERROR")  # one trace per variant is the point, not a warning
+    steps, memory, gumbel = {}, {}, {}
+    for name, options in VARIANTS.items():
+        tf.keras.utils.set_random_seed(1)
+        layer = context_lib.make_context_layer(options.pop("mode"), seed=1, **options)
+        model = model_lib.PointerGenerator(vocab, hidden, emb, context_layer=layer)
+        optimizer = tf.keras.optimizers.Adagrad(0.15, initial_accumulator_value=0.1)
+        model(batch, coverage_on=True)
+        optimizer.build(model.trainable_variables)
+        gumbel[name] = layer.gumbel_active(0, 1)  # True for sampling="gumbel" only
+        for coverage in (False, True):
+            step = run_summarization._make_train_step(  # pylint: disable=protected-access
+                model, optimizer, coverage)
+            if _gpu():
+                tf.config.experimental.reset_memory_stats("GPU:0")
+            float(step(batch, gumbel[name], tf.constant(0, tf.int64))["total_loss"])
+            if _gpu():
+                memory[name, coverage] = tf.config.experimental.get_memory_info(
+                    "GPU:0")["peak"] / 2 ** 20
+            steps[name, coverage] = step
+    times = {key: [] for key in steps}
+    for _ in range(FLAGS.repeats):  # interleaved
+        for key, step in steps.items():
+            start = time.perf_counter()
+            float(step(batch, gumbel[key[0]], tf.constant(1, tf.int64))["total_loss"])
+            times[key].append(time.perf_counter() - start)
+    peak = matmul_peak(4096 if _gpu() else 2048)
+    flops = step_flops(vocab, emb, hidden, batch_size, n, t)
+    rows = []
+    for (name, coverage), values in times.items():
+        median = float(np.median(values))
+        sa = float(np.median(times["sa", coverage]))
+        rows.append([FLAGS.size, name, "yes" if coverage else "no", "%.1f" % (1e3 * median),
+                     "%.3f" % (median / sa), "%.1f" % (flops / median / 1e9),
+                     "%.1f%%" % (100 * flops / median / peak)]
+                    + (["%.0f" % memory[name, coverage]] if memory else []))
+    header = ["size", "context", "coverage", "median ms / step", "ratio to sa",
+              "GFLOP/s", "of matmul peak"] + (["peak GPU MiB"] if memory else [])
+    vocab_, emb_, hidden_, b_, n_, t_ = SIZES[FLAGS.size]
+    notes = ["Batch %d, %d/%d tokens, vocab %d, emb %d, hidden %d%s; %d interleaved steps "
+             "per variant; analytic %.1f GFLOP per step; measured float32 matmul peak %.1f "
+             "GFLOP/s; process peak RSS %d MB." % (
+                 b_, n_, t_, vocab_, emb_, hidden_,
+                 ", mixed_float16" if FLAGS.mixed_precision else "", FLAGS.repeats,
+                 flops / 1e9, peak / 1e9,
+                 resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)]
+    report.emit("Pointer-generator training step (bench/train_step.py)", header, rows, notes)
+
+
+if __name__ == "__main__":
+    app.run(main)
