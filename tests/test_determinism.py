@@ -28,15 +28,17 @@ def _summarization(out):
 
 def _translation(out):
     data = os.path.join(SAMPLES, "pig_latin")
-    dev = os.path.join(os.path.dirname(out), "dev")  # 20 lines: the final evaluation is cheap
-    for lang in ("src", "tgt"):
-        with open(os.path.join(data, "dev." + lang), encoding="utf-8") as f:
-            lines = f.readlines()[:20]
-        with open(dev + "." + lang, "w", encoding="utf-8") as f:
-            f.writelines(lines)
+    root = os.path.dirname(out)  # slices: 50 steps need no more, the final eval is cheap
+    for split, count in (("train", 1000), ("dev", 20)):
+        for lang in ("src", "tgt"):
+            with open(os.path.join(data, "%s.%s" % (split, lang)), encoding="utf-8") as f:
+                lines = f.readlines()[:count]
+            with open(os.path.join(root, "%s.%s" % (split, lang)), "w", encoding="utf-8") as f:
+                f.writelines(lines)
     args = ["nmt.run_nmt", "--src=src", "--tgt=tgt",
             "--vocab_prefix=" + os.path.join(data, "vocab"),
-            "--train_prefix=" + os.path.join(data, "train"), "--dev_prefix=" + dev,
+            "--train_prefix=" + os.path.join(root, "train"),
+            "--dev_prefix=" + os.path.join(root, "dev"),
             "--out_dir=" + out,
             "--num_units=16", "--batch_size=32", "--optimizer=adam",
             "--learning_rate=0.01", "--num_train_steps=%d" % STEPS, "--steps_per_stats=1",

@@ -46,15 +46,15 @@ class _Run:
         for line in self.process.stderr:
             self.lines.append(line)
 
-    def wait_for(self, condition, timeout=180.0):
-        """Polls ``condition()`` every millisecond; False if the run ended first."""
+    def wait_for(self, condition, timeout=180.0, interval=0.02):
+        """Polls ``condition()`` every ``interval`` s; False if the run ended first."""
         deadline = time.time() + timeout
         while time.time() < deadline:
             if condition():
                 return True
             if self.process.poll() is not None:
                 return condition()
-            time.sleep(0.001)
+            time.sleep(interval)
         raise AssertionError("timed out; log tail:\n" + "".join(self.lines[-20:]))
 
     def logged(self, text):
@@ -93,7 +93,7 @@ def test_sigkill_at_bad_moments_then_resume_with_the_same_command(tmp_path):
         return reached
 
     kills = [lambda run: run.wait_for(lambda: run.logged("from step 8")),
-             lambda run: run.wait_for(writing),
+             lambda run: run.wait_for(writing, interval=0.001),  # a write takes ~10 ms
              lambda run: run.wait_for(lambda: run.logged("Coverage phase starts")),
              lambda run: run.wait_for(step_at_least(18)),
              lambda run: run.wait_for(lambda: run.logged("Restored")) and time.sleep(

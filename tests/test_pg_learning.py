@@ -40,7 +40,7 @@ def test_validation_loss_falls_on_real_data(mode):
     optimizer = tf.keras.optimizers.Adam(3e-3)
     validation = list(_batches("val_*", vocab, 50, single_pass=True))[:4]
 
-    @tf.function(reduce_retracing=True)
+    @tf.function(reduce_retracing=True, autograph=False)
     def train_step(batch):
         with tf.GradientTape() as tape:
             losses = losses_lib.compute_losses(model(batch, training=True), batch)
@@ -49,7 +49,7 @@ def test_validation_loss_falls_on_real_data(mode):
         optimizer.apply_gradients([(g, v) for g, v in zip(grads, variables) if g is not None])
         return losses
 
-    @tf.function(reduce_retracing=True)
+    @tf.function(reduce_retracing=True, autograph=False)
     def validation_nll(batch):
         return losses_lib.compute_losses(model(batch), batch)["loss"]
 

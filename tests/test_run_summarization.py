@@ -51,23 +51,6 @@ def _ckpt_value(path, key):
     return tf.train.load_checkpoint(path).get_tensor(key)
 
 
-def test_non_finite_loss_stops_and_keeps_the_last_checkpoint(corpus, tmp_path, monkeypatch):
-    _run(corpus, tmp_path, max_steps=3, context="sa")
-    good = tf.train.latest_checkpoint(str(tmp_path / "exp" / "train"))
-    real = losses_lib.compute_losses
-
-    def poisoned(*args, **kwargs):
-        losses = real(*args, **kwargs)
-        losses["total_loss"] = losses["total_loss"] * np.nan
-        return losses
-
-    monkeypatch.setattr(losses_lib, "compute_losses", poisoned)
-    with pytest.raises(training_lib.NonFiniteLossError, match="step 3.*model.ckpt-3"):
-        _run(corpus, tmp_path, max_steps=6, context="sa")
-    assert tf.train.latest_checkpoint(str(tmp_path / "exp" / "train")) == good
-    tf.train.load_checkpoint(good)  # still readable
-
-
 def test_eval_job_and_restore_best_model(corpus, tmp_path):
     _run(corpus, tmp_path, max_steps=4, context="sa")
     with pytest.raises(training_lib.CheckpointMismatchError, match="--vocab_size=30 gives 30"):
@@ -127,23 +110,28 @@ def test_transformer_model_type_trains_evaluates_and_decodes(corpus, tmp_path):
     assert all(0 < len(p.read_text().split()) <= 6 for p in decoded)
 
 
-def test_nan_policy_skip_batch_skips_without_advancing_the_step(corpus, tmp_path,
-                                                                monkeypatch):
+def test_non_finite_losses_are_skipped_or_stop_training(corpus, tmp_path, monkeypatch):
     real = losses_lib.compute_losses
-    calls = tf.Variable(0)
+    calls, always = tf.Variable(0), tf.Variable(False)
 
-    def poisoned(*args, **kwargs):  # the second batch gets a NaN loss
+    def poisoned(*args, **kwargs):  # the second batch, or every batch once `always`
         losses = real(*args, **kwargs)
         calls.assign_add(1)
-        poison = tf.where(tf.equal(calls, 2), np.nan, 1.0)
+        poison = tf.where(tf.logical_or(tf.equal(calls, 2), always), np.nan, 1.0)
         losses["total_loss"] = losses["total_loss"] * poison
         return losses
 
     monkeypatch.setattr(losses_lib, "compute_losses", poisoned)
     _run(corpus, tmp_path, max_steps=4, context="sa", nan_policy="skip_batch")
-    latest = tf.train.latest_checkpoint(str(tmp_path / "exp" / "train"))
-    assert latest.endswith("model.ckpt-4") and int(calls.numpy()) == 5
-    reader = tf.train.load_checkpoint(latest)
+    train_dir = str(tmp_path / "exp" / "train")
+    good = tf.train.latest_checkpoint(train_dir)
+    assert good.endswith("model.ckpt-4") and int(calls.numpy()) == 5  # one skipped
+    reader = tf.train.load_checkpoint(good)
     assert reader.get_tensor("optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE") == 4
     assert all(np.all(np.isfinite(reader.get_tensor(k)))
                for k, dtype in reader.get_variable_to_dtype_map().items() if dtype.is_floating)
+    always.assign(True)
+    with pytest.raises(training_lib.NonFiniteLossError, match="step 4.*model.ckpt-4"):
+        _run(corpus, tmp_path, max_steps=6, context="sa")  # --nan_policy=stop
+    assert tf.train.latest_checkpoint(train_dir) == good
+    tf.train.load_checkpoint(good)  # still readable
