@@ -75,6 +75,13 @@ def _check_choice(name, value, choices):
         raise ValueError("%s must be one of %s, got %r" % (name, choices, value))
 
 
+def random_generator(seed):
+    """A layer's own ``tf.random.Generator``: seeded, or nondeterministic for None."""
+    if seed is None:
+        return tf.random.Generator.from_non_deterministic_state()
+    return tf.random.Generator.from_seed(seed)
+
+
 def expected_context(weights, memory):
     """``sum_i w_t,i h_i``: [B, T, N] x [B, N, D] -> [B, T, D]."""
     return tf.einsum("btn,bnd->btd", weights, memory)
@@ -317,8 +324,7 @@ class ACVIContext(ContextLayer):
         self.log_var_min = float(log_var_min)
         self.log_var_max = float(log_var_max)
         self.seed = seed
-        self.generator = (tf.random.Generator.from_seed(seed) if seed is not None
-                          else tf.random.Generator.from_non_deterministic_state())
+        self.generator = random_generator(seed)
         self.variance_network = VarianceNetwork(
             variance_net, log_var_min, log_var_max, name="variance_network")
 

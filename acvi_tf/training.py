@@ -166,14 +166,15 @@ class NonFiniteGuard:
         self.skipped = 0
         self.consecutive = 0
 
-    def check(self, loss, step, last_checkpoint, describe=""):
+    def check(self, loss, step, last_checkpoint, describe=None):
         """True when the step counts; False when a non-finite batch was skipped.
 
         Args:
           loss: the step's loss (a float).
           step: the global step the batch was meant for.
           last_checkpoint: path of the latest checkpoint (for the message).
-          describe: a short description of the batch for the log.
+          describe: optional callable giving a short description of the batch for the
+            log (called only for a skipped batch, so the hot path builds no string).
         """
         if math.isfinite(loss):
             self.consecutive = 0
@@ -186,7 +187,7 @@ class NonFiniteGuard:
         self.consecutive += 1
         logging.warning("Skipped a batch with a non-finite loss (%r) at step %d (%d skipped "
                         "so far)%s", loss, step, self.skipped,
-                        ": " + describe if describe else "")
+                        ": " + describe() if describe else "")
         if self.writer is not None:
             with self.writer.as_default(step=step):
                 tf.summary.scalar("train/skipped_batches", self.skipped)

@@ -58,12 +58,16 @@ def enumerated_elbo(log_likelihoods, q, prior, mask=None):
     Returns:
       [...] float32.
     """
+    return expected_log_likelihood(log_likelihoods, q, mask) - categorical_kl(q, prior, mask)
+
+
+def expected_log_likelihood(log_likelihoods, q, mask=None):
+    """``sum_i q_i log p(y | x_i)`` [..., N] -> [...] (masked positions count 0)."""
     q = tf.cast(q, tf.float32)
     log_likelihoods = tf.cast(log_likelihoods, tf.float32)
     if mask is not None:  # q is 0 there; keep 0 * -inf out of the sum
         log_likelihoods = tf.where(tf.cast(mask, tf.bool), log_likelihoods, 0.0)
-    expected = tf.reduce_sum(q * log_likelihoods, axis=-1)
-    return expected - categorical_kl(q, prior, mask)
+    return tf.reduce_sum(q * log_likelihoods, axis=-1)
 
 
 def marginal_log_likelihood(log_likelihoods, prior, mask=None):
@@ -207,8 +211,7 @@ class VariationalAttentionContext(context_lib.SoftAttentionContext):
         self.decode = decode
         self.kl_weight = float(kl_weight)
         self.seed = seed
-        self.generator = (tf.random.Generator.from_seed(seed) if seed is not None
-                          else tf.random.Generator.from_non_deterministic_state())
+        self.generator = context_lib.random_generator(seed)
         self.inference_network = InferenceNetwork(inference_units, dtype=tf.float32,
                                                   name="inference_network")
 
@@ -245,7 +248,7 @@ class VariationalAttentionContext(context_lib.SoftAttentionContext):
             return -marginal_log_likelihood(every, attn, mask), kl
         if self.mode == "enum":
             every = at_every_position(log_likelihood, memory, steps)
-            return -(enumerated_elbo(every, q, attn, mask) + kl), kl
+            return -expected_log_likelihood(every, q, mask), kl
         one_hot, log_q = sample_alignment(q, self.generator)
         log_p = log_likelihood(context_lib.expected_context(one_hot, memory))
         surrogate = reinforce_surrogate(log_p, soft_log_likelihood, log_q, kl)

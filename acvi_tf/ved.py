@@ -75,8 +75,7 @@ class VEDContext(context_lib.ContextLayer):
         self.annealing = annealing
         self.anneal_steps = int(anneal_steps)
         self.seed = seed
-        self.generator = (tf.random.Generator.from_seed(seed) if seed is not None
-                          else tf.random.Generator.from_non_deterministic_state())
+        self.generator = context_lib.random_generator(seed)
         self.latent_mean = tf.keras.layers.Dense(latent_dim, name="z_mean", dtype=tf.float32)
         self.latent_log_sigma = tf.keras.layers.Dense(latent_dim, name="z_log_sigma",
                                                       dtype=tf.float32)

@@ -248,7 +248,7 @@ def train(vocabs):
                       else tf.constant(False))
         results = train_step(batch, use_gumbel, tf.constant(step, tf.int64))
         if not guard.check(float(results["train_loss"]), step, manager.latest_checkpoint,
-                           _describe(batch, src_vocab)):
+                           lambda: _describe(batch, src_vocab)):
             continue
         step_var.assign_add(1)
         step += 1

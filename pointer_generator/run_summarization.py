@@ -322,7 +322,7 @@ def train(vocab, train_dir, phases):
                                  tf.constant(step, tf.int64))
             loss = float(results["total_loss"])
             if not guard.check(loss, step, checkpoints.manager.latest_checkpoint,
-                               _describe(batch)):
+                               lambda: _describe(batch)):
                 continue
             step += 1
             checkpoints.step.assign(step)

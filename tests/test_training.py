@@ -82,7 +82,7 @@ def test_nan_policy_skip_counts_and_gives_up_after_a_run_of_skips(tmp_path):
     writer = tf.summary.create_file_writer(str(tmp_path))
     guard = training.NonFiniteGuard("skip_batch", writer, max_consecutive_skips=3)
     assert guard.check(1.0, 0, None)
-    assert not guard.check(float("nan"), 1, "ckpt-1", "batch 7")
+    assert not guard.check(float("nan"), 1, "ckpt-1", lambda: "batch 7")
     assert guard.check(2.0, 1, "ckpt-1") and guard.skipped == 1
     assert not guard.check(float("inf"), 2, "ckpt-1")
     assert not guard.check(float("nan"), 2, "ckpt-1")

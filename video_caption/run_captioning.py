@@ -288,7 +288,7 @@ def train(exp):
             results = train_step(batch, context_layer.gumbel_active(step, fv.max_steps),
                                  tf.constant(step, tf.int64))
             if not guard.check(float(results["loss"]), step, manager.latest_checkpoint,
-                               "batch of %d captions" % len(batch["caption_len"])):
+                               lambda: "batch of %d captions" % len(batch["caption_len"])):
                 continue
             step_var.assign_add(1)
             step += 1
