@@ -66,8 +66,10 @@ def unroll(step_fn, steps, state, output_dtypes):
         state, outputs = step_fn(t, state)
         return t + 1, state, {name: arrays[name].write(t, outputs[name]) for name in arrays}
 
+    # maximum_iterations bounds the gradient's accumulators, which XLA needs.
     _, state, arrays = tf.while_loop(lambda t, *_: t < steps, body,
-                                     (tf.constant(0), state, arrays))
+                                     (tf.constant(0), state, arrays),
+                                     maximum_iterations=steps)
     outputs = {}
     for name, array in arrays.items():
         stacked = array.stack()

@@ -172,7 +172,7 @@ def context_layer_from_flags(flag_values=flags.FLAGS):
                        annealing=fv.ved_annealing, anneal_steps=fv.ved_anneal_steps)
     variational_options = dict(mode=fv.variational_mode,
                                inference_units=fv.variational_inference_units,
-                               decode=fv.variational_decode)
+                               decode=fv.variational_decode, jit_compile=fv.jit_compile)
     return context_lib.make_context_layer(fv.context, structured_scale=fv.structured_lambda,
                                           structured_penalty=fv.structured_penalty,
                                           ved_options=ved_options,

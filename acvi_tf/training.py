@@ -143,6 +143,55 @@ def apply_if_finite(optimizer, grads_and_vars, loss, grad_norm):
     return tf.cond(finite, update, lambda: tf.constant(False))
 
 
+def make_train_step(loss_fn, variables, optimizer, input_signature, max_grad_norm=0.0,
+                    jit_compile=False, norm_key="grad_norm"):
+    """One training step as a ``tf.function``: loss, gradients, clipping, guarded update.
+
+    The forward and backward passes and the clipping run in an inner function that XLA
+    compiles with ``jit_compile`` (one program per batch shape); the optimizer's update
+    runs after it in the plain graph, behind ``apply_if_finite`` (Keras's optimizers
+    compile their own update on a GPU).
+
+    Args:
+      loss_fn: ``(*inputs) -> (loss, results)``, run under the gradient tape; ``results``
+        a dict of tensors to return.
+      variables: the variables to train (all created before the first call).
+      optimizer: a Keras optimizer.
+      input_signature: ``tf.TensorSpec`` nest of ``inputs`` (not used with
+        ``jit_compile``: then each new batch shape is traced and compiled once).
+      max_grad_norm: clip the gradients' global norm to this; 0 or less: no clipping.
+      jit_compile: compile the forward and backward passes with XLA.
+      norm_key: the name of the gradients' (unclipped) global norm in the results.
+
+    Returns:
+      ``train_step(*inputs) -> results``, the results with ``norm_key`` added. A variable
+      without a gradient (a feature not yet switched on) is left alone.
+    """
+    variables = list(variables)
+
+    @tf.function(autograph=False, jit_compile=jit_compile or None)
+    def gradients(*inputs):
+        with tf.GradientTape() as tape:
+            loss, results = loss_fn(*inputs)
+        grads = tape.gradient(loss, variables)
+        norm = tf.linalg.global_norm(grads)
+        if max_grad_norm > 0:
+            grads, _ = tf.clip_by_global_norm(grads, max_grad_norm, use_norm=norm)
+        return loss, grads, dict(results, **{norm_key: norm})
+
+    # Under XLA every batch shape is its own program anyway; tracing per shape makes the
+    # shapes static, which XLA needs for the gradient of a decoder loop (a dynamic shape
+    # there becomes a transpose whose permutation is not a compile-time constant).
+    @tf.function(input_signature=None if jit_compile else input_signature, autograph=False)
+    def train_step(*inputs):
+        loss, grads, results = gradients(*inputs)
+        apply_if_finite(optimizer, [(g, v) for g, v in zip(grads, variables)
+                                    if g is not None], loss, results[norm_key])
+        return results
+
+    return train_step
+
+
 class NonFiniteGuard:
     """``--nan_policy`` after each training step (the update itself: ``apply_if_finite``).
 

@@ -26,6 +26,7 @@ import tensorflow as tf
 
 from acvi_tf import attention as attention_lib
 from acvi_tf import context as context_lib
+from acvi_tf import recurrent
 
 VARIATIONAL_MODES = ("sample", "enum")
 VARIATIONAL_DECODES = ("marginal", "soft")
@@ -123,15 +124,17 @@ class InferenceNetwork(tf.keras.layers.Layer):
 
     Args:
       units: LSTM size per direction (var-attn: 512, i.e. 1024 per encoder).
+      jit_compile: build the LSTMs in the form XLA compiles (``acvi_tf.recurrent``).
     """
 
-    def __init__(self, units, **kwargs):
+    def __init__(self, units, jit_compile=False, **kwargs):
         super().__init__(**kwargs)
         self.units = units
+        self.jit_compile = jit_compile
         self.source_rnn = tf.keras.layers.Bidirectional(
-            tf.keras.layers.LSTM(units, return_sequences=True), name="source_rnn")
+            recurrent.sequence_lstm(units, jit_compile, return_state=False), name="source_rnn")
         self.target_rnn = tf.keras.layers.Bidirectional(
-            tf.keras.layers.LSTM(units, return_sequences=True), name="target_rnn")
+            recurrent.sequence_lstm(units, jit_compile, return_state=False), name="target_rnn")
         self.bilinear = tf.keras.layers.Dense(2 * units, use_bias=False, name="W")
 
     def call(self, memory, memory_mask, target, target_mask, training=False):
@@ -144,7 +147,7 @@ class InferenceNetwork(tf.keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config["units"] = self.units
+        config.update(units=self.units, jit_compile=self.jit_compile)
         return config
 
 
@@ -197,12 +200,13 @@ class VariationalAttentionContext(context_lib.SoftAttentionContext):
         ``"soft"`` (the output layer at the soft context, a cheaper approximation).
       kl_weight: weight of ``KL(q || a)`` in the host's loss (var-attn: 1).
       seed: seed of the layer's random generator (None: nondeterministic).
+      jit_compile: build the inference network in the form XLA compiles.
     """
 
     latent_alignment = True
 
     def __init__(self, mode="sample", inference_units=512, decode="marginal", kl_weight=1.0,
-                 seed=None, **kwargs):
+                 seed=None, jit_compile=False, **kwargs):
         super().__init__(**kwargs)
         context_lib._check_choice("variational_mode", mode, VARIATIONAL_MODES)  # pylint: disable=protected-access
         context_lib._check_choice("variational_decode", decode, VARIATIONAL_DECODES)  # pylint: disable=protected-access
@@ -211,9 +215,10 @@ class VariationalAttentionContext(context_lib.SoftAttentionContext):
         self.decode = decode
         self.kl_weight = float(kl_weight)
         self.seed = seed
+        self.jit_compile = jit_compile
         self.generator = context_lib.random_generator(seed)
-        self.inference_network = InferenceNetwork(inference_units, dtype=tf.float32,
-                                                  name="inference_network")
+        self.inference_network = InferenceNetwork(inference_units, jit_compile,
+                                                  dtype=tf.float32, name="inference_network")
 
     def posterior(self, prepared, target, target_mask, training=False):
         """``q(z_t | x, y)`` [B, T, N] from the embedded gold targets [B, T, E]."""
@@ -275,5 +280,6 @@ class VariationalAttentionContext(context_lib.SoftAttentionContext):
     def get_config(self):
         config = super().get_config()
         config.update(mode=self.mode, inference_units=self.inference_units,
-                      decode=self.decode, kl_weight=self.kl_weight, seed=self.seed)
+                      decode=self.decode, kl_weight=self.kl_weight, seed=self.seed,
+                      jit_compile=self.jit_compile)
         return config

@@ -331,12 +331,17 @@ def _example_dataset(examples):
                                    "tgt_len": tf.size(ex["tgt_in"])})
 
 
-def _padded_batch(dataset, batch_size):
+def _padded_batch(dataset, batch_size, pad_to=None):
     padding = {key: _PADDING_VALUES[key] for key in dataset.element_spec}
-    return dataset.padded_batch(batch_size, padding_values=padding)
+    shapes = None
+    if pad_to is not None:
+        src_len, tgt_len = pad_to
+        shapes = {"src": [src_len], "src_len": [], "tgt_in": [tgt_len + 1],
+                  "tgt_out": [tgt_len + 1], "tgt_len": []}
+    return dataset.padded_batch(batch_size, padded_shapes=shapes, padding_values=padding)
 
 
-def train_dataset(examples, batch_size, src_max_len, num_buckets, seed):
+def train_dataset(examples, batch_size, src_max_len, num_buckets, seed, pad_to=None):
     """Endless, reshuffled, length-bucketed training batches (tensorflow/nmt's iterator).
 
     Each epoch shuffles the examples with a buffer of ``batch_size * 1000`` (seeded,
@@ -351,6 +356,10 @@ def train_dataset(examples, batch_size, src_max_len, num_buckets, seed):
       src_max_len: the training source maximum (bucket width).
       num_buckets: number of buckets; 1 or less disables bucketing.
       seed: shuffle seed.
+      pad_to: optional ``(src_max_len, tgt_max_len)``: pad every batch to these lengths
+        (the target fields to ``tgt_max_len + 1``) rather than to its longest sentence,
+        so that XLA (``--jit_compile``) sees one shape per batch size. The examples must
+        already be cut to them.
 
     Returns:
       A ``tf.data.Dataset`` of dicts shaped as ``BATCH_SIGNATURE``.
@@ -367,10 +376,10 @@ def train_dataset(examples, batch_size, src_max_len, num_buckets, seed):
 
         dataset = dataset.group_by_window(
             key_func=key_func,
-            reduce_func=lambda unused_key, window: _padded_batch(window, batch_size),
+            reduce_func=lambda unused_key, window: _padded_batch(window, batch_size, pad_to),
             window_size=batch_size)
     else:
-        dataset = _padded_batch(dataset, batch_size)
+        dataset = _padded_batch(dataset, batch_size, pad_to)
     return dataset.repeat().prefetch(tf.data.AUTOTUNE)
 
 

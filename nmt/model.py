@@ -24,6 +24,7 @@ import tensorflow as tf
 from acvi_tf import attention as attention_lib
 from acvi_tf import context as context_lib
 from acvi_tf import decoding
+from acvi_tf import recurrent
 from acvi_tf import variational
 
 ENCODER_TYPES = ("uni", "bi")
@@ -45,12 +46,13 @@ class NMTModel(tf.keras.Model):
       dropout: input dropout rate of every LSTM (training only).
       init_weight: range of the uniform initialiser of every weight.
       context_layer: an ``acvi_tf.context`` layer (soft attention when None).
+      jit_compile: build the encoder in the form XLA compiles (``acvi_tf.recurrent``).
     """
 
     def __init__(self, src_vocab_size, tgt_vocab_size, num_units=256, num_encoder_layers=2,
                  num_decoder_layers=2, encoder_type="bi", attention="luong",
                  output_attention=True, pass_hidden_state=True, dropout=0.2, init_weight=0.1,
-                 context_layer=None, **kwargs):
+                 context_layer=None, jit_compile=False, **kwargs):
         super().__init__(**kwargs)
         if encoder_type not in ENCODER_TYPES:
             raise ValueError("encoder_type must be one of %s" % (ENCODER_TYPES,))
@@ -69,9 +71,9 @@ class NMTModel(tf.keras.Model):
             return tf.keras.initializers.RandomUniform(-init_weight, init_weight)
 
         def lstm():
-            return tf.keras.layers.LSTM(num_units, return_sequences=True, return_state=True,
-                                        dropout=dropout, kernel_initializer=init(),
-                                        recurrent_initializer=init(), bias_initializer=init())
+            return recurrent.sequence_lstm(
+                num_units, xla=jit_compile, dropout=dropout, kernel_initializer=init(),
+                recurrent_initializer=init(), bias_initializer=init())
 
         self.src_embedding = tf.keras.layers.Embedding(src_vocab_size, num_units,
                                                        embeddings_initializer=init())

@@ -78,7 +78,7 @@ flags.DEFINE_integer("steps_per_external_eval", None, "BLEU on dev/test every th
                      "steps (default 10 x steps_per_stats x 5, as tensorflow/nmt).")
 flags.DEFINE_float("dropout", 0.2, "Input dropout rate of every LSTM.", lower_bound=0.0,
                    upper_bound=1.0)
-flags.DEFINE_float("max_gradient_norm", 5.0, "Global-norm clipping.", lower_bound=0.0)
+flags.DEFINE_float("max_gradient_norm", 5.0, "Global-norm clipping (0: off).", lower_bound=0.0)
 flags.DEFINE_integer("batch_size", 128, "Batch size.", lower_bound=1)
 flags.DEFINE_float("init_weight", 0.1, "Uniform init range of every weight.")
 flags.DEFINE_integer("src_max_len", 50, "Truncate training sources to this.", lower_bound=1)
@@ -175,11 +175,42 @@ def build(src_vocab, tgt_vocab):
         FLAGS.num_encoder_layers or FLAGS.num_layers,
         FLAGS.num_decoder_layers or FLAGS.num_layers, FLAGS.encoder_type, FLAGS.attention,
         FLAGS.output_attention, FLAGS.pass_hidden_state, FLAGS.dropout, FLAGS.init_weight,
-        acvi_flags.context_layer_from_flags(FLAGS))
+        acvi_flags.context_layer_from_flags(FLAGS), jit_compile=FLAGS.jit_compile)
     dummy = {k: tf.ones([1, 1] if spec.shape.rank == 2 else [1], tf.int32)
              for k, spec in BATCH_SIGNATURE.items()}
     model(dummy)
     return model
+
+
+def make_train_step(model, optimizer):
+    """The training step: loss, gradients clipped to ``--max_gradient_norm``, update.
+
+    Returns ``train_step(batch, use_gumbel, step) -> results`` (``acvi_tf.training.
+    make_train_step``), compiled with XLA under ``--jit_compile``.
+    """
+    context_layer = getattr(model, "context_layer", None)  # None for the Transformer
+    kl_weight = getattr(context_layer, "kl_weight", 0.0)
+    num_samples = getattr(context_layer, "num_samples", 1)
+
+    def loss_fn(batch, use_gumbel, step):
+        # --acvi_num_samples K: the batch repeated K times averages the loss over K samples
+        batch = {k: context_lib.tile_for_samples(v, num_samples) for k, v in batch.items()}
+        anneal = (context_layer.kl_scale(step) if context_layer is not None
+                  else tf.constant(1.0))  # VED's KL annealing
+        out = model(batch, training=True, use_gumbel=use_gumbel)
+        loss, nll, kl, count = losses.sequence_loss(
+            out["logits"], batch["tgt_out"], batch["tgt_len"], out["kl"],
+            anneal * kl_weight, token_nll=out.get("token_nll"))
+        if "kl_z" in out:
+            loss += anneal * tf.reduce_mean(out["kl_z"])
+        if context_layer is not None:
+            loss += context_layer.regularization()  # structured attention's L2
+        return loss, dict(train_loss=loss, nll=nll, kl=kl, predict_count=count / num_samples)
+
+    return training_lib.make_train_step(
+        loss_fn, model.trainable_variables, optimizer,
+        [BATCH_SIGNATURE, tf.TensorSpec([], tf.bool), tf.TensorSpec([], tf.int64)],
+        FLAGS.max_gradient_norm, FLAGS.jit_compile)
 
 
 def train(vocabs):
@@ -200,39 +231,17 @@ def train(vocabs):
         checkpoint.restore(manager.latest_checkpoint).expect_partial()
         logging.info("Resumed from %s", manager.latest_checkpoint)
     context_layer = getattr(model, "context_layer", None)
-    kl_weight = getattr(context_layer, "kl_weight", 0.0)
     total = FLAGS.num_train_steps
-    num_samples = getattr(context_layer, "num_samples", 1)
-
-    @tf.function(input_signature=[BATCH_SIGNATURE, tf.TensorSpec([], tf.bool),
-                                  tf.TensorSpec([], tf.int64)], autograph=False)
-    def train_step(batch, use_gumbel, step):
-        # --acvi_num_samples K: the batch repeated K times averages the loss over K samples
-        batch = {k: context_lib.tile_for_samples(v, num_samples) for k, v in batch.items()}
-        anneal = (context_layer.kl_scale(step) if context_layer is not None
-                  else tf.constant(1.0))  # VED's KL annealing
-        with tf.GradientTape() as tape:
-            out = model(batch, training=True, use_gumbel=use_gumbel)
-            loss, nll, kl, count = losses.sequence_loss(
-                out["logits"], batch["tgt_out"], batch["tgt_len"], out["kl"],
-                anneal * kl_weight, token_nll=out.get("token_nll"))
-            if "kl_z" in out:
-                loss += anneal * tf.reduce_mean(out["kl_z"])
-            if context_layer is not None:
-                loss += context_layer.regularization()  # structured attention's L2
-        grads, norm = tf.clip_by_global_norm(tape.gradient(loss, model.trainable_variables),
-                                             FLAGS.max_gradient_norm)
-        training_lib.apply_if_finite(optimizer, zip(grads, model.trainable_variables), loss,
-                                     norm)
-        return dict(train_loss=loss, nll=nll, kl=kl, grad_norm=norm,
-                    predict_count=count / num_samples)
+    train_step = make_train_step(model, optimizer)
 
     pairs = data.read_parallel("%s.%s" % (FLAGS.train_prefix, FLAGS.src),
                                "%s.%s" % (FLAGS.train_prefix, FLAGS.tgt))
     examples = data.make_examples(pairs, src_vocab, tgt_vocab, FLAGS.src_max_len,
                                   FLAGS.tgt_max_len)
     dataset = data.train_dataset(examples, FLAGS.batch_size, FLAGS.src_max_len,
-                                 FLAGS.num_buckets, seed=FLAGS.seed + int(step_var))
+                                 FLAGS.num_buckets, seed=FLAGS.seed + int(step_var),
+                                 pad_to=((FLAGS.src_max_len, FLAGS.tgt_max_len)
+                                         if FLAGS.jit_compile else None))
     translator = translate.Translator(model, tgt_vocab, FLAGS.infer_mode, FLAGS.beam_width,
                             FLAGS.length_penalty_weight)
     writer = tf.summary.create_file_writer(os.path.join(FLAGS.out_dir, "train_log"))

@@ -93,14 +93,15 @@ def decoder_sequences(ids, max_len, start_id, stop_id):
     return dec_input, target
 
 
-def make_batch(examples, pad_id, max_dec_steps):
+def make_batch(examples, pad_id, max_dec_steps, enc_steps=None):
     """Pads examples into the original's batch fields (NumPy arrays).
 
-    The encoder side is padded to the longest article of the batch; the decoder side
-    always to ``max_dec_steps``.
+    The encoder side is padded to the longest article of the batch, or to ``enc_steps``
+    when given (one shape for every batch, as XLA wants); the decoder side always to
+    ``max_dec_steps``.
     """
     size = len(examples)
-    max_enc = max(ex.enc_len for ex in examples)
+    max_enc = enc_steps or max(ex.enc_len for ex in examples)
     batch = {
         "enc_batch": np.full((size, max_enc), pad_id, np.int32),
         "enc_lens": np.array([ex.enc_len for ex in examples], np.int32),
@@ -141,10 +142,12 @@ class Batcher:
       single_pass: read the files once in sorted order, no bucketing, keep the last
         partial batch; otherwise loop forever over reshuffled files with bucketing.
       seed: seed of the file-order and batch-order shuffles.
+      pad_encoder: pad every article to ``max_enc_steps``, not to the batch's longest
+        (``--jit_compile``: XLA compiles one program per shape).
     """
 
     def __init__(self, data_path, vocab, batch_size, max_enc_steps, max_dec_steps,
-                 pointer_gen=True, single_pass=False, seed=111):
+                 pointer_gen=True, single_pass=False, seed=111, pad_encoder=False):
         self.paths = bin_files.expand_data_path(data_path)
         self.vocab = vocab
         self.batch_size = batch_size
@@ -154,6 +157,7 @@ class Batcher:
         self.single_pass = single_pass
         self.rng = random.Random(seed)
         self.skipped = 0
+        self.enc_steps = max_enc_steps if pad_encoder else None
 
     def pairs(self):
         """``(article, abstract_sentences)`` of every usable example, in reading order."""
@@ -188,10 +192,10 @@ class Batcher:
             for example in self.examples():
                 chunk.append(example)
                 if len(chunk) == self.batch_size:
-                    yield make_batch(chunk, pad_id, self.max_dec_steps)
+                    yield make_batch(chunk, pad_id, self.max_dec_steps, self.enc_steps)
                     chunk = []
             if chunk:
-                yield make_batch(chunk, pad_id, self.max_dec_steps)
+                yield make_batch(chunk, pad_id, self.max_dec_steps, self.enc_steps)
             return
         pool, pool_size = [], self.batch_size * BUCKET_CACHE_SIZE
         for example in self.examples():
@@ -205,7 +209,7 @@ class Batcher:
         groups = [pool[i:i + self.batch_size] for i in range(0, len(pool), self.batch_size)]
         self.rng.shuffle(groups)
         for group in groups:
-            yield make_batch(group, pad_id, self.max_dec_steps)
+            yield make_batch(group, pad_id, self.max_dec_steps, self.enc_steps)
 
     def dataset(self):
         """A prefetching ``tf.data.Dataset`` of the batches."""

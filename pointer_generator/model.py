@@ -24,6 +24,7 @@ import tensorflow as tf
 from acvi_tf import attention
 from acvi_tf import context as context_lib
 from acvi_tf import decoding
+from acvi_tf import recurrent
 from acvi_tf import variational
 from pointer_generator import losses as losses_lib
 
@@ -45,11 +46,13 @@ class PointerGenerator(tf.keras.Model):
       rand_unif_init_mag: the LSTMs' uniform initialiser range.
       trunc_norm_init_std: std of the embedding, reduce-state and output projections.
       attention_masking: ``"renormalize"`` (See's mask after softmax) or ``"neg_inf"``.
+      jit_compile: build the encoder in the form XLA compiles (``acvi_tf.recurrent``).
     """
 
     def __init__(self, vocab_size, hidden_dim=256, emb_dim=128, pointer_gen=True,
                  context_layer=None, rand_unif_init_mag=0.02,
-                 trunc_norm_init_std=1e-4, attention_masking="renormalize", **kwargs):
+                 trunc_norm_init_std=1e-4, attention_masking="renormalize", jit_compile=False,
+                 **kwargs):
         super().__init__(**kwargs)
         self.vocab_size = vocab_size
         self.hidden_dim = hidden_dim
@@ -69,8 +72,8 @@ class PointerGenerator(tf.keras.Model):
         self.embedding = tf.keras.layers.Embedding(
             vocab_size, emb_dim, embeddings_initializer=trunc_norm(), name="embedding")
         self.encoder = tf.keras.layers.Bidirectional(
-            tf.keras.layers.LSTM(hidden_dim, return_sequences=True, return_state=True,
-                                 **lstm_args()), name="encoder")
+            recurrent.sequence_lstm(hidden_dim, xla=jit_compile, **lstm_args()),
+            name="encoder")
         self.reduce_c = tf.keras.layers.Dense(
             hidden_dim, activation="relu", kernel_initializer=trunc_norm(),
             bias_initializer=trunc_norm(), name="reduce_c")

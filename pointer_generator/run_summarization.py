@@ -65,7 +65,8 @@ flags.DEFINE_float("adagrad_init_acc", 0.1, "Adagrad initial accumulator value."
                    lower_bound=0.0)
 flags.DEFINE_float("rand_unif_init_mag", 0.02, "Uniform init range of the LSTM weights.")
 flags.DEFINE_float("trunc_norm_init_std", 1e-4, "Truncated-normal init std.")
-flags.DEFINE_float("max_grad_norm", 2.0, "Global-norm gradient clipping.", lower_bound=0.0)
+flags.DEFINE_float("max_grad_norm", 2.0, "Global-norm gradient clipping (0: off).",
+                   lower_bound=0.0)
 flags.DEFINE_boolean("pointer_gen", True, "False gives the seq2seq + attention baseline.")
 flags.DEFINE_boolean("coverage", False, "Coverage vector and coverage loss.")
 flags.DEFINE_float("cov_loss_wt", 1.0, "Weight of the coverage loss.", lower_bound=0.0)
@@ -154,7 +155,7 @@ def _build_model(vocab):
             context_layer=acvi_flags.context_layer_from_flags(FLAGS),
             rand_unif_init_mag=FLAGS.rand_unif_init_mag,
             trunc_norm_init_std=FLAGS.trunc_norm_init_std,
-            attention_masking=FLAGS.attention_masking)
+            attention_masking=FLAGS.attention_masking, jit_compile=FLAGS.jit_compile)
     # Build every variable now so checkpoints always hold the same set.
     dummy = {name: tf.ones([1, 1] if spec.shape.rank == 2 else [1] if spec.shape.rank == 1
                            else [], spec.dtype) for name, spec in MODEL_SIGNATURE.items()}
@@ -185,33 +186,31 @@ def _diagnostics(out, batch):
     return stats
 
 
-def _make_train_step(model, optimizer, coverage_on):
+def make_train_step(model, optimizer, coverage_on):
+    """The training step of a phase: losses, clipped gradients, guarded update.
+
+    Returns ``train_step(batch, use_gumbel, step) -> losses`` (``acvi_tf.training.
+    make_train_step``), compiled with XLA under ``--jit_compile``.
+    """
     num_samples = model.context_layer.num_samples
     kl_weight = getattr(model.context_layer, "kl_weight", 0.0)
 
-    @tf.function(input_signature=[MODEL_SIGNATURE, tf.TensorSpec([], tf.bool),
-                                  tf.TensorSpec([], tf.int64)], autograph=False)
-    def train_step(batch, use_gumbel, step):
+    def loss_fn(batch, use_gumbel, step):
         tiled = {k: _tile(v, num_samples) for k, v in batch.items()}
-        with tf.GradientTape() as tape:
-            out = model(tiled, training=True, coverage_on=coverage_on, use_gumbel=use_gumbel)
-            losses = losses_lib.compute_losses(
-                out, tiled, FLAGS.pointer_gen, coverage_on, FLAGS.cov_loss_wt, kl_weight,
-                num_samples, kl_scale=model.context_layer.kl_scale(step))
-            # structured attention's L2 penalty on its CRF (0 for the other mechanisms)
-            losses["total_loss"] += model.context_layer.regularization()
-        variables = model.trainable_variables
-        grads = tape.gradient(losses["total_loss"], variables)
-        grads, global_norm = tf.clip_by_global_norm(grads, FLAGS.max_grad_norm)
-        # w_c has no gradient before the coverage phase of a curriculum.
-        training_lib.apply_if_finite(
-            optimizer, [(g, v) for g, v in zip(grads, variables) if g is not None],
-            losses["total_loss"], global_norm)
-        losses["global_norm"] = global_norm
+        out = model(tiled, training=True, coverage_on=coverage_on, use_gumbel=use_gumbel)
+        losses = losses_lib.compute_losses(
+            out, tiled, FLAGS.pointer_gen, coverage_on, FLAGS.cov_loss_wt, kl_weight,
+            num_samples, kl_scale=model.context_layer.kl_scale(step))
+        # structured attention's L2 penalty on its CRF (0 for the other mechanisms)
+        losses["total_loss"] += model.context_layer.regularization()
         losses.update(_diagnostics(out, tiled))
-        return losses
+        return losses["total_loss"], losses
 
-    return train_step
+    # w_c has no gradient before the coverage phase of a curriculum: left alone.
+    return training_lib.make_train_step(
+        loss_fn, model.trainable_variables, optimizer,
+        [MODEL_SIGNATURE, tf.TensorSpec([], tf.bool), tf.TensorSpec([], tf.int64)],
+        FLAGS.max_grad_norm, FLAGS.jit_compile, norm_key="global_norm")
 
 
 def _describe(batch):
@@ -309,11 +308,12 @@ def train(vocab, train_dir, phases):
         logging.info("Phase %s from step %d", phase, step)
         key = (id(optimizer), phase.coverage)
         if key not in train_steps:
-            train_steps[key] = _make_train_step(model, optimizer, phase.coverage)
+            train_steps[key] = make_train_step(model, optimizer, phase.coverage)
         train_step = train_steps[key]
         batcher = batcher_lib.Batcher(FLAGS.data_path, vocab, FLAGS.batch_size,
                                       phase.max_enc_steps, phase.max_dec_steps,
-                                      FLAGS.pointer_gen, seed=FLAGS.seed + step)
+                                      FLAGS.pointer_gen, seed=FLAGS.seed + step,
+                                      pad_encoder=FLAGS.jit_compile)
         for batch in batcher.dataset():
             if step >= min(phase.end, total):
                 break
@@ -403,7 +403,8 @@ def evaluate(vocab, train_dir, eval_dir, phases):
         if phase != current_phase:
             batcher = batcher_lib.Batcher(FLAGS.data_path, vocab, FLAGS.batch_size,
                                           phase.max_enc_steps, phase.max_dec_steps,
-                                          FLAGS.pointer_gen, seed=FLAGS.seed)
+                                          FLAGS.pointer_gen, seed=FLAGS.seed,
+                                          pad_encoder=FLAGS.jit_compile)
             batches_of_phase, current_phase = iter(batcher.dataset()), phase
         batch = next(batches_of_phase)
         results = eval_step({k: batch[k] for k in MODEL_SIGNATURE}, phase.coverage)
@@ -453,7 +454,8 @@ def decode(vocab, train_dir, phases):
     if FLAGS.single_pass:
         batcher = batcher_lib.Batcher(FLAGS.data_path, vocab, FLAGS.decode_batch_size,
                                       FLAGS.max_enc_steps, FLAGS.max_dec_steps,
-                                      FLAGS.pointer_gen, single_pass=True)
+                                      FLAGS.pointer_gen, single_pass=True,
+                                      pad_encoder=FLAGS.jit_compile)
         total = sum(1 for path in batcher.paths for _ in bin_files.read_bin_file(path))
         decode_dir = os.path.join(root, decode_lib.decode_dir_name(
             FLAGS.data_path, FLAGS.max_enc_steps, FLAGS.beam_size, FLAGS.min_dec_steps,
@@ -462,7 +464,7 @@ def decode(vocab, train_dir, phases):
                                              FLAGS.decode_overwrite, total=total)
     batcher = batcher_lib.Batcher(FLAGS.data_path, vocab, FLAGS.decode_batch_size,
                                   FLAGS.max_enc_steps, FLAGS.max_dec_steps, FLAGS.pointer_gen,
-                                  seed=FLAGS.seed)
+                                  seed=FLAGS.seed, pad_encoder=FLAGS.jit_compile)
     last_load = time.time()
     for count, batch in enumerate(batcher.batches(), start=1):
         if time.time() - last_load > 60:  # the original reloads every 60 s
@@ -481,11 +483,6 @@ def main(argv):
         raise app.UsageError("Unknown command-line arguments: %s" % " ".join(argv[1:]))
     if not FLAGS.data_path or not FLAGS.vocab_path or not FLAGS.log_root:
         raise app.UsageError("--data_path, --vocab_path and --log_root are required")
-    if FLAGS.jit_compile and FLAGS.mode == "train":
-        raise app.UsageError(
-            "--jit_compile compiles eval and decode here; the training step cannot be "
-            "compiled yet (XLA needs static shapes for the gradient of the decoder loop, "
-            "and batches have dynamic encoder lengths). Train without it.")
     acvi_flags.configure_runtime(FLAGS)
     if FLAGS.debug:
         tf.debugging.enable_check_numerics()

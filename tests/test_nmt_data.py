@@ -219,6 +219,21 @@ def test_train_dataset_buckets_and_epochs():
     assert epoch_orders[0] != epoch_orders[1]  # reshuffled
 
 
+def test_train_dataset_padded_to_fixed_lengths_keeps_the_batches():
+    # --jit_compile: the same batches, padded with </s> to src_max_len / tgt_max_len + 1.
+    examples = synthetic_examples(100)
+    plain = data.train_dataset(examples, 8, 30, 3, seed=2).take(6)
+    fixed = data.train_dataset(examples, 8, 30, 3, seed=2, pad_to=(30, 40)).take(6)
+    for a, b in zip(plain, fixed):
+        assert b["src"].shape[1] == 30 and b["tgt_in"].shape[1] == b["tgt_out"].shape[1] == 41
+        for key in ("src_len", "tgt_len"):
+            np.testing.assert_array_equal(a[key], b[key])
+        for key in ("src", "tgt_in", "tgt_out"):
+            width = a[key].shape[1]
+            np.testing.assert_array_equal(b[key][:, :width], a[key])
+            assert np.all(b[key][:, width:] == data.EOS_ID)
+
+
 def test_train_dataset_is_seeded():
     examples = synthetic_examples(100)
 

@@ -3,6 +3,7 @@ convert_to_coverage_model, restore_best_model and the Transformer model type (th
 curriculum, its resumes and the coverage switch: test_kill_resume.py)."""
 import collections
 import random
+import shutil
 
 from absl import flags
 from absl.testing import flagsaver
@@ -68,8 +69,16 @@ def test_eval_job_and_restore_best_model(corpus, tmp_path):
     assert not any(k.startswith("optimizer/_variables") for k in keys)
 
 
-def test_convert_to_coverage_model_then_resume(corpus, tmp_path):
-    _run(corpus, tmp_path, max_steps=3, context="sa")
+@pytest.fixture(scope="module")
+def three_sa_steps(corpus, tmp_path_factory):
+    """A log_root after three plain (uncompiled) training steps with soft attention."""
+    root = tmp_path_factory.mktemp("three_sa_steps")
+    _run(corpus, root, max_steps=3, context="sa")
+    return root
+
+
+def test_convert_to_coverage_model_then_resume(corpus, three_sa_steps, tmp_path):
+    shutil.copytree(three_sa_steps / "exp", tmp_path / "exp")
     train_dir = tmp_path / "exp" / "train"
     _run(corpus, tmp_path, context="sa", coverage=True, convert_to_coverage_model=True)
     converted = tf.train.latest_checkpoint(str(train_dir))
@@ -135,3 +144,18 @@ def test_non_finite_losses_are_skipped_or_stop_training(corpus, tmp_path, monkey
         _run(corpus, tmp_path, max_steps=6, context="sa")  # --nan_policy=stop
     assert tf.train.latest_checkpoint(train_dir) == good
     tf.train.load_checkpoint(good)  # still readable
+
+
+def test_jit_compiled_training_matches_the_uncompiled_one(corpus, three_sa_steps, tmp_path):
+    # --jit_compile: XLA forward and backward, articles padded to --max_enc_steps (30 here,
+    # longer than every article, so nothing is truncated differently): after three steps
+    # the weights are those of the plain run, whose batches are padded to their longest.
+    _run(corpus, tmp_path, max_steps=3, context="sa", max_enc_steps=30, jit_compile=True)
+    plain, compiled = (tf.train.latest_checkpoint(str(root / "exp" / "train"))
+                       for root in (three_sa_steps, tmp_path))
+    assert plain.endswith("-3") and compiled.endswith("-3")
+    names = [name for name, _ in tf.train.list_variables(plain) if name.startswith("model/")]
+    assert len(names) > 10
+    for name in names:
+        np.testing.assert_allclose(_ckpt_value(compiled, name), _ckpt_value(plain, name),
+                                   rtol=1e-3, atol=2e-5, err_msg=name)

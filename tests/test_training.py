@@ -77,6 +77,31 @@ def test_apply_if_finite_leaves_weights_and_optimizer_untouched_on_nan():
     assert int(optimizer.iterations) == 1 and np.all(weight.numpy() < [1.0, 2.0])
 
 
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_make_train_step_clips_reports_and_leaves_unused_variables(jit_compile):
+    import numpy as np
+    import tensorflow as tf
+    used, unused = tf.Variable([3.0, 4.0]), tf.Variable([7.0])
+    optimizer = tf.keras.optimizers.SGD(0.5)
+    optimizer.build([used, unused])
+
+    def loss_fn(x):  # gradient 2 * x * used: norm 2 * |x| * 5
+        loss = x * tf.reduce_sum(used ** 2)
+        return loss, dict(loss=loss)
+
+    step = training.make_train_step(loss_fn, [used, unused], optimizer,
+                                    [tf.TensorSpec([], tf.float32)], max_grad_norm=1.0,
+                                    jit_compile=jit_compile, norm_key="norm")
+    results = step(tf.constant(2.0))
+    np.testing.assert_allclose(results["norm"], 20.0)  # reported before clipping
+    np.testing.assert_allclose(results["loss"], 50.0)
+    # clipped to norm 1: the gradient [12, 16] / 20, times the learning rate 0.5
+    np.testing.assert_allclose(used.numpy(), [3.0 - 0.3, 4.0 - 0.4], rtol=1e-6)
+    np.testing.assert_array_equal(unused.numpy(), [7.0])
+    step(tf.constant(np.inf, tf.float32))  # not applied
+    np.testing.assert_allclose(used.numpy(), [2.7, 3.6], rtol=1e-6)
+
+
 def test_nan_policy_skip_counts_and_gives_up_after_a_run_of_skips(tmp_path):
     import tensorflow as tf
     writer = tf.summary.create_file_writer(str(tmp_path))

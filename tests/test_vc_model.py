@@ -121,6 +121,10 @@ def test_vocab_batches_and_feature_padding(tmp_path):
     np.testing.assert_array_equal(batch["caption_in"].numpy(), [[2, 4, 5], [2, 6, 0]])
     np.testing.assert_array_equal(batch["caption_out"].numpy(), [[4, 5, 3], [6, 3, 0]])
     np.testing.assert_array_equal(batch["caption_len"].numpy(), [3, 2])
+    fixed = data.make_batch([np.ones([2, 3], np.float32)] * 2, [2, 1], [[4, 5], [6]], 4)
+    np.testing.assert_array_equal(fixed["caption_out"].numpy(), [[4, 5, 3, 0, 0],
+                                                                 [6, 3, 0, 0, 0]])
+    np.testing.assert_array_equal(fixed["caption_len"].numpy(), [3, 2])
 
     record = dict(clip="x_1_2", vid="vid7", captions=["a man"], references=["A man."])
     store = {"vid7": np.arange(40, dtype=np.float32).reshape(10, 4)}

@@ -187,25 +187,29 @@ class ClipSet:
                     pairs.append((index, ids))
         return pairs
 
-    def caption_batches(self, pairs, batch_size, rng=None):
+    def caption_batches(self, pairs, batch_size, rng=None, fixed_length=False):
         """Yields teacher-forcing batches (``BATCH_SIGNATURE``) of ``pairs``.
 
         Args:
           pairs: from ``caption_pairs``.
           batch_size: captions per batch.
           rng: a ``np.random.Generator`` to shuffle with; in order when None.
+          fixed_length: pad every batch to the longest caption of ``pairs``, not of the
+            batch (``--jit_compile``: XLA compiles one program per shape).
         """
         order = np.arange(len(pairs)) if rng is None else rng.permutation(len(pairs))
+        length = max(len(ids) for _, ids in pairs) if fixed_length and pairs else None
         for start in range(0, len(order), batch_size):
             chosen = [pairs[i] for i in order[start:start + batch_size]]
             yield make_batch([self.features[i] for i, _ in chosen],
                              [self.num_frames[i] for i, _ in chosen],
-                             [ids for _, ids in chosen])
+                             [ids for _, ids in chosen], length)
 
 
-def make_batch(features, num_frames, captions):
-    """A ``BATCH_SIGNATURE`` dict: ``<s> w1 .. wn`` in, ``w1 .. wn </s>`` out, padded."""
-    length = max(len(ids) for ids in captions) + 1
+def make_batch(features, num_frames, captions, max_words=None):
+    """A ``BATCH_SIGNATURE`` dict: ``<s> w1 .. wn`` in, ``w1 .. wn </s>`` out, padded to
+    the longest caption, or to ``max_words + 1`` when given."""
+    length = (max_words or max(len(ids) for ids in captions)) + 1
     caption_in = np.full([len(captions), length], PAD_ID, np.int32)
     caption_out = np.full([len(captions), length], PAD_ID, np.int32)
     for row, ids in enumerate(captions):

@@ -23,6 +23,7 @@ import tensorflow as tf
 from acvi_tf import attention as attention_lib
 from acvi_tf import context as context_lib
 from acvi_tf import decoding
+from acvi_tf import recurrent
 from acvi_tf import variational
 
 
@@ -38,18 +39,18 @@ class Captioner(tf.keras.Model):
       output_units: size of ``V [s_t; c_t]`` in eq. (4) (default: ``decoder_units``).
       dropout: dropout rate of the non-recurrent connections (paper: 0.5).
       context_layer: an ``acvi_tf.context`` layer; soft attention when None.
+      jit_compile: build the encoder in the form XLA compiles (``acvi_tf.recurrent``).
     """
 
     def __init__(self, vocab_size, encoder_units=1000, decoder_units=1000, embedding_dim=256,
                  attention_units=100, output_units=None, dropout=0.5, context_layer=None,
-                 **kwargs):
+                 jit_compile=False, **kwargs):
         super().__init__(**kwargs)
         self.vocab_size = vocab_size
         self.encoder_units = encoder_units
         self.decoder_units = decoder_units
         self.encoder = tf.keras.layers.Bidirectional(
-            tf.keras.layers.LSTM(encoder_units, return_sequences=True, return_state=True),
-            name="encoder")
+            recurrent.sequence_lstm(encoder_units, xla=jit_compile), name="encoder")
         self.reduce_h = tf.keras.layers.Dense(decoder_units, activation="relu",
                                               name="reduce_h")
         self.reduce_c = tf.keras.layers.Dense(decoder_units, activation="relu",

@@ -143,7 +143,7 @@ class Experiment:
         self.model = model_lib.Captioner(
             self.vocab.size(), fv.encoder_units, fv.decoder_units, fv.emb_dim,
             fv.attention_units, fv.output_units or None, fv.dropout,
-            acvi_flags.context_layer_from_flags(fv))
+            acvi_flags.context_layer_from_flags(fv), jit_compile=fv.jit_compile)
         self.model(data.make_batch([np.zeros([1, self.store.dim], np.float32)], [1],
                                    [[data.UNK_ID]]))
         self.decoder = decode_lib.CaptionDecoder(self.model, self.vocab, fv.beam_size,
@@ -214,6 +214,51 @@ def _frame_labels(num_frames):
     return ["f%d" % (i + 1) for i in range(num_frames)]
 
 
+def make_train_step(model, optimizer, fv):
+    """The training step: loss with its extra terms, clipped gradients, update.
+
+    Args:
+      model: a built ``Captioner``.
+      optimizer: a Keras optimizer.
+      fv: the parsed flags (``alpha_c``, ``weight_decay``, ``max_grad_norm``,
+        ``jit_compile``).
+
+    Returns:
+      ``train_step(batch, use_gumbel, step) -> results`` (``acvi_tf.training.
+      make_train_step``).
+    """
+    context_layer = model.context_layer
+    kl_weight = getattr(context_layer, "kl_weight", 0.0)
+    num_samples = context_layer.num_samples
+    # arctic's weight decay; no work in the step when it is off (the paper)
+    kernels = ([v for v in model.trainable_variables if "kernel" in v.name]
+               if fv.weight_decay > 0 else [])
+
+    def loss_fn(batch, use_gumbel, step):
+        # K Monte-Carlo samples: the batch repeated K times averages the loss over them
+        batch = {k: context_lib.tile_for_samples(v, num_samples) for k, v in batch.items()}
+        anneal = context_layer.kl_scale(step)  # VED's KL annealing; 1 otherwise
+        out = model(batch, training=True, use_gumbel=use_gumbel)
+        loss, nll, kl, count = losses.sequence_loss(
+            out["logits"], batch["caption_out"], batch["caption_len"], out["kl"],
+            anneal * kl_weight, token_nll=out.get("token_nll"))
+        kl_z = tf.reduce_mean(out["kl_z"])
+        loss += anneal * kl_z
+        penalty = tf.reduce_mean(model_lib.attention_penalty(
+            out["attn"], batch["caption_len"], batch["num_frames"]))
+        loss += fv.alpha_c * penalty + context_layer.regularization()
+        if kernels:
+            loss += fv.weight_decay * tf.add_n([tf.reduce_sum(tf.square(k))
+                                                for k in kernels])
+        return loss, dict(loss=loss, nll=nll, kl=kl, kl_z=kl_z, attention_penalty=penalty,
+                          tokens=count)
+
+    return training_lib.make_train_step(
+        loss_fn, model.trainable_variables, optimizer,
+        [data.BATCH_SIGNATURE, tf.TensorSpec([], tf.bool), tf.TensorSpec([], tf.int64)],
+        fv.max_grad_norm, fv.jit_compile)
+
+
 def train(exp):
     """The training loop; returns the best validation ``--best_metric``."""
     fv, model = exp.fv, exp.model
@@ -238,39 +283,7 @@ def train(exp):
     best_value = best.get(fv.best_metric, -1.0)
     stale = best.get("stale_validations", 0)
     context_layer = model.context_layer
-    kl_weight = getattr(context_layer, "kl_weight", 0.0)
-    num_samples = context_layer.num_samples
-    # arctic's weight decay; no work in the step when it is off (the paper)
-    kernels = ([v for v in model.trainable_variables if "kernel" in v.name]
-               if fv.weight_decay > 0 else [])
-
-    @tf.function(input_signature=[data.BATCH_SIGNATURE, tf.TensorSpec([], tf.bool),
-                                  tf.TensorSpec([], tf.int64)], autograph=False)
-    def train_step(batch, use_gumbel, step):
-        # K Monte-Carlo samples: the batch repeated K times averages the loss over them
-        batch = {k: context_lib.tile_for_samples(v, num_samples) for k, v in batch.items()}
-        anneal = context_layer.kl_scale(step)  # VED's KL annealing; 1 otherwise
-        with tf.GradientTape() as tape:
-            out = model(batch, training=True, use_gumbel=use_gumbel)
-            loss, nll, kl, count = losses.sequence_loss(
-                out["logits"], batch["caption_out"], batch["caption_len"], out["kl"],
-                anneal * kl_weight, token_nll=out.get("token_nll"))
-            kl_z = tf.reduce_mean(out["kl_z"])
-            loss += anneal * kl_z
-            penalty = tf.reduce_mean(model_lib.attention_penalty(
-                out["attn"], batch["caption_len"], batch["num_frames"]))
-            loss += fv.alpha_c * penalty + context_layer.regularization()
-            if kernels:
-                loss += fv.weight_decay * tf.add_n([tf.reduce_sum(tf.square(k))
-                                                    for k in kernels])
-        grads = tape.gradient(loss, model.trainable_variables)
-        norm = tf.linalg.global_norm(grads)
-        if fv.max_grad_norm > 0:
-            grads, _ = tf.clip_by_global_norm(grads, fv.max_grad_norm, use_norm=norm)
-        training_lib.apply_if_finite(optimizer, zip(grads, model.trainable_variables), loss,
-                                     norm)
-        return dict(loss=loss, nll=nll, kl=kl, kl_z=kl_z, attention_penalty=penalty,
-                    grad_norm=norm, tokens=count)
+    train_step = make_train_step(model, optimizer, fv)
 
     train_set = exp.split("train")
     pairs = train_set.caption_pairs(exp.vocab, fv.max_caption_len)
@@ -284,7 +297,8 @@ def train(exp):
         # a new order every pass, seeded by the step it starts at (so a resume reshuffles
         # the same way every time)
         rng = np.random.default_rng([fv.seed, step])
-        for batch in train_set.caption_batches(pairs, fv.batch_size, rng):
+        for batch in train_set.caption_batches(pairs, fv.batch_size, rng,
+                                                fixed_length=fv.jit_compile):
             results = train_step(batch, context_layer.gumbel_active(step, fv.max_steps),
                                  tf.constant(step, tf.int64))
             if not guard.check(float(results["loss"]), step, manager.latest_checkpoint,
