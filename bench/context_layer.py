@@ -9,7 +9,11 @@ SA from the same run, and is appended to BENCHMARKS.md. The whole training step 
 LSTM and the 50k vocabulary projection, which dominate) is measured by the model
 benchmarks; this isolates what ACVI adds.
 
+``--jit_compile`` compiles each pass with XLA; ``--mixed_precision`` runs the scorer in
+float16 (the context layer keeps its float32 math).
+
 Usage: python bench/context_layer.py [--repeats=7] [--dec_steps=20] [--sizes=paper,small]
+  [--jit_compile] [--mixed_precision]
 """
 import os
 import resource
@@ -24,6 +28,7 @@ import tensorflow as tf
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from acvi_tf import attention, context  # noqa: E402  pylint: disable=wrong-import-position
+from acvi_tf import flags as acvi_flags  # noqa: E402  pylint: disable=wrong-import-position
 import _report as report  # noqa: E402  pylint: disable=wrong-import-position
 
 flags.DEFINE_integer("repeats", 7, "Timed passes per variant (after one warm-up).")
@@ -61,7 +66,7 @@ def _make_pass(size, options):
     steps = FLAGS.dec_steps
     queries = tf.random.stateless_normal([steps, batch, dim], [5, 6])
 
-    @tf.function
+    @tf.function(jit_compile=FLAGS.jit_compile or None)
     def train_pass():
         with tf.GradientTape() as tape:
             tape.watch(memory)
@@ -95,6 +100,7 @@ def _make_pass(size, options):
 
 def main(argv):
     del argv
+    acvi_flags.configure_runtime(FLAGS)
     rows = []
     for size_name in FLAGS.sizes:
         size = SIZES[size_name]
@@ -116,8 +122,10 @@ def main(argv):
     header = ["size", "B x N x D x A", "variant",
               "median ms / pass (%d steps, fwd+bwd)" % FLAGS.dec_steps, "ratio to sa"]
     report.emit("Context layer cost (bench/context_layer.py)", header, rows,
-                notes=["%d interleaved repeats per variant; process peak RSS %.0f MB."
-                       % (FLAGS.repeats, peak_mb)])
+                notes=["%d interleaved repeats per variant; process peak RSS %.0f MB%s."
+                       % (FLAGS.repeats, peak_mb, "".join(
+                           text for text, on in ((", mixed_float16", FLAGS.mixed_precision),
+                                                 (", XLA", FLAGS.jit_compile)) if on))])
 
 
 if __name__ == "__main__":

@@ -3,11 +3,14 @@
 The original decodes one article per beam (a Python loop around a one-step graph). This
 script builds a pointer-generator (random weights, fixed seed; ``--size=paper`` is
 vocab 50k, emb 128, hidden 256), decodes the same articles of ``--article_len`` tokens
-with beam 5, max 120 and min 35 steps, once in batches of ``--decode_batch_size`` and once
-one article at a time, asserts that the decoded ids are identical, and reports summaries
-per second for both and their ratio. Rows are appended to BENCHMARKS.md.
+with beam 5, max 120 and min 35 steps, once in batches of ``--decode_batch_size`` and the
+first ``--single_articles`` of them one article at a time, asserts that the decoded ids are
+identical, and reports summaries per second for both, their ratio and the time the batched
+rate gives for the CNN/DailyMail test set (11,490 articles). ``--jit_compile`` and
+``--mixed_precision`` apply as in training. Rows are appended to BENCHMARKS.md.
 
 Usage: python bench/decode_speed.py [--size=paper|small] [--articles=16]
+  [--single_articles=16] [--jit_compile] [--mixed_precision]
 """
 import os
 import sys
@@ -21,17 +24,21 @@ import tensorflow as tf
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import _report as report  # noqa: E402  pylint: disable=wrong-import-position
+from acvi_tf import flags as acvi_flags  # noqa: E402  pylint: disable=wrong-import-position
 from pointer_generator import decode as decode_lib  # noqa: E402  pylint: disable=wrong-import-position
 from pointer_generator import model as model_lib  # noqa: E402  pylint: disable=wrong-import-position
 
 flags.DEFINE_enum("size", "paper", ["paper", "small"], "Model size.")
-flags.DEFINE_integer("articles", 16, "Articles to decode.")
+flags.DEFINE_integer("articles", 16, "Articles to decode batched.")
+flags.DEFINE_integer("single_articles", 16,
+                     "How many of them to decode one at a time as well (and compare).")
 flags.DEFINE_integer("decode_batch_size", 16, "Articles per batched call.")
 flags.DEFINE_integer("article_len", 400, "Tokens per article.")
 flags.DEFINE_integer("beam_size", 5, "Beam width.")
 flags.DEFINE_integer("max_dec_steps", 120, "Longest summary.")
 flags.DEFINE_integer("min_dec_steps", 35, "Shortest summary.")
 FLAGS = flags.FLAGS
+CNN_DM_TEST_ARTICLES = 11490
 
 SIZES = {"paper": (50000, 128, 256), "small": (5000, 64, 128)}
 
@@ -64,10 +71,10 @@ def _articles(vocab_size):
                 art_oovs=np.array([["oov"]] * n, object))
 
 
-def _decode_all(summarizer, batch, per_call):
+def _decode_all(summarizer, batch, per_call, count):
     ids = []
     start = time.perf_counter()
-    for lo in range(0, FLAGS.articles, per_call):
+    for lo in range(0, count, per_call):
         part = {k: (v[lo:lo + per_call] if np.ndim(v) else v) for k, v in batch.items()}
         ids.extend(r["ids"] for r in summarizer.decode(part))
     return ids, time.perf_counter() - start
@@ -75,30 +82,40 @@ def _decode_all(summarizer, batch, per_call):
 
 def main(argv):
     del argv
+    acvi_flags.configure_runtime(FLAGS)
     tf.keras.utils.set_random_seed(1)
     vocab_size, emb, hidden = SIZES[FLAGS.size]
-    model = model_lib.PointerGenerator(vocab_size, hidden, emb, trunc_norm_init_std=0.05)
+    model = model_lib.PointerGenerator(vocab_size, hidden, emb, trunc_norm_init_std=0.05,
+                                       jit_compile=FLAGS.jit_compile)
     batch = _articles(vocab_size)
     model({"enc_batch": batch["enc_batch"][:1], "enc_padding_mask":
            batch["enc_padding_mask"][:1], "dec_batch": np.ones((1, 1), np.int32)})
     summarizer = decode_lib.Summarizer(model, _Vocab(vocab_size), FLAGS.beam_size,
                                        FLAGS.max_dec_steps, FLAGS.min_dec_steps,
+                                       jit_compile=FLAGS.jit_compile,
                                        record_attention=False)  # as single_pass decodes
     for per_call in (FLAGS.decode_batch_size, 1):  # trace both shapes first
         summarizer.decode({k: (v[:per_call] if np.ndim(v) else v) for k, v in batch.items()})
-    batched_ids, batched_secs = _decode_all(summarizer, batch, FLAGS.decode_batch_size)
-    single_ids, single_secs = _decode_all(summarizer, batch, 1)
-    assert batched_ids == single_ids, "batched and one-at-a-time outputs differ"
+    batched_ids, batched_secs = _decode_all(summarizer, batch, FLAGS.decode_batch_size,
+                                            FLAGS.articles)
+    single = min(FLAGS.single_articles, FLAGS.articles)
+    single_ids, single_secs = _decode_all(summarizer, batch, 1, single)
+    assert batched_ids[:single] == single_ids, "batched and one-at-a-time outputs differ"
     mean_len = np.mean([len(i) for i in batched_ids])
+    batched_rate, single_rate = FLAGS.articles / batched_secs, single / single_secs
     rows = [[FLAGS.size, "%d x %d tok" % (FLAGS.articles, FLAGS.article_len),
              "%d/%d/%d" % (FLAGS.beam_size, FLAGS.max_dec_steps, FLAGS.min_dec_steps),
-             "%.1f" % mean_len, "%.3f" % (FLAGS.articles / single_secs),
-             "%.3f" % (FLAGS.articles / batched_secs),
-             "%.1fx" % (single_secs / batched_secs), "yes"]]
+             "%.1f" % mean_len, "%.3f" % single_rate, "%.3f" % batched_rate,
+             "%.1fx" % (batched_rate / single_rate),
+             "%.1f" % (CNN_DM_TEST_ARTICLES / batched_rate / 60), "yes (%d)" % single]]
     header = ["size", "articles", "beam/max/min", "mean summary len",
               "summaries/s one at a time", "summaries/s batched (%d per call)"
-              % FLAGS.decode_batch_size, "speed-up", "identical ids"]
-    report.emit("Beam-search decoding (bench/decode_speed.py)", header, rows)
+              % FLAGS.decode_batch_size, "speed-up", "CNN/DM test set, min",
+              "identical ids"]
+    settings = ", ".join(name for name, on in (("mixed_float16", FLAGS.mixed_precision),
+                                               ("XLA", FLAGS.jit_compile)) if on)
+    report.emit("Beam-search decoding (bench/decode_speed.py)", header, rows,
+                ["Settings: %s." % (settings or "float32, no XLA")])
 
 
 if __name__ == "__main__":

@@ -4,8 +4,8 @@ Builds the summarizer at ``--size=paper`` (vocab 50k, emb 128, hidden 256, batch
 400 article / 100 summary tokens) or ``small`` (vocab 5k, emb 64, hidden 128, batch 8,
 100/25), and times the real training step of ``run_summarization`` (model, losses,
 gradient clipping, the optimizer's update) on one synthetic batch for ``sa``, ``acvi``
-(collapsed noise), ``acvi`` per-component noise and ``acvi`` + Gumbel-softmax, each with
-and without coverage. Variants are timed interleaved (A B C ... A B C ...) after one
+(collapsed noise), ``acvi`` per-component noise, ``acvi`` + Gumbel-softmax and ``acvi`` with
+the journal's one-layer variance network, each with and without coverage. Variants are timed interleaved (A B C ... A B C ...) after one
 untimed call each (the trace), and the median ms/step and its ratio to ``sa`` with the
 same coverage setting are reported.
 
@@ -15,7 +15,9 @@ divided by the step time gives the achieved fraction of it. Memory: the process'
 resident set (CPU) or each variant's peak GPU memory. Rows go to BENCHMARKS.md.
 
 Usage: python bench/train_step.py [--size=paper|small] [--repeats=5] [--mixed_precision]
+  [--jit_compile]
 """
+import gc
 import os
 import resource
 import sys
@@ -35,6 +37,7 @@ from pointer_generator import run_summarization  # noqa: E402  pylint: disable=w
 
 flags.DEFINE_enum("size", "paper", ["paper", "small"], "Model and batch size.")
 flags.DEFINE_integer("repeats", 5, "Timed steps per variant.", lower_bound=1)
+flags.DEFINE_list("variants", [], "Variants to time (default: all); sa is always timed.")
 FLAGS = flags.FLAGS
 
 # vocab, emb, hidden, batch, article tokens, summary tokens
@@ -44,7 +47,10 @@ VARIANTS = {
     "acvi collapsed": dict(mode="acvi"),
     "acvi per_component": dict(mode="acvi", noise="per_component"),
     "acvi gumbel": dict(mode="acvi", sampling="gumbel"),
+    "acvi relu": dict(mode="acvi", variance_net="relu"),  # the journal's variance network
 }
+flags.register_validator("variants", lambda names: set(names) <= set(VARIANTS),
+                         message="--variants: unknown name (see VARIANTS in this script)")
 
 
 def step_flops(vocab, emb, hidden, batch, n, t):
@@ -100,17 +106,19 @@ def main(argv):
              if k in run_summarization.MODEL_SIGNATURE}
     tf.get_logger().setLevel("ERROR")  # one trace per variant is the point, not a warning
     steps, memory, gumbel = {}, {}, {}
-    for name, options in VARIANTS.items():
+    chosen = {name: VARIANTS[name] for name in VARIANTS
+              if name == "sa" or not FLAGS.variants or name in FLAGS.variants}
+    for name, options in chosen.items():
         tf.keras.utils.set_random_seed(1)
         layer = context_lib.make_context_layer(options.pop("mode"), seed=1, **options)
-        model = model_lib.PointerGenerator(vocab, hidden, emb, context_layer=layer)
+        model = model_lib.PointerGenerator(vocab, hidden, emb, context_layer=layer,
+                                           jit_compile=FLAGS.jit_compile)
         optimizer = tf.keras.optimizers.Adagrad(0.15, initial_accumulator_value=0.1)
         model(batch, coverage_on=True)
         optimizer.build(model.trainable_variables)
         gumbel[name] = layer.gumbel_active(0, 1)  # True for sampling="gumbel" only
         for coverage in (False, True):
-            step = run_summarization._make_train_step(  # pylint: disable=protected-access
-                model, optimizer, coverage)
+            step = run_summarization.make_train_step(model, optimizer, coverage)
             if _gpu():
                 tf.config.experimental.reset_memory_stats("GPU:0")
             float(step(batch, gumbel[name], tf.constant(0, tf.int64))["total_loss"])
@@ -118,6 +126,10 @@ def main(argv):
                 memory[name, coverage] = tf.config.experimental.get_memory_info(
                     "GPU:0")["peak"] / 2 ** 20
             steps[name, coverage] = step
+    # The traced graphs are millions of long-lived Python objects: keep the collector's
+    # full passes over them out of the timed steps.
+    gc.collect()
+    gc.freeze()
     times = {key: [] for key in steps}
     for _ in range(FLAGS.repeats):  # interleaved
         for key, step in steps.items():
@@ -137,11 +149,12 @@ def main(argv):
     header = ["size", "context", "coverage", "median ms / step", "ratio to sa",
               "GFLOP/s", "of matmul peak"] + (["peak GPU MiB"] if memory else [])
     vocab_, emb_, hidden_, b_, n_, t_ = SIZES[FLAGS.size]
+    settings = ((", mixed_float16" if FLAGS.mixed_precision else "")
+                + (", XLA" if FLAGS.jit_compile else ""))
     notes = ["Batch %d, %d/%d tokens, vocab %d, emb %d, hidden %d%s; %d interleaved steps "
              "per variant; analytic %.1f GFLOP per step; measured float32 matmul peak %.1f "
              "GFLOP/s; process peak RSS %d MB." % (
-                 b_, n_, t_, vocab_, emb_, hidden_,
-                 ", mixed_float16" if FLAGS.mixed_precision else "", FLAGS.repeats,
+                 b_, n_, t_, vocab_, emb_, hidden_, settings, FLAGS.repeats,
                  flops / 1e9, peak / 1e9,
                  resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)]
     report.emit("Pointer-generator training step (bench/train_step.py)", header, rows, notes)

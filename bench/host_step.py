@@ -1,0 +1,188 @@
+"""Training-step throughput of the NMT and captioning hosts for SA and the ACVI variants.
+
+``translation``: ``nmt.run_nmt``'s real training step at the paper's size
+(``--hparams_preset=acvi_paper``: 256 units, a bidirectional encoder and two decoder
+layers, Luong attention, dropout 0.2, SGD; batch 128, 50 source and 50 target tokens,
+IWSLT'15 En-Vi's vocabularies of 17,191 and 7,709 words), in target tokens per second and
+tensorflow/nmt's words per second (source and target).
+``captioning``: ``video_caption.run_captioning``'s real training step at the paper's
+size (1000-unit encoder and decoder LSTMs, 24 frames of 1,024-d GoogLeNet features,
+embedding 256, attention 100, dropout 0.5, batch 64, 20-token captions, a 16,000-word
+vocabulary), in clips per second.
+
+Variants (``sa``, ``acvi`` collapsed, per-component, Gumbel-softmax and the journal's
+variance network) are timed interleaved after one untimed call each; the table gives the
+median ms/step, the throughput and the ratio to ``sa`` from the same run, and the peak
+memory (the process's resident set on CPU, each variant's peak on a GPU).
+``--jit_compile`` and ``--mixed_precision`` apply as in training. Rows go to BENCHMARKS.md.
+
+Usage: python bench/host_step.py [--tasks=translation,captioning] [--repeats=5]
+  [--variants=...] [--jit_compile] [--mixed_precision]
+"""
+import gc
+import os
+import resource
+import sys
+import time
+
+from absl import app
+from absl import flags
+import numpy as np
+import tensorflow as tf
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import _report as report  # noqa: E402  pylint: disable=wrong-import-position
+from acvi_tf import context as context_lib  # noqa: E402  pylint: disable=wrong-import-position
+from nmt import hparams  # noqa: E402  pylint: disable=wrong-import-position
+from nmt import model as nmt_model  # noqa: E402  pylint: disable=wrong-import-position
+from nmt import run_nmt  # noqa: E402  pylint: disable=wrong-import-position
+from video_caption import model as vc_model  # noqa: E402  pylint: disable=wrong-import-position
+from video_caption import run_captioning  # noqa: E402  pylint: disable=wrong-import-position
+
+flags.DEFINE_list("tasks", ["translation", "captioning"], "Hosts to time, in order.")
+flags.DEFINE_integer("repeats", 5, "Timed steps per variant.", lower_bound=1)
+flags.DEFINE_list("variants", [], "Variants to time (default: all); sa is always timed.")
+FLAGS = flags.FLAGS
+
+VARIANTS = {
+    "sa": dict(mode="sa"),
+    "acvi collapsed": dict(mode="acvi"),
+    "acvi per_component": dict(mode="acvi", noise="per_component"),
+    "acvi gumbel": dict(mode="acvi", sampling="gumbel"),
+    "acvi relu": dict(mode="acvi", variance_net="relu"),
+}
+flags.register_validator("tasks", lambda names: set(names) <= {"translation", "captioning"},
+                         message="--tasks: translation and/or captioning")
+flags.register_validator("variants", lambda names: set(names) <= set(VARIANTS),
+                         message="--variants: unknown name (see VARIANTS in this script)")
+# translation: src vocab, tgt vocab, batch, source tokens, target tokens
+NMT_SIZE = (17191, 7709, 128, 50, 50)
+# captioning: vocab, batch, frames, feature dim, caption tokens, LSTM units, emb, attention
+VC_SIZE = (16000, 64, 24, 1024, 20, 1000, 256, 100)
+
+
+def _translation_batch():
+    src_vocab, tgt_vocab, batch, src_len, tgt_len = NMT_SIZE
+    rng = np.random.default_rng(0)
+    tgt = rng.integers(3, tgt_vocab, size=(batch, tgt_len + 1)).astype(np.int32)
+    return dict(src=rng.integers(3, src_vocab, size=(batch, src_len)).astype(np.int32),
+                src_len=np.full([batch], src_len, np.int32), tgt_in=tgt[:, :-1],
+                tgt_out=tgt[:, 1:], tgt_len=np.full([batch], tgt_len, np.int32))
+
+
+def _translation_step(layer):
+    """NMT's training step with ``layer``, and the batch it runs on."""
+    preset = hparams.PRESETS["acvi_paper"]
+    src_vocab, tgt_vocab = NMT_SIZE[:2]
+    model = nmt_model.NMTModel(
+        src_vocab, tgt_vocab, preset["num_units"], preset["num_encoder_layers"],
+        preset["num_decoder_layers"], preset["encoder_type"], preset["attention"],
+        dropout=preset["dropout"], context_layer=layer, jit_compile=FLAGS.jit_compile)
+    batch = _translation_batch()
+    model(batch)
+    optimizer = tf.keras.optimizers.SGD(preset["learning_rate"])
+    optimizer.build(model.trainable_variables)
+    return run_nmt.make_train_step(model, optimizer), batch
+
+
+def _captioning_step(layer):
+    """The captioner's training step with ``layer``, and the batch it runs on."""
+    vocab, batch_size, frames, dim, words, units, emb, attention = VC_SIZE
+    fv = flags.FlagValues()
+    run_captioning.define_flags(fv)
+    fv(["host_step", "--jit_compile=%s" % FLAGS.jit_compile])
+    model = vc_model.Captioner(vocab, units, units, emb, attention, dropout=0.5,
+                               context_layer=layer, jit_compile=FLAGS.jit_compile)
+    rng = np.random.default_rng(0)
+    captions = rng.integers(4, vocab, size=(batch_size, words)).astype(np.int32)
+    batch = dict(features=rng.normal(size=(batch_size, frames, dim)).astype(np.float32),
+                 num_frames=np.full([batch_size], frames, np.int32),
+                 caption_in=np.concatenate([np.full([batch_size, 1], 2, np.int32),
+                                            captions[:, :-1]], axis=1),
+                 caption_out=captions, caption_len=np.full([batch_size], words, np.int32))
+    model(batch)
+    optimizer = tf.keras.optimizers.Adadelta(1.0)  # arctic-capgen-vid's optimizer
+    optimizer.build(model.trainable_variables)
+    return run_captioning.make_train_step(model, optimizer, fv), batch
+
+
+def _gpu():
+    return bool(tf.config.list_physical_devices("GPU"))
+
+
+def main(argv):
+    del argv
+    run_nmt.acvi_flags.configure_runtime(FLAGS)
+    tf.get_logger().setLevel("ERROR")
+    for task in FLAGS.tasks:
+        _time_task(task)
+
+
+def _time_task(task):
+    """Times every chosen variant of ``task``'s training step; appends the table."""
+    make_step = _translation_step if task == "translation" else _captioning_step
+    steps, memory = {}, {}
+    chosen = {name: VARIANTS[name] for name in VARIANTS
+              if name == "sa" or not FLAGS.variants or name in FLAGS.variants}
+    for name, options in chosen.items():
+        tf.keras.utils.set_random_seed(1)
+        options = dict(options)
+        layer = context_lib.make_context_layer(options.pop("mode"), seed=1, **options)
+        step, batch = make_step(layer)  # the same batch for every variant
+        if _gpu():
+            tf.config.experimental.reset_memory_stats("GPU:0")
+        step(batch, tf.constant(False), tf.constant(0, tf.int64))  # trace, compile
+        if _gpu():
+            memory[name] = tf.config.experimental.get_memory_info("GPU:0")["peak"] / 2 ** 20
+        steps[name] = step
+    # The traced graphs are millions of long-lived Python objects: keep the collector's
+    # full passes over them out of the timed steps.
+    gc.collect()
+    gc.freeze()
+    times = {name: [] for name in steps}
+    use_gumbel = {name: tf.constant(options.get("sampling") == "gumbel")
+                  for name, options in VARIANTS.items()}
+    for _ in range(FLAGS.repeats):  # interleaved
+        for name, step in steps.items():
+            start = time.perf_counter()
+            results = step(batch, use_gumbel[name], tf.constant(1, tf.int64))
+            float(next(iter(results.values())))
+            times[name].append(time.perf_counter() - start)
+    sa = float(np.median(times["sa"]))
+    rows = []
+    for name, values in times.items():
+        median = float(np.median(values))
+        if task == "translation":
+            batch_size, src_len, tgt_len = NMT_SIZE[2:]
+            rate = ["%.1f" % (batch_size * tgt_len / median / 1e3),
+                    "%.1f" % (batch_size * (src_len + tgt_len) / median / 1e3)]
+        else:
+            rate = ["%.1f" % (VC_SIZE[1] / median)]
+        rows.append([name, "%.1f" % (1e3 * median)] + rate + ["%.3f" % (median / sa)]
+                    + (["%.0f" % memory[name]] if memory else []))
+    rate_header = (["K target tokens / s", "K words / s (src + tgt)"]
+                   if task == "translation" else ["clips / s"])
+    header = (["context", "median ms / step"] + rate_header + ["ratio to sa"]
+              + (["peak GPU MiB"] if memory else []))
+    settings = "".join(text for text, on in ((", mixed_float16", FLAGS.mixed_precision),
+                                             (", XLA", FLAGS.jit_compile)) if on)
+    if task == "translation":
+        size = ("acvi_paper preset (256 units, bi encoder, 2 decoder layers); batch %d, "
+                "%d/%d tokens, vocab %d/%d" % (NMT_SIZE[2], NMT_SIZE[3], NMT_SIZE[4],
+                                               NMT_SIZE[0], NMT_SIZE[1]))
+    else:
+        size = ("%d-unit LSTMs, emb %d, attention %d; batch %d, %d frames x %d, "
+                "%d-token captions, vocab %d" % (VC_SIZE[5], VC_SIZE[6], VC_SIZE[7],
+                                                 VC_SIZE[1], VC_SIZE[2], VC_SIZE[3],
+                                                 VC_SIZE[4], VC_SIZE[0]))
+    notes = ["%s%s; %d interleaved steps per variant; process peak RSS %d MB." % (
+        size, settings, FLAGS.repeats,
+        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)]
+    title = "%s training step (bench/host_step.py)" % (
+        "NMT" if task == "translation" else "Captioner")
+    report.emit(title, header, rows, notes)
+
+
+if __name__ == "__main__":
+    app.run(main)
