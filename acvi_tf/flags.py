@@ -134,7 +134,9 @@ def define_flags(flag_values=flags.FLAGS):
         "Compute in float16 with float32 variables (mixed_float16); softmax, KL and "
         "losses stay float32.", flag_values=fv)
     flags.DEFINE_boolean(
-        "jit_compile", False, "Compile the training and decoding steps with XLA.",
+        "jit_compile", False,
+        "Compile the training step's forward and backward passes with XLA (the summarizer "
+        "also compiles its eval step and beam search); batches then get fixed shapes.",
         flag_values=fv)
 
     flags.register_validator(

@@ -9,6 +9,13 @@ import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 
+def pytest_collection_modifyitems(items):
+    """Tests marked ``slow`` run first (stable order otherwise): with two xdist workers the
+    minute-long ones then start early, instead of one keeping a worker busy at the end
+    while the other has nothing left. ``pytest -m "not slow"`` skips them."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture(autouse=True)
 def _float32_policy():
     """Every test starts and ends with the float32 policy (some switch to mixed)."""

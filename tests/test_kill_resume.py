@@ -15,7 +15,10 @@ import threading
 import time
 
 import numpy as np
+import pytest
 import tensorflow as tf
+
+pytestmark = pytest.mark.slow  # scheduled first (conftest.py)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "data_prep", "samples", "debian_descriptions")

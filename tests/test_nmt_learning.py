@@ -21,6 +21,8 @@ from nmt import data
 from nmt import model as model_lib
 from nmt import translate
 
+pytestmark = pytest.mark.slow  # scheduled first (conftest.py)
+
 SAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                       "data_prep", "samples", "pig_latin")
 KL_WEIGHT = 0.01

@@ -18,6 +18,8 @@ from pointer_generator import losses as losses_lib
 from pointer_generator import model as model_lib
 from pointer_generator import vocab as vocab_lib
 
+pytestmark = pytest.mark.slow  # scheduled first (conftest.py)
+
 SAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                       "data_prep", "samples", "debian_descriptions")
 FIELDS = ("enc_batch", "enc_padding_mask", "enc_batch_extend_vocab", "dec_batch",

@@ -12,6 +12,8 @@ import tensorflow as tf
 from nmt import hparams
 from nmt import schedule
 
+pytestmark = pytest.mark.slow  # scheduled first (conftest.py)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLE = os.path.join(ROOT, "data_prep", "samples", "debian_en_de")
 

@@ -16,6 +16,8 @@ import pytest
 
 from video_caption import run_captioning
 
+pytestmark = pytest.mark.slow  # scheduled first (conftest.py)
+
 SAMPLE = os.path.join(os.path.dirname(__file__), "..", "data_prep", "samples",
                       "moving_shapes")
 STEPS = 400
