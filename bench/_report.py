@@ -34,13 +34,15 @@ def machine():
 
 
 def git_revision():
-    """Short hash of HEAD, with '+dirty' when the tree has uncommitted changes."""
+    """Short hash of HEAD, with '+dirty' when tracked files other than BENCHMARKS.md (which
+    the benchmarks themselves append to) have uncommitted changes."""
     def run(*args):
         return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True,
                               check=False).stdout.strip()
     revision = run("rev-parse", "--short", "HEAD") or "unknown"
-    return revision + ("+dirty" if run("status", "--porcelain", "--untracked-files=no")
-                       else "")
+    changed = run("status", "--porcelain", "--untracked-files=no", "--", ".",
+                  ":(exclude)BENCHMARKS.md")
+    return revision + ("+dirty" if changed else "")
 
 
 def markdown_table(header, rows):
