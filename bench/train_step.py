@@ -5,19 +5,24 @@ Builds the summarizer at ``--size=paper`` (vocab 50k, emb 128, hidden 256, batch
 100/25), and times the real training step of ``run_summarization`` (model, losses,
 gradient clipping, the optimizer's update) on one synthetic batch for ``sa``, ``acvi``
 (collapsed noise), ``acvi`` per-component noise, ``acvi`` + Gumbel-softmax and ``acvi`` with
-the journal's one-layer variance network, each with and without coverage. Variants are timed interleaved (A B C ... A B C ...) after one
-untimed call each (the trace), and the median ms/step and its ratio to ``sa`` with the
-same coverage setting are reported.
+the journal's one-layer variance network, each with and without coverage
+(``--coverage``). Variants are timed interleaved (A B C ... A B C ...) after one untimed
+call each (the trace), and the median ms/step and its ratio to ``sa`` with the same
+coverage setting are reported. ``--variants`` picks some, including three ablations that
+locate ACVI's extra time: ``ablation: no KL`` (the KL term replaced by 0), ``ablation:
+unit variance`` (sigma^2 = 1: no variance network, no gradient into sigma^2) and
+``ablation: noise off`` (the mean context in training; KL and variance network kept).
 
 Roofline: the machine's float32 matmul throughput is measured with a large
 ``tf.matmul``; the analytic FLOPs of one step (forward x 3 for forward and backward)
 divided by the step time gives the achieved fraction of it. Memory: the process's peak
 resident set (CPU) or each variant's peak GPU memory. Rows go to BENCHMARKS.md.
 
-Usage: python bench/train_step.py [--size=paper|small] [--repeats=5] [--mixed_precision]
-  [--jit_compile]
+Usage: python bench/train_step.py [--size=paper|small] [--repeats=5] [--variants=...]
+  [--coverage=both|no|yes] [--mixed_precision] [--jit_compile]
 """
 import gc
+import math
 import os
 import resource
 import sys
@@ -37,7 +42,9 @@ from pointer_generator import run_summarization  # noqa: E402  pylint: disable=w
 
 flags.DEFINE_enum("size", "paper", ["paper", "small"], "Model and batch size.")
 flags.DEFINE_integer("repeats", 5, "Timed steps per variant.", lower_bound=1)
-flags.DEFINE_list("variants", [], "Variants to time (default: all); sa is always timed.")
+flags.DEFINE_list("variants", [], "Variants to time (default: all but the ablations); sa "
+                  "is always timed.")
+flags.DEFINE_enum("coverage", "both", ["both", "no", "yes"], "Coverage settings to time.")
 FLAGS = flags.FLAGS
 
 # vocab, emb, hidden, batch, article tokens, summary tokens
@@ -49,8 +56,37 @@ VARIANTS = {
     "acvi gumbel": dict(mode="acvi", sampling="gumbel"),
     "acvi relu": dict(mode="acvi", variance_net="relu"),  # the journal's variance network
 }
-flags.register_validator("variants", lambda names: set(names) <= set(VARIANTS),
-                         message="--variants: unknown name (see VARIANTS in this script)")
+
+
+class _NoKL(context_lib.ACVIContext):
+    """Ablation: ACVI with its KL term replaced by 0."""
+
+    def kl_steps(self, context, probs, prepared):
+        return tf.zeros(tf.shape(probs)[:2])
+
+
+class _UnitVariance(context_lib.ACVIContext):
+    """Ablation: sigma^2 = 1, so no variance network and no gradient into sigma^2."""
+
+    def prepare(self, memory, memory_mask=None):
+        base = context_lib.ContextLayer.prepare(self, memory, memory_mask)
+        h, ones = base.memory, tf.ones_like(base.memory)
+        log_norm = -0.5 * tf.reduce_sum(math.log(2 * math.pi) + tf.square(h), axis=-1)
+        return base._replace(variance=ones, precision=ones, scaled_mean=h, log_norm=log_norm)
+
+
+class _NoiseOff(context_lib.ACVIContext):
+    """Ablation: the mean context in training too; the KL and variance network stay."""
+
+    def draw_steps(self, probs, prepared, training, use_gumbel, seed):
+        return context_lib.expected_context(probs, prepared.memory)
+
+
+ABLATIONS = {"ablation: no KL": _NoKL, "ablation: unit variance": _UnitVariance,
+             "ablation: noise off": _NoiseOff}
+flags.register_validator(
+    "variants", lambda names: set(names) <= set(VARIANTS) | set(ABLATIONS),
+    message="--variants: unknown name (see VARIANTS and ABLATIONS in this script)")
 
 
 def step_flops(vocab, emb, hidden, batch, n, t):
@@ -106,18 +142,22 @@ def main(argv):
              if k in run_summarization.MODEL_SIGNATURE}
     tf.get_logger().setLevel("ERROR")  # one trace per variant is the point, not a warning
     steps, memory, gumbel = {}, {}, {}
-    chosen = {name: VARIANTS[name] for name in VARIANTS
-              if name == "sa" or not FLAGS.variants or name in FLAGS.variants}
-    for name, options in chosen.items():
+    chosen = [name for name in list(VARIANTS) + list(ABLATIONS)
+              if name == "sa" or name in (FLAGS.variants or VARIANTS)]
+    for name in chosen:
         tf.keras.utils.set_random_seed(1)
-        layer = context_lib.make_context_layer(options.pop("mode"), seed=1, **options)
+        if name in ABLATIONS:
+            layer = ABLATIONS[name](seed=1, name="context")
+        else:
+            options = dict(VARIANTS[name])
+            layer = context_lib.make_context_layer(options.pop("mode"), seed=1, **options)
         model = model_lib.PointerGenerator(vocab, hidden, emb, context_layer=layer,
                                            jit_compile=FLAGS.jit_compile)
         optimizer = tf.keras.optimizers.Adagrad(0.15, initial_accumulator_value=0.1)
         model(batch, coverage_on=True)
         optimizer.build(model.trainable_variables)
         gumbel[name] = layer.gumbel_active(0, 1)  # True for sampling="gumbel" only
-        for coverage in (False, True):
+        for coverage in {"both": (False, True), "no": (False,), "yes": (True,)}[FLAGS.coverage]:
             step = run_summarization.make_train_step(model, optimizer, coverage)
             if _gpu():
                 tf.config.experimental.reset_memory_stats("GPU:0")
