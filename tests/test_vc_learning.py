@@ -8,12 +8,15 @@ training caption) clearly on CIDEr-D: more than twice its score (they reach 1.35
 against 0.56 after 400 steps). The ACVI run is split in two to check that training
 resumes from its checkpoint where it stopped.
 """
+import collections
 import json
+import math
 import os
 
 from absl import flags
 import pytest
 
+from video_caption import data
 from video_caption import run_captioning
 
 pytestmark = pytest.mark.slow  # scheduled first (conftest.py)
@@ -28,6 +31,22 @@ def _run(*args):
     run_captioning.define_flags(fv)
     fv(["run_captioning"] + list(args))
     return run_captioning.run(fv)
+
+
+def _unigram_perplexity():
+    """Validation perplexity of the training captions' add-one unigram model (with </s>)."""
+    vocab = data.Vocab(os.path.join(SAMPLE, "vocab.txt"))
+
+    def tokens(split):
+        return [token for line in open(os.path.join(SAMPLE, split + ".jsonl"))
+                for caption in json.loads(line)["captions"]
+                for token in vocab.encode(caption) + [data.EOS_ID]]
+
+    counts = collections.Counter(tokens("train"))
+    total = sum(counts.values())
+    val = tokens("val")
+    nll = -sum(math.log((counts[t] + 1) / (total + vocab.size())) for t in val)
+    return math.exp(nll / len(val))
 
 
 @pytest.mark.parametrize("context", ["acvi", "variational"])
@@ -53,9 +72,12 @@ def test_captions_beat_the_constant_caption(context, tmp_path):
     assert validations == [STEPS // 2, STEPS]  # resumed at STEPS / 2, not from 0
     best = json.load(open(os.path.join(out, "best", "metrics.json")))
     assert best["step"] in validations and "CIDEr" in best
-    if context == "variational":  # the exact marginal perplexity
+    if context == "variational":  # the exact marginal perplexity, against a unigram model
         evaluation = _run("--mode=eval", "--eval_splits=val", *common)
-        assert evaluation["val"]["perplexity"] < 3.0, evaluation
+        # 34.3; the model's is 2.8-3.2 over seeds 7-9 and graph layouts (which move the
+        # dropout masks' op seeds)
+        unigram = _unigram_perplexity()
+        assert evaluation["val"]["perplexity"] < unigram / 8, (evaluation, unigram)
     report = _run("--mode=decode", "--decode_split=test", *common)
     model, constant = report["model"]["CIDEr"], report["constant_caption"]["CIDEr"]
     assert model > 2.0 * constant, report  # 1.35-1.45 against 0.56
