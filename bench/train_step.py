@@ -6,7 +6,7 @@ Builds the summarizer at ``--size=paper`` (vocab 50k, emb 128, hidden 256, batch
 gradient clipping, the optimizer's update) on one synthetic batch for ``sa``, ``acvi``
 (collapsed noise), ``acvi`` per-component noise, ``acvi`` + Gumbel-softmax and ``acvi`` with
 the journal's one-layer variance network, each with and without coverage
-(``--coverage``). Variants are timed interleaved (A B C ... A B C ...) after one untimed
+(``--coverage_settings``). Variants are timed interleaved (A B C ... A B C ...) after one untimed
 call each (the trace), and the median ms/step and its ratio to ``sa`` with the same
 coverage setting are reported. ``--variants`` picks some, including three ablations that
 locate ACVI's extra time: ``ablation: no KL`` (the KL term replaced by 0), ``ablation:
@@ -19,7 +19,7 @@ divided by the step time gives the achieved fraction of it. Memory: the process'
 resident set (CPU) or each variant's peak GPU memory. Rows go to BENCHMARKS.md.
 
 Usage: python bench/train_step.py [--size=paper|small] [--repeats=5] [--variants=...]
-  [--coverage=both|no|yes] [--mixed_precision] [--jit_compile]
+  [--coverage_settings=both|no|yes] [--mixed_precision] [--jit_compile]
 """
 import gc
 import math
@@ -44,7 +44,8 @@ flags.DEFINE_enum("size", "paper", ["paper", "small"], "Model and batch size.")
 flags.DEFINE_integer("repeats", 5, "Timed steps per variant.", lower_bound=1)
 flags.DEFINE_list("variants", [], "Variants to time (default: all but the ablations); sa "
                   "is always timed.")
-flags.DEFINE_enum("coverage", "both", ["both", "no", "yes"], "Coverage settings to time.")
+flags.DEFINE_enum("coverage_settings", "both", ["both", "no", "yes"],
+                  "Time without coverage, with it, or both.")
 FLAGS = flags.FLAGS
 
 # vocab, emb, hidden, batch, article tokens, summary tokens
@@ -157,7 +158,7 @@ def main(argv):
         model(batch, coverage_on=True)
         optimizer.build(model.trainable_variables)
         gumbel[name] = layer.gumbel_active(0, 1)  # True for sampling="gumbel" only
-        for coverage in {"both": (False, True), "no": (False,), "yes": (True,)}[FLAGS.coverage]:
+        for coverage in {"both": (False, True), "no": (False,), "yes": (True,)}[FLAGS.coverage_settings]:
             step = run_summarization.make_train_step(model, optimizer, coverage)
             if _gpu():
                 tf.config.experimental.reset_memory_stats("GPU:0")
