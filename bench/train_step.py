@@ -6,12 +6,12 @@ Builds the summarizer at ``--size=paper`` (vocab 50k, emb 128, hidden 256, batch
 gradient clipping, the optimizer's update) on one synthetic batch for ``sa``, ``acvi``
 (collapsed noise), ``acvi`` per-component noise, ``acvi`` + Gumbel-softmax and ``acvi`` with
 the journal's one-layer variance network, each with and without coverage
-(``--coverage_settings``). Variants are timed interleaved (A B C ... A B C ...) after one untimed
-call each (the trace), and the median ms/step and its ratio to ``sa`` with the same
-coverage setting are reported. ``--variants`` picks some, including three ablations that
-locate ACVI's extra time: ``ablation: no KL`` (the KL term replaced by 0), ``ablation:
-unit variance`` (sigma^2 = 1: no variance network, no gradient into sigma^2) and
-``ablation: noise off`` (the mean context in training; KL and variance network kept).
+(``--coverage_settings``). Variants are timed interleaved (A B C ... A B C ...) after one
+untimed call each (the trace), and the median ms/step and its ratio to ``sa`` with the
+same coverage setting are reported. ``--variants`` picks some, including three ablations
+that locate ACVI's extra time: ``ablation: no KL`` (the KL term replaced by 0),
+``ablation: unit variance`` (sigma^2 = 1: no variance network, no gradient into sigma^2)
+and ``ablation: noise off`` (the mean context in training; KL and variance network kept).
 
 Roofline: the machine's float32 matmul throughput is measured with a large
 ``tf.matmul``; the analytic FLOPs of one step (forward x 3 for forward and backward)
@@ -158,7 +158,8 @@ def main(argv):
         model(batch, coverage_on=True)
         optimizer.build(model.trainable_variables)
         gumbel[name] = layer.gumbel_active(0, 1)  # True for sampling="gumbel" only
-        for coverage in {"both": (False, True), "no": (False,), "yes": (True,)}[FLAGS.coverage_settings]:
+        settings = {"both": (False, True), "no": (False,), "yes": (True,)}
+        for coverage in settings[FLAGS.coverage_settings]:
             step = run_summarization.make_train_step(model, optimizer, coverage)
             if _gpu():
                 tf.config.experimental.reset_memory_stats("GPU:0")
