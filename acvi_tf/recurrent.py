@@ -2,11 +2,11 @@
 
 Keras's ``LSTM`` layer picks its kernel (cuDNN or the plain loop) at run time; XLA cannot
 compile cuDNN's op, and on CPU it treats the layer's inputs and weights as compile-time
-constants, so a ``jit_compile`` training step recompiles after every update of the
-weights (and for every new batch). The same ``LSTMCell`` in a
-generic ``RNN`` layer compiles once per shape. Both compute the same function with the
-same variables (the layer's ``cell`` holds ``kernel``, ``recurrent_kernel`` and ``bias``
-either way, so checkpoints are interchangeable).
+constants, so a ``jit_compile`` training step recompiles after every update of the weights
+(and for every new batch). The same ``LSTMCell`` in a generic ``RNN`` layer compiles once
+per shape. Both compute the same function with the same variables (the layer's ``cell``
+holds ``kernel``, ``recurrent_kernel`` and ``bias`` either way, so checkpoints are
+interchangeable).
 """
 import tensorflow as tf
 
@@ -18,7 +18,7 @@ _CELL_ARGS = ("activation", "recurrent_activation", "use_bias", "kernel_initiali
 
 
 def sequence_lstm(units, xla=False, return_state=True, **kwargs):
-    """An LSTM over a sequence returning ``(outputs, h, c)``, masked steps zeroed.
+    """An LSTM over a sequence: its outputs (masked steps zeroed), then ``h`` and ``c``.
 
     Args:
       units: state size.
