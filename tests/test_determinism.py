@@ -1,6 +1,7 @@
-"""``--seed`` and ``--deterministic``: two runs of 50 training steps of each model, as a user
+"""``--seed`` and ``--deterministic``: two runs of 20 training steps of each model, as a user
 runs them (separate processes, on the shipped demo corpora), give bit-identical per-step
-losses and bit-identical final weights."""
+losses and bit-identical final weights (a nondeterministic kernel shows from the first step
+on; the run's start, the trace and the final validation are most of the time)."""
 import os
 import subprocess
 import sys
@@ -13,7 +14,7 @@ pytestmark = pytest.mark.slow  # scheduled first (conftest.py)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLES = os.path.join(ROOT, "data_prep", "samples")
-STEPS = 50
+STEPS = 20
 
 
 def _summarization(out):
@@ -30,8 +31,8 @@ def _summarization(out):
 
 def _translation(out):
     data = os.path.join(SAMPLES, "pig_latin")
-    root = os.path.dirname(out)  # slices: 50 steps need no more, the final eval is cheap
-    for split, count in (("train", 1000), ("dev", 20)):
+    root = os.path.dirname(out)  # slices: 20 steps need no more, the final eval is cheap
+    for split, count in (("train", 640), ("dev", 8)):
         for lang in ("src", "tgt"):
             with open(os.path.join(data, "%s.%s" % (split, lang)), encoding="utf-8") as f:
                 lines = f.readlines()[:count]
