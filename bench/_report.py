@@ -1,4 +1,5 @@
-"""Shared output of the benchmark scripts: print a table, append it to BENCHMARKS.md.
+"""Shared parts of the benchmark scripts: the run's settings, and the table they print and
+append to BENCHMARKS.md.
 
 Each appended block records the date, the machine (CPU model, cores, GPU if any) and the
 git revision, so numbers from different runs are never mixed up.
@@ -31,6 +32,18 @@ def machine():
                  for g in gpus]
         description += ", GPU: " + ", ".join(names)
     return description
+
+
+def has_gpu():
+    """Whether TensorFlow sees a GPU."""
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    return bool(tf.config.list_physical_devices("GPU"))
+
+
+def settings(flag_values):
+    """The precision and compilation flags of a run: "" or ", mixed_float16, XLA" etc."""
+    return "".join(text for text, on in ((", mixed_float16", flag_values.mixed_precision),
+                                         (", XLA", flag_values.jit_compile)) if on)
 
 
 def git_revision():

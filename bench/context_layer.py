@@ -123,9 +123,7 @@ def main(argv):
               "median ms / pass (%d steps, fwd+bwd)" % FLAGS.dec_steps, "ratio to sa"]
     report.emit("Context layer cost (bench/context_layer.py)", header, rows,
                 notes=["%d interleaved repeats per variant; process peak RSS %.0f MB%s."
-                       % (FLAGS.repeats, peak_mb, "".join(
-                           text for text, on in ((", mixed_float16", FLAGS.mixed_precision),
-                                                 (", XLA", FLAGS.jit_compile)) if on))])
+                       % (FLAGS.repeats, peak_mb, report.settings(FLAGS))])
 
 
 if __name__ == "__main__":

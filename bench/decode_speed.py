@@ -112,10 +112,8 @@ def main(argv):
               "summaries/s one at a time", "summaries/s batched (%d per call)"
               % FLAGS.decode_batch_size, "speed-up", "CNN/DM test set, min",
               "identical ids"]
-    settings = ", ".join(name for name, on in (("mixed_float16", FLAGS.mixed_precision),
-                                               ("XLA", FLAGS.jit_compile)) if on)
     report.emit("Beam-search decoding (bench/decode_speed.py)", header, rows,
-                ["Settings: %s." % (settings or "float32, no XLA")])
+                ["Settings: %s." % (report.settings(FLAGS)[2:] or "float32, no XLA")])
 
 
 if __name__ == "__main__":

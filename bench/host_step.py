@@ -11,15 +11,14 @@ embedding 256, attention 100, dropout 0.5, batch 64, 20-token captions, a 16,000
 vocabulary), in clips per second.
 
 Variants (``sa``, ``acvi`` collapsed, per-component, Gumbel-softmax and the journal's
-variance network) are timed interleaved after one untimed call each; the table gives the
-median ms/step, the throughput and the ratio to ``sa`` from the same run, and the peak
-memory (the process's resident set on CPU, each variant's peak on a GPU).
+variance network) are timed interleaved after the trace and one untimed round; the table
+gives the median ms/step, the throughput and the ratio to ``sa`` from the same run, and
+the peak memory (the process's resident set on CPU, each variant's peak on a GPU).
 ``--jit_compile`` and ``--mixed_precision`` apply as in training. Rows go to BENCHMARKS.md.
 
 Usage: python bench/host_step.py [--tasks=translation,captioning] [--repeats=5]
   [--variants=...] [--jit_compile] [--mixed_precision]
 """
-import gc
 import os
 import resource
 import sys
@@ -107,9 +106,6 @@ def _captioning_step(layer):
     return run_captioning.make_train_step(model, optimizer, fv), batch
 
 
-def _gpu():
-    return bool(tf.config.list_physical_devices("GPU"))
-
 
 def main(argv):
     del argv
@@ -130,25 +126,24 @@ def _time_task(task):
         options = dict(options)
         layer = context_lib.make_context_layer(options.pop("mode"), seed=1, **options)
         step, batch = make_step(layer)  # the same batch for every variant
-        if _gpu():
+        if report.has_gpu():
             tf.config.experimental.reset_memory_stats("GPU:0")
         step(batch, tf.constant(False), tf.constant(0, tf.int64))  # trace, compile
-        if _gpu():
+        if report.has_gpu():
             memory[name] = tf.config.experimental.get_memory_info("GPU:0")["peak"] / 2 ** 20
         steps[name] = step
-    # The traced graphs are millions of long-lived Python objects: keep the collector's
-    # full passes over them out of the timed steps.
-    gc.collect()
-    gc.freeze()
     times = {name: [] for name in steps}
     use_gumbel = {name: tf.constant(options.get("sampling") == "gumbel")
                   for name, options in VARIANTS.items()}
-    for _ in range(FLAGS.repeats):  # interleaved
+    # Interleaved; the first round is not timed: a step's first call after the others
+    # were traced ran up to 10x slower.
+    for repeat in range(FLAGS.repeats + 1):
         for name, step in steps.items():
             start = time.perf_counter()
             results = step(batch, use_gumbel[name], tf.constant(1, tf.int64))
             float(next(iter(results.values())))
-            times[name].append(time.perf_counter() - start)
+            if repeat:
+                times[name].append(time.perf_counter() - start)
     sa = float(np.median(times["sa"]))
     rows = []
     for name, values in times.items():
@@ -165,8 +160,6 @@ def _time_task(task):
                    if task == "translation" else ["clips / s"])
     header = (["context", "median ms / step"] + rate_header + ["ratio to sa"]
               + (["peak GPU MiB"] if memory else []))
-    settings = "".join(text for text, on in ((", mixed_float16", FLAGS.mixed_precision),
-                                             (", XLA", FLAGS.jit_compile)) if on)
     if task == "translation":
         size = ("acvi_paper preset (256 units, bi encoder, 2 decoder layers); batch %d, "
                 "%d/%d tokens, vocab %d/%d" % (NMT_SIZE[2], NMT_SIZE[3], NMT_SIZE[4],
@@ -177,7 +170,7 @@ def _time_task(task):
                                                  VC_SIZE[1], VC_SIZE[2], VC_SIZE[3],
                                                  VC_SIZE[4], VC_SIZE[0]))
     notes = ["%s%s; %d interleaved steps per variant; process peak RSS %d MB." % (
-        size, settings, FLAGS.repeats,
+        size, report.settings(FLAGS), FLAGS.repeats,
         resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)]
     title = "%s training step (bench/host_step.py)" % (
         "NMT" if task == "translation" else "Captioner")

@@ -6,8 +6,8 @@ Builds the summarizer at ``--size=paper`` (vocab 50k, emb 128, hidden 256, batch
 gradient clipping, the optimizer's update) on one synthetic batch for ``sa``, ``acvi``
 (collapsed noise), ``acvi`` per-component noise, ``acvi`` + Gumbel-softmax and ``acvi`` with
 the journal's one-layer variance network, each with and without coverage
-(``--coverage_settings``). Variants are timed interleaved (A B C ... A B C ...) after one
-untimed call each (the trace), and the median ms/step and its ratio to ``sa`` with the
+(``--coverage_settings``). Variants are timed interleaved (A B C ... A B C ...) after the
+trace and one untimed round, and the median ms/step and its ratio to ``sa`` with the
 same coverage setting are reported. ``--variants`` picks some, including three ablations
 that locate ACVI's extra time: ``ablation: no KL`` (the KL term replaced by 0),
 ``ablation: unit variance`` (sigma^2 = 1: no variance network, no gradient into sigma^2)
@@ -21,7 +21,6 @@ resident set (CPU) or each variant's peak GPU memory. Rows go to BENCHMARKS.md.
 Usage: python bench/train_step.py [--size=paper|small] [--repeats=5] [--variants=...]
   [--coverage_settings=both|no|yes] [--mixed_precision] [--jit_compile]
 """
-import gc
 import math
 import os
 import resource
@@ -48,6 +47,7 @@ flags.DEFINE_enum("coverage_settings", "both", ["both", "no", "yes"],
                   "Time without coverage, with it, or both.")
 FLAGS = flags.FLAGS
 
+COVERAGE_SETTINGS = {"both": (False, True), "no": (False,), "yes": (True,)}
 # vocab, emb, hidden, batch, article tokens, summary tokens
 SIZES = {"paper": (50000, 128, 256, 16, 400, 100), "small": (5000, 64, 128, 8, 100, 25)}
 VARIANTS = {
@@ -131,9 +131,6 @@ def _batch(vocab, batch, n, t):
                 target_batch=target, dec_padding_mask=np.ones((batch, t), np.float32))
 
 
-def _gpu():
-    return bool(tf.config.list_physical_devices("GPU"))
-
 
 def main(argv):
     del argv
@@ -158,27 +155,25 @@ def main(argv):
         model(batch, coverage_on=True)
         optimizer.build(model.trainable_variables)
         gumbel[name] = layer.gumbel_active(0, 1)  # True for sampling="gumbel" only
-        settings = {"both": (False, True), "no": (False,), "yes": (True,)}
-        for coverage in settings[FLAGS.coverage_settings]:
+        for coverage in COVERAGE_SETTINGS[FLAGS.coverage_settings]:
             step = run_summarization.make_train_step(model, optimizer, coverage)
-            if _gpu():
+            if report.has_gpu():
                 tf.config.experimental.reset_memory_stats("GPU:0")
             float(step(batch, gumbel[name], tf.constant(0, tf.int64))["total_loss"])
-            if _gpu():
+            if report.has_gpu():
                 memory[name, coverage] = tf.config.experimental.get_memory_info(
                     "GPU:0")["peak"] / 2 ** 20
             steps[name, coverage] = step
-    # The traced graphs are millions of long-lived Python objects: keep the collector's
-    # full passes over them out of the timed steps.
-    gc.collect()
-    gc.freeze()
     times = {key: [] for key in steps}
-    for _ in range(FLAGS.repeats):  # interleaved
+    # Interleaved; the first round is not timed: a step's first call after the others
+    # were traced ran up to 10x slower.
+    for repeat in range(FLAGS.repeats + 1):
         for key, step in steps.items():
             start = time.perf_counter()
             float(step(batch, gumbel[key[0]], tf.constant(1, tf.int64))["total_loss"])
-            times[key].append(time.perf_counter() - start)
-    peak = matmul_peak(4096 if _gpu() else 2048)
+            if repeat:
+                times[key].append(time.perf_counter() - start)
+    peak = matmul_peak(4096 if report.has_gpu() else 2048)
     flops = step_flops(vocab, emb, hidden, batch_size, n, t)
     rows = []
     for (name, coverage), values in times.items():
@@ -191,12 +186,10 @@ def main(argv):
     header = ["size", "context", "coverage", "median ms / step", "ratio to sa",
               "GFLOP/s", "of matmul peak"] + (["peak GPU MiB"] if memory else [])
     vocab_, emb_, hidden_, b_, n_, t_ = SIZES[FLAGS.size]
-    settings = ((", mixed_float16" if FLAGS.mixed_precision else "")
-                + (", XLA" if FLAGS.jit_compile else ""))
     notes = ["Batch %d, %d/%d tokens, vocab %d, emb %d, hidden %d%s; %d interleaved steps "
              "per variant; analytic %.1f GFLOP per step; measured float32 matmul peak %.1f "
              "GFLOP/s; process peak RSS %d MB." % (
-                 b_, n_, t_, vocab_, emb_, hidden_, settings, FLAGS.repeats,
+                 b_, n_, t_, vocab_, emb_, hidden_, report.settings(FLAGS), FLAGS.repeats,
                  flops / 1e9, peak / 1e9,
                  resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)]
     report.emit("Pointer-generator training step (bench/train_step.py)", header, rows, notes)
