@@ -84,7 +84,10 @@ def random_generator(seed):
 
 def expected_context(weights, memory):
     """``sum_i w_t,i h_i``: [B, T, N] x [B, N, D] -> [B, T, D]."""
-    return tf.einsum("btn,bnd->btd", weights, memory)
+    # A batched matmul, not tf.einsum: einsum's gradient for the memory takes a slow path
+    # when T = 1 (one decoder step), 4x the matmul's on CPU; at 100 steps per training
+    # step it was a sixth of the summarizer's step time.
+    return tf.matmul(weights, memory)
 
 
 def tile_for_samples(tensor, num_samples):
@@ -414,7 +417,7 @@ class ACVIContext(ContextLayer):
             return mean + std * self._normal(tf.stack([batch, steps, dim]), noise_seed)
         eps = self._normal(tf.stack([batch, steps, tf.shape(probs)[2], dim]), noise_seed)
         noise = tf.sqrt(prepared.variance)[:, tf.newaxis] * eps
-        return mean + tf.einsum("btn,btnd->btd", weights, noise)
+        return mean + tf.squeeze(tf.matmul(weights[..., tf.newaxis, :], noise), -2)
 
     def log_posterior(self, context, probs, prepared):
         """``log q(c_t) = logsumexp_i [log a_t,i + log N(c_t | h_i, sigma_i^2)]``, [B, T].
@@ -422,9 +425,9 @@ class ACVIContext(ContextLayer):
         The sum runs over real (unmasked) positions only.
         """
         log_components = (prepared.log_norm[:, tf.newaxis]
-                          - 0.5 * tf.einsum("btd,bnd->btn", tf.square(context),
-                                            prepared.precision)
-                          + tf.einsum("btd,bnd->btn", context, prepared.scaled_mean))
+                          - 0.5 * tf.matmul(tf.square(context), prepared.precision,
+                                            transpose_b=True)
+                          + tf.matmul(context, prepared.scaled_mean, transpose_b=True))
         log_weights = tf.math.log(tf.maximum(probs, _TINY_PROB))
         real = tf.cast(prepared.mask[:, tf.newaxis], tf.bool)
         logits = tf.where(real, log_weights + log_components, _MASKED_LOGIT)
