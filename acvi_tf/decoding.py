@@ -99,7 +99,8 @@ def _top_k_log(scores, k, probabilities):
 
 def beam_search(step_fn, initial_state, batch_size, beam_size, max_steps, start_id, stop_id,
                 min_steps=0, length_normalization="average", gnmt_alpha=0.6,
-                candidates_per_hypothesis=None, probabilities=False, record_extras=False):
+                candidates_per_hypothesis=None, probabilities=False, record_extras=False,
+                step_limit=None):
     """Decodes ``batch_size`` inputs with beam search, all in one graph.
 
     Args:
@@ -124,6 +125,10 @@ def beam_search(step_fn, initial_state, batch_size, beam_size, max_steps, start_
       probabilities: ``step_fn`` returns probabilities; the log is taken of the 2K
         candidates only, as the original does (cheaper than a log over the vocabulary).
       record_extras: keep the history of ``extras`` (costs a copy of it per step).
+      step_limit: stop after this many steps (default ``max_steps``; at most
+        ``max_steps``). The outputs keep ``max_steps`` columns and the results are those
+        of ``max_steps=step_limit``. Under XLA ``max_steps`` sizes buffers, so it must
+        follow from shapes, while ``step_limit`` may depend on the data.
 
     Returns:
       A dict: ``ids`` [B, max_steps] (generated tokens, cut before the first stop and
@@ -243,8 +248,10 @@ def beam_search(step_fn, initial_state, batch_size, beam_size, max_steps, start_
             fin_count=_where_rows(keep, v["fin_count"], fin_count),
             done=tf.logical_or(keep, done))]
 
+    limit = max_steps if step_limit is None else step_limit
+
     def cond(v):
-        return tf.logical_and(v["step"] < max_steps, tf.logical_not(tf.reduce_all(v["done"])))
+        return tf.logical_and(v["step"] < limit, tf.logical_not(tf.reduce_all(v["done"])))
 
     final = tf.while_loop(cond, body, [loop_vars])[0]
     return _choose(final, max_steps, stop_id, length_normalization, gnmt_alpha)
@@ -278,8 +285,10 @@ def _choose(v, max_steps, stop_id, length_normalization, gnmt_alpha):
 
 
 def greedy_search(step_fn, initial_state, batch_size, max_steps, start_id, stop_id,
-                  probabilities=False):
+                  probabilities=False, step_limit=None):
     """Greedy decoding with the same ``step_fn`` contract as ``beam_search``.
+
+    ``step_limit`` is ``beam_search``'s.
 
     Returns:
       ``ids`` [B, max_steps] (cut before the first stop, padded with ``stop_id``),
@@ -297,9 +306,11 @@ def greedy_search(step_fn, initial_state, batch_size, max_steps, start_id, stop_
         return t + 1, next_ids, state, ids, scores, tf.logical_or(
             finished, tf.equal(next_ids, stop_id))
 
+    limit = max_steps if step_limit is None else step_limit
+
     def cond(t, tokens, state, ids, scores, finished):
         del tokens, state, ids, scores
-        return tf.logical_and(t < max_steps, tf.logical_not(tf.reduce_all(finished)))
+        return tf.logical_and(t < limit, tf.logical_not(tf.reduce_all(finished)))
 
     _, _, _, ids, scores, _ = tf.while_loop(cond, body, [
         tf.constant(0), tf.fill([batch_size], start_id), initial_state,

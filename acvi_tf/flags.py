@@ -135,8 +135,8 @@ def define_flags(flag_values=flags.FLAGS):
         "losses stay float32.", flag_values=fv)
     flags.DEFINE_boolean(
         "jit_compile", False,
-        "Compile the training step's forward and backward passes with XLA (the summarizer "
-        "also compiles its eval step and beam search); batches then get fixed shapes.",
+        "Compile the training step's forward and backward passes and the beam search with "
+        "XLA (the summarizer also compiles its eval step); batches then get fixed shapes.",
         flag_values=fv)
 
     flags.register_validator(

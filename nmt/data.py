@@ -397,14 +397,16 @@ def eval_dataset(examples, batch_size):
     return _padded_batch(_example_dataset(examples), batch_size).prefetch(tf.data.AUTOTUNE)
 
 
-def _at_least_one_step(batch):
-    """Pads ``src`` to one column when every source of the batch is empty."""
-    missing = tf.maximum(0, 1 - tf.shape(batch["src"])[1])
+def _pad_columns(batch, multiple):
+    """Pads ``src`` with ``</s>`` to a positive multiple of ``multiple`` columns."""
+    width = tf.shape(batch["src"])[1]
+    missing = tf.maximum(1, (width + multiple - 1) // multiple) * multiple - width
     return {"src": tf.pad(batch["src"], [[0, 0], [0, missing]], constant_values=EOS_ID),
             "src_len": batch["src_len"]}
 
 
-def infer_dataset(src_lines, src_vocab, batch_size, src_max_len=None, empty_as_unk=False):
+def infer_dataset(src_lines, src_vocab, batch_size, src_max_len=None, empty_as_unk=False,
+                  length_multiple=1):
     """Source batches for decoding, one per ``batch_size`` lines, in order.
 
     tensorflow/nmt's ``get_infer_iterator``: tokens are cut to ``src_max_len`` (None or 0:
@@ -413,7 +415,9 @@ def infer_dataset(src_lines, src_vocab, batch_size, src_max_len=None, empty_as_u
     (``src_len`` 0, only padding). tensorflow/nmt's attention (TF1 contrib and TFA)
     asserts positive memory lengths and so fails on such a line; ``empty_as_unk=True``
     instead turns it into the one-token source ``<unk>``. A batch whose sources are all
-    empty still has one (padding) column.
+    empty still has one (padding) column. ``length_multiple`` pads each batch's width
+    further, to a multiple of it, so that XLA (``--jit_compile``) compiles one program per
+    multiple rather than one per sentence length.
 
     Args:
       src_lines: source sentences (strings).
@@ -421,6 +425,7 @@ def infer_dataset(src_lines, src_vocab, batch_size, src_max_len=None, empty_as_u
       batch_size: lines per batch; the last batch may be smaller.
       src_max_len: truncation length.
       empty_as_unk: give empty lines the source ``<unk>`` (length 1).
+      length_multiple: pad the width of every batch to a multiple of this.
 
     Returns:
       A ``tf.data.Dataset`` of dicts shaped as ``INFER_SIGNATURE``.
@@ -439,5 +444,6 @@ def infer_dataset(src_lines, src_vocab, batch_size, src_max_len=None, empty_as_u
                         empty[0], "the source <unk>" if empty_as_unk else "src_len 0")
     dataset = tf.data.Dataset.from_tensor_slices({"src": _ragged(sources)})
     dataset = dataset.map(lambda ex: {"src": ex["src"], "src_len": tf.size(ex["src"])})
-    dataset = _padded_batch(dataset, batch_size).map(_at_least_one_step)
+    dataset = _padded_batch(dataset, batch_size).map(
+        lambda batch: _pad_columns(batch, length_multiple))
     return dataset.prefetch(tf.data.AUTOTUNE)

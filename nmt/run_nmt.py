@@ -243,7 +243,7 @@ def train(vocabs):
                                  pad_to=((FLAGS.src_max_len, FLAGS.tgt_max_len)
                                          if FLAGS.jit_compile else None))
     translator = translate.Translator(model, tgt_vocab, FLAGS.infer_mode, FLAGS.beam_width,
-                            FLAGS.length_penalty_weight)
+                            FLAGS.length_penalty_weight, FLAGS.jit_compile)
     writer = tf.summary.create_file_writer(os.path.join(FLAGS.out_dir, "train_log"))
     external_every = FLAGS.steps_per_external_eval or 50 * FLAGS.steps_per_stats
     best_bleu = -1.0
@@ -321,7 +321,7 @@ def infer(vocabs):
     _check_vocabulary(path, src_vocab, tgt_vocab)
     tf.train.Checkpoint(model=model).restore(path).expect_partial()
     translator = translate.Translator(model, tgt_vocab, FLAGS.infer_mode, FLAGS.beam_width,
-                            FLAGS.length_penalty_weight)
+                            FLAGS.length_penalty_weight, FLAGS.jit_compile)
     hypotheses = translator.translate(data.read_lines(FLAGS.inference_input_file), src_vocab,
                                       FLAGS.infer_batch_size)
     output = FLAGS.inference_output_file or os.path.join(FLAGS.out_dir, "output_infer")

@@ -5,12 +5,30 @@ from acvi_tf import decoding
 from nmt import data
 
 
-class Translator:
-    """Batched greedy or beam-search translation with an ``NMTModel``."""
+# Under XLA, source batches are padded to a multiple of this many tokens: one compiled
+# program per multiple (and per batch size) rather than one per longest sentence.
+XLA_LENGTH_MULTIPLE = 16
 
-    def __init__(self, model, tgt_vocab, infer_mode, beam_width, length_penalty_weight):
+
+class Translator:
+    """Batched greedy or beam-search translation with an ``NMTModel``.
+
+    Args:
+      model: a built ``NMTModel``.
+      tgt_vocab: the target ``data.Vocab``.
+      infer_mode: ``"beam_search"`` or ``"greedy"``.
+      beam_width: hypotheses kept per sentence.
+      length_penalty_weight: alpha of the GNMT length penalty.
+      jit_compile: compile the search with XLA (build the model with ``jit_compile`` too).
+        Batches are padded to a multiple of ``XLA_LENGTH_MULTIPLE`` tokens; the step limit
+        stays tensorflow/nmt's twice the longest source, so translations do not change.
+    """
+
+    def __init__(self, model, tgt_vocab, infer_mode, beam_width, length_penalty_weight,
+                 jit_compile=False):
         self.model = model
         self.tgt_vocab = tgt_vocab
+        self.length_multiple = XLA_LENGTH_MULTIPLE if jit_compile else 1
         signature = [tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None], tf.int32)]
 
         def step_fn(constants):
@@ -23,18 +41,23 @@ class Translator:
                         {"attn": attn})
             return step
 
-        @tf.function(input_signature=signature, autograph=False)
+        @tf.function(input_signature=signature, autograph=False,
+                     jit_compile=jit_compile or None)
         def translate(src, src_len):
             constants, state = model.start(src, src_len)
-            max_steps = 2 * tf.reduce_max(src_len)  # tensorflow/nmt's decode limit
+            # The output width follows the padded shape (a compile-time constant under
+            # XLA); the search stops at tensorflow/nmt's limit, twice the longest source.
+            max_steps = 2 * tf.shape(src)[1]
+            step_limit = 2 * tf.reduce_max(src_len)
             batch = tf.shape(src)[0]
             if infer_mode == "beam_search":
                 step = step_fn(decoding.tile_beam(constants, beam_width))
                 return decoding.beam_search(
                     step, state, batch, beam_width, max_steps, data.SOS_ID, data.EOS_ID,
-                    length_normalization="gnmt", gnmt_alpha=length_penalty_weight)
+                    length_normalization="gnmt", gnmt_alpha=length_penalty_weight,
+                    step_limit=step_limit)
             return decoding.greedy_search(step_fn(constants), state, batch, max_steps,
-                                          data.SOS_ID, data.EOS_ID)
+                                          data.SOS_ID, data.EOS_ID, step_limit=step_limit)
 
         @tf.function(input_signature=signature, autograph=False)
         def align(src, src_len):
@@ -57,7 +80,8 @@ class Translator:
     def translate(self, src_lines, src_vocab, batch_size):
         """Translations (token strings) of ``src_lines``, in order."""
         outputs = []
-        for batch in data.infer_dataset(src_lines, src_vocab, batch_size):
+        for batch in data.infer_dataset(src_lines, src_vocab, batch_size,
+                                        length_multiple=self.length_multiple):
             out = self._translate(batch["src"], batch["src_len"])
             for ids, length in zip(out["ids"].numpy(), out["lengths"].numpy()):
                 outputs.append(" ".join(self.tgt_vocab.decode(ids[:length].tolist())))

@@ -163,3 +163,26 @@ def test_bad_normalisation_is_rejected():
     with pytest.raises(ValueError, match="length_normalization"):
         decoding.beam_search(decoder.step_tf, tf.constant(_states(1, 1)), 1, 2, 3, START, STOP,
                              length_normalization="max")
+
+
+def test_step_limit_stops_early_keeps_the_width_and_compiles_with_xla():
+    # The limit depends on the data (NMT: twice the longest source) while max_steps sizes
+    # the buffers, so XLA can compile the search; the results are max_steps=limit's.
+    decoder = FakeDecoder(seed=12)
+    states = tf.constant(_states(6, seed=12))
+    # min_steps 5: stops before step 5 are dropped, so some inputs end at the limit.
+    searches = {
+        "beam": lambda steps, **kw: decoding.beam_search(
+            decoder.step_tf, states, 6, 3, steps, START, STOP, min_steps=5, **kw),
+        "greedy": lambda steps, **kw: decoding.greedy_search(
+            decoder.step_tf, states, 6, steps, START, STOP, **kw)}
+    for name, search in searches.items():
+        short = search(6)
+        limited = tf.function(lambda limit, search=search: search(11, step_limit=limit),
+                              jit_compile=True)(tf.constant(6))
+        assert limited["ids"].shape == (6, 11), name
+        np.testing.assert_array_equal(limited["ids"][:, :6], short["ids"], err_msg=name)
+        assert np.all(limited["ids"][:, 6:].numpy() == STOP), name
+        np.testing.assert_array_equal(limited["lengths"], short["lengths"], err_msg=name)
+        np.testing.assert_allclose(limited["scores"], short["scores"], rtol=1e-5)
+        assert 6 in short["lengths"].numpy(), name  # some input ran into the limit

@@ -5,7 +5,9 @@ import tensorflow as tf
 
 from acvi_tf import context as context_lib
 from acvi_tf import losses
+from nmt import data
 from nmt import model as model_lib
+from nmt import translate
 
 U, S_VOCAB, T_VOCAB = 4, 12, 9
 
@@ -114,3 +116,26 @@ def test_acvi_context_trains_with_the_model(batch):
              if g is not None and np.any(tf.convert_to_tensor(g).numpy() != 0)]
     assert sum("variance_network" in n for n in names) == 4
     assert len(names) == len(model.trainable_variables)
+
+
+def test_xla_translation_equals_the_plain_one(tmp_path):
+    # Under XLA the batches are padded to a multiple of 16 tokens and the search runs in
+    # buffers of twice that width; masking and the data-dependent step limit must keep
+    # every translation the same.
+    def vocab(name, size):
+        (tmp_path / name).write_text(
+            "\n".join(list(data.SPECIALS) + ["%s%d" % (name, i) for i in range(size - 3)]))
+        return data.Vocab(str(tmp_path / name))
+
+    src_vocab, tgt_vocab = vocab("src", S_VOCAB), vocab("tgt", T_VOCAB)
+    tf.keras.utils.set_random_seed(2)
+    model = model_lib.NMTModel(S_VOCAB, T_VOCAB, U, dropout=0.0, jit_compile=True)
+    rng = np.random.default_rng(3)
+    lines = [" ".join(rng.choice(src_vocab.words()[3:], size=n)) for n in (3, 7, 18, 5)]
+    model(next(iter(data.infer_dataset(lines[:1], src_vocab, 1)))
+          | dict(tgt_in=np.zeros([1, 2], np.int32), tgt_len=np.array([2], np.int32)))
+    plain = translate.Translator(model, tgt_vocab, "beam_search", 3, 0.5)
+    compiled = translate.Translator(model, tgt_vocab, "beam_search", 3, 0.5, jit_compile=True)
+    expected = plain.translate(lines, src_vocab, 2)
+    assert compiled.translate(lines, src_vocab, 2) == expected
+    assert max(len(line.split()) for line in expected) > 16  # the limit is data-dependent

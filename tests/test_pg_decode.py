@@ -103,6 +103,17 @@ def test_batched_decoding_equals_one_article_at_a_time(model, vocab):
                 assert word == oovs[i][word_id - vocab.size()]
 
 
+def test_xla_beam_search_gives_the_same_summaries(model, vocab):
+    batch = _batch(vocab, "test_*", 4)
+    options = dict(beam_size=3, max_dec_steps=6, min_dec_steps=2)
+    plain = decode_lib.Summarizer(model, vocab, **options).decode(batch)
+    compiled = decode_lib.Summarizer(model, vocab, jit_compile=True, **options).decode(batch)
+    for one, other in zip(plain, compiled):
+        assert one["ids"] == other["ids"]
+        np.testing.assert_allclose(one["attn"], other["attn"], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(one["p_gens"], other["p_gens"], rtol=1e-5, atol=1e-6)
+
+
 def test_single_pass_writes_the_original_folder_and_scores_it(model, vocab, corpus, tmp_path):
     summarizer = decode_lib.Summarizer(model, vocab, beam_size=2, max_dec_steps=6,
                                        min_dec_steps=1, record_attention=False)

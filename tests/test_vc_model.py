@@ -8,6 +8,7 @@ import tensorflow as tf
 from acvi_tf import context as context_lib
 from conftest import np_masked_softmax
 from video_caption import data
+from video_caption import decode as decode_lib
 from video_caption import model as model_lib
 
 
@@ -96,6 +97,25 @@ def test_acvi_context_trains_with_kl_and_decodes_with_the_mean():
     assert np.all(out["kl"].numpy() > 0.0)  # the bound is a sum of positive KLs
     # at decode time the context is the mean sum_i a_i h_i: deterministic
     np.testing.assert_allclose(model(batch)["logits"].numpy(), model(batch)["logits"].numpy())
+
+
+def test_xla_beam_search_gives_the_same_captions(tmp_path):
+    tf.keras.utils.set_random_seed(3)
+    model = model_lib.Captioner(vocab_size=11, encoder_units=6, decoder_units=5,
+                                embedding_dim=4, attention_units=3, output_units=7,
+                                jit_compile=True)
+    batch = _batch(np.random.default_rng(4), frames=(4, 2, 3), captions=((5, 6), (8,), (9,)))
+    model(batch)
+    (tmp_path / "vocab").write_text("".join("w%d %d\n" % (i, 9 - i) for i in range(7)))
+    vocab = data.Vocab(str(tmp_path / "vocab"))
+    features, num_frames = batch["features"], batch["num_frames"]
+    plain = decode_lib.CaptionDecoder(model, vocab, beam_size=3, max_length=9)
+    compiled = decode_lib.CaptionDecoder(model, vocab, beam_size=3, max_length=9,
+                                         jit_compile=True)
+    for (words, attn), (xla_words, xla_attn) in zip(plain.caption(features, num_frames),
+                                                    compiled.caption(features, num_frames)):
+        assert words == xla_words
+        np.testing.assert_allclose(attn, xla_attn, rtol=1e-5, atol=1e-6)
 
 
 def test_attention_penalty_matches_numpy():

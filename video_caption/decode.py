@@ -19,9 +19,12 @@ class CaptionDecoder:
       beam_size: hypotheses kept per clip.
       max_length: most words per caption.
       length_normalization: ``"none"`` (arctic-capgen-vid), ``"average"`` or ``"gnmt"``.
+      jit_compile: compile the search with XLA (build the model with ``jit_compile`` too);
+        one program per batch size, as every clip has the same number of frames.
     """
 
-    def __init__(self, model, vocab, beam_size=5, max_length=50, length_normalization="none"):
+    def __init__(self, model, vocab, beam_size=5, max_length=50, length_normalization="none",
+                 jit_compile=False):
         self.model = model
         self.vocab = vocab
         signature = [tf.TensorSpec([None, None, None], tf.float32),
@@ -35,7 +38,8 @@ class CaptionDecoder:
                         {"attn": attn})
             return step
 
-        @tf.function(input_signature=signature, autograph=False)
+        @tf.function(input_signature=signature, autograph=False,
+                     jit_compile=jit_compile or None)
         def search(features, num_frames):
             constants, state = model.start(features, num_frames)
             return decoding.beam_search(

@@ -147,7 +147,8 @@ class Experiment:
         self.model(data.make_batch([np.zeros([1, self.store.dim], np.float32)], [1],
                                    [[data.UNK_ID]]))
         self.decoder = decode_lib.CaptionDecoder(self.model, self.vocab, fv.beam_size,
-                                                 fv.max_decode_len, fv.length_normalization)
+                                                 fv.max_decode_len, fv.length_normalization,
+                                                 fv.jit_compile)
 
     def split(self, name):
         """The ``data.ClipSet`` of a split (loaded once, standardized if asked)."""
