@@ -7,6 +7,7 @@ git revision, so numbers from different runs are never mixed up.
 import datetime
 import os
 import platform
+import statistics
 import subprocess
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -38,6 +39,16 @@ def has_gpu():
     """Whether TensorFlow sees a GPU."""
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
     return bool(tf.config.list_physical_devices("GPU"))
+
+
+def ratio_cell(times, baseline):
+    """"median (min-max)" of the per-round ratios ``times[r] / baseline[r]``.
+
+    Rounds are interleaved, so the two times of a round saw the same load on the machine;
+    the ratio of each pair cancels drift that a ratio of the two medians would keep.
+    """
+    ratios = [t / b for t, b in zip(times, baseline)]
+    return "%.3f (%.2f-%.2f)" % (statistics.median(ratios), min(ratios), max(ratios))
 
 
 def settings(flag_values):

@@ -12,7 +12,8 @@ vocabulary), in clips per second.
 
 Variants (``sa``, ``acvi`` collapsed, per-component, Gumbel-softmax and the journal's
 variance network) are timed interleaved after the trace and one untimed round; the table
-gives the median ms/step, the throughput and the ratio to ``sa`` from the same run, and
+gives the median ms/step, the throughput, the median (and range) of the per-round ratios
+to ``sa`` from the same run, and
 the peak memory (the process's resident set on CPU, each variant's peak on a GPU).
 ``--jit_compile`` and ``--mixed_precision`` apply as in training. Rows go to BENCHMARKS.md.
 
@@ -144,7 +145,6 @@ def _time_task(task):
             float(next(iter(results.values())))
             if repeat:
                 times[name].append(time.perf_counter() - start)
-    sa = float(np.median(times["sa"]))
     rows = []
     for name, values in times.items():
         median = float(np.median(values))
@@ -154,11 +154,12 @@ def _time_task(task):
                     "%.1f" % (batch_size * (src_len + tgt_len) / median / 1e3)]
         else:
             rate = ["%.1f" % (VC_SIZE[1] / median)]
-        rows.append([name, "%.1f" % (1e3 * median)] + rate + ["%.3f" % (median / sa)]
+        rows.append([name, "%.1f" % (1e3 * median)] + rate
+                    + [report.ratio_cell(values, times["sa"])]
                     + (["%.0f" % memory[name]] if memory else []))
     rate_header = (["K target tokens / s", "K words / s (src + tgt)"]
                    if task == "translation" else ["clips / s"])
-    header = (["context", "median ms / step"] + rate_header + ["ratio to sa"]
+    header = (["context", "median ms / step"] + rate_header + ["ratio to sa (range)"]
               + (["peak GPU MiB"] if memory else []))
     if task == "translation":
         size = ("acvi_paper preset (256 units, bi encoder, 2 decoder layers); batch %d, "
