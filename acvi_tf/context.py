@@ -416,7 +416,7 @@ class ACVIContext(ContextLayer):
                 expected_context(tf.square(weights), prepared.variance), _TINY_VAR))
             return mean + std * self._normal(tf.stack([batch, steps, dim]), noise_seed)
         eps = self._normal(tf.stack([batch, steps, tf.shape(probs)[2], dim]), noise_seed)
-        noise = tf.sqrt(prepared.variance)[:, tf.newaxis] * eps
+        noise = tf.expand_dims(tf.sqrt(prepared.variance), 1) * eps
         return mean + tf.squeeze(tf.matmul(weights[..., tf.newaxis, :], noise), -2)
 
     def log_posterior(self, context, probs, prepared):
