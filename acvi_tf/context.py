@@ -22,6 +22,7 @@ import numpy as np
 import tensorflow as tf
 
 from acvi_tf.attention import masked_softmax
+from acvi_tf.loop_gradients import DeferredContractions
 
 CONTEXT_MODES = ("sa", "acvi", "structured", "ved", "variational")
 VARIANCE_NETS = ("mlp", "relu")
@@ -59,6 +60,9 @@ class PreparedMemory(NamedTuple):
         - 1/2 c^2 . precision_i + c . scaled_mean_i``.
       component_kl: ``KL[N(h_i, sigma_i^2) || N(0, I)]``, [B, N] (ACVI, ``kl="bound"``).
       prior_mean: mean encoder state over real positions, [B, D] (VED's attention prior).
+      step_inputs: inside a teacher-forced loop, this step's slice of
+        ``DeferredContractions.inputs`` (probes [B, D] by field name, and any noise the
+        layer drew before the loop); None elsewhere.
     """
     memory: tf.Tensor
     mask: tf.Tensor
@@ -68,6 +72,7 @@ class PreparedMemory(NamedTuple):
     log_norm: Optional[tf.Tensor] = None
     component_kl: Optional[tf.Tensor] = None
     prior_mean: Optional[tf.Tensor] = None
+    step_inputs: Optional[dict] = None
 
 
 def _check_choice(name, value, choices):
@@ -88,6 +93,21 @@ def expected_context(weights, memory):
     # when T = 1 (one decoder step), 3-4x the matmul's on CPU; at 100 steps per training
     # step it was 11% of the summarizer's op time with SA, 18% with ACVI.
     return tf.matmul(weights, memory)
+
+
+def contract(weights, prepared, name):
+    """``sum_i w_t,i X_i`` for ``X = prepared.<name>``: [B, T, N] -> [B, T, D].
+
+    Inside a loop that defers this contraction's gradient (``prepared.step_inputs`` holds
+    the step's probe for ``name``), the gradient reaches X through the probe after the
+    loop (``loop_gradients.DeferredContractions``).
+    """
+    source = getattr(prepared, name)
+    probes = prepared.step_inputs
+    if not probes or name not in probes:
+        return expected_context(weights, source)
+    return (expected_context(weights, tf.stop_gradient(source))
+            + tf.expand_dims(tf.cast(probes[name], source.dtype), 1))
 
 
 def tile_for_samples(tensor, num_samples):
@@ -158,6 +178,22 @@ class ContextLayer(tf.keras.layers.Layer):
         del step, total_steps
         return tf.constant(False)
 
+    def defer_contractions(self, prepared, steps, training=False, use_gumbel=None):
+        """A ``DeferredContractions`` for a teacher-forced loop of ``steps`` steps.
+
+        By default the context is ``sum_i w_t,i h_i`` with the attention as the weights,
+        so the contraction with the encoder states is deferred; a layer that draws other
+        weights or contracts other tensors says so by overriding this.
+
+        Args:
+          prepared: ``prepare``'s result for this source batch.
+          steps: the number of decoder steps (scalar int tensor).
+          training, use_gumbel: as the loop will pass them to ``draw``.
+        """
+        del training, use_gumbel
+        return DeferredContractions(prepared, steps, ["memory"],
+                                    lambda attention: {"memory": attention})
+
     def call(self, attention_probs, prepared, training=None, use_gumbel=None, seed=None):
         """Returns ``(context, kl)`` for the attention probabilities of one or more steps.
 
@@ -209,7 +245,7 @@ class SoftAttentionContext(ContextLayer):
     def draw_steps(self, probs, prepared, training, use_gumbel, seed):
         """Context [B, T, D] for probs [B, T, N]."""
         del training, use_gumbel, seed
-        return expected_context(probs, prepared.memory)
+        return contract(probs, prepared, "memory")
 
     def kl_steps(self, context, probs, prepared):
         """Zero KL [B, T]: soft attention has no latent variable."""
@@ -376,44 +412,80 @@ class ACVIContext(ContextLayer):
             return self.generator.uniform(shape, minval=tiny, maxval=1.0)
         return tf.random.stateless_uniform(shape, seed, minval=tiny, maxval=1.0)
 
-    def gumbel_weights(self, probs, mask, seed=None):
+    def gumbel_weights(self, probs, mask, seed=None, uniform=None):
         """Relaxed one-hot sample ``z_t`` with logits ``log a_t`` over real positions.
 
         Args:
           probs: ``a_t``, [B, T, N].
           mask: [B, N] padding mask.
           seed: optional stateless seed.
+          uniform: optional U(0, 1) noise [B, T, N] to use instead of drawing it.
 
         Returns:
           [B, T, N] weights on the simplex, zero at padded positions.
         """
-        gumbel = -tf.math.log(-tf.math.log(self._uniform(tf.shape(probs), seed)))
+        if uniform is None:
+            uniform = self._uniform(tf.shape(probs), seed)
+        gumbel = -tf.math.log(-tf.math.log(uniform))
         logits = tf.math.log(tf.maximum(probs, _TINY_PROB)) + gumbel
         return masked_softmax(logits / self.gumbel_temperature, mask[:, tf.newaxis],
                               mask_mode="neg_inf")
 
-    def sample(self, probs, prepared, use_gumbel=None, seed=None):
-        """Draws ``c_t`` [B, T, D] by the reparameterisation trick (eq. 24-25)."""
+    def _mixture_weights(self, probs, mask, use_gumbel, seed=None, uniform=None):
+        """The sample's mixture weights: ``a_t``, or ``z_t`` where ``use_gumbel``."""
         if use_gumbel is None:
             use_gumbel = self.sampling == "gumbel"
+        if isinstance(use_gumbel, bool):
+            return self.gumbel_weights(probs, mask, seed, uniform) if use_gumbel else probs
+        return tf.cond(use_gumbel, lambda: self.gumbel_weights(probs, mask, seed, uniform),
+                       lambda: probs)
+
+    def defer_contractions(self, prepared, steps, training=False, use_gumbel=None):
+        """Defers the mean's and, for collapsed noise, the noise scale's contraction.
+
+        When the Gumbel path may be on, its uniform noise for every step is drawn here
+        and read by the steps, so that ``bind`` rebuilds the weights ``z_t`` from the
+        stacked attention.
+        """
+        if not (training or self.decode == "sample"):
+            return super().defer_contractions(prepared, steps)
+        sources = ["memory"] + (["variance"] if self.noise == "collapsed" else [])
+        if use_gumbel is None:
+            use_gumbel = self.sampling == "gumbel"
+        static = tf.get_static_value(use_gumbel)
+        extra = {}
+        if static is None or bool(static):
+            shape = tf.shape(prepared.mask)
+            extra["gumbel_uniform"] = self._uniform(tf.stack([steps, shape[0], shape[1]]),
+                                                    None)
+
+        def weights_fn(attention):
+            weights = attention
+            if extra:
+                weights = self._mixture_weights(
+                    attention, prepared.mask, use_gumbel,
+                    uniform=tf.transpose(extra["gumbel_uniform"], [1, 0, 2]))
+            return {"memory": weights, "variance": tf.square(weights)}
+
+        return DeferredContractions(prepared, steps, sources, weights_fn, extra)
+
+    def sample(self, probs, prepared, use_gumbel=None, seed=None):
+        """Draws ``c_t`` [B, T, D] by the reparameterisation trick (eq. 24-25)."""
         noise_seed = weight_seed = None
         if seed is not None:
             noise_seed, weight_seed = tf.unstack(
                 tf.random.experimental.stateless_split(seed, 2))
-        if isinstance(use_gumbel, bool):
-            weights = (self.gumbel_weights(probs, prepared.mask, weight_seed)
-                       if use_gumbel else probs)
-        else:
-            weights = tf.cond(
-                use_gumbel, lambda: self.gumbel_weights(probs, prepared.mask, weight_seed),
-                lambda: probs)
-        mean = expected_context(weights, prepared.memory)
+        uniform = (prepared.step_inputs or {}).get("gumbel_uniform")
+        if uniform is not None:
+            uniform = tf.expand_dims(uniform, 1)
+        weights = self._mixture_weights(probs, prepared.mask, use_gumbel, weight_seed, uniform)
+        mean = contract(weights, prepared, "memory")
         batch, steps = tf.shape(probs)[0], tf.shape(probs)[1]
         dim = tf.shape(prepared.memory)[-1]
         if self.noise == "collapsed":
             # sum_i w_i sigma_i eps_i  ~  sqrt(sum_i w_i^2 sigma_i^2) eps, eps ~ N(0, I).
-            std = tf.sqrt(tf.maximum(
-                expected_context(tf.square(weights), prepared.variance), _TINY_VAR))
+            std = tf.sqrt(tf.maximum(contract(tf.square(weights), prepared, "variance"),
+                                     _TINY_VAR))
             return mean + std * self._normal(tf.stack([batch, steps, dim]), noise_seed)
         eps = self._normal(tf.stack([batch, steps, tf.shape(probs)[2], dim]), noise_seed)
         noise = tf.expand_dims(tf.sqrt(prepared.variance), 1) * eps
@@ -444,7 +516,7 @@ class ACVIContext(ContextLayer):
         """Context [B, T, D] for probs [B, T, N]: a sample, or the mean when decoding."""
         if training or self.decode == "sample":
             return self.sample(probs, prepared, use_gumbel, seed)
-        return expected_context(probs, prepared.memory)
+        return contract(probs, prepared, "memory")
 
     def get_config(self):
         config = super().get_config()

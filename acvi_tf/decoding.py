@@ -42,7 +42,7 @@ def tile_beam(structure, beam_size):
         lambda t: None if t is None else tf.repeat(t, beam_size, axis=0), structure)
 
 
-def unroll(step_fn, steps, state, output_dtypes):
+def unroll(step_fn, steps, state, output_dtypes, inputs=None):
     """Runs a teacher-forced decoder loop as one explicit ``tf.while_loop``.
 
     Written out rather than left to AutoGraph, so that training steps can be traced with
@@ -50,20 +50,33 @@ def unroll(step_fn, steps, state, output_dtypes):
     trace time and buys nothing here.
 
     Args:
-      step_fn: ``(t, state) -> (state, outputs)``; ``outputs`` a dict of [B, ...] tensors.
+      step_fn: ``(t, state) -> (state, outputs)``, or ``(t, state, step_inputs)`` when
+        ``inputs`` is given; ``outputs`` a dict of [B, ...] tensors.
       steps: number of steps (scalar int tensor).
       state: the initial loop state, a nest of tensors whose structure, dtypes and
         shapes every step keeps.
       output_dtypes: dict, name -> dtype of each entry of ``outputs``.
+      inputs: optional dict, name -> time-major [T, B, ...] tensor; step t gets the dict
+        of their [B, ...] slices. Read through ``tf.TensorArray``, so their gradients
+        are stacked by the backward loop rather than accumulated into [T, B, ...] at
+        every step.
 
     Returns:
       ``(state, outputs)``: the final state and every output stacked batch-major,
       [B, T, ...].
     """
     arrays = {name: tf.TensorArray(dtype, size=steps) for name, dtype in output_dtypes.items()}
+    input_arrays = None
+    if inputs is not None:
+        input_arrays = {name: tf.TensorArray(value.dtype, size=steps).unstack(value)
+                        for name, value in inputs.items()}
 
     def body(t, state, arrays):
-        state, outputs = step_fn(t, state)
+        if input_arrays is None:
+            state, outputs = step_fn(t, state)
+        else:
+            state, outputs = step_fn(
+                t, state, {name: array.read(t) for name, array in input_arrays.items()})
         return t + 1, state, {name: arrays[name].write(t, outputs[name]) for name in arrays}
 
     # maximum_iterations bounds the gradient's accumulators, which XLA needs.

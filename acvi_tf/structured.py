@@ -110,7 +110,7 @@ class StructuredAttentionContext(context_lib.ContextLayer):
     def draw_steps(self, probs, prepared, training, use_gumbel, seed):
         """``lambda sum_i a_t,i x_i`` [B, T, D] for the normalised marginals [B, T, N]."""
         del training, use_gumbel, seed
-        return self.scale * context_lib.expected_context(probs, prepared.memory)
+        return self.scale * context_lib.contract(probs, prepared, "memory")
 
     def regularization(self):
         """``lambda2 sum A^2``, struct-attn's penalty on the CRF parameters."""

@@ -118,7 +118,7 @@ class VEDContext(context_lib.ContextLayer):
     def draw_steps(self, probs, prepared, training, use_gumbel, seed):
         """``c_t + tau eps sigma_t`` in training, ``c_t`` otherwise: [B, T, D]."""
         del use_gumbel
-        mean = context_lib.expected_context(probs, prepared.memory)
+        mean = context_lib.contract(probs, prepared, "memory")
         if not training:
             return mean
         noise = (self.generator.normal(tf.shape(mean)) if seed is None

@@ -178,15 +178,20 @@ class NMTModel(tf.keras.Model):
         tgt_emb = self.tgt_embedding(batch["tgt_in"])
         steps = tf.shape(tgt_emb)[1]
 
-        def step(t, state):
-            output, state, attn, context = self.step(tgt_emb[:, t], state, constants, training,
-                                                     use_gumbel)
+        deferred = self.context_layer.defer_contractions(constants["prepared"], steps,
+                                                         training, use_gumbel)
+
+        def step(t, state, step_inputs):
+            output, state, attn, context = self.step(
+                tgt_emb[:, t], state, dict(constants, prepared=deferred.at_step(step_inputs)),
+                training, use_gumbel)
             return state, dict(output=output, top=state["cells"][-1][0], attn=attn,
                                context=context)
 
         dtype = self.compute_dtype
         _, steps_out = decoding.unroll(step, steps, state, dict(
-            output=dtype, top=dtype, attn=tf.float32, context=dtype))
+            output=dtype, top=dtype, attn=tf.float32, context=dtype), inputs=deferred.inputs)
+        deferred.bind(steps_out["attn"])
         tops, attns, contexts = steps_out["top"], steps_out["attn"], steps_out["context"]
         out = dict(logits=self.output_projection(steps_out["output"]), attn=attns,
                    kl=self.context_layer.kl_divergence(contexts, attns, constants["prepared"]),

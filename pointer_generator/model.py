@@ -165,11 +165,15 @@ class PointerGenerator(tf.keras.Model):
         context = tf.zeros([batch_size, memory.shape[-1]], self.compute_dtype)
         no_coverage = tf.zeros([batch_size])
 
-        def step(t, loop_state):
+        deferred = self.context_layer.defer_contractions(prepared, steps, training,
+                                                         use_gumbel)
+
+        def step(t, loop_state, step_inputs):
             context, state, coverage = loop_state
             context, state, attn, new_coverage, x = self.decoder_step(
                 dec_emb[:, t], context, state, coverage if coverage_on else None, mask, keys,
-                prepared, training=training, use_gumbel=use_gumbel, z=z)
+                deferred.at_step(step_inputs), training=training, use_gumbel=use_gumbel,
+                z=z)
             covered = no_coverage
             if coverage_on:
                 covered = tf.reduce_sum(tf.minimum(attn, coverage), axis=-1)
@@ -181,7 +185,8 @@ class PointerGenerator(tf.keras.Model):
         _, out = decoding.unroll(
             step, steps, (context, state, tf.zeros(tf.shape(mask))),
             dict(context=dtype, c=dtype, h=dtype, x=dtype, attn=tf.float32,
-                 coverage_terms=tf.float32))
+                 coverage_terms=tf.float32), inputs=deferred.inputs)
+        deferred.bind(out["attn"])
         out["p_gen_logit"], out["vocab_logits"] = self.project(
             out["context"], out["c"], out["h"], out["x"])
         out["kl"] = self.context_layer.kl_divergence(out["context"], out["attn"], prepared)

@@ -142,13 +142,20 @@ class Captioner(tf.keras.Model):
         emb = self.embedding(batch["caption_in"])
         steps = tf.shape(emb)[1]
 
-        def step(t, state):
-            output, state, attn = self.step(emb[:, t], state, constants, training, use_gumbel)
+        deferred = self.context_layer.defer_contractions(constants["prepared"], steps,
+                                                         training, use_gumbel)
+
+        def step(t, state, step_inputs):
+            output, state, attn = self.step(
+                emb[:, t], state, dict(constants, prepared=deferred.at_step(step_inputs)),
+                training, use_gumbel)
             return state, dict(output=output, attn=attn, context=state["context"])
 
         dtype = self.compute_dtype
         _, steps_out = decoding.unroll(step, steps, state,
-                                       dict(output=dtype, attn=tf.float32, context=dtype))
+                                       dict(output=dtype, attn=tf.float32, context=dtype),
+                                       inputs=deferred.inputs)
+        deferred.bind(steps_out["attn"])
         outputs, attns, contexts = steps_out["output"], steps_out["attn"], steps_out["context"]
         out = dict(logits=self.logits(outputs, training), attn=attns,
                    kl=self.context_layer.kl_divergence(contexts, attns, constants["prepared"]),

@@ -1,0 +1,80 @@
+"""Gradients of a decoder loop's contractions with loop-invariant tensors, formed once.
+
+At every step t of a teacher-forced decoder loop a context layer contracts the step's
+weights w_t [B, N] with tensors X [B, N, D] that stay fixed for the whole loop: the
+encoder states (``c_t = sum_i w_t,i h_i``) and, for ACVI, the variances
+(``sum_i w_t,i^2 sigma_i^2``). Backpropagation through ``tf.while_loop`` forms the gradient
+of such an X as an outer product ``w_t (x) g_t`` at every step, ``g_t`` [B, D] being the
+gradient of the step's contraction, and adds it to a [B, N, D] accumulator: T outer
+products and T additions of a [B, N, D] tensor, a memory-bound pass over X per step.
+
+``DeferredContractions`` gets the same gradient as one batched product after the loop,
+``dX = W^T G`` with ``W`` [B, T, N] the stacked weights and ``G`` [B, T, D] the stacked
+``g_t``. Each step contracts with ``stop_gradient(X)`` and adds a zero probe ``z_t``
+[B, D], read from a [T, B, D] loop input; the loop's backward pass stacks the probes'
+gradients, which are exactly the ``g_t``, and the probe tensor's custom gradient turns
+them into ``dX`` with the weights bound after the loop. Values are unchanged; the
+gradients agree with the in-loop ones to float32 rounding.
+
+A host's teacher-forced loop uses it in three places::
+
+    deferred = context_layer.defer_contractions(prepared, steps, training, use_gumbel)
+    ...decoding.unroll(step, ..., inputs=deferred.inputs), where step(t, state, inputs)
+       calls context_layer.draw(attn, deferred.at_step(inputs), ...)
+    deferred.bind(stacked_attn)
+"""
+import tensorflow as tf
+
+
+class DeferredContractions:
+    """The loop inputs, per-step memory and deferred gradients of one decoder loop.
+
+    Args:
+      prepared: the context layer's ``PreparedMemory`` for this source batch.
+      steps: number of decoder steps T (scalar int tensor).
+      sources: dict, field name of ``prepared`` (e.g. ``"memory"``) -> whose contraction
+        to defer; each is a [B, N, D] float32 tensor.
+      weights_fn: ``attn [B, T, N] -> dict`` giving, for every name in ``sources``, the
+        stacked weights [B, T, N] the steps contracted that source with.
+      extra_inputs: dict, name -> [T, B, ...] tensor the layer reads at each step (e.g.
+        noise drawn before the loop so that ``weights_fn`` can reproduce the weights).
+    """
+
+    def __init__(self, prepared, steps, sources=(), weights_fn=None, extra_inputs=None):
+        self._prepared = prepared
+        self._weights_fn = weights_fn
+        self._weights = None
+        self.inputs = dict(extra_inputs or {})
+        for name in sources:
+            self.inputs[name] = self._probe(name, getattr(prepared, name), steps)
+
+    def _probe(self, name, source, steps):
+        """Zeros [T, B, D] whose gradient dz sends ``W^T dz`` to ``source``."""
+
+        @tf.custom_gradient
+        def probe(source):
+            def grad(dz):
+                if self._weights is None:
+                    raise ValueError(
+                        "DeferredContractions: gradient requested before bind(); call "
+                        "bind(stacked_attention) after the decoder loop")
+                return tf.matmul(self._weights[name], tf.transpose(dz, [1, 0, 2]),
+                                 transpose_a=True)
+
+            shape = tf.shape(source)
+            return tf.zeros(tf.stack([steps, shape[0], shape[2]]), source.dtype), grad
+
+        return probe(source)
+
+    def at_step(self, step_inputs):
+        """The ``PreparedMemory`` for one step, given that step's slice of ``inputs``."""
+        return self._prepared._replace(step_inputs=step_inputs)
+
+    def bind(self, attention):
+        """Gives the probes' gradients the loop's stacked attention ``a_t`` [B, T, N]."""
+        if self._weights_fn is None:
+            self._weights = {}
+        else:
+            self._weights = {name: tf.stop_gradient(weights)
+                             for name, weights in self._weights_fn(attention).items()}
+
