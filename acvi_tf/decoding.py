@@ -42,6 +42,11 @@ def tile_beam(structure, beam_size):
         lambda t: None if t is None else tf.repeat(t, beam_size, axis=0), structure)
 
 
+def time_major(tensor):
+    """Swaps the first two axes: [B, T, ...] -> [T, B, ...] (and back)."""
+    return tf.transpose(tensor, [1, 0] + list(range(2, tensor.shape.rank)))
+
+
 def unroll(step_fn, steps, state, output_dtypes, inputs=None):
     """Runs a teacher-forced decoder loop as one explicit ``tf.while_loop``.
 
@@ -56,10 +61,11 @@ def unroll(step_fn, steps, state, output_dtypes, inputs=None):
       state: the initial loop state, a nest of tensors whose structure, dtypes and
         shapes every step keeps.
       output_dtypes: dict, name -> dtype of each entry of ``outputs``.
-      inputs: optional dict, name -> time-major [T, B, ...] tensor; step t gets the dict
-        of their [B, ...] slices. Read through ``tf.TensorArray``, so their gradients
-        are stacked by the backward loop rather than accumulated into [T, B, ...] at
-        every step.
+      inputs: optional nest of time-major [T, B, ...] tensors; step t gets the same nest
+        of their [B, ...] slices. Read through ``tf.TensorArray``, so the backward loop
+        stacks their gradients instead of adding a [T, B, ...] slice gradient into an
+        accumulator at every step (which indexing a batch-major tensor with ``[:, t]``
+        costs).
 
     Returns:
       ``(state, outputs)``: the final state and every output stacked batch-major,
@@ -68,15 +74,15 @@ def unroll(step_fn, steps, state, output_dtypes, inputs=None):
     arrays = {name: tf.TensorArray(dtype, size=steps) for name, dtype in output_dtypes.items()}
     input_arrays = None
     if inputs is not None:
-        input_arrays = {name: tf.TensorArray(value.dtype, size=steps).unstack(value)
-                        for name, value in inputs.items()}
+        input_arrays = tf.nest.map_structure(
+            lambda value: tf.TensorArray(value.dtype, size=steps).unstack(value), inputs)
 
     def body(t, state, arrays):
         if input_arrays is None:
             state, outputs = step_fn(t, state)
         else:
             state, outputs = step_fn(
-                t, state, {name: array.read(t) for name, array in input_arrays.items()})
+                t, state, tf.nest.map_structure(lambda array: array.read(t), input_arrays))
         return t + 1, state, {name: arrays[name].write(t, outputs[name]) for name in arrays}
 
     # maximum_iterations bounds the gradient's accumulators, which XLA needs.
@@ -85,8 +91,7 @@ def unroll(step_fn, steps, state, output_dtypes, inputs=None):
                                      maximum_iterations=steps)
     outputs = {}
     for name, array in arrays.items():
-        stacked = array.stack()
-        outputs[name] = tf.transpose(stacked, [1, 0] + list(range(2, stacked.shape.rank)))
+        outputs[name] = time_major(array.stack())
     return state, outputs
 
 

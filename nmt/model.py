@@ -182,15 +182,18 @@ class NMTModel(tf.keras.Model):
                                                          training, use_gumbel)
 
         def step(t, state, step_inputs):
+            del t
             output, state, attn, context = self.step(
-                tgt_emb[:, t], state, dict(constants, prepared=deferred.at_step(step_inputs)),
+                step_inputs["y"], state,
+                dict(constants, prepared=deferred.at_step(step_inputs["context"])),
                 training, use_gumbel)
             return state, dict(output=output, top=state["cells"][-1][0], attn=attn,
                                context=context)
 
         dtype = self.compute_dtype
         _, steps_out = decoding.unroll(step, steps, state, dict(
-            output=dtype, top=dtype, attn=tf.float32, context=dtype), inputs=deferred.inputs)
+            output=dtype, top=dtype, attn=tf.float32, context=dtype),
+            inputs=dict(y=decoding.time_major(tgt_emb), context=deferred.inputs))
         deferred.bind(steps_out["attn"])
         tops, attns, contexts = steps_out["top"], steps_out["attn"], steps_out["context"]
         out = dict(logits=self.output_projection(steps_out["output"]), attn=attns,

@@ -169,11 +169,12 @@ class PointerGenerator(tf.keras.Model):
                                                          use_gumbel)
 
         def step(t, loop_state, step_inputs):
+            del t
             context, state, coverage = loop_state
             context, state, attn, new_coverage, x = self.decoder_step(
-                dec_emb[:, t], context, state, coverage if coverage_on else None, mask, keys,
-                deferred.at_step(step_inputs), training=training, use_gumbel=use_gumbel,
-                z=z)
+                step_inputs["y"], context, state, coverage if coverage_on else None, mask,
+                keys, deferred.at_step(step_inputs["context"]), training=training,
+                use_gumbel=use_gumbel, z=z)
             covered = no_coverage
             if coverage_on:
                 covered = tf.reduce_sum(tf.minimum(attn, coverage), axis=-1)
@@ -185,7 +186,8 @@ class PointerGenerator(tf.keras.Model):
         _, out = decoding.unroll(
             step, steps, (context, state, tf.zeros(tf.shape(mask))),
             dict(context=dtype, c=dtype, h=dtype, x=dtype, attn=tf.float32,
-                 coverage_terms=tf.float32), inputs=deferred.inputs)
+                 coverage_terms=tf.float32),
+            inputs=dict(y=decoding.time_major(dec_emb), context=deferred.inputs))
         deferred.bind(out["attn"])
         out["p_gen_logit"], out["vocab_logits"] = self.project(
             out["context"], out["c"], out["h"], out["x"])

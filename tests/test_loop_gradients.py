@@ -4,6 +4,10 @@ import pytest
 import tensorflow as tf
 
 from acvi_tf import context, decoding, loop_gradients, structured, ved
+from nmt import model as nmt_model
+from pointer_generator import model as pg_model
+from video_caption import data as vc_data
+from video_caption import model as vc_model
 
 B, N, D, T = 3, 6, 4, 5
 LENGTHS = [6, 4, 1]
@@ -37,16 +41,21 @@ def _toy_loop(layer, memory, mask, kernel, inputs, deferred_fn, training, use_gu
     return [loss] + tape.gradient(loss, [memory, kernel])
 
 
-def _in_loop(layer, training, use_gumbel):
-    """The same loop with nothing deferred; Gumbel noise drawn as the deferred loop does."""
+def _nothing_deferred(defer_contractions):
+    """``defer_contractions`` keeping its noise inputs but deferring no contraction."""
 
-    def deferred_fn(prepared):
-        real = layer.defer_contractions(prepared, tf.constant(T), training, use_gumbel)
+    def wrapped(prepared, steps, training=False, use_gumbel=None):
+        real = defer_contractions(prepared, steps, training, use_gumbel)
         noise = {name: value for name, value in real.inputs.items()
                  if name not in ("memory", "variance")}
-        return loop_gradients.DeferredContractions(prepared, tf.constant(T),
-                                                   extra_inputs=noise)
-    return deferred_fn
+        return loop_gradients.DeferredContractions(prepared, steps, extra_inputs=noise)
+    return wrapped
+
+
+def _in_loop(layer, training, use_gumbel):
+    """The same loop with nothing deferred; Gumbel noise drawn as the deferred loop does."""
+    defer = _nothing_deferred(layer.defer_contractions)
+    return lambda prepared: defer(prepared, tf.constant(T), training, use_gumbel)
 
 
 def _deferred(layer, training, use_gumbel):
@@ -121,3 +130,62 @@ def test_which_contractions_are_deferred(name, training, deferred):
     assert sorted(inputs) == sorted(deferred)
     for name in deferred:
         assert inputs[name].shape == (T, B, D) and not np.any(inputs[name].numpy())
+
+
+def _pg_host():
+    rng = np.random.default_rng(0)
+    enc = rng.integers(4, 12, size=(2, 5)).astype(np.int32)
+    batch = dict(enc_batch=enc, enc_padding_mask=np.array([[1] * 5, [1, 1, 1, 0, 0]],
+                                                          np.float32),
+                 enc_batch_extend_vocab=enc, dec_batch=rng.integers(2, 12, size=(2, 4)))
+    return lambda layer: pg_model.PointerGenerator(12, 3, 4, context_layer=layer), batch, dict(
+        coverage_on=True)
+
+
+def _nmt_host():
+    rng = np.random.default_rng(0)
+    batch = dict(src=rng.integers(3, 12, (2, 5)).astype(np.int32),
+                 src_len=np.array([5, 3], np.int32),
+                 tgt_in=rng.integers(3, 9, (2, 4)).astype(np.int32))
+    return lambda layer: nmt_model.NMTModel(12, 9, 4, dropout=0.0,
+                                            context_layer=layer), batch, {}
+
+
+def _vc_host():
+    rng = np.random.default_rng(0)
+    features = [rng.normal(size=[4, 8]).astype(np.float32) for _ in range(2)]
+    features[1][2:] = 0.0
+    batch = vc_data.make_batch(features, [4, 2], [[5, 6, 7], [8]])
+    return lambda layer: vc_model.Captioner(
+        vocab_size=11, encoder_units=6, decoder_units=5, embedding_dim=4, attention_units=3,
+        output_units=7, dropout=0.0, context_layer=layer), batch, {}
+
+
+@pytest.mark.parametrize("host", [_pg_host, _nmt_host, _vc_host], ids=["pg", "nmt", "vc"])
+def test_hosts_give_the_gradients_of_the_loop_without_deferral(host):
+    make_model, batch, kwargs = host()
+    results = []
+    for defer in (False, True):
+        tf.keras.utils.set_random_seed(2)
+        layer = context.ACVIContext(sampling="gumbel", seed=2)
+        if not defer:
+            layer.defer_contractions = _nothing_deferred(layer.defer_contractions)
+        model = make_model(layer)
+        model(batch, **kwargs)
+        # Weights far from their initial scale (See et al.'s are 1e-4), so that the
+        # attention is far from uniform and the contexts move the loss.
+        rng = np.random.default_rng(1)
+        for variable in model.trainable_variables:
+            variable.assign(rng.normal(scale=0.5, size=variable.shape))
+        with tf.GradientTape() as tape:
+            out = model(batch, training=True, use_gumbel=tf.constant(True), **kwargs)
+            loss = tf.add_n([tf.reduce_sum(tf.sin(3.0 * out[name]))
+                             for name in ("logits", "vocab_logits", "context") if name in out])
+        grads = tape.gradient(loss, model.trainable_variables)
+        results.append([None if g is None else tf.convert_to_tensor(g).numpy()
+                        for g in grads])
+    assert [g is None for g in results[0]] == [g is None for g in results[1]]
+    assert sum(g is not None for g in results[0]) > 10
+    for reference, deferred in zip(*results):
+        if reference is not None:
+            np.testing.assert_allclose(deferred, reference, rtol=1e-4, atol=1e-6)

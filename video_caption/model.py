@@ -146,15 +146,18 @@ class Captioner(tf.keras.Model):
                                                          training, use_gumbel)
 
         def step(t, state, step_inputs):
+            del t
             output, state, attn = self.step(
-                emb[:, t], state, dict(constants, prepared=deferred.at_step(step_inputs)),
+                step_inputs["y"], state,
+                dict(constants, prepared=deferred.at_step(step_inputs["context"])),
                 training, use_gumbel)
             return state, dict(output=output, attn=attn, context=state["context"])
 
         dtype = self.compute_dtype
         _, steps_out = decoding.unroll(step, steps, state,
                                        dict(output=dtype, attn=tf.float32, context=dtype),
-                                       inputs=deferred.inputs)
+                                       inputs=dict(y=decoding.time_major(emb),
+                                                   context=deferred.inputs))
         deferred.bind(steps_out["attn"])
         outputs, attns, contexts = steps_out["output"], steps_out["attn"], steps_out["context"]
         out = dict(logits=self.logits(outputs, training), attn=attns,
