@@ -11,7 +11,9 @@ trace and one untimed round, and the median ms/step and the median (and range) o
 per-round ratios to ``sa`` with the same coverage setting are reported. ``--variants`` picks some, including three ablations
 that locate ACVI's extra time: ``ablation: no KL`` (the KL term replaced by 0),
 ``ablation: unit variance`` (sigma^2 = 1: no variance network, no gradient into sigma^2)
-and ``ablation: noise off`` (the mean context in training; KL and variance network kept).
+and ``ablation: noise off`` (the mean context in training; KL and variance network kept),
+and two that measure ``acvi_tf/loop_gradients.py``: ``ablation: sa, gradients in the
+loop`` and ``ablation: acvi in-loop gradients`` (nothing deferred).
 
 Roofline: the machine's float32 matmul throughput is measured with a large
 ``tf.matmul``; the analytic FLOPs of one step (forward x 3 for forward and backward)
@@ -36,6 +38,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import _report as report  # noqa: E402  pylint: disable=wrong-import-position
 from acvi_tf import context as context_lib  # noqa: E402  pylint: disable=wrong-import-position
+from acvi_tf import loop_gradients  # noqa: E402  pylint: disable=wrong-import-position
 from pointer_generator import model as model_lib  # noqa: E402  pylint: disable=wrong-import-position
 from pointer_generator import run_summarization  # noqa: E402  pylint: disable=wrong-import-position
 
@@ -83,8 +86,22 @@ class _NoiseOff(context_lib.ACVIContext):
         return context_lib.expected_context(probs, prepared.memory)
 
 
+def _in_loop_gradients(layer_class):
+    """Ablation: ``layer_class`` with every gradient accumulated inside the decoder loop."""
+
+    class InLoop(layer_class):
+        def defer_contractions(self, prepared, steps, training=False, use_gumbel=None):
+            return loop_gradients.DeferredContractions(prepared, steps)
+
+    return InLoop
+
+
 ABLATIONS = {"ablation: no KL": _NoKL, "ablation: unit variance": _UnitVariance,
-             "ablation: noise off": _NoiseOff}
+             "ablation: noise off": _NoiseOff,
+             "ablation: sa in-loop gradients": _in_loop_gradients(
+                 context_lib.SoftAttentionContext),
+             "ablation: acvi in-loop gradients": _in_loop_gradients(
+                 context_lib.ACVIContext)}
 flags.register_validator(
     "variants", lambda names: set(names) <= set(VARIANTS) | set(ABLATIONS),
     message="--variants: unknown name (see VARIANTS and ABLATIONS in this script)")
@@ -145,7 +162,9 @@ def main(argv):
     for name in chosen:
         tf.keras.utils.set_random_seed(1)
         if name in ABLATIONS:
-            layer = ABLATIONS[name](seed=1, name="context")
+            ablation = ABLATIONS[name]
+            seeded = issubclass(ablation, context_lib.ACVIContext)
+            layer = ablation(name="context", **({"seed": 1} if seeded else {}))
         else:
             options = dict(VARIANTS[name])
             layer = context_lib.make_context_layer(options.pop("mode"), seed=1, **options)
