@@ -12,8 +12,8 @@ per-round ratios to ``sa`` with the same coverage setting are reported. ``--vari
 that locate ACVI's extra time: ``ablation: no KL`` (the KL term replaced by 0),
 ``ablation: unit variance`` (sigma^2 = 1: no variance network, no gradient into sigma^2)
 and ``ablation: noise off`` (the mean context in training; KL and variance network kept),
-and two that measure ``acvi_tf/loop_gradients.py``: ``ablation: sa, gradients in the
-loop`` and ``ablation: acvi in-loop gradients`` (nothing deferred).
+and two that measure ``acvi_tf/loop_gradients.py``: ``ablation: sa in-loop gradients``
+and ``ablation: acvi in-loop gradients`` (nothing deferred).
 
 Roofline: the machine's float32 matmul throughput is measured with a large
 ``tf.matmul``; the analytic FLOPs of one step (forward x 3 for forward and backward)
