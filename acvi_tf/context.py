@@ -107,7 +107,7 @@ def contract(weights, prepared, name):
     if not probes or name not in probes:
         return expected_context(weights, source)
     return (expected_context(weights, tf.stop_gradient(source))
-            + tf.expand_dims(tf.cast(probes[name], source.dtype), 1))
+            + tf.expand_dims(probes[name], 1))
 
 
 def tile_for_samples(tensor, num_samples):

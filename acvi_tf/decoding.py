@@ -95,6 +95,41 @@ def unroll(step_fn, steps, state, output_dtypes, inputs=None):
     return state, outputs
 
 
+def teacher_forced(step_fn, inputs, state, output_dtypes, context_layer, prepared,
+                   training=False, use_gumbel=None):
+    """``unroll`` over the decoder inputs, with the context layer's loop gradients deferred.
+
+    The hosts' training loop: step t gets its input and a ``PreparedMemory`` through which
+    ``context_layer.draw`` forms the gradients of its products with the encoder states
+    (and ACVI's sigma^2) after the loop (``acvi_tf.loop_gradients``).
+
+    Args:
+      step_fn: ``(y_t, state, prepared_t) -> (state, outputs)``; ``outputs`` a dict of
+        [B, ...] tensors holding ``attn``, the attention the step passed to ``draw``
+        together with ``prepared_t``.
+      inputs: the decoder inputs, [B, T, ...].
+      state: the initial loop state (see ``unroll``).
+      output_dtypes: dict, name -> dtype of each entry of ``outputs``.
+      context_layer: the model's ``ContextLayer``.
+      prepared: ``context_layer.prepare``'s result for this source batch.
+      training, use_gumbel: as the steps pass them to ``draw``.
+
+    Returns:
+      ``(state, outputs)`` as ``unroll``'s.
+    """
+    steps = tf.shape(inputs)[1]
+    deferred = context_layer.defer_contractions(prepared, steps, training, use_gumbel)
+
+    def step(t, state, step_inputs):
+        del t
+        return step_fn(step_inputs["y"], state, deferred.at_step(step_inputs["context"]))
+
+    state, outputs = unroll(step, steps, state, output_dtypes,
+                            inputs=dict(y=time_major(inputs), context=deferred.inputs))
+    deferred.bind(outputs["attn"])
+    return state, outputs
+
+
 def _where_rows(row_mask, old, new):
     """``old`` where ``row_mask`` [R] is True, else ``new``; both [R, ...]."""
     mask = tf.reshape(row_mask, tf.concat([[-1], tf.ones([tf.rank(new) - 1], tf.int32)], 0))

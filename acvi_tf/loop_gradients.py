@@ -16,12 +16,9 @@ gradients, which are exactly the ``g_t``, and the probe tensor's custom gradient
 them into ``dX`` with the weights bound after the loop. Values are unchanged; the
 gradients agree with the in-loop ones to float32 rounding.
 
-A host's teacher-forced loop uses it in three places::
-
-    deferred = context_layer.defer_contractions(prepared, steps, training, use_gumbel)
-    ...decoding.unroll(step, ..., inputs=deferred.inputs), where step(t, state, inputs)
-       calls context_layer.draw(attn, deferred.at_step(inputs), ...)
-    deferred.bind(stacked_attn)
+``decoding.teacher_forced`` runs the hosts' training loops with it: it calls the context
+layer's ``defer_contractions`` before the loop, gives every step ``at_step``'s memory and
+calls ``bind`` with the stacked attention after it.
 """
 import tensorflow as tf
 

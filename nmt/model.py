@@ -176,25 +176,18 @@ class NMTModel(tf.keras.Model):
         """
         constants, state = self.start(batch["src"], batch["src_len"], training)
         tgt_emb = self.tgt_embedding(batch["tgt_in"])
-        steps = tf.shape(tgt_emb)[1]
 
-        deferred = self.context_layer.defer_contractions(constants["prepared"], steps,
-                                                         training, use_gumbel)
-
-        def step(t, state, step_inputs):
-            del t
+        def step(y_t, state, prepared_t):
             output, state, attn, context = self.step(
-                step_inputs["y"], state,
-                dict(constants, prepared=deferred.at_step(step_inputs["context"])),
-                training, use_gumbel)
+                y_t, state, dict(constants, prepared=prepared_t), training, use_gumbel)
             return state, dict(output=output, top=state["cells"][-1][0], attn=attn,
                                context=context)
 
         dtype = self.compute_dtype
-        _, steps_out = decoding.unroll(step, steps, state, dict(
-            output=dtype, top=dtype, attn=tf.float32, context=dtype),
-            inputs=dict(y=decoding.time_major(tgt_emb), context=deferred.inputs))
-        deferred.bind(steps_out["attn"])
+        _, steps_out = decoding.teacher_forced(
+            step, tgt_emb, state,
+            dict(output=dtype, top=dtype, attn=tf.float32, context=dtype),
+            self.context_layer, constants["prepared"], training, use_gumbel)
         tops, attns, contexts = steps_out["top"], steps_out["attn"], steps_out["context"]
         out = dict(logits=self.output_projection(steps_out["output"]), attn=attns,
                    kl=self.context_layer.kl_divergence(contexts, attns, constants["prepared"]),

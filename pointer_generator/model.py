@@ -160,21 +160,15 @@ class PointerGenerator(tf.keras.Model):
         prepared = self.context_layer.prepare(memory, mask)
         z, kl_z = self.context_layer.sentence_latent(summary, training=training)
         dec_emb = self.embedding(batch["dec_batch"])
-        steps = tf.shape(dec_emb)[1]
         batch_size = tf.shape(memory)[0]
         context = tf.zeros([batch_size, memory.shape[-1]], self.compute_dtype)
         no_coverage = tf.zeros([batch_size])
 
-        deferred = self.context_layer.defer_contractions(prepared, steps, training,
-                                                         use_gumbel)
-
-        def step(t, loop_state, step_inputs):
-            del t
+        def step(y_t, loop_state, prepared_t):
             context, state, coverage = loop_state
             context, state, attn, new_coverage, x = self.decoder_step(
-                step_inputs["y"], context, state, coverage if coverage_on else None, mask,
-                keys, deferred.at_step(step_inputs["context"]), training=training,
-                use_gumbel=use_gumbel, z=z)
+                y_t, context, state, coverage if coverage_on else None, mask, keys,
+                prepared_t, training=training, use_gumbel=use_gumbel, z=z)
             covered = no_coverage
             if coverage_on:
                 covered = tf.reduce_sum(tf.minimum(attn, coverage), axis=-1)
@@ -183,12 +177,11 @@ class PointerGenerator(tf.keras.Model):
                                                      x=x, attn=attn, coverage_terms=covered)
 
         dtype = self.compute_dtype
-        _, out = decoding.unroll(
-            step, steps, (context, state, tf.zeros(tf.shape(mask))),
+        _, out = decoding.teacher_forced(
+            step, dec_emb, (context, state, tf.zeros(tf.shape(mask))),
             dict(context=dtype, c=dtype, h=dtype, x=dtype, attn=tf.float32,
                  coverage_terms=tf.float32),
-            inputs=dict(y=decoding.time_major(dec_emb), context=deferred.inputs))
-        deferred.bind(out["attn"])
+            self.context_layer, prepared, training, use_gumbel)
         out["p_gen_logit"], out["vocab_logits"] = self.project(
             out["context"], out["c"], out["h"], out["x"])
         out["kl"] = self.context_layer.kl_divergence(out["context"], out["attn"], prepared)

@@ -13,7 +13,7 @@ B, N, D, T = 3, 6, 4, 5
 LENGTHS = [6, 4, 1]
 
 
-def _toy_loop(layer, memory, mask, kernel, inputs, deferred_fn, training, use_gumbel):
+def _toy_loop(layer, memory, mask, kernel, inputs, training, use_gumbel):
     """A decoder loop whose attention depends on the previous context (input feeding).
 
     Returns the loss and its gradients with respect to the memory and ``kernel``.
@@ -21,20 +21,17 @@ def _toy_loop(layer, memory, mask, kernel, inputs, deferred_fn, training, use_gu
     with tf.GradientTape() as tape:
         tape.watch([memory, kernel])
         prepared = layer.prepare(memory, mask)
-        deferred = deferred_fn(prepared)
 
-        def step(t, prev, step_inputs):
-            query = tf.tanh(tf.matmul(prev, kernel) + inputs[:, t])
+        def step(y_t, prev, prepared_t):
+            query = tf.tanh(tf.matmul(prev, kernel) + y_t)
             scores = tf.einsum("bnd,bd->bn", memory, query)
             attn = tf.nn.softmax(tf.where(mask, scores, -1e9))
-            ctx = layer.draw(attn, deferred.at_step(step_inputs), training=training,
-                             use_gumbel=use_gumbel)
+            ctx = layer.draw(attn, prepared_t, training=training, use_gumbel=use_gumbel)
             return ctx, dict(context=ctx, attn=attn)
 
-        _, out = decoding.unroll(step, tf.constant(T), tf.zeros([B, D]),
-                                 dict(context=tf.float32, attn=tf.float32),
-                                 inputs=deferred.inputs)
-        deferred.bind(out["attn"])
+        _, out = decoding.teacher_forced(step, inputs, tf.zeros([B, D]),
+                                         dict(context=tf.float32, attn=tf.float32), layer,
+                                         prepared, training, use_gumbel)
         weights = tf.reshape(tf.range(T * D, dtype=tf.float32) / (T * D), [1, T, D])
         loss = (tf.reduce_sum(tf.sin(out["context"] * 3.0) * weights)
                 + tf.reduce_sum(layer.kl_divergence(out["context"], out["attn"], prepared)))
@@ -50,17 +47,6 @@ def _nothing_deferred(defer_contractions):
                  if name not in ("memory", "variance")}
         return loop_gradients.DeferredContractions(prepared, steps, extra_inputs=noise)
     return wrapped
-
-
-def _in_loop(layer, training, use_gumbel):
-    """The same loop with nothing deferred; Gumbel noise drawn as the deferred loop does."""
-    defer = _nothing_deferred(layer.defer_contractions)
-    return lambda prepared: defer(prepared, tf.constant(T), training, use_gumbel)
-
-
-def _deferred(layer, training, use_gumbel):
-    return lambda prepared: layer.defer_contractions(prepared, tf.constant(T), training,
-                                                     use_gumbel)
 
 
 LAYERS = {
@@ -92,14 +78,15 @@ def test_deferred_gradients_equal_in_loop_gradients(name, training, use_gumbel, 
     # A tensor switch, as hosts pass it: the deferred loop cannot see its value.
     switch = None if use_gumbel is None else tf.constant(use_gumbel)
     results = []
-    for make_deferred in (_in_loop, _deferred):
+    for defer in (False, True):
         layer = LAYERS[name]()
+        if not defer:  # the same loop, Gumbel noise drawn as the deferred loop draws it
+            layer.defer_contractions = _nothing_deferred(layer.defer_contractions)
         run = _toy_loop
         if graph:
             run = tf.function(_toy_loop, autograph=False)
         tf.keras.utils.set_random_seed(1)  # the same initial weights in both runs
-        results.append(run(layer, memory, mask, kernel, inputs,
-                           make_deferred(layer, training, switch), training, switch))
+        results.append(run(layer, memory, mask, kernel, inputs, training, switch))
     (loss0, dmem0, dker0), (loss1, dmem1, dker1) = results
     np.testing.assert_allclose(loss1, loss0, rtol=1e-6)
     assert np.abs(dmem0.numpy()).max() > 0

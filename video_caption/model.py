@@ -140,25 +140,16 @@ class Captioner(tf.keras.Model):
         """
         constants, state = self.start(batch["features"], batch["num_frames"], training)
         emb = self.embedding(batch["caption_in"])
-        steps = tf.shape(emb)[1]
 
-        deferred = self.context_layer.defer_contractions(constants["prepared"], steps,
-                                                         training, use_gumbel)
-
-        def step(t, state, step_inputs):
-            del t
-            output, state, attn = self.step(
-                step_inputs["y"], state,
-                dict(constants, prepared=deferred.at_step(step_inputs["context"])),
-                training, use_gumbel)
+        def step(y_t, state, prepared_t):
+            output, state, attn = self.step(y_t, state, dict(constants, prepared=prepared_t),
+                                            training, use_gumbel)
             return state, dict(output=output, attn=attn, context=state["context"])
 
         dtype = self.compute_dtype
-        _, steps_out = decoding.unroll(step, steps, state,
-                                       dict(output=dtype, attn=tf.float32, context=dtype),
-                                       inputs=dict(y=decoding.time_major(emb),
-                                                   context=deferred.inputs))
-        deferred.bind(steps_out["attn"])
+        _, steps_out = decoding.teacher_forced(
+            step, emb, state, dict(output=dtype, attn=tf.float32, context=dtype),
+            self.context_layer, constants["prepared"], training, use_gumbel)
         outputs, attns, contexts = steps_out["output"], steps_out["attn"], steps_out["context"]
         out = dict(logits=self.logits(outputs, training), attn=attns,
                    kl=self.context_layer.kl_divergence(contexts, attns, constants["prepared"]),
