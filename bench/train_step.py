@@ -12,8 +12,10 @@ per-round ratios to ``sa`` with the same coverage setting are reported. ``--vari
 that locate ACVI's extra time: ``ablation: no KL`` (the KL term replaced by 0),
 ``ablation: unit variance`` (sigma^2 = 1: no variance network, no gradient into sigma^2)
 and ``ablation: noise off`` (the mean context in training; KL and variance network kept),
-and two that measure ``acvi_tf/loop_gradients.py``: ``ablation: sa in-loop gradients``
-and ``ablation: acvi in-loop gradients`` (nothing deferred).
+two that measure ``acvi_tf/loop_gradients.py``: ``ablation: sa in-loop gradients``
+and ``ablation: acvi in-loop gradients`` (nothing deferred), and ``ablation: sa keras lstm
+encoder`` (SA with the encoder as Keras's ``LSTM`` layer instead of
+``acvi_tf.recurrent.ProjectedLSTM``).
 
 Roofline: the machine's float32 matmul throughput is measured with a large
 ``tf.matmul``; the analytic FLOPs of one step (forward x 3 for forward and backward)
@@ -96,12 +98,21 @@ def _in_loop_gradients(layer_class):
     return InLoop
 
 
+def _keras_lstm_encoder(model, hidden):
+    """Ablation: the encoder as Keras's LSTM layer (every product inside its loop)."""
+    model.encoder = tf.keras.layers.Bidirectional(
+        tf.keras.layers.LSTM(hidden, return_sequences=True, return_state=True),
+        name="encoder")
+
+
 ABLATIONS = {"ablation: no KL": _NoKL, "ablation: unit variance": _UnitVariance,
              "ablation: noise off": _NoiseOff,
              "ablation: sa in-loop gradients": _in_loop_gradients(
                  context_lib.SoftAttentionContext),
              "ablation: acvi in-loop gradients": _in_loop_gradients(
-                 context_lib.ACVIContext)}
+                 context_lib.ACVIContext),
+             "ablation: sa keras lstm encoder": context_lib.SoftAttentionContext}
+MODEL_ABLATIONS = {"ablation: sa keras lstm encoder": _keras_lstm_encoder}
 flags.register_validator(
     "variants", lambda names: set(names) <= set(VARIANTS) | set(ABLATIONS),
     message="--variants: unknown name (see VARIANTS and ABLATIONS in this script)")
@@ -170,6 +181,8 @@ def main(argv):
             layer = context_lib.make_context_layer(options.pop("mode"), seed=1, **options)
         model = model_lib.PointerGenerator(vocab, hidden, emb, context_layer=layer,
                                            jit_compile=FLAGS.jit_compile)
+        if name in MODEL_ABLATIONS:
+            MODEL_ABLATIONS[name](model, hidden)
         optimizer = tf.keras.optimizers.Adagrad(0.15, initial_accumulator_value=0.1)
         model(batch, coverage_on=True)
         optimizer.build(model.trainable_variables)
