@@ -93,7 +93,7 @@ def _input_projection(inputs, cell):
     One [B*T, E] x [E, 4H] product: a batched product broadcasting ``W`` over B forms
     ``W``'s gradient as B matrices and sums them (2.3x slower at the captioner's size).
     """
-    rows = tf.matmul(tf.reshape(inputs, [-1, inputs.shape[-1]]), cell.kernel)
+    rows = tf.matmul(tf.reshape(inputs, [-1, cell.kernel.shape[0]]), cell.kernel)
     if cell.use_bias:
         rows = tf.nn.bias_add(rows, cell.bias)
     return tf.reshape(rows, tf.concat([tf.shape(inputs)[:2], [-1]], axis=0))
