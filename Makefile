@@ -13,7 +13,7 @@ VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: test demo demo-captions bench venv sysdeps clean
+.PHONY: test demo demo-captions bench bench-gpu venv sysdeps clean
 
 venv: $(STAMP)
 
@@ -114,6 +114,20 @@ demo-captions: venv sysdeps
 
 bench: venv sysdeps
 	@set -e; for script in bench/[!_]*.py; do echo "== $$script"; $(VPY) $$script; done
+
+# Issue 8's GPU runs: the timing scripts plain, with XLA, with mixed precision and with
+# both, and the decoding rate over enough batches of 128 articles to extrapolate to the
+# CNN/DailyMail test set. Needs a GPU that TensorFlow sees.
+GPU_SETTINGS := "" "--jit_compile" "--mixed_precision" "--jit_compile --mixed_precision"
+bench-gpu: venv sysdeps
+	@$(VPY) -c 'import sys, tensorflow as tf; sys.exit(0 if tf.config.list_physical_devices("GPU") else "make bench-gpu: TensorFlow sees no GPU")'
+	@set -e; for s in $(GPU_SETTINGS); do \
+		echo "== settings: $${s:-plain}"; \
+		$(VPY) bench/train_step.py $$s; \
+		$(VPY) bench/host_step.py $$s; \
+		$(VPY) bench/decode_speed.py --articles=512 --decode_batch_size=128 --single_articles=8 $$s; \
+	done
+	$(VPY) bench/encoder_lstm.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

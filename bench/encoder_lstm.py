@@ -3,7 +3,7 @@
 Times one forward and backward pass (gradients for the inputs and every weight) of a
 bidirectional LSTM over a padded batch at each host's paper size, built two ways with the
 same weights: ``tf.keras.layers.LSTM`` (on CPU its loop computes ``x_t W`` and every
-gradient product inside) and ``acvi_tf.recurrent.ProjectedLSTM`` (``X W`` before the loop,
+gradient product inside; on a GPU it runs cuDNN's kernel) and ``acvi_tf.recurrent.ProjectedLSTM`` (``X W`` before the loop,
 the recurrent kernel's gradient after it, ``dz U^T`` with ``U^T`` formed once). The two
 are timed interleaved after the trace and one untimed round; their outputs and gradients
 are checked to agree first. Rows go to BENCHMARKS.md.
@@ -50,7 +50,8 @@ def _time_host(batch, steps, inputs, units):
     mask = tf.sequence_mask(rng.integers(steps * 3 // 4, steps + 1, size=batch), steps)
     forms = {"keras LSTM": tf.keras.layers.Bidirectional(tf.keras.layers.LSTM(
         units, return_sequences=True, return_state=True)),
-             "ProjectedLSTM": tf.keras.layers.Bidirectional(recurrent.sequence_lstm(units))}
+             "ProjectedLSTM": tf.keras.layers.Bidirectional(recurrent.ProjectedLSTM(
+                 tf.keras.layers.LSTMCell(units), return_sequences=True, return_state=True))}
     passes, results = {}, {}
     for name, layer in forms.items():
         layer(x, mask=mask)
