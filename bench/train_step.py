@@ -14,8 +14,8 @@ that locate ACVI's extra time: ``ablation: no KL`` (the KL term replaced by 0),
 and ``ablation: noise off`` (the mean context in training; KL and variance network kept),
 two that measure ``acvi_tf/loop_gradients.py``: ``ablation: sa in-loop gradients``
 and ``ablation: acvi in-loop gradients`` (nothing deferred), and ``ablation: sa keras lstm
-encoder`` (SA with the encoder as Keras's ``LSTM`` layer instead of
-``acvi_tf.recurrent.ProjectedLSTM``).
+encoder`` and ``ablation: acvi keras lstm encoder`` (the encoder as Keras's ``LSTM``
+layer instead of ``acvi_tf.recurrent.ProjectedLSTM``).
 
 Roofline: the machine's float32 matmul throughput is measured with a large
 ``tf.matmul``; the analytic FLOPs of one step (forward x 3 for forward and backward)
@@ -111,8 +111,10 @@ ABLATIONS = {"ablation: no KL": _NoKL, "ablation: unit variance": _UnitVariance,
                  context_lib.SoftAttentionContext),
              "ablation: acvi in-loop gradients": _in_loop_gradients(
                  context_lib.ACVIContext),
-             "ablation: sa keras lstm encoder": context_lib.SoftAttentionContext}
-MODEL_ABLATIONS = {"ablation: sa keras lstm encoder": _keras_lstm_encoder}
+             "ablation: sa keras lstm encoder": context_lib.SoftAttentionContext,
+             "ablation: acvi keras lstm encoder": context_lib.ACVIContext}
+MODEL_ABLATIONS = {"ablation: sa keras lstm encoder": _keras_lstm_encoder,
+                   "ablation: acvi keras lstm encoder": _keras_lstm_encoder}
 flags.register_validator(
     "variants", lambda names: set(names) <= set(VARIANTS) | set(ABLATIONS),
     message="--variants: unknown name (see VARIANTS and ABLATIONS in this script)")
