@@ -131,3 +131,19 @@ def test_unsupported_arguments_are_refused():
         recurrent.ProjectedLSTM(tf.keras.layers.GRUCell(UNITS))
     with pytest.raises(ValueError, match="stateful"):
         recurrent.ProjectedLSTM(tf.keras.layers.LSTMCell(UNITS), stateful=True)
+
+
+def test_mixed_precision_matches_the_keras_lstm():
+    tf.keras.mixed_precision.set_global_policy("mixed_float16")  # conftest restores float32
+    rng = np.random.default_rng(6)
+    x = tf.constant(rng.normal(size=(3, 6, 4)), tf.float32)
+    mask = tf.sequence_mask([6, 3, 5], 6)
+    keras_layer, ours = _pair(x, mask)
+    expected, expected_grads = _loss_and_gradients(keras_layer, x, mask)
+    outputs, grads = tf.function(lambda: _loss_and_gradients(ours, x, mask))()
+    assert outputs[0].dtype == tf.float16
+    for got, want in zip(outputs, expected):
+        np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-2)
+    for got, want, weight in zip(grads[1:], expected_grads[1:], ours.trainable_weights):
+        assert got.dtype == weight.dtype == tf.float32
+        np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-2)
