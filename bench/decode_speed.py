@@ -10,7 +10,7 @@ rate gives for the CNN/DailyMail test set (11,490 articles). ``--jit_compile`` a
 ``--mixed_precision`` apply as in training. Rows are appended to BENCHMARKS.md.
 
 Usage: python bench/decode_speed.py [--size=paper|small] [--articles=16]
-  [--single_articles=16] [--jit_compile] [--mixed_precision]
+  [--single_articles=16] [--coverage] [--jit_compile] [--mixed_precision]
 """
 import os
 import sys
@@ -37,6 +37,8 @@ flags.DEFINE_integer("article_len", 400, "Tokens per article.")
 flags.DEFINE_integer("beam_size", 5, "Beam width.")
 flags.DEFINE_integer("max_dec_steps", 120, "Longest summary.")
 flags.DEFINE_integer("min_dec_steps", 35, "Shortest summary.")
+flags.DEFINE_boolean("coverage", False, "Decode with the coverage feature (the paper's "
+                     "final models).")
 FLAGS = flags.FLAGS
 CNN_DM_TEST_ARTICLES = 11490
 
@@ -92,6 +94,7 @@ def main(argv):
            batch["enc_padding_mask"][:1], "dec_batch": np.ones((1, 1), np.int32)})
     summarizer = decode_lib.Summarizer(model, _Vocab(vocab_size), FLAGS.beam_size,
                                        FLAGS.max_dec_steps, FLAGS.min_dec_steps,
+                                       coverage_on=FLAGS.coverage,
                                        jit_compile=FLAGS.jit_compile,
                                        record_attention=False)  # as single_pass decodes
     for per_call in (FLAGS.decode_batch_size, 1):  # trace both shapes first
@@ -112,8 +115,9 @@ def main(argv):
               "summaries/s one at a time", "summaries/s batched (%d per call)"
               % FLAGS.decode_batch_size, "speed-up", "CNN/DM test set, min",
               "identical ids"]
+    settings = report.settings(FLAGS)[2:] or "float32, no XLA"
     report.emit("Beam-search decoding (bench/decode_speed.py)", header, rows,
-                ["Settings: %s." % (report.settings(FLAGS)[2:] or "float32, no XLA")])
+                ["Settings: %s%s." % (settings, ", coverage" if FLAGS.coverage else "")])
 
 
 if __name__ == "__main__":

@@ -41,7 +41,7 @@ class Summarizer:
       min_dec_steps: shorter hypotheses that stop are dropped (35).
       coverage_on: decode with the coverage feature (coverage models).
       initial_state_attention: the original decode-time attention (see
-        ``PointerGenerator.decode_step``).
+        ``PointerGenerator.start_decoding``).
       length_normalization, gnmt_alpha: the beam's ranking (the original: "average").
       jit_compile: compile the beam search with XLA.
       record_attention: keep the chosen summaries' attention and p_gen (for
@@ -61,14 +61,14 @@ class Summarizer:
         @tf.function(input_signature=[signature], jit_compile=jit_compile or None,
                      autograph=False)
         def decode(batch):
-            constants, state = model.start_decoding(batch)
+            constants, state = model.start_decoding(batch, initial_state_attention)
             articles = tf.shape(batch["enc_batch"])[0]
             constants = decoding.tile_beam(constants, beam_size)
 
             def step(tokens, state, t):
                 del t
                 return model.decode_step(tokens, state, constants, batch["max_art_oovs"],
-                                         coverage_on, initial_state_attention)
+                                         coverage_on)
 
             return decoding.beam_search(
                 step, state, articles, beam_size, max_dec_steps, self.start_id,

@@ -225,77 +225,84 @@ class PointerGenerator(tf.keras.Model):
                                  axis=-1)
         return p_gen_logit, self.vocab_at(h, context)
 
-    def start_decoding(self, batch):
+    def start_decoding(self, batch, initial_state_attention=True):
         """Runs the encoder for decoding.
+
+        With ``initial_state_attention`` (the original's decode graph) the first step's
+        previous context is attention over the reduced encoder state, and that attention
+        is added to the coverage at the first step (training uses zeros and adds nothing).
+        The original attends with the coverage feature of an all-zero coverage, which adds
+        exactly zero, so this attends without it.
 
         Returns:
           ``(constants, state)``: the per-article tensors every step reads (``keys``,
           ``prepared``, ``mask``, ``enc_batch_extend_vocab``) and the initial decoder
-          state (``h``, ``c``, zero ``coverage``, zero previous ``context``).
+          state (``h``, ``c``, zero ``coverage``, the previous ``context`` and the
+          attention ``attn`` that the first step adds to the coverage).
         """
         mask = batch["enc_padding_mask"]
         memory, (h, c), summary = self.encode_with_summary(batch["enc_batch"], mask)
-        constants = dict(keys=self.scorer.prepare(memory),
-                         prepared=self.context_layer.prepare(memory, mask), mask=mask,
+        keys = self.scorer.prepare(memory)
+        prepared = self.context_layer.prepare(memory, mask)
+        constants = dict(keys=keys, prepared=prepared, mask=mask,
                          enc_batch_extend_vocab=batch["enc_batch_extend_vocab"])
         z, _ = self.context_layer.sentence_latent(summary)
         if z is not None:
             constants["z"] = z
-        state = dict(h=h, c=c, coverage=tf.zeros(tf.shape(mask)),
-                     context=tf.zeros([tf.shape(memory)[0], memory.shape[-1]],
-                                      self.compute_dtype))
+        if initial_state_attention:
+            attn = self.scorer(tf.concat([c, h], axis=-1), keys, mask,
+                               normalizer=self.context_layer.normalizer)
+            context = self.context_layer.draw(attn, prepared)
+        else:
+            attn = tf.zeros(tf.shape(mask))
+            context = tf.zeros([tf.shape(memory)[0], memory.shape[-1]], self.compute_dtype)
+        state = dict(h=h, c=c, coverage=tf.zeros(tf.shape(mask)), context=context, attn=attn)
         return constants, state
 
-    def decode_step(self, tokens, state, constants, max_art_oovs, coverage_on,
-                    initial_state_attention=True):
+    def decode_step(self, tokens, state, constants, max_art_oovs, coverage_on):
         """One decoding step: the final distribution over the extended vocabulary.
 
-        With ``initial_state_attention`` (the original's decode graph) the previous
-        context is recomputed by attending from the incoming state with the incoming
-        coverage, and that attention is added to the coverage; the attention on the new
-        state then uses this coverage without adding to it. So at the first step the
-        previous context is attention over the reduced encoder state (training uses
-        zeros) and the coverage holds one extra attention term. Without it, the step is
-        exactly the training step.
+        The original's decode graph runs one step per call, so it recomputes the previous
+        context by attending from the incoming state with the incoming coverage, adds that
+        attention to the coverage, and attends on the new state with this coverage
+        without adding to it. After the first step that re-attention has the same inputs
+        as the previous step's attention on its new state, so its result is carried in
+        ``state`` (``context``, ``attn``) instead of recomputed: the step adds the
+        previous step's attention to the coverage before attending. ``start_decoding``
+        chooses the first step's (the original's re-attention over the reduced encoder
+        state, or training's zeros); from zeros, a step is exactly a training step. With
+        ACVI's ``decode="sample"`` the next input gets the sample this step used, as in
+        training, where the original's graph would draw a fresh one.
 
         Args:
           tokens: [R] previous tokens, extended-vocabulary ids allowed ([UNK] is fed).
-          state: dict ``h``, ``c``, ``coverage``, ``context``.
+          state: dict ``h``, ``c``, ``coverage``, ``context``, ``attn``.
           constants: from ``start_decoding`` (tiled to R rows for beam search).
           max_art_oovs: width of the extended part of the vocabulary.
           coverage_on: use the coverage feature.
-          initial_state_attention: see above.
 
         Returns:
           ``(probs [R, V + max_art_oovs], state, extras)`` with extras ``attn`` [R, N]
           and ``p_gen`` [R]. The beam takes the log of its candidates only.
         """
         tokens = tf.where(tokens >= self.vocab_size, 0, tokens)  # [UNK] id is 0
-        h, c, coverage, prev_context = state["h"], state["c"], state["coverage"], \
-            state["context"]
-        mask, keys, prepared = constants["mask"], constants["keys"], constants["prepared"]
-        if initial_state_attention:
-            attn0 = self.scorer(tf.concat([c, h], axis=-1), keys, mask,
-                                coverage=coverage if coverage_on else None,
-                                normalizer=self.context_layer.normalizer)
-            prev_context = self.context_layer.draw(attn0, prepared)
-            if coverage_on:
-                coverage = coverage + attn0
-        context, (h, c), attn, updated, x = self.decoder_step(
-            self.embedding(tokens), prev_context, [h, c], coverage if coverage_on else None,
-            mask, keys, prepared, z=constants.get("z"))
-        if coverage_on and not initial_state_attention:
-            coverage = updated
+        coverage = state["coverage"]
+        if coverage_on:
+            coverage = coverage + state["attn"]
+        context, (h, c), attn, _, x = self.decoder_step(
+            self.embedding(tokens), state["context"], [state["h"], state["c"]],
+            coverage if coverage_on else None, constants["mask"], constants["keys"],
+            constants["prepared"], z=constants.get("z"))
         p_gen_logit, vocab_logits = self.project(context, c, h, x)
         p_gen = tf.sigmoid(tf.cast(p_gen_logit, tf.float32))
         if self.context_layer.latent_alignment:
             vocab_dists = tf.exp(self.context_layer.decode_log_probs(
-                lambda ctx: self.vocab_at(h, ctx), context, attn, prepared))
+                lambda ctx: self.vocab_at(h, ctx), context, attn, constants["prepared"]))
         else:
             vocab_dists = tf.nn.softmax(tf.cast(vocab_logits, tf.float32))
         final = losses_lib.final_distribution(
             vocab_dists[:, tf.newaxis],
             attn[:, tf.newaxis], p_gen[:, tf.newaxis], constants["enc_batch_extend_vocab"],
             max_art_oovs)[:, 0]
-        state = dict(h=h, c=c, coverage=coverage, context=context)
+        state = dict(h=h, c=c, coverage=coverage, context=context, attn=attn)
         return final, state, dict(attn=attn, p_gen=p_gen)

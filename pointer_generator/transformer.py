@@ -55,15 +55,16 @@ class TransformerSummarizer(tf.keras.Model):
                     p_gen_logit=tf.fill(steps, _NO_COPY_LOGIT), kl=out["kl"],
                     coverage_terms=tf.zeros(steps))
 
-    def start_decoding(self, batch):
-        """Encodes the articles: ``(constants, state)`` for ``decode_step``."""
+    def start_decoding(self, batch, initial_state_attention=True):
+        """Encodes the articles: ``(constants, state)`` for ``decode_step`` (no recurrent
+        state to attend from, so ``initial_state_attention`` has no use here)."""
+        del initial_state_attention
         src, src_len = self._source(batch)
         return self.transformer.start(src, src_len)
 
-    def decode_step(self, tokens, state, constants, max_art_oovs, coverage_on,
-                    initial_state_attention=True):
+    def decode_step(self, tokens, state, constants, max_art_oovs, coverage_on):
         """One step: probabilities over the extended vocabulary (0 for article OOVs)."""
-        del coverage_on, initial_state_attention
+        del coverage_on
         tokens = tf.where(tokens >= self.vocab_size, 0, tokens)  # [UNK] id is 0
         output, state, attn, _ = self.transformer.step(
             self.transformer.tgt_embedding(tokens), state, constants)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from acvi_tf import context as context_lib
 from pointer_generator import batcher as batcher_lib
 from pointer_generator import bin_files
 from pointer_generator import decode as decode_lib
@@ -61,11 +62,11 @@ def test_decode_step_without_initial_state_attention_is_the_training_step(model,
     out = model(batch, coverage_on=coverage_on)
     gold = losses_lib.gold_log_probs(out["vocab_logits"], out["attn"], out["p_gen_logit"],
                                      batch["enc_batch_extend_vocab"], batch["target_batch"])
-    constants, state = model.start_decoding(batch)
+    constants, state = model.start_decoding(batch, initial_state_attention=False)
     for t in range(batch["dec_batch"].shape[1]):
         probs, state, extras = model.decode_step(
             tf.constant(batch["dec_batch"][:, t]), state, constants, batch["max_art_oovs"],
-            coverage_on, initial_state_attention=False)
+            coverage_on)
         np.testing.assert_allclose(extras["attn"], out["attn"][:, t], rtol=1e-4, atol=1e-6)
         picked = tf.math.log(tf.gather(probs, batch["target_batch"][:, t], batch_dims=1))
         np.testing.assert_allclose(picked, gold[:, t], rtol=1e-4, atol=1e-5)
@@ -76,13 +77,58 @@ def test_initial_state_attention_reattends_from_the_incoming_state(model, vocab)
     constants, state = model.start_decoding(batch)
     tokens = tf.fill([2], vocab.word2id(vocab_lib.START_DECODING))
     _, new_state, extras = model.decode_step(tokens, state, constants, batch["max_art_oovs"],
-                                             coverage_on=True, initial_state_attention=True)
+                                             coverage_on=True)
     query = tf.concat([state["c"], state["h"]], axis=-1)
     attn0 = model.scorer(query, constants["keys"], constants["mask"],
-                         coverage=state["coverage"])
+                         coverage=tf.zeros_like(state["coverage"]))
     # coverage gets the re-attention, not the new step's attention
     np.testing.assert_allclose(new_state["coverage"], attn0, rtol=1e-5, atol=1e-7)
     assert not np.allclose(extras["attn"], attn0)
+
+
+def _original_decode_step(model, tokens, state, constants, coverage_on):
+    """See's decode graph, one step per call: re-attend from the incoming state with the
+    incoming coverage (adding to it), step, attend on the new state (not adding)."""
+    h, c, coverage = state["h"], state["c"], state["coverage"]
+    query = tf.concat([c, h], axis=-1)
+    attn0 = model.scorer(query, constants["keys"], constants["mask"],
+                         coverage=coverage if coverage_on else None)
+    if coverage_on:
+        coverage = coverage + attn0
+    prev_context = model.context_layer.draw(attn0, constants["prepared"])
+    context, (h, c), attn, _, _ = model.decoder_step(
+        model.embedding(tokens), prev_context, [h, c], coverage if coverage_on else None,
+        constants["mask"], constants["keys"], constants["prepared"])
+    return dict(h=h, c=c, coverage=coverage), context, attn
+
+
+@pytest.mark.parametrize("coverage_on", [False, True])
+@pytest.mark.parametrize("kind", ["sa", "acvi"])
+def test_carried_reattention_equals_the_original_decode_graph(vocab, coverage_on, kind):
+    tf.keras.utils.set_random_seed(5)
+    layer = context_lib.ACVIContext(seed=4) if kind == "acvi" else None
+    model = model_lib.PointerGenerator(vocab.size(), hidden_dim=6, emb_dim=5,
+                                       context_layer=layer, trunc_norm_init_std=0.5)
+    batch = _batch(vocab, "test_*", 4)
+    constants, state = model.start_decoding(batch)
+    original = {k: state[k] for k in ("h", "c", "coverage")}
+    rng = np.random.default_rng(1)
+    for t in range(6):
+        tokens = tf.constant(rng.integers(0, vocab.size(), size=4), tf.int32)
+        probs, state, extras = model.decode_step(tokens, state, constants,
+                                                 batch["max_art_oovs"], coverage_on)
+        original, context, attn = _original_decode_step(model, tokens, original, constants,
+                                                        coverage_on)
+        np.testing.assert_allclose(extras["attn"], attn, rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(state["context"], context, rtol=1e-5, atol=1e-6)
+        for key in ("h", "c", "coverage"):
+            np.testing.assert_allclose(state[key], original[key], rtol=1e-5, atol=1e-6)
+        # reorder rows between steps, as the beam does when it keeps other parents
+        rows = rng.permutation(4)
+        state, original, constants = (
+            tf.nest.map_structure(lambda x: None if x is None else tf.gather(x, rows), s)
+            for s in (state, original, constants))
+    assert coverage_on == bool(np.any(state["coverage"]))
 
 
 def test_batched_decoding_equals_one_article_at_a_time(model, vocab):
