@@ -42,6 +42,38 @@ def test_additive_matches_numpy(inputs, mask_mode):
     _check_probs(probs, mask)
 
 
+@pytest.mark.parametrize("shape", [(B, N), (B, 3, N)])
+def test_coverage_feature_value_and_gradients_match_numpy(shape):
+    rng = np.random.default_rng(3)
+    coverage = rng.uniform(size=shape).astype(np.float32)
+    w_c = rng.normal(size=(1, 7)).astype(np.float32)
+    upstream = rng.normal(size=shape + (7,)).astype(np.float32)
+    cov_t, w_t = tf.constant(coverage), tf.constant(w_c)
+    with tf.GradientTape() as tape:
+        tape.watch([cov_t, w_t])
+        value = attention.coverage_feature(cov_t, w_t)
+        loss = tf.reduce_sum(value * upstream)
+    d_cov, d_w = tape.gradient(loss, [cov_t, w_t])
+    np.testing.assert_array_equal(value, coverage[..., None] * w_c[0])
+    np.testing.assert_allclose(d_cov, upstream @ w_c[0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        d_w, (coverage[..., None] * upstream).reshape(-1, 7).sum(0)[None], rtol=1e-5)
+
+
+def test_coverage_gradients_under_mixed_precision_are_float32(inputs):
+    memory, query, mask = inputs
+    tf.keras.mixed_precision.set_global_policy("mixed_float16")
+    scorer = attention.AdditiveScorer(8, use_coverage=True)
+    coverage = tf.constant(np.random.default_rng(4).uniform(size=(B, N)), tf.float32)
+    with tf.GradientTape() as tape:
+        tape.watch(coverage)
+        probs = scorer(query, scorer.prepare(memory), mask, coverage=coverage)
+        loss = tf.reduce_sum(probs * tf.range(N, dtype=tf.float32))
+    d_cov, d_w = tape.gradient(loss, [coverage, scorer.coverage_projection.kernel])
+    assert d_cov.dtype == d_w.dtype == tf.float32
+    assert np.all(np.isfinite(d_w)) and np.any(d_w != 0.0) and np.any(d_cov != 0.0)
+
+
 def test_additive_many_steps_equal_one_step_each(inputs):
     memory, _, mask = inputs
     queries = np.random.default_rng(2).normal(size=(B, 3, Q)).astype(np.float32)
