@@ -59,9 +59,8 @@ def coverage_feature(coverage, w_c):
     computes (one product per element, nothing summed), without that layer's K = 1
     matrix product; the gradients are matrix products, ``dF w_c^T`` for the coverage
     and ``cov^T dF`` for ``w_c``, rather than the broadcast product's multiply-and-reduce
-    over a temporary [..., N, U] tensor. For B 16, N 400, U 512 on 2 CPU cores this
-    cut the coverage term's forward and backward to about half their time
-    (BENCHMARKS.md, "Coverage feature").
+    over a temporary [..., N, U] tensor (BENCHMARKS.md: ``bench/train_step.py``'s
+    ``ablation: sa dense coverage`` and ``bench/decode_speed.py --coverage``).
     """
     units = tf.shape(w_c)[-1]
 
@@ -189,10 +188,17 @@ class AdditiveScorer(_Scorer):
         # every decoder step (4 ms against 0.4 for B 16, N 400, 512 units on CPU).
         features = tf.expand_dims(keys, 1) + self.query_projection(query)[:, :, tf.newaxis]
         if coverage is not None:
-            features += coverage_feature(
-                tf.cast(coverage, features.dtype),
-                tf.cast(self.coverage_projection.kernel, features.dtype))
+            features += self.coverage_term(coverage, features.dtype)
         return tf.squeeze(self.energy(tf.tanh(features)), axis=-1)
+
+    def coverage_term(self, coverage, dtype):
+        """``w_c cov_i`` [..., N, units] in ``dtype`` for coverage [..., N].
+
+        ``w_c`` is the kernel of the ``w_c`` Dense layer, which is kept so that
+        checkpoints name it as before; ``coverage_feature`` says why it is not called.
+        """
+        return coverage_feature(tf.cast(coverage, dtype),
+                                tf.cast(self.coverage_projection.kernel, dtype))
 
     def get_config(self):
         config = super().get_config()

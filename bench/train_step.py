@@ -15,7 +15,9 @@ and ``ablation: noise off`` (the mean context in training; KL and variance netwo
 two that measure ``acvi_tf/loop_gradients.py``: ``ablation: sa in-loop gradients``
 and ``ablation: acvi in-loop gradients`` (nothing deferred), and ``ablation: sa keras lstm
 encoder`` and ``ablation: acvi keras lstm encoder`` (the encoder as Keras's ``LSTM``
-layer instead of ``acvi_tf.recurrent.ProjectedLSTM``).
+layer instead of ``acvi_tf.recurrent.ProjectedLSTM``), and ``ablation: sa dense coverage``
+(the coverage term through the ``w_c`` Dense layer instead of
+``acvi_tf.attention.coverage_feature``).
 
 Roofline: the machine's float32 matmul throughput is measured with a large
 ``tf.matmul``; the analytic FLOPs of one step (forward x 3 for forward and backward)
@@ -39,6 +41,7 @@ import tensorflow as tf
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import _report as report  # noqa: E402  pylint: disable=wrong-import-position
+from acvi_tf import attention  # noqa: E402  pylint: disable=wrong-import-position
 from acvi_tf import context as context_lib  # noqa: E402  pylint: disable=wrong-import-position
 from acvi_tf import loop_gradients  # noqa: E402  pylint: disable=wrong-import-position
 from pointer_generator import model as model_lib  # noqa: E402  pylint: disable=wrong-import-position
@@ -105,6 +108,19 @@ def _keras_lstm_encoder(model, hidden):
         name="encoder")
 
 
+class _DenseCoverageScorer(attention.AdditiveScorer):
+    """Ablation: the coverage term as the ``w_c`` Dense layer on a size-1 axis."""
+
+    def coverage_term(self, coverage, dtype):
+        return self.coverage_projection(tf.cast(coverage, dtype)[..., tf.newaxis])
+
+
+def _dense_coverage(model, hidden):
+    """Ablation: ``_DenseCoverageScorer`` in place of the model's scorer."""
+    model.scorer = _DenseCoverageScorer(2 * hidden, use_coverage=True,
+                                        mask_mode=model.scorer.mask_mode, name="attention")
+
+
 ABLATIONS = {"ablation: no KL": _NoKL, "ablation: unit variance": _UnitVariance,
              "ablation: noise off": _NoiseOff,
              "ablation: sa in-loop gradients": _in_loop_gradients(
@@ -112,9 +128,11 @@ ABLATIONS = {"ablation: no KL": _NoKL, "ablation: unit variance": _UnitVariance,
              "ablation: acvi in-loop gradients": _in_loop_gradients(
                  context_lib.ACVIContext),
              "ablation: sa keras lstm encoder": context_lib.SoftAttentionContext,
-             "ablation: acvi keras lstm encoder": context_lib.ACVIContext}
+             "ablation: acvi keras lstm encoder": context_lib.ACVIContext,
+             "ablation: sa dense coverage": context_lib.SoftAttentionContext}
 MODEL_ABLATIONS = {"ablation: sa keras lstm encoder": _keras_lstm_encoder,
-                   "ablation: acvi keras lstm encoder": _keras_lstm_encoder}
+                   "ablation: acvi keras lstm encoder": _keras_lstm_encoder,
+                   "ablation: sa dense coverage": _dense_coverage}
 flags.register_validator(
     "variants", lambda names: set(names) <= set(VARIANTS) | set(ABLATIONS),
     message="--variants: unknown name (see VARIANTS and ABLATIONS in this script)")
