@@ -5,14 +5,16 @@ script builds a pointer-generator (random weights, fixed seed; ``--size=paper`` 
 vocab 50k, emb 128, hidden 256), decodes the same articles of ``--article_len`` tokens
 with beam 5, max 120 and min 35 steps, once in batches of ``--decode_batch_size`` and the
 first ``--single_articles`` of them one article at a time, asserts that the decoded ids are
-identical, and reports summaries per second for both, their ratio and the time the batched
-rate gives for the CNN/DailyMail test set (11,490 articles). ``--jit_compile`` and
-``--mixed_precision`` apply as in training. Rows are appended to BENCHMARKS.md.
+identical, and reports summaries per second for both, their ratio, the time the batched
+rate gives for the CNN/DailyMail test set (11,490 articles) and the peak memory (the
+process's resident set; on a GPU also each mode's peak GPU memory). ``--jit_compile``
+and ``--mixed_precision`` apply as in training. Rows are appended to BENCHMARKS.md.
 
 Usage: python bench/decode_speed.py [--size=paper|small] [--articles=16]
   [--single_articles=16] [--coverage] [--jit_compile] [--mixed_precision]
 """
 import os
+import resource
 import sys
 import time
 
@@ -74,12 +76,19 @@ def _articles(vocab_size):
 
 
 def _decode_all(summarizer, batch, per_call, count):
+    """Decodes the first ``count`` articles ``per_call`` at a time: ``(ids, seconds,
+    peak GPU MiB or None)``."""
+    if report.has_gpu():
+        tf.config.experimental.reset_memory_stats("GPU:0")
     ids = []
     start = time.perf_counter()
     for lo in range(0, count, per_call):
         part = {k: (v[lo:lo + per_call] if np.ndim(v) else v) for k, v in batch.items()}
         ids.extend(r["ids"] for r in summarizer.decode(part))
-    return ids, time.perf_counter() - start
+    seconds = time.perf_counter() - start
+    peak = (tf.config.experimental.get_memory_info("GPU:0")["peak"] / 2 ** 20
+            if report.has_gpu() else None)
+    return ids, seconds, peak
 
 
 def main(argv):
@@ -99,10 +108,10 @@ def main(argv):
                                        record_attention=False)  # as single_pass decodes
     for per_call in (FLAGS.decode_batch_size, 1):  # trace both shapes first
         summarizer.decode({k: (v[:per_call] if np.ndim(v) else v) for k, v in batch.items()})
-    batched_ids, batched_secs = _decode_all(summarizer, batch, FLAGS.decode_batch_size,
-                                            FLAGS.articles)
+    batched_ids, batched_secs, batched_mib = _decode_all(
+        summarizer, batch, FLAGS.decode_batch_size, FLAGS.articles)
     single = min(FLAGS.single_articles, FLAGS.articles)
-    single_ids, single_secs = _decode_all(summarizer, batch, 1, single)
+    single_ids, single_secs, single_mib = _decode_all(summarizer, batch, 1, single)
     assert batched_ids[:single] == single_ids, "batched and one-at-a-time outputs differ"
     mean_len = np.mean([len(i) for i in batched_ids])
     batched_rate, single_rate = FLAGS.articles / batched_secs, single / single_secs
@@ -110,14 +119,18 @@ def main(argv):
              "%d/%d/%d" % (FLAGS.beam_size, FLAGS.max_dec_steps, FLAGS.min_dec_steps),
              "%.1f" % mean_len, "%.3f" % single_rate, "%.3f" % batched_rate,
              "%.1fx" % (batched_rate / single_rate),
-             "%.1f" % (CNN_DM_TEST_ARTICLES / batched_rate / 60), "yes (%d)" % single]]
+             "%.1f" % (CNN_DM_TEST_ARTICLES / batched_rate / 60), "yes (%d)" % single]
+            + (["%.0f / %.0f" % (single_mib, batched_mib)] if batched_mib is not None else [])]
     header = ["size", "articles", "beam/max/min", "mean summary len",
               "summaries/s one at a time", "summaries/s batched (%d per call)"
               % FLAGS.decode_batch_size, "speed-up", "CNN/DM test set, min",
-              "identical ids"]
+              "identical ids"] + (["peak GPU MiB (one / batched)"]
+                                  if batched_mib is not None else [])
     settings = report.settings(FLAGS)[2:] or "float32, no XLA"
     report.emit("Beam-search decoding (bench/decode_speed.py)", header, rows,
-                ["Settings: %s%s." % (settings, ", coverage" if FLAGS.coverage else "")])
+                ["Settings: %s%s; process peak RSS %d MB." % (
+                    settings, ", coverage" if FLAGS.coverage else "",
+                    resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)])
 
 
 if __name__ == "__main__":
