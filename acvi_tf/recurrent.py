@@ -124,8 +124,8 @@ def _matmul_without_kernel_gradient(kernel):
 
     TensorFlow's CPU kernel is 2-4x slower for ``dz`` [B, 4H] times a transposed [H, 4H]
     matrix than for the same product with the transpose stored (BENCHMARKS.md, the
-    encoder reading), and the backward loop forms this product at every step. ``U`` gets no gradient here
-    (``_with_recurrent_kernel_gradient`` gives it).
+    encoder reading), and the backward loop forms this product at every step. ``U`` gets
+    no gradient here (``_with_recurrent_kernel_gradient`` gives it).
     """
     kernel = tf.stop_gradient(kernel)
     kernel_t = tf.transpose(kernel)

@@ -3,8 +3,9 @@
 Times one forward and backward pass (gradients for the inputs and every weight) of a
 bidirectional LSTM over a padded batch at each host's paper size, built two ways with the
 same weights: ``tf.keras.layers.LSTM`` (on CPU its loop computes ``x_t W`` and every
-gradient product inside; on a GPU it runs cuDNN's kernel) and ``acvi_tf.recurrent.ProjectedLSTM`` (``X W`` before the loop,
-the recurrent kernel's gradient after it, ``dz U^T`` with ``U^T`` formed once). The two
+gradient product inside; on a GPU it runs cuDNN's kernel) and
+``acvi_tf.recurrent.ProjectedLSTM`` (``X W`` before the loop, the recurrent kernel's
+gradient after it, ``dz U^T`` with ``U^T`` formed once). The two
 are timed interleaved after the trace and one untimed round; their outputs and gradients
 are checked to agree first. Rows go to BENCHMARKS.md.
 

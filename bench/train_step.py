@@ -8,16 +8,16 @@ gradient clipping, the optimizer's update) on one synthetic batch for ``sa``, ``
 the journal's one-layer variance network, each with and without coverage
 (``--coverage_settings``). Variants are timed interleaved (A B C ... A B C ...) after the
 trace and one untimed round, and the median ms/step and the median (and range) of the
-per-round ratios to ``sa`` with the same coverage setting are reported. ``--variants`` picks some, including three ablations
-that locate ACVI's extra time: ``ablation: no KL`` (the KL term replaced by 0),
-``ablation: unit variance`` (sigma^2 = 1: no variance network, no gradient into sigma^2)
-and ``ablation: noise off`` (the mean context in training; KL and variance network kept),
-two that measure ``acvi_tf/loop_gradients.py``: ``ablation: sa in-loop gradients``
-and ``ablation: acvi in-loop gradients`` (nothing deferred), and ``ablation: sa keras lstm
-encoder`` and ``ablation: acvi keras lstm encoder`` (the encoder as Keras's ``LSTM``
-layer instead of ``acvi_tf.recurrent.ProjectedLSTM``), and ``ablation: sa dense coverage``
-(the coverage term through the ``w_c`` Dense layer instead of
-``acvi_tf.attention.coverage_feature``).
+per-round ratios to ``sa`` with the same coverage setting are reported. ``--variants``
+picks some, including ablations: three that locate ACVI's extra time, ``ablation: no KL``
+(the KL term replaced by 0), ``ablation: unit variance`` (sigma^2 = 1: no variance
+network, no gradient into sigma^2) and ``ablation: noise off`` (the mean context in
+training; KL and variance network kept); two that measure ``acvi_tf/loop_gradients.py``,
+``ablation: sa in-loop gradients`` and ``ablation: acvi in-loop gradients`` (nothing
+deferred); ``ablation: sa keras lstm encoder`` and ``ablation: acvi keras lstm encoder``
+(the encoder as Keras's ``LSTM`` layer instead of ``acvi_tf.recurrent.ProjectedLSTM``);
+and ``ablation: sa dense coverage`` (the coverage term through the ``w_c`` Dense layer
+instead of ``acvi_tf.attention.coverage_feature``).
 
 Roofline: the machine's float32 matmul throughput is measured with a large
 ``tf.matmul``; the analytic FLOPs of one step (forward x 3 for forward and backward)

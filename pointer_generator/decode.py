@@ -6,8 +6,9 @@ compiled call. ``decode_single_pass`` writes See et al.'s folder
 ``decoded/`` (``%06d_reference.txt`` / ``%06d_decoded.txt``, one sentence per line; a
 decoded summary is split after every "." token) and scores it with ROUGE-1.5.5,
 METEOR and the copying measures (``ROUGE_results.txt``, ``metrics.json``, TensorBoard);
-``lead_baseline`` scores the first N article sentences the same way. ``decode_examples`` is the original's
-non-single-pass mode: log article, reference and summary, write ``attn_vis_data.json``.
+``lead_baseline`` scores the first N article sentences the same way. ``decode_examples``
+is the original's non-single-pass mode: log article, reference and summary, write
+``attn_vis_data.json``.
 """
 import json
 import os

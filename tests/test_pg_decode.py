@@ -113,9 +113,9 @@ def test_carried_reattention_equals_the_original_decode_graph(vocab, coverage_on
     constants, state = model.start_decoding(batch)
     original = {k: state[k] for k in ("h", "c", "coverage")}
     rng = np.random.default_rng(1)
-    for t in range(6):
+    for _ in range(6):
         tokens = tf.constant(rng.integers(0, vocab.size(), size=4), tf.int32)
-        probs, state, extras = model.decode_step(tokens, state, constants,
+        _, state, extras = model.decode_step(tokens, state, constants,
                                                  batch["max_art_oovs"], coverage_on)
         original, context, attn = _original_decode_step(model, tokens, original, constants,
                                                         coverage_on)
