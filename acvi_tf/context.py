@@ -28,7 +28,7 @@ CONTEXT_MODES = ("sa", "acvi", "structured", "ved", "variational")
 VARIANCE_NETS = ("mlp", "relu")
 SAMPLINGS = ("approx", "gumbel")
 NOISES = ("collapsed", "per_component")
-KL_ESTIMATORS = ("mc", "bound")
+KL_ESTIMATORS = ("mc", "bound", "exact")
 DECODE_MODES = ("mean", "sample")
 
 # log sigma^2 is clipped to this range by default: sigma in [6.7e-3, 148]. It keeps
@@ -53,10 +53,10 @@ class PreparedMemory(NamedTuple):
       memory: encoder states ``h_i``, [B, N, D].
       mask: padding mask as 0/1 floats, [B, N].
       variance: ``sigma^2(h_i)``, [B, N, D] (ACVI only).
-      precision: ``1 / sigma^2(h_i)``, [B, N, D] (ACVI, ``kl="mc"``).
-      scaled_mean: ``h_i / sigma^2(h_i)``, [B, N, D] (ACVI, ``kl="mc"``).
-      log_norm: ``-1/2 sum_d (log 2 pi + log sigma^2 + h^2 / sigma^2)``, [B, N]
-        (ACVI, ``kl="mc"``), so that ``log N(c | h_i, sigma_i^2) = log_norm_i
+      precision: ``1 / sigma^2(h_i)``, [B, N, D] in float64 (ACVI, ``kl="mc"``).
+      scaled_mean: ``h_i / sigma^2(h_i)``, [B, N, D] in float64 (ACVI, ``kl="mc"``).
+      log_norm: ``-1/2 sum_d (log 2 pi + log sigma^2 + h^2 / sigma^2)``, [B, N] in
+        float64 (ACVI, ``kl="mc"``), so that ``log N(c | h_i, sigma_i^2) = log_norm_i
         - 1/2 c^2 . precision_i + c . scaled_mean_i``.
       component_kl: ``KL[N(h_i, sigma_i^2) || N(0, I)]``, [B, N] (ACVI, ``kl="bound"``).
       prior_mean: mean encoder state over real positions, [B, D] (VED's attention prior).
@@ -129,6 +129,24 @@ def average_over_samples(tensor, num_samples):
     return tf.reduce_mean(tf.reshape(tensor, shape), axis=1)
 
 
+def sampler_kl(probs, prepared):
+    """``KL[N(m_t, diag s_t^2) || N(0, I)]`` [B, T], the exact KL of eq. 25's sample.
+
+    For fixed ``a_t`` and independent ``eps_t,i``, ``c_t = sum_i a_t,i (h_i + sigma_i
+    eps_t,i)`` is Gaussian with mean ``m_t = sum_i a_t,i h_i`` and variance ``s_t^2 =
+    sum_i a_t,i^2 sigma_i^2``, so its KL to the prior is
+    ``1/2 sum_d (s_t^2 + m_t^2 - 1 - log s_t^2)``.
+
+    Args:
+      probs: ``a_t``, [B, T, N].
+      prepared: a ``PreparedMemory`` with ``memory`` and ``variance``.
+    """
+    mean = expected_context(probs, prepared.memory)
+    variance = tf.maximum(expected_context(tf.square(probs), prepared.variance), _TINY_VAR)
+    return 0.5 * tf.reduce_sum(variance + tf.square(mean) - 1.0 - tf.math.log(variance),
+                               axis=-1)
+
+
 class ContextLayer(tf.keras.layers.Layer):
     """Shared plumbing: one- or many-step inputs, float32 math, compute-dtype output.
 
@@ -148,11 +166,6 @@ class ContextLayer(tf.keras.layers.Layer):
         """A sentence latent for the decoder input (VED only): ``(z or None, KL_z [B])``."""
         del training
         return None, tf.zeros(tf.shape(summary)[:1])
-
-    def kl_scale(self, step):
-        """KL annealing factor at training ``step`` (VED only; 1 otherwise)."""
-        del step
-        return tf.constant(1.0)
 
     def regularization(self):
         """A penalty on the layer's own parameters for the training loss (0 by default)."""
@@ -324,13 +337,21 @@ class ACVIContext(ContextLayer):
         ``"per_component"``'s ``sum_i w_i sigma_i eps_i`` with eps [B, N, D].
       num_samples: Monte-Carlo samples K per context; hosts tile the batch K times
         (``tile_for_samples``) and average the likelihood (``average_over_samples``).
-      kl: ``"mc"``, the single-sample estimate ``log q(c_t) - log p(c_t)`` at the drawn
-        sample, or ``"bound"``, the closed-form upper bound
-        ``sum_i a_t,i KL[N(h_i, sigma_i^2) || N(0, I)]`` (convexity of KL).
+      kl: the KL term (``docs/acvi.md`` compares them):
+
+        * ``"mc"``: the single-sample estimate ``log q(c_t) - log p(c_t)`` at the drawn
+          sample (the paper's words). It estimates ``KL[q || p]`` only for samples
+          drawn from ``q`` (``sampling="gumbel"``); eq. 25's sample is not, and there
+          the estimate has no lower bound as sigma shrinks.
+        * ``"bound"``: the closed-form upper bound
+          ``sum_i a_t,i KL[N(h_i, sigma_i^2) || N(0, I)]`` (convexity of KL).
+        * ``"exact"``: the closed-form KL of the distribution eq. 25 draws from,
+          ``N(sum_i a_t,i h_i, diag(sum_i a_t,i^2 sigma_i^2))``, to ``N(0, I)``:
+          exact for ``sampling="approx"`` and never negative.
       kl_weight: the weight hosts put on the KL term in the loss.
       decode: without ``training``: ``"mean"`` returns ``sum_i a_t,i h_i``;
         ``"sample"`` samples as in training. With ``"mean"`` the ``"mc"`` KL is the
-        plug-in value at the mean; use ``kl="bound"`` for a deterministic estimate.
+        plug-in value at the mean; ``"bound"`` and ``"exact"`` are deterministic.
       log_var_min, log_var_max: clip range of ``log sigma^2``.
       seed: seed of the layer's ``tf.random.Generator`` (None: nondeterministic).
     """
@@ -379,11 +400,16 @@ class ACVIContext(ContextLayer):
         log_var = self.variance_network(h)
         variance = tf.exp(log_var)
         if self.kl == "mc":
-            precision = tf.exp(-log_var)
-            scaled_mean = h * precision
-            log_norm = -0.5 * tf.reduce_sum(_LOG_2PI + log_var + h * scaled_mean, axis=-1)
+            # float64: near the clip the expanded quadratic form of log N(c | h_i, s_i^2)
+            # adds and subtracts terms of 1e7 nats, which float32 rounds by whole nats.
+            log_var64, h64 = tf.cast(log_var, tf.float64), tf.cast(h, tf.float64)
+            precision = tf.exp(-log_var64)
+            scaled_mean = h64 * precision
+            log_norm = -0.5 * tf.reduce_sum(_LOG_2PI + log_var64 + h64 * scaled_mean, axis=-1)
             return base._replace(variance=variance, precision=precision,
                                  scaled_mean=scaled_mean, log_norm=log_norm)
+        if self.kl == "exact":
+            return base._replace(variance=variance)
         component_kl = 0.5 * tf.reduce_sum(variance + tf.square(h) - 1.0 - log_var, axis=-1)
         return base._replace(variance=variance, component_kl=component_kl)
 
@@ -494,21 +520,25 @@ class ACVIContext(ContextLayer):
     def log_posterior(self, context, probs, prepared):
         """``log q(c_t) = logsumexp_i [log a_t,i + log N(c_t | h_i, sigma_i^2)]``, [B, T].
 
-        The sum runs over real (unmasked) positions only.
+        The sum runs over real (unmasked) positions only; the density is evaluated in
+        float64 and returned in float32.
         """
+        context = tf.cast(context, tf.float64)
         log_components = (prepared.log_norm[:, tf.newaxis]
                           - 0.5 * tf.matmul(tf.square(context), prepared.precision,
                                             transpose_b=True)
                           + tf.matmul(context, prepared.scaled_mean, transpose_b=True))
-        log_weights = tf.math.log(tf.maximum(probs, _TINY_PROB))
+        log_weights = tf.math.log(tf.maximum(tf.cast(probs, tf.float64), _TINY_PROB))
         real = tf.cast(prepared.mask[:, tf.newaxis], tf.bool)
         logits = tf.where(real, log_weights + log_components, _MASKED_LOGIT)
-        return tf.reduce_logsumexp(logits, axis=-1)
+        return tf.cast(tf.reduce_logsumexp(logits, axis=-1), tf.float32)
 
     def kl_steps(self, context, probs, prepared):
         """Per-step KL term [B, T] for the sampled ``context`` [B, T, D]."""
         if self.kl == "bound":
             return tf.einsum("btn,bn->bt", probs, prepared.component_kl)
+        if self.kl == "exact":
+            return sampler_kl(probs, prepared)
         log_prior = -0.5 * tf.reduce_sum(_LOG_2PI + tf.square(context), axis=-1)
         return self.log_posterior(context, probs, prepared) - log_prior
 

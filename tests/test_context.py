@@ -422,7 +422,7 @@ def test_generator_state_is_checkpointed(tmp_path, batch):
 
 @pytest.mark.parametrize("kwargs, match", [
     ({"variance_net": "tanh"}, "variance_net"), ({"sampling": "exact"}, "sampling"),
-    ({"noise": "shared"}, "noise"), ({"kl": "exact"}, "kl"), ({"decode": "max"}, "decode"),
+    ({"noise": "shared"}, "noise"), ({"kl": "analytic"}, "kl"), ({"decode": "max"}, "decode"),
     ({"gumbel_fraction": 1.5}, "gumbel_fraction"), ({"gumbel_temperature": 0}, "temperature"),
     ({"num_samples": 0}, "num_samples"), ({"kl_weight": -1}, "kl_weight"),
     ({"log_var_min": 3, "log_var_max": 3}, "log_var_min"),
