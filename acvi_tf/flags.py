@@ -6,9 +6,11 @@ also put them on another ``FlagValues`` (tests do). Bad values are rejected at p
 with a message that names the flag and the allowed range.
 """
 from absl import flags
+from absl import logging
 import tensorflow as tf
 
 from acvi_tf import context as context_lib
+from acvi_tf import kl_schedule
 from acvi_tf import training
 from acvi_tf import variational
 
@@ -52,13 +54,6 @@ def define_flags(flag_values=flags.FLAGS):
     flags.DEFINE_enum(
         "ved_prior", "hmean", ["hmean", "zero"], "--context=ved: attention prior "
         "N(mean encoder state, I) (the original) or N(0, I).", flag_values=fv)
-    flags.DEFINE_enum(
-        "ved_annealing", "none", ["none", "linear", "tanh"], "--context=ved: KL "
-        "annealing: none, linear over --ved_anneal_steps, or the original's tanh "
-        "schedule (frozen at step 3000, near 0.047).", flag_values=fv)
-    flags.DEFINE_integer(
-        "ved_anneal_steps", 10000, "--context=ved --ved_annealing=linear: steps to reach "
-        "weight 1.", lower_bound=1, flag_values=fv)
     flags.DEFINE_float(
         "structured_lambda", 2.0,
         "--context=structured: the context is lambda * sum_i p_i / sum_j p_j * h_i "
@@ -101,11 +96,26 @@ def define_flags(flag_values=flags.FLAGS):
         lower_bound=1, flag_values=fv)
     flags.DEFINE_enum(
         "acvi_kl", "mc", list(context_lib.KL_ESTIMATORS),
-        "KL estimator: 'mc' log q(c) - log p(c) at the sample (the paper), 'bound' the "
-        "closed-form upper bound sum_i a_i KL[N(h_i, s_i^2) || N(0, I)].", flag_values=fv)
+        "ACVI's KL term: 'mc' log q(c) - log p(c) at the sample (the paper's words; "
+        "consistent with --acvi_sampling=gumbel only), 'bound' the closed-form upper "
+        "bound sum_i a_i KL[N(h_i, s_i^2) || N(0, I)], 'exact' the closed-form KL of the "
+        "Gaussian eq. 25 samples from, N(sum_i a_i h_i, sum_i a_i^2 s_i^2), to N(0, I).",
+        flag_values=fv)
     flags.DEFINE_float(
         "kl_weight", 1.0, "Weight of the KL term in the loss.", lower_bound=0.0,
         flag_values=fv)
+    flags.DEFINE_enum(
+        "kl_annealing", "none", list(kl_schedule.ANNEALINGS),
+        "KL warm-up for every KL term (ACVI, VED, variational): 'none', 'linear' from 0 "
+        "to 1 over --kl_anneal_steps (Bowman et al. 2016), or VED's original 'tanh' "
+        "schedule (frozen at step 3000, near 0.047).", flag_values=fv)
+    flags.DEFINE_integer(
+        "kl_anneal_steps", 10000, "--kl_annealing=linear: steps to reach weight 1.",
+        lower_bound=1, flag_values=fv)
+    flags.DEFINE_float(
+        "kl_free_bits", 0.0, "Free bits (Kingma et al. 2016): KL below this many nats "
+        "per decoder step (per example for VED's sentence latent) is not penalised.",
+        lower_bound=0.0, flag_values=fv)
     flags.DEFINE_enum(
         "acvi_decode", "mean", list(context_lib.DECODE_MODES),
         "Context at decode time: 'mean' sum_i a_i h_i (deterministic beam search) or "
@@ -170,8 +180,12 @@ def acvi_options(flag_values=flags.FLAGS):
 def context_layer_from_flags(flag_values=flags.FLAGS):
     """The context layer ``--context`` and its options select."""
     fv = flag_values
-    ved_options = dict(latent_dim=fv.ved_latent_dim, prior=fv.ved_prior,
-                       annealing=fv.ved_annealing, anneal_steps=fv.ved_anneal_steps)
+    if fv.context == "acvi" and fv.acvi_kl == "mc" and fv.acvi_sampling == "approx":
+        logging.warning(
+            "--acvi_kl=mc evaluates log q(c) - log p(c) at eq. 25's sample, which is not "
+            "drawn from q: the estimate has no lower bound as sigma shrinks. See the "
+            "README, 'ACVI's KL term'; --acvi_kl=exact is the KL of this sampler.")
+    ved_options = dict(latent_dim=fv.ved_latent_dim, prior=fv.ved_prior)
     variational_options = dict(mode=fv.variational_mode,
                                inference_units=fv.variational_inference_units,
                                decode=fv.variational_decode, jit_compile=fv.jit_compile)
@@ -180,6 +194,31 @@ def context_layer_from_flags(flag_values=flags.FLAGS):
                                           ved_options=ved_options,
                                           variational_options=variational_options,
                                           **acvi_options(fv))
+
+
+def kl_schedule_from_flags(flag_values=flags.FLAGS):
+    """The ``KLSchedule`` of ``--kl_annealing``, ``--kl_anneal_steps``, ``--kl_free_bits``."""
+    fv = flag_values
+    return kl_schedule.KLSchedule(fv.kl_annealing, fv.kl_anneal_steps, fv.kl_free_bits)
+
+
+def require_total_steps(step_flags, known, fix, flag_values=flags.FLAGS):
+    """Rejects ``--acvi_gumbel_fraction > 0`` at parse time when the run's length is unknown.
+
+    The Gumbel phase is the last fraction of the training steps, so a host must know
+    where training ends before it starts.
+
+    Args:
+      step_flags: the host's flags that decide the length (e.g. ``["max_steps"]``).
+      known: ``dict of those flags -> bool``, whether the total step count is known.
+      fix: what the message tells the user to set.
+      flag_values: where the flags live.
+    """
+    flags.register_multi_flags_validator(
+        ["acvi_gumbel_fraction"] + list(step_flags),
+        lambda d: d["acvi_gumbel_fraction"] == 0.0 or known(d),
+        message="--acvi_gumbel_fraction needs the number of training steps, which is "
+                "not known here; %s." % fix, flag_values=flag_values)
 
 
 def configure_runtime(flag_values=flags.FLAGS):

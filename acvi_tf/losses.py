@@ -7,23 +7,29 @@ keeps See's per-token mean in ``pointer_generator.losses``.
 import tensorflow as tf
 
 
-def sequence_loss(logits, tgt_out, tgt_len, kl=None, kl_weight=0.0, token_nll=None):
+def per_sequence(values, lengths):
+    """tensorflow/nmt's normalisation: ``values`` [B, T] summed over each sequence's
+    first ``lengths`` steps, averaged over the batch (a float32 scalar)."""
+    mask = tf.sequence_mask(lengths, tf.shape(values)[1], dtype=tf.float32)
+    return tf.reduce_sum(tf.cast(values, tf.float32) * mask) / tf.cast(
+        tf.shape(values)[0], tf.float32)
+
+
+def sequence_loss(logits, tgt_out, tgt_len, token_nll=None):
     """tensorflow/nmt's loss: masked token cross-entropy summed, divided by the batch size.
 
-    The ACVI KL of every real target step is added with the same normalisation.
-    ``token_nll`` [B, T], when given, replaces the cross-entropy of ``logits`` (the
-    variational attention's per-step terms, ``alignment_losses``).
+    A host adds its KL terms with the same normalisation (``per_sequence``, through
+    ``kl_schedule.KLSchedule.term``). ``token_nll`` [B, T], when given, replaces the
+    cross-entropy of ``logits`` (the variational attention's per-step terms,
+    ``alignment_losses``).
 
     Returns:
-      ``(loss, nll, kl, predict_count)``: the training objective, its NLL part, its KL
-      part and the number of target tokens (``</s>`` included), for perplexity.
+      ``(nll, predict_count)``: the NLL and the number of target tokens (``</s>``
+      included), for perplexity.
     """
-    mask = tf.sequence_mask(tgt_len, tf.shape(tgt_out)[1], dtype=tf.float32)
     xent = token_nll
     if xent is None:
         xent = tf.nn.sparse_softmax_cross_entropy_with_logits(
             labels=tgt_out, logits=tf.cast(logits, tf.float32))
-    batch = tf.cast(tf.shape(tgt_out)[0], tf.float32)
-    nll = tf.reduce_sum(xent * mask) / batch
-    kl_term = tf.reduce_sum(kl * mask) / batch if kl is not None else tf.constant(0.0)
-    return nll + kl_weight * kl_term, nll, kl_term, tf.reduce_sum(mask)
+    count = tf.reduce_sum(tf.sequence_mask(tgt_len, tf.shape(tgt_out)[1], dtype=tf.float32))
+    return per_sequence(xent, tgt_len), count

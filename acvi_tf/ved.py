@@ -17,30 +17,16 @@ project's context-layer contract:
   ``KL_t = -1/2 sum_d (1 + 2 log sigma_t - (c_t - h_bar)^2 - sigma_t^2)``.
 * The per-step attention KL is summed over every valid decoder step, as the paper's
   equation says (the original's graph keeps only the last step's; see BASELINES.md).
-* KL annealing (``annealing``): ``"none"`` (weight 1), ``"linear"`` (0 to 1 over
-  ``anneal_steps``) or ``"tanh"`` (the original: ``(tanh((step - 4500) / 1000) + 1) / 2``,
-  updated only while ``step <= 3000``, so it stops near 0.047). It scales both KL terms.
+* KL annealing scales both KL terms; it is ``kl_schedule``'s, as for every KL
+  (``--kl_annealing=tanh`` is the original's schedule).
 """
 import tensorflow as tf
 
 from acvi_tf import context as context_lib
 
 PRIORS = ("hmean", "zero")
-ANNEALINGS = ("none", "linear", "tanh")
 # log sigma is clipped to this range (sigma in [4.5e-5, 2.2e4]), as ACVI clips log sigma^2
 LOG_SIGMA_MIN, LOG_SIGMA_MAX = -10.0, 10.0
-
-
-def annealing_weight(step, annealing="none", anneal_steps=10000):
-    """The KL weight factor at training ``step`` (a float32 scalar tensor)."""
-    step = tf.cast(step, tf.float32)
-    if annealing == "none":
-        return tf.constant(1.0)
-    if annealing == "linear":
-        return tf.minimum(1.0, step / float(max(anneal_steps, 1)))
-    if annealing == "tanh":  # frozen after step 3000, as the original updates it
-        return (tf.tanh((tf.minimum(step, 3000.0) - 4500.0) / 1000.0) + 1.0) / 2.0
-    raise ValueError("annealing must be one of %s, got %r" % (ANNEALINGS, annealing))
 
 
 def gaussian_kl(mean, log_sigma, prior_mean=None):
@@ -58,22 +44,18 @@ class VEDContext(context_lib.ContextLayer):
       prior: ``"hmean"`` or ``"zero"``: the mean of the attention prior.
       temperature: ``tau``, the scale of the attention noise (original: 1).
       kl_weight: the weight of the attention KL in the host's loss (the original's
-        ``gamma``: 0.1); ``KL_z`` has weight 1; both are scaled by the annealing.
-      annealing, anneal_steps: see ``annealing_weight``.
+        ``gamma``: 0.1); ``KL_z`` has weight 1.
       seed: seed of the layer's random generator (None: nondeterministic).
     """
 
     def __init__(self, latent_dim=100, prior="hmean", temperature=1.0, kl_weight=0.1,
-                 annealing="none", anneal_steps=10000, seed=None, **kwargs):
+                 seed=None, **kwargs):
         super().__init__(**kwargs)
         context_lib._check_choice("prior", prior, PRIORS)  # pylint: disable=protected-access
-        context_lib._check_choice("annealing", annealing, ANNEALINGS)  # pylint: disable=protected-access
         self.latent_dim = int(latent_dim)
         self.prior = prior
         self.temperature = float(temperature)
         self.kl_weight = float(kl_weight)
-        self.annealing = annealing
-        self.anneal_steps = int(anneal_steps)
         self.seed = seed
         self.generator = context_lib.random_generator(seed)
         self.latent_mean = tf.keras.layers.Dense(latent_dim, name="z_mean", dtype=tf.float32)
@@ -107,10 +89,6 @@ class VEDContext(context_lib.ContextLayer):
             z = mean + tf.exp(log_sigma) * self.generator.normal(tf.shape(mean))
         return tf.cast(z, self.compute_dtype), gaussian_kl(mean, log_sigma)
 
-    def kl_scale(self, step):
-        """The annealing factor of both KL terms at training ``step``."""
-        return annealing_weight(step, self.annealing, self.anneal_steps)
-
     def _log_sigma(self, mean_context):
         return tf.clip_by_value(self.sigma_out(self.sigma_hidden(mean_context)),
                                 LOG_SIGMA_MIN, LOG_SIGMA_MAX)
@@ -138,6 +116,5 @@ class VEDContext(context_lib.ContextLayer):
         config = super().get_config()
         config.update(latent_dim=self.latent_dim, prior=self.prior,
                       temperature=self.temperature, kl_weight=self.kl_weight,
-                      annealing=self.annealing, anneal_steps=self.anneal_steps,
                       seed=self.seed)
         return config

@@ -11,6 +11,7 @@ Training writes ``out_dir/translate.ckpt-<step>`` (5 kept), the best dev-BLEU mo
 dev and test in ``out_dir/output_{dev,test}``. With ``--inference_input_file`` it
 translates a file instead (and scores it if ``--inference_ref_file`` is given).
 """
+import functools
 import json
 import math
 import os
@@ -103,6 +104,7 @@ flags.DEFINE_integer("attention_images", 0, "Inference: also write attention hea
 HPARAM_NAMES = sorted(set(FLAGS) - _FLAGS_BEFORE) + [
     "context", "acvi_variance_net", "acvi_sampling", "acvi_gumbel_fraction",
     "acvi_gumbel_temperature", "acvi_noise", "acvi_num_samples", "acvi_kl", "kl_weight",
+    "kl_annealing", "kl_anneal_steps", "kl_free_bits",
     "acvi_decode", "acvi_log_var_min", "acvi_log_var_max", "seed", "mixed_precision"]
 
 BATCH_SIGNATURE = data.BATCH_SIGNATURE
@@ -138,9 +140,8 @@ def _evaluate(model, name, prefix, vocabs, translator, writer, step):
     total_nll, total_tokens = 0.0, 0.0
     for batch in data.eval_dataset(examples, FLAGS.batch_size):
         out = model(batch)
-        _, nll, _, count = losses.sequence_loss(out["logits"], batch["tgt_out"],
-                                                   batch["tgt_len"],
-                                                   token_nll=out.get("token_nll"))
+        nll, count = losses.sequence_loss(out["logits"], batch["tgt_out"], batch["tgt_len"],
+                                          token_nll=out.get("token_nll"))
         total_nll += float(nll) * int(tf.shape(batch["src"])[0])
         total_tokens += float(count)
     ppl = math.exp(min(total_nll / max(total_tokens, 1.0), 100.0))
@@ -191,21 +192,22 @@ def make_train_step(model, optimizer):
     context_layer = getattr(model, "context_layer", None)  # None for the Transformer
     kl_weight = getattr(context_layer, "kl_weight", 0.0)
     num_samples = getattr(context_layer, "num_samples", 1)
+    kl_terms = acvi_flags.kl_schedule_from_flags(FLAGS)
 
     def loss_fn(batch, use_gumbel, step):
         # --acvi_num_samples K: the batch repeated K times averages the loss over K samples
         batch = {k: context_lib.tile_for_samples(v, num_samples) for k, v in batch.items()}
-        anneal = (context_layer.kl_scale(step) if context_layer is not None
-                  else tf.constant(1.0))  # VED's KL annealing
         out = model(batch, training=True, use_gumbel=use_gumbel)
-        loss, nll, kl, count = losses.sequence_loss(
-            out["logits"], batch["tgt_out"], batch["tgt_len"], out["kl"],
-            anneal * kl_weight, token_nll=out.get("token_nll"))
+        nll, count = losses.sequence_loss(out["logits"], batch["tgt_out"], batch["tgt_len"],
+                                          token_nll=out.get("token_nll"))
+        per_sequence = functools.partial(losses.per_sequence, lengths=batch["tgt_len"])
+        loss = nll + kl_terms.term(out["kl"], step, per_sequence, kl_weight)
         if "kl_z" in out:
-            loss += anneal * tf.reduce_mean(out["kl_z"])
+            loss += kl_terms.term(out["kl_z"], step, tf.reduce_mean)
         if context_layer is not None:
             loss += context_layer.regularization()  # structured attention's L2
-        return loss, dict(train_loss=loss, nll=nll, kl=kl, predict_count=count / num_samples)
+        return loss, dict(train_loss=loss, nll=nll, kl=per_sequence(out["kl"]),
+                          kl_factor=kl_terms.factor(step), predict_count=count / num_samples)
 
     return training_lib.make_train_step(
         loss_fn, model.trainable_variables, optimizer,
@@ -276,7 +278,7 @@ def train(vocabs):
             with writer.as_default(step=step):
                 tf.summary.scalar("lr", lr)
                 tf.summary.scalar("train_ppl", ppl)
-                for name in ("train_loss", "grad_norm", "kl"):
+                for name in ("train_loss", "grad_norm", "kl", "kl_factor"):
                     tf.summary.scalar(name, results[name])
             stats = dict(nll=0.0, count=0.0, words=0, start=time.time())
         if step % (10 * FLAGS.steps_per_stats) == 0:

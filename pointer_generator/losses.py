@@ -14,6 +14,7 @@ abisee issues #4 and #41).
 import tensorflow as tf
 
 from acvi_tf import context as context_lib
+from acvi_tf import kl_schedule
 
 # log of probabilities below this is taken at this value: a gold word with no copy mass
 # contributes exp(-69) there, and the gradient of the clamp is 0 instead of inf.
@@ -96,7 +97,7 @@ def final_distribution(vocab_dists, attn, p_gen, enc_batch_extend_vocab, max_art
 
 
 def compute_losses(out, batch, pointer_gen=True, coverage_on=False, cov_loss_wt=1.0,
-                   kl_weight=1.0, num_samples=1, kl_scale=1.0):
+                   kl_weight=1.0, num_samples=1, kl_terms=kl_schedule.KLSchedule(), step=0):
     """The training objective and its parts, normalised as the original does.
 
     Pointer-gen: per example, the mean over its decoder steps, then the batch mean
@@ -110,11 +111,13 @@ def compute_losses(out, batch, pointer_gen=True, coverage_on=False, cov_loss_wt=
       batch: the batch dict (``target_batch``, ``dec_padding_mask``,
         ``enc_batch_extend_vocab``).
       pointer_gen, coverage_on, cov_loss_wt, kl_weight, num_samples: as the flags.
-      kl_scale: VED's KL annealing factor on both KL terms (1 otherwise).
+      kl_terms: the ``KLSchedule`` every KL term enters the loss through.
+      step: the global step (for the schedule).
 
     Returns:
       A dict of scalars: ``loss`` (the NLL), ``coverage_loss``, ``kl``, ``kl_z`` (VED's
-      sentence-latent KL, per example, batch mean), ``total_loss``.
+      sentence-latent KL, per example, batch mean), ``kl_factor`` (the schedule's
+      warm-up factor), ``total_loss``.
     """
     mask = batch["dec_padding_mask"]
     if "token_nll" in out:  # variational attention's per-step terms
@@ -136,9 +139,14 @@ def compute_losses(out, batch, pointer_gen=True, coverage_on=False, cov_loss_wt=
     losses = {"loss": normalise(nll), "kl": normalise(out["kl"])}
     losses["coverage_loss"] = (normalise(out["coverage_terms"]) if coverage_on
                                else tf.constant(0.0))
-    kl_z = out.get("kl_z")
-    losses["kl_z"] = (tf.reduce_mean(context_lib.average_over_samples(kl_z, num_samples))
-                      if kl_z is not None else tf.constant(0.0))
     losses["total_loss"] = (losses["loss"] + cov_loss_wt * losses["coverage_loss"]
-                            + kl_scale * (kl_weight * losses["kl"] + losses["kl_z"]))
+                            + kl_terms.term(out["kl"], step, normalise, kl_weight))
+    losses["kl_z"] = tf.constant(0.0)
+    kl_z = out.get("kl_z")
+    if kl_z is not None:
+        def example_mean(values):
+            return tf.reduce_mean(context_lib.average_over_samples(values, num_samples))
+        losses["kl_z"] = example_mean(kl_z)
+        losses["total_loss"] += kl_terms.term(kl_z, step, example_mean)
+    losses["kl_factor"] = kl_terms.factor(step)
     return losses

@@ -89,6 +89,9 @@ flags.DEFINE_string("phases", "", "Curriculum: 'paper' (the ACVI paper's Table 5
                     "--max_dec_steps throughout.")
 flags.DEFINE_integer("coverage_steps", 3000, "With --phases: steps of the final coverage "
                      "phase (0: none).", lower_bound=0)
+acvi_flags.require_total_steps(["max_steps", "phases"],
+                               lambda d: d["max_steps"] or d["phases"],
+                               "set --max_steps or --phases")
 flags.DEFINE_integer("checkpoint_secs", 60, "Save a checkpoint this often.", lower_bound=1)
 flags.DEFINE_integer("checkpoint_steps", 0, "Also save every this many steps (0: only by "
                      "time and at phase ends).", lower_bound=0)
@@ -194,13 +197,14 @@ def make_train_step(model, optimizer, coverage_on):
     """
     num_samples = model.context_layer.num_samples
     kl_weight = getattr(model.context_layer, "kl_weight", 0.0)
+    kl_terms = acvi_flags.kl_schedule_from_flags(FLAGS)
 
     def loss_fn(batch, use_gumbel, step):
         tiled = {k: _tile(v, num_samples) for k, v in batch.items()}
         out = model(tiled, training=True, coverage_on=coverage_on, use_gumbel=use_gumbel)
         losses = losses_lib.compute_losses(
             out, tiled, FLAGS.pointer_gen, coverage_on, FLAGS.cov_loss_wt, kl_weight,
-            num_samples, kl_scale=model.context_layer.kl_scale(step))
+            num_samples, kl_terms, step)
         # structured attention's L2 penalty on its CRF (0 for the other mechanisms)
         losses["total_loss"] += model.context_layer.regularization()
         losses.update(_diagnostics(out, tiled))

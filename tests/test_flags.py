@@ -6,6 +6,7 @@ from tensorflow.python.framework import config as tf_config
 
 from acvi_tf import context
 from acvi_tf import flags as acvi_flags
+from acvi_tf import kl_schedule
 
 
 def _parse(*argv):
@@ -55,6 +56,41 @@ def test_flags_reach_the_layer():
 def test_bad_values_are_rejected_with_a_message(argv, match):
     with pytest.raises(flags.IllegalFlagValueError, match=match):
         _parse(*argv)
+
+
+def test_kl_schedule_flags():
+    assert acvi_flags.kl_schedule_from_flags(_parse()) == kl_schedule.KLSchedule()
+    fv = _parse("--kl_annealing=linear", "--kl_anneal_steps=50", "--kl_free_bits=0.5")
+    assert acvi_flags.kl_schedule_from_flags(fv) == kl_schedule.KLSchedule("linear", 50, 0.5)
+    with pytest.raises(flags.IllegalFlagValueError, match="kl_free_bits"):
+        _parse("--kl_free_bits=-1")
+
+
+@pytest.mark.parametrize("argv, warns", [
+    (["--context=acvi", "--acvi_kl=mc"], True),
+    (["--context=acvi", "--acvi_kl=mc", "--acvi_sampling=gumbel"], False),
+    (["--context=acvi", "--acvi_kl=exact"], False),
+    (["--context=sa", "--acvi_kl=mc"], False),
+])
+def test_mc_with_eq25_sampling_warns_once(argv, warns, caplog):
+    acvi_flags.context_layer_from_flags(_parse(*argv))
+    said = [r for r in caplog.records if "--acvi_kl=mc" in r.getMessage()]
+    assert len(said) == int(warns)
+    assert all("ACVI's KL term" in r.getMessage() for r in said)
+
+
+def test_gumbel_fraction_needs_the_number_of_training_steps():
+    fv = flags.FlagValues()
+    acvi_flags.define_flags(fv)
+    flags.DEFINE_integer("max_steps", 0, "", flag_values=fv)
+    acvi_flags.require_total_steps(["max_steps"], lambda d: d["max_steps"] > 0,
+                                   "set --max_steps", fv)
+    fv(["prog", "--acvi_gumbel_fraction=0.1", "--max_steps=100"])
+    fv.unparse_flags()
+    fv(["prog", "--max_steps=0"])
+    fv.unparse_flags()
+    with pytest.raises(flags.IllegalFlagValueError, match="not known here; set --max_steps"):
+        fv(["prog", "--acvi_gumbel_fraction=0.1"])
 
 
 def test_global_flags_are_defined_on_import():

@@ -50,8 +50,8 @@ def test_pig_latin_is_learned(mode):
     def train_step(batch):
         with tf.GradientTape() as tape:
             out = model(batch, training=True)
-            loss = losses.sequence_loss(out["logits"], batch["tgt_out"], batch["tgt_len"],
-                                        out["kl"], kl_weight)[0]
+            loss = (losses.sequence_loss(out["logits"], batch["tgt_out"], batch["tgt_len"])[0]
+                    + kl_weight * losses.per_sequence(out["kl"], batch["tgt_len"]))
         grads, _ = tf.clip_by_global_norm(tape.gradient(loss, model.trainable_variables), 5.0)
         optimizer.apply_gradients(zip(grads, model.trainable_variables))
         return loss

@@ -88,18 +88,17 @@ def test_tensorflow_nmt_layer_semantics():
         model_lib.NMTModel(S_VOCAB, T_VOCAB, U, num_encoder_layers=3, encoder_type="bi")
 
 
-def test_loss_is_token_sum_over_batch_size_with_the_kl(batch):
+def test_loss_and_kl_are_token_sums_over_batch_size(batch):
     rng = np.random.default_rng(4)
     logits = rng.normal(size=(2, 4, T_VOCAB)).astype(np.float32)
     kl = rng.uniform(size=(2, 4)).astype(np.float32)
-    loss, nll, kl_term, count = losses.sequence_loss(logits, batch["tgt_out"],
-                                                        batch["tgt_len"], kl, kl_weight=0.5)
+    nll, count = losses.sequence_loss(logits, batch["tgt_out"], batch["tgt_len"])
     log_p = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
     xent = -np.take_along_axis(log_p, batch["tgt_out"][..., None], -1)[..., 0]
     mask = np.arange(4)[None] < batch["tgt_len"][:, None]
     np.testing.assert_allclose(nll, (xent * mask).sum() / 2, rtol=1e-5)
-    np.testing.assert_allclose(kl_term, (kl * mask).sum() / 2, rtol=1e-5)
-    np.testing.assert_allclose(loss, nll + 0.5 * kl_term, rtol=1e-6)
+    np.testing.assert_allclose(losses.per_sequence(kl, batch["tgt_len"]),
+                               (kl * mask).sum() / 2, rtol=1e-5)
     assert float(count) == 6.0
 
 
@@ -109,8 +108,8 @@ def test_acvi_context_trains_with_the_model(batch):
                                context_layer=context_lib.ACVIContext(seed=5))
     with tf.GradientTape() as tape:
         out = model(batch, training=True)
-        loss = losses.sequence_loss(out["logits"], batch["tgt_out"], batch["tgt_len"],
-                                       out["kl"], 1.0)[0]
+        loss = (losses.sequence_loss(out["logits"], batch["tgt_out"], batch["tgt_len"])[0]
+                + losses.per_sequence(out["kl"], batch["tgt_len"]))
     grads = tape.gradient(loss, model.trainable_variables)
     names = [v.name for v, g in zip(model.trainable_variables, grads)
              if g is not None and np.any(tf.convert_to_tensor(g).numpy() != 0)]

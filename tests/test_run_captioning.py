@@ -61,6 +61,12 @@ def test_best_metric_must_be_computed(tmp_path):
         run_captioning.run(fv)
 
 
+def test_gumbel_fraction_needs_a_known_end_of_training():
+    _flags("--acvi_gumbel_fraction=0.1", "--max_steps=500")
+    with pytest.raises(flags.IllegalFlagValueError, match="set --patience=0"):
+        _flags("--acvi_gumbel_fraction=0.1", "--patience=3")
+
+
 def test_most_common_caption_breaks_ties_alphabetically():
     records = [dict(captions=["b c", "a b"]), dict(captions=["a b", "b c", "z"])]
     assert run_captioning.most_common_caption(records) == "a b"

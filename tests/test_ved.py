@@ -5,6 +5,7 @@ import pytest
 import tensorflow as tf
 
 from acvi_tf import context as context_lib
+from acvi_tf import kl_schedule
 from acvi_tf import ved
 
 
@@ -56,7 +57,7 @@ def test_training_samples_have_the_posterior_moments():
     np.testing.assert_allclose(samples.std(0), np.exp(log_sigma), rtol=0.05)
 
 
-def test_sentence_latent_and_annealing():
+def test_sentence_latent():
     layer = ved.VEDContext(latent_dim=4, seed=1)
     summary = tf.constant(np.random.default_rng(1).normal(size=[3, 6]), tf.float32)
     z, kl_z = layer.sentence_latent(summary)
@@ -66,14 +67,6 @@ def test_sentence_latent_and_annealing():
     np.testing.assert_allclose(kl_z.numpy(), _np_kl(mean, log_sigma, 0.0), rtol=1e-4)
     z_train, _ = layer.sentence_latent(summary, training=True)
     assert not np.allclose(z_train.numpy(), mean)
-    assert float(ved.annealing_weight(7, "none")) == 1.0
-    assert float(ved.annealing_weight(250, "linear", 1000)) == pytest.approx(0.25)
-    assert float(ved.annealing_weight(5000, "linear", 1000)) == 1.0
-    frozen = (np.tanh(-1.5) + 1) / 2  # the original stops updating at step 3000
-    assert float(ved.annealing_weight(3000, "tanh")) == pytest.approx(frozen, rel=1e-5)
-    assert float(ved.annealing_weight(9000, "tanh")) == pytest.approx(frozen, rel=1e-5)
-    assert float(ved.annealing_weight(0, "tanh")) == pytest.approx((np.tanh(-4.5) + 1) / 2,
-                                                                   rel=1e-3)
 
 
 def test_captioner_feeds_the_sentence_latent_and_learns_it():
@@ -116,7 +109,8 @@ def test_summarizer_and_translator_feed_the_sentence_latent():
     # PG's small initial weights give mean ~0 and sigma ~1 (KL_z ~ 0): move the mean
     summarizer.context_layer.latent_mean.bias.assign([1.0, 1.0])
     out = summarizer(batch, training=True)
-    losses = pg_losses.compute_losses(out, batch, kl_weight=0.1, kl_scale=0.5)
+    losses = pg_losses.compute_losses(out, batch, kl_weight=0.1,
+                                      kl_terms=kl_schedule.KLSchedule("linear", 1000), step=500)
     assert summarizer.input_projection.kernel.shape[0] == 3 + 2 * 4 + 2  # [y; c*; z]
     assert float(losses["kl_z"]) == pytest.approx(1.0, rel=0.05)  # 1/2 |mu|^2
     expected = losses["loss"] + 0.5 * (0.1 * losses["kl"] + losses["kl_z"])

@@ -30,6 +30,7 @@ Typical use (see README "Video captioning")::
       --out_dir=runs/acvi --decode_split=test
 """
 import collections
+import functools
 import json
 import math
 import os
@@ -123,6 +124,9 @@ def define_flags(fv=flags.FLAGS):
                       flag_values=fv)
     flags.DEFINE_list("eval_splits", ["val", "test"], "eval: the splits.", flag_values=fv)
     integer("attention_images", 0, "decode: heat maps (PNG) of the first N clips.")
+    acvi_flags.require_total_steps(
+        ["patience"], lambda d: not d["patience"],
+        "--patience may end training before the Gumbel phase; set --patience=0", fv)
 
 
 def _require(fv, *names):
@@ -173,9 +177,9 @@ class Experiment:
         for batch in clip_set.caption_batches(clip_set.caption_pairs(self.vocab),
                                               self.fv.decode_batch_size):
             out = self.model(batch)
-            _, nll, _, count = losses.sequence_loss(out["logits"], batch["caption_out"],
-                                                    batch["caption_len"],
-                                                    token_nll=out.get("token_nll"))
+            nll, count = losses.sequence_loss(out["logits"], batch["caption_out"],
+                                              batch["caption_len"],
+                                              token_nll=out.get("token_nll"))
             total_nll += float(nll) * int(batch["caption_len"].shape[0])
             total_tokens += float(count)
         return math.exp(min(total_nll / max(total_tokens, 1.0), 100.0))
@@ -231,6 +235,7 @@ def make_train_step(model, optimizer, fv):
     context_layer = model.context_layer
     kl_weight = getattr(context_layer, "kl_weight", 0.0)
     num_samples = context_layer.num_samples
+    kl_terms = acvi_flags.kl_schedule_from_flags(fv)
     # arctic's weight decay; no work in the step when it is off (the paper)
     kernels = ([v for v in model.trainable_variables if "kernel" in v.name]
                if fv.weight_decay > 0 else [])
@@ -238,21 +243,21 @@ def make_train_step(model, optimizer, fv):
     def loss_fn(batch, use_gumbel, step):
         # K Monte-Carlo samples: the batch repeated K times averages the loss over them
         batch = {k: context_lib.tile_for_samples(v, num_samples) for k, v in batch.items()}
-        anneal = context_layer.kl_scale(step)  # VED's KL annealing; 1 otherwise
         out = model(batch, training=True, use_gumbel=use_gumbel)
-        loss, nll, kl, count = losses.sequence_loss(
-            out["logits"], batch["caption_out"], batch["caption_len"], out["kl"],
-            anneal * kl_weight, token_nll=out.get("token_nll"))
-        kl_z = tf.reduce_mean(out["kl_z"])
-        loss += anneal * kl_z
+        nll, count = losses.sequence_loss(out["logits"], batch["caption_out"],
+                                          batch["caption_len"], token_nll=out.get("token_nll"))
+        per_sequence = functools.partial(losses.per_sequence, lengths=batch["caption_len"])
+        kl, kl_z = per_sequence(out["kl"]), tf.reduce_mean(out["kl_z"])
+        loss = (nll + kl_terms.term(out["kl"], step, per_sequence, kl_weight)
+                + kl_terms.term(out["kl_z"], step, tf.reduce_mean))
         penalty = tf.reduce_mean(model_lib.attention_penalty(
             out["attn"], batch["caption_len"], batch["num_frames"]))
         loss += fv.alpha_c * penalty + context_layer.regularization()
         if kernels:
             loss += fv.weight_decay * tf.add_n([tf.reduce_sum(tf.square(k))
                                                 for k in kernels])
-        return loss, dict(loss=loss, nll=nll, kl=kl, kl_z=kl_z, attention_penalty=penalty,
-                          tokens=count)
+        return loss, dict(loss=loss, nll=nll, kl=kl, kl_z=kl_z, kl_factor=kl_terms.factor(step),
+                          attention_penalty=penalty, tokens=count)
 
     return training_lib.make_train_step(
         loss_fn, model.trainable_variables, optimizer,
