@@ -1,6 +1,7 @@
-"""The paper's comparison on data you can run: every context mechanism, same steps, 3 seeds.
+"""The paper's comparison on data you can run: context mechanisms and ACVI objectives, same
+steps, 3 seeds.
 
-For each ``--contexts`` mechanism and each ``--seeds`` seed, trains a small model for
+For each ``--contexts`` variant and each ``--seeds`` seed, trains a small model for
 ``--steps`` steps on a shipped demo corpus through the real entry point (a subprocess, as
 a user runs it), then reads the validation loss (per-token NLL) and the task metric:
 
@@ -14,16 +15,18 @@ a user runs it), then reads the validation loss (per-token NLL) and the task met
   ``transformer`` row is ``--model_type=transformer`` (the paper's journal baseline; with
   ``--pointer_gen=False``, since it cannot copy, so its NLL is over the fixed vocabulary).
 
-Every mechanism shares the model, data and schedule; only ``--context`` and its own
-options change (ACVI: the closed-form KL bound with weight 0.01, which learns where
-weight 1 collapses the encoder states, see README; VED: ``--kl_weight=0.1``, the
-original's gamma; variational: REINFORCE with a 64-unit inference network). The table
-(mean and standard deviation over the seeds) is printed and appended to BENCHMARKS.md.
+Every variant shares the model, data and schedule; only the flags of ``VARIANTS`` change.
+The ACVI variants are the three KL terms at weight 1 (``acvi-mc`` is the paper's words
+taken literally), each with and without a linear KL warm-up over the first half of the
+steps; ``bound`` and ``exact`` at weight 0.01; and Gumbel-softmax sampling for the whole
+run with ``mc``, the one pairing where ``mc`` estimates the KL of the sampler. Each run's numbers go to ``<out_dir>/<variant>_seed<seed>.json`` first, so an
+interrupted study resumes where it stopped. The table (mean and standard deviation over
+the seeds) is printed and appended to BENCHMARKS.md.
 
 Usage::
 
   python bench/compare_contexts.py [--task=captioning|translation|summarization] \\
-      [--steps=400] [--contexts=sa,acvi,structured,ved,variational] [--seeds=1,2,3]
+      [--steps=400] [--contexts=sa,acvi-exact,...] [--seeds=1,2,3] [--out_dir=DIR]
 """
 import glob
 import json
@@ -40,13 +43,31 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _report  # noqa: E402  pylint: disable=wrong-import-position
+from acvi_tf import files  # noqa: E402  pylint: disable=wrong-import-position
 
 SAMPLES = os.path.join(_report.ROOT, "data_prep", "samples")
-CONTEXT_FLAGS = {"sa": [], "structured": [],
-                 "acvi": ["--acvi_kl=bound", "--kl_weight=0.01"],
-                 "ved": ["--kl_weight=0.1"],
-                 "variational": ["--variational_mode=sample",
-                                 "--variational_inference_units=64"]}
+_WARMUP = ["--kl_annealing=linear"]
+VARIANTS = {
+    "sa": ["--context=sa"],
+    "acvi-mc": ["--context=acvi", "--acvi_kl=mc"],
+    "acvi-mc-warmup": ["--context=acvi", "--acvi_kl=mc"] + _WARMUP,
+    "acvi-bound": ["--context=acvi", "--acvi_kl=bound"],
+    "acvi-bound-warmup": ["--context=acvi", "--acvi_kl=bound"] + _WARMUP,
+    "acvi-exact": ["--context=acvi", "--acvi_kl=exact"],
+    "acvi-exact-warmup": ["--context=acvi", "--acvi_kl=exact"] + _WARMUP,
+    "acvi-bound-0.01": ["--context=acvi", "--acvi_kl=bound", "--kl_weight=0.01"],
+    "acvi-exact-0.01": ["--context=acvi", "--acvi_kl=exact", "--kl_weight=0.01"],
+    "acvi-gumbel-mc": ["--context=acvi", "--acvi_sampling=gumbel", "--acvi_kl=mc"],
+    "structured": ["--context=structured"],
+    "ved": ["--context=ved", "--kl_weight=0.1"],
+    "variational": ["--context=variational", "--variational_mode=sample",
+                    "--variational_inference_units=64"],
+}
+
+
+def _variant_flags(variant, steps):
+    """The variant's flags; a warm-up ramps over the first half of the run."""
+    return VARIANTS.get(variant, []) + ["--kl_anneal_steps=%d" % max(steps // 2, 1)]
 
 
 def _run(args, log_path):
@@ -65,12 +86,12 @@ def captioning(context, seed, steps, out_dir):
     """``(validation NLL per token, validation CIDEr-D)`` of one captioning run."""
     sample = os.path.join(SAMPLES, "moving_shapes")
     common = ["--data_dir=" + sample, "--features=" + os.path.join(sample, "features.h5"),
-              "--out_dir=" + out_dir, "--context=" + context, "--seed=%d" % seed,
+              "--out_dir=" + out_dir, "--seed=%d" % seed,
               "--num_frames=8", "--feature_norm=standardize", "--encoder_units=48",
               "--decoder_units=64", "--emb_dim=32", "--attention_units=32",
               "--dropout=0.2", "--learning_rate=0.005", "--batch_size=32",
               "--beam_size=3", "--max_decode_len=12", "--metrics=CIDEr",
-              "--best_metric=CIDEr"] + CONTEXT_FLAGS[context]
+              "--best_metric=CIDEr"] + _variant_flags(context, steps)
     log = out_dir + ".log"
     _run(["video_caption.run_captioning", "--mode=train", "--max_steps=%d" % steps,
           "--valid_every=%d" % steps, "--checkpoint_steps=%d" % steps] + common, log)
@@ -94,8 +115,8 @@ def translation(context, seed, steps, out_dir):
                    "--num_units=64", "--encoder_type=bi", "--dropout=0.0",
                    "--optimizer=adam", "--learning_rate=0.01", "--batch_size=64",
                    "--num_train_steps=%d" % steps, "--steps_per_stats=100",
-                   "--steps_per_external_eval=%d" % steps, "--context=" + context,
-                   "--seed=%d" % seed] + CONTEXT_FLAGS[context], log)
+                   "--steps_per_external_eval=%d" % steps, "--seed=%d" % seed]
+                  + _variant_flags(context, steps), log)
     ppl, bleu = re.findall(r"dev: ppl ([0-9.]+), bleu ([0-9.]+)", output)[-1]
     return math.log(float(ppl)), float(bleu)
 
@@ -109,7 +130,7 @@ def summarization(context, seed, steps, out_dir):
                  "--transformer_layers=2", "--transformer_heads=4",
                  "--transformer_dropout=0.1", "--context=sa", "--pointer_gen=False"]
     else:
-        model = ["--context=" + context] + CONTEXT_FLAGS[context]
+        model = _variant_flags(context, steps)
     common = ["--vocab_path=" + os.path.join(sample, "vocab"), "--vocab_size=10000",
               "--log_root=" + os.path.dirname(out_dir), "--exp_name=" + os.path.basename(
                   out_dir), "--hidden_dim=64", "--emb_dim=32", "--batch_size=16",
@@ -135,11 +156,26 @@ TASKS = {"captioning": (captioning, "validation CIDEr-D"),
          "summarization": (summarization, "test ROUGE-L F1")}
 
 
+def _one_run(run_task, variant, seed, steps, root):
+    """``(NLL, metric)`` of one run, read back from its JSON record when it has one."""
+    name = os.path.join(root, "%s_seed%s" % (variant, seed))
+    record = name + ".json"
+    if os.path.exists(record):
+        with open(record, encoding="utf-8") as f:
+            saved = json.load(f)
+        return saved["nll"], saved["metric"]
+    nll, metric = run_task(variant, int(seed), steps, name)
+    files.atomic_write_text(record, json.dumps(dict(
+        variant=variant, seed=int(seed), steps=steps, flags=_variant_flags(variant, steps),
+        nll=nll, metric=metric)) + "\n")
+    return nll, metric
+
+
 def main(argv):
     del argv
     fv = flags.FLAGS
     run_task, metric = TASKS[fv.task]
-    known = set(CONTEXT_FLAGS) | ({"transformer"} if fv.task == "summarization" else set())
+    known = set(VARIANTS) | ({"transformer"} if fv.task == "summarization" else set())
     unknown = sorted(set(fv.contexts) - known)
     if unknown:
         raise app.UsageError("--contexts: unknown for --task=%s: %s (choose from %s)" % (
@@ -147,28 +183,27 @@ def main(argv):
     root = fv.out_dir or tempfile.mkdtemp(prefix="compare_contexts_")
     os.makedirs(root, exist_ok=True)
     rows = []
-    for context in fv.contexts:
+    for variant in fv.contexts:
         losses, scores = [], []
         for seed in fv.seeds:
-            loss, score = run_task(context, int(seed), fv.steps,
-                                   os.path.join(root, "%s_seed%s" % (context, seed)))
-            print("%s seed %s: validation NLL %.4f, %s %.4f" % (context, seed, loss, metric,
+            loss, score = _one_run(run_task, variant, seed, fv.steps, root)
+            print("%s seed %s: validation NLL %.4f, %s %.4f" % (variant, seed, loss, metric,
                                                               score), flush=True)
             losses.append(loss)
             scores.append(score)
-        rows.append([context, "%.4f +- %.4f" % (np.mean(losses), np.std(losses)),
+        rows.append([variant, "%.4f +- %.4f" % (np.mean(losses), np.std(losses)),
                      "%.4f +- %.4f" % (np.mean(scores), np.std(scores))])
     _report.emit("Context mechanisms compared: %s, %d steps, seeds %s" % (
         fv.task, fv.steps, ",".join(fv.seeds)),
-        ["context", "validation NLL / token", metric], rows,
+        ["variant", "validation NLL / token", metric], rows,
         notes=["Mean +- standard deviation over the seeds; runs in %s." % root])
 
 
 if __name__ == "__main__":
     flags.DEFINE_enum("task", "captioning", list(TASKS), "Which host and demo corpus.")
     flags.DEFINE_integer("steps", 400, "Training steps of every run.", lower_bound=1)
-    flags.DEFINE_list("contexts", ["sa", "acvi", "structured", "ved", "variational"],
-                      "Mechanisms; with --task=summarization also 'transformer'.")
+    flags.DEFINE_list("contexts", list(VARIANTS),
+                      "Variants (VARIANTS); with --task=summarization also 'transformer'.")
     flags.DEFINE_list("seeds", ["1", "2", "3"], "Seeds.")
     flags.DEFINE_string("out_dir", None, "Where the runs go (default: a temporary folder).")
     app.run(main)
