@@ -28,8 +28,8 @@ def define_flags(flag_values=flags.FLAGS):
         "structured attention (Kim et al. 2017: linear-chain CRF marginals over the "
         "source, the paper's eq. 20), 'ved' the variational encoder-decoder with "
         "variational attention (Bahuleyan et al. 2018: a Gaussian sentence latent fed to "
-        "every decoder step and a Gaussian context around the soft-attention one; use "
-        "--kl_weight=0.1, the original's gamma), 'variational' Deng et al.'s categorical "
+        "every decoder step and a Gaussian context around the soft-attention one), "
+        "'variational' Deng et al.'s categorical "
         "variational attention (an inference network over source and target, "
         "KL(q || attention), the output layer at the sampled or every source state).",
         flag_values=fv)
@@ -95,15 +95,16 @@ def define_flags(flag_values=flags.FLAGS):
         "Monte-Carlo samples K of every context; the batch is tiled K times.",
         lower_bound=1, flag_values=fv)
     flags.DEFINE_enum(
-        "acvi_kl", "mc", list(context_lib.KL_ESTIMATORS),
+        "acvi_kl", context_lib.ACVI_KL, list(context_lib.KL_ESTIMATORS),
         "ACVI's KL term: 'mc' log q(c) - log p(c) at the sample (the paper's words; "
         "consistent with --acvi_sampling=gumbel only), 'bound' the closed-form upper "
         "bound sum_i a_i KL[N(h_i, s_i^2) || N(0, I)], 'exact' the closed-form KL of the "
         "Gaussian eq. 25 samples from, N(sum_i a_i h_i, sum_i a_i^2 s_i^2), to N(0, I).",
         flag_values=fv)
     flags.DEFINE_float(
-        "kl_weight", 1.0, "Weight of the KL term in the loss.", lower_bound=0.0,
-        flag_values=fv)
+        "kl_weight", None, "Weight of the context's KL term in the loss; unset: the "
+        "mechanism's own default (acvi: %g, ved: 0.1, the original's gamma, "
+        "variational: 1)." % context_lib.ACVI_KL_WEIGHT, lower_bound=0.0, flag_values=fv)
     flags.DEFINE_enum(
         "kl_annealing", "none", list(kl_schedule.ANNEALINGS),
         "KL warm-up for every KL term (ACVI, VED, variational): 'none', 'linear' from 0 "
@@ -168,13 +169,15 @@ def define_flags(flag_values=flags.FLAGS):
 def acvi_options(flag_values=flags.FLAGS):
     """The ``ACVIContext`` keyword arguments that the parsed flags select."""
     fv = flag_values
-    return dict(
+    options = dict(
         variance_net=fv.acvi_variance_net, sampling=fv.acvi_sampling,
         gumbel_fraction=fv.acvi_gumbel_fraction,
         gumbel_temperature=fv.acvi_gumbel_temperature, noise=fv.acvi_noise,
-        num_samples=fv.acvi_num_samples, kl=fv.acvi_kl, kl_weight=fv.kl_weight,
-        decode=fv.acvi_decode, log_var_min=fv.acvi_log_var_min,
-        log_var_max=fv.acvi_log_var_max, seed=fv.seed)
+        num_samples=fv.acvi_num_samples, kl=fv.acvi_kl, decode=fv.acvi_decode,
+        log_var_min=fv.acvi_log_var_min, log_var_max=fv.acvi_log_var_max, seed=fv.seed)
+    if fv.kl_weight is not None:
+        options["kl_weight"] = fv.kl_weight
+    return options
 
 
 def context_layer_from_flags(flag_values=flags.FLAGS):

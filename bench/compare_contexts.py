@@ -47,19 +47,20 @@ from acvi_tf import files  # noqa: E402  pylint: disable=wrong-import-position
 
 SAMPLES = os.path.join(_report.ROOT, "data_prep", "samples")
 _WARMUP = ["--kl_annealing=linear"]
+_WEIGHT_1 = ["--context=acvi", "--kl_weight=1"]
 VARIANTS = {
     "sa": ["--context=sa"],
-    "acvi-mc": ["--context=acvi", "--acvi_kl=mc"],
-    "acvi-mc-warmup": ["--context=acvi", "--acvi_kl=mc"] + _WARMUP,
-    "acvi-bound": ["--context=acvi", "--acvi_kl=bound"],
-    "acvi-bound-warmup": ["--context=acvi", "--acvi_kl=bound"] + _WARMUP,
-    "acvi-exact": ["--context=acvi", "--acvi_kl=exact"],
-    "acvi-exact-warmup": ["--context=acvi", "--acvi_kl=exact"] + _WARMUP,
+    "acvi-mc": _WEIGHT_1 + ["--acvi_kl=mc"],
+    "acvi-mc-warmup": _WEIGHT_1 + ["--acvi_kl=mc"] + _WARMUP,
+    "acvi-bound": _WEIGHT_1 + ["--acvi_kl=bound"],
+    "acvi-bound-warmup": _WEIGHT_1 + ["--acvi_kl=bound"] + _WARMUP,
+    "acvi-exact": _WEIGHT_1 + ["--acvi_kl=exact"],
+    "acvi-exact-warmup": _WEIGHT_1 + ["--acvi_kl=exact"] + _WARMUP,
     "acvi-bound-0.01": ["--context=acvi", "--acvi_kl=bound", "--kl_weight=0.01"],
     "acvi-exact-0.01": ["--context=acvi", "--acvi_kl=exact", "--kl_weight=0.01"],
-    "acvi-gumbel-mc": ["--context=acvi", "--acvi_sampling=gumbel", "--acvi_kl=mc"],
+    "acvi-gumbel-mc": _WEIGHT_1 + ["--acvi_sampling=gumbel", "--acvi_kl=mc"],
     "structured": ["--context=structured"],
-    "ved": ["--context=ved", "--kl_weight=0.1"],
+    "ved": ["--context=ved"],
     "variational": ["--context=variational", "--variational_mode=sample",
                     "--variational_inference_units=64"],
 }

@@ -129,7 +129,7 @@ def _mixture_setup(dim):
     """Three components in `dim` dimensions with different, known variances."""
     h = np.array([[-1.0, 0.3], [0.5, -0.8], [1.6, 1.1]], np.float32)[:, :dim]
     a = np.array([0.5, 0.3, 0.2], np.float32)
-    layer = context.ACVIContext(seed=3)
+    layer = context.ACVIContext(kl="mc", seed=3)
     # log sigma^2 = 0.8 relu(h) - 0.7, a different variance for every component.
     _set_variance_net(layer, h[None], np.eye(dim, dtype=np.float32),
                       np.zeros(dim, np.float32), 0.8 * np.eye(dim, dtype=np.float32),
@@ -170,7 +170,7 @@ def test_mc_kl_averages_to_the_true_kl(dim):
 @pytest.mark.parametrize("dim", [1, 2])
 def test_gumbel_at_low_temperature_samples_the_mixture_and_its_kl(dim):
     layer, h, a, var = _mixture_setup(dim)
-    gumbel = context.ACVIContext(sampling="gumbel", gumbel_temperature=1e-3, seed=5)
+    gumbel = context.ACVIContext(sampling="gumbel", gumbel_temperature=1e-3, kl="mc", seed=5)
     gumbel.prepare(h[None])
     gumbel.set_weights(layer.get_weights())
     num = 100000
@@ -196,7 +196,7 @@ def test_bound_is_exact_formula_and_above_the_true_kl(dim):
 
 def test_log_posterior_matches_numpy(batch):
     memory, mask, probs = batch
-    layer = context.ACVIContext()
+    layer = context.ACVIContext(kl="mc")
     prepared = layer.prepare(memory, mask)
     var = prepared.variance.numpy().astype(np.float64)
     c = np.random.default_rng(4).normal(size=(B, 1, D)).astype(np.float32)

@@ -16,15 +16,24 @@ def _parse(*argv):
     return fv
 
 
-def test_defaults_follow_the_arxiv_paper():
+def test_defaults_are_the_arxiv_model_with_the_studys_kl():
     fv = _parse()
     layer = acvi_flags.context_layer_from_flags(fv)
     assert isinstance(layer, context.ACVIContext)
     config = layer.get_config()
     assert (config["variance_net"], config["sampling"], config["gumbel_fraction"],
-            config["noise"], config["kl"], config["decode"], config["num_samples"]) == (
-                "mlp", "approx", 0.0, "collapsed", "mc", "mean", 1)
+            config["noise"], config["kl"], config["kl_weight"], config["decode"],
+            config["num_samples"]) == ("mlp", "approx", 0.0, "collapsed", "bound", 0.01,
+                                       "mean", 1)
     assert config["seed"] == 111
+
+
+def test_unset_kl_weight_gives_each_mechanism_its_own():
+    weights = {mode: acvi_flags.context_layer_from_flags(_parse("--context=" + mode)).kl_weight
+               for mode in ("acvi", "ved", "variational")}
+    assert weights == {"acvi": context.ACVI_KL_WEIGHT, "ved": 0.1, "variational": 1.0}
+    assert acvi_flags.context_layer_from_flags(
+        _parse("--context=ved", "--kl_weight=0.5")).kl_weight == 0.5
 
 
 def test_flags_reach_the_layer():

@@ -113,6 +113,7 @@ def test_summarizer_and_translator_feed_the_sentence_latent():
                                       kl_terms=kl_schedule.KLSchedule("linear", 1000), step=500)
     assert summarizer.input_projection.kernel.shape[0] == 3 + 2 * 4 + 2  # [y; c*; z]
     assert float(losses["kl_z"]) == pytest.approx(1.0, rel=0.05)  # 1/2 |mu|^2
+    assert float(losses["kl_factor"]) == 0.5  # logged to TensorBoard
     expected = losses["loss"] + 0.5 * (0.1 * losses["kl"] + losses["kl_z"])
     assert float(losses["total_loss"]) == pytest.approx(float(expected), rel=1e-6)
 
