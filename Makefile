@@ -62,7 +62,7 @@ test: venv sysdeps
 DEMO_DATA := data_prep/samples/debian_descriptions
 DEMO_EXP := acvi_debian_$(shell date +%Y%m%d_%H%M%S)
 DEMO_MODEL := --vocab_path=$(DEMO_DATA)/vocab --vocab_size=10000 --log_root=demo_logs \
-	--exp_name=$(DEMO_EXP) --hidden_dim=128 --emb_dim=64 --context=acvi --acvi_kl=bound \
+	--exp_name=$(DEMO_EXP) --hidden_dim=128 --emb_dim=64 --context=acvi \
 	--phases=0-400:30:10,400-900:80:16 --coverage_steps=100
 DEMO_DECODE := --beam_size=4 --max_enc_steps=80 --max_dec_steps=20 --min_dec_steps=3 \
 	--decode_batch_size=400
@@ -96,7 +96,7 @@ VC_EXP := demo_logs/captions_$(shell date +%Y%m%d_%H%M%S)
 VC_MODEL := --data_dir=$(VC_EXP)/data --features=$(VC_EXP)/features --out_dir=$(VC_EXP)/acvi \
 	--num_frames=8 --feature_norm=standardize --encoder_units=128 --decoder_units=128 \
 	--emb_dim=64 --attention_units=64 --dropout=0.2 --learning_rate=0.005 --batch_size=32 \
-	--context=acvi --acvi_kl=bound --kl_weight=0.01
+	--context=acvi
 demo-captions: venv sysdeps
 	$(VPY) -m data_prep.moving_shapes --output_dir=$(VC_EXP)/corpus
 	$(VPY) -m video_caption.features --video_dir=$(VC_EXP)/corpus/clips \

@@ -1,10 +1,11 @@
-"""Learning test: on the shipped Debian sample, ACVI lowers the validation loss (soft
-attention does too; its model is checked against See's own TF1 graph in
-test_see_checkpoint.py and kept out of the suite's time budget).
+"""Learning test: on the shipped Debian sample, the default ACVI learns as soft attention
+does (See's model itself is checked against his TF1 graph in test_see_checkpoint.py).
 
 A small pointer-generator (vocab 5,000, hidden 64, emb 32, 60/12 tokens) trains for 200
-Adam steps of 16 examples (about 35 s on 2 CPU cores each); the validation NLL on 200
-held-out pairs must fall by more than one nat from its value at initialisation.
+Adam steps of 16 examples with soft attention and with ``ACVIContext()``'s defaults, from
+the same seed (about 35 s on 2 CPU cores each). ACVI's validation NLL on 200 held-out
+pairs must fall by more than one nat and end within one seed-standard-deviation of soft
+attention's (``SA_SEED_STD``).
 """
 import os
 
@@ -34,20 +35,26 @@ def _batches(pattern, vocab, batch_size, single_pass, seed=1):
         yield {k: batch[k] for k in FIELDS}
 
 
-@pytest.mark.parametrize("mode", ["acvi"])
-def test_validation_loss_falls_on_real_data(mode):
-    tf.keras.utils.set_random_seed(1)
+# Standard deviation of soft attention's final validation NLL over seeds 1-3 in this
+# configuration (4.209, 4.150, 4.168 nats; ACVI with the defaults: 4.199, 4.148, 4.174).
+SA_SEED_STD = 0.025
+
+
+def _train(context, seed=1):
+    """``(validation NLL before, after)`` of STEPS steps with this context layer."""
+    tf.keras.utils.set_random_seed(seed)
     vocab = vocab_lib.Vocab(os.path.join(SAMPLE, "vocab"), 5000)
-    context = context_lib.ACVIContext(seed=1) if mode == "acvi" else None
     model = model_lib.PointerGenerator(vocab.size(), hidden_dim=64, emb_dim=32,
                                        context_layer=context)
+    kl_weight = getattr(context, "kl_weight", 0.0)
     optimizer = tf.keras.optimizers.Adam(3e-3)
     validation = list(_batches("val_*", vocab, 50, single_pass=True))[:4]
 
     @tf.function(reduce_retracing=True, autograph=False)
     def train_step(batch):
         with tf.GradientTape() as tape:
-            losses = losses_lib.compute_losses(model(batch, training=True), batch)
+            losses = losses_lib.compute_losses(model(batch, training=True), batch,
+                                               kl_weight=kl_weight)
         variables = model.trainable_variables
         grads, _ = tf.clip_by_global_norm(tape.gradient(losses["total_loss"], variables), 2.0)
         optimizer.apply_gradients([(g, v) for g, v in zip(grads, variables) if g is not None])
@@ -61,10 +68,16 @@ def test_validation_loss_falls_on_real_data(mode):
         return float(np.mean([validation_nll(b) for b in validation]))
 
     before = validation_loss()
-    for step, batch in enumerate(_batches("train_*", vocab, 16, single_pass=False)):
+    for step, batch in enumerate(_batches("train_*", vocab, 16, single_pass=False, seed=seed)):
         losses = train_step(batch)
         assert np.isfinite(float(losses["total_loss"])), step
         if step + 1 == STEPS:
             break
-    after = validation_loss()
-    assert after < before - 1.0, (mode, before, after)
+    return before, validation_loss()
+
+
+def test_default_acvi_learns_like_soft_attention():
+    _, sa = _train(context_lib.SoftAttentionContext(name="context"))
+    before, acvi = _train(context_lib.ACVIContext(seed=1, name="context"))
+    assert acvi < before - 1.0, (before, acvi)
+    assert acvi <= sa + SA_SEED_STD, (sa, acvi)
