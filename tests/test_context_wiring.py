@@ -327,18 +327,31 @@ def _nmt_reference(model, batch, eps):
     return tf.stack(logits, axis=1)
 
 
+def _run_against_reference(model, batch, noise, steps, source, reference):
+    """A training-mode run's outputs, and the logits of ``reference`` from its noise.
+
+    Args:
+      model, batch: the host model and its batch.
+      noise: the ``recorded_noise`` list.
+      steps: decoder steps of the batch.
+      source: ``model.start``'s arguments.
+      reference: ``(model, batch, eps) -> logits``, the host wired as the paper says.
+    """
+    out = model(batch, training=True)
+    eps = _step_noise(noise, steps)
+    expected = reference(model, batch, eps)
+    sample, mean = _hand_sample(out["attn"], model.start(*source)[0]["prepared"], eps)
+    _assert_noise_matters(sample, mean)
+    return out, expected
+
+
 @pytest.fixture
 def nmt_run(recorded_noise):
     """A training-mode ACVI NMT run's logits and those of the hand-wired reference."""
     batch = _nmt_batch()
-    model = _nmt_model(_acvi(seed=31), seed=32)
-    out = model(batch, training=True)
-    eps = _step_noise(recorded_noise, batch["tgt_in"].shape[1])
-    expected = _nmt_reference(model, batch, eps)
-    prepared = model.start(batch["src"], batch["src_len"])[0]["prepared"]
-    sample, mean = _hand_sample(out["attn"], prepared, eps)
-    _assert_noise_matters(sample, mean)
-    return out, expected
+    return _run_against_reference(_nmt_model(_acvi(seed=31), seed=32), batch, recorded_noise,
+                                  batch["tgt_in"].shape[1], (batch["src"], batch["src_len"]),
+                                  _nmt_reference)
 
 
 def test_nmt_attention_vector_reads_the_sample(nmt_run):
@@ -378,14 +391,9 @@ def _vc_reference(model, batch, eps):
 def vc_run(recorded_noise):
     """A training-mode ACVI captioner run's logits and those of the hand-wired reference."""
     batch = _vc_batch()
-    model = _vc_model(_acvi(seed=41), seed=42)
-    out = model(batch, training=True)
-    eps = _step_noise(recorded_noise, batch["caption_in"].shape[1])
-    expected = _vc_reference(model, batch, eps)
-    prepared = model.start(batch["features"], batch["num_frames"])[0]["prepared"]
-    sample, mean = _hand_sample(out["attn"], prepared, eps)
-    _assert_noise_matters(sample, mean)
-    return out, expected
+    return _run_against_reference(_vc_model(_acvi(seed=41), seed=42), batch, recorded_noise,
+                                  batch["caption_in"].shape[1],
+                                  (batch["features"], batch["num_frames"]), _vc_reference)
 
 
 def test_captioner_output_layer_reads_the_sample(vc_run):
