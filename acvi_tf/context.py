@@ -342,7 +342,8 @@ class ACVIContext(ContextLayer):
         ``"per_component"``'s ``sum_i w_i sigma_i eps_i`` with eps [B, N, D].
       num_samples: Monte-Carlo samples K per context; hosts tile the batch K times
         (``tile_for_samples``) and average the likelihood (``average_over_samples``).
-      kl: the KL term (``docs/acvi.md`` compares them):
+      kl: the KL term (``docs/acvi.md`` compares them; the default, ``ACVI_KL``, and
+        ``kl_weight``'s, ``ACVI_KL_WEIGHT``, come from its study):
 
         * ``"mc"``: the single-sample estimate ``log q(c_t) - log p(c_t)`` at the drawn
           sample (the paper's words). It estimates ``KL[q || p]`` only for samples
