@@ -26,7 +26,8 @@ the seeds) is printed and appended to BENCHMARKS.md.
 Usage::
 
   python bench/compare_contexts.py [--task=captioning|translation|summarization] \\
-      [--steps=400] [--contexts=sa,acvi-exact,...] [--seeds=1,2,3] [--out_dir=DIR]
+      [--steps=400] [--contexts=sa,acvi-exact,...] [--seeds=1,2,3] [--out_dir=DIR] \\
+      [--summarization_data=FINISHED_FILES]
 """
 import glob
 import json
@@ -124,7 +125,7 @@ def translation(context, seed, steps, out_dir):
 
 def summarization(context, seed, steps, out_dir):
     """``(validation NLL per token, test ROUGE-L F1)`` of one Debian-descriptions run."""
-    sample = os.path.join(SAMPLES, "debian_descriptions")
+    sample = flags.FLAGS.summarization_data or os.path.join(SAMPLES, "debian_descriptions")
     chunks = os.path.join(sample, "chunked")
     if context == "transformer":
         model = ["--model_type=transformer", "--transformer_units=64",
@@ -207,4 +208,7 @@ if __name__ == "__main__":
                       "Variants (VARIANTS); with --task=summarization also 'transformer'.")
     flags.DEFINE_list("seeds", ["1", "2", "3"], "Seeds.")
     flags.DEFINE_string("out_dir", None, "Where the runs go (default: a temporary folder).")
+    flags.DEFINE_string("summarization_data", None, "--task=summarization: a finished_files "
+                        "folder with chunked/ and vocab, e.g. the whole Debian corpus from "
+                        "data_prep.debian_descriptions (default: the shipped sample).")
     app.run(main)
