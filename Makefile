@@ -115,7 +115,7 @@ demo-captions: venv sysdeps
 bench: venv sysdeps
 	@set -e; for script in bench/[!_]*.py; do echo "== $$script"; $(VPY) $$script; done
 
-# Issue 8's GPU runs: the timing scripts plain, with XLA, with mixed precision and with
+# The GPU measurements: the timing scripts plain, with XLA, with mixed precision and with
 # both, and the decoding rate (with coverage, as the paper's final models decode) over
 # enough batches of 128 articles to extrapolate to the CNN/DailyMail test set. Needs a
 # GPU that TensorFlow sees.

@@ -1,1 +1,1 @@
-"""Corpus builders for the paper's corpora and the shipped demo samples (issues 3-6)."""
+"""Corpus builders for the paper's corpora and the shipped demo samples."""
