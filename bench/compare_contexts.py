@@ -27,7 +27,7 @@ Usage::
 
   python bench/compare_contexts.py [--task=captioning|translation|summarization] \\
       [--steps=400] [--contexts=sa,acvi-exact,...] [--seeds=1,2,3] [--out_dir=DIR] \\
-      [--summarization_data=FINISHED_FILES]
+      [--summarization_data=FINISHED_FILES] [--translation_data=DIR,SRC,TGT]
 """
 import glob
 import json
@@ -107,10 +107,13 @@ def captioning(context, seed, steps, out_dir):
 
 
 def translation(context, seed, steps, out_dir):
-    """``(dev NLL per token, dev BLEU)`` of one Pig Latin run."""
+    """``(dev NLL per token, dev BLEU)`` of one Pig Latin (or ``--translation_data``) run."""
     sample = os.path.join(SAMPLES, "pig_latin")
+    src, tgt = "src", "tgt"
+    if flags.FLAGS.translation_data:
+        sample, src, tgt = flags.FLAGS.translation_data.split(",")
     log = out_dir + ".log"
-    output = _run(["nmt.run_nmt", "--src=src", "--tgt=tgt",
+    output = _run(["nmt.run_nmt", "--src=" + src, "--tgt=" + tgt,
                    "--vocab_prefix=" + os.path.join(sample, "vocab"),
                    "--train_prefix=" + os.path.join(sample, "train"),
                    "--dev_prefix=" + os.path.join(sample, "dev"), "--out_dir=" + out_dir,
@@ -208,6 +211,9 @@ if __name__ == "__main__":
                       "Variants (VARIANTS); with --task=summarization also 'transformer'.")
     flags.DEFINE_list("seeds", ["1", "2", "3"], "Seeds.")
     flags.DEFINE_string("out_dir", None, "Where the runs go (default: a temporary folder).")
+    flags.DEFINE_string("translation_data", None, "--task=translation: 'DIR,SRC,TGT', a "
+                        "folder with {vocab,train,dev}.{SRC,TGT}, e.g. data_prep/samples/"
+                        "debian_en_de,en,de (default: the shipped Pig Latin words).")
     flags.DEFINE_string("summarization_data", None, "--task=summarization: a finished_files "
                         "folder with chunked/ and vocab, e.g. the whole Debian corpus from "
                         "data_prep.debian_descriptions (default: the shipped sample).")
