@@ -407,7 +407,7 @@ class ACVIContext(ContextLayer):
         variance = tf.exp(log_var)
         if self.kl == "mc":
             # float64: near the clip the expanded quadratic form of log N(c | h_i, s_i^2)
-            # adds and subtracts terms of 1e7 nats, which float32 rounds by whole nats.
+            # adds and subtracts terms of about 1e6 nats, and float32 lost 1.5 of them.
             log_var64, h64 = tf.cast(log_var, tf.float64), tf.cast(h, tf.float64)
             precision = tf.exp(-log_var64)
             scaled_mean = h64 * precision
