@@ -16,6 +16,8 @@ import math
 
 import tensorflow as tf
 
+from acvi_tf.compat import keras
+
 MASK_MODES = ("neg_inf", "renormalize")
 MULTIPLICATIVE_MODES = ("general", "dot")
 
@@ -77,7 +79,7 @@ def _check_choice(name, value, choices):
         raise ValueError("%s must be one of %s, got %r" % (name, choices, value))
 
 
-class _Scorer(tf.keras.layers.Layer):
+class _Scorer(keras.layers.Layer):
     """Shared plumbing: one-step or many-step queries, then the masked softmax.
 
     Subclasses define ``score(query, keys, coverage)``, the energies [B, T, N] for
@@ -163,14 +165,14 @@ class AdditiveScorer(_Scorer):
             raise ValueError("units must be positive, got %r" % (units,))
         self.units = units
         self.use_coverage = use_coverage
-        self.memory_projection = tf.keras.layers.Dense(
+        self.memory_projection = keras.layers.Dense(
             units, use_bias=False, name="W_h", dtype=self.dtype_policy)
-        self.query_projection = tf.keras.layers.Dense(
+        self.query_projection = keras.layers.Dense(
             units, use_bias=True, name="W_s", dtype=self.dtype_policy)
-        self.energy = tf.keras.layers.Dense(
+        self.energy = keras.layers.Dense(
             1, use_bias=False, name="v", dtype=self.dtype_policy)
         self.coverage_projection = (
-            tf.keras.layers.Dense(units, use_bias=False, name="w_c", dtype=self.dtype_policy)
+            keras.layers.Dense(units, use_bias=False, name="w_c", dtype=self.dtype_policy)
             if use_coverage else None)
 
     def build(self, input_shape):
@@ -233,8 +235,8 @@ class MultiplicativeScorer(_Scorer):
         self.mode = mode
         self.scale = scale
         self.memory_projection = (
-            tf.keras.layers.Dense(units, use_bias=False, name="W", dtype=self.dtype_policy,
-                                  kernel_initializer=kernel_initializer)
+            keras.layers.Dense(units, use_bias=False, name="W", dtype=self.dtype_policy,
+                               kernel_initializer=kernel_initializer)
             if mode == "general" else None)
 
     def build(self, input_shape):

@@ -22,6 +22,7 @@ import numpy as np
 import tensorflow as tf
 
 from acvi_tf.attention import masked_softmax
+from acvi_tf.compat import keras
 from acvi_tf.loop_gradients import DeferredContractions
 
 CONTEXT_MODES = ("sa", "acvi", "structured", "ved", "variational")
@@ -152,7 +153,7 @@ def sampler_kl(probs, prepared):
                                axis=-1)
 
 
-class ContextLayer(tf.keras.layers.Layer):
+class ContextLayer(keras.layers.Layer):
     """Shared plumbing: one- or many-step inputs, float32 math, compute-dtype output.
 
     ``normalizer`` is None when the attention distribution is the scorer's masked
@@ -271,7 +272,7 @@ class SoftAttentionContext(ContextLayer):
         return tf.zeros(tf.shape(probs)[:2])
 
 
-class VarianceNetwork(tf.keras.layers.Layer):
+class VarianceNetwork(keras.layers.Layer):
     """The amortised variance network ``h -> log sigma^2(h)``, clipped, in float32.
 
     ``"mlp"`` (eq. 18): ``log sigma^2 = W2 relu(W1 h + b1) + b2`` with hidden size

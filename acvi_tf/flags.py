@@ -13,6 +13,7 @@ from acvi_tf import context as context_lib
 from acvi_tf import kl_schedule
 from acvi_tf import training
 from acvi_tf import variational
+from acvi_tf.compat import keras
 
 def define_flags(flag_values=flags.FLAGS):
     """Defines the shared flags and their validators on ``flag_values``.
@@ -229,10 +230,10 @@ def configure_runtime(flag_values=flags.FLAGS):
 
     Call it once at the start of ``main``, before any layer is built.
     """
-    tf.keras.utils.set_random_seed(flag_values.seed)
+    keras.utils.set_random_seed(flag_values.seed)
     if flag_values.deterministic:
         tf.config.experimental.enable_op_determinism()
-    tf.keras.mixed_precision.set_global_policy(
+    keras.mixed_precision.set_global_policy(
         "mixed_float16" if flag_values.mixed_precision else "float32")
 
 

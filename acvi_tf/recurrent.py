@@ -16,6 +16,8 @@ them.
 """
 import tensorflow as tf
 
+from acvi_tf.compat import keras
+
 # LSTM-layer arguments that belong to the cell.
 _CELL_ARGS = ("activation", "recurrent_activation", "use_bias", "kernel_initializer",
               "recurrent_initializer", "bias_initializer", "unit_forget_bias",
@@ -23,17 +25,17 @@ _CELL_ARGS = ("activation", "recurrent_activation", "use_bias", "kernel_initiali
               "dropout", "recurrent_dropout")
 
 
-class ProjectedLSTM(tf.keras.layers.RNN):
+class ProjectedLSTM(keras.layers.RNN):
     """``RNN(LSTMCell)`` whose input projection runs once over the whole sequence.
 
-    Computes what ``tf.keras.layers.LSTM`` computes: gate order i, f, c, o; masked steps
+    Computes what ``keras.layers.LSTM`` computes: gate order i, f, c, o; masked steps
     carry the state and output zeros; ``go_backwards``; input dropout drawn independently
     at every step, as Keras's ``LSTM`` layer (and tensorflow/nmt's ``DropoutWrapper``)
     draws it.
 
     Args:
-      cell: a ``tf.keras.layers.LSTMCell`` without recurrent dropout.
-      **kwargs: ``tf.keras.layers.RNN`` arguments; ``stateful``, ``unroll`` and
+      cell: a ``keras.layers.LSTMCell`` without recurrent dropout.
+      **kwargs: ``keras.layers.RNN`` arguments; ``stateful``, ``unroll`` and
         ``time_major`` are not supported.
 
     Raises:
@@ -41,11 +43,11 @@ class ProjectedLSTM(tf.keras.layers.RNN):
     """
 
     def __init__(self, cell, **kwargs):
-        if not isinstance(cell, tf.keras.layers.LSTMCell):
-            raise ValueError("ProjectedLSTM needs a tf.keras.layers.LSTMCell, got %r" % cell)
+        if not isinstance(cell, keras.layers.LSTMCell):
+            raise ValueError("ProjectedLSTM needs a keras.layers.LSTMCell, got %r" % cell)
         if cell.recurrent_dropout:
             raise ValueError("ProjectedLSTM has no recurrent dropout; use "
-                             "tf.keras.layers.LSTM for recurrent_dropout=%s"
+                             "keras.layers.LSTM for recurrent_dropout=%s"
                              % cell.recurrent_dropout)
         for name in ("stateful", "unroll", "time_major"):
             if kwargs.get(name):
@@ -78,7 +80,7 @@ class ProjectedLSTM(tf.keras.layers.RNN):
             h = cell.recurrent_activation(z_o) * cell.activation(c)
             return tf.concat([h, h_prev], axis=-1), [h, c]
 
-        last_output, outputs, states = tf.keras.backend.rnn(
+        last_output, outputs, states = keras.backend.rnn(
             step, projected, list(initial_state), go_backwards=self.go_backwards,
             mask=mask, input_length=inputs.shape[1], zero_output_for_mask=True)
         h_prev = tf.stop_gradient(outputs[..., units:])
@@ -145,7 +147,7 @@ def sequence_lstm(units, xla=False, return_state=True, **kwargs):
       xla: a form XLA compiles, also on a GPU (``ProjectedLSTM``; without a GPU it is the
         form used anyway).
       return_state: return the final ``h`` and ``c`` after the outputs.
-      **kwargs: ``tf.keras.layers.LSTM`` arguments (initialisers, ``dropout``, ``name``,
+      **kwargs: ``keras.layers.LSTM`` arguments (initialisers, ``dropout``, ``name``,
         ``go_backwards`` ...).
 
     Returns:
@@ -153,9 +155,9 @@ def sequence_lstm(units, xla=False, return_state=True, **kwargs):
       visible and ``xla`` is False, ``ProjectedLSTM`` otherwise.
     """
     if not xla and tf.config.list_physical_devices("GPU"):
-        return tf.keras.layers.LSTM(units, return_sequences=True, return_state=return_state,
-                                    **kwargs)
-    cell = tf.keras.layers.LSTMCell(
+        return keras.layers.LSTM(units, return_sequences=True, return_state=return_state,
+                                 **kwargs)
+    cell = keras.layers.LSTMCell(
         units, name="lstm_cell", **{k: kwargs.pop(k) for k in _CELL_ARGS if k in kwargs})
     kwargs.setdefault("name", "lstm")
     return ProjectedLSTM(cell, return_sequences=True, return_state=return_state, **kwargs)

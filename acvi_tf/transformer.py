@@ -18,6 +18,7 @@ import numpy as np
 import tensorflow as tf
 
 from acvi_tf import attention as attention_lib
+from acvi_tf.compat import keras
 
 
 def sinusoidal_positions(length, depth):
@@ -30,7 +31,7 @@ def sinusoidal_positions(length, depth):
     return tf.constant(angles, tf.float32)
 
 
-class MultiHeadAttention(tf.keras.layers.Layer):
+class MultiHeadAttention(keras.layers.Layer):
     """Multi-head scaled dot-product attention; returns ``(output, head-mean probs)``."""
 
     def __init__(self, units, num_heads, causal=False, **kwargs):
@@ -40,10 +41,10 @@ class MultiHeadAttention(tf.keras.layers.Layer):
                              % (units, num_heads))
         self.num_heads = num_heads
         self.depth = units // num_heads
-        self.query = tf.keras.layers.Dense(units, use_bias=False, name="query")
-        self.key = tf.keras.layers.Dense(units, use_bias=False, name="key")
-        self.value = tf.keras.layers.Dense(units, use_bias=False, name="value")
-        self.out = tf.keras.layers.Dense(units, use_bias=False, name="output")
+        self.query = keras.layers.Dense(units, use_bias=False, name="query")
+        self.key = keras.layers.Dense(units, use_bias=False, name="key")
+        self.value = keras.layers.Dense(units, use_bias=False, name="value")
+        self.out = keras.layers.Dense(units, use_bias=False, name="output")
         self.scorer = attention_lib.ScaledDotProductScorer(causal=causal)
 
     def _split(self, x):
@@ -66,17 +67,17 @@ class MultiHeadAttention(tf.keras.layers.Layer):
         return output, tf.reduce_mean(probs, axis=1)
 
 
-class _Block(tf.keras.layers.Layer):
+class _Block(keras.layers.Layer):
     """Pre-norm residual blocks: self-attention, optional cross-attention, feed-forward."""
 
     def __init__(self, units, num_heads, dropout, causal, cross, **kwargs):
         super().__init__(**kwargs)
         self.self_attention = MultiHeadAttention(units, num_heads, causal=causal)
         self.cross_attention = MultiHeadAttention(units, num_heads) if cross else None
-        self.norms = [tf.keras.layers.LayerNormalization() for _ in range(3 if cross else 2)]
-        self.ffn = tf.keras.Sequential([tf.keras.layers.Dense(4 * units, activation="relu"),
-                                        tf.keras.layers.Dense(units)])
-        self.drop = tf.keras.layers.Dropout(dropout)
+        self.norms = [keras.layers.LayerNormalization() for _ in range(3 if cross else 2)]
+        self.ffn = keras.Sequential([keras.layers.Dense(4 * units, activation="relu"),
+                                     keras.layers.Dense(units)])
+        self.drop = keras.layers.Dropout(dropout)
 
     def call(self, x, self_mask, memory=None, memory_mask=None, training=False):
         y = self.norms[0](x)
@@ -89,7 +90,7 @@ class _Block(tf.keras.layers.Layer):
         return x, probs
 
 
-class TransformerModel(tf.keras.Model):
+class TransformerModel(keras.Model):
     """Encoder-decoder Transformer with the ``NMTModel`` interface.
 
     Args:
@@ -106,16 +107,16 @@ class TransformerModel(tf.keras.Model):
         super().__init__(**kwargs)
         self.num_units = num_units
         self.max_len = max_len
-        self.src_embedding = tf.keras.layers.Embedding(src_vocab_size, num_units)
-        self.tgt_embedding = tf.keras.layers.Embedding(tgt_vocab_size, num_units)
+        self.src_embedding = keras.layers.Embedding(src_vocab_size, num_units)
+        self.tgt_embedding = keras.layers.Embedding(tgt_vocab_size, num_units)
         self.encoder_blocks = [_Block(num_units, num_heads, dropout, False, False)
                                for _ in range(num_layers)]
         self.decoder_blocks = [_Block(num_units, num_heads, dropout, True, True)
                                for _ in range(num_layers)]
-        self.encoder_norm = tf.keras.layers.LayerNormalization()
-        self.decoder_norm = tf.keras.layers.LayerNormalization()
-        self.output_projection = tf.keras.layers.Dense(tgt_vocab_size, use_bias=False)
-        self.input_dropout = tf.keras.layers.Dropout(dropout)
+        self.encoder_norm = keras.layers.LayerNormalization()
+        self.decoder_norm = keras.layers.LayerNormalization()
+        self.output_projection = keras.layers.Dense(tgt_vocab_size, use_bias=False)
+        self.input_dropout = keras.layers.Dropout(dropout)
         self.positions = sinusoidal_positions(max(max_len, 1024), num_units)
 
     def _embed(self, embedded, training):

@@ -27,6 +27,7 @@ import tensorflow as tf
 from acvi_tf import attention as attention_lib
 from acvi_tf import context as context_lib
 from acvi_tf import recurrent
+from acvi_tf.compat import keras
 
 VARIATIONAL_MODES = ("sample", "enum")
 VARIATIONAL_DECODES = ("marginal", "soft")
@@ -119,7 +120,7 @@ def reinforce_surrogate(log_p_sample, log_p_soft, log_q_sample, kl):
     return -log_p_sample + kl - score
 
 
-class InferenceNetwork(tf.keras.layers.Layer):
+class InferenceNetwork(keras.layers.Layer):
     """``q(z_t | x, y)``: BiLSTMs over source states and target embeddings, bilinear scores.
 
     Args:
@@ -131,11 +132,11 @@ class InferenceNetwork(tf.keras.layers.Layer):
         super().__init__(**kwargs)
         self.units = units
         self.jit_compile = jit_compile
-        self.source_rnn = tf.keras.layers.Bidirectional(
+        self.source_rnn = keras.layers.Bidirectional(
             recurrent.sequence_lstm(units, jit_compile, return_state=False), name="source_rnn")
-        self.target_rnn = tf.keras.layers.Bidirectional(
+        self.target_rnn = keras.layers.Bidirectional(
             recurrent.sequence_lstm(units, jit_compile, return_state=False), name="target_rnn")
-        self.bilinear = tf.keras.layers.Dense(2 * units, use_bias=False, name="W")
+        self.bilinear = keras.layers.Dense(2 * units, use_bias=False, name="W")
 
     def call(self, memory, memory_mask, target, target_mask, training=False):
         """Posterior ``q`` [B, T, N] from memory [B, N, D] and target embeddings [B, T, E]."""

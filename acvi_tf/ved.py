@@ -23,6 +23,7 @@ project's context-layer contract:
 import tensorflow as tf
 
 from acvi_tf import context as context_lib
+from acvi_tf.compat import keras
 
 PRIORS = ("hmean", "zero")
 # log sigma is clipped to this range (sigma in [4.5e-5, 2.2e4]), as ACVI clips log sigma^2
@@ -58,9 +59,9 @@ class VEDContext(context_lib.ContextLayer):
         self.kl_weight = float(kl_weight)
         self.seed = seed
         self.generator = context_lib.random_generator(seed)
-        self.latent_mean = tf.keras.layers.Dense(latent_dim, name="z_mean", dtype=tf.float32)
-        self.latent_log_sigma = tf.keras.layers.Dense(latent_dim, name="z_log_sigma",
-                                                      dtype=tf.float32)
+        self.latent_mean = keras.layers.Dense(latent_dim, name="z_mean", dtype=tf.float32)
+        self.latent_log_sigma = keras.layers.Dense(latent_dim, name="z_log_sigma",
+                                                   dtype=tf.float32)
         self.sigma_hidden = None
         self.sigma_out = None
 
@@ -69,9 +70,9 @@ class VEDContext(context_lib.ContextLayer):
         base = super().prepare(memory, memory_mask)
         if self.sigma_hidden is None:
             size = memory.shape[-1]
-            self.sigma_hidden = tf.keras.layers.Dense(size, activation="tanh",
-                                                      name="sigma_hidden", dtype=tf.float32)
-            self.sigma_out = tf.keras.layers.Dense(size, name="sigma_out", dtype=tf.float32)
+            self.sigma_hidden = keras.layers.Dense(size, activation="tanh",
+                                                   name="sigma_hidden", dtype=tf.float32)
+            self.sigma_out = keras.layers.Dense(size, name="sigma_out", dtype=tf.float32)
         if self.prior == "zero":
             return base
         total = tf.reduce_sum(base.memory * base.mask[..., tf.newaxis], axis=1)

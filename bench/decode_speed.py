@@ -27,6 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import _report as report  # noqa: E402  pylint: disable=wrong-import-position
 from acvi_tf import flags as acvi_flags  # noqa: E402  pylint: disable=wrong-import-position
+from acvi_tf.compat import keras  # noqa: E402  pylint: disable=wrong-import-position
 from pointer_generator import decode as decode_lib  # noqa: E402  pylint: disable=wrong-import-position
 from pointer_generator import model as model_lib  # noqa: E402  pylint: disable=wrong-import-position
 
@@ -94,7 +95,7 @@ def _decode_all(summarizer, batch, per_call, count):
 def main(argv):
     del argv
     acvi_flags.configure_runtime(FLAGS)
-    tf.keras.utils.set_random_seed(1)
+    keras.utils.set_random_seed(1)
     vocab_size, emb, hidden = SIZES[FLAGS.size]
     model = model_lib.PointerGenerator(vocab_size, hidden, emb, trunc_norm_init_std=0.05,
                                        jit_compile=FLAGS.jit_compile)

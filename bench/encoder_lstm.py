@@ -2,7 +2,7 @@
 
 Times one forward and backward pass (gradients for the inputs and every weight) of a
 bidirectional LSTM over a padded batch at each host's paper size, built two ways with the
-same weights: ``tf.keras.layers.LSTM`` (on CPU its loop computes ``x_t W`` and every
+same weights: ``keras.layers.LSTM`` (on CPU its loop computes ``x_t W`` and every
 gradient product inside; on a GPU it runs cuDNN's kernel) and
 ``acvi_tf.recurrent.ProjectedLSTM`` (``X W`` before the loop, the recurrent kernel's
 gradient after it, ``dz U^T`` with ``U^T`` formed once). The two
@@ -24,6 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import _report as report  # noqa: E402  pylint: disable=wrong-import-position
 from acvi_tf import recurrent  # noqa: E402  pylint: disable=wrong-import-position
+from acvi_tf.compat import keras  # noqa: E402  pylint: disable=wrong-import-position
 
 # batch, source steps, input size, units per direction (each host's paper size)
 HOSTS = {"summarizer": (16, 400, 128, 256), "translator": (128, 50, 256, 256),
@@ -49,10 +50,10 @@ def _time_host(batch, steps, inputs, units):
     rng = np.random.default_rng(0)
     x = tf.constant(rng.normal(size=(batch, steps, inputs)), tf.float32)
     mask = tf.sequence_mask(rng.integers(steps * 3 // 4, steps + 1, size=batch), steps)
-    forms = {"keras LSTM": tf.keras.layers.Bidirectional(tf.keras.layers.LSTM(
+    forms = {"keras LSTM": keras.layers.Bidirectional(keras.layers.LSTM(
         units, return_sequences=True, return_state=True)),
-             "ProjectedLSTM": tf.keras.layers.Bidirectional(recurrent.ProjectedLSTM(
-                 tf.keras.layers.LSTMCell(units), return_sequences=True, return_state=True))}
+             "ProjectedLSTM": keras.layers.Bidirectional(recurrent.ProjectedLSTM(
+                 keras.layers.LSTMCell(units), return_sequences=True, return_state=True))}
     passes, results = {}, {}
     for name, layer in forms.items():
         layer(x, mask=mask)

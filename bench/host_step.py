@@ -34,6 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import _report as report  # noqa: E402  pylint: disable=wrong-import-position
 from acvi_tf import context as context_lib  # noqa: E402  pylint: disable=wrong-import-position
+from acvi_tf.compat import keras  # noqa: E402  pylint: disable=wrong-import-position
 from nmt import hparams  # noqa: E402  pylint: disable=wrong-import-position
 from nmt import model as nmt_model  # noqa: E402  pylint: disable=wrong-import-position
 from nmt import run_nmt  # noqa: E402  pylint: disable=wrong-import-position
@@ -81,7 +82,7 @@ def _translation_step(layer):
         dropout=preset["dropout"], context_layer=layer, jit_compile=FLAGS.jit_compile)
     batch = _translation_batch()
     model(batch)
-    optimizer = tf.keras.optimizers.SGD(preset["learning_rate"])
+    optimizer = keras.optimizers.SGD(preset["learning_rate"])
     optimizer.build(model.trainable_variables)
     return run_nmt.make_train_step(model, optimizer), batch
 
@@ -102,7 +103,7 @@ def _captioning_step(layer):
                                             captions[:, :-1]], axis=1),
                  caption_out=captions, caption_len=np.full([batch_size], words, np.int32))
     model(batch)
-    optimizer = tf.keras.optimizers.Adadelta(1.0)  # arctic-capgen-vid's optimizer
+    optimizer = keras.optimizers.Adadelta(1.0)  # arctic-capgen-vid's optimizer
     optimizer.build(model.trainable_variables)
     return run_captioning.make_train_step(model, optimizer, fv), batch
 
@@ -123,7 +124,7 @@ def _time_task(task):
     chosen = {name: VARIANTS[name] for name in VARIANTS
               if name == "sa" or not FLAGS.variants or name in FLAGS.variants}
     for name, options in chosen.items():
-        tf.keras.utils.set_random_seed(1)
+        keras.utils.set_random_seed(1)
         options = dict(options)
         layer = context_lib.make_context_layer(options.pop("mode"), seed=1, **options)
         step, batch = make_step(layer)  # the same batch for every variant

@@ -44,6 +44,7 @@ import _report as report  # noqa: E402  pylint: disable=wrong-import-position
 from acvi_tf import attention  # noqa: E402  pylint: disable=wrong-import-position
 from acvi_tf import context as context_lib  # noqa: E402  pylint: disable=wrong-import-position
 from acvi_tf import loop_gradients  # noqa: E402  pylint: disable=wrong-import-position
+from acvi_tf.compat import keras  # noqa: E402  pylint: disable=wrong-import-position
 from pointer_generator import model as model_lib  # noqa: E402  pylint: disable=wrong-import-position
 from pointer_generator import run_summarization  # noqa: E402  pylint: disable=wrong-import-position
 
@@ -103,8 +104,8 @@ def _in_loop_gradients(layer_class):
 
 def _keras_lstm_encoder(model, hidden):
     """Ablation: the encoder as Keras's LSTM layer (every product inside its loop)."""
-    model.encoder = tf.keras.layers.Bidirectional(
-        tf.keras.layers.LSTM(hidden, return_sequences=True, return_state=True),
+    model.encoder = keras.layers.Bidirectional(
+        keras.layers.LSTM(hidden, return_sequences=True, return_state=True),
         name="encoder")
 
 
@@ -191,7 +192,7 @@ def main(argv):
     chosen = [name for name in list(VARIANTS) + list(ABLATIONS)
               if name == "sa" or name in (FLAGS.variants or VARIANTS)]
     for name in chosen:
-        tf.keras.utils.set_random_seed(1)
+        keras.utils.set_random_seed(1)
         if name in ABLATIONS:
             ablation = ABLATIONS[name]
             seeded = issubclass(ablation, context_lib.ACVIContext)
@@ -203,7 +204,7 @@ def main(argv):
                                            jit_compile=FLAGS.jit_compile)
         if name in MODEL_ABLATIONS:
             MODEL_ABLATIONS[name](model, hidden)
-        optimizer = tf.keras.optimizers.Adagrad(0.15, initial_accumulator_value=0.1)
+        optimizer = keras.optimizers.Adagrad(0.15, initial_accumulator_value=0.1)
         model(batch, coverage_on=True)
         optimizer.build(model.trainable_variables)
         gumbel[name] = layer.gumbel_active(0, 1)  # True for sampling="gumbel" only

@@ -26,12 +26,13 @@ from acvi_tf import context as context_lib
 from acvi_tf import decoding
 from acvi_tf import recurrent
 from acvi_tf import variational
+from acvi_tf.compat import keras
 
 ENCODER_TYPES = ("uni", "bi")
 ATTENTIONS = ("luong", "scaled_luong")
 
 
-class NMTModel(tf.keras.Model):
+class NMTModel(keras.Model):
     """Encoder, attentional decoder and their step function for decoding.
 
     Args:
@@ -68,37 +69,37 @@ class NMTModel(tf.keras.Model):
         self.dropout = dropout
 
         def init():
-            return tf.keras.initializers.RandomUniform(-init_weight, init_weight)
+            return keras.initializers.RandomUniform(-init_weight, init_weight)
 
         def lstm():
             return recurrent.sequence_lstm(
                 num_units, xla=jit_compile, dropout=dropout, kernel_initializer=init(),
                 recurrent_initializer=init(), bias_initializer=init())
 
-        self.src_embedding = tf.keras.layers.Embedding(src_vocab_size, num_units,
-                                                       embeddings_initializer=init())
-        self.tgt_embedding = tf.keras.layers.Embedding(tgt_vocab_size, num_units,
-                                                       embeddings_initializer=init())
+        self.src_embedding = keras.layers.Embedding(src_vocab_size, num_units,
+                                                    embeddings_initializer=init())
+        self.tgt_embedding = keras.layers.Embedding(tgt_vocab_size, num_units,
+                                                    embeddings_initializer=init())
         per_direction = num_encoder_layers // 2 if encoder_type == "bi" else num_encoder_layers
         self.forward_layers = [lstm() for _ in range(per_direction)]
         self.backward_layers = ([lstm() for _ in range(per_direction)]
                                 if encoder_type == "bi" else [])
         encoder_states = len(self.forward_layers) + len(self.backward_layers)
         self.pass_hidden_state = pass_hidden_state and encoder_states == num_decoder_layers
-        self.cells = [tf.keras.layers.LSTMCell(
+        self.cells = [keras.layers.LSTMCell(
             num_units, kernel_initializer=init(), recurrent_initializer=init(),
             bias_initializer=init()) for _ in range(num_decoder_layers)]
         self.scorer = attention_lib.MultiplicativeScorer(
             num_units, mode="general", scale=attention == "scaled_luong",
             kernel_initializer=init(), name="attention")
         self.context_layer = context_layer or context_lib.SoftAttentionContext(name="context")
-        self.attention_layer = tf.keras.layers.Dense(num_units, use_bias=False,
-                                                     kernel_initializer=init(),
-                                                     name="attention_layer")
-        self.output_projection = tf.keras.layers.Dense(tgt_vocab_size, use_bias=False,
-                                                       kernel_initializer=init(),
-                                                       name="output_projection")
-        self._input_dropout = tf.keras.layers.Dropout(dropout)
+        self.attention_layer = keras.layers.Dense(num_units, use_bias=False,
+                                                  kernel_initializer=init(),
+                                                  name="attention_layer")
+        self.output_projection = keras.layers.Dense(tgt_vocab_size, use_bias=False,
+                                                    kernel_initializer=init(),
+                                                    name="output_projection")
+        self._input_dropout = keras.layers.Dropout(dropout)
 
     def encode(self, src, src_len, training=False):
         """Encoder states [B, S, D] and the decoder's initial per-layer ``[h, c]`` states."""

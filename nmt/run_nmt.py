@@ -29,6 +29,7 @@ from acvi_tf import losses
 from acvi_tf import summaries
 from acvi_tf import training as training_lib
 from acvi_tf import transformer
+from acvi_tf.compat import keras
 from acvi_tf.metrics import bleu as bleu_lib
 from nmt import bpe
 from nmt import data
@@ -219,8 +220,8 @@ def train(vocabs):
     """The training loop with tensorflow/nmt's evaluation schedule."""
     src_vocab, tgt_vocab = vocabs
     model = build(src_vocab, tgt_vocab)
-    optimizer = (tf.keras.optimizers.SGD(learning_rate_schedule()) if FLAGS.optimizer == "sgd"
-                 else tf.keras.optimizers.Adam(learning_rate_schedule()))
+    optimizer = (keras.optimizers.SGD(learning_rate_schedule()) if FLAGS.optimizer == "sgd"
+                 else keras.optimizers.Adam(learning_rate_schedule()))
     step_var = tf.Variable(0, dtype=tf.int64, name="global_step")
     checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=step_var)
     manager = tf.train.CheckpointManager(checkpoint, FLAGS.out_dir, max_to_keep=5,

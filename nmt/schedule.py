@@ -1,8 +1,10 @@
 """tensorflow/nmt's learning-rate decay schedules."""
 import tensorflow as tf
 
+from acvi_tf.compat import keras
 
-class LuongDecay(tf.keras.optimizers.schedules.LearningRateSchedule):
+
+class LuongDecay(keras.optimizers.schedules.LearningRateSchedule):
     """tensorflow/nmt's ``luong*`` decay: constant, then staircase halvings.
 
     ``lr * 0.5 ** floor((step - start) / every)`` from ``start`` on, exactly as its

@@ -26,10 +26,11 @@ from acvi_tf import context as context_lib
 from acvi_tf import decoding
 from acvi_tf import recurrent
 from acvi_tf import variational
+from acvi_tf.compat import keras
 from pointer_generator import losses as losses_lib
 
 
-class PointerGenerator(tf.keras.Model):
+class PointerGenerator(keras.Model):
     """The summarizer: ``call(batch)`` returns per-step tensors; ``losses`` scores them.
 
     ``w_c`` always exists (512 parameters the original creates only with ``--coverage``)
@@ -60,36 +61,36 @@ class PointerGenerator(tf.keras.Model):
         # A fresh initializer per weight: Keras gives identical values to every call of one
         # unseeded instance. Reproducibility comes from the run's seed.
         def uniform():
-            return tf.keras.initializers.RandomUniform(-rand_unif_init_mag, rand_unif_init_mag)
+            return keras.initializers.RandomUniform(-rand_unif_init_mag, rand_unif_init_mag)
 
         def trunc_norm():
-            return tf.keras.initializers.TruncatedNormal(stddev=trunc_norm_init_std)
+            return keras.initializers.TruncatedNormal(stddev=trunc_norm_init_std)
 
         def lstm_args():
             return dict(kernel_initializer=uniform(), recurrent_initializer=uniform(),
                         unit_forget_bias=True)
 
-        self.embedding = tf.keras.layers.Embedding(
+        self.embedding = keras.layers.Embedding(
             vocab_size, emb_dim, embeddings_initializer=trunc_norm(), name="embedding")
-        self.encoder = tf.keras.layers.Bidirectional(
+        self.encoder = keras.layers.Bidirectional(
             recurrent.sequence_lstm(hidden_dim, xla=jit_compile, **lstm_args()),
             name="encoder")
-        self.reduce_c = tf.keras.layers.Dense(
+        self.reduce_c = keras.layers.Dense(
             hidden_dim, activation="relu", kernel_initializer=trunc_norm(),
             bias_initializer=trunc_norm(), name="reduce_c")
-        self.reduce_h = tf.keras.layers.Dense(
+        self.reduce_h = keras.layers.Dense(
             hidden_dim, activation="relu", kernel_initializer=trunc_norm(),
             bias_initializer=trunc_norm(), name="reduce_h")
-        self.input_projection = tf.keras.layers.Dense(emb_dim, name="input_projection")
-        self.cell = tf.keras.layers.LSTMCell(hidden_dim, name="decoder_cell", **lstm_args())
+        self.input_projection = keras.layers.Dense(emb_dim, name="input_projection")
+        self.cell = keras.layers.LSTMCell(hidden_dim, name="decoder_cell", **lstm_args())
         self.scorer = attention.AdditiveScorer(
             2 * hidden_dim, use_coverage=True, mask_mode=attention_masking,
             name="attention")
         self.context_layer = context_layer or context_lib.SoftAttentionContext(name="context")
-        self.p_gen_layer = tf.keras.layers.Dense(1, name="calculate_pgen")
-        self.output_projection = tf.keras.layers.Dense(hidden_dim,
-                                                       name="attn_output_projection")
-        self.vocab_projection = tf.keras.layers.Dense(
+        self.p_gen_layer = keras.layers.Dense(1, name="calculate_pgen")
+        self.output_projection = keras.layers.Dense(hidden_dim,
+                                                    name="attn_output_projection")
+        self.vocab_projection = keras.layers.Dense(
             vocab_size, kernel_initializer=trunc_norm(), bias_initializer=trunc_norm(),
             name="output_projection")
 

@@ -18,6 +18,7 @@ import tensorflow as tf
 from acvi_tf import context as context_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf import training as training_lib
+from acvi_tf.compat import keras
 from pointer_generator import batcher as batcher_lib
 from pointer_generator import bin_files
 from pointer_generator import decode as decode_lib
@@ -168,9 +169,9 @@ def _build_model(vocab):
 
 def _optimizer():
     if FLAGS.optimizer == "adam":
-        return tf.keras.optimizers.Adam(FLAGS.lr if FLAGS["lr"].present else 1e-3)
-    return tf.keras.optimizers.Adagrad(FLAGS.lr,
-                                       initial_accumulator_value=FLAGS.adagrad_init_acc)
+        return keras.optimizers.Adam(FLAGS.lr if FLAGS["lr"].present else 1e-3)
+    return keras.optimizers.Adagrad(FLAGS.lr,
+                                    initial_accumulator_value=FLAGS.adagrad_init_acc)
 
 
 def _diagnostics(out, batch):
@@ -278,7 +279,7 @@ class _Checkpoints:
 def _start_coverage(model, checkpoints):
     """What ``convert_to_coverage_model`` does, in process: a fresh ``w_c`` and optimizer."""
     w_c = model.scorer.coverage_projection.kernel
-    w_c.assign(tf.keras.initializers.GlorotUniform()(w_c.shape))
+    w_c.assign(keras.initializers.GlorotUniform()(w_c.shape))
     optimizer = _optimizer()
     optimizer.build(model.trainable_variables)
     checkpoints.checkpoint.optimizer = optimizer

@@ -14,12 +14,13 @@ import tensorflow as tf
 
 from acvi_tf import context as context_lib
 from acvi_tf import transformer
+from acvi_tf.compat import keras
 
 # p_gen = sigmoid(_NO_COPY_LOGIT) is 1.0 in float32 while log(1 - p_gen) stays finite
 _NO_COPY_LOGIT = 100.0
 
 
-class TransformerSummarizer(tf.keras.Model):
+class TransformerSummarizer(keras.Model):
     """A ``TransformerModel`` with ``PointerGenerator``'s ``call`` and decoding methods.
 
     Args:

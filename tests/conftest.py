@@ -6,7 +6,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import imageio_ffmpeg  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-import tensorflow as tf  # noqa: E402
+
+from acvi_tf.compat import keras  # noqa: E402
 
 
 def pytest_collection_modifyitems(items):
@@ -19,9 +20,9 @@ def pytest_collection_modifyitems(items):
 @pytest.fixture(autouse=True)
 def _float32_policy():
     """Every test starts and ends with the float32 policy (some switch to mixed)."""
-    tf.keras.mixed_precision.set_global_policy("float32")
+    keras.mixed_precision.set_global_policy("float32")
     yield
-    tf.keras.mixed_precision.set_global_policy("float32")
+    keras.mixed_precision.set_global_policy("float32")
 
 
 def np_masked_softmax(scores, mask):

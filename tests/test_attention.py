@@ -4,6 +4,7 @@ import pytest
 import tensorflow as tf
 
 from acvi_tf import attention
+from acvi_tf.compat import keras
 from conftest import np_masked_softmax
 
 B, N, D, Q = 3, 6, 5, 4
@@ -62,7 +63,7 @@ def test_coverage_feature_value_and_gradients_match_numpy(shape):
 
 def test_coverage_gradients_under_mixed_precision_are_float32(inputs):
     memory, query, mask = inputs
-    tf.keras.mixed_precision.set_global_policy("mixed_float16")
+    keras.mixed_precision.set_global_policy("mixed_float16")
     scorer = attention.AdditiveScorer(8, use_coverage=True)
     coverage = tf.constant(np.random.default_rng(4).uniform(size=(B, N)), tf.float32)
     with tf.GradientTape() as tape:
@@ -212,7 +213,7 @@ def test_config_round_trip_gives_same_layer(inputs, make):
 
 def test_mixed_precision_scores_give_float32_probabilities(inputs):
     memory, query, mask = inputs
-    tf.keras.mixed_precision.set_global_policy("mixed_float16")
+    keras.mixed_precision.set_global_policy("mixed_float16")
     scorer = attention.AdditiveScorer(8)
     probs = scorer(query, scorer.prepare(memory), mask)
     assert scorer.compute_dtype == "float16" and probs.dtype == tf.float32

@@ -4,6 +4,7 @@ import pytest
 import tensorflow as tf
 
 from acvi_tf import attention, context
+from acvi_tf.compat import keras
 from conftest import np_log_normal, np_masked_softmax
 
 B, N, D = 2, 5, 3
@@ -276,11 +277,11 @@ def test_gradients_reach_variance_net_scorer_and_encoder():
     rng = np.random.default_rng(6)
     tokens = tf.constant(rng.integers(1, 20, size=(B, N)))
     mask = tf.constant(_mask())
-    embedding = tf.keras.layers.Embedding(20, 8)
-    encoder = tf.keras.layers.Bidirectional(tf.keras.layers.LSTM(4, return_sequences=True))
+    embedding = keras.layers.Embedding(20, 8)
+    encoder = keras.layers.Bidirectional(keras.layers.LSTM(4, return_sequences=True))
     scorer = attention.AdditiveScorer(6, use_coverage=True)
     layer = context.ACVIContext(seed=3)
-    readout = tf.keras.layers.Dense(1)
+    readout = keras.layers.Dense(1)
     query = tf.constant(rng.normal(size=(B, 5)), tf.float32)
     coverage = tf.constant(rng.uniform(size=(B, N)), tf.float32)
     with tf.GradientTape() as tape:
@@ -398,7 +399,7 @@ def test_runs_under_xla(batch, noise, kl):
 
 def test_mixed_precision_keeps_variance_and_kl_in_float32(batch):
     memory, mask, probs = batch
-    tf.keras.mixed_precision.set_global_policy("mixed_float16")
+    keras.mixed_precision.set_global_policy("mixed_float16")
     layer = context.ACVIContext(seed=1)
     prepared = layer.prepare(tf.cast(memory, tf.float16), mask)
     ctx, kl = layer(probs, prepared, training=True)

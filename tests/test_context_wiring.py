@@ -23,6 +23,7 @@ import tensorflow as tf
 
 from acvi_tf import context as context_lib
 from acvi_tf import losses as seq_losses
+from acvi_tf.compat import keras
 from nmt import model as nmt_lib
 from pointer_generator import losses as pg_losses
 from pointer_generator import model as pg_lib
@@ -127,7 +128,7 @@ def _pg_batch():
 
 def _pg_model(context_layer, seed):
     # Large initial weights, so that every path carries a clearly non-zero signal.
-    tf.keras.utils.set_random_seed(seed)
+    keras.utils.set_random_seed(seed)
     return pg_lib.PointerGenerator(PG_V, hidden_dim=PG_H, emb_dim=PG_E,
                                    context_layer=context_layer, rand_unif_init_mag=0.5,
                                    trunc_norm_init_std=0.5)
@@ -161,7 +162,7 @@ def _nmt_batch():
 
 
 def _nmt_model(context_layer, seed):
-    tf.keras.utils.set_random_seed(seed)
+    keras.utils.set_random_seed(seed)
     return nmt_lib.NMTModel(NMT_SRC_V, NMT_TGT_V, NMT_U, dropout=0.0, init_weight=0.5,
                             context_layer=context_layer)
 
@@ -188,7 +189,7 @@ def _vc_batch():
 
 
 def _vc_model(context_layer, seed):
-    tf.keras.utils.set_random_seed(seed)
+    keras.utils.set_random_seed(seed)
     return vc_lib.Captioner(vocab_size=VC_VOCAB, encoder_units=4, decoder_units=5,
                             embedding_dim=3, attention_units=3, output_units=6, dropout=0.0,
                             context_layer=context_layer)

@@ -7,6 +7,7 @@ from tensorflow.python.framework import config as tf_config
 from acvi_tf import context
 from acvi_tf import flags as acvi_flags
 from acvi_tf import kl_schedule
+from acvi_tf.compat import keras
 
 
 def _parse(*argv):
@@ -110,13 +111,13 @@ def test_configure_runtime_sets_precision_seed_and_determinism():
     fv = _parse("--mixed_precision", "--seed=3")
     try:
         acvi_flags.configure_runtime(fv)
-        assert tf.keras.mixed_precision.global_policy().name == "mixed_float16"
+        assert keras.mixed_precision.global_policy().name == "mixed_float16"
         first = tf.random.uniform([3]).numpy()
         acvi_flags.configure_runtime(fv)
         assert (tf.random.uniform([3]).numpy() == first).all()
         assert not tf_config.is_op_determinism_enabled()
         acvi_flags.configure_runtime(_parse("--deterministic"))
         assert tf_config.is_op_determinism_enabled()
-        assert tf.keras.mixed_precision.global_policy().name == "float32"
+        assert keras.mixed_precision.global_policy().name == "float32"
     finally:
         tf_config.disable_op_determinism()

@@ -4,6 +4,7 @@ import pytest
 import tensorflow as tf
 
 from acvi_tf import context, decoding, loop_gradients, structured, ved
+from acvi_tf.compat import keras
 from nmt import model as nmt_model
 from pointer_generator import model as pg_model
 from video_caption import data as vc_data
@@ -85,7 +86,7 @@ def test_deferred_gradients_equal_in_loop_gradients(name, training, use_gumbel, 
         run = _toy_loop
         if graph:
             run = tf.function(_toy_loop, autograph=False)
-        tf.keras.utils.set_random_seed(1)  # the same initial weights in both runs
+        keras.utils.set_random_seed(1)  # the same initial weights in both runs
         results.append(run(layer, memory, mask, kernel, inputs, training, switch))
     (loss0, dmem0, dker0), (loss1, dmem1, dker1) = results
     np.testing.assert_allclose(loss1, loss0, rtol=1e-6)
@@ -153,7 +154,7 @@ def test_hosts_give_the_gradients_of_the_loop_without_deferral(host):
     make_model, batch, kwargs = host()
     results = []
     for defer in (False, True):
-        tf.keras.utils.set_random_seed(2)
+        keras.utils.set_random_seed(2)
         layer = context.ACVIContext(sampling="gumbel", seed=2)
         if not defer:
             layer.defer_contractions = _nothing_deferred(layer.defer_contractions)

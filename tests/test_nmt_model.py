@@ -5,6 +5,7 @@ import tensorflow as tf
 
 from acvi_tf import context as context_lib
 from acvi_tf import losses
+from acvi_tf.compat import keras
 from nmt import data
 from nmt import model as model_lib
 from nmt import translate
@@ -37,7 +38,7 @@ def batch():
 
 @pytest.mark.parametrize("attention", model_lib.ATTENTIONS)
 def test_decoder_step_matches_numpy(batch, attention):
-    tf.keras.utils.set_random_seed(1)
+    keras.utils.set_random_seed(1)
     model = model_lib.NMTModel(S_VOCAB, T_VOCAB, U, attention=attention, dropout=0.0)
     model(batch)
     if attention == "scaled_luong":
@@ -65,7 +66,7 @@ def test_decoder_step_matches_numpy(batch, attention):
 
 
 def test_bidirectional_encoder_ignores_padding_and_passes_its_states(batch):
-    tf.keras.utils.set_random_seed(3)
+    keras.utils.set_random_seed(3)
     model = model_lib.NMTModel(S_VOCAB, T_VOCAB, U, dropout=0.0)
     memory, _, states = model.encode(batch["src"], batch["src_len"])
     assert memory.shape == (2, 5, 2 * U) and len(states) == 2  # one bi layer -> 2 decoder layers
@@ -103,7 +104,7 @@ def test_loss_and_kl_are_token_sums_over_batch_size(batch):
 
 
 def test_acvi_context_trains_with_the_model(batch):
-    tf.keras.utils.set_random_seed(5)
+    keras.utils.set_random_seed(5)
     model = model_lib.NMTModel(S_VOCAB, T_VOCAB, U,
                                context_layer=context_lib.ACVIContext(seed=5))
     with tf.GradientTape() as tape:
@@ -127,7 +128,7 @@ def test_xla_translation_equals_the_plain_one(tmp_path):
         return data.Vocab(str(tmp_path / name))
 
     src_vocab, tgt_vocab = vocab("src", S_VOCAB), vocab("tgt", T_VOCAB)
-    tf.keras.utils.set_random_seed(2)
+    keras.utils.set_random_seed(2)
     model = model_lib.NMTModel(S_VOCAB, T_VOCAB, U, dropout=0.0, jit_compile=True)
     rng = np.random.default_rng(3)
     lines = [" ".join(rng.choice(src_vocab.words()[3:], size=n)) for n in (3, 7, 18, 5)]

@@ -7,6 +7,7 @@ import pytest
 import tensorflow as tf
 
 from acvi_tf import context as context_lib
+from acvi_tf.compat import keras
 from pointer_generator import batcher as batcher_lib
 from pointer_generator import bin_files
 from pointer_generator import decode as decode_lib
@@ -37,7 +38,7 @@ def vocab(corpus):
 
 @pytest.fixture(scope="module")
 def model(vocab):
-    tf.keras.utils.set_random_seed(3)
+    keras.utils.set_random_seed(3)
     m = model_lib.PointerGenerator(vocab.size(), hidden_dim=6, emb_dim=5,
                                    trunc_norm_init_std=0.5)
     batch = _batch(vocab, "test_*", 2)
@@ -105,7 +106,7 @@ def _original_decode_step(model, tokens, state, constants, coverage_on):
 @pytest.mark.parametrize("coverage_on", [False, True])
 @pytest.mark.parametrize("kind", ["sa", "acvi"])
 def test_carried_reattention_equals_the_original_decode_graph(vocab, coverage_on, kind):
-    tf.keras.utils.set_random_seed(5)
+    keras.utils.set_random_seed(5)
     layer = context_lib.ACVIContext(seed=4) if kind == "acvi" else None
     model = model_lib.PointerGenerator(vocab.size(), hidden_dim=6, emb_dim=5,
                                        context_layer=layer, trunc_norm_init_std=0.5)

@@ -14,6 +14,7 @@ import pytest
 import tensorflow as tf
 
 from acvi_tf import context as context_lib
+from acvi_tf.compat import keras
 from pointer_generator import batcher as batcher_lib
 from pointer_generator import losses as losses_lib
 from pointer_generator import model as model_lib
@@ -42,12 +43,12 @@ SA_SEED_STD = 0.025
 
 def _train(context, seed=1):
     """``(validation NLL before, after)`` of STEPS steps with this context layer."""
-    tf.keras.utils.set_random_seed(seed)
+    keras.utils.set_random_seed(seed)
     vocab = vocab_lib.Vocab(os.path.join(SAMPLE, "vocab"), 5000)
     model = model_lib.PointerGenerator(vocab.size(), hidden_dim=64, emb_dim=32,
                                        context_layer=context)
     kl_weight = getattr(context, "kl_weight", 0.0)
-    optimizer = tf.keras.optimizers.Adam(3e-3)
+    optimizer = keras.optimizers.Adam(3e-3)
     validation = list(_batches("val_*", vocab, 50, single_pass=True))[:4]
 
     @tf.function(reduce_retracing=True, autograph=False)

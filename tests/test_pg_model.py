@@ -4,6 +4,7 @@ import pytest
 import tensorflow as tf
 
 from acvi_tf import context as context_lib
+from acvi_tf.compat import keras
 from pointer_generator import losses as losses_lib
 from pointer_generator import model as model_lib
 
@@ -34,7 +35,7 @@ def batch():
 
 @pytest.fixture
 def model(batch):
-    tf.keras.utils.set_random_seed(1)
+    keras.utils.set_random_seed(1)
     m = model_lib.PointerGenerator(V, hidden_dim=H, emb_dim=E)
     m(batch, coverage_on=True)
     return m
@@ -183,7 +184,7 @@ def test_monte_carlo_samples_average_per_example_before_the_batch_mean(batch):
 
 
 def test_acvi_model_trains_the_variance_network(batch):
-    tf.keras.utils.set_random_seed(4)
+    keras.utils.set_random_seed(4)
     layer = context_lib.ACVIContext(seed=4)
     m = model_lib.PointerGenerator(V, hidden_dim=H, emb_dim=E, context_layer=layer)
     with tf.GradientTape() as tape:
@@ -197,7 +198,7 @@ def test_acvi_model_trains_the_variance_network(batch):
 
 
 def test_structured_attention_is_the_copy_distribution_and_learns_its_chain(batch):
-    tf.keras.utils.set_random_seed(5)
+    keras.utils.set_random_seed(5)
     layer = context_lib.make_context_layer("structured")
     m = model_lib.PointerGenerator(V, hidden_dim=H, emb_dim=E, context_layer=layer)
     with tf.GradientTape() as tape:

@@ -4,16 +4,17 @@ import pytest
 import tensorflow as tf
 
 from acvi_tf import recurrent
+from acvi_tf.compat import keras
 
 UNITS = 5
 
 
 def _pair(x, mask, **kwargs):
     """Keras's bidirectional LSTM and ours, built, with the same random weights."""
-    keras_lstm = tf.keras.layers.LSTM(UNITS, return_sequences=True, return_state=True,
-                                      **kwargs)
-    layers = (tf.keras.layers.Bidirectional(keras_lstm),
-              tf.keras.layers.Bidirectional(recurrent.sequence_lstm(UNITS, **kwargs)))
+    keras_lstm = keras.layers.LSTM(UNITS, return_sequences=True, return_state=True,
+                                   **kwargs)
+    layers = (keras.layers.Bidirectional(keras_lstm),
+              keras.layers.Bidirectional(recurrent.sequence_lstm(UNITS, **kwargs)))
     for layer in layers:
         layer(x, mask=mask)
     rng = np.random.default_rng(5)
@@ -67,8 +68,8 @@ def test_initial_state_and_its_gradient():
     x = tf.constant(rng.normal(size=(2, 5, 3)), tf.float32)
     state = [tf.constant(rng.normal(size=(2, UNITS)), tf.float32) for _ in range(2)]
     mask = tf.sequence_mask([5, 3], 5)
-    reference = tf.keras.layers.RNN(tf.keras.layers.LSTMCell(UNITS), return_sequences=True,
-                                    return_state=True, zero_output_for_mask=True)
+    reference = keras.layers.RNN(keras.layers.LSTMCell(UNITS), return_sequences=True,
+                                 return_state=True, zero_output_for_mask=True)
     ours = recurrent.sequence_lstm(UNITS)
     results = []
     for layer in (reference, ours):
@@ -86,11 +87,11 @@ def test_initial_state_and_its_gradient():
 
 def test_checkpoints_move_between_keras_lstm_and_projected_lstm(tmp_path):
     x = tf.ones([2, 3, 4])
-    keras_layer = tf.keras.layers.Bidirectional(tf.keras.layers.LSTM(
+    keras_layer = keras.layers.Bidirectional(keras.layers.LSTM(
         UNITS, return_sequences=True, return_state=True))
     keras_layer(x)
     path = tf.train.Checkpoint(encoder=keras_layer).save(str(tmp_path / "ckpt"))
-    ours = tf.keras.layers.Bidirectional(recurrent.sequence_lstm(UNITS))
+    ours = keras.layers.Bidirectional(recurrent.sequence_lstm(UNITS))
     ours(x)
     tf.train.Checkpoint(encoder=ours).restore(path).assert_consumed()
     for a, b in zip(ours.get_weights(), keras_layer.get_weights()):
@@ -107,7 +108,7 @@ def test_input_dropout_is_drawn_at_every_step():
     bias = np.zeros(4 * UNITS)
     bias[UNITS:2 * UNITS] = -30.0
     layer.set_weights([kernel, np.zeros((UNITS, 4 * UNITS)), bias])
-    tf.keras.utils.set_random_seed(2)
+    keras.utils.set_random_seed(2)
     h = layer(x, training=True).numpy()
     assert not np.allclose(h[:, 1:], h[:, :1])  # different masks at different steps
     assert not np.allclose(h[1:], h[:1])  # and in different sequences
@@ -120,7 +121,7 @@ def test_keras_lstm_where_a_gpu_is_visible(monkeypatch):
     gpu = [tf.config.PhysicalDevice("/physical_device:GPU:0", "GPU")]
     monkeypatch.setattr(tf.config, "list_physical_devices",
                         lambda kind=None: gpu if kind == "GPU" else [])
-    assert type(recurrent.sequence_lstm(UNITS)) is tf.keras.layers.LSTM  # cuDNN
+    assert type(recurrent.sequence_lstm(UNITS)) is keras.layers.LSTM  # cuDNN
     assert isinstance(recurrent.sequence_lstm(UNITS, xla=True), recurrent.ProjectedLSTM)
 
 
@@ -128,13 +129,13 @@ def test_unsupported_arguments_are_refused():
     with pytest.raises(ValueError, match="recurrent_dropout"):
         recurrent.sequence_lstm(UNITS, recurrent_dropout=0.1)
     with pytest.raises(ValueError, match="LSTMCell"):
-        recurrent.ProjectedLSTM(tf.keras.layers.GRUCell(UNITS))
+        recurrent.ProjectedLSTM(keras.layers.GRUCell(UNITS))
     with pytest.raises(ValueError, match="stateful"):
-        recurrent.ProjectedLSTM(tf.keras.layers.LSTMCell(UNITS), stateful=True)
+        recurrent.ProjectedLSTM(keras.layers.LSTMCell(UNITS), stateful=True)
 
 
 def test_mixed_precision_matches_the_keras_lstm():
-    tf.keras.mixed_precision.set_global_policy("mixed_float16")  # conftest restores float32
+    keras.mixed_precision.set_global_policy("mixed_float16")  # conftest restores float32
     rng = np.random.default_rng(6)
     x = tf.constant(rng.normal(size=(3, 6, 4)), tf.float32)
     mask = tf.sequence_mask([6, 3, 5], 6)

@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 from acvi_tf import context as context_lib
+from acvi_tf.compat import keras
 from pointer_generator import model as model_lib
 from pointer_generator import run_summarization
 from pointer_generator import see_checkpoint
@@ -142,7 +143,7 @@ def _close(ours, ref):
 def test_imported_model_computes_the_original(tmp_path, tf_version, coverage, caplog):
     w = _original_arrays(tf_version, coverage)
     path = _write_tf1_checkpoint(tmp_path / ("model-%d" % STEP), w)
-    tf.keras.utils.set_random_seed(3)
+    keras.utils.set_random_seed(3)
     model = see_checkpoint.build_see_model(V, H, E)
     w_c_before = model.scorer.coverage_projection.kernel.numpy()
     with caplog.at_level("INFO"):

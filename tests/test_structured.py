@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from acvi_tf import context as context_lib
 from acvi_tf import structured
+from acvi_tf.compat import keras
 
 
 def _brute_force(unary, transitions, length):
@@ -75,7 +76,7 @@ def test_hosts_run_with_structured_attention():
     from video_caption import data as vc_data  # pylint: disable=import-outside-toplevel
     from video_caption import model as vc_model  # pylint: disable=import-outside-toplevel
 
-    tf.keras.utils.set_random_seed(0)
+    keras.utils.set_random_seed(0)
     captioner = vc_model.Captioner(9, 4, 5, 3, 3, context_layer=context_lib.make_context_layer(
         "structured"))
     batch = vc_data.make_batch([np.ones([3, 4], np.float32)] * 2, [3, 2], [[4, 5], [6]])

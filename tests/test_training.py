@@ -1,7 +1,10 @@
 """Curriculum phases, the NaN guard and the progress line (acvi_tf.training)."""
+import numpy as np
 import pytest
+import tensorflow as tf
 
 from acvi_tf import training
+from acvi_tf.compat import keras
 
 
 def test_paper_phases_are_table_5_plus_coverage():
@@ -55,10 +58,8 @@ def test_progress_reports_rates_and_eta(monkeypatch):
 
 
 def test_apply_if_finite_leaves_weights_and_optimizer_untouched_on_nan():
-    import numpy as np
-    import tensorflow as tf
     weight = tf.Variable([1.0, 2.0])
-    optimizer = tf.keras.optimizers.Adam(0.1)
+    optimizer = keras.optimizers.Adam(0.1)
     optimizer.build([weight])
 
     @tf.function
@@ -79,10 +80,8 @@ def test_apply_if_finite_leaves_weights_and_optimizer_untouched_on_nan():
 
 @pytest.mark.parametrize("jit_compile", [False, True])
 def test_make_train_step_clips_reports_and_leaves_unused_variables(jit_compile):
-    import numpy as np
-    import tensorflow as tf
     used, unused = tf.Variable([3.0, 4.0]), tf.Variable([7.0])
-    optimizer = tf.keras.optimizers.SGD(0.5)
+    optimizer = keras.optimizers.SGD(0.5)
     optimizer.build([used, unused])
 
     def loss_fn(x):  # gradient 2 * x * used: norm 2 * |x| * 5
@@ -103,7 +102,6 @@ def test_make_train_step_clips_reports_and_leaves_unused_variables(jit_compile):
 
 
 def test_nan_policy_skip_counts_and_gives_up_after_a_run_of_skips(tmp_path):
-    import tensorflow as tf
     writer = tf.summary.create_file_writer(str(tmp_path))
     guard = training.NonFiniteGuard("skip_batch", writer, max_consecutive_skips=3)
     assert guard.check(1.0, 0, None)
@@ -127,8 +125,7 @@ def test_nan_policy_skip_counts_and_gives_up_after_a_run_of_skips(tmp_path):
 
 
 def test_a_checkpoint_of_another_vocabulary_size_is_named(tmp_path):
-    import tensorflow as tf
-    model = tf.keras.Sequential([tf.keras.layers.Embedding(7, 2, name="embedding")])
+    model = keras.Sequential([keras.layers.Embedding(7, 2, name="embedding")])
     model.build([None, 3])
     path = tf.train.Checkpoint(model=model).write(str(tmp_path / "ckpt"))
     key = "model/layer_with_weights-0/embeddings"

@@ -3,6 +3,7 @@ import numpy as np
 import tensorflow as tf
 
 from acvi_tf import transformer
+from acvi_tf.compat import keras
 from nmt import translate
 
 V = 12
@@ -17,7 +18,7 @@ def _batch(rng, batch=3, src_len=6, tgt_len=5):
 
 
 def _model():
-    tf.keras.utils.set_random_seed(0)
+    keras.utils.set_random_seed(0)
     return transformer.TransformerModel(V, V, num_units=16, num_layers=2, num_heads=4,
                                         dropout=0.0, max_len=16)
 
@@ -57,7 +58,7 @@ def test_learns_to_copy_and_decodes_with_the_shared_translator():
 
     rng = np.random.default_rng(2)
     model = _model()
-    optimizer = tf.keras.optimizers.Adam(0.01)
+    optimizer = keras.optimizers.Adam(0.01)
 
     @tf.function(autograph=False)
     def step(src):
@@ -86,7 +87,7 @@ def test_summarizer_wrapper_has_no_copy_and_matches_teacher_forcing():
     from pointer_generator import losses as pg_losses  # pylint: disable=import-outside-toplevel
     from pointer_generator import transformer as pg_transformer  # pylint: disable=import-outside-toplevel
 
-    tf.keras.utils.set_random_seed(0)
+    keras.utils.set_random_seed(0)
     model = pg_transformer.TransformerSummarizer(10, 8, 1, 2, 0.0, max_len=4)
     batch = dict(enc_batch=tf.constant([[4, 5, 6], [7, 8, 1]]),
                  enc_padding_mask=tf.constant([[1., 1., 1.], [1., 1., 0.]]),

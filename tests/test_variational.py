@@ -5,6 +5,7 @@ import numpy as np
 import tensorflow as tf
 
 from acvi_tf import variational
+from acvi_tf.compat import keras
 
 
 def _tiny_model(seed=0):
@@ -91,7 +92,7 @@ def test_sample_alignment_follows_q():
 
 
 def test_inference_network_is_masked_and_sees_the_future_target():
-    tf.keras.utils.set_random_seed(0)
+    keras.utils.set_random_seed(0)
     network = variational.InferenceNetwork(4)
     rng = np.random.default_rng(0)
     memory = tf.constant(rng.normal(size=[2, 5, 6]), tf.float32)

@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from acvi_tf import context as context_lib
-from acvi_tf import variational
+from acvi_tf.compat import keras
 from nmt import model as nmt_model
 from pointer_generator import losses as pg_losses
 from pointer_generator import model as pg_model
@@ -44,7 +44,7 @@ def _check_terms(out, every, attn, q, mask, valid_steps, mode, training):
 
 
 def _captioner_setup(mode):
-    tf.keras.utils.set_random_seed(3)
+    keras.utils.set_random_seed(3)
     model = vc_model.Captioner(vocab_size=11, encoder_units=6, decoder_units=5,
                                embedding_dim=4, attention_units=3, output_units=7,
                                dropout=0.0, context_layer=_layer(mode))
@@ -105,7 +105,7 @@ def test_captioner_reinforce_trains_the_inference_network_and_decodes_the_margin
 
 
 def test_nmt_exact_marginal_and_decoding_distribution():
-    tf.keras.utils.set_random_seed(1)
+    keras.utils.set_random_seed(1)
     model = nmt_model.NMTModel(12, 9, 4, dropout=0.0, context_layer=_layer())
     rng = np.random.default_rng(0)
     src_len = np.array([5, 3], np.int32)
@@ -150,7 +150,7 @@ def test_pointer_generator_keeps_the_copy_distribution_and_mixes_p_vocab():
                  dec_batch=rng.integers(2, vocab, size=(2, steps)).astype(np.int32),
                  target_batch=target, dec_padding_mask=np.array([[1, 1, 1], [1, 1, 0]],
                                                                 np.float32))
-    tf.keras.utils.set_random_seed(1)
+    keras.utils.set_random_seed(1)
     model = pg_model.PointerGenerator(vocab, hidden_dim=5, emb_dim=4, context_layer=_layer(),
                                       trunc_norm_init_std=0.5)
     out = model(batch, training=True)

@@ -6,6 +6,7 @@ import pytest
 import tensorflow as tf
 
 from acvi_tf import context as context_lib
+from acvi_tf.compat import keras
 from conftest import np_masked_softmax
 from video_caption import data
 from video_caption import decode as decode_lib
@@ -17,7 +18,7 @@ def _sigmoid(x):
 
 
 def _small_model(context_layer=None):
-    tf.keras.utils.set_random_seed(3)
+    keras.utils.set_random_seed(3)
     return model_lib.Captioner(vocab_size=11, encoder_units=6, decoder_units=5,
                                embedding_dim=4, attention_units=3, output_units=7,
                                dropout=0.5, context_layer=context_layer)
@@ -100,7 +101,7 @@ def test_acvi_context_trains_with_kl_and_decodes_with_the_mean():
 
 
 def test_xla_beam_search_gives_the_same_captions(tmp_path):
-    tf.keras.utils.set_random_seed(3)
+    keras.utils.set_random_seed(3)
     model = model_lib.Captioner(vocab_size=11, encoder_units=6, decoder_units=5,
                                 embedding_dim=4, attention_units=3, output_units=7,
                                 jit_compile=True)

@@ -7,6 +7,7 @@ import tensorflow as tf
 from acvi_tf import context as context_lib
 from acvi_tf import kl_schedule
 from acvi_tf import ved
+from acvi_tf.compat import keras
 
 
 def _np_kl(mean, log_sigma, prior_mean):
@@ -73,7 +74,7 @@ def test_captioner_feeds_the_sentence_latent_and_learns_it():
     from video_caption import data  # pylint: disable=import-outside-toplevel
     from video_caption import model as model_lib  # pylint: disable=import-outside-toplevel
 
-    tf.keras.utils.set_random_seed(2)
+    keras.utils.set_random_seed(2)
     layer = context_lib.make_context_layer("ved", ved_options=dict(latent_dim=3),
                                            kl_weight=0.1, seed=2)
     model = model_lib.Captioner(9, 4, 5, 3, 3, context_layer=layer)
@@ -92,7 +93,7 @@ def test_summarizer_and_translator_feed_the_sentence_latent():
     from pointer_generator import losses as pg_losses  # pylint: disable=import-outside-toplevel
     from pointer_generator import model as pg_model  # pylint: disable=import-outside-toplevel
 
-    tf.keras.utils.set_random_seed(3)
+    keras.utils.set_random_seed(3)
 
     def layer():
         return context_lib.make_context_layer("ved", ved_options=dict(latent_dim=2),

@@ -24,6 +24,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from acvi_tf.compat import keras
 from video_caption import frames as frames_lib
 
 # The seed of the random initialisation used when no weights file is given.
@@ -52,7 +53,7 @@ class WeightsError(ValueError):
     """A weights file does not fit the network; the message names the file and layer."""
 
 
-class CaffeMaxPool2D(tf.keras.layers.Layer):
+class CaffeMaxPool2D(keras.layers.Layer):
     """Max pooling with Caffe's output size: ceil((H + 2 pad - k) / stride) + 1.
 
     TensorFlow's "VALID" pooling rounds the output size down, Caffe rounds it up, so a
@@ -104,7 +105,7 @@ class CaffeMaxPool2D(tf.keras.layers.Layer):
         return config
 
 
-class CaffeLRN(tf.keras.layers.Layer):
+class CaffeLRN(keras.layers.Layer):
     """Caffe's cross-channel LRN: x / (1 + alpha / n * sum of x^2 over n channels)^beta.
 
     TensorFlow's ``local_response_normalization`` does not divide alpha by the window, so
@@ -141,10 +142,10 @@ def _conv(x, filters, kernel, name, strides=1):
     if strides == 1:
         padding = "same"
     else:
-        x = tf.keras.layers.ZeroPadding2D(kernel // 2, name=name + "_pad")(x)
+        x = keras.layers.ZeroPadding2D(kernel // 2, name=name + "_pad")(x)
         padding = "valid"
-    return tf.keras.layers.Conv2D(filters, kernel, strides=strides, padding=padding,
-                                  activation="relu", name=name)(x)
+    return keras.layers.Conv2D(filters, kernel, strides=strides, padding=padding,
+                               activation="relu", name=name)(x)
 
 
 def _inception(x, name, filters):
@@ -156,9 +157,9 @@ def _inception(x, name, filters):
     branch5 = _conv(x, n5x5_reduce, 1, name + "_5x5_reduce")
     branch5 = _conv(branch5, n5x5, 5, name + "_5x5")
     # 3x3/1 pad 1: "same" max pooling ignores the padding, exactly as Caffe does.
-    pool = tf.keras.layers.MaxPooling2D(3, 1, padding="same", name=name + "_pool")(x)
+    pool = keras.layers.MaxPooling2D(3, 1, padding="same", name=name + "_pool")(x)
     pool = _conv(pool, pool_proj, 1, name + "_pool_proj")
-    return tf.keras.layers.Concatenate(name=name + "_output")(
+    return keras.layers.Concatenate(name=name + "_output")(
         [branch1, branch3, branch5, pool])
 
 
@@ -170,9 +171,9 @@ def googlenet_network():
     flattened to 1,024 numbers (no dropout, no classifier).
 
     Returns:
-      A functional ``tf.keras.Model`` with freshly initialised (Keras default) weights.
+      A functional ``keras.Model`` with freshly initialised (Keras default) weights.
     """
-    image = tf.keras.Input((224, 224, 3), name="data")
+    image = keras.Input((224, 224, 3), name="data")
     x = _conv(image, 64, 7, "conv1_7x7_s2", strides=2)
     x = CaffeMaxPool2D(3, 2, name="pool1_3x3_s2")(x)
     x = CaffeLRN(5, 1e-4, 0.75, name="pool1_norm1")(x)
@@ -186,9 +187,9 @@ def googlenet_network():
             x = CaffeMaxPool2D(3, 2, name="pool3_3x3_s2")(x)
         elif name == "inception_4e":
             x = CaffeMaxPool2D(3, 2, name="pool4_3x3_s2")(x)
-    x = tf.keras.layers.AveragePooling2D(7, 1, name="pool5_7x7_s1")(x)
-    features = tf.keras.layers.Flatten(name="pool5_flat")(x)
-    return tf.keras.Model(image, features, name="bvlc_googlenet")
+    x = keras.layers.AveragePooling2D(7, 1, name="pool5_7x7_s1")(x)
+    features = keras.layers.Flatten(name="pool5_flat")(x)
+    return keras.Model(image, features, name="bvlc_googlenet")
 
 
 def _weighted_layers(model):
@@ -209,7 +210,7 @@ def random_init(model, seed=RANDOM_INIT_SEED):
       seed: the base seed.
     """
     for index, layer in enumerate(_weighted_layers(model)):
-        if not isinstance(layer, (tf.keras.layers.Conv2D, tf.keras.layers.Dense)):
+        if not isinstance(layer, (keras.layers.Conv2D, keras.layers.Dense)):
             continue
         rng = np.random.RandomState((seed + 7919 * index) % (2 ** 32))
         values = []
@@ -378,7 +379,7 @@ def inception_v3(weights=None):
     if weights is not None:
         _check_exists(weights)
     try:
-        model = tf.keras.applications.InceptionV3(
+        model = keras.applications.InceptionV3(
             include_top=False, pooling="avg", input_shape=(299, 299, 3),
             weights=weights or None)
     except (ValueError, OSError) as e:
@@ -405,7 +406,7 @@ def caffe_preprocess(images):
 def inception_preprocess(images):
     """Keras Inception v3 preprocessing: RGB 0..255 -> -1..1."""
     images = tf.convert_to_tensor(images, tf.float32)
-    return tf.keras.applications.inception_v3.preprocess_input(images)
+    return keras.applications.inception_v3.preprocess_input(images)
 
 
 # name -> (builder(weights), input size, preprocess(images 0..255 RGB), feature size)

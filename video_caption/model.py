@@ -25,9 +25,10 @@ from acvi_tf import context as context_lib
 from acvi_tf import decoding
 from acvi_tf import recurrent
 from acvi_tf import variational
+from acvi_tf.compat import keras
 
 
-class Captioner(tf.keras.Model):
+class Captioner(keras.Model):
     """BiLSTM encoder over frame features, attentional LSTM decoder, eq. (4) output.
 
     Args:
@@ -49,21 +50,21 @@ class Captioner(tf.keras.Model):
         self.vocab_size = vocab_size
         self.encoder_units = encoder_units
         self.decoder_units = decoder_units
-        self.encoder = tf.keras.layers.Bidirectional(
+        self.encoder = keras.layers.Bidirectional(
             recurrent.sequence_lstm(encoder_units, xla=jit_compile), name="encoder")
-        self.reduce_h = tf.keras.layers.Dense(decoder_units, activation="relu",
-                                              name="reduce_h")
-        self.reduce_c = tf.keras.layers.Dense(decoder_units, activation="relu",
-                                              name="reduce_c")
-        self.embedding = tf.keras.layers.Embedding(vocab_size, embedding_dim,
-                                                   name="embedding")
-        self.cell = tf.keras.layers.LSTMCell(decoder_units, name="decoder_cell")
+        self.reduce_h = keras.layers.Dense(decoder_units, activation="relu",
+                                           name="reduce_h")
+        self.reduce_c = keras.layers.Dense(decoder_units, activation="relu",
+                                           name="reduce_c")
+        self.embedding = keras.layers.Embedding(vocab_size, embedding_dim,
+                                                name="embedding")
+        self.cell = keras.layers.LSTMCell(decoder_units, name="decoder_cell")
         self.scorer = attention_lib.AdditiveScorer(attention_units, name="attention")
         self.context_layer = context_layer or context_lib.SoftAttentionContext(name="context")
-        self.output_hidden = tf.keras.layers.Dense(output_units or decoder_units,
-                                                   activation="tanh", name="V")
-        self.vocab_projection = tf.keras.layers.Dense(vocab_size, name="V_prime")
-        self.dropout = tf.keras.layers.Dropout(dropout)
+        self.output_hidden = keras.layers.Dense(output_units or decoder_units,
+                                                activation="tanh", name="V")
+        self.vocab_projection = keras.layers.Dense(vocab_size, name="V_prime")
+        self.dropout = keras.layers.Dropout(dropout)
 
     def start(self, features, num_frames, training=False):
         """Encodes the frames.

@@ -48,6 +48,7 @@ from acvi_tf import flags as acvi_flags
 from acvi_tf import losses
 from acvi_tf import summaries
 from acvi_tf import training as training_lib
+from acvi_tf.compat import keras
 from acvi_tf.metrics import captions as caption_metrics
 from video_caption import data
 from video_caption import decode as decode_lib
@@ -268,8 +269,8 @@ def make_train_step(model, optimizer, fv):
 def train(exp):
     """The training loop; returns the best validation ``--best_metric``."""
     fv, model = exp.fv, exp.model
-    optimizer = (tf.keras.optimizers.Adam(fv.learning_rate) if fv.optimizer == "adam"
-                 else tf.keras.optimizers.Adadelta(fv.learning_rate))
+    optimizer = (keras.optimizers.Adam(fv.learning_rate) if fv.optimizer == "adam"
+                 else keras.optimizers.Adadelta(fv.learning_rate))
     step_var = tf.Variable(0, dtype=tf.int64, name="global_step")
     checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=step_var)
     manager = tf.train.CheckpointManager(checkpoint, os.path.join(fv.out_dir, "train"),
