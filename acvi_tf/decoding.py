@@ -136,12 +136,23 @@ def _where_rows(row_mask, old, new):
     return tf.where(mask, old, new)
 
 
-def _write_step(history, t, value):
+def write_step(history, t, value):
     """``history`` [B, K, T, ...] with entry ``t`` replaced by ``value`` [B, K, ...]."""
     steps = tf.shape(history)[2]
     at_t = tf.reshape(tf.equal(tf.range(steps), t),
                       tf.concat([[1, 1, -1], tf.ones([tf.rank(history) - 3], tf.int32)], 0))
     return tf.where(at_t, value[:, :, tf.newaxis], history)
+
+
+def cut_at_stop(ids, stop_id):
+    """``(ids, lengths)``: ``ids`` [B, T] with everything from the first ``stop_id`` on
+    set to ``stop_id``, and the number of tokens before it ([B]; T where there is none)."""
+    steps = tf.shape(ids)[1]
+    is_stop = tf.equal(ids, stop_id)
+    lengths = tf.where(tf.reduce_any(is_stop, axis=1),
+                       tf.argmax(tf.cast(is_stop, tf.int32), axis=1, output_type=tf.int32),
+                       steps)
+    return tf.where(tf.range(steps)[tf.newaxis] < lengths[:, tf.newaxis], ids, stop_id), lengths
 
 
 def _top_k_log(scores, k, probabilities):
@@ -253,9 +264,9 @@ def beam_search(step_fn, initial_state, batch_size, beam_size, max_steps, start_
             def from_parent(history):
                 flat = tf.reshape(history, tf.concat([[batch * k], tf.shape(history)[2:]], 0))
                 return tf.reshape(tf.gather(flat, rows), tf.shape(history))
-            seq = _write_step(from_parent(v["alive_seq"]), t,
+            seq = write_step(from_parent(v["alive_seq"]), t,
                               tf.gather(cand_ids, indices, batch_dims=1))
-            extra = {name: _write_step(from_parent(v["alive_extras"][name]), t,
+            extra = {name: write_step(from_parent(v["alive_extras"][name]), t,
                                        tf.reshape(tf.gather(value, rows),
                                                   tf.concat([[batch, k], tf.shape(value)[1:]],
                                                             0)))
@@ -307,10 +318,10 @@ def beam_search(step_fn, initial_state, batch_size, beam_size, max_steps, start_
         return tf.logical_and(v["step"] < limit, tf.logical_not(tf.reduce_all(v["done"])))
 
     final = tf.while_loop(cond, body, [loop_vars])[0]
-    return _choose(final, max_steps, stop_id, length_normalization, gnmt_alpha)
+    return _choose(final, stop_id, length_normalization, gnmt_alpha)
 
 
-def _choose(v, max_steps, stop_id, length_normalization, gnmt_alpha):
+def _choose(v, stop_id, length_normalization, gnmt_alpha):
     """The best result per input (the best live hypothesis where none finished)."""
     has_results = v["fin_count"] > 0
     alive_score = tf.where(v["alive_valid"], _normalize(v["alive_logp"], v["step"],
@@ -323,15 +334,8 @@ def _choose(v, max_steps, stop_id, length_normalization, gnmt_alpha):
         chosen = _where_rows(has_results, finished, alive)
         return tf.gather(chosen, best, batch_dims=1)
 
-    ids = pick(v["fin_seq"], v["alive_seq"])
-    is_stop = tf.equal(ids, stop_id)
-    lengths = tf.where(tf.reduce_any(is_stop, axis=1),
-                       tf.argmax(tf.cast(is_stop, tf.int32), axis=1, output_type=tf.int32),
-                       max_steps)
-    out = {"ids": tf.where(tf.range(max_steps)[tf.newaxis] < lengths[:, tf.newaxis], ids,
-                           stop_id),
-           "lengths": lengths,
-           "scores": tf.gather(scores, best, batch_dims=1)}
+    ids, lengths = cut_at_stop(pick(v["fin_seq"], v["alive_seq"]), stop_id)
+    out = {"ids": ids, "lengths": lengths, "scores": tf.gather(scores, best, batch_dims=1)}
     for name in v["fin_extras"]:
         out[name] = pick(v["fin_extras"][name], v["alive_extras"][name])
     return out
@@ -369,8 +373,5 @@ def greedy_search(step_fn, initial_state, batch_size, max_steps, start_id, stop_
         tf.constant(0), tf.fill([batch_size], start_id), initial_state,
         tf.fill([batch_size, max_steps], stop_id), tf.zeros([batch_size]),
         tf.zeros([batch_size], tf.bool)])
-    is_stop = tf.equal(ids, stop_id)
-    lengths = tf.where(tf.reduce_any(is_stop, axis=1),
-                       tf.argmax(tf.cast(is_stop, tf.int32), axis=1, output_type=tf.int32),
-                       max_steps)
+    ids, lengths = cut_at_stop(ids, stop_id)
     return {"ids": ids, "lengths": lengths, "scores": scores}

@@ -2,6 +2,7 @@
 import tensorflow as tf
 
 from acvi_tf import decoding
+from acvi_tf import gnmt_beam_search
 from nmt import data
 
 
@@ -52,10 +53,9 @@ class Translator:
             batch = tf.shape(src)[0]
             if infer_mode == "beam_search":
                 step = step_fn(decoding.tile_beam(constants, beam_width))
-                return decoding.beam_search(
+                return gnmt_beam_search.gnmt_beam_search(
                     step, state, batch, beam_width, max_steps, data.SOS_ID, data.EOS_ID,
-                    length_normalization="gnmt", gnmt_alpha=length_penalty_weight,
-                    step_limit=step_limit)
+                    alpha=length_penalty_weight, step_limit=step_limit)
             return decoding.greedy_search(step_fn(constants), state, batch, max_steps,
                                           data.SOS_ID, data.EOS_ID, step_limit=step_limit)
 
