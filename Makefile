@@ -1,31 +1,49 @@
-# Two commands: `make demo` and `make test` (plus `make bench`). Each creates .venv on
-# first use from the one pinned requirements.txt, checks the system pieces the metrics
+# Two commands: `make demo` and `make test` (plus `make bench`). Each creates a virtual
+# environment on first use from the lane's lock file, checks the system pieces the metrics
 # need (Java for the METEOR / CIDEr / PTBTokenizer jars, Perl's XML::Parser for
 # ROUGE-1.5.5), and reuses everything on later runs.
 SHELL := /bin/bash
 .DEFAULT_GOAL := test
 
-# The first interpreter TensorFlow 2.15 supports; override with `make PYTHON=...`.
-PYTHON ?= $(shell for p in python3.11 python3.10 python3.9 python3; do \
-	command -v $$p >/dev/null 2>&1 && { echo $$p; break; }; done)
-VENV := .venv
+# Two lanes, one code base (docs/install.md): `current`, the newest TensorFlow with the
+# Keras 2 API from tf-keras, and `tf215`, TensorFlow 2.15.1 with tensorflow-addons.
+LANE ?= current
+ifeq ($(LANE),current)
+PY_VERSIONS := 3.13 3.12 3.11 3.10
+VENV ?= .venv
+else ifeq ($(LANE),tf215)
+PY_VERSIONS := 3.11 3.10 3.9
+VENV ?= .venv-tf215
+else
+$(error LANE=$(LANE) is not a lane; use LANE=current or LANE=tf215)
+endif
+LOCK := requirements/$(LANE).txt
+
+# The newest interpreter of the lane that runs, from PATH or from pyenv's versions (a pyenv
+# shim of a version that is not selected exists but does not run); `make PYTHON=...`
+# overrides.
+PYTHON ?= $(shell for v in $(PY_VERSIONS); do \
+	for p in python$$v $${PYENV_ROOT:-$$HOME/.pyenv}/versions/$$v.*/bin/python$$v; do \
+	"$$p" -c '' >/dev/null 2>&1 && { echo "$$p"; exit 0; }; done; done)
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+IN_LANE := import sys; sys.exit("%d.%d" % sys.version_info[:2] not in "$(PY_VERSIONS)".split())
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
 .PHONY: test demo demo-captions bench bench-gpu venv sysdeps clean
 
 venv: $(STAMP)
+	@$(VPY) -c 'import sys, tensorflow as tf; print("Lane $(LANE): TensorFlow %s on Python %d.%d in $(VENV)" % (tf.__version__, *sys.version_info[:2]))'
 
-$(STAMP): requirements.txt setup.py
-	@if [ -z "$(PYTHON)" ]; then echo "make: no python3 found; install Python 3.9, 3.10 or 3.11." >&2; exit 1; fi
-	@$(PYTHON) -c 'import sys; v = sys.version_info[:2]; sys.exit(0 if (3, 9) <= v <= (3, 11) else \
-		"make: %s is Python %d.%d; TensorFlow 2.15 needs Python 3.9, 3.10 or 3.11. Run make PYTHON=/path/to/python3.11" % (sys.executable, *v))'
-	@if [ -x $(VPY) ] && ! $(VPY) -c 'import sys; sys.exit(not (3, 9) <= sys.version_info[:2] <= (3, 11))'; then \
-		echo "make: $(VENV) was made with an unsupported Python; remove it (make clean) and run again." >&2; exit 1; fi
-	@test -x $(VPY) || { echo "Creating $(VENV) with $(PYTHON)"; $(PYTHON) -m venv $(VENV); }
-	@echo "Installing the pinned requirements into $(VENV) (first run only; about 2 GB)"
-	$(VPY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+$(STAMP): $(LOCK) pyproject.toml
+	@if [ -x $(VPY) ] && ! $(VPY) -c '$(IN_LANE)'; then \
+		echo "make: $(VENV) has a Python the $(LANE) lane does not support ($(PY_VERSIONS)); remove it (make clean) and run again." >&2; exit 1; fi
+	@if [ ! -x $(VPY) ]; then \
+		if [ -z "$(PYTHON)" ]; then echo "make: no Python $(PY_VERSIONS) found for the $(LANE) lane; install one, or run make PYTHON=/path/to/python3.X" >&2; exit 1; fi; \
+		$(PYTHON) -c '$(IN_LANE)' || { echo "make: $(PYTHON) is not Python $(PY_VERSIONS), which the $(LANE) lane needs" >&2; exit 1; }; \
+		echo "Creating $(VENV) with $(PYTHON) for the $(LANE) lane"; $(PYTHON) -m venv $(VENV) || exit 1; fi
+	@echo "Installing $(LOCK) into $(VENV) (first run only; about 2 GB)"
+	$(VPY) -m pip install --quiet --disable-pip-version-check -r $(LOCK)
 	$(VPY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	@touch $(STAMP)
 
@@ -84,7 +102,7 @@ demo: venv sysdeps
 		lead-1=demo_logs/$(DEMO_EXP)/lead1_test
 	@echo
 	@echo "Checkpoints, decoded summaries and TensorBoard logs: demo_logs/$(DEMO_EXP)/"
-	@echo "View them with: .venv/bin/tensorboard --logdir demo_logs/$(DEMO_EXP)"
+	@echo "View them with: $(VENV)/bin/tensorboard --logdir demo_logs/$(DEMO_EXP)"
 
 # The captioner on generated clips, from video files to scores, by the documented MSVD
 # path: 200 clips written as MSVD (videos, corpus CSV, youtube_mapping.txt), their frame
@@ -110,7 +128,7 @@ demo-captions: venv sysdeps
 		--attention_images=5
 	@echo
 	@echo "Clips, features, checkpoints, captions and TensorBoard logs: $(VC_EXP)/"
-	@echo "View them with: .venv/bin/tensorboard --logdir $(VC_EXP)/acvi"
+	@echo "View them with: $(VENV)/bin/tensorboard --logdir $(VC_EXP)/acvi"
 
 bench: venv sysdeps
 	@set -e; for script in bench/[!_]*.py; do echo "== $$script"; $(VPY) $$script; done
@@ -131,4 +149,4 @@ bench-gpu: venv sysdeps
 	$(VPY) bench/encoder_lstm.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf .venv .venv-tf215 build *.egg-info .pytest_cache

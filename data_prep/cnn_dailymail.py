@@ -321,7 +321,7 @@ def find_corenlp_jar():
     except ImportError as e:
         raise CnnDailymailError(
             "pycocoevalcap is not installed; it ships %s (`pip install pycocoevalcap`, "
-            "pinned in requirements.txt)" % CORENLP_JAR) from e
+            "pinned in requirements/)" % CORENLP_JAR) from e
     path = os.path.join(list(pycocoevalcap.__path__)[0], "tokenizer", CORENLP_JAR)
     if not os.path.isfile(path):
         raise CnnDailymailError("%s is missing; reinstall pycocoevalcap "

@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from acvi_tf import context as context_lib
 from acvi_tf import losses
+from acvi_tf.compat import keras
 from nmt import data
 from nmt import model as model_lib
 from nmt import translate
@@ -24,9 +25,10 @@ pytestmark = pytest.mark.slow  # scheduled first (conftest.py)
 
 SAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                       "data_prep", "samples", "pig_latin")
-# Standard deviation of soft attention's held-out accuracy over seeds 1-3 here (0.885,
-# 0.875, 0.845; ACVI with the defaults: 0.880, 0.865, 0.845).
-SA_SEED_STD = 0.017
+# Standard deviation of soft attention's held-out accuracy over seeds 1-3 on both lanes
+# (TensorFlow 2.15: 0.885, 0.875, 0.845; TensorFlow 2.21: 0.895, 0.890, 0.805. ACVI with
+# the defaults: 0.880, 0.865, 0.845 and 0.870, 0.875, 0.845).
+SA_SEED_STD = 0.032
 
 
 def _path(name):
@@ -35,14 +37,14 @@ def _path(name):
 
 def _accuracy(context, seed=1):
     """Greedy exact-match accuracy on 200 held-out words after 400 steps."""
-    tf.keras.utils.set_random_seed(seed)
+    keras.utils.set_random_seed(seed)
     src_vocab, tgt_vocab = data.Vocab(_path("vocab.src")), data.Vocab(_path("vocab.tgt"))
     examples = data.make_examples(data.read_parallel(_path("train.src"), _path("train.tgt")),
                                   src_vocab, tgt_vocab, 30, 30)
     held_out = data.read_parallel(_path("dev.src"), _path("dev.tgt"))[:200]
     model = model_lib.NMTModel(src_vocab.size(), tgt_vocab.size(), 64, encoder_type="bi",
                                dropout=0.0, context_layer=context)
-    optimizer = tf.keras.optimizers.Adam(0.01)
+    optimizer = keras.optimizers.Adam(0.01)
     kl_weight = getattr(context, "kl_weight", 0.0)
 
     @tf.function(input_signature=[data.BATCH_SIGNATURE], autograph=False)

