@@ -11,7 +11,7 @@ from acvi_tf import compat
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DIRS = ["acvi_tf", "pointer_generator", "video_caption", "nmt", "data_prep", "bench", "tests"]
 # Ways to reach a Keras other than through acvi_tf.compat.
-BYPASS = re.compile(r"tf\.keras\b|TF_USE_LEGACY_KERAS|^\s*(import|from) (tf_)?keras\b", re.M)
+BYPASS = re.compile(r"tf\.keras\b|TF_USE_LEGACY_\w+|^\s*(import|from) (tf_)?keras\b", re.M)
 
 
 def test_keras_is_the_keras_2_api_of_this_tensorflow():
