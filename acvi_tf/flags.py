@@ -187,8 +187,8 @@ def context_layer_from_flags(flag_values=flags.FLAGS):
     if fv.context == "acvi" and fv.acvi_kl == "mc" and fv.acvi_sampling == "approx":
         logging.warning(
             "--acvi_kl=mc evaluates log q(c) - log p(c) at eq. 25's sample, which is not "
-            "drawn from q: the estimate has no lower bound as sigma shrinks. See the "
-            "README, 'ACVI's KL term'; --acvi_kl=exact is the KL of this sampler.")
+            "drawn from q: the estimate has no lower bound as sigma shrinks. See "
+            "docs/acvi.md; --acvi_kl=exact is the KL of this sampler.")
     ved_options = dict(latent_dim=fv.ved_latent_dim, prior=fv.ved_prior)
     variational_options = dict(mode=fv.variational_mode,
                                inference_units=fv.variational_inference_units,

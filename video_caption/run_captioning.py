@@ -19,7 +19,7 @@ Defaults are the paper's (section 4.2, appendix B): 1000-d LSTMs, 256-d embeddin
 100-d attention, dropout 0.5, Adam with its default rate, beam 5. The arctic-capgen-vid
 extras (doubly-stochastic attention penalty, weight decay, Adadelta, clip 10) are flags.
 
-Typical use (see README "Video captioning")::
+Typical use (docs/captioner.md)::
 
   python -m video_caption.features --video_dir=YouTubeClips --output=feats
   python -m data_prep.msvd --corpus_csv=video_corpus.csv --mapping=youtube_mapping.txt \\

@@ -1,7 +1,7 @@
 """How much a summarizer copies: the ACVI paper's Table 2 measures, and lead-N.
 
 The paper reports a "rate of novel words" and a "rate of OOV words adoption" without
-formulas; these are the definitions used here (documented in the README too):
+formulas; these are the definitions used here (documented in docs/summarizer.md too):
 
 * ``novel_word_rate``: over the whole corpus, the number of generated summary tokens that
   do not occur anywhere in their source article, divided by the number of generated
