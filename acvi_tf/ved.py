@@ -16,7 +16,7 @@ project's context-layer contract:
   ``N(0, I)`` (``prior="zero"``):
   ``KL_t = -1/2 sum_d (1 + 2 log sigma_t - (c_t - h_bar)^2 - sigma_t^2)``.
 * The per-step attention KL is summed over every valid decoder step, as the paper's
-  equation says (the original's graph keeps only the last step's; see BASELINES.md).
+  equation says (the original's TF1 graph keeps only the last step's KL).
 * KL annealing scales both KL terms; it is ``kl_schedule``'s, as for every KL
   (``--kl_annealing=tanh`` is the original's schedule).
 """
