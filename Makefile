@@ -30,7 +30,7 @@ STAMP := $(VENV)/.installed
 IN_LANE := import sys; sys.exit("%d.%d" % sys.version_info[:2] not in "$(PY_VERSIONS)".split())
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: test demo demo-captions bench bench-gpu venv sysdeps clean
+.PHONY: test lint demo demo-captions bench bench-gpu venv sysdeps clean
 
 venv: $(STAMP)
 	@$(VPY) -c 'import sys, tensorflow as tf; print("Lane $(LANE): TensorFlow %s on Python %d.%d in $(VENV)" % (tf.__version__, *sys.version_info[:2]))'
@@ -71,6 +71,12 @@ sysdeps:
 TEST_WORKERS ?= 2
 test: venv sysdeps
 	$(VPY) -m pytest -n $(TEST_WORKERS) tests
+
+# ruff's lint and format checks, configured in pyproject.toml (`ruff format .` fixes the
+# format).
+lint: venv
+	$(VPY) -m ruff check .
+	$(VPY) -m ruff format --check .
 
 # The main job on the shipped Debian sample: a pointer-generator with ACVI trained through
 # a short curriculum (two phases, then coverage), the eval job on the validation split,

@@ -4,10 +4,34 @@ The shared library of the three ACVI hosts: attention scorers (``attention``), c
 inference layers (``context``), shared absl flags (``flags``) and metrics (``metrics``).
 Nothing here imports a model package.
 """
-from acvi_tf.attention import (AdditiveScorer, MultiplicativeScorer, ScaledDotProductScorer,
-                               masked_softmax)
-from acvi_tf.context import (ACVIContext, PreparedMemory, SoftAttentionContext,
-                             VarianceNetwork, average_over_samples, make_context_layer,
-                             tile_for_samples)
 
+from acvi_tf.attention import (
+    AdditiveScorer,
+    MultiplicativeScorer,
+    ScaledDotProductScorer,
+    masked_softmax,
+)
+from acvi_tf.context import (
+    ACVIContext,
+    PreparedMemory,
+    SoftAttentionContext,
+    VarianceNetwork,
+    average_over_samples,
+    make_context_layer,
+    tile_for_samples,
+)
+
+__all__ = [
+    "ACVIContext",
+    "AdditiveScorer",
+    "MultiplicativeScorer",
+    "PreparedMemory",
+    "ScaledDotProductScorer",
+    "SoftAttentionContext",
+    "VarianceNetwork",
+    "average_over_samples",
+    "make_context_layer",
+    "masked_softmax",
+    "tile_for_samples",
+]
 __version__ = "0.1.0"

@@ -12,6 +12,7 @@ Every scorer is a small Keras layer with two methods:
 Scores are turned into probabilities in float32 whatever the layer's compute dtype, so
 the scorers work unchanged under a ``mixed_float16`` policy.
 """
+
 import math
 
 import tensorflow as tf
@@ -68,8 +69,10 @@ def coverage_feature(coverage, w_c):
 
     def grad(upstream):
         rows = tf.reshape(upstream, [-1, units])
-        return (tf.reshape(tf.matmul(rows, w_c, transpose_b=True), tf.shape(coverage)),
-                tf.matmul(tf.reshape(coverage, [1, -1]), rows))
+        return (
+            tf.reshape(tf.matmul(rows, w_c, transpose_b=True), tf.shape(coverage)),
+            tf.matmul(tf.reshape(coverage, [1, -1]), rows),
+        )
 
     return coverage[..., tf.newaxis] * w_c[0], grad
 
@@ -118,8 +121,7 @@ class _Scorer(keras.layers.Layer):
             if coverage is not None:
                 coverage = coverage[:, tf.newaxis]
         if coverage is not None and not getattr(self, "use_coverage", False):
-            raise ValueError("%s got `coverage` but has no coverage feature"
-                             % type(self).__name__)
+            raise ValueError("%s got `coverage` but has no coverage feature" % type(self).__name__)
         scores = self.score(query, keys, coverage)
         if memory_mask is None:
             memory_mask = tf.ones(tf.shape(keys)[:2], tf.bool)
@@ -127,8 +129,7 @@ class _Scorer(keras.layers.Layer):
         if normalizer is None:
             probs = masked_softmax(scores, mask, self.mask_mode)
         else:
-            probs = normalizer(scores, tf.broadcast_to(tf.cast(mask, tf.float32),
-                                                       tf.shape(scores)))
+            probs = normalizer(scores, tf.broadcast_to(tf.cast(mask, tf.float32), tf.shape(scores)))
         return probs[:, 0, :] if one_step else probs
 
     def score_mask(self, memory_mask, scores):
@@ -166,14 +167,17 @@ class AdditiveScorer(_Scorer):
         self.units = units
         self.use_coverage = use_coverage
         self.memory_projection = keras.layers.Dense(
-            units, use_bias=False, name="W_h", dtype=self.dtype_policy)
+            units, use_bias=False, name="W_h", dtype=self.dtype_policy
+        )
         self.query_projection = keras.layers.Dense(
-            units, use_bias=True, name="W_s", dtype=self.dtype_policy)
-        self.energy = keras.layers.Dense(
-            1, use_bias=False, name="v", dtype=self.dtype_policy)
+            units, use_bias=True, name="W_s", dtype=self.dtype_policy
+        )
+        self.energy = keras.layers.Dense(1, use_bias=False, name="v", dtype=self.dtype_policy)
         self.coverage_projection = (
             keras.layers.Dense(units, use_bias=False, name="w_c", dtype=self.dtype_policy)
-            if use_coverage else None)
+            if use_coverage
+            else None
+        )
 
     def build(self, input_shape):
         if self.coverage_projection is not None:  # w_c exists even before its first use
@@ -199,8 +203,9 @@ class AdditiveScorer(_Scorer):
         ``w_c`` is the kernel of the ``w_c`` Dense layer, which is kept so that
         checkpoints name it as before; ``coverage_feature`` says why it is not called.
         """
-        return coverage_feature(tf.cast(coverage, dtype),
-                                tf.cast(self.coverage_projection.kernel, dtype))
+        return coverage_feature(
+            tf.cast(coverage, dtype), tf.cast(self.coverage_projection.kernel, dtype)
+        )
 
     def get_config(self):
         config = super().get_config()
@@ -224,20 +229,35 @@ class MultiplicativeScorer(_Scorer):
       kernel_initializer: initialiser of ``W`` (tensorflow/nmt: uniform(-0.1, 0.1)).
     """
 
-    def __init__(self, units=None, mode="general", scale=False, mask_mode="neg_inf",
-                 kernel_initializer="glorot_uniform", **kwargs):
+    def __init__(
+        self,
+        units=None,
+        mode="general",
+        scale=False,
+        mask_mode="neg_inf",
+        kernel_initializer="glorot_uniform",
+        **kwargs,
+    ):
         super().__init__(mask_mode=mask_mode, **kwargs)
         _check_choice("mode", mode, MULTIPLICATIVE_MODES)
         if mode == "general" and (units is None or units <= 0):
-            raise ValueError("MultiplicativeScorer(mode='general') needs positive units, "
-                             "got %r" % (units,))
+            raise ValueError(
+                "MultiplicativeScorer(mode='general') needs positive units, got %r" % (units,)
+            )
         self.units = units
         self.mode = mode
         self.scale = scale
         self.memory_projection = (
-            keras.layers.Dense(units, use_bias=False, name="W", dtype=self.dtype_policy,
-                               kernel_initializer=kernel_initializer)
-            if mode == "general" else None)
+            keras.layers.Dense(
+                units,
+                use_bias=False,
+                name="W",
+                dtype=self.dtype_policy,
+                kernel_initializer=kernel_initializer,
+            )
+            if mode == "general"
+            else None
+        )
 
     def build(self, input_shape):
         if self.scale:

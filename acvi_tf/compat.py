@@ -12,7 +12,10 @@ Example::
 
   layer = keras.layers.Dense(8)
 """
+
 import tensorflow as tf
+
+__all__ = ["TF_VERSION", "keras"]
 
 
 def _tf_version():
@@ -26,4 +29,4 @@ TF_VERSION = _tf_version()
 if TF_VERSION < (2, 16):
     keras = tf.keras
 else:
-    import tf_keras as keras  # pylint: disable=g-import-not-at-top
+    import tf_keras as keras

@@ -15,6 +15,7 @@ changing the layer it builds and nothing else:
 normalising like the task's NLL is the host's job. Equations refer to the arXiv version
 of the ACVI paper unless marked "journal".
 """
+
 import math
 from typing import NamedTuple, Optional
 
@@ -70,6 +71,7 @@ class PreparedMemory(NamedTuple):
         ``DeferredContractions.inputs`` (probes [B, D] by field name, and any noise the
         layer drew before the loop); None elsewhere.
     """
+
     memory: tf.Tensor
     mask: tf.Tensor
     variance: Optional[tf.Tensor] = None
@@ -112,8 +114,7 @@ def contract(weights, prepared, name):
     probes = prepared.step_inputs
     if not probes or name not in probes:
         return expected_context(weights, source)
-    return (expected_context(weights, tf.stop_gradient(source))
-            + tf.expand_dims(probes[name], 1))
+    return expected_context(weights, tf.stop_gradient(source)) + tf.expand_dims(probes[name], 1)
 
 
 def tile_for_samples(tensor, num_samples):
@@ -149,8 +150,7 @@ def sampler_kl(probs, prepared):
     """
     mean = expected_context(probs, prepared.memory)
     variance = tf.maximum(expected_context(tf.square(probs), prepared.variance), _TINY_VAR)
-    return 0.5 * tf.reduce_sum(variance + tf.square(mean) - 1.0 - tf.math.log(variance),
-                               axis=-1)
+    return 0.5 * tf.reduce_sum(variance + tf.square(mean) - 1.0 - tf.math.log(variance), axis=-1)
 
 
 class ContextLayer(keras.layers.Layer):
@@ -210,8 +210,9 @@ class ContextLayer(keras.layers.Layer):
           training, use_gumbel: as the loop will pass them to ``draw``.
         """
         del training, use_gumbel
-        return DeferredContractions(prepared, steps, ["memory"],
-                                    lambda attention: {"memory": attention})
+        return DeferredContractions(
+            prepared, steps, ["memory"], lambda attention: {"memory": attention}
+        )
 
     def call(self, attention_probs, prepared, training=None, use_gumbel=None, seed=None):
         """Returns ``(context, kl)`` for the attention probabilities of one or more steps.
@@ -248,9 +249,11 @@ class ContextLayer(keras.layers.Layer):
     def kl_divergence(self, context, attention_probs, prepared):
         """Per-step KL in float32: [B] for one step ([B, D], [B, N]) or [B, T] for many."""
         one_step = len(attention_probs.shape) == 2
-        kl = self.kl_steps(_with_step_axis(tf.cast(context, tf.float32), one_step),
-                           _with_step_axis(tf.cast(attention_probs, tf.float32), one_step),
-                           prepared)
+        kl = self.kl_steps(
+            _with_step_axis(tf.cast(context, tf.float32), one_step),
+            _with_step_axis(tf.cast(attention_probs, tf.float32), one_step),
+            prepared,
+        )
         return kl[:, 0] if one_step else kl
 
 
@@ -285,8 +288,9 @@ class VarianceNetwork(keras.layers.Layer):
       log_var_min, log_var_max: clip range of the output.
     """
 
-    def __init__(self, kind="mlp", log_var_min=DEFAULT_LOG_VAR_MIN,
-                 log_var_max=DEFAULT_LOG_VAR_MAX, **kwargs):
+    def __init__(
+        self, kind="mlp", log_var_min=DEFAULT_LOG_VAR_MIN, log_var_max=DEFAULT_LOG_VAR_MAX, **kwargs
+    ):
         kwargs["dtype"] = "float32"
         super().__init__(**kwargs)
         _check_choice("variance_net", kind, VARIANCE_NETS)
@@ -299,8 +303,7 @@ class VarianceNetwork(keras.layers.Layer):
         self.W1 = self.add_weight(name="W1", shape=(dim, dim), initializer="glorot_uniform")
         self.b1 = self.add_weight(name="b1", shape=(dim,), initializer="zeros")
         if self.kind == "mlp":
-            self.W2 = self.add_weight(name="W2", shape=(dim, dim),
-                                      initializer="glorot_uniform")
+            self.W2 = self.add_weight(name="W2", shape=(dim, dim), initializer="glorot_uniform")
             self.b2 = self.add_weight(name="b2", shape=(dim,), initializer="zeros")
         super().build(input_shape)
 
@@ -317,8 +320,7 @@ class VarianceNetwork(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(kind=self.kind, log_var_min=self.log_var_min,
-                      log_var_max=self.log_var_max)
+        config.update(kind=self.kind, log_var_min=self.log_var_min, log_var_max=self.log_var_max)
         return config
 
 
@@ -363,10 +365,22 @@ class ACVIContext(ContextLayer):
       seed: seed of the layer's ``tf.random.Generator`` (None: nondeterministic).
     """
 
-    def __init__(self, variance_net="mlp", sampling="approx", gumbel_fraction=0.0,
-                 gumbel_temperature=0.5, noise="collapsed", num_samples=1, kl=ACVI_KL,
-                 kl_weight=ACVI_KL_WEIGHT, decode="mean", log_var_min=DEFAULT_LOG_VAR_MIN,
-                 log_var_max=DEFAULT_LOG_VAR_MAX, seed=None, **kwargs):
+    def __init__(
+        self,
+        variance_net="mlp",
+        sampling="approx",
+        gumbel_fraction=0.0,
+        gumbel_temperature=0.5,
+        noise="collapsed",
+        num_samples=1,
+        kl=ACVI_KL,
+        kl_weight=ACVI_KL_WEIGHT,
+        decode="mean",
+        log_var_min=DEFAULT_LOG_VAR_MIN,
+        log_var_max=DEFAULT_LOG_VAR_MAX,
+        seed=None,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         _check_choice("variance_net", variance_net, VARIANCE_NETS)
         _check_choice("sampling", sampling, SAMPLINGS)
@@ -382,8 +396,9 @@ class ACVIContext(ContextLayer):
         if kl_weight < 0:
             raise ValueError("kl_weight must be >= 0, got %r" % (kl_weight,))
         if not log_var_min < log_var_max:
-            raise ValueError("log_var_min (%r) must be < log_var_max (%r)"
-                             % (log_var_min, log_var_max))
+            raise ValueError(
+                "log_var_min (%r) must be < log_var_max (%r)" % (log_var_min, log_var_max)
+            )
         self.variance_net = variance_net
         self.sampling = sampling
         self.gumbel_fraction = float(gumbel_fraction)
@@ -398,7 +413,8 @@ class ACVIContext(ContextLayer):
         self.seed = seed
         self.generator = random_generator(seed)
         self.variance_network = VarianceNetwork(
-            variance_net, log_var_min, log_var_max, name="variance_network")
+            variance_net, log_var_min, log_var_max, name="variance_network"
+        )
 
     def prepare(self, memory, memory_mask=None):
         """Runs the variance network once and caches the mixture's per-component terms."""
@@ -413,8 +429,9 @@ class ACVIContext(ContextLayer):
             precision = tf.exp(-log_var64)
             scaled_mean = h64 * precision
             log_norm = -0.5 * tf.reduce_sum(_LOG_2PI + log_var64 + h64 * scaled_mean, axis=-1)
-            return base._replace(variance=variance, precision=precision,
-                                 scaled_mean=scaled_mean, log_norm=log_norm)
+            return base._replace(
+                variance=variance, precision=precision, scaled_mean=scaled_mean, log_norm=log_norm
+            )
         if self.kl == "exact":
             return base._replace(variance=variance)
         component_kl = 0.5 * tf.reduce_sum(variance + tf.square(h) - 1.0 - log_var, axis=-1)
@@ -461,8 +478,9 @@ class ACVIContext(ContextLayer):
             uniform = self._uniform(tf.shape(probs), seed)
         gumbel = -tf.math.log(-tf.math.log(uniform))
         logits = tf.math.log(tf.maximum(probs, _TINY_PROB)) + gumbel
-        return masked_softmax(logits / self.gumbel_temperature, mask[:, tf.newaxis],
-                              mask_mode="neg_inf")
+        return masked_softmax(
+            logits / self.gumbel_temperature, mask[:, tf.newaxis], mask_mode="neg_inf"
+        )
 
     def _mixture_weights(self, probs, mask, use_gumbel, seed=None, uniform=None):
         """The sample's mixture weights: ``a_t``, or ``z_t`` where ``use_gumbel``."""
@@ -470,8 +488,9 @@ class ACVIContext(ContextLayer):
             use_gumbel = self.sampling == "gumbel"
         if isinstance(use_gumbel, bool):
             return self.gumbel_weights(probs, mask, seed, uniform) if use_gumbel else probs
-        return tf.cond(use_gumbel, lambda: self.gumbel_weights(probs, mask, seed, uniform),
-                       lambda: probs)
+        return tf.cond(
+            use_gumbel, lambda: self.gumbel_weights(probs, mask, seed, uniform), lambda: probs
+        )
 
     def defer_contractions(self, prepared, steps, training=False, use_gumbel=None):
         """Defers the mean's and, for collapsed noise, the noise scale's contraction.
@@ -489,15 +508,17 @@ class ACVIContext(ContextLayer):
         extra = {}
         if static is None or bool(static):
             shape = tf.shape(prepared.mask)
-            extra["gumbel_uniform"] = self._uniform(tf.stack([steps, shape[0], shape[1]]),
-                                                    None)
+            extra["gumbel_uniform"] = self._uniform(tf.stack([steps, shape[0], shape[1]]), None)
 
         def weights_fn(attention):
             weights = attention
             if extra:
                 weights = self._mixture_weights(
-                    attention, prepared.mask, use_gumbel,
-                    uniform=tf.transpose(extra["gumbel_uniform"], [1, 0, 2]))
+                    attention,
+                    prepared.mask,
+                    use_gumbel,
+                    uniform=tf.transpose(extra["gumbel_uniform"], [1, 0, 2]),
+                )
             return {"memory": weights, "variance": tf.square(weights)}
 
         return DeferredContractions(prepared, steps, sources, weights_fn, extra)
@@ -506,8 +527,7 @@ class ACVIContext(ContextLayer):
         """Draws ``c_t`` [B, T, D] by the reparameterisation trick (eq. 24-25)."""
         noise_seed = weight_seed = None
         if seed is not None:
-            noise_seed, weight_seed = tf.unstack(
-                tf.random.experimental.stateless_split(seed, 2))
+            noise_seed, weight_seed = tf.unstack(tf.random.experimental.stateless_split(seed, 2))
         uniform = (prepared.step_inputs or {}).get("gumbel_uniform")
         if uniform is not None:
             uniform = tf.expand_dims(uniform, 1)
@@ -517,8 +537,7 @@ class ACVIContext(ContextLayer):
         dim = tf.shape(prepared.memory)[-1]
         if self.noise == "collapsed":
             # sum_i w_i sigma_i eps_i  ~  sqrt(sum_i w_i^2 sigma_i^2) eps, eps ~ N(0, I).
-            std = tf.sqrt(tf.maximum(contract(tf.square(weights), prepared, "variance"),
-                                     _TINY_VAR))
+            std = tf.sqrt(tf.maximum(contract(tf.square(weights), prepared, "variance"), _TINY_VAR))
             return mean + std * self._normal(tf.stack([batch, steps, dim]), noise_seed)
         eps = self._normal(tf.stack([batch, steps, tf.shape(probs)[2], dim]), noise_seed)
         noise = tf.expand_dims(tf.sqrt(prepared.variance), 1) * eps
@@ -531,10 +550,11 @@ class ACVIContext(ContextLayer):
         float64 and returned in float32.
         """
         context = tf.cast(context, tf.float64)
-        log_components = (prepared.log_norm[:, tf.newaxis]
-                          - 0.5 * tf.matmul(tf.square(context), prepared.precision,
-                                            transpose_b=True)
-                          + tf.matmul(context, prepared.scaled_mean, transpose_b=True))
+        log_components = (
+            prepared.log_norm[:, tf.newaxis]
+            - 0.5 * tf.matmul(tf.square(context), prepared.precision, transpose_b=True)
+            + tf.matmul(context, prepared.scaled_mean, transpose_b=True)
+        )
         log_weights = tf.math.log(tf.maximum(tf.cast(probs, tf.float64), _TINY_PROB))
         real = tf.cast(prepared.mask[:, tf.newaxis], tf.bool)
         logits = tf.where(real, log_weights + log_components, _MASKED_LOGIT)
@@ -558,17 +578,30 @@ class ACVIContext(ContextLayer):
     def get_config(self):
         config = super().get_config()
         config.update(
-            variance_net=self.variance_net, sampling=self.sampling,
+            variance_net=self.variance_net,
+            sampling=self.sampling,
             gumbel_fraction=self.gumbel_fraction,
-            gumbel_temperature=self.gumbel_temperature, noise=self.noise,
-            num_samples=self.num_samples, kl=self.kl, kl_weight=self.kl_weight,
-            decode=self.decode, log_var_min=self.log_var_min,
-            log_var_max=self.log_var_max, seed=self.seed)
+            gumbel_temperature=self.gumbel_temperature,
+            noise=self.noise,
+            num_samples=self.num_samples,
+            kl=self.kl,
+            kl_weight=self.kl_weight,
+            decode=self.decode,
+            log_var_min=self.log_var_min,
+            log_var_max=self.log_var_max,
+            seed=self.seed,
+        )
         return config
 
 
-def make_context_layer(mode, structured_scale=2.0, structured_penalty=0.005,
-                       ved_options=None, variational_options=None, **acvi_options):
+def make_context_layer(
+    mode,
+    structured_scale=2.0,
+    structured_penalty=0.005,
+    ved_options=None,
+    variational_options=None,
+    **acvi_options,
+):
     """Builds the context layer for ``--context=mode``.
 
     Args:
@@ -589,17 +622,27 @@ def make_context_layer(mode, structured_scale=2.0, structured_penalty=0.005,
     if mode == "sa":
         return SoftAttentionContext(name="context")
     if mode == "structured":
-        from acvi_tf import structured  # pylint: disable=import-outside-toplevel
+        from acvi_tf import structured
+
         return structured.StructuredAttentionContext(
-            scale=structured_scale, penalty=structured_penalty, name="context")
+            scale=structured_scale, penalty=structured_penalty, name="context"
+        )
     if mode == "ved":
-        from acvi_tf import ved  # pylint: disable=import-outside-toplevel
-        return ved.VEDContext(kl_weight=acvi_options.get("kl_weight", 0.1),
-                              seed=acvi_options.get("seed"), name="context",
-                              **(ved_options or {}))
+        from acvi_tf import ved
+
+        return ved.VEDContext(
+            kl_weight=acvi_options.get("kl_weight", 0.1),
+            seed=acvi_options.get("seed"),
+            name="context",
+            **(ved_options or {}),
+        )
     if mode == "variational":
-        from acvi_tf import variational  # pylint: disable=import-outside-toplevel
+        from acvi_tf import variational
+
         return variational.VariationalAttentionContext(
-            kl_weight=acvi_options.get("kl_weight", 1.0), seed=acvi_options.get("seed"),
-            name="context", **(variational_options or {}))
+            kl_weight=acvi_options.get("kl_weight", 1.0),
+            seed=acvi_options.get("seed"),
+            name="context",
+            **(variational_options or {}),
+        )
     return ACVIContext(name="context", **acvi_options)

@@ -20,6 +20,7 @@ Normalisation (``length_normalization``): ``"average"`` (the original: total log
 over the number of tokens including [START]), ``"gnmt"`` (Wu et al. 2016: over
 ``((5 + length) / 6) ** alpha``), or ``"none"``.
 """
+
 import tensorflow as tf
 
 LENGTH_NORMALIZATIONS = ("average", "gnmt", "none")
@@ -39,7 +40,8 @@ def _normalize(total, length, mode, alpha):
 def tile_beam(structure, beam_size):
     """Repeats every row of a nest of [B, ...] tensors ``beam_size`` times: [B*K, ...]."""
     return tf.nest.map_structure(
-        lambda t: None if t is None else tf.repeat(t, beam_size, axis=0), structure)
+        lambda t: None if t is None else tf.repeat(t, beam_size, axis=0), structure
+    )
 
 
 def time_major(tensor):
@@ -75,28 +77,31 @@ def unroll(step_fn, steps, state, output_dtypes, inputs=None):
     input_arrays = None
     if inputs is not None:
         input_arrays = tf.nest.map_structure(
-            lambda value: tf.TensorArray(value.dtype, size=steps).unstack(value), inputs)
+            lambda value: tf.TensorArray(value.dtype, size=steps).unstack(value), inputs
+        )
 
     def body(t, state, arrays):
         if input_arrays is None:
             state, outputs = step_fn(t, state)
         else:
             state, outputs = step_fn(
-                t, state, tf.nest.map_structure(lambda array: array.read(t), input_arrays))
+                t, state, tf.nest.map_structure(lambda array: array.read(t), input_arrays)
+            )
         return t + 1, state, {name: arrays[name].write(t, outputs[name]) for name in arrays}
 
     # maximum_iterations bounds the gradient's accumulators, which XLA needs.
-    _, state, arrays = tf.while_loop(lambda t, *_: t < steps, body,
-                                     (tf.constant(0), state, arrays),
-                                     maximum_iterations=steps)
+    _, state, arrays = tf.while_loop(
+        lambda t, *_: t < steps, body, (tf.constant(0), state, arrays), maximum_iterations=steps
+    )
     outputs = {}
     for name, array in arrays.items():
         outputs[name] = time_major(array.stack())
     return state, outputs
 
 
-def teacher_forced(step_fn, inputs, state, output_dtypes, context_layer, prepared,
-                   training=False, use_gumbel=None):
+def teacher_forced(
+    step_fn, inputs, state, output_dtypes, context_layer, prepared, training=False, use_gumbel=None
+):
     """``unroll`` over the decoder inputs, with the context layer's loop gradients deferred.
 
     The hosts' training loop: step t gets its input and a ``PreparedMemory`` through which
@@ -124,8 +129,13 @@ def teacher_forced(step_fn, inputs, state, output_dtypes, context_layer, prepare
         del t
         return step_fn(step_inputs["y"], state, deferred.at_step(step_inputs["context"]))
 
-    state, outputs = unroll(step, steps, state, output_dtypes,
-                            inputs=dict(y=time_major(inputs), context=deferred.inputs))
+    state, outputs = unroll(
+        step,
+        steps,
+        state,
+        output_dtypes,
+        inputs=dict(y=time_major(inputs), context=deferred.inputs),
+    )
     deferred.bind(outputs["attn"])
     return state, outputs
 
@@ -139,8 +149,10 @@ def _where_rows(row_mask, old, new):
 def write_step(history, t, value):
     """``history`` [B, K, T, ...] with entry ``t`` replaced by ``value`` [B, K, ...]."""
     steps = tf.shape(history)[2]
-    at_t = tf.reshape(tf.equal(tf.range(steps), t),
-                      tf.concat([[1, 1, -1], tf.ones([tf.rank(history) - 3], tf.int32)], 0))
+    at_t = tf.reshape(
+        tf.equal(tf.range(steps), t),
+        tf.concat([[1, 1, -1], tf.ones([tf.rank(history) - 3], tf.int32)], 0),
+    )
     return tf.where(at_t, value[:, :, tf.newaxis], history)
 
 
@@ -149,9 +161,11 @@ def cut_at_stop(ids, stop_id):
     set to ``stop_id``, and the number of tokens before it ([B]; T where there is none)."""
     steps = tf.shape(ids)[1]
     is_stop = tf.equal(ids, stop_id)
-    lengths = tf.where(tf.reduce_any(is_stop, axis=1),
-                       tf.argmax(tf.cast(is_stop, tf.int32), axis=1, output_type=tf.int32),
-                       steps)
+    lengths = tf.where(
+        tf.reduce_any(is_stop, axis=1),
+        tf.argmax(tf.cast(is_stop, tf.int32), axis=1, output_type=tf.int32),
+        steps,
+    )
     return tf.where(tf.range(steps)[tf.newaxis] < lengths[:, tf.newaxis], ids, stop_id), lengths
 
 
@@ -161,10 +175,22 @@ def _top_k_log(scores, k, probabilities):
     return (tf.math.log(values) if probabilities else values), ids
 
 
-def beam_search(step_fn, initial_state, batch_size, beam_size, max_steps, start_id, stop_id,
-                min_steps=0, length_normalization="average", gnmt_alpha=0.6,
-                candidates_per_hypothesis=None, probabilities=False, record_extras=False,
-                step_limit=None):
+def beam_search(
+    step_fn,
+    initial_state,
+    batch_size,
+    beam_size,
+    max_steps,
+    start_id,
+    stop_id,
+    min_steps=0,
+    length_normalization="average",
+    gnmt_alpha=0.6,
+    candidates_per_hypothesis=None,
+    probabilities=False,
+    record_extras=False,
+    step_limit=None,
+):
     """Decodes ``batch_size`` inputs with beam search, all in one graph.
 
     Args:
@@ -200,16 +226,20 @@ def beam_search(step_fn, initial_state, batch_size, beam_size, max_steps, start_
       extra as [B, max_steps, ...] for the chosen hypothesis.
     """
     if length_normalization not in LENGTH_NORMALIZATIONS:
-        raise ValueError("length_normalization must be one of %s, got %r"
-                         % (LENGTH_NORMALIZATIONS, length_normalization))
+        raise ValueError(
+            "length_normalization must be one of %s, got %r"
+            % (LENGTH_NORMALIZATIONS, length_normalization)
+        )
     k = beam_size
     batch = batch_size
     state = tile_beam(initial_state, k)
     probe = {}
     if record_extras:  # one probe step gives the extras' shapes (its results are unused)
         _, _, probe = step_fn(tf.fill([batch * k], start_id), state, tf.constant(0))
-    empty_extras = {name: tf.zeros(tf.concat([[batch, k, max_steps], tf.shape(x)[1:]], 0),
-                                   x.dtype) for name, x in probe.items()}
+    empty_extras = {
+        name: tf.zeros(tf.concat([[batch, k, max_steps], tf.shape(x)[1:]], 0), x.dtype)
+        for name, x in probe.items()
+    }
     loop_vars = dict(
         step=tf.constant(0),
         alive_seq=tf.fill([batch, k, max_steps], stop_id),
@@ -221,7 +251,8 @@ def beam_search(step_fn, initial_state, batch_size, beam_size, max_steps, start_
         fin_score=tf.fill([batch, k], _NEG_INF),
         fin_extras=empty_extras,
         fin_count=tf.zeros([batch], tf.int32),
-        done=tf.zeros([batch], tf.bool))
+        done=tf.zeros([batch], tf.bool),
+    )
 
     def body(v):
         t = v["step"]
@@ -247,8 +278,7 @@ def beam_search(step_fn, initial_state, batch_size, beam_size, max_steps, start_
         # than K results (counting earlier steps') were collected before it.
         live_before = tf.cumsum(tf.cast(live, tf.int32), axis=1, exclusive=True)
         stops_before = tf.cumsum(tf.cast(stop_ok, tf.int32), axis=1, exclusive=True)
-        walked = tf.logical_and(live_before < k,
-                                v["fin_count"][:, tf.newaxis] + stops_before < k)
+        walked = tf.logical_and(live_before < k, v["fin_count"][:, tf.newaxis] + stops_before < k)
 
         def first_k(mask):
             """Candidate indices [B, K] of the first K True entries, and which exist."""
@@ -264,13 +294,20 @@ def beam_search(step_fn, initial_state, batch_size, beam_size, max_steps, start_
             def from_parent(history):
                 flat = tf.reshape(history, tf.concat([[batch * k], tf.shape(history)[2:]], 0))
                 return tf.reshape(tf.gather(flat, rows), tf.shape(history))
-            seq = write_step(from_parent(v["alive_seq"]), t,
-                              tf.gather(cand_ids, indices, batch_dims=1))
-            extra = {name: write_step(from_parent(v["alive_extras"][name]), t,
-                                       tf.reshape(tf.gather(value, rows),
-                                                  tf.concat([[batch, k], tf.shape(value)[1:]],
-                                                            0)))
-                     for name, value in extras.items()}
+
+            seq = write_step(
+                from_parent(v["alive_seq"]), t, tf.gather(cand_ids, indices, batch_dims=1)
+            )
+            extra = {
+                name: write_step(
+                    from_parent(v["alive_extras"][name]),
+                    t,
+                    tf.reshape(
+                        tf.gather(value, rows), tf.concat([[batch, k], tf.shape(value)[1:]], 0)
+                    ),
+                )
+                for name, value in extras.items()
+            }
             return rows, seq, extra, tf.gather(cand_total, indices, batch_dims=1)
 
         live_idx, live_valid = first_k(tf.logical_and(live, walked))
@@ -282,35 +319,48 @@ def beam_search(step_fn, initial_state, batch_size, beam_size, max_steps, start_
         stop_idx, stop_valid = first_k(tf.logical_and(stop_ok, walked))
         _, stop_seq, stop_extras, stop_total = extend(stop_idx)
         source = tf.maximum(tf.range(k)[tf.newaxis] - v["fin_count"][:, tf.newaxis], 0)
-        new_result = tf.logical_and(tf.range(k)[tf.newaxis] >= v["fin_count"][:, tf.newaxis],
-                                    tf.gather(stop_valid, source, batch_dims=1))
+        new_result = tf.logical_and(
+            tf.range(k)[tf.newaxis] >= v["fin_count"][:, tf.newaxis],
+            tf.gather(stop_valid, source, batch_dims=1),
+        )
 
         def place(old, new):
             moved = tf.gather(new, source, batch_dims=1)
-            mask = tf.reshape(new_result, tf.concat(
-                [tf.shape(new_result), tf.ones([tf.rank(old) - 2], tf.int32)], 0))
+            mask = tf.reshape(
+                new_result,
+                tf.concat([tf.shape(new_result), tf.ones([tf.rank(old) - 2], tf.int32)], 0),
+            )
             return tf.where(mask, moved, old)
 
         score = _normalize(stop_total, t + 1, length_normalization, gnmt_alpha)
         fin_count = v["fin_count"] + tf.reduce_sum(tf.cast(new_result, tf.int32), axis=1)
         done = tf.logical_or(fin_count >= k, tf.logical_not(tf.reduce_any(live_valid, 1)))
         keep, keep_rows = v["done"], tf.repeat(v["done"], k)
-        return [dict(
-            step=t + 1,
-            alive_seq=_where_rows(keep, v["alive_seq"], alive_seq),
-            alive_logp=_where_rows(keep, v["alive_logp"], alive_logp),
-            alive_valid=_where_rows(keep, v["alive_valid"], live_valid),
-            state=tf.nest.map_structure(lambda old, new: _where_rows(keep_rows, old, new),
-                                        v["state"], alive_state),
-            alive_extras={n: _where_rows(keep, v["alive_extras"][n], alive_extras[n])
-                          for n in alive_extras},
-            fin_seq=_where_rows(keep, v["fin_seq"], place(v["fin_seq"], stop_seq)),
-            fin_score=_where_rows(keep, v["fin_score"], place(v["fin_score"], score)),
-            fin_extras={n: _where_rows(keep, v["fin_extras"][n],
-                                       place(v["fin_extras"][n], stop_extras[n]))
-                        for n in stop_extras},
-            fin_count=_where_rows(keep, v["fin_count"], fin_count),
-            done=tf.logical_or(keep, done))]
+        return [
+            dict(
+                step=t + 1,
+                alive_seq=_where_rows(keep, v["alive_seq"], alive_seq),
+                alive_logp=_where_rows(keep, v["alive_logp"], alive_logp),
+                alive_valid=_where_rows(keep, v["alive_valid"], live_valid),
+                state=tf.nest.map_structure(
+                    lambda old, new: _where_rows(keep_rows, old, new), v["state"], alive_state
+                ),
+                alive_extras={
+                    n: _where_rows(keep, v["alive_extras"][n], alive_extras[n])
+                    for n in alive_extras
+                },
+                fin_seq=_where_rows(keep, v["fin_seq"], place(v["fin_seq"], stop_seq)),
+                fin_score=_where_rows(keep, v["fin_score"], place(v["fin_score"], score)),
+                fin_extras={
+                    n: _where_rows(
+                        keep, v["fin_extras"][n], place(v["fin_extras"][n], stop_extras[n])
+                    )
+                    for n in stop_extras
+                },
+                fin_count=_where_rows(keep, v["fin_count"], fin_count),
+                done=tf.logical_or(keep, done),
+            )
+        ]
 
     limit = max_steps if step_limit is None else step_limit
 
@@ -324,9 +374,11 @@ def beam_search(step_fn, initial_state, batch_size, beam_size, max_steps, start_
 def _choose(v, stop_id, length_normalization, gnmt_alpha):
     """The best result per input (the best live hypothesis where none finished)."""
     has_results = v["fin_count"] > 0
-    alive_score = tf.where(v["alive_valid"], _normalize(v["alive_logp"], v["step"],
-                                                        length_normalization, gnmt_alpha),
-                           _NEG_INF)
+    alive_score = tf.where(
+        v["alive_valid"],
+        _normalize(v["alive_logp"], v["step"], length_normalization, gnmt_alpha),
+        _NEG_INF,
+    )
     scores = tf.where(has_results[:, tf.newaxis], v["fin_score"], alive_score)
     best = tf.argmax(scores, axis=1, output_type=tf.int32)
 
@@ -341,8 +393,16 @@ def _choose(v, stop_id, length_normalization, gnmt_alpha):
     return out
 
 
-def greedy_search(step_fn, initial_state, batch_size, max_steps, start_id, stop_id,
-                  probabilities=False, step_limit=None):
+def greedy_search(
+    step_fn,
+    initial_state,
+    batch_size,
+    max_steps,
+    start_id,
+    stop_id,
+    probabilities=False,
+    step_limit=None,
+):
     """Greedy decoding with the same ``step_fn`` contract as ``beam_search``.
 
     ``step_limit`` is ``beam_search``'s.
@@ -351,17 +411,22 @@ def greedy_search(step_fn, initial_state, batch_size, max_steps, start_id, stop_
       ``ids`` [B, max_steps] (cut before the first stop, padded with ``stop_id``),
       ``lengths`` [B] and ``scores`` [B] (total log-probability of the kept tokens).
     """
+
     def body(t, tokens, state, ids, scores, finished):
         step_scores, state, _ = step_fn(tokens, state, t)
         step_logp, next_ids = _top_k_log(step_scores, 1, probabilities)
         next_ids = tf.where(finished, stop_id, next_ids[:, 0])
         step_logp = step_logp[:, 0]
-        scores += tf.where(tf.logical_or(finished, tf.equal(next_ids, stop_id)), 0.0,
-                           step_logp)
-        ids = tf.where(tf.equal(tf.range(max_steps)[tf.newaxis], t), next_ids[:, tf.newaxis],
-                       ids)
-        return t + 1, next_ids, state, ids, scores, tf.logical_or(
-            finished, tf.equal(next_ids, stop_id))
+        scores += tf.where(tf.logical_or(finished, tf.equal(next_ids, stop_id)), 0.0, step_logp)
+        ids = tf.where(tf.equal(tf.range(max_steps)[tf.newaxis], t), next_ids[:, tf.newaxis], ids)
+        return (
+            t + 1,
+            next_ids,
+            state,
+            ids,
+            scores,
+            tf.logical_or(finished, tf.equal(next_ids, stop_id)),
+        )
 
     limit = max_steps if step_limit is None else step_limit
 
@@ -369,9 +434,17 @@ def greedy_search(step_fn, initial_state, batch_size, max_steps, start_id, stop_
         del tokens, state, ids, scores
         return tf.logical_and(t < limit, tf.logical_not(tf.reduce_all(finished)))
 
-    _, _, _, ids, scores, _ = tf.while_loop(cond, body, [
-        tf.constant(0), tf.fill([batch_size], start_id), initial_state,
-        tf.fill([batch_size, max_steps], stop_id), tf.zeros([batch_size]),
-        tf.zeros([batch_size], tf.bool)])
+    _, _, _, ids, scores, _ = tf.while_loop(
+        cond,
+        body,
+        [
+            tf.constant(0),
+            tf.fill([batch_size], start_id),
+            initial_state,
+            tf.fill([batch_size, max_steps], stop_id),
+            tf.zeros([batch_size]),
+            tf.zeros([batch_size], tf.bool),
+        ],
+    )
     ids, lengths = cut_at_stop(ids, stop_id)
     return {"ids": ids, "lengths": lengths, "scores": scores}

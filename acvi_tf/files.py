@@ -6,6 +6,7 @@ Every output of the project (``.bin`` chunks, decoded summaries, reports) goes t
 the permissions a plain ``open`` would give (0666 minus the umask), then renamed over
 the target with ``os.replace``.
 """
+
 import contextlib
 import os
 import tempfile
@@ -30,9 +31,13 @@ def atomic_write(path, binary=False):
     """
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
-    handle = tempfile.NamedTemporaryFile("wb" if binary else "w", dir=directory,
-                                         delete=False, prefix=".partial-",
-                                         encoding=None if binary else "utf-8")
+    handle = tempfile.NamedTemporaryFile(
+        "wb" if binary else "w",
+        dir=directory,
+        delete=False,
+        prefix=".partial-",
+        encoding=None if binary else "utf-8",
+    )
     try:
         with handle:
             yield handle
@@ -61,6 +66,7 @@ def utf8_lines(path, error):
             try:
                 yield number, raw.decode("utf-8")
             except UnicodeDecodeError as e:
-                raise error("%s:%d: byte %d of the line is not UTF-8; re-encode the file as "
-                            "UTF-8 (for example with iconv)" % (path, number, e.start + 1)) \
-                    from e
+                raise error(
+                    "%s:%d: byte %d of the line is not UTF-8; re-encode the file as "
+                    "UTF-8 (for example with iconv)" % (path, number, e.start + 1)
+                ) from e

@@ -5,15 +5,14 @@ Importing this module defines the flags on ``absl.flags.FLAGS``; ``define_flags`
 also put them on another ``FlagValues`` (tests do). Bad values are rejected at parse time
 with a message that names the flag and the allowed range.
 """
-from absl import flags
-from absl import logging
+
 import tensorflow as tf
+from absl import flags, logging
 
 from acvi_tf import context as context_lib
-from acvi_tf import kl_schedule
-from acvi_tf import training
-from acvi_tf import variational
+from acvi_tf import kl_schedule, training, variational
 from acvi_tf.compat import keras
+
 
 def define_flags(flag_values=flags.FLAGS):
     """Defines the shared flags and their validators on ``flag_values``.
@@ -23,7 +22,9 @@ def define_flags(flag_values=flags.FLAGS):
     """
     fv = flag_values
     flags.DEFINE_enum(
-        "context", "acvi", list(context_lib.CONTEXT_MODES),
+        "context",
+        "acvi",
+        list(context_lib.CONTEXT_MODES),
         "How the decoder forms its context vector: 'sa' soft attention (the original "
         "models), 'acvi' amortized context vector inference (the paper), 'structured' "
         "structured attention (Kim et al. 2017: linear-chain CRF marginals over the "
@@ -33,149 +34,254 @@ def define_flags(flag_values=flags.FLAGS):
         "'variational' Deng et al.'s categorical "
         "variational attention (an inference network over source and target, "
         "KL(q || attention), the output layer at the sampled or every source state).",
-        flag_values=fv)
+        flag_values=fv,
+    )
     flags.DEFINE_enum(
-        "variational_mode", "sample", list(variational.VARIATIONAL_MODES),
+        "variational_mode",
+        "sample",
+        list(variational.VARIATIONAL_MODES),
         "--context=variational: 'sample' one alignment per step with REINFORCE and the "
         "soft-attention prediction as baseline (var-attn -mode sample), 'enum' the exact "
         "ELBO over every source position (-mode enum; N output layers per step).",
-        flag_values=fv)
+        flag_values=fv,
+    )
     flags.DEFINE_integer(
-        "variational_inference_units", 512,
-        "--context=variational: LSTM size per direction of the inference network "
-        "(var-attn: 512).", lower_bound=1, flag_values=fv)
+        "variational_inference_units",
+        512,
+        "--context=variational: LSTM size per direction of the inference network (var-attn: 512).",
+        lower_bound=1,
+        flag_values=fv,
+    )
     flags.DEFINE_enum(
-        "variational_decode", "marginal", list(variational.VARIATIONAL_DECODES),
+        "variational_decode",
+        "marginal",
+        list(variational.VARIATIONAL_DECODES),
         "--context=variational at decode time: 'marginal' sum_i a_i p(y | x_i) (var-attn; "
-        "N x V per step) or 'soft' p(y | sum_i a_i x_i), cheaper.", flag_values=fv)
+        "N x V per step) or 'soft' p(y | sum_i a_i x_i), cheaper.",
+        flag_values=fv,
+    )
     flags.DEFINE_integer(
-        "ved_latent_dim", 100, "--context=ved: size of the sentence latent (the ACVI "
-        "paper: 100 for captioning, 128 for summarization).", lower_bound=1,
-        flag_values=fv)
+        "ved_latent_dim",
+        100,
+        "--context=ved: size of the sentence latent (the ACVI "
+        "paper: 100 for captioning, 128 for summarization).",
+        lower_bound=1,
+        flag_values=fv,
+    )
     flags.DEFINE_enum(
-        "ved_prior", "hmean", ["hmean", "zero"], "--context=ved: attention prior "
-        "N(mean encoder state, I) (the original) or N(0, I).", flag_values=fv)
+        "ved_prior",
+        "hmean",
+        ["hmean", "zero"],
+        "--context=ved: attention prior N(mean encoder state, I) (the original) or N(0, I).",
+        flag_values=fv,
+    )
     flags.DEFINE_float(
-        "structured_lambda", 2.0,
+        "structured_lambda",
+        2.0,
         "--context=structured: the context is lambda * sum_i p_i / sum_j p_j * h_i "
-        "(struct-attn's -lambda, 2).", lower_bound=0.0, flag_values=fv)
+        "(struct-attn's -lambda, 2).",
+        lower_bound=0.0,
+        flag_values=fv,
+    )
     flags.DEFINE_float(
-        "structured_penalty", 0.005,
+        "structured_penalty",
+        0.005,
         "--context=structured: weight of the L2 penalty on the CRF transition matrix "
-        "(struct-attn's -lambda2).", lower_bound=0.0, flag_values=fv)
+        "(struct-attn's -lambda2).",
+        lower_bound=0.0,
+        flag_values=fv,
+    )
     flags.DEFINE_enum(
-        "attention_masking", "neg_inf", ["neg_inf", "renormalize"],
+        "attention_masking",
+        "neg_inf",
+        ["neg_inf", "renormalize"],
         "How padded source positions are removed from the attention: 'neg_inf' masks "
         "the scores before the softmax; 'renormalize' (See et al.'s code) masks after "
-        "the softmax and renormalises. Mathematically equal.", flag_values=fv)
+        "the softmax and renormalises. Mathematically equal.",
+        flag_values=fv,
+    )
     flags.DEFINE_enum(
-        "acvi_variance_net", "mlp", list(context_lib.VARIANCE_NETS),
+        "acvi_variance_net",
+        "mlp",
+        list(context_lib.VARIANCE_NETS),
         "ACVI variance network: 'mlp' log s^2 = W2 relu(W1 h + b1) + b2 (arXiv eq. 18) "
-        "or 'relu' log s^2 = relu(W h + b) (journal eq. 17).", flag_values=fv)
+        "or 'relu' log s^2 = relu(W h + b) (journal eq. 17).",
+        flag_values=fv,
+    )
     flags.DEFINE_enum(
-        "acvi_sampling", "approx", list(context_lib.SAMPLINGS),
+        "acvi_sampling",
+        "approx",
+        list(context_lib.SAMPLINGS),
         "ACVI sampling: 'approx' weights the component samples by the attention "
         "probabilities (eq. 25); 'gumbel' by a Gumbel-softmax sample (journal eq. 22) "
-        "for the whole run.", flag_values=fv)
+        "for the whole run.",
+        flag_values=fv,
+    )
     flags.DEFINE_float(
-        "acvi_gumbel_fraction", 0.0,
+        "acvi_gumbel_fraction",
+        0.0,
         "With --acvi_sampling=approx, switch to Gumbel-softmax for this last fraction of "
         "training steps (journal version: 0.1; arXiv version: 0).",
-        lower_bound=0.0, upper_bound=1.0, flag_values=fv)
+        lower_bound=0.0,
+        upper_bound=1.0,
+        flag_values=fv,
+    )
     flags.DEFINE_float(
-        "acvi_gumbel_temperature", 0.5,
+        "acvi_gumbel_temperature",
+        0.5,
         "Temperature of the Gumbel-softmax relaxation (journal: 0.5); must be > 0.",
-        flag_values=fv)
+        flag_values=fv,
+    )
     flags.DEFINE_enum(
-        "acvi_noise", "collapsed", list(context_lib.NOISES),
+        "acvi_noise",
+        "collapsed",
+        list(context_lib.NOISES),
         "'collapsed' draws one eps per context (same distribution, O(B*D) numbers); "
         "'per_component' draws one eps per source position, as eq. 24 is written.",
-        flag_values=fv)
+        flag_values=fv,
+    )
     flags.DEFINE_integer(
-        "acvi_num_samples", 1,
+        "acvi_num_samples",
+        1,
         "Monte-Carlo samples K of every context; the batch is tiled K times.",
-        lower_bound=1, flag_values=fv)
+        lower_bound=1,
+        flag_values=fv,
+    )
     flags.DEFINE_enum(
-        "acvi_kl", context_lib.ACVI_KL, list(context_lib.KL_ESTIMATORS),
+        "acvi_kl",
+        context_lib.ACVI_KL,
+        list(context_lib.KL_ESTIMATORS),
         "ACVI's KL term: 'mc' log q(c) - log p(c) at the sample (the paper's words; "
         "consistent with --acvi_sampling=gumbel only), 'bound' the closed-form upper "
         "bound sum_i a_i KL[N(h_i, s_i^2) || N(0, I)], 'exact' the closed-form KL of the "
         "Gaussian eq. 25 samples from, N(sum_i a_i h_i, sum_i a_i^2 s_i^2), to N(0, I).",
-        flag_values=fv)
+        flag_values=fv,
+    )
     flags.DEFINE_float(
-        "kl_weight", None, "Weight of the context's KL term in the loss; unset: the "
+        "kl_weight",
+        None,
+        "Weight of the context's KL term in the loss; unset: the "
         "mechanism's own default (acvi: %g, ved: 0.1, the original's gamma, "
-        "variational: 1)." % context_lib.ACVI_KL_WEIGHT, lower_bound=0.0, flag_values=fv)
+        "variational: 1)." % context_lib.ACVI_KL_WEIGHT,
+        lower_bound=0.0,
+        flag_values=fv,
+    )
     flags.DEFINE_enum(
-        "kl_annealing", "none", list(kl_schedule.ANNEALINGS),
+        "kl_annealing",
+        "none",
+        list(kl_schedule.ANNEALINGS),
         "KL warm-up for every KL term (ACVI, VED, variational): 'none', 'linear' from 0 "
         "to 1 over --kl_anneal_steps (Bowman et al. 2016), or VED's original 'tanh' "
-        "schedule (frozen at step 3000, near 0.047).", flag_values=fv)
+        "schedule (frozen at step 3000, near 0.047).",
+        flag_values=fv,
+    )
     flags.DEFINE_integer(
-        "kl_anneal_steps", 10000, "--kl_annealing=linear: steps to reach weight 1.",
-        lower_bound=1, flag_values=fv)
+        "kl_anneal_steps",
+        10000,
+        "--kl_annealing=linear: steps to reach weight 1.",
+        lower_bound=1,
+        flag_values=fv,
+    )
     flags.DEFINE_float(
-        "kl_free_bits", 0.0, "Free bits (Kingma et al. 2016): KL below this many nats "
+        "kl_free_bits",
+        0.0,
+        "Free bits (Kingma et al. 2016): KL below this many nats "
         "per decoder step (per example for VED's sentence latent) is not penalised.",
-        lower_bound=0.0, flag_values=fv)
+        lower_bound=0.0,
+        flag_values=fv,
+    )
     flags.DEFINE_enum(
-        "acvi_decode", "mean", list(context_lib.DECODE_MODES),
+        "acvi_decode",
+        "mean",
+        list(context_lib.DECODE_MODES),
         "Context at decode time: 'mean' sum_i a_i h_i (deterministic beam search) or "
-        "'sample' as in training.", flag_values=fv)
+        "'sample' as in training.",
+        flag_values=fv,
+    )
     flags.DEFINE_float(
-        "acvi_log_var_min", context_lib.DEFAULT_LOG_VAR_MIN,
-        "Lower clip of log sigma^2 (keeps the KL and its gradient finite).", flag_values=fv)
+        "acvi_log_var_min",
+        context_lib.DEFAULT_LOG_VAR_MIN,
+        "Lower clip of log sigma^2 (keeps the KL and its gradient finite).",
+        flag_values=fv,
+    )
     flags.DEFINE_float(
-        "acvi_log_var_max", context_lib.DEFAULT_LOG_VAR_MAX,
-        "Upper clip of log sigma^2.", flag_values=fv)
+        "acvi_log_var_max",
+        context_lib.DEFAULT_LOG_VAR_MAX,
+        "Upper clip of log sigma^2.",
+        flag_values=fv,
+    )
     flags.DEFINE_integer(
-        "seed", 111, "Seed of every random draw in the run (See et al. use 111).",
-        flag_values=fv)
+        "seed", 111, "Seed of every random draw in the run (See et al. use 111).", flag_values=fv
+    )
     flags.DEFINE_boolean(
-        "deterministic", False,
+        "deterministic",
+        False,
         "Turn on TensorFlow op determinism: bit-identical reruns, slower on GPU.",
-        flag_values=fv)
+        flag_values=fv,
+    )
     flags.DEFINE_enum(
-        "nan_policy", "stop", list(training.NAN_POLICIES),
+        "nan_policy",
+        "stop",
+        list(training.NAN_POLICIES),
         "A batch with a NaN or infinite loss is never applied; then 'stop' ends training "
         "with the step and the last good checkpoint, 'skip_batch' logs the batch, counts "
         "it in TensorBoard (train/skipped_batches) and goes on (stopping after 100 in a "
-        "row).", flag_values=fv)
+        "row).",
+        flag_values=fv,
+    )
     flags.DEFINE_boolean(
-        "mixed_precision", False,
+        "mixed_precision",
+        False,
         "Compute in float16 with float32 variables (mixed_float16); softmax, KL and "
-        "losses stay float32.", flag_values=fv)
+        "losses stay float32.",
+        flag_values=fv,
+    )
     flags.DEFINE_boolean(
-        "jit_compile", False,
+        "jit_compile",
+        False,
         "Compile the training step's forward and backward passes and the beam search with "
         "XLA (the summarizer also compiles its eval step); batches then get fixed shapes.",
-        flag_values=fv)
+        flag_values=fv,
+    )
 
     flags.register_validator(
-        "acvi_gumbel_temperature", lambda t: t > 0,
-        message="--acvi_gumbel_temperature must be > 0.", flag_values=fv)
+        "acvi_gumbel_temperature",
+        lambda t: t > 0,
+        message="--acvi_gumbel_temperature must be > 0.",
+        flag_values=fv,
+    )
     flags.register_multi_flags_validator(
         ["acvi_log_var_min", "acvi_log_var_max"],
         lambda d: d["acvi_log_var_min"] < d["acvi_log_var_max"],
         message="--acvi_log_var_min must be smaller than --acvi_log_var_max.",
-        flag_values=fv)
+        flag_values=fv,
+    )
     flags.register_multi_flags_validator(
         ["acvi_sampling", "acvi_gumbel_fraction"],
         lambda d: d["acvi_sampling"] == "approx" or d["acvi_gumbel_fraction"] == 0.0,
         message="--acvi_gumbel_fraction schedules Gumbel-softmax at the end of an "
-                "--acvi_sampling=approx run; with --acvi_sampling=gumbel every step "
-                "already uses it, so leave the fraction at 0.", flag_values=fv)
+        "--acvi_sampling=approx run; with --acvi_sampling=gumbel every step "
+        "already uses it, so leave the fraction at 0.",
+        flag_values=fv,
+    )
 
 
 def acvi_options(flag_values=flags.FLAGS):
     """The ``ACVIContext`` keyword arguments that the parsed flags select."""
     fv = flag_values
     options = dict(
-        variance_net=fv.acvi_variance_net, sampling=fv.acvi_sampling,
+        variance_net=fv.acvi_variance_net,
+        sampling=fv.acvi_sampling,
         gumbel_fraction=fv.acvi_gumbel_fraction,
-        gumbel_temperature=fv.acvi_gumbel_temperature, noise=fv.acvi_noise,
-        num_samples=fv.acvi_num_samples, kl=fv.acvi_kl, decode=fv.acvi_decode,
-        log_var_min=fv.acvi_log_var_min, log_var_max=fv.acvi_log_var_max, seed=fv.seed)
+        gumbel_temperature=fv.acvi_gumbel_temperature,
+        noise=fv.acvi_noise,
+        num_samples=fv.acvi_num_samples,
+        kl=fv.acvi_kl,
+        decode=fv.acvi_decode,
+        log_var_min=fv.acvi_log_var_min,
+        log_var_max=fv.acvi_log_var_max,
+        seed=fv.seed,
+    )
     if fv.kl_weight is not None:
         options["kl_weight"] = fv.kl_weight
     return options
@@ -188,16 +294,23 @@ def context_layer_from_flags(flag_values=flags.FLAGS):
         logging.warning(
             "--acvi_kl=mc evaluates log q(c) - log p(c) at eq. 25's sample, which is not "
             "drawn from q: the estimate has no lower bound as sigma shrinks. See "
-            "docs/acvi.md; --acvi_kl=exact is the KL of this sampler.")
+            "docs/acvi.md; --acvi_kl=exact is the KL of this sampler."
+        )
     ved_options = dict(latent_dim=fv.ved_latent_dim, prior=fv.ved_prior)
-    variational_options = dict(mode=fv.variational_mode,
-                               inference_units=fv.variational_inference_units,
-                               decode=fv.variational_decode, jit_compile=fv.jit_compile)
-    return context_lib.make_context_layer(fv.context, structured_scale=fv.structured_lambda,
-                                          structured_penalty=fv.structured_penalty,
-                                          ved_options=ved_options,
-                                          variational_options=variational_options,
-                                          **acvi_options(fv))
+    variational_options = dict(
+        mode=fv.variational_mode,
+        inference_units=fv.variational_inference_units,
+        decode=fv.variational_decode,
+        jit_compile=fv.jit_compile,
+    )
+    return context_lib.make_context_layer(
+        fv.context,
+        structured_scale=fv.structured_lambda,
+        structured_penalty=fv.structured_penalty,
+        ved_options=ved_options,
+        variational_options=variational_options,
+        **acvi_options(fv),
+    )
 
 
 def kl_schedule_from_flags(flag_values=flags.FLAGS):
@@ -222,7 +335,9 @@ def require_total_steps(step_flags, known, fix, flag_values=flags.FLAGS):
         ["acvi_gumbel_fraction"] + list(step_flags),
         lambda d: d["acvi_gumbel_fraction"] == 0.0 or known(d),
         message="--acvi_gumbel_fraction needs the number of training steps, which is "
-                "not known here; %s." % fix, flag_values=flag_values)
+        "not known here; %s." % fix,
+        flag_values=flag_values,
+    )
 
 
 def configure_runtime(flag_values=flags.FLAGS):
@@ -234,7 +349,8 @@ def configure_runtime(flag_values=flags.FLAGS):
     if flag_values.deterministic:
         tf.config.experimental.enable_op_determinism()
     keras.mixed_precision.set_global_policy(
-        "mixed_float16" if flag_values.mixed_precision else "float32")
+        "mixed_float16" if flag_values.mixed_precision else "float32"
+    )
 
 
 if "context" not in flags.FLAGS:

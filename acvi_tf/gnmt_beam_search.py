@@ -21,13 +21,23 @@ inputs are still searching, its finished hypotheses are scored again at every st
 their stored length, which counts [STOP], so the order of two finished hypotheses can
 change after the step at which the input alone would have stopped.
 """
+
 import tensorflow as tf
 
 from acvi_tf import decoding
 
 
-def gnmt_beam_search(step_fn, initial_state, batch_size, beam_size, max_steps, start_id,
-                     stop_id, alpha=0.0, step_limit=None):
+def gnmt_beam_search(
+    step_fn,
+    initial_state,
+    batch_size,
+    beam_size,
+    max_steps,
+    start_id,
+    stop_id,
+    alpha=0.0,
+    step_limit=None,
+):
     """Decodes ``batch_size`` inputs as tensorflow/nmt's beam search does, in one graph.
 
     Args:
@@ -55,7 +65,8 @@ def gnmt_beam_search(step_fn, initial_state, batch_size, beam_size, max_steps, s
         lengths=tf.zeros([batch, k], tf.int32),
         finished=tf.tile(tf.logical_not(first), [batch, 1]),
         scores=tf.zeros([batch, k]),
-        state=decoding.tile_beam(initial_state, k))
+        state=decoding.tile_beam(initial_state, k),
+    )
 
     def body(v):
         t = v["step"]
@@ -75,21 +86,25 @@ def gnmt_beam_search(step_fn, initial_state, batch_size, beam_size, max_steps, s
         was_finished = tf.gather(v["finished"], parents, batch_dims=1)
         rows = tf.reshape(parents + tf.range(batch)[:, tf.newaxis] * k, [-1])
         seq = tf.gather(v["seq"], parents, batch_dims=1)
-        return [dict(
-            step=t + 1,
-            seq=decoding.write_step(seq, t, tokens),
-            log_probs=tf.gather(tf.reshape(total, [batch, k * vocab]), top, batch_dims=1),
-            lengths=(tf.gather(v["lengths"], parents, batch_dims=1)
-                     + tf.cast(tf.logical_not(was_finished), tf.int32)),
-            finished=tf.logical_or(was_finished, tf.equal(tokens, stop_id)),
-            scores=top_scores,
-            state=tf.nest.map_structure(lambda x: tf.gather(x, rows), new_state))]
+        return [
+            dict(
+                step=t + 1,
+                seq=decoding.write_step(seq, t, tokens),
+                log_probs=tf.gather(tf.reshape(total, [batch, k * vocab]), top, batch_dims=1),
+                lengths=(
+                    tf.gather(v["lengths"], parents, batch_dims=1)
+                    + tf.cast(tf.logical_not(was_finished), tf.int32)
+                ),
+                finished=tf.logical_or(was_finished, tf.equal(tokens, stop_id)),
+                scores=top_scores,
+                state=tf.nest.map_structure(lambda x: tf.gather(x, rows), new_state),
+            )
+        ]
 
     limit = max_steps if step_limit is None else tf.minimum(step_limit, max_steps)
 
     def cond(v):
-        return tf.logical_and(v["step"] < limit,
-                              tf.logical_not(tf.reduce_all(v["finished"])))
+        return tf.logical_and(v["step"] < limit, tf.logical_not(tf.reduce_all(v["finished"])))
 
     final = tf.while_loop(cond, body, [loop_vars])[0]
     ids, lengths = decoding.cut_at_stop(final["seq"][:, 0], stop_id)
@@ -101,4 +116,3 @@ def length_penalty(lengths, alpha):
     if isinstance(alpha, (int, float)) and alpha == 0:
         return 1.0
     return tf.pow((5.0 + tf.cast(lengths, tf.float32)) / 6.0, alpha)
-

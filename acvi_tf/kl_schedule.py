@@ -13,6 +13,7 @@ alignment KL): ``weight * factor(step) * normalise(max(kl, free_bits))``.
   pushing it lower. The floor is applied per step and per example before the host's
   normalisation; the host reports the KL itself, without the floor.
 """
+
 from typing import NamedTuple
 
 import tensorflow as tf
@@ -47,6 +48,7 @@ class KLSchedule(NamedTuple):
       anneal_steps: steps of the linear warm-up.
       free_bits: nats per decoder step (or per example) that cost nothing; 0: none.
     """
+
     annealing: str = "none"
     anneal_steps: int = 10000
     free_bits: float = 0.0

@@ -20,6 +20,7 @@ gradients agree with the in-loop ones to float32 rounding.
 layer's ``defer_contractions`` before the loop, gives every step ``at_step``'s memory and
 calls ``bind`` with the stacked attention after it.
 """
+
 import tensorflow as tf
 
 
@@ -54,9 +55,9 @@ class DeferredContractions:
                 if self._weights is None:
                     raise ValueError(
                         "DeferredContractions: gradient requested before bind(); call "
-                        "bind(stacked_attention) after the decoder loop")
-                return tf.matmul(self._weights[name], tf.transpose(dz, [1, 0, 2]),
-                                 transpose_a=True)
+                        "bind(stacked_attention) after the decoder loop"
+                    )
+                return tf.matmul(self._weights[name], tf.transpose(dz, [1, 0, 2]), transpose_a=True)
 
             shape = tf.shape(source)
             return tf.zeros(tf.stack([steps, shape[0], shape[2]]), source.dtype), grad
@@ -72,6 +73,7 @@ class DeferredContractions:
         if self._weights_fn is None:
             self._weights = {}
         else:
-            self._weights = {name: tf.stop_gradient(weights)
-                             for name, weights in self._weights_fn(attention).items()}
-
+            self._weights = {
+                name: tf.stop_gradient(weights)
+                for name, weights in self._weights_fn(attention).items()
+            }

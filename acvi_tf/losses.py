@@ -4,6 +4,7 @@
 target sequence summed over its tokens, averaged over the batch); the pointer-generator
 keeps See's per-token mean in ``pointer_generator.losses``.
 """
+
 import tensorflow as tf
 
 
@@ -12,7 +13,8 @@ def per_sequence(values, lengths):
     first ``lengths`` steps, averaged over the batch (a float32 scalar)."""
     mask = tf.sequence_mask(lengths, tf.shape(values)[1], dtype=tf.float32)
     return tf.reduce_sum(tf.cast(values, tf.float32) * mask) / tf.cast(
-        tf.shape(values)[0], tf.float32)
+        tf.shape(values)[0], tf.float32
+    )
 
 
 def sequence_loss(logits, tgt_out, tgt_len, token_nll=None):
@@ -30,6 +32,7 @@ def sequence_loss(logits, tgt_out, tgt_len, token_nll=None):
     xent = token_nll
     if xent is None:
         xent = tf.nn.sparse_softmax_cross_entropy_with_logits(
-            labels=tgt_out, logits=tf.cast(logits, tf.float32))
+            labels=tgt_out, logits=tf.cast(logits, tf.float32)
+        )
     count = tf.reduce_sum(tf.sequence_mask(tgt_len, tf.shape(tgt_out)[1], dtype=tf.float32))
     return per_sequence(xent, tgt_len), count

@@ -14,15 +14,26 @@ On a machine with a GPU, and unless XLA is asked for, ``sequence_lstm`` keeps Ke
 (``cell.kernel``, ``cell.recurrent_kernel``, ``cell.bias``), so checkpoints move between
 them.
 """
+
 import tensorflow as tf
 
 from acvi_tf.compat import keras
 
 # LSTM-layer arguments that belong to the cell.
-_CELL_ARGS = ("activation", "recurrent_activation", "use_bias", "kernel_initializer",
-              "recurrent_initializer", "bias_initializer", "unit_forget_bias",
-              "kernel_regularizer", "recurrent_regularizer", "bias_regularizer",
-              "dropout", "recurrent_dropout")
+_CELL_ARGS = (
+    "activation",
+    "recurrent_activation",
+    "use_bias",
+    "kernel_initializer",
+    "recurrent_initializer",
+    "bias_initializer",
+    "unit_forget_bias",
+    "kernel_regularizer",
+    "recurrent_regularizer",
+    "bias_regularizer",
+    "dropout",
+    "recurrent_dropout",
+)
 
 
 class ProjectedLSTM(keras.layers.RNN):
@@ -46,9 +57,10 @@ class ProjectedLSTM(keras.layers.RNN):
         if not isinstance(cell, keras.layers.LSTMCell):
             raise ValueError("ProjectedLSTM needs a keras.layers.LSTMCell, got %r" % cell)
         if cell.recurrent_dropout:
-            raise ValueError("ProjectedLSTM has no recurrent dropout; use "
-                             "keras.layers.LSTM for recurrent_dropout=%s"
-                             % cell.recurrent_dropout)
+            raise ValueError(
+                "ProjectedLSTM has no recurrent dropout; use "
+                "keras.layers.LSTM for recurrent_dropout=%s" % cell.recurrent_dropout
+            )
         for name in ("stateful", "unroll", "time_major"):
             if kwargs.get(name):
                 raise ValueError("ProjectedLSTM does not support %s=True" % name)
@@ -60,14 +72,16 @@ class ProjectedLSTM(keras.layers.RNN):
         cell = self.cell
         units = cell.units
         if initial_state is None:
-            initial_state = cell.get_initial_state(batch_size=tf.shape(inputs)[0],
-                                                   dtype=inputs.dtype)
+            initial_state = cell.get_initial_state(
+                batch_size=tf.shape(inputs)[0], dtype=inputs.dtype
+            )
         if 0.0 < cell.dropout < 1.0:
             cell.reset_dropout_mask()  # a new mask per step, as Keras's LSTM draws it
             inputs = inputs * cell.get_dropout_mask_for_cell(inputs, training, count=1)
         bound = {}  # the states h_{t-1} [B, T, H], stacked after the loop
         projected = _with_recurrent_kernel_gradient(
-            _input_projection(inputs, cell), cell.recurrent_kernel, bound)
+            _input_projection(inputs, cell), cell.recurrent_kernel, bound
+        )
         recurrent_product = _matmul_without_kernel_gradient(cell.recurrent_kernel)
         if mask is not None:
             mask = tf.nest.flatten(mask)[0]
@@ -75,14 +89,21 @@ class ProjectedLSTM(keras.layers.RNN):
         def step(x_projected, states):
             h_prev, c_prev = states
             z_i, z_f, z_c, z_o = tf.split(x_projected + recurrent_product(h_prev), 4, axis=-1)
-            c = (cell.recurrent_activation(z_f) * c_prev
-                 + cell.recurrent_activation(z_i) * cell.activation(z_c))
+            c = cell.recurrent_activation(z_f) * c_prev + cell.recurrent_activation(
+                z_i
+            ) * cell.activation(z_c)
             h = cell.recurrent_activation(z_o) * cell.activation(c)
             return tf.concat([h, h_prev], axis=-1), [h, c]
 
         last_output, outputs, states = keras.backend.rnn(
-            step, projected, list(initial_state), go_backwards=self.go_backwards,
-            mask=mask, input_length=inputs.shape[1], zero_output_for_mask=True)
+            step,
+            projected,
+            list(initial_state),
+            go_backwards=self.go_backwards,
+            mask=mask,
+            input_length=inputs.shape[1],
+            zero_output_for_mask=True,
+        )
         h_prev = tf.stop_gradient(outputs[..., units:])
         bound["h_prev"] = tf.reverse(h_prev, [1]) if self.go_backwards else h_prev
         output = outputs[..., :units] if self.return_sequences else last_output[..., :units]
@@ -155,9 +176,9 @@ def sequence_lstm(units, xla=False, return_state=True, **kwargs):
       visible and ``xla`` is False, ``ProjectedLSTM`` otherwise.
     """
     if not xla and tf.config.list_physical_devices("GPU"):
-        return keras.layers.LSTM(units, return_sequences=True, return_state=return_state,
-                                 **kwargs)
+        return keras.layers.LSTM(units, return_sequences=True, return_state=return_state, **kwargs)
     cell = keras.layers.LSTMCell(
-        units, name="lstm_cell", **{k: kwargs.pop(k) for k in _CELL_ARGS if k in kwargs})
+        units, name="lstm_cell", **{k: kwargs.pop(k) for k in _CELL_ARGS if k in kwargs}
+    )
     kwargs.setdefault("name", "lstm")
     return ProjectedLSTM(cell, return_sequences=True, return_state=return_state, **kwargs)

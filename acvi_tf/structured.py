@@ -20,6 +20,7 @@ pointer-generator's copy distribution and coverage) and ``c_t`` from ``draw``. P
 positions have ``p_i = 0`` and do not enter the chain. There is no KL term; the
 original's L2 penalty ``lambda2 ||A||^2`` (0.005) is the layer's ``regularization``.
 """
+
 import tensorflow as tf
 
 from acvi_tf import context as context_lib
@@ -90,7 +91,8 @@ class StructuredAttentionContext(context_lib.ContextLayer):
 
     def build(self, input_shape):
         self.transitions = self.add_weight(
-            name="transitions", shape=[2, 2], initializer="zeros", dtype=tf.float32)
+            name="transitions", shape=[2, 2], initializer="zeros", dtype=tf.float32
+        )
         super().build(input_shape)
 
     def prepare(self, memory, memory_mask=None):
@@ -104,8 +106,7 @@ class StructuredAttentionContext(context_lib.ContextLayer):
         if not self.built:
             self.build(scores.shape)
         marginals = crf_marginals(scores, self.transitions, mask)
-        return tf.math.divide_no_nan(marginals,
-                                     tf.reduce_sum(marginals, axis=-1, keepdims=True))
+        return tf.math.divide_no_nan(marginals, tf.reduce_sum(marginals, axis=-1, keepdims=True))
 
     def draw_steps(self, probs, prepared, training, use_gumbel, seed):
         """``lambda sum_i a_t,i x_i`` [B, T, D] for the normalised marginals [B, T, N]."""

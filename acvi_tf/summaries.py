@@ -1,12 +1,13 @@
 """Attention heat maps: a matplotlib PNG and a TensorBoard image of one alignment."""
+
 import io
 
 import matplotlib
 
 matplotlib.use("Agg")  # no display: render to memory
-import matplotlib.pyplot as plt  # noqa: E402  pylint: disable=wrong-import-position
-import numpy as np  # noqa: E402  pylint: disable=wrong-import-position
-import tensorflow as tf  # noqa: E402  pylint: disable=wrong-import-position
+import matplotlib.pyplot as plt
+import numpy as np
+import tensorflow as tf
 
 
 def attention_png(attention, source_tokens, target_tokens, title=None):
@@ -21,7 +22,7 @@ def attention_png(attention, source_tokens, target_tokens, title=None):
     Returns:
       The PNG file contents.
     """
-    attention = np.asarray(attention)[:len(target_tokens), :len(source_tokens)]
+    attention = np.asarray(attention)[: len(target_tokens), : len(source_tokens)]
     width = max(4.0, 0.35 * len(source_tokens) + 1.5)
     height = max(3.0, 0.35 * len(target_tokens) + 1.5)
     figure, axes = plt.subplots(figsize=(width, height))

@@ -4,16 +4,18 @@ A curriculum is a list of ``Phase`` segments of the global step, each with its o
 truncation lengths, optionally followed by a coverage phase. ``phase_at(step)`` tells a
 resumed run where it is, so resuming never repeats or skips a phase.
 """
+
 import math
 import time
 from typing import NamedTuple
 
-from absl import logging
 import tensorflow as tf
+from absl import logging
 
 
 class Phase(NamedTuple):
     """Steps ``[start, end)`` trained with these truncation lengths (and coverage)."""
+
     start: int
     end: int
     max_enc_steps: int
@@ -23,8 +25,10 @@ class Phase(NamedTuple):
 
 # The ACVI paper's Table 5 (appendix A): five phases, coverage off, before the coverage
 # phase of ``coverage_steps`` (3k in the paper) at the last phase's lengths.
-PAPER_PHASES = "0-71000:10:10,71000-116000:50:50,116000-184000:100:50," \
-               "184000-223000:200:50,223000-250000:400:100"
+PAPER_PHASES = (
+    "0-71000:10:10,71000-116000:50:50,116000-184000:100:50,"
+    "184000-223000:200:50,223000-250000:400:100"
+)
 
 
 class PhaseError(ValueError):
@@ -55,15 +59,19 @@ def parse_phases(spec, coverage_steps=0):
             start, end = (int(x) for x in span.split("-"))
             enc, dec = int(enc), int(dec)
         except ValueError as e:
-            raise PhaseError("--phases segment %r is not start-end:max_enc:max_dec, e.g. "
-                             "0-71000:10:10" % item) from e
+            raise PhaseError(
+                "--phases segment %r is not start-end:max_enc:max_dec, e.g. 0-71000:10:10" % item
+            ) from e
         expected_start = phases[-1].end if phases else 0
         if start != expected_start:
-            raise PhaseError("--phases segment %r starts at %d; it must start at %d (phases "
-                             "start at 0 and are contiguous)" % (item, start, expected_start))
+            raise PhaseError(
+                "--phases segment %r starts at %d; it must start at %d (phases "
+                "start at 0 and are contiguous)" % (item, start, expected_start)
+            )
         if end <= start:
-            raise PhaseError("--phases segment %r ends before it starts; steps must increase"
-                             % (item,))
+            raise PhaseError(
+                "--phases segment %r ends before it starts; steps must increase" % (item,)
+            )
         if enc <= 0 or dec <= 0:
             raise PhaseError("--phases segment %r has a non-positive length" % (item,))
         phases.append(Phase(start, end, enc, dec))
@@ -71,8 +79,15 @@ def parse_phases(spec, coverage_steps=0):
         raise PhaseError("--coverage_steps must be >= 0, got %d" % coverage_steps)
     if coverage_steps:
         last = phases[-1]
-        phases.append(Phase(last.end, last.end + coverage_steps, last.max_enc_steps,
-                            last.max_dec_steps, coverage=True))
+        phases.append(
+            Phase(
+                last.end,
+                last.end + coverage_steps,
+                last.max_enc_steps,
+                last.max_dec_steps,
+                coverage=True,
+            )
+        )
     return phases
 
 
@@ -110,8 +125,9 @@ def check_vocabulary(checkpoint_path, expected):
         if shape is not None and shape[0] != rows:
             raise CheckpointMismatchError(
                 "%s was trained with %d rows in %s, but %s gives %d; run with the "
-                "vocabulary (file and size) it was trained with" % (
-                    checkpoint_path, shape[0], name, source, rows))
+                "vocabulary (file and size) it was trained with"
+                % (checkpoint_path, shape[0], name, source, rows)
+            )
 
 
 class NonFiniteLossError(RuntimeError):
@@ -124,7 +140,8 @@ def check_finite(value, step, last_checkpoint):
         raise NonFiniteLossError(
             "Loss is not finite (%r) at step %d. Stopping. The last good checkpoint is %s; "
             "it was not overwritten. Restart from it (perhaps with a lower learning rate)."
-            % (value, step, last_checkpoint or "(none saved yet)"))
+            % (value, step, last_checkpoint or "(none saved yet)")
+        )
 
 
 def apply_if_finite(optimizer, grads_and_vars, loss, grad_norm):
@@ -143,8 +160,15 @@ def apply_if_finite(optimizer, grads_and_vars, loss, grad_norm):
     return tf.cond(finite, update, lambda: tf.constant(False))
 
 
-def make_train_step(loss_fn, variables, optimizer, input_signature, max_grad_norm=0.0,
-                    jit_compile=False, norm_key="grad_norm"):
+def make_train_step(
+    loss_fn,
+    variables,
+    optimizer,
+    input_signature,
+    max_grad_norm=0.0,
+    jit_compile=False,
+    norm_key="grad_norm",
+):
     """One training step as a ``tf.function``: loss, gradients, clipping, guarded update.
 
     The forward and backward passes and the clipping run in an inner function that XLA
@@ -185,8 +209,12 @@ def make_train_step(loss_fn, variables, optimizer, input_signature, max_grad_nor
     @tf.function(input_signature=None if jit_compile else input_signature, autograph=False)
     def train_step(*inputs):
         loss, grads, results = gradients(*inputs)
-        apply_if_finite(optimizer, [(g, v) for g, v in zip(grads, variables)
-                                    if g is not None], loss, results[norm_key])
+        apply_if_finite(
+            optimizer,
+            [(g, v) for g, v in zip(grads, variables) if g is not None],
+            loss,
+            results[norm_key],
+        )
         return results
 
     return train_step
@@ -234,9 +262,13 @@ class NonFiniteGuard:
             check_finite(loss, step, last_checkpoint)
         self.skipped += 1
         self.consecutive += 1
-        logging.warning("Skipped a batch with a non-finite loss (%r) at step %d (%d skipped "
-                        "so far)%s", loss, step, self.skipped,
-                        ": " + describe() if describe else "")
+        logging.warning(
+            "Skipped a batch with a non-finite loss (%r) at step %d (%d skipped so far)%s",
+            loss,
+            step,
+            self.skipped,
+            ": " + describe() if describe else "",
+        )
         if self.writer is not None:
             with self.writer.as_default(step=step):
                 tf.summary.scalar("train/skipped_batches", self.skipped)
@@ -277,10 +309,15 @@ class Progress:
         eta = ""
         if self.total_steps and steps_per_sec > 0:
             eta = ", ETA %s" % _duration((self.total_steps - step) / steps_per_sec)
-        logging.info("step %d%s: %s, %.2f steps/s, %.0f tokens/s%s", step,
-                     "/%d" % self.total_steps if self.total_steps else "",
-                     ", ".join("%s %.4f" % kv for kv in scalars.items()), steps_per_sec,
-                     tokens_per_sec, eta)
+        logging.info(
+            "step %d%s: %s, %.2f steps/s, %.0f tokens/s%s",
+            step,
+            "/%d" % self.total_steps if self.total_steps else "",
+            ", ".join("%s %.4f" % kv for kv in scalars.items()),
+            steps_per_sec,
+            tokens_per_sec,
+            eta,
+        )
         self._last_step, self._last_time, self._tokens = step, now, 0
         return steps_per_sec, tokens_per_sec
 

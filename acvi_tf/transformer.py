@@ -12,6 +12,7 @@ shared; it has no context layer (``--context`` does not apply) and its KL is zer
 Incremental decoding keeps the embedded target prefix in a fixed buffer of ``max_len``
 positions and re-runs the decoder on it (simple and exact; quadratic in the length).
 """
+
 import math
 
 import numpy as np
@@ -37,8 +38,7 @@ class MultiHeadAttention(keras.layers.Layer):
     def __init__(self, units, num_heads, causal=False, **kwargs):
         super().__init__(**kwargs)
         if units % num_heads:
-            raise ValueError("units (%d) must be divisible by num_heads (%d)"
-                             % (units, num_heads))
+            raise ValueError("units (%d) must be divisible by num_heads (%d)" % (units, num_heads))
         self.num_heads = num_heads
         self.depth = units // num_heads
         self.query = keras.layers.Dense(units, use_bias=False, name="query")
@@ -50,18 +50,19 @@ class MultiHeadAttention(keras.layers.Layer):
     def _split(self, x):
         batch, length = tf.shape(x)[0], tf.shape(x)[1]
         x = tf.reshape(x, [batch, length, self.num_heads, self.depth])
-        return tf.reshape(tf.transpose(x, [0, 2, 1, 3]),
-                          [batch * self.num_heads, length, self.depth])
+        return tf.reshape(
+            tf.transpose(x, [0, 2, 1, 3]), [batch * self.num_heads, length, self.depth]
+        )
 
     def call(self, queries, memory, memory_mask):
         """queries [B, T, d], memory [B, N, d], mask [B, N] -> [B, T, d], [B, T, N]."""
         batch, steps = tf.shape(queries)[0], tf.shape(queries)[1]
         mask = tf.repeat(memory_mask, self.num_heads, axis=0)
-        probs = self.scorer(self._split(self.query(queries)), self._split(self.key(memory)),
-                            mask)
+        probs = self.scorer(self._split(self.query(queries)), self._split(self.key(memory)), mask)
         heads = tf.matmul(tf.cast(probs, queries.dtype), self._split(self.value(memory)))
-        heads = tf.transpose(tf.reshape(heads, [batch, self.num_heads, steps, self.depth]),
-                             [0, 2, 1, 3])
+        heads = tf.transpose(
+            tf.reshape(heads, [batch, self.num_heads, steps, self.depth]), [0, 2, 1, 3]
+        )
         output = self.out(tf.reshape(heads, [batch, steps, self.num_heads * self.depth]))
         probs = tf.reshape(probs, [batch, self.num_heads, steps, -1])
         return output, tf.reduce_mean(probs, axis=1)
@@ -75,8 +76,9 @@ class _Block(keras.layers.Layer):
         self.self_attention = MultiHeadAttention(units, num_heads, causal=causal)
         self.cross_attention = MultiHeadAttention(units, num_heads) if cross else None
         self.norms = [keras.layers.LayerNormalization() for _ in range(3 if cross else 2)]
-        self.ffn = keras.Sequential([keras.layers.Dense(4 * units, activation="relu"),
-                                     keras.layers.Dense(units)])
+        self.ffn = keras.Sequential(
+            [keras.layers.Dense(4 * units, activation="relu"), keras.layers.Dense(units)]
+        )
         self.drop = keras.layers.Dropout(dropout)
 
     def call(self, x, self_mask, memory=None, memory_mask=None, training=False):
@@ -102,17 +104,28 @@ class TransformerModel(keras.Model):
       max_len: the longest target prefix decoding can build.
     """
 
-    def __init__(self, src_vocab_size, tgt_vocab_size, num_units=256, num_layers=4,
-                 num_heads=4, dropout=0.2, max_len=256, **kwargs):
+    def __init__(
+        self,
+        src_vocab_size,
+        tgt_vocab_size,
+        num_units=256,
+        num_layers=4,
+        num_heads=4,
+        dropout=0.2,
+        max_len=256,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.num_units = num_units
         self.max_len = max_len
         self.src_embedding = keras.layers.Embedding(src_vocab_size, num_units)
         self.tgt_embedding = keras.layers.Embedding(tgt_vocab_size, num_units)
-        self.encoder_blocks = [_Block(num_units, num_heads, dropout, False, False)
-                               for _ in range(num_layers)]
-        self.decoder_blocks = [_Block(num_units, num_heads, dropout, True, True)
-                               for _ in range(num_layers)]
+        self.encoder_blocks = [
+            _Block(num_units, num_heads, dropout, False, False) for _ in range(num_layers)
+        ]
+        self.decoder_blocks = [
+            _Block(num_units, num_heads, dropout, True, True) for _ in range(num_layers)
+        ]
         self.encoder_norm = keras.layers.LayerNormalization()
         self.decoder_norm = keras.layers.LayerNormalization()
         self.output_projection = keras.layers.Dense(tgt_vocab_size, use_bias=False)
@@ -131,8 +144,10 @@ class TransformerModel(keras.Model):
         for block in self.encoder_blocks:
             x, _ = block(x, mask, training=training)
         batch = tf.shape(src)[0]
-        state = dict(prefix=tf.zeros([batch, self.max_len, self.num_units]),
-                     length=tf.zeros([batch], tf.int32))
+        state = dict(
+            prefix=tf.zeros([batch, self.max_len, self.num_units]),
+            length=tf.zeros([batch], tf.int32),
+        )
         return dict(memory=self.encoder_norm(x), mask=mask), state
 
     def _decode(self, embedded, constants, training):
@@ -140,8 +155,9 @@ class TransformerModel(keras.Model):
         self_mask = tf.ones(tf.shape(x)[:2], tf.bool)  # the causal mask is in the scorer
         probs = None
         for block in self.decoder_blocks:
-            x, probs = block(x, self_mask, constants["memory"], constants["mask"],
-                             training=training)
+            x, probs = block(
+                x, self_mask, constants["memory"], constants["mask"], training=training
+            )
         return self.decoder_norm(x), probs
 
     def step(self, y_emb, state, constants, training=False, use_gumbel=None):
@@ -150,7 +166,7 @@ class TransformerModel(keras.Model):
         t = state["length"][0]
         at_t = tf.equal(tf.range(self.max_len), t)[tf.newaxis, :, tf.newaxis]
         prefix = tf.where(at_t, y_emb[:, tf.newaxis], state["prefix"])
-        outputs, probs = self._decode(prefix[:, :t + 1], constants, training)
+        outputs, probs = self._decode(prefix[:, : t + 1], constants, training)
         state = dict(prefix=prefix, length=state["length"] + 1)
         return outputs[:, -1], state, probs[:, -1], None
 
@@ -164,5 +180,8 @@ class TransformerModel(keras.Model):
         del use_gumbel
         constants, _ = self.start(batch["src"], batch["src_len"], training)
         outputs, probs = self._decode(self.tgt_embedding(batch["tgt_in"]), constants, training)
-        return dict(logits=self.output_projection(outputs), attn=probs,
-                    kl=tf.zeros(tf.shape(batch["tgt_in"]), tf.float32))
+        return dict(
+            logits=self.output_projection(outputs),
+            attn=probs,
+            kl=tf.zeros(tf.shape(batch["tgt_in"]), tf.float32),
+        )

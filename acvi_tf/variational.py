@@ -22,6 +22,7 @@ state stays deterministic, as in var-attn); after the loop the host calls
 ``alignment_losses`` with its output layer as a function of the context, and at decode
 time ``decode_log_probs``.
 """
+
 import tensorflow as tf
 
 from acvi_tf import attention as attention_lib
@@ -74,8 +75,7 @@ def expected_log_likelihood(log_likelihoods, q, mask=None):
 
 def marginal_log_likelihood(log_likelihoods, prior, mask=None):
     """``log sum_i prior_i p(y | x_i)`` (test time, and the exact objective) [..., N] -> [...]."""
-    terms = tf.math.log(tf.cast(prior, tf.float32) + _TINY) + tf.cast(log_likelihoods,
-                                                                       tf.float32)
+    terms = tf.math.log(tf.cast(prior, tf.float32) + _TINY) + tf.cast(log_likelihoods, tf.float32)
     if mask is not None:
         terms += (1.0 - tf.cast(mask, tf.float32)) * -1e9
     return tf.reduce_logsumexp(terms, axis=-1)
@@ -133,9 +133,11 @@ class InferenceNetwork(keras.layers.Layer):
         self.units = units
         self.jit_compile = jit_compile
         self.source_rnn = keras.layers.Bidirectional(
-            recurrent.sequence_lstm(units, jit_compile, return_state=False), name="source_rnn")
+            recurrent.sequence_lstm(units, jit_compile, return_state=False), name="source_rnn"
+        )
         self.target_rnn = keras.layers.Bidirectional(
-            recurrent.sequence_lstm(units, jit_compile, return_state=False), name="target_rnn")
+            recurrent.sequence_lstm(units, jit_compile, return_state=False), name="target_rnn"
+        )
         self.bilinear = keras.layers.Dense(2 * units, use_bias=False, name="W")
 
     def call(self, memory, memory_mask, target, target_mask, training=False):
@@ -155,7 +157,8 @@ class InferenceNetwork(keras.layers.Layer):
 def gold_log_likelihood(logits, gold):
     """``log softmax(logits)[gold]`` in float32: [..., V] and [...] ids -> [...]."""
     return -tf.nn.sparse_softmax_cross_entropy_with_logits(
-        labels=gold, logits=tf.cast(logits, tf.float32))
+        labels=gold, logits=tf.cast(logits, tf.float32)
+    )
 
 
 def state_context(state, context):
@@ -182,7 +185,9 @@ def at_every_position(log_likelihood, memory, steps):
     shape = tf.stack([tf.shape(memory)[0], steps, tf.shape(memory)[-1]])
     per_position = tf.map_fn(
         lambda x_i: log_likelihood(tf.broadcast_to(x_i[:, tf.newaxis], shape)),
-        tf.transpose(memory, [1, 0, 2]), fn_output_signature=tf.float32)  # [N, B, T]
+        tf.transpose(memory, [1, 0, 2]),
+        fn_output_signature=tf.float32,
+    )  # [N, B, T]
     return tf.transpose(per_position, [1, 2, 0])
 
 
@@ -206,11 +211,19 @@ class VariationalAttentionContext(context_lib.SoftAttentionContext):
 
     latent_alignment = True
 
-    def __init__(self, mode="sample", inference_units=512, decode="marginal", kl_weight=1.0,
-                 seed=None, jit_compile=False, **kwargs):
+    def __init__(
+        self,
+        mode="sample",
+        inference_units=512,
+        decode="marginal",
+        kl_weight=1.0,
+        seed=None,
+        jit_compile=False,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
-        context_lib._check_choice("variational_mode", mode, VARIATIONAL_MODES)  # pylint: disable=protected-access
-        context_lib._check_choice("variational_decode", decode, VARIATIONAL_DECODES)  # pylint: disable=protected-access
+        context_lib._check_choice("variational_mode", mode, VARIATIONAL_MODES)
+        context_lib._check_choice("variational_decode", decode, VARIATIONAL_DECODES)
         self.mode = mode
         self.inference_units = int(inference_units)
         self.decode = decode
@@ -218,17 +231,23 @@ class VariationalAttentionContext(context_lib.SoftAttentionContext):
         self.seed = seed
         self.jit_compile = jit_compile
         self.generator = context_lib.random_generator(seed)
-        self.inference_network = InferenceNetwork(inference_units, jit_compile,
-                                                  dtype=tf.float32, name="inference_network")
+        self.inference_network = InferenceNetwork(
+            inference_units, jit_compile, dtype=tf.float32, name="inference_network"
+        )
 
     def posterior(self, prepared, target, target_mask, training=False):
         """``q(z_t | x, y)`` [B, T, N] from the embedded gold targets [B, T, E]."""
-        return self.inference_network(prepared.memory, prepared.mask,
-                                      tf.cast(target, tf.float32), target_mask,
-                                      training=training)
+        return self.inference_network(
+            prepared.memory,
+            prepared.mask,
+            tf.cast(target, tf.float32),
+            target_mask,
+            training=training,
+        )
 
-    def alignment_losses(self, log_likelihood, soft_log_likelihood, attn, q, prepared,
-                         training=False):
+    def alignment_losses(
+        self, log_likelihood, soft_log_likelihood, attn, q, prepared, training=False
+    ):
         """Per-step ``(token_nll, kl)`` [B, T] replacing the host's cross-entropy and KL.
 
         Training: ``token_nll`` is ``-E_q log p(y_t | x_z)`` (``enum``) or the REINFORCE
@@ -272,15 +291,21 @@ class VariationalAttentionContext(context_lib.SoftAttentionContext):
         """
         if self.decode == "soft":
             return tf.nn.log_softmax(tf.cast(logits(context), tf.float32))
-        every = tf.nn.log_softmax(tf.cast(logits(tf.cast(prepared.memory, context.dtype)),
-                                          tf.float32))  # [R, N, V]
+        every = tf.nn.log_softmax(
+            tf.cast(logits(tf.cast(prepared.memory, context.dtype)), tf.float32)
+        )  # [R, N, V]
         log_prior = tf.math.log(tf.cast(attn, tf.float32) + _TINY)
         log_prior += (1.0 - prepared.mask) * -1e9
         return tf.reduce_logsumexp(log_prior[..., tf.newaxis] + every, axis=1)
 
     def get_config(self):
         config = super().get_config()
-        config.update(mode=self.mode, inference_units=self.inference_units,
-                      decode=self.decode, kl_weight=self.kl_weight, seed=self.seed,
-                      jit_compile=self.jit_compile)
+        config.update(
+            mode=self.mode,
+            inference_units=self.inference_units,
+            decode=self.decode,
+            kl_weight=self.kl_weight,
+            seed=self.seed,
+            jit_compile=self.jit_compile,
+        )
         return config

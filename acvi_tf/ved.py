@@ -20,6 +20,7 @@ project's context-layer contract:
 * KL annealing scales both KL terms; it is ``kl_schedule``'s, as for every KL
   (``--kl_annealing=tanh`` is the original's schedule).
 """
+
 import tensorflow as tf
 
 from acvi_tf import context as context_lib
@@ -33,8 +34,9 @@ LOG_SIGMA_MIN, LOG_SIGMA_MAX = -10.0, 10.0
 def gaussian_kl(mean, log_sigma, prior_mean=None):
     """``KL[N(mean, diag sigma^2) || N(prior_mean, I)]`` summed over the last axis."""
     offset = mean if prior_mean is None else mean - prior_mean
-    return -0.5 * tf.reduce_sum(1.0 + 2.0 * log_sigma - tf.square(offset)
-                                - tf.exp(2.0 * log_sigma), axis=-1)
+    return -0.5 * tf.reduce_sum(
+        1.0 + 2.0 * log_sigma - tf.square(offset) - tf.exp(2.0 * log_sigma), axis=-1
+    )
 
 
 class VEDContext(context_lib.ContextLayer):
@@ -49,10 +51,11 @@ class VEDContext(context_lib.ContextLayer):
       seed: seed of the layer's random generator (None: nondeterministic).
     """
 
-    def __init__(self, latent_dim=100, prior="hmean", temperature=1.0, kl_weight=0.1,
-                 seed=None, **kwargs):
+    def __init__(
+        self, latent_dim=100, prior="hmean", temperature=1.0, kl_weight=0.1, seed=None, **kwargs
+    ):
         super().__init__(**kwargs)
-        context_lib._check_choice("prior", prior, PRIORS)  # pylint: disable=protected-access
+        context_lib._check_choice("prior", prior, PRIORS)
         self.latent_dim = int(latent_dim)
         self.prior = prior
         self.temperature = float(temperature)
@@ -60,8 +63,7 @@ class VEDContext(context_lib.ContextLayer):
         self.seed = seed
         self.generator = context_lib.random_generator(seed)
         self.latent_mean = keras.layers.Dense(latent_dim, name="z_mean", dtype=tf.float32)
-        self.latent_log_sigma = keras.layers.Dense(latent_dim, name="z_log_sigma",
-                                                   dtype=tf.float32)
+        self.latent_log_sigma = keras.layers.Dense(latent_dim, name="z_log_sigma", dtype=tf.float32)
         self.sigma_hidden = None
         self.sigma_out = None
 
@@ -70,8 +72,9 @@ class VEDContext(context_lib.ContextLayer):
         base = super().prepare(memory, memory_mask)
         if self.sigma_hidden is None:
             size = memory.shape[-1]
-            self.sigma_hidden = keras.layers.Dense(size, activation="tanh",
-                                                   name="sigma_hidden", dtype=tf.float32)
+            self.sigma_hidden = keras.layers.Dense(
+                size, activation="tanh", name="sigma_hidden", dtype=tf.float32
+            )
             self.sigma_out = keras.layers.Dense(size, name="sigma_out", dtype=tf.float32)
         if self.prior == "zero":
             return base
@@ -83,16 +86,16 @@ class VEDContext(context_lib.ContextLayer):
         """``(z [B, latent_dim], KL_z [B])`` from the encoder summary [B, S]."""
         summary = tf.cast(summary, tf.float32)
         mean = self.latent_mean(summary)
-        log_sigma = tf.clip_by_value(self.latent_log_sigma(summary), LOG_SIGMA_MIN,
-                                     LOG_SIGMA_MAX)
+        log_sigma = tf.clip_by_value(self.latent_log_sigma(summary), LOG_SIGMA_MIN, LOG_SIGMA_MAX)
         z = mean
         if training:
             z = mean + tf.exp(log_sigma) * self.generator.normal(tf.shape(mean))
         return tf.cast(z, self.compute_dtype), gaussian_kl(mean, log_sigma)
 
     def _log_sigma(self, mean_context):
-        return tf.clip_by_value(self.sigma_out(self.sigma_hidden(mean_context)),
-                                LOG_SIGMA_MIN, LOG_SIGMA_MAX)
+        return tf.clip_by_value(
+            self.sigma_out(self.sigma_hidden(mean_context)), LOG_SIGMA_MIN, LOG_SIGMA_MAX
+        )
 
     def draw_steps(self, probs, prepared, training, use_gumbel, seed):
         """``c_t + tau eps sigma_t`` in training, ``c_t`` otherwise: [B, T, D]."""
@@ -100,8 +103,11 @@ class VEDContext(context_lib.ContextLayer):
         mean = context_lib.contract(probs, prepared, "memory")
         if not training:
             return mean
-        noise = (self.generator.normal(tf.shape(mean)) if seed is None
-                 else tf.random.stateless_normal(tf.shape(mean), seed))
+        noise = (
+            self.generator.normal(tf.shape(mean))
+            if seed is None
+            else tf.random.stateless_normal(tf.shape(mean), seed)
+        )
         return mean + self.temperature * noise * tf.exp(self._log_sigma(mean))
 
     def kl_steps(self, context, probs, prepared):
@@ -115,7 +121,11 @@ class VEDContext(context_lib.ContextLayer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(latent_dim=self.latent_dim, prior=self.prior,
-                      temperature=self.temperature, kl_weight=self.kl_weight,
-                      seed=self.seed)
+        config.update(
+            latent_dim=self.latent_dim,
+            prior=self.prior,
+            temperature=self.temperature,
+            kl_weight=self.kl_weight,
+            seed=self.seed,
+        )
         return config

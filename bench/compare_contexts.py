@@ -19,8 +19,9 @@ Every variant shares the model, data and schedule; only the flags of ``VARIANTS`
 The ACVI variants are the three KL terms at weight 1 (``acvi-mc`` is the paper's words
 taken literally), each with and without a linear KL warm-up over the first half of the
 steps; ``bound`` and ``exact`` at weight 0.01; and Gumbel-softmax sampling for the whole
-run with ``mc``, the one pairing where ``mc`` estimates the KL of the sampler. Each run's numbers go to ``<out_dir>/<variant>_seed<seed>.json`` first, so an
-interrupted study resumes where it stopped. The table (mean and standard deviation over
+run with ``mc``, the one pairing where ``mc`` estimates the KL of the sampler. Each run's
+numbers go to ``<out_dir>/<variant>_seed<seed>.json`` first, so an interrupted study
+resumes where it stopped. The table (mean and standard deviation over
 the seeds) is printed and appended to BENCHMARKS.md.
 
 Usage::
@@ -29,6 +30,7 @@ Usage::
       [--steps=400] [--contexts=sa,acvi-exact,...] [--seeds=1,2,3] [--out_dir=DIR] \\
       [--summarization_data=FINISHED_FILES] [--translation_data=DIR,SRC,TGT]
 """
+
 import glob
 import json
 import math
@@ -38,13 +40,13 @@ import subprocess
 import sys
 import tempfile
 
-from absl import app
-from absl import flags
 import numpy as np
+from absl import app, flags
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _report  # noqa: E402  pylint: disable=wrong-import-position
-from acvi_tf import files  # noqa: E402  pylint: disable=wrong-import-position
+from acvi_tf import files
+
+import _report
 
 SAMPLES = os.path.join(_report.ROOT, "data_prep", "samples")
 _WARMUP = ["--kl_annealing=linear"]
@@ -62,8 +64,11 @@ VARIANTS = {
     "acvi-gumbel-mc": _WEIGHT_1 + ["--acvi_sampling=gumbel", "--acvi_kl=mc"],
     "structured": ["--context=structured"],
     "ved": ["--context=ved"],
-    "variational": ["--context=variational", "--variational_mode=sample",
-                    "--variational_inference_units=64"],
+    "variational": [
+        "--context=variational",
+        "--variational_mode=sample",
+        "--variational_inference_units=64",
+    ],
 }
 
 
@@ -75,11 +80,15 @@ def _variant_flags(variant, steps):
 def _run(args, log_path):
     """Runs ``python -m ...`` from the project root; its output goes to ``log_path``."""
     with open(log_path, "a", encoding="utf-8") as log:
-        done = subprocess.run([sys.executable, "-m"] + args, cwd=_report.ROOT, stdout=log,
-                              stderr=subprocess.STDOUT, check=False)
+        done = subprocess.run(
+            [sys.executable, "-m"] + args,
+            cwd=_report.ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            check=False,
+        )
     if done.returncode:
-        raise RuntimeError("%s failed (exit %d); see %s" % (args[0], done.returncode,
-                                                            log_path))
+        raise RuntimeError("%s failed (exit %d); see %s" % (args[0], done.returncode, log_path))
     with open(log_path, encoding="utf-8") as log:
         return log.read()
 
@@ -87,20 +96,44 @@ def _run(args, log_path):
 def captioning(context, seed, steps, out_dir):
     """``(validation NLL per token, validation CIDEr-D)`` of one captioning run."""
     sample = os.path.join(SAMPLES, "moving_shapes")
-    common = ["--data_dir=" + sample, "--features=" + os.path.join(sample, "features.h5"),
-              "--out_dir=" + out_dir, "--seed=%d" % seed,
-              "--num_frames=8", "--feature_norm=standardize", "--encoder_units=48",
-              "--decoder_units=64", "--emb_dim=32", "--attention_units=32",
-              "--dropout=0.2", "--learning_rate=0.005", "--batch_size=32",
-              "--beam_size=3", "--max_decode_len=12", "--metrics=CIDEr",
-              "--best_metric=CIDEr"] + _variant_flags(context, steps)
+    common = [
+        "--data_dir=" + sample,
+        "--features=" + os.path.join(sample, "features.h5"),
+        "--out_dir=" + out_dir,
+        "--seed=%d" % seed,
+        "--num_frames=8",
+        "--feature_norm=standardize",
+        "--encoder_units=48",
+        "--decoder_units=64",
+        "--emb_dim=32",
+        "--attention_units=32",
+        "--dropout=0.2",
+        "--learning_rate=0.005",
+        "--batch_size=32",
+        "--beam_size=3",
+        "--max_decode_len=12",
+        "--metrics=CIDEr",
+        "--best_metric=CIDEr",
+    ] + _variant_flags(context, steps)
     log = out_dir + ".log"
-    _run(["video_caption.run_captioning", "--mode=train", "--max_steps=%d" % steps,
-          "--valid_every=%d" % steps, "--checkpoint_steps=%d" % steps] + common, log)
+    _run(
+        [
+            "video_caption.run_captioning",
+            "--mode=train",
+            "--max_steps=%d" % steps,
+            "--valid_every=%d" % steps,
+            "--checkpoint_steps=%d" % steps,
+        ]
+        + common,
+        log,
+    )
     # the last checkpoint, not the best one: every mechanism gets exactly --steps steps
     ckpt = os.path.join(out_dir, "train", "ckpt-%d" % steps)
-    _run(["video_caption.run_captioning", "--mode=eval", "--eval_splits=val",
-          "--ckpt=" + ckpt] + common, log)
+    _run(
+        ["video_caption.run_captioning", "--mode=eval", "--eval_splits=val", "--ckpt=" + ckpt]
+        + common,
+        log,
+    )
     with open(os.path.join(out_dir, "eval_metrics.json"), encoding="utf-8") as f:
         val = json.load(f)["val"]
     return math.log(val["perplexity"]), val["CIDEr"]
@@ -113,15 +146,29 @@ def translation(context, seed, steps, out_dir):
     if flags.FLAGS.translation_data:
         sample, src, tgt = flags.FLAGS.translation_data.split(",")
     log = out_dir + ".log"
-    output = _run(["nmt.run_nmt", "--src=" + src, "--tgt=" + tgt,
-                   "--vocab_prefix=" + os.path.join(sample, "vocab"),
-                   "--train_prefix=" + os.path.join(sample, "train"),
-                   "--dev_prefix=" + os.path.join(sample, "dev"), "--out_dir=" + out_dir,
-                   "--num_units=64", "--encoder_type=bi", "--dropout=0.0",
-                   "--optimizer=adam", "--learning_rate=0.01", "--batch_size=64",
-                   "--num_train_steps=%d" % steps, "--steps_per_stats=100",
-                   "--steps_per_external_eval=%d" % steps, "--seed=%d" % seed]
-                  + _variant_flags(context, steps), log)
+    output = _run(
+        [
+            "nmt.run_nmt",
+            "--src=" + src,
+            "--tgt=" + tgt,
+            "--vocab_prefix=" + os.path.join(sample, "vocab"),
+            "--train_prefix=" + os.path.join(sample, "train"),
+            "--dev_prefix=" + os.path.join(sample, "dev"),
+            "--out_dir=" + out_dir,
+            "--num_units=64",
+            "--encoder_type=bi",
+            "--dropout=0.0",
+            "--optimizer=adam",
+            "--learning_rate=0.01",
+            "--batch_size=64",
+            "--num_train_steps=%d" % steps,
+            "--steps_per_stats=100",
+            "--steps_per_external_eval=%d" % steps,
+            "--seed=%d" % seed,
+        ]
+        + _variant_flags(context, steps),
+        log,
+    )
     ppl, bleu = re.findall(r"dev: ppl ([0-9.]+), bleu ([0-9.]+)", output)[-1]
     return math.log(float(ppl)), float(bleu)
 
@@ -131,34 +178,68 @@ def summarization(context, seed, steps, out_dir):
     sample = flags.FLAGS.summarization_data or os.path.join(SAMPLES, "debian_descriptions")
     chunks = os.path.join(sample, "chunked")
     if context == "transformer":
-        model = ["--model_type=transformer", "--transformer_units=64",
-                 "--transformer_layers=2", "--transformer_heads=4",
-                 "--transformer_dropout=0.1", "--context=sa", "--pointer_gen=False"]
+        model = [
+            "--model_type=transformer",
+            "--transformer_units=64",
+            "--transformer_layers=2",
+            "--transformer_heads=4",
+            "--transformer_dropout=0.1",
+            "--context=sa",
+            "--pointer_gen=False",
+        ]
     else:
         model = _variant_flags(context, steps)
-    common = ["--vocab_path=" + os.path.join(sample, "vocab"), "--vocab_size=10000",
-              "--log_root=" + os.path.dirname(out_dir), "--exp_name=" + os.path.basename(
-                  out_dir), "--hidden_dim=64", "--emb_dim=32", "--batch_size=16",
-              "--max_enc_steps=80", "--max_dec_steps=20", "--optimizer=adam",
-              "--max_steps=%d" % steps, "--seed=%d" % seed] + model
+    common = [
+        "--vocab_path=" + os.path.join(sample, "vocab"),
+        "--vocab_size=10000",
+        "--log_root=" + os.path.dirname(out_dir),
+        "--exp_name=" + os.path.basename(out_dir),
+        "--hidden_dim=64",
+        "--emb_dim=32",
+        "--batch_size=16",
+        "--max_enc_steps=80",
+        "--max_dec_steps=20",
+        "--optimizer=adam",
+        "--max_steps=%d" % steps,
+        "--seed=%d" % seed,
+    ] + model
     log = out_dir + ".log"
     module = "pointer_generator.run_summarization"
-    _run([module, "--mode=train", "--data_path=" + os.path.join(chunks, "train_*")]
-         + common, log)
-    output = _run([module, "--mode=eval", "--eval_max_batches=20",
-                   "--data_path=" + os.path.join(chunks, "val_*")] + common, log)
+    _run([module, "--mode=train", "--data_path=" + os.path.join(chunks, "train_*")] + common, log)
+    output = _run(
+        [
+            module,
+            "--mode=eval",
+            "--eval_max_batches=20",
+            "--data_path=" + os.path.join(chunks, "val_*"),
+        ]
+        + common,
+        log,
+    )
     losses = [float(x) for x in re.findall(r"eval step \d+: loss ([0-9.]+)", output)]
-    _run([module, "--mode=decode", "--single_pass", "--beam_size=4", "--min_dec_steps=3",
-          "--decode_batch_size=50", "--data_path=" + os.path.join(chunks, "test_*")]
-         + common, log)
+    _run(
+        [
+            module,
+            "--mode=decode",
+            "--single_pass",
+            "--beam_size=4",
+            "--min_dec_steps=3",
+            "--decode_batch_size=50",
+            "--data_path=" + os.path.join(chunks, "test_*"),
+        ]
+        + common,
+        log,
+    )
     [metrics] = glob.glob(os.path.join(out_dir, "decode_*", "metrics.json"))
     with open(metrics, encoding="utf-8") as f:
         return float(np.mean(losses)), json.load(f)["rouge_l_f_score"]
 
 
-TASKS = {"captioning": (captioning, "validation CIDEr-D"),
-         "translation": (translation, "dev BLEU"),
-         "summarization": (summarization, "test ROUGE-L F1")}
+TASKS = {
+    "captioning": (captioning, "validation CIDEr-D"),
+    "translation": (translation, "dev BLEU"),
+    "summarization": (summarization, "test ROUGE-L F1"),
+}
 
 
 def _one_run(run_task, variant, seed, steps, root):
@@ -170,9 +251,20 @@ def _one_run(run_task, variant, seed, steps, root):
             saved = json.load(f)
         return saved["nll"], saved["metric"]
     nll, metric = run_task(variant, int(seed), steps, name)
-    files.atomic_write_text(record, json.dumps(dict(
-        variant=variant, seed=int(seed), steps=steps, flags=_variant_flags(variant, steps),
-        nll=nll, metric=metric)) + "\n")
+    files.atomic_write_text(
+        record,
+        json.dumps(
+            dict(
+                variant=variant,
+                seed=int(seed),
+                steps=steps,
+                flags=_variant_flags(variant, steps),
+                nll=nll,
+                metric=metric,
+            )
+        )
+        + "\n",
+    )
     return nll, metric
 
 
@@ -183,8 +275,10 @@ def main(argv):
     known = set(VARIANTS) | ({"transformer"} if fv.task == "summarization" else set())
     unknown = sorted(set(fv.contexts) - known)
     if unknown:
-        raise app.UsageError("--contexts: unknown for --task=%s: %s (choose from %s)" % (
-            fv.task, ", ".join(unknown), ", ".join(sorted(known))))
+        raise app.UsageError(
+            "--contexts: unknown for --task=%s: %s (choose from %s)"
+            % (fv.task, ", ".join(unknown), ", ".join(sorted(known)))
+        )
     root = fv.out_dir or tempfile.mkdtemp(prefix="compare_contexts_")
     os.makedirs(root, exist_ok=True)
     rows = []
@@ -192,29 +286,50 @@ def main(argv):
         losses, scores = [], []
         for seed in fv.seeds:
             loss, score = _one_run(run_task, variant, seed, fv.steps, root)
-            print("%s seed %s: validation NLL %.4f, %s %.4f" % (variant, seed, loss, metric,
-                                                              score), flush=True)
+            print(
+                "%s seed %s: validation NLL %.4f, %s %.4f" % (variant, seed, loss, metric, score),
+                flush=True,
+            )
             losses.append(loss)
             scores.append(score)
-        rows.append([variant, "%.4f +- %.4f" % (np.mean(losses), np.std(losses)),
-                     "%.4f +- %.4f" % (np.mean(scores), np.std(scores))])
-    _report.emit("Context mechanisms compared: %s, %d steps, seeds %s" % (
-        fv.task, fv.steps, ",".join(fv.seeds)),
-        ["variant", "validation NLL / token", metric], rows,
-        notes=["Mean +- standard deviation over the seeds; runs in %s." % root])
+        rows.append(
+            [
+                variant,
+                "%.4f +- %.4f" % (np.mean(losses), np.std(losses)),
+                "%.4f +- %.4f" % (np.mean(scores), np.std(scores)),
+            ]
+        )
+    _report.emit(
+        "Context mechanisms compared: %s, %d steps, seeds %s"
+        % (fv.task, fv.steps, ",".join(fv.seeds)),
+        ["variant", "validation NLL / token", metric],
+        rows,
+        notes=["Mean +- standard deviation over the seeds; runs in %s." % root],
+    )
 
 
 if __name__ == "__main__":
     flags.DEFINE_enum("task", "captioning", list(TASKS), "Which host and demo corpus.")
     flags.DEFINE_integer("steps", 400, "Training steps of every run.", lower_bound=1)
-    flags.DEFINE_list("contexts", list(VARIANTS),
-                      "Variants (VARIANTS); with --task=summarization also 'transformer'.")
+    flags.DEFINE_list(
+        "contexts",
+        list(VARIANTS),
+        "Variants (VARIANTS); with --task=summarization also 'transformer'.",
+    )
     flags.DEFINE_list("seeds", ["1", "2", "3"], "Seeds.")
     flags.DEFINE_string("out_dir", None, "Where the runs go (default: a temporary folder).")
-    flags.DEFINE_string("translation_data", None, "--task=translation: 'DIR,SRC,TGT', a "
-                        "folder with {vocab,train,dev}.{SRC,TGT}, e.g. data_prep/samples/"
-                        "debian_en_de,en,de (default: the shipped Pig Latin words).")
-    flags.DEFINE_string("summarization_data", None, "--task=summarization: a finished_files "
-                        "folder with chunked/ and vocab, e.g. the whole Debian corpus from "
-                        "data_prep.debian_descriptions (default: the shipped sample).")
+    flags.DEFINE_string(
+        "translation_data",
+        None,
+        "--task=translation: 'DIR,SRC,TGT', a "
+        "folder with {vocab,train,dev}.{SRC,TGT}, e.g. data_prep/samples/"
+        "debian_en_de,en,de (default: the shipped Pig Latin words).",
+    )
+    flags.DEFINE_string(
+        "summarization_data",
+        None,
+        "--task=summarization: a finished_files "
+        "folder with chunked/ and vocab, e.g. the whole Debian corpus from "
+        "data_prep.debian_descriptions (default: the shipped sample).",
+    )
     app.run(main)

@@ -5,9 +5,9 @@ every step: additive scorer with coverage, then the context layer, over ``dec_st
 steps, at the pointer-generator's paper size (batch 16, 400 source positions, encoder
 states of 512, attention size 512) and at a small size. Variants run interleaved
 (A B C ... A B C ...) in one process; the table gives median ms per pass and the median
-(and range) of the per-round ratios to SA, and is appended to BENCHMARKS.md. The whole training step (with the
-LSTM and the 50k vocabulary projection, which dominate) is measured by the model
-benchmarks; this isolates what ACVI adds.
+(and range) of the per-round ratios to SA, and is appended to BENCHMARKS.md. The whole
+training step (with the LSTM and the 50k vocabulary projection, which dominate) is
+measured by the model benchmarks; this isolates what ACVI adds.
 
 ``--jit_compile`` compiles each pass with XLA; ``--mixed_precision`` runs the scorer in
 float16 (the context layer keeps its float32 math).
@@ -15,21 +15,22 @@ float16 (the context layer keeps its float32 math).
 Usage: python bench/context_layer.py [--repeats=7] [--dec_steps=20] [--sizes=paper,small]
   [--jit_compile] [--mixed_precision]
 """
+
 import os
 import resource
 import statistics
 import sys
 import time
 
-from absl import app
-from absl import flags
 import tensorflow as tf
+from absl import app, flags
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from acvi_tf import attention, context  # noqa: E402  pylint: disable=wrong-import-position
-from acvi_tf import flags as acvi_flags  # noqa: E402  pylint: disable=wrong-import-position
-import _report as report  # noqa: E402  pylint: disable=wrong-import-position
+from acvi_tf import attention, context
+from acvi_tf import flags as acvi_flags
+
+import _report as report
 
 flags.DEFINE_integer("repeats", 7, "Timed passes per variant (after one warm-up).")
 flags.DEFINE_integer("dec_steps", 20, "Decoder steps per pass.")
@@ -43,12 +44,10 @@ SIZES = {"paper": (16, 400, 512, 512), "small": (8, 50, 64, 64)}
 VARIANTS = {
     "sa": dict(mode="sa"),
     "acvi collapsed mc": dict(mode="acvi", noise="collapsed", kl="mc"),
-    "acvi collapsed mc, KL in loop": dict(mode="acvi", noise="collapsed", kl="mc",
-                                          kl_in_loop=True),
+    "acvi collapsed mc, KL in loop": dict(mode="acvi", noise="collapsed", kl="mc", kl_in_loop=True),
     "acvi collapsed bound": dict(mode="acvi", noise="collapsed", kl="bound"),
     "acvi per_component mc": dict(mode="acvi", noise="per_component", kl="mc"),
-    "acvi gumbel collapsed mc": dict(mode="acvi", noise="collapsed", kl="mc",
-                                     sampling="gumbel"),
+    "acvi gumbel collapsed mc": dict(mode="acvi", noise="collapsed", kl="mc", sampling="gumbel"),
 }
 
 
@@ -62,7 +61,8 @@ def _make_pass(size, options):
     memory = tf.random.stateless_normal([batch, positions, dim], [1, 2])
     mask = tf.sequence_mask(
         tf.random.stateless_uniform([batch], [3, 4], positions // 2, positions + 1, tf.int32),
-        positions)
+        positions,
+    )
     steps = FLAGS.dec_steps
     queries = tf.random.stateless_normal([steps, batch, dim], [5, 6])
 
@@ -88,8 +88,11 @@ def _make_pass(size, options):
                 coverage += probs
                 loss += tf.reduce_mean(tf.square(ctx))
             if not kl_in_loop:
-                kl = layer.kl_divergence(tf.transpose(all_contexts.stack(), [1, 0, 2]),
-                                         tf.transpose(all_probs.stack(), [1, 0, 2]), prepared)
+                kl = layer.kl_divergence(
+                    tf.transpose(all_contexts.stack(), [1, 0, 2]),
+                    tf.transpose(all_probs.stack(), [1, 0, 2]),
+                    prepared,
+                )
                 loss += tf.reduce_mean(kl)
         variables = scorer.trainable_weights + layer.trainable_weights
         grads = tape.gradient(loss, [memory] + variables)
@@ -114,15 +117,32 @@ def main(argv):
                 fn()[1].numpy()
                 times[name].append(1e3 * (time.perf_counter() - start))
         for name, values in times.items():
-            rows.append([size_name, "x".join(map(str, size)), name,
-                         "%.1f" % statistics.median(values),
-                         report.ratio_cell(values, times["sa"])])
+            rows.append(
+                [
+                    size_name,
+                    "x".join(map(str, size)),
+                    name,
+                    "%.1f" % statistics.median(values),
+                    report.ratio_cell(values, times["sa"]),
+                ]
+            )
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-    header = ["size", "B x N x D x A", "variant",
-              "median ms / pass (%d steps, fwd+bwd)" % FLAGS.dec_steps, "ratio to sa (range)"]
-    report.emit("Context layer cost (bench/context_layer.py)", header, rows,
-                notes=["%d interleaved repeats per variant; process peak RSS %.0f MB%s."
-                       % (FLAGS.repeats, peak_mb, report.settings(FLAGS))])
+    header = [
+        "size",
+        "B x N x D x A",
+        "variant",
+        "median ms / pass (%d steps, fwd+bwd)" % FLAGS.dec_steps,
+        "ratio to sa (range)",
+    ]
+    report.emit(
+        "Context layer cost (bench/context_layer.py)",
+        header,
+        rows,
+        notes=[
+            "%d interleaved repeats per variant; process peak RSS %.0f MB%s."
+            % (FLAGS.repeats, peak_mb, report.settings(FLAGS))
+        ],
+    )
 
 
 if __name__ == "__main__":

@@ -11,28 +11,35 @@ are checked to agree first. Rows go to BENCHMARKS.md.
 
 Usage: python bench/encoder_lstm.py [--repeats=7] [--hosts=summarizer,translator,captioner]
 """
+
 import os
 import sys
 import time
 
-from absl import app
-from absl import flags
 import numpy as np
 import tensorflow as tf
+from absl import app, flags
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import _report as report  # noqa: E402  pylint: disable=wrong-import-position
-from acvi_tf import recurrent  # noqa: E402  pylint: disable=wrong-import-position
-from acvi_tf.compat import keras  # noqa: E402  pylint: disable=wrong-import-position
+from acvi_tf import recurrent
+from acvi_tf.compat import keras
+
+import _report as report
 
 # batch, source steps, input size, units per direction (each host's paper size)
-HOSTS = {"summarizer": (16, 400, 128, 256), "translator": (128, 50, 256, 256),
-         "captioner": (64, 24, 1024, 1000)}
+HOSTS = {
+    "summarizer": (16, 400, 128, 256),
+    "translator": (128, 50, 256, 256),
+    "captioner": (64, 24, 1024, 1000),
+}
 flags.DEFINE_integer("repeats", 7, "Timed passes per form.", lower_bound=1)
 flags.DEFINE_list("hosts", list(HOSTS), "Sizes to time.")
-flags.register_validator("hosts", lambda names: set(names) <= set(HOSTS),
-                         message="--hosts: choose from %s" % ", ".join(HOSTS))
+flags.register_validator(
+    "hosts",
+    lambda names: set(names) <= set(HOSTS),
+    message="--hosts: choose from %s" % ", ".join(HOSTS),
+)
 FLAGS = flags.FLAGS
 
 
@@ -50,10 +57,16 @@ def _time_host(batch, steps, inputs, units):
     rng = np.random.default_rng(0)
     x = tf.constant(rng.normal(size=(batch, steps, inputs)), tf.float32)
     mask = tf.sequence_mask(rng.integers(steps * 3 // 4, steps + 1, size=batch), steps)
-    forms = {"keras LSTM": keras.layers.Bidirectional(keras.layers.LSTM(
-        units, return_sequences=True, return_state=True)),
-             "ProjectedLSTM": keras.layers.Bidirectional(recurrent.ProjectedLSTM(
-                 keras.layers.LSTMCell(units), return_sequences=True, return_state=True))}
+    forms = {
+        "keras LSTM": keras.layers.Bidirectional(
+            keras.layers.LSTM(units, return_sequences=True, return_state=True)
+        ),
+        "ProjectedLSTM": keras.layers.Bidirectional(
+            recurrent.ProjectedLSTM(
+                keras.layers.LSTMCell(units), return_sequences=True, return_state=True
+            )
+        ),
+    }
     passes, results = {}, {}
     for name, layer in forms.items():
         layer(x, mask=mask)
@@ -61,8 +74,9 @@ def _time_host(batch, steps, inputs, units):
             layer.set_weights(forms["keras LSTM"].get_weights())
         passes[name] = tf.function(lambda layer=layer: _pass(layer, x, mask))
         results[name] = passes[name]()
-    for got, want in zip(tf.nest.flatten(results["ProjectedLSTM"]),
-                         tf.nest.flatten(results["keras LSTM"])):
+    for got, want in zip(
+        tf.nest.flatten(results["ProjectedLSTM"]), tf.nest.flatten(results["keras LSTM"])
+    ):
         np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4)
     times = {name: [] for name in forms}
     for repeat in range(FLAGS.repeats + 1):
@@ -81,15 +95,32 @@ def main(argv):
         batch, steps, inputs, units = HOSTS[host]
         times = _time_host(batch, steps, inputs, units)
         for name, values in times.items():
-            rows.append([host, "%dx%dx%d, %d units" % (batch, steps, inputs, units), name,
-                         "%.1f" % (1e3 * np.median(values)),
-                         report.ratio_cell(values, times["keras LSTM"])])
-    notes = ["Bidirectional, lengths drawn from 3/4 to all of the source steps; one forward "
-             "and backward pass (gradients for the inputs and all weights); %d interleaved "
-             "passes per form." % FLAGS.repeats]
-    report.emit("Encoder LSTM forward and backward (bench/encoder_lstm.py)",
-                ["host", "batch x steps x inputs", "form", "median ms / pass",
-                 "ratio to keras LSTM (range)"], rows, notes)
+            rows.append(
+                [
+                    host,
+                    "%dx%dx%d, %d units" % (batch, steps, inputs, units),
+                    name,
+                    "%.1f" % (1e3 * np.median(values)),
+                    report.ratio_cell(values, times["keras LSTM"]),
+                ]
+            )
+    notes = [
+        "Bidirectional, lengths drawn from 3/4 to all of the source steps; one forward "
+        "and backward pass (gradients for the inputs and all weights); %d interleaved "
+        "passes per form." % FLAGS.repeats
+    ]
+    report.emit(
+        "Encoder LSTM forward and backward (bench/encoder_lstm.py)",
+        [
+            "host",
+            "batch x steps x inputs",
+            "form",
+            "median ms / pass",
+            "ratio to keras LSTM (range)",
+        ],
+        rows,
+        notes,
+    )
 
 
 if __name__ == "__main__":

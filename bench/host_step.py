@@ -20,26 +20,29 @@ the peak memory (the process's resident set on CPU, each variant's peak on a GPU
 Usage: python bench/host_step.py [--tasks=translation,captioning] [--repeats=5]
   [--variants=...] [--jit_compile] [--mixed_precision]
 """
+
 import os
 import resource
 import sys
 import time
 
-from absl import app
-from absl import flags
 import numpy as np
 import tensorflow as tf
+from absl import app, flags
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import _report as report  # noqa: E402  pylint: disable=wrong-import-position
-from acvi_tf import context as context_lib  # noqa: E402  pylint: disable=wrong-import-position
-from acvi_tf.compat import keras  # noqa: E402  pylint: disable=wrong-import-position
-from nmt import hparams  # noqa: E402  pylint: disable=wrong-import-position
-from nmt import model as nmt_model  # noqa: E402  pylint: disable=wrong-import-position
-from nmt import run_nmt  # noqa: E402  pylint: disable=wrong-import-position
-from video_caption import model as vc_model  # noqa: E402  pylint: disable=wrong-import-position
-from video_caption import run_captioning  # noqa: E402  pylint: disable=wrong-import-position
+from acvi_tf import context as context_lib
+from acvi_tf.compat import keras
+from nmt import (
+    hparams,
+    run_nmt,
+)
+from nmt import model as nmt_model
+from video_caption import model as vc_model
+from video_caption import run_captioning
+
+import _report as report
 
 flags.DEFINE_list("tasks", ["translation", "captioning"], "Hosts to time, in order.")
 flags.DEFINE_integer("repeats", 5, "Timed steps per variant.", lower_bound=1)
@@ -53,10 +56,16 @@ VARIANTS = {
     "acvi gumbel": dict(mode="acvi", sampling="gumbel"),
     "acvi relu": dict(mode="acvi", variance_net="relu"),
 }
-flags.register_validator("tasks", lambda names: set(names) <= {"translation", "captioning"},
-                         message="--tasks: translation and/or captioning")
-flags.register_validator("variants", lambda names: set(names) <= set(VARIANTS),
-                         message="--variants: unknown name (see VARIANTS in this script)")
+flags.register_validator(
+    "tasks",
+    lambda names: set(names) <= {"translation", "captioning"},
+    message="--tasks: translation and/or captioning",
+)
+flags.register_validator(
+    "variants",
+    lambda names: set(names) <= set(VARIANTS),
+    message="--variants: unknown name (see VARIANTS in this script)",
+)
 # translation: src vocab, tgt vocab, batch, source tokens, target tokens
 NMT_SIZE = (17191, 7709, 128, 50, 50)
 # captioning: vocab, batch, frames, feature dim, caption tokens, LSTM units, emb, attention
@@ -67,9 +76,13 @@ def _translation_batch():
     src_vocab, tgt_vocab, batch, src_len, tgt_len = NMT_SIZE
     rng = np.random.default_rng(0)
     tgt = rng.integers(3, tgt_vocab, size=(batch, tgt_len + 1)).astype(np.int32)
-    return dict(src=rng.integers(3, src_vocab, size=(batch, src_len)).astype(np.int32),
-                src_len=np.full([batch], src_len, np.int32), tgt_in=tgt[:, :-1],
-                tgt_out=tgt[:, 1:], tgt_len=np.full([batch], tgt_len, np.int32))
+    return dict(
+        src=rng.integers(3, src_vocab, size=(batch, src_len)).astype(np.int32),
+        src_len=np.full([batch], src_len, np.int32),
+        tgt_in=tgt[:, :-1],
+        tgt_out=tgt[:, 1:],
+        tgt_len=np.full([batch], tgt_len, np.int32),
+    )
 
 
 def _translation_step(layer):
@@ -77,9 +90,17 @@ def _translation_step(layer):
     preset = hparams.PRESETS["acvi_paper"]
     src_vocab, tgt_vocab = NMT_SIZE[:2]
     model = nmt_model.NMTModel(
-        src_vocab, tgt_vocab, preset["num_units"], preset["num_encoder_layers"],
-        preset["num_decoder_layers"], preset["encoder_type"], preset["attention"],
-        dropout=preset["dropout"], context_layer=layer, jit_compile=FLAGS.jit_compile)
+        src_vocab,
+        tgt_vocab,
+        preset["num_units"],
+        preset["num_encoder_layers"],
+        preset["num_decoder_layers"],
+        preset["encoder_type"],
+        preset["attention"],
+        dropout=preset["dropout"],
+        context_layer=layer,
+        jit_compile=FLAGS.jit_compile,
+    )
     batch = _translation_batch()
     model(batch)
     optimizer = keras.optimizers.SGD(preset["learning_rate"])
@@ -93,20 +114,31 @@ def _captioning_step(layer):
     fv = flags.FlagValues()
     run_captioning.define_flags(fv)
     fv(["host_step", "--jit_compile=%s" % FLAGS.jit_compile])
-    model = vc_model.Captioner(vocab, units, units, emb, attention, dropout=0.5,
-                               context_layer=layer, jit_compile=FLAGS.jit_compile)
+    model = vc_model.Captioner(
+        vocab,
+        units,
+        units,
+        emb,
+        attention,
+        dropout=0.5,
+        context_layer=layer,
+        jit_compile=FLAGS.jit_compile,
+    )
     rng = np.random.default_rng(0)
     captions = rng.integers(4, vocab, size=(batch_size, words)).astype(np.int32)
-    batch = dict(features=rng.normal(size=(batch_size, frames, dim)).astype(np.float32),
-                 num_frames=np.full([batch_size], frames, np.int32),
-                 caption_in=np.concatenate([np.full([batch_size, 1], 2, np.int32),
-                                            captions[:, :-1]], axis=1),
-                 caption_out=captions, caption_len=np.full([batch_size], words, np.int32))
+    batch = dict(
+        features=rng.normal(size=(batch_size, frames, dim)).astype(np.float32),
+        num_frames=np.full([batch_size], frames, np.int32),
+        caption_in=np.concatenate(
+            [np.full([batch_size, 1], 2, np.int32), captions[:, :-1]], axis=1
+        ),
+        caption_out=captions,
+        caption_len=np.full([batch_size], words, np.int32),
+    )
     model(batch)
     optimizer = keras.optimizers.Adadelta(1.0)  # arctic-capgen-vid's optimizer
     optimizer.build(model.trainable_variables)
     return run_captioning.make_train_step(model, optimizer, fv), batch
-
 
 
 def main(argv):
@@ -121,8 +153,11 @@ def _time_task(task):
     """Times every chosen variant of ``task``'s training step; appends the table."""
     make_step = _translation_step if task == "translation" else _captioning_step
     steps, memory = {}, {}
-    chosen = {name: VARIANTS[name] for name in VARIANTS
-              if name == "sa" or not FLAGS.variants or name in FLAGS.variants}
+    chosen = {
+        name: VARIANTS[name]
+        for name in VARIANTS
+        if name == "sa" or not FLAGS.variants or name in FLAGS.variants
+    }
     for name, options in chosen.items():
         keras.utils.set_random_seed(1)
         options = dict(options)
@@ -132,11 +167,12 @@ def _time_task(task):
             tf.config.experimental.reset_memory_stats("GPU:0")
         step(batch, tf.constant(False), tf.constant(0, tf.int64))  # trace, compile
         if report.has_gpu():
-            memory[name] = tf.config.experimental.get_memory_info("GPU:0")["peak"] / 2 ** 20
+            memory[name] = tf.config.experimental.get_memory_info("GPU:0")["peak"] / 2**20
         steps[name] = step
     times = {name: [] for name in steps}
-    use_gumbel = {name: tf.constant(options.get("sampling") == "gumbel")
-                  for name, options in VARIANTS.items()}
+    use_gumbel = {
+        name: tf.constant(options.get("sampling") == "gumbel") for name, options in VARIANTS.items()
+    }
     # Interleaved; the first round is not timed: a step's first call after the others
     # were traced ran up to 10x slower.
     for repeat in range(FLAGS.repeats + 1):
@@ -151,31 +187,62 @@ def _time_task(task):
         median = float(np.median(values))
         if task == "translation":
             batch_size, src_len, tgt_len = NMT_SIZE[2:]
-            rate = ["%.1f" % (batch_size * tgt_len / median / 1e3),
-                    "%.1f" % (batch_size * (src_len + tgt_len) / median / 1e3)]
+            rate = [
+                "%.1f" % (batch_size * tgt_len / median / 1e3),
+                "%.1f" % (batch_size * (src_len + tgt_len) / median / 1e3),
+            ]
         else:
             rate = ["%.1f" % (VC_SIZE[1] / median)]
-        rows.append([name, "%.1f" % (1e3 * median)] + rate
-                    + [report.ratio_cell(values, times["sa"])]
-                    + (["%.0f" % memory[name]] if memory else []))
-    rate_header = (["K target tokens / s", "K words / s (src + tgt)"]
-                   if task == "translation" else ["clips / s"])
-    header = (["context", "median ms / step"] + rate_header + ["ratio to sa (range)"]
-              + (["peak GPU MiB"] if memory else []))
+        rows.append(
+            [name, "%.1f" % (1e3 * median)]
+            + rate
+            + [report.ratio_cell(values, times["sa"])]
+            + (["%.0f" % memory[name]] if memory else [])
+        )
+    rate_header = (
+        ["K target tokens / s", "K words / s (src + tgt)"]
+        if task == "translation"
+        else ["clips / s"]
+    )
+    header = (
+        ["context", "median ms / step"]
+        + rate_header
+        + ["ratio to sa (range)"]
+        + (["peak GPU MiB"] if memory else [])
+    )
     if task == "translation":
-        size = ("acvi_paper preset (256 units, bi encoder, 2 decoder layers); batch %d, "
-                "%d/%d tokens, vocab %d/%d" % (NMT_SIZE[2], NMT_SIZE[3], NMT_SIZE[4],
-                                               NMT_SIZE[0], NMT_SIZE[1]))
+        size = (
+            "acvi_paper preset (256 units, bi encoder, 2 decoder layers); batch %d, "
+            "%d/%d tokens, vocab %d/%d"
+            % (NMT_SIZE[2], NMT_SIZE[3], NMT_SIZE[4], NMT_SIZE[0], NMT_SIZE[1])
+        )
     else:
-        size = ("%d-unit LSTMs, emb %d, attention %d; batch %d, %d frames x %d, "
-                "%d-token captions, vocab %d" % (VC_SIZE[5], VC_SIZE[6], VC_SIZE[7],
-                                                 VC_SIZE[1], VC_SIZE[2], VC_SIZE[3],
-                                                 VC_SIZE[4], VC_SIZE[0]))
-    notes = ["%s%s; %d interleaved steps per variant; process peak RSS %d MB." % (
-        size, report.settings(FLAGS), FLAGS.repeats,
-        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)]
+        size = (
+            "%d-unit LSTMs, emb %d, attention %d; batch %d, %d frames x %d, "
+            "%d-token captions, vocab %d"
+            % (
+                VC_SIZE[5],
+                VC_SIZE[6],
+                VC_SIZE[7],
+                VC_SIZE[1],
+                VC_SIZE[2],
+                VC_SIZE[3],
+                VC_SIZE[4],
+                VC_SIZE[0],
+            )
+        )
+    notes = [
+        "%s%s; %d interleaved steps per variant; process peak RSS %d MB."
+        % (
+            size,
+            report.settings(FLAGS),
+            FLAGS.repeats,
+            resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
+        )
+    ]
     title = "%s training step (bench/host_step.py)" % (
-        "NMT" if task == "translation" else "Captioner")
+        "NMT" if task == "translation" else "Captioner"
+    )
     report.emit(title, header, rows, notes)
 
 

@@ -27,33 +27,38 @@ resident set (CPU) or each variant's peak GPU memory. Rows go to BENCHMARKS.md.
 Usage: python bench/train_step.py [--size=paper|small] [--repeats=5] [--variants=...]
   [--coverage_settings=both|no|yes] [--mixed_precision] [--jit_compile]
 """
+
 import math
 import os
 import resource
 import sys
 import time
 
-from absl import app
-from absl import flags
 import numpy as np
 import tensorflow as tf
+from absl import app, flags
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import _report as report  # noqa: E402  pylint: disable=wrong-import-position
-from acvi_tf import attention  # noqa: E402  pylint: disable=wrong-import-position
-from acvi_tf import context as context_lib  # noqa: E402  pylint: disable=wrong-import-position
-from acvi_tf import loop_gradients  # noqa: E402  pylint: disable=wrong-import-position
-from acvi_tf.compat import keras  # noqa: E402  pylint: disable=wrong-import-position
-from pointer_generator import model as model_lib  # noqa: E402  pylint: disable=wrong-import-position
-from pointer_generator import run_summarization  # noqa: E402  pylint: disable=wrong-import-position
+from acvi_tf import (
+    attention,
+    loop_gradients,
+)
+from acvi_tf import context as context_lib
+from acvi_tf.compat import keras
+from pointer_generator import model as model_lib
+from pointer_generator import run_summarization
+
+import _report as report
 
 flags.DEFINE_enum("size", "paper", ["paper", "small"], "Model and batch size.")
 flags.DEFINE_integer("repeats", 5, "Timed steps per variant.", lower_bound=1)
-flags.DEFINE_list("variants", [], "Variants to time (default: all but the ablations); sa "
-                  "is always timed.")
-flags.DEFINE_enum("coverage_settings", "both", ["both", "no", "yes"],
-                  "Time without coverage, with it, or both.")
+flags.DEFINE_list(
+    "variants", [], "Variants to time (default: all but the ablations); sa is always timed."
+)
+flags.DEFINE_enum(
+    "coverage_settings", "both", ["both", "no", "yes"], "Time without coverage, with it, or both."
+)
 FLAGS = flags.FLAGS
 
 COVERAGE_SETTINGS = {"both": (False, True), "no": (False,), "yes": (True,)}
@@ -105,8 +110,8 @@ def _in_loop_gradients(layer_class):
 def _keras_lstm_encoder(model, hidden):
     """Ablation: the encoder as Keras's LSTM layer (every product inside its loop)."""
     model.encoder = keras.layers.Bidirectional(
-        keras.layers.LSTM(hidden, return_sequences=True, return_state=True),
-        name="encoder")
+        keras.layers.LSTM(hidden, return_sequences=True, return_state=True), name="encoder"
+    )
 
 
 class _DenseCoverageScorer(attention.AdditiveScorer):
@@ -118,37 +123,47 @@ class _DenseCoverageScorer(attention.AdditiveScorer):
 
 def _dense_coverage(model, hidden):
     """Ablation: ``_DenseCoverageScorer`` in place of the model's scorer."""
-    model.scorer = _DenseCoverageScorer(2 * hidden, use_coverage=True,
-                                        mask_mode=model.scorer.mask_mode, name="attention")
+    model.scorer = _DenseCoverageScorer(
+        2 * hidden, use_coverage=True, mask_mode=model.scorer.mask_mode, name="attention"
+    )
 
 
-ABLATIONS = {"ablation: no KL": _NoKL, "ablation: unit variance": _UnitVariance,
-             "ablation: noise off": _NoiseOff,
-             "ablation: sa in-loop gradients": _in_loop_gradients(
-                 context_lib.SoftAttentionContext),
-             "ablation: acvi in-loop gradients": _in_loop_gradients(
-                 context_lib.ACVIContext),
-             "ablation: sa keras lstm encoder": context_lib.SoftAttentionContext,
-             "ablation: acvi keras lstm encoder": context_lib.ACVIContext,
-             "ablation: sa dense coverage": context_lib.SoftAttentionContext}
-MODEL_ABLATIONS = {"ablation: sa keras lstm encoder": _keras_lstm_encoder,
-                   "ablation: acvi keras lstm encoder": _keras_lstm_encoder,
-                   "ablation: sa dense coverage": _dense_coverage}
+ABLATIONS = {
+    "ablation: no KL": _NoKL,
+    "ablation: unit variance": _UnitVariance,
+    "ablation: noise off": _NoiseOff,
+    "ablation: sa in-loop gradients": _in_loop_gradients(context_lib.SoftAttentionContext),
+    "ablation: acvi in-loop gradients": _in_loop_gradients(context_lib.ACVIContext),
+    "ablation: sa keras lstm encoder": context_lib.SoftAttentionContext,
+    "ablation: acvi keras lstm encoder": context_lib.ACVIContext,
+    "ablation: sa dense coverage": context_lib.SoftAttentionContext,
+}
+MODEL_ABLATIONS = {
+    "ablation: sa keras lstm encoder": _keras_lstm_encoder,
+    "ablation: acvi keras lstm encoder": _keras_lstm_encoder,
+    "ablation: sa dense coverage": _dense_coverage,
+}
 flags.register_validator(
-    "variants", lambda names: set(names) <= set(VARIANTS) | set(ABLATIONS),
-    message="--variants: unknown name (see VARIANTS and ABLATIONS in this script)")
+    "variants",
+    lambda names: set(names) <= set(VARIANTS) | set(ABLATIONS),
+    message="--variants: unknown name (see VARIANTS and ABLATIONS in this script)",
+)
 
 
 def step_flops(vocab, emb, hidden, batch, n, t):
     """Analytic FLOPs of one training step (multiply-adds x 2, forward x 3)."""
     h2 = 2 * hidden
-    encoder = 2 * n * 4 * hidden * (emb + hidden)               # two LSTM directions
-    keys = n * h2 * h2                                          # W_h h_i, once
-    per_step = ((emb + h2) * emb                                # input projection
-                + 4 * hidden * (emb + hidden)                   # decoder LSTM
-                + h2 * h2 + 2 * n * h2                          # W_s [c; h], scores
-                + n * h2                                        # the context
-                + (hidden + h2) * hidden + hidden * vocab)      # W_o and V'
+    encoder = 2 * n * 4 * hidden * (emb + hidden)  # two LSTM directions
+    keys = n * h2 * h2  # W_h h_i, once
+    per_step = (
+        (emb + h2) * emb  # input projection
+        + 4 * hidden * (emb + hidden)  # decoder LSTM
+        + h2 * h2
+        + 2 * n * h2  # W_s [c; h], scores
+        + n * h2  # the context
+        + (hidden + h2) * hidden
+        + hidden * vocab
+    )  # W_o and V'
     return 3 * 2 * batch * (encoder + keys + t * per_step)
 
 
@@ -162,7 +177,7 @@ def matmul_peak(n=2048, repeats=5):
         start = time.perf_counter()
         float(tf.matmul(a, b)[0, 0])
         times.append(time.perf_counter() - start)
-    return 2 * n ** 3 / float(np.median(times))
+    return 2 * n**3 / float(np.median(times))
 
 
 def _batch(vocab, batch, n, t):
@@ -173,24 +188,34 @@ def _batch(vocab, batch, n, t):
     enc[:, ::50] = 0
     target = rng.integers(4, vocab, size=(batch, t)).astype(np.int32)
     target[:, ::10] = vocab
-    return dict(enc_batch=enc, enc_lens=np.full([batch], n, np.int32),
-                enc_padding_mask=np.ones((batch, n), np.float32),
-                enc_batch_extend_vocab=ext, max_art_oovs=np.int32(1),
-                dec_batch=rng.integers(4, vocab, size=(batch, t)).astype(np.int32),
-                target_batch=target, dec_padding_mask=np.ones((batch, t), np.float32))
-
+    return dict(
+        enc_batch=enc,
+        enc_lens=np.full([batch], n, np.int32),
+        enc_padding_mask=np.ones((batch, n), np.float32),
+        enc_batch_extend_vocab=ext,
+        max_art_oovs=np.int32(1),
+        dec_batch=rng.integers(4, vocab, size=(batch, t)).astype(np.int32),
+        target_batch=target,
+        dec_padding_mask=np.ones((batch, t), np.float32),
+    )
 
 
 def main(argv):
     del argv
     run_summarization.acvi_flags.configure_runtime(FLAGS)
     vocab, emb, hidden, batch_size, n, t = SIZES[FLAGS.size]
-    batch = {k: v for k, v in _batch(vocab, batch_size, n, t).items()
-             if k in run_summarization.MODEL_SIGNATURE}
+    batch = {
+        k: v
+        for k, v in _batch(vocab, batch_size, n, t).items()
+        if k in run_summarization.MODEL_SIGNATURE
+    }
     tf.get_logger().setLevel("ERROR")  # one trace per variant is the point, not a warning
     steps, memory, gumbel = {}, {}, {}
-    chosen = [name for name in list(VARIANTS) + list(ABLATIONS)
-              if name == "sa" or name in (FLAGS.variants or VARIANTS)]
+    chosen = [
+        name
+        for name in list(VARIANTS) + list(ABLATIONS)
+        if name == "sa" or name in (FLAGS.variants or VARIANTS)
+    ]
     for name in chosen:
         keras.utils.set_random_seed(1)
         if name in ABLATIONS:
@@ -200,8 +225,9 @@ def main(argv):
         else:
             options = dict(VARIANTS[name])
             layer = context_lib.make_context_layer(options.pop("mode"), seed=1, **options)
-        model = model_lib.PointerGenerator(vocab, hidden, emb, context_layer=layer,
-                                           jit_compile=FLAGS.jit_compile)
+        model = model_lib.PointerGenerator(
+            vocab, hidden, emb, context_layer=layer, jit_compile=FLAGS.jit_compile
+        )
         if name in MODEL_ABLATIONS:
             MODEL_ABLATIONS[name](model, hidden)
         optimizer = keras.optimizers.Adagrad(0.15, initial_accumulator_value=0.1)
@@ -214,8 +240,9 @@ def main(argv):
                 tf.config.experimental.reset_memory_stats("GPU:0")
             float(step(batch, gumbel[name], tf.constant(0, tf.int64))["total_loss"])
             if report.has_gpu():
-                memory[name, coverage] = tf.config.experimental.get_memory_info(
-                    "GPU:0")["peak"] / 2 ** 20
+                memory[name, coverage] = (
+                    tf.config.experimental.get_memory_info("GPU:0")["peak"] / 2**20
+                )
             steps[name, coverage] = step
     times = {key: [] for key in steps}
     # Interleaved; the first round is not timed: a step's first call after the others
@@ -231,20 +258,46 @@ def main(argv):
     rows = []
     for (name, coverage), values in times.items():
         median = float(np.median(values))
-        rows.append([FLAGS.size, name, "yes" if coverage else "no", "%.1f" % (1e3 * median),
-                     report.ratio_cell(values, times["sa", coverage]),
-                     "%.1f" % (flops / median / 1e9),
-                     "%.1f%%" % (100 * flops / median / peak)]
-                    + (["%.0f" % memory[name, coverage]] if memory else []))
-    header = ["size", "context", "coverage", "median ms / step", "ratio to sa (range)",
-              "GFLOP/s", "of matmul peak"] + (["peak GPU MiB"] if memory else [])
+        rows.append(
+            [
+                FLAGS.size,
+                name,
+                "yes" if coverage else "no",
+                "%.1f" % (1e3 * median),
+                report.ratio_cell(values, times["sa", coverage]),
+                "%.1f" % (flops / median / 1e9),
+                "%.1f%%" % (100 * flops / median / peak),
+            ]
+            + (["%.0f" % memory[name, coverage]] if memory else [])
+        )
+    header = [
+        "size",
+        "context",
+        "coverage",
+        "median ms / step",
+        "ratio to sa (range)",
+        "GFLOP/s",
+        "of matmul peak",
+    ] + (["peak GPU MiB"] if memory else [])
     vocab_, emb_, hidden_, b_, n_, t_ = SIZES[FLAGS.size]
-    notes = ["Batch %d, %d/%d tokens, vocab %d, emb %d, hidden %d%s; %d interleaved steps "
-             "per variant; analytic %.1f GFLOP per step; measured float32 matmul peak %.1f "
-             "GFLOP/s; process peak RSS %d MB." % (
-                 b_, n_, t_, vocab_, emb_, hidden_, report.settings(FLAGS), FLAGS.repeats,
-                 flops / 1e9, peak / 1e9,
-                 resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)]
+    notes = [
+        "Batch %d, %d/%d tokens, vocab %d, emb %d, hidden %d%s; %d interleaved steps "
+        "per variant; analytic %.1f GFLOP per step; measured float32 matmul peak %.1f "
+        "GFLOP/s; process peak RSS %d MB."
+        % (
+            b_,
+            n_,
+            t_,
+            vocab_,
+            emb_,
+            hidden_,
+            report.settings(FLAGS),
+            FLAGS.repeats,
+            flops / 1e9,
+            peak / 1e9,
+            resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
+        )
+    ]
     report.emit("Pointer-generator training step (bench/train_step.py)", header, rows, notes)
 
 

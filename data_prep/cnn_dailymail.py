@@ -71,6 +71,7 @@ Usage::
       --out_dir=finished_files
   python -m data_prep.cnn_dailymail --finished_files=finished_files
 """
+
 import collections
 import dataclasses
 import glob
@@ -84,9 +85,7 @@ import subprocess
 import sys
 import tempfile
 
-from absl import app
-from absl import flags
-from absl import logging
+from absl import app, flags, logging
 
 from data_prep.text import write_vocab
 from pointer_generator import bin_files
@@ -104,8 +103,18 @@ TOKENIZER_BATCH_SIZE = 5000
 
 DM_SINGLE_CLOSE_QUOTE = "\u2019"
 DM_DOUBLE_CLOSE_QUOTE = "\u201d"
-END_TOKENS = (".", "!", "?", "...", "'", "`", '"', DM_SINGLE_CLOSE_QUOTE,
-              DM_DOUBLE_CLOSE_QUOTE, ")")
+END_TOKENS = (
+    ".",
+    "!",
+    "?",
+    "...",
+    "'",
+    "`",
+    '"',
+    DM_SINGLE_CLOSE_QUOTE,
+    DM_DOUBLE_CLOSE_QUOTE,
+    ")",
+)
 HIGHLIGHT = "@highlight"
 
 CORENLP_JAR = "stanford-corenlp-3.4.1.jar"
@@ -122,23 +131,28 @@ class CnnDailymailError(ValueError):
 # --- The pure-Python PTBTokenizer -------------------------------------------------------
 
 # Words after which PTBTokenizer 3.4.1 treats an acronym ("U.S.") as sentence-final.
-_SENTENCE_STARTERS = frozenset((
-    "A About According Additionally After An As At But Earlier He Her Here However If In "
-    "It Last Many More Mr. Ms. Now Once One Other Our She Since So Some Such That The "
-    "Their Then There These They This We When While What Yet You").split())
+_SENTENCE_STARTERS = frozenset(
+    (
+        "A About According Additionally After An As At But Earlier He Her Here However If In "
+        "It Last Many More Mr. Ms. Now Once One Other Our She Since So Some Such That The "
+        "Their Then There These They This We When While What Yet You"
+    ).split()
+)
 # Abbreviations that take an extra "." before a capital letter, two spaces or the end.
 _ABBREV_SENTENCE_FINAL = re.compile(
     r"(?i:jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec|mon|tues?|wed|thu(?:rs)?|fri"
     r"|ala|ariz|ark|calif|colo|conn|ct|dak|del|fla|ga|ill|ind|kans?|ky|la|mass|md|mich"
     r"|minn|miss|mo|mont|neb|nev|okla|ore|pa|penn|tenn|tex|va|vt|wash|wisc?|wyo"
     r"|inc|cos?|corp|pp?t[ye]s?|ltd|plc|bancorp|bhd|assn|univ|intl|sys|tel|est|ext|sq"
-    r"|rt|jr|sr|bros|blvd|rd|esq|etc|al|seq|bldg|ph\.d|ed\.d)")
+    r"|rt|jr|sr|bros|blvd|rd|esq|etc|al|seq|bldg|ph\.d|ed\.d)"
+)
 # Abbreviations that always keep their period and never end a sentence.
 _ABBREV_INTERNAL = re.compile(
     r"(?i:mr|mrs|ms|drs?|profs?|sens?|reps?|attys?|lt|col|gen|messrs|govs?|adm|rev|maj"
     r"|sgt|cpl|pvt|mt|capt|ste?|ave|pres|lieut|hon|brig|co?mdr|pfc|spc|supts?|det|m|mme"
     r"|mlle|insp|assoc|asst|msgr|vs|alex|wm|jos|cie|cf|treas|invt|elec|natl|mfg|mtg|dept"
-    r"|ph|ft)")
+    r"|ph|ft)"
+)
 # Abbreviations that keep their period only before a number ("No. 5").
 _ABBREV_BEFORE_NUMBER = re.compile(r"(?i:nos?|prop|ca|figs?|art|pp|op)")
 _STARTER_AFTER = re.compile(r"\s+(Mr\.|Ms\.|[A-Za-z]+)\s")
@@ -151,39 +165,59 @@ _URL_END = r"[^\s\"<>|.!?(){},\-]"
 _TOKEN_PATTERNS = (
     ("newline", r"\r\n?|[\n\u2028\u2029]"),
     ("space", r"[^\S\r\n\u2028\u2029\x85]+|[\u200b-\u200f\ufeff\U00010000-\U0010ffff]"),
-    ("url", r"https?://[^\s\"<>|()]*" + _URL_END
-            + r"|www\.(?:[^\s\"<>|.!?(){},]+\.)+[a-zA-Z]{2,4}(?:/[^\s\"<>|()]*" + _URL_END
-            + r")?|(?:[^\s\"`'<>|.!?(){}\[\],\-_$]+\.)+(?:com|net|org|edu)(?![^\W_])"
-            r"(?:/[^\s\"<>|()]*" + _URL_END + r")?"),
+    (
+        "url",
+        r"https?://[^\s\"<>|()]*"
+        + _URL_END
+        + r"|www\.(?:[^\s\"<>|.!?(){},]+\.)+[a-zA-Z]{2,4}(?:/[^\s\"<>|()]*"
+        + _URL_END
+        + r")?|(?:[^\s\"`'<>|.!?(){}\[\],\-_$]+\.)+(?:com|net|org|edu)(?![^\W_])"
+        r"(?:/[^\s\"<>|()]*" + _URL_END + r")?",
+    ),
     ("email", r"[A-Za-z0-9][^\s\"<>|()]*@(?:[^\s\"<>|().]+\.)*[^\s\"<>|().]+"),
     ("twitter", r"@[A-Za-z_][A-Za-z_0-9]*|#[^\W\d_]+"),
     # gonna -> gon na, cannot -> can not, 'tis -> 't is: the first part, then the rest.
-    ("split_prefix", r"(?i:(?:gon|wan)(?=na(?![\w-]))|got(?=ta(?![\w-]))"
-                     r"|(?:gim|lem)(?=me(?![\w-]))|can(?=not(?![\w-]))"
-                     r"|['’]t(?=(?:is|was)(?![\w-])))"),
+    (
+        "split_prefix",
+        r"(?i:(?:gon|wan)(?=na(?![\w-]))|got(?=ta(?![\w-]))"
+        r"|(?:gim|lem)(?=me(?![\w-]))|can(?=not(?![\w-]))"
+        r"|['’]t(?=(?:is|was)(?![\w-])))",
+    ),
     # D-N.Y., N.Y.-based; U.S. (".", too, before a sentence starter); a word kept with its
     # period before , ; or : ("R-Ariz.,"); letters and a period (see _abbreviation_tokens).
-    ("acronym_compound", r"(?:[^\W_]+-)+[A-Za-z](?:\.[A-Za-z])+\.(?:-[^\W_]+)*"
-                         r"|[A-Za-z](?:\.[A-Za-z])+\.(?:-[^\W_]+)+"),
+    (
+        "acronym_compound",
+        r"(?:[^\W_]+-)+[A-Za-z](?:\.[A-Za-z])+\.(?:-[^\W_]+)*"
+        r"|[A-Za-z](?:\.[A-Za-z])+\.(?:-[^\W_]+)+",
+    ),
     ("acronym", r"[A-Za-z](?:\.[A-Za-z])+\.(?![^\W\d_])"),
     ("word_period", r"[^\W_]+(?:-[^\W_]+)*\.(?=[,;:])"),
     ("abbreviation", r"(?:[Pp][Hh]|[Ee][Dd])\.[Dd]\.|[^\W\d_]+\.(?![^\W\d_]|\.)"),
     # O'Neil, ma'am, 'em, 'n', '90s, y'; then do|n't and it|'s.
-    ("apostrophe_word", r"[yY]['’](?=[^\W_])|(?i:[a-hj-xz])['’][^\W\d_]{2,}"
-                        r"|[^\W\d_]*[aeiou]['’][aeiou][^\W\d_]*"
-                        r"|['’](?i:em|cause|till?)\b|['’]n['’]|['’]n(?![^\W_])"
-                        r"|['’][0-9]{2}s?\b"),
+    (
+        "apostrophe_word",
+        r"[yY]['’](?=[^\W_])|(?i:[a-hj-xz])['’][^\W\d_]{2,}"
+        r"|[^\W\d_]*[aeiou]['’][aeiou][^\W\d_]*"
+        r"|['’](?i:em|cause|till?)\b|['’]n['’]|['’]n(?![^\W_])"
+        r"|['’][0-9]{2}s?\b",
+    ),
     ("before_nt", r"[^\W_]+?(?=[nN]['’][tT]\b)"),
-    ("clitic", r"[nN]['’][tT]\b|(?<=[^\W_]|\.)['’](?:[sSmMdD]\b"
-               r"|(?:re|RE|ve|VE|ll|LL)(?=[^A-Za-z]))"),
+    (
+        "clitic",
+        r"[nN]['’][tT]\b|(?<=[^\W_]|\.)['’](?:[sSmMdD]\b"
+        r"|(?:re|RE|ve|VE|ll|LL)(?=[^A-Za-z]))",
+    ),
     # bit.ly, and/or, 24/7, US$, AT&T, "5 1/2" and phone numbers, -5 and .45, 10-year-old.
     ("dotted", r"[^\W_]+(?:\.[^\W\d_][^\W_]*)+"),
     ("slashed", r"[^\W_]+(?:-[^\W_]+)*(?:/[^\W_]+(?:-[^\W_]+)*){1,2}"),
     ("dollar", r"[A-Z]+\$"),
     ("caps_amp", r"[A-Z]+(?:&[A-Z]+)+"),
-    ("spaced_number", r"\d{1,4}[- ]\d{1,4}/\d{1,4}(?!\d)"
-                      r"|(?:\(\d{2,3}\) ?|(?:\+\+?)?(?:\d{2,4}[- ])?\d{2,4}[- ])"
-                      r"\d{3,4}[- ]?\d{3,5}"),
+    (
+        "spaced_number",
+        r"\d{1,4}[- ]\d{1,4}/\d{1,4}(?!\d)"
+        r"|(?:\(\d{2,3}\) ?|(?:\+\+?)?(?:\d{2,4}[- ])?\d{2,4}[- ])"
+        r"\d{3,4}[- ]?\d{3,5}",
+    ),
     ("number", r"[-+]?[.,]\d+(?:[.,]\d+)*|[-+]\d+(?:[.:,]\d+)*"),
     ("word", r"(?:%s)(?:-[^\W_]+)*" % _UNIT),
     ("ellipsis", r"\.{3,5}|\.(?: \.){2,4}|[…\x85]"),
@@ -193,9 +227,21 @@ _TOKEN_PATTERNS = (
     ("other", r"."),
 )
 _TOKEN_RE = re.compile("|".join("(?P<%s>%s)" % pattern for pattern in _TOKEN_PATTERNS))
-_REPLACEMENTS = {"(": "-LRB-", ")": "-RRB-", "[": "-LSB-", "]": "-RSB-", "{": "-LCB-",
-                 "}": "-RCB-", "£": "#", "€": "$", "¤": "$", "¢": "cents", "½": "1/2",
-                 "¼": "1/4", "¾": "3/4"}
+_REPLACEMENTS = {
+    "(": "-LRB-",
+    ")": "-RRB-",
+    "[": "-LSB-",
+    "]": "-RSB-",
+    "{": "-LCB-",
+    "}": "-RCB-",
+    "£": "#",
+    "€": "$",
+    "¤": "$",
+    "¢": "cents",
+    "½": "1/2",
+    "¼": "1/4",
+    "¾": "3/4",
+}
 _DOUBLE_QUOTE_OPENERS = string.ascii_letters + string.digits + "$"
 _OPENING_QUOTES = {"``": "``", "“": "``", "«": "``", "‘": "`", "‹": "`", "`": "`"}
 _CLOSING_QUOTES = {"''": "''", "”": "''", "»": "''", "’": "'", "›": "'"}
@@ -210,9 +256,10 @@ def _abbreviation_tokens(word, text, end):
     """Tokens for ``word`` (letters, then a period) ending at ``end`` in ``text``."""
     stem = word[:-1]
     if _ABBREV_SENTENCE_FINAL.fullmatch(stem):
-        after = text[end:end + 2]
-        sentence_end = len(after) < 2 or after[0].isspace() and (
-            after[1].isspace() or after[1].isupper())
+        after = text[end : end + 2]
+        sentence_end = (
+            len(after) < 2 or after[0].isspace() and (after[1].isspace() or after[1].isupper())
+        )
         return [word, "."] if sentence_end else [word]
     if _ABBREV_INTERNAL.fullmatch(stem):
         return [word]
@@ -228,11 +275,12 @@ def _quote_token(mark, text, end):
         return _OPENING_QUOTES[mark]
     if mark in _CLOSING_QUOTES:
         return _CLOSING_QUOTES[mark]
-    following = text[end:end + 2]
+    following = text[end : end + 2]
     if mark == '"':
         return "``" if following[:1] and following[0] in _DOUBLE_QUOTE_OPENERS else "''"
-    opening = (len(following) == 2 and following[0] in string.ascii_letters
-               and not following[1].isspace())
+    opening = (
+        len(following) == 2 and following[0] in string.ascii_letters and not following[1].isspace()
+    )
     return "`" if opening else "'"
 
 
@@ -280,6 +328,7 @@ def ptb_tokenize(text):
 
 # --- Tokenizers over story files --------------------------------------------------------
 
+
 def _read_text(path):
     with open(path, encoding="utf-8", errors="replace", newline="") as f:
         return f.read()
@@ -306,7 +355,8 @@ def find_java():
         raise CnnDailymailError(
             "java is not on PATH; Stanford PTBTokenizer (the CoreNLP jar) needs a Java "
             "runtime: `%s` (Debian/Ubuntu), or pass --tokenizer=python for the pure-Python "
-            "fallback" % JAVA_INSTALL_HINT)
+            "fallback" % JAVA_INSTALL_HINT
+        )
     return java
 
 
@@ -317,15 +367,18 @@ def find_corenlp_jar():
       CnnDailymailError: pycocoevalcap is not installed or lacks the jar.
     """
     try:
-        import pycocoevalcap  # pylint: disable=import-outside-toplevel
+        import pycocoevalcap
     except ImportError as e:
         raise CnnDailymailError(
             "pycocoevalcap is not installed; it ships %s (`pip install pycocoevalcap`, "
-            "pinned in requirements/)" % CORENLP_JAR) from e
+            "pinned in requirements/)" % CORENLP_JAR
+        ) from e
     path = os.path.join(list(pycocoevalcap.__path__)[0], "tokenizer", CORENLP_JAR)
     if not os.path.isfile(path):
-        raise CnnDailymailError("%s is missing; reinstall pycocoevalcap "
-                                "(`pip install --force-reinstall pycocoevalcap`)" % path)
+        raise CnnDailymailError(
+            "%s is missing; reinstall pycocoevalcap "
+            "(`pip install --force-reinstall pycocoevalcap`)" % path
+        )
     return path
 
 
@@ -357,7 +410,8 @@ class JarTokenizer:
             if re.search(r"\s", work):
                 raise CnnDailymailError(
                     "the temporary directory %r has whitespace in its path, which "
-                    "PTBTokenizer's -ioFileList cannot read; pass --tmp_dir" % work)
+                    "PTBTokenizer's -ioFileList cannot read; pass --tmp_dir" % work
+                )
             in_dir, out_dir = os.path.join(work, "in"), os.path.join(work, "out")
             os.mkdir(in_dir)
             os.mkdir(out_dir)
@@ -366,25 +420,36 @@ class JarTokenizer:
             with open(mapping, "w", encoding="utf-8") as f:
                 for name, path in zip(names, paths):
                     os.symlink(os.path.abspath(path), os.path.join(in_dir, name))
-                    f.write("%s \t %s\n" % (os.path.join(in_dir, name),
-                                            os.path.join(out_dir, name)))
+                    f.write(
+                        "%s \t %s\n" % (os.path.join(in_dir, name), os.path.join(out_dir, name))
+                    )
             self._run(mapping, out_dir, len(paths))
             return [_read_text(os.path.join(out_dir, name)) for name in names]
 
     def _run(self, mapping, out_dir, expected):
-        command = [self._java, "-cp", self._jar, PTB_TOKENIZER_CLASS, "-ioFileList",
-                   "-preserveLines", mapping]
-        result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                check=False)
+        command = [
+            self._java,
+            "-cp",
+            self._jar,
+            PTB_TOKENIZER_CLASS,
+            "-ioFileList",
+            "-preserveLines",
+            mapping,
+        ]
+        result = subprocess.run(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False
+        )
         stderr = result.stderr.decode("utf-8", "replace").strip()
         if result.returncode != 0:
-            raise CnnDailymailError("`%s` failed (exit %d): %s" % (
-                " ".join(command), result.returncode, stderr[-2000:]))
+            raise CnnDailymailError(
+                "`%s` failed (exit %d): %s" % (" ".join(command), result.returncode, stderr[-2000:])
+            )
         written = len(os.listdir(out_dir))
         if written != expected:
             raise CnnDailymailError(
                 "PTBTokenizer wrote %d of %d tokenised files in %s; was there an error "
-                "during tokenisation? %s" % (written, expected, out_dir, stderr[-2000:]))
+                "during tokenisation? %s" % (written, expected, out_dir, stderr[-2000:])
+            )
 
 
 def make_tokenizer(name, tmp_dir=None):
@@ -397,6 +462,7 @@ def make_tokenizer(name, tmp_dir=None):
 
 
 # --- See's rules ------------------------------------------------------------------------
+
 
 def hashhex(url):
     """The hex SHA1 of a URL: the name of its ``.story`` file without the suffix."""
@@ -428,8 +494,7 @@ def get_art_abs(tokenized_story):
       ``(article, abstract)``: the article lines joined by spaces, and each highlight as
       ``<s> highlight </s>`` joined by spaces.
     """
-    lines = [fix_missing_period(line.strip().lower())
-             for line in tokenized_story.split("\n")]
+    lines = [fix_missing_period(line.strip().lower()) for line in tokenized_story.split("\n")]
     article_lines, highlights = [], []
     next_is_highlight = False
     for line in lines:
@@ -441,20 +506,26 @@ def get_art_abs(tokenized_story):
             highlights.append(line)
         else:
             article_lines.append(line)
-    abstract = " ".join("%s %s %s" % (vocab_lib.SENTENCE_START, sentence,
-                                      vocab_lib.SENTENCE_END) for sentence in highlights)
+    abstract = " ".join(
+        "%s %s %s" % (vocab_lib.SENTENCE_START, sentence, vocab_lib.SENTENCE_END)
+        for sentence in highlights
+    )
     return " ".join(article_lines), abstract
 
 
 def count_vocab(counter, article, abstract):
     """Adds one example's tokens to ``counter`` the way See's vocab does."""
-    abstract_tokens = [token for token in abstract.split(" ")
-                       if token not in (vocab_lib.SENTENCE_START, vocab_lib.SENTENCE_END)]
+    abstract_tokens = [
+        token
+        for token in abstract.split(" ")
+        if token not in (vocab_lib.SENTENCE_START, vocab_lib.SENTENCE_END)
+    ]
     tokens = [token.strip() for token in article.split(" ") + abstract_tokens]
     counter.update(token for token in tokens if token)
 
 
 # --- Inputs -----------------------------------------------------------------------------
+
 
 @dataclasses.dataclass(frozen=True)
 class StorySource:
@@ -465,6 +536,7 @@ class StorySource:
       directory: the folder, or None when it was not given.
       names: the ``.story`` file names in it.
     """
+
     label: str
     directory: str
     names: frozenset
@@ -505,17 +577,27 @@ def check_story_counts(sources, strict):
         if found == expected:
             continue
         where = source.directory or "(--%s_stories_dir not given)" % source.label
-        gap = ("%d missing" % (expected - found) if found < expected
-               else "%d extra" % (found - expected))
-        problems.append("%s stories: %s holds %d .story files, See's make_datafiles.py "
-                        "expects %d (%s)" % (source.label, where, found, expected, gap))
+        gap = (
+            "%d missing" % (expected - found)
+            if found < expected
+            else "%d extra" % (found - expected)
+        )
+        problems.append(
+            "%s stories: %s holds %d .story files, See's make_datafiles.py "
+            "expects %d (%s)" % (source.label, where, found, expected, gap)
+        )
     if problems:
-        message = ("story counts differ from the full corpus; is this a partial copy?\n  "
-                   + "\n  ".join(problems))
+        message = (
+            "story counts differ from the full corpus; is this a partial copy?\n  "
+            + "\n  ".join(problems)
+        )
         if strict:
             raise CnnDailymailError(message + "\n(--strict_counts is set)")
-        logging.warning("%s\nContinuing: URLs whose story is missing will be skipped "
-                        "(pass --strict_counts to stop instead).", message)
+        logging.warning(
+            "%s\nContinuing: URLs whose story is missing will be skipped "
+            "(pass --strict_counts to stop instead).",
+            message,
+        )
     return problems
 
 
@@ -529,8 +611,10 @@ def read_url_list(path):
         with open(path, encoding="utf-8") as f:
             return [line.strip() for line in f if line.strip()]
     except OSError as e:
-        raise CnnDailymailError("cannot read URL list %s: %s (--url_lists_dir must hold %s)"
-                                % (path, e, ", ".join(sorted(URL_LIST_NAMES.values())))) from e
+        raise CnnDailymailError(
+            "cannot read URL list %s: %s (--url_lists_dir must hold %s)"
+            % (path, e, ", ".join(sorted(URL_LIST_NAMES.values())))
+        ) from e
 
 
 def resolve_stories(urls, sources):
@@ -562,18 +646,26 @@ def report_missing(split, missing, total, strict):
     """
     if not missing:
         return
-    listed = "\n  ".join("%s (%s.story)" % (url, hashhex(url))
-                         for url in missing[:MISSING_LISTED])
-    more = ("\n  ... and %d more" % (len(missing) - MISSING_LISTED)
-            if len(missing) > MISSING_LISTED else "")
-    message = ("%s: %d of %d URLs have no story in either stories folder:\n  %s%s"
-               % (split, len(missing), total, listed, more))
+    listed = "\n  ".join("%s (%s.story)" % (url, hashhex(url)) for url in missing[:MISSING_LISTED])
+    more = (
+        "\n  ... and %d more" % (len(missing) - MISSING_LISTED)
+        if len(missing) > MISSING_LISTED
+        else ""
+    )
+    message = "%s: %d of %d URLs have no story in either stories folder:\n  %s%s" % (
+        split,
+        len(missing),
+        total,
+        listed,
+        more,
+    )
     if strict:
         raise CnnDailymailError(message + "\n(--strict_counts is set)")
     logging.warning("%s\nThey are skipped.", message)
 
 
 # --- Outputs ----------------------------------------------------------------------------
+
 
 def _remove_stale_chunks(chunk_dir, split, keep):
     keep = {os.path.basename(path) for path in keep}
@@ -640,8 +732,13 @@ def iter_examples(split, story_paths, tokenizer, batch_size, vocab_counter=None)
     for batch in _batches(story_paths, batch_size):
         for text in tokenizer.tokenize_files(batch):
             if done % PROGRESS_EVERY == 0:
-                logging.info("%s: writing story %d of %d; %.2f percent done", split, done,
-                             total, 100.0 * done / total)
+                logging.info(
+                    "%s: writing story %d of %d; %.2f percent done",
+                    split,
+                    done,
+                    total,
+                    100.0 * done / total,
+                )
             article, abstract = get_art_abs(text)
             if vocab_counter is not None:
                 count_vocab(vocab_counter, article, abstract)
@@ -652,6 +749,7 @@ def iter_examples(split, story_paths, tokenizer, batch_size, vocab_counter=None)
 @dataclasses.dataclass
 class BuildStats:
     """What ``build`` read, skipped and wrote; ``summary()`` formats it."""
+
     tokenizer: str = ""
     count_problems: list = dataclasses.field(default_factory=list)
     urls: dict = dataclasses.field(default_factory=dict)
@@ -665,18 +763,31 @@ class BuildStats:
         lines = ["tokenizer: %s" % self.tokenizer]
         lines += ["warning: %s" % problem for problem in self.count_problems]
         for split in WRITE_ORDER:
-            lines.append("%-5s: %d stories written (%d chunks), %d of %d URLs skipped "
-                         "(story missing)" % (split, self.written.get(split, 0),
-                                              self.chunks.get(split, 0),
-                                              len(self.missing.get(split, ())),
-                                              self.urls.get(split, 0)))
+            lines.append(
+                "%-5s: %d stories written (%d chunks), %d of %d URLs skipped "
+                "(story missing)"
+                % (
+                    split,
+                    self.written.get(split, 0),
+                    self.chunks.get(split, 0),
+                    len(self.missing.get(split, ())),
+                    self.urls.get(split, 0),
+                )
+            )
         lines.append("vocab: %d words" % self.vocab_size)
         return "\n".join(lines)
 
 
-def build(url_lists_dir, out_dir, cnn_stories_dir=None, dm_stories_dir=None,
-          tokenizer=None, strict_counts=False, vocab_size=VOCAB_SIZE,
-          batch_size=TOKENIZER_BATCH_SIZE):
+def build(
+    url_lists_dir,
+    out_dir,
+    cnn_stories_dir=None,
+    dm_stories_dir=None,
+    tokenizer=None,
+    strict_counts=False,
+    vocab_size=VOCAB_SIZE,
+    batch_size=TOKENIZER_BATCH_SIZE,
+):
     """Runs See's pipeline and writes ``finished_files`` into ``out_dir``.
 
     Args:
@@ -699,8 +810,7 @@ def build(url_lists_dir, out_dir, cnn_stories_dir=None, dm_stories_dir=None,
     tokenizer = tokenizer or JarTokenizer()
     if cnn_stories_dir is None and dm_stories_dir is None:
         raise CnnDailymailError("give --cnn_stories_dir, --dm_stories_dir or both")
-    sources = [read_story_source("cnn", cnn_stories_dir),
-               read_story_source("dm", dm_stories_dir)]
+    sources = [read_story_source("cnn", cnn_stories_dir), read_story_source("dm", dm_stories_dir)]
     stats = BuildStats(tokenizer=tokenizer.name)
     stats.count_problems = check_story_counts(sources, strict_counts)
     story_paths = {}
@@ -711,18 +821,23 @@ def build(url_lists_dir, out_dir, cnn_stories_dir=None, dm_stories_dir=None,
         report_missing(split, stats.missing[split], len(urls), strict_counts)
     vocab_counter = collections.Counter()
     for split in WRITE_ORDER:
-        examples = iter_examples(split, story_paths[split], tokenizer, batch_size,
-                                 vocab_counter if split == "train" else None)
+        examples = iter_examples(
+            split,
+            story_paths[split],
+            tokenizer,
+            batch_size,
+            vocab_counter if split == "train" else None,
+        )
         full_path = os.path.join(out_dir, split + ".bin")
         stats.written[split] = bin_files.write_bin_file(full_path, examples)
         logging.info("wrote %s (%d stories)", full_path, stats.written[split])
-        stats.chunks[split] = len(write_chunks(full_path, os.path.join(out_dir, "chunked"),
-                                               split))
+        stats.chunks[split] = len(write_chunks(full_path, os.path.join(out_dir, "chunked"), split))
     stats.vocab_size = write_vocab(os.path.join(out_dir, "vocab"), vocab_counter, vocab_size)
     return stats
 
 
 # --- An already-finished finished_files/ ------------------------------------------------
+
 
 def _count_records(path):
     return sum(1 for _ in bin_files.read_bin_file(path))
@@ -742,7 +857,8 @@ def _accept_split(directory, split):
     if not chunks and not has_full:
         raise CnnDailymailError(
             "%s has neither chunked/%s_*.bin nor %s.bin; is it See's finished_files/?"
-            % (directory, split, split))
+            % (directory, split, split)
+        )
     full_count = _count_records(full_path) if has_full else None
     if not chunks:
         chunks = write_chunks(full_path, chunk_dir, split)
@@ -751,8 +867,9 @@ def _accept_split(directory, split):
     if full_count is not None and full_count != chunk_count:
         raise CnnDailymailError(
             "%s holds %d records but chunked/%s_*.bin hold %d; delete %s/chunked/%s_*.bin "
-            "to rebuild the chunks from it" % (full_path, full_count, split, chunk_count,
-                                              directory, split))
+            "to rebuild the chunks from it"
+            % (full_path, full_count, split, chunk_count, directory, split)
+        )
     return chunk_count, len(chunks), False
 
 
@@ -778,14 +895,15 @@ def accept_finished_files(directory):
         raise CnnDailymailError("--finished_files %s is not a directory" % directory)
     vocab_path = os.path.join(directory, "vocab")
     if not os.path.isfile(vocab_path):
-        raise CnnDailymailError("%s has no vocab file; is it See's finished_files/?"
-                                % directory)
+        raise CnnDailymailError("%s has no vocab file; is it See's finished_files/?" % directory)
     vocab_words = vocab_lib.Vocab(vocab_path, 0).size() - len(vocab_lib.RESERVED)
     lines = []
     for split in WRITE_ORDER:
         records, chunks, made = _accept_split(directory, split)
-        lines.append("%-5s: %d records in %d chunks%s" % (
-            split, records, chunks, " (chunked/ written from %s.bin)" % split if made else ""))
+        lines.append(
+            "%-5s: %d records in %d chunks%s"
+            % (split, records, chunks, " (chunked/ written from %s.bin)" % split if made else "")
+        )
     lines.append("vocab: %d words" % vocab_words)
     return "\n".join(lines)
 
@@ -801,37 +919,70 @@ def define_flags():
     Called only when the module runs as a program: ``run_summarization`` has its own
     ``--vocab_size``, and importing both into one process must stay possible.
     """
-    flags.DEFINE_string("cnn_stories_dir", None, "Folder of CNN <sha1>.story files "
-                        "(cnn/stories).")
-    flags.DEFINE_string("dm_stories_dir", None, "Folder of Daily Mail <sha1>.story files "
-                        "(dailymail/stories).")
-    flags.DEFINE_string("url_lists_dir", None, "Folder holding all_train.txt, all_val.txt "
-                        "and all_test.txt (abisee/cnn-dailymail's url_lists).")
-    flags.DEFINE_string("out_dir", "finished_files", "Output folder for "
-                        "{train,val,test}.bin, chunked/ and vocab.")
-    flags.DEFINE_string("finished_files", None, "Accept an already-finished See "
-                        "finished_files/ folder instead: verify it and write chunked/ if "
-                        "missing.")
-    flags.DEFINE_enum("tokenizer", "ptb_jar", ["ptb_jar", "python"], "ptb_jar: Stanford "
-                      "PTBTokenizer (CoreNLP 3.4.1 jar from pycocoevalcap, needs java); "
-                      "python: the pure-Python re-creation (see the module docstring for "
-                      "its differences).")
-    flags.DEFINE_boolean("strict_counts", False, "Stop when the story counts differ from "
-                         "92,579 CNN / 219,506 Daily Mail or a listed story is missing.")
-    flags.DEFINE_integer("vocab_size", VOCAB_SIZE, "Most common words written to vocab.",
-                         lower_bound=1)
-    flags.DEFINE_integer("tokenizer_batch_size", TOKENIZER_BATCH_SIZE, "Stories per "
-                         "tokenizer call (one java run each).", lower_bound=1)
-    flags.DEFINE_string("tmp_dir", None, "Where to put the temporary tokenizer folders "
-                        "(default: the system temporary directory).")
+    flags.DEFINE_string("cnn_stories_dir", None, "Folder of CNN <sha1>.story files (cnn/stories).")
+    flags.DEFINE_string(
+        "dm_stories_dir", None, "Folder of Daily Mail <sha1>.story files (dailymail/stories)."
+    )
+    flags.DEFINE_string(
+        "url_lists_dir",
+        None,
+        "Folder holding all_train.txt, all_val.txt "
+        "and all_test.txt (abisee/cnn-dailymail's url_lists).",
+    )
+    flags.DEFINE_string(
+        "out_dir", "finished_files", "Output folder for {train,val,test}.bin, chunked/ and vocab."
+    )
+    flags.DEFINE_string(
+        "finished_files",
+        None,
+        "Accept an already-finished See "
+        "finished_files/ folder instead: verify it and write chunked/ if "
+        "missing.",
+    )
+    flags.DEFINE_enum(
+        "tokenizer",
+        "ptb_jar",
+        ["ptb_jar", "python"],
+        "ptb_jar: Stanford "
+        "PTBTokenizer (CoreNLP 3.4.1 jar from pycocoevalcap, needs java); "
+        "python: the pure-Python re-creation (see the module docstring for "
+        "its differences).",
+    )
+    flags.DEFINE_boolean(
+        "strict_counts",
+        False,
+        "Stop when the story counts differ from "
+        "92,579 CNN / 219,506 Daily Mail or a listed story is missing.",
+    )
+    flags.DEFINE_integer(
+        "vocab_size", VOCAB_SIZE, "Most common words written to vocab.", lower_bound=1
+    )
+    flags.DEFINE_integer(
+        "tokenizer_batch_size",
+        TOKENIZER_BATCH_SIZE,
+        "Stories per tokenizer call (one java run each).",
+        lower_bound=1,
+    )
+    flags.DEFINE_string(
+        "tmp_dir",
+        None,
+        "Where to put the temporary tokenizer folders (default: the system temporary directory).",
+    )
 
 
 def _run_build():
     if FLAGS.url_lists_dir is None:
         raise app.UsageError("--url_lists_dir is required (or pass --finished_files)")
-    stats = build(FLAGS.url_lists_dir, FLAGS.out_dir, FLAGS.cnn_stories_dir,
-                  FLAGS.dm_stories_dir, make_tokenizer(FLAGS.tokenizer, FLAGS.tmp_dir),
-                  FLAGS.strict_counts, FLAGS.vocab_size, FLAGS.tokenizer_batch_size)
+    stats = build(
+        FLAGS.url_lists_dir,
+        FLAGS.out_dir,
+        FLAGS.cnn_stories_dir,
+        FLAGS.dm_stories_dir,
+        make_tokenizer(FLAGS.tokenizer, FLAGS.tmp_dir),
+        FLAGS.strict_counts,
+        FLAGS.vocab_size,
+        FLAGS.tokenizer_batch_size,
+    )
     return "Built %s\n%s" % (FLAGS.out_dir, stats.summary())
 
 
@@ -841,12 +992,15 @@ def main(argv):
         raise app.UsageError("unexpected arguments: %s" % " ".join(argv[1:]))
     story_flags = (FLAGS.cnn_stories_dir, FLAGS.dm_stories_dir, FLAGS.url_lists_dir)
     if FLAGS.finished_files and any(flag is not None for flag in story_flags):
-        raise app.UsageError("--finished_files cannot be combined with the stories and URL "
-                             "list flags")
+        raise app.UsageError(
+            "--finished_files cannot be combined with the stories and URL list flags"
+        )
     try:
         if FLAGS.finished_files:
-            summary = "Accepted %s\n%s" % (FLAGS.finished_files,
-                                           accept_finished_files(FLAGS.finished_files))
+            summary = "Accepted %s\n%s" % (
+                FLAGS.finished_files,
+                accept_finished_files(FLAGS.finished_files),
+            )
         else:
             summary = _run_build()
     except (CnnDailymailError, bin_files.BinFileError, vocab_lib.VocabError) as e:

@@ -41,6 +41,7 @@ Usage::
   python -m data_prep.debian_descriptions --out_dir=finished_files \\
       [--translation_file=/var/lib/apt/lists/..._main_i18n_Translation-en.lz4]
 """
+
 import collections
 import contextlib
 import dataclasses
@@ -56,9 +57,7 @@ import statistics
 import subprocess
 import sys
 
-from absl import app
-from absl import flags
-from absl import logging
+from absl import app, flags, logging
 
 from data_prep import splits as splits_lib
 from data_prep.text import tokenize, write_vocab
@@ -90,6 +89,7 @@ class Record:
       paragraphs: the long description, one string per paragraph, lines joined by spaces.
       line: the line number where the record starts (1-based).
     """
+
     package: str
     synopsis: str
     paragraphs: tuple
@@ -111,6 +111,7 @@ class Pair:
       abstract: ``<s> tokenised synopsis </s>``.
       hash_value: ``int(sha1(package).hexdigest(), 16)``.
     """
+
     package: str
     article: str
     abstract: str
@@ -120,6 +121,7 @@ class Pair:
 @dataclasses.dataclass
 class Stats:
     """What the build read, dropped and wrote; ``summary()`` formats it."""
+
     records_read: int = 0
     skipped_empty: int = 0
     skipped_no_synopsis: int = 0
@@ -143,10 +145,15 @@ class Stats:
         for split in SPLITS:
             lines.append(
                 "%-5s pairs: %d (of %d before the cap); median tokens: article %s, "
-                "abstract %s" % (split, self.pairs.get(split, 0),
-                                 self.pairs_before_caps.get(split, 0),
-                                 self.median_article_tokens.get(split, "-"),
-                                 self.median_abstract_tokens.get(split, "-")))
+                "abstract %s"
+                % (
+                    split,
+                    self.pairs.get(split, 0),
+                    self.pairs_before_caps.get(split, 0),
+                    self.median_article_tokens.get(split, "-"),
+                    self.median_abstract_tokens.get(split, "-"),
+                )
+            )
         lines.append("vocab size:                %d" % self.vocab_size)
         return "\n".join(lines)
 
@@ -166,6 +173,7 @@ def default_translation_file(pattern=APT_LISTS_GLOB):
     Raises:
       TranslationFileError: nothing matches.
     """
+
     def suite_key(path):
         suite = os.path.basename(path).split("_dists_")[-1].split("_main_")[0]
         return ("-" in suite, path)
@@ -176,7 +184,8 @@ def default_translation_file(pattern=APT_LISTS_GLOB):
             "no Translation-en index matches %s; pass --translation_file, or download one "
             "with translations enabled: `apt-get update -o Acquire::Languages::=en` (in "
             "Docker images remove /etc/apt/apt.conf.d/docker-no-languages first, it turns "
-            "translations off)" % pattern)
+            "translations off)" % pattern
+        )
     return matches[0]
 
 
@@ -187,7 +196,8 @@ def _lz4_command(path):
         return [APT_HELPER, "cat-file", path]
     raise TranslationFileError(
         "%s is lz4-compressed and neither the `lz4` command nor %s is available; install "
-        "one (`apt-get install lz4`) or decompress the file yourself" % (path, APT_HELPER))
+        "one (`apt-get install lz4`) or decompress the file yourself" % (path, APT_HELPER)
+    )
 
 
 @contextlib.contextmanager
@@ -201,8 +211,10 @@ def _lz4_lines(path):
             raise
         stderr = process.stderr.read().decode("utf-8", "replace").strip()
     if process.returncode != 0:
-        raise TranslationFileError("decompressing %s with `%s` failed (exit %d): %s" % (
-            path, " ".join(command), process.returncode, stderr))
+        raise TranslationFileError(
+            "decompressing %s with `%s` failed (exit %d): %s"
+            % (path, " ".join(command), process.returncode, stderr)
+        )
 
 
 @contextlib.contextmanager
@@ -260,11 +272,16 @@ def _record(fields, start, path):
     if not package or "Description-en" not in fields:
         raise TranslationFileError(
             "%s:%d: the record starting on this line has no %s field; is this a Debian "
-            "Translation-en index?" % (path, start, "Description-en" if package else
-                                       "(or an empty) Package"))
+            "Translation-en index?"
+            % (path, start, "Description-en" if package else "(or an empty) Package")
+        )
     description = fields["Description-en"]
-    return Record(package=package, synopsis=description[0].strip(),
-                  paragraphs=_paragraphs(description[1:]), line=start)
+    return Record(
+        package=package,
+        synopsis=description[0].strip(),
+        paragraphs=_paragraphs(description[1:]),
+        line=start,
+    )
 
 
 def parse_records(lines, path="<input>"):
@@ -292,17 +309,20 @@ def parse_records(lines, path="<input>"):
         elif line[0] in " \t":
             if field is None:
                 raise TranslationFileError(
-                    "%s:%d: continuation line outside any field: %r" % (path, number, line))
+                    "%s:%d: continuation line outside any field: %r" % (path, number, line)
+                )
             fields[field].append(line)
         else:
             name, colon, value = line.partition(":")
             if not colon or not name or " " in name:
                 raise TranslationFileError(
-                    "%s:%d: expected 'Field: value', got %r" % (path, number, line))
+                    "%s:%d: expected 'Field: value', got %r" % (path, number, line)
+                )
             if name in fields:
                 raise TranslationFileError(
                     "%s:%d: field %s appears twice in the record starting on line %d"
-                    % (path, number, name, start))
+                    % (path, number, name, start)
+                )
             if not fields:
                 start = number
             field = name
@@ -341,8 +361,11 @@ def make_pairs(records, max_article_tokens, stats):
             continue
         if not record.synopsis:
             stats.skipped_no_synopsis += 1
-            logging.warning("skipping package %s (record on line %d): empty synopsis",
-                            record.package, record.line)
+            logging.warning(
+                "skipping package %s (record on line %d): empty synopsis",
+                record.package,
+                record.line,
+            )
             continue
         if text in seen:
             stats.duplicates_dropped += 1
@@ -352,8 +375,11 @@ def make_pairs(records, max_article_tokens, stats):
         if len(article.split(" ")) > max_article_tokens:
             stats.too_long_dropped += 1
             continue
-        abstract = "%s %s %s" % (vocab_lib.SENTENCE_START, tokenize(record.synopsis),
-                                 vocab_lib.SENTENCE_END)
+        abstract = "%s %s %s" % (
+            vocab_lib.SENTENCE_START,
+            tokenize(record.synopsis),
+            vocab_lib.SENTENCE_END,
+        )
         pairs.append(Pair(record.package, article, abstract, package_hash(record.package)))
     return pairs
 
@@ -375,8 +401,11 @@ def build_vocab(train_pairs):
     """
     counter = collections.Counter()
     for pair in train_pairs:
-        abstract_tokens = [token for token in pair.abstract.split(" ")
-                           if token not in (vocab_lib.SENTENCE_START, vocab_lib.SENTENCE_END)]
+        abstract_tokens = [
+            token
+            for token in pair.abstract.split(" ")
+            if token not in (vocab_lib.SENTENCE_START, vocab_lib.SENTENCE_END)
+        ]
         tokens = [token.strip() for token in pair.article.split(" ") + abstract_tokens]
         counter.update(token for token in tokens if token)
     return counter
@@ -443,11 +472,11 @@ def build(translation_file, out_dir, max_article_tokens=400, caps=None, full_bin
     stats = Stats()
     try:
         with open_lines(translation_file) as lines:
-            pairs = make_pairs(parse_records(lines, translation_file), max_article_tokens,
-                               stats)
+            pairs = make_pairs(parse_records(lines, translation_file), max_article_tokens, stats)
     except UnicodeDecodeError as e:
-        raise TranslationFileError("%s is not UTF-8 text (%s); is it a Translation-en "
-                                   "index?" % (translation_file, e)) from e
+        raise TranslationFileError(
+            "%s is not UTF-8 text (%s); is it a Translation-en index?" % (translation_file, e)
+        ) from e
     stats.pairs_before_caps = {split: 0 for split in SPLITS}
     for pair in pairs:
         stats.pairs_before_caps[split_of(pair.hash_value)] += 1
@@ -458,7 +487,8 @@ def build(translation_file, out_dir, max_article_tokens=400, caps=None, full_bin
         stats.pairs[split] = len(members)
         stats.median_article_tokens[split] = _median_tokens(p.article for p in members)
         stats.median_abstract_tokens[split] = _median_tokens(
-            (p.abstract for p in members), drop=sentence_marks)
+            (p.abstract for p in members), drop=sentence_marks
+        )
     return stats
 
 
@@ -472,18 +502,32 @@ def define_flags():
     tests) can be imported into one process without clashing flags.
     """
     flags.DEFINE_string(
-        "translation_file", None,
+        "translation_file",
+        None,
         "Debian Translation-en index (plain, .gz, .xz or .lz4). Default: the first "
-        "/var/lib/apt/lists/*_main_i18n_Translation-en* (release suite first).")
+        "/var/lib/apt/lists/*_main_i18n_Translation-en* (release suite first).",
+    )
     flags.DEFINE_string("out_dir", None, "Directory for train/val/test.bin, chunked/ and vocab.")
-    flags.DEFINE_integer("max_article_tokens", 400,
-                         "Drop pairs whose article has more tokens than this.", lower_bound=1)
-    flags.DEFINE_integer("max_train", None, "Keep at most this many train pairs (smallest "
-                         "package hashes first). Default: all.", lower_bound=0)
+    flags.DEFINE_integer(
+        "max_article_tokens",
+        400,
+        "Drop pairs whose article has more tokens than this.",
+        lower_bound=1,
+    )
+    flags.DEFINE_integer(
+        "max_train",
+        None,
+        "Keep at most this many train pairs (smallest package hashes first). Default: all.",
+        lower_bound=0,
+    )
     flags.DEFINE_integer("max_val", None, "Like --max_train, for val.", lower_bound=0)
     flags.DEFINE_integer("max_test", None, "Like --max_train, for test.", lower_bound=0)
-    flags.DEFINE_boolean("full_bins", True, "Also write train.bin, val.bin and test.bin next "
-                         "to chunked/ (See's layout); --nofull_bins writes chunked/ only.")
+    flags.DEFINE_boolean(
+        "full_bins",
+        True,
+        "Also write train.bin, val.bin and test.bin next "
+        "to chunked/ (See's layout); --nofull_bins writes chunked/ only.",
+    )
     flags.mark_flag_as_required("out_dir")
 
 
@@ -495,8 +539,9 @@ def main(argv):
     try:
         translation_file = FLAGS.translation_file or default_translation_file()
         logging.info("reading %s", translation_file)
-        stats = build(translation_file, FLAGS.out_dir, FLAGS.max_article_tokens, caps,
-                      FLAGS.full_bins)
+        stats = build(
+            translation_file, FLAGS.out_dir, FLAGS.max_article_tokens, caps, FLAGS.full_bins
+        )
     except TranslationFileError as e:
         sys.exit("debian_descriptions: error: %s" % e)
     print("Built %s from %s\n%s" % (FLAGS.out_dir, translation_file, stats.summary()))

@@ -52,15 +52,14 @@ Usage::
       [--en_file=/var/lib/apt/lists/..._main_i18n_Translation-en.lz4] \\
       [--de_file=/var/lib/apt/lists/..._main_i18n_Translation-de.lz4]
 """
+
 import collections
 import dataclasses
 import io
 import os
 import sys
 
-from absl import app
-from absl import flags
-from absl import logging
+from absl import app, flags, logging
 from subword_nmt.apply_bpe import BPE
 from subword_nmt.learn_bpe import learn_bpe
 
@@ -87,6 +86,7 @@ class Pair:
       de: the tokenised German text.
       hash_value: ``int(sha1(md5).hexdigest(), 16)``.
     """
+
     md5: str
     en: str
     de: str
@@ -96,6 +96,7 @@ class Pair:
 @dataclasses.dataclass
 class Stats:
     """What the build read, dropped and wrote; ``summary()`` formats it."""
+
     records_read: dict = dataclasses.field(default_factory=dict)
     repeated_md5: dict = dataclasses.field(default_factory=dict)
     joined: int = 0
@@ -115,23 +116,34 @@ class Stats:
         """A multi-line, human-readable account of the build."""
         lines = []
         for lang in LANGUAGES:
-            lines.append("Translation-%s records: %d (%d repeating an earlier md5)" % (
-                lang, self.records_read.get(lang, 0), self.repeated_md5.get(lang, 0)))
+            lines.append(
+                "Translation-%s records: %d (%d repeating an earlier md5)"
+                % (lang, self.records_read.get(lang, 0), self.repeated_md5.get(lang, 0))
+            )
         lines += [
             "descriptions joined on md5: %d (paragraphs aligned in %d, counts differ in %d)"
             % (self.joined, self.paragraphs_aligned, self.paragraphs_mismatched),
-            "candidate pairs: %d; dropped: %d empty, %d duplicate, %d too long" % (
-                self.candidate_pairs, self.empty_dropped, self.duplicates_dropped,
-                self.too_long_dropped),
+            "candidate pairs: %d; dropped: %d empty, %d duplicate, %d too long"
+            % (
+                self.candidate_pairs,
+                self.empty_dropped,
+                self.duplicates_dropped,
+                self.too_long_dropped,
+            ),
         ]
         for split in SPLITS:
-            lines.append("%-5s pairs: %d (of %d before the cap)" % (
-                split, self.pairs.get(split, 0), self.pairs_before_caps.get(split, 0)))
-        lines.append("vocab: en %d, de %d (with the 3 special tokens)" % (
-            self.vocab_size.get("en", 0), self.vocab_size.get("de", 0)))
-        lines.append("bpe: %d merges; vocab en %d, de %d" % (
-            self.bpe_merges, self.bpe_vocab_size.get("en", 0),
-            self.bpe_vocab_size.get("de", 0)))
+            lines.append(
+                "%-5s pairs: %d (of %d before the cap)"
+                % (split, self.pairs.get(split, 0), self.pairs_before_caps.get(split, 0))
+            )
+        lines.append(
+            "vocab: en %d, de %d (with the 3 special tokens)"
+            % (self.vocab_size.get("en", 0), self.vocab_size.get("de", 0))
+        )
+        lines.append(
+            "bpe: %d merges; vocab en %d, de %d"
+            % (self.bpe_merges, self.bpe_vocab_size.get("en", 0), self.bpe_vocab_size.get("de", 0))
+        )
         return "\n".join(lines)
 
 
@@ -155,7 +167,8 @@ def default_index(lang):
             "no Translation-%s index matches %s; pass --%s_file, or download one with "
             "translations enabled: `apt-get update -o Acquire::Languages::=%s` (in Docker "
             "images remove /etc/apt/apt.conf.d/docker-no-languages first)"
-            % (lang, pattern, lang, lang)) from None
+            % (lang, pattern, lang, lang)
+        ) from None
 
 
 def _check_record(fields, start, lang, path):
@@ -163,7 +176,8 @@ def _check_record(fields, start, lang, path):
         if name not in fields:
             raise dd.TranslationFileError(
                 "%s:%d: the record starting on this line has no %s field; is this a Debian "
-                "Translation-%s index?" % (path, start, name, lang))
+                "Translation-%s index?" % (path, start, name, lang)
+            )
 
 
 def keyed_by_md5(lines, lang, path):
@@ -187,8 +201,11 @@ def keyed_by_md5(lines, lang, path):
     Raises:
       TranslationFileError: a record lacks one of the two fields or has an empty md5.
     """
-    renames = {"Package": "X-Package", "Description-md5": "Package",
-               "Description-" + lang: "Description-en"}
+    renames = {
+        "Package": "X-Package",
+        "Description-md5": "Package",
+        "Description-" + lang: "Description-en",
+    }
     fields, start = set(), None
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -201,8 +218,7 @@ def keyed_by_md5(lines, lang, path):
                 start = number
             fields.add(name)
             if name == "Description-md5" and not value.strip():
-                raise dd.TranslationFileError(
-                    "%s:%d: empty Description-md5 field" % (path, number))
+                raise dd.TranslationFileError("%s:%d: empty Description-md5 field" % (path, number))
             if colon and name in renames:
                 line = renames[name] + colon + value
         yield line
@@ -236,8 +252,9 @@ def read_descriptions(path, lang, stats):
                 else:
                     descriptions[record.package] = record
     except UnicodeDecodeError as e:
-        raise dd.TranslationFileError("%s is not UTF-8 text (%s); is it a Translation-%s "
-                                      "index?" % (path, e, lang)) from e
+        raise dd.TranslationFileError(
+            "%s is not UTF-8 text (%s); is it a Translation-%s index?" % (path, e, lang)
+        ) from e
     return descriptions
 
 
@@ -320,8 +337,11 @@ def vocab_tokens(lines, min_count=1):
       first, ties in alphabetical (code point) order.
     """
     counter = collections.Counter(token for line in lines for token in line.split())
-    kept = [(token, count) for token, count in counter.items()
-            if count >= min_count and token not in SPECIAL_TOKENS]
+    kept = [
+        (token, count)
+        for token, count in counter.items()
+        if count >= min_count and token not in SPECIAL_TOKENS
+    ]
     return [token for token, _ in sorted(kept, key=lambda item: (-item[1], item[0]))]
 
 
@@ -360,9 +380,12 @@ def write_text_corpus(out_dir, texts, min_count=1):
     for split in SPLITS:
         for lang in LANGUAGES:
             write_lines(os.path.join(out_dir, "%s.%s" % (split, lang)), texts[split][lang])
-    return {lang: write_nmt_vocab(os.path.join(out_dir, "vocab." + lang),
-                                  vocab_tokens(texts["train"][lang], min_count))
-            for lang in LANGUAGES}
+    return {
+        lang: write_nmt_vocab(
+            os.path.join(out_dir, "vocab." + lang), vocab_tokens(texts["train"][lang], min_count)
+        )
+        for lang in LANGUAGES
+    }
 
 
 def learn_joint_bpe(lines, merges):
@@ -391,9 +414,10 @@ def apply_bpe(codes, texts):
       The same structure with BPE-segmented lines (units joined by ``@@ ``).
     """
     bpe = BPE(io.StringIO(codes), separator=BPE_SEPARATOR)
-    return {split: {lang: [bpe.process_line(line) for line in lines]
-                    for lang, lines in by_lang.items()}
-            for split, by_lang in texts.items()}
+    return {
+        split: {lang: [bpe.process_line(line) for line in lines] for lang, lines in by_lang.items()}
+        for split, by_lang in texts.items()
+    }
 
 
 def build(en_file, de_file, out_dir, max_len=50, caps=None, min_count=1, bpe_merges=8000):
@@ -421,8 +445,10 @@ def build(en_file, de_file, out_dir, max_len=50, caps=None, min_count=1, bpe_mer
     stats.pairs_before_caps = collections.Counter(split_of(p.hash_value) for p in pairs)
     splits = split_pairs(pairs, caps)
     stats.pairs = {split: len(members) for split, members in splits.items()}
-    texts = {split: {"en": [p.en for p in members], "de": [p.de for p in members]}
-             for split, members in splits.items()}
+    texts = {
+        split: {"en": [p.en for p in members], "de": [p.de for p in members]}
+        for split, members in splits.items()
+    }
     stats.vocab_size = write_text_corpus(out_dir, texts, min_count)
 
     codes = learn_joint_bpe(texts["train"]["en"] + texts["train"]["de"], bpe_merges)
@@ -444,21 +470,38 @@ def define_flags():
     tests) can be imported into one process without clashing flags.
     """
     flags.DEFINE_string(
-        "en_file", None, "Debian Translation-en index (plain, .gz, .xz or .lz4). Default: "
-        "the first /var/lib/apt/lists/*_main_i18n_Translation-en* (release suite first).")
+        "en_file",
+        None,
+        "Debian Translation-en index (plain, .gz, .xz or .lz4). Default: "
+        "the first /var/lib/apt/lists/*_main_i18n_Translation-en* (release suite first).",
+    )
     flags.DEFINE_string("de_file", None, "Like --en_file, for Translation-de.")
-    flags.DEFINE_string("out_dir", None, "Directory for {train,dev,test}.{en,de}, "
-                        "vocab.{en,de} and bpe/.")
-    flags.DEFINE_integer("max_len", 50, "Drop pairs with more tokens than this on either "
-                         "side.", lower_bound=1)
-    flags.DEFINE_integer("max_train", None, "Keep at most this many train pairs (smallest "
-                         "description hashes first). Default: all.", lower_bound=0)
+    flags.DEFINE_string(
+        "out_dir", None, "Directory for {train,dev,test}.{en,de}, vocab.{en,de} and bpe/."
+    )
+    flags.DEFINE_integer(
+        "max_len", 50, "Drop pairs with more tokens than this on either side.", lower_bound=1
+    )
+    flags.DEFINE_integer(
+        "max_train",
+        None,
+        "Keep at most this many train pairs (smallest description hashes first). Default: all.",
+        lower_bound=0,
+    )
     flags.DEFINE_integer("max_dev", None, "Like --max_train, for dev.", lower_bound=0)
     flags.DEFINE_integer("max_test", None, "Like --max_train, for test.", lower_bound=0)
-    flags.DEFINE_integer("min_count", 1, "Word-level vocab: keep train tokens seen at "
-                         "least this often.", lower_bound=1)
-    flags.DEFINE_integer("bpe_merges", 8000, "Joint BPE merge operations learned on "
-                         "train.en + train.de.", lower_bound=1)
+    flags.DEFINE_integer(
+        "min_count",
+        1,
+        "Word-level vocab: keep train tokens seen at least this often.",
+        lower_bound=1,
+    )
+    flags.DEFINE_integer(
+        "bpe_merges",
+        8000,
+        "Joint BPE merge operations learned on train.en + train.de.",
+        lower_bound=1,
+    )
     flags.mark_flag_as_required("out_dir")
 
 
@@ -471,12 +514,12 @@ def main(argv):
         en_file = FLAGS.en_file or default_index("en")
         de_file = FLAGS.de_file or default_index("de")
         logging.info("reading %s and %s", en_file, de_file)
-        stats = build(en_file, de_file, FLAGS.out_dir, FLAGS.max_len, caps,
-                      FLAGS.min_count, FLAGS.bpe_merges)
+        stats = build(
+            en_file, de_file, FLAGS.out_dir, FLAGS.max_len, caps, FLAGS.min_count, FLAGS.bpe_merges
+        )
     except dd.TranslationFileError as e:
         sys.exit("debian_translations: error: %s" % e)
-    print("Built %s from %s and %s\n%s" % (FLAGS.out_dir, en_file, de_file,
-                                           stats.summary()))
+    print("Built %s from %s and %s\n%s" % (FLAGS.out_dir, en_file, de_file, stats.summary()))
 
 
 if __name__ == "__main__":

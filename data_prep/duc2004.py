@@ -58,6 +58,7 @@ Usage::
   python -m data_prep.duc2004 --docs_dir=.../duc2004_tasks1and2_docs/docs \\
       --models_dir=.../duc2004_results/ROUGE/eval/models/1 --out_dir=duc2004
 """
+
 import dataclasses
 import html
 import json
@@ -66,9 +67,7 @@ import re
 import sys
 import tempfile
 
-from absl import app
-from absl import flags
-from absl import logging
+from absl import app, flags, logging
 
 from data_prep.text import tokenize
 from pointer_generator import bin_files
@@ -87,14 +86,17 @@ REFERENCES_FILE = "references.json"
 #   A                 the annotator who wrote the summary (one letter)
 #   APW19981016.0240  the DOCNO of the summarised document (may itself hold dots)
 # Matched case-insensitively; a trailing letter on the set (D30001T) is accepted.
-MODEL_NAME = re.compile(r"""
+MODEL_NAME = re.compile(
+    r"""
     ^(?P<docset>D\d+)[A-Z]?
     \.(?P<type>[A-Z])
     \.(?P<size>\d+)
     \.(?P<selector>[A-Z])
     \.(?P<annotator>[A-Z])
     \.(?P<docid>[A-Z0-9]\S*)$
-    """, re.IGNORECASE | re.VERBOSE)
+    """,
+    re.IGNORECASE | re.VERBOSE,
+)
 
 _DOC_TAG = re.compile(r"<(/?)DOC(?:\s[^>]*)?>", re.IGNORECASE)
 _DOCNO = re.compile(r"<DOCNO(?:\s[^>]*)?>(.*?)</DOCNO\s*>", re.IGNORECASE | re.DOTALL)
@@ -119,6 +121,7 @@ class Document:
       path: the file it came from.
       line: the line where its ``<DOC>`` starts (1-based).
     """
+
     docset: str
     docid: str
     text: str
@@ -136,6 +139,7 @@ class ModelSummary:
       text: the cleaned summary text.
       path: the file it came from.
     """
+
     docid: str
     annotator: str
     text: str
@@ -151,6 +155,7 @@ class Example:
       article: the tokenised document text.
       references: the tokenised references, in annotator order.
     """
+
     docid: str
     article: str
     references: tuple
@@ -158,13 +163,13 @@ class Example:
     @property
     def abstract(self):
         """The first reference as See's ``<s> tokens </s>``."""
-        return "%s %s %s" % (vocab_lib.SENTENCE_START, self.references[0],
-                             vocab_lib.SENTENCE_END)
+        return "%s %s %s" % (vocab_lib.SENTENCE_START, self.references[0], vocab_lib.SENTENCE_END)
 
 
 @dataclasses.dataclass
 class Stats:
     """What the build read, skipped and wrote; ``summary()`` formats it as one line."""
+
     document_sets: int = 0
     documents_read: int = 0
     empty_documents: int = 0
@@ -183,11 +188,21 @@ class Stats:
             "wrote %d documents; read %d documents in %d sets and %d model files; skipped "
             "%d documents without references and %d with empty text; %d documents have "
             "fewer references than expected; model files: %d unrecognised names, %d empty, "
-            "%d duplicates dropped, %d for documents not in --docs_dir" % (
-                self.written, self.documents_read, self.document_sets, self.model_files,
-                self.no_references, self.empty_documents, self.fewer_references,
-                self.unrecognised_model_files, self.empty_models, self.duplicate_models,
-                self.models_without_document))
+            "%d duplicates dropped, %d for documents not in --docs_dir"
+            % (
+                self.written,
+                self.documents_read,
+                self.document_sets,
+                self.model_files,
+                self.no_references,
+                self.empty_documents,
+                self.fewer_references,
+                self.unrecognised_model_files,
+                self.empty_models,
+                self.duplicate_models,
+                self.models_without_document,
+            )
+        )
 
 
 def read_text(path):
@@ -224,17 +239,20 @@ def _doc_bodies(text, path):
         line = _line_of(text, tag.start())
         if not tag.group(1):
             if start is not None:
-                raise DucDataError("%s:%d: <DOC> inside the <DOC> that starts on line %d"
-                                   % (path, line, _line_of(text, start.start())))
+                raise DucDataError(
+                    "%s:%d: <DOC> inside the <DOC> that starts on line %d"
+                    % (path, line, _line_of(text, start.start()))
+                )
             start = tag
         elif start is None:
             raise DucDataError("%s:%d: </DOC> without a <DOC> before it" % (path, line))
         else:
-            yield _line_of(text, start.start()), text[start.end():tag.start()]
+            yield _line_of(text, start.start()), text[start.end() : tag.start()]
             start = None
     if start is not None:
-        raise DucDataError("%s:%d: <DOC> without its </DOC>"
-                           % (path, _line_of(text, start.start())))
+        raise DucDataError(
+            "%s:%d: <DOC> without its </DOC>" % (path, _line_of(text, start.start()))
+        )
 
 
 def _single(pattern, body, name, path, line):
@@ -242,8 +260,8 @@ def _single(pattern, body, name, path, line):
     if len(matches) != 1:
         raise DucDataError(
             "%s:%d: the <DOC> starting on this line has %s <%s>...</%s> element; exactly "
-            "one is needed" % (path, line, "no" if not matches else "more than one",
-                               name, name))
+            "one is needed" % (path, line, "no" if not matches else "more than one", name, name)
+        )
     return matches[0]
 
 
@@ -263,18 +281,26 @@ def parse_documents(text, path, docset):
         the file and the line where the offending ``<DOC>`` starts.
     """
     documents = [
-        Document(docset=docset,
-                 docid=clean_markup(_single(_DOCNO, body, "DOCNO", path, line)),
-                 text=clean_markup(_single(_TEXT, body, "TEXT", path, line)),
-                 path=path, line=line)
-        for line, body in _doc_bodies(text, path)]
+        Document(
+            docset=docset,
+            docid=clean_markup(_single(_DOCNO, body, "DOCNO", path, line)),
+            text=clean_markup(_single(_TEXT, body, "TEXT", path, line)),
+            path=path,
+            line=line,
+        )
+        for line, body in _doc_bodies(text, path)
+    ]
     if not documents:
-        raise DucDataError("%s:1: no <DOC> element; --docs_dir must hold document-set "
-                           "folders of DUC document files" % path)
+        raise DucDataError(
+            "%s:1: no <DOC> element; --docs_dir must hold document-set "
+            "folders of DUC document files" % path
+        )
     for document in documents:
         if not document.docid:
-            raise DucDataError("%s:%d: the <DOC> starting on this line has an empty <DOCNO>"
-                               % (path, document.line))
+            raise DucDataError(
+                "%s:%d: the <DOC> starting on this line has an empty <DOCNO>"
+                % (path, document.line)
+            )
     return documents
 
 
@@ -303,7 +329,8 @@ def read_documents(docs_dir, stats):
     if not folders:
         raise DucDataError(
             "%s holds no document-set folder; give the 'docs' folder of the DUC 2004 "
-            "documents (.../duc2004_tasks1and2_docs/docs, with d30001t/, ...)" % docs_dir)
+            "documents (.../duc2004_tasks1and2_docs/docs, with d30001t/, ...)" % docs_dir
+        )
     documents, seen = [], {}
     for folder in folders:
         stats.document_sets += 1
@@ -314,9 +341,10 @@ def read_documents(docs_dir, stats):
                 key = document.docid.upper()
                 if key in seen:
                     first = seen[key]
-                    raise DucDataError("%s:%d: DOCNO %s was already read from %s:%d" % (
-                        document.path, document.line, document.docid, first.path,
-                        first.line))
+                    raise DucDataError(
+                        "%s:%d: DOCNO %s was already read from %s:%d"
+                        % (document.path, document.line, document.docid, first.path, first.line)
+                    )
                 seen[key] = document
                 documents.append(document)
     stats.documents_read = len(documents)
@@ -352,8 +380,8 @@ def _add_model(by_doc, summary, stats):
     else:
         raise DucDataError(
             "%s and %s both hold annotator %s's summary of %s, with different texts; "
-            "remove one of them" % (earlier.path, summary.path, summary.annotator,
-                                    summary.docid))
+            "remove one of them" % (earlier.path, summary.path, summary.annotator, summary.docid)
+        )
 
 
 def read_models(models_dir, stats):
@@ -384,19 +412,24 @@ def read_models(models_dir, stats):
             stats.empty_models += 1
             logging.warning("%s: empty summary; skipped", entry.path)
             continue
-        _add_model(by_doc, ModelSummary(fields["docid"], fields["annotator"], text,
-                                        entry.path), stats)
+        _add_model(
+            by_doc, ModelSummary(fields["docid"], fields["annotator"], text, entry.path), stats
+        )
     stats.unrecognised_model_files = len(unrecognised)
     if unrecognised:
-        logging.warning("%d file(s) in %s are not named like D30001.P.10.T.A.APW19981016."
-                        "0240 and were skipped: %s", len(unrecognised), models_dir,
-                        ", ".join(unrecognised[:5]) + (", ..." if len(unrecognised) > 5
-                                                       else ""))
+        logging.warning(
+            "%d file(s) in %s are not named like D30001.P.10.T.A.APW19981016."
+            "0240 and were skipped: %s",
+            len(unrecognised),
+            models_dir,
+            ", ".join(unrecognised[:5]) + (", ..." if len(unrecognised) > 5 else ""),
+        )
     if not by_doc:
         raise DucDataError(
             "%s holds no model summary named like D30001.P.10.T.A.APW19981016.0240; give "
             "the task-1 models folder (eval/models/1 of duc2004.task1.ROUGE.models.tar.gz)"
-            % models_dir)
+            % models_dir
+        )
     return by_doc
 
 
@@ -427,25 +460,31 @@ def pair(documents, by_doc, stats, expected_references=EXPECTED_REFERENCES):
             continue
         if len(annotators) < expected_references:
             stats.fewer_references += 1
-            logging.warning("document %s has %d reference(s), expected %d", where,
-                            len(annotators), expected_references)
-        references = tuple(tokenize(annotators[letter].text)
-                           for letter in sorted(annotators))
+            logging.warning(
+                "document %s has %d reference(s), expected %d",
+                where,
+                len(annotators),
+                expected_references,
+            )
+        references = tuple(tokenize(annotators[letter].text) for letter in sorted(annotators))
         examples.append(Example(document.docid, article, references))
     known = {document.docid.upper() for document in documents}
     stats.models_without_document = sum(
-        len(annotators) for docid, annotators in by_doc.items() if docid not in known)
+        len(annotators) for docid, annotators in by_doc.items() if docid not in known
+    )
     if stats.models_without_document:
-        logging.warning("%d model summaries are of documents not in --docs_dir",
-                        stats.models_without_document)
+        logging.warning(
+            "%d model summaries are of documents not in --docs_dir", stats.models_without_document
+        )
     return examples
 
 
 def _write_json_atomically(path, value):
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=directory, delete=False,
-                                     prefix=".partial-") as f:
+    with tempfile.NamedTemporaryFile(
+        "w", encoding="utf-8", dir=directory, delete=False, prefix=".partial-"
+    ) as f:
         try:
             json.dump(value, f, indent=1, ensure_ascii=False)
             f.write("\n")
@@ -471,16 +510,18 @@ def write_outputs(out_dir, examples):
     pairs = [(example.article, example.abstract) for example in examples]
     chunk_dir = os.path.join(out_dir, "chunked")
     os.makedirs(chunk_dir, exist_ok=True)
-    written = {os.path.basename(path)
-               for path in bin_files.write_chunked(chunk_dir, SPLIT, pairs, CHUNK_SIZE)}
+    written = {
+        os.path.basename(path)
+        for path in bin_files.write_chunked(chunk_dir, SPLIT, pairs, CHUNK_SIZE)
+    }
     for name in os.listdir(chunk_dir):
         if _CHUNK_NAME.match(name) and name not in written:
             os.remove(os.path.join(chunk_dir, name))
     bin_files.write_bin_file(os.path.join(out_dir, SPLIT + ".bin"), pairs)
     _write_json_atomically(
         os.path.join(out_dir, REFERENCES_FILE),
-        [{"docid": example.docid, "references": list(example.references)}
-         for example in examples])
+        [{"docid": example.docid, "references": list(example.references)} for example in examples],
+    )
 
 
 def build(docs_dir, models_dir, out_dir, expected_references=EXPECTED_REFERENCES):
@@ -503,8 +544,10 @@ def build(docs_dir, models_dir, out_dir, expected_references=EXPECTED_REFERENCES
     documents = read_documents(docs_dir, stats)
     examples = pair(documents, read_models(models_dir, stats), stats, expected_references)
     if not examples:
-        raise DucDataError("no document of %s has a usable model summary in %s; do the "
-                           "folders belong together?" % (docs_dir, models_dir))
+        raise DucDataError(
+            "no document of %s has a usable model summary in %s; do the "
+            "folders belong together?" % (docs_dir, models_dir)
+        )
     write_outputs(out_dir, examples)
     stats.written = len(examples)
     return stats
@@ -519,14 +562,27 @@ def define_flags():
     Called only when the module runs as a program, so that several builders (and their
     tests) can be imported into one process without clashing flags.
     """
-    flags.DEFINE_string("docs_dir", None, "The DUC 2004 'docs' folder: one folder per document "
-                        "set (d30001t, ...), each with one file per document.")
-    flags.DEFINE_string("models_dir", None, "The task-1 model summaries (eval/models/1), one "
-                        "file per summary, named like D30001.P.10.T.A.APW19981016.0240.")
-    flags.DEFINE_string("out_dir", None, "Directory for test.bin, chunked/test_NNN.bin and "
-                        "references.json.")
-    flags.DEFINE_integer("expected_references", EXPECTED_REFERENCES, "Warn about documents "
-                         "with fewer reference summaries than this.", lower_bound=1)
+    flags.DEFINE_string(
+        "docs_dir",
+        None,
+        "The DUC 2004 'docs' folder: one folder per document "
+        "set (d30001t, ...), each with one file per document.",
+    )
+    flags.DEFINE_string(
+        "models_dir",
+        None,
+        "The task-1 model summaries (eval/models/1), one "
+        "file per summary, named like D30001.P.10.T.A.APW19981016.0240.",
+    )
+    flags.DEFINE_string(
+        "out_dir", None, "Directory for test.bin, chunked/test_NNN.bin and references.json."
+    )
+    flags.DEFINE_integer(
+        "expected_references",
+        EXPECTED_REFERENCES,
+        "Warn about documents with fewer reference summaries than this.",
+        lower_bound=1,
+    )
     flags.mark_flags_as_required(["docs_dir", "models_dir", "out_dir"])
 
 
@@ -535,8 +591,7 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError("unexpected arguments: %s" % " ".join(argv[1:]))
     try:
-        stats = build(FLAGS.docs_dir, FLAGS.models_dir, FLAGS.out_dir,
-                      FLAGS.expected_references)
+        stats = build(FLAGS.docs_dir, FLAGS.models_dir, FLAGS.out_dir, FLAGS.expected_references)
     except DucDataError as e:
         sys.exit("duc2004: error: %s" % e)
     print("Built %s: %s" % (FLAGS.out_dir, stats.summary()))

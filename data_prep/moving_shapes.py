@@ -52,6 +52,7 @@ Usage::
   python -m data_prep.moving_shapes --output_dir=moving_shapes \\
       [--num_clips=200] [--frames=48] [--size=112] [--captions_per_clip=6] [--seed=0]
 """
+
 import concurrent.futures
 import csv
 import dataclasses
@@ -65,11 +66,9 @@ import subprocess
 import sys
 import tempfile
 
-from absl import app
-from absl import flags
-from absl import logging
 import imageio_ffmpeg
 import numpy as np
+from absl import app, flags, logging
 from PIL import Image
 
 from acvi_tf import files
@@ -80,38 +79,82 @@ CSV_FILE = "video_corpus.csv"
 MAPPING_FILE = "youtube_mapping.txt"
 ATTRIBUTES_FILE = "attributes.json"
 CLIPS_DIR = "clips"
-CSV_COLUMNS = ("VideoID", "Start", "End", "WorkerID", "Source", "AnnotationTime",
-               "Language", "Description")
+CSV_COLUMNS = (
+    "VideoID",
+    "Start",
+    "End",
+    "WorkerID",
+    "Source",
+    "AnnotationTime",
+    "Language",
+    "Description",
+)
 
-COLOURS = {"red": (225, 35, 35), "green": (35, 195, 55), "blue": (40, 75, 235),
-           "yellow": (240, 215, 30)}
+COLOURS = {
+    "red": (225, 35, 35),
+    "green": (35, 195, 55),
+    "blue": (40, 75, 235),
+    "yellow": (240, 215, 30),
+}
 SHAPES = ("square", "circle", "triangle")
 MOTIONS = ("grows", "shrinks", "moves left", "moves right")
 
-SHAPE_WORDS = {"square": ("square", "box"), "circle": ("circle", "ball", "disk"),
-               "triangle": ("triangle",)}
+SHAPE_WORDS = {
+    "square": ("square", "box"),
+    "circle": ("circle", "ball", "disk"),
+    "triangle": ("triangle",),
+}
 MOTION_VERBS = {
-    "grows": ("grows", "gets bigger", "grows larger", "becomes bigger", "expands",
-              "increases in size"),
-    "shrinks": ("shrinks", "gets smaller", "becomes smaller", "shrinks down", "contracts",
-                "decreases in size"),
-    "moves left": ("moves to the left", "moves left", "slides to the left", "slides left",
-                   "goes left", "travels to the left"),
-    "moves right": ("moves to the right", "moves right", "slides to the right",
-                    "slides right", "goes right", "travels to the right"),
+    "grows": (
+        "grows",
+        "gets bigger",
+        "grows larger",
+        "becomes bigger",
+        "expands",
+        "increases in size",
+    ),
+    "shrinks": (
+        "shrinks",
+        "gets smaller",
+        "becomes smaller",
+        "shrinks down",
+        "contracts",
+        "decreases in size",
+    ),
+    "moves left": (
+        "moves to the left",
+        "moves left",
+        "slides to the left",
+        "slides left",
+        "goes left",
+        "travels to the left",
+    ),
+    "moves right": (
+        "moves to the right",
+        "moves right",
+        "slides to the right",
+        "slides right",
+        "goes right",
+        "travels to the right",
+    ),
 }
 MOTION_GERUNDS = {
     "grows": ("growing", "getting bigger", "expanding", "becoming larger"),
     "shrinks": ("shrinking", "getting smaller", "contracting", "becoming smaller"),
-    "moves left": ("moving to the left", "moving left", "sliding to the left",
-                   "sliding left"),
-    "moves right": ("moving to the right", "moving right", "sliding to the right",
-                    "sliding right"),
+    "moves left": ("moving to the left", "moving left", "sliding to the left", "sliding left"),
+    "moves right": ("moving to the right", "moving right", "sliding to the right", "sliding right"),
 }
-SIZE_WORDS = {"grows": ("small", "little"), "shrinks": ("big", "large"),
-              "moves left": ("big", "large"), "moves right": ("big", "large")}
-BACKGROUND_PHRASES = ("on a striped background", "on a textured background",
-                      "in front of a gray background")
+SIZE_WORDS = {
+    "grows": ("small", "little"),
+    "shrinks": ("big", "large"),
+    "moves left": ("big", "large"),
+    "moves right": ("big", "large"),
+}
+BACKGROUND_PHRASES = (
+    "on a striped background",
+    "on a textured background",
+    "in front of a gray background",
+)
 # {colour} {shape} {verb} {gerund} {size} {background}
 TEMPLATES = (
     "a {colour} {shape} {verb}",
@@ -126,11 +169,17 @@ TEMPLATES = (
     "a {shape} that is {colour} {verb}",
 )
 GERMAN_COLOURS = {"red": "rot", "green": "grün", "blue": "blau", "yellow": "gelb"}
-GERMAN_SHAPES = {"square": ("Quadrat", "es"), "circle": ("Kreis", "er"),
-                 "triangle": ("Dreieck", "es")}
-GERMAN_MOTIONS = {"grows": "wird größer", "shrinks": "wird kleiner",
-                  "moves left": "bewegt sich nach links",
-                  "moves right": "bewegt sich nach rechts"}
+GERMAN_SHAPES = {
+    "square": ("Quadrat", "es"),
+    "circle": ("Kreis", "er"),
+    "triangle": ("Dreieck", "es"),
+}
+GERMAN_MOTIONS = {
+    "grows": "wird größer",
+    "shrinks": "wird kleiner",
+    "moves left": "bewegt sich nach links",
+    "moves right": "bewegt sich nach rechts",
+}
 
 WORKERS = 4  # threads rendering and encoding clips
 TRAIL = (0.45, 0.3, 0.15)  # opacities of the motion-blur copies, nearest first
@@ -146,6 +195,7 @@ class ClipSpec:
       shape: one of ``SHAPES``.
       motion: one of ``MOTIONS``.
     """
+
     colour: str
     shape: str
     motion: str
@@ -193,10 +243,12 @@ def _background(rng, size):
     angle = rng.uniform(0, np.pi)
     period = rng.uniform(size / 10, size / 4)
     stripes = rng.uniform(0.03, 0.08) * np.sin(
-        2 * np.pi * (x * np.cos(angle) + y * np.sin(angle)) / period + rng.uniform(0, 6.3))
+        2 * np.pi * (x * np.cos(angle) + y * np.sin(angle)) / period + rng.uniform(0, 6.3)
+    )
     coarse = rng.normal(0, 0.05, size=(max(2, size // 8), max(2, size // 8)))
-    smooth = np.asarray(Image.fromarray(coarse.astype(np.float32)).resize(
-        (size, size), Image.Resampling.BILINEAR))
+    smooth = np.asarray(
+        Image.fromarray(coarse.astype(np.float32)).resize((size, size), Image.Resampling.BILINEAR)
+    )
     fine = rng.normal(0, 0.015, size=(size, size))
     luminance = (grey + stripes + smooth + fine)[..., None]
     return np.clip(luminance + tint, 0, 1).astype(np.float32)
@@ -239,8 +291,7 @@ def _trajectory(motion, rng, frames):
             start, end = end, start
         cx = start + (end - start) * t
     else:
-        raise ValueError("unknown motion %r; expected one of %s" % (
-            motion, ", ".join(MOTIONS)))
+        raise ValueError("unknown motion %r; expected one of %s" % (motion, ", ".join(MOTIONS)))
     return cx, cy, half
 
 
@@ -302,12 +353,14 @@ def english_captions(spec, count, rng):
         order.extend(rng.permutation(len(TEMPLATES)).tolist())
     captions = []
     for template_index in order[:count]:
-        words = {"colour": spec.colour,
-                 "shape": rng.choice(SHAPE_WORDS[spec.shape]),
-                 "verb": rng.choice(MOTION_VERBS[spec.motion]),
-                 "gerund": rng.choice(MOTION_GERUNDS[spec.motion]),
-                 "size": rng.choice(SIZE_WORDS[spec.motion]),
-                 "background": rng.choice(BACKGROUND_PHRASES)}
+        words = {
+            "colour": spec.colour,
+            "shape": rng.choice(SHAPE_WORDS[spec.shape]),
+            "verb": rng.choice(MOTION_VERBS[spec.motion]),
+            "gerund": rng.choice(MOTION_GERUNDS[spec.motion]),
+            "size": rng.choice(SIZE_WORDS[spec.motion]),
+            "background": rng.choice(BACKGROUND_PHRASES),
+        }
         text = TEMPLATES[template_index].format(**words)
         if rng.random() < 0.5:
             text = _capitalised(text)
@@ -320,8 +373,12 @@ def english_captions(spec, count, rng):
 def german_caption(spec):
     """The German description of a clip: ``Ein rotes Quadrat wird größer``."""
     noun, ending = GERMAN_SHAPES[spec.shape]
-    return "Ein %s%s %s %s" % (GERMAN_COLOURS[spec.colour], ending, noun,
-                                GERMAN_MOTIONS[spec.motion])
+    return "Ein %s%s %s %s" % (
+        GERMAN_COLOURS[spec.colour],
+        ending,
+        noun,
+        GERMAN_MOTIONS[spec.motion],
+    )
 
 
 def csv_rows(name, spec, captions_per_clip, rng):
@@ -342,8 +399,18 @@ def csv_rows(name, spec, captions_per_clip, rng):
     rows = []
     for i in rng.permutation(len(texts)):
         language, text = texts[i]
-        rows.append([video_id, start, end, str(int(rng.integers(10000, 1000000))), "clean",
-                     str(int(rng.integers(8, 61))), language, text])
+        rows.append(
+            [
+                video_id,
+                start,
+                end,
+                str(int(rng.integers(10000, 1000000))),
+                "clean",
+                str(int(rng.integers(8, 61))),
+                language,
+                text,
+            ]
+        )
     return rows
 
 
@@ -351,9 +418,13 @@ def csv_rows(name, spec, captions_per_clip, rng):
 def video_format():
     """``(codec, pix_fmt, extension, output_params)``: libx264 if ffmpeg has it, else mjpeg."""
     try:
-        encoders = subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-hide_banner",
-                                   "-encoders"], capture_output=True, text=True,
-                                  check=True, timeout=60).stdout
+        encoders = subprocess.run(
+            [imageio_ffmpeg.get_ffmpeg_exe(), "-hide_banner", "-encoders"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        ).stdout
     except (OSError, subprocess.SubprocessError) as e:
         raise RuntimeError("cannot run the ffmpeg of imageio_ffmpeg: %s" % e) from e
     if re.search(r"^\s*V\S*\s+libx264\s", encoders, re.MULTILINE):
@@ -371,14 +442,22 @@ def write_video(path, video):
     height, width = video.shape[1:3]
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
-    handle, partial = tempfile.mkstemp(dir=directory, prefix=".partial-",
-                                       suffix=os.path.splitext(path)[1])
+    handle, partial = tempfile.mkstemp(
+        dir=directory, prefix=".partial-", suffix=os.path.splitext(path)[1]
+    )
     os.close(handle)
     try:
         writer = imageio_ffmpeg.write_frames(
-            partial, (width, height), fps=FPS, codec=codec, pix_fmt_out=pix_fmt,
-            quality=None, macro_block_size=2, ffmpeg_log_level="error",
-            output_params=list(params))
+            partial,
+            (width, height),
+            fps=FPS,
+            codec=codec,
+            pix_fmt_out=pix_fmt,
+            quality=None,
+            macro_block_size=2,
+            ffmpeg_log_level="error",
+            output_params=list(params),
+        )
         writer.send(None)
         for frame in video:
             writer.send(np.ascontiguousarray(frame))
@@ -437,8 +516,7 @@ def generate(output_dir, num_clips=200, frames=48, size=112, captions_per_clip=6
         rng = np.random.default_rng([seed, index])
         name = clip_name(index, frames, num_clips)
         relative = "%s/%s%s" % (CLIPS_DIR, name, extension)
-        write_video(os.path.join(output_dir, relative),
-                    render_frames(spec, frames, size, rng))
+        write_video(os.path.join(output_dir, relative), render_frames(spec, frames, size, rng))
         return name, relative, csv_rows(name, spec, captions_per_clip, rng)
 
     attributes = {}
@@ -448,23 +526,28 @@ def generate(output_dir, num_clips=200, frames=48, size=112, captions_per_clip=6
     # overlap rendering and encoding; the results come back in clip order.
     with concurrent.futures.ThreadPoolExecutor(max_workers=WORKERS) as pool:
         results = pool.map(make_clip, range(1, num_clips + 1), specs)
-        for index, (spec, (name, relative, clip_rows)) in enumerate(
-                zip(specs, results), start=1):
+        for index, (spec, (name, relative, clip_rows)) in enumerate(zip(specs, results), start=1):
             rows.extend(clip_rows)
-            attributes[name] = {"colour": spec.colour, "shape": spec.shape,
-                                "motion": spec.motion, "vid": "vid%d" % index,
-                                "video": relative}
-    _remove_stale_clips(clips_dir, {os.path.basename(a["video"])
-                                    for a in attributes.values()})
+            attributes[name] = {
+                "colour": spec.colour,
+                "shape": spec.shape,
+                "motion": spec.motion,
+                "vid": "vid%d" % index,
+                "video": relative,
+            }
+    _remove_stale_clips(clips_dir, {os.path.basename(a["video"]) for a in attributes.values()})
     text = io.StringIO()
     writer = csv.writer(text, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     writer.writerows(rows)
     files.atomic_write_text(os.path.join(output_dir, CSV_FILE), text.getvalue())
-    files.atomic_write_text(os.path.join(output_dir, MAPPING_FILE), "".join(
-        "%s %s\n" % (name, a["vid"]) for name, a in attributes.items()))
-    files.atomic_write_text(os.path.join(output_dir, ATTRIBUTES_FILE),
-                            json.dumps(attributes, indent=1) + "\n")
+    files.atomic_write_text(
+        os.path.join(output_dir, MAPPING_FILE),
+        "".join("%s %s\n" % (name, a["vid"]) for name, a in attributes.items()),
+    )
+    files.atomic_write_text(
+        os.path.join(output_dir, ATTRIBUTES_FILE), json.dumps(attributes, indent=1) + "\n"
+    )
     return attributes
 
 
@@ -477,13 +560,15 @@ def define_flags():
     Called only when the module runs as a program, so that several builders (and their
     tests) can be imported into one process without clashing flags.
     """
-    flags.DEFINE_string("output_dir", None, "Directory for clips/, video_corpus.csv, "
-                        "youtube_mapping.txt and attributes.json.")
+    flags.DEFINE_string(
+        "output_dir",
+        None,
+        "Directory for clips/, video_corpus.csv, youtube_mapping.txt and attributes.json.",
+    )
     flags.DEFINE_integer("num_clips", 200, "Number of clips.", lower_bound=1)
     flags.DEFINE_integer("frames", 48, "Frames per clip (24 fps).", lower_bound=2)
     flags.DEFINE_integer("size", 112, "Frame side in pixels (even).", lower_bound=16)
-    flags.DEFINE_integer("captions_per_clip", 6, "English descriptions per clip.",
-                         lower_bound=1)
+    flags.DEFINE_integer("captions_per_clip", 6, "English descriptions per clip.", lower_bound=1)
     flags.DEFINE_integer("seed", 0, "Seed of the NumPy generators.")
     flags.mark_flag_as_required("output_dir")
 
@@ -493,20 +578,38 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError("unexpected arguments: %s" % " ".join(argv[1:]))
     try:
-        attributes = generate(FLAGS.output_dir, FLAGS.num_clips, FLAGS.frames, FLAGS.size,
-                              FLAGS.captions_per_clip, FLAGS.seed)
+        attributes = generate(
+            FLAGS.output_dir,
+            FLAGS.num_clips,
+            FLAGS.frames,
+            FLAGS.size,
+            FLAGS.captions_per_clip,
+            FLAGS.seed,
+        )
     except (ValueError, RuntimeError, OSError) as e:
         sys.exit("moving_shapes: error: %s" % e)
     val = test = max(1, FLAGS.num_clips // 10) if FLAGS.num_clips >= 3 else 0
     train = FLAGS.num_clips - val - test
-    print("Wrote %d clips (%d frames of %dx%d at %d fps, %d English captions each) to %s\n"
-          "Next: extract their features with video_caption.features, then\n"
-          "  python -m data_prep.msvd --corpus_csv=%s --mapping=%s --output_dir=... "
-          "--train_clips=%d --val_clips=%d --test_clips=%d [--features=...]" % (
-              len(attributes), FLAGS.frames, FLAGS.size, FLAGS.size, FPS,
-              FLAGS.captions_per_clip, FLAGS.output_dir,
-              os.path.join(FLAGS.output_dir, CSV_FILE),
-              os.path.join(FLAGS.output_dir, MAPPING_FILE), train, val, test))
+    print(
+        "Wrote %d clips (%d frames of %dx%d at %d fps, %d English captions each) to %s\n"
+        "Next: extract their features with video_caption.features, then\n"
+        "  python -m data_prep.msvd --corpus_csv=%s --mapping=%s --output_dir=... "
+        "--train_clips=%d --val_clips=%d --test_clips=%d [--features=...]"
+        % (
+            len(attributes),
+            FLAGS.frames,
+            FLAGS.size,
+            FLAGS.size,
+            FPS,
+            FLAGS.captions_per_clip,
+            FLAGS.output_dir,
+            os.path.join(FLAGS.output_dir, CSV_FILE),
+            os.path.join(FLAGS.output_dir, MAPPING_FILE),
+            train,
+            val,
+            test,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -60,6 +60,7 @@ Usage::
       [--train_clips=1200 --val_clips=100 --test_clips=670] [--min_count=1] \\
       [--nolowercase]
 """
+
 import collections
 import csv
 import dataclasses
@@ -68,16 +69,22 @@ import os
 import re
 import sys
 
-from absl import app
-from absl import flags
-from absl import logging
+from absl import app, flags, logging
 from nltk.tokenize import wordpunct_tokenize
 
 from acvi_tf import files
 
 SPLITS = ("train", "val", "test")
-CSV_COLUMNS = ("VideoID", "Start", "End", "WorkerID", "Source", "AnnotationTime",
-               "Language", "Description")
+CSV_COLUMNS = (
+    "VideoID",
+    "Start",
+    "End",
+    "WorkerID",
+    "Source",
+    "AnnotationTime",
+    "Language",
+    "Description",
+)
 REQUIRED_COLUMNS = ("VideoID", "Start", "End", "Language", "Description")
 LANGUAGE = "English"
 TRAIN_CLIPS, VAL_CLIPS, TEST_CLIPS = 1200, 100, 670
@@ -85,10 +92,15 @@ VOCAB_FILE = "vocab.txt"
 STATS_FILE = "stats.json"
 MAX_LISTED = 10  # clip names listed in an error message
 MAX_EXAMPLES = 5  # clip names listed in a warning
-ROW_DROP_REASONS = ("not_english", "empty_description", "clip_not_in_mapping", "no_tokens",
-                    "clip_beyond_splits", "missing_features")
-CLIP_DROP_REASONS = ("not_in_mapping", "no_english_captions", "beyond_splits",
-                     "missing_features")
+ROW_DROP_REASONS = (
+    "not_english",
+    "empty_description",
+    "clip_not_in_mapping",
+    "no_tokens",
+    "clip_beyond_splits",
+    "missing_features",
+)
+CLIP_DROP_REASONS = ("not_in_mapping", "no_english_captions", "beyond_splits", "missing_features")
 
 _VID = re.compile(r"vid([1-9][0-9]*)")
 
@@ -135,6 +147,7 @@ class Stats:
       vocab_size: lines of ``vocab.txt``.
       min_count: the vocabulary threshold used.
     """
+
     rows_read: int = 0
     languages: dict = dataclasses.field(default_factory=collections.Counter)
     rows_dropped: dict = dataclasses.field(default_factory=collections.Counter)
@@ -151,42 +164,64 @@ class Stats:
     def to_json(self):
         """The stats as a JSON-serialisable dict (the content of ``stats.json``)."""
         return {
-            "splits": {split: {"clips": self.clips.get(split, 0),
-                               "captions": self.captions.get(split, 0)}
-                       for split in SPLITS},
+            "splits": {
+                split: {"clips": self.clips.get(split, 0), "captions": self.captions.get(split, 0)}
+                for split in SPLITS
+            },
             "vocab_size": self.vocab_size,
             "min_count": self.min_count,
             "rows_read": self.rows_read,
             "rows_kept": sum(self.captions.values()),
-            "rows_dropped": {reason: self.rows_dropped.get(reason, 0)
-                             for reason in ROW_DROP_REASONS},
+            "rows_dropped": {
+                reason: self.rows_dropped.get(reason, 0) for reason in ROW_DROP_REASONS
+            },
             "languages": dict(sorted(self.languages.items())),
             "clips_in_csv": self.clips_in_csv,
             "mapping_clips": self.mapping_clips,
-            "clips_dropped": {reason: self.clips_dropped.get(reason, 0)
-                              for reason in CLIP_DROP_REASONS},
+            "clips_dropped": {
+                reason: self.clips_dropped.get(reason, 0) for reason in CLIP_DROP_REASONS
+            },
             "not_in_mapping_examples": self.not_in_mapping_examples,
             "missing_features_examples": self.missing_features_examples,
         }
 
     def summary(self):
         """A multi-line, human-readable account of the build."""
-        lines = ["CSV rows read: %d (%s); dropped: %s" % (
-            self.rows_read,
-            ", ".join("%s %d" % item for item in sorted(self.languages.items())) or "none",
-            ", ".join("%d %s" % (n, reason.replace("_", " "))
-                      for reason, n in self.to_json()["rows_dropped"].items() if n)
-            or "none")]
-        lines.append("clips: %d in the CSV, %d in the mapping; left out: %s" % (
-            self.clips_in_csv, self.mapping_clips,
-            ", ".join("%d %s" % (n, reason.replace("_", " "))
-                      for reason, n in self.to_json()["clips_dropped"].items() if n)
-            or "none"))
+        lines = [
+            "CSV rows read: %d (%s); dropped: %s"
+            % (
+                self.rows_read,
+                ", ".join("%s %d" % item for item in sorted(self.languages.items())) or "none",
+                ", ".join(
+                    "%d %s" % (n, reason.replace("_", " "))
+                    for reason, n in self.to_json()["rows_dropped"].items()
+                    if n
+                )
+                or "none",
+            )
+        ]
+        lines.append(
+            "clips: %d in the CSV, %d in the mapping; left out: %s"
+            % (
+                self.clips_in_csv,
+                self.mapping_clips,
+                ", ".join(
+                    "%d %s" % (n, reason.replace("_", " "))
+                    for reason, n in self.to_json()["clips_dropped"].items()
+                    if n
+                )
+                or "none",
+            )
+        )
         for split in SPLITS:
-            lines.append("%-5s %5d clips %7d captions" % (
-                split, self.clips.get(split, 0), self.captions.get(split, 0)))
-        lines.append("vocab: %d words with count >= %d in the training captions" % (
-            self.vocab_size, self.min_count))
+            lines.append(
+                "%-5s %5d clips %7d captions"
+                % (split, self.clips.get(split, 0), self.captions.get(split, 0))
+            )
+        lines.append(
+            "vocab: %d words with count >= %d in the training captions"
+            % (self.vocab_size, self.min_count)
+        )
         return "\n".join(lines)
 
 
@@ -201,6 +236,7 @@ class Clip:
       captions: tokenised captions.
       references: the raw descriptions (stripped), aligned with ``captions``.
     """
+
     clip: str
     vid: str
     index: int
@@ -209,8 +245,12 @@ class Clip:
 
     def to_json(self):
         """The JSON object of one ``.jsonl`` line."""
-        return {"clip": self.clip, "vid": self.vid, "captions": list(self.captions),
-                "references": list(self.references)}
+        return {
+            "clip": self.clip,
+            "vid": self.vid,
+            "captions": list(self.captions),
+            "references": list(self.references),
+        }
 
 
 def clip_key(video_id, start, end):
@@ -268,10 +308,14 @@ def read_corpus_csv(path, stats=None):
             if missing:
                 raise CorpusError(
                     "%s: the header has no column %s; columns found: %s. Pass the MSR "
-                    "Video Description Corpus CSV, whose header is %s" % (
-                        path, ", ".join(repr(name) for name in missing),
+                    "Video Description Corpus CSV, whose header is %s"
+                    % (
+                        path,
+                        ", ".join(repr(name) for name in missing),
                         ", ".join(repr(name) for name in found) or "none",
-                        ",".join(CSV_COLUMNS)))
+                        ",".join(CSV_COLUMNS),
+                    )
+                )
             reader.fieldnames = found
             for row in reader:
                 stats.rows_read += 1
@@ -284,12 +328,15 @@ def read_corpus_csv(path, stats=None):
                 if not description:
                     stats.rows_dropped["empty_description"] += 1
                     continue
-                key = clip_key(*((row.get(name) or "").strip()
-                                 for name in ("VideoID", "Start", "End")))
+                key = clip_key(
+                    *((row.get(name) or "").strip() for name in ("VideoID", "Start", "End"))
+                )
                 descriptions.setdefault(key, []).append(description)
     except UnicodeDecodeError as e:
-        raise CorpusError("%s:%d: not UTF-8 text (%s); convert the file to UTF-8 (e.g. with "
-                          "iconv)" % (path, _first_undecodable_line(path), e)) from e
+        raise CorpusError(
+            "%s:%d: not UTF-8 text (%s); convert the file to UTF-8 (e.g. with "
+            "iconv)" % (path, _first_undecodable_line(path), e)
+        ) from e
     except csv.Error as e:
         line = reader.line_num if reader is not None else 1
         raise CorpusError("%s:%d: not readable as CSV: %s" % (path, line, e)) from e
@@ -330,14 +377,19 @@ def read_mapping(path):
                 if index is None:
                     raise MappingError(
                         "%s:%d: expected '<VideoID>_<Start>_<End> vidN' (two fields, the "
-                        "second vid1, vid2, ...), got %r" % (path, number, line.rstrip("\n")))
+                        "second vid1, vid2, ...), got %r" % (path, number, line.rstrip("\n"))
+                    )
                 clip = fields[0]
                 if clip in mapping:
-                    raise MappingError("%s:%d: clip %s is already mapped to vid%d" % (
-                        path, number, clip, mapping[clip]))
+                    raise MappingError(
+                        "%s:%d: clip %s is already mapped to vid%d"
+                        % (path, number, clip, mapping[clip])
+                    )
                 if index in line_of_index:
-                    raise MappingError("%s:%d: vid%d is already used on line %d" % (
-                        path, number, index, line_of_index[index]))
+                    raise MappingError(
+                        "%s:%d: vid%d is already used on line %d"
+                        % (path, number, index, line_of_index[index])
+                    )
                 mapping[clip] = index
                 line_of_index[index] = number
     except UnicodeDecodeError as e:
@@ -375,8 +427,10 @@ def split_of_vid(index, train=TRAIN_CLIPS, val=VAL_CLIPS, test=TEST_CLIPS):
 
 def vocab_entries(counter, min_count=1):
     """``(word, count)`` pairs with count >= ``min_count``: most frequent first, ties sorted."""
-    return sorted(((word, count) for word, count in counter.items() if count >= min_count),
-                  key=lambda entry: (-entry[1], entry[0]))
+    return sorted(
+        ((word, count) for word, count in counter.items() if count >= min_count),
+        key=lambda entry: (-entry[1], entry[0]),
+    )
 
 
 def _examples(names, limit):
@@ -385,8 +439,16 @@ def _examples(names, limit):
     return listed + (", ..." if len(names) > limit else "")
 
 
-def assign_splits(descriptions, mapping, stats, train=TRAIN_CLIPS, val=VAL_CLIPS,
-                  test=TEST_CLIPS, lowercase=True, strict=False):
+def assign_splits(
+    descriptions,
+    mapping,
+    stats,
+    train=TRAIN_CLIPS,
+    val=VAL_CLIPS,
+    test=TEST_CLIPS,
+    lowercase=True,
+    strict=False,
+):
     """Tokenises the captions and puts every mapped clip into its split.
 
     Args:
@@ -411,13 +473,18 @@ def assign_splits(descriptions, mapping, stats, train=TRAIN_CLIPS, val=VAL_CLIPS
             raise MissingClipsError(
                 "%d clip(s) of the corpus CSV are not in the mapping: %s; pass the "
                 "youtube_mapping.txt that belongs to the CSV, or drop --strict to skip "
-                "them" % (len(unmapped), _examples(unmapped, MAX_LISTED)))
+                "them" % (len(unmapped), _examples(unmapped, MAX_LISTED))
+            )
         stats.clips_dropped["not_in_mapping"] += len(unmapped)
         stats.rows_dropped["clip_not_in_mapping"] += sum(
-            len(descriptions[clip]) for clip in unmapped)
+            len(descriptions[clip]) for clip in unmapped
+        )
         stats.not_in_mapping_examples = unmapped[:MAX_EXAMPLES]
-        logging.warning("%d clip(s) of the corpus CSV are not in the mapping and are "
-                        "skipped, e.g. %s", len(unmapped), _examples(unmapped, MAX_EXAMPLES))
+        logging.warning(
+            "%d clip(s) of the corpus CSV are not in the mapping and are skipped, e.g. %s",
+            len(unmapped),
+            _examples(unmapped, MAX_EXAMPLES),
+        )
     splits = {split: [] for split in SPLITS}
     without_captions = []
     for clip, index in sorted(mapping.items(), key=lambda item: item[1]):
@@ -433,14 +500,22 @@ def assign_splits(descriptions, mapping, stats, train=TRAIN_CLIPS, val=VAL_CLIPS
         if not kept:
             without_captions.append(clip)
             continue
-        splits[split].append(Clip(clip=clip, vid="vid%d" % index, index=index,
-                                  captions=tuple(caption for caption, _ in kept),
-                                  references=tuple(text for _, text in kept)))
+        splits[split].append(
+            Clip(
+                clip=clip,
+                vid="vid%d" % index,
+                index=index,
+                captions=tuple(caption for caption, _ in kept),
+                references=tuple(text for _, text in kept),
+            )
+        )
     if without_captions:
         stats.clips_dropped["no_english_captions"] += len(without_captions)
-        logging.warning("%d clip(s) of the mapping have no English caption and are left "
-                        "out, e.g. %s", len(without_captions),
-                        _examples(without_captions, MAX_EXAMPLES))
+        logging.warning(
+            "%d clip(s) of the mapping have no English caption and are left out, e.g. %s",
+            len(without_captions),
+            _examples(without_captions, MAX_EXAMPLES),
+        )
     return splits
 
 
@@ -462,32 +537,43 @@ def check_features(splits, features_path, stats, skip_missing=False):
       FeaturesError: the store cannot be opened, or a clip has no features and
         ``skip_missing`` is not set.
     """
-    from video_caption import features  # pylint: disable=import-outside-toplevel
+    from video_caption import features
+
     try:
         store = features.open_features(features_path)
     except ValueError as e:  # the store's own error, which names the path and the fix
         raise FeaturesError(str(e)) from e
     with store:
-        missing = [clip.clip for split in SPLITS for clip in splits[split]
-                   if clip.clip not in store and clip.vid not in store]
+        missing = [
+            clip.clip
+            for split in SPLITS
+            for clip in splits[split]
+            if clip.clip not in store and clip.vid not in store
+        ]
     if not missing:
         return
     if not skip_missing:
         raise FeaturesError(
             "%d clip(s) have no features in %s (looked up by clip name and by vidN): %s; "
             "extract their features into the store (python -m video_caption.features), "
-            "or pass --skip_missing_features to leave them out" % (
-                len(missing), features_path, _examples(missing, MAX_LISTED)))
+            "or pass --skip_missing_features to leave them out"
+            % (len(missing), features_path, _examples(missing, MAX_LISTED))
+        )
     missing_set = set(missing)
     for split in SPLITS:
         kept = [clip for clip in splits[split] if clip.clip not in missing_set]
         stats.rows_dropped["missing_features"] += sum(
-            len(clip.captions) for clip in splits[split] if clip.clip in missing_set)
+            len(clip.captions) for clip in splits[split] if clip.clip in missing_set
+        )
         splits[split][:] = kept
     stats.clips_dropped["missing_features"] += len(missing)
     stats.missing_features_examples = missing[:MAX_EXAMPLES]
-    logging.warning("%d clip(s) have no features in %s and are left out, e.g. %s",
-                    len(missing), features_path, _examples(missing, MAX_EXAMPLES))
+    logging.warning(
+        "%d clip(s) have no features in %s and are left out, e.g. %s",
+        len(missing),
+        features_path,
+        _examples(missing, MAX_EXAMPLES),
+    )
 
 
 def write_outputs(output_dir, splits, stats, min_count=1):
@@ -500,8 +586,9 @@ def write_outputs(output_dir, splits, stats, min_count=1):
       min_count: the vocabulary threshold.
     """
     os.makedirs(output_dir, exist_ok=True)
-    counter = collections.Counter(token for clip in splits["train"]
-                                  for caption in clip.captions for token in caption.split())
+    counter = collections.Counter(
+        token for clip in splits["train"] for caption in clip.captions for token in caption.split()
+    )
     for split in SPLITS:
         with files.atomic_write(os.path.join(output_dir, split + ".jsonl")) as f:
             for clip in splits[split]:
@@ -509,20 +596,36 @@ def write_outputs(output_dir, splits, stats, min_count=1):
         stats.clips[split] = len(splits[split])
         stats.captions[split] = sum(len(clip.captions) for clip in splits[split])
         if not splits[split]:
-            logging.warning("the %s split is empty; check --train_clips, --val_clips and "
-                            "--test_clips against the mapping", split)
+            logging.warning(
+                "the %s split is empty; check --train_clips, --val_clips and "
+                "--test_clips against the mapping",
+                split,
+            )
     entries = vocab_entries(counter, min_count)
-    files.atomic_write_text(os.path.join(output_dir, VOCAB_FILE),
-                            "".join("%s %d\n" % entry for entry in entries))
+    files.atomic_write_text(
+        os.path.join(output_dir, VOCAB_FILE), "".join("%s %d\n" % entry for entry in entries)
+    )
     stats.vocab_size = len(entries)
     stats.min_count = min_count
-    files.atomic_write_text(os.path.join(output_dir, STATS_FILE),
-                            json.dumps(stats.to_json(), indent=2, ensure_ascii=False) + "\n")
+    files.atomic_write_text(
+        os.path.join(output_dir, STATS_FILE),
+        json.dumps(stats.to_json(), indent=2, ensure_ascii=False) + "\n",
+    )
 
 
-def build(corpus_csv, mapping, output_dir, features=None, skip_missing_features=False,
-          train_clips=TRAIN_CLIPS, val_clips=VAL_CLIPS, test_clips=TEST_CLIPS,
-          min_count=1, lowercase=True, strict=False):
+def build(
+    corpus_csv,
+    mapping,
+    output_dir,
+    features=None,
+    skip_missing_features=False,
+    train_clips=TRAIN_CLIPS,
+    val_clips=VAL_CLIPS,
+    test_clips=TEST_CLIPS,
+    min_count=1,
+    lowercase=True,
+    strict=False,
+):
     """Reads the corpus CSV and the mapping and writes the captioning dataset.
 
     Args:
@@ -546,8 +649,11 @@ def build(corpus_csv, mapping, output_dir, features=None, skip_missing_features=
         ``MissingClipsError``, ``FeaturesError``); nothing is written then.
       ValueError: a split size is negative or ``min_count`` below 1.
     """
-    for name, value in (("train_clips", train_clips), ("val_clips", val_clips),
-                        ("test_clips", test_clips)):
+    for name, value in (
+        ("train_clips", train_clips),
+        ("val_clips", val_clips),
+        ("test_clips", test_clips),
+    ):
         if value < 0:
             raise ValueError("%s must be >= 0, got %d" % (name, value))
     if min_count < 1:
@@ -556,8 +662,9 @@ def build(corpus_csv, mapping, output_dir, features=None, skip_missing_features=
     descriptions = read_corpus_csv(corpus_csv, stats)
     clip_index = read_mapping(mapping)
     stats.mapping_clips = len(clip_index)
-    splits = assign_splits(descriptions, clip_index, stats, train_clips, val_clips,
-                           test_clips, lowercase, strict)
+    splits = assign_splits(
+        descriptions, clip_index, stats, train_clips, val_clips, test_clips, lowercase, strict
+    )
     if features is not None:
         check_features(splits, features, stats, skip_missing_features)
     write_outputs(output_dir, splits, stats, min_count)
@@ -573,27 +680,51 @@ def define_flags():
     Called only when the module runs as a program, so that several builders (and their
     tests) can be imported into one process without clashing flags.
     """
-    flags.DEFINE_string("corpus_csv", None, "The MSR Video Description Corpus CSV "
-                        "(video_corpus.csv).")
-    flags.DEFINE_string("mapping", None, "youtube_mapping.txt: '<VideoID>_<Start>_<End> "
-                        "vidN' lines.")
-    flags.DEFINE_string("output_dir", None, "Directory for {train,val,test}.jsonl, "
-                        "vocab.txt and stats.json.")
-    flags.DEFINE_string("features", None, "Optional feature store; every clip written must "
-                        "have features under its clip name or its vidN.")
-    flags.DEFINE_boolean("skip_missing_features", False, "Leave out clips without features "
-                         "(with a warning) instead of failing.")
-    flags.DEFINE_integer("train_clips", TRAIN_CLIPS, "vid1 .. vidN of this many clips are "
-                         "the train split.", lower_bound=0)
-    flags.DEFINE_integer("val_clips", VAL_CLIPS, "The next this many clips are the val "
-                         "split.", lower_bound=0)
-    flags.DEFINE_integer("test_clips", TEST_CLIPS, "The next this many clips are the test "
-                         "split (the standard 670; the ACVI paper says 600).", lower_bound=0)
-    flags.DEFINE_integer("min_count", 1, "Vocabulary: words with at least this many "
-                         "occurrences in the training captions.", lower_bound=1)
+    flags.DEFINE_string(
+        "corpus_csv", None, "The MSR Video Description Corpus CSV (video_corpus.csv)."
+    )
+    flags.DEFINE_string(
+        "mapping", None, "youtube_mapping.txt: '<VideoID>_<Start>_<End> vidN' lines."
+    )
+    flags.DEFINE_string(
+        "output_dir", None, "Directory for {train,val,test}.jsonl, vocab.txt and stats.json."
+    )
+    flags.DEFINE_string(
+        "features",
+        None,
+        "Optional feature store; every clip written must "
+        "have features under its clip name or its vidN.",
+    )
+    flags.DEFINE_boolean(
+        "skip_missing_features",
+        False,
+        "Leave out clips without features (with a warning) instead of failing.",
+    )
+    flags.DEFINE_integer(
+        "train_clips",
+        TRAIN_CLIPS,
+        "vid1 .. vidN of this many clips are the train split.",
+        lower_bound=0,
+    )
+    flags.DEFINE_integer(
+        "val_clips", VAL_CLIPS, "The next this many clips are the val split.", lower_bound=0
+    )
+    flags.DEFINE_integer(
+        "test_clips",
+        TEST_CLIPS,
+        "The next this many clips are the test split (the standard 670; the ACVI paper says 600).",
+        lower_bound=0,
+    )
+    flags.DEFINE_integer(
+        "min_count",
+        1,
+        "Vocabulary: words with at least this many occurrences in the training captions.",
+        lower_bound=1,
+    )
     flags.DEFINE_boolean("lowercase", True, "Lowercase the captions before tokenising.")
-    flags.DEFINE_boolean("strict", False, "A CSV clip missing from the mapping is an error "
-                         "instead of a warning.")
+    flags.DEFINE_boolean(
+        "strict", False, "A CSV clip missing from the mapping is an error instead of a warning."
+    )
     flags.mark_flags_as_required(["corpus_csv", "mapping", "output_dir"])
 
 
@@ -602,16 +733,25 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError("unexpected arguments: %s" % " ".join(argv[1:]))
     try:
-        stats = build(FLAGS.corpus_csv, FLAGS.mapping, FLAGS.output_dir,
-                      features=FLAGS.features,
-                      skip_missing_features=FLAGS.skip_missing_features,
-                      train_clips=FLAGS.train_clips, val_clips=FLAGS.val_clips,
-                      test_clips=FLAGS.test_clips, min_count=FLAGS.min_count,
-                      lowercase=FLAGS.lowercase, strict=FLAGS.strict)
+        stats = build(
+            FLAGS.corpus_csv,
+            FLAGS.mapping,
+            FLAGS.output_dir,
+            features=FLAGS.features,
+            skip_missing_features=FLAGS.skip_missing_features,
+            train_clips=FLAGS.train_clips,
+            val_clips=FLAGS.val_clips,
+            test_clips=FLAGS.test_clips,
+            min_count=FLAGS.min_count,
+            lowercase=FLAGS.lowercase,
+            strict=FLAGS.strict,
+        )
     except MsvdError as e:
         sys.exit("msvd: error: %s" % e)
-    print("Built %s from %s and %s\n%s" % (FLAGS.output_dir, FLAGS.corpus_csv,
-                                           FLAGS.mapping, stats.summary()))
+    print(
+        "Built %s from %s and %s\n%s"
+        % (FLAGS.output_dir, FLAGS.corpus_csv, FLAGS.mapping, stats.summary())
+    )
 
 
 if __name__ == "__main__":

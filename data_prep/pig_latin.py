@@ -37,6 +37,7 @@ Usage::
   python -m data_prep.pig_latin --out_dir=pig_latin \\
       [--words_file=data_prep/samples/debian_descriptions/vocab]
 """
+
 import collections
 import dataclasses
 import hashlib
@@ -45,17 +46,15 @@ import re
 import string
 import sys
 
-from absl import app
-from absl import flags
-from absl import logging
+from absl import app, flags, logging
 
-from data_prep.debian_translations import SPLITS, split_of
-from data_prep.debian_translations import write_lines, write_nmt_vocab
+from data_prep.debian_translations import SPLITS, split_of, write_lines, write_nmt_vocab
 
 VOWELS = "aeiou"
 CHARACTERS = tuple(string.ascii_lowercase) + ("-",)
-DEFAULT_WORDS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "samples",
-                                  "debian_descriptions", "vocab")
+DEFAULT_WORDS_FILE = os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "samples", "debian_descriptions", "vocab"
+)
 
 _WORD = re.compile(r"[a-z]+(?:-[a-z]+)*")
 
@@ -110,8 +109,9 @@ def pig_latin(word):
       ValueError: ``word`` is not of that form.
     """
     if not _WORD.fullmatch(word):
-        raise ValueError("pig_latin takes lowercase letters in hyphen-separated parts, "
-                         "got %r" % (word,))
+        raise ValueError(
+            "pig_latin takes lowercase letters in hyphen-separated parts, got %r" % (word,)
+        )
     return "-".join(_translate_part(part) for part in word.split("-"))
 
 
@@ -128,6 +128,7 @@ def word_hash(word):
 @dataclasses.dataclass
 class Stats:
     """What the build read, dropped and wrote; ``summary()`` formats it."""
+
     lines_read: int = 0
     not_words: int = 0
     too_long: int = 0
@@ -138,12 +139,15 @@ class Stats:
 
     def summary(self):
         """A multi-line, human-readable account of the build."""
-        lines = ["lines read: %d; skipped: %d not [a-z]+(-[a-z]+)*, %d too long, "
-                 "%d duplicate" % (self.lines_read, self.not_words, self.too_long,
-                                   self.duplicates)]
+        lines = [
+            "lines read: %d; skipped: %d not [a-z]+(-[a-z]+)*, %d too long, "
+            "%d duplicate" % (self.lines_read, self.not_words, self.too_long, self.duplicates)
+        ]
         for split in SPLITS:
-            lines.append("%-5s words: %d (of %d before the cap)" % (
-                split, self.words.get(split, 0), self.words_before_caps.get(split, 0)))
+            lines.append(
+                "%-5s words: %d (of %d before the cap)"
+                % (split, self.words.get(split, 0), self.words_before_caps.get(split, 0))
+            )
         lines.append("vocab: %d (with the 3 special tokens)" % self.vocab_size)
         return "\n".join(lines)
 
@@ -169,8 +173,7 @@ def read_words(path, max_word_chars, stats):
                 try:
                     fields = raw.decode("utf-8").split()
                 except UnicodeDecodeError as e:
-                    raise WordsFileError(
-                        "%s:%d: not UTF-8 text (%s)" % (path, number, e)) from e
+                    raise WordsFileError("%s:%d: not UTF-8 text (%s)" % (path, number, e)) from e
                 stats.lines_read += 1
                 word = fields[0] if fields else ""
                 if not _WORD.fullmatch(word):
@@ -202,7 +205,7 @@ def split_words(words, caps=None):
         splits[split_of(hash_value)].append(word)
     for split, members in splits.items():
         if caps.get(split) is not None:
-            del members[caps[split]:]
+            del members[caps[split] :]
     return splits
 
 
@@ -229,11 +232,11 @@ def build(words_file, out_dir, max_word_chars=20, caps=None):
     for split, members in splits.items():
         stats.words[split] = len(members)
         write_lines(os.path.join(out_dir, split + ".src"), map(characters, members))
-        write_lines(os.path.join(out_dir, split + ".tgt"),
-                    (characters(pig_latin(word)) for word in members))
+        write_lines(
+            os.path.join(out_dir, split + ".tgt"), (characters(pig_latin(word)) for word in members)
+        )
     for side in ("src", "tgt"):
-        stats.vocab_size = write_nmt_vocab(os.path.join(out_dir, "vocab." + side),
-                                           CHARACTERS)
+        stats.vocab_size = write_nmt_vocab(os.path.join(out_dir, "vocab." + side), CHARACTERS)
     return stats
 
 
@@ -246,14 +249,21 @@ def define_flags():
     Called only when the module runs as a program, so that several builders (and their
     tests) can be imported into one process without clashing flags.
     """
-    flags.DEFINE_string("words_file", DEFAULT_WORDS_FILE, "Word list or `word count` vocab "
-                        "file; the first field of each line is a candidate word.")
-    flags.DEFINE_string("out_dir", None, "Directory for {train,dev,test}.{src,tgt} and "
-                        "vocab.{src,tgt}.")
-    flags.DEFINE_integer("max_word_chars", 20, "Skip words with more characters.",
-                         lower_bound=1)
-    flags.DEFINE_integer("max_train", None, "Keep at most this many train words (smallest "
-                         "hashes first). Default: all.", lower_bound=0)
+    flags.DEFINE_string(
+        "words_file",
+        DEFAULT_WORDS_FILE,
+        "Word list or `word count` vocab file; the first field of each line is a candidate word.",
+    )
+    flags.DEFINE_string(
+        "out_dir", None, "Directory for {train,dev,test}.{src,tgt} and vocab.{src,tgt}."
+    )
+    flags.DEFINE_integer("max_word_chars", 20, "Skip words with more characters.", lower_bound=1)
+    flags.DEFINE_integer(
+        "max_train",
+        None,
+        "Keep at most this many train words (smallest hashes first). Default: all.",
+        lower_bound=0,
+    )
     flags.DEFINE_integer("max_dev", None, "Like --max_train, for dev.", lower_bound=0)
     flags.DEFINE_integer("max_test", None, "Like --max_train, for test.", lower_bound=0)
     flags.mark_flag_as_required("out_dir")

@@ -28,5 +28,5 @@ def split_by_hash(items, names, caps=None):
     for name, members in splits.items():
         members.sort(key=lambda item: item.hash_value)
         if caps.get(name) is not None:
-            del members[caps[name]:]
+            del members[caps[name] :]
     return splits

@@ -3,6 +3,7 @@
 Flag-free, so any builder (or a test) can import it without pulling another builder's
 command-line flags.
 """
+
 import re
 
 from nltk.tokenize import TreebankWordTokenizer
@@ -30,9 +31,11 @@ def tokenize(text, lowercase=True):
     Returns:
       The tokens separated by single spaces.
     """
-    return " ".join(token for sentence in _SENTENCE_BREAK.split(text)
-                    for token in _TOKENIZER.tokenize(sentence.lower() if lowercase
-                                                     else sentence))
+    return " ".join(
+        token
+        for sentence in _SENTENCE_BREAK.split(text)
+        for token in _TOKENIZER.tokenize(sentence.lower() if lowercase else sentence)
+    )
 
 
 def write_vocab(path, counter, size=VOCAB_SIZE):

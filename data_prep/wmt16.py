@@ -14,16 +14,14 @@ in ``out_dir``:
 
 Train on them with ``--subword_option=bpe`` (``@@ `` is removed before BLEU).
 """
+
 import os
 
-from absl import app
-from absl import flags
-from absl import logging
+from absl import app, flags, logging
 
 from acvi_tf import files
 from data_prep import text
-from nmt import bpe
-from nmt import data
+from nmt import bpe, data
 
 
 def prepare(src, tgt, prefixes, out_dir, num_merges):
@@ -45,22 +43,29 @@ def prepare(src, tgt, prefixes, out_dir, num_merges):
         for index, lang in ((0, src), (1, tgt)):
             files.atomic_write_text(
                 os.path.join(out_dir, "tok", "%s.%s" % (base, lang)),
-                "".join(text.tokenize(pair[index], lowercase=False) + "\n" for pair in pairs))
+                "".join(text.tokenize(pair[index], lowercase=False) + "\n" for pair in pairs),
+            )
         counts[name] = len(pairs)
         logging.info("%s: %d sentence pairs", name, len(pairs))
     train = os.path.basename(prefixes["train"])
     codes = os.path.join(out_dir, "bpe", "codes")
     os.makedirs(os.path.dirname(codes), exist_ok=True)
-    bpe.learn_joint_bpe([os.path.join(out_dir, "tok", "%s.%s" % (train, lang))
-                         for lang in (src, tgt)], num_merges, codes)
+    bpe.learn_joint_bpe(
+        [os.path.join(out_dir, "tok", "%s.%s" % (train, lang)) for lang in (src, tgt)],
+        num_merges,
+        codes,
+    )
     for prefix in prefixes.values():
         for lang in (src, tgt):
             name = "%s.%s" % (os.path.basename(prefix), lang)
-            bpe.apply_bpe(codes, os.path.join(out_dir, "tok", name),
-                          os.path.join(out_dir, "bpe", name))
+            bpe.apply_bpe(
+                codes, os.path.join(out_dir, "tok", name), os.path.join(out_dir, "bpe", name)
+            )
     for lang in (src, tgt):
-        bpe.build_vocab([os.path.join(out_dir, "bpe", "%s.%s" % (train, lang))],
-                        os.path.join(out_dir, "bpe", "vocab." + lang))
+        bpe.build_vocab(
+            [os.path.join(out_dir, "bpe", "%s.%s" % (train, lang))],
+            os.path.join(out_dir, "bpe", "vocab." + lang),
+        )
     return counts
 
 
@@ -80,12 +85,18 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError("unexpected arguments: %s" % " ".join(argv[1:]))
     flag_values = flags.FLAGS
-    prefixes = {name: getattr(flag_values, name + "_prefix")
-                for name in ("train", "dev", "test") if getattr(flag_values, name + "_prefix")}
-    counts = prepare(flag_values.src, flag_values.tgt, prefixes, flag_values.out_dir,
-                     flag_values.num_merges)
-    print("Wrote %s: %s" % (flag_values.out_dir,
-                            ", ".join("%s %d pairs" % kv for kv in counts.items())))
+    prefixes = {
+        name: getattr(flag_values, name + "_prefix")
+        for name in ("train", "dev", "test")
+        if getattr(flag_values, name + "_prefix")
+    }
+    counts = prepare(
+        flag_values.src, flag_values.tgt, prefixes, flag_values.out_dir, flag_values.num_merges
+    )
+    print(
+        "Wrote %s: %s"
+        % (flag_values.out_dir, ", ".join("%s %d pairs" % kv for kv in counts.items()))
+    )
 
 
 if __name__ == "__main__":

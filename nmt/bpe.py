@@ -7,6 +7,7 @@ separator, and build one vocab from the BPE'd training text of both sides: ``<un
 </s>`` then the tokens by decreasing frequency (``get_vocab.py``, ties in order of first
 appearance). Translations are scored after the ``@@`` markers are removed.
 """
+
 import collections
 import io
 import itertools
@@ -36,8 +37,12 @@ def learn_joint_bpe(train_files, num_merges, codes_path, min_frequency=2):
     codes = io.StringIO()
     learn_bpe_lib.learn_bpe(lines, codes, num_merges, min_frequency=min_frequency)
     files.atomic_write_text(codes_path, codes.getvalue())
-    logging.info("Learned %d BPE merges from %s into %s",
-                 codes.getvalue().count("\n") - 1, ", ".join(train_files), codes_path)
+    logging.info(
+        "Learned %d BPE merges from %s into %s",
+        codes.getvalue().count("\n") - 1,
+        ", ".join(train_files),
+        codes_path,
+    )
 
 
 def apply_bpe(codes_path, in_path, out_path):
@@ -73,8 +78,9 @@ def build_vocab(paths, vocab_path):
             counts.update(data.tokenize(line))
     for special in data.SPECIALS:
         if counts.pop(special, 0):
-            logging.warning("%s occurs in the text of %s; it keeps its special id",
-                            special, ", ".join(paths))
+            logging.warning(
+                "%s occurs in the text of %s; it keeps its special id", special, ", ".join(paths)
+            )
     tokens = list(data.SPECIALS) + [token for token, _ in counts.most_common()]
     files.atomic_write_text(vocab_path, "".join(token + "\n" for token in tokens))
     logging.info("Wrote %s: %d tokens", vocab_path, len(tokens))

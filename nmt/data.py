@@ -17,12 +17,13 @@ The rules are those of tensorflow/nmt's ``utils/vocab_utils.py`` and
   ``num_buckets``) with ``group_by_window`` and padded with the ``</s>`` id;
 * inference keeps every source line, empty ones included (see ``infer_dataset``).
 """
+
 import itertools
 import os
 
-from absl import logging
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
 from acvi_tf import files
 
@@ -46,8 +47,7 @@ INFER_SIGNATURE = {
     "src": tf.TensorSpec([None, None], tf.int32),
     "src_len": tf.TensorSpec([None], tf.int32),
 }
-_PADDING_VALUES = {"src": EOS_ID, "src_len": 0, "tgt_in": EOS_ID, "tgt_out": EOS_ID,
-                   "tgt_len": 0}
+_PADDING_VALUES = {"src": EOS_ID, "src_len": 0, "tgt_in": EOS_ID, "tgt_out": EOS_ID, "tgt_len": 0}
 _SEQUENCE_FIELDS = ("src", "tgt_in", "tgt_out")
 _DEFAULT_BUCKET_WIDTH = 10  # tensorflow/nmt's width when there is no src_max_len
 
@@ -90,7 +90,8 @@ def read_lines(path):
             raise NmtDataError(
                 "%s:%d: byte 0x%02x at byte %d of the line is not UTF-8; re-encode the "
                 "file as UTF-8 (for example `iconv -f LATIN1 -t UTF-8`)"
-                % (path, line_number, raw[e.start], e.start + 1)) from e
+                % (path, line_number, raw[e.start], e.start + 1)
+            ) from e
     return lines
 
 
@@ -105,17 +106,21 @@ def _read_vocab_tokens(vocab_file):
     for line_number, line in enumerate(read_lines(vocab_file), start=1):
         token = line.strip(" \t\r\f\v")
         if not token:
-            raise NmtDataError("%s:%d: empty line; a vocab file has one token per line, "
-                               "delete the line" % (vocab_file, line_number))
+            raise NmtDataError(
+                "%s:%d: empty line; a vocab file has one token per line, "
+                "delete the line" % (vocab_file, line_number)
+            )
         if " " in token or "\t" in token:
             raise NmtDataError(
                 "%s:%d: %r holds whitespace; a vocab file has one token per line (for a "
                 "'word count' file keep the first column: cut -f1 -d' ')"
-                % (vocab_file, line_number, token))
+                % (vocab_file, line_number, token)
+            )
         if token in first_line:
-            raise NmtDataError("%s:%d: %r repeats line %d; each token must appear once, "
-                               "delete one of the lines"
-                               % (vocab_file, line_number, token, first_line[token]))
+            raise NmtDataError(
+                "%s:%d: %r repeats line %d; each token must appear once, "
+                "delete one of the lines" % (vocab_file, line_number, token, first_line[token])
+            )
         first_line[token] = line_number
         tokens.append(token)
     return tokens
@@ -143,22 +148,29 @@ def check_vocab(vocab_file, out_dir):
     """
     tokens = _read_vocab_tokens(vocab_file)
     if tuple(tokens[:3]) == SPECIALS:
-        logging.info("Vocab %s: %d tokens, starts with %s", vocab_file, len(tokens),
-                     " ".join(SPECIALS))
+        logging.info(
+            "Vocab %s: %d tokens, starts with %s", vocab_file, len(tokens), " ".join(SPECIALS)
+        )
         return len(tokens), vocab_file
     new_file = os.path.join(out_dir, os.path.basename(vocab_file))
     if os.path.abspath(new_file) == os.path.abspath(vocab_file):
-        raise NmtDataError("%s does not start with %s and the repaired copy would "
-                           "overwrite it; give an out_dir other than its folder"
-                           % (vocab_file, " ".join(SPECIALS)))
+        raise NmtDataError(
+            "%s does not start with %s and the repaired copy would "
+            "overwrite it; give an out_dir other than its folder" % (vocab_file, " ".join(SPECIALS))
+        )
     moved = ["%s (line %d)" % (t, tokens.index(t) + 1) for t in SPECIALS if t in tokens]
     added = [t for t in SPECIALS if t not in tokens]
     repaired = list(SPECIALS) + [t for t in tokens if t not in SPECIALS]
     files.atomic_write_text(new_file, "".join(t + "\n" for t in repaired))
-    logging.warning("Vocab %s starts with %s, not %s: wrote %s with the specials first "
-                    "(added: %s; moved: %s)", vocab_file, " ".join(tokens[:3]),
-                    " ".join(SPECIALS), new_file, ", ".join(added) or "none",
-                    ", ".join(moved) or "none")
+    logging.warning(
+        "Vocab %s starts with %s, not %s: wrote %s with the specials first (added: %s; moved: %s)",
+        vocab_file,
+        " ".join(tokens[:3]),
+        " ".join(SPECIALS),
+        new_file,
+        ", ".join(added) or "none",
+        ", ".join(moved) or "none",
+    )
     return len(repaired), new_file
 
 
@@ -176,9 +188,10 @@ class Vocab:
         self.path = path
         self._id_to_word = _read_vocab_tokens(path)
         if tuple(self._id_to_word[:3]) != SPECIALS:
-            raise NmtDataError("%s does not start with %s; pass it through "
-                               "nmt.data.check_vocab and read the path it returns"
-                               % (path, " ".join(SPECIALS)))
+            raise NmtDataError(
+                "%s does not start with %s; pass it through "
+                "nmt.data.check_vocab and read the path it returns" % (path, " ".join(SPECIALS))
+            )
         self._word_to_id = {word: i for i, word in enumerate(self._id_to_word)}
 
     def size(self):
@@ -193,8 +206,10 @@ class Vocab:
         """The token of an id; ValueError outside the vocabulary."""
         word_id = int(word_id)
         if not 0 <= word_id < len(self._id_to_word):
-            raise ValueError("id %d is not in the vocabulary of %d tokens (%s)"
-                             % (word_id, len(self._id_to_word), self.path))
+            raise ValueError(
+                "id %d is not in the vocabulary of %d tokens (%s)"
+                % (word_id, len(self._id_to_word), self.path)
+            )
         return self._id_to_word[word_id]
 
     def words(self):
@@ -234,7 +249,8 @@ def read_parallel(src_path, tgt_path):
         raise NmtDataError(
             "%s has %d lines but %s has %d; parallel files need one sentence per line on "
             "both sides, aligned (check for a truncated file or a stray newline)"
-            % (src_path, len(src_lines), tgt_path, len(tgt_lines)))
+            % (src_path, len(src_lines), tgt_path, len(tgt_lines))
+        )
     return list(zip(src_lines, tgt_lines))
 
 
@@ -269,13 +285,24 @@ def make_examples(pairs, src_vocab, tgt_vocab, src_max_len=None, tgt_max_len=Non
         cut_src, cut_tgt = _truncate(src, src_max_len), _truncate(tgt, tgt_max_len)
         truncated += len(cut_src) < len(src) or len(cut_tgt) < len(tgt)
         tgt_ids = tgt_vocab.encode(cut_tgt)
-        examples.append({"src": src_vocab.encode(cut_src), "tgt_in": [SOS_ID] + tgt_ids,
-                         "tgt_out": tgt_ids + [EOS_ID]})
+        examples.append(
+            {
+                "src": src_vocab.encode(cut_src),
+                "tgt_in": [SOS_ID] + tgt_ids,
+                "tgt_out": tgt_ids + [EOS_ID],
+            }
+        )
     if dropped:
-        logging.info("Dropped %d of %d sentence pairs with an empty source or target",
-                     dropped, total)
-    logging.info("%d examples; %d truncated to %s source / %s target tokens",
-                 len(examples), truncated, src_max_len, tgt_max_len)
+        logging.info(
+            "Dropped %d of %d sentence pairs with an empty source or target", dropped, total
+        )
+    logging.info(
+        "%d examples; %d truncated to %s source / %s target tokens",
+        len(examples),
+        truncated,
+        src_max_len,
+        tgt_max_len,
+    )
     return examples
 
 
@@ -310,25 +337,32 @@ def bucket_key(src_len, tgt_len, src_max_len, num_buckets):
 def _ragged(rows):
     """A ``tf.RaggedTensor`` of int32 rows, built without a Python loop per token."""
     lengths = np.array([len(row) for row in rows], np.int64)
-    values = np.fromiter(itertools.chain.from_iterable(rows), np.int32,
-                         count=int(lengths.sum()))
+    values = np.fromiter(itertools.chain.from_iterable(rows), np.int32, count=int(lengths.sum()))
     return tf.RaggedTensor.from_row_lengths(values, lengths)
 
 
 def _check_not_empty(examples, what):
     if not examples:
-        raise NmtDataError("no %s examples: the files are empty or every pair has an "
-                           "empty side; check the data paths" % what)
+        raise NmtDataError(
+            "no %s examples: the files are empty or every pair has an "
+            "empty side; check the data paths" % what
+        )
 
 
 def _example_dataset(examples):
     """One element per example: the three sequences and their lengths."""
     dataset = tf.data.Dataset.from_tensor_slices(
-        {field: _ragged([example[field] for example in examples])
-         for field in _SEQUENCE_FIELDS})
-    return dataset.map(lambda ex: {"src": ex["src"], "src_len": tf.size(ex["src"]),
-                                   "tgt_in": ex["tgt_in"], "tgt_out": ex["tgt_out"],
-                                   "tgt_len": tf.size(ex["tgt_in"])})
+        {field: _ragged([example[field] for example in examples]) for field in _SEQUENCE_FIELDS}
+    )
+    return dataset.map(
+        lambda ex: {
+            "src": ex["src"],
+            "src_len": tf.size(ex["src"]),
+            "tgt_in": ex["tgt_in"],
+            "tgt_out": ex["tgt_out"],
+            "tgt_len": tf.size(ex["tgt_in"]),
+        }
+    )
 
 
 def _padded_batch(dataset, batch_size, pad_to=None):
@@ -336,8 +370,13 @@ def _padded_batch(dataset, batch_size, pad_to=None):
     shapes = None
     if pad_to is not None:
         src_len, tgt_len = pad_to
-        shapes = {"src": [src_len], "src_len": [], "tgt_in": [tgt_len + 1],
-                  "tgt_out": [tgt_len + 1], "tgt_len": []}
+        shapes = {
+            "src": [src_len],
+            "src_len": [],
+            "tgt_in": [tgt_len + 1],
+            "tgt_out": [tgt_len + 1],
+            "tgt_len": [],
+        }
     return dataset.padded_batch(batch_size, padded_shapes=shapes, padding_values=padding)
 
 
@@ -366,7 +405,8 @@ def train_dataset(examples, batch_size, src_max_len, num_buckets, seed, pad_to=N
     """
     _check_not_empty(examples, "training")
     dataset = _example_dataset(examples).shuffle(
-        batch_size * 1000, seed=seed, reshuffle_each_iteration=True)
+        batch_size * 1000, seed=seed, reshuffle_each_iteration=True
+    )
     if num_buckets > 1:
         width = bucket_width(src_max_len, num_buckets)
 
@@ -377,7 +417,8 @@ def train_dataset(examples, batch_size, src_max_len, num_buckets, seed, pad_to=N
         dataset = dataset.group_by_window(
             key_func=key_func,
             reduce_func=lambda unused_key, window: _padded_batch(window, batch_size, pad_to),
-            window_size=batch_size)
+            window_size=batch_size,
+        )
     else:
         dataset = _padded_batch(dataset, batch_size, pad_to)
     return dataset.repeat().prefetch(tf.data.AUTOTUNE)
@@ -401,12 +442,15 @@ def _pad_columns(batch, multiple):
     """Pads ``src`` with ``</s>`` to a positive multiple of ``multiple`` columns."""
     width = tf.shape(batch["src"])[1]
     missing = tf.maximum(1, (width + multiple - 1) // multiple) * multiple - width
-    return {"src": tf.pad(batch["src"], [[0, 0], [0, missing]], constant_values=EOS_ID),
-            "src_len": batch["src_len"]}
+    return {
+        "src": tf.pad(batch["src"], [[0, 0], [0, missing]], constant_values=EOS_ID),
+        "src_len": batch["src_len"],
+    }
 
 
-def infer_dataset(src_lines, src_vocab, batch_size, src_max_len=None, empty_as_unk=False,
-                  length_multiple=1):
+def infer_dataset(
+    src_lines, src_vocab, batch_size, src_max_len=None, empty_as_unk=False, length_multiple=1
+):
     """Source batches for decoding, one per ``batch_size`` lines, in order.
 
     tensorflow/nmt's ``get_infer_iterator``: tokens are cut to ``src_max_len`` (None or 0:
@@ -440,10 +484,15 @@ def infer_dataset(src_lines, src_vocab, batch_size, src_max_len=None, empty_as_u
         ids = src_vocab.encode(_truncate(tokens, src_max_len))
         sources.append(ids if ids or not empty_as_unk else [UNK_ID])
     if empty:
-        logging.warning("%d empty source lines (first at line %d) get %s", len(empty),
-                        empty[0], "the source <unk>" if empty_as_unk else "src_len 0")
+        logging.warning(
+            "%d empty source lines (first at line %d) get %s",
+            len(empty),
+            empty[0],
+            "the source <unk>" if empty_as_unk else "src_len 0",
+        )
     dataset = tf.data.Dataset.from_tensor_slices({"src": _ragged(sources)})
     dataset = dataset.map(lambda ex: {"src": ex["src"], "src_len": tf.size(ex["src"])})
     dataset = _padded_batch(dataset, batch_size).map(
-        lambda batch: _pad_columns(batch, length_multiple))
+        lambda batch: _pad_columns(batch, length_multiple)
+    )
     return dataset.prefetch(tf.data.AUTOTUNE)

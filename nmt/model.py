@@ -19,13 +19,12 @@
   training; LSTM forget-gate bias starts at 1.
 The output projection over the vocabulary and the ACVI KL run after the decoder loop.
 """
+
 import tensorflow as tf
 
 from acvi_tf import attention as attention_lib
 from acvi_tf import context as context_lib
-from acvi_tf import decoding
-from acvi_tf import recurrent
-from acvi_tf import variational
+from acvi_tf import decoding, recurrent, variational
 from acvi_tf.compat import keras
 
 ENCODER_TYPES = ("uni", "bi")
@@ -50,18 +49,33 @@ class NMTModel(keras.Model):
       jit_compile: build the encoder in the form XLA compiles (``acvi_tf.recurrent``).
     """
 
-    def __init__(self, src_vocab_size, tgt_vocab_size, num_units=256, num_encoder_layers=2,
-                 num_decoder_layers=2, encoder_type="bi", attention="luong",
-                 output_attention=True, pass_hidden_state=True, dropout=0.2, init_weight=0.1,
-                 context_layer=None, jit_compile=False, **kwargs):
+    def __init__(
+        self,
+        src_vocab_size,
+        tgt_vocab_size,
+        num_units=256,
+        num_encoder_layers=2,
+        num_decoder_layers=2,
+        encoder_type="bi",
+        attention="luong",
+        output_attention=True,
+        pass_hidden_state=True,
+        dropout=0.2,
+        init_weight=0.1,
+        context_layer=None,
+        jit_compile=False,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         if encoder_type not in ENCODER_TYPES:
             raise ValueError("encoder_type must be one of %s" % (ENCODER_TYPES,))
         if attention not in ATTENTIONS:
             raise ValueError("attention must be one of %s" % (ATTENTIONS,))
         if encoder_type == "bi" and num_encoder_layers % 2:
-            raise ValueError("encoder_type=bi needs an even num_encoder_layers (tensorflow/"
-                             "nmt builds num_encoder_layers / 2 layers per direction)")
+            raise ValueError(
+                "encoder_type=bi needs an even num_encoder_layers (tensorflow/"
+                "nmt builds num_encoder_layers / 2 layers per direction)"
+            )
         self.tgt_vocab_size = tgt_vocab_size
         self.num_units = num_units
         self.encoder_type = encoder_type
@@ -73,32 +87,50 @@ class NMTModel(keras.Model):
 
         def lstm():
             return recurrent.sequence_lstm(
-                num_units, xla=jit_compile, dropout=dropout, kernel_initializer=init(),
-                recurrent_initializer=init(), bias_initializer=init())
+                num_units,
+                xla=jit_compile,
+                dropout=dropout,
+                kernel_initializer=init(),
+                recurrent_initializer=init(),
+                bias_initializer=init(),
+            )
 
-        self.src_embedding = keras.layers.Embedding(src_vocab_size, num_units,
-                                                    embeddings_initializer=init())
-        self.tgt_embedding = keras.layers.Embedding(tgt_vocab_size, num_units,
-                                                    embeddings_initializer=init())
+        self.src_embedding = keras.layers.Embedding(
+            src_vocab_size, num_units, embeddings_initializer=init()
+        )
+        self.tgt_embedding = keras.layers.Embedding(
+            tgt_vocab_size, num_units, embeddings_initializer=init()
+        )
         per_direction = num_encoder_layers // 2 if encoder_type == "bi" else num_encoder_layers
         self.forward_layers = [lstm() for _ in range(per_direction)]
-        self.backward_layers = ([lstm() for _ in range(per_direction)]
-                                if encoder_type == "bi" else [])
+        self.backward_layers = (
+            [lstm() for _ in range(per_direction)] if encoder_type == "bi" else []
+        )
         encoder_states = len(self.forward_layers) + len(self.backward_layers)
         self.pass_hidden_state = pass_hidden_state and encoder_states == num_decoder_layers
-        self.cells = [keras.layers.LSTMCell(
-            num_units, kernel_initializer=init(), recurrent_initializer=init(),
-            bias_initializer=init()) for _ in range(num_decoder_layers)]
+        self.cells = [
+            keras.layers.LSTMCell(
+                num_units,
+                kernel_initializer=init(),
+                recurrent_initializer=init(),
+                bias_initializer=init(),
+            )
+            for _ in range(num_decoder_layers)
+        ]
         self.scorer = attention_lib.MultiplicativeScorer(
-            num_units, mode="general", scale=attention == "scaled_luong",
-            kernel_initializer=init(), name="attention")
+            num_units,
+            mode="general",
+            scale=attention == "scaled_luong",
+            kernel_initializer=init(),
+            name="attention",
+        )
         self.context_layer = context_layer or context_lib.SoftAttentionContext(name="context")
-        self.attention_layer = keras.layers.Dense(num_units, use_bias=False,
-                                                  kernel_initializer=init(),
-                                                  name="attention_layer")
-        self.output_projection = keras.layers.Dense(tgt_vocab_size, use_bias=False,
-                                                    kernel_initializer=init(),
-                                                    name="output_projection")
+        self.attention_layer = keras.layers.Dense(
+            num_units, use_bias=False, kernel_initializer=init(), name="attention_layer"
+        )
+        self.output_projection = keras.layers.Dense(
+            tgt_vocab_size, use_bias=False, kernel_initializer=init(), name="output_projection"
+        )
         self._input_dropout = keras.layers.Dropout(dropout)
 
     def encode(self, src, src_len, training=False):
@@ -121,29 +153,39 @@ class NMTModel(keras.Model):
     def start(self, src, src_len, training=False):
         """Runs the encoder; returns the per-batch constants and the initial state."""
         memory, mask, states = self.encode(src, src_len, training)
-        constants = dict(keys=self.scorer.prepare(memory), mask=mask,
-                         prepared=self.context_layer.prepare(memory, mask))
+        constants = dict(
+            keys=self.scorer.prepare(memory),
+            mask=mask,
+            prepared=self.context_layer.prepare(memory, mask),
+        )
         # VED: a sentence latent from the encoder's final h (every layer, both directions)
         z, constants["kl_z"] = self.context_layer.sentence_latent(
-            tf.concat([h for h, _ in states], axis=-1), training=training)
+            tf.concat([h for h, _ in states], axis=-1), training=training
+        )
         if z is not None:
             constants["z"] = z
-        state = dict(cells=states, attention=tf.zeros([tf.shape(src)[0], self.num_units],
-                                                      memory.dtype))
+        state = dict(
+            cells=states, attention=tf.zeros([tf.shape(src)[0], self.num_units], memory.dtype)
+        )
         return constants, state
 
     def step(self, y_emb, state, constants, training=False, use_gumbel=None):
         """One decoder step: ``(output, state, attn, context)`` for embedded inputs [B, E]."""
-        x = tf.concat([y_emb, state["attention"]]  # input feeding
-                      + ([constants["z"]] if "z" in constants else []), axis=-1)
+        x = tf.concat(
+            [y_emb, state["attention"]]  # input feeding
+            + ([constants["z"]] if "z" in constants else []),
+            axis=-1,
+        )
         new_cells = []
         for cell, cell_state in zip(self.cells, state["cells"]):
             x, cell_state = cell(self._input_dropout(x, training=training), cell_state)
             new_cells.append(cell_state)
-        attn = self.scorer(x, constants["keys"], constants["mask"],
-                           normalizer=self.context_layer.normalizer)
-        context = self.context_layer.draw(attn, constants["prepared"], training=training,
-                                          use_gumbel=use_gumbel)
+        attn = self.scorer(
+            x, constants["keys"], constants["mask"], normalizer=self.context_layer.normalizer
+        )
+        context = self.context_layer.draw(
+            attn, constants["prepared"], training=training, use_gumbel=use_gumbel
+        )
         attention_vector = self.attention_layer(tf.concat([x, context], axis=-1))
         output = attention_vector if self.output_attention else x
         return output, dict(cells=new_cells, attention=attention_vector), attn, context
@@ -155,8 +197,7 @@ class NMTModel(keras.Model):
         """
         if not self.output_attention:  # the context does not reach the output
             return self.output_projection(top)
-        return self.output_projection(
-            self.attention_layer(variational.state_context(top, context)))
+        return self.output_projection(self.attention_layer(variational.state_context(top, context)))
 
     def log_probs(self, output, state, attn, context, constants):
         """``log p(y_t)`` [B, V] of a decoding step from ``step``'s results."""
@@ -164,7 +205,8 @@ class NMTModel(keras.Model):
             return tf.nn.log_softmax(tf.cast(self.output_projection(output), tf.float32))
         top = state["cells"][-1][0]
         return self.context_layer.decode_log_probs(
-            lambda c: self.vocab_logits(top, c), context, attn, constants["prepared"])
+            lambda c: self.vocab_logits(top, c), context, attn, constants["prepared"]
+        )
 
     def call(self, batch, training=False, use_gumbel=None):
         """Teacher-forced decoding of ``tgt_in``.
@@ -180,28 +222,44 @@ class NMTModel(keras.Model):
 
         def step(y_t, state, prepared_t):
             output, state, attn, context = self.step(
-                y_t, state, dict(constants, prepared=prepared_t), training, use_gumbel)
-            return state, dict(output=output, top=state["cells"][-1][0], attn=attn,
-                               context=context)
+                y_t, state, dict(constants, prepared=prepared_t), training, use_gumbel
+            )
+            return state, dict(output=output, top=state["cells"][-1][0], attn=attn, context=context)
 
         dtype = self.compute_dtype
         _, steps_out = decoding.teacher_forced(
-            step, tgt_emb, state,
+            step,
+            tgt_emb,
+            state,
             dict(output=dtype, top=dtype, attn=tf.float32, context=dtype),
-            self.context_layer, constants["prepared"], training, use_gumbel)
+            self.context_layer,
+            constants["prepared"],
+            training,
+            use_gumbel,
+        )
         tops, attns, contexts = steps_out["top"], steps_out["attn"], steps_out["context"]
-        out = dict(logits=self.output_projection(steps_out["output"]), attn=attns,
-                   kl=self.context_layer.kl_divergence(contexts, attns, constants["prepared"]),
-                   kl_z=constants["kl_z"])
+        out = dict(
+            logits=self.output_projection(steps_out["output"]),
+            attn=attns,
+            kl=self.context_layer.kl_divergence(contexts, attns, constants["prepared"]),
+            kl_z=constants["kl_z"],
+        )
         if self.context_layer.latent_alignment:
             gold = batch["tgt_out"]
             q = self.context_layer.posterior(
-                constants["prepared"], self.tgt_embedding(gold),
-                tf.sequence_mask(batch["tgt_len"], tf.shape(gold)[1]), training)
+                constants["prepared"],
+                self.tgt_embedding(gold),
+                tf.sequence_mask(batch["tgt_len"], tf.shape(gold)[1]),
+                training,
+            )
             out["token_nll"], out["kl"] = self.context_layer.alignment_losses(
                 lambda c: variational.gold_log_likelihood(self.vocab_logits(tops, c), gold),
-                variational.gold_log_likelihood(out["logits"], gold), attns, q,
-                constants["prepared"], training)
+                variational.gold_log_likelihood(out["logits"], gold),
+                attns,
+                q,
+                constants["prepared"],
+                training,
+            )
         return out
 
 

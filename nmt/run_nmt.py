@@ -11,32 +11,24 @@ Training writes ``out_dir/translate.ckpt-<step>`` (5 kept), the best dev-BLEU mo
 dev and test in ``out_dir/output_{dev,test}``. With ``--inference_input_file`` it
 translates a file instead (and scores it if ``--inference_ref_file`` is given).
 """
+
 import functools
 import json
 import math
 import os
 import time
 
-from absl import app
-from absl import flags
-from absl import logging
 import tensorflow as tf
+from absl import app, flags, logging
 
 from acvi_tf import context as context_lib
-from acvi_tf import files
+from acvi_tf import files, losses, summaries, transformer
 from acvi_tf import flags as acvi_flags
-from acvi_tf import losses
-from acvi_tf import summaries
 from acvi_tf import training as training_lib
-from acvi_tf import transformer
 from acvi_tf.compat import keras
 from acvi_tf.metrics import bleu as bleu_lib
-from nmt import bpe
-from nmt import data
-from nmt import hparams
+from nmt import bpe, data, hparams, schedule, translate
 from nmt import model as model_lib
-from nmt import schedule
-from nmt import translate
 
 FLAGS = flags.FLAGS
 _FLAGS_BEFORE = set(FLAGS)
@@ -46,40 +38,71 @@ flags.DEFINE_string("tgt", None, "Target suffix, e.g. vi.")
 flags.DEFINE_string("train_prefix", None, "Train prefix: files prefix.src and prefix.tgt.")
 flags.DEFINE_string("dev_prefix", None, "Dev prefix (BLEU picks best_bleu on it).")
 flags.DEFINE_string("test_prefix", None, "Test prefix.")
-flags.DEFINE_string("vocab_prefix", None, "Vocab prefix: files prefix.src, prefix.tgt "
-                    "(checked: <unk> <s> </s> first, repaired into out_dir if not).")
+flags.DEFINE_string(
+    "vocab_prefix",
+    None,
+    "Vocab prefix: files prefix.src, prefix.tgt "
+    "(checked: <unk> <s> </s> first, repaired into out_dir if not).",
+)
 flags.DEFINE_string("out_dir", None, "Output directory.")
-flags.DEFINE_enum("hparams_preset", "", ["", "acvi_paper", "iwslt15"],
-                  "A group of settings (explicit flags win).")
-flags.DEFINE_enum("model_type", "rnn", ["rnn", "transformer"],
-                  "rnn: the Luong LSTM model (ACVI applies); transformer: the small "
-                  "Transformer baseline (num_units, num_layers, num_heads, dropout; "
-                  "--context does not apply).")
+flags.DEFINE_enum(
+    "hparams_preset", "", ["", "acvi_paper", "iwslt15"], "A group of settings (explicit flags win)."
+)
+flags.DEFINE_enum(
+    "model_type",
+    "rnn",
+    ["rnn", "transformer"],
+    "rnn: the Luong LSTM model (ACVI applies); transformer: the small "
+    "Transformer baseline (num_units, num_layers, num_heads, dropout; "
+    "--context does not apply).",
+)
 flags.DEFINE_integer("num_heads", 4, "Transformer attention heads.", lower_bound=1)
 flags.DEFINE_integer("num_units", 32, "LSTM, embedding and attention size.", lower_bound=1)
-flags.DEFINE_integer("num_layers", 2, "Layers of encoder and decoder unless set apart.",
-                     lower_bound=1)
-flags.DEFINE_integer("num_encoder_layers", None, "Encoder layers (bi: both directions "
-                     "together, so 2 = one bidirectional layer, as tensorflow/nmt).")
+flags.DEFINE_integer(
+    "num_layers", 2, "Layers of encoder and decoder unless set apart.", lower_bound=1
+)
+flags.DEFINE_integer(
+    "num_encoder_layers",
+    None,
+    "Encoder layers (bi: both directions "
+    "together, so 2 = one bidirectional layer, as tensorflow/nmt).",
+)
 flags.DEFINE_integer("num_decoder_layers", None, "Decoder layers.")
 flags.DEFINE_enum("encoder_type", "uni", ["uni", "bi"], "Encoder type.")
-flags.DEFINE_enum("attention", "luong", ["luong", "scaled_luong"],
-                  "Luong general attention, optionally with a learned scale.")
-flags.DEFINE_enum("attention_architecture", "standard", ["standard"],
-                  "Attention on top of the decoder stack (the only one here).")
+flags.DEFINE_enum(
+    "attention",
+    "luong",
+    ["luong", "scaled_luong"],
+    "Luong general attention, optionally with a learned scale.",
+)
+flags.DEFINE_enum(
+    "attention_architecture",
+    "standard",
+    ["standard"],
+    "Attention on top of the decoder stack (the only one here).",
+)
 flags.DEFINE_boolean("output_attention", True, "Project the attention vector (Luong).")
 flags.DEFINE_boolean("pass_hidden_state", True, "Decoder starts from the encoder states.")
 flags.DEFINE_enum("optimizer", "sgd", ["sgd", "adam"], "Optimizer.")
 flags.DEFINE_float("learning_rate", 1.0, "Learning rate.", lower_bound=0.0)
-flags.DEFINE_enum("decay_scheme", "", ["", "luong234", "luong5", "luong10"],
-                  "Learning-rate decay (luong234: staircase halvings over the last third).")
+flags.DEFINE_enum(
+    "decay_scheme",
+    "",
+    ["", "luong234", "luong5", "luong10"],
+    "Learning-rate decay (luong234: staircase halvings over the last third).",
+)
 flags.DEFINE_integer("num_train_steps", 12000, "Training steps.", lower_bound=1)
-flags.DEFINE_integer("steps_per_stats", 100, "Log and summarise every this many steps.",
-                     lower_bound=1)
-flags.DEFINE_integer("steps_per_external_eval", None, "BLEU on dev/test every this many "
-                     "steps (default 10 x steps_per_stats x 5, as tensorflow/nmt).")
-flags.DEFINE_float("dropout", 0.2, "Input dropout rate of every LSTM.", lower_bound=0.0,
-                   upper_bound=1.0)
+flags.DEFINE_integer(
+    "steps_per_stats", 100, "Log and summarise every this many steps.", lower_bound=1
+)
+flags.DEFINE_integer(
+    "steps_per_external_eval",
+    None,
+    "BLEU on dev/test every this many steps (default 10 x steps_per_stats x 5, as tensorflow/nmt).",
+)
+flags.DEFINE_float(
+    "dropout", 0.2, "Input dropout rate of every LSTM.", lower_bound=0.0, upper_bound=1.0
+)
 flags.DEFINE_float("max_gradient_norm", 5.0, "Global-norm clipping (0: off).", lower_bound=0.0)
 flags.DEFINE_integer("batch_size", 128, "Batch size.", lower_bound=1)
 flags.DEFINE_float("init_weight", 0.1, "Uniform init range of every weight.")
@@ -88,25 +111,42 @@ flags.DEFINE_integer("tgt_max_len", 50, "Truncate training targets to this.", lo
 flags.DEFINE_integer("num_buckets", 5, "Length buckets.", lower_bound=1)
 flags.DEFINE_enum("infer_mode", "greedy", ["greedy", "beam_search"], "Decoding.")
 flags.DEFINE_integer("beam_width", 0, "Beam width (beam_search).", lower_bound=0)
-flags.DEFINE_float("length_penalty_weight", 0.0, "GNMT length penalty alpha.",
-                   lower_bound=0.0)
+flags.DEFINE_float("length_penalty_weight", 0.0, "GNMT length penalty alpha.", lower_bound=0.0)
 flags.DEFINE_enum("subword_option", "", ["", "bpe"], "bpe: remove '@@ ' before BLEU.")
 flags.DEFINE_integer("infer_batch_size", 32, "Sentences per decoding call.", lower_bound=1)
 flags.DEFINE_string("inference_input_file", None, "Translate this file and exit.")
 flags.DEFINE_string("inference_output_file", None, "Where the translation goes.")
 flags.DEFINE_string("inference_ref_file", None, "Reference of the inference input: BLEU.")
 flags.DEFINE_string("ckpt", None, "Checkpoint for inference (default: the latest).")
-flags.DEFINE_integer("attention_images", 0, "Inference: also write attention heat maps "
-                     "(PNG) of the first N translations into out_dir/attention/.",
-                     lower_bound=0)
+flags.DEFINE_integer(
+    "attention_images",
+    0,
+    "Inference: also write attention heat maps "
+    "(PNG) of the first N translations into out_dir/attention/.",
+    lower_bound=0,
+)
 
 # The hyper-parameters written to out_dir/hparams.json: this module's flags and the shared
 # ones (context, ACVI, seed, precision).
 HPARAM_NAMES = sorted(set(FLAGS) - _FLAGS_BEFORE) + [
-    "context", "acvi_variance_net", "acvi_sampling", "acvi_gumbel_fraction",
-    "acvi_gumbel_temperature", "acvi_noise", "acvi_num_samples", "acvi_kl", "kl_weight",
-    "kl_annealing", "kl_anneal_steps", "kl_free_bits",
-    "acvi_decode", "acvi_log_var_min", "acvi_log_var_max", "seed", "mixed_precision"]
+    "context",
+    "acvi_variance_net",
+    "acvi_sampling",
+    "acvi_gumbel_fraction",
+    "acvi_gumbel_temperature",
+    "acvi_noise",
+    "acvi_num_samples",
+    "acvi_kl",
+    "kl_weight",
+    "kl_annealing",
+    "kl_anneal_steps",
+    "kl_free_bits",
+    "acvi_decode",
+    "acvi_log_var_min",
+    "acvi_log_var_max",
+    "seed",
+    "mixed_precision",
+]
 
 BATCH_SIGNATURE = data.BATCH_SIGNATURE
 
@@ -121,8 +161,7 @@ def apply_preset():
 
 def learning_rate_schedule():
     """The ``--decay_scheme`` schedule (a constant when there is none)."""
-    return schedule.decay_schedule(FLAGS.learning_rate, FLAGS.decay_scheme,
-                                   FLAGS.num_train_steps)
+    return schedule.decay_schedule(FLAGS.learning_rate, FLAGS.decay_scheme, FLAGS.num_train_steps)
 
 
 def _bleu(references, hypotheses):
@@ -141,24 +180,28 @@ def _evaluate(model, name, prefix, vocabs, translator, writer, step):
     total_nll, total_tokens = 0.0, 0.0
     for batch in data.eval_dataset(examples, FLAGS.batch_size):
         out = model(batch)
-        nll, count = losses.sequence_loss(out["logits"], batch["tgt_out"], batch["tgt_len"],
-                                          token_nll=out.get("token_nll"))
+        nll, count = losses.sequence_loss(
+            out["logits"], batch["tgt_out"], batch["tgt_len"], token_nll=out.get("token_nll")
+        )
         total_nll += float(nll) * int(tf.shape(batch["src"])[0])
         total_tokens += float(count)
     ppl = math.exp(min(total_nll / max(total_tokens, 1.0), 100.0))
-    hypotheses = translator.translate([src for src, _ in pairs], src_vocab,
-                                      FLAGS.infer_batch_size)
-    files.atomic_write_text(os.path.join(FLAGS.out_dir, "output_" + name),
-                            "".join(h + "\n" for h in hypotheses))
+    hypotheses = translator.translate([src for src, _ in pairs], src_vocab, FLAGS.infer_batch_size)
+    files.atomic_write_text(
+        os.path.join(FLAGS.out_dir, "output_" + name), "".join(h + "\n" for h in hypotheses)
+    )
     score = _bleu([tgt for _, tgt in pairs], hypotheses)
     tokens, alignment = translator.alignment(pairs[0][0], src_vocab)
     with writer.as_default(step=step):
         tf.summary.scalar("%s_ppl" % name, ppl)
         tf.summary.scalar("%s_bleu" % name, score)
-        tf.summary.text("%s_sample" % name, "SRC: %s\n\nREF: %s\n\nNMT: %s" % (
-            pairs[0][0], pairs[0][1], hypotheses[0]))
-        summaries.write_attention_image("%s_attention" % name, alignment,
-                                        pairs[0][0].split(), tokens, step)
+        tf.summary.text(
+            "%s_sample" % name,
+            "SRC: %s\n\nREF: %s\n\nNMT: %s" % (pairs[0][0], pairs[0][1], hypotheses[0]),
+        )
+        summaries.write_attention_image(
+            "%s_attention" % name, alignment, pairs[0][0].split(), tokens, step
+        )
     logging.info("  %s: ppl %.2f, bleu %.1f", name, ppl, score)
     return score
 
@@ -166,20 +209,40 @@ def _evaluate(model, name, prefix, vocabs, translator, writer, step):
 def build(src_vocab, tgt_vocab):
     """The model the flags describe, built."""
     if FLAGS.model_type == "transformer":
-        model = transformer.TransformerModel(src_vocab.size(), tgt_vocab.size(),
-                                             FLAGS.num_units, FLAGS.num_layers,
-                                             FLAGS.num_heads, FLAGS.dropout)
-        model({k: tf.ones([1, 1] if spec.shape.rank == 2 else [1], tf.int32)
-               for k, spec in BATCH_SIGNATURE.items()})
+        model = transformer.TransformerModel(
+            src_vocab.size(),
+            tgt_vocab.size(),
+            FLAGS.num_units,
+            FLAGS.num_layers,
+            FLAGS.num_heads,
+            FLAGS.dropout,
+        )
+        model(
+            {
+                k: tf.ones([1, 1] if spec.shape.rank == 2 else [1], tf.int32)
+                for k, spec in BATCH_SIGNATURE.items()
+            }
+        )
         return model
     model = model_lib.NMTModel(
-        src_vocab.size(), tgt_vocab.size(), FLAGS.num_units,
+        src_vocab.size(),
+        tgt_vocab.size(),
+        FLAGS.num_units,
         FLAGS.num_encoder_layers or FLAGS.num_layers,
-        FLAGS.num_decoder_layers or FLAGS.num_layers, FLAGS.encoder_type, FLAGS.attention,
-        FLAGS.output_attention, FLAGS.pass_hidden_state, FLAGS.dropout, FLAGS.init_weight,
-        acvi_flags.context_layer_from_flags(FLAGS), jit_compile=FLAGS.jit_compile)
-    dummy = {k: tf.ones([1, 1] if spec.shape.rank == 2 else [1], tf.int32)
-             for k, spec in BATCH_SIGNATURE.items()}
+        FLAGS.num_decoder_layers or FLAGS.num_layers,
+        FLAGS.encoder_type,
+        FLAGS.attention,
+        FLAGS.output_attention,
+        FLAGS.pass_hidden_state,
+        FLAGS.dropout,
+        FLAGS.init_weight,
+        acvi_flags.context_layer_from_flags(FLAGS),
+        jit_compile=FLAGS.jit_compile,
+    )
+    dummy = {
+        k: tf.ones([1, 1] if spec.shape.rank == 2 else [1], tf.int32)
+        for k, spec in BATCH_SIGNATURE.items()
+    }
     model(dummy)
     return model
 
@@ -199,36 +262,53 @@ def make_train_step(model, optimizer):
         # --acvi_num_samples K: the batch repeated K times averages the loss over K samples
         batch = {k: context_lib.tile_for_samples(v, num_samples) for k, v in batch.items()}
         out = model(batch, training=True, use_gumbel=use_gumbel)
-        nll, count = losses.sequence_loss(out["logits"], batch["tgt_out"], batch["tgt_len"],
-                                          token_nll=out.get("token_nll"))
+        nll, count = losses.sequence_loss(
+            out["logits"], batch["tgt_out"], batch["tgt_len"], token_nll=out.get("token_nll")
+        )
         per_sequence = functools.partial(losses.per_sequence, lengths=batch["tgt_len"])
         loss = nll + kl_terms.term(out["kl"], step, per_sequence, kl_weight)
         if "kl_z" in out:
             loss += kl_terms.term(out["kl_z"], step, tf.reduce_mean)
         if context_layer is not None:
             loss += context_layer.regularization()  # structured attention's L2
-        return loss, dict(train_loss=loss, nll=nll, kl=per_sequence(out["kl"]),
-                          kl_factor=kl_terms.factor(step), predict_count=count / num_samples)
+        return loss, dict(
+            train_loss=loss,
+            nll=nll,
+            kl=per_sequence(out["kl"]),
+            kl_factor=kl_terms.factor(step),
+            predict_count=count / num_samples,
+        )
 
     return training_lib.make_train_step(
-        loss_fn, model.trainable_variables, optimizer,
+        loss_fn,
+        model.trainable_variables,
+        optimizer,
         [BATCH_SIGNATURE, tf.TensorSpec([], tf.bool), tf.TensorSpec([], tf.int64)],
-        FLAGS.max_gradient_norm, FLAGS.jit_compile)
+        FLAGS.max_gradient_norm,
+        FLAGS.jit_compile,
+    )
 
 
 def train(vocabs):
     """The training loop with tensorflow/nmt's evaluation schedule."""
     src_vocab, tgt_vocab = vocabs
     model = build(src_vocab, tgt_vocab)
-    optimizer = (keras.optimizers.SGD(learning_rate_schedule()) if FLAGS.optimizer == "sgd"
-                 else keras.optimizers.Adam(learning_rate_schedule()))
+    optimizer = (
+        keras.optimizers.SGD(learning_rate_schedule())
+        if FLAGS.optimizer == "sgd"
+        else keras.optimizers.Adam(learning_rate_schedule())
+    )
     step_var = tf.Variable(0, dtype=tf.int64, name="global_step")
     checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=step_var)
-    manager = tf.train.CheckpointManager(checkpoint, FLAGS.out_dir, max_to_keep=5,
-                                         checkpoint_name="translate.ckpt")
-    best = tf.train.CheckpointManager(tf.train.Checkpoint(model=model, step=step_var),
-                                      os.path.join(FLAGS.out_dir, "best_bleu"), max_to_keep=1,
-                                      checkpoint_name="translate.ckpt")
+    manager = tf.train.CheckpointManager(
+        checkpoint, FLAGS.out_dir, max_to_keep=5, checkpoint_name="translate.ckpt"
+    )
+    best = tf.train.CheckpointManager(
+        tf.train.Checkpoint(model=model, step=step_var),
+        os.path.join(FLAGS.out_dir, "best_bleu"),
+        max_to_keep=1,
+        checkpoint_name="translate.ckpt",
+    )
     if manager.latest_checkpoint:
         _check_vocabulary(manager.latest_checkpoint, src_vocab, tgt_vocab)
         checkpoint.restore(manager.latest_checkpoint).expect_partial()
@@ -237,16 +317,26 @@ def train(vocabs):
     total = FLAGS.num_train_steps
     train_step = make_train_step(model, optimizer)
 
-    pairs = data.read_parallel("%s.%s" % (FLAGS.train_prefix, FLAGS.src),
-                               "%s.%s" % (FLAGS.train_prefix, FLAGS.tgt))
-    examples = data.make_examples(pairs, src_vocab, tgt_vocab, FLAGS.src_max_len,
-                                  FLAGS.tgt_max_len)
-    dataset = data.train_dataset(examples, FLAGS.batch_size, FLAGS.src_max_len,
-                                 FLAGS.num_buckets, seed=FLAGS.seed + int(step_var),
-                                 pad_to=((FLAGS.src_max_len, FLAGS.tgt_max_len)
-                                         if FLAGS.jit_compile else None))
-    translator = translate.Translator(model, tgt_vocab, FLAGS.infer_mode, FLAGS.beam_width,
-                            FLAGS.length_penalty_weight, FLAGS.jit_compile)
+    pairs = data.read_parallel(
+        "%s.%s" % (FLAGS.train_prefix, FLAGS.src), "%s.%s" % (FLAGS.train_prefix, FLAGS.tgt)
+    )
+    examples = data.make_examples(pairs, src_vocab, tgt_vocab, FLAGS.src_max_len, FLAGS.tgt_max_len)
+    dataset = data.train_dataset(
+        examples,
+        FLAGS.batch_size,
+        FLAGS.src_max_len,
+        FLAGS.num_buckets,
+        seed=FLAGS.seed + int(step_var),
+        pad_to=((FLAGS.src_max_len, FLAGS.tgt_max_len) if FLAGS.jit_compile else None),
+    )
+    translator = translate.Translator(
+        model,
+        tgt_vocab,
+        FLAGS.infer_mode,
+        FLAGS.beam_width,
+        FLAGS.length_penalty_weight,
+        FLAGS.jit_compile,
+    )
     writer = tf.summary.create_file_writer(os.path.join(FLAGS.out_dir, "train_log"))
     external_every = FLAGS.steps_per_external_eval or 50 * FLAGS.steps_per_stats
     best_bleu = -1.0
@@ -256,11 +346,18 @@ def train(vocabs):
         step = int(step_var)
         if step >= total:
             break
-        use_gumbel = (context_layer.gumbel_active(step, total) if context_layer is not None
-                      else tf.constant(False))
+        use_gumbel = (
+            context_layer.gumbel_active(step, total)
+            if context_layer is not None
+            else tf.constant(False)
+        )
         results = train_step(batch, use_gumbel, tf.constant(step, tf.int64))
-        if not guard.check(float(results["train_loss"]), step, manager.latest_checkpoint,
-                           lambda: _describe(batch, src_vocab)):
+        if not guard.check(
+            float(results["train_loss"]),
+            step,
+            manager.latest_checkpoint,
+            lambda: _describe(batch, src_vocab),
+        ):
             continue
         step_var.assign_add(1)
         step += 1
@@ -270,12 +367,22 @@ def train(vocabs):
         if step % FLAGS.steps_per_stats == 0:
             elapsed = time.time() - stats["start"]
             ppl = math.exp(min(stats["nll"] / max(stats["count"], 1.0), 100.0))
-            lr = float(optimizer.learning_rate) if not callable(optimizer.learning_rate) \
+            lr = (
+                float(optimizer.learning_rate)
+                if not callable(optimizer.learning_rate)
                 else float(optimizer.learning_rate(optimizer.iterations))
-            logging.info("step %d lr %g step-time %.2fs wps %.2fK ppl %.2f gN %.2f kl %.3f "
-                         "bleu %.1f", step, lr, elapsed / FLAGS.steps_per_stats,
-                         stats["words"] / elapsed / 1000, ppl, float(results["grad_norm"]),
-                         float(results["kl"]), max(best_bleu, 0.0))
+            )
+            logging.info(
+                "step %d lr %g step-time %.2fs wps %.2fK ppl %.2f gN %.2f kl %.3f bleu %.1f",
+                step,
+                lr,
+                elapsed / FLAGS.steps_per_stats,
+                stats["words"] / elapsed / 1000,
+                ppl,
+                float(results["grad_norm"]),
+                float(results["kl"]),
+                max(best_bleu, 0.0),
+            )
             with writer.as_default(step=step):
                 tf.summary.scalar("lr", lr)
                 tf.summary.scalar("train_ppl", ppl)
@@ -286,8 +393,7 @@ def train(vocabs):
             manager.save(checkpoint_number=step)
         if step % external_every == 0 or step == total:
             manager.save(checkpoint_number=step)
-            dev_bleu = _evaluate(model, "dev", FLAGS.dev_prefix, vocabs, translator, writer,
-                                 step)
+            dev_bleu = _evaluate(model, "dev", FLAGS.dev_prefix, vocabs, translator, writer, step)
             if FLAGS.test_prefix:
                 _evaluate(model, "test", FLAGS.test_prefix, vocabs, translator, writer, step)
             if dev_bleu > best_bleu:
@@ -300,18 +406,28 @@ def train(vocabs):
 
 def _check_vocabulary(checkpoint_path, src_vocab, tgt_vocab):
     """A clear error when ``checkpoint_path`` was trained with other vocabularies."""
-    training_lib.check_vocabulary(checkpoint_path, {
-        "model/src_embedding/embeddings": (src_vocab.size(), "--vocab_prefix=%s.%s" % (
-            FLAGS.vocab_prefix, FLAGS.src)),
-        "model/tgt_embedding/embeddings": (tgt_vocab.size(), "--vocab_prefix=%s.%s" % (
-            FLAGS.vocab_prefix, FLAGS.tgt))})
+    training_lib.check_vocabulary(
+        checkpoint_path,
+        {
+            "model/src_embedding/embeddings": (
+                src_vocab.size(),
+                "--vocab_prefix=%s.%s" % (FLAGS.vocab_prefix, FLAGS.src),
+            ),
+            "model/tgt_embedding/embeddings": (
+                tgt_vocab.size(),
+                "--vocab_prefix=%s.%s" % (FLAGS.vocab_prefix, FLAGS.tgt),
+            ),
+        },
+    )
 
 
 def _describe(batch, src_vocab):
     """The batch's first source sentence, to find a skipped batch in the data."""
-    ids = batch["src"][0, :int(batch["src_len"][0])].numpy()
+    ids = batch["src"][0, : int(batch["src_len"][0])].numpy()
     return "batch of %d pairs starting with %r" % (
-        int(tf.shape(batch["src"])[0]), " ".join(src_vocab.id2word(i) for i in ids)[:200])
+        int(tf.shape(batch["src"])[0]),
+        " ".join(src_vocab.id2word(i) for i in ids)[:200],
+    )
 
 
 def infer(vocabs):
@@ -323,15 +439,22 @@ def infer(vocabs):
         raise app.UsageError("no checkpoint in %s; give --ckpt" % FLAGS.out_dir)
     _check_vocabulary(path, src_vocab, tgt_vocab)
     tf.train.Checkpoint(model=model).restore(path).expect_partial()
-    translator = translate.Translator(model, tgt_vocab, FLAGS.infer_mode, FLAGS.beam_width,
-                            FLAGS.length_penalty_weight, FLAGS.jit_compile)
-    hypotheses = translator.translate(data.read_lines(FLAGS.inference_input_file), src_vocab,
-                                      FLAGS.infer_batch_size)
+    translator = translate.Translator(
+        model,
+        tgt_vocab,
+        FLAGS.infer_mode,
+        FLAGS.beam_width,
+        FLAGS.length_penalty_weight,
+        FLAGS.jit_compile,
+    )
+    hypotheses = translator.translate(
+        data.read_lines(FLAGS.inference_input_file), src_vocab, FLAGS.infer_batch_size
+    )
     output = FLAGS.inference_output_file or os.path.join(FLAGS.out_dir, "output_infer")
     files.atomic_write_text(output, "".join(h + "\n" for h in hypotheses))
     logging.info("Wrote %d translations to %s", len(hypotheses), output)
     sources = data.read_lines(FLAGS.inference_input_file)
-    for i, line in enumerate(sources[:FLAGS.attention_images]):
+    for i, line in enumerate(sources[: FLAGS.attention_images]):
         tokens, alignment = translator.alignment(line, src_vocab)
         path = os.path.join(FLAGS.out_dir, "attention", "%06d.png" % i)
         with files.atomic_write(path, binary=True) as f:
@@ -356,8 +479,10 @@ def main(argv):
     acvi_flags.configure_runtime(FLAGS)
     os.makedirs(FLAGS.out_dir, exist_ok=True)
     values = {name: FLAGS[name].value for name in HPARAM_NAMES}
-    files.atomic_write_text(os.path.join(FLAGS.out_dir, "hparams.json"),
-                            json.dumps(values, indent=2, sort_keys=True) + "\n")
+    files.atomic_write_text(
+        os.path.join(FLAGS.out_dir, "hparams.json"),
+        json.dumps(values, indent=2, sort_keys=True) + "\n",
+    )
     logging.info("hparams: %s", values)
     vocabs = []
     for suffix in (FLAGS.src, FLAGS.tgt):

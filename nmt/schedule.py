@@ -1,4 +1,5 @@
 """tensorflow/nmt's learning-rate decay schedules."""
+
 import tensorflow as tf
 
 from acvi_tf.compat import keras
@@ -35,6 +36,9 @@ def decay_schedule(learning_rate, decay_scheme, num_train_steps):
     if not decay_scheme:
         return learning_rate
     n = num_train_steps
-    start, decays = {"luong234": (int(2 * n / 3), 4), "luong5": (n // 2, 5),
-                     "luong10": (n // 2, 10)}[decay_scheme]
+    start, decays = {
+        "luong234": (int(2 * n / 3), 4),
+        "luong5": (n // 2, 5),
+        "luong10": (n // 2, 10),
+    }[decay_scheme]
     return LuongDecay(learning_rate, start, max((n - start) // decays, 1))

@@ -1,10 +1,9 @@
 """Batched greedy or beam-search translation with an ``NMTModel`` (no flags: a library)."""
+
 import tensorflow as tf
 
-from acvi_tf import decoding
-from acvi_tf import gnmt_beam_search
+from acvi_tf import decoding, gnmt_beam_search
 from nmt import data
-
 
 # Under XLA, source batches are padded to a multiple of this many tokens: one compiled
 # program per multiple (and per batch size) rather than one per longest sentence.
@@ -25,8 +24,9 @@ class Translator:
         stays tensorflow/nmt's twice the longest source, so translations do not change.
     """
 
-    def __init__(self, model, tgt_vocab, infer_mode, beam_width, length_penalty_weight,
-                 jit_compile=False):
+    def __init__(
+        self, model, tgt_vocab, infer_mode, beam_width, length_penalty_weight, jit_compile=False
+    ):
         self.model = model
         self.tgt_vocab = tgt_vocab
         self.length_multiple = XLA_LENGTH_MULTIPLE if jit_compile else 1
@@ -34,16 +34,21 @@ class Translator:
 
         def step_fn(constants):
             """The decoding step: log-probabilities, new state and the attention."""
+
             def step(tokens, state, t):
                 del t
-                output, state, attn, context = model.step(model.tgt_embedding(tokens), state,
-                                                          constants)
-                return (model.log_probs(output, state, attn, context, constants), state,
-                        {"attn": attn})
+                output, state, attn, context = model.step(
+                    model.tgt_embedding(tokens), state, constants
+                )
+                return (
+                    model.log_probs(output, state, attn, context, constants),
+                    state,
+                    {"attn": attn},
+                )
+
             return step
 
-        @tf.function(input_signature=signature, autograph=False,
-                     jit_compile=jit_compile or None)
+        @tf.function(input_signature=signature, autograph=False, jit_compile=jit_compile or None)
         def translate(src, src_len):
             constants, state = model.start(src, src_len)
             # The output width follows the padded shape (a compile-time constant under
@@ -54,17 +59,39 @@ class Translator:
             if infer_mode == "beam_search":
                 step = step_fn(decoding.tile_beam(constants, beam_width))
                 return gnmt_beam_search.gnmt_beam_search(
-                    step, state, batch, beam_width, max_steps, data.SOS_ID, data.EOS_ID,
-                    alpha=length_penalty_weight, step_limit=step_limit)
-            return decoding.greedy_search(step_fn(constants), state, batch, max_steps,
-                                          data.SOS_ID, data.EOS_ID, step_limit=step_limit)
+                    step,
+                    state,
+                    batch,
+                    beam_width,
+                    max_steps,
+                    data.SOS_ID,
+                    data.EOS_ID,
+                    alpha=length_penalty_weight,
+                    step_limit=step_limit,
+                )
+            return decoding.greedy_search(
+                step_fn(constants),
+                state,
+                batch,
+                max_steps,
+                data.SOS_ID,
+                data.EOS_ID,
+                step_limit=step_limit,
+            )
 
         @tf.function(input_signature=signature, autograph=False)
         def align(src, src_len):
             constants, state = model.start(src, src_len)
-            return decoding.beam_search(step_fn(constants), state, tf.shape(src)[0], 1,
-                                        2 * tf.reduce_max(src_len), data.SOS_ID, data.EOS_ID,
-                                        record_extras=True)
+            return decoding.beam_search(
+                step_fn(constants),
+                state,
+                tf.shape(src)[0],
+                1,
+                2 * tf.reduce_max(src_len),
+                data.SOS_ID,
+                data.EOS_ID,
+                record_extras=True,
+            )
 
         self._translate = translate
         self._align = align
@@ -80,8 +107,9 @@ class Translator:
     def translate(self, src_lines, src_vocab, batch_size):
         """Translations (token strings) of ``src_lines``, in order."""
         outputs = []
-        for batch in data.infer_dataset(src_lines, src_vocab, batch_size,
-                                        length_multiple=self.length_multiple):
+        for batch in data.infer_dataset(
+            src_lines, src_vocab, batch_size, length_multiple=self.length_multiple
+        ):
             out = self._translate(batch["src"], batch["src_len"])
             for ids, length in zip(out["ids"].numpy(), out["lengths"].numpy()):
                 outputs.append(" ".join(self.tgt_vocab.decode(ids[:length].tolist())))

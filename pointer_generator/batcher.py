@@ -12,11 +12,12 @@ generator does the same work in the same order and ``tf.data`` prefetches it:
   ``single_pass``, as the original's cache of one batch);
 * pad into the original's batch fields.
 """
+
 import random
 
-from absl import logging
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
 from pointer_generator import bin_files
 from pointer_generator import vocab as vocab_lib
@@ -51,8 +52,9 @@ class Example:
       pointer_gen: build the extended-vocabulary ids and use them in the target.
     """
 
-    def __init__(self, article, abstract_sentences, vocab, max_enc_steps, max_dec_steps,
-                 pointer_gen=True):
+    def __init__(
+        self, article, abstract_sentences, vocab, max_enc_steps, max_dec_steps, pointer_gen=True
+    ):
         start_id = vocab.word2id(vocab_lib.START_DECODING)
         stop_id = vocab.word2id(vocab_lib.STOP_DECODING)
         article_words = article.split()[:max_enc_steps]
@@ -61,15 +63,14 @@ class Example:
         abstract = " ".join(abstract_sentences)
         abstract_words = abstract.split()
         abs_ids = [vocab.word2id(w) for w in abstract_words]
-        self.dec_input, self.target = decoder_sequences(abs_ids, max_dec_steps, start_id,
-                                                        stop_id)
+        self.dec_input, self.target = decoder_sequences(abs_ids, max_dec_steps, start_id, stop_id)
         self.dec_len = len(self.dec_input)
         if pointer_gen:
             self.enc_input_extend_vocab, self.article_oovs = vocab_lib.article2ids(
-                article_words, vocab)
+                article_words, vocab
+            )
             abs_ids_extend = vocab_lib.abstract2ids(abstract_words, vocab, self.article_oovs)
-            _, self.target = decoder_sequences(abs_ids_extend, max_dec_steps, start_id,
-                                               stop_id)
+            _, self.target = decoder_sequences(abs_ids_extend, max_dec_steps, start_id, stop_id)
         else:
             self.enc_input_extend_vocab, self.article_oovs = list(self.enc_input), []
         self.original_article = article
@@ -115,18 +116,20 @@ def make_batch(examples, pad_id, max_dec_steps, enc_steps=None):
     batch["max_art_oovs"] = np.int32(max_oovs)
     batch["art_oovs"] = np.array(
         [ex.article_oovs + [""] * (max_oovs - len(ex.article_oovs)) for ex in examples],
-        dtype=object).reshape(size, max_oovs)
+        dtype=object,
+    ).reshape(size, max_oovs)
     for i, ex in enumerate(examples):
-        batch["enc_batch"][i, :ex.enc_len] = ex.enc_input
-        batch["enc_padding_mask"][i, :ex.enc_len] = 1.0
-        batch["enc_batch_extend_vocab"][i, :ex.enc_len] = ex.enc_input_extend_vocab
-        batch["dec_batch"][i, :ex.dec_len] = ex.dec_input
-        batch["target_batch"][i, :ex.dec_len] = ex.target
-        batch["dec_padding_mask"][i, :ex.dec_len] = 1.0
+        batch["enc_batch"][i, : ex.enc_len] = ex.enc_input
+        batch["enc_padding_mask"][i, : ex.enc_len] = 1.0
+        batch["enc_batch_extend_vocab"][i, : ex.enc_len] = ex.enc_input_extend_vocab
+        batch["dec_batch"][i, : ex.dec_len] = ex.dec_input
+        batch["target_batch"][i, : ex.dec_len] = ex.target
+        batch["dec_padding_mask"][i, : ex.dec_len] = 1.0
     batch["original_articles"] = np.array([ex.original_article for ex in examples], object)
     batch["original_abstracts"] = np.array([ex.original_abstract for ex in examples], object)
     batch["original_abstract_sents"] = np.array(
-        ["\n".join(ex.original_abstract_sents) for ex in examples], object)
+        ["\n".join(ex.original_abstract_sents) for ex in examples], object
+    )
     return batch
 
 
@@ -146,8 +149,18 @@ class Batcher:
         (``--jit_compile``: XLA compiles one program per shape).
     """
 
-    def __init__(self, data_path, vocab, batch_size, max_enc_steps, max_dec_steps,
-                 pointer_gen=True, single_pass=False, seed=111, pad_encoder=False):
+    def __init__(
+        self,
+        data_path,
+        vocab,
+        batch_size,
+        max_enc_steps,
+        max_dec_steps,
+        pointer_gen=True,
+        single_pass=False,
+        seed=111,
+        pad_encoder=False,
+    ):
         self.paths = bin_files.expand_data_path(data_path)
         self.vocab = vocab
         self.batch_size = batch_size
@@ -170,9 +183,13 @@ class Batcher:
                     sentences = vocab_lib.abstract2sents(abstract)
                     if not article.strip() or not sentences:
                         self.skipped += 1
-                        logging.warning("%s: record %d has an empty %s; skipped (%d so far)",
-                                        path, index, "article" if not article.strip()
-                                        else "abstract", self.skipped)
+                        logging.warning(
+                            "%s: record %d has an empty %s; skipped (%d so far)",
+                            path,
+                            index,
+                            "article" if not article.strip() else "abstract",
+                            self.skipped,
+                        )
                         continue
                     yield article, sentences
             if self.single_pass:
@@ -181,8 +198,14 @@ class Batcher:
     def examples(self):
         """``Example`` objects in reading order."""
         for article, sentences in self.pairs():
-            yield Example(article, sentences, self.vocab, self.max_enc_steps,
-                          self.max_dec_steps, self.pointer_gen)
+            yield Example(
+                article,
+                sentences,
+                self.vocab,
+                self.max_enc_steps,
+                self.max_dec_steps,
+                self.pointer_gen,
+            )
 
     def batches(self):
         """Padded NumPy batches (dicts keyed as ``BATCH_SIGNATURE``)."""
@@ -206,7 +229,7 @@ class Batcher:
 
     def _bucketed(self, pool, pad_id):
         pool.sort(key=lambda ex: ex.enc_len)
-        groups = [pool[i:i + self.batch_size] for i in range(0, len(pool), self.batch_size)]
+        groups = [pool[i : i + self.batch_size] for i in range(0, len(pool), self.batch_size)]
         self.rng.shuffle(groups)
         for group in groups:
             yield make_batch(group, pad_id, self.max_dec_steps, self.enc_steps)
@@ -214,4 +237,5 @@ class Batcher:
     def dataset(self):
         """A prefetching ``tf.data.Dataset`` of the batches."""
         return tf.data.Dataset.from_generator(
-            self.batches, output_signature=BATCH_SIGNATURE).prefetch(4)
+            self.batches, output_signature=BATCH_SIGNATURE
+        ).prefetch(4)

@@ -5,6 +5,7 @@ on x86) followed by that many bytes of a serialized ``tf.train.Example`` with tw
 features, ``article`` and ``abstract``. There is no CRC framing, so this is not TFRecord
 and ``tf.data.TFRecordDataset`` cannot read it.
 """
+
 import glob
 import os
 import struct
@@ -25,12 +26,15 @@ def _feature(example, path, index, key):
     if not values:
         raise BinFileError(
             "%s: record %d has no '%s' feature; every record needs 'article' and "
-            "'abstract' bytes features (rebuild the file with data_prep)" % (path, index, key))
+            "'abstract' bytes features (rebuild the file with data_prep)" % (path, index, key)
+        )
     try:
         return values[0].decode("utf-8")
     except UnicodeDecodeError as e:
-        raise BinFileError("%s: record %d: its '%s' is not UTF-8 text (%s); rebuild the file "
-                           "with data_prep" % (path, index, key, e)) from e
+        raise BinFileError(
+            "%s: record %d: its '%s' is not UTF-8 text (%s); rebuild the file "
+            "with data_prep" % (path, index, key, e)
+        ) from e
 
 
 def read_bin_file(path):
@@ -50,13 +54,15 @@ def read_bin_file(path):
             if len(prefix) < _LENGTH.size:
                 raise BinFileError(
                     "%s: record %d: truncated length prefix (%d of 8 bytes); the file was "
-                    "cut short, rebuild it" % (path, index, len(prefix)))
+                    "cut short, rebuild it" % (path, index, len(prefix))
+                )
             (length,) = _LENGTH.unpack(prefix)
             remaining = size - f.tell()
             if not 0 <= length <= remaining:  # never read (allocate) more than is there
                 raise BinFileError(
                     "%s: record %d claims %d bytes but only %d remain; the file was cut "
-                    "short, rebuild it" % (path, index, length, remaining))
+                    "short, rebuild it" % (path, index, length, remaining)
+                )
             payload = f.read(length)
             example = tf.train.Example()
             try:
@@ -64,9 +70,12 @@ def read_bin_file(path):
             except Exception as e:  # protobuf raises its own DecodeError type
                 raise BinFileError(
                     "%s: record %d is not a serialized tf.train.Example (%s); is this a "
-                    "See-format .bin file?" % (path, index, e)) from e
-            yield (_feature(example, path, index, "article"),
-                   _feature(example, path, index, "abstract"))
+                    "See-format .bin file?" % (path, index, e)
+                ) from e
+            yield (
+                _feature(example, path, index, "article"),
+                _feature(example, path, index, "abstract"),
+            )
             index += 1
 
 
@@ -80,10 +89,8 @@ def write_bin_file(path, pairs):
     with files.atomic_write(path, binary=True) as f:
         for article, abstract in pairs:
             example = tf.train.Example()
-            example.features.feature["article"].bytes_list.value.append(
-                article.encode("utf-8"))
-            example.features.feature["abstract"].bytes_list.value.append(
-                abstract.encode("utf-8"))
+            example.features.feature["article"].bytes_list.value.append(article.encode("utf-8"))
+            example.features.feature["abstract"].bytes_list.value.append(abstract.encode("utf-8"))
             payload = example.SerializeToString()
             f.write(_LENGTH.pack(len(payload)))
             f.write(payload)
@@ -101,7 +108,7 @@ def write_chunked(out_dir, split, pairs, chunk_size=1000):
     paths = []
     for start in range(0, len(pairs), chunk_size):
         path = os.path.join(out_dir, "%s_%03d.bin" % (split, start // chunk_size))
-        write_bin_file(path, pairs[start:start + chunk_size])
+        write_bin_file(path, pairs[start : start + chunk_size])
         paths.append(path)
     return paths
 
@@ -112,5 +119,6 @@ def expand_data_path(pattern):
     if not paths:
         raise BinFileError(
             "--data_path=%r matches no file; give a glob of .bin chunks such as "
-            "'finished_files/chunked/train_*'" % (pattern,))
+            "'finished_files/chunked/train_*'" % (pattern,)
+        )
     return paths

@@ -10,18 +10,18 @@ METEOR and the copying measures (``ROUGE_results.txt``, ``metrics.json``, Tensor
 is the original's non-single-pass mode: log article, reference and summary, write
 ``attn_vis_data.json``.
 """
+
 import json
 import os
 import re
 import shutil
 import time
 
-from absl import logging
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
-from acvi_tf import decoding
-from acvi_tf import files
+from acvi_tf import decoding, files
 from acvi_tf.metrics import copying
 from acvi_tf.metrics import meteor as meteor_lib
 from acvi_tf.metrics import rouge as rouge_lib
@@ -49,18 +49,27 @@ class Summarizer:
         ``attn_vis_data.json``); off, decoding skips that bookkeeping.
     """
 
-    def __init__(self, model, vocab, beam_size=4, max_dec_steps=120, min_dec_steps=35,
-                 coverage_on=False, initial_state_attention=True,
-                 length_normalization="average", gnmt_alpha=0.6, jit_compile=False,
-                 record_attention=True):
+    def __init__(
+        self,
+        model,
+        vocab,
+        beam_size=4,
+        max_dec_steps=120,
+        min_dec_steps=35,
+        coverage_on=False,
+        initial_state_attention=True,
+        length_normalization="average",
+        gnmt_alpha=0.6,
+        jit_compile=False,
+        record_attention=True,
+    ):
         self.model = model
         self.vocab = vocab
         self.start_id = vocab.word2id(vocab_lib.START_DECODING)
         self.stop_id = vocab.word2id(vocab_lib.STOP_DECODING)
         signature = {name: batcher_lib.BATCH_SIGNATURE[name] for name in DECODE_FIELDS}
 
-        @tf.function(input_signature=[signature], jit_compile=jit_compile or None,
-                     autograph=False)
+        @tf.function(input_signature=[signature], jit_compile=jit_compile or None, autograph=False)
         def decode(batch):
             constants, state = model.start_decoding(batch, initial_state_attention)
             articles = tf.shape(batch["enc_batch"])[0]
@@ -68,14 +77,24 @@ class Summarizer:
 
             def step(tokens, state, t):
                 del t
-                return model.decode_step(tokens, state, constants, batch["max_art_oovs"],
-                                         coverage_on)
+                return model.decode_step(
+                    tokens, state, constants, batch["max_art_oovs"], coverage_on
+                )
 
             return decoding.beam_search(
-                step, state, articles, beam_size, max_dec_steps, self.start_id,
-                self.stop_id, min_steps=min_dec_steps,
-                length_normalization=length_normalization, gnmt_alpha=gnmt_alpha,
-                probabilities=True, record_extras=record_attention)
+                step,
+                state,
+                articles,
+                beam_size,
+                max_dec_steps,
+                self.start_id,
+                self.stop_id,
+                min_steps=min_dec_steps,
+                length_normalization=length_normalization,
+                gnmt_alpha=gnmt_alpha,
+                probabilities=True,
+                record_extras=record_attention,
+            )
 
         self._decode = decode
 
@@ -116,17 +135,25 @@ def split_sentences(words):
     return sentences
 
 
-def decode_dir_name(data_path, max_enc_steps, beam_size, min_dec_steps, max_dec_steps,
-                    checkpoint_path):
+def decode_dir_name(
+    data_path, max_enc_steps, beam_size, min_dec_steps, max_dec_steps, checkpoint_path
+):
     """``decode_{split}_{E}maxenc_{B}beam_{m}mindec_{M}maxdec_ckpt-N`` as the original."""
     split = next((s for s in ("train", "val", "test") if s in data_path), None)
     if split is None:
-        raise ValueError("--data_path=%r must contain 'train', 'val' or 'test' to name the "
-                         "decode folder (as in the original)" % data_path)
+        raise ValueError(
+            "--data_path=%r must contain 'train', 'val' or 'test' to name the "
+            "decode folder (as in the original)" % data_path
+        )
     step = re.search(r"(\d+)(?:_cov_init)?$", os.path.basename(checkpoint_path))
     return "decode_%s_%dmaxenc_%dbeam_%dmindec_%dmaxdec_ckpt-%s" % (
-        split, max_enc_steps, beam_size, min_dec_steps, max_dec_steps,
-        step.group(1) if step else os.path.basename(checkpoint_path))
+        split,
+        max_enc_steps,
+        beam_size,
+        min_dec_steps,
+        max_dec_steps,
+        step.group(1) if step else os.path.basename(checkpoint_path),
+    )
 
 
 def _write_text(path, lines):
@@ -142,13 +169,13 @@ def _prepare_folder(decode_dir, overwrite):
     """
     if os.path.exists(decode_dir) and not overwrite:
         if os.path.exists(os.path.join(decode_dir, "metrics.json")):
-            raise FileExistsError("%s is a finished decode; remove it or pass "
-                                  "--decode_overwrite" % decode_dir)
+            raise FileExistsError(
+                "%s is a finished decode; remove it or pass --decode_overwrite" % decode_dir
+            )
         done = 0
         while all(os.path.exists(_pair_path(decode_dir, kind, done)) for kind in _KINDS):
             done += 1
-        logging.info("Resuming the interrupted decode in %s after %d articles", decode_dir,
-                     done)
+        logging.info("Resuming the interrupted decode in %s after %d articles", decode_dir, done)
         return done
     if os.path.exists(decode_dir):
         shutil.rmtree(decode_dir)
@@ -174,8 +201,9 @@ def _read_lines(path):
         return f.read().splitlines()
 
 
-def decode_single_pass(summarizer, batcher, decode_dir, overwrite=False, total=None,
-                       with_meteor=True):
+def decode_single_pass(
+    summarizer, batcher, decode_dir, overwrite=False, total=None, with_meteor=True
+):
     """Decodes every article once, writes See's folder and scores it (``score_folder``).
 
     An interrupted run (the folder exists, no ``metrics.json``) is resumed: articles
@@ -211,18 +239,29 @@ def decode_single_pass(summarizer, batcher, decode_dir, overwrite=False, total=N
             _write_pair(decode_dir, index, references[-1], hypotheses[-1])
         rate = (len(hypotheses) - min(done, len(hypotheses))) / max(time.time() - start, 1e-9)
         eta = " ETA %.0fs" % ((total - len(hypotheses)) / rate) if total and rate else ""
-        logging.info("decoded %d%s articles, %.2f articles/s%s", len(hypotheses),
-                     "/%d" % total if total else "", rate, eta)
-    return score_folder(decode_dir, articles, references, hypotheses,
-                        lambda w: summarizer.vocab.word2id(w) != 0, with_meteor)
+        logging.info(
+            "decoded %d%s articles, %.2f articles/s%s",
+            len(hypotheses),
+            "/%d" % total if total else "",
+            rate,
+            eta,
+        )
+    return score_folder(
+        decode_dir,
+        articles,
+        references,
+        hypotheses,
+        lambda w: summarizer.vocab.word2id(w) != 0,
+        with_meteor,
+    )
 
 
-def lead_baseline(batcher, decode_dir, num_sentences, in_vocab, overwrite=False,
-                  with_meteor=True):
+def lead_baseline(batcher, decode_dir, num_sentences, in_vocab, overwrite=False, with_meteor=True):
     """The lead-N baseline (first N article sentences) in the same folder layout and scores."""
     if os.path.exists(decode_dir) and not overwrite:
-        raise FileExistsError("%s already exists; remove it or pass --decode_overwrite"
-                              % decode_dir)
+        raise FileExistsError(
+            "%s already exists; remove it or pass --decode_overwrite" % decode_dir
+        )
     _prepare_folder(decode_dir, True)  # cheap: never resumed, always written afresh
     articles, references, hypotheses = [], [], []
     for batch in batcher.batches():
@@ -259,8 +298,9 @@ def score_folder(decode_dir, articles, references, hypotheses, in_vocab, with_me
     _write_text(os.path.join(decode_dir, "ROUGE_results.txt"), report.splitlines())
     flat_refs = [" ".join(r) for r in references]
     flat_hyps = [" ".join(h) for h in hypotheses]
-    metrics = {k: v for k, v in scores.items()
-               if k.startswith(("rouge_1_", "rouge_2_", "rouge_l_"))}
+    metrics = {
+        k: v for k, v in scores.items() if k.startswith(("rouge_1_", "rouge_2_", "rouge_l_"))
+    }
     metrics["rouge_tool"] = tool
     try:
         for mode in meteor_lib.MODES if with_meteor else ():
@@ -268,31 +308,46 @@ def score_folder(decode_dir, articles, references, hypotheses, in_vocab, with_me
     except meteor_lib.MeteorUnavailableError as e:
         logging.warning("METEOR not computed: %s", e)
     metrics["novel_word_rate"] = copying.novel_word_rate(articles, flat_hyps)
-    metrics["oov_adoption_rate"] = copying.oov_adoption_rate(articles, flat_hyps, flat_refs,
-                                                             in_vocab)
+    metrics["oov_adoption_rate"] = copying.oov_adoption_rate(
+        articles, flat_hyps, flat_refs, in_vocab
+    )
     metrics["num_summaries"] = len(hypotheses)
-    _write_text(os.path.join(decode_dir, "metrics.json"),
-                json.dumps(metrics, indent=2, sort_keys=True).splitlines())
+    _write_text(
+        os.path.join(decode_dir, "metrics.json"),
+        json.dumps(metrics, indent=2, sort_keys=True).splitlines(),
+    )
     with tf.summary.create_file_writer(decode_dir).as_default(step=0):
         for name, value in metrics.items():
             if isinstance(value, float) and not name.endswith(("_cb", "_ce")):
                 tf.summary.scalar("eval/" + name, value)
-    logging.info("\n%s\n%s", report, json.dumps(
-        {k: v for k, v in metrics.items() if not k.endswith(("_cb", "_ce"))}, indent=1))
+    logging.info(
+        "\n%s\n%s",
+        report,
+        json.dumps({k: v for k, v in metrics.items() if not k.endswith(("_cb", "_ce"))}, indent=1),
+    )
     return metrics
 
 
 def rouge_report(scores, tool):
     """The original's ``ROUGE_results.txt`` text: F, recall, precision with 95% CIs."""
-    lines = ["Scored with %s%s" % (tool, "" if tool == "ROUGE-1.5.5" else
-                                   " (ROUGE-1.5.5 could not run; no confidence intervals)")]
+    lines = [
+        "Scored with %s%s"
+        % (
+            tool,
+            ""
+            if tool == "ROUGE-1.5.5"
+            else " (ROUGE-1.5.5 could not run; no confidence intervals)",
+        )
+    ]
     for kind, name in zip(rouge_lib.ROUGE_TYPES, ("1", "2", "L")):
         lines.append("ROUGE-%s:" % name)
         for measure in ("f_score", "recall", "precision"):
             key = "%s_%s" % (kind, measure)
             if key + "_cb" in scores:
-                lines.append("%s: %.4f with confidence interval (%.4f, %.4f)" % (
-                    key, scores[key], scores[key + "_cb"], scores[key + "_ce"]))
+                lines.append(
+                    "%s: %.4f with confidence interval (%.4f, %.4f)"
+                    % (key, scores[key], scores[key + "_cb"], scores[key + "_ce"])
+                )
             else:
                 lines.append("%s: %.4f" % (key, scores[key]))
     return "\n".join(lines)
@@ -305,18 +360,27 @@ def decode_examples(summarizer, batch, decode_dir):
     vocab = summarizer.vocab
     marked = []
     for i, result in enumerate(results):
-        article = " ".join(_text(batch["original_articles"][i]).split()[
-            :int(batch["enc_lens"][i])])
+        article = " ".join(
+            _text(batch["original_articles"][i]).split()[: int(batch["enc_lens"][i])]
+        )
         oovs = [_text(w) for w in np.asarray(batch["art_oovs"])[i] if _text(w)]
         abstract = _text(batch["original_abstracts"][i])
-        marked.append((vocab_lib.show_art_oovs(article, vocab),
-                       vocab_lib.show_abs_oovs(abstract, vocab, oovs)))
+        marked.append(
+            (
+                vocab_lib.show_art_oovs(article, vocab),
+                vocab_lib.show_abs_oovs(abstract, vocab, oovs),
+            )
+        )
         logging.info("ARTICLE:  %s", marked[-1][0])
         logging.info("REFERENCE SUMMARY: %s", marked[-1][1])
         logging.info("GENERATED SUMMARY: %s", " ".join(result["words"]))
     first = results[0]
-    data = {"article_lst": marked[0][0].split(), "decoded_lst": first["words"],
-            "abstract_str": marked[0][1], "attn_dists": first["attn"].tolist(),
-            "p_gens": first["p_gens"].tolist()}
+    data = {
+        "article_lst": marked[0][0].split(),
+        "decoded_lst": first["words"],
+        "abstract_str": marked[0][1],
+        "attn_dists": first["attn"].tolist(),
+        "p_gens": first["p_gens"].tolist(),
+    }
     files.atomic_write_text(os.path.join(decode_dir, "attn_vis_data.json"), json.dumps(data))
     return results

@@ -15,14 +15,14 @@ sentence before scoring. ROUGE-1.5.5 applies ``-b`` per sentence when it reads t
 ROUGE-L (and leaves the joining spaces out of the count for ROUGE-N), so only a one-line
 summary is cut at exactly 75 bytes for every measure.
 """
+
 import json
 import os
 import re
 import sys
 import tempfile
 
-from absl import app
-from absl import flags
+from absl import app, flags
 
 from acvi_tf.metrics import rouge as rouge_lib
 
@@ -41,8 +41,11 @@ def _valid_entry(entry):
     if not isinstance(entry, dict) or not isinstance(entry.get("docid"), str):
         return False
     refs = entry.get("references")
-    return (isinstance(refs, list) and bool(refs)
-            and all(isinstance(r, str) and r.strip() for r in refs))
+    return (
+        isinstance(refs, list)
+        and bool(refs)
+        and all(isinstance(r, str) and r.strip() for r in refs)
+    )
 
 
 def load_references(path):
@@ -65,14 +68,14 @@ def load_references(path):
     except (OSError, ValueError) as e:
         raise Duc2004EvalError("cannot read --references %s: %s" % (path, e)) from e
     if not isinstance(entries, list):
-        raise Duc2004EvalError("%s must hold a JSON list (data_prep.duc2004 writes one)"
-                               % path)
+        raise Duc2004EvalError("%s must hold a JSON list (data_prep.duc2004 writes one)" % path)
     references = []
     for index, entry in enumerate(entries):
         if not _valid_entry(entry):
             raise Duc2004EvalError(
-                "%s: entry %d is not {\"docid\": ..., \"references\": [non-empty strings]}"
-                % (path, index))
+                '%s: entry %d is not {"docid": ..., "references": [non-empty strings]}'
+                % (path, index)
+            )
         references.append(entry["references"])
     return references
 
@@ -93,8 +96,9 @@ def read_decoded(decode_dir):
     try:
         names = os.listdir(decoded_dir)
     except OSError as e:
-        raise Duc2004EvalError("cannot list %s: %s; is --decode_dir a decode folder?"
-                               % (decoded_dir, e)) from e
+        raise Duc2004EvalError(
+            "cannot list %s: %s; is --decode_dir a decode folder?" % (decoded_dir, e)
+        ) from e
     indexed = []
     for name in names:
         match = _DECODED_NAME.match(name)
@@ -104,16 +108,19 @@ def read_decoded(decode_dir):
     summaries = []
     for expected, (index, name) in enumerate(indexed):
         if index != expected:
-            raise Duc2004EvalError("%s has no %06d_decoded.txt (the files must be numbered "
-                                   "from 000000 without gaps)" % (decoded_dir, expected))
+            raise Duc2004EvalError(
+                "%s has no %06d_decoded.txt (the files must be numbered "
+                "from 000000 without gaps)" % (decoded_dir, expected)
+            )
         with open(os.path.join(decoded_dir, name), encoding="utf-8") as f:
             summaries.append(" ".join(f.read().split()))
     return summaries
 
 
 def _write_atomically(path, text):
-    with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=os.path.dirname(path),
-                                     delete=False, prefix=".partial-") as f:
+    with tempfile.NamedTemporaryFile(
+        "w", encoding="utf-8", dir=os.path.dirname(path), delete=False, prefix=".partial-"
+    ) as f:
         f.write(text)
     umask = os.umask(0)
     os.umask(umask)
@@ -123,13 +130,21 @@ def _write_atomically(path, text):
 
 def duc2004_report(metrics):
     """The text of ``DUC2004_ROUGE_results.txt``: recall with 95% confidence intervals."""
-    lines = ["DUC 2004 task 1: ROUGE-1.5.5 recall, summaries truncated at 75 bytes (%s), "
-             "%d documents, %d references" % (metrics["rouge_args"], metrics["num_summaries"],
-                                              metrics["num_references"])]
+    lines = [
+        "DUC 2004 task 1: ROUGE-1.5.5 recall, summaries truncated at 75 bytes (%s), "
+        "%d documents, %d references"
+        % (metrics["rouge_args"], metrics["num_summaries"], metrics["num_references"])
+    ]
     for key, name in _MEASURES:
-        lines.append("%s recall: %.4f with confidence interval (%.4f, %.4f)" % (
-            name, metrics[key + "_recall"], metrics[key + "_recall_cb"],
-            metrics[key + "_recall_ce"]))
+        lines.append(
+            "%s recall: %.4f with confidence interval (%.4f, %.4f)"
+            % (
+                name,
+                metrics[key + "_recall"],
+                metrics[key + "_recall_cb"],
+                metrics[key + "_recall_ce"],
+            )
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -154,28 +169,45 @@ def score_duc2004(decode_dir, references_path):
     if len(hypotheses) != len(references):
         raise Duc2004EvalError(
             "%s holds %d decoded summaries but %s lists %d documents; decode the whole "
-            "test.bin built with it (--single_pass)" % (
-                os.path.join(decode_dir, "decoded"), len(hypotheses), references_path,
-                len(references)))
+            "test.bin built with it (--single_pass)"
+            % (
+                os.path.join(decode_dir, "decoded"),
+                len(hypotheses),
+                references_path,
+                len(references),
+            )
+        )
     # Each reference is a summary of one sentence; a bare list of strings would be read
     # by rouge_perl as one summary of several sentences.
-    scores = rouge_lib.rouge_perl([[[r] for r in refs] for refs in references], hypotheses,
-                                  rouge_args=ROUGE_ARGS)
-    metrics = {key + "_recall" + end: scores[key + "_recall" + end]
-               for key, _ in _MEASURES for end in ("", "_cb", "_ce")}
-    metrics.update(rouge_args=ROUGE_ARGS, num_summaries=len(hypotheses),
-                   num_references=sum(len(refs) for refs in references))
+    scores = rouge_lib.rouge_perl(
+        [[[r] for r in refs] for refs in references], hypotheses, rouge_args=ROUGE_ARGS
+    )
+    metrics = {
+        key + "_recall" + end: scores[key + "_recall" + end]
+        for key, _ in _MEASURES
+        for end in ("", "_cb", "_ce")
+    }
+    metrics.update(
+        rouge_args=ROUGE_ARGS,
+        num_summaries=len(hypotheses),
+        num_references=sum(len(refs) for refs in references),
+    )
     _write_atomically(os.path.join(decode_dir, RESULTS_FILE), duc2004_report(metrics))
-    _write_atomically(os.path.join(decode_dir, METRICS_FILE),
-                      json.dumps(metrics, indent=2, sort_keys=True) + "\n")
+    _write_atomically(
+        os.path.join(decode_dir, METRICS_FILE), json.dumps(metrics, indent=2, sort_keys=True) + "\n"
+    )
     return metrics
 
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("decode_dir", None, "A decode folder of run_summarization "
-                    "(--mode=decode --single_pass) on the DUC 2004 test.bin.")
-flags.DEFINE_string("references", None, "references.json written by data_prep.duc2004 "
-                    "next to that test.bin.")
+flags.DEFINE_string(
+    "decode_dir",
+    None,
+    "A decode folder of run_summarization (--mode=decode --single_pass) on the DUC 2004 test.bin.",
+)
+flags.DEFINE_string(
+    "references", None, "references.json written by data_prep.duc2004 next to that test.bin."
+)
 
 
 def main(argv):

@@ -5,8 +5,8 @@
 (``reference/``, ``decoded/``) with the first N sentences of every article as the summary,
 then ROUGE-1.5.5, METEOR, the novel-word and OOV-adoption rates (``metrics.json``).
 """
-from absl import app
-from absl import flags
+
+from absl import app, flags
 
 from pointer_generator import batcher as batcher_lib
 from pointer_generator import decode as decode_lib
@@ -28,10 +28,14 @@ def main(argv):
         raise app.UsageError("--data_path, --vocab_path and --out_dir are required")
     vocab = vocab_lib.Vocab(FLAGS.vocab_path, FLAGS.vocab_size)
     # Lead-N reads the untruncated original articles; the lengths only size the arrays.
-    batcher = batcher_lib.Batcher(FLAGS.data_path, vocab, 64, 400, 100,
-                                  single_pass=True)
-    decode_lib.lead_baseline(batcher, FLAGS.out_dir, FLAGS.num_sentences,
-                             lambda w: vocab.word2id(w) != 0, FLAGS.overwrite)
+    batcher = batcher_lib.Batcher(FLAGS.data_path, vocab, 64, 400, 100, single_pass=True)
+    decode_lib.lead_baseline(
+        batcher,
+        FLAGS.out_dir,
+        FLAGS.num_sentences,
+        lambda w: vocab.word2id(w) != 0,
+        FLAGS.overwrite,
+    )
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ log(1 - p_gen) + log copy_mass(gold))`` with ``log p_gen = log_sigmoid(z)``, so 
 saturated p_gen nor a zero probability can make it NaN (the original's ``-log(P)`` could:
 abisee issues #4 and #41).
 """
+
 import tensorflow as tf
 
 from acvi_tf import context as context_lib
@@ -40,8 +41,7 @@ def mask_and_avg(values, padding_mask):
 def token_mean(values, padding_mask):
     """``sequence_loss``'s default: the mean over all real tokens of the batch."""
     padding_mask = tf.cast(padding_mask, values.dtype)
-    return tf.math.divide_no_nan(tf.reduce_sum(values * padding_mask),
-                                 tf.reduce_sum(padding_mask))
+    return tf.math.divide_no_nan(tf.reduce_sum(values * padding_mask), tf.reduce_sum(padding_mask))
 
 
 def copy_mass(attn, enc_batch_extend_vocab, ids):
@@ -63,11 +63,12 @@ def gold_log_probs(vocab_logits, attn, p_gen_logit, enc_batch_extend_vocab, targ
     vocab_size = tf.shape(vocab_logits)[-1]
     in_vocab = target_batch < vocab_size
     log_p_vocab = -tf.nn.sparse_softmax_cross_entropy_with_logits(
-        labels=tf.minimum(target_batch, vocab_size - 1), logits=vocab_logits)
+        labels=tf.minimum(target_batch, vocab_size - 1), logits=vocab_logits
+    )
     generate = tf.where(in_vocab, tf.math.log_sigmoid(p_gen_logit) + log_p_vocab, _LOG_ZERO)
-    copy = (tf.math.log_sigmoid(-p_gen_logit)
-            + tf.math.log(tf.maximum(copy_mass(attn, enc_batch_extend_vocab, target_batch),
-                                     _TINY)))
+    copy = tf.math.log_sigmoid(-p_gen_logit) + tf.math.log(
+        tf.maximum(copy_mass(attn, enc_batch_extend_vocab, target_batch), _TINY)
+    )
     return tf.reduce_logsumexp(tf.stack([generate, copy], axis=-1), axis=-1)
 
 
@@ -96,8 +97,17 @@ def final_distribution(vocab_dists, attn, p_gen, enc_batch_extend_vocab, max_art
     return tf.tensor_scatter_nd_add(extended, indices, copied)
 
 
-def compute_losses(out, batch, pointer_gen=True, coverage_on=False, cov_loss_wt=1.0,
-                   kl_weight=1.0, num_samples=1, kl_terms=kl_schedule.KLSchedule(), step=0):
+def compute_losses(
+    out,
+    batch,
+    pointer_gen=True,
+    coverage_on=False,
+    cov_loss_wt=1.0,
+    kl_weight=1.0,
+    num_samples=1,
+    kl_terms=kl_schedule.KLSchedule(),
+    step=0,
+):
     """The training objective and its parts, normalised as the original does.
 
     Pointer-gen: per example, the mean over its decoder steps, then the batch mean
@@ -123,29 +133,38 @@ def compute_losses(out, batch, pointer_gen=True, coverage_on=False, cov_loss_wt=
     if "token_nll" in out:  # variational attention's per-step terms
         nll = out["token_nll"]
     elif pointer_gen:
-        nll = -gold_log_probs(out["vocab_logits"], out["attn"], out["p_gen_logit"],
-                              batch["enc_batch_extend_vocab"], batch["target_batch"])
+        nll = -gold_log_probs(
+            out["vocab_logits"],
+            out["attn"],
+            out["p_gen_logit"],
+            batch["enc_batch_extend_vocab"],
+            batch["target_batch"],
+        )
     else:
         nll = tf.nn.sparse_softmax_cross_entropy_with_logits(
-            labels=batch["target_batch"], logits=tf.cast(out["vocab_logits"], tf.float32))
+            labels=batch["target_batch"], logits=tf.cast(out["vocab_logits"], tf.float32)
+        )
 
     def normalise(values):
         if not pointer_gen:
             return token_mean(values, mask)
-        per_example = context_lib.average_over_samples(mask_and_avg(values, mask),
-                                                       num_samples)
+        per_example = context_lib.average_over_samples(mask_and_avg(values, mask), num_samples)
         return tf.reduce_mean(per_example)
 
     losses = {"loss": normalise(nll), "kl": normalise(out["kl"])}
-    losses["coverage_loss"] = (normalise(out["coverage_terms"]) if coverage_on
-                               else tf.constant(0.0))
-    losses["total_loss"] = (losses["loss"] + cov_loss_wt * losses["coverage_loss"]
-                            + kl_terms.term(out["kl"], step, normalise, kl_weight))
+    losses["coverage_loss"] = normalise(out["coverage_terms"]) if coverage_on else tf.constant(0.0)
+    losses["total_loss"] = (
+        losses["loss"]
+        + cov_loss_wt * losses["coverage_loss"]
+        + kl_terms.term(out["kl"], step, normalise, kl_weight)
+    )
     losses["kl_z"] = tf.constant(0.0)
     kl_z = out.get("kl_z")
     if kl_z is not None:
+
         def example_mean(values):
             return tf.reduce_mean(context_lib.average_over_samples(values, num_samples))
+
         losses["kl_z"] = example_mean(kl_z)
         losses["total_loss"] += kl_terms.term(kl_z, step, example_mean)
     losses["kl_factor"] = kl_terms.factor(step)

@@ -19,13 +19,11 @@ p_gen and the copy distribution keep the soft attention, and ``P_vocab`` is also
 evaluated with the sampled (or every) encoder state in place of ``c*_t``; decoding mixes
 ``sum_i a_t,i P_vocab(. | h_i)`` into the final distribution.
 """
+
 import tensorflow as tf
 
-from acvi_tf import attention
+from acvi_tf import attention, decoding, recurrent, variational
 from acvi_tf import context as context_lib
-from acvi_tf import decoding
-from acvi_tf import recurrent
-from acvi_tf import variational
 from acvi_tf.compat import keras
 from pointer_generator import losses as losses_lib
 
@@ -50,14 +48,24 @@ class PointerGenerator(keras.Model):
       jit_compile: build the encoder in the form XLA compiles (``acvi_tf.recurrent``).
     """
 
-    def __init__(self, vocab_size, hidden_dim=256, emb_dim=128, pointer_gen=True,
-                 context_layer=None, rand_unif_init_mag=0.02,
-                 trunc_norm_init_std=1e-4, attention_masking="renormalize", jit_compile=False,
-                 **kwargs):
+    def __init__(
+        self,
+        vocab_size,
+        hidden_dim=256,
+        emb_dim=128,
+        pointer_gen=True,
+        context_layer=None,
+        rand_unif_init_mag=0.02,
+        trunc_norm_init_std=1e-4,
+        attention_masking="renormalize",
+        jit_compile=False,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.vocab_size = vocab_size
         self.hidden_dim = hidden_dim
         self.pointer_gen = pointer_gen
+
         # A fresh initializer per weight: Keras gives identical values to every call of one
         # unseeded instance. Reproducibility comes from the run's seed.
         def uniform():
@@ -67,32 +75,44 @@ class PointerGenerator(keras.Model):
             return keras.initializers.TruncatedNormal(stddev=trunc_norm_init_std)
 
         def lstm_args():
-            return dict(kernel_initializer=uniform(), recurrent_initializer=uniform(),
-                        unit_forget_bias=True)
+            return dict(
+                kernel_initializer=uniform(), recurrent_initializer=uniform(), unit_forget_bias=True
+            )
 
         self.embedding = keras.layers.Embedding(
-            vocab_size, emb_dim, embeddings_initializer=trunc_norm(), name="embedding")
+            vocab_size, emb_dim, embeddings_initializer=trunc_norm(), name="embedding"
+        )
         self.encoder = keras.layers.Bidirectional(
-            recurrent.sequence_lstm(hidden_dim, xla=jit_compile, **lstm_args()),
-            name="encoder")
+            recurrent.sequence_lstm(hidden_dim, xla=jit_compile, **lstm_args()), name="encoder"
+        )
         self.reduce_c = keras.layers.Dense(
-            hidden_dim, activation="relu", kernel_initializer=trunc_norm(),
-            bias_initializer=trunc_norm(), name="reduce_c")
+            hidden_dim,
+            activation="relu",
+            kernel_initializer=trunc_norm(),
+            bias_initializer=trunc_norm(),
+            name="reduce_c",
+        )
         self.reduce_h = keras.layers.Dense(
-            hidden_dim, activation="relu", kernel_initializer=trunc_norm(),
-            bias_initializer=trunc_norm(), name="reduce_h")
+            hidden_dim,
+            activation="relu",
+            kernel_initializer=trunc_norm(),
+            bias_initializer=trunc_norm(),
+            name="reduce_h",
+        )
         self.input_projection = keras.layers.Dense(emb_dim, name="input_projection")
         self.cell = keras.layers.LSTMCell(hidden_dim, name="decoder_cell", **lstm_args())
         self.scorer = attention.AdditiveScorer(
-            2 * hidden_dim, use_coverage=True, mask_mode=attention_masking,
-            name="attention")
+            2 * hidden_dim, use_coverage=True, mask_mode=attention_masking, name="attention"
+        )
         self.context_layer = context_layer or context_lib.SoftAttentionContext(name="context")
         self.p_gen_layer = keras.layers.Dense(1, name="calculate_pgen")
-        self.output_projection = keras.layers.Dense(hidden_dim,
-                                                    name="attn_output_projection")
+        self.output_projection = keras.layers.Dense(hidden_dim, name="attn_output_projection")
         self.vocab_projection = keras.layers.Dense(
-            vocab_size, kernel_initializer=trunc_norm(), bias_initializer=trunc_norm(),
-            name="output_projection")
+            vocab_size,
+            kernel_initializer=trunc_norm(),
+            bias_initializer=trunc_norm(),
+            name="output_projection",
+        )
 
     def encode(self, enc_batch, enc_padding_mask):
         """Encoder states [B, N, 2H] and the reduced initial decoder state ``[h, c]``."""
@@ -107,8 +127,19 @@ class PointerGenerator(keras.Model):
         summary = tf.concat([fw_h, bw_h], axis=-1)
         return memory, [self.reduce_h(summary), c], summary
 
-    def decoder_step(self, y_t, prev_context, state, coverage, memory_mask, keys, prepared,
-                     training=False, use_gumbel=None, z=None):
+    def decoder_step(
+        self,
+        y_t,
+        prev_context,
+        state,
+        coverage,
+        memory_mask,
+        keys,
+        prepared,
+        training=False,
+        use_gumbel=None,
+        z=None,
+    ):
         """One step of the attention decoder in the original order (steps 1-5 above).
 
         Args:
@@ -131,10 +162,14 @@ class PointerGenerator(keras.Model):
         x = self.input_projection(tf.concat(inputs, axis=-1))
         _, state = self.cell(x, state)
         h, c = state
-        attn = self.scorer(tf.concat([c, h], axis=-1), keys, memory_mask, coverage=coverage,
-                           normalizer=self.context_layer.normalizer)
-        context = self.context_layer.draw(attn, prepared, training=training,
-                                          use_gumbel=use_gumbel)
+        attn = self.scorer(
+            tf.concat([c, h], axis=-1),
+            keys,
+            memory_mask,
+            coverage=coverage,
+            normalizer=self.context_layer.normalizer,
+        )
+        context = self.context_layer.draw(attn, prepared, training=training, use_gumbel=use_gumbel)
         if coverage is not None:
             coverage = coverage + attn
         return context, state, attn, coverage, x
@@ -168,23 +203,41 @@ class PointerGenerator(keras.Model):
         def step(y_t, loop_state, prepared_t):
             context, state, coverage = loop_state
             context, state, attn, new_coverage, x = self.decoder_step(
-                y_t, context, state, coverage if coverage_on else None, mask, keys,
-                prepared_t, training=training, use_gumbel=use_gumbel, z=z)
+                y_t,
+                context,
+                state,
+                coverage if coverage_on else None,
+                mask,
+                keys,
+                prepared_t,
+                training=training,
+                use_gumbel=use_gumbel,
+                z=z,
+            )
             covered = no_coverage
             if coverage_on:
                 covered = tf.reduce_sum(tf.minimum(attn, coverage), axis=-1)
                 coverage = new_coverage
-            return (context, state, coverage), dict(context=context, h=state[0], c=state[1],
-                                                     x=x, attn=attn, coverage_terms=covered)
+            return (context, state, coverage), dict(
+                context=context, h=state[0], c=state[1], x=x, attn=attn, coverage_terms=covered
+            )
 
         dtype = self.compute_dtype
         _, out = decoding.teacher_forced(
-            step, dec_emb, (context, state, tf.zeros(tf.shape(mask))),
-            dict(context=dtype, c=dtype, h=dtype, x=dtype, attn=tf.float32,
-                 coverage_terms=tf.float32),
-            self.context_layer, prepared, training, use_gumbel)
+            step,
+            dec_emb,
+            (context, state, tf.zeros(tf.shape(mask))),
+            dict(
+                context=dtype, c=dtype, h=dtype, x=dtype, attn=tf.float32, coverage_terms=tf.float32
+            ),
+            self.context_layer,
+            prepared,
+            training,
+            use_gumbel,
+        )
         out["p_gen_logit"], out["vocab_logits"] = self.project(
-            out["context"], out["c"], out["h"], out["x"])
+            out["context"], out["c"], out["h"], out["x"]
+        )
         out["kl"] = self.context_layer.kl_divergence(out["context"], out["attn"], prepared)
         out["kl_z"] = kl_z
         out["prepared"] = prepared
@@ -199,22 +252,33 @@ class PointerGenerator(keras.Model):
         def gold(vocab_logits):
             if not self.pointer_gen:
                 return variational.gold_log_likelihood(vocab_logits, target)
-            return losses_lib.gold_log_probs(vocab_logits, out["attn"], out["p_gen_logit"],
-                                             batch["enc_batch_extend_vocab"], target)
+            return losses_lib.gold_log_probs(
+                vocab_logits,
+                out["attn"],
+                out["p_gen_logit"],
+                batch["enc_batch_extend_vocab"],
+                target,
+            )
 
         q = self.context_layer.posterior(
-            out["prepared"], self.embedding(tf.where(target >= self.vocab_size, 0, target)),
-            batch["dec_padding_mask"], training)
+            out["prepared"],
+            self.embedding(tf.where(target >= self.vocab_size, 0, target)),
+            batch["dec_padding_mask"],
+            training,
+        )
         return self.context_layer.alignment_losses(
-            lambda c: gold(self.vocab_at(out["h"], c)), gold(out["vocab_logits"]),
-            out["attn"], q, out["prepared"], training)
+            lambda c: gold(self.vocab_at(out["h"], c)),
+            gold(out["vocab_logits"]),
+            out["attn"],
+            q,
+            out["prepared"],
+            training,
+        )
 
     def vocab_at(self, h, context):
         """Vocabulary logits ``V' (W_o [h_t; context] + b_o) + b'``; ``context`` may have
         one more axis than ``h`` (every source position)."""
-        return self.vocab_projection(self.output_projection(
-            variational.state_context(h, context)))
-
+        return self.vocab_projection(self.output_projection(variational.state_context(h, context)))
 
     def project(self, context, c, h, x):
         """``p_gen`` logit and vocabulary logits from step outputs (any leading dims).
@@ -222,8 +286,7 @@ class PointerGenerator(keras.Model):
         ``p_gen = sigmoid(w [c*_t; c_t; h_t; x_t] + b)`` and the two linear output layers
         ``V' (W_o [h_t; c*_t] + b_o) + b'`` (no non-linearity between them).
         """
-        p_gen_logit = tf.squeeze(self.p_gen_layer(tf.concat([context, c, h, x], axis=-1)),
-                                 axis=-1)
+        p_gen_logit = tf.squeeze(self.p_gen_layer(tf.concat([context, c, h, x], axis=-1)), axis=-1)
         return p_gen_logit, self.vocab_at(h, context)
 
     def start_decoding(self, batch, initial_state_attention=True):
@@ -245,14 +308,19 @@ class PointerGenerator(keras.Model):
         memory, (h, c), summary = self.encode_with_summary(batch["enc_batch"], mask)
         keys = self.scorer.prepare(memory)
         prepared = self.context_layer.prepare(memory, mask)
-        constants = dict(keys=keys, prepared=prepared, mask=mask,
-                         enc_batch_extend_vocab=batch["enc_batch_extend_vocab"])
+        constants = dict(
+            keys=keys,
+            prepared=prepared,
+            mask=mask,
+            enc_batch_extend_vocab=batch["enc_batch_extend_vocab"],
+        )
         z, _ = self.context_layer.sentence_latent(summary)
         if z is not None:
             constants["z"] = z
         if initial_state_attention:
-            attn = self.scorer(tf.concat([c, h], axis=-1), keys, mask,
-                               normalizer=self.context_layer.normalizer)
+            attn = self.scorer(
+                tf.concat([c, h], axis=-1), keys, mask, normalizer=self.context_layer.normalizer
+            )
             context = self.context_layer.draw(attn, prepared)
         else:
             attn = tf.zeros(tf.shape(mask))
@@ -291,19 +359,31 @@ class PointerGenerator(keras.Model):
         if coverage_on:
             coverage = coverage + state["attn"]
         context, (h, c), attn, _, x = self.decoder_step(
-            self.embedding(tokens), state["context"], [state["h"], state["c"]],
-            coverage if coverage_on else None, constants["mask"], constants["keys"],
-            constants["prepared"], z=constants.get("z"))
+            self.embedding(tokens),
+            state["context"],
+            [state["h"], state["c"]],
+            coverage if coverage_on else None,
+            constants["mask"],
+            constants["keys"],
+            constants["prepared"],
+            z=constants.get("z"),
+        )
         p_gen_logit, vocab_logits = self.project(context, c, h, x)
         p_gen = tf.sigmoid(tf.cast(p_gen_logit, tf.float32))
         if self.context_layer.latent_alignment:
-            vocab_dists = tf.exp(self.context_layer.decode_log_probs(
-                lambda ctx: self.vocab_at(h, ctx), context, attn, constants["prepared"]))
+            vocab_dists = tf.exp(
+                self.context_layer.decode_log_probs(
+                    lambda ctx: self.vocab_at(h, ctx), context, attn, constants["prepared"]
+                )
+            )
         else:
             vocab_dists = tf.nn.softmax(tf.cast(vocab_logits, tf.float32))
         final = losses_lib.final_distribution(
             vocab_dists[:, tf.newaxis],
-            attn[:, tf.newaxis], p_gen[:, tf.newaxis], constants["enc_batch_extend_vocab"],
-            max_art_oovs)[:, 0]
+            attn[:, tf.newaxis],
+            p_gen[:, tf.newaxis],
+            constants["enc_batch_extend_vocab"],
+            max_art_oovs,
+        )[:, 0]
         state = dict(h=h, c=c, coverage=coverage, context=context, attn=attn)
         return final, state, dict(attn=attn, p_gen=p_gen)

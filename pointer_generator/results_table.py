@@ -2,15 +2,22 @@
 
 ``python -m pointer_generator.results_table NAME=DIR [NAME=DIR ...]``
 """
+
 import json
 import os
 import sys
 
-ROWS = (("ROUGE-1 F", "rouge_1_f_score"), ("ROUGE-2 F", "rouge_2_f_score"),
-        ("ROUGE-L F", "rouge_l_f_score"), ("METEOR exact", "meteor_exact"),
-        ("METEOR full", "meteor_full"), ("novel-word rate", "novel_word_rate"),
-        ("OOV adoption rate", "oov_adoption_rate"), ("summaries", "num_summaries"),
-        ("ROUGE tool", "rouge_tool"))
+ROWS = (
+    ("ROUGE-1 F", "rouge_1_f_score"),
+    ("ROUGE-2 F", "rouge_2_f_score"),
+    ("ROUGE-L F", "rouge_l_f_score"),
+    ("METEOR exact", "meteor_exact"),
+    ("METEOR full", "meteor_full"),
+    ("novel-word rate", "novel_word_rate"),
+    ("OOV adoption rate", "oov_adoption_rate"),
+    ("summaries", "num_summaries"),
+    ("ROUGE tool", "rouge_tool"),
+)
 
 
 def table(columns):

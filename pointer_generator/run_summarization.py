@@ -7,13 +7,12 @@ the ACVI flags come from ``acvi_tf.flags``. Additions: ``--optimizer``, ``--max_
 ``log_root/exp_name/train`` (checkpoints ``model.ckpt-<step>``, TensorBoard) and
 ``log_root/exp_name/eval`` (``bestmodel-<step>``, the running-average loss).
 """
+
 import os
 import time
 
-from absl import app
-from absl import flags
-from absl import logging
 import tensorflow as tf
+from absl import app, flags, logging
 
 from acvi_tf import context as context_lib
 from acvi_tf import flags as acvi_flags
@@ -33,96 +32,177 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("data_path", "", "Glob of the .bin chunks, e.g. 'chunked/train_*'.")
 flags.DEFINE_string("vocab_path", "", "Path of the 'word count' vocab file.")
 flags.DEFINE_enum("mode", "train", ["train", "eval", "decode"], "train, eval or decode.")
-flags.DEFINE_boolean("single_pass", False,
-                     "Decode mode only: decode the data once, in order, and score it.")
+flags.DEFINE_boolean(
+    "single_pass", False, "Decode mode only: decode the data once, in order, and score it."
+)
 flags.DEFINE_string("log_root", "", "Root directory of all logging.")
 flags.DEFINE_string("exp_name", "", "Experiment name: the subfolder of log_root.")
 flags.DEFINE_integer("hidden_dim", 256, "LSTM size.", lower_bound=1)
-flags.DEFINE_enum("model_type", "pointer_generator", ["pointer_generator", "transformer"],
-                  "pointer_generator: See et al.'s model (the context mechanisms apply); "
-                  "transformer: the ACVI journal's Transformer baseline "
-                  "(pointer_generator/transformer.py: no copy, no coverage, --context "
-                  "does not apply).")
-flags.DEFINE_integer("transformer_units", 256, "--model_type=transformer: model size "
-                     "(journal: 256).", lower_bound=1)
-flags.DEFINE_integer("transformer_layers", 4, "--model_type=transformer: encoder and "
-                     "decoder layers each (journal: 4).", lower_bound=1)
-flags.DEFINE_integer("transformer_heads", 4, "--model_type=transformer: attention heads "
-                     "(journal: 4).", lower_bound=1)
-flags.DEFINE_float("transformer_dropout", 0.2, "--model_type=transformer: dropout "
-                   "(journal: 0.2).", lower_bound=0.0, upper_bound=1.0)
+flags.DEFINE_enum(
+    "model_type",
+    "pointer_generator",
+    ["pointer_generator", "transformer"],
+    "pointer_generator: See et al.'s model (the context mechanisms apply); "
+    "transformer: the ACVI journal's Transformer baseline "
+    "(pointer_generator/transformer.py: no copy, no coverage, --context "
+    "does not apply).",
+)
+flags.DEFINE_integer(
+    "transformer_units", 256, "--model_type=transformer: model size (journal: 256).", lower_bound=1
+)
+flags.DEFINE_integer(
+    "transformer_layers",
+    4,
+    "--model_type=transformer: encoder and decoder layers each (journal: 4).",
+    lower_bound=1,
+)
+flags.DEFINE_integer(
+    "transformer_heads", 4, "--model_type=transformer: attention heads (journal: 4).", lower_bound=1
+)
+flags.DEFINE_float(
+    "transformer_dropout",
+    0.2,
+    "--model_type=transformer: dropout (journal: 0.2).",
+    lower_bound=0.0,
+    upper_bound=1.0,
+)
 flags.DEFINE_integer("emb_dim", 128, "Word-embedding size.", lower_bound=1)
 flags.DEFINE_integer("batch_size", 16, "Minibatch size.", lower_bound=1)
 flags.DEFINE_integer("max_enc_steps", 400, "Article truncation length.", lower_bound=1)
-flags.DEFINE_integer("max_dec_steps", 100, "Summary truncation length (decode: max length).",
-                     lower_bound=1)
+flags.DEFINE_integer(
+    "max_dec_steps", 100, "Summary truncation length (decode: max length).", lower_bound=1
+)
 flags.DEFINE_integer("beam_size", 4, "Beam width (decode).", lower_bound=1)
 flags.DEFINE_integer("min_dec_steps", 35, "Minimum summary length (decode).", lower_bound=0)
-flags.DEFINE_integer("vocab_size", 50000, "Vocabulary size including the 4 reserved "
-                     "tokens; 0 reads the whole file.", lower_bound=0)
-flags.DEFINE_float("lr", 0.15, "Learning rate (Adagrad's 0.15; with --optimizer=adam and "
-                   "no --lr, Adam's default 0.001).", lower_bound=0.0)
-flags.DEFINE_float("adagrad_init_acc", 0.1, "Adagrad initial accumulator value.",
-                   lower_bound=0.0)
+flags.DEFINE_integer(
+    "vocab_size",
+    50000,
+    "Vocabulary size including the 4 reserved tokens; 0 reads the whole file.",
+    lower_bound=0,
+)
+flags.DEFINE_float(
+    "lr",
+    0.15,
+    "Learning rate (Adagrad's 0.15; with --optimizer=adam and no --lr, Adam's default 0.001).",
+    lower_bound=0.0,
+)
+flags.DEFINE_float("adagrad_init_acc", 0.1, "Adagrad initial accumulator value.", lower_bound=0.0)
 flags.DEFINE_float("rand_unif_init_mag", 0.02, "Uniform init range of the LSTM weights.")
 flags.DEFINE_float("trunc_norm_init_std", 1e-4, "Truncated-normal init std.")
-flags.DEFINE_float("max_grad_norm", 2.0, "Global-norm gradient clipping (0: off).",
-                   lower_bound=0.0)
+flags.DEFINE_float("max_grad_norm", 2.0, "Global-norm gradient clipping (0: off).", lower_bound=0.0)
 flags.DEFINE_boolean("pointer_gen", True, "False gives the seq2seq + attention baseline.")
 flags.DEFINE_boolean("coverage", False, "Coverage vector and coverage loss.")
 flags.DEFINE_float("cov_loss_wt", 1.0, "Weight of the coverage loss.", lower_bound=0.0)
-flags.DEFINE_boolean("convert_to_coverage_model", False,
-                     "Train mode with --coverage: add w_c to the latest non-coverage "
-                     "checkpoint (optimizer state reset, step kept), save it as "
-                     "<ckpt>_cov_init and exit.")
-flags.DEFINE_boolean("restore_best_model", False,
-                     "Train mode: copy the eval job's best model (without optimizer state) "
-                     "into train/ and exit.")
-flags.DEFINE_boolean("debug", False, "Stop at the first op that makes a NaN or Inf "
-                     "(tf.debugging.enable_check_numerics; TF2 has no tfdbg CLI).")
+flags.DEFINE_boolean(
+    "convert_to_coverage_model",
+    False,
+    "Train mode with --coverage: add w_c to the latest non-coverage "
+    "checkpoint (optimizer state reset, step kept), save it as "
+    "<ckpt>_cov_init and exit.",
+)
+flags.DEFINE_boolean(
+    "restore_best_model",
+    False,
+    "Train mode: copy the eval job's best model (without optimizer state) into train/ and exit.",
+)
+flags.DEFINE_boolean(
+    "debug",
+    False,
+    "Stop at the first op that makes a NaN or Inf "
+    "(tf.debugging.enable_check_numerics; TF2 has no tfdbg CLI).",
+)
 # Additions.
-flags.DEFINE_enum("optimizer", "adagrad", ["adagrad", "adam"],
-                  "adagrad (See et al.) or adam (the ACVI paper's runs).")
-flags.DEFINE_integer("max_steps", 0, "Stop training at this global step (0: never, as the "
-                     "original; with --phases, the end of the curriculum).", lower_bound=0)
-flags.DEFINE_string("phases", "", "Curriculum: 'paper' (the ACVI paper's Table 5) or "
-                    "'start-end:max_enc:max_dec,...'; empty trains at --max_enc_steps / "
-                    "--max_dec_steps throughout.")
-flags.DEFINE_integer("coverage_steps", 3000, "With --phases: steps of the final coverage "
-                     "phase (0: none).", lower_bound=0)
-acvi_flags.require_total_steps(["max_steps", "phases"],
-                               lambda d: d["max_steps"] or d["phases"],
-                               "set --max_steps or --phases")
+flags.DEFINE_enum(
+    "optimizer",
+    "adagrad",
+    ["adagrad", "adam"],
+    "adagrad (See et al.) or adam (the ACVI paper's runs).",
+)
+flags.DEFINE_integer(
+    "max_steps",
+    0,
+    "Stop training at this global step (0: never, as the "
+    "original; with --phases, the end of the curriculum).",
+    lower_bound=0,
+)
+flags.DEFINE_string(
+    "phases",
+    "",
+    "Curriculum: 'paper' (the ACVI paper's Table 5) or "
+    "'start-end:max_enc:max_dec,...'; empty trains at --max_enc_steps / "
+    "--max_dec_steps throughout.",
+)
+flags.DEFINE_integer(
+    "coverage_steps",
+    3000,
+    "With --phases: steps of the final coverage phase (0: none).",
+    lower_bound=0,
+)
+acvi_flags.require_total_steps(
+    ["max_steps", "phases"], lambda d: d["max_steps"] or d["phases"], "set --max_steps or --phases"
+)
 flags.DEFINE_integer("checkpoint_secs", 60, "Save a checkpoint this often.", lower_bound=1)
-flags.DEFINE_integer("checkpoint_steps", 0, "Also save every this many steps (0: only by "
-                     "time and at phase ends).", lower_bound=0)
-flags.DEFINE_integer("eval_max_batches", 0, "Eval mode: stop after this many batches "
-                     "(0: run until training is over).", lower_bound=0)
-flags.DEFINE_integer("summary_steps", 1, "Write TensorBoard scalars every this many steps.",
-                     lower_bound=1)
+flags.DEFINE_integer(
+    "checkpoint_steps",
+    0,
+    "Also save every this many steps (0: only by time and at phase ends).",
+    lower_bound=0,
+)
+flags.DEFINE_integer(
+    "eval_max_batches",
+    0,
+    "Eval mode: stop after this many batches (0: run until training is over).",
+    lower_bound=0,
+)
+flags.DEFINE_integer(
+    "summary_steps", 1, "Write TensorBoard scalars every this many steps.", lower_bound=1
+)
 
-flags.DEFINE_integer("decode_batch_size", 32, "Decode mode: articles per batched beam-search "
-                     "call (the original decodes one at a time).", lower_bound=1)
-flags.DEFINE_boolean("decode_overwrite", False, "Decode mode: replace an existing "
-                     "single_pass decode folder. Without it a finished folder (with "
-                     "metrics.json) is refused and an interrupted one is resumed after its "
-                     "last complete article.")
-flags.DEFINE_boolean("initial_state_attention", True,
-                     "Decode mode: the original decode-time attention (the previous context "
-                     "re-attended from the incoming state, its attention added to coverage); "
-                     "False decodes exactly like training.")
-flags.DEFINE_enum("length_normalization", "average", ["average", "gnmt", "none"],
-                  "Beam ranking: the original's average log-probability, GNMT's length "
-                  "penalty, or the total log-probability.")
+flags.DEFINE_integer(
+    "decode_batch_size",
+    32,
+    "Decode mode: articles per batched beam-search call (the original decodes one at a time).",
+    lower_bound=1,
+)
+flags.DEFINE_boolean(
+    "decode_overwrite",
+    False,
+    "Decode mode: replace an existing "
+    "single_pass decode folder. Without it a finished folder (with "
+    "metrics.json) is refused and an interrupted one is resumed after its "
+    "last complete article.",
+)
+flags.DEFINE_boolean(
+    "initial_state_attention",
+    True,
+    "Decode mode: the original decode-time attention (the previous context "
+    "re-attended from the incoming state, its attention added to coverage); "
+    "False decodes exactly like training.",
+)
+flags.DEFINE_enum(
+    "length_normalization",
+    "average",
+    ["average", "gnmt", "none"],
+    "Beam ranking: the original's average log-probability, GNMT's length "
+    "penalty, or the total log-probability.",
+)
 flags.DEFINE_float("gnmt_alpha", 0.6, "Alpha of the GNMT length penalty.", lower_bound=0.0)
-flags.DEFINE_integer("decode_max_batches", 0, "Decode mode without single_pass: stop after "
-                     "this many batches (0: never, as the original).", lower_bound=0)
+flags.DEFINE_integer(
+    "decode_max_batches",
+    0,
+    "Decode mode without single_pass: stop after this many batches (0: never, as the original).",
+    lower_bound=0,
+)
 
-flags.register_validator("single_pass", lambda v: not v or FLAGS.mode == "decode",
-                         message="--single_pass is for --mode=decode only.")
+flags.register_validator(
+    "single_pass",
+    lambda v: not v or FLAGS.mode == "decode",
+    message="--single_pass is for --mode=decode only.",
+)
 
-MODEL_SIGNATURE = {name: spec for name, spec in batcher_lib.BATCH_SIGNATURE.items()
-                   if spec.dtype != tf.string}
+MODEL_SIGNATURE = {
+    name: spec for name, spec in batcher_lib.BATCH_SIGNATURE.items() if spec.dtype != tf.string
+}
 RUNNING_AVG_DECAY = 0.99
 
 
@@ -131,8 +211,9 @@ def _experiment_dirs():
     if FLAGS.mode == "train":
         os.makedirs(os.path.join(root, "train"), exist_ok=True)
     elif not os.path.isdir(root):
-        raise app.UsageError("%s does not exist; run --mode=train first (same --log_root "
-                             "and --exp_name)" % root)
+        raise app.UsageError(
+            "%s does not exist; run --mode=train first (same --log_root and --exp_name)" % root
+        )
     return os.path.join(root, "train"), os.path.join(root, "eval")
 
 
@@ -142,27 +223,39 @@ def _phases():
             return training_lib.parse_phases(FLAGS.phases, FLAGS.coverage_steps)
         except training_lib.PhaseError as e:
             raise app.UsageError(str(e)) from e
-    end = FLAGS.max_steps or 2 ** 62
-    return [training_lib.Phase(0, end, FLAGS.max_enc_steps, FLAGS.max_dec_steps,
-                               FLAGS.coverage)]
+    end = FLAGS.max_steps or 2**62
+    return [training_lib.Phase(0, end, FLAGS.max_enc_steps, FLAGS.max_dec_steps, FLAGS.coverage)]
 
 
 def _build_model(vocab):
     if FLAGS.model_type == "transformer":
         model = transformer_lib.TransformerSummarizer(
-            vocab.size(), FLAGS.transformer_units, FLAGS.transformer_layers,
-            FLAGS.transformer_heads, FLAGS.transformer_dropout,
-            max_len=FLAGS.max_dec_steps + 1)  # the decode-time prefix buffer
+            vocab.size(),
+            FLAGS.transformer_units,
+            FLAGS.transformer_layers,
+            FLAGS.transformer_heads,
+            FLAGS.transformer_dropout,
+            max_len=FLAGS.max_dec_steps + 1,
+        )  # the decode-time prefix buffer
     else:
         model = model_lib.PointerGenerator(
-            vocab.size(), FLAGS.hidden_dim, FLAGS.emb_dim, FLAGS.pointer_gen,
+            vocab.size(),
+            FLAGS.hidden_dim,
+            FLAGS.emb_dim,
+            FLAGS.pointer_gen,
             context_layer=acvi_flags.context_layer_from_flags(FLAGS),
             rand_unif_init_mag=FLAGS.rand_unif_init_mag,
             trunc_norm_init_std=FLAGS.trunc_norm_init_std,
-            attention_masking=FLAGS.attention_masking, jit_compile=FLAGS.jit_compile)
+            attention_masking=FLAGS.attention_masking,
+            jit_compile=FLAGS.jit_compile,
+        )
     # Build every variable now so checkpoints always hold the same set.
-    dummy = {name: tf.ones([1, 1] if spec.shape.rank == 2 else [1] if spec.shape.rank == 1
-                           else [], spec.dtype) for name, spec in MODEL_SIGNATURE.items()}
+    dummy = {
+        name: tf.ones(
+            [1, 1] if spec.shape.rank == 2 else [1] if spec.shape.rank == 1 else [], spec.dtype
+        )
+        for name, spec in MODEL_SIGNATURE.items()
+    }
     model(dummy, coverage_on=True)
     return model
 
@@ -170,8 +263,7 @@ def _build_model(vocab):
 def _optimizer():
     if FLAGS.optimizer == "adam":
         return keras.optimizers.Adam(FLAGS.lr if FLAGS["lr"].present else 1e-3)
-    return keras.optimizers.Adagrad(FLAGS.lr,
-                                    initial_accumulator_value=FLAGS.adagrad_init_acc)
+    return keras.optimizers.Adagrad(FLAGS.lr, initial_accumulator_value=FLAGS.adagrad_init_acc)
 
 
 def _diagnostics(out, batch):
@@ -204,8 +296,16 @@ def make_train_step(model, optimizer, coverage_on):
         tiled = {k: _tile(v, num_samples) for k, v in batch.items()}
         out = model(tiled, training=True, coverage_on=coverage_on, use_gumbel=use_gumbel)
         losses = losses_lib.compute_losses(
-            out, tiled, FLAGS.pointer_gen, coverage_on, FLAGS.cov_loss_wt, kl_weight,
-            num_samples, kl_terms, step)
+            out,
+            tiled,
+            FLAGS.pointer_gen,
+            coverage_on,
+            FLAGS.cov_loss_wt,
+            kl_weight,
+            num_samples,
+            kl_terms,
+            step,
+        )
         # structured attention's L2 penalty on its CRF (0 for the other mechanisms)
         losses["total_loss"] += model.context_layer.regularization()
         losses.update(_diagnostics(out, tiled))
@@ -213,22 +313,34 @@ def make_train_step(model, optimizer, coverage_on):
 
     # w_c has no gradient before the coverage phase of a curriculum: left alone.
     return training_lib.make_train_step(
-        loss_fn, model.trainable_variables, optimizer,
+        loss_fn,
+        model.trainable_variables,
+        optimizer,
         [MODEL_SIGNATURE, tf.TensorSpec([], tf.bool), tf.TensorSpec([], tf.int64)],
-        FLAGS.max_grad_norm, FLAGS.jit_compile, norm_key="global_norm")
+        FLAGS.max_grad_norm,
+        FLAGS.jit_compile,
+        norm_key="global_norm",
+    )
 
 
 def _describe(batch):
     """The first article's opening words, to find a skipped batch in the data."""
     return "batch starting with article %r" % " ".join(
-        batch["original_articles"][0].numpy().decode("utf-8", "replace").split()[:12])
+        batch["original_articles"][0].numpy().decode("utf-8", "replace").split()[:12]
+    )
 
 
 def _check_vocabulary(checkpoint_path, vocab):
     """A clear error when ``checkpoint_path`` was trained with another vocabulary size."""
-    training_lib.check_vocabulary(checkpoint_path, {"model/embedding/embeddings": (
-        vocab.size(), "--vocab_path=%s --vocab_size=%d" % (FLAGS.vocab_path,
-                                                           FLAGS.vocab_size))})
+    training_lib.check_vocabulary(
+        checkpoint_path,
+        {
+            "model/embedding/embeddings": (
+                vocab.size(),
+                "--vocab_path=%s --vocab_size=%d" % (FLAGS.vocab_path, FLAGS.vocab_size),
+            )
+        },
+    )
 
 
 def _tile(tensor, num_samples):
@@ -242,8 +354,10 @@ def _write_projector_config(train_dir, vocab):
     metadata = os.path.join(train_dir, "vocab_metadata.tsv")
     vocab.write_metadata(metadata)
     with open(os.path.join(train_dir, "projector_config.pbtxt"), "w", encoding="utf-8") as f:
-        f.write('embeddings {\n  tensor_name: "model/embedding/embeddings/.ATTRIBUTES/'
-                'VARIABLE_VALUE"\n  metadata_path: "vocab_metadata.tsv"\n}\n')
+        f.write(
+            'embeddings {\n  tensor_name: "model/embedding/embeddings/.ATTRIBUTES/'
+            'VARIABLE_VALUE"\n  metadata_path: "vocab_metadata.tsv"\n}\n'
+        )
 
 
 class _Checkpoints:
@@ -253,10 +367,12 @@ class _Checkpoints:
         self.vocab = vocab
         self.step = tf.Variable(0, dtype=tf.int64, name="global_step")
         self.coverage_started = tf.Variable(False, name="coverage_started")
-        self.checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=self.step,
-                                              coverage_started=self.coverage_started)
-        self.manager = tf.train.CheckpointManager(self.checkpoint, train_dir, max_to_keep=3,
-                                                  checkpoint_name="model.ckpt")
+        self.checkpoint = tf.train.Checkpoint(
+            model=model, optimizer=optimizer, step=self.step, coverage_started=self.coverage_started
+        )
+        self.manager = tf.train.CheckpointManager(
+            self.checkpoint, train_dir, max_to_keep=3, checkpoint_name="model.ckpt"
+        )
         self.last_save = time.time()
 
     def restore_latest(self):
@@ -284,8 +400,9 @@ def _start_coverage(model, checkpoints):
     optimizer.build(model.trainable_variables)
     checkpoints.checkpoint.optimizer = optimizer
     checkpoints.coverage_started.assign(True)
-    logging.info("Coverage phase starts at step %d: new w_c, optimizer state reset",
-                 int(checkpoints.step))
+    logging.info(
+        "Coverage phase starts at step %d: new w_c, optimizer state reset", int(checkpoints.step)
+    )
     return optimizer
 
 
@@ -315,19 +432,27 @@ def train(vocab, train_dir, phases):
         if key not in train_steps:
             train_steps[key] = make_train_step(model, optimizer, phase.coverage)
         train_step = train_steps[key]
-        batcher = batcher_lib.Batcher(FLAGS.data_path, vocab, FLAGS.batch_size,
-                                      phase.max_enc_steps, phase.max_dec_steps,
-                                      FLAGS.pointer_gen, seed=FLAGS.seed + step,
-                                      pad_encoder=FLAGS.jit_compile)
+        batcher = batcher_lib.Batcher(
+            FLAGS.data_path,
+            vocab,
+            FLAGS.batch_size,
+            phase.max_enc_steps,
+            phase.max_dec_steps,
+            FLAGS.pointer_gen,
+            seed=FLAGS.seed + step,
+            pad_encoder=FLAGS.jit_compile,
+        )
         for batch in batcher.dataset():
             if step >= min(phase.end, total):
                 break
             use_gumbel = model.context_layer.gumbel_active(step, total)
-            results = train_step({k: batch[k] for k in MODEL_SIGNATURE}, use_gumbel,
-                                 tf.constant(step, tf.int64))
+            results = train_step(
+                {k: batch[k] for k in MODEL_SIGNATURE}, use_gumbel, tf.constant(step, tf.int64)
+            )
             loss = float(results["total_loss"])
-            if not guard.check(loss, step, checkpoints.manager.latest_checkpoint,
-                               lambda: _describe(batch)):
+            if not guard.check(
+                loss, step, checkpoints.manager.latest_checkpoint, lambda: _describe(batch)
+            ):
                 continue
             step += 1
             checkpoints.step.assign(step)
@@ -336,8 +461,12 @@ def train(vocab, train_dir, phases):
                     for name, value in results.items():
                         tf.summary.scalar(name, value)
                     tf.summary.scalar("learning_rate", optimizer.learning_rate)
-            progress.update(step, int(tf.reduce_sum(batch["dec_padding_mask"])),
-                            loss=float(results["loss"]), total_loss=loss)
+            progress.update(
+                step,
+                int(tf.reduce_sum(batch["dec_padding_mask"])),
+                loss=float(results["loss"]),
+                total_loss=loss,
+            )
             checkpoints.save()
         checkpoints.save(force=True)
     writer.flush()
@@ -361,7 +490,8 @@ def _convert_or_restore(model, checkpoints, train_dir):
         tf.train.Checkpoint(model=model, step=checkpoints.step).restore(best).expect_partial()
         checkpoints.checkpoint.optimizer = _optimizer()
         path = checkpoints.checkpoint.write(
-            os.path.join(train_dir, os.path.basename(best).replace("bestmodel", "model.ckpt")))
+            os.path.join(train_dir, os.path.basename(best).replace("bestmodel", "model.ckpt"))
+        )
     tf.compat.v1.train.update_checkpoint_state(train_dir, path)
     logging.info("Saved %s; training resumes from it", path)
     return model
@@ -373,8 +503,9 @@ def evaluate(vocab, train_dir, eval_dir, phases):
     step = tf.Variable(0, dtype=tf.int64)
     restore = tf.train.Checkpoint(model=model, step=step)
     best = tf.train.Checkpoint(model=model, step=step)
-    best_manager = tf.train.CheckpointManager(best, eval_dir, max_to_keep=3,
-                                              checkpoint_name="bestmodel")
+    best_manager = tf.train.CheckpointManager(
+        best, eval_dir, max_to_keep=3, checkpoint_name="bestmodel"
+    )
     writer = tf.summary.create_file_writer(eval_dir)
     total = min(phases[-1].end, FLAGS.max_steps or phases[-1].end)
 
@@ -382,13 +513,23 @@ def evaluate(vocab, train_dir, eval_dir, phases):
 
     def eval_step(batch, coverage_on):
         if coverage_on not in eval_fns:
-            @tf.function(input_signature=[MODEL_SIGNATURE], autograph=False,
-                         jit_compile=FLAGS.jit_compile or None)
+
+            @tf.function(
+                input_signature=[MODEL_SIGNATURE],
+                autograph=False,
+                jit_compile=FLAGS.jit_compile or None,
+            )
             def losses(batch):
                 out = model(batch, coverage_on=coverage_on)
                 return losses_lib.compute_losses(
-                    out, batch, FLAGS.pointer_gen, coverage_on, FLAGS.cov_loss_wt,
-                    getattr(model.context_layer, "kl_weight", 0.0))
+                    out,
+                    batch,
+                    FLAGS.pointer_gen,
+                    coverage_on,
+                    FLAGS.cov_loss_wt,
+                    getattr(model.context_layer, "kl_weight", 0.0),
+                )
+
             eval_fns[coverage_on] = losses
         return eval_fns[coverage_on](batch)
 
@@ -406,28 +547,37 @@ def evaluate(vocab, train_dir, eval_dir, phases):
             loaded = latest
         phase = training_lib.phase_at(phases, int(step))
         if phase != current_phase:
-            batcher = batcher_lib.Batcher(FLAGS.data_path, vocab, FLAGS.batch_size,
-                                          phase.max_enc_steps, phase.max_dec_steps,
-                                          FLAGS.pointer_gen, seed=FLAGS.seed,
-                                          pad_encoder=FLAGS.jit_compile)
+            batcher = batcher_lib.Batcher(
+                FLAGS.data_path,
+                vocab,
+                FLAGS.batch_size,
+                phase.max_enc_steps,
+                phase.max_dec_steps,
+                FLAGS.pointer_gen,
+                seed=FLAGS.seed,
+                pad_encoder=FLAGS.jit_compile,
+            )
             batches_of_phase, current_phase = iter(batcher.dataset()), phase
         batch = next(batches_of_phase)
         results = eval_step({k: batch[k] for k in MODEL_SIGNATURE}, phase.coverage)
         loss = float(results["loss"])
-        running_avg = loss if running_avg is None else (
-            running_avg * RUNNING_AVG_DECAY + (1 - RUNNING_AVG_DECAY) * loss)
+        running_avg = (
+            loss
+            if running_avg is None
+            else (running_avg * RUNNING_AVG_DECAY + (1 - RUNNING_AVG_DECAY) * loss)
+        )
         running_avg = min(running_avg, 12.0)
         batches += 1
         with writer.as_default(step=int(step)):
             for name, value in results.items():
                 tf.summary.scalar(name, value)
             tf.summary.scalar("running_avg_loss/decay=%f" % RUNNING_AVG_DECAY, running_avg)
-        logging.info("eval step %d: loss %.4f, running_avg_loss %.4f", int(step), loss,
-                     running_avg)
+        logging.info("eval step %d: loss %.4f, running_avg_loss %.4f", int(step), loss, running_avg)
         if best_loss is None or running_avg < best_loss:
             path = best_manager.save(checkpoint_number=int(step))
-            logging.info("Found new best model with %.3f running_avg_loss. Saved %s",
-                         running_avg, path)
+            logging.info(
+                "Found new best model with %.3f running_avg_loss. Saved %s", running_avg, path
+            )
             best_loss = running_avg
         if FLAGS.eval_max_batches:
             if batches >= FLAGS.eval_max_batches:
@@ -449,27 +599,57 @@ def decode(vocab, train_dir, phases):
         raise app.UsageError("no checkpoint in %s to decode with" % train_dir)
     _check_vocabulary(latest, vocab)
     checkpoint.restore(latest).expect_partial()
-    coverage_on = FLAGS.coverage or training_lib.phase_at(
-        phases, _checkpoint_step(latest)).coverage
+    coverage_on = FLAGS.coverage or training_lib.phase_at(phases, _checkpoint_step(latest)).coverage
     summarizer = decode_lib.Summarizer(
-        model, vocab, FLAGS.beam_size, FLAGS.max_dec_steps, FLAGS.min_dec_steps,
-        coverage_on, FLAGS.initial_state_attention, FLAGS.length_normalization,
-        FLAGS.gnmt_alpha, FLAGS.jit_compile, record_attention=not FLAGS.single_pass)
+        model,
+        vocab,
+        FLAGS.beam_size,
+        FLAGS.max_dec_steps,
+        FLAGS.min_dec_steps,
+        coverage_on,
+        FLAGS.initial_state_attention,
+        FLAGS.length_normalization,
+        FLAGS.gnmt_alpha,
+        FLAGS.jit_compile,
+        record_attention=not FLAGS.single_pass,
+    )
     root = os.path.dirname(train_dir)
     if FLAGS.single_pass:
-        batcher = batcher_lib.Batcher(FLAGS.data_path, vocab, FLAGS.decode_batch_size,
-                                      FLAGS.max_enc_steps, FLAGS.max_dec_steps,
-                                      FLAGS.pointer_gen, single_pass=True,
-                                      pad_encoder=FLAGS.jit_compile)
+        batcher = batcher_lib.Batcher(
+            FLAGS.data_path,
+            vocab,
+            FLAGS.decode_batch_size,
+            FLAGS.max_enc_steps,
+            FLAGS.max_dec_steps,
+            FLAGS.pointer_gen,
+            single_pass=True,
+            pad_encoder=FLAGS.jit_compile,
+        )
         total = sum(1 for path in batcher.paths for _ in bin_files.read_bin_file(path))
-        decode_dir = os.path.join(root, decode_lib.decode_dir_name(
-            FLAGS.data_path, FLAGS.max_enc_steps, FLAGS.beam_size, FLAGS.min_dec_steps,
-            FLAGS.max_dec_steps, latest))
-        return decode_lib.decode_single_pass(summarizer, batcher, decode_dir,
-                                             FLAGS.decode_overwrite, total=total)
-    batcher = batcher_lib.Batcher(FLAGS.data_path, vocab, FLAGS.decode_batch_size,
-                                  FLAGS.max_enc_steps, FLAGS.max_dec_steps, FLAGS.pointer_gen,
-                                  seed=FLAGS.seed, pad_encoder=FLAGS.jit_compile)
+        decode_dir = os.path.join(
+            root,
+            decode_lib.decode_dir_name(
+                FLAGS.data_path,
+                FLAGS.max_enc_steps,
+                FLAGS.beam_size,
+                FLAGS.min_dec_steps,
+                FLAGS.max_dec_steps,
+                latest,
+            ),
+        )
+        return decode_lib.decode_single_pass(
+            summarizer, batcher, decode_dir, FLAGS.decode_overwrite, total=total
+        )
+    batcher = batcher_lib.Batcher(
+        FLAGS.data_path,
+        vocab,
+        FLAGS.decode_batch_size,
+        FLAGS.max_enc_steps,
+        FLAGS.max_dec_steps,
+        FLAGS.pointer_gen,
+        seed=FLAGS.seed,
+        pad_encoder=FLAGS.jit_compile,
+    )
     last_load = time.time()
     for count, batch in enumerate(batcher.batches(), start=1):
         if time.time() - last_load > 60:  # the original reloads every 60 s
@@ -497,8 +677,14 @@ def main(argv):
         raise app.UsageError(
             "--beam_size=%d proposes %d candidates per hypothesis, more than the %d words "
             "of the vocabulary (%s); use --beam_size=%d or less"
-            % (FLAGS.beam_size, 2 * FLAGS.beam_size, vocab.size(), FLAGS.vocab_path,
-               vocab.size() // 2))
+            % (
+                FLAGS.beam_size,
+                2 * FLAGS.beam_size,
+                vocab.size(),
+                FLAGS.vocab_path,
+                vocab.size() // 2,
+            )
+        )
     phases = _phases()
     if FLAGS.mode == "train":
         train(vocab, train_dir, phases)

@@ -52,15 +52,14 @@ lack ``calculate_pgen`` when the model is a baseline too. Anything else missing,
 variable the map does not know, and any shape that does not fit the model raise
 ``SeeCheckpointError`` naming the variables (and both shapes).
 """
+
 import dataclasses
 import os
 from typing import Callable, Dict, NamedTuple, Tuple
 
-from absl import app
-from absl import flags
-from absl import logging
 import numpy as np
 import tensorflow as tf
+from absl import app, flags, logging
 
 from acvi_tf import context as context_lib
 from pointer_generator import model as model_lib
@@ -71,11 +70,19 @@ from pointer_generator import vocab as vocab_lib
 # --emb_dim, --pointer_gen, --context), so both tools read the same values.
 FLAGS = run_summarization.FLAGS
 
-flags.DEFINE_string("tf1_checkpoint", "", "See et al.'s TF1 checkpoint: a prefix such as "
-                    "'pretrained_model/train/model-238410' or a directory holding a "
-                    "'checkpoint' file.")
-flags.DEFINE_string("out_dir", "", "Where to write the TF2 checkpoint: the train/ folder "
-                    "of a run_summarization experiment, e.g. logs/see/train.")
+flags.DEFINE_string(
+    "tf1_checkpoint",
+    "",
+    "See et al.'s TF1 checkpoint: a prefix such as "
+    "'pretrained_model/train/model-238410' or a directory holding a "
+    "'checkpoint' file.",
+)
+flags.DEFINE_string(
+    "out_dir",
+    "",
+    "Where to write the TF2 checkpoint: the train/ folder "
+    "of a run_summarization experiment, e.g. logs/see/train.",
+)
 
 # TF1 LSTMCell variable names (weights, bias) by TensorFlow version.
 LSTM_NAMES = {"1.0": ("weights", "biases"), "1.2.1": ("kernel", "bias")}
@@ -135,6 +142,7 @@ def split_tf1_lstm(weights, biases, input_dim, forget_bias=FORGET_BIAS):
     Returns:
       ``(kernel [input_dim, 4H], recurrent_kernel [H, 4H], bias [4H])``, gates i, f, c, o.
     """
+
     def reorder(array):
         i, j, f, o = np.split(array, 4, axis=-1)
         return np.concatenate([i, f, j, o], axis=-1)
@@ -142,28 +150,31 @@ def split_tf1_lstm(weights, biases, input_dim, forget_bias=FORGET_BIAS):
     kernel = reorder(weights)
     bias = reorder(biases).copy()
     units = bias.shape[-1] // 4
-    bias[units:2 * units] += forget_bias
+    bias[units : 2 * units] += forget_bias
     return kernel[:input_dim], kernel[input_dim:], bias
 
 
 def _copy(name, shape, variable, optional=""):
     """The original variable ``name``, reshaped to ``variable``'s shape."""
     target_shape = tuple(variable.shape)
-    return _Transfer({name: shape}, (variable,),
-                     lambda array: (array.reshape(target_shape),), optional)
+    return _Transfer(
+        {name: shape}, (variable,), lambda array: (array.reshape(target_shape),), optional
+    )
 
 
 def _dense(kernel_name, bias_name, rows, cols, layer, optional=""):
     """A kernel [rows, cols] and a bias [cols] copied into a Keras ``Dense``."""
-    return _Transfer({kernel_name: (rows, cols), bias_name: (cols,)},
-                     (layer.kernel, layer.bias), lambda kernel, bias: (kernel, bias),
-                     optional)
+    return _Transfer(
+        {kernel_name: (rows, cols), bias_name: (cols,)},
+        (layer.kernel, layer.bias),
+        lambda kernel, bias: (kernel, bias),
+        optional,
+    )
 
 
 def _linear(scope, rows, cols, layer, optional=""):
     """See's ``linear()`` (``scope/Linear/Matrix`` and ``Bias``) into a Keras ``Dense``."""
-    return _dense(scope + "Linear/Matrix", scope + "Linear/Bias", rows, cols, layer,
-                  optional)
+    return _dense(scope + "Linear/Matrix", scope + "Linear/Bias", rows, cols, layer, optional)
 
 
 def _lstm(scope, tf_version, input_dim, units, cell):
@@ -172,7 +183,8 @@ def _lstm(scope, tf_version, input_dim, units, cell):
     return _Transfer(
         {weights: (input_dim + units, 4 * units), biases: (4 * units,)},
         (cell.kernel, cell.recurrent_kernel, cell.bias),
-        lambda w, b: split_tf1_lstm(w, b, input_dim))
+        lambda w, b: split_tf1_lstm(w, b, input_dim),
+    )
 
 
 def _transfer_plan(model, tf_version):
@@ -185,25 +197,30 @@ def _transfer_plan(model, tf_version):
         _copy("seq2seq/embedding/embedding", (vocab, emb), model.embedding.embeddings),
         _lstm(_ENCODER + "fw/", tf_version, emb, units, model.encoder.forward_layer.cell),
         _lstm(_ENCODER + "bw/", tf_version, emb, units, model.encoder.backward_layer.cell),
-        _dense(_REDUCE + "w_reduce_c", _REDUCE + "bias_reduce_c", 2 * units, units,
-               model.reduce_c),
-        _dense(_REDUCE + "w_reduce_h", _REDUCE + "bias_reduce_h", 2 * units, units,
-               model.reduce_h),
+        _dense(_REDUCE + "w_reduce_c", _REDUCE + "bias_reduce_c", 2 * units, units, model.reduce_c),
+        _dense(_REDUCE + "w_reduce_h", _REDUCE + "bias_reduce_h", 2 * units, units, model.reduce_h),
         _linear(_DECODER, emb + 2 * units, emb, model.input_projection),
         _lstm(_DECODER, tf_version, emb, units, model.cell),
         _linear(_DECODER + "Attention/", 2 * units, 2 * units, scorer.query_projection),
-        _copy(_DECODER + "W_h", (1, 1, 2 * units, 2 * units),
-              scorer.memory_projection.kernel),
+        _copy(_DECODER + "W_h", (1, 1, 2 * units, 2 * units), scorer.memory_projection.kernel),
         _copy(_DECODER + "v", (2 * units,), scorer.energy.kernel),
-        _copy(_DECODER + "coverage/w_c", (1, 1, 1, 2 * units),
-              scorer.coverage_projection.kernel,
-              optional="a model trained without --coverage"),
-        _linear(_DECODER + "calculate_pgen/", 4 * units + emb, 1, model.p_gen_layer,
-                optional=baseline),
-        _linear(_DECODER + "AttnOutputProjection/", 3 * units, units,
-                model.output_projection),
-        _dense("seq2seq/output_projection/w", "seq2seq/output_projection/v", units, vocab,
-               model.vocab_projection),
+        _copy(
+            _DECODER + "coverage/w_c",
+            (1, 1, 1, 2 * units),
+            scorer.coverage_projection.kernel,
+            optional="a model trained without --coverage",
+        ),
+        _linear(
+            _DECODER + "calculate_pgen/", 4 * units + emb, 1, model.p_gen_layer, optional=baseline
+        ),
+        _linear(_DECODER + "AttnOutputProjection/", 3 * units, units, model.output_projection),
+        _dense(
+            "seq2seq/output_projection/w",
+            "seq2seq/output_projection/v",
+            units,
+            vocab,
+            model.vocab_projection,
+        ),
     ]
 
 
@@ -212,9 +229,10 @@ def resolve_checkpoint(path):
     if os.path.isdir(path):
         latest = tf.train.latest_checkpoint(path)
         if latest is None:
-            raise SeeCheckpointError("%s is a directory without a 'checkpoint' state file; "
-                                     "pass the checkpoint prefix (e.g. .../model-238410)"
-                                     % path)
+            raise SeeCheckpointError(
+                "%s is a directory without a 'checkpoint' state file; "
+                "pass the checkpoint prefix (e.g. .../model-238410)" % path
+            )
         return latest
     return path
 
@@ -225,7 +243,7 @@ def _ignored(name):
 
 
 def detect_tf_version(names):
-    """"1.0" or "1.2.1": which LSTM variable names the checkpoint uses.
+    """ "1.0" or "1.2.1": which LSTM variable names the checkpoint uses.
 
     Args:
       names: the checkpoint's variable names.
@@ -233,14 +251,21 @@ def detect_tf_version(names):
     Raises:
       SeeCheckpointError: neither or both namings are present.
     """
-    found = [version for version, (weights, _) in LSTM_NAMES.items()
-             if any(name.endswith("/lstm_cell/" + weights) for name in names)]
+    found = [
+        version
+        for version, (weights, _) in LSTM_NAMES.items()
+        if any(name.endswith("/lstm_cell/" + weights) for name in names)
+    ]
     if len(found) != 1:
         raise SeeCheckpointError(
             "cannot tell the TensorFlow version of this checkpoint: want LSTM variables "
             "named either .../lstm_cell/weights (TF 1.0) or .../lstm_cell/kernel (TF 1.2), "
-            "found %s among: %s" % ("both" if found else "neither",
-                                    ", ".join(sorted(n for n in names if not _ignored(n)))))
+            "found %s among: %s"
+            % (
+                "both" if found else "neither",
+                ", ".join(sorted(n for n in names if not _ignored(n))),
+            )
+        )
     return found[0]
 
 
@@ -249,8 +274,11 @@ def _used_transfers(plan, shapes):
     used = []
     for transfer in plan:
         if transfer.optional and not any(name in shapes for name in transfer.sources):
-            logging.info("The checkpoint has no %s (%s): the model keeps its initial "
-                         "values there", ", ".join(transfer.sources), transfer.optional)
+            logging.info(
+                "The checkpoint has no %s (%s): the model keeps its initial values there",
+                ", ".join(transfer.sources),
+                transfer.optional,
+            )
             continue
         used.append(transfer)
     return used
@@ -259,8 +287,7 @@ def _used_transfers(plan, shapes):
 def _check_names(plan, used, shapes):
     """Raises ``SeeCheckpointError`` listing missing and unexpected variables."""
     known = {name for transfer in plan for name in transfer.sources}
-    missing = sorted(name for transfer in used for name in transfer.sources
-                     if name not in shapes)
+    missing = sorted(name for transfer in used for name in transfer.sources if name not in shapes)
     unexpected = sorted(name for name in shapes if name not in known and not _ignored(name))
     if missing or unexpected:
         lines = ["the checkpoint does not match See et al.'s pointer-generator:"]
@@ -273,13 +300,17 @@ def _check_names(plan, used, shapes):
 
 def _check_shapes(used, shapes):
     """Raises ``SeeCheckpointError`` naming every variable whose shape does not fit."""
-    wrong = ["%s: checkpoint %s, model needs %s" % (name, list(shapes[name]), list(shape))
-             for transfer in used for name, shape in transfer.sources.items()
-             if tuple(shapes[name]) != tuple(shape)]
+    wrong = [
+        "%s: checkpoint %s, model needs %s" % (name, list(shapes[name]), list(shape))
+        for transfer in used
+        for name, shape in transfer.sources.items()
+        if tuple(shapes[name]) != tuple(shape)
+    ]
     if wrong:
         raise SeeCheckpointError(
             "shape mismatch (check --vocab_size, --hidden_dim and --emb_dim against the "
-            "run that wrote the checkpoint):\n" + "\n".join(wrong))
+            "run that wrote the checkpoint):\n" + "\n".join(wrong)
+        )
 
 
 def _check_model(model):
@@ -287,11 +318,12 @@ def _check_model(model):
     if not isinstance(model.context_layer, context_lib.SoftAttentionContext):
         raise SeeCheckpointError(
             "See et al.'s checkpoints are soft-attention models; build the "
-            "PointerGenerator with the 'sa' context, not %s"
-            % type(model.context_layer).__name__)
+            "PointerGenerator with the 'sa' context, not %s" % type(model.context_layer).__name__
+        )
     if not model.built:
-        raise SeeCheckpointError("build the model first (call it on a batch, or use "
-                                 "build_see_model)")
+        raise SeeCheckpointError(
+            "build the model first (call it on a batch, or use build_see_model)"
+        )
 
 
 def _read_step(reader, shapes):
@@ -336,8 +368,13 @@ def import_see_checkpoint(tf1_checkpoint_path, model):
         variable.assign(value.astype(variable.dtype.as_numpy_dtype))
     coverage = _DECODER + "coverage/w_c" in shapes
     step = _read_step(reader, shapes)
-    logging.info("Imported %s (TF %s naming, step %d, %s)", path, tf_version, step,
-                 "with coverage" if coverage else "no coverage")
+    logging.info(
+        "Imported %s (TF %s naming, step %d, %s)",
+        path,
+        tf_version,
+        step,
+        "with coverage" if coverage else "no coverage",
+    )
     return ImportedCheckpoint(path, tf_version, step, coverage)
 
 
@@ -354,12 +391,15 @@ def build_see_model(vocab_size, hidden_dim=256, emb_dim=128, pointer_gen=True):
       The model, every variable created (``w_c`` included).
     """
     model = model_lib.PointerGenerator(
-        vocab_size, hidden_dim, emb_dim, pointer_gen,
+        vocab_size,
+        hidden_dim,
+        emb_dim,
+        pointer_gen,
         context_layer=context_lib.SoftAttentionContext(name="context"),
-        attention_masking="renormalize")
+        attention_masking="renormalize",
+    )
     one = tf.ones([1, 1], tf.int32)
-    model(dict(enc_batch=one, enc_padding_mask=tf.ones([1, 1]), dec_batch=one),
-          coverage_on=True)
+    model(dict(enc_batch=one, enc_padding_mask=tf.ones([1, 1]), dec_batch=one), coverage_on=True)
     return model
 
 
@@ -381,10 +421,10 @@ def save_for_run_summarization(model, imported, out_dir):
     """
     step = tf.Variable(imported.step, dtype=tf.int64, name="global_step")
     coverage_started = tf.Variable(imported.coverage, name="coverage_started")
-    checkpoint = tf.train.Checkpoint(model=model, step=step,
-                                     coverage_started=coverage_started)
-    manager = tf.train.CheckpointManager(checkpoint, out_dir, max_to_keep=3,
-                                         checkpoint_name="model.ckpt")
+    checkpoint = tf.train.Checkpoint(model=model, step=step, coverage_started=coverage_started)
+    manager = tf.train.CheckpointManager(
+        checkpoint, out_dir, max_to_keep=3, checkpoint_name="model.ckpt"
+    )
     return manager.save(checkpoint_number=imported.step)
 
 
@@ -396,19 +436,23 @@ def main(argv):
         if not FLAGS[name].value:
             raise app.UsageError("--%s is required" % name)
     if FLAGS["context"].present and FLAGS.context != "sa":
-        raise app.UsageError("See et al.'s checkpoints are soft-attention models: "
-                             "--context must be sa")
+        raise app.UsageError(
+            "See et al.'s checkpoints are soft-attention models: --context must be sa"
+        )
     vocab = vocab_lib.Vocab(FLAGS.vocab_path, FLAGS.vocab_size)
-    model = build_see_model(vocab.size(), FLAGS.hidden_dim, FLAGS.emb_dim,
-                            FLAGS.pointer_gen)
+    model = build_see_model(vocab.size(), FLAGS.hidden_dim, FLAGS.emb_dim, FLAGS.pointer_gen)
     try:
         imported = import_see_checkpoint(FLAGS.tf1_checkpoint, model)
     except SeeCheckpointError as e:
         raise app.UsageError(str(e)) from e
     path = save_for_run_summarization(model, imported, FLAGS.out_dir)
-    logging.info("Wrote %s. Decode or train with run_summarization --context=sa%s and a "
-                 "--log_root/--exp_name whose train/ folder is %s", path,
-                 " --coverage" if imported.coverage else "", FLAGS.out_dir)
+    logging.info(
+        "Wrote %s. Decode or train with run_summarization --context=sa%s and a "
+        "--log_root/--exp_name whose train/ folder is %s",
+        path,
+        " --coverage" if imported.coverage else "",
+        FLAGS.out_dir,
+    )
 
 
 if __name__ == "__main__":

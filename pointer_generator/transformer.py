@@ -10,6 +10,7 @@ loss) or leave the flag on (See's per-example mean, same distribution). No cover
 no context mechanism: ``--context`` does not apply (its KL is 0), and the attention
 reported for heat maps is the last decoder layer's cross-attention, averaged over heads.
 """
+
 import tensorflow as tf
 
 from acvi_tf import context as context_lib
@@ -29,32 +30,53 @@ class TransformerSummarizer(keras.Model):
       max_len: longest summary it can decode.
     """
 
-    def __init__(self, vocab_size, num_units=256, num_layers=4, num_heads=4, dropout=0.2,
-                 max_len=256, **kwargs):
+    def __init__(
+        self,
+        vocab_size,
+        num_units=256,
+        num_layers=4,
+        num_heads=4,
+        dropout=0.2,
+        max_len=256,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.vocab_size = vocab_size
         self.transformer = transformer.TransformerModel(
-            vocab_size, vocab_size, num_units, num_layers, num_heads, dropout, max_len,
-            name="transformer")
+            vocab_size,
+            vocab_size,
+            num_units,
+            num_layers,
+            num_heads,
+            dropout,
+            max_len,
+            name="transformer",
+        )
         # the training loop's hooks (samples, KL weight, Gumbel, annealing, penalty) are
         # those of soft attention, i.e. all off
         self.context_layer = context_lib.SoftAttentionContext(name="context")
 
     @staticmethod
     def _source(batch):
-        return batch["enc_batch"], tf.cast(tf.reduce_sum(batch["enc_padding_mask"], axis=1),
-                                           tf.int32)
+        return batch["enc_batch"], tf.cast(
+            tf.reduce_sum(batch["enc_padding_mask"], axis=1), tf.int32
+        )
 
     def call(self, batch, training=False, coverage_on=False, use_gumbel=None):
         """Teacher-forced decoding; the dict ``losses.compute_losses`` reads."""
         del coverage_on, use_gumbel
         src, src_len = self._source(batch)
-        out = self.transformer(dict(src=src, src_len=src_len, tgt_in=batch["dec_batch"]),
-                               training=training)
+        out = self.transformer(
+            dict(src=src, src_len=src_len, tgt_in=batch["dec_batch"]), training=training
+        )
         steps = tf.shape(batch["dec_batch"])
-        return dict(vocab_logits=out["logits"], attn=tf.cast(out["attn"], tf.float32),
-                    p_gen_logit=tf.fill(steps, _NO_COPY_LOGIT), kl=out["kl"],
-                    coverage_terms=tf.zeros(steps))
+        return dict(
+            vocab_logits=out["logits"],
+            attn=tf.cast(out["attn"], tf.float32),
+            p_gen_logit=tf.fill(steps, _NO_COPY_LOGIT),
+            kl=out["kl"],
+            coverage_terms=tf.zeros(steps),
+        )
 
     def start_decoding(self, batch, initial_state_attention=True):
         """Encodes the articles: ``(constants, state)`` for ``decode_step`` (no recurrent
@@ -68,8 +90,12 @@ class TransformerSummarizer(keras.Model):
         del coverage_on
         tokens = tf.where(tokens >= self.vocab_size, 0, tokens)  # [UNK] id is 0
         output, state, attn, _ = self.transformer.step(
-            self.transformer.tgt_embedding(tokens), state, constants)
+            self.transformer.tgt_embedding(tokens), state, constants
+        )
         probs = tf.nn.softmax(tf.cast(self.transformer.output_projection(output), tf.float32))
         probs = tf.pad(probs, [[0, 0], [0, max_art_oovs]])
-        return probs, state, dict(attn=tf.cast(attn, tf.float32),
-                                  p_gen=tf.ones(tf.shape(tokens)[:1]))
+        return (
+            probs,
+            state,
+            dict(attn=tf.cast(attn, tf.float32), p_gen=tf.ones(tf.shape(tokens)[:1])),
+        )

@@ -5,6 +5,7 @@ them, so a vocab of 50,000 reads 49,996 words from the file. PAD is id 1, not 0:
 on Keras ``mask_zero``. Article words outside the vocabulary get temporary ids V, V+1, ...
 in order of first appearance (the "extended vocabulary" the copy mechanism writes into).
 """
+
 from absl import logging
 
 from acvi_tf import files
@@ -41,27 +42,41 @@ class Vocab:
         for line_number, line in files.utf8_lines(vocab_file, VocabError):
             pieces = line.split()
             if len(pieces) != 2:
-                logging.warning("%s:%d: skipping malformed vocab line %r (want "
-                                "'word count')", vocab_file, line_number, line.rstrip("\n"))
+                logging.warning(
+                    "%s:%d: skipping malformed vocab line %r (want 'word count')",
+                    vocab_file,
+                    line_number,
+                    line.rstrip("\n"),
+                )
                 continue
             word = pieces[0]
             if word in (SENTENCE_START, SENTENCE_END) + RESERVED:
                 raise VocabError(
                     "%s:%d: %r must not be in the vocab file (<s>, </s>, [UNK], [PAD], "
                     "[START] and [STOP] are reserved); remove the line"
-                    % (vocab_file, line_number, word))
+                    % (vocab_file, line_number, word)
+                )
             if word in self._word_to_id:
-                raise VocabError("%s:%d: duplicated word %r; each word must appear once"
-                                 % (vocab_file, line_number, word))
+                raise VocabError(
+                    "%s:%d: duplicated word %r; each word must appear once"
+                    % (vocab_file, line_number, word)
+                )
             self._add(word)
             if max_size and len(self._id_to_word) >= max_size:
                 break
         if max_size and len(self._id_to_word) < max_size:
-            logging.warning("%s has only %d words; the vocabulary has %d entries, not the "
-                            "%d asked for", vocab_file, len(self._id_to_word) - len(RESERVED),
-                            len(self._id_to_word), max_size)
-        logging.info("Vocabulary of %d words; last word added: %s", len(self._id_to_word),
-                     self._id_to_word[-1])
+            logging.warning(
+                "%s has only %d words; the vocabulary has %d entries, not the %d asked for",
+                vocab_file,
+                len(self._id_to_word) - len(RESERVED),
+                len(self._id_to_word),
+                max_size,
+            )
+        logging.info(
+            "Vocabulary of %d words; last word added: %s",
+            len(self._id_to_word),
+            self._id_to_word[-1],
+        )
 
     def _add(self, word):
         self._word_to_id[word] = len(self._id_to_word)
@@ -74,8 +89,9 @@ class Vocab:
     def id2word(self, word_id):
         """The word of an in-vocabulary id; ValueError otherwise."""
         if not 0 <= word_id < len(self._id_to_word):
-            raise ValueError("id %d is not in the vocabulary of %d words"
-                             % (word_id, len(self._id_to_word)))
+            raise ValueError(
+                "id %d is not in the vocabulary of %d words" % (word_id, len(self._id_to_word))
+            )
         return self._id_to_word[word_id]
 
     def size(self):
@@ -135,8 +151,10 @@ def outputids2words(id_list, vocab, article_oovs):
             continue
         k = word_id - vocab.size()
         if article_oovs is None or k >= len(article_oovs):
-            raise ValueError("id %d is the article OOV %d, but this example has only %d "
-                             "OOVs" % (word_id, k, len(article_oovs or [])))
+            raise ValueError(
+                "id %d is the article OOV %d, but this example has only %d "
+                "OOVs" % (word_id, k, len(article_oovs or []))
+            )
         words.append(article_oovs[k])
     return words
 
@@ -152,15 +170,14 @@ def abstract2sents(abstract):
         end = abstract.find(SENTENCE_END, begin + len(SENTENCE_START))
         if end < 0:
             return sentences
-        sentences.append(abstract[begin + len(SENTENCE_START):end].strip())
+        sentences.append(abstract[begin + len(SENTENCE_START) : end].strip())
         start = end + len(SENTENCE_END)
 
 
 def show_art_oovs(article, vocab):
     """The article with its OOVs marked ``__word__`` (decode logging)."""
     unk_id = vocab.word2id(UNKNOWN_TOKEN)
-    return " ".join("__%s__" % w if vocab.word2id(w) == unk_id else w
-                    for w in article.split(" "))
+    return " ".join("__%s__" % w if vocab.word2id(w) == unk_id else w for w in article.split(" "))
 
 
 def show_abs_oovs(abstract, vocab, article_oovs):

@@ -1,13 +1,14 @@
 """Shared test setup: quiet TensorFlow, float32 policy, NumPy references, test videos."""
+
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import imageio_ffmpeg  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import imageio_ffmpeg
+import numpy as np
+import pytest
 
-from acvi_tf.compat import keras  # noqa: E402
+from acvi_tf.compat import keras
 
 
 def pytest_collection_modifyitems(items):
@@ -48,13 +49,19 @@ def write_video(path, num_frames=30, width=64, height=48, colour=(255, 0, 0)):
     for codec, extension, pix_fmt in encoders:
         target = str(path) + extension
         try:
-            writer = imageio_ffmpeg.write_frames(target, (width, height), fps=10,
-                                                 codec=codec, pix_fmt_out=pix_fmt,
-                                                 quality=10, macro_block_size=16)
+            writer = imageio_ffmpeg.write_frames(
+                target,
+                (width, height),
+                fps=10,
+                codec=codec,
+                pix_fmt_out=pix_fmt,
+                quality=10,
+                macro_block_size=16,
+            )
             writer.send(None)
             for i in range(num_frames):
                 frame = np.full((height, width, 3), 128, np.uint8)
-                frame[16:32, i:i + 16] = colour
+                frame[16:32, i : i + 16] = colour
                 writer.send(frame)
             writer.close()
             return target

@@ -4,11 +4,13 @@
 must hold against a float64 NumPy reference at N = 400, D = 512, at initialisation and
 at the clip of log sigma^2, where the expanded quadratic form cancels catastrophically.
 """
+
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from acvi_tf import context
+
 from conftest import np_log_normal, np_masked_softmax
 
 
@@ -32,8 +34,8 @@ def _np_log_posterior(c, probs, memory, var):
 
 def _np_sampler_kl(probs, memory, var):
     mean = probs @ memory
-    s2 = (probs ** 2) @ var
-    return 0.5 * np.sum(s2 + mean ** 2 - 1 - np.log(s2), axis=-1)
+    s2 = (probs**2) @ var
+    return 0.5 * np.sum(s2 + mean**2 - 1 - np.log(s2), axis=-1)
 
 
 def test_exact_kl_is_the_average_log_ratio_of_eq25_samples():
@@ -44,32 +46,32 @@ def test_exact_kl_is_the_average_log_ratio_of_eq25_samples():
     log_var = rng.uniform(-2, 1.5, size=(1, 4, 3)).astype(np.float32)
     probs = np_masked_softmax(rng.normal(size=(1, 2, 4)), np.ones((1, 4), bool))
     num = 50000
-    layer = _layer_with_log_var("exact", memory, np.repeat(log_var, num, 0),
-                                noise="per_component", seed=3)
+    layer = _layer_with_log_var(
+        "exact", memory, np.repeat(log_var, num, 0), noise="per_component", seed=3
+    )
     prepared = layer.prepare(np.repeat(memory, num, 0))
     tiled = np.repeat(probs, num, 0).astype(np.float32)
     samples, kl = layer(tiled, prepared, training=True)
     var = np.exp(log_var.astype(np.float64))
-    mean, s2 = probs @ memory, (probs ** 2) @ var
-    log_ratio = (np_log_normal(samples.numpy(), mean, s2)
-                 - np_log_normal(samples.numpy(), np.zeros(3), np.ones(3)))
+    mean, s2 = probs @ memory, (probs**2) @ var
+    log_ratio = np_log_normal(samples.numpy(), mean, s2) - np_log_normal(
+        samples.numpy(), np.zeros(3), np.ones(3)
+    )
     spread = log_ratio.std(axis=0) / np.sqrt(num)
     assert np.all(np.abs(log_ratio.mean(axis=0) - kl.numpy()[0]) < 4.5 * spread + 1e-3)
-    np.testing.assert_allclose(kl.numpy()[0], _np_sampler_kl(probs, memory, var)[0],
-                               rtol=1e-5)
+    np.testing.assert_allclose(kl.numpy()[0], _np_sampler_kl(probs, memory, var)[0], rtol=1e-5)
 
 
 @pytest.mark.parametrize("log_var_range", [(-10.0, -9.0), (-3.0, 3.0), (9.0, 10.0)])
 def test_exact_kl_is_never_negative(log_var_range):
     rng = np.random.default_rng(1)
-    memory = (rng.normal(size=(64, 9, 6)) * rng.uniform(0, 2, size=(64, 1, 1))).astype(
-        np.float32)
+    memory = (rng.normal(size=(64, 9, 6)) * rng.uniform(0, 2, size=(64, 1, 1))).astype(np.float32)
     log_var = rng.uniform(*log_var_range, size=memory.shape).astype(np.float32)
-    probs = np_masked_softmax(rng.normal(size=(64, 5, 9)) * rng.uniform(0, 20, (64, 1, 1)),
-                              np.ones(9, bool)).astype(np.float32)
+    probs = np_masked_softmax(
+        rng.normal(size=(64, 5, 9)) * rng.uniform(0, 20, (64, 1, 1)), np.ones(9, bool)
+    ).astype(np.float32)
     layer = _layer_with_log_var("exact", memory, log_var)
-    kl = layer.kl_divergence(np.zeros((64, 5, 6), np.float32), probs,
-                             layer.prepare(memory)).numpy()
+    kl = layer.kl_divergence(np.zeros((64, 5, 6), np.float32), probs, layer.prepare(memory)).numpy()
     assert kl.min() >= -1e-5 * 6, kl.min()
 
 
@@ -94,16 +96,20 @@ def _paper_size(log_var_low, log_var_high, seed, sharpness=1.0):
     rng = np.random.default_rng(seed)
     memory = (0.5 * rng.normal(size=(2, 400, 512))).astype(np.float32)
     log_var = rng.uniform(log_var_low, log_var_high, size=memory.shape).astype(np.float32)
-    probs = np_masked_softmax(sharpness * rng.normal(size=(2, 3, 400)),
-                              np.ones(400, bool)).astype(np.float32)
+    probs = np_masked_softmax(sharpness * rng.normal(size=(2, 3, 400)), np.ones(400, bool)).astype(
+        np.float32
+    )
     return memory, log_var, probs
 
 
-@pytest.mark.parametrize("log_var_low,log_var_high,sharpness",
-                         [(-1.0, 1.0, 1.0), (-10.0, -9.5, 1.0), (-10.0, -9.5, 8.0)],
-                         ids=["initialisation", "clip_spread", "clip_peaked"])
-def test_mc_density_and_kl_match_float64_numpy_at_the_papers_size(log_var_low,
-                                                                    log_var_high, sharpness):
+@pytest.mark.parametrize(
+    "log_var_low,log_var_high,sharpness",
+    [(-1.0, 1.0, 1.0), (-10.0, -9.5, 1.0), (-10.0, -9.5, 8.0)],
+    ids=["initialisation", "clip_spread", "clip_peaked"],
+)
+def test_mc_density_and_kl_match_float64_numpy_at_the_papers_size(
+    log_var_low, log_var_high, sharpness
+):
     """Peaked attention puts the sample near one h_i, where the expanded form's terms
     of about 1e6 nats cancel to a few hundred."""
     memory, log_var, probs = _paper_size(log_var_low, log_var_high, 3, sharpness)
@@ -111,20 +117,27 @@ def test_mc_density_and_kl_match_float64_numpy_at_the_papers_size(log_var_low,
     prepared = layer.prepare(memory)
     samples = layer.draw(probs, prepared, training=True).numpy()
     var = np.exp(log_var.astype(np.float64))
-    reference = _np_log_posterior(samples.astype(np.float64), probs.astype(np.float64),
-                                  memory.astype(np.float64), var)
+    reference = _np_log_posterior(
+        samples.astype(np.float64), probs.astype(np.float64), memory.astype(np.float64), var
+    )
     # near the clip log q is about -1e6 nats: float32 itself resolves 0.06 of them
-    np.testing.assert_allclose(layer.log_posterior(samples, probs, prepared).numpy(),
-                               reference, rtol=2e-7, atol=1e-3)
+    np.testing.assert_allclose(
+        layer.log_posterior(samples, probs, prepared).numpy(), reference, rtol=2e-7, atol=1e-3
+    )
     log_prior = np_log_normal(samples.astype(np.float64), np.zeros(512), np.ones(512))
-    np.testing.assert_allclose(layer.kl_divergence(samples, probs, prepared).numpy(),
-                               reference - log_prior, rtol=2e-7, atol=1e-3)
+    np.testing.assert_allclose(
+        layer.kl_divergence(samples, probs, prepared).numpy(),
+        reference - log_prior,
+        rtol=2e-7,
+        atol=1e-3,
+    )
 
 
 def test_exact_kl_matches_float64_numpy_at_the_papers_size():
     memory, log_var, probs = _paper_size(-10.0, 10.0, seed=5)
     layer = _layer_with_log_var("exact", memory, log_var)
     kl = layer.kl_divergence(np.zeros((2, 3, 512), np.float32), probs, layer.prepare(memory))
-    reference = _np_sampler_kl(probs.astype(np.float64), memory.astype(np.float64),
-                               np.exp(log_var.astype(np.float64)))
+    reference = _np_sampler_kl(
+        probs.astype(np.float64), memory.astype(np.float64), np.exp(log_var.astype(np.float64))
+    )
     np.testing.assert_allclose(kl.numpy(), reference, rtol=1e-5)

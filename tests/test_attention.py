@@ -1,10 +1,12 @@
 """Scorers against NumPy references, masking, config round trips."""
+
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from acvi_tf import attention
 from acvi_tf.compat import keras
+
 from conftest import np_masked_softmax
 
 B, N, D, Q = 3, 6, 5, 4
@@ -58,7 +60,8 @@ def test_coverage_feature_value_and_gradients_match_numpy(shape):
     np.testing.assert_array_equal(value, coverage[..., None] * w_c[0])
     np.testing.assert_allclose(d_cov, upstream @ w_c[0], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(
-        d_w, (coverage[..., None] * upstream).reshape(-1, 7).sum(0)[None], rtol=1e-5)
+        d_w, (coverage[..., None] * upstream).reshape(-1, 7).sum(0)[None], rtol=1e-5
+    )
 
 
 def test_coverage_gradients_under_mixed_precision_are_float32(inputs):
@@ -82,8 +85,9 @@ def test_additive_many_steps_equal_one_step_each(inputs):
     keys = scorer.prepare(memory)
     all_steps = scorer(queries, keys, mask).numpy()
     for t in range(3):
-        np.testing.assert_allclose(all_steps[:, t], scorer(queries[:, t], keys, mask).numpy(),
-                                   rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(
+            all_steps[:, t], scorer(queries[:, t], keys, mask).numpy(), rtol=1e-6, atol=1e-7
+        )
 
 
 def test_additive_coverage_is_optional_and_only_accepted_with_the_feature(inputs):
@@ -135,8 +139,7 @@ def test_scaled_dot_product_matches_numpy(causal):
     full_mask = np.broadcast_to(mask[:, None, :], (B, N, N))
     if causal:
         full_mask = full_mask & np.tril(np.ones((N, N), bool))[None]
-    np.testing.assert_allclose(probs, np_masked_softmax(scores, full_mask), rtol=1e-5,
-                               atol=1e-7)
+    np.testing.assert_allclose(probs, np_masked_softmax(scores, full_mask), rtol=1e-5, atol=1e-7)
     if causal:  # position t never sees a later position
         assert np.all(np.triu(probs[0], k=1) == 0.0)
 
@@ -148,8 +151,8 @@ def test_causal_incremental_step_sees_all_cached_keys():
     scorer = attention.ScaledDotProductScorer(causal=True)
     full = scorer(queries, keys).numpy()
     for t in range(N):  # step t with a cache of keys 0..t equals row t of the full pass
-        step = scorer(queries[:, t:t + 1], keys[:, :t + 1]).numpy()
-        np.testing.assert_allclose(step[0, 0], full[0, t, :t + 1], rtol=1e-6, atol=1e-7)
+        step = scorer(queries[:, t : t + 1], keys[:, : t + 1]).numpy()
+        np.testing.assert_allclose(step[0, 0], full[0, t, : t + 1], rtol=1e-6, atol=1e-7)
 
 
 def test_mask_modes_agree_and_handle_fully_masked_rows():
@@ -163,8 +166,9 @@ def test_mask_modes_agree_and_handle_fully_masked_rows():
     np.testing.assert_allclose(neg_inf, renorm, rtol=1e-5, atol=1e-7)
     assert np.all(neg_inf[0] == 0) and np.all(renorm[0] == 0)
     rows = mask.any(-1)
-    np.testing.assert_allclose(neg_inf[rows], np_masked_softmax(scores[rows], mask[rows]),
-                               rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(
+        neg_inf[rows], np_masked_softmax(scores[rows], mask[rows]), rtol=1e-5, atol=1e-7
+    )
     assert np.all(neg_inf[~mask] == 0) and np.all(renorm[~mask] == 0)
 
 
@@ -188,12 +192,15 @@ def test_bad_arguments_are_rejected():
         attention.MultiplicativeScorer(mode="general")
 
 
-@pytest.mark.parametrize("make", [
-    lambda: attention.AdditiveScorer(5, use_coverage=True, mask_mode="renormalize"),
-    lambda: attention.MultiplicativeScorer(Q, mode="general", scale=True),
-    lambda: attention.MultiplicativeScorer(mode="dot"),
-    lambda: attention.ScaledDotProductScorer(causal=True),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: attention.AdditiveScorer(5, use_coverage=True, mask_mode="renormalize"),
+        lambda: attention.MultiplicativeScorer(Q, mode="general", scale=True),
+        lambda: attention.MultiplicativeScorer(mode="dot"),
+        lambda: attention.ScaledDotProductScorer(causal=True),
+    ],
+)
 def test_config_round_trip_gives_same_layer(inputs, make):
     memory, query, mask = inputs
     scorer = make()

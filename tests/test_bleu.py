@@ -1,22 +1,28 @@
 """Corpus BLEU against NLTK's unsmoothed corpus BLEU and tensorflow/nmt's rules."""
+
 import math
 
-from nltk.translate import bleu_score as nltk_bleu
 import pytest
+from nltk.translate import bleu_score as nltk_bleu
 
 from acvi_tf.metrics import bleu
 from nmt import bpe
 
-REFERENCES = ["the cat sat on the mat today", "there is a dog in the big garden",
-              "he reads the news every morning"]
-HYPOTHESES = ["the cat sat on a mat today", "a dog is in the big garden",
-              "he reads the news each morning"]
+REFERENCES = [
+    "the cat sat on the mat today",
+    "there is a dog in the big garden",
+    "he reads the news every morning",
+]
+HYPOTHESES = [
+    "the cat sat on a mat today",
+    "a dog is in the big garden",
+    "he reads the news each morning",
+]
 
 
 def nltk_score(references, hypotheses):
     """NLTK corpus BLEU-4 (no smoothing, closest reference length) x 100."""
-    refs = [[r.split()] if isinstance(r, str) else [x.split() for x in r]
-            for r in references]
+    refs = [[r.split()] if isinstance(r, str) else [x.split() for x in r] for r in references]
     return 100 * nltk_bleu.corpus_bleu(refs, [h.split() for h in hypotheses])
 
 
@@ -53,8 +59,11 @@ def test_identical_corpus_scores_100():
 
 
 def test_bpe_markers_removed_before_scoring():
-    bpe_hypotheses = ["the c@@ at sat on a m@@ at today", "a dog is in the big gar@@ den",
-                      "he reads the news each mor@@ n@@ ing"]
+    bpe_hypotheses = [
+        "the c@@ at sat on a m@@ at today",
+        "a dog is in the big gar@@ den",
+        "he reads the news each mor@@ n@@ ing",
+    ]
     cleaned = [bpe.remove_bpe(h) for h in bpe_hypotheses]
     assert cleaned == HYPOTHESES
     expected = nltk_score(REFERENCES, HYPOTHESES)
@@ -63,8 +72,10 @@ def test_bpe_markers_removed_before_scoring():
 
 
 def test_multiple_references_length_rules():
-    references = [["the cat sat on the mat", "a cat was sitting on the mat today"],
-                  "there is a dog in the garden"]
+    references = [
+        ["the cat sat on the mat", "a cat was sitting on the mat today"],
+        "there is a dog in the garden",
+    ]
     hypotheses = ["the cat was sitting on the mat", "there is a dog in the garden"]
     # The first hypothesis has 7 tokens, its references 6 and 8: the tie goes to the
     # shorter, so both rules give r = 6 + 7 = 13 against c = 14.
@@ -88,8 +99,7 @@ def test_no_lowercasing_or_retokenization():
     reference = ["The cat sat on the mat ."]
     assert bleu.corpus_bleu(reference, ["The cat sat on the mat ."]) == pytest.approx(100.0)
     lowered = bleu.corpus_bleu(reference, ["the cat sat on the mat ."])
-    assert lowered == pytest.approx(nltk_score(reference, ["the cat sat on the mat ."]),
-                                    abs=1e-6)
+    assert lowered == pytest.approx(nltk_score(reference, ["the cat sat on the mat ."]), abs=1e-6)
     assert lowered < 100.0
     assert bleu.corpus_bleu(reference, ["The cat sat on the mat."]) < lowered
 

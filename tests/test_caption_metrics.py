@@ -1,6 +1,7 @@
 """coco-caption metrics: hand-checked BLEU and ROUGE-L, CIDEr-D against its definition,
 and the PTB tokenisation of both sides. (METEOR 1.5 is checked against pycocoevalcap's
 wrapper in test_metrics.py; its Java start-up is too slow to repeat here.)"""
+
 import collections
 import math
 
@@ -11,7 +12,7 @@ from acvi_tf.metrics import captions
 
 
 def _ngrams(words, n):
-    return collections.Counter(tuple(words[i:i + n]) for i in range(len(words) - n + 1))
+    return collections.Counter(tuple(words[i : i + n]) for i in range(len(words) - n + 1))
 
 
 def _cider_d(references, hypotheses, sigma=6.0):
@@ -24,8 +25,9 @@ def _cider_d(references, hypotheses, sigma=6.0):
     for k in keys:
         per_n = []
         for n in range(1, 5):
-            df = collections.Counter(g for key in keys for g in
-                                     set().union(*[_ngrams(r, n) for r in refs[key]]))
+            df = collections.Counter(
+                g for key in keys for g in set().union(*[_ngrams(r, n) for r in refs[key]])
+            )
 
             def vector(words):
                 counts = _ngrams(words, n)
@@ -43,7 +45,7 @@ def _cider_d(references, hypotheses, sigma=6.0):
                 else:
                     dot = 0.0
                 delta = len(hyps[k]) - len(ref)
-                total += dot * math.exp(-delta ** 2 / (2 * sigma ** 2))
+                total += dot * math.exp(-(delta**2) / (2 * sigma**2))
             per_n.append(total / len(refs[k]))
         scores.append(np.mean(per_n) * 10.0)
     return float(np.mean(scores))
@@ -54,32 +56,34 @@ REFERENCES = {
     "clip2": ["a cat is eating food", "the cat eats", "a kitten is eating"],
     "clip3": ["a woman is slicing an onion", "someone cuts an onion", "a woman cuts food"],
 }
-HYPOTHESES = {"clip1": "a man is playing a guitar", "clip2": "a dog is eating",
-              "clip3": "a woman is cutting an onion"}
+HYPOTHESES = {
+    "clip1": "a man is playing a guitar",
+    "clip2": "a dog is eating",
+    "clip3": "a woman is cutting an onion",
+}
 
 
 def test_bleu_and_rouge_l_by_hand():
     refs = {"x": ["the cat sat on a mat"]}
-    scores = captions.caption_metrics(refs, {"x": "the cat sat on the mat"}, tokenize=False,
-                                      names=("Bleu_4", "ROUGE_L"))
+    scores = captions.caption_metrics(
+        refs, {"x": "the cat sat on the mat"}, tokenize=False, names=("Bleu_4", "ROUGE_L")
+    )
     assert set(scores) == {"Bleu_4", "ROUGE_L"}
     # precisions 5/6, 3/5, 2/4, 1/3; equal lengths so no brevity penalty
-    assert scores["Bleu_4"] == pytest.approx((5 / 6 * 3 / 5 * 2 / 4 * 1 / 3) ** 0.25,
-                                             abs=1e-6)
+    assert scores["Bleu_4"] == pytest.approx((5 / 6 * 3 / 5 * 2 / 4 * 1 / 3) ** 0.25, abs=1e-6)
     # LCS "the cat sat on mat" = 5 of 6 both ways; F with beta 1.2
     p = r = 5 / 6
     beta = 1.2
-    assert scores["ROUGE_L"] == pytest.approx((1 + beta ** 2) * p * r / (r + beta ** 2 * p))
+    assert scores["ROUGE_L"] == pytest.approx((1 + beta**2) * p * r / (r + beta**2 * p))
 
 
 def test_cider_d_matches_its_definition():
-    scores = captions.caption_metrics(REFERENCES, HYPOTHESES, tokenize=False,
-                                      names=("CIDEr",))
+    scores = captions.caption_metrics(REFERENCES, HYPOTHESES, tokenize=False, names=("CIDEr",))
     assert scores["CIDEr"] == pytest.approx(_cider_d(REFERENCES, HYPOTHESES), rel=1e-6)
     perfect = {k: v[0] for k, v in REFERENCES.items()}
-    assert captions.caption_metrics(REFERENCES, perfect, tokenize=False,
-                                    names=("CIDEr",))["CIDEr"] == pytest.approx(
-                                        _cider_d(REFERENCES, perfect), rel=1e-6)
+    assert captions.caption_metrics(REFERENCES, perfect, tokenize=False, names=("CIDEr",))[
+        "CIDEr"
+    ] == pytest.approx(_cider_d(REFERENCES, perfect), rel=1e-6)
 
 
 def test_raw_text_is_ptb_tokenized_on_both_sides():
@@ -87,7 +91,8 @@ def test_raw_text_is_ptb_tokenized_on_both_sides():
     raw_hyps = {k: v.upper() + " ." for k, v in HYPOTHESES.items()}
     fast = ("Bleu_4", "ROUGE_L", "CIDEr")  # METEOR normalises on its own (-norm)
     assert captions.caption_metrics(raw_refs, raw_hyps, names=fast) == pytest.approx(
-        captions.caption_metrics(REFERENCES, HYPOTHESES, tokenize=False, names=fast))
+        captions.caption_metrics(REFERENCES, HYPOTHESES, tokenize=False, names=fast)
+    )
 
 
 def test_mismatched_clips_are_an_error():

@@ -1,4 +1,5 @@
 """acvi_tf.compat: the one place that chooses Keras, on either lane."""
+
 import glob
 import os
 import re

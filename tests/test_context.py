@@ -1,10 +1,12 @@
 """ACVI and SA context layers: exact math against NumPy, and the properties ACVI.md lists."""
+
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from acvi_tf import attention, context
 from acvi_tf.compat import keras
+
 from conftest import np_log_normal, np_masked_softmax
 
 B, N, D = 2, 5, 3
@@ -38,8 +40,9 @@ def _set_variance_net(layer, memory, w1, b1, w2=None, b2=None):
 def _constant_log_var(layer, memory, value):
     dim = memory.shape[-1]
     zeros = np.zeros((dim, dim), np.float32)
-    _set_variance_net(layer, memory, zeros, np.zeros(dim, np.float32), zeros,
-                      np.full(dim, value, np.float32))
+    _set_variance_net(
+        layer, memory, zeros, np.zeros(dim, np.float32), zeros, np.full(dim, value, np.float32)
+    )
 
 
 def test_sa_context_is_expected_encoder_state(batch):
@@ -80,10 +83,12 @@ def test_padding_adds_no_weight_and_no_noise(kl):
     probs_padded = np.concatenate([probs_real, np.zeros((1, 4))], axis=1).astype(np.float32)
     layer = context.ACVIContext(kl=kl, noise="collapsed", seed=1)
     seed = tf.constant([3, 4])
-    ctx_a, kl_a = layer(probs_real.astype(np.float32), layer.prepare(real), training=True,
-                        seed=seed)
-    ctx_b, kl_b = layer(probs_padded, layer.prepare(padded, _mask([3], 7)), training=True,
-                        seed=seed)
+    ctx_a, kl_a = layer(
+        probs_real.astype(np.float32), layer.prepare(real), training=True, seed=seed
+    )
+    ctx_b, kl_b = layer(
+        probs_padded, layer.prepare(padded, _mask([3], 7)), training=True, seed=seed
+    )
     np.testing.assert_allclose(ctx_a, ctx_b, rtol=1e-6)
     np.testing.assert_allclose(kl_a, kl_b, rtol=1e-5)
 
@@ -106,15 +111,20 @@ def test_collapsed_and_per_component_noise_have_the_analytic_moments():
     for noise in context.NOISES:
         layer = context.ACVIContext(noise=noise, seed=7)
         # log sigma^2 depends on h, so components differ in variance.
-        _set_variance_net(layer, memory, np.eye(D, dtype=np.float32),
-                          np.zeros(D, np.float32), np.eye(D, dtype=np.float32),
-                          np.full(D, -1.0, np.float32))
+        _set_variance_net(
+            layer,
+            memory,
+            np.eye(D, dtype=np.float32),
+            np.zeros(D, np.float32),
+            np.eye(D, dtype=np.float32),
+            np.full(D, -1.0, np.float32),
+        )
         prepared = layer.prepare(memory, mask)
         variance = prepared.variance.numpy()[0]
         draws[noise] = layer(probs, prepared, training=True)[0].numpy()
     a = probs[0].astype(np.float64)
     mean = a @ memory[0]
-    var = (a ** 2) @ variance
+    var = (a**2) @ variance
     assert np.ptp(variance[:3], axis=0).max() > 0.5  # components really differ
     for noise, c in draws.items():
         se_mean = np.sqrt(var / num_draws)
@@ -132,9 +142,14 @@ def _mixture_setup(dim):
     a = np.array([0.5, 0.3, 0.2], np.float32)
     layer = context.ACVIContext(kl="mc", seed=3)
     # log sigma^2 = 0.8 relu(h) - 0.7, a different variance for every component.
-    _set_variance_net(layer, h[None], np.eye(dim, dtype=np.float32),
-                      np.zeros(dim, np.float32), 0.8 * np.eye(dim, dtype=np.float32),
-                      np.full(dim, -0.7, np.float32))
+    _set_variance_net(
+        layer,
+        h[None],
+        np.eye(dim, dtype=np.float32),
+        np.zeros(dim, np.float32),
+        0.8 * np.eye(dim, dtype=np.float32),
+        np.full(dim, -0.7, np.float32),
+    )
     var = np.exp(0.8 * np.maximum(h, 0.0) - 0.7).astype(np.float64)
     return layer, h, a, var
 
@@ -145,7 +160,8 @@ def _true_kl(h, a, var):
     axis = np.linspace(-9.0, 9.0, 4001 if dim == 1 else 701)
     grid = np.stack(np.meshgrid(*([axis] * dim), indexing="ij"), axis=-1).reshape(-1, dim)
     log_q = np.logaddexp.reduce(
-        [np.log(a[i]) + np_log_normal(grid, h[i], var[i]) for i in range(len(a))], axis=0)
+        [np.log(a[i]) + np_log_normal(grid, h[i], var[i]) for i in range(len(a))], axis=0
+    )
     log_p = np_log_normal(grid, np.zeros(dim), np.ones(dim))
     cell = (axis[1] - axis[0]) ** dim
     return float(np.sum(np.exp(log_q) * (log_q - log_p)) * cell)
@@ -175,8 +191,7 @@ def test_gumbel_at_low_temperature_samples_the_mixture_and_its_kl(dim):
     gumbel.prepare(h[None])
     gumbel.set_weights(layer.get_weights())
     num = 100000
-    _, kl = gumbel(np.tile(a, (num, 1)), gumbel.prepare(np.repeat(h[None], num, 0)),
-                   training=True)
+    _, kl = gumbel(np.tile(a, (num, 1)), gumbel.prepare(np.repeat(h[None], num, 0)), training=True)
     kl = kl.numpy()
     truth = _true_kl(h.astype(np.float64), a, var)
     assert abs(kl.mean() - truth) < 4.5 * kl.std() / np.sqrt(num) + 1e-3, (kl.mean(), truth)
@@ -190,7 +205,7 @@ def test_bound_is_exact_formula_and_above_the_true_kl(dim):
     bound_layer.prepare(h[None])
     bound_layer.set_weights(layer.get_weights())
     _, kl = bound_layer(a[None], bound_layer.prepare(h[None]), training=True)
-    expected = np.sum(a * 0.5 * np.sum(var + h ** 2 - 1 - np.log(var), axis=-1))
+    expected = np.sum(a * 0.5 * np.sum(var + h**2 - 1 - np.log(var), axis=-1))
     np.testing.assert_allclose(kl.numpy()[0], expected, rtol=1e-5)
     assert kl.numpy()[0] >= _true_kl(h.astype(np.float64), a, var)
 
@@ -235,8 +250,9 @@ def test_kl_and_gradients_stay_finite_for_extreme_sigma(kl, noise, extreme):
 def test_gumbel_low_temperature_is_one_hot_with_the_attention_frequencies():
     num = 20000
     mask = np.tile(_mask([4], 6), (num, 1))
-    probs = np.tile(np_masked_softmax(np.array([[0.3, -1.0, 1.2, 0.1, 5.0, 5.0]]),
-                                      mask[:1]), (num, 1)).astype(np.float32)
+    probs = np.tile(
+        np_masked_softmax(np.array([[0.3, -1.0, 1.2, 0.1, 5.0, 5.0]]), mask[:1]), (num, 1)
+    ).astype(np.float32)
     layer = context.ACVIContext(sampling="gumbel", gumbel_temperature=0.01, seed=11)
     z = layer.gumbel_weights(probs[:, None], tf.constant(mask, tf.float32)).numpy()[:, 0]
     assert np.mean(z.max(-1)) > 0.99
@@ -245,8 +261,9 @@ def test_gumbel_low_temperature_is_one_hot_with_the_attention_frequencies():
     se = np.sqrt(probs[0] * (1 - probs[0]) / num)
     assert np.all(np.abs(freq - probs[0]) < 4.5 * se + 1e-9)
     warm = context.ACVIContext(sampling="gumbel", gumbel_temperature=5.0, seed=11)
-    assert np.mean(warm.gumbel_weights(probs[:, None], mask.astype(np.float32))
-                   .numpy().max(-1)) < 0.9
+    assert (
+        np.mean(warm.gumbel_weights(probs[:, None], mask.astype(np.float32)).numpy().max(-1)) < 0.9
+    )
 
 
 def test_gumbel_schedule_switches_at_the_right_step():
@@ -266,8 +283,10 @@ def test_use_gumbel_tensor_selects_the_gumbel_path(batch):
     layer = context.ACVIContext(seed=1)
     prepared = layer.prepare(memory, mask)
     seed = tf.constant([5, 6])
-    run = lambda flag: layer(probs, prepared, training=True, use_gumbel=flag,  # noqa: E731
-                             seed=seed)[0].numpy()
+
+    def run(flag):
+        return layer(probs, prepared, training=True, use_gumbel=flag, seed=seed)[0].numpy()
+
     np.testing.assert_array_equal(run(tf.constant(True)), run(True))
     np.testing.assert_array_equal(run(tf.constant(False)), run(False))
     assert not np.allclose(run(True), run(False))
@@ -289,8 +308,12 @@ def test_gradients_reach_variance_net_scorer_and_encoder():
         probs = scorer(query, scorer.prepare(memory), mask, coverage=coverage)
         ctx, kl = layer(probs, layer.prepare(memory, mask), training=True)
         loss = tf.reduce_mean(readout(ctx)) + tf.reduce_mean(kl)
-    variables = (layer.trainable_weights + scorer.trainable_weights
-                 + encoder.trainable_weights + embedding.trainable_weights)
+    variables = (
+        layer.trainable_weights
+        + scorer.trainable_weights
+        + encoder.trainable_weights
+        + embedding.trainable_weights
+    )
     names = [v.name for v in layer.trainable_weights]
     assert any("W1" in n for n in names) and any("W2" in n for n in names)
     for var, grad in zip(variables, tape.gradient(loss, variables)):
@@ -315,18 +338,21 @@ def test_many_steps_at_once_equal_step_by_step(batch):
 @pytest.mark.parametrize("kl", context.KL_ESTIMATORS)
 def test_kl_after_the_loop_equals_kl_inside_it(batch, kl):
     memory, mask, _ = batch
-    probs = np_masked_softmax(np.random.default_rng(9).normal(size=(B, 4, N)),
-                              mask[:, None]).astype(np.float32)
+    probs = np_masked_softmax(
+        np.random.default_rng(9).normal(size=(B, 4, N)), mask[:, None]
+    ).astype(np.float32)
     layer = context.ACVIContext(kl=kl, seed=2)
     prepared = layer.prepare(memory, mask)
     seeds = [tf.constant([7, t]) for t in range(4)]
     in_loop = [layer(probs[:, t], prepared, training=True, seed=seeds[t]) for t in range(4)]
-    contexts = tf.stack([layer.draw(probs[:, t], prepared, training=True, seed=seeds[t])
-                         for t in range(4)], axis=1)
+    contexts = tf.stack(
+        [layer.draw(probs[:, t], prepared, training=True, seed=seeds[t]) for t in range(4)], axis=1
+    )
     after = layer.kl_divergence(contexts, probs, prepared)
     np.testing.assert_array_equal(contexts, tf.stack([c for c, _ in in_loop], axis=1))
-    np.testing.assert_allclose(after, tf.stack([k for _, k in in_loop], axis=1), rtol=1e-5,
-                               atol=1e-5)
+    np.testing.assert_allclose(
+        after, tf.stack([k for _, k in in_loop], axis=1), rtol=1e-5, atol=1e-5
+    )
 
 
 def test_tiling_for_monte_carlo_samples():
@@ -336,22 +362,37 @@ def test_tiling_for_monte_carlo_samples():
     np.testing.assert_array_equal(context.average_over_samples(tiled, 3), x)
     per_sample = tf.constant([1.0, 2.0, 6.0, 10.0, 20.0, 30.0])
     np.testing.assert_allclose(context.average_over_samples(per_sample, 3), [3.0, 20.0])
-    memory, mask, probs = (np.ones((1, 2, D), np.float32), np.ones((1, 2), bool),
-                           np.array([[0.5, 0.5]], np.float32))
+    memory, mask, probs = (
+        np.ones((1, 2, D), np.float32),
+        np.ones((1, 2), bool),
+        np.array([[0.5, 0.5]], np.float32),
+    )
     layer = context.ACVIContext(num_samples=4, seed=1)
     k = layer.num_samples
-    ctx, _ = layer(context.tile_for_samples(probs, k),
-                   layer.prepare(context.tile_for_samples(memory, k),
-                                 context.tile_for_samples(mask, k)), training=True)
+    ctx, _ = layer(
+        context.tile_for_samples(probs, k),
+        layer.prepare(context.tile_for_samples(memory, k), context.tile_for_samples(mask, k)),
+        training=True,
+    )
     assert len({tuple(row) for row in np.round(ctx.numpy(), 6)}) == k  # independent draws
 
 
 def test_config_round_trip_and_same_outputs(batch):
     memory, mask, probs = batch
-    layer = context.ACVIContext(variance_net="relu", sampling="approx", gumbel_fraction=0.1,
-                                gumbel_temperature=0.7, noise="per_component",
-                                num_samples=2, kl="bound", kl_weight=0.5, decode="sample",
-                                log_var_min=-5.0, log_var_max=4.0, seed=9)
+    layer = context.ACVIContext(
+        variance_net="relu",
+        sampling="approx",
+        gumbel_fraction=0.1,
+        gumbel_temperature=0.7,
+        noise="per_component",
+        num_samples=2,
+        kl="bound",
+        kl_weight=0.5,
+        decode="sample",
+        log_var_min=-5.0,
+        log_var_max=4.0,
+        seed=9,
+    )
     clone = context.ACVIContext.from_config(layer.get_config())
     assert clone.get_config() == layer.get_config()
     seed = tf.constant([1, 2])
@@ -383,8 +424,12 @@ def test_runs_under_xla(batch, noise, kl):
 
     def step(training, step_number):
         probs = scorer(query, scorer.prepare(memory), mask, coverage=tf.zeros((B, N)))
-        return layer(probs, layer.prepare(memory, mask), training=training,
-                     use_gumbel=layer.gumbel_active(step_number, 10))
+        return layer(
+            probs,
+            layer.prepare(memory, mask),
+            training=training,
+            use_gumbel=layer.gumbel_active(step_number, 10),
+        )
 
     eager_mean = step(False, tf.constant(0, tf.int64))
     compiled = tf.function(step, jit_compile=True)
@@ -421,13 +466,21 @@ def test_generator_state_is_checkpointed(tmp_path, batch):
     np.testing.assert_array_equal(first, layer(probs, prepared, training=True)[0])
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"variance_net": "tanh"}, "variance_net"), ({"sampling": "exact"}, "sampling"),
-    ({"noise": "shared"}, "noise"), ({"kl": "analytic"}, "kl"), ({"decode": "max"}, "decode"),
-    ({"gumbel_fraction": 1.5}, "gumbel_fraction"), ({"gumbel_temperature": 0}, "temperature"),
-    ({"num_samples": 0}, "num_samples"), ({"kl_weight": -1}, "kl_weight"),
-    ({"log_var_min": 3, "log_var_max": 3}, "log_var_min"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"variance_net": "tanh"}, "variance_net"),
+        ({"sampling": "exact"}, "sampling"),
+        ({"noise": "shared"}, "noise"),
+        ({"kl": "analytic"}, "kl"),
+        ({"decode": "max"}, "decode"),
+        ({"gumbel_fraction": 1.5}, "gumbel_fraction"),
+        ({"gumbel_temperature": 0}, "temperature"),
+        ({"num_samples": 0}, "num_samples"),
+        ({"kl_weight": -1}, "kl_weight"),
+        ({"log_var_min": 3, "log_var_max": 3}, "log_var_min"),
+    ],
+)
 def test_bad_options_are_rejected(kwargs, match):
     with pytest.raises(ValueError, match=match):
         context.ACVIContext(**kwargs)

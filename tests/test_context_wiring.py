@@ -17,6 +17,7 @@ Two kinds of tests:
   by hand from the paper's formula, and every quantity that should read it is recomputed
   from it with the model's own layers and compared with the host's output.
 """
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -45,8 +46,9 @@ PG_B, PG_N, PG_T = 2, 5, 4
 @pytest.fixture
 def zero_noise(monkeypatch):
     """Makes every ACVI draw return zero noise, so the sample is the mean."""
-    monkeypatch.setattr(context_lib.ACVIContext, "_normal",
-                        lambda self, shape, seed: tf.zeros(shape))
+    monkeypatch.setattr(
+        context_lib.ACVIContext, "_normal", lambda self, shape, seed: tf.zeros(shape)
+    )
 
 
 @pytest.fixture
@@ -120,28 +122,46 @@ def _pg_batch():
     enc[0, 2] = 0
     target = rng.integers(4, PG_V, size=(PG_B, PG_T)).astype(np.int32)
     target[0, 1] = PG_V
-    return dict(enc_batch=enc, enc_padding_mask=mask, enc_batch_extend_vocab=ext,
-                dec_batch=rng.integers(2, PG_V, size=(PG_B, PG_T)).astype(np.int32),
-                target_batch=target,
-                dec_padding_mask=np.array([[1, 1, 1, 1], [1, 1, 1, 0]], np.float32))
+    return dict(
+        enc_batch=enc,
+        enc_padding_mask=mask,
+        enc_batch_extend_vocab=ext,
+        dec_batch=rng.integers(2, PG_V, size=(PG_B, PG_T)).astype(np.int32),
+        target_batch=target,
+        dec_padding_mask=np.array([[1, 1, 1, 1], [1, 1, 1, 0]], np.float32),
+    )
 
 
 def _pg_model(context_layer, seed):
     # Large initial weights, so that every path carries a clearly non-zero signal.
     keras.utils.set_random_seed(seed)
-    return pg_lib.PointerGenerator(PG_V, hidden_dim=PG_H, emb_dim=PG_E,
-                                   context_layer=context_layer, rand_unif_init_mag=0.5,
-                                   trunc_norm_init_std=0.5)
+    return pg_lib.PointerGenerator(
+        PG_V,
+        hidden_dim=PG_H,
+        emb_dim=PG_E,
+        context_layer=context_layer,
+        rand_unif_init_mag=0.5,
+        trunc_norm_init_std=0.5,
+    )
 
 
 def _pg_outputs(model, batch):
     out = model(batch, training=True, coverage_on=True)
     final = pg_losses.final_distribution(
-        tf.nn.softmax(out["vocab_logits"]), out["attn"], tf.sigmoid(out["p_gen_logit"]),
-        batch["enc_batch_extend_vocab"], 1)
+        tf.nn.softmax(out["vocab_logits"]),
+        out["attn"],
+        tf.sigmoid(out["p_gen_logit"]),
+        batch["enc_batch_extend_vocab"],
+        1,
+    )
     nll = pg_losses.compute_losses(out, batch, coverage_on=True)["loss"]
-    return dict(vocab_logits=out["vocab_logits"], p_gen_logit=out["p_gen_logit"],
-                attn=out["attn"], final=final, nll=nll)
+    return dict(
+        vocab_logits=out["vocab_logits"],
+        p_gen_logit=out["p_gen_logit"],
+        attn=out["attn"],
+        final=final,
+        nll=nll,
+    )
 
 
 # ----------------------------------------------------------------------------------------
@@ -153,18 +173,23 @@ NMT_SRC_V, NMT_TGT_V, NMT_U = 11, 9, 4
 def _nmt_batch():
     rng = np.random.default_rng(1)
     src_len = np.array([5, 3], np.int32)
-    src = np.where(np.arange(5)[None] < src_len[:, None],
-                   rng.integers(3, NMT_SRC_V, (2, 5)), 2).astype(np.int32)
-    return dict(src=src, src_len=src_len,
-                tgt_in=rng.integers(3, NMT_TGT_V, (2, 4)).astype(np.int32),
-                tgt_out=rng.integers(3, NMT_TGT_V, (2, 4)).astype(np.int32),
-                tgt_len=np.array([4, 3], np.int32))
+    src = np.where(
+        np.arange(5)[None] < src_len[:, None], rng.integers(3, NMT_SRC_V, (2, 5)), 2
+    ).astype(np.int32)
+    return dict(
+        src=src,
+        src_len=src_len,
+        tgt_in=rng.integers(3, NMT_TGT_V, (2, 4)).astype(np.int32),
+        tgt_out=rng.integers(3, NMT_TGT_V, (2, 4)).astype(np.int32),
+        tgt_len=np.array([4, 3], np.int32),
+    )
 
 
 def _nmt_model(context_layer, seed):
     keras.utils.set_random_seed(seed)
-    return nmt_lib.NMTModel(NMT_SRC_V, NMT_TGT_V, NMT_U, dropout=0.0, init_weight=0.5,
-                            context_layer=context_layer)
+    return nmt_lib.NMTModel(
+        NMT_SRC_V, NMT_TGT_V, NMT_U, dropout=0.0, init_weight=0.5, context_layer=context_layer
+    )
 
 
 def _nmt_outputs(model, batch):
@@ -190,21 +215,29 @@ def _vc_batch():
 
 def _vc_model(context_layer, seed):
     keras.utils.set_random_seed(seed)
-    return vc_lib.Captioner(vocab_size=VC_VOCAB, encoder_units=4, decoder_units=5,
-                            embedding_dim=3, attention_units=3, output_units=6, dropout=0.0,
-                            context_layer=context_layer)
+    return vc_lib.Captioner(
+        vocab_size=VC_VOCAB,
+        encoder_units=4,
+        decoder_units=5,
+        embedding_dim=3,
+        attention_units=3,
+        output_units=6,
+        dropout=0.0,
+        context_layer=context_layer,
+    )
 
 
 def _vc_outputs(model, batch):
     out = model(batch, training=True)
-    nll = seq_losses.sequence_loss(out["logits"], batch["caption_out"],
-                                   batch["caption_len"])[0]
+    nll = seq_losses.sequence_loss(out["logits"], batch["caption_out"], batch["caption_len"])[0]
     return dict(logits=out["logits"], attn=out["attn"], nll=nll)
 
 
-_HOST_SETUPS = dict(summarizer=(_pg_model, _pg_batch, _pg_outputs),
-                    nmt=(_nmt_model, _nmt_batch, _nmt_outputs),
-                    captioner=(_vc_model, _vc_batch, _vc_outputs))
+_HOST_SETUPS = dict(
+    summarizer=(_pg_model, _pg_batch, _pg_outputs),
+    nmt=(_nmt_model, _nmt_batch, _nmt_outputs),
+    captioner=(_vc_model, _vc_batch, _vc_outputs),
+)
 
 
 # ----------------------------------------------------------------------------------------
@@ -225,8 +258,7 @@ def test_noiseless_acvi_training_equals_soft_attention(host):
     expected, got = outputs(sa, batch), outputs(acvi, batch)
     assert set(expected) == set(got)
     for name in expected:
-        np.testing.assert_allclose(got[name], expected[name], rtol=1e-6, atol=1e-6,
-                                   err_msg=name)
+        np.testing.assert_allclose(got[name], expected[name], rtol=1e-6, atol=1e-6, err_msg=name)
 
 
 # ----------------------------------------------------------------------------------------
@@ -272,8 +304,10 @@ def test_summarizer_input_feeding_reads_the_previous_sample(pg_run):
 def test_summarizer_output_projection_reads_the_sample(pg_run):
     """``P_vocab`` logits ``V' (W_o [h_t; c*_t] + b_o) + b'`` with ``c*_t`` the sample."""
     model, _, out, sample = pg_run
-    hidden = (tf.concat([out["h"], sample], axis=-1) @ model.output_projection.kernel
-              + model.output_projection.bias)
+    hidden = (
+        tf.concat([out["h"], sample], axis=-1) @ model.output_projection.kernel
+        + model.output_projection.bias
+    )
     expected = hidden @ model.vocab_projection.kernel + model.vocab_projection.bias
     np.testing.assert_allclose(out["vocab_logits"], expected, rtol=RTOL, atol=ATOL)
 
@@ -287,16 +321,22 @@ def test_summarizer_copy_and_coverage_use_the_attention(pg_run):
     coverage = tf.cumsum(attn, axis=1, exclusive=True)  # coverage before each step
     for t in range(PG_T):
         query = tf.concat([out["c"][:, t], out["h"][:, t]], axis=-1)
-        expected = model.scorer(query, keys, batch["enc_padding_mask"],
-                                coverage=coverage[:, t])
+        expected = model.scorer(query, keys, batch["enc_padding_mask"], coverage=coverage[:, t])
         np.testing.assert_allclose(attn[:, t], expected, rtol=RTOL, atol=1e-6)
-    np.testing.assert_allclose(out["coverage_terms"],
-                               tf.reduce_sum(tf.minimum(attn, coverage), axis=-1),
-                               rtol=RTOL, atol=1e-6)
+    np.testing.assert_allclose(
+        out["coverage_terms"],
+        tf.reduce_sum(tf.minimum(attn, coverage), axis=-1),
+        rtol=RTOL,
+        atol=1e-6,
+    )
     # The training loss copies with a_t: its NLL is that of the final distribution.
     final = pg_losses.final_distribution(
-        tf.nn.softmax(out["vocab_logits"]), attn, tf.sigmoid(out["p_gen_logit"]),
-        batch["enc_batch_extend_vocab"], 1).numpy()
+        tf.nn.softmax(out["vocab_logits"]),
+        attn,
+        tf.sigmoid(out["p_gen_logit"]),
+        batch["enc_batch_extend_vocab"],
+        1,
+    ).numpy()
     gold = np.take_along_axis(final, batch["target_batch"][..., None], -1)[..., 0]
     mask = batch["dec_padding_mask"]
     nll = np.mean((-np.log(gold) * mask).sum(1) / mask.sum(1))
@@ -322,7 +362,7 @@ def _nmt_reference(model, batch, eps):
             new_cells.append(cell_state)
         cells = new_cells
         attn = model.scorer(x, constants["keys"], constants["mask"])
-        sample, _ = _hand_sample(attn[:, None], prepared, eps[:, t:t + 1])
+        sample, _ = _hand_sample(attn[:, None], prepared, eps[:, t : t + 1])
         fed = tf.concat([x, sample[:, 0]], axis=-1) @ model.attention_layer.kernel
         logits.append(fed @ model.output_projection.kernel)
     return tf.stack(logits, axis=1)
@@ -350,9 +390,14 @@ def _run_against_reference(model, batch, noise, steps, source, reference):
 def nmt_run(recorded_noise):
     """A training-mode ACVI NMT run's logits and those of the hand-wired reference."""
     batch = _nmt_batch()
-    return _run_against_reference(_nmt_model(_acvi(seed=31), seed=32), batch, recorded_noise,
-                                  batch["tgt_in"].shape[1], (batch["src"], batch["src_len"]),
-                                  _nmt_reference)
+    return _run_against_reference(
+        _nmt_model(_acvi(seed=31), seed=32),
+        batch,
+        recorded_noise,
+        batch["tgt_in"].shape[1],
+        (batch["src"], batch["src_len"]),
+        _nmt_reference,
+    )
 
 
 def test_nmt_attention_vector_reads_the_sample(nmt_run):
@@ -381,9 +426,11 @@ def _vc_reference(model, batch, eps):
     for t in range(embedded.shape[1]):
         s, (h, c) = model.cell(tf.concat([embedded[:, t], previous], axis=-1), [h, c])
         attn = model.scorer(s, constants["keys"], constants["mask"])
-        previous = _hand_sample(attn[:, None], prepared, eps[:, t:t + 1])[0][:, 0]
-        hidden = tf.tanh(tf.concat([s, previous], axis=-1) @ model.output_hidden.kernel
-                         + model.output_hidden.bias)
+        previous = _hand_sample(attn[:, None], prepared, eps[:, t : t + 1])[0][:, 0]
+        hidden = tf.tanh(
+            tf.concat([s, previous], axis=-1) @ model.output_hidden.kernel
+            + model.output_hidden.bias
+        )
         logits.append(hidden @ model.vocab_projection.kernel + model.vocab_projection.bias)
     return tf.stack(logits, axis=1)
 
@@ -392,9 +439,14 @@ def _vc_reference(model, batch, eps):
 def vc_run(recorded_noise):
     """A training-mode ACVI captioner run's logits and those of the hand-wired reference."""
     batch = _vc_batch()
-    return _run_against_reference(_vc_model(_acvi(seed=41), seed=42), batch, recorded_noise,
-                                  batch["caption_in"].shape[1],
-                                  (batch["features"], batch["num_frames"]), _vc_reference)
+    return _run_against_reference(
+        _vc_model(_acvi(seed=41), seed=42),
+        batch,
+        recorded_noise,
+        batch["caption_in"].shape[1],
+        (batch["features"], batch["num_frames"]),
+        _vc_reference,
+    )
 
 
 def test_captioner_output_layer_reads_the_sample(vc_run):

@@ -1,4 +1,5 @@
 """The Debian descriptions corpus builder and its shipped sample."""
+
 import collections
 import glob
 import gzip
@@ -20,8 +21,11 @@ SAMPLE = os.path.join(ROOT, "data_prep", "samples", "debian_descriptions")
 
 
 def _record_text(package, synopsis, *long_lines):
-    lines = ["Package: " + package, "Description-md5: 0123456789abcdef",
-             "Description-en: " + synopsis]
+    lines = [
+        "Package: " + package,
+        "Description-md5: 0123456789abcdef",
+        "Description-en: " + synopsis,
+    ]
     lines += [" " + line for line in long_lines]
     return "\n".join(lines) + "\n"
 
@@ -54,54 +58,76 @@ def _corpus(tmp_path, per_split=3):
     records = []
     for split in dd.SPLITS:
         for name in _names(split, per_split):
-            records.append(_record_text(name, "Synopsis of %s" % name,
-                                        "Long text about %s in %s." % (name, split)))
+            records.append(
+                _record_text(
+                    name, "Synopsis of %s" % name, "Long text about %s in %s." % (name, split)
+                )
+            )
     return _write(tmp_path / "Translation-en", *records)
 
 
 def test_parse_multi_paragraph_record(tmp_path):
-    path = _write(tmp_path / "t",
-                  _record_text("foo", "Frobnicate the widgets",
-                               "First paragraph, first line", "and its second line.",
-                               ".", "  Second paragraph.", ".", "Third."),
-                  _record_text("bar", "Bar only", "Bar text."))
+    path = _write(
+        tmp_path / "t",
+        _record_text(
+            "foo",
+            "Frobnicate the widgets",
+            "First paragraph, first line",
+            "and its second line.",
+            ".",
+            "  Second paragraph.",
+            ".",
+            "Third.",
+        ),
+        _record_text("bar", "Bar only", "Bar text."),
+    )
     with dd.open_lines(path) as lines:
         records = list(dd.parse_records(lines, path))
     assert [r.package for r in records] == ["foo", "bar"]
     foo = records[0]
     assert foo.synopsis == "Frobnicate the widgets"
-    assert foo.paragraphs == ("First paragraph, first line and its second line.",
-                              "Second paragraph.", "Third.")
-    assert foo.long_description == ("First paragraph, first line and its second line. "
-                                    "Second paragraph. Third.")
+    assert foo.paragraphs == (
+        "First paragraph, first line and its second line.",
+        "Second paragraph.",
+        "Third.",
+    )
+    assert foo.long_description == (
+        "First paragraph, first line and its second line. Second paragraph. Third."
+    )
     assert (foo.line, records[1].line) == (1, 11)
 
 
 def test_tokenize_lowercases_splits_sentences_and_keeps_abbreviations():
     assert dd.tokenize("It's a GTK+ tool (e.g. for KDE). It works, i.e. Fine!") == (
-        "it 's a gtk+ tool ( e.g. for kde ) . it works , i.e. fine !")
+        "it 's a gtk+ tool ( e.g. for kde ) . it works , i.e. fine !"
+    )
     assert dd.tokenize('Says "Hello world."') == "says `` hello world . ''"
 
 
 def test_pairs_format_dedup_and_empty_skip(tmp_path):
-    path = _write(tmp_path / "t",
-                  _record_text("foo", "The Foo tool", "Shared text.", ".", "Second part."),
-                  _record_text("foo-data", "Data for Foo", "Shared text.", ".",
-                               "Second part."),
-                  _record_text("empty", "No long description"),
-                  _record_text("baz", "Baz: a Thing", "Shared text."))
+    path = _write(
+        tmp_path / "t",
+        _record_text("foo", "The Foo tool", "Shared text.", ".", "Second part."),
+        _record_text("foo-data", "Data for Foo", "Shared text.", ".", "Second part."),
+        _record_text("empty", "No long description"),
+        _record_text("baz", "Baz: a Thing", "Shared text."),
+    )
     stats = dd.Stats()
     with dd.open_lines(path) as lines:
         pairs = dd.make_pairs(dd.parse_records(lines, path), 400, stats)
     assert [(p.package, p.article, p.abstract) for p in pairs] == [
         ("foo", "shared text . second part .", "<s> the foo tool </s>"),
-        ("baz", "shared text .", "<s> baz : a thing </s>")]
+        ("baz", "shared text .", "<s> baz : a thing </s>"),
+    ]
     assert (stats.records_read, stats.skipped_empty, stats.duplicates_dropped) == (4, 1, 1)
 
 
 def test_too_long_articles_are_dropped_and_counted(tmp_path):
-    path = _write(tmp_path / "t", _record_text("short", "S", "one two three"),
-                  _record_text("long", "L", "one two three four"))
+    path = _write(
+        tmp_path / "t",
+        _record_text("short", "S", "one two three"),
+        _record_text("long", "L", "one two three four"),
+    )
     stats = dd.Stats()
     with dd.open_lines(path) as lines:
         pairs = dd.make_pairs(dd.parse_records(lines, path), 3, stats)
@@ -124,8 +150,10 @@ def test_build_writes_each_split_in_hash_order(tmp_path):
     stats = dd.build(_corpus(tmp_path), out)
     for split in dd.SPLITS:
         names = sorted(_names(split, 3), key=dd.package_hash)
-        expected = [("long text about %s in %s ." % (n, split), "<s> synopsis of %s </s>" % n)
-                    for n in names]
+        expected = [
+            ("long text about %s in %s ." % (n, split), "<s> synopsis of %s </s>" % n)
+            for n in names
+        ]
         assert _read_split(out, split) == expected
         assert list(read_bin_file(os.path.join(out, split + ".bin"))) == expected
         assert stats.pairs[split] == 3
@@ -144,10 +172,16 @@ def test_caps_keep_the_smallest_hashes_and_remove_stale_chunks(tmp_path, monkeyp
         pairs = _read_split(out, split)
         assert pairs == full[split][:kept]
         assert [abstract for _, abstract in pairs] == [
-            "<s> synopsis of %s </s>" % n for n in smallest]
+            "<s> synopsis of %s </s>" % n for n in smallest
+        ]
         assert (stats.pairs[split], stats.pairs_before_caps[split]) == (kept, 5)
     assert sorted(os.listdir(os.path.join(out, "chunked"))) == [
-        "test_000.bin", "test_001.bin", "test_002.bin", "train_000.bin", "val_000.bin"]
+        "test_000.bin",
+        "test_001.bin",
+        "test_002.bin",
+        "train_000.bin",
+        "val_000.bin",
+    ]
     assert os.path.exists(os.path.join(out, "train.bin"))
     dd.build(corpus, out, full_bins=False)
     assert not glob.glob(os.path.join(out, "*.bin"))
@@ -156,10 +190,12 @@ def test_caps_keep_the_smallest_hashes_and_remove_stale_chunks(tmp_path, monkeyp
 
 def test_vocab_follows_see(tmp_path):
     train, val = _names("train", 2), _names("val", 1)
-    path = _write(tmp_path / "t",
-                  _record_text(train[0], "Alpha beta", "Alpha alpha gamma."),
-                  _record_text(train[1], "Gamma", "Delta alpha <s> </s>."),
-                  _record_text(val[0], "Valonly", "Valonly words."))
+    path = _write(
+        tmp_path / "t",
+        _record_text(train[0], "Alpha beta", "Alpha alpha gamma."),
+        _record_text(train[1], "Gamma", "Delta alpha <s> </s>."),
+        _record_text(val[0], "Valonly", "Valonly words."),
+    )
     out = str(tmp_path / "out")
     stats = dd.build(path, out)
     with open(os.path.join(out, "vocab"), encoding="utf-8") as f:
@@ -167,8 +203,17 @@ def test_vocab_follows_see(tmp_path):
     entries = [line.split(" ") for line in lines]
     assert all(len(e) == 2 for e in entries)
     counts = {word: int(count) for word, count in entries}
-    assert counts == {"alpha": 4, "gamma": 2, ".": 2, "<": 2, ">": 2, "beta": 1,
-                      "delta": 1, "s": 1, "/s": 1}
+    assert counts == {
+        "alpha": 4,
+        "gamma": 2,
+        ".": 2,
+        "<": 2,
+        ">": 2,
+        "beta": 1,
+        "delta": 1,
+        "s": 1,
+        "/s": 1,
+    }
     assert [int(c) for _, c in entries] == sorted(counts.values(), reverse=True)
     assert stats.vocab_size == len(lines) == 9
 
@@ -188,10 +233,17 @@ def test_compressed_inputs_read_like_plain(tmp_path, opener, suffix):
         assert list(dd.parse_records(a)) == list(dd.parse_records(b))
     dd.build(plain, str(tmp_path / "plain"))
     dd.build(packed, str(tmp_path / "packed"))
-    for name in ("chunked/train_000.bin", "chunked/val_000.bin", "chunked/test_000.bin",
-                 "train.bin", "vocab"):
-        with open(tmp_path / "plain" / name, "rb") as a, \
-                open(tmp_path / "packed" / name, "rb") as b:
+    for name in (
+        "chunked/train_000.bin",
+        "chunked/val_000.bin",
+        "chunked/test_000.bin",
+        "train.bin",
+        "vocab",
+    ):
+        with (
+            open(tmp_path / "plain" / name, "rb") as a,
+            open(tmp_path / "packed" / name, "rb") as b,
+        ):
             assert a.read() == b.read(), name
 
 
@@ -203,21 +255,24 @@ def test_lz4_input_reads_like_plain(tmp_path):
         assert list(dd.parse_records(a)) == list(dd.parse_records(b))
 
 
-@pytest.mark.parametrize("record,line,field", [
-    ("Description-md5: 00\nDescription-en: Orphan\n text\n", 6, "Package"),
-    ("Package: nodesc\nDescription-md5: 00\n", 6, "Description-en"),
-])
+@pytest.mark.parametrize(
+    "record,line,field",
+    [
+        ("Description-md5: 00\nDescription-en: Orphan\n text\n", 6, "Package"),
+        ("Package: nodesc\nDescription-md5: 00\n", 6, "Description-en"),
+    ],
+)
 def test_malformed_record_names_file_and_line(tmp_path, record, line, field):
     path = _write(tmp_path / "bad", _record_text("good", "Fine", "Text."), record)
-    with pytest.raises(dd.TranslationFileError,
-                       match=r"%s:%d: .*no .*%s" % (re.escape(path), line, field)):
+    with pytest.raises(
+        dd.TranslationFileError, match=r"%s:%d: .*no .*%s" % (re.escape(path), line, field)
+    ):
         dd.build(path, str(tmp_path / "out"))
     assert not os.path.exists(tmp_path / "out")
 
 
 def test_garbage_line_names_file_and_line(tmp_path):
-    path = _write(tmp_path / "bad", _record_text("good", "Fine", "Text."),
-                  "this is not a field\n")
+    path = _write(tmp_path / "bad", _record_text("good", "Fine", "Text."), "this is not a field\n")
     with pytest.raises(dd.TranslationFileError, match=r"bad:6: expected 'Field: value'"):
         with dd.open_lines(path) as lines:
             list(dd.parse_records(lines, path))

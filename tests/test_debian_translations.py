@@ -1,4 +1,5 @@
 """The Debian English -> German translation builder and its shipped sample."""
+
 import hashlib
 import itertools
 import os
@@ -17,8 +18,11 @@ FILES = ["%s.%s" % (split, lang) for split in dt.SPLITS for lang in dt.LANGUAGES
 
 def _record(lang, package, md5, synopsis, *paragraphs):
     """A Translation-``lang`` record; paragraphs are separated by `` .`` lines."""
-    lines = ["Package: " + package, "Description-md5: " + md5,
-             "Description-%s: %s" % (lang, synopsis)]
+    lines = [
+        "Package: " + package,
+        "Description-md5: " + md5,
+        "Description-%s: %s" % (lang, synopsis),
+    ]
     for index, paragraph in enumerate(paragraphs):
         if index:
             lines.append(" .")
@@ -34,8 +38,9 @@ def _write(path, *records):
 def _md5s(split, count):
     """The first ``count`` md5 strings of "dN" whose sha1 bucket falls in ``split``."""
     md5s = (hashlib.md5(b"d%d" % i).hexdigest() for i in itertools.count())
-    return list(itertools.islice((m for m in md5s if dt.split_of(dd.package_hash(m)) == split),
-                                 count))
+    return list(
+        itertools.islice((m for m in md5s if dt.split_of(dd.package_hash(m)) == split), count)
+    )
 
 
 def _lines(directory, name):
@@ -49,25 +54,45 @@ def _corpus(tmp_path, per_split=3):
     for split in dt.SPLITS:
         for n, md5 in enumerate(_md5s(split, per_split)):
             tag = "%s%d" % (split, n)
-            en.append(_record("en", "pkg-" + tag, md5, "Tool %s" % tag,
-                              "First part of %s." % tag, "Second part of %s." % tag))
-            de.append(_record("de", "pkg-" + tag, md5, "Werkzeug %s" % tag,
-                              "Erster Teil von %s." % tag, "Zweiter Teil von %s." % tag))
+            en.append(
+                _record(
+                    "en",
+                    "pkg-" + tag,
+                    md5,
+                    "Tool %s" % tag,
+                    "First part of %s." % tag,
+                    "Second part of %s." % tag,
+                )
+            )
+            de.append(
+                _record(
+                    "de",
+                    "pkg-" + tag,
+                    md5,
+                    "Werkzeug %s" % tag,
+                    "Erster Teil von %s." % tag,
+                    "Zweiter Teil von %s." % tag,
+                )
+            )
     return _write(tmp_path / "Translation-en", *en), _write(tmp_path / "Translation-de", *de)
 
 
 def test_join_on_md5_and_align_paragraphs_only_when_counts_match(tmp_path):
-    en = _write(tmp_path / "en",
-                _record("en", "alpha", "a" * 32, "Alpha tool", "Alpha does A.", "It is fast."),
-                _record("en", "beta", "b" * 32, "Beta tool", "Beta does B.", "It is slow."),
-                _record("en", "gamma", "c" * 32, "Gamma tool", "Gamma does C."))
-    de = _write(tmp_path / "de",
-                # another package sharing alpha's description: the md5 is what joins
-                _record("de", "alpha-extra", "a" * 32, "Alpha-Werkzeug", "Alpha macht A.",
-                        "Es ist schnell."),
-                _record("de", "beta", "b" * 32, "Beta-Werkzeug",
-                        "Beta macht B. Es ist langsam."),
-                _record("de", "delta", "d" * 32, "Delta-Werkzeug", "Delta macht D."))
+    en = _write(
+        tmp_path / "en",
+        _record("en", "alpha", "a" * 32, "Alpha tool", "Alpha does A.", "It is fast."),
+        _record("en", "beta", "b" * 32, "Beta tool", "Beta does B.", "It is slow."),
+        _record("en", "gamma", "c" * 32, "Gamma tool", "Gamma does C."),
+    )
+    de = _write(
+        tmp_path / "de",
+        # another package sharing alpha's description: the md5 is what joins
+        _record(
+            "de", "alpha-extra", "a" * 32, "Alpha-Werkzeug", "Alpha macht A.", "Es ist schnell."
+        ),
+        _record("de", "beta", "b" * 32, "Beta-Werkzeug", "Beta macht B. Es ist langsam."),
+        _record("de", "delta", "d" * 32, "Delta-Werkzeug", "Delta macht D."),
+    )
     stats = dt.Stats()
     english = dt.read_descriptions(en, "en", stats)
     german = dt.read_descriptions(de, "de", stats)
@@ -83,8 +108,11 @@ def test_join_on_md5_and_align_paragraphs_only_when_counts_match(tmp_path):
 
 
 def test_repeated_md5_uses_the_first_record(tmp_path):
-    de = _write(tmp_path / "de", _record("de", "one", "a" * 32, "Erste"),
-                _record("de", "two", "a" * 32, "Zweite"))
+    de = _write(
+        tmp_path / "de",
+        _record("de", "one", "a" * 32, "Erste"),
+        _record("de", "two", "a" * 32, "Zweite"),
+    )
     stats = dt.Stats()
     german = dt.read_descriptions(de, "de", stats)
     assert german["a" * 32].synopsis == "Erste"
@@ -93,30 +121,46 @@ def test_repeated_md5_uses_the_first_record(tmp_path):
 
 def test_identical_pairs_are_kept_once(tmp_path):
     shared = "This package contains the documentation."
-    en = _write(tmp_path / "en", _record("en", "x", "a" * 32, "X docs", shared),
-                _record("en", "y", "b" * 32, "Y docs", shared),
-                _record("en", "z", "c" * 32, "X docs"))
-    de = _write(tmp_path / "de",
-                _record("de", "x", "a" * 32, "X-Doku", "Dieses Paket enthält die Doku."),
-                _record("de", "y", "b" * 32, "Y-Doku", "Dieses Paket enthält die Doku."),
-                _record("de", "z", "c" * 32, "X-Dokumentation"))
+    en = _write(
+        tmp_path / "en",
+        _record("en", "x", "a" * 32, "X docs", shared),
+        _record("en", "y", "b" * 32, "Y docs", shared),
+        _record("en", "z", "c" * 32, "X docs"),
+    )
+    de = _write(
+        tmp_path / "de",
+        _record("de", "x", "a" * 32, "X-Doku", "Dieses Paket enthält die Doku."),
+        _record("de", "y", "b" * 32, "Y-Doku", "Dieses Paket enthält die Doku."),
+        _record("de", "z", "c" * 32, "X-Dokumentation"),
+    )
     stats = dt.Stats()
-    pairs = dt.make_pairs(dt.read_descriptions(en, "en", stats),
-                          dt.read_descriptions(de, "de", stats), 50, stats)
-    assert [p.en for p in pairs] == ["x docs", "this package contains the documentation .",
-                                     "y docs", "x docs"]
+    pairs = dt.make_pairs(
+        dt.read_descriptions(en, "en", stats), dt.read_descriptions(de, "de", stats), 50, stats
+    )
+    assert [p.en for p in pairs] == [
+        "x docs",
+        "this package contains the documentation .",
+        "y docs",
+        "x docs",
+    ]
     assert stats.duplicates_dropped == 1  # the same English with other German stays
 
 
 def test_long_and_empty_pairs_are_dropped(tmp_path):
-    en = _write(tmp_path / "en",
-                _record("en", "a", "a" * 32, "Short", " ".join(["word"] * 6)),
-                _record("en", "b", "b" * 32, "Has a German synopsis only"))
-    de = _write(tmp_path / "de", _record("de", "a", "a" * 32, "Kurz", "Wort"),
-                _record("de", "b", "b" * 32, ""))
+    en = _write(
+        tmp_path / "en",
+        _record("en", "a", "a" * 32, "Short", " ".join(["word"] * 6)),
+        _record("en", "b", "b" * 32, "Has a German synopsis only"),
+    )
+    de = _write(
+        tmp_path / "de",
+        _record("de", "a", "a" * 32, "Kurz", "Wort"),
+        _record("de", "b", "b" * 32, ""),
+    )
     stats = dt.Stats()
-    pairs = dt.make_pairs(dt.read_descriptions(en, "en", stats),
-                          dt.read_descriptions(de, "de", stats), 5, stats)
+    pairs = dt.make_pairs(
+        dt.read_descriptions(en, "en", stats), dt.read_descriptions(de, "de", stats), 5, stats
+    )
     assert [p.en for p in pairs] == ["short"]
     assert (stats.too_long_dropped, stats.empty_dropped) == (1, 1)
 
@@ -187,8 +231,7 @@ def test_caps_keep_a_prefix_of_each_split(tmp_path):
     en, de = _corpus(tmp_path)
     full, capped = str(tmp_path / "full"), str(tmp_path / "capped")
     dt.build(en, de, full, bpe_merges=20)
-    stats = dt.build(en, de, capped, caps={"train": 4, "dev": 0, "test": None},
-                     bpe_merges=20)
+    stats = dt.build(en, de, capped, caps={"train": 4, "dev": 0, "test": None}, bpe_merges=20)
     assert stats.pairs == {"train": 4, "dev": 0, "test": 9}
     assert stats.pairs_before_caps == {"train": 9, "dev": 9, "test": 9}
     assert _lines(capped, "train.de") == _lines(full, "train.de")[:4]
@@ -197,6 +240,7 @@ def test_caps_keep_a_prefix_of_each_split(tmp_path):
 
 
 # The shipped sample.
+
 
 def _readme():
     with open(os.path.join(SAMPLE, "README.md"), encoding="utf-8") as f:
@@ -212,7 +256,8 @@ def test_sample_counts_match_its_readme():
         assert all(english) and all(german)
     merges = re.search(r"`bpe/codes` holds ([\d,]+) merges", _readme()).group(1)
     assert len(_lines(os.path.join(SAMPLE, dt.BPE_DIR), "codes")) - 1 == int(
-        merges.replace(",", ""))
+        merges.replace(",", "")
+    )
 
 
 def test_sample_tokens_are_in_the_vocab_and_bpe_reconstructs():
@@ -228,4 +273,5 @@ def test_sample_tokens_are_in_the_vocab_and_bpe_reconstructs():
         assert units == set(bpe_vocab[3:])
     for name in FILES:
         assert [re.sub("@@( |$)", "", line) for line in _lines(bpe_dir, name)] == _lines(
-            SAMPLE, name)
+            SAMPLE, name
+        )

@@ -1,11 +1,12 @@
 """Beam search against a line-by-line Python port of See et al.'s beam_search.py."""
+
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from acvi_tf import decoding
 
-W, S = 7, 5          # output vocabulary and state size of the fake decoder
+W, S = 7, 5  # output vocabulary and state size of the fake decoder
 START, STOP = 0, 1
 
 
@@ -41,7 +42,7 @@ def see_beam_search(decoder, init_state, beam_size, max_steps, min_steps):
         all_hyps = []
         for tokens, log_probs, state in hyps:
             lp, new_state = decoder.step_np(tokens[-1], state)
-            for j in np.argsort(-lp, kind="stable")[:2 * beam_size]:
+            for j in np.argsort(-lp, kind="stable")[: 2 * beam_size]:
                 all_hyps.append((tokens + [int(j)], log_probs + [lp[j]], new_state))
         hyps = []
         for h in sorted(all_hyps, key=avg, reverse=True):
@@ -56,49 +57,70 @@ def see_beam_search(decoder, init_state, beam_size, max_steps, min_steps):
     if not results:
         results = hyps
     best = sorted(results, key=avg, reverse=True)[0][0][1:]
-    return best[:best.index(STOP)] if STOP in best else best
+    return best[: best.index(STOP)] if STOP in best else best
 
 
 def _states(n, seed):
     return np.random.default_rng(seed).normal(size=(n, S)).astype(np.float32)
 
 
-@pytest.mark.parametrize("beam_size, max_steps, min_steps", [
-    (1, 6, 0), (2, 8, 2), (3, 10, 0), (4, 9, 4), (5, 12, 3)])
+@pytest.mark.parametrize(
+    "beam_size, max_steps, min_steps", [(1, 6, 0), (2, 8, 2), (3, 10, 0), (4, 9, 4), (5, 12, 3)]
+)
 def test_batched_beam_search_equals_the_original_algorithm(beam_size, max_steps, min_steps):
     decoder = FakeDecoder(seed=beam_size)
     states = _states(6, seed=beam_size)
-    out = decoding.beam_search(decoder.step_tf, tf.constant(states), 6, beam_size,
-                               max_steps, START, STOP, min_steps=min_steps)
+    out = decoding.beam_search(
+        decoder.step_tf,
+        tf.constant(states),
+        6,
+        beam_size,
+        max_steps,
+        START,
+        STOP,
+        min_steps=min_steps,
+    )
     for i in range(6):
         expected = see_beam_search(decoder, states[i], beam_size, max_steps, min_steps)
-        got = out["ids"][i, :out["lengths"][i]].numpy().tolist()
+        got = out["ids"][i, : out["lengths"][i]].numpy().tolist()
         assert got == expected, (i, got, expected)
-        assert np.all(out["ids"][i, out["lengths"][i]:].numpy() == STOP)
+        assert np.all(out["ids"][i, out["lengths"][i] :].numpy() == STOP)
 
 
 def test_one_at_a_time_gives_identical_outputs():
     decoder = FakeDecoder(seed=11)
     states = _states(5, seed=11)
-    batched = decoding.beam_search(decoder.step_tf, tf.constant(states), 5, 4, 10, START,
-                                   STOP, min_steps=2, record_extras=True)
+    batched = decoding.beam_search(
+        decoder.step_tf, tf.constant(states), 5, 4, 10, START, STOP, min_steps=2, record_extras=True
+    )
     for i in range(5):
-        single = decoding.beam_search(decoder.step_tf, tf.constant(states[i:i + 1]), 1, 4,
-                                      10, START, STOP, min_steps=2, record_extras=True)
+        single = decoding.beam_search(
+            decoder.step_tf,
+            tf.constant(states[i : i + 1]),
+            1,
+            4,
+            10,
+            START,
+            STOP,
+            min_steps=2,
+            record_extras=True,
+        )
         np.testing.assert_array_equal(single["ids"][0], batched["ids"][i])
         np.testing.assert_allclose(single["scores"][0], batched["scores"][i], rtol=1e-6)
-        np.testing.assert_allclose(single["state_norm"][0], batched["state_norm"][i],
-                                   rtol=1e-6)
+        np.testing.assert_allclose(single["state_norm"][0], batched["state_norm"][i], rtol=1e-6)
 
 
 def test_runs_inside_tf_function_and_records_extras():
     decoder = FakeDecoder(seed=3)
     states = _states(3, seed=3)
-    compiled = tf.function(lambda s: decoding.beam_search(decoder.step_tf, s, 3, 3, 7, START,
-                                                          STOP, min_steps=1,
-                                                          record_extras=True))
-    eager = decoding.beam_search(decoder.step_tf, tf.constant(states), 3, 3, 7, START, STOP,
-                                 min_steps=1)
+    compiled = tf.function(
+        lambda s: decoding.beam_search(
+            decoder.step_tf, s, 3, 3, 7, START, STOP, min_steps=1, record_extras=True
+        )
+    )
+    eager = decoding.beam_search(
+        decoder.step_tf, tf.constant(states), 3, 3, 7, START, STOP, min_steps=1
+    )
     out = compiled(tf.constant(states))
     np.testing.assert_array_equal(out["ids"], eager["ids"])
     assert out["state_norm"].shape == (3, 7)
@@ -108,10 +130,19 @@ def test_scores_follow_the_length_normalisation():
     decoder = FakeDecoder(seed=5)
     states = _states(4, seed=5)
     for mode in decoding.LENGTH_NORMALIZATIONS:
-        out = decoding.beam_search(decoder.step_tf, tf.constant(states), 4, 3, 8, START,
-                                   STOP, length_normalization=mode, gnmt_alpha=0.7)
+        out = decoding.beam_search(
+            decoder.step_tf,
+            tf.constant(states),
+            4,
+            3,
+            8,
+            START,
+            STOP,
+            length_normalization=mode,
+            gnmt_alpha=0.7,
+        )
         for i in range(4):
-            ids = out["ids"][i, :out["lengths"][i]].numpy().tolist()
+            ids = out["ids"][i, : out["lengths"][i]].numpy().tolist()
             # rescore the hypothesis: its tokens and the final stop, if it stopped
             state, total, previous = states[i], 0.0, START
             emitted = ids + ([STOP] if out["lengths"][i] < 8 else [])
@@ -120,8 +151,11 @@ def test_scores_follow_the_length_normalisation():
                 total += lp[token]
                 previous = token
             n = len(emitted)
-            expected = {"average": total / (n + 1), "none": total,
-                        "gnmt": total / ((5.0 + n) / 6.0) ** 0.7}[mode]
+            expected = {
+                "average": total / (n + 1),
+                "none": total,
+                "gnmt": total / ((5.0 + n) / 6.0) ** 0.7,
+            }[mode]
             np.testing.assert_allclose(out["scores"][i], expected, rtol=1e-4)
 
 
@@ -137,7 +171,7 @@ def test_greedy_search_takes_the_argmax_path():
             if token == STOP:
                 break
             expected.append(token)
-        assert out["ids"][i, :out["lengths"][i]].numpy().tolist() == expected
+        assert out["ids"][i, : out["lengths"][i]].numpy().tolist() == expected
 
 
 def test_probability_scores_give_the_same_search():
@@ -149,21 +183,31 @@ def test_probability_scores_give_the_same_search():
         return tf.exp(log_probs), state, extras
 
     from_logs = decoding.beam_search(decoder.step_tf, states, 4, 3, 8, START, STOP, min_steps=1)
-    from_probs = decoding.beam_search(probs_step, states, 4, 3, 8, START, STOP, min_steps=1,
-                                      probabilities=True)
+    from_probs = decoding.beam_search(
+        probs_step, states, 4, 3, 8, START, STOP, min_steps=1, probabilities=True
+    )
     np.testing.assert_array_equal(from_logs["ids"], from_probs["ids"])
     np.testing.assert_allclose(from_logs["scores"], from_probs["scores"], rtol=1e-5)
     assert "state_norm" not in from_logs  # extras are recorded only on request
     greedy = decoding.greedy_search(probs_step, states, 4, 8, START, STOP, probabilities=True)
     np.testing.assert_array_equal(
-        greedy["ids"], decoding.greedy_search(decoder.step_tf, states, 4, 8, START, STOP)["ids"])
+        greedy["ids"], decoding.greedy_search(decoder.step_tf, states, 4, 8, START, STOP)["ids"]
+    )
 
 
 def test_bad_normalisation_is_rejected():
     decoder = FakeDecoder(seed=1)
     with pytest.raises(ValueError, match="length_normalization"):
-        decoding.beam_search(decoder.step_tf, tf.constant(_states(1, 1)), 1, 2, 3, START, STOP,
-                             length_normalization="max")
+        decoding.beam_search(
+            decoder.step_tf,
+            tf.constant(_states(1, 1)),
+            1,
+            2,
+            3,
+            START,
+            STOP,
+            length_normalization="max",
+        )
 
 
 def test_step_limit_stops_early_keeps_the_width_and_compiles_with_xla():
@@ -174,13 +218,17 @@ def test_step_limit_stops_early_keeps_the_width_and_compiles_with_xla():
     # min_steps 5: stops before step 5 are dropped, so some inputs end at the limit.
     searches = {
         "beam": lambda steps, **kw: decoding.beam_search(
-            decoder.step_tf, states, 6, 3, steps, START, STOP, min_steps=5, **kw),
+            decoder.step_tf, states, 6, 3, steps, START, STOP, min_steps=5, **kw
+        ),
         "greedy": lambda steps, **kw: decoding.greedy_search(
-            decoder.step_tf, states, 6, steps, START, STOP, **kw)}
+            decoder.step_tf, states, 6, steps, START, STOP, **kw
+        ),
+    }
     for name, search in searches.items():
         short = search(6)
-        limited = tf.function(lambda limit, search=search: search(11, step_limit=limit),
-                              jit_compile=True)(tf.constant(6))
+        limited = tf.function(
+            lambda limit, search=search: search(11, step_limit=limit), jit_compile=True
+        )(tf.constant(6))
         assert limited["ids"].shape == (6, 11), name
         np.testing.assert_array_equal(limited["ids"][:, :6], short["ids"], err_msg=name)
         assert np.all(limited["ids"][:, 6:].numpy() == STOP), name

@@ -2,6 +2,7 @@
 runs them (separate processes, on the shipped demo corpora), give bit-identical per-step
 losses and bit-identical final weights (a nondeterministic kernel shows from the first step
 on; the run's start, the trace and the final validation are most of the time)."""
+
 import os
 import subprocess
 import sys
@@ -19,13 +20,24 @@ STEPS = 20
 
 def _summarization(out):
     data = os.path.join(SAMPLES, "debian_descriptions")
-    args = ["pointer_generator.run_summarization", "--mode=train",
-            "--data_path=" + os.path.join(data, "chunked", "train_000.bin"),
-            "--vocab_path=" + os.path.join(data, "vocab"), "--vocab_size=2000",
-            "--log_root=" + os.path.dirname(out), "--exp_name=" + os.path.basename(out),
-            "--hidden_dim=16", "--emb_dim=8", "--batch_size=8", "--max_enc_steps=30",
-            "--max_dec_steps=8", "--optimizer=adam", "--max_steps=%d" % STEPS,
-            "--summary_steps=1", "--checkpoint_steps=%d" % STEPS]
+    args = [
+        "pointer_generator.run_summarization",
+        "--mode=train",
+        "--data_path=" + os.path.join(data, "chunked", "train_000.bin"),
+        "--vocab_path=" + os.path.join(data, "vocab"),
+        "--vocab_size=2000",
+        "--log_root=" + os.path.dirname(out),
+        "--exp_name=" + os.path.basename(out),
+        "--hidden_dim=16",
+        "--emb_dim=8",
+        "--batch_size=8",
+        "--max_enc_steps=30",
+        "--max_dec_steps=8",
+        "--optimizer=adam",
+        "--max_steps=%d" % STEPS,
+        "--summary_steps=1",
+        "--checkpoint_steps=%d" % STEPS,
+    ]
     return args, os.path.join(out, "train"), "total_loss", os.path.join(out, "train")
 
 
@@ -38,25 +50,47 @@ def _translation(out):
                 lines = f.readlines()[:count]
             with open(os.path.join(root, "%s.%s" % (split, lang)), "w", encoding="utf-8") as f:
                 f.writelines(lines)
-    args = ["nmt.run_nmt", "--src=src", "--tgt=tgt",
-            "--vocab_prefix=" + os.path.join(data, "vocab"),
-            "--train_prefix=" + os.path.join(root, "train"),
-            "--dev_prefix=" + os.path.join(root, "dev"),
-            "--out_dir=" + out,
-            "--num_units=16", "--batch_size=32", "--optimizer=adam",
-            "--learning_rate=0.01", "--num_train_steps=%d" % STEPS, "--steps_per_stats=1",
-            "--steps_per_external_eval=%d" % STEPS]
+    args = [
+        "nmt.run_nmt",
+        "--src=src",
+        "--tgt=tgt",
+        "--vocab_prefix=" + os.path.join(data, "vocab"),
+        "--train_prefix=" + os.path.join(root, "train"),
+        "--dev_prefix=" + os.path.join(root, "dev"),
+        "--out_dir=" + out,
+        "--num_units=16",
+        "--batch_size=32",
+        "--optimizer=adam",
+        "--learning_rate=0.01",
+        "--num_train_steps=%d" % STEPS,
+        "--steps_per_stats=1",
+        "--steps_per_external_eval=%d" % STEPS,
+    ]
     return args, os.path.join(out, "train_log"), "train_loss", out
 
 
 def _captioning(out):
     data = os.path.join(SAMPLES, "moving_shapes")
-    args = ["video_caption.run_captioning", "--mode=train", "--data_dir=" + data,
-            "--features=" + os.path.join(data, "features.h5"), "--out_dir=" + out,
-            "--num_frames=8", "--encoder_units=16", "--decoder_units=16", "--emb_dim=8",
-            "--attention_units=8", "--batch_size=16", "--max_steps=%d" % STEPS,
-            "--summary_steps=1", "--valid_every=%d" % STEPS, "--metrics=Bleu_4",
-            "--best_metric=Bleu_4", "--beam_size=1", "--max_decode_len=4"]
+    args = [
+        "video_caption.run_captioning",
+        "--mode=train",
+        "--data_dir=" + data,
+        "--features=" + os.path.join(data, "features.h5"),
+        "--out_dir=" + out,
+        "--num_frames=8",
+        "--encoder_units=16",
+        "--decoder_units=16",
+        "--emb_dim=8",
+        "--attention_units=8",
+        "--batch_size=16",
+        "--max_steps=%d" % STEPS,
+        "--summary_steps=1",
+        "--valid_every=%d" % STEPS,
+        "--metrics=Bleu_4",
+        "--best_metric=Bleu_4",
+        "--beam_size=1",
+        "--max_decode_len=4",
+    ]
     return args, os.path.join(out, "train_log"), "loss", os.path.join(out, "train")
 
 
@@ -73,8 +107,11 @@ def _losses(log_dir, tag):
 
 def _weights(checkpoint):
     reader = tf.train.load_checkpoint(checkpoint)
-    return {key: reader.get_tensor(key).tobytes()
-            for key in reader.get_variable_to_shape_map() if "/.ATTRIBUTES/" in key}
+    return {
+        key: reader.get_tensor(key).tobytes()
+        for key in reader.get_variable_to_shape_map()
+        if "/.ATTRIBUTES/" in key
+    }
 
 
 @pytest.mark.parametrize("task", [_summarization, _translation, _captioning])
@@ -82,17 +119,19 @@ def test_two_seeded_deterministic_runs_are_bit_identical(task, tmp_path):
     runs = []
     for name in ("first", "second"):
         args, log_dir, tag, checkpoint_dir = task(str(tmp_path / name))
-        done = subprocess.run([sys.executable, "-m"] + args + [
-            "--seed=11", "--deterministic", "--context=acvi"], cwd=ROOT,
-            capture_output=True, text=True, check=False)
+        done = subprocess.run(
+            [sys.executable, "-m"] + args + ["--seed=11", "--deterministic", "--context=acvi"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         assert done.returncode == 0, done.stderr[-3000:]
-        runs.append((_losses(log_dir, tag),
-                     _weights(tf.train.latest_checkpoint(checkpoint_dir))))
+        runs.append((_losses(log_dir, tag), _weights(tf.train.latest_checkpoint(checkpoint_dir))))
     (losses, weights), (losses2, weights2) = runs
     assert sorted(losses) == list(range(1, STEPS + 1))
     assert losses == losses2
     assert weights.keys() == weights2.keys() and len(weights) > 10
     different = [key for key in weights if weights[key] != weights2[key]]
     assert not different, different
-    assert np.frombuffer(losses[1], np.float32)[0] != np.frombuffer(losses[STEPS],
-                                                                    np.float32)[0]
+    assert np.frombuffer(losses[1], np.float32)[0] != np.frombuffer(losses[STEPS], np.float32)[0]

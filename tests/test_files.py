@@ -1,4 +1,5 @@
 """Atomic writes keep the old file on failure and give normal permissions."""
+
 import os
 import stat
 

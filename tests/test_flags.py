@@ -1,12 +1,12 @@
 """Shared absl flags: defaults, validators, and the layer they build."""
-from absl import flags
+
 import pytest
 import tensorflow as tf
+from absl import flags
 from tensorflow.python.framework import config as tf_config
 
-from acvi_tf import context
+from acvi_tf import context, kl_schedule
 from acvi_tf import flags as acvi_flags
-from acvi_tf import kl_schedule
 from acvi_tf.compat import keras
 
 
@@ -22,47 +22,77 @@ def test_defaults_are_the_arxiv_model_with_the_studys_kl():
     layer = acvi_flags.context_layer_from_flags(fv)
     assert isinstance(layer, context.ACVIContext)
     config = layer.get_config()
-    assert (config["variance_net"], config["sampling"], config["gumbel_fraction"],
-            config["noise"], config["kl"], config["kl_weight"], config["decode"],
-            config["num_samples"]) == ("mlp", "approx", 0.0, "collapsed", "bound", 0.01,
-                                       "mean", 1)
+    assert (
+        config["variance_net"],
+        config["sampling"],
+        config["gumbel_fraction"],
+        config["noise"],
+        config["kl"],
+        config["kl_weight"],
+        config["decode"],
+        config["num_samples"],
+    ) == ("mlp", "approx", 0.0, "collapsed", "bound", 0.01, "mean", 1)
     assert config["seed"] == 111
 
 
 def test_unset_kl_weight_gives_each_mechanism_its_own():
-    weights = {mode: acvi_flags.context_layer_from_flags(_parse("--context=" + mode)).kl_weight
-               for mode in ("acvi", "ved", "variational")}
+    weights = {
+        mode: acvi_flags.context_layer_from_flags(_parse("--context=" + mode)).kl_weight
+        for mode in ("acvi", "ved", "variational")
+    }
     assert weights == {"acvi": context.ACVI_KL_WEIGHT, "ved": 0.1, "variational": 1.0}
-    assert acvi_flags.context_layer_from_flags(
-        _parse("--context=ved", "--kl_weight=0.5")).kl_weight == 0.5
+    assert (
+        acvi_flags.context_layer_from_flags(_parse("--context=ved", "--kl_weight=0.5")).kl_weight
+        == 0.5
+    )
 
 
 def test_flags_reach_the_layer():
-    fv = _parse("--acvi_variance_net=relu", "--acvi_gumbel_fraction=0.1",
-                "--acvi_gumbel_temperature=0.3", "--acvi_noise=per_component",
-                "--acvi_num_samples=3", "--acvi_kl=bound", "--kl_weight=0.25",
-                "--acvi_decode=sample", "--acvi_log_var_min=-4", "--acvi_log_var_max=2",
-                "--seed=5")
+    fv = _parse(
+        "--acvi_variance_net=relu",
+        "--acvi_gumbel_fraction=0.1",
+        "--acvi_gumbel_temperature=0.3",
+        "--acvi_noise=per_component",
+        "--acvi_num_samples=3",
+        "--acvi_kl=bound",
+        "--kl_weight=0.25",
+        "--acvi_decode=sample",
+        "--acvi_log_var_min=-4",
+        "--acvi_log_var_max=2",
+        "--seed=5",
+    )
     config = acvi_flags.context_layer_from_flags(fv).get_config()
-    assert (config["variance_net"], config["gumbel_fraction"], config["gumbel_temperature"],
-            config["noise"], config["num_samples"], config["kl"], config["kl_weight"],
-            config["decode"], config["log_var_min"], config["log_var_max"],
-            config["seed"]) == ("relu", 0.1, 0.3, "per_component", 3, "bound", 0.25,
-                                "sample", -4.0, 2.0, 5)
-    assert isinstance(acvi_flags.context_layer_from_flags(_parse("--context=sa")),
-                      context.SoftAttentionContext)
+    assert (
+        config["variance_net"],
+        config["gumbel_fraction"],
+        config["gumbel_temperature"],
+        config["noise"],
+        config["num_samples"],
+        config["kl"],
+        config["kl_weight"],
+        config["decode"],
+        config["log_var_min"],
+        config["log_var_max"],
+        config["seed"],
+    ) == ("relu", 0.1, 0.3, "per_component", 3, "bound", 0.25, "sample", -4.0, 2.0, 5)
+    assert isinstance(
+        acvi_flags.context_layer_from_flags(_parse("--context=sa")), context.SoftAttentionContext
+    )
 
 
-@pytest.mark.parametrize("argv, match", [
-    (["--context=hard"], "context"),
-    (["--acvi_noise=shared"], "acvi_noise"),
-    (["--acvi_num_samples=0"], "acvi_num_samples"),
-    (["--acvi_gumbel_fraction=1.5"], "acvi_gumbel_fraction"),
-    (["--acvi_gumbel_temperature=0"], "must be > 0"),
-    (["--kl_weight=-1"], "kl_weight"),
-    (["--acvi_log_var_min=2", "--acvi_log_var_max=1"], "smaller than"),
-    (["--acvi_sampling=gumbel", "--acvi_gumbel_fraction=0.1"], "leave the fraction at 0"),
-])
+@pytest.mark.parametrize(
+    "argv, match",
+    [
+        (["--context=hard"], "context"),
+        (["--acvi_noise=shared"], "acvi_noise"),
+        (["--acvi_num_samples=0"], "acvi_num_samples"),
+        (["--acvi_gumbel_fraction=1.5"], "acvi_gumbel_fraction"),
+        (["--acvi_gumbel_temperature=0"], "must be > 0"),
+        (["--kl_weight=-1"], "kl_weight"),
+        (["--acvi_log_var_min=2", "--acvi_log_var_max=1"], "smaller than"),
+        (["--acvi_sampling=gumbel", "--acvi_gumbel_fraction=0.1"], "leave the fraction at 0"),
+    ],
+)
 def test_bad_values_are_rejected_with_a_message(argv, match):
     with pytest.raises(flags.IllegalFlagValueError, match=match):
         _parse(*argv)
@@ -76,12 +106,15 @@ def test_kl_schedule_flags():
         _parse("--kl_free_bits=-1")
 
 
-@pytest.mark.parametrize("argv, warns", [
-    (["--context=acvi", "--acvi_kl=mc"], True),
-    (["--context=acvi", "--acvi_kl=mc", "--acvi_sampling=gumbel"], False),
-    (["--context=acvi", "--acvi_kl=exact"], False),
-    (["--context=sa", "--acvi_kl=mc"], False),
-])
+@pytest.mark.parametrize(
+    "argv, warns",
+    [
+        (["--context=acvi", "--acvi_kl=mc"], True),
+        (["--context=acvi", "--acvi_kl=mc", "--acvi_sampling=gumbel"], False),
+        (["--context=acvi", "--acvi_kl=exact"], False),
+        (["--context=sa", "--acvi_kl=mc"], False),
+    ],
+)
 def test_mc_with_eq25_sampling_warns_once(argv, warns, caplog):
     acvi_flags.context_layer_from_flags(_parse(*argv))
     said = [r for r in caplog.records if "--acvi_kl=mc" in r.getMessage()]
@@ -93,8 +126,9 @@ def test_gumbel_fraction_needs_the_number_of_training_steps():
     fv = flags.FlagValues()
     acvi_flags.define_flags(fv)
     flags.DEFINE_integer("max_steps", 0, "", flag_values=fv)
-    acvi_flags.require_total_steps(["max_steps"], lambda d: d["max_steps"] > 0,
-                                   "set --max_steps", fv)
+    acvi_flags.require_total_steps(
+        ["max_steps"], lambda d: d["max_steps"] > 0, "set --max_steps", fv
+    )
     fv(["prog", "--acvi_gumbel_fraction=0.1", "--max_steps=100"])
     fv.unparse_flags()
     fv(["prog", "--max_steps=0"])

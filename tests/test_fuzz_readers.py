@@ -1,10 +1,13 @@
 """Every reader of user files, fed random bytes and random truncations of a good file
-(hypothesis), and text close to their formats: only its documented error type comes out, never a crash of another kind."""
+(hypothesis), and text close to their formats: only its documented error type comes out,
+never a crash of another kind."""
+
 import json
 import os
 import tempfile
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from data_prep import msvd
 from nmt import data as nmt_data
@@ -12,8 +15,7 @@ from pointer_generator import bin_files
 from pointer_generator import vocab as pg_vocab
 from video_caption import data as vc_data
 
-FUZZ = settings(max_examples=60, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _good_bin():
@@ -29,10 +31,13 @@ GOOD = {
     "pg_vocab": b"the 10\ncat 5\n",
     "nmt_vocab": b"<unk>\n<s>\n</s>\nhallo\n",
     "vc_vocab": b"a 3\nman 2\n",
-    "split": (json.dumps(dict(clip="abc_1_2", vid="vid1", captions=["a man"], references=["A man."]))
-              + "\n").encode(),
-    "csv": (",".join(msvd.CSV_COLUMNS) + "\n"
-            + "abc,1,2,1,1,clean,English,A man is cooking.\n").encode(),
+    "split": (
+        json.dumps(dict(clip="abc_1_2", vid="vid1", captions=["a man"], references=["A man."]))
+        + "\n"
+    ).encode(),
+    "csv": (
+        ",".join(msvd.CSV_COLUMNS) + "\n" + "abc,1,2,1,1,clean,English,A man is cooking.\n"
+    ).encode(),
     "mapping": b"abc_1_2 vid1\n",
 }
 
@@ -54,9 +59,15 @@ def _read(kind, path):
     return msvd.read_mapping(path)
 
 
-ERRORS = {"bin": bin_files.BinFileError, "pg_vocab": pg_vocab.VocabError,
-          "nmt_vocab": nmt_data.NmtDataError, "vc_vocab": vc_data.DataError,
-          "split": vc_data.DataError, "csv": msvd.CorpusError, "mapping": msvd.MappingError}
+ERRORS = {
+    "bin": bin_files.BinFileError,
+    "pg_vocab": pg_vocab.VocabError,
+    "nmt_vocab": nmt_data.NmtDataError,
+    "vc_vocab": vc_data.DataError,
+    "split": vc_data.DataError,
+    "csv": msvd.CorpusError,
+    "mapping": msvd.MappingError,
+}
 
 
 def _only_documented_errors(kind, content):
@@ -71,9 +82,12 @@ def _only_documented_errors(kind, content):
 
 
 # raw bytes, and text close to the formats (JSON, CSV, 'word count' lines)
-CONTENT = st.one_of(st.binary(max_size=300),
-                    st.text(alphabet='{}[]":,. \n\r\t01239abvid_<>sEnglish\x00\u00e9',
-                            max_size=200).map(lambda t: t.encode("utf-8")))
+CONTENT = st.one_of(
+    st.binary(max_size=300),
+    st.text(alphabet='{}[]":,. \n\r\t01239abvid_<>sEnglish\x00\u00e9', max_size=200).map(
+        lambda t: t.encode("utf-8")
+    ),
+)
 
 
 @FUZZ
@@ -83,10 +97,13 @@ def test_random_bytes_give_only_documented_errors(kind, content):
 
 
 @FUZZ
-@given(kind=st.sampled_from(sorted(GOOD)), cut=st.floats(0.0, 1.0),
-       flip=st.one_of(st.none(), st.tuples(st.floats(0.0, 1.0), st.integers(1, 255))))
+@given(
+    kind=st.sampled_from(sorted(GOOD)),
+    cut=st.floats(0.0, 1.0),
+    flip=st.one_of(st.none(), st.tuples(st.floats(0.0, 1.0), st.integers(1, 255))),
+)
 def test_truncated_or_corrupted_good_files_give_only_documented_errors(kind, cut, flip):
-    content = bytearray(GOOD[kind][:int(len(GOOD[kind]) * cut)])
+    content = bytearray(GOOD[kind][: int(len(GOOD[kind]) * cut)])
     if flip is not None and content:
         position = min(int(len(content) * flip[0]), len(content) - 1)
         content[position] ^= flip[1]

@@ -5,14 +5,14 @@ stored length, finished, state) and follows ``tf.contrib.seq2seq``'s ``_beam_sea
 one candidate at a time; on the tf215 lane ``test_tfa_parity.py`` also compares the NMT
 host's beam search with ``tfa.seq2seq.BeamSearchDecoder`` itself.
 """
+
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from acvi_tf import decoding
-from acvi_tf import gnmt_beam_search
+from acvi_tf import decoding, gnmt_beam_search
 
-from test_decoding import START, STOP, FakeDecoder, S  # noqa: I100
+from test_decoding import START, STOP, FakeDecoder, S
 
 
 def _penalty(length, alpha):
@@ -26,8 +26,10 @@ def contrib_beam_search(decoder, init_state, beam_size, max_steps, alpha, run_on
     stops when every hypothesis is finished, or, with ``run_on``, after ``max_steps``
     steps (as an input of a batch does while others are still searching).
     """
-    beam = [dict(tokens=[], logp=0.0 if i == 0 else -np.inf, length=0, finished=i > 0,
-                 state=init_state) for i in range(beam_size)]
+    beam = [
+        dict(tokens=[], logp=0.0 if i == 0 else -np.inf, length=0, finished=i > 0, state=init_state)
+        for i in range(beam_size)
+    ]
     for steps in range(1, max_steps + 1):
         candidates = []
         for hyp in beam:
@@ -45,14 +47,20 @@ def contrib_beam_search(decoder, init_state, beam_size, max_steps, alpha, run_on
         beam = []
         for i in order[:beam_size]:
             score, total, hyp, token, state = candidates[i]
-            beam.append(dict(tokens=hyp["tokens"] + [token], logp=total,
-                             length=hyp["length"] + (not hyp["finished"]),
-                             finished=hyp["finished"] or token == STOP, state=state,
-                             score=score))
+            beam.append(
+                dict(
+                    tokens=hyp["tokens"] + [token],
+                    logp=total,
+                    length=hyp["length"] + (not hyp["finished"]),
+                    finished=hyp["finished"] or token == STOP,
+                    state=state,
+                    score=score,
+                )
+            )
         if not run_on and all(hyp["finished"] for hyp in beam):
             break
     best = beam[0]["tokens"]
-    return (best[:best.index(STOP)] if STOP in best else best), beam[0]["score"], steps
+    return (best[: best.index(STOP)] if STOP in best else best), beam[0]["score"], steps
 
 
 @pytest.mark.parametrize("beam_size", [1, 3, 5])
@@ -65,14 +73,24 @@ def test_matches_the_beam_search_decoder_port(beam_size, alpha):
         decoder = FakeDecoder(seed, stop_bias=1.0 + seed / 2)
         init = np.random.default_rng(seed + 10).normal(size=(batch, S)).astype(np.float32)
         out = gnmt_beam_search.gnmt_beam_search(
-            decoder.step_tf, tf.constant(init), batch, beam_size, max_steps, START, STOP,
-            alpha=alpha)
+            decoder.step_tf,
+            tf.constant(init),
+            batch,
+            beam_size,
+            max_steps,
+            START,
+            STOP,
+            alpha=alpha,
+        )
         # the batch searches until its last input is done: the others run on
-        steps = max(contrib_beam_search(decoder, init[b], beam_size, max_steps, alpha)[2]
-                    for b in range(batch))
+        steps = max(
+            contrib_beam_search(decoder, init[b], beam_size, max_steps, alpha)[2]
+            for b in range(batch)
+        )
         for b in range(batch):
-            tokens, score, _ = contrib_beam_search(decoder, init[b], beam_size, steps, alpha,
-                                                   run_on=True)
+            tokens, score, _ = contrib_beam_search(
+                decoder, init[b], beam_size, steps, alpha, run_on=True
+            )
             length = int(out["lengths"][b])
             assert out["ids"][b, :length].numpy().tolist() == tokens, (seed, b)
             assert np.all(out["ids"][b, length:].numpy() == STOP)
@@ -90,10 +108,20 @@ def test_differs_from_see_et_al_where_a_longer_hypothesis_wins_late():
     for seed in range(4):
         decoder = FakeDecoder(seed, stop_bias=1.0)
         init = tf.constant(np.random.default_rng(seed).normal(size=(batch, S)), tf.float32)
-        ours = gnmt_beam_search.gnmt_beam_search(decoder.step_tf, init, batch, beam_size,
-                                                 max_steps, START, STOP, alpha=1.0)
-        see = decoding.beam_search(decoder.step_tf, init, batch, beam_size, max_steps,
-                                   START, STOP, length_normalization="gnmt", gnmt_alpha=1.0)
+        ours = gnmt_beam_search.gnmt_beam_search(
+            decoder.step_tf, init, batch, beam_size, max_steps, START, STOP, alpha=1.0
+        )
+        see = decoding.beam_search(
+            decoder.step_tf,
+            init,
+            batch,
+            beam_size,
+            max_steps,
+            START,
+            STOP,
+            length_normalization="gnmt",
+            gnmt_alpha=1.0,
+        )
         differ += int(np.sum(np.any(ours["ids"].numpy() != see["ids"].numpy(), axis=1)))
     assert differ > 0
 
@@ -102,8 +130,9 @@ def test_the_step_limit_cuts_the_search_and_keeps_the_width():
     decoder = FakeDecoder(0)
     init = tf.constant(np.random.default_rng(0).normal(size=(4, S)), tf.float32)
     full = gnmt_beam_search.gnmt_beam_search(decoder.step_tf, init, 4, 3, 3, START, STOP)
-    limited = gnmt_beam_search.gnmt_beam_search(decoder.step_tf, init, 4, 3, 12, START,
-                                                STOP, step_limit=tf.constant(3))
+    limited = gnmt_beam_search.gnmt_beam_search(
+        decoder.step_tf, init, 4, 3, 12, START, STOP, step_limit=tf.constant(3)
+    )
     assert limited["ids"].shape == (4, 12)
     np.testing.assert_array_equal(limited["ids"][:, :3], full["ids"])
     np.testing.assert_array_equal(limited["lengths"], full["lengths"])

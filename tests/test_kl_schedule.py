@@ -1,4 +1,5 @@
 """The KL schedule every host's loss goes through: warm-up factors and free bits."""
+
 import numpy as np
 import pytest
 import tensorflow as tf

@@ -7,6 +7,7 @@ must restore with every variable matched (model and optimizer) and give the same
 outputs. Write a lane's files again with ``python tests/test_lane_checkpoints.py`` in
 that lane's environment.
 """
+
 import os
 import sys
 
@@ -29,26 +30,28 @@ LANES = ("current", "tf215")
 
 
 def _summarizer():
-    batch = dict(enc_batch=[[4, 5, 6, 7], [8, 9, 4, 1]],
-                 enc_padding_mask=[[1, 1, 1, 1], [1, 1, 1, 0]],
-                 enc_batch_extend_vocab=[[4, 10, 6, 7], [8, 9, 4, 1]],
-                 dec_batch=[[2, 5, 6], [2, 7, 8]], target_batch=[[5, 10, 3], [7, 8, 3]],
-                 dec_padding_mask=[[1, 1, 1], [1, 1, 0]])
-    batch = {k: np.array(v, np.float32 if "mask" in k else np.int32)
-             for k, v in batch.items()}
-    model = pg_lib.PointerGenerator(10, hidden_dim=3, emb_dim=4,
-                                    context_layer=_acvi())
+    batch = dict(
+        enc_batch=[[4, 5, 6, 7], [8, 9, 4, 1]],
+        enc_padding_mask=[[1, 1, 1, 1], [1, 1, 1, 0]],
+        enc_batch_extend_vocab=[[4, 10, 6, 7], [8, 9, 4, 1]],
+        dec_batch=[[2, 5, 6], [2, 7, 8]],
+        target_batch=[[5, 10, 3], [7, 8, 3]],
+        dec_padding_mask=[[1, 1, 1], [1, 1, 0]],
+    )
+    batch = {k: np.array(v, np.float32 if "mask" in k else np.int32) for k, v in batch.items()}
+    model = pg_lib.PointerGenerator(10, hidden_dim=3, emb_dim=4, context_layer=_acvi())
     return model, batch, lambda out: out["vocab_logits"]
 
 
 def _translator():
-    batch = dict(src=np.array([[3, 4, 5, 6, 7], [8, 9, 10, 2, 2]], np.int32),
-                 src_len=np.array([5, 3], np.int32),
-                 tgt_in=np.array([[1, 3, 4, 5], [1, 6, 7, 8]], np.int32),
-                 tgt_out=np.array([[3, 4, 5, 2], [6, 7, 8, 2]], np.int32),
-                 tgt_len=np.array([4, 4], np.int32))
-    model = nmt_lib.NMTModel(11, 9, 4, encoder_type="bi", dropout=0.0,
-                             context_layer=_acvi())
+    batch = dict(
+        src=np.array([[3, 4, 5, 6, 7], [8, 9, 10, 2, 2]], np.int32),
+        src_len=np.array([5, 3], np.int32),
+        tgt_in=np.array([[1, 3, 4, 5], [1, 6, 7, 8]], np.int32),
+        tgt_out=np.array([[3, 4, 5, 2], [6, 7, 8, 2]], np.int32),
+        tgt_len=np.array([4, 4], np.int32),
+    )
+    model = nmt_lib.NMTModel(11, 9, 4, encoder_type="bi", dropout=0.0, context_layer=_acvi())
     return model, batch, lambda out: out["logits"]
 
 
@@ -57,9 +60,16 @@ def _captioner():
     features = [rng.normal(size=[4, 6]).astype(np.float32) for _ in range(2)]
     features[1][2:] = 0.0
     batch = vc_data.make_batch(features, [4, 2], [[5, 6, 7], [8, 9]])
-    model = vc_lib.Captioner(vocab_size=11, encoder_units=4, decoder_units=5,
-                             embedding_dim=3, attention_units=3, output_units=6, dropout=0.0,
-                             context_layer=_acvi())
+    model = vc_lib.Captioner(
+        vocab_size=11,
+        encoder_units=4,
+        decoder_units=5,
+        embedding_dim=3,
+        attention_units=3,
+        output_units=6,
+        dropout=0.0,
+        context_layer=_acvi(),
+    )
     return model, batch, lambda out: out["logits"]
 
 
@@ -92,10 +102,10 @@ def write(lane_dir):
             loss = tf.reduce_mean(tf.square(output(model(batch, training=False))))
         grads = tape.gradient(loss, model.trainable_variables)
         ckpt.optimizer.apply_gradients(
-            [(g, v) for g, v in zip(grads, model.trainable_variables) if g is not None])
+            [(g, v) for g, v in zip(grads, model.trainable_variables) if g is not None]
+        )
         ckpt.write(os.path.join(lane_dir, host))
-        np.save(os.path.join(lane_dir, host + ".npy"),
-                output(model(batch, training=False)).numpy())
+        np.save(os.path.join(lane_dir, host + ".npy"), output(model(batch, training=False)).numpy())
 
 
 @pytest.mark.parametrize("host", sorted(HOSTS))

@@ -1,4 +1,5 @@
 """Deferred loop gradients: the same values and gradients as accumulating them in the loop."""
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -30,12 +31,20 @@ def _toy_loop(layer, memory, mask, kernel, inputs, training, use_gumbel):
             ctx = layer.draw(attn, prepared_t, training=training, use_gumbel=use_gumbel)
             return ctx, dict(context=ctx, attn=attn)
 
-        _, out = decoding.teacher_forced(step, inputs, tf.zeros([B, D]),
-                                         dict(context=tf.float32, attn=tf.float32), layer,
-                                         prepared, training, use_gumbel)
+        _, out = decoding.teacher_forced(
+            step,
+            inputs,
+            tf.zeros([B, D]),
+            dict(context=tf.float32, attn=tf.float32),
+            layer,
+            prepared,
+            training,
+            use_gumbel,
+        )
         weights = tf.reshape(tf.range(T * D, dtype=tf.float32) / (T * D), [1, T, D])
-        loss = (tf.reduce_sum(tf.sin(out["context"] * 3.0) * weights)
-                + tf.reduce_sum(layer.kl_divergence(out["context"], out["attn"], prepared)))
+        loss = tf.reduce_sum(tf.sin(out["context"] * 3.0) * weights) + tf.reduce_sum(
+            layer.kl_divergence(out["context"], out["attn"], prepared)
+        )
     return [loss] + tape.gradient(loss, [memory, kernel])
 
 
@@ -44,9 +53,11 @@ def _nothing_deferred(defer_contractions):
 
     def wrapped(prepared, steps, training=False, use_gumbel=None):
         real = defer_contractions(prepared, steps, training, use_gumbel)
-        noise = {name: value for name, value in real.inputs.items()
-                 if name not in ("memory", "variance")}
+        noise = {
+            name: value for name, value in real.inputs.items() if name not in ("memory", "variance")
+        }
         return loop_gradients.DeferredContractions(prepared, steps, extra_inputs=noise)
+
     return wrapped
 
 
@@ -64,9 +75,11 @@ LAYERS = {
 ACVI_LAYERS = [name for name in LAYERS if name.startswith("acvi")]
 # (layer, training, use_gumbel, traced): every layer eagerly in training and evaluation,
 # ACVI's Gumbel switch as a tensor either way, and three cases under tf.function.
-CASES = ([(name, training, None, False) for name in LAYERS for training in (True, False)]
-         + [(name, True, on, False) for name in ACVI_LAYERS for on in (False, True)]
-         + [("sa", True, None, True), ("acvi", True, False, True), ("acvi", True, True, True)])
+CASES = (
+    [(name, training, None, False) for name in LAYERS for training in (True, False)]
+    + [(name, True, on, False) for name in ACVI_LAYERS for on in (False, True)]
+    + [("sa", True, None, True), ("acvi", True, False, True), ("acvi", True, True, True)]
+)
 
 
 @pytest.mark.parametrize("name,training,use_gumbel,graph", CASES)
@@ -106,11 +119,18 @@ def test_a_gradient_before_bind_is_a_clear_error():
         tape.gradient(probe, memory)
 
 
-@pytest.mark.parametrize("name,training,deferred", [
-    ("sa", False, ["memory"]), ("structured", True, ["memory"]), ("ved", True, ["memory"]),
-    ("acvi", True, ["memory", "variance"]), ("acvi", False, ["memory"]),
-    ("acvi per_component", True, ["memory"]), ("acvi decode sample", False,
-                                               ["memory", "variance"])])
+@pytest.mark.parametrize(
+    "name,training,deferred",
+    [
+        ("sa", False, ["memory"]),
+        ("structured", True, ["memory"]),
+        ("ved", True, ["memory"]),
+        ("acvi", True, ["memory", "variance"]),
+        ("acvi", False, ["memory"]),
+        ("acvi per_component", True, ["memory"]),
+        ("acvi decode sample", False, ["memory", "variance"]),
+    ],
+)
 def test_which_contractions_are_deferred(name, training, deferred):
     layer = LAYERS[name]()
     prepared = layer.prepare(tf.ones([B, N, D]))
@@ -123,20 +143,27 @@ def test_which_contractions_are_deferred(name, training, deferred):
 def _pg_host():
     rng = np.random.default_rng(0)
     enc = rng.integers(4, 12, size=(2, 5)).astype(np.int32)
-    batch = dict(enc_batch=enc, enc_padding_mask=np.array([[1] * 5, [1, 1, 1, 0, 0]],
-                                                          np.float32),
-                 enc_batch_extend_vocab=enc, dec_batch=rng.integers(2, 12, size=(2, 4)))
-    return lambda layer: pg_model.PointerGenerator(12, 3, 4, context_layer=layer), batch, dict(
-        coverage_on=True)
+    batch = dict(
+        enc_batch=enc,
+        enc_padding_mask=np.array([[1] * 5, [1, 1, 1, 0, 0]], np.float32),
+        enc_batch_extend_vocab=enc,
+        dec_batch=rng.integers(2, 12, size=(2, 4)),
+    )
+    return (
+        lambda layer: pg_model.PointerGenerator(12, 3, 4, context_layer=layer),
+        batch,
+        dict(coverage_on=True),
+    )
 
 
 def _nmt_host():
     rng = np.random.default_rng(0)
-    batch = dict(src=rng.integers(3, 12, (2, 5)).astype(np.int32),
-                 src_len=np.array([5, 3], np.int32),
-                 tgt_in=rng.integers(3, 9, (2, 4)).astype(np.int32))
-    return lambda layer: nmt_model.NMTModel(12, 9, 4, dropout=0.0,
-                                            context_layer=layer), batch, {}
+    batch = dict(
+        src=rng.integers(3, 12, (2, 5)).astype(np.int32),
+        src_len=np.array([5, 3], np.int32),
+        tgt_in=rng.integers(3, 9, (2, 4)).astype(np.int32),
+    )
+    return lambda layer: nmt_model.NMTModel(12, 9, 4, dropout=0.0, context_layer=layer), batch, {}
 
 
 def _vc_host():
@@ -144,9 +171,20 @@ def _vc_host():
     features = [rng.normal(size=[4, 8]).astype(np.float32) for _ in range(2)]
     features[1][2:] = 0.0
     batch = vc_data.make_batch(features, [4, 2], [[5, 6, 7], [8]])
-    return lambda layer: vc_model.Captioner(
-        vocab_size=11, encoder_units=6, decoder_units=5, embedding_dim=4, attention_units=3,
-        output_units=7, dropout=0.0, context_layer=layer), batch, {}
+    return (
+        lambda layer: vc_model.Captioner(
+            vocab_size=11,
+            encoder_units=6,
+            decoder_units=5,
+            embedding_dim=4,
+            attention_units=3,
+            output_units=7,
+            dropout=0.0,
+            context_layer=layer,
+        ),
+        batch,
+        {},
+    )
 
 
 @pytest.mark.parametrize("host", [_pg_host, _nmt_host, _vc_host], ids=["pg", "nmt", "vc"])
@@ -167,11 +205,15 @@ def test_hosts_give_the_gradients_of_the_loop_without_deferral(host):
             variable.assign(rng.normal(scale=0.5, size=variable.shape))
         with tf.GradientTape() as tape:
             out = model(batch, training=True, use_gumbel=tf.constant(True), **kwargs)
-            loss = tf.add_n([tf.reduce_sum(tf.sin(3.0 * out[name]))
-                             for name in ("logits", "vocab_logits", "context") if name in out])
+            loss = tf.add_n(
+                [
+                    tf.reduce_sum(tf.sin(3.0 * out[name]))
+                    for name in ("logits", "vocab_logits", "context")
+                    if name in out
+                ]
+            )
         grads = tape.gradient(loss, model.trainable_variables)
-        results.append([None if g is None else tf.convert_to_tensor(g).numpy()
-                        for g in grads])
+        results.append([None if g is None else tf.convert_to_tensor(g).numpy() for g in grads])
     assert [g is None for g in results[0]] == [g is None for g in results[1]]
     assert sum(g is not None for g in results[0]) > 10
     for reference, deferred in zip(*results):

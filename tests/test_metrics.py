@@ -1,15 +1,21 @@
 """METEOR 1.5 (against pycocoevalcap's own wrapper) and the copying measures."""
+
 import math
 
 import pytest
 
 from acvi_tf.metrics import copying, meteor
 
-REFERENCES = ["the cat sat on the mat", ["police killed the gunman",
-                                         "the gunman was shot by police"],
-              "a red square moves left"]
-HYPOTHESES = ["the cats were sitting on the mat", "police kill the gunman",
-              "a red square moves left"]
+REFERENCES = [
+    "the cat sat on the mat",
+    ["police killed the gunman", "the gunman was shot by police"],
+    "a red square moves left",
+]
+HYPOTHESES = [
+    "the cats were sitting on the mat",
+    "police kill the gunman",
+    "a red square moves left",
+]
 
 
 @pytest.fixture(scope="module")
@@ -20,10 +26,12 @@ def scores():
 
 def test_full_meteor_equals_pycocoevalcap(scores):
     from pycocoevalcap.meteor.meteor import Meteor
+
     ours, segments = scores["full"]
     theirs, their_segments = Meteor().compute_score(
         {i: [r] if isinstance(r, str) else r for i, r in enumerate(REFERENCES)},
-        {i: [h] for i, h in enumerate(HYPOTHESES)})
+        {i: [h] for i, h in enumerate(HYPOTHESES)},
+    )
     assert ours == pytest.approx(theirs, abs=1e-9)
     assert segments == pytest.approx(their_segments, abs=1e-9)
 
@@ -33,7 +41,7 @@ def test_exact_mode_ignores_stems_and_synonyms(scores):
     full, full_segments = scores["full"]
     assert 0.0 < exact < full < 1.0
     assert exact_segments[0] < full_segments[0]  # "cats"/"sitting" match only by stem
-    assert exact_segments[2] > 0.9               # identical sentences
+    assert exact_segments[2] > 0.9  # identical sentences
     with pytest.raises(ValueError, match="mode"):
         meteor.meteor(REFERENCES, HYPOTHESES, "stem")
 
@@ -59,5 +67,9 @@ def test_oov_adoption_rate():
 def test_lead_sentences():
     article = "first one . second ! third ? fourth part"
     assert copying.lead_sentences(article, 2) == ["first one .", "second !"]
-    assert copying.lead_sentences(article, 9) == ["first one .", "second !", "third ?",
-                                                  "fourth part"]
+    assert copying.lead_sentences(article, 9) == [
+        "first one .",
+        "second !",
+        "third ?",
+        "fourth part",
+    ]

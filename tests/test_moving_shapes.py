@@ -1,4 +1,5 @@
 """The generated captioning demo corpus: videos, MSVD-form CSV and mapping, motions."""
+
 import json
 import os
 import subprocess
@@ -18,8 +19,14 @@ SATURATED = 120  # max - min channel of the shape's pixels (the background stays
 
 
 def _generate(directory, seed=SEED):
-    return ms.generate(str(directory), num_clips=NUM_CLIPS, frames=FRAMES, size=SIZE,
-                       captions_per_clip=CAPTIONS, seed=seed)
+    return ms.generate(
+        str(directory),
+        num_clips=NUM_CLIPS,
+        frames=FRAMES,
+        size=SIZE,
+        captions_per_clip=CAPTIONS,
+        seed=seed,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +87,8 @@ def test_videos_decode_to_the_right_frames(corpus):
     directory, attributes = corpus
     assert list(attributes) == [ms.clip_name(i, FRAMES) for i in range(1, NUM_CLIPS + 1)]
     assert sorted(os.listdir(os.path.join(directory, "clips"))) == sorted(
-        os.path.basename(a["video"]) for a in attributes.values())
+        os.path.basename(a["video"]) for a in attributes.values()
+    )
     for name, attribute in attributes.items():
         meta, video = _decode(os.path.join(directory, attribute["video"]))
         assert video.shape == (FRAMES, SIZE, SIZE, 3)
@@ -92,7 +100,8 @@ def test_videos_decode_to_the_right_frames(corpus):
 def test_mapping_and_csv_are_in_msvd_form(corpus):
     directory, attributes = corpus
     assert _read(directory, "youtube_mapping.txt") == "".join(
-        "%s vid%d\n" % (name, i) for i, name in enumerate(attributes, start=1))
+        "%s vid%d\n" % (name, i) for i, name in enumerate(attributes, start=1)
+    )
     stats = msvd.Stats()
     descriptions = msvd.read_corpus_csv(os.path.join(directory, "video_corpus.csv"), stats)
     assert list(descriptions) == list(attributes)
@@ -111,9 +120,14 @@ def test_mapping_and_csv_are_in_msvd_form(corpus):
 def test_msvd_build_takes_every_clip(corpus, tmp_path):
     directory, attributes = corpus
     out = str(tmp_path / "dataset")
-    stats = msvd.build(os.path.join(directory, "video_corpus.csv"),
-                       os.path.join(directory, "youtube_mapping.txt"), out,
-                       train_clips=2, val_clips=1, test_clips=1)
+    stats = msvd.build(
+        os.path.join(directory, "video_corpus.csv"),
+        os.path.join(directory, "youtube_mapping.txt"),
+        out,
+        train_clips=2,
+        val_clips=1,
+        test_clips=1,
+    )
     records = []
     for split in msvd.SPLITS:
         with open(os.path.join(out, split + ".jsonl"), encoding="utf-8") as f:
@@ -128,11 +142,23 @@ def test_msvd_command_line_builds_the_demo_dataset(corpus, tmp_path):
     directory, attributes = corpus
     out = str(tmp_path / "dataset")
     result = subprocess.run(
-        [sys.executable, "-m", "data_prep.msvd",
-         "--corpus_csv=" + os.path.join(directory, "video_corpus.csv"),
-         "--mapping=" + os.path.join(directory, "youtube_mapping.txt"),
-         "--output_dir=" + out, "--train_clips=2", "--val_clips=1", "--test_clips=1",
-         "--min_count=2"], cwd=ROOT, capture_output=True, text=True, check=False)
+        [
+            sys.executable,
+            "-m",
+            "data_prep.msvd",
+            "--corpus_csv=" + os.path.join(directory, "video_corpus.csv"),
+            "--mapping=" + os.path.join(directory, "youtube_mapping.txt"),
+            "--output_dir=" + out,
+            "--train_clips=2",
+            "--val_clips=1",
+            "--test_clips=1",
+            "--min_count=2",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "train     2 clips       %d captions" % (2 * CAPTIONS) in result.stdout
     with open(os.path.join(out, "stats.json"), encoding="utf-8") as f:
@@ -150,17 +176,18 @@ def test_same_seed_same_corpus(corpus, tmp_path):
     first = next(iter(attributes.values()))["video"]
     np.testing.assert_array_equal(
         _decode(os.path.join(directory, first))[1][0],
-        _decode(os.path.join(str(tmp_path / "again"), first))[1][0])
+        _decode(os.path.join(str(tmp_path / "again"), first))[1][0],
+    )
     _generate(tmp_path / "other", seed=SEED + 1)
-    assert _read(directory, "video_corpus.csv") != _read(str(tmp_path / "other"),
-                                                          "video_corpus.csv")
+    assert _read(directory, "video_corpus.csv") != _read(
+        str(tmp_path / "other"), "video_corpus.csv"
+    )
 
 
 @pytest.mark.parametrize("motion", ms.MOTIONS)
 @pytest.mark.parametrize("shape", ms.SHAPES)
 def test_motion_is_visible_in_the_pixels(shape, motion):
-    video = ms.render_frames(ms.ClipSpec("blue", shape, motion), 6, 48,
-                             np.random.default_rng(0))
+    video = ms.render_frames(ms.ClipSpec("blue", shape, motion), 6, 48, np.random.default_rng(0))
     assert video.shape == (6, 48, 48, 3) and video.dtype == np.uint8
     _check_motion(motion, video)
     if motion.startswith("moves"):
@@ -176,7 +203,9 @@ def test_a_smaller_run_removes_stale_clips(tmp_path):
     ms.generate(str(tmp_path), num_clips=2, frames=2, size=16, captions_per_clip=1)
     extension = ms.video_format()[2]
     assert sorted(os.listdir(tmp_path / "clips")) == [
-        "shapes0001_0_1" + extension, "shapes0002_0_1" + extension]
+        "shapes0001_0_1" + extension,
+        "shapes0002_0_1" + extension,
+    ]
 
 
 def test_bad_arguments_are_refused(tmp_path):

@@ -1,11 +1,11 @@
 """tensorflow/nmt's vocab, reading, example and batching rules; joint BPE round trip."""
+
 import logging
 
 import numpy as np
 import pytest
 
-from nmt import bpe
-from nmt import data
+from nmt import bpe, data
 
 SPECIALS = "<unk>\n<s>\n</s>\n"
 
@@ -57,11 +57,14 @@ def test_check_vocab_refuses_to_overwrite_the_input(tmp_path):
         data.check_vocab(path, str(tmp_path))
 
 
-@pytest.mark.parametrize("text, message", [
-    (SPECIALS + "a\nb\na\n", r"vocab.en:6: 'a' repeats line 4"),
-    (SPECIALS + "a\n\nb\n", r"vocab.en:5: empty line"),
-    (SPECIALS + "a 12\n", r"vocab.en:4: 'a 12' holds whitespace.*cut -f1"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (SPECIALS + "a\nb\na\n", r"vocab.en:6: 'a' repeats line 4"),
+        (SPECIALS + "a\n\nb\n", r"vocab.en:5: empty line"),
+        (SPECIALS + "a 12\n", r"vocab.en:4: 'a 12' holds whitespace.*cut -f1"),
+    ],
+)
 def test_vocab_errors_name_line_and_fix(tmp_path, text, message):
     path = write(tmp_path / "vocab.en", text)
     with pytest.raises(data.NmtDataError, match=message):
@@ -99,8 +102,12 @@ def test_vocab_lookups(vocabs):
 def test_read_parallel_keeps_lines_as_they_are(tmp_path):
     src = write(tmp_path / "a.en", b"a  b \r\nc\td\n\nlast", binary=True)
     tgt = write(tmp_path / "a.vi", "x\ny\u2028z\nw\nv\n")
-    assert data.read_parallel(src, tgt) == [("a  b ", "x"), ("c\td", "y\u2028z"),
-                                            ("", "w"), ("last", "v")]
+    assert data.read_parallel(src, tgt) == [
+        ("a  b ", "x"),
+        ("c\td", "y\u2028z"),
+        ("", "w"),
+        ("last", "v"),
+    ]
 
 
 def test_read_parallel_line_count_mismatch(tmp_path):
@@ -113,8 +120,9 @@ def test_read_parallel_line_count_mismatch(tmp_path):
 def test_read_parallel_non_utf8(tmp_path):
     src = write(tmp_path / "a.en", "a\nb\nc\n")
     tgt = write(tmp_path / "a.vi", b"x\ny\ncaf\xe9\n", binary=True)
-    with pytest.raises(data.NmtDataError,
-                       match=r"a\.vi:3: byte 0xe9 .*re-encode the file as UTF-8"):
+    with pytest.raises(
+        data.NmtDataError, match=r"a\.vi:3: byte 0xe9 .*re-encode the file as UTF-8"
+    ):
         data.read_parallel(src, tgt)
 
 
@@ -128,8 +136,13 @@ def test_tokenize_splits_on_ascii_space_only():
 
 def test_make_examples_rules(vocabs, caplog):
     src, tgt = vocabs
-    pairs = [("the cat sat", "con mèo"), ("", "con"), ("the", "   "),
-             ("the cat sat on the mat", "con mèo ngồi con"), ("dog", "chó")]
+    pairs = [
+        ("the cat sat", "con mèo"),
+        ("", "con"),
+        ("the", "   "),
+        ("the cat sat on the mat", "con mèo ngồi con"),
+        ("dog", "chó"),
+    ]
     with caplog.at_level(logging.INFO):
         examples = data.make_examples(pairs, src, tgt, src_max_len=4, tgt_max_len=3)
     assert "Dropped 2 of 5 sentence pairs" in caplog.text
@@ -144,18 +157,25 @@ def test_make_examples_rules(vocabs, caplog):
 
 def test_make_examples_without_limits(vocabs):
     src, tgt = vocabs
-    examples = data.make_examples([("the cat sat on the mat", "con mèo ngồi con")], src,
-                                  tgt)
+    examples = data.make_examples([("the cat sat on the mat", "con mèo ngồi con")], src, tgt)
     assert examples[0]["src"] == [3, 4, 5, 6, 3, 7]
     assert examples[0]["tgt_out"] == [3, 4, 5, 3, 2]
 
 
-@pytest.mark.parametrize("src_len, tgt_len, src_max_len, num_buckets, key", [
-    (0, 1, 50, 5, 0), (9, 9, 50, 5, 0), (10, 3, 50, 5, 1), (3, 10, 50, 5, 1),
-    (25, 41, 50, 5, 4), (50, 51, 50, 5, 5), (120, 3, 50, 5, 5),
-    (7, 7, 7, 2, 1),      # width ceil(7 / 2) = 4
-    (25, 3, None, 5, 2),  # width 10 without src_max_len
-])
+@pytest.mark.parametrize(
+    "src_len, tgt_len, src_max_len, num_buckets, key",
+    [
+        (0, 1, 50, 5, 0),
+        (9, 9, 50, 5, 0),
+        (10, 3, 50, 5, 1),
+        (3, 10, 50, 5, 1),
+        (25, 41, 50, 5, 4),
+        (50, 51, 50, 5, 5),
+        (120, 3, 50, 5, 5),
+        (7, 7, 7, 2, 1),  # width ceil(7 / 2) = 4
+        (25, 3, None, 5, 2),  # width 10 without src_max_len
+    ],
+)
 def test_bucket_key(src_len, tgt_len, src_max_len, num_buckets, key):
     assert data.bucket_key(src_len, tgt_len, src_max_len, num_buckets) == key
 
@@ -185,12 +205,12 @@ def check_batch(batch, examples_by_first):
     firsts = []
     for row in range(src.shape[0]):
         example = examples_by_first[src[row, 0]]
-        assert src[row, :src_len[row]].tolist() == example["src"]
-        assert tgt_in[row, :tgt_len[row]].tolist() == example["tgt_in"]
-        assert tgt_out[row, :tgt_len[row]].tolist() == example["tgt_out"]
-        assert (src[row, src_len[row]:] == data.EOS_ID).all()
-        assert (tgt_in[row, tgt_len[row]:] == data.EOS_ID).all()
-        assert (tgt_out[row, tgt_len[row]:] == data.EOS_ID).all()
+        assert src[row, : src_len[row]].tolist() == example["src"]
+        assert tgt_in[row, : tgt_len[row]].tolist() == example["tgt_in"]
+        assert tgt_out[row, : tgt_len[row]].tolist() == example["tgt_out"]
+        assert (src[row, src_len[row] :] == data.EOS_ID).all()
+        assert (tgt_in[row, tgt_len[row] :] == data.EOS_ID).all()
+        assert (tgt_out[row, tgt_len[row] :] == data.EOS_ID).all()
         firsts.append(int(src[row, 0]))
     return firsts
 
@@ -198,10 +218,10 @@ def check_batch(batch, examples_by_first):
 def test_train_dataset_buckets_and_epochs():
     examples = synthetic_examples(300)
     by_first = {ex["src"][0]: ex for ex in examples}
-    dataset = data.train_dataset(examples, batch_size=16, src_max_len=30, num_buckets=3,
-                                 seed=7)
+    dataset = data.train_dataset(examples, batch_size=16, src_max_len=30, num_buckets=3, seed=7)
     assert {k: (v.shape.as_list(), v.dtype) for k, v in dataset.element_spec.items()} == {
-        k: (v.shape.as_list(), v.dtype) for k, v in data.BATCH_SIGNATURE.items()}
+        k: (v.shape.as_list(), v.dtype) for k, v in data.BATCH_SIGNATURE.items()
+    }
     iterator = iter(dataset)
     epoch_orders = []
     for _ in range(2):
@@ -210,8 +230,10 @@ def test_train_dataset_buckets_and_epochs():
             batch = next(iterator)
             firsts = check_batch(batch, by_first)
             assert len(firsts) <= 16
-            keys = {data.bucket_key(len(by_first[f]["src"]), len(by_first[f]["tgt_in"]),
-                                    30, 3) for f in firsts}
+            keys = {
+                data.bucket_key(len(by_first[f]["src"]), len(by_first[f]["tgt_in"]), 30, 3)
+                for f in firsts
+            }
             assert len(keys) == 1
             seen.extend(firsts)
         assert sorted(seen) == sorted(by_first)  # each example exactly once per epoch
@@ -267,8 +289,12 @@ def test_infer_dataset_keeps_order_and_empty_lines(vocabs):
     lines = ["the cat", "", "the cat sat on the mat", "dog", "", ""]
     batches = list(data.infer_dataset(lines, src, batch_size=4, src_max_len=5))
     assert set(batches[0]) == {"src", "src_len"}
-    assert batches[0]["src"].numpy().tolist() == [[3, 4, 2, 2, 2], [2, 2, 2, 2, 2],
-                                                  [3, 4, 5, 6, 3], [0, 2, 2, 2, 2]]
+    assert batches[0]["src"].numpy().tolist() == [
+        [3, 4, 2, 2, 2],
+        [2, 2, 2, 2, 2],
+        [3, 4, 5, 6, 3],
+        [0, 2, 2, 2, 2],
+    ]
     assert batches[0]["src_len"].numpy().tolist() == [2, 0, 5, 1]
     # A batch of empty lines still has one (padding) column.
     assert batches[1]["src"].numpy().tolist() == [[2], [2]]
@@ -292,8 +318,13 @@ def test_empty_inputs_are_errors(vocabs):
 # ------------------------------------------------------------------------------- BPE
 
 
-CORPUS_EN = ["the lower newest widest lowest", "newer wider lower", "the newest lower",
-             "low lower lowest new newer newest", "wide wider widest"]
+CORPUS_EN = [
+    "the lower newest widest lowest",
+    "newer wider lower",
+    "the newest lower",
+    "low lower lowest new newer newest",
+    "wide wider widest",
+]
 CORPUS_DE = ["die niedrigste neueste", "neuer niedriger breiter", "die neueste breite"]
 
 

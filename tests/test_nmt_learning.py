@@ -8,6 +8,7 @@ greedy decoding of 200 held-out words must get more than 60% of them exactly rig
 ACVI's accuracy must be within one seed-standard-deviation of soft attention's
 (``SA_SEED_STD``).
 """
+
 import os
 
 import numpy as np
@@ -17,14 +18,14 @@ import tensorflow as tf
 from acvi_tf import context as context_lib
 from acvi_tf import losses
 from acvi_tf.compat import keras
-from nmt import data
+from nmt import data, translate
 from nmt import model as model_lib
-from nmt import translate
 
 pytestmark = pytest.mark.slow  # scheduled first (conftest.py)
 
-SAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                      "data_prep", "samples", "pig_latin")
+SAMPLE = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data_prep", "samples", "pig_latin"
+)
 # Standard deviation of soft attention's held-out accuracy over seeds 1-3 on both lanes
 # (TensorFlow 2.15: 0.885, 0.875, 0.845; TensorFlow 2.21: 0.895, 0.890, 0.805. ACVI with
 # the defaults: 0.880, 0.865, 0.845 and 0.870, 0.875, 0.845).
@@ -39,11 +40,18 @@ def _accuracy(context, seed=1):
     """Greedy exact-match accuracy on 200 held-out words after 400 steps."""
     keras.utils.set_random_seed(seed)
     src_vocab, tgt_vocab = data.Vocab(_path("vocab.src")), data.Vocab(_path("vocab.tgt"))
-    examples = data.make_examples(data.read_parallel(_path("train.src"), _path("train.tgt")),
-                                  src_vocab, tgt_vocab, 30, 30)
+    examples = data.make_examples(
+        data.read_parallel(_path("train.src"), _path("train.tgt")), src_vocab, tgt_vocab, 30, 30
+    )
     held_out = data.read_parallel(_path("dev.src"), _path("dev.tgt"))[:200]
-    model = model_lib.NMTModel(src_vocab.size(), tgt_vocab.size(), 64, encoder_type="bi",
-                               dropout=0.0, context_layer=context)
+    model = model_lib.NMTModel(
+        src_vocab.size(),
+        tgt_vocab.size(),
+        64,
+        encoder_type="bi",
+        dropout=0.0,
+        context_layer=context,
+    )
     optimizer = keras.optimizers.Adam(0.01)
     kl_weight = getattr(context, "kl_weight", 0.0)
 
@@ -51,8 +59,9 @@ def _accuracy(context, seed=1):
     def train_step(batch):
         with tf.GradientTape() as tape:
             out = model(batch, training=True)
-            loss = (losses.sequence_loss(out["logits"], batch["tgt_out"], batch["tgt_len"])[0]
-                    + kl_weight * losses.per_sequence(out["kl"], batch["tgt_len"]))
+            loss = losses.sequence_loss(out["logits"], batch["tgt_out"], batch["tgt_len"])[
+                0
+            ] + kl_weight * losses.per_sequence(out["kl"], batch["tgt_len"])
         grads, _ = tf.clip_by_global_norm(tape.gradient(loss, model.trainable_variables), 5.0)
         optimizer.apply_gradients(zip(grads, model.trainable_variables))
         return loss

@@ -1,4 +1,5 @@
 """Luong NMT: one decoder step against NumPy, the encoder's padding, the loss, the LR."""
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -6,9 +7,8 @@ import tensorflow as tf
 from acvi_tf import context as context_lib
 from acvi_tf import losses
 from acvi_tf.compat import keras
-from nmt import data
+from nmt import data, translate
 from nmt import model as model_lib
-from nmt import translate
 
 U, S_VOCAB, T_VOCAB = 4, 12, 9
 
@@ -28,12 +28,16 @@ def _np_lstm(x, h, c, cell):
 def batch():
     rng = np.random.default_rng(0)
     src_len = np.array([5, 3], np.int32)
-    src = np.where(np.arange(5)[None] < src_len[:, None], rng.integers(3, S_VOCAB, (2, 5)),
-                   2).astype(np.int32)
-    return dict(src=src, src_len=src_len,
-                tgt_in=rng.integers(3, T_VOCAB, (2, 4)).astype(np.int32),
-                tgt_out=rng.integers(3, T_VOCAB, (2, 4)).astype(np.int32),
-                tgt_len=np.array([4, 2], np.int32))
+    src = np.where(
+        np.arange(5)[None] < src_len[:, None], rng.integers(3, S_VOCAB, (2, 5)), 2
+    ).astype(np.int32)
+    return dict(
+        src=src,
+        src_len=src_len,
+        tgt_in=rng.integers(3, T_VOCAB, (2, 4)).astype(np.int32),
+        tgt_out=rng.integers(3, T_VOCAB, (2, 4)).astype(np.int32),
+        tgt_len=np.array([4, 2], np.int32),
+    )
 
 
 @pytest.mark.parametrize("attention", model_lib.ATTENTIONS)
@@ -60,8 +64,12 @@ def test_decoder_step_matches_numpy(batch, attention):
     a /= a.sum(-1, keepdims=True)
     ctx = np.einsum("bn,bnd->bd", a, memory)  # the raw encoder outputs are the values
     attention_vector = np.concatenate([x, ctx], -1) @ model.attention_layer.kernel.numpy()
-    for ours, ref in [(attn, a), (context, ctx), (output, attention_vector),
-                      (new_state["attention"], attention_vector)]:
+    for ours, ref in [
+        (attn, a),
+        (context, ctx),
+        (output, attention_vector),
+        (new_state["attention"], attention_vector),
+    ]:
         np.testing.assert_allclose(ours, ref, rtol=1e-5, atol=1e-6)
 
 
@@ -79,11 +87,11 @@ def test_bidirectional_encoder_ignores_padding_and_passes_its_states(batch):
 
 
 def test_tensorflow_nmt_layer_semantics():
-    model = model_lib.NMTModel(S_VOCAB, T_VOCAB, U, num_encoder_layers=4,
-                               num_decoder_layers=4, encoder_type="bi")
+    model = model_lib.NMTModel(
+        S_VOCAB, T_VOCAB, U, num_encoder_layers=4, num_decoder_layers=4, encoder_type="bi"
+    )
     assert len(model.forward_layers) == 2 and model.pass_hidden_state
-    uneven = model_lib.NMTModel(S_VOCAB, T_VOCAB, U, num_encoder_layers=2,
-                                num_decoder_layers=3)
+    uneven = model_lib.NMTModel(S_VOCAB, T_VOCAB, U, num_encoder_layers=2, num_decoder_layers=3)
     assert not uneven.pass_hidden_state  # forced off when the counts differ
     with pytest.raises(ValueError, match="even"):
         model_lib.NMTModel(S_VOCAB, T_VOCAB, U, num_encoder_layers=3, encoder_type="bi")
@@ -98,22 +106,26 @@ def test_loss_and_kl_are_token_sums_over_batch_size(batch):
     xent = -np.take_along_axis(log_p, batch["tgt_out"][..., None], -1)[..., 0]
     mask = np.arange(4)[None] < batch["tgt_len"][:, None]
     np.testing.assert_allclose(nll, (xent * mask).sum() / 2, rtol=1e-5)
-    np.testing.assert_allclose(losses.per_sequence(kl, batch["tgt_len"]),
-                               (kl * mask).sum() / 2, rtol=1e-5)
+    np.testing.assert_allclose(
+        losses.per_sequence(kl, batch["tgt_len"]), (kl * mask).sum() / 2, rtol=1e-5
+    )
     assert float(count) == 6.0
 
 
 def test_acvi_context_trains_with_the_model(batch):
     keras.utils.set_random_seed(5)
-    model = model_lib.NMTModel(S_VOCAB, T_VOCAB, U,
-                               context_layer=context_lib.ACVIContext(seed=5))
+    model = model_lib.NMTModel(S_VOCAB, T_VOCAB, U, context_layer=context_lib.ACVIContext(seed=5))
     with tf.GradientTape() as tape:
         out = model(batch, training=True)
-        loss = (losses.sequence_loss(out["logits"], batch["tgt_out"], batch["tgt_len"])[0]
-                + losses.per_sequence(out["kl"], batch["tgt_len"]))
+        loss = losses.sequence_loss(out["logits"], batch["tgt_out"], batch["tgt_len"])[
+            0
+        ] + losses.per_sequence(out["kl"], batch["tgt_len"])
     grads = tape.gradient(loss, model.trainable_variables)
-    names = [v.name for v, g in zip(model.trainable_variables, grads)
-             if g is not None and np.any(tf.convert_to_tensor(g).numpy() != 0)]
+    names = [
+        v.name
+        for v, g in zip(model.trainable_variables, grads)
+        if g is not None and np.any(tf.convert_to_tensor(g).numpy() != 0)
+    ]
     assert sum("variance_network" in n for n in names) == 4
     assert len(names) == len(model.trainable_variables)
 
@@ -124,7 +136,8 @@ def test_xla_translation_equals_the_plain_one(tmp_path):
     # every translation the same.
     def vocab(name, size):
         (tmp_path / name).write_text(
-            "\n".join(list(data.SPECIALS) + ["%s%d" % (name, i) for i in range(size - 3)]))
+            "\n".join(list(data.SPECIALS) + ["%s%d" % (name, i) for i in range(size - 3)])
+        )
         return data.Vocab(str(tmp_path / name))
 
     src_vocab, tgt_vocab = vocab("src", S_VOCAB), vocab("tgt", T_VOCAB)
@@ -132,8 +145,10 @@ def test_xla_translation_equals_the_plain_one(tmp_path):
     model = model_lib.NMTModel(S_VOCAB, T_VOCAB, U, dropout=0.0, jit_compile=True)
     rng = np.random.default_rng(3)
     lines = [" ".join(rng.choice(src_vocab.words()[3:], size=n)) for n in (3, 7, 18, 5)]
-    model(next(iter(data.infer_dataset(lines[:1], src_vocab, 1)))
-          | dict(tgt_in=np.zeros([1, 2], np.int32), tgt_len=np.array([2], np.int32)))
+    model(
+        next(iter(data.infer_dataset(lines[:1], src_vocab, 1)))
+        | dict(tgt_in=np.zeros([1, 2], np.int32), tgt_len=np.array([2], np.int32))
+    )
     plain = translate.Translator(model, tgt_vocab, "beam_search", 3, 0.5)
     compiled = translate.Translator(model, tgt_vocab, "beam_search", 3, 0.5, jit_compile=True)
     expected = plain.translate(lines, src_vocab, 2)

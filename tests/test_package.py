@@ -1,4 +1,5 @@
 """The install: the lanes' lock files, the declared dependencies, importing the package."""
+
 import ast
 import glob
 import os
@@ -7,9 +8,9 @@ import subprocess
 import sys
 from importlib import metadata
 
+import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
-import pytest
 
 from acvi_tf import compat
 
@@ -29,8 +30,7 @@ def _lock(lane):
             line = line.split("#", 1)[0].strip()
             if line:
                 name, _, version = line.partition("==")
-                assert version, "requirements/%s.txt must pin every package: %r" % (
-                    lane, line)
+                assert version, "requirements/%s.txt must pin every package: %r" % (lane, line)
                 pins[canonicalize_name(name)] = version
     return pins
 
@@ -44,8 +44,7 @@ def _declared(extra=None):
         in_extra = marker is not None and "extra" in str(marker)
         if extra is None and not in_extra:
             requirements.append(requirement)
-        elif extra and in_extra and marker.evaluate({"extra": extra,
-                                                     "python_version": "3.11"}):
+        elif extra and in_extra and marker.evaluate({"extra": extra, "python_version": "3.11"}):
             requirements.append(requirement)
     return requirements
 
@@ -66,8 +65,9 @@ def _imported_distributions(dirs):
                 else:
                     continue
                 for module in modules:
-                    names.update(canonicalize_name(dist)
-                                 for dist in by_module.get(module.split(".")[0], []))
+                    names.update(
+                        canonicalize_name(dist) for dist in by_module.get(module.split(".")[0], [])
+                    )
     names.discard(DISTRIBUTION)
     return names
 
@@ -105,11 +105,12 @@ def test_every_declared_dependency_is_imported_and_every_import_declared():
     imported = _imported_distributions(PACKAGES + ["bench"])
     assert imported | USED_WITHOUT_IMPORT == runtime
     tests_only = {canonicalize_name(r.name) for r in _declared("test") + _declared("tfa")}
-    # pytest-xdist is the Makefile's `-n`; tensorflow-addons is imported on its lane only
+    # pytest-xdist is the Makefile's `-n`, ruff its `lint`; tensorflow-addons is imported
+    # on its lane only
     imported_by_tests = _imported_distributions(["tests"]) - runtime
     if LANE == "tf215":
         assert "tensorflow-addons" in imported_by_tests
-    assert imported_by_tests | {"pytest-xdist", "tensorflow-addons"} == tests_only
+    assert imported_by_tests | {"pytest-xdist", "ruff", "tensorflow-addons"} == tests_only
 
 
 def test_the_makefile_installs_the_lock_of_the_lane_it_names():
@@ -122,8 +123,13 @@ def test_the_makefile_installs_the_lock_of_the_lane_it_names():
 
 @pytest.mark.parametrize("package", PACKAGES)
 def test_packages_import_outside_the_source_tree(package, tmp_path):
-    result = subprocess.run([sys.executable, "-c", "import %s; print(%s.__file__)"
-                             % (package, package)], cwd=tmp_path, capture_output=True,
-                            text=True, check=False, env=dict(os.environ, PYTHONPATH=""))
+    result = subprocess.run(
+        [sys.executable, "-c", "import %s; print(%s.__file__)" % (package, package)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        env=dict(os.environ, PYTHONPATH=""),
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip().startswith(os.path.join(ROOT, package))

@@ -1,4 +1,5 @@
 """Pointer-generator data rules: vocab, .bin files, examples, batches, bucketing."""
+
 import struct
 
 import numpy as np
@@ -18,8 +19,9 @@ def _vocab_file(tmp_path, lines):
 @pytest.fixture
 def vocab(tmp_path):
     words = ["the", "cat", "sat", "on", "mat", "a", "dog", "."]
-    return vocab_lib.Vocab(_vocab_file(tmp_path, ["%s %d" % (w, 100 - i)
-                                                  for i, w in enumerate(words)]), 0)
+    return vocab_lib.Vocab(
+        _vocab_file(tmp_path, ["%s %d" % (w, 100 - i) for i, w in enumerate(words)]), 0
+    )
 
 
 def test_vocab_reserves_the_first_four_ids_and_counts_them(tmp_path):
@@ -32,8 +34,7 @@ def test_vocab_reserves_the_first_four_ids_and_counts_them(tmp_path):
 
 
 def test_vocab_skips_malformed_lines_and_rejects_reserved_and_duplicates(tmp_path):
-    vocab = vocab_lib.Vocab(_vocab_file(tmp_path, ["the 9", "two words 3", "bad", "cat 2"]),
-                            0)
+    vocab = vocab_lib.Vocab(_vocab_file(tmp_path, ["the 9", "two words 3", "bad", "cat 2"]), 0)
     assert vocab.size() == 6 and vocab.word2id("cat") == 5
     for bad in ("<s>", "</s>", "[UNK]", "[PAD]", "[START]", "[STOP]"):
         with pytest.raises(vocab_lib.VocabError, match=r"vocab:2: .*reserved"):
@@ -54,7 +55,11 @@ def test_oov_ids_and_back(vocab):
     abs_ids = vocab_lib.abstract2ids(abstract, vocab, oovs)
     assert abs_ids == [v, 0, 4, 0]  # "saw" and "llama" are not in the article: [UNK]
     assert vocab_lib.outputids2words([4, v + 1, v, 0], vocab, oovs) == [
-        "the", "quokka", "zebra", "[UNK]"]
+        "the",
+        "quokka",
+        "zebra",
+        "[UNK]",
+    ]
     with pytest.raises(ValueError, match="only 2 OOVs"):
         vocab_lib.outputids2words([v + 2], vocab, oovs)
     assert vocab_lib.show_art_oovs("the zebra", vocab) == "the __zebra__"
@@ -69,8 +74,11 @@ def test_abstract2sents():
 def test_bin_round_trip_and_chunks(tmp_path):
     pairs = [("article %d" % i, "<s> abstract %d </s>" % i) for i in range(25)]
     paths = bin_files.write_chunked(str(tmp_path), "train", pairs, chunk_size=10)
-    assert [p.rsplit("/", 1)[1] for p in paths] == ["train_000.bin", "train_001.bin",
-                                                    "train_002.bin"]
+    assert [p.rsplit("/", 1)[1] for p in paths] == [
+        "train_000.bin",
+        "train_001.bin",
+        "train_002.bin",
+    ]
     read = [pair for p in paths for pair in bin_files.read_bin_file(p)]
     assert read == pairs
     assert bin_files.expand_data_path(str(tmp_path / "train_*")) == paths
@@ -78,12 +86,15 @@ def test_bin_round_trip_and_chunks(tmp_path):
         bin_files.expand_data_path(str(tmp_path / "val_*"))
 
 
-@pytest.mark.parametrize("damage, match", [
-    (lambda data: data[:-3], "record 1 claims"),
-    (lambda data: data + b"\x01\x02", "record 2: truncated length prefix"),
-    (lambda data: data + struct.pack("<q", 4) + b"\xff\xff\xff\xff", "record 2 is not"),
-    (lambda data: data.replace(b"d e", b"d \xe9"), "record 1: its 'article' is not UTF-8"),
-])
+@pytest.mark.parametrize(
+    "damage, match",
+    [
+        (lambda data: data[:-3], "record 1 claims"),
+        (lambda data: data + b"\x01\x02", "record 2: truncated length prefix"),
+        (lambda data: data + struct.pack("<q", 4) + b"\xff\xff\xff\xff", "record 2 is not"),
+        (lambda data: data.replace(b"d e", b"d \xe9"), "record 1: its 'article' is not UTF-8"),
+    ],
+)
 def test_damaged_bin_files_name_file_and_record(tmp_path, damage, match):
     path = tmp_path / "x.bin"
     bin_files.write_bin_file(str(path), [("a b", "<s> c </s>"), ("d e", "<s> f </s>")])
@@ -95,6 +106,7 @@ def test_damaged_bin_files_name_file_and_record(tmp_path, damage, match):
 
 def test_missing_feature_is_named(tmp_path):
     import tensorflow as tf
+
     example = tf.train.Example()
     example.features.feature["article"].bytes_list.value.append(b"text")
     payload = example.SerializeToString()
@@ -112,19 +124,26 @@ def test_decoder_sequences_follow_see():
 
 def test_example_truncates_and_uses_extended_ids_in_the_target(vocab):
     v = vocab.size()
-    ex = batcher_lib.Example("the zebra sat on the mat today", ["zebra sat", "on llama"],
-                             vocab, max_enc_steps=5, max_dec_steps=10)
+    ex = batcher_lib.Example(
+        "the zebra sat on the mat today",
+        ["zebra sat", "on llama"],
+        vocab,
+        max_enc_steps=5,
+        max_dec_steps=10,
+    )
     assert ex.enc_len == 5 and ex.enc_input == [4, 0, 6, 7, 4]
     assert ex.article_oovs == ["zebra"] and ex.enc_input_extend_vocab == [4, v, 6, 7, 4]
     assert ex.dec_input == [2, 0, 6, 7, 0]  # decoder inputs: in-vocab ids, OOVs as UNK
-    assert ex.target == [v, 6, 7, 0, 3]     # target: article OOVs keep their ids
+    assert ex.target == [v, 6, 7, 0, 3]  # target: article OOVs keep their ids
     baseline = batcher_lib.Example("the zebra", ["zebra"], vocab, 5, 10, pointer_gen=False)
     assert baseline.target == [0, 3] and baseline.article_oovs == []
 
 
 def test_make_batch_pads_like_the_original(vocab):
-    examples = [batcher_lib.Example(a, [s], vocab, 10, 6)
-                for a, s in [("the cat sat", "cat sat"), ("a zebra", "zebra")]]
+    examples = [
+        batcher_lib.Example(a, [s], vocab, 10, 6)
+        for a, s in [("the cat sat", "cat sat"), ("a zebra", "zebra")]
+    ]
     batch = batcher_lib.make_batch(examples, pad_id=1, max_dec_steps=6)
     v = vocab.size()
     np.testing.assert_array_equal(batch["enc_batch"], [[4, 5, 6], [9, 0, 1]])
@@ -133,8 +152,7 @@ def test_make_batch_pads_like_the_original(vocab):
     assert batch["max_art_oovs"] == 1
     assert batch["art_oovs"].tolist() == [[""], ["zebra"]]
     np.testing.assert_array_equal(batch["dec_batch"], [[2, 5, 6, 1, 1, 1], [2, 0, 1, 1, 1, 1]])
-    np.testing.assert_array_equal(batch["target_batch"], [[5, 6, 3, 1, 1, 1],
-                                                          [v, 3, 1, 1, 1, 1]])
+    np.testing.assert_array_equal(batch["target_batch"], [[5, 6, 3, 1, 1, 1], [v, 3, 1, 1, 1, 1]])
     np.testing.assert_array_equal(batch["dec_padding_mask"].sum(1), [3, 2])
 
 
@@ -148,8 +166,9 @@ def _corpus(tmp_path, n=40, empty=()):
 
 
 def test_single_pass_reads_in_order_once_and_keeps_the_last_partial_batch(tmp_path, vocab):
-    batcher = batcher_lib.Batcher(_corpus(tmp_path, empty=(3, 20)), vocab, 4, 50, 8,
-                                  single_pass=True)
+    batcher = batcher_lib.Batcher(
+        _corpus(tmp_path, empty=(3, 20)), vocab, 4, 50, 8, single_pass=True
+    )
     batches = list(batcher.batches())
     abstracts = [a for b in batches for a in b["original_abstracts"]]
     assert abstracts == ["cat %d" % i for i in range(40) if i not in (3, 20)]
@@ -157,8 +176,7 @@ def test_single_pass_reads_in_order_once_and_keeps_the_last_partial_batch(tmp_pa
     assert batcher.skipped == 2
 
 
-def test_bucketing_sorts_a_pool_by_length_and_shuffles_batch_order(tmp_path, vocab,
-                                                                   monkeypatch):
+def test_bucketing_sorts_a_pool_by_length_and_shuffles_batch_order(tmp_path, vocab, monkeypatch):
     monkeypatch.setattr(batcher_lib, "BUCKET_CACHE_SIZE", 10)
     batcher = batcher_lib.Batcher(_corpus(tmp_path), vocab, 4, 50, 8, seed=3)
     stream = batcher.batches()
@@ -168,7 +186,8 @@ def test_bucketing_sorts_a_pool_by_length_and_shuffles_batch_order(tmp_path, voc
     firsts = [int(b["enc_lens"].min()) for b in pool]
     assert firsts != sorted(firsts)  # batch order shuffled
     assert sorted(int(n) for b in pool for n in b["enc_lens"]) == sorted(
-        2 + i % 13 for i in range(40))
+        2 + i % 13 for i in range(40)
+    )
 
 
 def test_dataset_yields_the_batch_signature(tmp_path, vocab):

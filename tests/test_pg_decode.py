@@ -1,4 +1,5 @@
 """Pointer-generator decoding: the decode step, batched beam search, output files."""
+
 import json
 import os
 
@@ -39,16 +40,18 @@ def vocab(corpus):
 @pytest.fixture(scope="module")
 def model(vocab):
     keras.utils.set_random_seed(3)
-    m = model_lib.PointerGenerator(vocab.size(), hidden_dim=6, emb_dim=5,
-                                   trunc_norm_init_std=0.5)
+    m = model_lib.PointerGenerator(vocab.size(), hidden_dim=6, emb_dim=5, trunc_norm_init_std=0.5)
     batch = _batch(vocab, "test_*", 2)
     m({k: batch[k] for k in ("enc_batch", "enc_padding_mask", "dec_batch")}, coverage_on=True)
     return m
 
 
 def _batch(vocab, pattern, size, corpus_dir=None):
-    return next(batcher_lib.Batcher(os.path.join(corpus_dir or _batch.root, pattern), vocab,
-                                    size, 20, 8, single_pass=True).batches())
+    return next(
+        batcher_lib.Batcher(
+            os.path.join(corpus_dir or _batch.root, pattern), vocab, size, 20, 8, single_pass=True
+        ).batches()
+    )
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -57,17 +60,27 @@ def _root(corpus):
 
 
 @pytest.mark.parametrize("coverage_on", [False, True])
-def test_decode_step_without_initial_state_attention_is_the_training_step(model, vocab,
-                                                                          coverage_on):
+def test_decode_step_without_initial_state_attention_is_the_training_step(
+    model, vocab, coverage_on
+):
     batch = _batch(vocab, "test_*", 3)
     out = model(batch, coverage_on=coverage_on)
-    gold = losses_lib.gold_log_probs(out["vocab_logits"], out["attn"], out["p_gen_logit"],
-                                     batch["enc_batch_extend_vocab"], batch["target_batch"])
+    gold = losses_lib.gold_log_probs(
+        out["vocab_logits"],
+        out["attn"],
+        out["p_gen_logit"],
+        batch["enc_batch_extend_vocab"],
+        batch["target_batch"],
+    )
     constants, state = model.start_decoding(batch, initial_state_attention=False)
     for t in range(batch["dec_batch"].shape[1]):
         probs, state, extras = model.decode_step(
-            tf.constant(batch["dec_batch"][:, t]), state, constants, batch["max_art_oovs"],
-            coverage_on)
+            tf.constant(batch["dec_batch"][:, t]),
+            state,
+            constants,
+            batch["max_art_oovs"],
+            coverage_on,
+        )
         np.testing.assert_allclose(extras["attn"], out["attn"][:, t], rtol=1e-4, atol=1e-6)
         picked = tf.math.log(tf.gather(probs, batch["target_batch"][:, t], batch_dims=1))
         np.testing.assert_allclose(picked, gold[:, t], rtol=1e-4, atol=1e-5)
@@ -77,11 +90,13 @@ def test_initial_state_attention_reattends_from_the_incoming_state(model, vocab)
     batch = _batch(vocab, "test_*", 2)
     constants, state = model.start_decoding(batch)
     tokens = tf.fill([2], vocab.word2id(vocab_lib.START_DECODING))
-    _, new_state, extras = model.decode_step(tokens, state, constants, batch["max_art_oovs"],
-                                             coverage_on=True)
+    _, new_state, extras = model.decode_step(
+        tokens, state, constants, batch["max_art_oovs"], coverage_on=True
+    )
     query = tf.concat([state["c"], state["h"]], axis=-1)
-    attn0 = model.scorer(query, constants["keys"], constants["mask"],
-                         coverage=tf.zeros_like(state["coverage"]))
+    attn0 = model.scorer(
+        query, constants["keys"], constants["mask"], coverage=tf.zeros_like(state["coverage"])
+    )
     # coverage gets the re-attention, not the new step's attention
     np.testing.assert_allclose(new_state["coverage"], attn0, rtol=1e-5, atol=1e-7)
     assert not np.allclose(extras["attn"], attn0)
@@ -92,14 +107,21 @@ def _original_decode_step(model, tokens, state, constants, coverage_on):
     incoming coverage (adding to it), step, attend on the new state (not adding)."""
     h, c, coverage = state["h"], state["c"], state["coverage"]
     query = tf.concat([c, h], axis=-1)
-    attn0 = model.scorer(query, constants["keys"], constants["mask"],
-                         coverage=coverage if coverage_on else None)
+    attn0 = model.scorer(
+        query, constants["keys"], constants["mask"], coverage=coverage if coverage_on else None
+    )
     if coverage_on:
         coverage = coverage + attn0
     prev_context = model.context_layer.draw(attn0, constants["prepared"])
     context, (h, c), attn, _, _ = model.decoder_step(
-        model.embedding(tokens), prev_context, [h, c], coverage if coverage_on else None,
-        constants["mask"], constants["keys"], constants["prepared"])
+        model.embedding(tokens),
+        prev_context,
+        [h, c],
+        coverage if coverage_on else None,
+        constants["mask"],
+        constants["keys"],
+        constants["prepared"],
+    )
     return dict(h=h, c=c, coverage=coverage), context, attn
 
 
@@ -108,18 +130,21 @@ def _original_decode_step(model, tokens, state, constants, coverage_on):
 def test_carried_reattention_equals_the_original_decode_graph(vocab, coverage_on, kind):
     keras.utils.set_random_seed(5)
     layer = context_lib.ACVIContext(seed=4) if kind == "acvi" else None
-    model = model_lib.PointerGenerator(vocab.size(), hidden_dim=6, emb_dim=5,
-                                       context_layer=layer, trunc_norm_init_std=0.5)
+    model = model_lib.PointerGenerator(
+        vocab.size(), hidden_dim=6, emb_dim=5, context_layer=layer, trunc_norm_init_std=0.5
+    )
     batch = _batch(vocab, "test_*", 4)
     constants, state = model.start_decoding(batch)
     original = {k: state[k] for k in ("h", "c", "coverage")}
     rng = np.random.default_rng(1)
     for _ in range(6):
         tokens = tf.constant(rng.integers(0, vocab.size(), size=4), tf.int32)
-        _, state, extras = model.decode_step(tokens, state, constants,
-                                                 batch["max_art_oovs"], coverage_on)
-        original, context, attn = _original_decode_step(model, tokens, original, constants,
-                                                        coverage_on)
+        _, state, extras = model.decode_step(
+            tokens, state, constants, batch["max_art_oovs"], coverage_on
+        )
+        original, context, attn = _original_decode_step(
+            model, tokens, original, constants, coverage_on
+        )
         np.testing.assert_allclose(extras["attn"], attn, rtol=1e-5, atol=1e-7)
         np.testing.assert_allclose(state["context"], context, rtol=1e-5, atol=1e-6)
         for key in ("h", "c", "coverage"):
@@ -128,21 +153,19 @@ def test_carried_reattention_equals_the_original_decode_graph(vocab, coverage_on
         rows = rng.permutation(4)
         state, original, constants = (
             tf.nest.map_structure(lambda x: None if x is None else tf.gather(x, rows), s)
-            for s in (state, original, constants))
+            for s in (state, original, constants)
+        )
     assert coverage_on == bool(np.any(state["coverage"]))
 
 
 def test_batched_decoding_equals_one_article_at_a_time(model, vocab):
-    summarizer = decode_lib.Summarizer(model, vocab, beam_size=3, max_dec_steps=6,
-                                       min_dec_steps=2)
+    summarizer = decode_lib.Summarizer(model, vocab, beam_size=3, max_dec_steps=6, min_dec_steps=2)
     batch = _batch(vocab, "test_*", 4)
     together = summarizer.decode(batch)
     for i in range(4):
-        alone = summarizer.decode({k: v[i:i + 1] if np.ndim(v) else v
-                                   for k, v in batch.items()})
+        alone = summarizer.decode({k: v[i : i + 1] if np.ndim(v) else v for k, v in batch.items()})
         assert alone[0]["ids"] == together[i]["ids"]
-        np.testing.assert_allclose(alone[0]["attn"], together[i]["attn"], rtol=1e-5,
-                                   atol=1e-7)
+        np.testing.assert_allclose(alone[0]["attn"], together[i]["attn"], rtol=1e-5, atol=1e-7)
     oovs = batch["art_oovs"]
     for i, result in enumerate(together):
         for word_id, word in zip(result["ids"], result["words"]):
@@ -162,11 +185,13 @@ def test_xla_beam_search_gives_the_same_summaries(model, vocab):
 
 
 def test_single_pass_writes_the_original_folder_and_scores_it(model, vocab, corpus, tmp_path):
-    summarizer = decode_lib.Summarizer(model, vocab, beam_size=2, max_dec_steps=6,
-                                       min_dec_steps=1, record_attention=False)
+    summarizer = decode_lib.Summarizer(
+        model, vocab, beam_size=2, max_dec_steps=6, min_dec_steps=1, record_attention=False
+    )
     batcher = batcher_lib.Batcher(str(corpus / "test_*"), vocab, 3, 20, 8, single_pass=True)
-    decode_dir = tmp_path / decode_lib.decode_dir_name(str(corpus / "test_*"), 20, 2, 1, 6,
-                                                       "/x/model.ckpt-42")
+    decode_dir = tmp_path / decode_lib.decode_dir_name(
+        str(corpus / "test_*"), 20, 2, 1, 6, "/x/model.ckpt-42"
+    )
     assert decode_dir.name == "decode_test_20maxenc_2beam_1mindec_6maxdec_ckpt-42"
     scores = decode_lib.decode_single_pass(summarizer, batcher, str(decode_dir))
     assert scores["rouge_tool"] == "ROUGE-1.5.5"
@@ -174,9 +199,11 @@ def test_single_pass_writes_the_original_folder_and_scores_it(model, vocab, corp
     assert 0.0 <= scores["novel_word_rate"] <= 1.0
     assert json.loads((decode_dir / "metrics.json").read_text())["num_summaries"] == 7
     assert sorted(os.listdir(decode_dir / "reference")) == [
-        "%06d_reference.txt" % i for i in range(7)]
-    assert (decode_dir / "reference" / "000003_reference.txt").read_text() == \
-        "the cat .\nzebra3 ran .\n"
+        "%06d_reference.txt" % i for i in range(7)
+    ]
+    assert (
+        decode_dir / "reference" / "000003_reference.txt"
+    ).read_text() == "the cat .\nzebra3 ran .\n"
     assert len(os.listdir(decode_dir / "decoded")) == 7
     report = (decode_dir / "ROUGE_results.txt").read_text()
     assert "rouge_1_f_score: %.4f with confidence interval" % scores["rouge_1_f_score"] in report
@@ -184,15 +211,20 @@ def test_single_pass_writes_the_original_folder_and_scores_it(model, vocab, corp
         decode_lib.decode_single_pass(summarizer, batcher, str(decode_dir))
     # killed after 4 of 7 articles (batches of 3): the rerun decodes batches 2 and 3 only
     written = {p: p.read_text() for p in decode_dir.glob("*/*.txt")}
-    for name in ("metrics.json", "ROUGE_results.txt", "decoded/000004_decoded.txt",
-                 "decoded/000005_decoded.txt", "reference/000005_reference.txt",
-                 "reference/000006_reference.txt", "decoded/000006_decoded.txt"):
+    for name in (
+        "metrics.json",
+        "ROUGE_results.txt",
+        "decoded/000004_decoded.txt",
+        "decoded/000005_decoded.txt",
+        "reference/000005_reference.txt",
+        "reference/000006_reference.txt",
+        "decoded/000006_decoded.txt",
+    ):
         (decode_dir / name).unlink()
     calls = []
     real = summarizer.decode
     summarizer.decode = lambda batch: calls.append(1) or real(batch)
-    resumed = decode_lib.decode_single_pass(summarizer, batcher, str(decode_dir),
-                                            with_meteor=False)
+    resumed = decode_lib.decode_single_pass(summarizer, batcher, str(decode_dir), with_meteor=False)
     assert len(calls) == 2
     assert {p: p.read_text() for p in decode_dir.glob("*/*.txt")} == written
     assert resumed["rouge_1_f_score"] == scores["rouge_1_f_score"]
@@ -206,8 +238,9 @@ def test_split_sentences_after_every_period():
 
 def test_lead_baseline_is_scored_the_same_way(vocab, corpus, tmp_path):
     batcher = batcher_lib.Batcher(str(corpus / "test_*"), vocab, 3, 20, 8, single_pass=True)
-    metrics = decode_lib.lead_baseline(batcher, str(tmp_path / "lead"), 1,
-                                       lambda w: vocab.word2id(w) != 0, with_meteor=False)
+    metrics = decode_lib.lead_baseline(
+        batcher, str(tmp_path / "lead"), 1, lambda w: vocab.word2id(w) != 0, with_meteor=False
+    )
     first = (tmp_path / "lead" / "decoded" / "000000_decoded.txt").read_text().split("\n")[0]
     assert first.endswith(".") or "." not in first
     assert metrics["novel_word_rate"] == 0.0  # lead sentences copy the article
@@ -215,8 +248,7 @@ def test_lead_baseline_is_scored_the_same_way(vocab, corpus, tmp_path):
 
 
 def test_examples_mode_writes_attention_visualisation(model, vocab, tmp_path):
-    summarizer = decode_lib.Summarizer(model, vocab, beam_size=2, max_dec_steps=5,
-                                       min_dec_steps=0)
+    summarizer = decode_lib.Summarizer(model, vocab, beam_size=2, max_dec_steps=5, min_dec_steps=0)
     batch = _batch(vocab, "test_*", 2)
     results = decode_lib.decode_examples(summarizer, batch, str(tmp_path))
     data = json.loads((tmp_path / "attn_vis_data.json").read_text())

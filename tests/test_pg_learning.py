@@ -7,6 +7,7 @@ the same seed (about 35 s on 2 CPU cores each). ACVI's validation NLL on 200 hel
 pairs must fall by more than one nat and end within one seed-standard-deviation of soft
 attention's (``SA_SEED_STD``).
 """
+
 import os
 
 import numpy as np
@@ -22,16 +23,33 @@ from pointer_generator import vocab as vocab_lib
 
 pytestmark = pytest.mark.slow  # scheduled first (conftest.py)
 
-SAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                      "data_prep", "samples", "debian_descriptions")
-FIELDS = ("enc_batch", "enc_padding_mask", "enc_batch_extend_vocab", "dec_batch",
-          "target_batch", "dec_padding_mask")
+SAMPLE = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+    "data_prep",
+    "samples",
+    "debian_descriptions",
+)
+FIELDS = (
+    "enc_batch",
+    "enc_padding_mask",
+    "enc_batch_extend_vocab",
+    "dec_batch",
+    "target_batch",
+    "dec_padding_mask",
+)
 STEPS = 200
 
 
 def _batches(pattern, vocab, batch_size, single_pass, seed=1):
-    batcher = batcher_lib.Batcher(os.path.join(SAMPLE, "chunked", pattern), vocab,
-                                  batch_size, 60, 12, single_pass=single_pass, seed=seed)
+    batcher = batcher_lib.Batcher(
+        os.path.join(SAMPLE, "chunked", pattern),
+        vocab,
+        batch_size,
+        60,
+        12,
+        single_pass=single_pass,
+        seed=seed,
+    )
     for batch in batcher.batches():
         yield {k: batch[k] for k in FIELDS}
 
@@ -45,8 +63,9 @@ def _train(context, seed=1):
     """``(validation NLL before, after)`` of STEPS steps with this context layer."""
     keras.utils.set_random_seed(seed)
     vocab = vocab_lib.Vocab(os.path.join(SAMPLE, "vocab"), 5000)
-    model = model_lib.PointerGenerator(vocab.size(), hidden_dim=64, emb_dim=32,
-                                       context_layer=context)
+    model = model_lib.PointerGenerator(
+        vocab.size(), hidden_dim=64, emb_dim=32, context_layer=context
+    )
     kl_weight = getattr(context, "kl_weight", 0.0)
     optimizer = keras.optimizers.Adam(3e-3)
     validation = list(_batches("val_*", vocab, 50, single_pass=True))[:4]
@@ -54,8 +73,9 @@ def _train(context, seed=1):
     @tf.function(reduce_retracing=True, autograph=False)
     def train_step(batch):
         with tf.GradientTape() as tape:
-            losses = losses_lib.compute_losses(model(batch, training=True), batch,
-                                               kl_weight=kl_weight)
+            losses = losses_lib.compute_losses(
+                model(batch, training=True), batch, kl_weight=kl_weight
+            )
         variables = model.trainable_variables
         grads, _ = tf.clip_by_global_norm(tape.gradient(losses["total_loss"], variables), 2.0)
         optimizer.apply_gradients([(g, v) for g, v in zip(grads, variables) if g is not None])

@@ -1,4 +1,5 @@
 """The character-level Pig Latin task builder and its shipped sample."""
+
 import os
 import re
 import string
@@ -14,22 +15,37 @@ VOCAB = ["<unk>", "<s>", "</s>"] + list(string.ascii_lowercase) + ["-"]
 
 # Every pair is taken from the assignment's data file, pig_latin_data.txt.
 ASSIGNMENT_PAIRS = [
-    ("team", "eamtay"), ("impress", "impressway"), ("shopping", "oppingshay"),
-    ("i", "iway"), ("went", "entway"), ("the", "ethay"), ("family", "amilyfay"),
+    ("team", "eamtay"),
+    ("impress", "impressway"),
+    ("shopping", "oppingshay"),
+    ("i", "iway"),
+    ("went", "entway"),
+    ("the", "ethay"),
+    ("family", "amilyfay"),
     ("of", "ofway"),
     # the whole leading consonant cluster moves
-    ("strong", "ongstray"), ("christmas", "istmaschray"), ("what", "atwhay"),
-    ("threatening", "eateningthray"), ("scruples", "uplesscray"),
+    ("strong", "ongstray"),
+    ("christmas", "istmaschray"),
+    ("what", "atwhay"),
+    ("threatening", "eateningthray"),
+    ("scruples", "uplesscray"),
     # "qu" moves as a block, also after another consonant
-    ("quit", "itquay"), ("question", "estionquay"), ("square", "aresquay"),
+    ("quit", "itquay"),
+    ("question", "estionquay"),
+    ("square", "aresquay"),
     # "y" ends the cluster, even as the first letter, and never takes "way"
-    ("fly", "yflay"), ("hysterical", "ystericalhay"), ("yet", "yetay"),
+    ("fly", "yflay"),
+    ("hysterical", "ystericalhay"),
+    ("yet", "yetay"),
     ("younger", "youngeray"),
     # no vowel: the whole word moves
-    ("mrs", "mrsay"), ("w", "way"),
+    ("mrs", "mrsay"),
+    ("w", "way"),
     # hyphenated words: part by part
-    ("good-humoured", "oodgay-umouredhay"), ("self-evident", "elfsay-evidentway"),
-    ("by-and-by", "ybay-andway-ybay"), ("bond-street", "ondbay-eetstray"),
+    ("good-humoured", "oodgay-umouredhay"),
+    ("self-evident", "elfsay-evidentway"),
+    ("by-and-by", "ybay-andway-ybay"),
+    ("bond-street", "ondbay-eetstray"),
 ]
 
 
@@ -53,11 +69,12 @@ def test_build_writes_character_lines_and_the_fixed_vocab(tmp_path):
     words_file = tmp_path / "vocab"
     words_file.write_text(
         "the 50\n. 40\nshop 9\nquit 8\nC++ 7\nx86 6\nwell-known 5\nshop 4\n"
-        "yet 3\nabcdefghijklmnopqrstu 2\n\n", encoding="utf-8")
+        "yet 3\nabcdefghijklmnopqrstu 2\n\n",
+        encoding="utf-8",
+    )
     out = str(tmp_path / "out")
     stats = pl.build(str(words_file), out, max_word_chars=20)
-    assert (stats.lines_read, stats.not_words, stats.too_long, stats.duplicates) == (
-        11, 4, 1, 1)
+    assert (stats.lines_read, stats.not_words, stats.too_long, stats.duplicates) == (11, 4, 1, 1)
     words = set()
     for split in dt.SPLITS:
         sources, targets = _lines(out, split + ".src"), _lines(out, split + ".tgt")
@@ -99,6 +116,7 @@ def test_unreadable_words_file_is_reported(tmp_path):
 
 # The shipped sample.
 
+
 def test_sample_counts_match_its_readme():
     with open(os.path.join(SAMPLE, "README.md"), encoding="utf-8") as f:
         table = dict(re.findall(r"^\| (train|dev|test) +\| (\d+) ", f.read(), re.MULTILINE))
@@ -112,8 +130,7 @@ def test_sample_lines_are_characters_of_pig_latin_pairs():
     assert _lines(SAMPLE, "vocab.src") == _lines(SAMPLE, "vocab.tgt") == VOCAB
     used = set()
     for split in dt.SPLITS:
-        for source, target in zip(_lines(SAMPLE, split + ".src"),
-                                  _lines(SAMPLE, split + ".tgt")):
+        for source, target in zip(_lines(SAMPLE, split + ".src"), _lines(SAMPLE, split + ".tgt")):
             assert source and target
             assert target == " ".join(pl.pig_latin(source.replace(" ", "")))
             used.update(source.split(), target.split())

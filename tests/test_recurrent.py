@@ -1,4 +1,5 @@
 """``ProjectedLSTM`` computes what Keras's ``LSTM`` layer computes, with its gradients."""
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -11,10 +12,11 @@ UNITS = 5
 
 def _pair(x, mask, **kwargs):
     """Keras's bidirectional LSTM and ours, built, with the same random weights."""
-    keras_lstm = keras.layers.LSTM(UNITS, return_sequences=True, return_state=True,
-                                   **kwargs)
-    layers = (keras.layers.Bidirectional(keras_lstm),
-              keras.layers.Bidirectional(recurrent.sequence_lstm(UNITS, **kwargs)))
+    keras_lstm = keras.layers.LSTM(UNITS, return_sequences=True, return_state=True, **kwargs)
+    layers = (
+        keras.layers.Bidirectional(keras_lstm),
+        keras.layers.Bidirectional(recurrent.sequence_lstm(UNITS, **kwargs)),
+    )
     for layer in layers:
         layer(x, mask=mask)
     rng = np.random.default_rng(5)
@@ -29,8 +31,9 @@ def _loss_and_gradients(layer, x, mask):
         tape.watch(x)
         outputs = layer(x, mask=mask)
         # every output enters with its own weights, so no gradient hides in a sum
-        loss = sum(tf.reduce_sum(tf.sin(3.0 * out) * tf.cos(out + i))
-                   for i, out in enumerate(outputs))
+        loss = sum(
+            tf.reduce_sum(tf.sin(3.0 * out) * tf.cos(out + i)) for i, out in enumerate(outputs)
+        )
     return outputs, tape.gradient(loss, [x] + layer.trainable_weights)
 
 
@@ -42,22 +45,26 @@ def test_matches_the_keras_lstm_with_gradients(mode, masking):
     if masking == "padded":
         mask = tf.sequence_mask([7, 4, 1], 7)
     else:  # masked steps inside the sequence carry the state over them
-        mask = tf.constant([[1, 0, 1, 1, 0, 0, 1], [0, 0, 1, 1, 1, 0, 0],
-                            [1, 1, 1, 1, 1, 1, 1]]) > 0
+        mask = (
+            tf.constant([[1, 0, 1, 1, 0, 0, 1], [0, 0, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 1, 1]]) > 0
+        )
     keras_layer, ours = _pair(x, mask, unit_forget_bias=True)
     expected, expected_grads = _loss_and_gradients(keras_layer, x, mask)
     if mode == "eager":
         outputs, grads = _loss_and_gradients(ours, x, mask)
     else:  # traced without static sizes, as the hosts' training steps are
         signature = [tf.TensorSpec([None, None, None]), tf.TensorSpec([None, None], tf.bool)]
-        outputs, grads = tf.function(lambda x, mask: _loss_and_gradients(ours, x, mask),
-                                     input_signature=signature,
-                                     jit_compile=mode == "xla")(x, mask)
+        outputs, grads = tf.function(
+            lambda x, mask: _loss_and_gradients(ours, x, mask),
+            input_signature=signature,
+            jit_compile=mode == "xla",
+        )(x, mask)
     for got, want in zip(outputs, expected):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(outputs[0].numpy()[~mask.numpy()], 0.0)
-    for got, want, name in zip(grads, expected_grads,
-                               ["x"] + [w.name for w in ours.trainable_weights]):
+    for got, want, name in zip(
+        grads, expected_grads, ["x"] + [w.name for w in ours.trainable_weights]
+    ):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5, err_msg=name)
 
 
@@ -68,8 +75,12 @@ def test_initial_state_and_its_gradient():
     x = tf.constant(rng.normal(size=(2, 5, 3)), tf.float32)
     state = [tf.constant(rng.normal(size=(2, UNITS)), tf.float32) for _ in range(2)]
     mask = tf.sequence_mask([5, 3], 5)
-    reference = keras.layers.RNN(keras.layers.LSTMCell(UNITS), return_sequences=True,
-                                 return_state=True, zero_output_for_mask=True)
+    reference = keras.layers.RNN(
+        keras.layers.LSTMCell(UNITS),
+        return_sequences=True,
+        return_state=True,
+        zero_output_for_mask=True,
+    )
     ours = recurrent.sequence_lstm(UNITS)
     results = []
     for layer in (reference, ours):
@@ -87,8 +98,9 @@ def test_initial_state_and_its_gradient():
 
 def test_checkpoints_move_between_keras_lstm_and_projected_lstm(tmp_path):
     x = tf.ones([2, 3, 4])
-    keras_layer = keras.layers.Bidirectional(keras.layers.LSTM(
-        UNITS, return_sequences=True, return_state=True))
+    keras_layer = keras.layers.Bidirectional(
+        keras.layers.LSTM(UNITS, return_sequences=True, return_state=True)
+    )
     keras_layer(x)
     path = tf.train.Checkpoint(encoder=keras_layer).save(str(tmp_path / "ckpt"))
     ours = keras.layers.Bidirectional(recurrent.sequence_lstm(UNITS))
@@ -106,7 +118,7 @@ def test_input_dropout_is_drawn_at_every_step():
     layer(x)
     kernel = np.random.default_rng(0).normal(size=(8, 4 * UNITS))
     bias = np.zeros(4 * UNITS)
-    bias[UNITS:2 * UNITS] = -30.0
+    bias[UNITS : 2 * UNITS] = -30.0
     layer.set_weights([kernel, np.zeros((UNITS, 4 * UNITS)), bias])
     keras.utils.set_random_seed(2)
     h = layer(x, training=True).numpy()
@@ -119,8 +131,9 @@ def test_input_dropout_is_drawn_at_every_step():
 def test_keras_lstm_where_a_gpu_is_visible(monkeypatch):
     assert isinstance(recurrent.sequence_lstm(UNITS), recurrent.ProjectedLSTM)
     gpu = [tf.config.PhysicalDevice("/physical_device:GPU:0", "GPU")]
-    monkeypatch.setattr(tf.config, "list_physical_devices",
-                        lambda kind=None: gpu if kind == "GPU" else [])
+    monkeypatch.setattr(
+        tf.config, "list_physical_devices", lambda kind=None: gpu if kind == "GPU" else []
+    )
     assert type(recurrent.sequence_lstm(UNITS)) is keras.layers.LSTM  # cuDNN
     assert isinstance(recurrent.sequence_lstm(UNITS, xla=True), recurrent.ProjectedLSTM)
 

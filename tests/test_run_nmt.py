@@ -1,6 +1,7 @@
 """The NMT entry point end to end on a slice of the shipped En-De sample, run as the user
 runs it (a separate process: its flags share names with the summarizer's): train with
 evaluation and best_bleu, then translate a file with BLEU and attention images."""
+
 import json
 import os
 import subprocess
@@ -9,8 +10,7 @@ import sys
 import pytest
 import tensorflow as tf
 
-from nmt import hparams
-from nmt import schedule
+from nmt import hparams, schedule
 
 pytestmark = pytest.mark.slow  # scheduled first (conftest.py)
 
@@ -33,15 +33,34 @@ def corpus(tmp_path_factory):
 
 
 def _run(corpus, out_dir, *extra):
-    args = ["--src=en", "--tgt=de", "--vocab_prefix=%s" % (corpus / "vocab"),
-            "--train_prefix=%s" % (corpus / "train"), "--dev_prefix=%s" % (corpus / "dev"),
-            "--out_dir=%s" % out_dir, "--num_units=16", "--encoder_type=bi",
-            "--batch_size=16", "--num_train_steps=10", "--steps_per_stats=5",
-            "--steps_per_external_eval=10", "--optimizer=adam", "--learning_rate=0.01",
-            "--infer_batch_size=8", "--context=acvi", "--acvi_kl=bound",
-            "--kl_weight=0.01", "--seed=3"] + list(extra)
-    result = subprocess.run([sys.executable, "-m", "nmt.run_nmt"] + args, cwd=ROOT,
-                            capture_output=True, text=True, check=False)
+    args = [
+        "--src=en",
+        "--tgt=de",
+        "--vocab_prefix=%s" % (corpus / "vocab"),
+        "--train_prefix=%s" % (corpus / "train"),
+        "--dev_prefix=%s" % (corpus / "dev"),
+        "--out_dir=%s" % out_dir,
+        "--num_units=16",
+        "--encoder_type=bi",
+        "--batch_size=16",
+        "--num_train_steps=10",
+        "--steps_per_stats=5",
+        "--steps_per_external_eval=10",
+        "--optimizer=adam",
+        "--learning_rate=0.01",
+        "--infer_batch_size=8",
+        "--context=acvi",
+        "--acvi_kl=bound",
+        "--kl_weight=0.01",
+        "--seed=3",
+    ] + list(extra)
+    result = subprocess.run(
+        [sys.executable, "-m", "nmt.run_nmt"] + args,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout
 
@@ -54,10 +73,16 @@ def test_train_evaluate_and_translate(corpus, tmp_path):
     assert tf.train.latest_checkpoint(str(out / "best_bleu")) is not None
     assert len((out / "output_dev").read_text().splitlines()) == 10
     assert any(f.startswith("events") for f in os.listdir(out / "train_log"))
-    stdout = _run(corpus, out, "--inference_input_file=%s" % (corpus / "dev.en"),
-                  "--inference_ref_file=%s" % (corpus / "dev.de"),
-                  "--inference_output_file=%s" % (tmp_path / "dev.hyp"),
-                  "--infer_mode=beam_search", "--beam_width=3", "--attention_images=2")
+    stdout = _run(
+        corpus,
+        out,
+        "--inference_input_file=%s" % (corpus / "dev.en"),
+        "--inference_ref_file=%s" % (corpus / "dev.de"),
+        "--inference_output_file=%s" % (tmp_path / "dev.hyp"),
+        "--infer_mode=beam_search",
+        "--beam_width=3",
+        "--attention_images=2",
+    )
     assert stdout.startswith("BLEU ")
     assert len((tmp_path / "dev.hyp").read_text().splitlines()) == 10
     assert sorted(os.listdir(out / "attention")) == ["000000.png", "000001.png"]
@@ -65,9 +90,15 @@ def test_train_evaluate_and_translate(corpus, tmp_path):
 
 def test_transformer_model_type_trains_and_translates(corpus, tmp_path):
     out = tmp_path / "transformer"
-    assert "best dev BLEU" in _run(corpus, out, "--model_type=transformer", "--num_layers=1",
-                                   "--num_heads=2", "--num_train_steps=5",
-                                   "--steps_per_external_eval=5")
+    assert "best dev BLEU" in _run(
+        corpus,
+        out,
+        "--model_type=transformer",
+        "--num_layers=1",
+        "--num_heads=2",
+        "--num_train_steps=5",
+        "--steps_per_external_eval=5",
+    )
     assert tf.train.latest_checkpoint(str(out / "best_bleu")) is not None
     assert len((out / "output_dev").read_text().splitlines()) == 10
 
@@ -75,8 +106,13 @@ def test_transformer_model_type_trains_and_translates(corpus, tmp_path):
 def test_preset_fills_the_flags_not_given():
     values = hparams.preset_values("acvi_paper", {"num_units"})
     assert "num_units" not in values
-    assert (values["encoder_type"], values["num_encoder_layers"], values["decay_scheme"],
-            values["beam_width"], values["optimizer"]) == ("bi", 2, "luong234", 10, "sgd")
+    assert (
+        values["encoder_type"],
+        values["num_encoder_layers"],
+        values["decay_scheme"],
+        values["beam_width"],
+        values["optimizer"],
+    ) == ("bi", 2, "luong234", 10, "sgd")
     assert hparams.preset_values("", set()) == {}
 
 
@@ -84,5 +120,11 @@ def test_luong234_is_tensorflow_nmt_staircase():
     lr = schedule.decay_schedule(1.0, "luong234", 12000)
     # exponential_decay(lr, step - 8000, 1000, 0.5, staircase=True) from step 8000
     assert [float(lr(s)) for s in (7999, 8000, 8999, 9000, 10000, 11999)] == [
-        1.0, 1.0, 1.0, 0.5, 0.25, 0.125]
+        1.0,
+        1.0,
+        1.0,
+        0.5,
+        0.25,
+        0.125,
+    ]
     assert schedule.decay_schedule(0.5, "", 100) == 0.5

@@ -1,20 +1,20 @@
 """The training entry point end to end on a tiny corpus: NaN stop and skip, eval job,
 convert_to_coverage_model, restore_best_model and the Transformer model type (the
 curriculum, its resumes and the coverage switch: test_kill_resume.py)."""
+
 import collections
 import random
 import shutil
 
-from absl import flags
-from absl.testing import flagsaver
 import numpy as np
 import pytest
 import tensorflow as tf
+from absl import flags
+from absl.testing import flagsaver
 
 from acvi_tf import training as training_lib
-from pointer_generator import bin_files
+from pointer_generator import bin_files, run_summarization
 from pointer_generator import losses as losses_lib
-from pointer_generator import run_summarization
 
 FLAGS = flags.FLAGS
 
@@ -30,8 +30,9 @@ def corpus(tmp_path_factory):
         pairs.append((" ".join(article), "<s> name%d %s </s>" % (i, " ".join(article[:3]))))
     bin_files.write_chunked(str(root), "train", pairs[:100], 50)
     bin_files.write_chunked(str(root), "val", pairs[100:], 50)
-    counts = collections.Counter(w for a, s in pairs[:100] for w in (a + " " + s).split()
-                                 if w not in ("<s>", "</s>"))
+    counts = collections.Counter(
+        w for a, s in pairs[:100] for w in (a + " " + s).split() if w not in ("<s>", "</s>")
+    )
     (root / "vocab").write_text("".join("%s %d\n" % kv for kv in counts.most_common()))
     return root
 
@@ -39,10 +40,20 @@ def corpus(tmp_path_factory):
 def _run(corpus, log_root, **overrides):
     if not FLAGS.is_parsed():
         FLAGS.mark_as_parsed()
-    settings = dict(data_path=str(corpus / "train_*"), vocab_path=str(corpus / "vocab"),
-                    log_root=str(log_root), exp_name="exp", hidden_dim=8, emb_dim=6,
-                    batch_size=4, vocab_size=40, optimizer="adam", checkpoint_secs=3600,
-                    context="acvi", seed=5)
+    settings = dict(
+        data_path=str(corpus / "train_*"),
+        vocab_path=str(corpus / "vocab"),
+        log_root=str(log_root),
+        exp_name="exp",
+        hidden_dim=8,
+        emb_dim=6,
+        batch_size=4,
+        vocab_size=40,
+        optimizer="adam",
+        checkpoint_secs=3600,
+        context="acvi",
+        seed=5,
+    )
     settings.update(overrides)
     with flagsaver.flagsaver(**settings):
         run_summarization.main(["run_summarization"])
@@ -55,10 +66,24 @@ def _ckpt_value(path, key):
 def test_eval_job_and_restore_best_model(corpus, tmp_path):
     _run(corpus, tmp_path, max_steps=4, context="sa")
     with pytest.raises(training_lib.CheckpointMismatchError, match="--vocab_size=30 gives 30"):
-        _run(corpus, tmp_path, max_steps=4, context="sa", vocab_size=30, mode="decode",
-             data_path=str(corpus / "val_*"))
-    _run(corpus, tmp_path, max_steps=4, context="sa", mode="eval",
-         data_path=str(corpus / "val_*"), eval_max_batches=2)
+        _run(
+            corpus,
+            tmp_path,
+            max_steps=4,
+            context="sa",
+            vocab_size=30,
+            mode="decode",
+            data_path=str(corpus / "val_*"),
+        )
+    _run(
+        corpus,
+        tmp_path,
+        max_steps=4,
+        context="sa",
+        mode="eval",
+        data_path=str(corpus / "val_*"),
+        eval_max_batches=2,
+    )
     eval_dir = tmp_path / "exp" / "eval"
     best = tf.train.latest_checkpoint(str(eval_dir))
     assert best.endswith("bestmodel-4")
@@ -91,6 +116,7 @@ def test_convert_to_coverage_model_then_resume(corpus, three_sa_steps, tmp_path)
 
 def test_bad_flags_give_clear_errors(corpus, tmp_path):
     from absl import app
+
     with pytest.raises(app.UsageError, match="must start at 0"):
         _run(corpus, tmp_path, phases="1-5:5:5")
     with pytest.raises(app.UsageError, match="run --mode=train first"):
@@ -104,18 +130,33 @@ def test_bad_flags_give_clear_errors(corpus, tmp_path):
 
 
 def test_transformer_model_type_trains_evaluates_and_decodes(corpus, tmp_path):
-    settings = dict(model_type="transformer", transformer_units=8, transformer_layers=1,
-                    transformer_heads=2, transformer_dropout=0.0, pointer_gen=False)
+    settings = dict(
+        model_type="transformer",
+        transformer_units=8,
+        transformer_layers=1,
+        transformer_heads=2,
+        transformer_dropout=0.0,
+        pointer_gen=False,
+    )
     _run(corpus, tmp_path, max_steps=3, **settings)
     train_dir = tmp_path / "exp" / "train"
     assert tf.train.latest_checkpoint(str(train_dir)).endswith("model.ckpt-3")
-    keys = tf.train.load_checkpoint(str(train_dir / "model.ckpt-3"))\
-        .get_variable_to_shape_map()
+    keys = tf.train.load_checkpoint(str(train_dir / "model.ckpt-3")).get_variable_to_shape_map()
     assert any("transformer" in k for k in keys)
     assert not any("variance" in k or "p_gen" in k for k in keys)
-    _run(corpus, tmp_path, mode="decode", single_pass=True, data_path=str(corpus / "val_*"),
-         beam_size=2, max_dec_steps=6, min_dec_steps=1, max_enc_steps=30,
-         decode_batch_size=10, **settings)
+    _run(
+        corpus,
+        tmp_path,
+        mode="decode",
+        single_pass=True,
+        data_path=str(corpus / "val_*"),
+        beam_size=2,
+        max_dec_steps=6,
+        min_dec_steps=1,
+        max_enc_steps=30,
+        decode_batch_size=10,
+        **settings,
+    )
     decoded = list((tmp_path / "exp").glob("decode_val_*/decoded/*_decoded.txt"))
     assert len(decoded) == 20
     assert all(0 < len(p.read_text().split()) <= 6 for p in decoded)
@@ -139,8 +180,11 @@ def test_non_finite_losses_are_skipped_or_stop_training(corpus, tmp_path, monkey
     assert good.endswith("model.ckpt-4") and int(calls.numpy()) == 5  # one skipped
     reader = tf.train.load_checkpoint(good)
     assert reader.get_tensor("optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE") == 4
-    assert all(np.all(np.isfinite(reader.get_tensor(k)))
-               for k, dtype in reader.get_variable_to_dtype_map().items() if dtype.is_floating)
+    assert all(
+        np.all(np.isfinite(reader.get_tensor(k)))
+        for k, dtype in reader.get_variable_to_dtype_map().items()
+        if dtype.is_floating
+    )
     always.assign(True)
     with pytest.raises(training_lib.NonFiniteLossError, match="step 4.*model.ckpt-4"):
         _run(corpus, tmp_path, max_steps=6, context="sa")  # --nan_policy=stop
@@ -153,11 +197,18 @@ def test_jit_compiled_training_matches_the_uncompiled_one(corpus, three_sa_steps
     # longer than every article, so nothing is truncated differently): after three steps
     # the weights are those of the plain run, whose batches are padded to their longest.
     _run(corpus, tmp_path, max_steps=3, context="sa", max_enc_steps=30, jit_compile=True)
-    plain, compiled = (tf.train.latest_checkpoint(str(root / "exp" / "train"))
-                       for root in (three_sa_steps, tmp_path))
+    plain, compiled = (
+        tf.train.latest_checkpoint(str(root / "exp" / "train"))
+        for root in (three_sa_steps, tmp_path)
+    )
     assert plain.endswith("-3") and compiled.endswith("-3")
     names = [name for name, _ in tf.train.list_variables(plain) if name.startswith("model/")]
     assert len(names) > 10
     for name in names:
-        np.testing.assert_allclose(_ckpt_value(compiled, name), _ckpt_value(plain, name),
-                                   rtol=1e-3, atol=2e-5, err_msg=name)
+        np.testing.assert_allclose(
+            _ckpt_value(compiled, name),
+            _ckpt_value(plain, name),
+            rtol=1e-3,
+            atol=2e-5,
+            err_msg=name,
+        )

@@ -1,18 +1,18 @@
 """Importing See et al.'s TF1 checkpoints: the imported model computes the original's
 functions, written here in NumPy from the original's conventions on the raw arrays."""
+
 import os
 
-from absl import flags
-from absl.testing import flagsaver
 import numpy as np
 import pytest
 import tensorflow as tf
+from absl import flags
+from absl.testing import flagsaver
 
 from acvi_tf import context as context_lib
 from acvi_tf.compat import keras
 from pointer_generator import model as model_lib
-from pointer_generator import run_summarization
-from pointer_generator import see_checkpoint
+from pointer_generator import run_summarization, see_checkpoint
 from pointer_generator import vocab as vocab_lib
 
 FLAGS = flags.FLAGS
@@ -34,9 +34,12 @@ def _original_shapes(tf_version, coverage):
     for part in ("c", "h"):
         shapes["seq2seq/reduce_final_st/w_reduce_" + part] = (2 * H, H)
         shapes["seq2seq/reduce_final_st/bias_reduce_" + part] = (H,)
-    for scope, rows, cols in (("", E + 2 * H, E), ("Attention/", 2 * H, 2 * H),
-                              ("calculate_pgen/", 4 * H + E, 1),
-                              ("AttnOutputProjection/", 3 * H, H)):
+    for scope, rows, cols in (
+        ("", E + 2 * H, E),
+        ("Attention/", 2 * H, 2 * H),
+        ("calculate_pgen/", 4 * H + E, 1),
+        ("AttnOutputProjection/", 3 * H, H),
+    ):
         shapes[DEC + scope + "Linear/Matrix"] = (rows, cols)
         shapes[DEC + scope + "Linear/Bias"] = (cols,)
     shapes[DEC + "W_h"] = (1, 1, 2 * H, 2 * H)
@@ -50,8 +53,10 @@ def _original_shapes(tf_version, coverage):
 
 def _original_arrays(tf_version, coverage, seed=0):
     rng = np.random.default_rng(seed)
-    return {name: rng.normal(scale=0.7, size=shape).astype(np.float32)
-            for name, shape in _original_shapes(tf_version, coverage).items()}
+    return {
+        name: rng.normal(scale=0.7, size=shape).astype(np.float32)
+        for name, shape in _original_shapes(tf_version, coverage).items()
+    }
 
 
 def _write_tf1_checkpoint(path, arrays, step=STEP):
@@ -59,8 +64,7 @@ def _write_tf1_checkpoint(path, arrays, step=STEP):
     with tf.Graph().as_default():
         for name, value in arrays.items():
             tf.compat.v1.get_variable(name, initializer=value)
-            tf.compat.v1.get_variable(name + "/Adagrad",
-                                      initializer=np.full_like(value, 0.1))
+            tf.compat.v1.get_variable(name + "/Adagrad", initializer=np.full_like(value, 0.1))
         tf.compat.v1.get_variable("global_step", initializer=np.int64(step))
         saver = tf.compat.v1.train.Saver()
         with tf.compat.v1.Session() as sess:
@@ -69,6 +73,7 @@ def _write_tf1_checkpoint(path, arrays, step=STEP):
 
 
 # ---- the original model in NumPy ----------------------------------------------------
+
 
 def _sigmoid(x):
     return 1.0 / (1.0 + np.exp(-x))
@@ -93,25 +98,34 @@ def _original_encoder(w, tf_version, enc_batch, lens):
     finals = {"c": [], "h": []}
     for b in range(B):
         states = []
-        for direction, offset, steps in (("fw", 0, range(lens[b])),
-                                         ("bw", H, reversed(range(lens[b])))):
+        for direction, offset, steps in (
+            ("fw", 0, range(lens[b])),
+            ("bw", H, reversed(range(lens[b]))),
+        ):
             h = c = np.zeros(H, np.float32)
             for t in steps:
-                h, c = _tf1_lstm(emb[b, t], h, c,
-                                 *_lstm_weights(w, ENC + direction + "/", tf_version))
-                outputs[b, t, offset:offset + H] = h
+                h, c = _tf1_lstm(
+                    emb[b, t], h, c, *_lstm_weights(w, ENC + direction + "/", tf_version)
+                )
+                outputs[b, t, offset : offset + H] = h
             states.append((c, h))
         finals["c"].append(np.concatenate([states[0][0], states[1][0]]))
         finals["h"].append(np.concatenate([states[0][1], states[1][1]]))
-    reduced = {part: np.maximum(
-        np.stack(finals[part]) @ w["seq2seq/reduce_final_st/w_reduce_" + part]
-        + w["seq2seq/reduce_final_st/bias_reduce_" + part], 0.0) for part in ("c", "h")}
+    reduced = {
+        part: np.maximum(
+            np.stack(finals[part]) @ w["seq2seq/reduce_final_st/w_reduce_" + part]
+            + w["seq2seq/reduce_final_st/bias_reduce_" + part],
+            0.0,
+        )
+        for part in ("c", "h")
+    }
     return outputs, reduced["h"], reduced["c"]
 
 
 def _linear(w, scope, *args):
-    return np.concatenate(args, -1) @ w[DEC + scope + "Linear/Matrix"] + w[
-        DEC + scope + "Linear/Bias"]
+    return (
+        np.concatenate(args, -1) @ w[DEC + scope + "Linear/Matrix"] + w[DEC + scope + "Linear/Bias"]
+    )
 
 
 def _original_step(w, tf_version, y, prev_context, h, c, memory, mask, coverage):
@@ -133,6 +147,7 @@ def _original_step(w, tf_version, y, prev_context, h, c, memory, mask, coverage)
 
 
 # ---- tests --------------------------------------------------------------------------
+
 
 def _close(ours, ref):
     np.testing.assert_allclose(np.asarray(ours), ref, rtol=2e-5, atol=2e-6)
@@ -172,12 +187,28 @@ def test_imported_model_computes_the_original(tmp_path, tf_version, coverage, ca
     for token in rng.integers(2, V, size=(3, B)):
         y = model.embedding(token)
         context, (h, c), attn, cov, x = model.decoder_step(
-            y, context, [h, c], cov, mask, keys, prepared)
+            y, context, [h, c], cov, mask, keys, prepared
+        )
         p_gen_logit, vocab_logits = model.project(context, c, h, x)
-        ref = _original_step(w, tf_version, w["seq2seq/embedding/embedding"][token],
-                             context_ref, h_ref, c_ref, memory_ref, mask, cov_ref)
-        for ours, name in ((x, "x"), (h, "h"), (c, "c"), (attn, "attn"),
-                           (context, "context"), (vocab_logits, "vocab_logits")):
+        ref = _original_step(
+            w,
+            tf_version,
+            w["seq2seq/embedding/embedding"][token],
+            context_ref,
+            h_ref,
+            c_ref,
+            memory_ref,
+            mask,
+            cov_ref,
+        )
+        for ours, name in (
+            (x, "x"),
+            (h, "h"),
+            (c, "c"),
+            (attn, "attn"),
+            (context, "context"),
+            (vocab_logits, "vocab_logits"),
+        ):
             _close(ours, ref[name])
         _close(tf.sigmoid(p_gen_logit), ref["p_gen"])
         context_ref, h_ref, c_ref = ref["context"], ref["h"], ref["c"]
@@ -189,7 +220,8 @@ def test_imported_model_computes_the_original(tmp_path, tf_version, coverage, ca
 def test_split_tf1_lstm_reorders_gates_and_folds_the_forget_bias():
     weights = np.arange(5 * 8, dtype=np.float32).reshape(5, 8)  # in 3 + H 2, gates of 2
     kernel, recurrent, bias = see_checkpoint.split_tf1_lstm(
-        weights, np.arange(8, dtype=np.float32), input_dim=3)
+        weights, np.arange(8, dtype=np.float32), input_dim=3
+    )
     order = [0, 1, 4, 5, 2, 3, 6, 7]  # i, f, j (candidate), o
     np.testing.assert_array_equal(kernel, weights[:3, order])
     np.testing.assert_array_equal(recurrent, weights[3:, order])
@@ -199,8 +231,7 @@ def test_split_tf1_lstm_reorders_gates_and_folds_the_forget_bias():
 def _import_error(tmp_path, arrays, model=None):
     path = _write_tf1_checkpoint(tmp_path / "model", arrays)
     with pytest.raises(see_checkpoint.SeeCheckpointError) as error:
-        see_checkpoint.import_see_checkpoint(path, model or see_checkpoint.build_see_model(
-            V, H, E))
+        see_checkpoint.import_see_checkpoint(path, model or see_checkpoint.build_see_model(V, H, E))
     return str(error.value)
 
 
@@ -226,15 +257,21 @@ def test_a_half_present_optional_group_and_an_unknown_naming_are_errors(tmp_path
     arrays = _original_arrays("1.0", coverage=True)
     del arrays[DEC + "calculate_pgen/Linear/Bias"]
     assert "missing variables: " + DEC + "calculate_pgen/Linear/Bias" in _import_error(
-        tmp_path / "a", arrays)
-    mixed = dict(_original_arrays("1.0", False), **{ENC + "fw/lstm_cell/kernel": np.zeros(
-        (E + H, 4 * H), np.float32)})
+        tmp_path / "a", arrays
+    )
+    mixed = dict(
+        _original_arrays("1.0", False),
+        **{ENC + "fw/lstm_cell/kernel": np.zeros((E + H, 4 * H), np.float32)},
+    )
     assert "found both" in _import_error(tmp_path / "b", mixed)
 
 
 def test_a_baseline_checkpoint_imports_into_a_baseline_model(tmp_path):
-    arrays = {name: value for name, value in _original_arrays("1.2.1", False).items()
-              if "calculate_pgen" not in name}
+    arrays = {
+        name: value
+        for name, value in _original_arrays("1.2.1", False).items()
+        if "calculate_pgen" not in name
+    }
     path = _write_tf1_checkpoint(tmp_path / "model", arrays)
     baseline = see_checkpoint.build_see_model(V, H, E, pointer_gen=False)
     assert see_checkpoint.import_see_checkpoint(path, baseline).step == STEP
@@ -259,8 +296,14 @@ def test_cli_writes_a_checkpoint_that_training_resumes_from(tmp_path):
     train_dir = tmp_path / "logs" / "see" / "train"
     if not FLAGS.is_parsed():
         FLAGS.mark_as_parsed()
-    with flagsaver.flagsaver(tf1_checkpoint=str(tf1_dir), vocab_path=str(vocab_path),
-                             vocab_size=V, hidden_dim=H, emb_dim=E, out_dir=str(train_dir)):
+    with flagsaver.flagsaver(
+        tf1_checkpoint=str(tf1_dir),
+        vocab_path=str(vocab_path),
+        vocab_size=V,
+        hidden_dim=H,
+        emb_dim=E,
+        out_dir=str(train_dir),
+    ):
         see_checkpoint.main(["see_checkpoint"])
         latest = tf.train.latest_checkpoint(str(train_dir))
         assert latest == os.path.join(str(train_dir), "model.ckpt-%d" % STEP)
@@ -268,14 +311,16 @@ def test_cli_writes_a_checkpoint_that_training_resumes_from(tmp_path):
             model = run_summarization._build_model(vocab_lib.Vocab(str(vocab_path), V))
             optimizer = run_summarization._optimizer()
             optimizer.build(model.trainable_variables)
-            checkpoints = run_summarization._Checkpoints(str(train_dir), model, optimizer,
-                                                         vocab_lib.Vocab(str(vocab_path), V))
+            checkpoints = run_summarization._Checkpoints(
+                str(train_dir), model, optimizer, vocab_lib.Vocab(str(vocab_path), V)
+            )
             assert checkpoints.restore_latest() == latest
     assert int(checkpoints.step) == STEP and bool(checkpoints.coverage_started)
-    np.testing.assert_array_equal(model.embedding.embeddings,
-                                  arrays["seq2seq/embedding/embedding"])
-    np.testing.assert_array_equal(model.scorer.coverage_projection.kernel,
-                                  arrays[DEC + "coverage/w_c"][0, 0])
+    np.testing.assert_array_equal(model.embedding.embeddings, arrays["seq2seq/embedding/embedding"])
+    np.testing.assert_array_equal(
+        model.scorer.coverage_projection.kernel, arrays[DEC + "coverage/w_c"][0, 0]
+    )
     _, _, bias = see_checkpoint.split_tf1_lstm(
-        arrays[DEC + "lstm_cell/weights"], arrays[DEC + "lstm_cell/biases"], E)
+        arrays[DEC + "lstm_cell/weights"], arrays[DEC + "lstm_cell/biases"], E
+    )
     np.testing.assert_array_equal(model.cell.bias, bias)

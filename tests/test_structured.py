@@ -1,5 +1,6 @@
 """Structured attention: CRF marginals against brute-force enumeration, the independent
 case, masking, gradients, and the context layer in the three hosts."""
+
 import itertools
 
 import numpy as np
@@ -33,14 +34,14 @@ def test_marginals_match_enumeration(n):
     lengths = np.array([n, max(1, n - 1), max(1, n // 2)])
     mask = (np.arange(n)[None] < lengths[:, None]).astype(np.float32)
     mask = np.repeat(mask[:, None], 2, axis=1)  # [B, T, N]
-    got = structured.crf_marginals(tf.constant(unary, tf.float32),
-                                   tf.constant(transitions, tf.float32), mask).numpy()
+    got = structured.crf_marginals(
+        tf.constant(unary, tf.float32), tf.constant(transitions, tf.float32), mask
+    ).numpy()
     for b in range(3):
         for t in range(2):
             expected = _brute_force(unary[b, t], transitions, lengths[b])
-            np.testing.assert_allclose(got[b, t, :lengths[b]], expected, rtol=1e-4,
-                                       atol=1e-6)
-            assert np.all(got[b, t, lengths[b]:] == 0.0)
+            np.testing.assert_allclose(got[b, t, : lengths[b]], expected, rtol=1e-4, atol=1e-6)
+            assert np.all(got[b, t, lengths[b] :] == 0.0)
 
 
 def test_zero_transitions_give_independent_sigmoids():
@@ -63,8 +64,9 @@ def test_context_layer_normalises_scales_and_learns_transitions():
         loss = tf.reduce_sum(context * context)
     np.testing.assert_allclose(weights.numpy().sum(-1), [1.0, 1.0], rtol=1e-5)
     assert np.all(weights.numpy()[1, 3:] == 0.0)
-    np.testing.assert_allclose(context.numpy(),
-                               2.0 * np.einsum("bn,bnd->bd", weights, memory), rtol=1e-5)
+    np.testing.assert_allclose(
+        context.numpy(), 2.0 * np.einsum("bn,bnd->bd", weights, memory), rtol=1e-5
+    )
     assert np.all(kl.numpy() == 0.0)
     grad = tape.gradient(loss, layer.transitions)
     assert grad is not None and np.all(np.isfinite(grad.numpy()))
@@ -72,23 +74,28 @@ def test_context_layer_normalises_scales_and_learns_transitions():
 
 
 def test_hosts_run_with_structured_attention():
-    from nmt import model as nmt_model  # pylint: disable=import-outside-toplevel
-    from video_caption import data as vc_data  # pylint: disable=import-outside-toplevel
-    from video_caption import model as vc_model  # pylint: disable=import-outside-toplevel
+    from nmt import model as nmt_model
+    from video_caption import data as vc_data
+    from video_caption import model as vc_model
 
     keras.utils.set_random_seed(0)
-    captioner = vc_model.Captioner(9, 4, 5, 3, 3, context_layer=context_lib.make_context_layer(
-        "structured"))
+    captioner = vc_model.Captioner(
+        9, 4, 5, 3, 3, context_layer=context_lib.make_context_layer("structured")
+    )
     batch = vc_data.make_batch([np.ones([3, 4], np.float32)] * 2, [3, 2], [[4, 5], [6]])
     out = captioner(batch)
     np.testing.assert_allclose(out["attn"].numpy()[0].sum(-1), 1.0, rtol=1e-5)
     assert np.all(out["attn"].numpy()[1, :, 2:] == 0.0)
-    translator = nmt_model.NMTModel(7, 8, 4, 2, 1, "bi", context_layer=context_lib
-                                    .make_context_layer("structured"))
-    nmt_batch = dict(src=tf.constant([[3, 4, 5], [4, 5, 0]]), src_len=tf.constant([3, 2]),
-                     tgt_in=tf.constant([[1, 4], [1, 5]]), tgt_out=tf.constant([[4, 2],
-                                                                                [5, 2]]),
-                     tgt_len=tf.constant([2, 2]))
+    translator = nmt_model.NMTModel(
+        7, 8, 4, 2, 1, "bi", context_layer=context_lib.make_context_layer("structured")
+    )
+    nmt_batch = dict(
+        src=tf.constant([[3, 4, 5], [4, 5, 0]]),
+        src_len=tf.constant([3, 2]),
+        tgt_in=tf.constant([[1, 4], [1, 5]]),
+        tgt_out=tf.constant([[4, 2], [5, 2]]),
+        tgt_len=tf.constant([2, 2]),
+    )
     attn = translator(nmt_batch)["attn"].numpy()
     np.testing.assert_allclose(attn.sum(-1), 1.0, rtol=1e-5)
     assert np.all(attn[1, :, 2] == 0.0)

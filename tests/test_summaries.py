@@ -1,4 +1,5 @@
 """Attention heat maps render to PNG and to a TensorBoard image summary."""
+
 import numpy as np
 import tensorflow as tf
 

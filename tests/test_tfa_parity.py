@@ -5,20 +5,23 @@ tensorflow-addons' ``seq2seq`` is the TF2 port of the library tensorflow/nmt was
 3.11); elsewhere these tests are skipped with that reason. Each test copies one set of
 weights into both implementations and compares their outputs.
 """
+
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from acvi_tf import attention as attention_lib
 from acvi_tf import compat
-from nmt import data
+from nmt import data, translate
 from nmt import model as nmt_lib
-from nmt import translate
 
 if compat.TF_VERSION >= (2, 16):
-    pytest.skip("tensorflow-addons runs on the tf215 lane only (TensorFlow 2.15); this is "
-                "TensorFlow %d.%d" % compat.TF_VERSION, allow_module_level=True)
-import tensorflow_addons as tfa  # noqa: E402  pylint: disable=wrong-import-position
+    pytest.skip(
+        "tensorflow-addons runs on the tf215 lane only (TensorFlow 2.15); this is "
+        "TensorFlow %d.%d" % compat.TF_VERSION,
+        allow_module_level=True,
+    )
+import tensorflow_addons as tfa
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -29,7 +32,7 @@ def _memory():
     rng = np.random.default_rng(0)
     memory = rng.normal(size=[B, N, D]).astype(np.float32)
     lengths = np.array([7, 4, 1], np.int32)
-    memory *= (np.arange(N)[None, :, None] < lengths[:, None, None])
+    memory *= np.arange(N)[None, :, None] < lengths[:, None, None]
     return memory, lengths
 
 
@@ -58,8 +61,7 @@ def test_luong_scores_equal_luong_attention(scale):
         theirs.scale_weight.assign(1.7)  # away from its initial 1, so the scale shows
         ours.g.assign(theirs.scale_weight)
         expected = _theirs(theirs, query, lengths)
-    np.testing.assert_allclose(_ours(ours, query, memory, lengths), expected,
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(_ours(ours, query, memory, lengths), expected, rtol=1e-5, atol=1e-6)
     assert np.all(expected[2, 1:] == 0.0)  # the one-token source attends to its token
 
 
@@ -87,8 +89,7 @@ def test_additive_scores_equal_bahdanau_attention(normalize):
     else:
         ours.query_projection.bias.assign(tf.zeros([UNITS]))
     ours.energy.kernel.assign(v[:, np.newaxis])
-    np.testing.assert_allclose(_ours(ours, query, memory, lengths), expected,
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(_ours(ours, query, memory, lengths), expected, rtol=1e-5, atol=1e-6)
 
 
 class _StepCell(compat.keras.layers.AbstractRNNCell):
@@ -123,22 +124,32 @@ def test_nmt_beam_search_equals_the_beam_search_decoder(beam_width, alpha):
         model = nmt_lib.NMTModel(10, 12, 8, encoder_type="bi", dropout=0.0, init_weight=1.0)
         rng = np.random.default_rng(seed)
         src_len = np.array([6, 4, 5, 2], np.int32)
-        src = np.where(np.arange(6)[None] < src_len[:, None], rng.integers(3, 10, (4, 6)),
-                       data.EOS_ID).astype(np.int32)
+        src = np.where(
+            np.arange(6)[None] < src_len[:, None], rng.integers(3, 10, (4, 6)), data.EOS_ID
+        ).astype(np.int32)
         ours = translate.Translator(model, None, "beam_search", beam_width, alpha)._translate(
-            tf.constant(src), tf.constant(src_len))
+            tf.constant(src), tf.constant(src_len)
+        )
         constants, state = model.start(tf.constant(src), tf.constant(src_len))
         tiled = tf.nest.map_structure(
-            lambda t: None if t is None else tfa.seq2seq.tile_batch(t, beam_width), constants)
+            lambda t: None if t is None else tfa.seq2seq.tile_batch(t, beam_width), constants
+        )
         decoder = tfa.seq2seq.BeamSearchDecoder(
-            _StepCell(model, tiled), beam_width, embedding_fn=model.tgt_embedding,
-            length_penalty_weight=alpha, maximum_iterations=2 * int(src_len.max()))
-        theirs, _, _ = decoder(None, start_tokens=tf.fill([4], data.SOS_ID),
-                               end_token=data.EOS_ID,
-                               initial_state=tfa.seq2seq.tile_batch(state, beam_width))
+            _StepCell(model, tiled),
+            beam_width,
+            embedding_fn=model.tgt_embedding,
+            length_penalty_weight=alpha,
+            maximum_iterations=2 * int(src_len.max()),
+        )
+        theirs, _, _ = decoder(
+            None,
+            start_tokens=tf.fill([4], data.SOS_ID),
+            end_token=data.EOS_ID,
+            initial_state=tfa.seq2seq.tile_batch(state, beam_width),
+        )
         for b in range(4):
             expected = theirs.predicted_ids[b, :, 0].numpy().tolist()
             if data.EOS_ID in expected:
-                expected = expected[:expected.index(data.EOS_ID)]
-            got = ours["ids"][b, :int(ours["lengths"][b])].numpy().tolist()
+                expected = expected[: expected.index(data.EOS_ID)]
+            got = ours["ids"][b, : int(ours["lengths"][b])].numpy().tolist()
             assert got == expected, (seed, b)

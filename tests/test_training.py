@@ -1,4 +1,5 @@
 """Curriculum phases, the NaN guard and the progress line (acvi_tf.training)."""
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -9,22 +10,28 @@ from acvi_tf.compat import keras
 
 def test_paper_phases_are_table_5_plus_coverage():
     phases = training.parse_phases("paper", coverage_steps=3000)
-    assert [(p.start, p.end, p.max_enc_steps, p.max_dec_steps, p.coverage)
-            for p in phases] == [
-        (0, 71000, 10, 10, False), (71000, 116000, 50, 50, False),
-        (116000, 184000, 100, 50, False), (184000, 223000, 200, 50, False),
-        (223000, 250000, 400, 100, False), (250000, 253000, 400, 100, True)]
+    assert [(p.start, p.end, p.max_enc_steps, p.max_dec_steps, p.coverage) for p in phases] == [
+        (0, 71000, 10, 10, False),
+        (71000, 116000, 50, 50, False),
+        (116000, 184000, 100, 50, False),
+        (184000, 223000, 200, 50, False),
+        (223000, 250000, 400, 100, False),
+        (250000, 253000, 400, 100, True),
+    ]
     assert training.parse_phases("paper")[-1].end == 250000
 
 
-@pytest.mark.parametrize("spec, match", [
-    ("5-10:10:10", "must start at 0"),
-    ("0-10:10:10,12-20:50:50", "must start at 10"),
-    ("0-10:10:10,10-10:50:50", "ends before it starts"),
-    ("0-10:0:10", "non-positive"),
-    ("0-10:10", "not start-end:max_enc:max_dec"),
-    ("zero-ten:1:1", "not start-end:max_enc:max_dec"),
-])
+@pytest.mark.parametrize(
+    "spec, match",
+    [
+        ("5-10:10:10", "must start at 0"),
+        ("0-10:10:10,12-20:50:50", "must start at 10"),
+        ("0-10:10:10,10-10:50:50", "ends before it starts"),
+        ("0-10:0:10", "non-positive"),
+        ("0-10:10", "not start-end:max_enc:max_dec"),
+        ("zero-ten:1:1", "not start-end:max_enc:max_dec"),
+    ],
+)
 def test_bad_phase_lists_are_rejected(spec, match):
     with pytest.raises(training.PhaseError, match=match):
         training.parse_phases(spec)
@@ -51,8 +58,8 @@ def test_progress_reports_rates_and_eta(monkeypatch):
     clock = iter([0.0, 0.0, 5.0, 10.0])
     monkeypatch.setattr(training.time, "time", lambda: next(clock))
     progress = training.Progress(total_steps=100, every_secs=10.0)
-    assert progress.update(0, 50) is None          # first call starts the clock
-    assert progress.update(1, 50) is None          # 5 s: too early for a line
+    assert progress.update(0, 50) is None  # first call starts the clock
+    assert progress.update(1, 50) is None  # 5 s: too early for a line
     steps_per_sec, tokens_per_sec = progress.update(2, 50, loss=1.0)
     assert steps_per_sec == pytest.approx(0.2) and tokens_per_sec == pytest.approx(10.0)
 
@@ -65,10 +72,11 @@ def test_apply_if_finite_leaves_weights_and_optimizer_untouched_on_nan():
     @tf.function
     def step(scale):
         with tf.GradientTape() as tape:
-            loss = scale * tf.reduce_sum(weight ** 2)
+            loss = scale * tf.reduce_sum(weight**2)
         grads = tape.gradient(loss, [weight])
-        return training.apply_if_finite(optimizer, zip(grads, [weight]), loss,
-                                        tf.linalg.global_norm(grads))
+        return training.apply_if_finite(
+            optimizer, zip(grads, [weight]), loss, tf.linalg.global_norm(grads)
+        )
 
     assert not bool(step(tf.constant(np.nan, tf.float32)))
     np.testing.assert_array_equal(weight.numpy(), [1.0, 2.0])
@@ -85,12 +93,18 @@ def test_make_train_step_clips_reports_and_leaves_unused_variables(jit_compile):
     optimizer.build([used, unused])
 
     def loss_fn(x):  # gradient 2 * x * used: norm 2 * |x| * 5
-        loss = x * tf.reduce_sum(used ** 2)
+        loss = x * tf.reduce_sum(used**2)
         return loss, dict(loss=loss)
 
-    step = training.make_train_step(loss_fn, [used, unused], optimizer,
-                                    [tf.TensorSpec([], tf.float32)], max_grad_norm=1.0,
-                                    jit_compile=jit_compile, norm_key="norm")
+    step = training.make_train_step(
+        loss_fn,
+        [used, unused],
+        optimizer,
+        [tf.TensorSpec([], tf.float32)],
+        max_grad_norm=1.0,
+        jit_compile=jit_compile,
+        norm_key="norm",
+    )
     results = step(tf.constant(2.0))
     np.testing.assert_allclose(results["norm"], 20.0)  # reported before clipping
     np.testing.assert_allclose(results["loss"], 50.0)
@@ -112,11 +126,13 @@ def test_nan_policy_skip_counts_and_gives_up_after_a_run_of_skips(tmp_path):
     with pytest.raises(training.NonFiniteLossError, match=r"step 2.*ckpt-1"):
         guard.check(float("nan"), 2, "ckpt-1")  # the third in a row
     writer.flush()
-    values = [v.tensor.float_val[0] if v.tensor.float_val else
-              tf.make_ndarray(v.tensor).item()
-              for f in tmp_path.iterdir()
-              for e in tf.compat.v1.train.summary_iterator(str(f)) for v in e.summary.value
-              if v.tag == "train/skipped_batches"]
+    values = [
+        v.tensor.float_val[0] if v.tensor.float_val else tf.make_ndarray(v.tensor).item()
+        for f in tmp_path.iterdir()
+        for e in tf.compat.v1.train.summary_iterator(str(f))
+        for v in e.summary.value
+        if v.tag == "train/skipped_batches"
+    ]
     assert values == [1.0, 2.0, 3.0]
     with pytest.raises(training.NonFiniteLossError, match="step 4"):
         training.NonFiniteGuard("stop").check(float("nan"), 4, None)
@@ -130,6 +146,8 @@ def test_a_checkpoint_of_another_vocabulary_size_is_named(tmp_path):
     path = tf.train.Checkpoint(model=model).write(str(tmp_path / "ckpt"))
     key = "model/layer_with_weights-0/embeddings"
     training.check_vocabulary(path, {key: (7, "--vocab_size=7"), "model/absent": (3, "x")})
-    with pytest.raises(training.CheckpointMismatchError,
-                       match=r"ckpt was trained with 7 rows .*--vocab_size=9 gives 9"):
+    with pytest.raises(
+        training.CheckpointMismatchError,
+        match=r"ckpt was trained with 7 rows .*--vocab_size=9 gives 9",
+    ):
         training.check_vocabulary(path, {key: (9, "--vocab_size=9")})

@@ -1,6 +1,7 @@
 """Deng et al.'s categorical variational attention: the enumeration ELBO against the sum it
 stands for, its tightness at the exact posterior, the REINFORCE estimator's mean (value and
 gradient) against enumeration, alignment sampling, and the inference network."""
+
 import numpy as np
 import tensorflow as tf
 
@@ -25,21 +26,21 @@ def test_enumerated_elbo_is_the_sum_it_stands_for_and_tight_at_the_posterior():
     q = np.exp(q_logits) / np.exp(q_logits).sum()
     y = 2
     explicit = sum(q[i] * log_p[i, y] for i in range(3)) - sum(
-        q[i] * np.log(q[i] / prior[i]) for i in range(3))
+        q[i] * np.log(q[i] / prior[i]) for i in range(3)
+    )
     got = variational.enumerated_elbo(log_p[:, y], q, prior)
     np.testing.assert_allclose(float(got), explicit, rtol=1e-5)
     marginal = float(variational.marginal_log_likelihood(log_p[:, y], prior))
-    np.testing.assert_allclose(marginal, np.log(np.sum(prior * np.exp(log_p[:, y]))),
-                               rtol=1e-5)
+    np.testing.assert_allclose(marginal, np.log(np.sum(prior * np.exp(log_p[:, y]))), rtol=1e-5)
     assert float(got) <= marginal + 1e-6  # Jensen
     posterior = prior * np.exp(log_p[:, y])
     posterior /= posterior.sum()
-    np.testing.assert_allclose(float(variational.enumerated_elbo(log_p[:, y], posterior,
-                                                                 prior)), marginal,
-                               rtol=1e-5)
-    masked = variational.enumerated_elbo(np.append(log_p[:, y], -np.inf),
-                                         np.append(q, 0.0), np.append(prior, 0.0),
-                                         mask=[1, 1, 1, 0])
+    np.testing.assert_allclose(
+        float(variational.enumerated_elbo(log_p[:, y], posterior, prior)), marginal, rtol=1e-5
+    )
+    masked = variational.enumerated_elbo(
+        np.append(log_p[:, y], -np.inf), np.append(q, 0.0), np.append(prior, 0.0), mask=[1, 1, 1, 0]
+    )
     np.testing.assert_allclose(float(masked), explicit, rtol=1e-5)
 
 
@@ -69,8 +70,11 @@ def test_reinforce_mean_matches_enumeration_in_value_and_gradient():
             q = tf.nn.softmax(logits)
             log_q_part = tf.reduce_sum(tf.gather(one_hot, part) * tf.math.log(q), axis=-1)
             kl_part = variational.categorical_kl(q[tf.newaxis], prior[None])
-            loss = tf.reduce_mean(variational.reinforce_surrogate(
-                tf.gather(log_p_sample, part), soft, log_q_part, kl_part))
+            loss = tf.reduce_mean(
+                variational.reinforce_surrogate(
+                    tf.gather(log_p_sample, part), soft, log_q_part, kl_part
+                )
+            )
         per_sample.append(inner.gradient(loss, logits).numpy())
     per_sample = np.array(per_sample)
     mean_grad = tape.gradient(estimate, logits).numpy()
@@ -80,13 +84,15 @@ def test_reinforce_mean_matches_enumeration_in_value_and_gradient():
 
 def test_sample_alignment_follows_q():
     q = tf.constant([[0.1, 0.6, 0.3, 0.0]], tf.float32)
-    one_hot, log_q = variational.sample_alignment(tf.repeat(q, 20000, axis=0),
-                                                  tf.random.Generator.from_seed(1))
+    one_hot, log_q = variational.sample_alignment(
+        tf.repeat(q, 20000, axis=0), tf.random.Generator.from_seed(1)
+    )
     freq = one_hot.numpy().mean(0)
     np.testing.assert_allclose(freq, q.numpy()[0], atol=0.015)
     assert freq[3] == 0.0
-    np.testing.assert_allclose(np.exp(log_q.numpy()), (one_hot.numpy() * q.numpy()).sum(-1),
-                               rtol=1e-5)
+    np.testing.assert_allclose(
+        np.exp(log_q.numpy()), (one_hot.numpy() * q.numpy()).sum(-1), rtol=1e-5
+    )
     stateless, _ = variational.sample_alignment(q, seed=tf.constant([1, 2]))
     assert stateless.numpy().sum() == 1.0
 

@@ -1,6 +1,7 @@
 """``--context=variational`` in the three hosts: each host's per-step loss against a loop
 that evaluates its output layer at every source state by hand (exact marginal at eval,
 enumeration ELBO, one REINFORCE sample), and the prior-marginal decoding distribution."""
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -16,7 +17,8 @@ from video_caption import model as vc_model
 
 def _layer(mode="enum"):
     return context_lib.make_context_layer(
-        "variational", variational_options=dict(mode=mode, inference_units=3), seed=5)
+        "variational", variational_options=dict(mode=mode, inference_units=3), seed=5
+    )
 
 
 def _log_softmax(x):
@@ -31,8 +33,9 @@ def _check_terms(out, every, attn, q, mask, valid_steps, mode, training):
         real = mask[b] > 0
         for t in range(steps):
             a, post, ll = attn[b, t, real], q[b, t, real], every[b, t, real]
-            np.testing.assert_allclose(kl[b, t], np.sum(post * np.log(post / a)), rtol=1e-4,
-                                       atol=1e-6)
+            np.testing.assert_allclose(
+                kl[b, t], np.sum(post * np.log(post / a)), rtol=1e-4, atol=1e-6
+            )
             if not training:
                 expected = -np.log(np.sum(a * np.exp(ll)))
             elif mode == "enum":
@@ -45,9 +48,16 @@ def _check_terms(out, every, attn, q, mask, valid_steps, mode, training):
 
 def _captioner_setup(mode):
     keras.utils.set_random_seed(3)
-    model = vc_model.Captioner(vocab_size=11, encoder_units=6, decoder_units=5,
-                               embedding_dim=4, attention_units=3, output_units=7,
-                               dropout=0.0, context_layer=_layer(mode))
+    model = vc_model.Captioner(
+        vocab_size=11,
+        encoder_units=6,
+        decoder_units=5,
+        embedding_dim=4,
+        attention_units=3,
+        output_units=7,
+        dropout=0.0,
+        context_layer=_layer(mode),
+    )
     rng = np.random.default_rng(0)
     frames = (4, 2)
     features = [rng.normal(size=[4, 8]).astype(np.float32) for _ in frames]
@@ -62,28 +72,41 @@ def _captioner_every(model, batch):
     gold = batch["caption_out"].numpy()
     every, attns = [], []
     for t in range(gold.shape[1]):
-        output, state, attn = model.step(model.embedding(batch["caption_in"][:, t]), state,
-                                         constants)
-        s = output[:, :model.decoder_units]
-        per_frame = [_log_softmax(model.logits(tf.concat([s, memory[:, i]], -1)).numpy())
-                     for i in range(memory.shape[1])]
+        output, state, attn = model.step(
+            model.embedding(batch["caption_in"][:, t]), state, constants
+        )
+        s = output[:, : model.decoder_units]
+        per_frame = [
+            _log_softmax(model.logits(tf.concat([s, memory[:, i]], -1)).numpy())
+            for i in range(memory.shape[1])
+        ]
         every.append(np.stack([p[np.arange(len(gold)), gold[:, t]] for p in per_frame], -1))
         attns.append(attn.numpy())
     return np.stack(every, 1), np.stack(attns, 1), constants
 
 
-@pytest.mark.parametrize("mode,training", [("enum", False), ("enum", True),
-                                           ("sample", True)])
+@pytest.mark.parametrize("mode,training", [("enum", False), ("enum", True), ("sample", True)])
 def test_captioner_terms_match_the_output_layer_at_every_frame(mode, training):
     model, batch = _captioner_setup(mode)
     out = model(batch, training=training)
     every, attn, constants = _captioner_every(model, batch)
     layer = model.context_layer
     gold = batch["caption_out"]
-    q = layer.posterior(constants["prepared"], model.embedding(gold),
-                        tf.sequence_mask(batch["caption_len"], gold.shape[1])).numpy()
-    _check_terms(out, every, attn, q, constants["prepared"].mask.numpy(),
-                 batch["caption_len"].numpy(), mode, training)
+    q = layer.posterior(
+        constants["prepared"],
+        model.embedding(gold),
+        tf.sequence_mask(batch["caption_len"], gold.shape[1]),
+    ).numpy()
+    _check_terms(
+        out,
+        every,
+        attn,
+        q,
+        constants["prepared"].mask.numpy(),
+        batch["caption_len"].numpy(),
+        mode,
+        training,
+    )
 
 
 def test_captioner_reinforce_trains_the_inference_network_and_decodes_the_marginal():
@@ -97,9 +120,12 @@ def test_captioner_reinforce_trains_the_inference_network_and_decodes_the_margin
     output, _, attn = model.step(model.embedding(tf.constant([2, 2])), state, constants)
     got = np.exp(model.log_probs(output, attn, constants["prepared"]).numpy())
     memory = constants["prepared"].memory
-    s = output[:, :model.decoder_units]
-    expected = sum(attn.numpy()[:, i:i + 1] * tf.nn.softmax(model.logits(
-        tf.concat([s, memory[:, i]], -1))).numpy() for i in range(memory.shape[1]))
+    s = output[:, : model.decoder_units]
+    expected = sum(
+        attn.numpy()[:, i : i + 1]
+        * tf.nn.softmax(model.logits(tf.concat([s, memory[:, i]], -1))).numpy()
+        for i in range(memory.shape[1])
+    )
     np.testing.assert_allclose(got, expected, rtol=1e-5)
     np.testing.assert_allclose(got.sum(-1), 1.0, rtol=1e-5)
 
@@ -109,31 +135,49 @@ def test_nmt_exact_marginal_and_decoding_distribution():
     model = nmt_model.NMTModel(12, 9, 4, dropout=0.0, context_layer=_layer())
     rng = np.random.default_rng(0)
     src_len = np.array([5, 3], np.int32)
-    src = np.where(np.arange(5)[None] < src_len[:, None], rng.integers(3, 12, (2, 5)),
-                   2).astype(np.int32)
-    batch = dict(src=src, src_len=src_len, tgt_in=rng.integers(3, 9, (2, 4)).astype(np.int32),
-                 tgt_out=rng.integers(3, 9, (2, 4)).astype(np.int32),
-                 tgt_len=np.array([4, 2], np.int32))
+    src = np.where(np.arange(5)[None] < src_len[:, None], rng.integers(3, 12, (2, 5)), 2).astype(
+        np.int32
+    )
+    batch = dict(
+        src=src,
+        src_len=src_len,
+        tgt_in=rng.integers(3, 9, (2, 4)).astype(np.int32),
+        tgt_out=rng.integers(3, 9, (2, 4)).astype(np.int32),
+        tgt_len=np.array([4, 2], np.int32),
+    )
     out = model(batch)
     constants, state = model.start(src, src_len)
     memory = constants["prepared"].memory
     every, attns = [], []
     for t in range(4):
-        output, state, attn, context = model.step(model.tgt_embedding(batch["tgt_in"][:, t]),
-                                                  state, constants)
+        output, state, attn, context = model.step(
+            model.tgt_embedding(batch["tgt_in"][:, t]), state, constants
+        )
         top = state["cells"][-1][0]
-        per_position = np.stack([_log_softmax(model.vocab_logits(top, memory[:, i]).numpy())
-                                 for i in range(5)], 1)  # [B, N, V]
+        per_position = np.stack(
+            [_log_softmax(model.vocab_logits(top, memory[:, i]).numpy()) for i in range(5)], 1
+        )  # [B, N, V]
         every.append(per_position[np.arange(2), :, batch["tgt_out"][:, t]])
         attns.append(attn.numpy())
         decoded = np.exp(model.log_probs(output, state, attn, context, constants).numpy())
-        np.testing.assert_allclose(decoded, np.einsum("bn,bnv->bv", attn.numpy(),
-                                                      np.exp(per_position)), rtol=1e-5)
-    q = model.context_layer.posterior(constants["prepared"],
-                                      model.tgt_embedding(batch["tgt_out"]),
-                                      tf.sequence_mask(batch["tgt_len"], 4)).numpy()
-    _check_terms(out, np.stack(every, 1), np.stack(attns, 1), q,
-                 constants["prepared"].mask.numpy(), batch["tgt_len"], "enum", False)
+        np.testing.assert_allclose(
+            decoded, np.einsum("bn,bnv->bv", attn.numpy(), np.exp(per_position)), rtol=1e-5
+        )
+    q = model.context_layer.posterior(
+        constants["prepared"],
+        model.tgt_embedding(batch["tgt_out"]),
+        tf.sequence_mask(batch["tgt_len"], 4),
+    ).numpy()
+    _check_terms(
+        out,
+        np.stack(every, 1),
+        np.stack(attns, 1),
+        q,
+        constants["prepared"].mask.numpy(),
+        batch["tgt_len"],
+        "enum",
+        False,
+    )
 
 
 def test_pointer_generator_keeps_the_copy_distribution_and_mixes_p_vocab():
@@ -146,21 +190,38 @@ def test_pointer_generator_keeps_the_copy_distribution_and_mixes_p_vocab():
     enc[0, 2] = 0
     target = rng.integers(4, vocab, size=(2, steps)).astype(np.int32)
     target[0, 1] = vocab
-    batch = dict(enc_batch=enc, enc_padding_mask=mask, enc_batch_extend_vocab=ext,
-                 dec_batch=rng.integers(2, vocab, size=(2, steps)).astype(np.int32),
-                 target_batch=target, dec_padding_mask=np.array([[1, 1, 1], [1, 1, 0]],
-                                                                np.float32))
+    batch = dict(
+        enc_batch=enc,
+        enc_padding_mask=mask,
+        enc_batch_extend_vocab=ext,
+        dec_batch=rng.integers(2, vocab, size=(2, steps)).astype(np.int32),
+        target_batch=target,
+        dec_padding_mask=np.array([[1, 1, 1], [1, 1, 0]], np.float32),
+    )
     keras.utils.set_random_seed(1)
-    model = pg_model.PointerGenerator(vocab, hidden_dim=5, emb_dim=4, context_layer=_layer(),
-                                      trunc_norm_init_std=0.5)
+    model = pg_model.PointerGenerator(
+        vocab, hidden_dim=5, emb_dim=4, context_layer=_layer(), trunc_norm_init_std=0.5
+    )
     out = model(batch, training=True)
     memory = out["prepared"].memory
-    every = np.stack([pg_losses.gold_log_probs(
-        model.vocab_at(out["h"], tf.repeat(memory[:, i:i + 1], steps, axis=1)), out["attn"],
-        out["p_gen_logit"], ext, target).numpy() for i in range(4)], -1)
+    every = np.stack(
+        [
+            pg_losses.gold_log_probs(
+                model.vocab_at(out["h"], tf.repeat(memory[:, i : i + 1], steps, axis=1)),
+                out["attn"],
+                out["p_gen_logit"],
+                ext,
+                target,
+            ).numpy()
+            for i in range(4)
+        ],
+        -1,
+    )
     q = model.context_layer.posterior(
-        out["prepared"], model.embedding(tf.where(target >= vocab, 0, target)),
-        batch["dec_padding_mask"]).numpy()
+        out["prepared"],
+        model.embedding(tf.where(target >= vocab, 0, target)),
+        batch["dec_padding_mask"],
+    ).numpy()
     _check_terms(out, every, out["attn"].numpy(), q, mask, [3, 2], "enum", True)
     losses = pg_losses.compute_losses(out, batch)
     assert np.isfinite(float(losses["total_loss"]))

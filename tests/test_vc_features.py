@@ -3,20 +3,20 @@
 One randomly initialised GoogLeNet extractor (batch 4) is shared by the module: building
 one costs about 1.5 s and a frame about 40 ms on two CPU cores.
 """
+
 import json
 import logging
 import os
 import pickle
 
-from absl import flags
 import h5py
 import numpy as np
 import pytest
+from absl import flags
+
+from video_caption import cnn, features, frames
 
 from conftest import write_video
-from video_caption import cnn
-from video_caption import features
-from video_caption import frames
 
 NUM_FRAMES = 4
 
@@ -74,14 +74,24 @@ def video_dir(tmp_path_factory):
 
 def test_googlenet_layer_sizes(gnet):
     model = gnet.model
-    spatial = {"conv1_7x7_s2": 112, "pool1_3x3_s2": 56, "pool1_norm1": 56,
-               "conv2_3x3": 56, "pool2_3x3_s2": 28, "inception_3a_output": 28,
-               "pool3_3x3_s2": 14, "inception_4e_output": 14, "pool4_3x3_s2": 7,
-               "inception_5b_output": 7, "pool5_7x7_s1": 1}
+    spatial = {
+        "conv1_7x7_s2": 112,
+        "pool1_3x3_s2": 56,
+        "pool1_norm1": 56,
+        "conv2_3x3": 56,
+        "pool2_3x3_s2": 28,
+        "inception_3a_output": 28,
+        "pool3_3x3_s2": 14,
+        "inception_4e_output": 14,
+        "pool4_3x3_s2": 7,
+        "inception_5b_output": 7,
+        "pool5_7x7_s1": 1,
+    }
     for name, size in spatial.items():
         assert model.get_layer(name).output.shape[1:3] == (size, size), name
-    channels = [model.get_layer(name + "_output").output.shape[-1]
-                for name in cnn.INCEPTION_MODULES]
+    channels = [
+        model.get_layer(name + "_output").output.shape[-1] for name in cnn.INCEPTION_MODULES
+    ]
     assert channels == [256, 480, 512, 512, 512, 528, 832, 832, 1024]
     assert model.output.shape.as_list() == [None, 1024]
     assert model.get_layer("inception_4d_5x5_reduce").kernel.shape == (1, 1, 512, 32)
@@ -98,8 +108,9 @@ def test_caffe_pooling_and_lrn():
     v = np.arange(1, 8, dtype=np.float32).reshape(1, 1, 1, 7) * 30
     out = cnn.CaffeLRN(5, 1e-4, 0.75)(v).numpy().ravel()
     sq = v.ravel() ** 2
-    expected = [v.ravel()[c] / (1 + 1e-4 / 5 * sq[max(0, c - 2):c + 3].sum()) ** 0.75
-                for c in range(7)]
+    expected = [
+        v.ravel()[c] / (1 + 1e-4 / 5 * sq[max(0, c - 2) : c + 3].sum()) ** 0.75 for c in range(7)
+    ]
     np.testing.assert_allclose(out, expected, rtol=1e-5)
 
 
@@ -108,8 +119,7 @@ def test_extract_shape_and_preprocessing(gnet):
     out = gnet.extract(frame_batch)  # 5 frames: a full batch of 4 and a padded one
     assert out.shape == (5, 1024) and out.dtype == np.float32
     assert np.isfinite(out).all() and out.std() > 0
-    np.testing.assert_allclose(gnet.extract(frame_batch[3:]), out[3:], rtol=1e-4,
-                               atol=1e-3)
+    np.testing.assert_allclose(gnet.extract(frame_batch[3:]), out[3:], rtol=1e-4, atol=1e-3)
     bgr = cnn.caffe_preprocess(np.array([[[10.0, 20.0, 30.0]]])).numpy()
     np.testing.assert_allclose(bgr, [[[30 - 104, 20 - 117, 10 - 123]]])
 
@@ -133,8 +143,10 @@ def _caffe_tensorflow_dict(model):
             # Some converters keep Caffe's "/" names; both spellings must load.
             name = layer.name.replace("inception_3a_", "inception_3a/")
             data[name] = {"weights": kernel, "biases": bias}
-    data["loss3_classifier"] = {"weights": np.zeros((1024, 1000), np.float32),
-                                "biases": np.zeros(1000, np.float32)}
+    data["loss3_classifier"] = {
+        "weights": np.zeros((1024, 1000), np.float32),
+        "biases": np.zeros(1000, np.float32),
+    }
     return data
 
 
@@ -159,9 +171,12 @@ def test_npy_weights_that_do_not_fit_name_the_layer(blank, tmp_path):
     path = str(tmp_path / "wrong.npy")
     np.save(path, data, allow_pickle=True)
     before = [w.copy() for w in blank.get_weights()]
-    with pytest.raises(cnn.WeightsError, match=r"wrong.npy: layer inception_4c_3x3 "
-                       r"'weights' has shape \(3, 3, 128, 255\), expected "
-                       r"\(3, 3, 128, 256\)"):
+    with pytest.raises(
+        cnn.WeightsError,
+        match=r"wrong.npy: layer inception_4c_3x3 "
+        r"'weights' has shape \(3, 3, 128, 255\), expected "
+        r"\(3, 3, 128, 256\)",
+    ):
         cnn.load_weights(blank, path)
     # Nothing was set: every layer is checked before any is assigned.
     for a, b in zip(before, blank.get_weights()):
@@ -169,8 +184,7 @@ def test_npy_weights_that_do_not_fit_name_the_layer(blank, tmp_path):
     data = _caffe_tensorflow_dict(blank)
     del data["inception_5b_pool_proj"]
     np.save(path, data, allow_pickle=True)
-    with pytest.raises(cnn.WeightsError, match="no weights for layer "
-                       "inception_5b_pool_proj"):
+    with pytest.raises(cnn.WeightsError, match="no weights for layer inception_5b_pool_proj"):
         cnn.load_weights(blank, path)
     np.save(path, [1, 2, 3])
     with pytest.raises(cnn.WeightsError, match="expected a pickled dict"):
@@ -194,8 +208,7 @@ def test_keras_h5_weights_round_trip(gnet, blank, tmp_path):
 
 def test_registry():
     assert set(cnn.CNNS) == {"googlenet", "inception_v3"}
-    assert (cnn.CNNS["inception_v3"].input_size, cnn.CNNS["inception_v3"].dim) == (
-        299, 2048)
+    assert (cnn.CNNS["inception_v3"].input_size, cnn.CNNS["inception_v3"].dim) == (299, 2048)
     scaled = cnn.inception_preprocess(np.array([0.0, 127.5, 255.0])).numpy()
     np.testing.assert_allclose(scaled, [-1, 0, 1])
     with pytest.raises(ValueError, match="unknown CNN 'vgg'"):
@@ -214,46 +227,56 @@ def test_inception_v3_features():  # about 7 s: the network is large
 def test_extract_npy_resume_and_failures(gnet, video_dir, tmp_path, caplog):
     output = str(tmp_path / "feats")
     with caplog.at_level(logging.ERROR):
-        stats = features.extract_features(video_dir, output, num_frames=NUM_FRAMES,
-                                          max_frames=10, log_every=1, extractor=gnet)
+        stats = features.extract_features(
+            video_dir, output, num_frames=NUM_FRAMES, max_frames=10, log_every=1, extractor=gnet
+        )
     assert (stats.videos, stats.extracted, stats.skipped) == (3, 2, 0)
     assert [clip for clip, _, _ in stats.failed] == ["broken"]
     assert "broken.avi" in caplog.text
     failed = open(os.path.join(output, "failed.txt")).read()
     assert failed.startswith("broken\t") and "broken.avi" in failed
     meta = json.load(open(os.path.join(output, "features.json")))
-    assert meta == {"cnn": "googlenet", "weights": "random", "num_frames": NUM_FRAMES,
-                    "max_frames": 10, "dim": 1024, "dtype": "float32"}
+    assert meta == {
+        "cnn": "googlenet",
+        "weights": "random",
+        "num_frames": NUM_FRAMES,
+        "max_frames": 10,
+        "dim": 1024,
+        "dtype": "float32",
+    }
     long_clip = np.load(os.path.join(output, "-4wsuPCjDBc_5_15.npy"))
     short_clip = np.load(os.path.join(output, "short_clip.npy"))
     assert long_clip.shape == (NUM_FRAMES, 1024) and long_clip.dtype == np.float32
     assert short_clip.shape == (3, 1024)  # fewer frames than K: all of them
     # Frames 0, 3, 6, 8 of the first 10 (max_frames cuts the 12-frame clip).
     decoded = frames.read_frames(_video(video_dir, "-4wsuPCjDBc_5_15"))
-    np.testing.assert_allclose(long_clip, gnet.extract(decoded[[0, 3, 6, 8]]), rtol=1e-5,
-                               atol=1e-4)
+    np.testing.assert_allclose(long_clip, gnet.extract(decoded[[0, 3, 6, 8]]), rtol=1e-5, atol=1e-4)
 
     # Resume: the stored clips are skipped (files untouched), the broken one retried.
-    mtimes = {name: os.stat(os.path.join(output, name)).st_mtime_ns
-              for name in os.listdir(output) if name.endswith(".npy")}
-    stats = features.extract_features(video_dir, output, num_frames=NUM_FRAMES,
-                                      max_frames=10, extractor=gnet)
+    mtimes = {
+        name: os.stat(os.path.join(output, name)).st_mtime_ns
+        for name in os.listdir(output)
+        if name.endswith(".npy")
+    }
+    stats = features.extract_features(
+        video_dir, output, num_frames=NUM_FRAMES, max_frames=10, extractor=gnet
+    )
     assert (stats.skipped, stats.extracted, len(stats.failed)) == (2, 0, 1)
-    assert mtimes == {name: os.stat(os.path.join(output, name)).st_mtime_ns
-                      for name in mtimes}
+    assert mtimes == {name: os.stat(os.path.join(output, name)).st_mtime_ns for name in mtimes}
     # Other settings are refused instead of mixing features.
     with pytest.raises(features.FeaturesError, match="num_frames 4, now 8"):
-        features.extract_features(video_dir, output, num_frames=8, max_frames=10,
-                                  extractor=gnet)
+        features.extract_features(video_dir, output, num_frames=8, max_frames=10, extractor=gnet)
 
 
 def _video(video_dir, clip):
-    return next(os.path.join(video_dir, name) for name in os.listdir(video_dir)
-                if os.path.splitext(name)[0] == clip)
+    return next(
+        os.path.join(video_dir, name)
+        for name in os.listdir(video_dir)
+        if os.path.splitext(name)[0] == clip
+    )
 
 
-def test_command_line_hdf5_and_clip_list(gnet, video_dir, tmp_path, monkeypatch,
-                                         capsys):
+def test_command_line_hdf5_and_clip_list(gnet, video_dir, tmp_path, monkeypatch, capsys):
     # The command builds its extractor; hand it the shared one to save a build.
     monkeypatch.setattr(cnn, "build_extractor", lambda *args, **kwargs: gnet)
     clips = tmp_path / "clips.txt"
@@ -261,9 +284,19 @@ def test_command_line_hdf5_and_clip_list(gnet, video_dir, tmp_path, monkeypatch,
     output = str(tmp_path / "feats.h5")
     fv = flags.FlagValues()
     features.define_flags(fv)
-    fv(["features", "--video_dir=" + video_dir, "--output=" + output, "--format=hdf5",
-        "--num_frames=%d" % NUM_FRAMES, "--max_frames=10", "--clips=" + str(clips),
-        "--batch_size=%d" % NUM_FRAMES, "--dtype=float16"])
+    fv(
+        [
+            "features",
+            "--video_dir=" + video_dir,
+            "--output=" + output,
+            "--format=hdf5",
+            "--num_frames=%d" % NUM_FRAMES,
+            "--max_frames=10",
+            "--clips=" + str(clips),
+            "--batch_size=%d" % NUM_FRAMES,
+            "--dtype=float16",
+        ]
+    )
     assert features.main(["features"], fv) == 0
     assert "2 extracted" in capsys.readouterr().out
     video = features.find_videos(video_dir)["-4wsuPCjDBc_5_15"]
@@ -319,7 +352,7 @@ def test_open_features_npy_and_npz_folders(tmp_path):
     assert store["clip_a"].dtype == np.float32
     np.testing.assert_allclose(store["clip_a"], a, rtol=1e-6)
     with pytest.raises(KeyError):
-        store["clip_c"]  # pylint: disable=pointless-statement
+        store["clip_c"]
 
     npz = tmp_path / "npz"
     npz.mkdir()
@@ -331,7 +364,7 @@ def test_open_features_npy_and_npz_folders(tmp_path):
     np.testing.assert_array_equal(store["single"], b)
     assert store.dim == 6
     with pytest.raises(features.FeaturesError, match="zz_ambiguous.npz holds the arrays"):
-        store["zz_ambiguous"]  # pylint: disable=pointless-statement
+        store["zz_ambiguous"]
 
 
 def test_open_features_hdf5_and_arctic_pickle(tmp_path):
@@ -370,9 +403,9 @@ def test_open_features_errors(tmp_path):
     np.save(bad / "flat.npy", np.zeros(7))
     store = features.open_features(str(bad))
     with pytest.raises(features.FeaturesError, match=r"clip flat in .*flat.npy: .*2-D"):
-        store["flat"]  # pylint: disable=pointless-statement
+        store["flat"]
     with pytest.raises(features.FeaturesError, match="clip flat"):
-        store.dim  # pylint: disable=pointless-statement
+        store.dim
     np.savez(bad / "flat.npz", np.zeros((2, 2)))
     with pytest.raises(features.FeaturesError, match="clip flat is stored twice"):
         features.open_features(str(bad))

@@ -1,9 +1,11 @@
 """Video decoding, equally spaced frame sampling, and resize + centre crop."""
+
 import numpy as np
 import pytest
 
-from conftest import write_video
 from video_caption import frames
+
+from conftest import write_video
 
 
 @pytest.fixture(scope="module")

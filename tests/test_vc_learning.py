@@ -10,21 +10,20 @@ also be within one seed-standard-deviation (``SA_SEED_STD``) of soft attention t
 the same way. The ACVI run is split in two to check that training resumes from its
 checkpoint where it stopped.
 """
+
 import collections
 import json
 import math
 import os
 
-from absl import flags
 import pytest
+from absl import flags
 
-from video_caption import data
-from video_caption import run_captioning
+from video_caption import data, run_captioning
 
 pytestmark = pytest.mark.slow  # scheduled first (conftest.py)
 
-SAMPLE = os.path.join(os.path.dirname(__file__), "..", "data_prep", "samples",
-                      "moving_shapes")
+SAMPLE = os.path.join(os.path.dirname(__file__), "..", "data_prep", "samples", "moving_shapes")
 STEPS = 400
 # Standard deviation of soft attention's test CIDEr-D over seeds 7-9 here (1.315, 1.287,
 # 1.118; ACVI with the defaults: 1.347, 1.328, 1.325).
@@ -43,9 +42,12 @@ def _unigram_perplexity():
     vocab = data.Vocab(os.path.join(SAMPLE, "vocab.txt"))
 
     def tokens(split):
-        return [token for line in open(os.path.join(SAMPLE, split + ".jsonl"))
-                for caption in json.loads(line)["captions"]
-                for token in vocab.encode(caption) + [data.EOS_ID]]
+        return [
+            token
+            for line in open(os.path.join(SAMPLE, split + ".jsonl"))
+            for caption in json.loads(line)["captions"]
+            for token in vocab.encode(caption) + [data.EOS_ID]
+        ]
 
     counts = collections.Counter(tokens("train"))
     total = sum(counts.values())
@@ -57,23 +59,45 @@ def _unigram_perplexity():
 @pytest.mark.parametrize("context", ["acvi", "variational"])
 def test_captions_beat_the_constant_caption(context, tmp_path):
     out = str(tmp_path / context)
-    common = ["--data_dir=" + SAMPLE, "--features=" + os.path.join(SAMPLE, "features.h5"),
-              "--out_dir=" + out, "--context=" + context, "--num_frames=8",
-              "--feature_norm=standardize",
-              "--encoder_units=48", "--decoder_units=64", "--emb_dim=32",
-              "--attention_units=32", "--dropout=0.2", "--learning_rate=0.005",
-              "--batch_size=32", "--beam_size=3", "--max_decode_len=12", "--seed=7",
-              # METEOR's start-up is slow; test_caption_metrics covers it
-              "--metrics=Bleu_4", "--metrics=ROUGE_L", "--metrics=CIDEr",
-              "--variational_inference_units=32"]
+    common = [
+        "--data_dir=" + SAMPLE,
+        "--features=" + os.path.join(SAMPLE, "features.h5"),
+        "--out_dir=" + out,
+        "--context=" + context,
+        "--num_frames=8",
+        "--feature_norm=standardize",
+        "--encoder_units=48",
+        "--decoder_units=64",
+        "--emb_dim=32",
+        "--attention_units=32",
+        "--dropout=0.2",
+        "--learning_rate=0.005",
+        "--batch_size=32",
+        "--beam_size=3",
+        "--max_decode_len=12",
+        "--seed=7",
+        # METEOR's start-up is slow; test_caption_metrics covers it
+        "--metrics=Bleu_4",
+        "--metrics=ROUGE_L",
+        "--metrics=CIDEr",
+        "--variational_inference_units=32",
+    ]
     if context == "acvi":
-        _run("--mode=train", "--max_steps=%d" % (STEPS // 2),
-             "--valid_every=%d" % (STEPS // 2), "--checkpoint_steps=%d" % (STEPS // 2),
-             *common)
-    _run("--mode=train", "--max_steps=%d" % STEPS, "--valid_every=%d" % (STEPS // 2),
-         "--checkpoint_steps=%d" % (STEPS // 2), *common)
-    validations = [json.loads(line)["step"]
-                   for line in open(os.path.join(out, "validation.jsonl"))]
+        _run(
+            "--mode=train",
+            "--max_steps=%d" % (STEPS // 2),
+            "--valid_every=%d" % (STEPS // 2),
+            "--checkpoint_steps=%d" % (STEPS // 2),
+            *common,
+        )
+    _run(
+        "--mode=train",
+        "--max_steps=%d" % STEPS,
+        "--valid_every=%d" % (STEPS // 2),
+        "--checkpoint_steps=%d" % (STEPS // 2),
+        *common,
+    )
+    validations = [json.loads(line)["step"] for line in open(os.path.join(out, "validation.jsonl"))]
     assert validations == [STEPS // 2, STEPS]  # resumed at STEPS / 2, not from 0
     best = json.load(open(os.path.join(out, "best", "metrics.json")))
     assert best["step"] in validations and "CIDEr" in best
@@ -95,6 +119,11 @@ def _soft_attention_cider(common, tmp_path, seed=7):
     """Test CIDEr-D of soft attention trained like the test's runs."""
     sa = [flag for flag in common if not flag.startswith(("--out_dir", "--context", "--seed"))]
     sa += ["--out_dir=" + str(tmp_path / "sa"), "--context=sa", "--seed=%d" % seed]
-    _run("--mode=train", "--max_steps=%d" % STEPS, "--valid_every=%d" % STEPS,
-         "--checkpoint_steps=%d" % STEPS, *sa)
+    _run(
+        "--mode=train",
+        "--max_steps=%d" % STEPS,
+        "--valid_every=%d" % STEPS,
+        "--checkpoint_steps=%d" % STEPS,
+        *sa,
+    )
     return _run("--mode=decode", "--decode_split=test", *sa)["model"]["CIDEr"]

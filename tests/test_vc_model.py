@@ -1,4 +1,5 @@
 """The captioner: one decoder step against NumPy, masking, the attention penalty, batches."""
+
 import json
 
 import numpy as np
@@ -7,10 +8,11 @@ import tensorflow as tf
 
 from acvi_tf import context as context_lib
 from acvi_tf.compat import keras
-from conftest import np_masked_softmax
 from video_caption import data
 from video_caption import decode as decode_lib
 from video_caption import model as model_lib
+
+from conftest import np_masked_softmax
 
 
 def _sigmoid(x):
@@ -19,9 +21,16 @@ def _sigmoid(x):
 
 def _small_model(context_layer=None):
     keras.utils.set_random_seed(3)
-    return model_lib.Captioner(vocab_size=11, encoder_units=6, decoder_units=5,
-                               embedding_dim=4, attention_units=3, output_units=7,
-                               dropout=0.5, context_layer=context_layer)
+    return model_lib.Captioner(
+        vocab_size=11,
+        encoder_units=6,
+        decoder_units=5,
+        embedding_dim=4,
+        attention_units=3,
+        output_units=7,
+        dropout=0.5,
+        context_layer=context_layer,
+    )
 
 
 def _batch(rng, frames=(4, 2), dim=8, captions=((5, 6, 7), (8,))):
@@ -45,15 +54,17 @@ def test_decoder_step_matches_numpy():
     kernel, recurrent, bias = (v.numpy() for v in model.cell.weights)
     scorer = model.scorer
     memory = constants["prepared"].memory.numpy()
-    x = np.concatenate([model.embedding.embeddings.numpy()[[5, 9]], state["context"].numpy()],
-                       -1)
+    x = np.concatenate([model.embedding.embeddings.numpy()[[5, 9]], state["context"].numpy()], -1)
     z = x @ kernel + state["h"].numpy() @ recurrent + bias
     i, f, g, o = np.split(z, 4, axis=-1)  # Keras gate order
     c = _sigmoid(f) * state["c"].numpy() + _sigmoid(i) * np.tanh(g)
     s = _sigmoid(o) * np.tanh(c)
-    energy = np.tanh(memory @ scorer.memory_projection.kernel.numpy()
-                     + (s @ scorer.query_projection.kernel.numpy()
-                        + scorer.query_projection.bias.numpy())[:, None])
+    energy = np.tanh(
+        memory @ scorer.memory_projection.kernel.numpy()
+        + (s @ scorer.query_projection.kernel.numpy() + scorer.query_projection.bias.numpy())[
+            :, None
+        ]
+    )
     scores = (energy @ scorer.energy.kernel.numpy())[..., 0]
     mask = np.arange(4)[None] < np.array([4, 2])[:, None]
     a = np_masked_softmax(scores, mask)
@@ -75,17 +86,18 @@ def test_teacher_forcing_equals_stepping_and_ignores_padded_frames():
     out = model(batch)
     constants, state = model.start(batch["features"], batch["num_frames"])
     for t in range(batch["caption_in"].shape[1]):
-        output, state, attn = model.step(model.embedding(batch["caption_in"][:, t]), state,
-                                         constants)
-        np.testing.assert_allclose(model.logits(output).numpy(),
-                                   out["logits"][:, t].numpy(), atol=1e-5)
+        output, state, attn = model.step(
+            model.embedding(batch["caption_in"][:, t]), state, constants
+        )
+        np.testing.assert_allclose(
+            model.logits(output).numpy(), out["logits"][:, t].numpy(), atol=1e-5
+        )
         assert np.all(attn.numpy()[1, 2:] == 0.0)  # clip 2 has 2 real frames
     noisy = dict(batch)
     garbage = batch["features"].numpy()
     garbage[1, 2:] = 50.0
     noisy["features"] = tf.constant(garbage)
-    np.testing.assert_allclose(model(noisy)["logits"].numpy(), out["logits"].numpy(),
-                               atol=1e-5)
+    np.testing.assert_allclose(model(noisy)["logits"].numpy(), out["logits"].numpy(), atol=1e-5)
 
 
 def test_acvi_context_trains_with_kl_and_decodes_with_the_mean():
@@ -102,19 +114,25 @@ def test_acvi_context_trains_with_kl_and_decodes_with_the_mean():
 
 def test_xla_beam_search_gives_the_same_captions(tmp_path):
     keras.utils.set_random_seed(3)
-    model = model_lib.Captioner(vocab_size=11, encoder_units=6, decoder_units=5,
-                                embedding_dim=4, attention_units=3, output_units=7,
-                                jit_compile=True)
+    model = model_lib.Captioner(
+        vocab_size=11,
+        encoder_units=6,
+        decoder_units=5,
+        embedding_dim=4,
+        attention_units=3,
+        output_units=7,
+        jit_compile=True,
+    )
     batch = _batch(np.random.default_rng(4), frames=(4, 2, 3), captions=((5, 6), (8,), (9,)))
     model(batch)
     (tmp_path / "vocab").write_text("".join("w%d %d\n" % (i, 9 - i) for i in range(7)))
     vocab = data.Vocab(str(tmp_path / "vocab"))
     features, num_frames = batch["features"], batch["num_frames"]
     plain = decode_lib.CaptionDecoder(model, vocab, beam_size=3, max_length=9)
-    compiled = decode_lib.CaptionDecoder(model, vocab, beam_size=3, max_length=9,
-                                         jit_compile=True)
-    for (words, attn), (xla_words, xla_attn) in zip(plain.caption(features, num_frames),
-                                                    compiled.caption(features, num_frames)):
+    compiled = decode_lib.CaptionDecoder(model, vocab, beam_size=3, max_length=9, jit_compile=True)
+    for (words, attn), (xla_words, xla_attn) in zip(
+        plain.caption(features, num_frames), compiled.caption(features, num_frames)
+    ):
         assert words == xla_words
         np.testing.assert_allclose(attn, xla_attn, rtol=1e-5, atol=1e-6)
 
@@ -126,7 +144,7 @@ def test_attention_penalty_matches_numpy():
     num_frames = np.array([5, 4, 2], np.int32)
     expected = []
     for b in range(3):
-        total = attn[b, :caption_len[b], :num_frames[b]].sum(axis=0)
+        total = attn[b, : caption_len[b], : num_frames[b]].sum(axis=0)
         expected.append(np.sum((1.0 - total) ** 2))
     got = model_lib.attention_penalty(tf.constant(attn), caption_len, num_frames)
     np.testing.assert_allclose(got.numpy(), expected, rtol=1e-5)
@@ -143,8 +161,7 @@ def test_vocab_batches_and_feature_padding(tmp_path):
     np.testing.assert_array_equal(batch["caption_out"].numpy(), [[4, 5, 3], [6, 3, 0]])
     np.testing.assert_array_equal(batch["caption_len"].numpy(), [3, 2])
     fixed = data.make_batch([np.ones([2, 3], np.float32)] * 2, [2, 1], [[4, 5], [6]], 4)
-    np.testing.assert_array_equal(fixed["caption_out"].numpy(), [[4, 5, 3, 0, 0],
-                                                                 [6, 3, 0, 0, 0]])
+    np.testing.assert_array_equal(fixed["caption_out"].numpy(), [[4, 5, 3, 0, 0], [6, 3, 0, 0, 0]])
     np.testing.assert_array_equal(fixed["caption_len"].numpy(), [3, 2])
 
     record = dict(clip="x_1_2", vid="vid7", captions=["a man"], references=["A man."])

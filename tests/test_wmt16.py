@@ -1,14 +1,24 @@
 """The WMT'16 preparation: tokenized splits, joint BPE that round-trips, vocabularies."""
+
 import pytest
 
 from data_prep import wmt16
-from nmt import bpe
-from nmt import data
+from nmt import bpe, data
 
-EN = ["The house is small.", "The small house is red.", "A red car drives home.",
-      "Houses are small here.", "Cars drive to the red house."]
-RO = ["Casa este mică.", "Casa mică este roșie.", "O mașină roșie merge acasă.",
-      "Casele sunt mici aici.", "Mașinile merg la casa roșie."]
+EN = [
+    "The house is small.",
+    "The small house is red.",
+    "A red car drives home.",
+    "Houses are small here.",
+    "Cars drive to the red house.",
+]
+RO = [
+    "Casa este mică.",
+    "Casa mică este roșie.",
+    "O mașină roșie merge acasă.",
+    "Casele sunt mici aici.",
+    "Mașinile merg la casa roșie.",
+]
 
 
 def _write(path, lines):
@@ -23,8 +33,9 @@ def test_prepare_writes_tokenized_and_bpe_files(tmp_path):
     _write(raw / "newsdev2016.en", EN[:2])
     _write(raw / "newsdev2016.ro", RO[:2])
     out = tmp_path / "wmt16"
-    counts = wmt16.prepare("en", "ro", {"train": str(raw / "train"),
-                                        "dev": str(raw / "newsdev2016")}, str(out), 20)
+    counts = wmt16.prepare(
+        "en", "ro", {"train": str(raw / "train"), "dev": str(raw / "newsdev2016")}, str(out), 20
+    )
     assert counts == {"train": 5, "dev": 2}
     tokenized = (out / "tok" / "train.ro").read_text(encoding="utf-8").splitlines()
     assert tokenized[0] == "Casa este mică ."  # case kept, punctuation split

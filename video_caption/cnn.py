@@ -16,13 +16,14 @@ Usage::
   extractor = build_extractor("googlenet", "bvlc_googlenet.npy")
   features = extractor.extract(frames)        # frames [n, H, W, 3] -> float32 [n, 1024]
 """
+
 import collections
 import math
 import os
 
-from absl import logging
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
 from acvi_tf.compat import keras
 from video_caption import frames as frames_lib
@@ -36,17 +37,19 @@ CAFFE_BGR_MEAN = (104.0, 117.0, 123.0)
 
 # Filters of every GoogLeNet inception module (Szegedy et al. 2015, table 1):
 # 1x1, 3x3 reduce, 3x3, 5x5 reduce, 5x5, pool projection.
-INCEPTION_MODULES = collections.OrderedDict([
-    ("inception_3a", (64, 96, 128, 16, 32, 32)),
-    ("inception_3b", (128, 128, 192, 32, 96, 64)),
-    ("inception_4a", (192, 96, 208, 16, 48, 64)),
-    ("inception_4b", (160, 112, 224, 24, 64, 64)),
-    ("inception_4c", (128, 128, 256, 24, 64, 64)),
-    ("inception_4d", (112, 144, 288, 32, 64, 64)),
-    ("inception_4e", (256, 160, 320, 32, 128, 128)),
-    ("inception_5a", (256, 160, 320, 32, 128, 128)),
-    ("inception_5b", (384, 192, 384, 48, 128, 128)),
-])
+INCEPTION_MODULES = collections.OrderedDict(
+    [
+        ("inception_3a", (64, 96, 128, 16, 32, 32)),
+        ("inception_3b", (128, 128, 192, 32, 96, 64)),
+        ("inception_4a", (192, 96, 208, 16, 48, 64)),
+        ("inception_4b", (160, 112, 224, 24, 64, 64)),
+        ("inception_4c", (128, 128, 256, 24, 64, 64)),
+        ("inception_4d", (112, 144, 288, 32, 64, 64)),
+        ("inception_4e", (256, 160, 320, 32, 128, 128)),
+        ("inception_5a", (256, 160, 320, 32, 128, 128)),
+        ("inception_5b", (384, 192, 384, 48, 128, 128)),
+    ]
+)
 
 
 class WeightsError(ValueError):
@@ -85,18 +88,17 @@ class CaffeMaxPool2D(keras.layers.Layer):
         """Pads [batch, H, W, C] inputs as Caffe would and max-pools them."""
         height, width = inputs.shape[1], inputs.shape[2]
         if height is None or width is None:
-            raise ValueError("%s needs a static spatial size, got %s" % (self.name,
-                                                                        inputs.shape))
-        paddings = [[0, 0], [self.pad, self._extra(height)],
-                    [self.pad, self._extra(width)], [0, 0]]
+            raise ValueError("%s needs a static spatial size, got %s" % (self.name, inputs.shape))
+        paddings = [[0, 0], [self.pad, self._extra(height)], [self.pad, self._extra(width)], [0, 0]]
         padded = tf.pad(inputs, paddings, constant_values=inputs.dtype.min)
         return tf.nn.max_pool2d(padded, self.pool_size, self.strides, "VALID")
 
     def compute_output_shape(self, input_shape):
         """[batch, H', W', C] with Caffe's rounded-up H' and W'."""
         shape = tf.TensorShape(input_shape).as_list()
-        return tf.TensorShape([shape[0], self._caffe_size(shape[1]),
-                               self._caffe_size(shape[2]), shape[3]])
+        return tf.TensorShape(
+            [shape[0], self._caffe_size(shape[1]), self._caffe_size(shape[2]), shape[3]]
+        )
 
     def get_config(self):
         """The constructor arguments, for Keras serialisation."""
@@ -122,8 +124,12 @@ class CaffeLRN(keras.layers.Layer):
     def call(self, inputs):
         """Normalises [batch, H, W, C] inputs across channels."""
         return tf.nn.local_response_normalization(
-            inputs, depth_radius=(self.local_size - 1) // 2, bias=1.0,
-            alpha=self.alpha / self.local_size, beta=self.beta)
+            inputs,
+            depth_radius=(self.local_size - 1) // 2,
+            bias=1.0,
+            alpha=self.alpha / self.local_size,
+            beta=self.beta,
+        )
 
     def get_config(self):
         """The constructor arguments, for Keras serialisation."""
@@ -144,8 +150,9 @@ def _conv(x, filters, kernel, name, strides=1):
     else:
         x = keras.layers.ZeroPadding2D(kernel // 2, name=name + "_pad")(x)
         padding = "valid"
-    return keras.layers.Conv2D(filters, kernel, strides=strides, padding=padding,
-                               activation="relu", name=name)(x)
+    return keras.layers.Conv2D(
+        filters, kernel, strides=strides, padding=padding, activation="relu", name=name
+    )(x)
 
 
 def _inception(x, name, filters):
@@ -159,8 +166,7 @@ def _inception(x, name, filters):
     # 3x3/1 pad 1: "same" max pooling ignores the padding, exactly as Caffe does.
     pool = keras.layers.MaxPooling2D(3, 1, padding="same", name=name + "_pool")(x)
     pool = _conv(pool, pool_proj, 1, name + "_pool_proj")
-    return keras.layers.Concatenate(name=name + "_output")(
-        [branch1, branch3, branch5, pool])
+    return keras.layers.Concatenate(name=name + "_output")([branch1, branch3, branch5, pool])
 
 
 def googlenet_network():
@@ -212,7 +218,7 @@ def random_init(model, seed=RANDOM_INIT_SEED):
     for index, layer in enumerate(_weighted_layers(model)):
         if not isinstance(layer, (keras.layers.Conv2D, keras.layers.Dense)):
             continue
-        rng = np.random.RandomState((seed + 7919 * index) % (2 ** 32))
+        rng = np.random.RandomState((seed + 7919 * index) % (2**32))
         values = []
         for weight in layer.weights:
             shape = weight.shape.as_list()
@@ -232,7 +238,12 @@ def _warn_random(name):
         "!! No weights file was given, so %s has a fixed seeded initialisation (seed %d).\n"
         "!! Its features are deterministic but no published result can be compared with\n"
         "!! them. Pass the weights with --cnn_weights=FILE (see video_caption/cnn.py).\n%s",
-        name.upper(), bar, name, RANDOM_INIT_SEED, bar)
+        name.upper(),
+        bar,
+        name,
+        RANDOM_INIT_SEED,
+        bar,
+    )
 
 
 def _read_npy_dict(path):
@@ -245,9 +256,10 @@ def _read_npy_dict(path):
     if data.dtype == object and data.shape == ():
         data = data.item()
     if not isinstance(data, dict):
-        raise WeightsError("%s: expected a pickled dict {layer_name: {'weights': kernel, "
-                           "'biases': bias}} (caffe-tensorflow format), got %s" % (
-                               path, type(data).__name__))
+        raise WeightsError(
+            "%s: expected a pickled dict {layer_name: {'weights': kernel, "
+            "'biases': bias}} (caffe-tensorflow format), got %s" % (path, type(data).__name__)
+        )
 
     def text(key):
         return key.decode("utf-8") if isinstance(key, bytes) else str(key)
@@ -258,16 +270,19 @@ def _read_npy_dict(path):
 def _layer_params(path, name, params):
     """(kernel, bias) of one layer entry, in either of the converter's two layouts."""
     if isinstance(params, dict):
-        params = {(k.decode("utf-8") if isinstance(k, bytes) else k): v
-                  for k, v in params.items()}
+        params = {(k.decode("utf-8") if isinstance(k, bytes) else k): v for k, v in params.items()}
         if "weights" not in params or "biases" not in params:
-            raise WeightsError("%s: layer %s has keys %s, expected 'weights' and "
-                               "'biases'" % (path, name, sorted(params)))
+            raise WeightsError(
+                "%s: layer %s has keys %s, expected 'weights' and "
+                "'biases'" % (path, name, sorted(params))
+            )
         return params["weights"], params["biases"]
     if isinstance(params, (list, tuple)) and len(params) == 2:
         return params[0], params[1]
-    raise WeightsError("%s: layer %s holds a %s, expected {'weights': kernel, "
-                       "'biases': bias}" % (path, name, type(params).__name__))
+    raise WeightsError(
+        "%s: layer %s holds a %s, expected {'weights': kernel, "
+        "'biases': bias}" % (path, name, type(params).__name__)
+    )
 
 
 def load_npy_weights(model, path):
@@ -289,25 +304,30 @@ def load_npy_weights(model, path):
     assignments = []
     for layer in _weighted_layers(model):
         if layer.name not in data:
-            raise WeightsError("%s: has no weights for layer %s (kernel %s); is it a "
-                               "caffe-tensorflow conversion of bvlc_googlenet?" % (
-                                   path, layer.name, layer.weights[0].shape.as_list()))
+            raise WeightsError(
+                "%s: has no weights for layer %s (kernel %s); is it a "
+                "caffe-tensorflow conversion of bvlc_googlenet?"
+                % (path, layer.name, layer.weights[0].shape.as_list())
+            )
         kernel, bias = _layer_params(path, layer.name, data[layer.name])
         values = [np.asarray(kernel), np.asarray(bias)]
         for weight, value, what in zip(layer.weights, values, ("weights", "biases")):
             expected = tuple(weight.shape.as_list())
             if value.shape != expected:
-                raise WeightsError("%s: layer %s '%s' has shape %s, expected %s (kernels "
-                                   "are [height, width, in, out])" % (
-                                       path, layer.name, what, value.shape, expected))
+                raise WeightsError(
+                    "%s: layer %s '%s' has shape %s, expected %s (kernels "
+                    "are [height, width, in, out])"
+                    % (path, layer.name, what, value.shape, expected)
+                )
         assignments.append((layer, [v.astype(np.float32) for v in values]))
     for layer, values in assignments:
         layer.set_weights(values)
     used = {layer.name for layer, _ in assignments}
     ignored = sorted(set(data) - used)
     if ignored:
-        logging.info("%s: ignored %d layers not in the network: %s", path, len(ignored),
-                     ", ".join(ignored))
+        logging.info(
+            "%s: ignored %d layers not in the network: %s", path, len(ignored), ", ".join(ignored)
+        )
 
 
 def load_weights(model, path):
@@ -328,12 +348,15 @@ def load_weights(model, path):
         try:
             model.load_weights(path)
         except (ValueError, OSError) as e:
-            raise WeightsError("%s: cannot load these Keras weights into GoogLeNet: %s" % (
-                path, e)) from e
+            raise WeightsError(
+                "%s: cannot load these Keras weights into GoogLeNet: %s" % (path, e)
+            ) from e
     else:
-        raise WeightsError("%s: unknown weights file type; use a caffe-tensorflow .npy "
-                           "dict or a Keras .h5 file saved from video_caption.cnn."
-                           "googlenet" % path)
+        raise WeightsError(
+            "%s: unknown weights file type; use a caffe-tensorflow .npy "
+            "dict or a Keras .h5 file saved from video_caption.cnn."
+            "googlenet" % path
+        )
     logging.info("GoogLeNet weights loaded from %s", path)
 
 
@@ -380,11 +403,13 @@ def inception_v3(weights=None):
         _check_exists(weights)
     try:
         model = keras.applications.InceptionV3(
-            include_top=False, pooling="avg", input_shape=(299, 299, 3),
-            weights=weights or None)
+            include_top=False, pooling="avg", input_shape=(299, 299, 3), weights=weights or None
+        )
     except (ValueError, OSError) as e:
-        raise WeightsError("%s: cannot load these weights into Inception v3 (it needs the "
-                           "'notop' ImageNet .h5 file): %s" % (weights, e)) from e
+        raise WeightsError(
+            "%s: cannot load these weights into Inception v3 (it needs the "
+            "'notop' ImageNet .h5 file): %s" % (weights, e)
+        ) from e
     if weights is None:
         random_init(model)
         _warn_random("inception_v3")
@@ -393,8 +418,10 @@ def inception_v3(weights=None):
 
 def _check_exists(path):
     if not os.path.isfile(path):
-        raise WeightsError("weights file %s does not exist; pass an existing file with "
-                           "--cnn_weights, or leave it out for random features" % path)
+        raise WeightsError(
+            "weights file %s does not exist; pass an existing file with "
+            "--cnn_weights, or leave it out for random features" % path
+        )
 
 
 def caffe_preprocess(images):
@@ -430,8 +457,7 @@ class Extractor:
       model: the Keras model.
     """
 
-    def __init__(self, name, model, input_size, preprocess, dim, batch_size=32,
-                 weights=None):
+    def __init__(self, name, model, input_size, preprocess, dim, batch_size=32, weights=None):
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1, got %d" % batch_size)
         self.name = name
@@ -442,8 +468,9 @@ class Extractor:
         self.batch_size = batch_size
         self._preprocess = preprocess
         self._forward = tf.function(
-            self._forward_batch, input_signature=[tf.TensorSpec(
-                [batch_size, input_size, input_size, 3], tf.float32)])
+            self._forward_batch,
+            input_signature=[tf.TensorSpec([batch_size, input_size, input_size, 3], tf.float32)],
+        )
 
     def _forward_batch(self, images):
         return self.model(self._preprocess(images), training=False)
@@ -462,11 +489,12 @@ class Extractor:
         count = len(images)
         outputs = []
         for start in range(0, count, self.batch_size):
-            batch = images[start:start + self.batch_size]
+            batch = images[start : start + self.batch_size]
             real = len(batch)
             if real < self.batch_size:
-                batch = np.concatenate([batch, np.zeros(
-                    (self.batch_size - real,) + batch.shape[1:], np.float32)])
+                batch = np.concatenate(
+                    [batch, np.zeros((self.batch_size - real,) + batch.shape[1:], np.float32)]
+                )
             outputs.append(self._forward(tf.constant(batch)).numpy()[:real])
         if not outputs:
             return np.zeros((0, self.dim), np.float32)
@@ -491,5 +519,4 @@ def build_extractor(name, weights=None, batch_size=32):
         raise ValueError("unknown CNN %r; choose one of %s" % (name, ", ".join(CNNS)))
     spec = CNNS[name]
     model = spec.builder(weights)
-    return Extractor(name, model, spec.input_size, spec.preprocess, spec.dim, batch_size,
-                     weights)
+    return Extractor(name, model, spec.input_size, spec.preprocess, spec.dim, batch_size, weights)

@@ -11,6 +11,7 @@ Every clip is ``num_frames`` rows: a clip with more feature rows (e.g. arctic-ca
 features of every frame) is sampled with ``frames.sample_indices``; one with fewer is
 zero-padded and masked.
 """
+
 import json
 
 import numpy as np
@@ -29,7 +30,8 @@ BATCH_SIGNATURE = dict(
     num_frames=tf.TensorSpec([None], tf.int32),
     caption_in=tf.TensorSpec([None, None], tf.int32),
     caption_out=tf.TensorSpec([None, None], tf.int32),
-    caption_len=tf.TensorSpec([None], tf.int32))
+    caption_len=tf.TensorSpec([None], tf.int32),
+)
 
 
 class DataError(ValueError):
@@ -49,11 +51,14 @@ class Vocab:
         for number, line in files.utf8_lines(path, DataError):
             pieces = line.split()
             if len(pieces) != 2 or not pieces[1].isdigit():
-                raise DataError("%s:%d: want 'word count', got %r; rebuild it with "
-                                "data_prep.msvd" % (path, number, line.rstrip("\n")))
+                raise DataError(
+                    "%s:%d: want 'word count', got %r; rebuild it with "
+                    "data_prep.msvd" % (path, number, line.rstrip("\n"))
+                )
             if pieces[0] in self._id_to_word[:4]:
-                raise DataError("%s:%d: %r is reserved and must not be in the file"
-                                % (path, number, pieces[0]))
+                raise DataError(
+                    "%s:%d: %r is reserved and must not be in the file" % (path, number, pieces[0])
+                )
             if max_size and len(self._id_to_word) >= max_size:
                 break
             self._id_to_word.append(pieces[0])
@@ -93,16 +98,21 @@ def read_split(path):
         try:
             record = json.loads(line)
         except json.JSONDecodeError as e:
-            raise DataError("%s:%d: not JSON (%s); rebuild the split with "
-                            "data_prep.msvd" % (path, number, e)) from e
-        missing = (_RECORD_KEYS if not isinstance(record, dict)
-                   else [k for k in _RECORD_KEYS if k not in record])
+            raise DataError(
+                "%s:%d: not JSON (%s); rebuild the split with data_prep.msvd" % (path, number, e)
+            ) from e
+        missing = (
+            _RECORD_KEYS
+            if not isinstance(record, dict)
+            else [k for k in _RECORD_KEYS if k not in record]
+        )
         if missing:
-            raise DataError("%s:%d: record lacks %s; rebuild the split with "
-                            "data_prep.msvd" % (path, number, ", ".join(missing)))
+            raise DataError(
+                "%s:%d: record lacks %s; rebuild the split with "
+                "data_prep.msvd" % (path, number, ", ".join(missing))
+            )
         if not record["captions"] or not record["references"]:
-            raise DataError("%s:%d: clip %s has no captions" % (path, number,
-                                                                record["clip"]))
+            raise DataError("%s:%d: clip %s has no captions" % (path, number, record["clip"]))
         records.append(record)
     if not records:
         raise DataError("%s holds no clips" % path)
@@ -120,13 +130,14 @@ def clip_features(store, record, num_frames, source="features"):
             rows = np.asarray(store[key], np.float32)
             break
     else:
-        raise DataError("%s has no features for clip %s (%s); extract them with "
-                        "python -m video_caption.features" % (source, record["clip"],
-                                                               record["vid"]))
+        raise DataError(
+            "%s has no features for clip %s (%s); extract them with "
+            "python -m video_caption.features" % (source, record["clip"], record["vid"])
+        )
     if len(rows) > num_frames:
         rows = rows[frames_lib.sample_indices(len(rows), num_frames)]
     padded = np.zeros([num_frames, rows.shape[1]], np.float32)
-    padded[:len(rows)] = rows
+    padded[: len(rows)] = rows
     return padded, len(rows)
 
 
@@ -172,9 +183,13 @@ class ClipSet:
         """Yields ``(records, {features, num_frames})`` for decoding, in split order."""
         for start in range(0, len(self.records), batch_size):
             end = start + batch_size
-            yield self.records[start:end], dict(
-                features=tf.constant(self.features[start:end]),
-                num_frames=tf.constant(self.num_frames[start:end]))
+            yield (
+                self.records[start:end],
+                dict(
+                    features=tf.constant(self.features[start:end]),
+                    num_frames=tf.constant(self.num_frames[start:end]),
+                ),
+            )
 
     def caption_pairs(self, vocab, max_caption_len=0):
         """``(clip index, caption ids)`` for every caption; ``max_caption_len`` > 0 drops
@@ -200,10 +215,13 @@ class ClipSet:
         order = np.arange(len(pairs)) if rng is None else rng.permutation(len(pairs))
         length = max(len(ids) for _, ids in pairs) if fixed_length and pairs else None
         for start in range(0, len(order), batch_size):
-            chosen = [pairs[i] for i in order[start:start + batch_size]]
-            yield make_batch([self.features[i] for i, _ in chosen],
-                             [self.num_frames[i] for i, _ in chosen],
-                             [ids for _, ids in chosen], length)
+            chosen = [pairs[i] for i in order[start : start + batch_size]]
+            yield make_batch(
+                [self.features[i] for i, _ in chosen],
+                [self.num_frames[i] for i, _ in chosen],
+                [ids for _, ids in chosen],
+                length,
+            )
 
 
 def make_batch(features, num_frames, captions, max_words=None):
@@ -213,9 +231,12 @@ def make_batch(features, num_frames, captions, max_words=None):
     caption_in = np.full([len(captions), length], PAD_ID, np.int32)
     caption_out = np.full([len(captions), length], PAD_ID, np.int32)
     for row, ids in enumerate(captions):
-        caption_in[row, :len(ids) + 1] = [BOS_ID] + ids
-        caption_out[row, :len(ids) + 1] = ids + [EOS_ID]
-    return dict(features=tf.constant(np.stack(features)),
-                num_frames=tf.constant(np.asarray(num_frames, np.int32)),
-                caption_in=tf.constant(caption_in), caption_out=tf.constant(caption_out),
-                caption_len=tf.constant([len(ids) + 1 for ids in captions], tf.int32))
+        caption_in[row, : len(ids) + 1] = [BOS_ID] + ids
+        caption_out[row, : len(ids) + 1] = ids + [EOS_ID]
+    return dict(
+        features=tf.constant(np.stack(features)),
+        num_frames=tf.constant(np.asarray(num_frames, np.int32)),
+        caption_in=tf.constant(caption_in),
+        caption_out=tf.constant(caption_out),
+        caption_len=tf.constant([len(ids) + 1 for ids in captions], tf.int32),
+    )

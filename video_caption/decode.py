@@ -4,6 +4,7 @@ arctic-capgen-vid decodes with beam 5 up to 50 words and keeps the finished hypo
 lowest total negative log-likelihood, with no length normalisation; that is the default
 here (``length_normalization="none"``). The beam itself is ``acvi_tf.decoding``'s.
 """
+
 import tensorflow as tf
 
 from acvi_tf import decoding
@@ -23,29 +24,41 @@ class CaptionDecoder:
         one program per batch size, as every clip has the same number of frames.
     """
 
-    def __init__(self, model, vocab, beam_size=5, max_length=50, length_normalization="none",
-                 jit_compile=False):
+    def __init__(
+        self,
+        model,
+        vocab,
+        beam_size=5,
+        max_length=50,
+        length_normalization="none",
+        jit_compile=False,
+    ):
         self.model = model
         self.vocab = vocab
-        signature = [tf.TensorSpec([None, None, None], tf.float32),
-                     tf.TensorSpec([None], tf.int32)]
+        signature = [tf.TensorSpec([None, None, None], tf.float32), tf.TensorSpec([None], tf.int32)]
 
         def step_fn(constants):
             def step(tokens, state, t):
                 del t
                 output, state, attn = model.step(model.embedding(tokens), state, constants)
-                return (model.log_probs(output, attn, constants["prepared"]), state,
-                        {"attn": attn})
+                return (model.log_probs(output, attn, constants["prepared"]), state, {"attn": attn})
+
             return step
 
-        @tf.function(input_signature=signature, autograph=False,
-                     jit_compile=jit_compile or None)
+        @tf.function(input_signature=signature, autograph=False, jit_compile=jit_compile or None)
         def search(features, num_frames):
             constants, state = model.start(features, num_frames)
             return decoding.beam_search(
-                step_fn(decoding.tile_beam(constants, beam_size)), state,
-                tf.shape(features)[0], beam_size, max_length, data.BOS_ID, data.EOS_ID,
-                length_normalization=length_normalization, record_extras=True)
+                step_fn(decoding.tile_beam(constants, beam_size)),
+                state,
+                tf.shape(features)[0],
+                beam_size,
+                max_length,
+                data.BOS_ID,
+                data.EOS_ID,
+                length_normalization=length_normalization,
+                record_extras=True,
+            )
 
         self._search = search
 
@@ -61,8 +74,9 @@ class CaptionDecoder:
         """
         out = self._search(features, num_frames)
         results = []
-        for ids, length, attn in zip(out["ids"].numpy(), out["lengths"].numpy(),
-                                     out["attn"].numpy()):
+        for ids, length, attn in zip(
+            out["ids"].numpy(), out["lengths"].numpy(), out["attn"].numpy()
+        ):
             words = self.vocab.decode(ids[:length].tolist())
             results.append((words, attn[:length]))
         return results
@@ -71,9 +85,9 @@ class CaptionDecoder:
         """``{clip: caption}`` and ``{clip: attention}`` for every clip of a ``ClipSet``."""
         captions, attentions = {}, {}
         for records, batch in clip_set.clip_batches(batch_size):
-            for record, (words, attn) in zip(records,
-                                             self.caption(batch["features"],
-                                                          batch["num_frames"])):
+            for record, (words, attn) in zip(
+                records, self.caption(batch["features"], batch["num_frames"])
+            ):
                 captions[record["clip"]] = " ".join(words)
                 attentions[record["clip"]] = attn
         return captions, attentions

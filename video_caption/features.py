@@ -37,6 +37,7 @@ Usage::
 
   store = open_features("features")      # Mapping clip -> float32 [n, dim]; store.dim
 """
+
 import collections.abc
 import dataclasses
 import datetime
@@ -46,11 +47,9 @@ import pickle
 import sys
 import time
 
-from absl import app
-from absl import flags
-from absl import logging
 import h5py
 import numpy as np
+from absl import app, flags, logging
 
 from acvi_tf.files import atomic_write, atomic_write_text
 from video_caption import cnn as cnn_lib
@@ -119,21 +118,34 @@ def find_videos(video_dir, clips=None):
         if extension.lower() not in frames_lib.VIDEO_EXTENSIONS or entry.startswith("."):
             continue
         if stem in videos:
-            logging.warning("%s: clip %s also has the video %s; using the first",
-                            os.path.join(video_dir, entry), stem, videos[stem])
+            logging.warning(
+                "%s: clip %s also has the video %s; using the first",
+                os.path.join(video_dir, entry),
+                stem,
+                videos[stem],
+            )
             continue
         videos[stem] = os.path.join(video_dir, entry)
     if clips is not None:
         wanted = set(clips)
         missing = [name for name in clips if name not in videos]
         if missing:
-            logging.warning("%d listed clips have no video in %s, e.g. %s", len(missing),
-                            video_dir, ", ".join(missing[:5]))
+            logging.warning(
+                "%d listed clips have no video in %s, e.g. %s",
+                len(missing),
+                video_dir,
+                ", ".join(missing[:5]),
+            )
         videos = {name: path for name, path in videos.items() if name in wanted}
     if not videos:
-        raise FeaturesError("no %svideo files (%s) in %s" % (
-            "listed " if clips is not None else "",
-            " ".join(frames_lib.VIDEO_EXTENSIONS), video_dir))
+        raise FeaturesError(
+            "no %svideo files (%s) in %s"
+            % (
+                "listed " if clips is not None else "",
+                " ".join(frames_lib.VIDEO_EXTENSIONS),
+                video_dir,
+            )
+        )
     return dict(sorted(videos.items()))
 
 
@@ -160,9 +172,12 @@ def _check_settings(output, found, settings):
     differing = [key for key in SETTINGS if key in found and found[key] != settings[key]]
     if differing:
         raise FeaturesError(
-            "%s was made with other settings (%s); use another --output or delete it" % (
-                output, ", ".join("%s %r, now %r" % (key, found[key], settings[key])
-                                  for key in differing)))
+            "%s was made with other settings (%s); use another --output or delete it"
+            % (
+                output,
+                ", ".join("%s %r, now %r" % (key, found[key], settings[key]) for key in differing),
+            )
+        )
 
 
 class _NpyWriter:
@@ -170,8 +185,7 @@ class _NpyWriter:
 
     def __init__(self, output, settings):
         if os.path.exists(output) and not os.path.isdir(output):
-            raise FeaturesError("--output=%s is a file; --format=npy writes a folder" %
-                                output)
+            raise FeaturesError("--output=%s is a file; --format=npy writes a folder" % output)
         os.makedirs(output, exist_ok=True)
         self.output = output
         self.failed_path = os.path.join(output, FAILED_FILE)
@@ -181,15 +195,19 @@ class _NpyWriter:
                 with open(metadata, encoding="utf-8") as f:
                     found = json.load(f)
             except (OSError, ValueError) as e:
-                raise FeaturesError("cannot read %s (%s); delete it or use another "
-                                    "--output" % (metadata, e)) from e
+                raise FeaturesError(
+                    "cannot read %s (%s); delete it or use another --output" % (metadata, e)
+                ) from e
             _check_settings(output, found, settings)
         atomic_write_text(metadata, json.dumps(settings, indent=2, sort_keys=True) + "\n")
 
     def done(self):
         """Clips already stored."""
-        return {name[:-len(".npy")] for name in os.listdir(self.output)
-                if name.endswith(".npy") and not name.startswith(".")}
+        return {
+            name[: -len(".npy")]
+            for name in os.listdir(self.output)
+            if name.endswith(".npy") and not name.startswith(".")
+        }
 
     def write(self, clip, features):
         """Stores one clip."""
@@ -205,8 +223,7 @@ class _Hdf5Writer:
 
     def __init__(self, output, settings):
         if os.path.isdir(output):
-            raise FeaturesError("--output=%s is a folder; --format=hdf5 writes a file" %
-                                output)
+            raise FeaturesError("--output=%s is a folder; --format=hdf5 writes a file" % output)
         directory = os.path.dirname(os.path.abspath(output))
         os.makedirs(directory, exist_ok=True)
         self.output = output
@@ -214,8 +231,9 @@ class _Hdf5Writer:
         try:
             self.file = h5py.File(output, "a")
         except OSError as e:
-            raise FeaturesError("cannot open %s as HDF5 (%s); delete it or use another "
-                                "--output" % (output, e)) from e
+            raise FeaturesError(
+                "cannot open %s as HDF5 (%s); delete it or use another --output" % (output, e)
+            ) from e
         found = {key: _plain(value) for key, value in self.file.attrs.items()}
         _check_settings(output, found, settings)
         for key, value in settings.items():
@@ -228,8 +246,7 @@ class _Hdf5Writer:
         names = set()
         for name in list(self.file.keys()):
             item = self.file[name]
-            if (isinstance(item, h5py.Dataset) and item.ndim == 2
-                    and item.shape[1] == self.dim):
+            if isinstance(item, h5py.Dataset) and item.ndim == 2 and item.shape[1] == self.dim:
                 names.add(name)
             else:
                 logging.warning("%s: dropping the malformed entry %s", self.output, name)
@@ -261,6 +278,7 @@ def _plain(value):
 @dataclasses.dataclass
 class Stats:
     """What an extraction run found, skipped, wrote and failed on."""
+
     videos: int = 0
     skipped: int = 0
     extracted: int = 0
@@ -270,9 +288,14 @@ class Stats:
 
     def summary(self):
         """One human-readable line."""
-        return ("%d videos: %d already done, %d extracted (%d frames), %d failed, "
-                "%.1f s" % (self.videos, self.skipped, self.extracted, self.frames,
-                            len(self.failed), self.seconds))
+        return "%d videos: %d already done, %d extracted (%d frames), %d failed, %.1f s" % (
+            self.videos,
+            self.skipped,
+            self.extracted,
+            self.frames,
+            len(self.failed),
+            self.seconds,
+        )
 
 
 def _progress(done, total, skipped, failed, start):
@@ -280,22 +303,45 @@ def _progress(done, total, skipped, failed, start):
     rate = done / elapsed
     left = total - done
     eta = datetime.timedelta(seconds=int(left / rate)) if rate > 0 else "?"
-    logging.info("features: %d/%d clips (%d failed; %d were done before this run), "
-                 "%.2f clips/s, ETA %s", done, total, failed, skipped, rate, eta)
+    logging.info(
+        "features: %d/%d clips (%d failed; %d were done before this run), %.2f clips/s, ETA %s",
+        done,
+        total,
+        failed,
+        skipped,
+        rate,
+        eta,
+    )
 
 
 def _write_failed(path, failed):
     """Lists this run's failures (``clip<TAB>file<TAB>reason``); none removes the file."""
     if failed:
-        atomic_write_text(path, "".join("%s\t%s\t%s\n" % (clip, video, " ".join(
-            message.split())) for clip, video, message in failed))
+        atomic_write_text(
+            path,
+            "".join(
+                "%s\t%s\t%s\n" % (clip, video, " ".join(message.split()))
+                for clip, video, message in failed
+            ),
+        )
     elif os.path.exists(path):
         os.unlink(path)
 
 
-def extract_features(video_dir, output, cnn="googlenet", cnn_weights=None,
-                     max_frames=240, num_frames=24, fmt="npy", batch_size=32,
-                     clips=None, log_every=10, extractor=None, dtype="float32"):
+def extract_features(
+    video_dir,
+    output,
+    cnn="googlenet",
+    cnn_weights=None,
+    max_frames=240,
+    num_frames=24,
+    fmt="npy",
+    batch_size=32,
+    clips=None,
+    log_every=10,
+    extractor=None,
+    dtype="float32",
+):
     """Extracts and stores the frame features of every video of a folder.
 
     Args:
@@ -321,27 +367,35 @@ def extract_features(video_dir, output, cnn="googlenet", cnn_weights=None,
         settings. cnn.WeightsError: the weights do not fit.
     """
     if fmt not in FORMATS:
-        raise FeaturesError("unknown --format=%s; choose one of %s" % (fmt, ", ".join(
-            FORMATS)))
+        raise FeaturesError("unknown --format=%s; choose one of %s" % (fmt, ", ".join(FORMATS)))
     if cnn not in cnn_lib.CNNS:
-        raise FeaturesError("unknown --cnn=%s; choose one of %s" % (cnn, ", ".join(
-            cnn_lib.CNNS)))
+        raise FeaturesError("unknown --cnn=%s; choose one of %s" % (cnn, ", ".join(cnn_lib.CNNS)))
     if dtype not in DTYPES:
         raise FeaturesError("unknown dtype %s; choose one of %s" % (dtype, ", ".join(DTYPES)))
     start = time.time()
     videos = find_videos(video_dir, clips)
-    settings = {"cnn": cnn,
-                "weights": os.path.abspath(cnn_weights) if cnn_weights else "random",
-                "num_frames": int(num_frames), "max_frames": int(max_frames),
-                "dim": int(cnn_lib.CNNS[cnn].dim), "dtype": dtype}
+    settings = {
+        "cnn": cnn,
+        "weights": os.path.abspath(cnn_weights) if cnn_weights else "random",
+        "num_frames": int(num_frames),
+        "max_frames": int(max_frames),
+        "dim": int(cnn_lib.CNNS[cnn].dim),
+        "dtype": dtype,
+    }
     writer = (_NpyWriter if fmt == "npy" else _Hdf5Writer)(output, settings)
     stats = Stats(videos=len(videos))
     try:
         done = writer.done()
         todo = [(clip, path) for clip, path in videos.items() if clip not in done]
         stats.skipped = len(videos) - len(todo)
-        logging.info("%d videos in %s: %d already in %s, %d to extract", len(videos),
-                     video_dir, stats.skipped, output, len(todo))
+        logging.info(
+            "%d videos in %s: %d already in %s, %d to extract",
+            len(videos),
+            video_dir,
+            stats.skipped,
+            output,
+            len(todo),
+        )
         if todo and extractor is None:
             extractor = cnn_lib.build_extractor(cnn, cnn_weights, batch_size)
         loop_start = time.time()
@@ -362,8 +416,12 @@ def extract_features(video_dir, output, cnn="googlenet", cnn_weights=None,
         writer.close()
     _write_failed(writer.failed_path, stats.failed)
     if stats.failed:
-        logging.warning("%d clip(s) failed (listed in %s): %s", len(stats.failed),
-                        writer.failed_path, ", ".join(c for c, _, _ in stats.failed[:10]))
+        logging.warning(
+            "%d clip(s) failed (listed in %s): %s",
+            len(stats.failed),
+            writer.failed_path,
+            ", ".join(c for c, _, _ in stats.failed[:10]),
+        )
     stats.seconds = time.time() - start
     return stats
 
@@ -383,9 +441,11 @@ class FeatureStore(collections.abc.Mapping):
         self._names = list(names)
         self._set = set(self._names)
         if not self._names:
-            raise FeaturesError("%s holds no features; it must be a folder of <clip>.npy "
-                                "or <clip>.npz files, an HDF5 file with a dataset per "
-                                "clip, or an arctic-capgen-vid features pickle" % path)
+            raise FeaturesError(
+                "%s holds no features; it must be a folder of <clip>.npy "
+                "or <clip>.npz files, an HDF5 file with a dataset per "
+                "clip, or an arctic-capgen-vid features pickle" % path
+            )
         self._dim = None
 
     def __iter__(self):
@@ -403,8 +463,10 @@ class FeatureStore(collections.abc.Mapping):
         array, where = self._load(clip)
         array = np.asarray(array)
         if array.ndim != 2:
-            raise FeaturesError("clip %s in %s: features must be 2-D [frames, dim], got "
-                                "shape %s" % (clip, where, array.shape))
+            raise FeaturesError(
+                "clip %s in %s: features must be 2-D [frames, dim], got "
+                "shape %s" % (clip, where, array.shape)
+            )
         return array.astype(np.float32, copy=False)
 
     def _load(self, clip):
@@ -438,8 +500,10 @@ class _FolderStore(FeatureStore):
             if extension not in (".npy", ".npz") or entry.startswith("."):
                 continue
             if stem in files:
-                raise FeaturesError("%s: clip %s is stored twice (%s and %s); remove one" % (
-                    path, stem, os.path.basename(files[stem]), entry))
+                raise FeaturesError(
+                    "%s: clip %s is stored twice (%s and %s); remove one"
+                    % (path, stem, os.path.basename(files[stem]), entry)
+                )
             files[stem] = os.path.join(path, entry)
         self._files = files
         super().__init__(path, files)
@@ -457,9 +521,11 @@ class _FolderStore(FeatureStore):
                     return loaded["features"], file_path
                 if len(names) == 1:
                     return loaded[names[0]], file_path
-            raise FeaturesError("clip %s: %s holds the arrays %s; name the features "
-                                "array 'features' or store only it" % (
-                                    clip, file_path, ", ".join(names) or "(none)"))
+            raise FeaturesError(
+                "clip %s: %s holds the arrays %s; name the features "
+                "array 'features' or store only it"
+                % (clip, file_path, ", ".join(names) or "(none)")
+            )
         return loaded, file_path
 
     @property
@@ -471,12 +537,14 @@ class _FolderStore(FeatureStore):
                 try:
                     shape = np.load(self._files[first], mmap_mode="r").shape
                 except (OSError, ValueError) as e:
-                    raise FeaturesError("clip %s: cannot read %s: %s" % (
-                        first, self._files[first], e)) from e
+                    raise FeaturesError(
+                        "clip %s: cannot read %s: %s" % (first, self._files[first], e)
+                    ) from e
                 if len(shape) != 2:
-                    raise FeaturesError("clip %s in %s: features must be 2-D [frames, "
-                                        "dim], got shape %s" % (first, self._files[first],
-                                                                shape))
+                    raise FeaturesError(
+                        "clip %s in %s: features must be 2-D [frames, "
+                        "dim], got shape %s" % (first, self._files[first], shape)
+                    )
                 self._dim = int(shape[1])
             else:
                 self._dim = int(self[first].shape[1])
@@ -491,8 +559,7 @@ class _Hdf5Store(FeatureStore):
             self._file = h5py.File(path, "r")
         except OSError as e:
             raise FeaturesError("cannot open %s as HDF5: %s" % (path, e)) from e
-        names = [name for name, item in self._file.items()
-                 if isinstance(item, h5py.Dataset)]
+        names = [name for name, item in self._file.items() if isinstance(item, h5py.Dataset)]
         try:
             super().__init__(path, names)
         except FeaturesError:
@@ -509,8 +576,10 @@ class _Hdf5Store(FeatureStore):
             first = self._names[0]
             shape = self._file[first].shape
             if len(shape) != 2:
-                raise FeaturesError("clip %s in %s: features must be 2-D [frames, dim], "
-                                    "got shape %s" % (first, self.path, shape))
+                raise FeaturesError(
+                    "clip %s in %s: features must be 2-D [frames, dim], "
+                    "got shape %s" % (first, self.path, shape)
+                )
             self._dim = int(shape[1])
         return self._dim
 
@@ -533,10 +602,13 @@ class _PickleStore(FeatureStore):
         except (OSError, pickle.UnpicklingError, EOFError, ValueError) as e:
             raise FeaturesError("cannot read the features pickle %s: %s" % (path, e)) from e
         if not isinstance(data, dict):
-            raise FeaturesError("%s: the pickle holds a %s, expected a dict clip -> "
-                                "[frames, dim] array" % (path, type(data).__name__))
-        self._data = {(k.decode("utf-8") if isinstance(k, bytes) else str(k)): v
-                      for k, v in data.items()}
+            raise FeaturesError(
+                "%s: the pickle holds a %s, expected a dict clip -> "
+                "[frames, dim] array" % (path, type(data).__name__)
+            )
+        self._data = {
+            (k.decode("utf-8") if isinstance(k, bytes) else str(k)): v for k, v in data.items()
+        }
         super().__init__(path, self._data)
 
     def _load(self, clip):
@@ -571,14 +643,18 @@ def open_features(path):
     if os.path.isdir(path):
         return _FolderStore(path)
     if not os.path.exists(path):
-        raise FeaturesError("feature store %s does not exist; extract features with "
-                            "python -m video_caption.features" % path)
+        raise FeaturesError(
+            "feature store %s does not exist; extract features with "
+            "python -m video_caption.features" % path
+        )
     if h5py.is_hdf5(path):
         return _Hdf5Store(path)
     if path.endswith((".pkl", ".pickle")):
         return _PickleStore(path)
-    raise FeaturesError("%s is not a feature store: expected a folder of .npy/.npz "
-                        "files, an HDF5 file, or a .pkl dict" % path)
+    raise FeaturesError(
+        "%s is not a feature store: expected a folder of .npy/.npz "
+        "files, an HDF5 file, or a .pkl dict" % path
+    )
 
 
 # ----------------------------------------------------------------------------- command
@@ -594,34 +670,75 @@ def define_flags(flag_values=FLAGS):
     so that importing the module defines no flags.
     """
     fv = flag_values
-    flags.DEFINE_string("video_dir", None, "Folder of the videos (%s); the clip name is "
-                        "the file name without extension." % " ".join(
-                            frames_lib.VIDEO_EXTENSIONS), flag_values=fv)
-    flags.DEFINE_string("output", None, "Output folder (--format=npy) or HDF5 file "
-                        "(--format=hdf5); an existing one is resumed.", flag_values=fv)
-    flags.DEFINE_enum("cnn", "googlenet", list(cnn_lib.CNNS), "Feature extractor: BVLC "
-                      "GoogLeNet pool5/7x7_s1 (1024-d, 224 px) or Inception v3 (2048-d, "
-                      "299 px).", flag_values=fv)
-    flags.DEFINE_string("cnn_weights", None, "Weights of the CNN: for googlenet a "
-                        "caffe-tensorflow .npy dict or a Keras .h5 saved from "
-                        "video_caption.cnn.googlenet; for inception_v3 the Keras ImageNet "
-                        "'notop' .h5. Default: a seeded random initialisation (features "
-                        "NOT comparable with published ones).", flag_values=fv)
-    flags.DEFINE_integer("max_frames", 240, "Decode only the first frames of a video.",
-                         lower_bound=1, flag_values=fv)
-    flags.DEFINE_integer("num_frames", 24, "K equally spaced frames kept per clip "
-                         "(arctic-capgen-vid: 28; the ACVI paper: 24).", lower_bound=1,
-                         flag_values=fv)
-    flags.DEFINE_enum("format", "npy", list(FORMATS), "npy: a folder of <clip>.npy; "
-                      "hdf5: one file, a dataset per clip.", flag_values=fv)
-    flags.DEFINE_integer("batch_size", 32, "Frames per CNN forward pass.", lower_bound=1,
-                         flag_values=fv)
-    flags.DEFINE_string("clips", None, "Optional file of clip names to extract (first "
-                        "field of each line; youtube_mapping.txt works).", flag_values=fv)
-    flags.DEFINE_enum("dtype", "float32", list(DTYPES), "Stored precision (float16 halves "
-                      "the disk space; readers return float32).", flag_values=fv)
-    flags.DEFINE_integer("log_every", 10, "A progress line every this many clips.",
-                         lower_bound=1, flag_values=fv)
+    flags.DEFINE_string(
+        "video_dir",
+        None,
+        "Folder of the videos (%s); the clip name is "
+        "the file name without extension." % " ".join(frames_lib.VIDEO_EXTENSIONS),
+        flag_values=fv,
+    )
+    flags.DEFINE_string(
+        "output",
+        None,
+        "Output folder (--format=npy) or HDF5 file (--format=hdf5); an existing one is resumed.",
+        flag_values=fv,
+    )
+    flags.DEFINE_enum(
+        "cnn",
+        "googlenet",
+        list(cnn_lib.CNNS),
+        "Feature extractor: BVLC "
+        "GoogLeNet pool5/7x7_s1 (1024-d, 224 px) or Inception v3 (2048-d, "
+        "299 px).",
+        flag_values=fv,
+    )
+    flags.DEFINE_string(
+        "cnn_weights",
+        None,
+        "Weights of the CNN: for googlenet a "
+        "caffe-tensorflow .npy dict or a Keras .h5 saved from "
+        "video_caption.cnn.googlenet; for inception_v3 the Keras ImageNet "
+        "'notop' .h5. Default: a seeded random initialisation (features "
+        "NOT comparable with published ones).",
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "max_frames", 240, "Decode only the first frames of a video.", lower_bound=1, flag_values=fv
+    )
+    flags.DEFINE_integer(
+        "num_frames",
+        24,
+        "K equally spaced frames kept per clip (arctic-capgen-vid: 28; the ACVI paper: 24).",
+        lower_bound=1,
+        flag_values=fv,
+    )
+    flags.DEFINE_enum(
+        "format",
+        "npy",
+        list(FORMATS),
+        "npy: a folder of <clip>.npy; hdf5: one file, a dataset per clip.",
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "batch_size", 32, "Frames per CNN forward pass.", lower_bound=1, flag_values=fv
+    )
+    flags.DEFINE_string(
+        "clips",
+        None,
+        "Optional file of clip names to extract (first "
+        "field of each line; youtube_mapping.txt works).",
+        flag_values=fv,
+    )
+    flags.DEFINE_enum(
+        "dtype",
+        "float32",
+        list(DTYPES),
+        "Stored precision (float16 halves the disk space; readers return float32).",
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "log_every", 10, "A progress line every this many clips.", lower_bound=1, flag_values=fv
+    )
     flags.mark_flags_as_required(["video_dir", "output"], flag_values=fv)
 
 
@@ -638,9 +755,18 @@ def main(argv, flag_values=FLAGS):
     try:
         clips = read_clip_list(fv.clips) if fv.clips else None
         stats = extract_features(
-            fv.video_dir, fv.output, cnn=fv.cnn, cnn_weights=fv.cnn_weights,
-            max_frames=fv.max_frames, num_frames=fv.num_frames, fmt=fv.format,
-            batch_size=fv.batch_size, clips=clips, log_every=fv.log_every, dtype=fv.dtype)
+            fv.video_dir,
+            fv.output,
+            cnn=fv.cnn,
+            cnn_weights=fv.cnn_weights,
+            max_frames=fv.max_frames,
+            num_frames=fv.num_frames,
+            fmt=fv.format,
+            batch_size=fv.batch_size,
+            clips=clips,
+            log_every=fv.log_every,
+            dtype=fv.dtype,
+        )
     except (FeaturesError, cnn_lib.WeightsError) as e:
         sys.exit("features: error: %s" % e)
     print("Features of %s -> %s\n%s" % (fv.video_dir, fv.output, stats.summary()))

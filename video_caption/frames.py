@@ -16,6 +16,7 @@ Usage::
   frames = frames[sample_indices(len(frames), 24)]        # at most 24 frames
   images = resize_and_crop(frames, 224)                   # float32 [n, 224, 224, 3]
 """
+
 import os
 
 import imageio_ffmpeg
@@ -57,8 +58,7 @@ def read_frames(path, max_frames=240):
         raise VideoError("%s: no such video file" % path)
     # "-frames:v" makes ffmpeg itself stop after max_frames, so it does not decode the rest
     # of the file into a pipe that nobody reads.
-    reader = imageio_ffmpeg.read_frames(
-        path, output_params=["-frames:v", str(max_frames)])
+    reader = imageio_ffmpeg.read_frames(path, output_params=["-frames:v", str(max_frames)])
     frames = []
     try:
         meta = next(reader)
@@ -68,15 +68,18 @@ def read_frames(path, max_frames=240):
             if len(frames) >= max_frames:
                 break
     except (OSError, RuntimeError, ValueError, KeyError, StopIteration) as e:
-        raise VideoError("%s: cannot decode the video (%s); check that the file is "
-                         "complete and a video format ffmpeg reads" % (
-                             path, _last_lines(e))) from e
+        raise VideoError(
+            "%s: cannot decode the video (%s); check that the file is "
+            "complete and a video format ffmpeg reads" % (path, _last_lines(e))
+        ) from e
     finally:
         # Closing the generator terminates the ffmpeg process when we stop early.
         reader.close()
     if not frames:
-        raise VideoError("%s: the video has no frames; the file is probably truncated "
-                         "or has no video stream" % path)
+        raise VideoError(
+            "%s: the video has no frames; the file is probably truncated "
+            "or has no video stream" % path
+        )
     return np.stack(frames)
 
 
@@ -108,21 +111,25 @@ def sample_indices(num_available, num_frames):
     # The first element of chunk i of np.array_split(range(n), k) is
     # i * (n // k) + min(i, n % k); computed directly, no list of n numbers is built.
     chunk = np.arange(num_frames, dtype=np.int64)
-    return chunk * (num_available // num_frames) + np.minimum(chunk,
-                                                              num_available % num_frames)
+    return chunk * (num_available // num_frames) + np.minimum(chunk, num_available % num_frames)
 
 
 def _resize(image, width, height):
     """Resizes one [H, W, 3] uint8 or float image with Pillow's bilinear filter."""
     if image.dtype == np.uint8:
-        return np.asarray(Image.fromarray(image, "RGB").resize(
-            (width, height), Image.BILINEAR), dtype=np.float32)
+        return np.asarray(
+            Image.fromarray(image, "RGB").resize((width, height), Image.BILINEAR), dtype=np.float32
+        )
     # Pillow has no 3-channel float mode: resize each channel as a 32-bit float image,
     # which keeps values outside 0..255 and fractions exact instead of rounding to bytes.
-    channels = [np.asarray(Image.fromarray(np.ascontiguousarray(image[..., c],
-                                                                dtype=np.float32), "F")
-                           .resize((width, height), Image.BILINEAR))
-                for c in range(image.shape[-1])]
+    channels = [
+        np.asarray(
+            Image.fromarray(np.ascontiguousarray(image[..., c], dtype=np.float32), "F").resize(
+                (width, height), Image.BILINEAR
+            )
+        )
+        for c in range(image.shape[-1])
+    ]
     return np.stack(channels, axis=-1).astype(np.float32)
 
 
@@ -159,5 +166,5 @@ def resize_and_crop(frames, size):
             resized = frames[i].astype(np.float32)
         else:
             resized = _resize(frames[i], new_width, new_height)
-        out[i] = resized[top:top + size, left:left + size]
+        out[i] = resized[top : top + size, left : left + size]
     return out

@@ -6,9 +6,10 @@
   the LSTM's ``h`` and ``c`` alike (the pointer-generator's reduce-state layers; the paper
   does not say).
 * Decoder step t: the LSTM reads ``[E y_{t-1}; c_{t-1}]`` (the previous context, zeros at
-  t = 0; with ``--context=ved`` also the sentence latent ``z``), giving ``s_t``; additive attention (eq. 1, ``W_h`` and ``W_s`` to
-  ``attention_units``) gives ``a_t``; the context layer gives ``c_t`` (SA: ``sum_i a_t,i
-  h_i``; ACVI: a sample, or its mean at decode time).
+  t = 0; with ``--context=ved`` also the sentence latent ``z``), giving ``s_t``; additive
+  attention (eq. 1, ``W_h`` and ``W_s`` to ``attention_units``) gives ``a_t``; the
+  context layer gives ``c_t`` (SA: ``sum_i a_t,i h_i``; ACVI: a sample, or its mean at
+  decode time).
 * Output (eq. 4): ``P_t = softmax(V' tanh(V [s_t; c_t] + b) + b')``. With
   ``--context=variational`` (Deng et al.) the loop keeps the soft context and eq. (4)
   is also evaluated at the sampled (or every) frame state ``h_z`` in place of ``c_t``;
@@ -18,13 +19,12 @@
   input and ``[s_t; c_t]`` before eq. 4.
 The vocabulary projection and the ACVI KL run once on all steps after the loop.
 """
+
 import tensorflow as tf
 
 from acvi_tf import attention as attention_lib
 from acvi_tf import context as context_lib
-from acvi_tf import decoding
-from acvi_tf import recurrent
-from acvi_tf import variational
+from acvi_tf import decoding, recurrent, variational
 from acvi_tf.compat import keras
 
 
@@ -43,26 +43,35 @@ class Captioner(keras.Model):
       jit_compile: build the encoder in the form XLA compiles (``acvi_tf.recurrent``).
     """
 
-    def __init__(self, vocab_size, encoder_units=1000, decoder_units=1000, embedding_dim=256,
-                 attention_units=100, output_units=None, dropout=0.5, context_layer=None,
-                 jit_compile=False, **kwargs):
+    def __init__(
+        self,
+        vocab_size,
+        encoder_units=1000,
+        decoder_units=1000,
+        embedding_dim=256,
+        attention_units=100,
+        output_units=None,
+        dropout=0.5,
+        context_layer=None,
+        jit_compile=False,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.vocab_size = vocab_size
         self.encoder_units = encoder_units
         self.decoder_units = decoder_units
         self.encoder = keras.layers.Bidirectional(
-            recurrent.sequence_lstm(encoder_units, xla=jit_compile), name="encoder")
-        self.reduce_h = keras.layers.Dense(decoder_units, activation="relu",
-                                           name="reduce_h")
-        self.reduce_c = keras.layers.Dense(decoder_units, activation="relu",
-                                           name="reduce_c")
-        self.embedding = keras.layers.Embedding(vocab_size, embedding_dim,
-                                                name="embedding")
+            recurrent.sequence_lstm(encoder_units, xla=jit_compile), name="encoder"
+        )
+        self.reduce_h = keras.layers.Dense(decoder_units, activation="relu", name="reduce_h")
+        self.reduce_c = keras.layers.Dense(decoder_units, activation="relu", name="reduce_c")
+        self.embedding = keras.layers.Embedding(vocab_size, embedding_dim, name="embedding")
         self.cell = keras.layers.LSTMCell(decoder_units, name="decoder_cell")
         self.scorer = attention_lib.AdditiveScorer(attention_units, name="attention")
         self.context_layer = context_layer or context_lib.SoftAttentionContext(name="context")
-        self.output_hidden = keras.layers.Dense(output_units or decoder_units,
-                                                activation="tanh", name="V")
+        self.output_hidden = keras.layers.Dense(
+            output_units or decoder_units, activation="tanh", name="V"
+        )
         self.vocab_projection = keras.layers.Dense(vocab_size, name="V_prime")
         self.dropout = keras.layers.Dropout(dropout)
 
@@ -82,17 +91,22 @@ class Captioner(keras.Model):
         mask = tf.sequence_mask(num_frames, tf.shape(features)[1])
         features = self.dropout(tf.cast(features, self.compute_dtype), training=training)
         memory, fw_h, fw_c, bw_h, bw_c = self.encoder(features, mask=mask, training=training)
-        constants = dict(keys=self.scorer.prepare(memory), mask=mask,
-                         prepared=self.context_layer.prepare(memory, mask))
+        constants = dict(
+            keys=self.scorer.prepare(memory),
+            mask=mask,
+            prepared=self.context_layer.prepare(memory, mask),
+        )
         # VED: a sentence latent from the final encoder states joins every decoder input
         z, constants["kl_z"] = self.context_layer.sentence_latent(
-            tf.concat([fw_h, bw_h], axis=-1), training=training)
+            tf.concat([fw_h, bw_h], axis=-1), training=training
+        )
         if z is not None:
             constants["z"] = z
-        state = dict(h=self.reduce_h(tf.concat([fw_h, bw_h], axis=-1)),
-                     c=self.reduce_c(tf.concat([fw_c, bw_c], axis=-1)),
-                     context=tf.zeros([tf.shape(memory)[0], memory.shape[-1]],
-                                      self.compute_dtype))
+        state = dict(
+            h=self.reduce_h(tf.concat([fw_h, bw_h], axis=-1)),
+            c=self.reduce_c(tf.concat([fw_c, bw_c], axis=-1)),
+            context=tf.zeros([tf.shape(memory)[0], memory.shape[-1]], self.compute_dtype),
+        )
         return constants, state
 
     def step(self, y_emb, state, constants, training=False, use_gumbel=None):
@@ -111,24 +125,26 @@ class Captioner(keras.Model):
         inputs = [y_emb, state["context"]] + ([constants["z"]] if "z" in constants else [])
         x = self.dropout(tf.concat(inputs, axis=-1), training=training)
         s, (h, c) = self.cell(x, [state["h"], state["c"]])
-        attn = self.scorer(s, constants["keys"], constants["mask"],
-                           normalizer=self.context_layer.normalizer)
-        context = self.context_layer.draw(attn, constants["prepared"], training=training,
-                                          use_gumbel=use_gumbel)
+        attn = self.scorer(
+            s, constants["keys"], constants["mask"], normalizer=self.context_layer.normalizer
+        )
+        context = self.context_layer.draw(
+            attn, constants["prepared"], training=training, use_gumbel=use_gumbel
+        )
         return tf.concat([s, context], axis=-1), dict(h=h, c=c, context=context), attn
 
     def logits(self, output, training=False):
         """Eq. (4) before the softmax: ``V' tanh(V [s_t; c_t] + b) + b'`` (any leading dims)."""
-        return self.vocab_projection(self.output_hidden(self.dropout(output,
-                                                                     training=training)))
+        return self.vocab_projection(self.output_hidden(self.dropout(output, training=training)))
 
     def log_probs(self, output, attn, prepared):
         """``log P_t`` [B, V] of a decoding step from ``step``'s output and attention."""
         if not self.context_layer.latent_alignment:
             return tf.nn.log_softmax(tf.cast(self.logits(output), tf.float32))
-        s, context = output[..., :self.decoder_units], output[..., self.decoder_units:]
+        s, context = output[..., : self.decoder_units], output[..., self.decoder_units :]
         return self.context_layer.decode_log_probs(
-            lambda c: self.logits(variational.state_context(s, c)), context, attn, prepared)
+            lambda c: self.logits(variational.state_context(s, c)), context, attn, prepared
+        )
 
     def call(self, batch, training=False, use_gumbel=None):
         """Teacher-forced decoding of ``caption_in``.
@@ -143,29 +159,48 @@ class Captioner(keras.Model):
         emb = self.embedding(batch["caption_in"])
 
         def step(y_t, state, prepared_t):
-            output, state, attn = self.step(y_t, state, dict(constants, prepared=prepared_t),
-                                            training, use_gumbel)
+            output, state, attn = self.step(
+                y_t, state, dict(constants, prepared=prepared_t), training, use_gumbel
+            )
             return state, dict(output=output, attn=attn, context=state["context"])
 
         dtype = self.compute_dtype
         _, steps_out = decoding.teacher_forced(
-            step, emb, state, dict(output=dtype, attn=tf.float32, context=dtype),
-            self.context_layer, constants["prepared"], training, use_gumbel)
+            step,
+            emb,
+            state,
+            dict(output=dtype, attn=tf.float32, context=dtype),
+            self.context_layer,
+            constants["prepared"],
+            training,
+            use_gumbel,
+        )
         outputs, attns, contexts = steps_out["output"], steps_out["attn"], steps_out["context"]
-        out = dict(logits=self.logits(outputs, training), attn=attns,
-                   kl=self.context_layer.kl_divergence(contexts, attns, constants["prepared"]),
-                   kl_z=constants["kl_z"])
+        out = dict(
+            logits=self.logits(outputs, training),
+            attn=attns,
+            kl=self.context_layer.kl_divergence(contexts, attns, constants["prepared"]),
+            kl_z=constants["kl_z"],
+        )
         if self.context_layer.latent_alignment:
             gold = batch["caption_out"]
-            states = outputs[..., :self.decoder_units]
+            states = outputs[..., : self.decoder_units]
             q = self.context_layer.posterior(
-                constants["prepared"], self.embedding(gold),
-                tf.sequence_mask(batch["caption_len"], tf.shape(gold)[1]), training)
+                constants["prepared"],
+                self.embedding(gold),
+                tf.sequence_mask(batch["caption_len"], tf.shape(gold)[1]),
+                training,
+            )
             out["token_nll"], out["kl"] = self.context_layer.alignment_losses(
                 lambda c: variational.gold_log_likelihood(
-                    self.logits(variational.state_context(states, c), training), gold),
-                variational.gold_log_likelihood(out["logits"], gold), attns, q,
-                constants["prepared"], training)
+                    self.logits(variational.state_context(states, c), training), gold
+                ),
+                variational.gold_log_likelihood(out["logits"], gold),
+                attns,
+                q,
+                constants["prepared"],
+                training,
+            )
         return out
 
 

@@ -1,4 +1,6 @@
-"""Train, evaluate and caption with the ACVI video captioner: ``python -m video_caption.run_captioning``.
+"""Train, evaluate and caption with the ACVI video captioner.
+
+Run as ``python -m video_caption.run_captioning``.
 
 Modes (``--mode``):
 
@@ -29,6 +31,7 @@ Typical use (docs/captioner.md)::
   python -m video_caption.run_captioning --mode=decode --data_dir=msvd --features=feats \\
       --out_dir=runs/acvi --decode_split=test
 """
+
 import collections
 import functools
 import json
@@ -36,17 +39,13 @@ import math
 import os
 import sys
 
-from absl import app
-from absl import flags
-from absl import logging
 import numpy as np
 import tensorflow as tf
+from absl import app, flags, logging
 
 from acvi_tf import context as context_lib
-from acvi_tf import files
+from acvi_tf import files, losses, summaries
 from acvi_tf import flags as acvi_flags
-from acvi_tf import losses
-from acvi_tf import summaries
 from acvi_tf import training as training_lib
 from acvi_tf.compat import keras
 from acvi_tf.metrics import captions as caption_metrics
@@ -74,60 +73,114 @@ def define_flags(fv=flags.FLAGS):
         flags.DEFINE_float(name, default, help_text, lower_bound=0.0, flag_values=fv)
 
     flags.DEFINE_enum("mode", "train", list(MODES), "train, eval or decode.", flag_values=fv)
-    string("data_dir", None, "Prepared dataset (data_prep.msvd): {train,val,test}.jsonl "
-           "and vocab.txt.")
-    string("features", None, "Feature store: a folder of <clip>.npy/.npz, an HDF5 file or "
-           "arctic-capgen-vid's FEAT_key_vidID_value_features.pkl.")
+    string(
+        "data_dir", None, "Prepared dataset (data_prep.msvd): {train,val,test}.jsonl and vocab.txt."
+    )
+    string(
+        "features",
+        None,
+        "Feature store: a folder of <clip>.npy/.npz, an HDF5 file or "
+        "arctic-capgen-vid's FEAT_key_vidID_value_features.pkl.",
+    )
     string("out_dir", None, "Experiment folder (checkpoints, logs, decodes).")
     string("ckpt", None, "eval/decode: this checkpoint (default: best/, else the latest).")
     integer("vocab_size", 0, "Keep this many ids, reserved included (0: the whole file).")
-    integer("num_frames", 24, "Frames per clip K (paper: 24 of the first 240); clips with "
-            "more feature rows are sampled, fewer are zero-padded and masked.", 1)
-    flags.DEFINE_enum("feature_norm", "none", ["none", "standardize"], "none: the features "
-                      "as stored (the paper); standardize: per dimension, with the mean "
-                      "and deviation of the training frames (useful for features of a "
-                      "randomly initialised CNN, whose scale is arbitrary).", flag_values=fv)
-    integer("max_caption_len", 30, "Drop training captions with this many words or more "
-            "(arctic-capgen-vid's maxlen; 0 keeps all).")
+    integer(
+        "num_frames",
+        24,
+        "Frames per clip K (paper: 24 of the first 240); clips with "
+        "more feature rows are sampled, fewer are zero-padded and masked.",
+        1,
+    )
+    flags.DEFINE_enum(
+        "feature_norm",
+        "none",
+        ["none", "standardize"],
+        "none: the features "
+        "as stored (the paper); standardize: per dimension, with the mean "
+        "and deviation of the training frames (useful for features of a "
+        "randomly initialised CNN, whose scale is arbitrary).",
+        flag_values=fv,
+    )
+    integer(
+        "max_caption_len",
+        30,
+        "Drop training captions with this many words or more "
+        "(arctic-capgen-vid's maxlen; 0 keeps all).",
+    )
     integer("encoder_units", 1000, "Encoder LSTM size per direction (paper: 1000).", 1)
     integer("decoder_units", 1000, "Decoder LSTM size (paper: 1000).", 1)
     integer("emb_dim", 256, "Word embedding size (paper: 256).", 1)
     integer("attention_units", 100, "Additive attention size of W_h, W_s (paper: 100).", 1)
     integer("output_units", 0, "Size of V [s; c] in eq. (4) (0: decoder_units).")
     real("dropout", 0.5, "Dropout on the non-recurrent connections (paper: 0.5).")
-    flags.DEFINE_enum("optimizer", "adam", ["adam", "adadelta"], "adam (paper) or adadelta "
-                      "(arctic-capgen-vid).", flag_values=fv)
+    flags.DEFINE_enum(
+        "optimizer",
+        "adam",
+        ["adam", "adadelta"],
+        "adam (paper) or adadelta (arctic-capgen-vid).",
+        flag_values=fv,
+    )
     real("learning_rate", 0.001, "Learning rate (Adam's default; Adadelta: use 1.0).")
     real("max_grad_norm", 0.0, "Clip the gradients' global norm (0: off; arctic: 10).")
-    real("alpha_c", 0.0, "Doubly-stochastic attention penalty weight (0: off, the paper; "
-         "arctic-capgen-vid: 0.70602).")
+    real(
+        "alpha_c",
+        0.0,
+        "Doubly-stochastic attention penalty weight (0: off, the paper; "
+        "arctic-capgen-vid: 0.70602).",
+    )
     real("weight_decay", 0.0, "L2 weight decay on every kernel (0: off; arctic: 1e-4).")
     integer("batch_size", 64, "Captions per training batch.", 1)
     integer("max_steps", 30000, "Training steps.", 1)
-    integer("valid_every", 2000, "Validate (beam search + metrics) every this many steps "
-            "(arctic-capgen-vid: 2000).", 1)
+    integer(
+        "valid_every",
+        2000,
+        "Validate (beam search + metrics) every this many steps (arctic-capgen-vid: 2000).",
+        1,
+    )
     integer("checkpoint_steps", 1000, "Save a checkpoint every this many steps.", 1)
     integer("summary_steps", 100, "TensorBoard scalars every this many steps.", 1)
-    integer("patience", 0, "Stop after this many validations without a better "
-            "--best_metric (0: never; arctic-capgen-vid: 20).")
-    flags.DEFINE_multi_enum("metrics", list(REPORTED), list(REPORTED), "Caption metrics "
-                            "computed by validation, eval and decode (METEOR is the slow "
-                            "one).", flag_values=fv)
-    flags.DEFINE_enum("best_metric", "CIDEr", list(REPORTED), "Validation metric that "
-                      "picks best/ (arctic-capgen-vid: Bleu_4).", flag_values=fv)
+    integer(
+        "patience",
+        0,
+        "Stop after this many validations without a better "
+        "--best_metric (0: never; arctic-capgen-vid: 20).",
+    )
+    flags.DEFINE_multi_enum(
+        "metrics",
+        list(REPORTED),
+        list(REPORTED),
+        "Caption metrics computed by validation, eval and decode (METEOR is the slow one).",
+        flag_values=fv,
+    )
+    flags.DEFINE_enum(
+        "best_metric",
+        "CIDEr",
+        list(REPORTED),
+        "Validation metric that picks best/ (arctic-capgen-vid: Bleu_4).",
+        flag_values=fv,
+    )
     integer("beam_size", 5, "Beam width (paper: 5; 1 is greedy).", 1)
     integer("max_decode_len", 50, "Most words per generated caption.", 1)
-    flags.DEFINE_enum("length_normalization", "none", ["none", "average", "gnmt"],
-                      "Beam score: none (arctic-capgen-vid: total log-probability), "
-                      "average, gnmt.", flag_values=fv)
+    flags.DEFINE_enum(
+        "length_normalization",
+        "none",
+        ["none", "average", "gnmt"],
+        "Beam score: none (arctic-capgen-vid: total log-probability), average, gnmt.",
+        flag_values=fv,
+    )
     integer("decode_batch_size", 100, "Clips per beam-search call.", 1)
-    flags.DEFINE_enum("decode_split", "test", list(data.SPLITS), "decode: the split.",
-                      flag_values=fv)
+    flags.DEFINE_enum(
+        "decode_split", "test", list(data.SPLITS), "decode: the split.", flag_values=fv
+    )
     flags.DEFINE_list("eval_splits", ["val", "test"], "eval: the splits.", flag_values=fv)
     integer("attention_images", 0, "decode: heat maps (PNG) of the first N clips.")
     acvi_flags.require_total_steps(
-        ["patience"], lambda d: not d["patience"],
-        "--patience may end training before the Gumbel phase; set --patience=0", fv)
+        ["patience"],
+        lambda d: not d["patience"],
+        "--patience may end training before the Gumbel phase; set --patience=0",
+        fv,
+    )
 
 
 def _require(fv, *names):
@@ -146,14 +199,27 @@ class Experiment:
         self._sets = {}
         self._statistics = None
         self.model = model_lib.Captioner(
-            self.vocab.size(), fv.encoder_units, fv.decoder_units, fv.emb_dim,
-            fv.attention_units, fv.output_units or None, fv.dropout,
-            acvi_flags.context_layer_from_flags(fv), jit_compile=fv.jit_compile)
-        self.model(data.make_batch([np.zeros([1, self.store.dim], np.float32)], [1],
-                                   [[data.UNK_ID]]))
-        self.decoder = decode_lib.CaptionDecoder(self.model, self.vocab, fv.beam_size,
-                                                 fv.max_decode_len, fv.length_normalization,
-                                                 fv.jit_compile)
+            self.vocab.size(),
+            fv.encoder_units,
+            fv.decoder_units,
+            fv.emb_dim,
+            fv.attention_units,
+            fv.output_units or None,
+            fv.dropout,
+            acvi_flags.context_layer_from_flags(fv),
+            jit_compile=fv.jit_compile,
+        )
+        self.model(
+            data.make_batch([np.zeros([1, self.store.dim], np.float32)], [1], [[data.UNK_ID]])
+        )
+        self.decoder = decode_lib.CaptionDecoder(
+            self.model,
+            self.vocab,
+            fv.beam_size,
+            fv.max_decode_len,
+            fv.length_normalization,
+            fv.jit_compile,
+        )
 
     def split(self, name):
         """The ``data.ClipSet`` of a split (loaded once, standardized if asked)."""
@@ -162,8 +228,9 @@ class Experiment:
             if standardize and name != "train":
                 self.split("train")  # the statistics are always the training frames'
             path = os.path.join(self.fv.data_dir, name + ".jsonl")
-            clip_set = data.ClipSet(data.read_split(path), self.store, self.fv.num_frames,
-                                    source=self.fv.features)
+            clip_set = data.ClipSet(
+                data.read_split(path), self.store, self.fv.num_frames, source=self.fv.features
+            )
             if standardize:
                 if name == "train":
                     self._statistics = clip_set.feature_statistics()
@@ -175,12 +242,16 @@ class Experiment:
         """Per-token perplexity of a split's captions (teacher forcing, no dropout)."""
         clip_set = self.split(name)
         total_nll, total_tokens = 0.0, 0.0
-        for batch in clip_set.caption_batches(clip_set.caption_pairs(self.vocab),
-                                              self.fv.decode_batch_size):
+        for batch in clip_set.caption_batches(
+            clip_set.caption_pairs(self.vocab), self.fv.decode_batch_size
+        ):
             out = self.model(batch)
-            nll, count = losses.sequence_loss(out["logits"], batch["caption_out"],
-                                              batch["caption_len"],
-                                              token_nll=out.get("token_nll"))
+            nll, count = losses.sequence_loss(
+                out["logits"],
+                batch["caption_out"],
+                batch["caption_len"],
+                token_nll=out.get("token_nll"),
+            )
             total_nll += float(nll) * int(batch["caption_len"].shape[0])
             total_tokens += float(count)
         return math.exp(min(total_nll / max(total_tokens, 1.0), 100.0))
@@ -189,8 +260,9 @@ class Experiment:
         """``(metrics, captions, attentions)`` of beam-search captions of a split."""
         clip_set = self.split(name)
         captions, attentions = self.decoder.caption_set(clip_set, self.fv.decode_batch_size)
-        metrics = caption_metrics.caption_metrics(clip_set.references(), captions,
-                                                  names=self.metric_names())
+        metrics = caption_metrics.caption_metrics(
+            clip_set.references(), captions, names=self.metric_names()
+        )
         return metrics, captions, attentions
 
     def metric_names(self):
@@ -200,9 +272,15 @@ class Experiment:
 
 def _check_vocabulary(checkpoint_path, exp):
     """A clear error when ``checkpoint_path`` was trained with another vocabulary."""
-    training_lib.check_vocabulary(checkpoint_path, {"model/embedding/embeddings": (
-        exp.vocab.size(), "--data_dir=%s --vocab_size=%d" % (exp.fv.data_dir,
-                                                             exp.fv.vocab_size))})
+    training_lib.check_vocabulary(
+        checkpoint_path,
+        {
+            "model/embedding/embeddings": (
+                exp.vocab.size(),
+                "--data_dir=%s --vocab_size=%d" % (exp.fv.data_dir, exp.fv.vocab_size),
+            )
+        },
+    )
 
 
 def most_common_caption(records):
@@ -212,8 +290,7 @@ def most_common_caption(records):
 
 
 def _format(metrics):
-    return ", ".join("%s %.4f" % (name, metrics[name]) for name in REPORTED
-                     if name in metrics)
+    return ", ".join("%s %.4f" % (name, metrics[name]) for name in REPORTED if name in metrics)
 
 
 def _frame_labels(num_frames):
@@ -238,46 +315,70 @@ def make_train_step(model, optimizer, fv):
     num_samples = context_layer.num_samples
     kl_terms = acvi_flags.kl_schedule_from_flags(fv)
     # arctic's weight decay; no work in the step when it is off (the paper)
-    kernels = ([v for v in model.trainable_variables if "kernel" in v.name]
-               if fv.weight_decay > 0 else [])
+    kernels = (
+        [v for v in model.trainable_variables if "kernel" in v.name] if fv.weight_decay > 0 else []
+    )
 
     def loss_fn(batch, use_gumbel, step):
         # K Monte-Carlo samples: the batch repeated K times averages the loss over them
         batch = {k: context_lib.tile_for_samples(v, num_samples) for k, v in batch.items()}
         out = model(batch, training=True, use_gumbel=use_gumbel)
-        nll, count = losses.sequence_loss(out["logits"], batch["caption_out"],
-                                          batch["caption_len"], token_nll=out.get("token_nll"))
+        nll, count = losses.sequence_loss(
+            out["logits"],
+            batch["caption_out"],
+            batch["caption_len"],
+            token_nll=out.get("token_nll"),
+        )
         per_sequence = functools.partial(losses.per_sequence, lengths=batch["caption_len"])
         kl, kl_z = per_sequence(out["kl"]), tf.reduce_mean(out["kl_z"])
-        loss = (nll + kl_terms.term(out["kl"], step, per_sequence, kl_weight)
-                + kl_terms.term(out["kl_z"], step, tf.reduce_mean))
-        penalty = tf.reduce_mean(model_lib.attention_penalty(
-            out["attn"], batch["caption_len"], batch["num_frames"]))
+        loss = (
+            nll
+            + kl_terms.term(out["kl"], step, per_sequence, kl_weight)
+            + kl_terms.term(out["kl_z"], step, tf.reduce_mean)
+        )
+        penalty = tf.reduce_mean(
+            model_lib.attention_penalty(out["attn"], batch["caption_len"], batch["num_frames"])
+        )
         loss += fv.alpha_c * penalty + context_layer.regularization()
         if kernels:
-            loss += fv.weight_decay * tf.add_n([tf.reduce_sum(tf.square(k))
-                                                for k in kernels])
-        return loss, dict(loss=loss, nll=nll, kl=kl, kl_z=kl_z, kl_factor=kl_terms.factor(step),
-                          attention_penalty=penalty, tokens=count)
+            loss += fv.weight_decay * tf.add_n([tf.reduce_sum(tf.square(k)) for k in kernels])
+        return loss, dict(
+            loss=loss,
+            nll=nll,
+            kl=kl,
+            kl_z=kl_z,
+            kl_factor=kl_terms.factor(step),
+            attention_penalty=penalty,
+            tokens=count,
+        )
 
     return training_lib.make_train_step(
-        loss_fn, model.trainable_variables, optimizer,
+        loss_fn,
+        model.trainable_variables,
+        optimizer,
         [data.BATCH_SIGNATURE, tf.TensorSpec([], tf.bool), tf.TensorSpec([], tf.int64)],
-        fv.max_grad_norm, fv.jit_compile)
+        fv.max_grad_norm,
+        fv.jit_compile,
+    )
 
 
 def train(exp):
     """The training loop; returns the best validation ``--best_metric``."""
     fv, model = exp.fv, exp.model
-    optimizer = (keras.optimizers.Adam(fv.learning_rate) if fv.optimizer == "adam"
-                 else keras.optimizers.Adadelta(fv.learning_rate))
+    optimizer = (
+        keras.optimizers.Adam(fv.learning_rate)
+        if fv.optimizer == "adam"
+        else keras.optimizers.Adadelta(fv.learning_rate)
+    )
     step_var = tf.Variable(0, dtype=tf.int64, name="global_step")
     checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=step_var)
-    manager = tf.train.CheckpointManager(checkpoint, os.path.join(fv.out_dir, "train"),
-                                         max_to_keep=3)
+    manager = tf.train.CheckpointManager(
+        checkpoint, os.path.join(fv.out_dir, "train"), max_to_keep=3
+    )
     best_dir = os.path.join(fv.out_dir, "best")
-    best_manager = tf.train.CheckpointManager(tf.train.Checkpoint(model=model, step=step_var),
-                                              best_dir, max_to_keep=1)
+    best_manager = tf.train.CheckpointManager(
+        tf.train.Checkpoint(model=model, step=step_var), best_dir, max_to_keep=1
+    )
     if manager.latest_checkpoint:
         _check_vocabulary(manager.latest_checkpoint, exp)
         checkpoint.restore(manager.latest_checkpoint).expect_partial()
@@ -294,8 +395,12 @@ def train(exp):
 
     train_set = exp.split("train")
     pairs = train_set.caption_pairs(exp.vocab, fv.max_caption_len)
-    logging.info("training on %d captions of %d clips; vocabulary %d", len(pairs),
-                 len(train_set.records), exp.vocab.size())
+    logging.info(
+        "training on %d captions of %d clips; vocabulary %d",
+        len(pairs),
+        len(train_set.records),
+        exp.vocab.size(),
+    )
     writer = tf.summary.create_file_writer(os.path.join(fv.out_dir, "train_log"))
     progress = training_lib.Progress(fv.max_steps)
     guard = training_lib.NonFiniteGuard(fv.nan_policy, writer)
@@ -304,17 +409,24 @@ def train(exp):
         # a new order every pass, seeded by the step it starts at (so a resume reshuffles
         # the same way every time)
         rng = np.random.default_rng([fv.seed, step])
-        for batch in train_set.caption_batches(pairs, fv.batch_size, rng,
-                                                fixed_length=fv.jit_compile):
-            results = train_step(batch, context_layer.gumbel_active(step, fv.max_steps),
-                                 tf.constant(step, tf.int64))
-            if not guard.check(float(results["loss"]), step, manager.latest_checkpoint,
-                               lambda: "batch of %d captions" % len(batch["caption_len"])):
+        for batch in train_set.caption_batches(
+            pairs, fv.batch_size, rng, fixed_length=fv.jit_compile
+        ):
+            results = train_step(
+                batch, context_layer.gumbel_active(step, fv.max_steps), tf.constant(step, tf.int64)
+            )
+            if not guard.check(
+                float(results["loss"]),
+                step,
+                manager.latest_checkpoint,
+                lambda: "batch of %d captions" % len(batch["caption_len"]),
+            ):
                 continue
             step_var.assign_add(1)
             step += 1
-            progress.update(step, int(results["tokens"]), loss=float(results["loss"]),
-                            kl=float(results["kl"]))
+            progress.update(
+                step, int(results["tokens"]), loss=float(results["loss"]), kl=float(results["kl"])
+            )
             if step % fv.summary_steps == 0:
                 with writer.as_default(step=step):
                     for name, value in results.items():
@@ -329,16 +441,23 @@ def train(exp):
                     best_value, stale = metrics[fv.best_metric], 0
                     best = dict(metrics, step=step)
                     best_manager.save(checkpoint_number=step)
-                    logging.info("  new best validation %s %.4f saved in %s",
-                                 fv.best_metric, best_value, best_dir)
+                    logging.info(
+                        "  new best validation %s %.4f saved in %s",
+                        fv.best_metric,
+                        best_value,
+                        best_dir,
+                    )
                 else:
                     stale += 1
                 # best/metrics.json: the best scores, and the patience count for a resume
                 best["stale_validations"] = stale
                 files.atomic_write_text(best_path, json.dumps(best, indent=2) + "\n")
                 if fv.patience and stale >= fv.patience:
-                    logging.info("no better validation %s for %d validations: stopping",
-                                 fv.best_metric, stale)
+                    logging.info(
+                        "no better validation %s for %d validations: stopping",
+                        fv.best_metric,
+                        stale,
+                    )
                     break
             if step >= fv.max_steps:
                 break
@@ -356,14 +475,19 @@ def _validate(exp, writer, step):
     with writer.as_default(step=step):
         for name, value in metrics.items():
             tf.summary.scalar("val_" + name, value)
-        samples = ["**%s**: %s  \nreference: %s" % (r["clip"], captions[r["clip"]],
-                                                     r["references"][0])
-                   for r in clip_set.records[:5]]
+        samples = [
+            "**%s**: %s  \nreference: %s" % (r["clip"], captions[r["clip"]], r["references"][0])
+            for r in clip_set.records[:5]
+        ]
         tf.summary.text("val_captions", "\n\n".join(samples))
         if words:
             summaries.write_attention_image(
-                "val_attention", attentions[first["clip"]],
-                _frame_labels(int(clip_set.num_frames[0])), words, step)
+                "val_attention",
+                attentions[first["clip"]],
+                _frame_labels(int(clip_set.num_frames[0])),
+                words,
+                step,
+            )
     record = dict(metrics, step=step)
     with open(os.path.join(exp.fv.out_dir, "validation.jsonl"), "a", encoding="utf-8") as f:
         f.write(json.dumps(record) + "\n")
@@ -373,11 +497,16 @@ def _validate(exp, writer, step):
 def restore(exp):
     """Restores ``--ckpt``, else best/, else the latest training checkpoint; its path."""
     fv = exp.fv
-    path = (fv.ckpt or tf.train.latest_checkpoint(os.path.join(fv.out_dir, "best"))
-            or tf.train.latest_checkpoint(os.path.join(fv.out_dir, "train")))
+    path = (
+        fv.ckpt
+        or tf.train.latest_checkpoint(os.path.join(fv.out_dir, "best"))
+        or tf.train.latest_checkpoint(os.path.join(fv.out_dir, "train"))
+    )
     if path is None:
-        raise app.UsageError("no checkpoint in %s/best or %s/train; train first or give "
-                             "--ckpt" % (fv.out_dir, fv.out_dir))
+        raise app.UsageError(
+            "no checkpoint in %s/best or %s/train; train first or give "
+            "--ckpt" % (fv.out_dir, fv.out_dir)
+        )
     _check_vocabulary(path, exp)
     tf.train.Checkpoint(model=exp.model).restore(path).expect_partial()
     logging.info("Restored %s", path)
@@ -393,8 +522,10 @@ def evaluate(exp):
         metrics["perplexity"] = exp.perplexity(name)
         results[name] = metrics
         print("%s: %s, perplexity %.2f" % (name, _format(metrics), metrics["perplexity"]))
-    files.atomic_write_text(os.path.join(exp.fv.out_dir, "eval_metrics.json"), json.dumps(
-        dict(results, checkpoint=path), indent=2) + "\n")
+    files.atomic_write_text(
+        os.path.join(exp.fv.out_dir, "eval_metrics.json"),
+        json.dumps(dict(results, checkpoint=path), indent=2) + "\n",
+    )
     return results
 
 
@@ -407,30 +538,42 @@ def decode(exp):
     clip_set = exp.split(name)
     constant = most_common_caption(exp.split("train").records)
     baseline = caption_metrics.caption_metrics(
-        clip_set.references(), {clip: constant for clip in captions},
-        names=exp.metric_names())
+        clip_set.references(), {clip: constant for clip in captions}, names=exp.metric_names()
+    )
     folder = os.path.join(fv.out_dir, "decode_" + name)
-    files.atomic_write_text(os.path.join(folder, "captions.json"),
-                            json.dumps(captions, indent=1, sort_keys=True) + "\n")
-    report = dict(model=metrics, constant_caption=dict(baseline, caption=constant),
-                  checkpoint=path, split=name, clips=len(captions))
-    files.atomic_write_text(os.path.join(folder, "metrics.json"),
-                            json.dumps(report, indent=2) + "\n")
+    files.atomic_write_text(
+        os.path.join(folder, "captions.json"), json.dumps(captions, indent=1, sort_keys=True) + "\n"
+    )
+    report = dict(
+        model=metrics,
+        constant_caption=dict(baseline, caption=constant),
+        checkpoint=path,
+        split=name,
+        clips=len(captions),
+    )
+    files.atomic_write_text(
+        os.path.join(folder, "metrics.json"), json.dumps(report, indent=2) + "\n"
+    )
     names = exp.metric_names()
     table = ["%-18s %s" % ("", " ".join("%8s" % m for m in names))]
     for label, values in (("model", metrics), ("constant caption", baseline)):
         table.append("%-18s %s" % (label, " ".join("%8.4f" % values[m] for m in names)))
-    text = "%s split, %d clips, checkpoint %s\n%s\n" % (name, len(captions), path,
-                                                        "\n".join(table))
+    text = "%s split, %d clips, checkpoint %s\n%s\n" % (name, len(captions), path, "\n".join(table))
     files.atomic_write_text(os.path.join(folder, "results.txt"), text)
-    for record in clip_set.records[:fv.attention_images]:
+    for record in clip_set.records[: fv.attention_images]:
         words = captions[record["clip"]].split()
         if words:
-            with files.atomic_write(os.path.join(folder, "attention",
-                                                 record["clip"] + ".png"), binary=True) as f:
-                f.write(summaries.attention_png(attentions[record["clip"]],
-                                                _frame_labels(fv.num_frames), words,
-                                                title=record["clip"]))
+            with files.atomic_write(
+                os.path.join(folder, "attention", record["clip"] + ".png"), binary=True
+            ) as f:
+                f.write(
+                    summaries.attention_png(
+                        attentions[record["clip"]],
+                        _frame_labels(fv.num_frames),
+                        words,
+                        title=record["clip"],
+                    )
+                )
     print(text, end="")
     logging.info("Wrote %s", folder)
     return report
@@ -440,14 +583,17 @@ def run(fv):
     """Runs ``--mode`` with the parsed flags ``fv``; returns its result."""
     _require(fv, "data_dir", "features", "out_dir")
     if fv.best_metric not in fv.metrics:
-        raise app.UsageError("--best_metric=%s must be one of --metrics=%s"
-                             % (fv.best_metric, ",".join(fv.metrics)))
+        raise app.UsageError(
+            "--best_metric=%s must be one of --metrics=%s" % (fv.best_metric, ",".join(fv.metrics))
+        )
     acvi_flags.configure_runtime(fv)
     os.makedirs(fv.out_dir, exist_ok=True)
     if fv.mode == "train":
         hparams = {name: fv[name].value for name in _hparam_names(fv)}
-        files.atomic_write_text(os.path.join(fv.out_dir, "hparams.json"),
-                                json.dumps(hparams, indent=2, sort_keys=True) + "\n")
+        files.atomic_write_text(
+            os.path.join(fv.out_dir, "hparams.json"),
+            json.dumps(hparams, indent=2, sort_keys=True) + "\n",
+        )
         logging.info("hparams: %s", hparams)
     exp = Experiment(fv)
     if fv.mode == "train":
@@ -460,8 +606,11 @@ def run(fv):
 def _hparam_names(fv):
     """This command's flags and the shared ones: what hparams.json records."""
     by_module = fv.flags_by_module_dict()
-    names = {f.name for module in (__name__, sys.argv[0], acvi_flags.__name__)
-             for f in by_module.get(module, [])}
+    names = {
+        f.name
+        for module in (__name__, sys.argv[0], acvi_flags.__name__)
+        for f in by_module.get(module, [])
+    }
     return sorted(names)
 
 

@@ -20,6 +20,7 @@ Tokens are split on any whitespace (sacrebleu, multi-bleu.perl). tensorflow/nmt 
 the stripped line on single spaces, which only differs for runs of spaces, other
 whitespace characters and empty lines (an empty line is one empty token there).
 """
+
 from sacrebleu.metrics import BLEU
 
 REF_LENGTH_RULES = ("shortest", "closest")
@@ -54,25 +55,35 @@ def corpus_bleu(references, hypotheses, ref_length="shortest"):
         unknown ``ref_length``.
     """
     if ref_length not in REF_LENGTH_RULES:
-        raise ValueError("ref_length must be one of %s, got %r"
-                         % (REF_LENGTH_RULES, ref_length))
+        raise ValueError("ref_length must be one of %s, got %r" % (REF_LENGTH_RULES, ref_length))
     hypotheses = list(hypotheses)
     ref_lists = _reference_lists(references)
     if not hypotheses:
         raise ValueError("no hypotheses to score")
     if len(ref_lists) != len(hypotheses):
-        raise ValueError("%d hypotheses but %d references; give one reference entry per "
-                         "hypothesis" % (len(hypotheses), len(ref_lists)))
+        raise ValueError(
+            "%d hypotheses but %d references; give one reference entry per "
+            "hypothesis" % (len(hypotheses), len(ref_lists))
+        )
     most = max(len(refs) for refs in ref_lists)
-    streams = [[refs[k] if k < len(refs) else None for refs in ref_lists]
-               for k in range(most)]
-    metric = BLEU(tokenize="none", smooth_method="none", lowercase=False, force=True,
-                  max_ngram_order=_MAX_ORDER)
+    streams = [[refs[k] if k < len(refs) else None for refs in ref_lists] for k in range(most)]
+    metric = BLEU(
+        tokenize="none",
+        smooth_method="none",
+        lowercase=False,
+        force=True,
+        max_ngram_order=_MAX_ORDER,
+    )
     stats = metric.corpus_score(hypotheses, streams)
     if ref_length == "closest":
         return float(stats.score)
     shortest = sum(min(len(ref.split()) for ref in refs) for refs in ref_lists)
-    rescored = BLEU.compute_bleu(correct=list(stats.counts), total=list(stats.totals),
-                                 sys_len=stats.sys_len, ref_len=shortest,
-                                 smooth_method="none", max_ngram_order=_MAX_ORDER)
+    rescored = BLEU.compute_bleu(
+        correct=list(stats.counts),
+        total=list(stats.totals),
+        sys_len=stats.sys_len,
+        ref_len=shortest,
+        smooth_method="none",
+        max_ngram_order=_MAX_ORDER,
+    )
     return float(rescored.score)

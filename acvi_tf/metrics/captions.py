@@ -12,6 +12,7 @@ over the corpus): the same jar and protocol as pycocoevalcap's ``Meteor`` but wi
 process closed after each evaluation (pycocoevalcap's leaks until garbage collection).
 Java is needed (``make test`` installs it).
 """
+
 import shutil
 
 from acvi_tf.metrics import meteor as meteor_lib
@@ -28,10 +29,13 @@ def ptb_tokenize(captions):
     if shutil.which("java") is None:
         raise meteor_lib.MeteorUnavailableError(
             "the PTBTokenizer jar needs Java; install it (Debian/Ubuntu: apt-get install "
-            "default-jre-headless)")
-    from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer  # pylint: disable=import-outside-toplevel
+            "default-jre-headless)"
+        )
+    from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
+
     return PTBTokenizer().tokenize(
-        {key: [{"caption": c} for c in values] for key, values in captions.items()})
+        {key: [{"caption": c} for c in values] for key, values in captions.items()}
+    )
 
 
 def caption_metrics(references, hypotheses, tokenize=True, names=METRIC_NAMES):
@@ -52,18 +56,19 @@ def caption_metrics(references, hypotheses, tokenize=True, names=METRIC_NAMES):
     Raises:
       ValueError: the key sets differ, a clip has no reference, or there is nothing to score.
     """
-    from pycocoevalcap.bleu.bleu import Bleu  # pylint: disable=import-outside-toplevel
-    from pycocoevalcap.cider.cider import Cider  # pylint: disable=import-outside-toplevel
-    from pycocoevalcap.rouge.rouge import Rouge  # pylint: disable=import-outside-toplevel
+    from pycocoevalcap.bleu.bleu import Bleu
+    from pycocoevalcap.cider.cider import Cider
+    from pycocoevalcap.rouge.rouge import Rouge
 
     unknown = set(names) - set(METRIC_NAMES)
     if unknown:
-        raise ValueError("unknown metrics %s; choose from %s" % (sorted(unknown),
-                                                                 METRIC_NAMES))
+        raise ValueError("unknown metrics %s; choose from %s" % (sorted(unknown), METRIC_NAMES))
     if set(references) != set(hypotheses):
         missing = sorted(set(references) ^ set(hypotheses), key=str)[:5]
-        raise ValueError("references and hypotheses must cover the same clips; these are "
-                         "in only one of them: %s" % missing)
+        raise ValueError(
+            "references and hypotheses must cover the same clips; these are "
+            "in only one of them: %s" % missing
+        )
     if not hypotheses:
         raise ValueError("no captions to score")
     empty = [key for key, refs in references.items() if not refs]
@@ -81,8 +86,7 @@ def caption_metrics(references, hypotheses, tokenize=True, names=METRIC_NAMES):
         bleu, _ = Bleu(4).compute_score(gts, res, verbose=0)
         scores.update(("Bleu_%d" % (n + 1), float(b)) for n, b in enumerate(bleu))
     if "METEOR" in names:
-        scores["METEOR"], _ = meteor_lib.meteor([gts[k] for k in keys],
-                                                [res[k][0] for k in keys])
+        scores["METEOR"], _ = meteor_lib.meteor([gts[k] for k in keys], [res[k][0] for k in keys])
     if "ROUGE_L" in names:
         scores["ROUGE_L"] = float(Rouge().compute_score(gts, res)[0])
     if "CIDEr" in names:

@@ -6,6 +6,7 @@ paraphrase). Language ``en`` with ``-norm`` (lowercasing and punctuation normali
 as pycocoevalcap runs it. The score is METEOR's corpus-level score, computed by the jar
 from the summed statistics of all segments; each hypothesis may have several references.
 """
+
 import os
 import shutil
 import subprocess
@@ -19,10 +20,11 @@ class MeteorUnavailableError(RuntimeError):
 
 def _jar_dir():
     try:
-        import pycocoevalcap  # pylint: disable=import-outside-toplevel
+        import pycocoevalcap
     except ImportError as e:
-        raise MeteorUnavailableError("pycocoevalcap (which ships meteor-1.5.jar) is not "
-                                     "installed; run `make test`") from e
+        raise MeteorUnavailableError(
+            "pycocoevalcap (which ships meteor-1.5.jar) is not installed; run `make test`"
+        ) from e
     return os.path.join(list(pycocoevalcap.__path__)[0], "meteor")  # a namespace package
 
 
@@ -47,19 +49,39 @@ def meteor(references, hypotheses, mode="full"):
     if mode not in MODES:
         raise ValueError("mode must be one of %s, got %r" % (MODES, mode))
     if len(references) != len(hypotheses) or not hypotheses:
-        raise ValueError("got %d references for %d hypotheses; they must pair up and not be "
-                         "empty" % (len(references), len(hypotheses)))
+        raise ValueError(
+            "got %d references for %d hypotheses; they must pair up and not be "
+            "empty" % (len(references), len(hypotheses))
+        )
     if shutil.which("java") is None:
-        raise MeteorUnavailableError("METEOR 1.5 needs Java; install it (Debian/Ubuntu: "
-                                     "apt-get install default-jre-headless)")
-    command = ["java", "-Xmx2G", "-jar", "meteor-1.5.jar", "-", "-", "-stdio", "-l", "en",
-               "-norm"] + (["-m", "exact"] if mode == "exact" else [])
+        raise MeteorUnavailableError(
+            "METEOR 1.5 needs Java; install it (Debian/Ubuntu: "
+            "apt-get install default-jre-headless)"
+        )
+    command = [
+        "java",
+        "-Xmx2G",
+        "-jar",
+        "meteor-1.5.jar",
+        "-",
+        "-",
+        "-stdio",
+        "-l",
+        "en",
+        "-norm",
+    ] + (["-m", "exact"] if mode == "exact" else [])
     lines = []
     for refs, hypothesis in zip(references, hypotheses):
         refs = [refs] if isinstance(refs, str) else list(refs)
         lines.append(" ||| ".join(["SCORE"] + [_clean(r) for r in refs] + [_clean(hypothesis)]))
-    process = subprocess.Popen(command, cwd=_jar_dir(), stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        command,
+        cwd=_jar_dir(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         stats = []
         for line in lines:  # each SCORE line answers with one line of statistics

