@@ -100,34 +100,6 @@ def phase_at(phases, step):
 
 
 NAN_POLICIES = ("stop", "skip_batch")
-_VALUE = "/.ATTRIBUTES/VARIABLE_VALUE"
-
-
-class CheckpointMismatchError(ValueError):
-    """A checkpoint was trained with other vocabulary sizes than the flags give."""
-
-
-def check_vocabulary(checkpoint_path, expected):
-    """Checks a checkpoint's embedding tables against the vocabularies of this run.
-
-    Args:
-      checkpoint_path: the checkpoint about to be restored.
-      expected: dict, variable path in the checkpoint (``"model/embedding/embeddings"``)
-        -> ``(rows, where they come from)``, e.g. ``(50000, "--vocab_size=50000")``.
-        Paths the checkpoint does not hold are skipped.
-
-    Raises:
-      CheckpointMismatchError: naming the checkpoint, both sizes and the fix.
-    """
-    shapes = tf.train.load_checkpoint(checkpoint_path).get_variable_to_shape_map()
-    for name, (rows, source) in expected.items():
-        shape = shapes.get(name + _VALUE)
-        if shape is not None and shape[0] != rows:
-            raise CheckpointMismatchError(
-                "%s was trained with %d rows in %s, but %s gives %d; run with the "
-                "vocabulary (file and size) it was trained with"
-                % (checkpoint_path, shape[0], name, source, rows)
-            )
 
 
 class NonFiniteLossError(RuntimeError):

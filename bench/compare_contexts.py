@@ -18,8 +18,9 @@ a user runs it), then reads the validation loss (per-token NLL) and the task met
 Every variant shares the model, data and schedule; only the flags of ``VARIANTS`` change.
 The ACVI variants are the three KL terms at weight 1 (``acvi-mc`` is the paper's words
 taken literally), each with and without a linear KL warm-up over the first half of the
-steps; ``bound`` and ``exact`` at weight 0.01; the sampled context with no KL term
-(``acvi-noise-only``, which separates the noise's effect from the KL's); and
+steps; ``bound`` and ``exact`` at weight 0.01, ``bound`` at 0.001; the sampled context
+with no KL term (``acvi-noise-only``, which separates the noise's effect from the KL's);
+and
 Gumbel-softmax sampling for the whole run with ``mc``, the one pairing where ``mc``
 estimates the KL of the sampler. Each run's numbers go to
 ``<out_dir>/<variant>_seed<seed>.json`` first, so an interrupted study resumes where it
@@ -63,6 +64,7 @@ VARIANTS = {
     "acvi-exact-warmup": _WEIGHT_1 + ["--acvi_kl=exact"] + _WARMUP,
     "acvi-bound-0.01": ["--context=acvi", "--acvi_kl=bound", "--kl_weight=0.01"],
     "acvi-exact-0.01": ["--context=acvi", "--acvi_kl=exact", "--kl_weight=0.01"],
+    "acvi-bound-0.001": ["--context=acvi", "--acvi_kl=bound", "--kl_weight=0.001"],
     "acvi-noise-only": ["--context=acvi", "--kl_weight=0"],
     "acvi-gumbel-mc": _WEIGHT_1 + ["--acvi_sampling=gumbel", "--acvi_kl=mc"],
     "structured": ["--context=structured"],

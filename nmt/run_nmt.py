@@ -21,8 +21,8 @@ import time
 import tensorflow as tf
 from absl import app, flags, logging
 
+from acvi_tf import checkpoints, files, losses, summaries, transformer
 from acvi_tf import context as context_lib
-from acvi_tf import files, losses, summaries, transformer
 from acvi_tf import flags as acvi_flags
 from acvi_tf import training as training_lib
 from acvi_tf.compat import keras
@@ -299,20 +299,17 @@ def train(vocabs):
         else keras.optimizers.Adam(learning_rate_schedule())
     )
     step_var = tf.Variable(0, dtype=tf.int64, name="global_step")
-    checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=step_var)
-    manager = tf.train.CheckpointManager(
-        checkpoint, FLAGS.out_dir, max_to_keep=5, checkpoint_name="translate.ckpt"
-    )
-    best = tf.train.CheckpointManager(
-        tf.train.Checkpoint(model=model, step=step_var),
-        os.path.join(FLAGS.out_dir, "best_bleu"),
-        max_to_keep=1,
+    checkpointer = checkpoints.Checkpointer(
+        FLAGS.out_dir,
+        step_var,
+        max_to_keep=5,
         checkpoint_name="translate.ckpt",
+        best_dir=os.path.join(FLAGS.out_dir, "best_bleu"),
+        check=lambda path: _check_vocabulary(path, src_vocab, tgt_vocab),
+        model=model,
+        optimizer=optimizer,
     )
-    if manager.latest_checkpoint:
-        _check_vocabulary(manager.latest_checkpoint, src_vocab, tgt_vocab)
-        checkpoint.restore(manager.latest_checkpoint).expect_partial()
-        logging.info("Resumed from %s", manager.latest_checkpoint)
+    checkpointer.restore_latest()
     context_layer = getattr(model, "context_layer", None)
     total = FLAGS.num_train_steps
     train_step = make_train_step(model, optimizer)
@@ -339,7 +336,6 @@ def train(vocabs):
     )
     writer = tf.summary.create_file_writer(os.path.join(FLAGS.out_dir, "train_log"))
     external_every = FLAGS.steps_per_external_eval or 50 * FLAGS.steps_per_stats
-    best_bleu = -1.0
     stats = dict(nll=0.0, count=0.0, words=0, start=time.time())
     guard = training_lib.NonFiniteGuard(FLAGS.nan_policy, writer)
     for batch in dataset:
@@ -355,7 +351,7 @@ def train(vocabs):
         if not guard.check(
             float(results["train_loss"]),
             step,
-            manager.latest_checkpoint,
+            checkpointer.latest,
             lambda: _describe(batch, src_vocab),
         ):
             continue
@@ -381,7 +377,7 @@ def train(vocabs):
                 ppl,
                 float(results["grad_norm"]),
                 float(results["kl"]),
-                max(best_bleu, 0.0),
+                checkpointer.best_value or 0.0,
             )
             with writer.as_default(step=step):
                 tf.summary.scalar("lr", lr)
@@ -390,23 +386,21 @@ def train(vocabs):
                     tf.summary.scalar(name, results[name])
             stats = dict(nll=0.0, count=0.0, words=0, start=time.time())
         if step % (10 * FLAGS.steps_per_stats) == 0:
-            manager.save(checkpoint_number=step)
+            checkpointer.save()
         if step % external_every == 0 or step == total:
-            manager.save(checkpoint_number=step)
+            checkpointer.save()
             dev_bleu = _evaluate(model, "dev", FLAGS.dev_prefix, vocabs, translator, writer, step)
             if FLAGS.test_prefix:
                 _evaluate(model, "test", FLAGS.test_prefix, vocabs, translator, writer, step)
-            if dev_bleu > best_bleu:
-                best_bleu = dev_bleu
-                best.save(checkpoint_number=step)
+            if checkpointer.save_best(dev_bleu, metric="dev BLEU"):
                 logging.info("  new best dev BLEU %.1f saved in best_bleu/", dev_bleu)
     writer.flush()
-    return best_bleu
+    return checkpointer.best_value if checkpointer.best_value is not None else -1.0
 
 
 def _check_vocabulary(checkpoint_path, src_vocab, tgt_vocab):
     """A clear error when ``checkpoint_path`` was trained with other vocabularies."""
-    training_lib.check_vocabulary(
+    checkpoints.check_vocabulary(
         checkpoint_path,
         {
             "model/src_embedding/embeddings": (

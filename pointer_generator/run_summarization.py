@@ -14,6 +14,7 @@ import time
 import tensorflow as tf
 from absl import app, flags, logging
 
+from acvi_tf import checkpoints
 from acvi_tf import context as context_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf import training as training_lib
@@ -332,7 +333,7 @@ def _describe(batch):
 
 def _check_vocabulary(checkpoint_path, vocab):
     """A clear error when ``checkpoint_path`` was trained with another vocabulary size."""
-    training_lib.check_vocabulary(
+    checkpoints.check_vocabulary(
         checkpoint_path,
         {
             "model/embedding/embeddings": (
@@ -360,48 +361,30 @@ def _write_projector_config(train_dir, vocab):
         )
 
 
-class _Checkpoints:
-    """Model, optimizer, step and RNG state in ``train/``; the 3 latest kept."""
-
-    def __init__(self, train_dir, model, optimizer, vocab):
-        self.vocab = vocab
-        self.step = tf.Variable(0, dtype=tf.int64, name="global_step")
-        self.coverage_started = tf.Variable(False, name="coverage_started")
-        self.checkpoint = tf.train.Checkpoint(
-            model=model, optimizer=optimizer, step=self.step, coverage_started=self.coverage_started
-        )
-        self.manager = tf.train.CheckpointManager(
-            self.checkpoint, train_dir, max_to_keep=3, checkpoint_name="model.ckpt"
-        )
-        self.last_save = time.time()
-
-    def restore_latest(self):
-        latest = self.manager.latest_checkpoint
-        if latest:
-            _check_vocabulary(latest, self.vocab)
-            self.checkpoint.restore(latest).expect_partial()
-            logging.info("Restored %s (step %d)", latest, int(self.step))
-        return latest
-
-    def save(self, force=False):
-        by_steps = FLAGS.checkpoint_steps and int(self.step) % FLAGS.checkpoint_steps == 0
-        if force or by_steps or time.time() - self.last_save >= FLAGS.checkpoint_secs:
-            path = self.manager.save(checkpoint_number=int(self.step))
-            self.last_save = time.time()
-            logging.info("Saved %s", path)
-        return self.manager.latest_checkpoint
+def _checkpointer(train_dir, model, optimizer, vocab):
+    """Model, optimizer, step, coverage switch and RNG state in ``train/``; 3 kept."""
+    return checkpoints.Checkpointer(
+        train_dir,
+        tf.Variable(0, dtype=tf.int64, name="global_step"),
+        max_to_keep=3,
+        checkpoint_name="model.ckpt",
+        check=lambda path: _check_vocabulary(path, vocab),
+        model=model,
+        optimizer=optimizer,
+        coverage_started=tf.Variable(False, name="coverage_started"),
+    )
 
 
-def _start_coverage(model, checkpoints):
+def _start_coverage(model, checkpointer):
     """What ``convert_to_coverage_model`` does, in process: a fresh ``w_c`` and optimizer."""
     w_c = model.scorer.coverage_projection.kernel
     w_c.assign(keras.initializers.GlorotUniform()(w_c.shape))
     optimizer = _optimizer()
     optimizer.build(model.trainable_variables)
-    checkpoints.checkpoint.optimizer = optimizer
-    checkpoints.coverage_started.assign(True)
+    checkpointer.checkpoint.optimizer = optimizer
+    checkpointer.checkpoint.coverage_started.assign(True)
     logging.info(
-        "Coverage phase starts at step %d: new w_c, optimizer state reset", int(checkpoints.step)
+        "Coverage phase starts at step %d: new w_c, optimizer state reset", int(checkpointer.step)
     )
     return optimizer
 
@@ -411,22 +394,23 @@ def train(vocab, train_dir, phases):
     model = _build_model(vocab)
     optimizer = _optimizer()
     optimizer.build(model.trainable_variables)
-    checkpoints = _Checkpoints(train_dir, model, optimizer, vocab)
-    checkpoints.restore_latest()
-    optimizer = checkpoints.checkpoint.optimizer
+    checkpointer = _checkpointer(train_dir, model, optimizer, vocab)
+    checkpointer.restore_latest()
+    optimizer = checkpointer.checkpoint.optimizer
     if FLAGS.convert_to_coverage_model or FLAGS.restore_best_model:
-        return _convert_or_restore(model, checkpoints, train_dir)
+        return _convert_or_restore(model, checkpointer, train_dir, vocab)
     _write_projector_config(train_dir, vocab)
     writer = tf.summary.create_file_writer(train_dir)
     total = min(phases[-1].end, FLAGS.max_steps or phases[-1].end)
     progress = training_lib.Progress(total)
     guard = training_lib.NonFiniteGuard(FLAGS.nan_policy, writer)
-    step = int(checkpoints.step)
+    step = int(checkpointer.step)
+    last_save = time.time()
     train_steps = {}  # one trace per (optimizer, coverage): lengths need no retrace
     while step < total:
         phase = training_lib.phase_at(phases, step)
-        if phase.coverage and FLAGS.phases and not bool(checkpoints.coverage_started):
-            optimizer = _start_coverage(model, checkpoints)
+        if phase.coverage and FLAGS.phases and not bool(checkpointer.checkpoint.coverage_started):
+            optimizer = _start_coverage(model, checkpointer)
         logging.info("Phase %s from step %d", phase, step)
         key = (id(optimizer), phase.coverage)
         if key not in train_steps:
@@ -450,12 +434,10 @@ def train(vocab, train_dir, phases):
                 {k: batch[k] for k in MODEL_SIGNATURE}, use_gumbel, tf.constant(step, tf.int64)
             )
             loss = float(results["total_loss"])
-            if not guard.check(
-                loss, step, checkpoints.manager.latest_checkpoint, lambda: _describe(batch)
-            ):
+            if not guard.check(loss, step, checkpointer.latest, lambda: _describe(batch)):
                 continue
             step += 1
-            checkpoints.step.assign(step)
+            checkpointer.step.assign(step)
             if step % FLAGS.summary_steps == 0:
                 with writer.as_default(step=step):
                     for name, value in results.items():
@@ -467,29 +449,32 @@ def train(vocab, train_dir, phases):
                 loss=float(results["loss"]),
                 total_loss=loss,
             )
-            checkpoints.save()
-        checkpoints.save(force=True)
+            by_steps = FLAGS.checkpoint_steps and step % FLAGS.checkpoint_steps == 0
+            if by_steps or time.time() - last_save >= FLAGS.checkpoint_secs:
+                checkpointer.save()
+                last_save = time.time()
+        checkpointer.save()
     writer.flush()
     return model
 
 
-def _convert_or_restore(model, checkpoints, train_dir):
+def _convert_or_restore(model, checkpointer, train_dir, vocab):
     if FLAGS.convert_to_coverage_model:
         if not FLAGS.coverage:
             raise app.UsageError("--convert_to_coverage_model needs --coverage")
-        latest = checkpoints.manager.latest_checkpoint
+        latest = checkpointer.latest
         if not latest:
             raise app.UsageError("no checkpoint in %s to convert" % train_dir)
-        _start_coverage(model, checkpoints)
-        path = checkpoints.checkpoint.write(latest + "_cov_init")
+        _start_coverage(model, checkpointer)
+        path = checkpointer.checkpoint.write(latest + "_cov_init")
     else:
         best = tf.train.latest_checkpoint(os.path.join(os.path.dirname(train_dir), "eval"))
         if not best:
             raise app.UsageError("no best model in eval/; run --mode=eval first")
-        _check_vocabulary(best, checkpoints.vocab)
-        tf.train.Checkpoint(model=model, step=checkpoints.step).restore(best).expect_partial()
-        checkpoints.checkpoint.optimizer = _optimizer()
-        path = checkpoints.checkpoint.write(
+        _check_vocabulary(best, vocab)
+        tf.train.Checkpoint(model=model, step=checkpointer.step).restore(best).expect_partial()
+        checkpointer.checkpoint.optimizer = _optimizer()
+        path = checkpointer.checkpoint.write(
             os.path.join(train_dir, os.path.basename(best).replace("bestmodel", "model.ckpt"))
         )
     tf.compat.v1.train.update_checkpoint_state(train_dir, path)
@@ -501,10 +486,9 @@ def evaluate(vocab, train_dir, eval_dir, phases):
     """The concurrent eval job: reload the latest checkpoint, one val batch at a time."""
     model = _build_model(vocab)
     step = tf.Variable(0, dtype=tf.int64)
-    restore = tf.train.Checkpoint(model=model, step=step)
-    best = tf.train.Checkpoint(model=model, step=step)
-    best_manager = tf.train.CheckpointManager(
-        best, eval_dir, max_to_keep=3, checkpoint_name="bestmodel"
+    # reads train/ (never writes there) and keeps the best model in eval/
+    checkpointer = checkpoints.Checkpointer(
+        train_dir, step, best_dir=eval_dir, best_name="bestmodel", best_to_keep=3, model=model
     )
     writer = tf.summary.create_file_writer(eval_dir)
     total = min(phases[-1].end, FLAGS.max_steps or phases[-1].end)
@@ -533,7 +517,7 @@ def evaluate(vocab, train_dir, eval_dir, phases):
             eval_fns[coverage_on] = losses
         return eval_fns[coverage_on](batch)
 
-    running_avg, best_loss, loaded, batches = None, None, None, 0
+    running_avg, loaded, batches = None, None, 0
     batches_of_phase, current_phase = None, None
     while True:
         latest = tf.train.latest_checkpoint(train_dir)
@@ -543,7 +527,7 @@ def evaluate(vocab, train_dir, eval_dir, phases):
             continue
         if latest != loaded:
             _check_vocabulary(latest, vocab)
-            restore.restore(latest).expect_partial()
+            checkpointer.checkpoint.restore(latest).expect_partial()
             loaded = latest
         phase = training_lib.phase_at(phases, int(step))
         if phase != current_phase:
@@ -573,21 +557,13 @@ def evaluate(vocab, train_dir, eval_dir, phases):
                 tf.summary.scalar(name, value)
             tf.summary.scalar("running_avg_loss/decay=%f" % RUNNING_AVG_DECAY, running_avg)
         logging.info("eval step %d: loss %.4f, running_avg_loss %.4f", int(step), loss, running_avg)
-        if best_loss is None or running_avg < best_loss:
-            path = best_manager.save(checkpoint_number=int(step))
-            logging.info(
-                "Found new best model with %.3f running_avg_loss. Saved %s", running_avg, path
-            )
-            best_loss = running_avg
+        if checkpointer.save_best(running_avg, higher_is_better=False):
+            logging.info("Found new best model with %.3f running_avg_loss", running_avg)
         if FLAGS.eval_max_batches:
             if batches >= FLAGS.eval_max_batches:
-                return best_loss
+                return checkpointer.best_value
         elif int(step) >= total:  # training is over and its last checkpoint evaluated
-            return best_loss
-
-
-def _checkpoint_step(path):
-    return int(tf.train.load_checkpoint(path).get_tensor("step/.ATTRIBUTES/VARIABLE_VALUE"))
+            return checkpointer.best_value
 
 
 def decode(vocab, train_dir, phases):
@@ -599,7 +575,8 @@ def decode(vocab, train_dir, phases):
         raise app.UsageError("no checkpoint in %s to decode with" % train_dir)
     _check_vocabulary(latest, vocab)
     checkpoint.restore(latest).expect_partial()
-    coverage_on = FLAGS.coverage or training_lib.phase_at(phases, _checkpoint_step(latest)).coverage
+    step = checkpoints.checkpoint_step(latest)
+    coverage_on = FLAGS.coverage or training_lib.phase_at(phases, step).coverage
     summarizer = decode_lib.Summarizer(
         model,
         vocab,

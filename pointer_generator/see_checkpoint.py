@@ -61,6 +61,7 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags, logging
 
+from acvi_tf import checkpoints
 from acvi_tf import context as context_lib
 from pointer_generator import model as model_lib
 from pointer_generator import run_summarization
@@ -419,13 +420,13 @@ def save_for_run_summarization(model, imported, out_dir):
     Returns:
       The prefix of the written checkpoint.
     """
-    step = tf.Variable(imported.step, dtype=tf.int64, name="global_step")
-    coverage_started = tf.Variable(imported.coverage, name="coverage_started")
-    checkpoint = tf.train.Checkpoint(model=model, step=step, coverage_started=coverage_started)
-    manager = tf.train.CheckpointManager(
-        checkpoint, out_dir, max_to_keep=3, checkpoint_name="model.ckpt"
-    )
-    return manager.save(checkpoint_number=imported.step)
+    return checkpoints.Checkpointer(
+        out_dir,
+        tf.Variable(imported.step, dtype=tf.int64, name="global_step"),
+        checkpoint_name="model.ckpt",
+        model=model,
+        coverage_started=tf.Variable(imported.coverage, name="coverage_started"),
+    ).save()
 
 
 def main(argv):

@@ -88,19 +88,23 @@ def test_train_evaluate_and_translate(corpus, tmp_path):
     assert sorted(os.listdir(out / "attention")) == ["000000.png", "000001.png"]
 
 
-def test_transformer_model_type_trains_and_translates(corpus, tmp_path):
+def test_transformer_model_type_trains_and_resumes_keeping_a_better_best(corpus, tmp_path):
     out = tmp_path / "transformer"
+    model = ["--model_type=transformer", "--num_layers=1", "--num_heads=2"]
     assert "best dev BLEU" in _run(
-        corpus,
-        out,
-        "--model_type=transformer",
-        "--num_layers=1",
-        "--num_heads=2",
-        "--num_train_steps=5",
-        "--steps_per_external_eval=5",
+        corpus, out, *model, "--num_train_steps=5", "--steps_per_external_eval=5"
     )
-    assert tf.train.latest_checkpoint(str(out / "best_bleu")) is not None
+    assert tf.train.latest_checkpoint(str(out / "best_bleu")).endswith("translate.ckpt-5")
     assert len((out / "output_dev").read_text().splitlines()) == 10
+    # a resumed run replaces the best model only with a better one
+    record = out / "best_bleu" / "best.json"
+    best = json.loads(record.read_text())
+    record.write_text(json.dumps(dict(best, value=1000.0)))
+    stdout = _run(corpus, out, *model, "--num_train_steps=10", "--steps_per_external_eval=5")
+    assert "best dev BLEU 1000.00" in stdout
+    assert tf.train.latest_checkpoint(str(out)).endswith("translate.ckpt-10")
+    assert tf.train.latest_checkpoint(str(out / "best_bleu")).endswith("translate.ckpt-5")
+    assert json.loads(record.read_text())["stale"] == 1
 
 
 def test_preset_fills_the_flags_not_given():

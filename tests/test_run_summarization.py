@@ -12,6 +12,7 @@ import tensorflow as tf
 from absl import flags
 from absl.testing import flagsaver
 
+from acvi_tf import checkpoints
 from acvi_tf import training as training_lib
 from pointer_generator import bin_files, run_summarization
 from pointer_generator import losses as losses_lib
@@ -65,7 +66,7 @@ def _ckpt_value(path, key):
 
 def test_eval_job_and_restore_best_model(corpus, tmp_path):
     _run(corpus, tmp_path, max_steps=4, context="sa")
-    with pytest.raises(training_lib.CheckpointMismatchError, match="--vocab_size=30 gives 30"):
+    with pytest.raises(checkpoints.CheckpointMismatchError, match="--vocab_size=30 gives 30"):
         _run(
             corpus,
             tmp_path,

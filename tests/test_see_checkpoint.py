@@ -311,11 +311,12 @@ def test_cli_writes_a_checkpoint_that_training_resumes_from(tmp_path):
             model = run_summarization._build_model(vocab_lib.Vocab(str(vocab_path), V))
             optimizer = run_summarization._optimizer()
             optimizer.build(model.trainable_variables)
-            checkpoints = run_summarization._Checkpoints(
+            checkpointer = run_summarization._checkpointer(
                 str(train_dir), model, optimizer, vocab_lib.Vocab(str(vocab_path), V)
             )
-            assert checkpoints.restore_latest() == latest
-    assert int(checkpoints.step) == STEP and bool(checkpoints.coverage_started)
+            assert checkpointer.restore_latest() == latest
+    assert int(checkpointer.step) == STEP
+    assert bool(checkpointer.checkpoint.coverage_started)
     np.testing.assert_array_equal(model.embedding.embeddings, arrays["seq2seq/embedding/embedding"])
     np.testing.assert_array_equal(
         model.scorer.coverage_projection.kernel, arrays[DEC + "coverage/w_c"][0, 0]

@@ -138,16 +138,3 @@ def test_nan_policy_skip_counts_and_gives_up_after_a_run_of_skips(tmp_path):
         training.NonFiniteGuard("stop").check(float("nan"), 4, None)
     with pytest.raises(ValueError, match="nan_policy"):
         training.NonFiniteGuard("ignore")
-
-
-def test_a_checkpoint_of_another_vocabulary_size_is_named(tmp_path):
-    model = keras.Sequential([keras.layers.Embedding(7, 2, name="embedding")])
-    model.build([None, 3])
-    path = tf.train.Checkpoint(model=model).write(str(tmp_path / "ckpt"))
-    key = "model/layer_with_weights-0/embeddings"
-    training.check_vocabulary(path, {key: (7, "--vocab_size=7"), "model/absent": (3, "x")})
-    with pytest.raises(
-        training.CheckpointMismatchError,
-        match=r"ckpt was trained with 7 rows .*--vocab_size=9 gives 9",
-    ):
-        training.check_vocabulary(path, {key: (9, "--vocab_size=9")})

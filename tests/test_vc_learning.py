@@ -99,7 +99,7 @@ def test_captions_beat_the_constant_caption(context, tmp_path):
     )
     validations = [json.loads(line)["step"] for line in open(os.path.join(out, "validation.jsonl"))]
     assert validations == [STEPS // 2, STEPS]  # resumed at STEPS / 2, not from 0
-    best = json.load(open(os.path.join(out, "best", "metrics.json")))
+    best = json.load(open(os.path.join(out, "best", "best.json")))
     assert best["step"] in validations and "CIDEr" in best
     if context == "variational":  # the exact marginal perplexity, against a unigram model
         evaluation = _run("--mode=eval", "--eval_splits=val", *common)

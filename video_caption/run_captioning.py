@@ -43,8 +43,8 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags, logging
 
+from acvi_tf import checkpoints, files, losses, summaries
 from acvi_tf import context as context_lib
-from acvi_tf import files, losses, summaries
 from acvi_tf import flags as acvi_flags
 from acvi_tf import training as training_lib
 from acvi_tf.compat import keras
@@ -272,7 +272,7 @@ class Experiment:
 
 def _check_vocabulary(checkpoint_path, exp):
     """A clear error when ``checkpoint_path`` was trained with another vocabulary."""
-    training_lib.check_vocabulary(
+    checkpoints.check_vocabulary(
         checkpoint_path,
         {
             "model/embedding/embeddings": (
@@ -371,25 +371,16 @@ def train(exp):
         else keras.optimizers.Adadelta(fv.learning_rate)
     )
     step_var = tf.Variable(0, dtype=tf.int64, name="global_step")
-    checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=step_var)
-    manager = tf.train.CheckpointManager(
-        checkpoint, os.path.join(fv.out_dir, "train"), max_to_keep=3
-    )
     best_dir = os.path.join(fv.out_dir, "best")
-    best_manager = tf.train.CheckpointManager(
-        tf.train.Checkpoint(model=model, step=step_var), best_dir, max_to_keep=1
+    checkpointer = checkpoints.Checkpointer(
+        os.path.join(fv.out_dir, "train"),
+        step_var,
+        best_dir=best_dir,
+        check=lambda path: _check_vocabulary(path, exp),
+        model=model,
+        optimizer=optimizer,
     )
-    if manager.latest_checkpoint:
-        _check_vocabulary(manager.latest_checkpoint, exp)
-        checkpoint.restore(manager.latest_checkpoint).expect_partial()
-        logging.info("Resumed from %s at step %d", manager.latest_checkpoint, int(step_var))
-    best_path = os.path.join(best_dir, "metrics.json")
-    best = {}
-    if os.path.exists(best_path):
-        with open(best_path, encoding="utf-8") as f:
-            best = json.load(f)
-    best_value = best.get(fv.best_metric, -1.0)
-    stale = best.get("stale_validations", 0)
+    checkpointer.restore_latest()
     context_layer = model.context_layer
     train_step = make_train_step(model, optimizer, fv)
 
@@ -405,7 +396,7 @@ def train(exp):
     progress = training_lib.Progress(fv.max_steps)
     guard = training_lib.NonFiniteGuard(fv.nan_policy, writer)
     step = int(step_var)
-    while step < fv.max_steps and not (fv.patience and stale >= fv.patience):
+    while step < fv.max_steps and not (fv.patience and checkpointer.stale >= fv.patience):
         # a new order every pass, seeded by the step it starts at (so a resume reshuffles
         # the same way every time)
         rng = np.random.default_rng([fv.seed, step])
@@ -418,7 +409,7 @@ def train(exp):
             if not guard.check(
                 float(results["loss"]),
                 step,
-                manager.latest_checkpoint,
+                checkpointer.latest,
                 lambda: "batch of %d captions" % len(batch["caption_len"]),
             ):
                 continue
@@ -433,36 +424,29 @@ def train(exp):
                         if name != "tokens":
                             tf.summary.scalar(name, value)
             if step % fv.checkpoint_steps == 0:
-                manager.save(checkpoint_number=step)
+                checkpointer.save()
             if step % fv.valid_every == 0 or step == fv.max_steps:
-                manager.save(checkpoint_number=step)
+                checkpointer.save()
                 metrics = _validate(exp, writer, step)
-                if metrics[fv.best_metric] > best_value:
-                    best_value, stale = metrics[fv.best_metric], 0
-                    best = dict(metrics, step=step)
-                    best_manager.save(checkpoint_number=step)
+                value = metrics[fv.best_metric]
+                if checkpointer.save_best(value, metric=fv.best_metric, **metrics):
                     logging.info(
                         "  new best validation %s %.4f saved in %s",
                         fv.best_metric,
-                        best_value,
+                        value,
                         best_dir,
                     )
-                else:
-                    stale += 1
-                # best/metrics.json: the best scores, and the patience count for a resume
-                best["stale_validations"] = stale
-                files.atomic_write_text(best_path, json.dumps(best, indent=2) + "\n")
-                if fv.patience and stale >= fv.patience:
+                if fv.patience and checkpointer.stale >= fv.patience:
                     logging.info(
                         "no better validation %s for %d validations: stopping",
                         fv.best_metric,
-                        stale,
+                        checkpointer.stale,
                     )
                     break
             if step >= fv.max_steps:
                 break
     writer.flush()
-    return best_value
+    return checkpointer.best_value if checkpointer.best_value is not None else -1.0
 
 
 def _validate(exp, writer, step):

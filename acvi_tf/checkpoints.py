@@ -1,0 +1,207 @@
+"""The one checkpoint helper of every host: the latest checkpoints of a run and its best
+model.
+
+``Checkpointer`` keeps a run's model, optimizer, global step (and whatever else the host
+tracks) in one folder, the ``max_to_keep`` latest checkpoints of it, and optionally the
+best model so far in a second folder together with ``best.json``, the score it was chosen
+by. Every host saves, resumes and keeps its best model through it, so that:
+
+- a step is saved once: saving the step the latest checkpoint already holds does nothing,
+  so a checkpoint the ``checkpoint`` file names is never rewritten in place;
+- a resume falls back to the previous checkpoint when the latest one cannot be read (a
+  kill while it was written), with a warning naming both;
+- the best score, and how many scores since have not beaten it, survive a restart, so
+  a resumed run replaces the best model only with a better one and early stopping
+  counts on;
+- a checkpoint of other vocabulary sizes is refused with one line naming both sizes.
+"""
+
+import json
+import os
+from typing import Callable, Dict, Optional, Tuple
+
+import tensorflow as tf
+from absl import logging
+
+from acvi_tf import files
+
+_VALUE = "/.ATTRIBUTES/VARIABLE_VALUE"
+BEST_RECORD = "best.json"
+
+
+class CheckpointMismatchError(ValueError):
+    """A checkpoint was trained with other vocabulary sizes than the flags give."""
+
+
+class CheckpointError(RuntimeError):
+    """No checkpoint of a folder can be read; the message names the folder and the fix."""
+
+
+def check_vocabulary(checkpoint_path: str, expected: Dict[str, Tuple[int, str]]) -> None:
+    """Checks a checkpoint's embedding tables against the vocabularies of this run.
+
+    Args:
+      checkpoint_path: the checkpoint about to be restored.
+      expected: variable path in the checkpoint (``"model/embedding/embeddings"``) ->
+        ``(rows, where they come from)``, e.g. ``(50000, "--vocab_size=50000")``. Paths
+        the checkpoint does not hold are skipped.
+
+    Raises:
+      CheckpointMismatchError: naming the checkpoint, both sizes and the fix.
+    """
+    shapes = tf.train.load_checkpoint(checkpoint_path).get_variable_to_shape_map()
+    for name, (rows, source) in expected.items():
+        shape = shapes.get(name + _VALUE)
+        if shape is not None and shape[0] != rows:
+            raise CheckpointMismatchError(
+                "%s was trained with %d rows in %s, but %s gives %d; run with the "
+                "vocabulary (file and size) it was trained with"
+                % (checkpoint_path, shape[0], name, source, rows)
+            )
+
+
+def checkpoint_step(path: str) -> int:
+    """The global step a checkpoint of this project was saved at."""
+    return int(tf.train.load_checkpoint(path).get_tensor("step" + _VALUE))
+
+
+class Checkpointer:
+    """A run's latest checkpoints and, optionally, its best model.
+
+    Args:
+      directory: the folder of the latest checkpoints.
+      step: the run's int64 global-step variable; checkpoints are numbered by it.
+      max_to_keep: how many latest checkpoints to keep.
+      checkpoint_name: the checkpoints' file prefix (``model.ckpt`` in See's layout).
+      best_dir: the folder of the best model (None: the run keeps none).
+      best_name: the best model's file prefix (default: ``checkpoint_name``).
+      best_to_keep: how many of the successive best models to keep.
+      check: called with a checkpoint's path before it is restored (a vocabulary check);
+        its errors are not a reason to fall back to an older checkpoint.
+      **objects: what the latest checkpoints hold besides ``step`` (``model``,
+        ``optimizer``, ...); the best model holds ``model`` and ``step``.
+    """
+
+    def __init__(
+        self,
+        directory: str,
+        step: tf.Variable,
+        max_to_keep: int = 3,
+        checkpoint_name: str = "ckpt",
+        best_dir: Optional[str] = None,
+        best_name: Optional[str] = None,
+        best_to_keep: int = 1,
+        check: Optional[Callable[[str], None]] = None,
+        **objects,
+    ):
+        self.directory = directory
+        self.step = step
+        self.check = check or (lambda path: None)
+        self.checkpoint = tf.train.Checkpoint(step=step, **objects)
+        self.manager = tf.train.CheckpointManager(
+            self.checkpoint, directory, max_to_keep=max_to_keep, checkpoint_name=checkpoint_name
+        )
+        self._saved_step = None
+        self.best_dir = best_dir
+        self.best_manager = None
+        self.best = {}
+        if best_dir is not None:
+            self.best_manager = tf.train.CheckpointManager(
+                tf.train.Checkpoint(model=objects["model"], step=step),
+                best_dir,
+                max_to_keep=best_to_keep,
+                checkpoint_name=best_name or checkpoint_name,
+            )
+            record = os.path.join(best_dir, BEST_RECORD)
+            if os.path.exists(record):
+                with open(record, encoding="utf-8") as f:
+                    self.best = json.load(f)
+
+    @property
+    def latest(self) -> Optional[str]:
+        """The newest checkpoint's path, or None."""
+        return self.manager.latest_checkpoint
+
+    def restore_latest(self) -> Optional[str]:
+        """Restores the newest readable checkpoint; returns its path (None: a new run).
+
+        Raises:
+          CheckpointError: when the folder lists checkpoints and none can be read.
+        """
+        candidates = list(reversed(self.manager.checkpoints))
+        for number, path in enumerate(candidates):
+            try:
+                self.check(path)
+                self.checkpoint.restore(path).expect_partial()
+            except (tf.errors.OpError, ValueError) as e:
+                if isinstance(e, CheckpointMismatchError):
+                    raise
+                later = candidates[number + 1] if number + 1 < len(candidates) else None
+                logging.warning(
+                    "Cannot read checkpoint %s (%s); %s",
+                    path,
+                    str(e).splitlines()[0] if str(e) else type(e).__name__,
+                    "falling back to %s" % later if later else "no older checkpoint left",
+                )
+                continue
+            self._saved_step = int(self.step)
+            logging.info("Restored %s (step %d)", path, int(self.step))
+            return path
+        if candidates:
+            raise CheckpointError(
+                "no checkpoint in %s can be read (%s); move the folder away to start afresh"
+                % (self.directory, ", ".join(os.path.basename(p) for p in candidates))
+            )
+        return None
+
+    def save(self) -> str:
+        """Saves the current step unless the latest checkpoint already holds it.
+
+        Returns:
+          The latest checkpoint's path.
+        """
+        step = int(self.step)
+        if step != self._saved_step or self.latest is None:
+            path = self.manager.save(checkpoint_number=step)
+            self._saved_step = step
+            logging.info("Saved %s", path)
+        return self.latest
+
+    @property
+    def best_value(self) -> Optional[float]:
+        """The score of the best model so far (kept across restarts), or None."""
+        return self.best.get("value")
+
+    @property
+    def stale(self) -> int:
+        """How many scores in a row have not beaten the best (kept across restarts)."""
+        return self.best.get("stale", 0)
+
+    def save_best(self, value: float, higher_is_better: bool = True, **record) -> bool:
+        """Keeps the model as the best one when ``value`` beats the best so far.
+
+        ``best.json`` in the best model's folder holds the best score, its step,
+        ``record`` and ``stale``, the scores since then that did not beat it (for
+        early stopping across restarts).
+
+        Args:
+          value: the model's score now.
+          higher_is_better: False for a loss.
+          **record: more to keep with the best score (its other metrics).
+
+        Returns:
+          Whether the model was saved as the new best.
+        """
+        best = self.best_value
+        if best is not None and (value <= best if higher_is_better else value >= best):
+            self.best["stale"] = self.stale + 1
+            improved = False
+        else:
+            path = self.best_manager.save(checkpoint_number=int(self.step))
+            self.best = dict(record, value=value, step=int(self.step), stale=0)
+            logging.info("New best model (%g) saved in %s", value, path)
+            improved = True
+        files.atomic_write_text(
+            os.path.join(self.best_dir, BEST_RECORD), json.dumps(self.best, indent=2) + "\n"
+        )
+        return improved

@@ -1,0 +1,137 @@
+"""The shared checkpointer: one save per step, fallback past an unreadable checkpoint, a
+best model whose score survives a restart, and the vocabulary check."""
+
+import json
+import os
+
+import pytest
+import tensorflow as tf
+from absl import logging
+
+from acvi_tf import checkpoints
+from acvi_tf.compat import keras
+
+
+def _model(rows=7):
+    model = keras.Sequential([keras.layers.Embedding(rows, 2, name="embedding")])
+    model.build([None, 3])
+    return model
+
+
+def _checkpointer(tmp_path, model, **kwargs):
+    return checkpoints.Checkpointer(
+        str(tmp_path / "train"),
+        tf.Variable(0, dtype=tf.int64),
+        best_dir=str(tmp_path / "best"),
+        model=model,
+        **kwargs,
+    )
+
+
+def _index(path):
+    return path + ".index"
+
+
+def test_a_step_is_saved_once_and_never_rewritten(tmp_path):
+    saver = _checkpointer(tmp_path, _model())
+    saver.step.assign(5)
+    first = saver.save()
+    before = os.stat(_index(first))
+    os.utime(_index(first), ns=(1, 1))
+    assert saver.save() == first  # the same step again: nothing written
+    assert os.stat(_index(first)).st_mtime_ns == 1 and before.st_size > 0
+    saver.step.assign(6)
+    assert saver.save().endswith("ckpt-6")
+    assert [os.path.basename(p) for p in saver.manager.checkpoints] == ["ckpt-5", "ckpt-6"]
+
+
+def test_a_resume_falls_back_past_an_unreadable_checkpoint(tmp_path):
+    model = _model()
+    saver = _checkpointer(tmp_path, model)
+    for step in (1, 2):
+        saver.step.assign(step)
+        model.layers[0].embeddings.assign(tf.fill([7, 2], float(step)))
+        saver.save()
+    open(_index(saver.latest), "wb").close()  # a kill while the index was written
+    resumed = _checkpointer(tmp_path, _model())
+    restored = resumed.restore_latest()
+    assert restored.endswith("ckpt-1") and int(resumed.step) == 1
+    model = resumed.checkpoint.model
+    assert float(tf.reduce_max(model.layers[0].embeddings)) == 1.0
+    resumed.step.assign(2)
+    assert resumed.save().endswith("ckpt-2")  # the bad one is replaced, not kept
+    assert _checkpointer(tmp_path, _model()).restore_latest().endswith("ckpt-2")
+
+
+def test_no_readable_checkpoint_is_one_error_naming_the_folder(tmp_path):
+    saver = _checkpointer(tmp_path, _model())
+    saver.save()
+    open(_index(saver.latest), "wb").close()
+    with pytest.raises(checkpoints.CheckpointError, match=r"no checkpoint in .*train can be read"):
+        _checkpointer(tmp_path, _model()).restore_latest()
+    assert _checkpointer(tmp_path / "new", _model()).restore_latest() is None
+
+
+def test_a_vocabulary_mismatch_is_not_a_reason_to_fall_back(tmp_path):
+    saver = _checkpointer(tmp_path, _model())
+    for step in (1, 2):
+        saver.step.assign(step)
+        saver.save()
+
+    def check(path):
+        checkpoints.check_vocabulary(
+            path, {"model/layer_with_weights-0/embeddings": (9, "--vocab_size=9")}
+        )
+
+    with pytest.raises(checkpoints.CheckpointMismatchError, match="ckpt-2 was trained"):
+        _checkpointer(tmp_path, _model(9), check=check).restore_latest()
+
+
+def test_the_best_score_survives_a_restart(tmp_path):
+    saver = _checkpointer(tmp_path, _model())
+    saver.step.assign(10)
+    assert saver.save_best(8.2, metric="BLEU")
+    restarted = _checkpointer(tmp_path, _model())
+    assert restarted.best_value == 8.2 and restarted.stale == 0
+    restarted.step.assign(20)
+    assert not restarted.save_best(7.5)  # worse: the best model stays
+    assert tf.train.latest_checkpoint(str(tmp_path / "best")).endswith("ckpt-10")
+    again = _checkpointer(tmp_path, _model())
+    assert again.stale == 1 and again.best["metric"] == "BLEU"
+    again.step.assign(30)
+    assert again.save_best(9.0)
+    with open(tmp_path / "best" / checkpoints.BEST_RECORD) as f:
+        assert json.load(f) == {"value": 9.0, "step": 30, "stale": 0}
+    assert tf.train.latest_checkpoint(str(tmp_path / "best")).endswith("ckpt-30")
+
+
+def test_a_loss_is_better_when_lower(tmp_path):
+    saver = _checkpointer(tmp_path, _model())
+    assert saver.save_best(3.0, higher_is_better=False)
+    assert not saver.save_best(3.5, higher_is_better=False)
+    assert saver.save_best(2.5, higher_is_better=False) and saver.best_value == 2.5
+
+
+def test_a_checkpoint_of_another_vocabulary_size_is_named(tmp_path):
+    path = tf.train.Checkpoint(model=_model()).write(str(tmp_path / "ckpt"))
+    key = "model/layer_with_weights-0/embeddings"
+    checkpoints.check_vocabulary(path, {key: (7, "--vocab_size=7"), "model/absent": (3, "x")})
+    with pytest.raises(
+        checkpoints.CheckpointMismatchError,
+        match=r"ckpt was trained with 7 rows .*--vocab_size=9 gives 9",
+    ):
+        checkpoints.check_vocabulary(path, {key: (9, "--vocab_size=9")})
+
+
+def test_the_fallback_is_logged(tmp_path, caplog):
+    saver = _checkpointer(tmp_path, _model())
+    for step in (1, 2):
+        saver.step.assign(step)
+        saver.save()
+    open(_index(saver.latest), "wb").close()
+    logging.get_absl_logger().propagate = True
+    with caplog.at_level("WARNING"):
+        _checkpointer(tmp_path, _model()).restore_latest()
+    assert any(
+        "falling back to" in r.getMessage() and "ckpt-1" in r.getMessage() for r in caplog.records
+    )
