@@ -6,11 +6,15 @@ also put them on another ``FlagValues`` (tests do). Bad values are rejected at p
 with a message that names the flag and the allowed range.
 """
 
+import json
+import os
+import sys
+
 import tensorflow as tf
 from absl import flags, logging
 
 from acvi_tf import context as context_lib
-from acvi_tf import kl_schedule, training, variational
+from acvi_tf import files, kl_schedule, training, variational
 from acvi_tf.compat import keras
 
 
@@ -351,6 +355,33 @@ def configure_runtime(flag_values=flags.FLAGS):
     keras.mixed_precision.set_global_policy(
         "mixed_float16" if flag_values.mixed_precision else "float32"
     )
+
+
+def write_flag_record(out_dir, module, flag_values=flags.FLAGS, name="hparams.json"):
+    """Writes the run's settings to ``out_dir/name``: every flag the entry point defines,
+    every shared flag, the TensorFlow version and the command line.
+
+    Args:
+      out_dir: the run's folder (created if missing).
+      module: the entry point's ``__name__`` (whose flags are recorded, also when it runs
+        as ``__main__``).
+      flag_values: the parsed flags.
+      name: the file name.
+
+    Returns:
+      The recorded flag values (a dict).
+    """
+    by_module = flag_values.flags_by_module_dict()
+    names = {
+        f.name for defining in (module, sys.argv[0], __name__) for f in by_module.get(defining, [])
+    }
+    values = {n: flag_values[n].value for n in sorted(names)}
+    record = dict(values, _tensorflow=tf.__version__, _command=" ".join(sys.argv))
+    files.atomic_write_text(
+        os.path.join(out_dir, name), json.dumps(record, indent=2, sort_keys=True) + "\n"
+    )
+    logging.info("flags: %s", values)
+    return values
 
 
 if "context" not in flags.FLAGS:

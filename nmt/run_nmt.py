@@ -13,7 +13,6 @@ translates a file instead (and scores it if ``--inference_ref_file`` is given).
 """
 
 import functools
-import json
 import math
 import os
 import time
@@ -31,7 +30,6 @@ from nmt import bpe, data, hparams, schedule, translate
 from nmt import model as model_lib
 
 FLAGS = flags.FLAGS
-_FLAGS_BEFORE = set(FLAGS)
 
 flags.DEFINE_string("src", None, "Source suffix, e.g. en.")
 flags.DEFINE_string("tgt", None, "Target suffix, e.g. vi.")
@@ -125,28 +123,6 @@ flags.DEFINE_integer(
     "(PNG) of the first N translations into out_dir/attention/.",
     lower_bound=0,
 )
-
-# The hyper-parameters written to out_dir/hparams.json: this module's flags and the shared
-# ones (context, ACVI, seed, precision).
-HPARAM_NAMES = sorted(set(FLAGS) - _FLAGS_BEFORE) + [
-    "context",
-    "acvi_variance_net",
-    "acvi_sampling",
-    "acvi_gumbel_fraction",
-    "acvi_gumbel_temperature",
-    "acvi_noise",
-    "acvi_num_samples",
-    "acvi_kl",
-    "kl_weight",
-    "kl_annealing",
-    "kl_anneal_steps",
-    "kl_free_bits",
-    "acvi_decode",
-    "acvi_log_var_min",
-    "acvi_log_var_max",
-    "seed",
-    "mixed_precision",
-]
 
 BATCH_SIGNATURE = data.BATCH_SIGNATURE
 
@@ -472,12 +448,7 @@ def main(argv):
         raise app.UsageError("--infer_mode=beam_search needs --beam_width > 0")
     acvi_flags.configure_runtime(FLAGS)
     os.makedirs(FLAGS.out_dir, exist_ok=True)
-    values = {name: FLAGS[name].value for name in HPARAM_NAMES}
-    files.atomic_write_text(
-        os.path.join(FLAGS.out_dir, "hparams.json"),
-        json.dumps(values, indent=2, sort_keys=True) + "\n",
-    )
-    logging.info("hparams: %s", values)
+    acvi_flags.write_flag_record(FLAGS.out_dir, __name__)
     vocabs = []
     for suffix in (FLAGS.src, FLAGS.tgt):
         _, path = data.check_vocab("%s.%s" % (FLAGS.vocab_prefix, suffix), FLAGS.out_dir)

@@ -664,6 +664,7 @@ def main(argv):
         )
     phases = _phases()
     if FLAGS.mode == "train":
+        acvi_flags.write_flag_record(os.path.dirname(train_dir), __name__)
         train(vocab, train_dir, phases)
     elif FLAGS.mode == "decode":
         decode(vocab, train_dir, phases)

@@ -3,6 +3,7 @@ convert_to_coverage_model, restore_best_model and the Transformer model type (th
 curriculum, its resumes and the coverage switch: test_kill_resume.py)."""
 
 import collections
+import json
 import random
 import shutil
 
@@ -66,6 +67,9 @@ def _ckpt_value(path, key):
 
 def test_eval_job_and_restore_best_model(corpus, tmp_path):
     _run(corpus, tmp_path, max_steps=4, context="sa")
+    record = json.loads((tmp_path / "exp" / "hparams.json").read_text())
+    assert (record["context"], record["hidden_dim"], record["max_steps"]) == ("sa", 8, 4)
+    assert record["attention_masking"] == "renormalize" and "coverage" in record
     with pytest.raises(checkpoints.CheckpointMismatchError, match="--vocab_size=30 gives 30"):
         _run(
             corpus,

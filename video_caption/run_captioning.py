@@ -37,7 +37,6 @@ import functools
 import json
 import math
 import os
-import sys
 
 import numpy as np
 import tensorflow as tf
@@ -573,29 +572,13 @@ def run(fv):
     acvi_flags.configure_runtime(fv)
     os.makedirs(fv.out_dir, exist_ok=True)
     if fv.mode == "train":
-        hparams = {name: fv[name].value for name in _hparam_names(fv)}
-        files.atomic_write_text(
-            os.path.join(fv.out_dir, "hparams.json"),
-            json.dumps(hparams, indent=2, sort_keys=True) + "\n",
-        )
-        logging.info("hparams: %s", hparams)
+        acvi_flags.write_flag_record(fv.out_dir, __name__, fv)
     exp = Experiment(fv)
     if fv.mode == "train":
         best = train(exp)
         print("best validation %s %.4f" % (fv.best_metric, best))
         return best
     return evaluate(exp) if fv.mode == "eval" else decode(exp)
-
-
-def _hparam_names(fv):
-    """This command's flags and the shared ones: what hparams.json records."""
-    by_module = fv.flags_by_module_dict()
-    names = {
-        f.name
-        for module in (__name__, sys.argv[0], acvi_flags.__name__)
-        for f in by_module.get(module, [])
-    }
-    return sorted(names)
 
 
 def main(argv):
