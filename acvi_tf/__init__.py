@@ -1,7 +1,8 @@
 """acvi_tf: Amortized Context Vector Inference for sequence-to-sequence models.
 
 The shared library of the three ACVI hosts: attention scorers (``attention``), context
-inference layers (``context``), shared absl flags (``flags``) and metrics (``metrics``).
+inference layers (``context``; ``registry`` lists the mechanisms ``--context`` picks),
+shared absl flags (``flags``) and metrics (``metrics``).
 Nothing here imports a model package.
 """
 
@@ -17,12 +18,13 @@ from acvi_tf.context import (
     SoftAttentionContext,
     VarianceNetwork,
     average_over_samples,
-    make_context_layer,
     tile_for_samples,
 )
+from acvi_tf.registry import CONTEXTS, make_context_layer
 
 __all__ = [
     "ACVIContext",
+    "CONTEXTS",
     "AdditiveScorer",
     "MultiplicativeScorer",
     "PreparedMemory",

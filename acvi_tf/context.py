@@ -26,7 +26,6 @@ from acvi_tf.attention import masked_softmax
 from acvi_tf.compat import keras
 from acvi_tf.loop_gradients import DeferredContractions
 
-CONTEXT_MODES = ("sa", "acvi", "structured", "ved", "variational")
 VARIANCE_NETS = ("mlp", "relu")
 SAMPLINGS = ("approx", "gumbel")
 NOISES = ("collapsed", "per_component")
@@ -592,57 +591,3 @@ class ACVIContext(ContextLayer):
             seed=self.seed,
         )
         return config
-
-
-def make_context_layer(
-    mode,
-    structured_scale=2.0,
-    structured_penalty=0.005,
-    ved_options=None,
-    variational_options=None,
-    **acvi_options,
-):
-    """Builds the context layer for ``--context=mode``.
-
-    Args:
-      mode: one of ``CONTEXT_MODES``.
-      structured_scale: ``lambda`` of structured attention.
-      structured_penalty: weight of structured attention's L2 penalty on its CRF.
-      ved_options: ``VEDContext`` arguments (``kl_weight`` and ``seed`` come from
-        ``acvi_options``).
-      variational_options: ``VariationalAttentionContext`` arguments (``kl_weight`` and
-        ``seed`` come from ``acvi_options``).
-      **acvi_options: ``ACVIContext`` arguments.
-
-    Returns:
-      A ``SoftAttentionContext``, ``ACVIContext``, ``StructuredAttentionContext``,
-      ``VEDContext`` or ``VariationalAttentionContext``.
-    """
-    _check_choice("context", mode, CONTEXT_MODES)
-    if mode == "sa":
-        return SoftAttentionContext(name="context")
-    if mode == "structured":
-        from acvi_tf import structured
-
-        return structured.StructuredAttentionContext(
-            scale=structured_scale, penalty=structured_penalty, name="context"
-        )
-    if mode == "ved":
-        from acvi_tf import ved
-
-        return ved.VEDContext(
-            kl_weight=acvi_options.get("kl_weight", 0.1),
-            seed=acvi_options.get("seed"),
-            name="context",
-            **(ved_options or {}),
-        )
-    if mode == "variational":
-        from acvi_tf import variational
-
-        return variational.VariationalAttentionContext(
-            kl_weight=acvi_options.get("kl_weight", 1.0),
-            seed=acvi_options.get("seed"),
-            name="context",
-            **(variational_options or {}),
-        )
-    return ACVIContext(name="context", **acvi_options)

@@ -14,7 +14,7 @@ import tensorflow as tf
 from absl import flags, logging
 
 from acvi_tf import context as context_lib
-from acvi_tf import files, kl_schedule, training, variational
+from acvi_tf import files, kl_schedule, registry, training, variational
 from acvi_tf.compat import keras
 
 
@@ -28,7 +28,7 @@ def define_flags(flag_values=flags.FLAGS):
     flags.DEFINE_enum(
         "context",
         "acvi",
-        list(context_lib.CONTEXT_MODES),
+        list(registry.CONTEXT_MODES),
         "How the decoder forms its context vector: 'sa' soft attention (the original "
         "models), 'acvi' amortized context vector inference (the paper), 'structured' "
         "structured attention (Kim et al. 2017: linear-chain CRF marginals over the "
@@ -307,7 +307,7 @@ def context_layer_from_flags(flag_values=flags.FLAGS):
         decode=fv.variational_decode,
         jit_compile=fv.jit_compile,
     )
-    return context_lib.make_context_layer(
+    return registry.make_context_layer(
         fv.context,
         structured_scale=fv.structured_lambda,
         structured_penalty=fv.structured_penalty,

@@ -27,7 +27,7 @@ from absl import app, flags
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from acvi_tf import attention, context
+from acvi_tf import attention, registry
 from acvi_tf import flags as acvi_flags
 
 import _report as report
@@ -56,7 +56,7 @@ def _make_pass(size, options):
     batch, positions, dim, units = size
     options = dict(options)
     kl_in_loop = options.pop("kl_in_loop", False)
-    layer = context.make_context_layer(options.pop("mode"), seed=1, **options)
+    layer = registry.make_context_layer(options.pop("mode"), seed=1, **options)
     scorer = attention.AdditiveScorer(units, use_coverage=True)
     memory = tf.random.stateless_normal([batch, positions, dim], [1, 2])
     mask = tf.sequence_mask(

@@ -32,7 +32,7 @@ from absl import app, flags
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from acvi_tf import context as context_lib
+from acvi_tf import registry
 from acvi_tf.compat import keras
 from nmt import (
     hparams,
@@ -161,7 +161,7 @@ def _time_task(task):
     for name, options in chosen.items():
         keras.utils.set_random_seed(1)
         options = dict(options)
-        layer = context_lib.make_context_layer(options.pop("mode"), seed=1, **options)
+        layer = registry.make_context_layer(options.pop("mode"), seed=1, **options)
         step, batch = make_step(layer)  # the same batch for every variant
         if report.has_gpu():
             tf.config.experimental.reset_memory_stats("GPU:0")

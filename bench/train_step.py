@@ -43,6 +43,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from acvi_tf import (
     attention,
     loop_gradients,
+    registry,
 )
 from acvi_tf import context as context_lib
 from acvi_tf.compat import keras
@@ -224,7 +225,7 @@ def main(argv):
             layer = ablation(name="context", **({"seed": 1} if seeded else {}))
         else:
             options = dict(VARIANTS[name])
-            layer = context_lib.make_context_layer(options.pop("mode"), seed=1, **options)
+            layer = registry.make_context_layer(options.pop("mode"), seed=1, **options)
         model = model_lib.PointerGenerator(
             vocab, hidden, emb, context_layer=layer, jit_compile=FLAGS.jit_compile
         )

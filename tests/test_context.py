@@ -484,11 +484,3 @@ def test_generator_state_is_checkpointed(tmp_path, batch):
 def test_bad_options_are_rejected(kwargs, match):
     with pytest.raises(ValueError, match=match):
         context.ACVIContext(**kwargs)
-
-
-def test_make_context_layer():
-    assert isinstance(context.make_context_layer("sa"), context.SoftAttentionContext)
-    layer = context.make_context_layer("acvi", kl="bound")
-    assert isinstance(layer, context.ACVIContext) and layer.kl == "bound"
-    with pytest.raises(ValueError, match="context"):
-        context.make_context_layer("hard")

@@ -18,29 +18,19 @@ Two kinds of tests:
   from it with the model's own layers and compared with the host's output.
 """
 
+import hosts
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from acvi_tf import context as context_lib
-from acvi_tf import losses as seq_losses
-from acvi_tf.compat import keras
-from nmt import model as nmt_lib
 from pointer_generator import losses as pg_losses
-from pointer_generator import model as pg_lib
-from video_caption import data as vc_data
-from video_caption import model as vc_lib
 
 # The NMT host reuses one unseeded initializer class; Keras warns about it, harmlessly here.
 pytestmark = pytest.mark.filterwarnings("ignore:The initializer RandomUniform is unseeded")
 
-HOSTS = ("summarizer", "nmt", "captioner")
 # The hand computations repeat the hosts' float32 products: agreement to rounding.
 RTOL, ATOL = 1e-5, 1e-5
-
-# Summarizer sizes: vocabulary, LSTM units, embedding; batch, article, summary length.
-PG_V, PG_H, PG_E = 10, 3, 4
-PG_B, PG_N, PG_T = 2, 5, 4
 
 
 @pytest.fixture
@@ -110,145 +100,14 @@ def _assert_noise_matters(sample, mean):
 
 
 # ----------------------------------------------------------------------------------------
-# Summarizer (pointer-generator)
-
-
-def _pg_batch():
-    rng = np.random.default_rng(0)
-    mask = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], np.float32)
-    enc = np.where(mask > 0, rng.integers(4, PG_V, size=(PG_B, PG_N)), 1).astype(np.int32)
-    ext = enc.copy()
-    ext[0, 2] = PG_V  # one article OOV, copied into the target below
-    enc[0, 2] = 0
-    target = rng.integers(4, PG_V, size=(PG_B, PG_T)).astype(np.int32)
-    target[0, 1] = PG_V
-    return dict(
-        enc_batch=enc,
-        enc_padding_mask=mask,
-        enc_batch_extend_vocab=ext,
-        dec_batch=rng.integers(2, PG_V, size=(PG_B, PG_T)).astype(np.int32),
-        target_batch=target,
-        dec_padding_mask=np.array([[1, 1, 1, 1], [1, 1, 1, 0]], np.float32),
-    )
-
-
-def _pg_model(context_layer, seed):
-    # Large initial weights, so that every path carries a clearly non-zero signal.
-    keras.utils.set_random_seed(seed)
-    return pg_lib.PointerGenerator(
-        PG_V,
-        hidden_dim=PG_H,
-        emb_dim=PG_E,
-        context_layer=context_layer,
-        rand_unif_init_mag=0.5,
-        trunc_norm_init_std=0.5,
-    )
-
-
-def _pg_outputs(model, batch):
-    out = model(batch, training=True, coverage_on=True)
-    final = pg_losses.final_distribution(
-        tf.nn.softmax(out["vocab_logits"]),
-        out["attn"],
-        tf.sigmoid(out["p_gen_logit"]),
-        batch["enc_batch_extend_vocab"],
-        1,
-    )
-    nll = pg_losses.compute_losses(out, batch, coverage_on=True)["loss"]
-    return dict(
-        vocab_logits=out["vocab_logits"],
-        p_gen_logit=out["p_gen_logit"],
-        attn=out["attn"],
-        final=final,
-        nll=nll,
-    )
-
-
-# ----------------------------------------------------------------------------------------
-# NMT
-
-NMT_SRC_V, NMT_TGT_V, NMT_U = 11, 9, 4
-
-
-def _nmt_batch():
-    rng = np.random.default_rng(1)
-    src_len = np.array([5, 3], np.int32)
-    src = np.where(
-        np.arange(5)[None] < src_len[:, None], rng.integers(3, NMT_SRC_V, (2, 5)), 2
-    ).astype(np.int32)
-    return dict(
-        src=src,
-        src_len=src_len,
-        tgt_in=rng.integers(3, NMT_TGT_V, (2, 4)).astype(np.int32),
-        tgt_out=rng.integers(3, NMT_TGT_V, (2, 4)).astype(np.int32),
-        tgt_len=np.array([4, 3], np.int32),
-    )
-
-
-def _nmt_model(context_layer, seed):
-    keras.utils.set_random_seed(seed)
-    return nmt_lib.NMTModel(
-        NMT_SRC_V, NMT_TGT_V, NMT_U, dropout=0.0, init_weight=0.5, context_layer=context_layer
-    )
-
-
-def _nmt_outputs(model, batch):
-    out = model(batch, training=True)
-    nll = seq_losses.sequence_loss(out["logits"], batch["tgt_out"], batch["tgt_len"])[0]
-    return dict(logits=out["logits"], attn=out["attn"], nll=nll)
-
-
-# ----------------------------------------------------------------------------------------
-# Captioner
-
-VC_VOCAB, VC_FEATURES = 11, 6
-
-
-def _vc_batch():
-    rng = np.random.default_rng(2)
-    frames = [4, 2]
-    features = [rng.normal(size=[4, VC_FEATURES]).astype(np.float32) for _ in frames]
-    for clip, count in zip(features, frames):
-        clip[count:] = 0.0
-    return vc_data.make_batch(features, frames, [[5, 6, 7], [8, 9]])
-
-
-def _vc_model(context_layer, seed):
-    keras.utils.set_random_seed(seed)
-    return vc_lib.Captioner(
-        vocab_size=VC_VOCAB,
-        encoder_units=4,
-        decoder_units=5,
-        embedding_dim=3,
-        attention_units=3,
-        output_units=6,
-        dropout=0.0,
-        context_layer=context_layer,
-    )
-
-
-def _vc_outputs(model, batch):
-    out = model(batch, training=True)
-    nll = seq_losses.sequence_loss(out["logits"], batch["caption_out"], batch["caption_len"])[0]
-    return dict(logits=out["logits"], attn=out["attn"], nll=nll)
-
-
-_HOST_SETUPS = dict(
-    summarizer=(_pg_model, _pg_batch, _pg_outputs),
-    nmt=(_nmt_model, _nmt_batch, _nmt_outputs),
-    captioner=(_vc_model, _vc_batch, _vc_outputs),
-)
-
-
-# ----------------------------------------------------------------------------------------
 # 1. Zero noise: ACVI in training is soft attention.
 
 
 @pytest.mark.usefixtures("zero_noise")
-@pytest.mark.parametrize("host", HOSTS)
+@pytest.mark.parametrize("host", hosts.HOSTS)
 def test_noiseless_acvi_training_equals_soft_attention(host):
     """With eps = 0 every output and the NLL equal those of SA with the same weights."""
-    build, make_batch, outputs = _HOST_SETUPS[host]
+    build, make_batch, outputs = hosts.HOST_SETUPS[host]
     batch = make_batch()
     sa = build(None, seed=11)
     acvi = build(_acvi(seed=12), seed=13)
@@ -268,10 +127,10 @@ def test_noiseless_acvi_training_equals_soft_attention(host):
 @pytest.fixture
 def pg_run(recorded_noise):
     """A training-mode ACVI summarizer run with its outputs and the hand-built sample."""
-    batch = _pg_batch()
-    model = _pg_model(_acvi(seed=21), seed=22)
+    batch = hosts.pg_batch()
+    model = hosts.pg_model(_acvi(seed=21), seed=22)
     out = model(batch, training=True, coverage_on=True)
-    eps = _step_noise(recorded_noise, PG_T)
+    eps = _step_noise(recorded_noise, hosts.PG_T)
     sample, mean = _hand_sample(out["attn"], out["prepared"], eps)
     _assert_noise_matters(sample, mean)
     return model, batch, out, sample
@@ -319,7 +178,7 @@ def test_summarizer_copy_and_coverage_use_the_attention(pg_run):
     keys = model.scorer.prepare(memory)
     attn = out["attn"]
     coverage = tf.cumsum(attn, axis=1, exclusive=True)  # coverage before each step
-    for t in range(PG_T):
+    for t in range(hosts.PG_T):
         query = tf.concat([out["c"][:, t], out["h"][:, t]], axis=-1)
         expected = model.scorer(query, keys, batch["enc_padding_mask"], coverage=coverage[:, t])
         np.testing.assert_allclose(attn[:, t], expected, rtol=RTOL, atol=1e-6)
@@ -389,9 +248,9 @@ def _run_against_reference(model, batch, noise, steps, source, reference):
 @pytest.fixture
 def nmt_run(recorded_noise):
     """A training-mode ACVI NMT run's logits and those of the hand-wired reference."""
-    batch = _nmt_batch()
+    batch = hosts.nmt_batch()
     return _run_against_reference(
-        _nmt_model(_acvi(seed=31), seed=32),
+        hosts.nmt_model(_acvi(seed=31), seed=32),
         batch,
         recorded_noise,
         batch["tgt_in"].shape[1],
@@ -438,9 +297,9 @@ def _vc_reference(model, batch, eps):
 @pytest.fixture
 def vc_run(recorded_noise):
     """A training-mode ACVI captioner run's logits and those of the hand-wired reference."""
-    batch = _vc_batch()
+    batch = hosts.vc_batch()
     return _run_against_reference(
-        _vc_model(_acvi(seed=41), seed=42),
+        hosts.vc_model(_acvi(seed=41), seed=42),
         batch,
         recorded_noise,
         batch["caption_in"].shape[1],

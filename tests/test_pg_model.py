@@ -5,6 +5,7 @@ import pytest
 import tensorflow as tf
 
 from acvi_tf import context as context_lib
+from acvi_tf import registry
 from acvi_tf.compat import keras
 from pointer_generator import losses as losses_lib
 from pointer_generator import model as model_lib
@@ -230,7 +231,7 @@ def test_acvi_model_trains_the_variance_network(batch):
 
 def test_structured_attention_is_the_copy_distribution_and_learns_its_chain(batch):
     keras.utils.set_random_seed(5)
-    layer = context_lib.make_context_layer("structured")
+    layer = registry.make_context_layer("structured")
     m = model_lib.PointerGenerator(V, hidden_dim=H, emb_dim=E, context_layer=layer)
     with tf.GradientTape() as tape:
         out = m(batch, training=True, coverage_on=True)

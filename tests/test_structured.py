@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from acvi_tf import context as context_lib
-from acvi_tf import structured
+from acvi_tf import registry, structured
 from acvi_tf.compat import keras
 
 
@@ -52,7 +51,7 @@ def test_zero_transitions_give_independent_sigmoids():
 
 def test_context_layer_normalises_scales_and_learns_transitions():
     rng = np.random.default_rng(0)
-    layer = context_lib.make_context_layer("structured", structured_scale=2.0)
+    layer = registry.make_context_layer("structured", structured_scale=2.0)
     memory = tf.constant(rng.normal(size=[2, 5, 3]), tf.float32)
     mask = tf.constant([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], tf.float32)
     prepared = layer.prepare(memory, mask)
@@ -80,14 +79,14 @@ def test_hosts_run_with_structured_attention():
 
     keras.utils.set_random_seed(0)
     captioner = vc_model.Captioner(
-        9, 4, 5, 3, 3, context_layer=context_lib.make_context_layer("structured")
+        9, 4, 5, 3, 3, context_layer=registry.make_context_layer("structured")
     )
     batch = vc_data.make_batch([np.ones([3, 4], np.float32)] * 2, [3, 2], [[4, 5], [6]])
     out = captioner(batch)
     np.testing.assert_allclose(out["attn"].numpy()[0].sum(-1), 1.0, rtol=1e-5)
     assert np.all(out["attn"].numpy()[1, :, 2:] == 0.0)
     translator = nmt_model.NMTModel(
-        7, 8, 4, 2, 1, "bi", context_layer=context_lib.make_context_layer("structured")
+        7, 8, 4, 2, 1, "bi", context_layer=registry.make_context_layer("structured")
     )
     nmt_batch = dict(
         src=tf.constant([[3, 4, 5], [4, 5, 0]]),
@@ -102,8 +101,8 @@ def test_hosts_run_with_structured_attention():
 
 
 def test_regularization_is_the_l2_penalty_on_the_transitions():
-    layer = context_lib.make_context_layer("structured", structured_penalty=0.005)
+    layer = registry.make_context_layer("structured", structured_penalty=0.005)
     layer.prepare(tf.zeros([1, 2, 3]))
     layer.transitions.assign([[1.0, -2.0], [0.5, 0.0]])
     assert float(layer.regularization()) == pytest.approx(0.005 * 5.25)
-    assert float(context_lib.make_context_layer("sa").regularization()) == 0.0
+    assert float(registry.make_context_layer("sa").regularization()) == 0.0

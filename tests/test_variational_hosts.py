@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from acvi_tf import context as context_lib
+from acvi_tf import registry
 from acvi_tf.compat import keras
 from nmt import model as nmt_model
 from pointer_generator import losses as pg_losses
@@ -16,7 +16,7 @@ from video_caption import model as vc_model
 
 
 def _layer(mode="enum"):
-    return context_lib.make_context_layer(
+    return registry.make_context_layer(
         "variational", variational_options=dict(mode=mode, inference_units=3), seed=5
     )
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from acvi_tf import context as context_lib
+from acvi_tf import registry
 from acvi_tf.compat import keras
 from video_caption import data
 from video_caption import decode as decode_lib
@@ -102,7 +102,7 @@ def test_teacher_forcing_equals_stepping_and_ignores_padded_frames():
 
 def test_acvi_context_trains_with_kl_and_decodes_with_the_mean():
     rng = np.random.default_rng(2)
-    acvi = context_lib.make_context_layer("acvi", kl="bound", seed=5)
+    acvi = registry.make_context_layer("acvi", kl="bound", seed=5)
     model = _small_model(acvi)
     batch = _batch(rng)
     out = model(batch, training=True)

@@ -5,8 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from acvi_tf import context as context_lib
-from acvi_tf import kl_schedule, ved
+from acvi_tf import kl_schedule, registry, ved
 from acvi_tf.compat import keras
 
 
@@ -73,7 +72,7 @@ def test_captioner_feeds_the_sentence_latent_and_learns_it():
     from video_caption import model as model_lib
 
     keras.utils.set_random_seed(2)
-    layer = context_lib.make_context_layer(
+    layer = registry.make_context_layer(
         "ved", ved_options=dict(latent_dim=3), kl_weight=0.1, seed=2
     )
     model = model_lib.Captioner(9, 4, 5, 3, 3, context_layer=layer)
@@ -95,7 +94,7 @@ def test_summarizer_and_translator_feed_the_sentence_latent():
     keras.utils.set_random_seed(3)
 
     def layer():
-        return context_lib.make_context_layer(
+        return registry.make_context_layer(
             "ved", ved_options=dict(latent_dim=2), kl_weight=0.1, seed=3
         )
 

@@ -1,0 +1,112 @@
+"""The context mechanisms that ``--context`` chooses from: one entry per mechanism.
+
+A mechanism is a ``context.ContextLayer`` subclass in a module of its own plus one entry
+in ``CONTEXTS``: its ``--context`` name and a builder that makes the layer from the
+``ContextOptions`` the flags give. The hosts build whatever ``make_context_layer`` returns
+and talk to it only through the ``ContextLayer`` contract, so a new mechanism that draws
+a context and a KL needs no host change.
+"""
+
+import dataclasses
+from typing import Callable, Dict, Optional
+
+from acvi_tf import context, structured, variational, ved
+
+
+@dataclasses.dataclass(frozen=True)
+class ContextOptions:
+    """The options of every mechanism; each builder reads its own.
+
+    Attributes:
+      structured_scale: ``lambda`` of structured attention.
+      structured_penalty: weight of structured attention's L2 penalty on its CRF.
+      ved: ``ved.VEDContext`` arguments.
+      variational: ``variational.VariationalAttentionContext`` arguments.
+      acvi: ``context.ACVIContext`` arguments; ``kl_weight`` and ``seed`` among them also
+        serve the other mechanisms that draw a sample.
+    """
+
+    structured_scale: float = 2.0
+    structured_penalty: float = 0.005
+    ved: Optional[dict] = None
+    variational: Optional[dict] = None
+    acvi: Optional[dict] = None
+
+    def sampling(self) -> dict:
+        """The options of ``acvi`` that every sampling mechanism reads, where given:
+        ``kl_weight`` (absent: the mechanism's own default) and ``seed``."""
+        return {k: v for k, v in (self.acvi or {}).items() if k in ("kl_weight", "seed")}
+
+
+def _soft_attention(options: ContextOptions) -> context.ContextLayer:
+    del options
+    return context.SoftAttentionContext(name="context")
+
+
+def _acvi(options: ContextOptions) -> context.ContextLayer:
+    return context.ACVIContext(name="context", **(options.acvi or {}))
+
+
+def _structured(options: ContextOptions) -> context.ContextLayer:
+    return structured.StructuredAttentionContext(
+        scale=options.structured_scale, penalty=options.structured_penalty, name="context"
+    )
+
+
+def _ved(options: ContextOptions) -> context.ContextLayer:
+    return ved.VEDContext(name="context", **options.sampling(), **(options.ved or {}))
+
+
+def _variational(options: ContextOptions) -> context.ContextLayer:
+    return variational.VariationalAttentionContext(
+        name="context", **options.sampling(), **(options.variational or {})
+    )
+
+
+# --context name -> builder. The first entry is the flag's default.
+CONTEXTS: Dict[str, Callable[[ContextOptions], context.ContextLayer]] = {
+    "sa": _soft_attention,
+    "acvi": _acvi,
+    "structured": _structured,
+    "ved": _ved,
+    "variational": _variational,
+}
+CONTEXT_MODES = tuple(CONTEXTS)
+
+
+def make_context_layer(
+    mode: str,
+    structured_scale: float = 2.0,
+    structured_penalty: float = 0.005,
+    ved_options: Optional[dict] = None,
+    variational_options: Optional[dict] = None,
+    **acvi_options,
+) -> context.ContextLayer:
+    """Builds the context layer for ``--context=mode``.
+
+    Args:
+      mode: a key of ``CONTEXTS``.
+      structured_scale: ``lambda`` of structured attention.
+      structured_penalty: weight of structured attention's L2 penalty on its CRF.
+      ved_options: ``VEDContext`` arguments (``kl_weight`` and ``seed`` come from
+        ``acvi_options``).
+      variational_options: ``VariationalAttentionContext`` arguments (``kl_weight`` and
+        ``seed`` come from ``acvi_options``).
+      **acvi_options: ``ACVIContext`` arguments.
+
+    Returns:
+      The mechanism's ``context.ContextLayer``, named ``context``.
+
+    Raises:
+      ValueError: ``mode`` is not a registered mechanism.
+    """
+    if mode not in CONTEXTS:
+        raise ValueError("context must be one of %s, got %r" % (CONTEXT_MODES, mode))
+    options = ContextOptions(
+        structured_scale=structured_scale,
+        structured_penalty=structured_penalty,
+        ved=ved_options,
+        variational=variational_options,
+        acvi=acvi_options,
+    )
+    return CONTEXTS[mode](options)

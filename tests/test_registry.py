@@ -1,0 +1,153 @@
+"""acvi_tf.registry: every ``--context`` name builds its layer with its own options, the
+project's modules import without cycles, and a new mechanism registered in one place runs
+in all three hosts."""
+
+import ast
+import os
+
+import hosts
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from acvi_tf import context, registry, structured, variational, ved
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGES = ("acvi_tf", "nmt", "pointer_generator", "video_caption", "data_prep")
+
+pytestmark = pytest.mark.filterwarnings("ignore:The initializer RandomUniform is unseeded")
+
+
+def test_every_name_builds_its_mechanism_named_context():
+    expected = dict(
+        sa=context.SoftAttentionContext,
+        acvi=context.ACVIContext,
+        structured=structured.StructuredAttentionContext,
+        ved=ved.VEDContext,
+        variational=variational.VariationalAttentionContext,
+    )
+    assert registry.CONTEXT_MODES == tuple(expected)
+    for name, cls in expected.items():
+        layer = registry.make_context_layer(name)
+        assert type(layer) is cls and layer.name == "context"
+
+
+def test_options_reach_their_mechanism():
+    acvi = registry.make_context_layer("acvi", kl="exact", kl_weight=0.5, seed=3)
+    assert (acvi.kl, acvi.kl_weight, acvi.seed) == ("exact", 0.5, 3)
+    assert registry.make_context_layer("acvi").kl_weight == context.ACVI_KL_WEIGHT
+    layer = registry.make_context_layer("structured", structured_scale=3.0, structured_penalty=0.1)
+    assert (layer.scale, layer.penalty) == (3.0, 0.1)
+    # kl_weight and seed serve every sampling mechanism; unset, each keeps its own weight
+    vae = registry.make_context_layer("ved", ved_options=dict(latent_dim=7), kl="exact")
+    assert (vae.latent_dim, vae.kl_weight) == (7, 0.1)
+    assert registry.make_context_layer("ved", kl_weight=0.3, seed=5).kl_weight == 0.3
+    assert registry.make_context_layer("variational").kl_weight == 1.0
+    attention = registry.make_context_layer(
+        "variational", variational_options=dict(mode="enum"), kl_weight=0.2
+    )
+    assert (attention.mode, attention.kl_weight) == ("enum", 0.2)
+
+
+def test_an_unknown_name_lists_the_registered_ones():
+    with pytest.raises(ValueError, match="context must be one of .*'sa'.*got 'hard'"):
+        registry.make_context_layer("hard")
+
+
+def _import_graph():
+    """Module -> the project modules it imports anywhere in its source (also inside
+    functions, where an import cycle hides until the function runs)."""
+    modules = {}
+    for package in PACKAGES:
+        for folder, _, names in os.walk(os.path.join(ROOT, package)):
+            for name in names:
+                if name.endswith(".py"):
+                    path = os.path.join(folder, name)
+                    module = os.path.relpath(path, ROOT)[: -len(".py")].replace(os.sep, ".")
+                    modules[module.removesuffix(".__init__")] = path
+    graph = {}
+    for module, path in modules.items():
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+        imported = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                imported.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for alias in node.names:
+                    child = "%s.%s" % (node.module, alias.name)
+                    imported.add(child if child in modules else node.module)
+        graph[module] = sorted(imported & set(modules) - {module})
+    return graph
+
+
+def _cycles(graph):
+    """Every back edge of a depth-first search, as the cycle it closes."""
+    found, state, path = [], {}, []
+
+    def visit(module):
+        state[module] = "open"
+        path.append(module)
+        for target in graph[module]:
+            if state.get(target) == "open":
+                found.append(path[path.index(target) :] + [target])
+            elif target not in state:
+                visit(target)
+        path.pop()
+        state[module] = "done"
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module)
+    return found
+
+
+def test_no_import_cycles():
+    graph = _import_graph()
+    assert "acvi_tf.structured" in graph["acvi_tf.registry"]  # the graph sees imports
+    assert _cycles(graph) == []
+    assert _cycles({"a": ["b"], "b": ["c"], "c": ["a"]}) == [["a", "b", "c", "a"]]
+
+
+class ScaledContext(context.ContextLayer):
+    """A mechanism outside the library: ``c_t = scale * sum_i a_t,i h_i`` with the KL
+    ``|c_t|^2 / 2``. It only draws a context and a KL."""
+
+    def __init__(self, scale, **kwargs):
+        super().__init__(**kwargs)
+        self.scale = scale
+
+    def draw_steps(self, probs, prepared, training, use_gumbel, seed):
+        del training, use_gumbel, seed
+        return self.scale * context.contract(probs, prepared, "memory")
+
+    def kl_steps(self, context_vector, probs, prepared):
+        del probs, prepared
+        return 0.5 * tf.reduce_sum(tf.square(context_vector), axis=-1)
+
+
+@pytest.mark.parametrize("host", hosts.HOSTS)
+def test_a_registered_mechanism_runs_in_every_host(host, monkeypatch):
+    """One registry entry is all a host needs: at scale 1 the new mechanism computes
+    exactly what soft attention computes, at scale 3 its context reaches the outputs, and
+    the host reports its KL and trains every weight through it."""
+    monkeypatch.setitem(
+        registry.CONTEXTS, "scaled", lambda options: ScaledContext(name="context", **options.acvi)
+    )
+    build, make_batch, outputs = hosts.HOST_SETUPS[host]
+    batch = make_batch()
+    soft = outputs(build(None, seed=7), batch)
+    same = outputs(build(registry.make_context_layer("scaled", scale=1.0), seed=7), batch)
+    for name in soft:
+        np.testing.assert_allclose(same[name], soft[name], rtol=1e-6, atol=1e-6, err_msg=name)
+
+    model = build(registry.make_context_layer("scaled", scale=3.0), seed=7)
+    with tf.GradientTape() as tape:
+        scaled = outputs(model, batch)
+        out = model(batch, training=True)
+        loss = scaled["nll"] + tf.reduce_mean(out["kl"])
+    changed = [name for name in soft if not np.allclose(scaled[name], soft[name], atol=1e-6)]
+    assert "nll" in changed and len(changed) >= 2
+    assert out["kl"].shape == out["attn"].shape[:2] and float(tf.reduce_min(out["kl"])) > 0
+    gradients = tape.gradient(loss, model.trainable_weights)
+    assert all(g is not None and np.all(np.isfinite(tf.convert_to_tensor(g))) for g in gradients)
