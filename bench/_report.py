@@ -1,18 +1,41 @@
-"""Shared parts of the benchmark scripts: the run's settings, and the table they print and
-append to BENCHMARKS.md.
+"""Shared parts of the benchmark scripts: the run's settings, and the result they print,
+keep in ``bench/results/`` and render into BENCHMARKS.md.
 
-Each appended block records the date, the machine (CPU model, cores, GPU if any) and the
-git revision, so numbers from different runs are never mixed up.
+A result is one JSON file per benchmark configuration, ``bench/results/<key>.json``: its
+title, the command that produced it, the date, the machine (CPU model, cores, GPU if
+any), the git revision, the table and notes, and optionally a ``reading`` (the
+interpretation, written by hand after the run). A new run of the same configuration
+replaces its file (and drops the reading, which was about the old numbers); BENCHMARKS.md
+is then generated from all files, so it holds the latest result of every benchmark.
+``python bench/_report.py`` regenerates it by hand.
 """
 
 import datetime
+import glob
+import json
 import os
 import platform
+import re
 import statistics
 import subprocess
+import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCHMARKS_MD = os.path.join(ROOT, "BENCHMARKS.md")
+RESULTS = os.path.join(ROOT, "bench", "results")
+sys.path.insert(0, ROOT)
+
+from acvi_tf import files  # noqa: E402 (the project root goes on the path first)
+
+# BENCHMARKS.md's order: the scripts, then each script's results by key.
+SCRIPTS = (
+    "bench/compare_contexts.py",
+    "bench/train_step.py",
+    "bench/host_step.py",
+    "bench/context_layer.py",
+    "bench/encoder_lstm.py",
+    "bench/decode_speed.py",
+)
 
 
 def machine():
@@ -68,8 +91,8 @@ def settings(flag_values):
 
 
 def git_revision():
-    """Short hash of HEAD, with '+dirty' when tracked files other than BENCHMARKS.md (which
-    the benchmarks themselves append to) have uncommitted changes."""
+    """Short hash of HEAD, with '+dirty' when tracked files other than the results and
+    BENCHMARKS.md (which the benchmarks themselves write) have uncommitted changes."""
 
     def run(*args):
         return subprocess.run(
@@ -78,7 +101,13 @@ def git_revision():
 
     revision = run("rev-parse", "--short", "HEAD") or "unknown"
     changed = run(
-        "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)BENCHMARKS.md"
+        "status",
+        "--porcelain",
+        "--untracked-files=no",
+        "--",
+        ".",
+        ":(exclude)BENCHMARKS.md",
+        ":(exclude)bench/results",
     )
     return revision + ("+dirty" if changed else "")
 
@@ -90,26 +119,104 @@ def markdown_table(header, rows):
     return "\n".join(lines)
 
 
-def emit(title, header, rows, notes=()):
-    """Prints the table and appends it, with date, machine and revision, to BENCHMARKS.md."""
-    stamp = "%s UTC; %s; revision %s" % (
-        datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M"),
-        machine(),
-        git_revision(),
+def result_key(config=()):
+    """The results file name of this script run with ``config`` (its settings that change
+    what is measured) on this kind of device: ``[a-z0-9_.-]``."""
+    script = os.path.splitext(os.path.basename(sys.argv[0]))[0]
+    parts = [script, *config, "gpu" if has_gpu() else "cpu"]
+    text = "-".join(str(p).strip(" ,") for p in parts if str(p).strip(" ,"))
+    return re.sub(r"[^a-z0-9_.]+", "-", text.lower()).strip("-")
+
+
+def load(config=()):
+    """The kept result of this script with ``config`` (a dict), or None."""
+    path = os.path.join(RESULTS, result_key(config) + ".json")
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def emit(title, header, rows, notes=(), config=(), data=None):
+    """Prints the table, keeps it as ``bench/results/<key>.json``, renders BENCHMARKS.md.
+
+    Args:
+      title: the section title.
+      header: the table's column names.
+      rows: the table's rows.
+      notes: lines printed under the table (settings, what a column means).
+      config: the settings that make this a different benchmark (``result_key``); a new
+        run with the same ones replaces the file.
+      data: optional raw numbers (per seed, per round) kept in the file, not rendered.
+    """
+    key = result_key(config)
+    script = os.path.relpath(os.path.abspath(sys.argv[0]), ROOT)
+    result = dict(
+        key=key,
+        title=title,
+        script=script,
+        command=" ".join(["python", script] + sys.argv[1:]),
+        date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        machine=machine(),
+        revision=git_revision(),
+        header=list(header),
+        rows=[[str(c) for c in row] for row in rows],
+        notes=list(notes),
     )
-    block = "\n".join(
-        ["### %s" % title, "", stamp, "", markdown_table(header, rows), ""]
-        + ["%s" % n for n in notes]
-        + [""]
+    if data is not None:
+        result["data"] = data
+    print(_section(result))
+    files.atomic_write_text(
+        os.path.join(RESULTS, key + ".json"), json.dumps(result, indent=1) + "\n"
     )
-    print(block)
-    new_file = not os.path.exists(BENCHMARKS_MD)
-    with open(BENCHMARKS_MD, "a", encoding="utf-8") as f:
-        if new_file:
-            f.write(
-                "# Benchmarks\n\nAppended by the scripts in `bench/` (`make bench`); "
-                "each script's docstring says what it measures. Ratios come from one "
-                "process, variants interleaved; absolute CPU times are only "
-                "indicative.\n\n"
-            )
-        f.write(block + "\n")
+    render()
+
+
+def _section(result):
+    lines = [
+        "### %s" % result["title"],
+        "",
+        "%s; %s; revision %s. `%s`"
+        % (result["date"], result["machine"], result["revision"], result["command"]),
+        "",
+        markdown_table(result["header"], result["rows"]),
+        "",
+    ]
+    lines += [n for n in result["notes"]] + ([""] if result["notes"] else [])
+    if result.get("reading"):
+        lines += ["Reading: " + result["reading"], ""]
+    return "\n".join(lines)
+
+
+def render():
+    """Writes BENCHMARKS.md from every file in ``bench/results/``."""
+    results = []
+    for path in glob.glob(os.path.join(RESULTS, "*.json")):
+        with open(path, encoding="utf-8") as f:
+            results.append(json.load(f))
+
+    def order(result):
+        script = result["script"]
+        rank = SCRIPTS.index(script) if script in SCRIPTS else len(SCRIPTS)
+        return rank, script, result["key"]
+
+    blocks = [
+        "# Benchmarks",
+        "",
+        "Generated by `bench/_report.py` from `bench/results/*.json`, the latest result of "
+        "each benchmark; do not edit by hand. Each script's docstring says what it measures; "
+        "`make bench` runs them. Ratios come from one process, variants interleaved; "
+        "absolute CPU times are only indicative.",
+        "",
+    ]
+    script = None
+    for result in sorted(results, key=order):
+        if result["script"] != script:
+            script = result["script"]
+            blocks += ["## `%s`" % script, ""]
+        blocks.append(_section(result))
+    files.atomic_write_text(BENCHMARKS_MD, "\n".join(blocks).rstrip() + "\n")
+
+
+if __name__ == "__main__":
+    render()

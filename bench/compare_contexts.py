@@ -24,8 +24,10 @@ and
 Gumbel-softmax sampling for the whole run with ``mc``, the one pairing where ``mc``
 estimates the KL of the sampler. Each run's numbers go to
 ``<out_dir>/<variant>_seed<seed>.json`` first, so an interrupted study resumes where it
-stopped. The table (mean and standard deviation over the seeds) is printed and appended
-to BENCHMARKS.md.
+stopped. The table (mean and standard deviation over the seeds, with the revision and the
+TensorFlow version of each variant's runs) is printed and kept in ``bench/results/``, one
+file per task, corpus and step count; a run of some variants replaces their rows there
+and keeps the others', and BENCHMARKS.md is generated from it.
 
 Usage::
 
@@ -35,6 +37,7 @@ Usage::
 """
 
 import glob
+import importlib.metadata
 import json
 import math
 import os
@@ -273,6 +276,25 @@ def _one_run(run_task, variant, seed, steps, root):
     return nll, metric
 
 
+def _cells(entry):
+    """A kept variant's table cells: NLL and metric (mean +- std), seeds, revision and
+    TensorFlow version.
+
+    ``entry`` holds ``seeds`` (seed -> ``[NLL, metric]``), or, for results kept from
+    before per-seed numbers were recorded, the two cells themselves in ``cells``.
+    """
+    if "seeds" in entry:
+        losses, scores = zip(*entry["seeds"].values())
+        cells = [
+            "%.4f +- %.4f" % (np.mean(losses), np.std(losses)),
+            "%.4f +- %.4f" % (np.mean(scores), np.std(scores)),
+        ]
+        seeds = ",".join(entry["seeds"])
+    else:
+        cells, seeds = entry["cells"], entry["seed_list"]
+    return cells + [seeds, entry["revision"], entry["tensorflow"]]
+
+
 def main(argv):
     del argv
     fv = flags.FLAGS
@@ -286,30 +308,38 @@ def main(argv):
         )
     root = fv.out_dir or tempfile.mkdtemp(prefix="compare_contexts_")
     os.makedirs(root, exist_ok=True)
-    rows = []
+    data = fv.translation_data if fv.task == "translation" else fv.summarization_data
+    corpus = os.path.basename(os.path.normpath(data.split(",")[0])) if data else "shipped"
+    config = (fv.task, corpus, "%dsteps" % fv.steps)
+    kept = (_report.load(config) or {}).get("data", {})
+    revision = _report.git_revision()
+    # the runs' TensorFlow: another version draws other initial weights
+    stack = importlib.metadata.version("tensorflow")
     for variant in fv.contexts:
-        losses, scores = [], []
+        seeds = {}
         for seed in fv.seeds:
-            loss, score = _one_run(run_task, variant, seed, fv.steps, root)
+            loss, score = seeds[seed] = _one_run(run_task, variant, seed, fv.steps, root)
             print(
                 "%s seed %s: validation NLL %.4f, %s %.4f" % (variant, seed, loss, metric, score),
                 flush=True,
             )
-            losses.append(loss)
-            scores.append(score)
-        rows.append(
-            [
-                variant,
-                "%.4f +- %.4f" % (np.mean(losses), np.std(losses)),
-                "%.4f +- %.4f" % (np.mean(scores), np.std(scores)),
-            ]
-        )
+        kept[variant] = dict(seeds=seeds, revision=revision, tensorflow=stack)
+    rows = []
+    order = list(VARIANTS) + ["transformer"]
+    for variant in sorted(kept, key=order.index):
+        rows.append([variant, *_cells(kept[variant])])
     _report.emit(
-        "Context mechanisms compared: %s, %d steps, seeds %s"
-        % (fv.task, fv.steps, ",".join(fv.seeds)),
-        ["variant", "validation NLL / token", metric],
+        "Context mechanisms compared: %s on the %s corpus, %d steps" % (fv.task, corpus, fv.steps),
+        ["variant", "validation NLL / token", metric, "seeds", "revision", "TensorFlow"],
         rows,
-        notes=["Mean +- standard deviation over the seeds; runs in %s." % root],
+        notes=[
+            "Mean +- standard deviation over the seeds. A run of some variants replaces "
+            "their rows and keeps the others'. Each row names the revision and the "
+            "TensorFlow version of its runs: another TensorFlow draws other initial "
+            "weights, so compare rows of one version."
+        ],
+        config=config,
+        data=kept,
     )
 
 

@@ -5,7 +5,7 @@ every step: additive scorer with coverage, then the context layer, over ``dec_st
 steps, at the pointer-generator's paper size (batch 16, 400 source positions, encoder
 states of 512, attention size 512) and at a small size. Variants run interleaved
 (A B C ... A B C ...) in one process; the table gives median ms per pass and the median
-(and range) of the per-round ratios to SA, and is appended to BENCHMARKS.md. The whole
+(and range) of the per-round ratios to SA, kept in bench/results/ for BENCHMARKS.md. The whole
 training step (with the LSTM and the 50k vocabulary projection, which dominate) is
 measured by the model benchmarks; this isolates what ACVI adds.
 
@@ -135,13 +135,14 @@ def main(argv):
         "ratio to sa (range)",
     ]
     report.emit(
-        "Context layer cost (bench/context_layer.py)",
+        "Context layer cost",
         header,
         rows,
         notes=[
             "%d interleaved repeats per variant; process peak RSS %.0f MB%s."
             % (FLAGS.repeats, peak_mb, report.settings(FLAGS))
         ],
+        config=(*FLAGS.sizes, report.settings(FLAGS)),
     )
 
 

@@ -8,7 +8,7 @@ first ``--single_articles`` of them one article at a time, asserts that the deco
 identical, and reports summaries per second for both, their ratio, the time the batched
 rate gives for the CNN/DailyMail test set (11,490 articles) and the peak memory (the
 process's resident set; on a GPU also each mode's peak GPU memory). ``--jit_compile``
-and ``--mixed_precision`` apply as in training. Rows are appended to BENCHMARKS.md.
+and ``--mixed_precision`` apply as in training. The table goes to bench/results/.
 
 Usage: python bench/decode_speed.py [--size=paper|small] [--articles=16]
   [--single_articles=16] [--coverage] [--jit_compile] [--mixed_precision]
@@ -165,7 +165,7 @@ def main(argv):
     ] + (["peak GPU MiB (one / batched)"] if batched_mib is not None else [])
     settings = report.settings(FLAGS)[2:] or "float32, no XLA"
     report.emit(
-        "Beam-search decoding (bench/decode_speed.py)",
+        "Beam-search decoding",
         header,
         rows,
         [
@@ -176,6 +176,7 @@ def main(argv):
                 resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
             )
         ],
+        config=(FLAGS.size, "coverage" if FLAGS.coverage else "", report.settings(FLAGS)),
     )
 
 

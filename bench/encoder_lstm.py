@@ -110,7 +110,7 @@ def main(argv):
         "passes per form." % FLAGS.repeats
     ]
     report.emit(
-        "Encoder LSTM forward and backward (bench/encoder_lstm.py)",
+        "Encoder LSTM forward and backward",
         [
             "host",
             "batch x steps x inputs",
@@ -120,6 +120,7 @@ def main(argv):
         ],
         rows,
         notes,
+        config=FLAGS.hosts,
     )
 
 

@@ -150,7 +150,7 @@ def main(argv):
 
 
 def _time_task(task):
-    """Times every chosen variant of ``task``'s training step; appends the table."""
+    """Times every chosen variant of ``task``'s training step; keeps the table."""
     make_step = _translation_step if task == "translation" else _captioning_step
     steps, memory = {}, {}
     chosen = {
@@ -240,10 +240,12 @@ def _time_task(task):
             resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
         )
     ]
-    title = "%s training step (bench/host_step.py)" % (
-        "NMT" if task == "translation" else "Captioner"
+    title = "%s training step%s" % (
+        "NMT" if task == "translation" else "Captioner",
+        ": sa, " + ", ".join(FLAGS.variants) if FLAGS.variants else "",
     )
-    report.emit(title, header, rows, notes)
+    config = (task, *FLAGS.variants, report.settings(FLAGS))
+    report.emit(title, header, rows, notes, config=config)
 
 
 if __name__ == "__main__":

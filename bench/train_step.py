@@ -299,7 +299,25 @@ def main(argv):
             resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
         )
     ]
-    report.emit("Pointer-generator training step (bench/train_step.py)", header, rows, notes)
+    coverage = {"both": "", "no": ", without coverage", "yes": ", with coverage"}
+    report.emit(
+        "Pointer-generator training step%s%s"
+        % (
+            ": sa, " + ", ".join(FLAGS.variants) if FLAGS.variants else "",
+            coverage[FLAGS.coverage_settings],
+        ),
+        header,
+        rows,
+        notes,
+        # the default variants and coverage settings keep one file, each other choice
+        # (an ablation) its own
+        config=(
+            FLAGS.size,
+            *FLAGS.variants,
+            "" if FLAGS.coverage_settings == "both" else "coverage " + FLAGS.coverage_settings,
+            report.settings(FLAGS),
+        ),
+    )
 
 
 if __name__ == "__main__":
