@@ -93,7 +93,7 @@ class Checkpointer:
         best_to_keep: int = 1,
         check: Optional[Callable[[str], None]] = None,
         **objects,
-    ):
+    ) -> None:
         self.directory = directory
         self.step = step
         self.check = check or (lambda path: None)

@@ -17,7 +17,7 @@ of the ACVI paper unless marked "journal".
 """
 
 import math
-from typing import NamedTuple, Optional
+from typing import NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 import tensorflow as tf
@@ -87,14 +87,14 @@ def _check_choice(name, value, choices):
         raise ValueError("%s must be one of %s, got %r" % (name, choices, value))
 
 
-def random_generator(seed):
+def random_generator(seed: Optional[int]) -> tf.random.Generator:
     """A layer's own ``tf.random.Generator``: seeded, or nondeterministic for None."""
     if seed is None:
         return tf.random.Generator.from_non_deterministic_state()
     return tf.random.Generator.from_seed(seed)
 
 
-def expected_context(weights, memory):
+def expected_context(weights: tf.Tensor, memory: tf.Tensor) -> tf.Tensor:
     """``sum_i w_t,i h_i``: [B, T, N] x [B, N, D] -> [B, T, D]."""
     # A batched matmul, not tf.einsum: einsum's gradient for the memory takes a slow path
     # when T = 1 (one decoder step), 3-4x the matmul's on CPU; at 100 steps per training
@@ -102,7 +102,7 @@ def expected_context(weights, memory):
     return tf.matmul(weights, memory)
 
 
-def contract(weights, prepared, name):
+def contract(weights: tf.Tensor, prepared: PreparedMemory, name: str) -> tf.Tensor:
     """``sum_i w_t,i X_i`` for ``X = prepared.<name>``: [B, T, N] -> [B, T, D].
 
     Inside a loop that defers this contraction's gradient (``prepared.step_inputs`` holds
@@ -116,7 +116,7 @@ def contract(weights, prepared, name):
     return expected_context(weights, tf.stop_gradient(source)) + tf.expand_dims(probes[name], 1)
 
 
-def tile_for_samples(tensor, num_samples):
+def tile_for_samples(tensor: tf.Tensor, num_samples: int) -> tf.Tensor:
     """Repeats each batch row ``num_samples`` times in a row: [B, ...] -> [B*K, ...].
 
     ACVI with K Monte-Carlo samples runs K independent trajectories per example (the
@@ -127,7 +127,7 @@ def tile_for_samples(tensor, num_samples):
     return tf.repeat(tensor, num_samples, axis=0)
 
 
-def average_over_samples(tensor, num_samples):
+def average_over_samples(tensor: tf.Tensor, num_samples: int) -> tf.Tensor:
     """Inverse of ``tile_for_samples`` for per-example values: [B*K, ...] -> [B, ...]."""
     if num_samples == 1:
         return tensor
@@ -135,7 +135,7 @@ def average_over_samples(tensor, num_samples):
     return tf.reduce_mean(tf.reshape(tensor, shape), axis=1)
 
 
-def sampler_kl(probs, prepared):
+def sampler_kl(probs: tf.Tensor, prepared: PreparedMemory) -> tf.Tensor:
     """``KL[N(m_t, diag s_t^2) || N(0, I)]`` [B, T], the exact KL of eq. 25's sample.
 
     For fixed ``a_t`` and independent ``eps_t,i``, ``c_t = sum_i a_t,i (h_i + sigma_i
@@ -167,16 +167,18 @@ class ContextLayer(keras.layers.Layer):
     # ``alignment_losses`` after its decoder loop and ``decode_log_probs`` when decoding.
     latent_alignment = False
 
-    def sentence_latent(self, summary, training=False):
+    def sentence_latent(
+        self, summary: tf.Tensor, training: bool = False
+    ) -> Tuple[Optional[tf.Tensor], tf.Tensor]:
         """A sentence latent for the decoder input (VED only): ``(z or None, KL_z [B])``."""
         del training
         return None, tf.zeros(tf.shape(summary)[:1])
 
-    def regularization(self):
+    def regularization(self) -> tf.Tensor:
         """A penalty on the layer's own parameters for the training loss (0 by default)."""
         return tf.constant(0.0)
 
-    def prepare(self, memory, memory_mask=None):
+    def prepare(self, memory: tf.Tensor, memory_mask: Optional[tf.Tensor] = None) -> PreparedMemory:
         """Caches the encoder states and padding mask for this source batch.
 
         Args:
@@ -191,12 +193,18 @@ class ContextLayer(keras.layers.Layer):
             memory_mask = tf.ones(tf.shape(memory)[:2], tf.float32)
         return PreparedMemory(memory=memory, mask=tf.cast(memory_mask, tf.float32))
 
-    def gumbel_active(self, step, total_steps):
+    def gumbel_active(self, step: Union[tf.Tensor, int], total_steps: int) -> tf.Tensor:
         """Whether Gumbel-softmax sampling is on at training ``step`` (0-based)."""
         del step, total_steps
         return tf.constant(False)
 
-    def defer_contractions(self, prepared, steps, training=False, use_gumbel=None):
+    def defer_contractions(
+        self,
+        prepared: PreparedMemory,
+        steps: tf.Tensor,
+        training: bool = False,
+        use_gumbel: Optional[Union[bool, tf.Tensor]] = None,
+    ) -> DeferredContractions:
         """A ``DeferredContractions`` for a teacher-forced loop of ``steps`` steps.
 
         By default the context is ``sum_i w_t,i h_i`` with the attention as the weights,
@@ -213,7 +221,14 @@ class ContextLayer(keras.layers.Layer):
             prepared, steps, ["memory"], lambda attention: {"memory": attention}
         )
 
-    def call(self, attention_probs, prepared, training=None, use_gumbel=None, seed=None):
+    def call(
+        self,
+        attention_probs: tf.Tensor,
+        prepared: PreparedMemory,
+        training: Optional[bool] = None,
+        use_gumbel: Optional[Union[bool, tf.Tensor]] = None,
+        seed: Optional[tf.Tensor] = None,
+    ) -> Tuple[tf.Tensor, tf.Tensor]:
         """Returns ``(context, kl)`` for the attention probabilities of one or more steps.
 
         Equal to ``draw`` followed by ``kl_divergence``. A host whose decoder loop feeds
@@ -237,7 +252,14 @@ class ContextLayer(keras.layers.Layer):
         context = self.draw(attention_probs, prepared, training, use_gumbel, seed)
         return context, self.kl_divergence(context, attention_probs, prepared)
 
-    def draw(self, attention_probs, prepared, training=None, use_gumbel=None, seed=None):
+    def draw(
+        self,
+        attention_probs: tf.Tensor,
+        prepared: PreparedMemory,
+        training: Optional[bool] = None,
+        use_gumbel: Optional[Union[bool, tf.Tensor]] = None,
+        seed: Optional[tf.Tensor] = None,
+    ) -> tf.Tensor:
         """The context alone: [B, N] -> [B, D] or [B, T, N] -> [B, T, D] (see ``call``)."""
         one_step = len(attention_probs.shape) == 2
         probs = _with_step_axis(tf.cast(attention_probs, tf.float32), one_step)
@@ -245,7 +267,9 @@ class ContextLayer(keras.layers.Layer):
         context = tf.cast(context, self.compute_dtype)
         return context[:, 0] if one_step else context
 
-    def kl_divergence(self, context, attention_probs, prepared):
+    def kl_divergence(
+        self, context: tf.Tensor, attention_probs: tf.Tensor, prepared: PreparedMemory
+    ) -> tf.Tensor:
         """Per-step KL in float32: [B] for one step ([B, D], [B, N]) or [B, T] for many."""
         one_step = len(attention_probs.shape) == 2
         kl = self.kl_steps(
@@ -263,12 +287,19 @@ def _with_step_axis(tensor, one_step):
 class SoftAttentionContext(ContextLayer):
     """Soft attention: the deterministic context ``c_t = sum_i a_t,i h_i``."""
 
-    def draw_steps(self, probs, prepared, training, use_gumbel, seed):
+    def draw_steps(
+        self,
+        probs: tf.Tensor,
+        prepared: PreparedMemory,
+        training: bool,
+        use_gumbel: Optional[Union[bool, tf.Tensor]],
+        seed: Optional[tf.Tensor],
+    ) -> tf.Tensor:
         """Context [B, T, D] for probs [B, T, N]."""
         del training, use_gumbel, seed
         return contract(probs, prepared, "memory")
 
-    def kl_steps(self, context, probs, prepared):
+    def kl_steps(self, context: tf.Tensor, probs: tf.Tensor, prepared: PreparedMemory) -> tf.Tensor:
         """Zero KL [B, T]: soft attention has no latent variable."""
         del context, prepared
         return tf.zeros(tf.shape(probs)[:2])
@@ -288,8 +319,12 @@ class VarianceNetwork(keras.layers.Layer):
     """
 
     def __init__(
-        self, kind="mlp", log_var_min=DEFAULT_LOG_VAR_MIN, log_var_max=DEFAULT_LOG_VAR_MAX, **kwargs
-    ):
+        self,
+        kind: str = "mlp",
+        log_var_min: float = DEFAULT_LOG_VAR_MIN,
+        log_var_max: float = DEFAULT_LOG_VAR_MAX,
+        **kwargs,
+    ) -> None:
         kwargs["dtype"] = "float32"
         super().__init__(**kwargs)
         _check_choice("variance_net", kind, VARIANCE_NETS)
@@ -297,7 +332,7 @@ class VarianceNetwork(keras.layers.Layer):
         self.log_var_min = float(log_var_min)
         self.log_var_max = float(log_var_max)
 
-    def build(self, input_shape):
+    def build(self, input_shape: tf.TensorShape) -> None:
         dim = int(input_shape[-1])
         self.W1 = self.add_weight(name="W1", shape=(dim, dim), initializer="glorot_uniform")
         self.b1 = self.add_weight(name="b1", shape=(dim,), initializer="zeros")
@@ -306,7 +341,7 @@ class VarianceNetwork(keras.layers.Layer):
             self.b2 = self.add_weight(name="b2", shape=(dim,), initializer="zeros")
         super().build(input_shape)
 
-    def call(self, memory):
+    def call(self, memory: tf.Tensor) -> tf.Tensor:
         """``log sigma^2`` [B, N, D] for encoder states [B, N, D]."""
         # One [B*N, D] x [D, D] product per layer. A broadcast batched product of [B, N, D]
         # and [D, D] computes the same forward, but its kernel gradient builds one [D, D]
@@ -317,7 +352,7 @@ class VarianceNetwork(keras.layers.Layer):
         log_var = tf.reshape(log_var, tf.shape(memory))
         return tf.clip_by_value(log_var, self.log_var_min, self.log_var_max)
 
-    def get_config(self):
+    def get_config(self) -> dict:
         config = super().get_config()
         config.update(kind=self.kind, log_var_min=self.log_var_min, log_var_max=self.log_var_max)
         return config
@@ -366,20 +401,20 @@ class ACVIContext(ContextLayer):
 
     def __init__(
         self,
-        variance_net="mlp",
-        sampling="approx",
-        gumbel_fraction=0.0,
-        gumbel_temperature=0.5,
-        noise="collapsed",
-        num_samples=1,
-        kl=ACVI_KL,
-        kl_weight=ACVI_KL_WEIGHT,
-        decode="mean",
-        log_var_min=DEFAULT_LOG_VAR_MIN,
-        log_var_max=DEFAULT_LOG_VAR_MAX,
-        seed=None,
+        variance_net: str = "mlp",
+        sampling: str = "approx",
+        gumbel_fraction: float = 0.0,
+        gumbel_temperature: float = 0.5,
+        noise: str = "collapsed",
+        num_samples: int = 1,
+        kl: str = ACVI_KL,
+        kl_weight: float = ACVI_KL_WEIGHT,
+        decode: str = "mean",
+        log_var_min: float = DEFAULT_LOG_VAR_MIN,
+        log_var_max: float = DEFAULT_LOG_VAR_MAX,
+        seed: Optional[int] = None,
         **kwargs,
-    ):
+    ) -> None:
         super().__init__(**kwargs)
         _check_choice("variance_net", variance_net, VARIANCE_NETS)
         _check_choice("sampling", sampling, SAMPLINGS)
@@ -415,7 +450,7 @@ class ACVIContext(ContextLayer):
             variance_net, log_var_min, log_var_max, name="variance_network"
         )
 
-    def prepare(self, memory, memory_mask=None):
+    def prepare(self, memory: tf.Tensor, memory_mask: Optional[tf.Tensor] = None) -> PreparedMemory:
         """Runs the variance network once and caches the mixture's per-component terms."""
         base = super().prepare(memory, memory_mask)
         h = base.memory
@@ -436,7 +471,7 @@ class ACVIContext(ContextLayer):
         component_kl = 0.5 * tf.reduce_sum(variance + tf.square(h) - 1.0 - log_var, axis=-1)
         return base._replace(variance=variance, component_kl=component_kl)
 
-    def gumbel_active(self, step, total_steps):
+    def gumbel_active(self, step: Union[tf.Tensor, int], total_steps: int) -> tf.Tensor:
         """True in the last ``gumbel_fraction`` of ``total_steps`` (always for "gumbel").
 
         With fraction f, the last ``round(f * total_steps)`` steps, 0-based steps
@@ -461,7 +496,13 @@ class ACVIContext(ContextLayer):
             return self.generator.uniform(shape, minval=tiny, maxval=1.0)
         return tf.random.stateless_uniform(shape, seed, minval=tiny, maxval=1.0)
 
-    def gumbel_weights(self, probs, mask, seed=None, uniform=None):
+    def gumbel_weights(
+        self,
+        probs: tf.Tensor,
+        mask: tf.Tensor,
+        seed: Optional[tf.Tensor] = None,
+        uniform: Optional[tf.Tensor] = None,
+    ) -> tf.Tensor:
         """Relaxed one-hot sample ``z_t`` with logits ``log a_t`` over real positions.
 
         Args:
@@ -491,7 +532,13 @@ class ACVIContext(ContextLayer):
             use_gumbel, lambda: self.gumbel_weights(probs, mask, seed, uniform), lambda: probs
         )
 
-    def defer_contractions(self, prepared, steps, training=False, use_gumbel=None):
+    def defer_contractions(
+        self,
+        prepared: PreparedMemory,
+        steps: tf.Tensor,
+        training: bool = False,
+        use_gumbel: Optional[Union[bool, tf.Tensor]] = None,
+    ) -> DeferredContractions:
         """Defers the mean's and, for collapsed noise, the noise scale's contraction.
 
         When the Gumbel path may be on, its uniform noise for every step is drawn here
@@ -522,7 +569,13 @@ class ACVIContext(ContextLayer):
 
         return DeferredContractions(prepared, steps, sources, weights_fn, extra)
 
-    def sample(self, probs, prepared, use_gumbel=None, seed=None):
+    def sample(
+        self,
+        probs: tf.Tensor,
+        prepared: PreparedMemory,
+        use_gumbel: Optional[Union[bool, tf.Tensor]] = None,
+        seed: Optional[tf.Tensor] = None,
+    ) -> tf.Tensor:
         """Draws ``c_t`` [B, T, D] by the reparameterisation trick (eq. 24-25)."""
         noise_seed = weight_seed = None
         if seed is not None:
@@ -542,7 +595,9 @@ class ACVIContext(ContextLayer):
         noise = tf.expand_dims(tf.sqrt(prepared.variance), 1) * eps
         return mean + tf.squeeze(tf.matmul(weights[..., tf.newaxis, :], noise), -2)
 
-    def log_posterior(self, context, probs, prepared):
+    def log_posterior(
+        self, context: tf.Tensor, probs: tf.Tensor, prepared: PreparedMemory
+    ) -> tf.Tensor:
         """``log q(c_t) = logsumexp_i [log a_t,i + log N(c_t | h_i, sigma_i^2)]``, [B, T].
 
         The sum runs over real (unmasked) positions only; the density is evaluated in
@@ -559,7 +614,7 @@ class ACVIContext(ContextLayer):
         logits = tf.where(real, log_weights + log_components, _MASKED_LOGIT)
         return tf.cast(tf.reduce_logsumexp(logits, axis=-1), tf.float32)
 
-    def kl_steps(self, context, probs, prepared):
+    def kl_steps(self, context: tf.Tensor, probs: tf.Tensor, prepared: PreparedMemory) -> tf.Tensor:
         """Per-step KL term [B, T] for the sampled ``context`` [B, T, D]."""
         if self.kl == "bound":
             return tf.einsum("btn,bn->bt", probs, prepared.component_kl)
@@ -568,13 +623,20 @@ class ACVIContext(ContextLayer):
         log_prior = -0.5 * tf.reduce_sum(_LOG_2PI + tf.square(context), axis=-1)
         return self.log_posterior(context, probs, prepared) - log_prior
 
-    def draw_steps(self, probs, prepared, training, use_gumbel, seed):
+    def draw_steps(
+        self,
+        probs: tf.Tensor,
+        prepared: PreparedMemory,
+        training: bool,
+        use_gumbel: Optional[Union[bool, tf.Tensor]],
+        seed: Optional[tf.Tensor],
+    ) -> tf.Tensor:
         """Context [B, T, D] for probs [B, T, N]: a sample, or the mean when decoding."""
         if training or self.decode == "sample":
             return self.sample(probs, prepared, use_gumbel, seed)
         return contract(probs, prepared, "memory")
 
-    def get_config(self):
+    def get_config(self) -> dict:
         config = super().get_config()
         config.update(
             variance_net=self.variance_net,

@@ -21,7 +21,12 @@ over the number of tokens including [START]), ``"gnmt"`` (Wu et al. 2016: over
 ``((5 + length) / 6) ** alpha``), or ``"none"``.
 """
 
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple, Union
+
 import tensorflow as tf
+
+if TYPE_CHECKING:
+    from acvi_tf.context import ContextLayer, PreparedMemory
 
 LENGTH_NORMALIZATIONS = ("average", "gnmt", "none")
 _NEG_INF = float("-inf")
@@ -37,19 +42,25 @@ def _normalize(total, length, mode, alpha):
     return total
 
 
-def tile_beam(structure, beam_size):
+def tile_beam(structure: Any, beam_size: int) -> Any:
     """Repeats every row of a nest of [B, ...] tensors ``beam_size`` times: [B*K, ...]."""
     return tf.nest.map_structure(
         lambda t: None if t is None else tf.repeat(t, beam_size, axis=0), structure
     )
 
 
-def time_major(tensor):
+def time_major(tensor: tf.Tensor) -> tf.Tensor:
     """Swaps the first two axes: [B, T, ...] -> [T, B, ...] (and back)."""
     return tf.transpose(tensor, [1, 0] + list(range(2, tensor.shape.rank)))
 
 
-def unroll(step_fn, steps, state, output_dtypes, inputs=None):
+def unroll(
+    step_fn: Callable[..., Tuple[Any, Dict[str, tf.Tensor]]],
+    steps: tf.Tensor,
+    state: Any,
+    output_dtypes: Dict[str, tf.DType],
+    inputs: Any = None,
+) -> Tuple[Any, Dict[str, tf.Tensor]]:
     """Runs a teacher-forced decoder loop as one explicit ``tf.while_loop``.
 
     Written out rather than left to AutoGraph, so that training steps can be traced with
@@ -100,8 +111,15 @@ def unroll(step_fn, steps, state, output_dtypes, inputs=None):
 
 
 def teacher_forced(
-    step_fn, inputs, state, output_dtypes, context_layer, prepared, training=False, use_gumbel=None
-):
+    step_fn: Callable[[tf.Tensor, Any, "PreparedMemory"], Tuple[Any, Dict[str, tf.Tensor]]],
+    inputs: tf.Tensor,
+    state: Any,
+    output_dtypes: Dict[str, tf.DType],
+    context_layer: "ContextLayer",
+    prepared: "PreparedMemory",
+    training: bool = False,
+    use_gumbel: Optional[Union[bool, tf.Tensor]] = None,
+) -> Tuple[Any, Dict[str, tf.Tensor]]:
     """``unroll`` over the decoder inputs, with the context layer's loop gradients deferred.
 
     The hosts' training loop: step t gets its input and a ``PreparedMemory`` through which
@@ -146,7 +164,7 @@ def _where_rows(row_mask, old, new):
     return tf.where(mask, old, new)
 
 
-def write_step(history, t, value):
+def write_step(history: tf.Tensor, t: tf.Tensor, value: tf.Tensor) -> tf.Tensor:
     """``history`` [B, K, T, ...] with entry ``t`` replaced by ``value`` [B, K, ...]."""
     steps = tf.shape(history)[2]
     at_t = tf.reshape(
@@ -156,7 +174,7 @@ def write_step(history, t, value):
     return tf.where(at_t, value[:, :, tf.newaxis], history)
 
 
-def cut_at_stop(ids, stop_id):
+def cut_at_stop(ids: tf.Tensor, stop_id: int) -> Tuple[tf.Tensor, tf.Tensor]:
     """``(ids, lengths)``: ``ids`` [B, T] with everything from the first ``stop_id`` on
     set to ``stop_id``, and the number of tokens before it ([B]; T where there is none)."""
     steps = tf.shape(ids)[1]
@@ -176,21 +194,21 @@ def _top_k_log(scores, k, probabilities):
 
 
 def beam_search(
-    step_fn,
-    initial_state,
-    batch_size,
-    beam_size,
-    max_steps,
-    start_id,
-    stop_id,
-    min_steps=0,
-    length_normalization="average",
-    gnmt_alpha=0.6,
-    candidates_per_hypothesis=None,
-    probabilities=False,
-    record_extras=False,
-    step_limit=None,
-):
+    step_fn: Callable[[tf.Tensor, Any, tf.Tensor], Tuple[tf.Tensor, Any, Dict[str, tf.Tensor]]],
+    initial_state: Any,
+    batch_size: Union[tf.Tensor, int],
+    beam_size: int,
+    max_steps: Union[tf.Tensor, int],
+    start_id: int,
+    stop_id: int,
+    min_steps: int = 0,
+    length_normalization: str = "average",
+    gnmt_alpha: float = 0.6,
+    candidates_per_hypothesis: Optional[int] = None,
+    probabilities: bool = False,
+    record_extras: bool = False,
+    step_limit: Optional[Union[tf.Tensor, int]] = None,
+) -> Dict[str, tf.Tensor]:
     """Decodes ``batch_size`` inputs with beam search, all in one graph.
 
     Args:
@@ -394,15 +412,15 @@ def _choose(v, stop_id, length_normalization, gnmt_alpha):
 
 
 def greedy_search(
-    step_fn,
-    initial_state,
-    batch_size,
-    max_steps,
-    start_id,
-    stop_id,
-    probabilities=False,
-    step_limit=None,
-):
+    step_fn: Callable[[tf.Tensor, Any, tf.Tensor], Tuple[tf.Tensor, Any, Dict[str, tf.Tensor]]],
+    initial_state: Any,
+    batch_size: Union[tf.Tensor, int],
+    max_steps: Union[tf.Tensor, int],
+    start_id: int,
+    stop_id: int,
+    probabilities: bool = False,
+    step_limit: Optional[Union[tf.Tensor, int]] = None,
+) -> Dict[str, tf.Tensor]:
     """Greedy decoding with the same ``step_fn`` contract as ``beam_search``.
 
     ``step_limit`` is ``beam_search``'s.

@@ -10,6 +10,7 @@ the target with ``os.replace``.
 import contextlib
 import os
 import tempfile
+from typing import IO, Iterator, Tuple, Type
 
 
 def _default_mode():
@@ -19,7 +20,7 @@ def _default_mode():
 
 
 @contextlib.contextmanager
-def atomic_write(path, binary=False):
+def atomic_write(path: str, binary: bool = False) -> Iterator[IO]:
     """A file object whose contents replace ``path`` when the ``with`` block succeeds.
 
     Args:
@@ -49,13 +50,13 @@ def atomic_write(path, binary=False):
         raise
 
 
-def atomic_write_text(path, text):
+def atomic_write_text(path: str, text: str) -> None:
     """Writes ``text`` to ``path`` atomically."""
     with atomic_write(path) as f:
         f.write(text)
 
 
-def utf8_lines(path, error):
+def utf8_lines(path: str, error: Type[Exception]) -> Iterator[Tuple[int, str]]:
     """Yields ``(line_number, line)`` of a text file, each line checked as UTF-8.
 
     Lines end at ``"\\n"`` (kept). A line that is not UTF-8 raises ``error`` (an exception

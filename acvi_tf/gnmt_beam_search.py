@@ -22,22 +22,24 @@ their stored length, which counts [STOP], so the order of two finished hypothese
 change after the step at which the input alone would have stopped.
 """
 
+from typing import Any, Callable, Dict, Optional, Tuple, Union
+
 import tensorflow as tf
 
 from acvi_tf import decoding
 
 
 def gnmt_beam_search(
-    step_fn,
-    initial_state,
-    batch_size,
-    beam_size,
-    max_steps,
-    start_id,
-    stop_id,
-    alpha=0.0,
-    step_limit=None,
-):
+    step_fn: Callable[[tf.Tensor, Any, tf.Tensor], Tuple[tf.Tensor, Any, Dict[str, tf.Tensor]]],
+    initial_state: Any,
+    batch_size: Union[tf.Tensor, int],
+    beam_size: int,
+    max_steps: Union[tf.Tensor, int],
+    start_id: int,
+    stop_id: int,
+    alpha: Union[tf.Tensor, float] = 0.0,
+    step_limit: Optional[Union[tf.Tensor, int]] = None,
+) -> Dict[str, tf.Tensor]:
     """Decodes ``batch_size`` inputs as tensorflow/nmt's beam search does, in one graph.
 
     Args:
@@ -111,7 +113,7 @@ def gnmt_beam_search(
     return dict(ids=ids, lengths=lengths, scores=final["scores"][:, 0])
 
 
-def length_penalty(lengths, alpha):
+def length_penalty(lengths: tf.Tensor, alpha: Union[tf.Tensor, float]) -> Union[tf.Tensor, float]:
     """Wu et al. (2016)'s ``((5 + length) / 6) ** alpha``; exactly 1 for a static 0."""
     if isinstance(alpha, (int, float)) and alpha == 0:
         return 1.0

@@ -14,14 +14,16 @@ alignment KL): ``weight * factor(step) * normalise(max(kl, free_bits))``.
   normalisation; the host reports the KL itself, without the floor.
 """
 
-from typing import NamedTuple
+from typing import Callable, NamedTuple, Union
 
 import tensorflow as tf
 
 ANNEALINGS = ("none", "linear", "tanh")
 
 
-def annealing_factor(step, annealing="none", anneal_steps=10000):
+def annealing_factor(
+    step: Union[tf.Tensor, int], annealing: str = "none", anneal_steps: int = 10000
+) -> tf.Tensor:
     """The warm-up factor in [0, 1] at training ``step`` (a float32 scalar tensor).
 
     Args:
@@ -53,11 +55,17 @@ class KLSchedule(NamedTuple):
     anneal_steps: int = 10000
     free_bits: float = 0.0
 
-    def factor(self, step):
+    def factor(self, step: Union[tf.Tensor, int]) -> tf.Tensor:
         """The warm-up factor at ``step`` (float32 scalar), for the loss and TensorBoard."""
         return annealing_factor(step, self.annealing, self.anneal_steps)
 
-    def term(self, kl, step, normalise, weight=1.0):
+    def term(
+        self,
+        kl: tf.Tensor,
+        step: Union[tf.Tensor, int],
+        normalise: Callable[[tf.Tensor], tf.Tensor],
+        weight: float = 1.0,
+    ) -> tf.Tensor:
         """``weight * factor(step) * normalise(max(kl, free_bits))``, a scalar.
 
         Args:

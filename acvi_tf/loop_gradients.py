@@ -21,7 +21,12 @@ layer's ``defer_contractions`` before the loop, gives every step ``at_step``'s m
 calls ``bind`` with the stacked attention after it.
 """
 
+from typing import TYPE_CHECKING, Callable, Dict, Optional, Sequence
+
 import tensorflow as tf
+
+if TYPE_CHECKING:
+    from acvi_tf.context import PreparedMemory
 
 
 class DeferredContractions:
@@ -38,7 +43,14 @@ class DeferredContractions:
         noise drawn before the loop so that ``weights_fn`` can reproduce the weights).
     """
 
-    def __init__(self, prepared, steps, sources=(), weights_fn=None, extra_inputs=None):
+    def __init__(
+        self,
+        prepared: "PreparedMemory",
+        steps: tf.Tensor,
+        sources: Sequence[str] = (),
+        weights_fn: Optional[Callable[[tf.Tensor], Dict[str, tf.Tensor]]] = None,
+        extra_inputs: Optional[Dict[str, tf.Tensor]] = None,
+    ) -> None:
         self._prepared = prepared
         self._weights_fn = weights_fn
         self._weights = None
@@ -64,11 +76,11 @@ class DeferredContractions:
 
         return probe(source)
 
-    def at_step(self, step_inputs):
+    def at_step(self, step_inputs: Dict[str, tf.Tensor]) -> "PreparedMemory":
         """The ``PreparedMemory`` for one step, given that step's slice of ``inputs``."""
         return self._prepared._replace(step_inputs=step_inputs)
 
-    def bind(self, attention):
+    def bind(self, attention: tf.Tensor) -> None:
         """Gives the probes' gradients the loop's stacked attention ``a_t`` [B, T, N]."""
         if self._weights_fn is None:
             self._weights = {}

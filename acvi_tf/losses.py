@@ -5,10 +5,12 @@ target sequence summed over its tokens, averaged over the batch); the pointer-ge
 keeps See's per-token mean in ``pointer_generator.losses``.
 """
 
+from typing import Optional, Tuple
+
 import tensorflow as tf
 
 
-def per_sequence(values, lengths):
+def per_sequence(values: tf.Tensor, lengths: tf.Tensor) -> tf.Tensor:
     """tensorflow/nmt's normalisation: ``values`` [B, T] summed over each sequence's
     first ``lengths`` steps, averaged over the batch (a float32 scalar)."""
     mask = tf.sequence_mask(lengths, tf.shape(values)[1], dtype=tf.float32)
@@ -17,7 +19,12 @@ def per_sequence(values, lengths):
     )
 
 
-def sequence_loss(logits, tgt_out, tgt_len, token_nll=None):
+def sequence_loss(
+    logits: tf.Tensor,
+    tgt_out: tf.Tensor,
+    tgt_len: tf.Tensor,
+    token_nll: Optional[tf.Tensor] = None,
+) -> Tuple[tf.Tensor, tf.Tensor]:
     """tensorflow/nmt's loss: masked token cross-entropy summed, divided by the batch size.
 
     A host adds its KL terms with the same normalisation (``per_sequence``, through

@@ -15,6 +15,8 @@ On a machine with a GPU, and unless XLA is asked for, ``sequence_lstm`` keeps Ke
 them.
 """
 
+from typing import List, Optional, Sequence, Union
+
 import tensorflow as tf
 
 from acvi_tf.compat import keras
@@ -53,7 +55,7 @@ class ProjectedLSTM(keras.layers.RNN):
       ValueError: for another cell, recurrent dropout, or an unsupported RNN argument.
     """
 
-    def __init__(self, cell, **kwargs):
+    def __init__(self, cell: keras.layers.LSTMCell, **kwargs) -> None:
         if not isinstance(cell, keras.layers.LSTMCell):
             raise ValueError("ProjectedLSTM needs a keras.layers.LSTMCell, got %r" % cell)
         if cell.recurrent_dropout:
@@ -67,7 +69,13 @@ class ProjectedLSTM(keras.layers.RNN):
         kwargs["zero_output_for_mask"] = True
         super().__init__(cell, **kwargs)
 
-    def call(self, inputs, mask=None, training=None, initial_state=None):
+    def call(
+        self,
+        inputs: tf.Tensor,
+        mask: Optional[tf.Tensor] = None,
+        training: Optional[bool] = None,
+        initial_state: Optional[Sequence[tf.Tensor]] = None,
+    ) -> Union[tf.Tensor, List[tf.Tensor]]:
         """Runs the LSTM over ``inputs`` [B, T, E]; Keras's ``RNN`` outputs."""
         cell = self.cell
         units = cell.units
@@ -160,7 +168,9 @@ def _matmul_without_kernel_gradient(kernel):
     return product
 
 
-def sequence_lstm(units, xla=False, return_state=True, **kwargs):
+def sequence_lstm(
+    units: int, xla: bool = False, return_state: bool = True, **kwargs
+) -> keras.layers.Layer:
     """An LSTM over a sequence: its outputs (masked steps zeroed), then ``h`` and ``c``.
 
     Args:

@@ -21,6 +21,8 @@ positions have ``p_i = 0`` and do not enter the chain. There is no KL term; the
 original's L2 penalty ``lambda2 ||A||^2`` (0.005) is the layer's ``regularization``.
 """
 
+from typing import Optional, Union
+
 import tensorflow as tf
 
 from acvi_tf import context as context_lib
@@ -29,7 +31,7 @@ DEFAULT_LAMBDA = 2.0  # struct-attn's -lambda
 DEFAULT_PENALTY = 0.005  # struct-attn's -lambda2
 
 
-def crf_marginals(unary, transitions, mask):
+def crf_marginals(unary: tf.Tensor, transitions: tf.Tensor, mask: tf.Tensor) -> tf.Tensor:
     """Node marginals ``p(z_i = 1)`` of the 2-state chain, by forward-backward in log space.
 
     Args:
@@ -84,45 +86,58 @@ class StructuredAttentionContext(context_lib.ContextLayer):
       penalty: ``lambda2``, the weight of the L2 penalty on the transitions.
     """
 
-    def __init__(self, scale=DEFAULT_LAMBDA, penalty=DEFAULT_PENALTY, **kwargs):
+    def __init__(
+        self, scale: float = DEFAULT_LAMBDA, penalty: float = DEFAULT_PENALTY, **kwargs
+    ) -> None:
         super().__init__(**kwargs)
         self.scale = scale
         self.penalty = penalty
 
-    def build(self, input_shape):
+    def build(self, input_shape: tf.TensorShape) -> None:
         self.transitions = self.add_weight(
             name="transitions", shape=[2, 2], initializer="zeros", dtype=tf.float32
         )
         super().build(input_shape)
 
-    def prepare(self, memory, memory_mask=None):
+    def prepare(
+        self, memory: tf.Tensor, memory_mask: Optional[tf.Tensor] = None
+    ) -> context_lib.PreparedMemory:
         """As ``ContextLayer.prepare``; builds the transition matrix on first use."""
         if not self.built:
             self.build(memory.shape)
         return super().prepare(memory, memory_mask)
 
-    def normalizer(self, scores, mask):
+    def normalizer(self, scores: tf.Tensor, mask: tf.Tensor) -> tf.Tensor:
         """The attention distribution ``p_i / sum_j p_j`` from energies [..., N]."""
         if not self.built:
             self.build(scores.shape)
         marginals = crf_marginals(scores, self.transitions, mask)
         return tf.math.divide_no_nan(marginals, tf.reduce_sum(marginals, axis=-1, keepdims=True))
 
-    def draw_steps(self, probs, prepared, training, use_gumbel, seed):
+    def draw_steps(
+        self,
+        probs: tf.Tensor,
+        prepared: context_lib.PreparedMemory,
+        training: bool,
+        use_gumbel: Optional[Union[bool, tf.Tensor]],
+        seed: Optional[tf.Tensor],
+    ) -> tf.Tensor:
         """``lambda sum_i a_t,i x_i`` [B, T, D] for the normalised marginals [B, T, N]."""
         del training, use_gumbel, seed
         return self.scale * context_lib.contract(probs, prepared, "memory")
 
-    def regularization(self):
+    def regularization(self) -> tf.Tensor:
         """``lambda2 sum A^2``, struct-attn's penalty on the CRF parameters."""
         return self.penalty * tf.reduce_sum(tf.square(self.transitions))
 
-    def kl_steps(self, context, probs, prepared):
+    def kl_steps(
+        self, context: tf.Tensor, probs: tf.Tensor, prepared: context_lib.PreparedMemory
+    ) -> tf.Tensor:
         """Zero KL [B, T]: the CRF is not a latent variable of the objective."""
         del context, prepared
         return tf.zeros(tf.shape(probs)[:2])
 
-    def get_config(self):
+    def get_config(self) -> dict:
         config = super().get_config()
         config.update(scale=self.scale, penalty=self.penalty)
         return config

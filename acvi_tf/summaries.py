@@ -1,6 +1,7 @@
 """Attention heat maps: a matplotlib PNG and a TensorBoard image of one alignment."""
 
 import io
+from typing import Optional, Sequence, Union
 
 import matplotlib
 
@@ -10,7 +11,12 @@ import numpy as np
 import tensorflow as tf
 
 
-def attention_png(attention, source_tokens, target_tokens, title=None):
+def attention_png(
+    attention: np.ndarray,
+    source_tokens: Sequence[str],
+    target_tokens: Sequence[str],
+    title: Optional[str] = None,
+) -> bytes:
     """Renders an alignment as PNG bytes: target tokens down, source tokens across.
 
     Args:
@@ -43,7 +49,13 @@ def attention_png(attention, source_tokens, target_tokens, title=None):
         plt.close(figure)
 
 
-def write_attention_image(name, attention, source_tokens, target_tokens, step):
+def write_attention_image(
+    name: str,
+    attention: np.ndarray,
+    source_tokens: Sequence[str],
+    target_tokens: Sequence[str],
+    step: Union[tf.Tensor, int],
+) -> bytes:
     """Writes the heat map as an image summary to the default TensorBoard writer."""
     png = attention_png(attention, source_tokens, target_tokens)
     image = tf.image.decode_png(png, channels=4)[tf.newaxis]

@@ -7,10 +7,24 @@ resumed run where it is, so resuming never repeats or skips a phase.
 
 import math
 import time
-from typing import NamedTuple
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    List,
+    NamedTuple,
+    Optional,
+    Sequence,
+    Tuple,
+)
 
 import tensorflow as tf
 from absl import logging
+
+if TYPE_CHECKING:
+    from acvi_tf.compat import keras
 
 
 class Phase(NamedTuple):
@@ -35,7 +49,7 @@ class PhaseError(ValueError):
     """A ``--phases`` value that cannot be a curriculum; the message says why."""
 
 
-def parse_phases(spec, coverage_steps=0):
+def parse_phases(spec: str, coverage_steps: int = 0) -> List[Phase]:
     """Parses ``--phases``: ``paper`` or ``start-end:max_enc:max_dec,...``.
 
     Args:
@@ -91,7 +105,7 @@ def parse_phases(spec, coverage_steps=0):
     return phases
 
 
-def phase_at(phases, step):
+def phase_at(phases: Sequence[Phase], step: int) -> Phase:
     """The phase that holds ``step``; the last phase for steps past the end."""
     for phase in phases:
         if step < phase.end:
@@ -106,7 +120,7 @@ class NonFiniteLossError(RuntimeError):
     """The loss became NaN or infinite; the message names the step and the checkpoint."""
 
 
-def check_finite(value, step, last_checkpoint):
+def check_finite(value: float, step: int, last_checkpoint: Optional[str]) -> None:
     """Raises ``NonFiniteLossError`` unless ``value`` is finite."""
     if not math.isfinite(value):
         raise NonFiniteLossError(
@@ -116,7 +130,12 @@ def check_finite(value, step, last_checkpoint):
         )
 
 
-def apply_if_finite(optimizer, grads_and_vars, loss, grad_norm):
+def apply_if_finite(
+    optimizer: "keras.optimizers.Optimizer",
+    grads_and_vars: Iterable[Tuple[tf.Tensor, tf.Variable]],
+    loss: tf.Tensor,
+    grad_norm: tf.Tensor,
+) -> tf.Tensor:
     """Applies the update only when ``loss`` and ``grad_norm`` are finite (in a graph).
 
     A non-finite batch leaves the weights, the optimizer's slots and its iteration count
@@ -133,14 +152,14 @@ def apply_if_finite(optimizer, grads_and_vars, loss, grad_norm):
 
 
 def make_train_step(
-    loss_fn,
-    variables,
-    optimizer,
-    input_signature,
-    max_grad_norm=0.0,
-    jit_compile=False,
-    norm_key="grad_norm",
-):
+    loss_fn: Callable[..., Tuple[tf.Tensor, Dict[str, tf.Tensor]]],
+    variables: Iterable[tf.Variable],
+    optimizer: "keras.optimizers.Optimizer",
+    input_signature: Sequence[Any],
+    max_grad_norm: float = 0.0,
+    jit_compile: bool = False,
+    norm_key: str = "grad_norm",
+) -> Callable[..., Dict[str, tf.Tensor]]:
     """One training step as a ``tf.function``: loss, gradients, clipping, guarded update.
 
     The forward and backward passes and the clipping run in an inner function that XLA
@@ -206,7 +225,12 @@ class NonFiniteGuard:
       max_consecutive_skips: the ``skip_batch`` limit.
     """
 
-    def __init__(self, policy="stop", writer=None, max_consecutive_skips=100):
+    def __init__(
+        self,
+        policy: str = "stop",
+        writer: Optional[tf.summary.SummaryWriter] = None,
+        max_consecutive_skips: int = 100,
+    ) -> None:
         if policy not in NAN_POLICIES:
             raise ValueError("nan_policy must be one of %s, got %r" % (NAN_POLICIES, policy))
         self.policy = policy
@@ -215,7 +239,13 @@ class NonFiniteGuard:
         self.skipped = 0
         self.consecutive = 0
 
-    def check(self, loss, step, last_checkpoint, describe=None):
+    def check(
+        self,
+        loss: float,
+        step: int,
+        last_checkpoint: Optional[str],
+        describe: Optional[Callable[[], str]] = None,
+    ) -> bool:
         """True when the step counts; False when a non-finite batch was skipped.
 
         Args:
@@ -255,14 +285,14 @@ class Progress:
       every_secs: at most one line per this many seconds.
     """
 
-    def __init__(self, total_steps, every_secs=10.0):
+    def __init__(self, total_steps: int, every_secs: float = 10.0) -> None:
         self.total_steps = total_steps
         self.every_secs = every_secs
         self._last_time = time.time()
         self._last_step = None
         self._tokens = 0
 
-    def update(self, step, tokens, **scalars):
+    def update(self, step: int, tokens: int, **scalars) -> Optional[Tuple[float, float]]:
         """Counts ``tokens`` for this step; logs a line when ``every_secs`` have passed.
 
         Returns:

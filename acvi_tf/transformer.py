@@ -14,6 +14,7 @@ positions and re-runs the decoder on it (simple and exact; quadratic in the leng
 """
 
 import math
+from typing import Dict, Optional, Tuple, Union
 
 import numpy as np
 import tensorflow as tf
@@ -22,7 +23,7 @@ from acvi_tf import attention as attention_lib
 from acvi_tf.compat import keras
 
 
-def sinusoidal_positions(length, depth):
+def sinusoidal_positions(length: int, depth: int) -> tf.Tensor:
     """[length, depth] sin/cos position encodings (sin on even, cos on odd channels)."""
     positions = np.arange(length)[:, None]
     rates = 1.0 / np.power(10000.0, (2 * (np.arange(depth)[None, :] // 2)) / depth)
@@ -35,7 +36,7 @@ def sinusoidal_positions(length, depth):
 class MultiHeadAttention(keras.layers.Layer):
     """Multi-head scaled dot-product attention; returns ``(output, head-mean probs)``."""
 
-    def __init__(self, units, num_heads, causal=False, **kwargs):
+    def __init__(self, units: int, num_heads: int, causal: bool = False, **kwargs) -> None:
         super().__init__(**kwargs)
         if units % num_heads:
             raise ValueError("units (%d) must be divisible by num_heads (%d)" % (units, num_heads))
@@ -54,7 +55,9 @@ class MultiHeadAttention(keras.layers.Layer):
             tf.transpose(x, [0, 2, 1, 3]), [batch * self.num_heads, length, self.depth]
         )
 
-    def call(self, queries, memory, memory_mask):
+    def call(
+        self, queries: tf.Tensor, memory: tf.Tensor, memory_mask: tf.Tensor
+    ) -> Tuple[tf.Tensor, tf.Tensor]:
         """queries [B, T, d], memory [B, N, d], mask [B, N] -> [B, T, d], [B, T, N]."""
         batch, steps = tf.shape(queries)[0], tf.shape(queries)[1]
         mask = tf.repeat(memory_mask, self.num_heads, axis=0)
@@ -106,15 +109,15 @@ class TransformerModel(keras.Model):
 
     def __init__(
         self,
-        src_vocab_size,
-        tgt_vocab_size,
-        num_units=256,
-        num_layers=4,
-        num_heads=4,
-        dropout=0.2,
-        max_len=256,
+        src_vocab_size: int,
+        tgt_vocab_size: int,
+        num_units: int = 256,
+        num_layers: int = 4,
+        num_heads: int = 4,
+        dropout: float = 0.2,
+        max_len: int = 256,
         **kwargs,
-    ):
+    ) -> None:
         super().__init__(**kwargs)
         self.num_units = num_units
         self.max_len = max_len
@@ -137,7 +140,9 @@ class TransformerModel(keras.Model):
         x = embedded * math.sqrt(self.num_units) + self.positions[tf.newaxis, :length]
         return self.input_dropout(x, training=training)
 
-    def start(self, src, src_len, training=False):
+    def start(
+        self, src: tf.Tensor, src_len: tf.Tensor, training: bool = False
+    ) -> Tuple[Dict[str, tf.Tensor], Dict[str, tf.Tensor]]:
         """Encodes the source; returns the constants and the empty decoding state."""
         mask = tf.sequence_mask(src_len, tf.shape(src)[1])
         x = self._embed(self.src_embedding(src), training)
@@ -160,7 +165,14 @@ class TransformerModel(keras.Model):
             )
         return self.decoder_norm(x), probs
 
-    def step(self, y_emb, state, constants, training=False, use_gumbel=None):
+    def step(
+        self,
+        y_emb: tf.Tensor,
+        state: Dict[str, tf.Tensor],
+        constants: Dict[str, tf.Tensor],
+        training: bool = False,
+        use_gumbel: Optional[Union[bool, tf.Tensor]] = None,
+    ) -> Tuple[tf.Tensor, Dict[str, tf.Tensor], tf.Tensor, None]:
         """Appends ``y_emb`` [B, d] to the prefix and returns the last position's output."""
         del use_gumbel
         t = state["length"][0]
@@ -170,12 +182,24 @@ class TransformerModel(keras.Model):
         state = dict(prefix=prefix, length=state["length"] + 1)
         return outputs[:, -1], state, probs[:, -1], None
 
-    def log_probs(self, output, state, attn, context, constants):
+    def log_probs(
+        self,
+        output: tf.Tensor,
+        state: Dict[str, tf.Tensor],
+        attn: tf.Tensor,
+        context: Optional[tf.Tensor],
+        constants: Dict[str, tf.Tensor],
+    ) -> tf.Tensor:
         """``log p(y_t)`` [B, V] of a decoding step (``NMTModel.log_probs``'s signature)."""
         del state, attn, context, constants
         return tf.nn.log_softmax(tf.cast(self.output_projection(output), tf.float32))
 
-    def call(self, batch, training=False, use_gumbel=None):
+    def call(
+        self,
+        batch: Dict[str, tf.Tensor],
+        training: bool = False,
+        use_gumbel: Optional[Union[bool, tf.Tensor]] = None,
+    ) -> Dict[str, tf.Tensor]:
         """Teacher-forced decoding: ``logits`` [B, T, V], ``attn`` [B, T, S], zero ``kl``."""
         del use_gumbel
         constants, _ = self.start(batch["src"], batch["src_len"], training)

@@ -23,6 +23,8 @@ state stays deterministic, as in var-attn); after the loop the host calls
 time ``decode_log_probs``.
 """
 
+from typing import Callable, Optional, Tuple, Union
+
 import tensorflow as tf
 
 from acvi_tf import attention as attention_lib
@@ -36,7 +38,7 @@ VARIATIONAL_DECODES = ("marginal", "soft")
 _TINY = 1e-30
 
 
-def categorical_kl(q, prior, mask=None):
+def categorical_kl(q: tf.Tensor, prior: tf.Tensor, mask: Optional[tf.Tensor] = None) -> tf.Tensor:
     """``KL(q || prior)`` over the last axis [..., N] -> [...] (0 log 0 = 0).
 
     Args:
@@ -50,7 +52,9 @@ def categorical_kl(q, prior, mask=None):
     return tf.reduce_sum(terms, axis=-1)
 
 
-def enumerated_elbo(log_likelihoods, q, prior, mask=None):
+def enumerated_elbo(
+    log_likelihoods: tf.Tensor, q: tf.Tensor, prior: tf.Tensor, mask: Optional[tf.Tensor] = None
+) -> tf.Tensor:
     """The exact per-step ELBO ``sum_i q_i log p(y | x_i) - KL(q || prior)``.
 
     Args:
@@ -64,7 +68,9 @@ def enumerated_elbo(log_likelihoods, q, prior, mask=None):
     return expected_log_likelihood(log_likelihoods, q, mask) - categorical_kl(q, prior, mask)
 
 
-def expected_log_likelihood(log_likelihoods, q, mask=None):
+def expected_log_likelihood(
+    log_likelihoods: tf.Tensor, q: tf.Tensor, mask: Optional[tf.Tensor] = None
+) -> tf.Tensor:
     """``sum_i q_i log p(y | x_i)`` [..., N] -> [...] (masked positions count 0)."""
     q = tf.cast(q, tf.float32)
     log_likelihoods = tf.cast(log_likelihoods, tf.float32)
@@ -73,7 +79,9 @@ def expected_log_likelihood(log_likelihoods, q, mask=None):
     return tf.reduce_sum(q * log_likelihoods, axis=-1)
 
 
-def marginal_log_likelihood(log_likelihoods, prior, mask=None):
+def marginal_log_likelihood(
+    log_likelihoods: tf.Tensor, prior: tf.Tensor, mask: Optional[tf.Tensor] = None
+) -> tf.Tensor:
     """``log sum_i prior_i p(y | x_i)`` (test time, and the exact objective) [..., N] -> [...]."""
     terms = tf.math.log(tf.cast(prior, tf.float32) + _TINY) + tf.cast(log_likelihoods, tf.float32)
     if mask is not None:
@@ -81,7 +89,11 @@ def marginal_log_likelihood(log_likelihoods, prior, mask=None):
     return tf.reduce_logsumexp(terms, axis=-1)
 
 
-def sample_alignment(q, generator=None, seed=None):
+def sample_alignment(
+    q: tf.Tensor,
+    generator: Optional[tf.random.Generator] = None,
+    seed: Optional[tf.Tensor] = None,
+) -> Tuple[tf.Tensor, tf.Tensor]:
     """One alignment ``z ~ q`` per row: ``(one_hot [..., N], log q(z) [...])``.
 
     Args:
@@ -101,7 +113,9 @@ def sample_alignment(q, generator=None, seed=None):
     return one_hot, tf.reduce_sum(one_hot * tf.math.log(q + _TINY), axis=-1)
 
 
-def reinforce_surrogate(log_p_sample, log_p_soft, log_q_sample, kl):
+def reinforce_surrogate(
+    log_p_sample: tf.Tensor, log_p_soft: tf.Tensor, log_q_sample: tf.Tensor, kl: tf.Tensor
+) -> tf.Tensor:
     """The loss of ``-mode sample``: value ``-(log p(y | x_z) - KL)``, REINFORCE gradient.
 
     Its gradient is that of ``-log p(y | x_z) + KL - r log q(z)`` with the reward ``r =
@@ -128,7 +142,7 @@ class InferenceNetwork(keras.layers.Layer):
       jit_compile: build the LSTMs in the form XLA compiles (``acvi_tf.recurrent``).
     """
 
-    def __init__(self, units, jit_compile=False, **kwargs):
+    def __init__(self, units: int, jit_compile: bool = False, **kwargs) -> None:
         super().__init__(**kwargs)
         self.units = units
         self.jit_compile = jit_compile
@@ -140,7 +154,14 @@ class InferenceNetwork(keras.layers.Layer):
         )
         self.bilinear = keras.layers.Dense(2 * units, use_bias=False, name="W")
 
-    def call(self, memory, memory_mask, target, target_mask, training=False):
+    def call(
+        self,
+        memory: tf.Tensor,
+        memory_mask: tf.Tensor,
+        target: tf.Tensor,
+        target_mask: tf.Tensor,
+        training: bool = False,
+    ) -> tf.Tensor:
         """Posterior ``q`` [B, T, N] from memory [B, N, D] and target embeddings [B, T, E]."""
         memory_mask = tf.cast(memory_mask, tf.bool)
         f = self.source_rnn(memory, mask=memory_mask, training=training)
@@ -148,20 +169,20 @@ class InferenceNetwork(keras.layers.Layer):
         scores = tf.einsum("btd,bnd->btn", self.bilinear(g), f)
         return attention_lib.masked_softmax(scores, memory_mask[:, tf.newaxis])
 
-    def get_config(self):
+    def get_config(self) -> dict:
         config = super().get_config()
         config.update(units=self.units, jit_compile=self.jit_compile)
         return config
 
 
-def gold_log_likelihood(logits, gold):
+def gold_log_likelihood(logits: tf.Tensor, gold: tf.Tensor) -> tf.Tensor:
     """``log softmax(logits)[gold]`` in float32: [..., V] and [...] ids -> [...]."""
     return -tf.nn.sparse_softmax_cross_entropy_with_logits(
         labels=gold, logits=tf.cast(logits, tf.float32)
     )
 
 
-def state_context(state, context):
+def state_context(state: tf.Tensor, context: tf.Tensor) -> tf.Tensor:
     """``[state; context]`` with ``state`` broadcast over the extra axes of ``context``.
 
     The hosts' output layers read ``[s_t; c_t]``; evaluating them at every source position
@@ -174,7 +195,11 @@ def state_context(state, context):
     return tf.concat([tf.broadcast_to(state, shape), context], axis=-1)
 
 
-def at_every_position(log_likelihood, memory, steps):
+def at_every_position(
+    log_likelihood: Callable[[tf.Tensor], tf.Tensor],
+    memory: tf.Tensor,
+    steps: Union[tf.Tensor, int],
+) -> tf.Tensor:
     """``log p(y_t | x_i)`` [B, T, N]: ``log_likelihood`` evaluated at each source state.
 
     Args:
@@ -213,14 +238,14 @@ class VariationalAttentionContext(context_lib.SoftAttentionContext):
 
     def __init__(
         self,
-        mode="sample",
-        inference_units=512,
-        decode="marginal",
-        kl_weight=1.0,
-        seed=None,
-        jit_compile=False,
+        mode: str = "sample",
+        inference_units: int = 512,
+        decode: str = "marginal",
+        kl_weight: float = 1.0,
+        seed: Optional[int] = None,
+        jit_compile: bool = False,
         **kwargs,
-    ):
+    ) -> None:
         super().__init__(**kwargs)
         context_lib._check_choice("variational_mode", mode, VARIATIONAL_MODES)
         context_lib._check_choice("variational_decode", decode, VARIATIONAL_DECODES)
@@ -235,7 +260,13 @@ class VariationalAttentionContext(context_lib.SoftAttentionContext):
             inference_units, jit_compile, dtype=tf.float32, name="inference_network"
         )
 
-    def posterior(self, prepared, target, target_mask, training=False):
+    def posterior(
+        self,
+        prepared: context_lib.PreparedMemory,
+        target: tf.Tensor,
+        target_mask: tf.Tensor,
+        training: bool = False,
+    ) -> tf.Tensor:
         """``q(z_t | x, y)`` [B, T, N] from the embedded gold targets [B, T, E]."""
         return self.inference_network(
             prepared.memory,
@@ -246,8 +277,14 @@ class VariationalAttentionContext(context_lib.SoftAttentionContext):
         )
 
     def alignment_losses(
-        self, log_likelihood, soft_log_likelihood, attn, q, prepared, training=False
-    ):
+        self,
+        log_likelihood: Callable[[tf.Tensor], tf.Tensor],
+        soft_log_likelihood: tf.Tensor,
+        attn: tf.Tensor,
+        q: tf.Tensor,
+        prepared: context_lib.PreparedMemory,
+        training: bool = False,
+    ) -> Tuple[tf.Tensor, tf.Tensor]:
         """Per-step ``(token_nll, kl)`` [B, T] replacing the host's cross-entropy and KL.
 
         Training: ``token_nll`` is ``-E_q log p(y_t | x_z)`` (``enum``) or the REINFORCE
@@ -279,7 +316,13 @@ class VariationalAttentionContext(context_lib.SoftAttentionContext):
         surrogate = reinforce_surrogate(log_p, soft_log_likelihood, log_q, kl)
         return surrogate - kl, kl
 
-    def decode_log_probs(self, logits, context, attn, prepared):
+    def decode_log_probs(
+        self,
+        logits: Callable[[tf.Tensor], tf.Tensor],
+        context: tf.Tensor,
+        attn: tf.Tensor,
+        prepared: context_lib.PreparedMemory,
+    ) -> tf.Tensor:
         """The output distribution of one decoding step, ``log p(y_t)`` [R, V].
 
         Args:
@@ -298,7 +341,7 @@ class VariationalAttentionContext(context_lib.SoftAttentionContext):
         log_prior += (1.0 - prepared.mask) * -1e9
         return tf.reduce_logsumexp(log_prior[..., tf.newaxis] + every, axis=1)
 
-    def get_config(self):
+    def get_config(self) -> dict:
         config = super().get_config()
         config.update(
             mode=self.mode,

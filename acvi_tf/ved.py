@@ -21,6 +21,8 @@ project's context-layer contract:
   (``--kl_annealing=tanh`` is the original's schedule).
 """
 
+from typing import Optional, Tuple, Union
+
 import tensorflow as tf
 
 from acvi_tf import context as context_lib
@@ -31,7 +33,9 @@ PRIORS = ("hmean", "zero")
 LOG_SIGMA_MIN, LOG_SIGMA_MAX = -10.0, 10.0
 
 
-def gaussian_kl(mean, log_sigma, prior_mean=None):
+def gaussian_kl(
+    mean: tf.Tensor, log_sigma: tf.Tensor, prior_mean: Optional[tf.Tensor] = None
+) -> tf.Tensor:
     """``KL[N(mean, diag sigma^2) || N(prior_mean, I)]`` summed over the last axis."""
     offset = mean if prior_mean is None else mean - prior_mean
     return -0.5 * tf.reduce_sum(
@@ -52,8 +56,14 @@ class VEDContext(context_lib.ContextLayer):
     """
 
     def __init__(
-        self, latent_dim=100, prior="hmean", temperature=1.0, kl_weight=0.1, seed=None, **kwargs
-    ):
+        self,
+        latent_dim: int = 100,
+        prior: str = "hmean",
+        temperature: float = 1.0,
+        kl_weight: float = 0.1,
+        seed: Optional[int] = None,
+        **kwargs,
+    ) -> None:
         super().__init__(**kwargs)
         context_lib._check_choice("prior", prior, PRIORS)
         self.latent_dim = int(latent_dim)
@@ -67,7 +77,9 @@ class VEDContext(context_lib.ContextLayer):
         self.sigma_hidden = None
         self.sigma_out = None
 
-    def prepare(self, memory, memory_mask=None):
+    def prepare(
+        self, memory: tf.Tensor, memory_mask: Optional[tf.Tensor] = None
+    ) -> context_lib.PreparedMemory:
         """Caches the memory and the prior mean ``h_bar`` (masked mean of the states)."""
         base = super().prepare(memory, memory_mask)
         if self.sigma_hidden is None:
@@ -82,7 +94,9 @@ class VEDContext(context_lib.ContextLayer):
         count = tf.maximum(tf.reduce_sum(base.mask, axis=1, keepdims=True), 1.0)
         return base._replace(prior_mean=total / count)
 
-    def sentence_latent(self, summary, training=False):
+    def sentence_latent(
+        self, summary: tf.Tensor, training: bool = False
+    ) -> Tuple[tf.Tensor, tf.Tensor]:
         """``(z [B, latent_dim], KL_z [B])`` from the encoder summary [B, S]."""
         summary = tf.cast(summary, tf.float32)
         mean = self.latent_mean(summary)
@@ -97,7 +111,14 @@ class VEDContext(context_lib.ContextLayer):
             self.sigma_out(self.sigma_hidden(mean_context)), LOG_SIGMA_MIN, LOG_SIGMA_MAX
         )
 
-    def draw_steps(self, probs, prepared, training, use_gumbel, seed):
+    def draw_steps(
+        self,
+        probs: tf.Tensor,
+        prepared: context_lib.PreparedMemory,
+        training: bool,
+        use_gumbel: Optional[Union[bool, tf.Tensor]],
+        seed: Optional[tf.Tensor],
+    ) -> tf.Tensor:
         """``c_t + tau eps sigma_t`` in training, ``c_t`` otherwise: [B, T, D]."""
         del use_gumbel
         mean = context_lib.contract(probs, prepared, "memory")
@@ -110,7 +131,9 @@ class VEDContext(context_lib.ContextLayer):
         )
         return mean + self.temperature * noise * tf.exp(self._log_sigma(mean))
 
-    def kl_steps(self, context, probs, prepared):
+    def kl_steps(
+        self, context: tf.Tensor, probs: tf.Tensor, prepared: context_lib.PreparedMemory
+    ) -> tf.Tensor:
         """``KL[q(a_t) || N(h_bar, I)]`` [B, T] (the sample itself is not needed)."""
         del context
         mean = context_lib.expected_context(probs, prepared.memory)
@@ -119,7 +142,7 @@ class VEDContext(context_lib.ContextLayer):
             prior_mean = prior_mean[:, tf.newaxis]
         return gaussian_kl(mean, self._log_sigma(mean), prior_mean)
 
-    def get_config(self):
+    def get_config(self) -> dict:
         config = super().get_config()
         config.update(
             latent_dim=self.latent_dim,

@@ -54,9 +54,22 @@ def test_an_unknown_name_lists_the_registered_ones():
         registry.make_context_layer("hard")
 
 
+def _runtime_nodes(tree):
+    """Every node of ``tree`` outside ``if TYPE_CHECKING:`` blocks (annotations only)."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
+            stack.extend(node.orelse)
+            continue
+        yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
 def _import_graph():
     """Module -> the project modules it imports anywhere in its source (also inside
-    functions, where an import cycle hides until the function runs)."""
+    functions, where an import cycle hides until the function runs), except imports for
+    type annotations only."""
     modules = {}
     for package in PACKAGES:
         for folder, _, names in os.walk(os.path.join(ROOT, package)):
@@ -70,7 +83,7 @@ def _import_graph():
         with open(path, encoding="utf-8") as f:
             tree = ast.parse(f.read())
         imported = set()
-        for node in ast.walk(tree):
+        for node in _runtime_nodes(tree):
             if isinstance(node, ast.Import):
                 imported.update(alias.name for alias in node.names)
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:

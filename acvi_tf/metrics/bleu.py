@@ -21,6 +21,8 @@ the stripped line on single spaces, which only differs for runs of spaces, other
 whitespace characters and empty lines (an empty line is one empty token there).
 """
 
+from typing import Iterable, Sequence, Union
+
 from sacrebleu.metrics import BLEU
 
 REF_LENGTH_RULES = ("shortest", "closest")
@@ -38,7 +40,11 @@ def _reference_lists(references):
     return lists
 
 
-def corpus_bleu(references, hypotheses, ref_length="shortest"):
+def corpus_bleu(
+    references: Sequence[Union[str, Sequence[str]]],
+    hypotheses: Iterable[str],
+    ref_length: str = "shortest",
+) -> float:
     """Tokenized corpus BLEU-4 without smoothing, in [0, 100].
 
     Args:

@@ -14,13 +14,14 @@ Java is needed (``make test`` installs it).
 """
 
 import shutil
+from typing import Any, Dict, List, Mapping, Sequence
 
 from acvi_tf.metrics import meteor as meteor_lib
 
 METRIC_NAMES = ("Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4", "METEOR", "ROUGE_L", "CIDEr")
 
 
-def ptb_tokenize(captions):
+def ptb_tokenize(captions: Mapping[Any, Sequence[str]]) -> Dict[Any, List[str]]:
     """PTB-tokenises ``{id: [caption, ...]}`` with pycocoevalcap's tokenizer (Java).
 
     Returns:
@@ -38,7 +39,12 @@ def ptb_tokenize(captions):
     )
 
 
-def caption_metrics(references, hypotheses, tokenize=True, names=METRIC_NAMES):
+def caption_metrics(
+    references: Mapping[Any, Sequence[str]],
+    hypotheses: Mapping[Any, str],
+    tokenize: bool = True,
+    names: Sequence[str] = METRIC_NAMES,
+) -> Dict[str, float]:
     """Corpus caption metrics of one generated caption per clip.
 
     Args:

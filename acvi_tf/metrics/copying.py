@@ -12,6 +12,8 @@ formulas; these are the definitions used here (documented in docs/summarizer.md 
   OOVs into its summaries as the human references do; the paper's values are 1.16-1.25.
 """
 
+from typing import Callable, Iterable, List, Sequence, Union
+
 SENTENCE_END = (".", "!", "?")
 
 
@@ -19,7 +21,9 @@ def _tokens(text):
     return text.split() if isinstance(text, str) else list(text)
 
 
-def novel_word_rate(articles, summaries):
+def novel_word_rate(
+    articles: Iterable[Union[str, Sequence[str]]], summaries: Iterable[Union[str, Sequence[str]]]
+) -> float:
     """Generated tokens absent from their article, over all generated tokens.
 
     Args:
@@ -35,7 +39,12 @@ def novel_word_rate(articles, summaries):
     return novel / total if total else 0.0
 
 
-def oov_adoption_rate(articles, summaries, references, in_vocab):
+def oov_adoption_rate(
+    articles: Iterable[Union[str, Sequence[str]]],
+    summaries: Iterable[Union[str, Sequence[str]]],
+    references: Iterable[Union[str, Sequence[str]]],
+    in_vocab: Callable[[str], bool],
+) -> float:
     """Article-OOV tokens in the generated summaries over those in the references.
 
     Args:
@@ -53,7 +62,7 @@ def oov_adoption_rate(articles, summaries, references, in_vocab):
     return generated / reference if reference else float("nan")
 
 
-def lead_sentences(article, n):
+def lead_sentences(article: Union[str, Sequence[str]], n: int) -> List[str]:
     """The first ``n`` sentences of a tokenised article (a sentence ends at . ! or ?)."""
     sentences, current = [], []
     for word in _tokens(article):

@@ -10,6 +10,7 @@ from the summed statistics of all segments; each hypothesis may have several ref
 import os
 import shutil
 import subprocess
+from typing import List, Sequence, Tuple, Union
 
 MODES = ("exact", "full")
 
@@ -32,7 +33,9 @@ def _clean(text):
     return " ".join(text.replace("|||", " ").split())
 
 
-def meteor(references, hypotheses, mode="full"):
+def meteor(
+    references: Sequence[Union[str, Sequence[str]]], hypotheses: Sequence[str], mode: str = "full"
+) -> Tuple[float, List[float]]:
     """Corpus METEOR of ``hypotheses`` against ``references``.
 
     Args:

@@ -19,6 +19,7 @@ import shutil
 import stat
 import subprocess
 import tempfile
+from typing import Dict, Optional, Sequence, Tuple, Union
 
 ROUGE_SCRIPT = "ROUGE-1.5.5.pl"
 WORDNET_DB = "WordNet-2.0.exc.db"
@@ -100,7 +101,7 @@ def _build_wordnet_db(home):
 
 
 @functools.lru_cache(maxsize=None)
-def rouge155_home():
+def rouge155_home() -> str:
     """Returns a ROUGE-1.5.5 folder that runs, preparing it on first use.
 
     Raises:
@@ -117,7 +118,7 @@ def rouge155_home():
     return home
 
 
-def perl_rouge_available():
+def perl_rouge_available() -> bool:
     """True when ROUGE-1.5.5 can run here."""
     try:
         rouge155_home()
@@ -152,7 +153,11 @@ def _check_lengths(references, hypotheses):
 PYROUGE_DEFAULT_ARGS = ("-c", "95", "-2", "-1", "-U", "-r", "1000", "-n", "4", "-w", "1.2", "-a")
 
 
-def rouge_perl(references, hypotheses, rouge_args=None):
+def rouge_perl(
+    references: Sequence[Union[str, Sequence]],
+    hypotheses: Sequence[Union[str, Sequence[str]]],
+    rouge_args: Optional[str] = None,
+) -> Dict[str, float]:
     """Scores with ROUGE-1.5.5, in pyrouge's file format and with its default options.
 
     Args:
@@ -210,7 +215,9 @@ def _write_html(path, sentences, rouge155):
         f.write(rouge155.convert_text_to_rouge_format("\n".join(sentences)))
 
 
-def rouge_python(references, hypotheses):
+def rouge_python(
+    references: Sequence[Union[str, Sequence]], hypotheses: Sequence[Union[str, Sequence[str]]]
+) -> Dict[str, float]:
     """Scores with Google's ``rouge-score`` (Porter stemming, summary-level ROUGE-L).
 
     Per-document F, recall and precision averaged over documents; with several
@@ -237,7 +244,11 @@ def rouge_python(references, hypotheses):
     return {key: value / len(hypotheses) for key, value in totals.items()}
 
 
-def rouge(references, hypotheses, rouge_args=None):
+def rouge(
+    references: Sequence[Union[str, Sequence]],
+    hypotheses: Sequence[Union[str, Sequence[str]]],
+    rouge_args: Optional[str] = None,
+) -> Tuple[Dict[str, float], str]:
     """ROUGE-1.5.5 when it can run, otherwise ``rouge-score``; says which was used.
 
     Returns:
