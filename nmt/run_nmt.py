@@ -20,9 +20,9 @@ import time
 import tensorflow as tf
 from absl import app, flags, logging
 
-from acvi_tf import checkpoints, files, losses, summaries, transformer
-from acvi_tf import context as context_lib
+from acvi_tf import checkpoints, files, losses, objective, summaries, transformer
 from acvi_tf import flags as acvi_flags
+from acvi_tf import trainer as trainer_lib
 from acvi_tf import training as training_lib
 from acvi_tf.compat import keras
 from acvi_tf.metrics import bleu as bleu_lib
@@ -230,28 +230,24 @@ def make_train_step(model, optimizer):
     make_train_step``), compiled with XLA under ``--jit_compile``.
     """
     context_layer = getattr(model, "context_layer", None)  # None for the Transformer
-    kl_weight = getattr(context_layer, "kl_weight", 0.0)
     num_samples = getattr(context_layer, "num_samples", 1)
     kl_terms = acvi_flags.kl_schedule_from_flags(FLAGS)
 
     def loss_fn(batch, use_gumbel, step):
         # --acvi_num_samples K: the batch repeated K times averages the loss over K samples
-        batch = {k: context_lib.tile_for_samples(v, num_samples) for k, v in batch.items()}
+        batch = objective.tile_batch(batch, num_samples)
         out = model(batch, training=True, use_gumbel=use_gumbel)
         nll, count = losses.sequence_loss(
             out["logits"], batch["tgt_out"], batch["tgt_len"], token_nll=out.get("token_nll")
         )
         per_sequence = functools.partial(losses.per_sequence, lengths=batch["tgt_len"])
-        loss = nll + kl_terms.term(out["kl"], step, per_sequence, kl_weight)
-        if "kl_z" in out:
-            loss += kl_terms.term(out["kl_z"], step, tf.reduce_mean)
-        if context_layer is not None:
-            loss += context_layer.regularization()  # structured attention's L2
+        terms, logs = objective.context_terms(out, step, per_sequence, context_layer, kl_terms)
+        loss = nll + terms
         return loss, dict(
             train_loss=loss,
             nll=nll,
-            kl=per_sequence(out["kl"]),
-            kl_factor=kl_terms.factor(step),
+            kl=logs["kl"],
+            kl_factor=logs["kl_factor"],
             predict_count=count / num_samples,
         )
 
@@ -286,7 +282,7 @@ def train(vocabs):
         optimizer=optimizer,
     )
     checkpointer.restore_latest()
-    context_layer = getattr(model, "context_layer", None)
+    context_layer = getattr(model, "context_layer", None)  # None for the Transformer
     total = FLAGS.num_train_steps
     train_step = make_train_step(model, optimizer)
 
@@ -311,65 +307,63 @@ def train(vocabs):
         FLAGS.jit_compile,
     )
     writer = tf.summary.create_file_writer(os.path.join(FLAGS.out_dir, "train_log"))
-    external_every = FLAGS.steps_per_external_eval or 50 * FLAGS.steps_per_stats
     stats = dict(nll=0.0, count=0.0, words=0, start=time.time())
-    guard = training_lib.NonFiniteGuard(FLAGS.nan_policy, writer)
-    for batch in dataset:
-        step = int(step_var)
-        if step >= total:
-            break
-        use_gumbel = (
-            context_layer.gumbel_active(step, total)
-            if context_layer is not None
-            else tf.constant(False)
-        )
-        results = train_step(batch, use_gumbel, tf.constant(step, tf.int64))
-        if not guard.check(
-            float(results["train_loss"]),
-            step,
-            checkpointer.latest,
-            lambda: _describe(batch, src_vocab),
-        ):
-            continue
-        step_var.assign_add(1)
-        step += 1
+
+    def log_stats(step, results, batch):
+        """tensorflow/nmt's log line and scalars every --steps_per_stats steps."""
         stats["nll"] += float(results["nll"]) * int(tf.shape(batch["src"])[0])
         stats["count"] += float(results["predict_count"])
         stats["words"] += int(tf.reduce_sum(batch["src_len"]) + tf.reduce_sum(batch["tgt_len"]))
-        if step % FLAGS.steps_per_stats == 0:
-            elapsed = time.time() - stats["start"]
-            ppl = math.exp(min(stats["nll"] / max(stats["count"], 1.0), 100.0))
-            lr = (
-                float(optimizer.learning_rate)
-                if not callable(optimizer.learning_rate)
-                else float(optimizer.learning_rate(optimizer.iterations))
-            )
-            logging.info(
-                "step %d lr %g step-time %.2fs wps %.2fK ppl %.2f gN %.2f kl %.3f bleu %.1f",
-                step,
-                lr,
-                elapsed / FLAGS.steps_per_stats,
-                stats["words"] / elapsed / 1000,
-                ppl,
-                float(results["grad_norm"]),
-                float(results["kl"]),
-                checkpointer.best_value or 0.0,
-            )
-            with writer.as_default(step=step):
-                tf.summary.scalar("lr", lr)
-                tf.summary.scalar("train_ppl", ppl)
-                for name in ("train_loss", "grad_norm", "kl", "kl_factor"):
-                    tf.summary.scalar(name, results[name])
-            stats = dict(nll=0.0, count=0.0, words=0, start=time.time())
-        if step % (10 * FLAGS.steps_per_stats) == 0:
-            checkpointer.save()
-        if step % external_every == 0 or step == total:
-            checkpointer.save()
-            dev_bleu = _evaluate(model, "dev", FLAGS.dev_prefix, vocabs, translator, writer, step)
-            if FLAGS.test_prefix:
-                _evaluate(model, "test", FLAGS.test_prefix, vocabs, translator, writer, step)
-            if checkpointer.save_best(dev_bleu, metric="dev BLEU"):
-                logging.info("  new best dev BLEU %.1f saved in best_bleu/", dev_bleu)
+        if step % FLAGS.steps_per_stats:
+            return
+        elapsed = time.time() - stats["start"]
+        ppl = math.exp(min(stats["nll"] / max(stats["count"], 1.0), 100.0))
+        lr = (
+            float(optimizer.learning_rate)
+            if not callable(optimizer.learning_rate)
+            else float(optimizer.learning_rate(optimizer.iterations))
+        )
+        logging.info(
+            "step %d lr %g step-time %.2fs wps %.2fK ppl %.2f gN %.2f kl %.3f bleu %.1f",
+            step,
+            lr,
+            elapsed / FLAGS.steps_per_stats,
+            stats["words"] / elapsed / 1000,
+            ppl,
+            float(results["grad_norm"]),
+            float(results["kl"]),
+            checkpointer.best_value or 0.0,
+        )
+        with writer.as_default(step=step):
+            tf.summary.scalar("lr", lr)
+            tf.summary.scalar("train_ppl", ppl)
+            for name in ("train_loss", "grad_norm", "kl", "kl_factor"):
+                tf.summary.scalar(name, results[name])
+        stats.update(nll=0.0, count=0.0, words=0, start=time.time())
+
+    def validate(step):
+        dev_bleu = _evaluate(model, "dev", FLAGS.dev_prefix, vocabs, translator, writer, step)
+        if FLAGS.test_prefix:
+            _evaluate(model, "test", FLAGS.test_prefix, vocabs, translator, writer, step)
+        return dev_bleu, {}
+
+    trainer = trainer_lib.Trainer(
+        checkpointer,
+        total,
+        writer,
+        context_layer,
+        loss_key="train_loss",
+        tokens_key=None,
+        nan_policy=FLAGS.nan_policy,
+        summary_every=0,
+        checkpoint_every=10 * FLAGS.steps_per_stats,
+        validate=validate,
+        validate_every=FLAGS.steps_per_external_eval or 50 * FLAGS.steps_per_stats,
+        metric="dev BLEU",
+        describe=lambda batch: _describe(batch, src_vocab),
+        after_step=log_stats,
+    )
+    trainer.train(dataset, train_step)
     writer.flush()
     return checkpointer.best_value if checkpointer.best_value is not None else -1.0
 

@@ -15,7 +15,7 @@ abisee issues #4 and #41).
 import tensorflow as tf
 
 from acvi_tf import context as context_lib
-from acvi_tf import kl_schedule
+from acvi_tf import kl_schedule, objective
 
 # log of probabilities below this is taken at this value: a gold word with no copy mass
 # contributes exp(-69) there, and the gradient of the clamp is 0 instead of inf.
@@ -103,7 +103,7 @@ def compute_losses(
     pointer_gen=True,
     coverage_on=False,
     cov_loss_wt=1.0,
-    kl_weight=1.0,
+    context_layer=None,
     num_samples=1,
     kl_terms=kl_schedule.KLSchedule(),
     step=0,
@@ -112,15 +112,17 @@ def compute_losses(
 
     Pointer-gen: per example, the mean over its decoder steps, then the batch mean
     (``_mask_and_avg``). Baseline (``pointer_gen=False``): ``sequence_loss``'s token mean.
-    Coverage loss and the ACVI KL take the same normalisation as the NLL. With K
-    Monte-Carlo samples (a batch tiled K times) per-example values are averaged over the
-    samples first.
+    The coverage loss and the context mechanism's terms (``acvi_tf.objective``) take the
+    same normalisation as the NLL. With K Monte-Carlo samples (a batch tiled K times)
+    per-example values are averaged over the samples first.
 
     Args:
       out: the dict ``PointerGenerator.call`` returns.
       batch: the batch dict (``target_batch``, ``dec_padding_mask``,
         ``enc_batch_extend_vocab``).
-      pointer_gen, coverage_on, cov_loss_wt, kl_weight, num_samples: as the flags.
+      pointer_gen, coverage_on, cov_loss_wt, num_samples: as the flags.
+      context_layer: the model's context layer (its ``kl_weight`` and regularization);
+        None adds no context terms.
       kl_terms: the ``KLSchedule`` every KL term enters the loss through.
       step: the global step (for the schedule).
 
@@ -151,21 +153,13 @@ def compute_losses(
         per_example = context_lib.average_over_samples(mask_and_avg(values, mask), num_samples)
         return tf.reduce_mean(per_example)
 
-    losses = {"loss": normalise(nll), "kl": normalise(out["kl"])}
-    losses["coverage_loss"] = normalise(out["coverage_terms"]) if coverage_on else tf.constant(0.0)
-    losses["total_loss"] = (
-        losses["loss"]
-        + cov_loss_wt * losses["coverage_loss"]
-        + kl_terms.term(out["kl"], step, normalise, kl_weight)
+    def example_mean(values):
+        return tf.reduce_mean(context_lib.average_over_samples(values, num_samples))
+
+    terms, logs = objective.context_terms(
+        out, step, normalise, context_layer, kl_terms, per_example=example_mean
     )
-    losses["kl_z"] = tf.constant(0.0)
-    kl_z = out.get("kl_z")
-    if kl_z is not None:
-
-        def example_mean(values):
-            return tf.reduce_mean(context_lib.average_over_samples(values, num_samples))
-
-        losses["kl_z"] = example_mean(kl_z)
-        losses["total_loss"] += kl_terms.term(kl_z, step, example_mean)
-    losses["kl_factor"] = kl_terms.factor(step)
+    losses = dict(logs, loss=normalise(nll))
+    losses["coverage_loss"] = normalise(out["coverage_terms"]) if coverage_on else tf.constant(0.0)
+    losses["total_loss"] = losses["loss"] + cov_loss_wt * losses["coverage_loss"] + terms
     return losses

@@ -14,9 +14,9 @@ import time
 import tensorflow as tf
 from absl import app, flags, logging
 
-from acvi_tf import checkpoints
-from acvi_tf import context as context_lib
+from acvi_tf import checkpoints, objective
 from acvi_tf import flags as acvi_flags
+from acvi_tf import trainer as trainer_lib
 from acvi_tf import training as training_lib
 from acvi_tf.compat import keras
 from pointer_generator import batcher as batcher_lib
@@ -290,11 +290,10 @@ def make_train_step(model, optimizer, coverage_on):
     make_train_step``), compiled with XLA under ``--jit_compile``.
     """
     num_samples = model.context_layer.num_samples
-    kl_weight = getattr(model.context_layer, "kl_weight", 0.0)
     kl_terms = acvi_flags.kl_schedule_from_flags(FLAGS)
 
     def loss_fn(batch, use_gumbel, step):
-        tiled = {k: _tile(v, num_samples) for k, v in batch.items()}
+        tiled = objective.tile_batch(batch, num_samples)
         out = model(tiled, training=True, coverage_on=coverage_on, use_gumbel=use_gumbel)
         losses = losses_lib.compute_losses(
             out,
@@ -302,14 +301,12 @@ def make_train_step(model, optimizer, coverage_on):
             FLAGS.pointer_gen,
             coverage_on,
             FLAGS.cov_loss_wt,
-            kl_weight,
+            model.context_layer,
             num_samples,
             kl_terms,
             step,
         )
-        # structured attention's L2 penalty on its CRF (0 for the other mechanisms)
-        losses["total_loss"] += model.context_layer.regularization()
-        losses.update(_diagnostics(out, tiled))
+        losses.update(_diagnostics(out, tiled), tokens=tf.reduce_sum(batch["dec_padding_mask"]))
         return losses["total_loss"], losses
 
     # w_c has no gradient before the coverage phase of a curriculum: left alone.
@@ -342,13 +339,6 @@ def _check_vocabulary(checkpoint_path, vocab):
             )
         },
     )
-
-
-def _tile(tensor, num_samples):
-    """K Monte-Carlo samples: every batch row K times (scalars such as max_art_oovs kept)."""
-    if tensor.shape.rank == 0:
-        return tensor
-    return context_lib.tile_for_samples(tensor, num_samples)
 
 
 def _write_projector_config(train_dir, vocab):
@@ -402,12 +392,29 @@ def train(vocab, train_dir, phases):
     _write_projector_config(train_dir, vocab)
     writer = tf.summary.create_file_writer(train_dir)
     total = min(phases[-1].end, FLAGS.max_steps or phases[-1].end)
-    progress = training_lib.Progress(total)
-    guard = training_lib.NonFiniteGuard(FLAGS.nan_policy, writer)
-    step = int(checkpointer.step)
-    last_save = time.time()
+
+    def log_learning_rate(step, results, batch):
+        del results, batch
+        if step % FLAGS.summary_steps == 0:
+            with writer.as_default(step=step):
+                tf.summary.scalar("learning_rate", optimizer.learning_rate)
+
+    trainer = trainer_lib.Trainer(
+        checkpointer,
+        total,
+        writer,
+        model.context_layer,
+        loss_key="total_loss",
+        nan_policy=FLAGS.nan_policy,
+        summary_every=FLAGS.summary_steps,
+        checkpoint_every=FLAGS.checkpoint_steps,
+        checkpoint_secs=FLAGS.checkpoint_secs,
+        describe=_describe,
+        after_step=log_learning_rate,
+    )
     train_steps = {}  # one trace per (optimizer, coverage): lengths need no retrace
-    while step < total:
+    while not trainer.finished:
+        step = trainer.step
         phase = training_lib.phase_at(phases, step)
         if phase.coverage and FLAGS.phases and not bool(checkpointer.checkpoint.coverage_started):
             optimizer = _start_coverage(model, checkpointer)
@@ -415,7 +422,6 @@ def train(vocab, train_dir, phases):
         key = (id(optimizer), phase.coverage)
         if key not in train_steps:
             train_steps[key] = make_train_step(model, optimizer, phase.coverage)
-        train_step = train_steps[key]
         batcher = batcher_lib.Batcher(
             FLAGS.data_path,
             vocab,
@@ -426,34 +432,13 @@ def train(vocab, train_dir, phases):
             seed=FLAGS.seed + step,
             pad_encoder=FLAGS.jit_compile,
         )
-        for batch in batcher.dataset():
-            if step >= min(phase.end, total):
-                break
-            use_gumbel = model.context_layer.gumbel_active(step, total)
-            results = train_step(
-                {k: batch[k] for k in MODEL_SIGNATURE}, use_gumbel, tf.constant(step, tf.int64)
-            )
-            loss = float(results["total_loss"])
-            if not guard.check(loss, step, checkpointer.latest, lambda: _describe(batch)):
-                continue
-            step += 1
-            checkpointer.step.assign(step)
-            if step % FLAGS.summary_steps == 0:
-                with writer.as_default(step=step):
-                    for name, value in results.items():
-                        tf.summary.scalar(name, value)
-                    tf.summary.scalar("learning_rate", optimizer.learning_rate)
-            progress.update(
-                step,
-                int(tf.reduce_sum(batch["dec_padding_mask"])),
-                loss=float(results["loss"]),
-                total_loss=loss,
-            )
-            by_steps = FLAGS.checkpoint_steps and step % FLAGS.checkpoint_steps == 0
-            if by_steps or time.time() - last_save >= FLAGS.checkpoint_secs:
-                checkpointer.save()
-                last_save = time.time()
-        checkpointer.save()
+        train_step = train_steps[key]
+        trainer.train(
+            batcher.dataset(),
+            lambda batch, *step: train_step({k: batch[k] for k in MODEL_SIGNATURE}, *step),
+            until=phase.end,
+        )
+        trainer.save()
     writer.flush()
     return model
 
@@ -511,7 +496,7 @@ def evaluate(vocab, train_dir, eval_dir, phases):
                     FLAGS.pointer_gen,
                     coverage_on,
                     FLAGS.cov_loss_wt,
-                    getattr(model.context_layer, "kl_weight", 0.0),
+                    model.context_layer,
                 )
 
             eval_fns[coverage_on] = losses

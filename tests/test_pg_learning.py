@@ -66,7 +66,6 @@ def _train(context, seed=1):
     model = model_lib.PointerGenerator(
         vocab.size(), hidden_dim=64, emb_dim=32, context_layer=context
     )
-    kl_weight = getattr(context, "kl_weight", 0.0)
     optimizer = keras.optimizers.Adam(3e-3)
     validation = list(_batches("val_*", vocab, 50, single_pass=True))[:4]
 
@@ -74,7 +73,7 @@ def _train(context, seed=1):
     def train_step(batch):
         with tf.GradientTape() as tape:
             losses = losses_lib.compute_losses(
-                model(batch, training=True), batch, kl_weight=kl_weight
+                model(batch, training=True), batch, context_layer=model.context_layer
             )
         variables = model.trainable_variables
         grads, _ = tf.clip_by_global_norm(tape.gradient(losses["total_loss"], variables), 2.0)

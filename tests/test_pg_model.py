@@ -184,7 +184,13 @@ def test_losses_match_a_hand_computation(batch):
     def see_avg(values):  # per example over its steps, then the batch mean
         return np.mean((values * mask).sum(1) / mask.sum(1))
 
-    losses = losses_lib.compute_losses(out, batch, coverage_on=True, cov_loss_wt=0.5, kl_weight=2.0)
+    losses = losses_lib.compute_losses(
+        out,
+        batch,
+        coverage_on=True,
+        cov_loss_wt=0.5,
+        context_layer=context_lib.ACVIContext(kl_weight=2.0),
+    )
     np.testing.assert_allclose(losses["loss"], see_avg(nll), rtol=1e-5)
     np.testing.assert_allclose(losses["coverage_loss"], see_avg(out["coverage_terms"]), rtol=1e-5)
     np.testing.assert_allclose(losses["kl"], see_avg(out["kl"]), rtol=1e-5)

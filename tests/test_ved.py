@@ -113,7 +113,11 @@ def test_summarizer_and_translator_feed_the_sentence_latent():
     summarizer.context_layer.latent_mean.bias.assign([1.0, 1.0])
     out = summarizer(batch, training=True)
     losses = pg_losses.compute_losses(
-        out, batch, kl_weight=0.1, kl_terms=kl_schedule.KLSchedule("linear", 1000), step=500
+        out,
+        batch,
+        context_layer=summarizer.context_layer,  # VED's weight: 0.1
+        kl_terms=kl_schedule.KLSchedule("linear", 1000),
+        step=500,
     )
     assert summarizer.input_projection.kernel.shape[0] == 3 + 2 * 4 + 2  # [y; c*; z]
     assert float(losses["kl_z"]) == pytest.approx(1.0, rel=0.05)  # 1/2 |mu|^2

@@ -42,9 +42,9 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags, logging
 
-from acvi_tf import checkpoints, files, losses, summaries
-from acvi_tf import context as context_lib
+from acvi_tf import checkpoints, files, losses, objective, summaries
 from acvi_tf import flags as acvi_flags
+from acvi_tf import trainer as trainer_lib
 from acvi_tf import training as training_lib
 from acvi_tf.compat import keras
 from acvi_tf.metrics import captions as caption_metrics
@@ -310,7 +310,6 @@ def make_train_step(model, optimizer, fv):
       make_train_step``).
     """
     context_layer = model.context_layer
-    kl_weight = getattr(context_layer, "kl_weight", 0.0)
     num_samples = context_layer.num_samples
     kl_terms = acvi_flags.kl_schedule_from_flags(fv)
     # arctic's weight decay; no work in the step when it is off (the paper)
@@ -320,7 +319,7 @@ def make_train_step(model, optimizer, fv):
 
     def loss_fn(batch, use_gumbel, step):
         # K Monte-Carlo samples: the batch repeated K times averages the loss over them
-        batch = {k: context_lib.tile_for_samples(v, num_samples) for k, v in batch.items()}
+        batch = objective.tile_batch(batch, num_samples)
         out = model(batch, training=True, use_gumbel=use_gumbel)
         nll, count = losses.sequence_loss(
             out["logits"],
@@ -329,27 +328,14 @@ def make_train_step(model, optimizer, fv):
             token_nll=out.get("token_nll"),
         )
         per_sequence = functools.partial(losses.per_sequence, lengths=batch["caption_len"])
-        kl, kl_z = per_sequence(out["kl"]), tf.reduce_mean(out["kl_z"])
-        loss = (
-            nll
-            + kl_terms.term(out["kl"], step, per_sequence, kl_weight)
-            + kl_terms.term(out["kl_z"], step, tf.reduce_mean)
-        )
+        terms, logs = objective.context_terms(out, step, per_sequence, context_layer, kl_terms)
         penalty = tf.reduce_mean(
             model_lib.attention_penalty(out["attn"], batch["caption_len"], batch["num_frames"])
         )
-        loss += fv.alpha_c * penalty + context_layer.regularization()
+        loss = nll + terms + fv.alpha_c * penalty
         if kernels:
             loss += fv.weight_decay * tf.add_n([tf.reduce_sum(tf.square(k)) for k in kernels])
-        return loss, dict(
-            loss=loss,
-            nll=nll,
-            kl=kl,
-            kl_z=kl_z,
-            kl_factor=kl_terms.factor(step),
-            attention_penalty=penalty,
-            tokens=count,
-        )
+        return loss, dict(loss=loss, nll=nll, **logs, attention_penalty=penalty, tokens=count)
 
     return training_lib.make_train_step(
         loss_fn,
@@ -385,6 +371,12 @@ def train(exp):
 
     train_set = exp.split("train")
     pairs = train_set.caption_pairs(exp.vocab, fv.max_caption_len)
+    if not pairs:
+        raise data.DataError(
+            "no training caption in %s is usable: every one is empty after the vocabulary "
+            "or has --max_caption_len=%d tokens or more; check the split's captions or raise "
+            "--max_caption_len" % (fv.data_dir, fv.max_caption_len)
+        )
     logging.info(
         "training on %d captions of %d clips; vocabulary %d",
         len(pairs),
@@ -392,58 +384,31 @@ def train(exp):
         exp.vocab.size(),
     )
     writer = tf.summary.create_file_writer(os.path.join(fv.out_dir, "train_log"))
-    progress = training_lib.Progress(fv.max_steps)
-    guard = training_lib.NonFiniteGuard(fv.nan_policy, writer)
-    step = int(step_var)
-    while step < fv.max_steps and not (fv.patience and checkpointer.stale >= fv.patience):
+
+    def validate(step):
+        metrics = _validate(exp, writer, step)
+        return metrics[fv.best_metric], metrics
+
+    trainer = trainer_lib.Trainer(
+        checkpointer,
+        fv.max_steps,
+        writer,
+        context_layer,
+        nan_policy=fv.nan_policy,
+        summary_every=fv.summary_steps,
+        checkpoint_every=fv.checkpoint_steps,
+        validate=validate,
+        validate_every=fv.valid_every,
+        metric=fv.best_metric,
+        patience=fv.patience,
+        describe=lambda batch: "batch of %d captions" % len(batch["caption_len"]),
+    )
+    while not trainer.finished:
         # a new order every pass, seeded by the step it starts at (so a resume reshuffles
         # the same way every time)
-        rng = np.random.default_rng([fv.seed, step])
-        for batch in train_set.caption_batches(
-            pairs, fv.batch_size, rng, fixed_length=fv.jit_compile
-        ):
-            results = train_step(
-                batch, context_layer.gumbel_active(step, fv.max_steps), tf.constant(step, tf.int64)
-            )
-            if not guard.check(
-                float(results["loss"]),
-                step,
-                checkpointer.latest,
-                lambda: "batch of %d captions" % len(batch["caption_len"]),
-            ):
-                continue
-            step_var.assign_add(1)
-            step += 1
-            progress.update(
-                step, int(results["tokens"]), loss=float(results["loss"]), kl=float(results["kl"])
-            )
-            if step % fv.summary_steps == 0:
-                with writer.as_default(step=step):
-                    for name, value in results.items():
-                        if name != "tokens":
-                            tf.summary.scalar(name, value)
-            if step % fv.checkpoint_steps == 0:
-                checkpointer.save()
-            if step % fv.valid_every == 0 or step == fv.max_steps:
-                checkpointer.save()
-                metrics = _validate(exp, writer, step)
-                value = metrics[fv.best_metric]
-                if checkpointer.save_best(value, metric=fv.best_metric, **metrics):
-                    logging.info(
-                        "  new best validation %s %.4f saved in %s",
-                        fv.best_metric,
-                        value,
-                        best_dir,
-                    )
-                if fv.patience and checkpointer.stale >= fv.patience:
-                    logging.info(
-                        "no better validation %s for %d validations: stopping",
-                        fv.best_metric,
-                        checkpointer.stale,
-                    )
-                    break
-            if step >= fv.max_steps:
-                break
+        rng = np.random.default_rng([fv.seed, trainer.step])
+        batches = train_set.caption_batches(pairs, fv.batch_size, rng, fixed_length=fv.jit_compile)
+        trainer.train(batches, train_step)
     writer.flush()
     return checkpointer.best_value if checkpointer.best_value is not None else -1.0
 

@@ -1,0 +1,178 @@
+"""The training loop every host runs.
+
+One ``Trainer.train`` call runs a host's compiled ``train_step`` (``training.
+make_train_step``) over a stream of batches and does, after each step, what every run
+needs: the ``--nan_policy`` guard, the global step, a progress line, TensorBoard scalars,
+checkpoints by steps or by seconds, and validation with the best model kept and early
+stopping. The host keeps only what is its own: its data, its step function, its
+validation and any log lines of its original code base (``after_step``).
+"""
+
+import time
+from typing import Callable, Dict, Iterable, Optional, Tuple
+
+import tensorflow as tf
+from absl import logging
+
+from acvi_tf import checkpoints, training
+
+# A step's results: scalar tensors by name, as the step function returns them.
+Results = Dict[str, tf.Tensor]
+
+
+class Trainer:
+    """Steps, guards, logs, checkpoints and validates one training run.
+
+    Args:
+      checkpointer: the run's ``checkpoints.Checkpointer``; its ``step`` variable is the
+        global step, already restored.
+      total_steps: the step training ends at.
+      writer: the ``tf.summary`` writer of the training scalars.
+      context_layer: the model's context layer, asked each step whether Gumbel-softmax
+        sampling is on (``gumbel_active``); None: never.
+      loss_key: the results entry the guard checks and the progress line shows.
+      tokens_key: the results entry that counts the step's target tokens, for the
+        progress line (None: no progress line); it is not written to TensorBoard.
+      nan_policy: ``training.NAN_POLICIES``.
+      summary_every: write every results entry to TensorBoard each this many steps
+        (0: never).
+      checkpoint_every: save each this many steps (0: not by steps).
+      checkpoint_secs: save when this many seconds have passed since the last save
+        (0: not by time).
+      validate: ``step -> (score, record)``, the validation score and what to keep with
+        it in ``best.json``; None: no validation in the loop.
+      validate_every: validate each this many steps, and at ``total_steps``.
+      metric: the score's name, for ``best.json`` and the log.
+      higher_is_better: False for a loss.
+      patience: stop after this many validations in a row without a new best (0: never).
+      describe: ``batch -> str`` naming a skipped batch in the log.
+      after_step: ``(step, results, batch) -> None``, the host's own per-step logging.
+    """
+
+    def __init__(
+        self,
+        checkpointer: checkpoints.Checkpointer,
+        total_steps: int,
+        writer=None,
+        context_layer=None,
+        loss_key: str = "loss",
+        tokens_key: Optional[str] = "tokens",
+        nan_policy: str = "stop",
+        summary_every: int = 1,
+        checkpoint_every: int = 0,
+        checkpoint_secs: float = 0.0,
+        validate: Optional[Callable[[int], Tuple[float, dict]]] = None,
+        validate_every: int = 0,
+        metric: str = "score",
+        higher_is_better: bool = True,
+        patience: int = 0,
+        describe: Optional[Callable[[Results], str]] = None,
+        after_step: Optional[Callable[[int, Results, Results], None]] = None,
+    ):
+        self.checkpointer = checkpointer
+        self.total_steps = total_steps
+        self.writer = writer
+        self.context_layer = context_layer
+        self.loss_key = loss_key
+        self.tokens_key = tokens_key
+        self.guard = training.NonFiniteGuard(nan_policy, writer)
+        self.progress = training.Progress(total_steps) if tokens_key else None
+        self.summary_every = summary_every
+        self.checkpoint_every = checkpoint_every
+        self.checkpoint_secs = checkpoint_secs
+        self.validate = validate
+        self.validate_every = validate_every
+        self.metric = metric
+        self.higher_is_better = higher_is_better
+        self.patience = patience
+        self.describe = describe
+        self.after_step = after_step
+        self._last_save = time.time()
+
+    @property
+    def step(self) -> int:
+        """The global step."""
+        return int(self.checkpointer.step)
+
+    @property
+    def out_of_patience(self) -> bool:
+        """Whether ``patience`` validations in a row brought no new best."""
+        return bool(self.patience) and self.checkpointer.stale >= self.patience
+
+    @property
+    def finished(self) -> bool:
+        """Whether training is over: the last step is done, or patience ran out."""
+        return self.step >= self.total_steps or self.out_of_patience
+
+    def train(
+        self,
+        batches: Iterable[Results],
+        train_step: Callable[[Results, tf.Tensor, tf.Tensor], Results],
+        until: Optional[int] = None,
+    ) -> None:
+        """Trains on ``batches`` until they run out, the step reaches ``until`` (default:
+        ``total_steps``) or training is ``finished``.
+
+        Args:
+          batches: the batches, each what ``train_step`` takes.
+          train_step: ``(batch, use_gumbel, step) -> results``.
+          until: the step this call stops at (a curriculum phase's end).
+        """
+        until = min(until or self.total_steps, self.total_steps)
+        for batch in batches:
+            step = self.step
+            if step >= until or self.out_of_patience:
+                return
+            use_gumbel = (
+                self.context_layer.gumbel_active(step, self.total_steps)
+                if self.context_layer is not None
+                else tf.constant(False)
+            )
+            results = train_step(batch, use_gumbel, tf.constant(step, tf.int64))
+            describe = self.describe and (lambda: self.describe(batch))
+            loss = float(results[self.loss_key])
+            if not self.guard.check(loss, step, self.checkpointer.latest, describe):
+                continue
+            step += 1
+            self.checkpointer.step.assign(step)
+            self._log(step, results, batch)
+            by_steps = self.checkpoint_every and step % self.checkpoint_every == 0
+            by_time = self.checkpoint_secs and time.time() - self._last_save >= self.checkpoint_secs
+            if by_steps or by_time:
+                self.save()
+            if self.validate and (
+                (self.validate_every and step % self.validate_every == 0)
+                or step == self.total_steps
+            ):
+                self._validate(step)
+
+    def save(self) -> str:
+        """Saves the latest checkpoint (once per step); returns its path."""
+        self._last_save = time.time()
+        return self.checkpointer.save()
+
+    def _log(self, step: int, results: Results, batch: Results) -> None:
+        if self.progress is not None:
+            self.progress.update(
+                step,
+                int(results[self.tokens_key]),
+                **{self.loss_key: float(results[self.loss_key])},
+            )
+        if self.summary_every and step % self.summary_every == 0 and self.writer is not None:
+            with self.writer.as_default(step=step):
+                for name, value in results.items():
+                    if name != self.tokens_key:
+                        tf.summary.scalar(name, value)
+        if self.after_step is not None:
+            self.after_step(step, results, batch)
+
+    def _validate(self, step: int) -> None:
+        self.save()
+        score, record = self.validate(step)
+        self.checkpointer.save_best(score, self.higher_is_better, metric=self.metric, **record)
+        if self.out_of_patience:
+            logging.info(
+                "no better validation %s for %d validations: stopping",
+                self.metric,
+                self.checkpointer.stale,
+            )

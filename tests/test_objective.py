@@ -1,0 +1,67 @@
+"""acvi_tf.objective: the context mechanism's terms of every host's loss, against NumPy."""
+
+import functools
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from acvi_tf import context, kl_schedule, losses, objective, registry
+
+B, T = 3, 5
+LENGTHS = np.array([5, 2, 4])
+
+
+def _out(with_sentence_latent=True):
+    rng = np.random.default_rng(0)
+    out = dict(kl=rng.uniform(0.0, 3.0, (B, T)).astype(np.float32))
+    if with_sentence_latent:
+        out["kl_z"] = rng.uniform(0.0, 3.0, B).astype(np.float32)
+    return out
+
+
+def _per_sequence_np(values):
+    mask = np.arange(T)[None] < LENGTHS[:, None]
+    return (values * mask).sum() / B
+
+
+class _Weighted(context.SoftAttentionContext):
+    """A mechanism with a KL weight and a penalty on its weights."""
+
+    kl_weight = 0.3
+
+    def regularization(self):
+        return tf.constant(0.7)
+
+
+@pytest.mark.parametrize("free_bits", [0.0, 1.0])
+def test_terms_are_weighted_scheduled_normalised_kls_plus_the_regularization(free_bits):
+    out = _out()
+    layer = _Weighted()
+    schedule = kl_schedule.KLSchedule("linear", 100, free_bits)
+    per_sequence = functools.partial(losses.per_sequence, lengths=LENGTHS)
+    loss, logs = objective.context_terms(out, 25, per_sequence, layer, schedule)
+    kl, kl_z = np.maximum(out["kl"], free_bits), np.maximum(out["kl_z"], free_bits)
+    expected = 0.3 * 0.25 * _per_sequence_np(kl) + 0.25 * kl_z.mean() + 0.7
+    np.testing.assert_allclose(float(loss), expected, rtol=1e-6)
+    np.testing.assert_allclose(float(logs["kl"]), _per_sequence_np(out["kl"]), rtol=1e-6)
+    np.testing.assert_allclose(float(logs["kl_z"]), out["kl_z"].mean(), rtol=1e-6)
+    assert float(logs["kl_factor"]) == 0.25
+
+
+def test_each_mechanism_brings_its_own_weight_and_no_layer_brings_none():
+    out = _out(with_sentence_latent=False)
+    total = float(tf.reduce_mean(out["kl"]))
+    acvi = registry.make_context_layer("acvi")
+    loss, logs = objective.context_terms(out, 0, tf.reduce_mean, acvi)
+    np.testing.assert_allclose(float(loss), context.ACVI_KL_WEIGHT * total, rtol=1e-6)
+    assert float(logs["kl_z"]) == 0.0
+    loss, logs = objective.context_terms(out, 0, tf.reduce_mean, None)
+    assert float(loss) == 0.0 and float(logs["kl"]) == pytest.approx(total)
+
+
+def test_tile_batch_repeats_rows_and_keeps_scalars():
+    batch = dict(ids=tf.constant([[1, 2], [3, 4]]), max_art_oovs=tf.constant(7))
+    tiled = objective.tile_batch(batch, 3)
+    np.testing.assert_array_equal(tiled["ids"].numpy()[:, 0], [1, 1, 1, 3, 3, 3])
+    assert int(tiled["max_art_oovs"]) == 7
