@@ -20,7 +20,7 @@ from acvi_tf import trainer as trainer_lib
 from acvi_tf import training as training_lib
 from acvi_tf.compat import keras
 from pointer_generator import batcher as batcher_lib
-from pointer_generator import bin_files
+from pointer_generator import bin_files, curriculum
 from pointer_generator import decode as decode_lib
 from pointer_generator import losses as losses_lib
 from pointer_generator import model as model_lib
@@ -221,11 +221,11 @@ def _experiment_dirs():
 def _phases():
     if FLAGS.phases:
         try:
-            return training_lib.parse_phases(FLAGS.phases, FLAGS.coverage_steps)
-        except training_lib.PhaseError as e:
+            return curriculum.parse_phases(FLAGS.phases, FLAGS.coverage_steps)
+        except curriculum.PhaseError as e:
             raise app.UsageError(str(e)) from e
     end = FLAGS.max_steps or 2**62
-    return [training_lib.Phase(0, end, FLAGS.max_enc_steps, FLAGS.max_dec_steps, FLAGS.coverage)]
+    return [curriculum.Phase(0, end, FLAGS.max_enc_steps, FLAGS.max_dec_steps, FLAGS.coverage)]
 
 
 def _build_model(vocab):
@@ -415,7 +415,7 @@ def train(vocab, train_dir, phases):
     train_steps = {}  # one trace per (optimizer, coverage): lengths need no retrace
     while not trainer.finished:
         step = trainer.step
-        phase = training_lib.phase_at(phases, step)
+        phase = curriculum.phase_at(phases, step)
         if phase.coverage and FLAGS.phases and not bool(checkpointer.checkpoint.coverage_started):
             optimizer = _start_coverage(model, checkpointer)
         logging.info("Phase %s from step %d", phase, step)
@@ -514,7 +514,7 @@ def evaluate(vocab, train_dir, eval_dir, phases):
             _check_vocabulary(latest, vocab)
             checkpointer.checkpoint.restore(latest).expect_partial()
             loaded = latest
-        phase = training_lib.phase_at(phases, int(step))
+        phase = curriculum.phase_at(phases, int(step))
         if phase != current_phase:
             batcher = batcher_lib.Batcher(
                 FLAGS.data_path,
@@ -561,7 +561,7 @@ def decode(vocab, train_dir, phases):
     _check_vocabulary(latest, vocab)
     checkpoint.restore(latest).expect_partial()
     step = checkpoints.checkpoint_step(latest)
-    coverage_on = FLAGS.coverage or training_lib.phase_at(phases, step).coverage
+    coverage_on = FLAGS.coverage or curriculum.phase_at(phases, step).coverage
     summarizer = decode_lib.Summarizer(
         model,
         vocab,
