@@ -240,7 +240,14 @@ def summarization(context, seed, steps, out_dir):
     )
     [metrics] = glob.glob(os.path.join(out_dir, "decode_*", "metrics.json"))
     with open(metrics, encoding="utf-8") as f:
-        return float(np.mean(losses)), json.load(f)["rouge_l_f_score"]
+        scores = json.load(f)
+    if scores["rouge_tool"] != "ROUGE-1.5.5":
+        # rouge-score's numbers differ from the reference tool's: never mix them in a table
+        raise RuntimeError(
+            "%s was scored with %s, not ROUGE-1.5.5 (Perl's XML::Parser is missing: run "
+            "make sysdeps); delete %s and run again" % (metrics, scores["rouge_tool"], out_dir)
+        )
+    return float(np.mean(losses)), scores["rouge_l_f_score"]
 
 
 TASKS = {

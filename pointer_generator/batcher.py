@@ -4,7 +4,8 @@ The original fills queues from 16 reader and 4 batching threads; here one Python
 generator does the same work in the same order and ``tf.data`` prefetches it:
 
 * read the ``.bin`` chunks (file list reshuffled every pass; in file order, once, with
-  ``single_pass``), skipping examples with an empty article or abstract (counted);
+  ``single_pass``), skipping examples with an empty article or abstract or an abstract
+  without ``<s> </s>`` tags (counted; a whole pass with nothing usable is an error);
 * build each ``Example``: truncation to ``max_enc_steps`` / ``max_dec_steps`` and See's
   decoder input / target construction;
 * bucketing: take ``bucket_cache_size`` batches' worth of examples, sort them by article
@@ -23,6 +24,8 @@ from pointer_generator import bin_files
 from pointer_generator import vocab as vocab_lib
 
 BUCKET_CACHE_SIZE = 100  # the original's batch queue: 100 batches sorted together
+# Skipped records logged one by one before the log keeps to every 1,000th.
+SKIPS_LOGGED = 10
 
 BATCH_SIGNATURE = {
     "enc_batch": tf.TensorSpec([None, None], tf.int32),
@@ -76,6 +79,17 @@ class Example:
         self.original_article = article
         self.original_abstract = abstract
         self.original_abstract_sents = abstract_sentences
+
+
+def _unusable(article, abstract, sentences):
+    """Why a record cannot be trained on, or None."""
+    if not article.strip():
+        return "has an empty article"
+    if not abstract.strip():
+        return "has an empty abstract"
+    if not sentences:
+        return "has an abstract without <s> </s> sentence tags"
+    return None
 
 
 def decoder_sequences(ids, max_len, start_id, stop_id):
@@ -173,27 +187,48 @@ class Batcher:
         self.enc_steps = max_enc_steps if pad_encoder else None
 
     def pairs(self):
-        """``(article, abstract_sentences)`` of every usable example, in reading order."""
+        """``(article, abstract_sentences)`` of every usable example, in reading order.
+
+        Raises:
+          bin_files.BinFileError: a whole pass over the files found no usable example
+            (training would otherwise wait forever for a batch).
+        """
         while True:
             paths = list(self.paths)
             if not self.single_pass:
                 self.rng.shuffle(paths)
+            usable = 0
             for path in paths:
                 for index, (article, abstract) in enumerate(bin_files.read_bin_file(path)):
                     sentences = vocab_lib.abstract2sents(abstract)
-                    if not article.strip() or not sentences:
-                        self.skipped += 1
-                        logging.warning(
-                            "%s: record %d has an empty %s; skipped (%d so far)",
-                            path,
-                            index,
-                            "article" if not article.strip() else "abstract",
-                            self.skipped,
-                        )
+                    problem = _unusable(article, abstract, sentences)
+                    if problem:
+                        self._skip(path, index, problem)
                         continue
+                    usable += 1
                     yield article, sentences
+            if not usable and not self.single_pass:
+                raise bin_files.BinFileError(
+                    "%s: no usable example in %d file(s) (%d skipped: empty articles, empty "
+                    "abstracts or abstracts without <s> </s> sentence tags); rebuild the "
+                    "files with data_prep or point --data_path at others"
+                    % (", ".join(sorted(paths)), len(paths), self.skipped)
+                )
             if self.single_pass:
                 return
+
+    def _skip(self, path, index, problem):
+        """Counts a skipped record; logs the first few, then every 1,000th."""
+        self.skipped += 1
+        if self.skipped <= SKIPS_LOGGED or self.skipped % 1000 == 0:
+            logging.warning(
+                "%s: record %d %s; skipped (%d so far%s)",
+                path,
+                index,
+                problem,
+                self.skipped,
+                ", only every 1,000th is logged from here" if self.skipped == SKIPS_LOGGED else "",
+            )
 
     def examples(self):
         """``Example`` objects in reading order."""
@@ -235,7 +270,17 @@ class Batcher:
             yield make_batch(group, pad_id, self.max_dec_steps, self.enc_steps)
 
     def dataset(self):
-        """A prefetching ``tf.data.Dataset`` of the batches."""
-        return tf.data.Dataset.from_generator(
-            self.batches, output_signature=BATCH_SIGNATURE
-        ).prefetch(4)
+        """A prefetching ``tf.data.Dataset`` of the batches, to iterate once.
+
+        The first batch is read here, so unusable data raises ``BinFileError`` (with the
+        files and the fix) in the caller rather than deep inside ``tf.data``.
+        """
+        stream = self.batches()
+        first = next(stream, None)
+
+        def batches():
+            if first is not None:
+                yield first
+                yield from stream
+
+        return tf.data.Dataset.from_generator(batches, output_signature=BATCH_SIGNATURE).prefetch(4)

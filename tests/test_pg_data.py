@@ -195,3 +195,23 @@ def test_dataset_yields_the_batch_signature(tmp_path, vocab):
     batch = next(iter(batcher.dataset()))
     assert set(batch) == set(batcher_lib.BATCH_SIGNATURE)
     assert batch["dec_batch"].shape == (4, 8)
+
+
+@pytest.mark.parametrize(
+    "abstract, problem",
+    [("<s> cat </s>", "empty article"), ("", "empty abstract"), ("cat", "without <s> </s>")],
+)
+def test_unusable_data_is_an_error_naming_the_files_not_an_endless_wait(
+    tmp_path, vocab, abstract, problem, caplog
+):
+    article = "" if problem == "empty article" else "the cat"
+    bin_files.write_chunked(str(tmp_path), "train", [(article, abstract)] * 30, chunk_size=15)
+    batcher = batcher_lib.Batcher(str(tmp_path / "train_*"), vocab, 4, 50, 8)
+    with pytest.raises(bin_files.BinFileError, match="train_000.bin, .*no usable example in 2"):
+        batcher.dataset()
+    assert batcher.skipped == 30
+    skips = [r.getMessage() for r in caplog.records if "skipped" in r.getMessage()]
+    assert len(skips) == batcher_lib.SKIPS_LOGGED and problem in skips[0]
+    # the evaluation and decoding reads (one pass) end quietly instead
+    one_pass = batcher_lib.Batcher(str(tmp_path / "train_*"), vocab, 4, 50, 8, single_pass=True)
+    assert list(one_pass.dataset()) == []
