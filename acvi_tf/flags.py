@@ -7,6 +7,7 @@ with a message that names the flag and the allowed range.
 """
 
 import json
+import math
 import os
 import sys
 
@@ -248,6 +249,7 @@ def define_flags(flag_values=flags.FLAGS):
         flag_values=fv,
     )
 
+    require_finite(__name__, fv)
     flags.register_validator(
         "acvi_gumbel_temperature",
         lambda t: t > 0,
@@ -355,6 +357,26 @@ def configure_runtime(flag_values=flags.FLAGS):
     keras.mixed_precision.set_global_policy(
         "mixed_float16" if flag_values.mixed_precision else "float32"
     )
+
+
+def require_finite(module, flag_values=flags.FLAGS):
+    """Rejects NaN and infinite values of every float flag ``module`` defines, at parse
+    time (a ``lower_bound`` lets both through: ``--lr=nan`` would train on NaN).
+
+    Args:
+      module: the defining module's name (``__name__``; also when run as ``__main__``).
+      flag_values: where the flags are defined.
+    """
+    by_module = flag_values.flags_by_module_dict()
+    for defining in {module, sys.argv[0]}:
+        for flag in by_module.get(defining, []):
+            if isinstance(flag.parser, flags.FloatParser):
+                flags.register_validator(
+                    flag.name,
+                    lambda value: value is None or math.isfinite(value),
+                    message="--%s must be a finite number." % flag.name,
+                    flag_values=flag_values,
+                )
 
 
 def write_flag_record(out_dir, module, flag_values=flags.FLAGS, name="hparams.json"):

@@ -5,9 +5,14 @@ target sequence summed over its tokens, averaged over the batch); the pointer-ge
 keeps See's per-token mean in ``pointer_generator.losses``.
 """
 
+import math
 from typing import Optional, Tuple
 
 import tensorflow as tf
+
+# Perplexities are capped at e^88 (1.7e38), inside float32: a diverging run reaches its NaN
+# guard instead of an overflow in tf.summary.
+MAX_LOG_PERPLEXITY = 88.0
 
 
 def per_sequence(values: tf.Tensor, lengths: tf.Tensor) -> tf.Tensor:
@@ -43,3 +48,8 @@ def sequence_loss(
         )
     count = tf.reduce_sum(tf.sequence_mask(tgt_len, tf.shape(tgt_out)[1], dtype=tf.float32))
     return per_sequence(xent, tgt_len), count
+
+
+def perplexity(total_nll: float, total_tokens: float) -> float:
+    """``exp(total_nll / total_tokens)``, capped at ``exp(MAX_LOG_PERPLEXITY)``."""
+    return math.exp(min(total_nll / max(total_tokens, 1.0), MAX_LOG_PERPLEXITY))

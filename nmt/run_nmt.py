@@ -13,7 +13,6 @@ translates a file instead (and scores it if ``--inference_ref_file`` is given).
 """
 
 import functools
-import math
 import os
 import time
 
@@ -124,6 +123,8 @@ flags.DEFINE_integer(
     lower_bound=0,
 )
 
+acvi_flags.require_finite(__name__)
+
 BATCH_SIGNATURE = data.BATCH_SIGNATURE
 
 
@@ -161,7 +162,7 @@ def _evaluate(model, name, prefix, vocabs, translator, writer, step):
         )
         total_nll += float(nll) * int(tf.shape(batch["src"])[0])
         total_tokens += float(count)
-    ppl = math.exp(min(total_nll / max(total_tokens, 1.0), 100.0))
+    ppl = losses.perplexity(total_nll, total_tokens)
     hypotheses = translator.translate([src for src, _ in pairs], src_vocab, FLAGS.infer_batch_size)
     files.atomic_write_text(
         os.path.join(FLAGS.out_dir, "output_" + name), "".join(h + "\n" for h in hypotheses)
@@ -317,7 +318,7 @@ def train(vocabs):
         if step % FLAGS.steps_per_stats:
             return
         elapsed = time.time() - stats["start"]
-        ppl = math.exp(min(stats["nll"] / max(stats["count"], 1.0), 100.0))
+        ppl = losses.perplexity(stats["nll"], stats["count"])
         lr = (
             float(optimizer.learning_rate)
             if not callable(optimizer.learning_rate)

@@ -201,6 +201,8 @@ flags.register_validator(
     message="--single_pass is for --mode=decode only.",
 )
 
+acvi_flags.require_finite(__name__)
+
 MODEL_SIGNATURE = {
     name: spec for name, spec in batcher_lib.BATCH_SIGNATURE.items() if spec.dtype != tf.string
 }

@@ -89,6 +89,8 @@ def test_flags_reach_the_layer():
         (["--acvi_gumbel_fraction=1.5"], "acvi_gumbel_fraction"),
         (["--acvi_gumbel_temperature=0"], "must be > 0"),
         (["--kl_weight=-1"], "kl_weight"),
+        (["--kl_weight=nan"], "--kl_weight must be a finite number"),
+        (["--acvi_log_var_max=inf"], "--acvi_log_var_max must be a finite number"),
         (["--acvi_log_var_min=2", "--acvi_log_var_max=1"], "smaller than"),
         (["--acvi_sampling=gumbel", "--acvi_gumbel_fraction=0.1"], "leave the fraction at 0"),
     ],

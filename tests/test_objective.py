@@ -1,4 +1,5 @@
-"""acvi_tf.objective: the context mechanism's terms of every host's loss, against NumPy."""
+"""acvi_tf.objective: the context mechanism's terms of every host's loss, against NumPy; and
+the capped perplexity (acvi_tf.losses)."""
 
 import functools
 
@@ -65,3 +66,10 @@ def test_tile_batch_repeats_rows_and_keeps_scalars():
     tiled = objective.tile_batch(batch, 3)
     np.testing.assert_array_equal(tiled["ids"].numpy()[:, 0], [1, 1, 1, 3, 3, 3])
     assert int(tiled["max_art_oovs"]) == 7
+
+
+def test_perplexity_stays_inside_float32_for_tensorboard():
+    assert losses.perplexity(6.0, 3.0) == pytest.approx(np.exp(2.0))
+    assert losses.perplexity(1.0, 0.0) == pytest.approx(np.e)  # no tokens: per 1
+    diverged = losses.perplexity(1e6, 10.0)
+    assert np.isfinite(np.float32(diverged)) and diverged == pytest.approx(np.exp(88.0))

@@ -81,6 +81,14 @@ def test_gumbel_fraction_needs_a_known_end_of_training():
         _flags("--acvi_gumbel_fraction=0.1", "--patience=3")
 
 
+def test_non_finite_float_flags_are_rejected():
+    _flags("--learning_rate=0.01", "--alpha_c=1")
+    for flag in ("--learning_rate=nan", "--alpha_c=inf", "--kl_weight=nan"):
+        name = flag[2:].split("=")[0]
+        with pytest.raises(flags.IllegalFlagValueError, match="--%s must be a finite" % name):
+            _flags(flag)
+
+
 def test_most_common_caption_breaks_ties_alphabetically():
     records = [dict(captions=["b c", "a b"]), dict(captions=["a b", "b c", "z"])]
     assert run_captioning.most_common_caption(records) == "a b"

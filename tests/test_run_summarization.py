@@ -130,6 +130,8 @@ def test_bad_flags_give_clear_errors(corpus, tmp_path):
         _run(corpus, tmp_path, single_pass=True)
     with pytest.raises(flags.IllegalFlagValueError, match="set --max_steps or --phases"):
         _run(corpus, tmp_path, acvi_gumbel_fraction=0.1)
+    with pytest.raises(flags.IllegalFlagValueError, match="--lr must be a finite number"):
+        _run(corpus, tmp_path, lr=float("nan"))
     with pytest.raises(app.UsageError, match="--beam_size=21 proposes 42 candidates"):
         _run(corpus, tmp_path, mode="decode", beam_size=21, vocab_size=40)
 

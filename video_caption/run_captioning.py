@@ -35,7 +35,6 @@ Typical use (docs/captioner.md)::
 import collections
 import functools
 import json
-import math
 import os
 
 import numpy as np
@@ -180,6 +179,7 @@ def define_flags(fv=flags.FLAGS):
         "--patience may end training before the Gumbel phase; set --patience=0",
         fv,
     )
+    acvi_flags.require_finite(__name__, fv)
 
 
 def _require(fv, *names):
@@ -253,7 +253,7 @@ class Experiment:
             )
             total_nll += float(nll) * int(batch["caption_len"].shape[0])
             total_tokens += float(count)
-        return math.exp(min(total_nll / max(total_tokens, 1.0), 100.0))
+        return losses.perplexity(total_nll, total_tokens)
 
     def score(self, name):
         """``(metrics, captions, attentions)`` of beam-search captions of a split."""
