@@ -68,6 +68,9 @@ def checkpoint_step(path: str) -> int:
 class Checkpointer:
     """A run's latest checkpoints and, optionally, its best model.
 
+    A restore brings back everything but the learning rate of an optimizer whose rate is a
+    variable: the run's own rate (``--lr``) wins, so a resume can lower it.
+
     Args:
       directory: the folder of the latest checkpoints.
       step: the run's int64 global-step variable; checkpoints are numbered by it.
@@ -102,6 +105,13 @@ class Checkpointer:
             self.checkpoint, directory, max_to_keep=max_to_keep, checkpoint_name=checkpoint_name
         )
         self._saved_step = None
+        # optimizers whose learning rate is a variable (not a schedule): a checkpoint
+        # restores it, and the run's own (its flags') must win
+        self._rates = [
+            o
+            for o in objects.values()
+            if isinstance(getattr(o, "_learning_rate", None), tf.Variable)
+        ]
         self.best_dir = best_dir
         self.best_manager = None
         self.best = {}
@@ -130,6 +140,7 @@ class Checkpointer:
         """
         candidates = list(reversed(self.manager.checkpoints))
         for number, path in enumerate(candidates):
+            rates = [float(o._learning_rate) for o in self._rates]
             try:
                 self.check(path)
                 self.checkpoint.restore(path).expect_partial()
@@ -146,6 +157,14 @@ class Checkpointer:
                 continue
             self._saved_step = int(self.step)
             logging.info("Restored %s (step %d)", path, int(self.step))
+            for optimizer, rate in zip(self._rates, rates):
+                if float(optimizer._learning_rate) != rate:
+                    logging.info(
+                        "Learning rate %g (this run's) replaces the checkpoint's %g",
+                        rate,
+                        float(optimizer._learning_rate),
+                    )
+                    optimizer._learning_rate.assign(rate)
             return path
         if candidates:
             raise CheckpointError(

@@ -135,3 +135,25 @@ def test_the_fallback_is_logged(tmp_path, caplog):
     assert any(
         "falling back to" in r.getMessage() and "ckpt-1" in r.getMessage() for r in caplog.records
     )
+
+
+def test_a_resume_keeps_the_runs_learning_rate_and_the_optimizer_state(tmp_path, caplog):
+    model = _model()
+    first = keras.optimizers.Adam(0.01)
+    first.build(model.trainable_variables)
+    saver = _checkpointer(tmp_path, model, optimizer=first)
+    first.iterations.assign(9)
+    saver.step.assign(9)
+    saver.save()
+    lowered = keras.optimizers.Adam(0.001)  # the resumed run asks for a lower --lr
+    lowered.build(model.trainable_variables)
+    caplog.set_level(logging.INFO)
+    _checkpointer(tmp_path, model, optimizer=lowered).restore_latest()
+    assert float(lowered.learning_rate) == pytest.approx(0.001)
+    assert int(lowered.iterations) == 9  # the rest of the state is the checkpoint's
+    assert "Learning rate 0.001 (this run's) replaces the checkpoint's 0.01" in caplog.text
+    schedule = keras.optimizers.schedules.ExponentialDecay(1.0, 10, 0.5)
+    scheduled = keras.optimizers.SGD(schedule)
+    scheduled.build(model.trainable_variables)
+    _checkpointer(tmp_path, model, optimizer=scheduled).restore_latest()  # left as it is
+    assert scheduled._learning_rate is schedule
