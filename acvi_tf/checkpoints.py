@@ -23,17 +23,17 @@ from typing import Callable, Dict, Optional, Tuple
 import tensorflow as tf
 from absl import logging
 
-from acvi_tf import files
+from acvi_tf import errors, files
 
 _VALUE = "/.ATTRIBUTES/VARIABLE_VALUE"
 BEST_RECORD = "best.json"
 
 
-class CheckpointMismatchError(ValueError):
+class CheckpointMismatchError(errors.UserError, ValueError):
     """A checkpoint was trained with other vocabulary sizes than the flags give."""
 
 
-class CheckpointError(RuntimeError):
+class CheckpointError(errors.UserError, RuntimeError):
     """No checkpoint of a folder can be read; the message names the folder and the fix."""
 
 

@@ -17,6 +17,8 @@ from typing import (
 import tensorflow as tf
 from absl import logging
 
+from acvi_tf import errors
+
 if TYPE_CHECKING:
     from acvi_tf.compat import keras
 
@@ -24,7 +26,7 @@ if TYPE_CHECKING:
 NAN_POLICIES = ("stop", "skip_batch")
 
 
-class NonFiniteLossError(RuntimeError):
+class NonFiniteLossError(errors.UserError, RuntimeError):
     """The loss became NaN or infinite; the message names the step and the checkpoint."""
 
 

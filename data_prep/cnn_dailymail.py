@@ -87,6 +87,7 @@ import tempfile
 
 from absl import app, flags, logging
 
+from acvi_tf import errors
 from data_prep.text import write_vocab
 from pointer_generator import bin_files
 from pointer_generator import vocab as vocab_lib
@@ -124,7 +125,7 @@ JAVA_INSTALL_HINT = "apt-get install default-jre-headless"
 _CHUNK_NAME = re.compile(r"^(train|val|test)_\d{3,}\.bin$")
 
 
-class CnnDailymailError(ValueError):
+class CnnDailymailError(errors.UserError, ValueError):
     """The inputs or the tokenizer cannot be used; the message names the path and the fix."""
 
 
@@ -1010,4 +1011,4 @@ def main(argv):
 
 if __name__ == "__main__":
     define_flags()
-    app.run(main)
+    errors.run(main)

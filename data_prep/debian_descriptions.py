@@ -59,6 +59,7 @@ import sys
 
 from absl import app, flags, logging
 
+from acvi_tf import errors
 from data_prep import splits as splits_lib
 from data_prep.text import tokenize, write_vocab
 from pointer_generator import bin_files
@@ -75,7 +76,7 @@ _LZ4_MAGIC = b"\x04\x22\x4d\x18"
 _CHUNK_NAME = re.compile(r"^(train|val|test)_\d{3,}\.bin$")
 
 
-class TranslationFileError(ValueError):
+class TranslationFileError(errors.UserError, ValueError):
     """The Translation-en index cannot be found, read or parsed; the message says why."""
 
 
@@ -549,4 +550,4 @@ def main(argv):
 
 if __name__ == "__main__":
     define_flags()
-    app.run(main)
+    errors.run(main)

@@ -63,7 +63,7 @@ from absl import app, flags, logging
 from subword_nmt.apply_bpe import BPE
 from subword_nmt.learn_bpe import learn_bpe
 
-from acvi_tf import files
+from acvi_tf import errors, files
 from data_prep import debian_descriptions as dd
 from data_prep import splits as splits_lib
 from data_prep.text import tokenize
@@ -524,4 +524,4 @@ def main(argv):
 
 if __name__ == "__main__":
     define_flags()
-    app.run(main)
+    errors.run(main)

@@ -69,6 +69,7 @@ import tempfile
 
 from absl import app, flags, logging
 
+from acvi_tf import errors
 from data_prep.text import tokenize
 from pointer_generator import bin_files
 from pointer_generator import vocab as vocab_lib
@@ -106,7 +107,7 @@ _UNKNOWN_ENTITY = re.compile(r"&[A-Za-z][A-Za-z0-9]*;")
 _CHUNK_NAME = re.compile(r"^%s_\d{3,}\.bin$" % SPLIT)
 
 
-class DucDataError(ValueError):
+class DucDataError(errors.UserError, ValueError):
     """The DUC 2004 input cannot be read or does not have the expected structure."""
 
 
@@ -599,4 +600,4 @@ def main(argv):
 
 if __name__ == "__main__":
     define_flags()
-    app.run(main)
+    errors.run(main)

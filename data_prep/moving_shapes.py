@@ -71,7 +71,7 @@ import numpy as np
 from absl import app, flags, logging
 from PIL import Image
 
-from acvi_tf import files
+from acvi_tf import errors, files
 
 FPS = 24
 VIDEO_PREFIX = "shapes"
@@ -614,4 +614,4 @@ def main(argv):
 
 if __name__ == "__main__":
     define_flags()
-    app.run(main)
+    errors.run(main)

@@ -72,7 +72,7 @@ import sys
 from absl import app, flags, logging
 from nltk.tokenize import wordpunct_tokenize
 
-from acvi_tf import files
+from acvi_tf import errors, files
 
 SPLITS = ("train", "val", "test")
 CSV_COLUMNS = (
@@ -105,7 +105,7 @@ CLIP_DROP_REASONS = ("not_in_mapping", "no_english_captions", "beyond_splits", "
 _VID = re.compile(r"vid([1-9][0-9]*)")
 
 
-class MsvdError(ValueError):
+class MsvdError(errors.UserError, ValueError):
     """The MSVD input cannot be used; the message names the file and what to fix."""
 
 
@@ -756,4 +756,4 @@ def main(argv):
 
 if __name__ == "__main__":
     define_flags()
-    app.run(main)
+    errors.run(main)

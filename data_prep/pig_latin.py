@@ -48,6 +48,7 @@ import sys
 
 from absl import app, flags, logging
 
+from acvi_tf import errors
 from data_prep.debian_translations import SPLITS, split_of, write_lines, write_nmt_vocab
 
 VOWELS = "aeiou"
@@ -59,7 +60,7 @@ DEFAULT_WORDS_FILE = os.path.join(
 _WORD = re.compile(r"[a-z]+(?:-[a-z]+)*")
 
 
-class WordsFileError(ValueError):
+class WordsFileError(errors.UserError, ValueError):
     """The words file cannot be read; the message names the file (and line)."""
 
 
@@ -284,4 +285,4 @@ def main(argv):
 
 if __name__ == "__main__":
     define_flags()
-    app.run(main)
+    errors.run(main)

@@ -19,7 +19,7 @@ import os
 
 from absl import app, flags, logging
 
-from acvi_tf import files
+from acvi_tf import errors, files
 from data_prep import text
 from nmt import bpe, data
 
@@ -101,4 +101,4 @@ def main(argv):
 
 if __name__ == "__main__":
     define_flags()
-    app.run(main)
+    errors.run(main)

@@ -25,7 +25,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from acvi_tf import files
+from acvi_tf import errors, files
 
 UNK = "<unk>"
 SOS = "<s>"
@@ -52,7 +52,7 @@ _SEQUENCE_FIELDS = ("src", "tgt_in", "tgt_out")
 _DEFAULT_BUCKET_WIDTH = 10  # tensorflow/nmt's width when there is no src_max_len
 
 
-class NmtDataError(ValueError):
+class NmtDataError(errors.UserError, ValueError):
     """A vocab or text file breaks the rules; the message names the file, line and fix."""
 
 

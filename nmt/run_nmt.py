@@ -19,7 +19,7 @@ import time
 import tensorflow as tf
 from absl import app, flags, logging
 
-from acvi_tf import checkpoints, files, losses, objective, summaries, transformer
+from acvi_tf import checkpoints, errors, files, losses, objective, summaries, transformer
 from acvi_tf import flags as acvi_flags
 from acvi_tf import trainer as trainer_lib
 from acvi_tf import training as training_lib
@@ -458,4 +458,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    errors.run(main)

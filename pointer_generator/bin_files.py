@@ -12,12 +12,12 @@ import struct
 
 import tensorflow as tf
 
-from acvi_tf import files
+from acvi_tf import errors, files
 
 _LENGTH = struct.Struct("<q")
 
 
-class BinFileError(ValueError):
+class BinFileError(errors.UserError, ValueError):
     """A ``.bin`` file is malformed; the message names the file, the record and the fix."""
 
 

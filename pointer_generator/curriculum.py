@@ -7,6 +7,8 @@ resumed run where it is, so resuming never repeats or skips a phase.
 
 from typing import List, NamedTuple, Sequence
 
+from acvi_tf import errors
+
 
 class Phase(NamedTuple):
     """Steps ``[start, end)`` trained with these truncation lengths (and coverage)."""
@@ -26,7 +28,7 @@ PAPER_PHASES = (
 )
 
 
-class PhaseError(ValueError):
+class PhaseError(errors.UserError, ValueError):
     """A ``--phases`` value that cannot be a curriculum; the message says why."""
 
 

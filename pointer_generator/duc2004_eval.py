@@ -24,6 +24,7 @@ import tempfile
 
 from absl import app, flags
 
+from acvi_tf import errors
 from acvi_tf.metrics import rouge as rouge_lib
 
 ROUGE_ARGS = "-b 75"
@@ -33,7 +34,7 @@ _DECODED_NAME = re.compile(r"^(\d{6,})_decoded\.txt$")
 _MEASURES = (("rouge_1", "ROUGE-1"), ("rouge_2", "ROUGE-2"), ("rouge_l", "ROUGE-L"))
 
 
-class Duc2004EvalError(ValueError):
+class Duc2004EvalError(errors.UserError, ValueError):
     """The decode folder or the references file is missing, malformed or mismatched."""
 
 
@@ -224,4 +225,4 @@ def main(argv):
 
 if __name__ == "__main__":
     flags.mark_flags_as_required(["decode_dir", "references"])
-    app.run(main)
+    errors.run(main)

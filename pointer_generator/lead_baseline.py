@@ -8,6 +8,7 @@ then ROUGE-1.5.5, METEOR, the novel-word and OOV-adoption rates (``metrics.json`
 
 from absl import app, flags
 
+from acvi_tf import errors
 from pointer_generator import batcher as batcher_lib
 from pointer_generator import decode as decode_lib
 from pointer_generator import vocab as vocab_lib
@@ -39,4 +40,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    errors.run(main)

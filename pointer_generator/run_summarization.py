@@ -14,7 +14,7 @@ import time
 import tensorflow as tf
 from absl import app, flags, logging
 
-from acvi_tf import checkpoints, objective
+from acvi_tf import checkpoints, errors, objective
 from acvi_tf import flags as acvi_flags
 from acvi_tf import trainer as trainer_lib
 from acvi_tf import training as training_lib
@@ -663,4 +663,4 @@ def main(argv):
 FLAGS.set_default("attention_masking", "renormalize")  # See et al.'s order
 
 if __name__ == "__main__":
-    app.run(main)
+    errors.run(main)

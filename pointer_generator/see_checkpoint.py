@@ -61,7 +61,7 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags, logging
 
-from acvi_tf import checkpoints
+from acvi_tf import checkpoints, errors
 from acvi_tf import context as context_lib
 from pointer_generator import model as model_lib
 from pointer_generator import run_summarization
@@ -94,7 +94,7 @@ _REDUCE = "seq2seq/reduce_final_st/"
 _DECODER = "seq2seq/decoder/attention_decoder/"
 
 
-class SeeCheckpointError(ValueError):
+class SeeCheckpointError(errors.UserError, ValueError):
     """The checkpoint does not fit the model; the message names the variables."""
 
 
@@ -457,4 +457,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    errors.run(main)

@@ -8,7 +8,7 @@ in order of first appearance (the "extended vocabulary" the copy mechanism write
 
 from absl import logging
 
-from acvi_tf import files
+from acvi_tf import errors, files
 
 UNKNOWN_TOKEN = "[UNK]"
 PAD_TOKEN = "[PAD]"
@@ -19,7 +19,7 @@ SENTENCE_END = "</s>"
 RESERVED = (UNKNOWN_TOKEN, PAD_TOKEN, START_DECODING, STOP_DECODING)
 
 
-class VocabError(ValueError):
+class VocabError(errors.UserError, ValueError):
     """A vocab file breaks See's rules; the message names the file, the line and the fix."""
 
 

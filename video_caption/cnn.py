@@ -25,6 +25,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from acvi_tf import errors
 from acvi_tf.compat import keras
 from video_caption import frames as frames_lib
 
@@ -52,7 +53,7 @@ INCEPTION_MODULES = collections.OrderedDict(
 )
 
 
-class WeightsError(ValueError):
+class WeightsError(errors.UserError, ValueError):
     """A weights file does not fit the network; the message names the file and layer."""
 
 

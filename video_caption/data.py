@@ -17,7 +17,7 @@ import json
 import numpy as np
 import tensorflow as tf
 
-from acvi_tf import files
+from acvi_tf import errors, files
 from video_caption import frames as frames_lib
 
 PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<s>", "</s>"
@@ -34,7 +34,7 @@ BATCH_SIGNATURE = dict(
 )
 
 
-class DataError(ValueError):
+class DataError(errors.UserError, ValueError):
     """Bad captioning input; the message names the file, the record and the fix."""
 
 

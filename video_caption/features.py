@@ -51,6 +51,7 @@ import h5py
 import numpy as np
 from absl import app, flags, logging
 
+from acvi_tf import errors
 from acvi_tf.files import atomic_write, atomic_write_text
 from video_caption import cnn as cnn_lib
 from video_caption import frames as frames_lib
@@ -63,7 +64,7 @@ SETTINGS = ("cnn", "weights", "num_frames", "max_frames", "dim", "dtype")
 DTYPES = ("float32", "float16")
 
 
-class FeaturesError(ValueError):
+class FeaturesError(errors.UserError, ValueError):
     """Features cannot be written or read; the message names the path and the fix."""
 
 
@@ -775,4 +776,4 @@ def main(argv, flag_values=FLAGS):
 
 if __name__ == "__main__":
     define_flags()
-    app.run(main)
+    errors.run(main)

@@ -23,11 +23,13 @@ import imageio_ffmpeg
 import numpy as np
 from PIL import Image
 
+from acvi_tf import errors
+
 # The file extensions taken for videos (lower case, with the dot).
 VIDEO_EXTENSIONS = (".avi", ".mp4", ".mkv", ".webm", ".mov", ".mpg")
 
 
-class VideoError(ValueError):
+class VideoError(errors.UserError, ValueError):
     """A video cannot be decoded or has no frames; the message names the file."""
 
 

@@ -41,7 +41,7 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags, logging
 
-from acvi_tf import checkpoints, files, losses, objective, summaries
+from acvi_tf import checkpoints, errors, files, losses, objective, summaries
 from acvi_tf import flags as acvi_flags
 from acvi_tf import trainer as trainer_lib
 from acvi_tf import training as training_lib
@@ -554,4 +554,4 @@ def main(argv):
 
 if __name__ == "__main__":
     define_flags()
-    app.run(main)
+    errors.run(main)

@@ -12,10 +12,12 @@ import shutil
 import subprocess
 from typing import List, Sequence, Tuple, Union
 
+from acvi_tf import errors
+
 MODES = ("exact", "full")
 
 
-class MeteorUnavailableError(RuntimeError):
+class MeteorUnavailableError(errors.UserError, RuntimeError):
     """Java or the METEOR jar is missing; the message says what to install."""
 
 

@@ -21,6 +21,8 @@ import subprocess
 import tempfile
 from typing import Dict, Optional, Sequence, Tuple, Union
 
+from acvi_tf import errors
+
 ROUGE_SCRIPT = "ROUGE-1.5.5.pl"
 WORDNET_DB = "WordNet-2.0.exc.db"
 # The measures every report has: ROUGE-1, ROUGE-2 and ROUGE-L; F, recall and precision.
@@ -28,7 +30,7 @@ ROUGE_TYPES = ("rouge_1", "rouge_2", "rouge_l")
 MEASURES = ("f_score", "recall", "precision")
 
 
-class RougeUnavailableError(RuntimeError):
+class RougeUnavailableError(errors.UserError, RuntimeError):
     """ROUGE-1.5.5 cannot run here; the message says what to install."""
 
 

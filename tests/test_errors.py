@@ -1,0 +1,73 @@
+"""acvi_tf.errors: a user's error is one line on stderr and exit status 2; a bug keeps
+its traceback."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from acvi_tf import errors
+from pointer_generator import bin_files
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+VOCAB = os.path.join(ROOT, "data_prep", "samples", "debian_descriptions", "vocab")
+
+
+def _run(main, capsys, monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["command"])
+    with pytest.raises(SystemExit) as exit_info:
+        errors.run(main)
+    return exit_info.value.code, capsys.readouterr().err
+
+
+def test_a_user_error_is_one_line_and_status_2(capsys, monkeypatch):
+    def main(argv):
+        raise bin_files.BinFileError("a.bin: record 3 is cut short;\nrebuild it")
+
+    code, err = _run(main, capsys, monkeypatch)
+    assert code == 2 and err == "error: a.bin: record 3 is cut short; rebuild it\n"
+
+
+def test_a_missing_file_is_named(capsys, monkeypatch, tmp_path):
+    def main(argv):
+        open(tmp_path / "vocab", encoding="utf-8")
+
+    code, err = _run(main, capsys, monkeypatch)
+    assert code == 2 and err == "error: %s: No such file or directory\n" % (tmp_path / "vocab")
+
+
+def test_a_bug_keeps_its_traceback(monkeypatch):
+    def main(argv):
+        raise ValueError("a bug")
+
+    monkeypatch.setattr(sys, "argv", ["command"])
+    with pytest.raises(ValueError, match="a bug"):
+        errors.run(main)
+
+
+def test_the_summarizer_reports_unusable_data_in_one_line(tmp_path):
+    bin_files.write_chunked(str(tmp_path), "train", [("", "<s> a </s>")] * 3, chunk_size=15)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pointer_generator.run_summarization",
+            "--data_path=%s" % (tmp_path / "train_*"),
+            "--vocab_path=" + VOCAB,
+            "--log_root=%s" % tmp_path,
+            "--exp_name=exp",
+            "--hidden_dim=8",
+            "--emb_dim=4",
+            "--max_steps=2",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: %s" % (tmp_path / "train_000.bin"))
+    assert "no usable example in 1 file(s)" in last
