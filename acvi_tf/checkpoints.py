@@ -18,6 +18,7 @@ by. Every host saves, resumes and keeps its best model through it, so that:
 
 import json
 import os
+import re
 from typing import Callable, Dict, Optional, Tuple
 
 import tensorflow as tf
@@ -27,6 +28,14 @@ from acvi_tf import errors, files
 
 _VALUE = "/.ATTRIBUTES/VARIABLE_VALUE"
 BEST_RECORD = "best.json"
+
+
+# TensorFlow's message when a checkpoint's variable has another shape than the model's.
+_SHAPE_MISMATCH = re.compile(
+    r"incompatible tensor with shape (?P<saved>\(.*?\)) when attempting to restore "
+    r"variable with shape (?P<new>\(.*?\)) and name (?P<name>[^ ]+?)\.?$",
+    re.M,
+)
 
 
 class CheckpointMismatchError(errors.UserError, ValueError):
@@ -147,6 +156,14 @@ class Checkpointer:
             except (tf.errors.OpError, ValueError) as e:
                 if isinstance(e, CheckpointMismatchError):
                     raise
+                shapes = _SHAPE_MISMATCH.search(str(e))
+                if shapes:  # a readable checkpoint of another model: no fallback
+                    raise CheckpointMismatchError(
+                        "%s holds %s with shape %s, this model's has shape %s: the run was "
+                        "trained with other model flags (its hparams.json records them); "
+                        "run with those, or give a new folder"
+                        % (path, shapes.group("name"), shapes.group("saved"), shapes.group("new"))
+                    ) from e
                 later = candidates[number + 1] if number + 1 < len(candidates) else None
                 logging.warning(
                     "Cannot read checkpoint %s (%s); %s",

@@ -157,3 +157,14 @@ def test_a_resume_keeps_the_runs_learning_rate_and_the_optimizer_state(tmp_path,
     scheduled.build(model.trainable_variables)
     _checkpointer(tmp_path, model, optimizer=scheduled).restore_latest()  # left as it is
     assert scheduled._learning_rate is schedule
+
+
+def test_a_checkpoint_of_another_model_shape_is_named_not_skipped(tmp_path):
+    saver = _checkpointer(tmp_path, _model(rows=7))
+    saver.save()
+    with pytest.raises(
+        checkpoints.CheckpointMismatchError,
+        match=r"ckpt-0 holds embedding/embeddings:0 with shape \(7, 2\), this model's has "
+        r"shape \(9, 2\): the run was trained with other model flags",
+    ):
+        _checkpointer(tmp_path, _model(rows=9)).restore_latest()
