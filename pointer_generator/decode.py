@@ -21,7 +21,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from acvi_tf import decoding, files
+from acvi_tf import decoding, errors, files
 from acvi_tf.metrics import copying
 from acvi_tf.metrics import meteor as meteor_lib
 from acvi_tf.metrics import rouge as rouge_lib
@@ -160,17 +160,42 @@ def _write_text(path, lines):
     files.atomic_write_text(path, "\n".join(lines) + ("\n" if lines else ""))
 
 
-def _prepare_folder(decode_dir, overwrite):
+class DecodeFolderError(errors.UserError, ValueError):
+    """A decode folder that this decode must not resume or replace; the message says why."""
+
+
+def _manifest(batcher, settings):
+    """What a single-pass decode decodes: the data files with their sizes, and
+    ``settings`` (the checkpoint and the decode flags)."""
+    data = [[os.path.abspath(p), os.path.getsize(p)] for p in sorted(batcher.paths)]
+    return dict(settings, data=data)
+
+
+def _prepare_folder(decode_dir, overwrite, manifest):
     """Creates ``decode_dir``; returns how many articles an interrupted run finished.
 
     A folder without ``metrics.json`` is an interrupted decode: it is resumed after its
-    last complete ``reference``/``decoded`` pair (both are written atomically). A finished
-    one is kept unless ``overwrite``.
+    last complete ``reference``/``decoded`` pair (both are written atomically), if its
+    ``manifest.json`` equals ``manifest`` (the same data files, checkpoint and decode
+    flags). A finished one is kept unless ``overwrite``.
     """
+    record = os.path.join(decode_dir, MANIFEST)
+    manifest = json.loads(json.dumps(manifest))  # as it reads back: lists, not tuples
     if os.path.exists(decode_dir) and not overwrite:
         if os.path.exists(os.path.join(decode_dir, "metrics.json")):
-            raise FileExistsError(
+            raise DecodeFolderError(
                 "%s is a finished decode; remove it or pass --decode_overwrite" % decode_dir
+            )
+        saved = {}
+        if os.path.exists(record):
+            with open(record, encoding="utf-8") as f:
+                saved = json.load(f)
+        changed = sorted(k for k in set(manifest) | set(saved) if saved.get(k) != manifest.get(k))
+        if changed:
+            raise DecodeFolderError(
+                "%s holds an interrupted decode whose %s differ from this one's (%s); "
+                "resuming would mix them: decode with the same data and flags, or pass "
+                "--decode_overwrite" % (decode_dir, ", ".join(changed), MANIFEST)
             )
         done = 0
         while all(os.path.exists(_pair_path(decode_dir, kind, done)) for kind in _KINDS):
@@ -181,10 +206,12 @@ def _prepare_folder(decode_dir, overwrite):
         shutil.rmtree(decode_dir)
     for sub in _KINDS:
         os.makedirs(os.path.join(decode_dir, sub))
+    files.atomic_write_text(record, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     return 0
 
 
 _KINDS = ("reference", "decoded")
+MANIFEST = "manifest.json"
 
 
 def _pair_path(decode_dir, kind, index):
@@ -202,12 +229,13 @@ def _read_lines(path):
 
 
 def decode_single_pass(
-    summarizer, batcher, decode_dir, overwrite=False, total=None, with_meteor=True
+    summarizer, batcher, decode_dir, overwrite=False, total=None, with_meteor=True, settings=None
 ):
     """Decodes every article once, writes See's folder and scores it (``score_folder``).
 
     An interrupted run (the folder exists, no ``metrics.json``) is resumed: articles
-    with both files written are read back, not decoded again.
+    with both files written are read back, not decoded again. ``manifest.json`` records
+    the data files (with their sizes) and ``settings``; a resume with others is refused.
 
     Args:
       summarizer: a ``Summarizer``.
@@ -216,11 +244,13 @@ def decode_single_pass(
       overwrite: replace an existing folder instead of resuming or refusing.
       total: number of articles, for the ETA of the progress line.
       with_meteor: also score with METEOR.
+      settings: what else the decode depends on (the checkpoint, the decode flags), for
+        ``manifest.json``.
 
     Returns:
       The metrics dict of ``score_folder``.
     """
-    done = _prepare_folder(decode_dir, overwrite)
+    done = _prepare_folder(decode_dir, overwrite, _manifest(batcher, settings or {}))
     articles, references, hypotheses = [], [], []
     start = time.time()
     for batch in batcher.batches():
@@ -262,7 +292,7 @@ def lead_baseline(batcher, decode_dir, num_sentences, in_vocab, overwrite=False,
         raise FileExistsError(
             "%s already exists; remove it or pass --decode_overwrite" % decode_dir
         )
-    _prepare_folder(decode_dir, True)  # cheap: never resumed, always written afresh
+    _prepare_folder(decode_dir, True, _manifest(batcher, {"lead": num_sentences}))  # afresh
     articles, references, hypotheses = [], [], []
     for batch in batcher.batches():
         for i in range(len(batch["enc_lens"])):

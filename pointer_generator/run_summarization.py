@@ -601,8 +601,26 @@ def decode(vocab, train_dir, phases):
                 latest,
             ),
         )
+        settings = {
+            name: FLAGS[name].value
+            for name in (
+                "max_enc_steps",
+                "max_dec_steps",
+                "min_dec_steps",
+                "beam_size",
+                "length_normalization",
+                "gnmt_alpha",
+                "initial_state_attention",
+                "acvi_decode",
+            )
+        }
         return decode_lib.decode_single_pass(
-            summarizer, batcher, decode_dir, FLAGS.decode_overwrite, total=total
+            summarizer,
+            batcher,
+            decode_dir,
+            FLAGS.decode_overwrite,
+            total=total,
+            settings=dict(settings, checkpoint=os.path.basename(latest)),
         )
     batcher = batcher_lib.Batcher(
         FLAGS.data_path,

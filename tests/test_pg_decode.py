@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -207,7 +208,7 @@ def test_single_pass_writes_the_original_folder_and_scores_it(model, vocab, corp
     assert len(os.listdir(decode_dir / "decoded")) == 7
     report = (decode_dir / "ROUGE_results.txt").read_text()
     assert "rouge_1_f_score: %.4f with confidence interval" % scores["rouge_1_f_score"] in report
-    with pytest.raises(FileExistsError, match="finished decode.*decode_overwrite"):
+    with pytest.raises(decode_lib.DecodeFolderError, match="finished decode.*decode_overwrite"):
         decode_lib.decode_single_pass(summarizer, batcher, str(decode_dir))
     # killed after 4 of 7 articles (batches of 3): the rerun decodes batches 2 and 3 only
     written = {p: p.read_text() for p in decode_dir.glob("*/*.txt")}
@@ -221,6 +222,17 @@ def test_single_pass_writes_the_original_folder_and_scores_it(model, vocab, corp
         "decoded/000006_decoded.txt",
     ):
         (decode_dir / name).unlink()
+    # another file of the same split, or other decode flags: refused, nothing mixed
+    other = tmp_path / "other"
+    other.mkdir()
+    shutil.copy(next(corpus.glob("test_*")), other / "test_000.bin")
+    elsewhere = batcher_lib.Batcher(str(other / "test_*"), vocab, 3, 20, 8, single_pass=True)
+    with pytest.raises(decode_lib.DecodeFolderError, match="whose data differ"):
+        decode_lib.decode_single_pass(summarizer, elsewhere, str(decode_dir))
+    with pytest.raises(decode_lib.DecodeFolderError, match="whose beam_size differ"):
+        decode_lib.decode_single_pass(
+            summarizer, batcher, str(decode_dir), settings={"beam_size": 5}
+        )
     calls = []
     real = summarizer.decode
     summarizer.decode = lambda batch: calls.append(1) or real(batch)
