@@ -322,7 +322,15 @@ def score_folder(decode_dir, articles, references, hypotheses, in_vocab, with_me
 
     Returns:
       A dict of the measures (ROUGE keys as pyrouge names them, with ``rouge_tool``).
+
+    Raises:
+      DecodeFolderError: there is nothing to score (the data held no usable article).
     """
+    if not hypotheses:
+        raise DecodeFolderError(
+            "%s: nothing to score: the data files held no usable article (the log names "
+            "the skipped records); check --data_path" % decode_dir
+        )
     scores, tool = rouge_lib.rouge(references, hypotheses)
     report = rouge_report(scores, tool)
     _write_text(os.path.join(decode_dir, "ROUGE_results.txt"), report.splitlines())

@@ -31,10 +31,17 @@ class Vocab:
       max_size: total size including the 4 reserved tokens; 0 reads the whole file.
 
     Raises:
-      VocabError: the file holds ``<s>``, ``</s>`` or a reserved token, or a word twice.
+      VocabError: the file holds ``<s>``, ``</s>`` or a reserved token, or a word twice;
+        or ``max_size`` leaves no word besides the reserved tokens, or the file has none.
     """
 
     def __init__(self, vocab_file, max_size):
+        if 0 < max_size <= len(RESERVED):
+            raise VocabError(
+                "a vocabulary of %d entries holds only reserved tokens (the %d of %s) and "
+                "every word would be [UNK]; use a larger --vocab_size, or 0 for the whole "
+                "file %s" % (max_size, len(RESERVED), ", ".join(RESERVED), vocab_file)
+            )
         self._word_to_id = {}
         self._id_to_word = []
         for word in RESERVED:
@@ -64,6 +71,11 @@ class Vocab:
             self._add(word)
             if max_size and len(self._id_to_word) >= max_size:
                 break
+        if len(self._id_to_word) == len(RESERVED):
+            raise VocabError(
+                "%s has no word (want 'word count' lines, most frequent first); build it "
+                "with data_prep" % vocab_file
+            )
         if max_size and len(self._id_to_word) < max_size:
             logging.warning(
                 "%s has only %d words; the vocabulary has %d entries, not the %d asked for",

@@ -45,6 +45,16 @@ def test_vocab_skips_malformed_lines_and_rejects_reserved_and_duplicates(tmp_pat
         vocab.id2word(99)
 
 
+def test_a_vocabulary_with_no_word_is_refused(tmp_path):
+    for size in (1, 4):
+        with pytest.raises(vocab_lib.VocabError, match="%d entries holds only reserved" % size):
+            vocab_lib.Vocab(_vocab_file(tmp_path, ["the 9"]), size)
+    assert vocab_lib.Vocab(_vocab_file(tmp_path, ["the 9"]), 5).size() == 5
+    for lines in ([], ["malformed"]):
+        with pytest.raises(vocab_lib.VocabError, match="vocab has no word"):
+            vocab_lib.Vocab(_vocab_file(tmp_path, lines), 0)
+
+
 def test_oov_ids_and_back(vocab):
     article = "the zebra sat on the quokka zebra".split()
     ids, oovs = vocab_lib.article2ids(article, vocab)

@@ -242,6 +242,11 @@ def test_single_pass_writes_the_original_folder_and_scores_it(model, vocab, corp
     assert resumed["rouge_1_f_score"] == scores["rouge_1_f_score"]
 
 
+def test_data_with_no_usable_article_is_named_not_scored(tmp_path):
+    with pytest.raises(decode_lib.DecodeFolderError, match="held no usable article"):
+        decode_lib.score_folder(str(tmp_path), [], [], [], lambda word: True)
+
+
 def test_split_sentences_after_every_period():
     assert decode_lib.split_sentences("a b . c . d".split()) == ["a b .", "c .", "d"]
     with pytest.raises(ValueError, match="train', 'val' or 'test'"):
