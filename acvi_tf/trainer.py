@@ -8,13 +8,52 @@ stopping. The host keeps only what is its own: its data, its step function, its
 validation and any log lines of its original code base (``after_step``).
 """
 
+import fcntl
+import os
 import time
 from typing import Callable, Dict, Iterable, Optional, Tuple
 
 import tensorflow as tf
 from absl import logging
 
-from acvi_tf import checkpoints, training
+from acvi_tf import checkpoints, errors, training
+
+# The file a trainer holds locked in its checkpoint folder while it runs.
+LOCK_FILE = "trainer.lock"
+
+
+class FolderInUseError(errors.UserError, RuntimeError):
+    """Another trainer is writing the run's folder."""
+
+
+def lock_folder(directory: str):
+    """Locks ``directory`` for this process (released when it exits, however it exits).
+
+    Returns:
+      The open lock file; keep it referenced as long as the lock should hold.
+
+    Raises:
+      FolderInUseError: another process holds the lock.
+    """
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, LOCK_FILE)
+    handle = open(path, "a+", encoding="utf-8")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "another process"
+        handle.close()
+        raise FolderInUseError(
+            "%s is being written by another trainer (%s); wait for it to end, or train "
+            "in another folder" % (directory, holder)
+        ) from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write("pid %d" % os.getpid())
+    handle.flush()
+    return handle
+
 
 # A step's results: scalar tensors by name, as the step function returns them.
 Results = Dict[str, tf.Tensor]
@@ -22,6 +61,10 @@ Results = Dict[str, tf.Tensor]
 
 class Trainer:
     """Steps, guards, logs, checkpoints and validates one training run.
+
+    Used as a context manager (``with Trainer(...) as trainer:``) it holds the checkpoint
+    folder locked (``lock_folder``), so a second trainer of the same run stops with one
+    line instead of writing the same checkpoints.
 
     Args:
       checkpointer: the run's ``checkpoints.Checkpointer``; its ``step`` variable is the
@@ -88,6 +131,15 @@ class Trainer:
         self.describe = describe
         self.after_step = after_step
         self._last_save = time.time()
+        self._lock = None
+
+    def __enter__(self) -> "Trainer":
+        self._lock = lock_folder(self.checkpointer.directory)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._lock.close()  # releases the lock
+        self._lock = None
 
     @property
     def step(self) -> int:

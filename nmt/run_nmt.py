@@ -348,7 +348,7 @@ def train(vocabs):
             _evaluate(model, "test", FLAGS.test_prefix, vocabs, translator, writer, step)
         return dev_bleu, {}
 
-    trainer = trainer_lib.Trainer(
+    with trainer_lib.Trainer(
         checkpointer,
         total,
         writer,
@@ -363,8 +363,8 @@ def train(vocabs):
         metric="dev BLEU",
         describe=lambda batch: _describe(batch, src_vocab),
         after_step=log_stats,
-    )
-    trainer.train(dataset, train_step)
+    ) as trainer:
+        trainer.train(dataset, train_step)
     writer.flush()
     return checkpointer.best_value if checkpointer.best_value is not None else -1.0
 

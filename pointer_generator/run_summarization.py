@@ -401,7 +401,7 @@ def train(vocab, train_dir, phases):
             with writer.as_default(step=step):
                 tf.summary.scalar("learning_rate", optimizer.learning_rate)
 
-    trainer = trainer_lib.Trainer(
+    with trainer_lib.Trainer(
         checkpointer,
         total,
         writer,
@@ -413,34 +413,38 @@ def train(vocab, train_dir, phases):
         checkpoint_secs=FLAGS.checkpoint_secs,
         describe=_describe,
         after_step=log_learning_rate,
-    )
-    train_steps = {}  # one trace per (optimizer, coverage): lengths need no retrace
-    while not trainer.finished:
-        step = trainer.step
-        phase = curriculum.phase_at(phases, step)
-        if phase.coverage and FLAGS.phases and not bool(checkpointer.checkpoint.coverage_started):
-            optimizer = _start_coverage(model, checkpointer)
-        logging.info("Phase %s from step %d", phase, step)
-        key = (id(optimizer), phase.coverage)
-        if key not in train_steps:
-            train_steps[key] = make_train_step(model, optimizer, phase.coverage)
-        batcher = batcher_lib.Batcher(
-            FLAGS.data_path,
-            vocab,
-            FLAGS.batch_size,
-            phase.max_enc_steps,
-            phase.max_dec_steps,
-            FLAGS.pointer_gen,
-            seed=FLAGS.seed + step,
-            pad_encoder=FLAGS.jit_compile,
-        )
-        train_step = train_steps[key]
-        trainer.train(
-            batcher.dataset(),
-            lambda batch, *step: train_step({k: batch[k] for k in MODEL_SIGNATURE}, *step),
-            until=phase.end,
-        )
-        trainer.save()
+    ) as trainer:
+        train_steps = {}  # one trace per (optimizer, coverage): lengths need no retrace
+        while not trainer.finished:
+            step = trainer.step
+            phase = curriculum.phase_at(phases, step)
+            if (
+                phase.coverage
+                and FLAGS.phases
+                and not bool(checkpointer.checkpoint.coverage_started)
+            ):
+                optimizer = _start_coverage(model, checkpointer)
+            logging.info("Phase %s from step %d", phase, step)
+            key = (id(optimizer), phase.coverage)
+            if key not in train_steps:
+                train_steps[key] = make_train_step(model, optimizer, phase.coverage)
+            batcher = batcher_lib.Batcher(
+                FLAGS.data_path,
+                vocab,
+                FLAGS.batch_size,
+                phase.max_enc_steps,
+                phase.max_dec_steps,
+                FLAGS.pointer_gen,
+                seed=FLAGS.seed + step,
+                pad_encoder=FLAGS.jit_compile,
+            )
+            train_step = train_steps[key]
+            trainer.train(
+                batcher.dataset(),
+                lambda batch, *step: train_step({k: batch[k] for k in MODEL_SIGNATURE}, *step),
+                until=phase.end,
+            )
+            trainer.save()
     writer.flush()
     return model
 

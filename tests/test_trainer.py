@@ -135,3 +135,16 @@ def test_scalars_reach_tensorboard_except_the_token_count(tmp_path):
         for event in tf.compat.v1.train.summary_iterator(str(tmp_path / "log" / name)):
             tags += [(event.step, value.tag) for value in event.summary.value]
     assert sorted(tags) == [(2, "loss"), (4, "loss")]
+
+
+def test_a_second_trainer_of_the_same_folder_is_refused(tmp_path):
+    checkpointer, _ = _checkpointer(tmp_path)
+    with trainer.Trainer(checkpointer, 5):
+        with pytest.raises(
+            trainer.FolderInUseError,
+            match=r"being written by another trainer \(pid %d\)" % os.getpid(),
+        ):
+            with trainer.Trainer(checkpointer, 5):
+                pass
+    with trainer.Trainer(checkpointer, 5):  # the first one's lock went with it
+        pass

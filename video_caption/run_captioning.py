@@ -389,7 +389,7 @@ def train(exp):
         metrics = _validate(exp, writer, step)
         return metrics[fv.best_metric], metrics
 
-    trainer = trainer_lib.Trainer(
+    with trainer_lib.Trainer(
         checkpointer,
         fv.max_steps,
         writer,
@@ -402,13 +402,15 @@ def train(exp):
         metric=fv.best_metric,
         patience=fv.patience,
         describe=lambda batch: "batch of %d captions" % len(batch["caption_len"]),
-    )
-    while not trainer.finished:
-        # a new order every pass, seeded by the step it starts at (so a resume reshuffles
-        # the same way every time)
-        rng = np.random.default_rng([fv.seed, trainer.step])
-        batches = train_set.caption_batches(pairs, fv.batch_size, rng, fixed_length=fv.jit_compile)
-        trainer.train(batches, train_step)
+    ) as trainer:
+        while not trainer.finished:
+            # a new order every pass, seeded by the step it starts at (so a resume reshuffles
+            # the same way every time)
+            rng = np.random.default_rng([fv.seed, trainer.step])
+            batches = train_set.caption_batches(
+                pairs, fv.batch_size, rng, fixed_length=fv.jit_compile
+            )
+            trainer.train(batches, train_step)
     writer.flush()
     return checkpointer.best_value if checkpointer.best_value is not None else -1.0
 
