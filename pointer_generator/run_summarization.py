@@ -323,6 +323,20 @@ def make_train_step(model, optimizer, coverage_on):
     )
 
 
+def _phase_batcher(vocab, phase, seed):
+    """The training data (``--data_path``) cut to a curriculum phase's lengths."""
+    return batcher_lib.Batcher(
+        FLAGS.data_path,
+        vocab,
+        FLAGS.batch_size,
+        phase.max_enc_steps,
+        phase.max_dec_steps,
+        FLAGS.pointer_gen,
+        seed=seed,
+        pad_encoder=FLAGS.jit_compile,
+    )
+
+
 def _describe(batch):
     """The first article's opening words, to find a skipped batch in the data."""
     return "batch starting with article %r" % " ".join(
@@ -428,16 +442,7 @@ def train(vocab, train_dir, phases):
             key = (id(optimizer), phase.coverage)
             if key not in train_steps:
                 train_steps[key] = make_train_step(model, optimizer, phase.coverage)
-            batcher = batcher_lib.Batcher(
-                FLAGS.data_path,
-                vocab,
-                FLAGS.batch_size,
-                phase.max_enc_steps,
-                phase.max_dec_steps,
-                FLAGS.pointer_gen,
-                seed=FLAGS.seed + step,
-                pad_encoder=FLAGS.jit_compile,
-            )
+            batcher = _phase_batcher(vocab, phase, FLAGS.seed + step)
             train_step = train_steps[key]
             trainer.train(
                 batcher.dataset(),
@@ -522,16 +527,7 @@ def evaluate(vocab, train_dir, eval_dir, phases):
             loaded = latest
         phase = curriculum.phase_at(phases, int(step))
         if phase != current_phase:
-            batcher = batcher_lib.Batcher(
-                FLAGS.data_path,
-                vocab,
-                FLAGS.batch_size,
-                phase.max_enc_steps,
-                phase.max_dec_steps,
-                FLAGS.pointer_gen,
-                seed=FLAGS.seed,
-                pad_encoder=FLAGS.jit_compile,
-            )
+            batcher = _phase_batcher(vocab, phase, FLAGS.seed)
             batches_of_phase, current_phase = iter(batcher.dataset()), phase
         batch = next(batches_of_phase)
         results = eval_step({k: batch[k] for k in MODEL_SIGNATURE}, phase.coverage)
