@@ -42,6 +42,25 @@ def _normalize(total, length, mode, alpha):
     return total
 
 
+def model_step(model: Any, constants: Any) -> Callable:
+    """The search step of a model that follows the decoding protocol.
+
+    A host model decodes through ``start(...) -> (constants, state)`` and
+    ``decode_step(tokens, state, constants) -> (log_probs [B, V], state, extras)``;
+    ``beam_search``, ``greedy_search`` and ``gnmt_beam_search`` take the result.
+
+    Args:
+      model: the model.
+      constants: its ``start`` constants (tiled with ``tile_beam`` for a beam).
+    """
+
+    def step(tokens, state, t):
+        del t
+        return model.decode_step(tokens, state, constants)
+
+    return step
+
+
 def tile_beam(structure: Any, beam_size: int) -> Any:
     """Repeats every row of a nest of [B, ...] tensors ``beam_size`` times: [B*K, ...]."""
     return tf.nest.map_structure(

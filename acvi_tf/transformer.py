@@ -194,6 +194,14 @@ class TransformerModel(keras.Model):
         del state, attn, context, constants
         return tf.nn.log_softmax(tf.cast(self.output_projection(output), tf.float32))
 
+    def decode_step(
+        self, tokens: tf.Tensor, state: Dict[str, tf.Tensor], constants: Dict[str, tf.Tensor]
+    ) -> Tuple[tf.Tensor, Dict[str, tf.Tensor], Dict[str, tf.Tensor]]:
+        """One search step (``acvi_tf.decoding``'s protocol): the previous tokens [B] ->
+        ``(log p(y_t) [B, V], state, {"attn": the last layer's cross-attention})``."""
+        output, state, attn, context = self.step(self.tgt_embedding(tokens), state, constants)
+        return self.log_probs(output, state, attn, context, constants), state, {"attn": attn}
+
     def call(
         self,
         batch: Dict[str, tf.Tensor],

@@ -208,6 +208,12 @@ class NMTModel(keras.Model):
             lambda c: self.vocab_logits(top, c), context, attn, constants["prepared"]
         )
 
+    def decode_step(self, tokens, state, constants):
+        """One search step (``acvi_tf.decoding``'s protocol): the previous tokens [B] ->
+        ``(log p(y_t) [B, V], state, {"attn": a_t})``."""
+        output, state, attn, context = self.step(self.tgt_embedding(tokens), state, constants)
+        return self.log_probs(output, state, attn, context, constants), state, {"attn": attn}
+
     def call(self, batch, training=False, use_gumbel=None):
         """Teacher-forced decoding of ``tgt_in``.
 

@@ -32,22 +32,6 @@ class Translator:
         self.length_multiple = XLA_LENGTH_MULTIPLE if jit_compile else 1
         signature = [tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None], tf.int32)]
 
-        def step_fn(constants):
-            """The decoding step: log-probabilities, new state and the attention."""
-
-            def step(tokens, state, t):
-                del t
-                output, state, attn, context = model.step(
-                    model.tgt_embedding(tokens), state, constants
-                )
-                return (
-                    model.log_probs(output, state, attn, context, constants),
-                    state,
-                    {"attn": attn},
-                )
-
-            return step
-
         @tf.function(input_signature=signature, autograph=False, jit_compile=jit_compile or None)
         def translate(src, src_len):
             constants, state = model.start(src, src_len)
@@ -57,7 +41,7 @@ class Translator:
             step_limit = 2 * tf.reduce_max(src_len)
             batch = tf.shape(src)[0]
             if infer_mode == "beam_search":
-                step = step_fn(decoding.tile_beam(constants, beam_width))
+                step = decoding.model_step(model, decoding.tile_beam(constants, beam_width))
                 return gnmt_beam_search.gnmt_beam_search(
                     step,
                     state,
@@ -70,7 +54,7 @@ class Translator:
                     step_limit=step_limit,
                 )
             return decoding.greedy_search(
-                step_fn(constants),
+                decoding.model_step(model, constants),
                 state,
                 batch,
                 max_steps,
@@ -83,7 +67,7 @@ class Translator:
         def align(src, src_len):
             constants, state = model.start(src, src_len)
             return decoding.beam_search(
-                step_fn(constants),
+                decoding.model_step(model, constants),
                 state,
                 tf.shape(src)[0],
                 1,

@@ -37,19 +37,11 @@ class CaptionDecoder:
         self.vocab = vocab
         signature = [tf.TensorSpec([None, None, None], tf.float32), tf.TensorSpec([None], tf.int32)]
 
-        def step_fn(constants):
-            def step(tokens, state, t):
-                del t
-                output, state, attn = model.step(model.embedding(tokens), state, constants)
-                return (model.log_probs(output, attn, constants["prepared"]), state, {"attn": attn})
-
-            return step
-
         @tf.function(input_signature=signature, autograph=False, jit_compile=jit_compile or None)
         def search(features, num_frames):
             constants, state = model.start(features, num_frames)
             return decoding.beam_search(
-                step_fn(decoding.tile_beam(constants, beam_size)),
+                decoding.model_step(model, decoding.tile_beam(constants, beam_size)),
                 state,
                 tf.shape(features)[0],
                 beam_size,

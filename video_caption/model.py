@@ -146,6 +146,12 @@ class Captioner(keras.Model):
             lambda c: self.logits(variational.state_context(s, c)), context, attn, prepared
         )
 
+    def decode_step(self, tokens, state, constants):
+        """One search step (``acvi_tf.decoding``'s protocol): the previous words [B] ->
+        ``(log P_t [B, V], state, {"attn": a_t})``."""
+        output, state, attn = self.step(self.embedding(tokens), state, constants)
+        return self.log_probs(output, attn, constants["prepared"]), state, {"attn": attn}
+
     def call(self, batch, training=False, use_gumbel=None):
         """Teacher-forced decoding of ``caption_in``.
 
