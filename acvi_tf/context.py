@@ -34,7 +34,7 @@ DECODE_MODES = ("mean", "sample")
 
 # The default weight of ACVI's KL term, and the KL term itself; docs/acvi.md gives the
 # study they come from.
-ACVI_KL_WEIGHT = 0.01
+ACVI_KL_WEIGHT = 0.001
 ACVI_KL = "bound"
 
 # log sigma^2 is clipped to this range by default: sigma in [6.7e-3, 148]. It keeps

@@ -31,7 +31,7 @@ def test_defaults_are_the_arxiv_model_with_the_studys_kl():
         config["kl_weight"],
         config["decode"],
         config["num_samples"],
-    ) == ("mlp", "approx", 0.0, "collapsed", "bound", 0.01, "mean", 1)
+    ) == ("mlp", "approx", 0.0, "collapsed", "bound", 0.001, "mean", 1)
     assert config["seed"] == 111
 
 

@@ -4,8 +4,8 @@ does (See's model itself is checked against his TF1 graph in test_see_checkpoint
 A small pointer-generator (vocab 5,000, hidden 64, emb 32, 60/12 tokens) trains for 200
 Adam steps of 16 examples with soft attention and with ``ACVIContext()``'s defaults, from
 the same seed (about 35 s on 2 CPU cores each). ACVI's validation NLL on 200 held-out
-pairs must fall by more than one nat and end within one seed-standard-deviation of soft
-attention's (``SA_SEED_STD``).
+pairs must fall by more than one nat and end no further behind soft attention's than two
+single-seed runs of equal means differ (``conftest.pair_tolerance``).
 """
 
 import os
@@ -20,6 +20,8 @@ from pointer_generator import batcher as batcher_lib
 from pointer_generator import losses as losses_lib
 from pointer_generator import model as model_lib
 from pointer_generator import vocab as vocab_lib
+
+from conftest import pair_tolerance
 
 pytestmark = pytest.mark.slow  # scheduled first (conftest.py)
 
@@ -55,7 +57,8 @@ def _batches(pattern, vocab, batch_size, single_pass, seed=1):
 
 
 # Standard deviation of soft attention's final validation NLL over seeds 1-3 in this
-# configuration (4.209, 4.150, 4.168 nats; ACVI with the defaults: 4.199, 4.148, 4.174).
+# configuration (4.209, 4.150, 4.168 nats; ACVI with the default KL weight 0.001: 4.189,
+# 4.129, 4.171; with 0.01: 4.199, 4.148, 4.174).
 SA_SEED_STD = 0.025
 
 
@@ -100,4 +103,4 @@ def test_default_acvi_learns_like_soft_attention():
     _, sa = _train(context_lib.SoftAttentionContext(name="context"))
     before, acvi = _train(context_lib.ACVIContext(seed=1, name="context"))
     assert acvi < before - 1.0, (before, acvi)
-    assert acvi <= sa + SA_SEED_STD, (sa, acvi)
+    assert acvi <= sa + pair_tolerance(SA_SEED_STD), (sa, acvi)
