@@ -318,7 +318,8 @@ def main(argv):
     data = fv.translation_data if fv.task == "translation" else fv.summarization_data
     corpus = os.path.basename(os.path.normpath(data.split(",")[0])) if data else "shipped"
     config = (fv.task, corpus, "%dsteps" % fv.steps)
-    kept = (_report.load(config) or {}).get("data", {})
+    previous = _report.load(config) or {}
+    kept = previous.get("data", {})
     revision = _report.git_revision()
     # the runs' TensorFlow: another version draws other initial weights
     stack = importlib.metadata.version("tensorflow")
@@ -344,7 +345,9 @@ def main(argv):
             "their rows and keeps the others'. Each row names the revision and the "
             "TensorFlow version of its runs: another TensorFlow draws other initial "
             "weights, so compare rows of one version."
-        ],
+        ]
+        # what the earlier runs noted about the corpus (how it was built) stays
+        + previous.get("notes", [])[1:],
         config=config,
         data=kept,
     )
