@@ -193,12 +193,16 @@ class Progress:
     Args:
       total_steps: the step training ends at (0: unknown, no ETA).
       every_secs: at most one line per this many seconds.
+      clock: the time in seconds (``time.time``; tests give their own).
     """
 
-    def __init__(self, total_steps: int, every_secs: float = 10.0) -> None:
+    def __init__(
+        self, total_steps: int, every_secs: float = 10.0, clock: Callable[[], float] = time.time
+    ) -> None:
         self.total_steps = total_steps
         self.every_secs = every_secs
-        self._last_time = time.time()
+        self.clock = clock
+        self._last_time = clock()
         self._last_step = None
         self._tokens = 0
 
@@ -210,9 +214,9 @@ class Progress:
         """
         self._tokens += tokens
         if self._last_step is None:
-            self._last_step, self._last_time, self._tokens = step, time.time(), 0
+            self._last_step, self._last_time, self._tokens = step, self.clock(), 0
             return None
-        now = time.time()
+        now = self.clock()
         elapsed = now - self._last_time
         if elapsed < self.every_secs:
             return None
