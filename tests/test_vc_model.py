@@ -184,3 +184,8 @@ def test_split_file_errors_name_the_line(tmp_path):
     path.write_text("{not json\n")
     with pytest.raises(data.DataError, match=r"val.jsonl:1: not JSON"):
         data.read_split(str(path))
+    path.write_text(json.dumps(dict(good, captions=["a", " "])) + "\n")
+    with pytest.raises(
+        data.DataError, match=r"val.jsonl:1: clip c_0_1 has an empty caption \(captions 1\)"
+    ):
+        data.read_split(str(path))

@@ -89,7 +89,8 @@ def read_split(path):
     """The clip records of one ``<split>.jsonl`` file, in file order.
 
     Raises:
-      DataError: a line is not JSON or lacks a field, or a clip has no captions.
+      DataError: a line is not JSON or lacks a field, or a clip has no captions or an
+        empty one.
     """
     records = []
     for number, line in files.utf8_lines(path, DataError):
@@ -113,6 +114,13 @@ def read_split(path):
             )
         if not record["captions"] or not record["references"]:
             raise DataError("%s:%d: clip %s has no captions" % (path, number, record["clip"]))
+        for field in ("captions", "references"):
+            blank = [k for k, text in enumerate(record[field]) if not str(text).strip()]
+            if blank:
+                raise DataError(
+                    "%s:%d: clip %s has an empty caption (%s %d); remove it or rebuild the "
+                    "split with data_prep.msvd" % (path, number, record["clip"], field, blank[0])
+                )
         records.append(record)
     if not records:
         raise DataError("%s holds no clips" % path)
