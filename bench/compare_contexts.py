@@ -20,7 +20,8 @@ The ACVI variants are the three KL terms at weight 1 (``acvi-mc`` is the paper's
 taken literally), each with and without a linear KL warm-up over the first half of the
 steps; ``bound`` and ``exact`` at weight 0.01, ``bound`` at 0.001; the sampled context
 with no KL term (``acvi-noise-only``, which separates the noise's effect from the KL's);
-and
+``bound`` at weight 1 with free bits (Kingma et al., 2016) of 1 and 8 nats per decoder
+step (``acvi-bound-freebits-1``, ``-8``: KL below the floor costs nothing); and
 Gumbel-softmax sampling for the whole run with ``mc``, the one pairing where ``mc``
 estimates the KL of the sampler. Each run's numbers go to
 ``<out_dir>/<variant>_seed<seed>.json`` first, so an interrupted study resumes where it
@@ -69,6 +70,8 @@ VARIANTS = {
     "acvi-exact-0.01": ["--context=acvi", "--acvi_kl=exact", "--kl_weight=0.01"],
     "acvi-bound-0.001": ["--context=acvi", "--acvi_kl=bound", "--kl_weight=0.001"],
     "acvi-noise-only": ["--context=acvi", "--kl_weight=0"],
+    "acvi-bound-freebits-1": _WEIGHT_1 + ["--acvi_kl=bound", "--kl_free_bits=1"],
+    "acvi-bound-freebits-8": _WEIGHT_1 + ["--acvi_kl=bound", "--kl_free_bits=8"],
     "acvi-gumbel-mc": _WEIGHT_1 + ["--acvi_sampling=gumbel", "--acvi_kl=mc"],
     "structured": ["--context=structured"],
     "ved": ["--context=ved"],
