@@ -13,13 +13,21 @@ by. Every host saves, resumes and keeps its best model through it, so that:
 - the best score, and how many scores since have not beaten it, survive a restart, so
   a resumed run replaces the best model only with a better one and early stopping
   counts on;
-- a checkpoint of other vocabulary sizes is refused with one line naming both sizes.
+- a checkpoint of other vocabulary sizes is refused with one line naming both sizes;
+- the folder a trainer owns loses the ``*_temp`` folders of saves a kill interrupted
+  (``remove_interrupted_saves``).
+
+A job that follows a training run (an eval job, a decoder) takes each new checkpoint once
+through ``newest_checkpoints``, which waits for the next one and steps over a checkpoint
+that disappears between listing and restoring.
 """
 
 import json
 import os
 import re
-from typing import Callable, Dict, Optional, Tuple
+import shutil
+import time
+from typing import Callable, Dict, Iterator, Optional, Tuple
 
 import tensorflow as tf
 from absl import logging
@@ -67,6 +75,70 @@ def check_vocabulary(checkpoint_path: str, expected: Dict[str, Tuple[int, str]])
                 "vocabulary (file and size) it was trained with"
                 % (checkpoint_path, shape[0], name, source, rows)
             )
+
+
+def remove_interrupted_saves(directory: str) -> None:
+    """Removes the ``<prefix>_temp`` folders TensorFlow writes a checkpoint's shards to
+    before it renames them into place, left behind when a save was killed.
+
+    Only the process that owns ``directory`` (holds its trainer lock) may call this: a
+    save in progress has the same folder.
+    """
+    if not os.path.isdir(directory):
+        return
+    for name in sorted(os.listdir(directory)):
+        path = os.path.join(directory, name)
+        if name.endswith("_temp") and os.path.isdir(path):
+            shutil.rmtree(path, ignore_errors=True)
+            logging.warning("Removed %s, left by a checkpoint save that was interrupted", path)
+
+
+def newest_checkpoints(
+    directory: str,
+    restore: Callable[[str], None],
+    poll_secs: float = 10.0,
+) -> Iterator[str]:
+    """Restores and yields the newest checkpoint of a folder each time there is a new one.
+
+    A job that follows a training run iterates over it and stops when it has what it
+    needs. No checkpoint is yielded twice: when the newest one is the last one yielded,
+    the generator waits (``poll_secs`` between looks) for the trainer to save another. A
+    checkpoint that cannot be restored (the trainer deleted it between listing and
+    restoring, or a kill left it unreadable) is skipped with a warning, and the folder is
+    looked at again; errors that are not about reading it (``check`` mismatches raised by
+    ``restore``) propagate.
+
+    Args:
+      directory: the trainer's checkpoint folder.
+      restore: ``path -> None``, restores one checkpoint into the job's model.
+      poll_secs: seconds between looks while there is no new checkpoint.
+
+    Yields:
+      The path of each checkpoint restored, newest first at each look.
+    """
+    done = None
+    waiting = False
+    while True:
+        state = tf.train.get_checkpoint_state(directory)
+        newest = state.model_checkpoint_path if state else None
+        if newest is None or newest == done:
+            if not waiting:
+                logging.info("Waiting for a new checkpoint in %s", directory)
+                waiting = True
+            time.sleep(poll_secs)
+            continue
+        waiting = False
+        done = newest
+        try:
+            restore(newest)
+        except tf.errors.OpError as e:
+            logging.warning(
+                "Skipping checkpoint %s, which cannot be read (%s); looking for a newer one",
+                newest,
+                str(e).splitlines()[0] if str(e) else type(e).__name__,
+            )
+            continue
+        yield newest
 
 
 def checkpoint_step(path: str) -> int:

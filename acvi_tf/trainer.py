@@ -26,8 +26,12 @@ class FolderInUseError(errors.UserError, RuntimeError):
     """Another trainer is writing the run's folder."""
 
 
-def lock_folder(directory: str):
+def lock_folder(directory: str, job: str = "trainer"):
     """Locks ``directory`` for this process (released when it exits, however it exits).
+
+    Args:
+      directory: the folder the process writes.
+      job: what the process is (``"trainer"``, ``"eval job"``), for the error message.
 
     Returns:
       The open lock file; keep it referenced as long as the lock should hold.
@@ -45,8 +49,8 @@ def lock_folder(directory: str):
         holder = handle.read().strip() or "another process"
         handle.close()
         raise FolderInUseError(
-            "%s is being written by another trainer (%s); wait for it to end, or train "
-            "in another folder" % (directory, holder)
+            "%s is being written by another %s (%s); wait for it to end, or use "
+            "another folder" % (directory, job, holder)
         ) from None
     handle.seek(0)
     handle.truncate()
@@ -64,7 +68,8 @@ class Trainer:
 
     Used as a context manager (``with Trainer(...) as trainer:``) it holds the checkpoint
     folder locked (``lock_folder``), so a second trainer of the same run stops with one
-    line instead of writing the same checkpoints.
+    line instead of writing the same checkpoints, and removes what interrupted saves
+    left in its folders (``checkpoints.remove_interrupted_saves``).
 
     Args:
       checkpointer: the run's ``checkpoints.Checkpointer``; its ``step`` variable is the
@@ -135,6 +140,9 @@ class Trainer:
 
     def __enter__(self) -> "Trainer":
         self._lock = lock_folder(self.checkpointer.directory)
+        for folder in (self.checkpointer.directory, self.checkpointer.best_dir):
+            if folder:
+                checkpoints.remove_interrupted_saves(folder)
         return self
 
     def __exit__(self, *exc_info) -> None:

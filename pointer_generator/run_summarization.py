@@ -5,7 +5,8 @@ the ACVI flags come from ``acvi_tf.flags``. Additions: ``--optimizer``, ``--max_
 ``--phases`` / ``--coverage_steps`` (the curriculum in one process),
 ``--checkpoint_secs`` and ``--eval_max_batches``. Layout, as the original:
 ``log_root/exp_name/train`` (checkpoints ``model.ckpt-<step>``, TensorBoard) and
-``log_root/exp_name/eval`` (``bestmodel-<step>``, the running-average loss).
+``log_root/exp_name/eval`` (``bestmodel-<step>``, ``best.json``; each checkpoint's
+validation loss and See's running average for TensorBoard).
 """
 
 import os
@@ -152,7 +153,7 @@ flags.DEFINE_integer(
 flags.DEFINE_integer(
     "eval_max_batches",
     0,
-    "Eval mode: stop after this many batches (0: run until training is over).",
+    "Eval mode: validation batches each checkpoint is scored on (0: all of them).",
     lower_bound=0,
 )
 flags.DEFINE_integer(
@@ -432,12 +433,11 @@ def train(vocab, train_dir, phases):
         while not trainer.finished:
             step = trainer.step
             phase = curriculum.phase_at(phases, step)
-            if (
-                phase.coverage
-                and FLAGS.phases
-                and not bool(checkpointer.checkpoint.coverage_started)
-            ):
-                optimizer = _start_coverage(model, checkpointer)
+            if phase.coverage and not bool(checkpointer.checkpoint.coverage_started):
+                if FLAGS.phases:
+                    optimizer = _start_coverage(model, checkpointer)
+                else:  # --coverage from the first step: w_c trains from the start
+                    checkpointer.checkpoint.coverage_started.assign(True)
             logging.info("Phase %s from step %d", phase, step)
             key = (id(optimizer), phase.coverage)
             if key not in train_steps:
@@ -455,12 +455,20 @@ def train(vocab, train_dir, phases):
 
 
 def _convert_or_restore(model, checkpointer, train_dir, vocab):
+    """``--convert_to_coverage_model`` or ``--restore_best_model``: writes one checkpoint
+    into ``train/`` for training to resume from, and names it (relative to the folder,
+    so the run can move) in the ``checkpoint`` file."""
     if FLAGS.convert_to_coverage_model:
         if not FLAGS.coverage:
             raise app.UsageError("--convert_to_coverage_model needs --coverage")
         latest = checkpointer.latest
         if not latest:
             raise app.UsageError("no checkpoint in %s to convert" % train_dir)
+        if bool(checkpointer.checkpoint.coverage_started):
+            raise app.UsageError(
+                "%s already has coverage (converting again would re-randomise w_c and reset "
+                "the optimizer); resume training with --coverage instead" % latest
+            )
         _start_coverage(model, checkpointer)
         path = checkpointer.checkpoint.write(latest + "_cov_init")
     else:
@@ -473,13 +481,27 @@ def _convert_or_restore(model, checkpointer, train_dir, vocab):
         path = checkpointer.checkpoint.write(
             os.path.join(train_dir, os.path.basename(best).replace("bestmodel", "model.ckpt"))
         )
-    tf.compat.v1.train.update_checkpoint_state(train_dir, path)
+    kept = [os.path.basename(p) for p in checkpointer.manager.checkpoints if p != path]
+    name = os.path.basename(path)
+    tf.compat.v1.train.update_checkpoint_state(train_dir, name, kept + [name])
     logging.info("Saved %s; training resumes from it", path)
     return model
 
 
 def evaluate(vocab, train_dir, eval_dir, phases):
-    """The concurrent eval job: reload the latest checkpoint, one val batch at a time."""
+    """The concurrent eval job: each new checkpoint of ``train/`` on the same validation
+    batches, the best one kept in ``eval/``.
+
+    See's job reloads the latest checkpoint before every batch and keeps the model whose
+    running-average loss (decay 0.99, started on the first batch) is lowest, so it scores
+    one checkpoint over and over and mixes the losses of several. This one scores each
+    new checkpoint once, on the first ``--eval_max_batches`` batches of the validation
+    files in file order (all of them with 0), keeps the best model by that mean loss, and
+    waits for the next checkpoint. The running average is still written to TensorBoard
+    under See's name. The job ends once it has scored the checkpoint of the last step.
+    """
+    lock = trainer_lib.lock_folder(eval_dir, job="eval job")  # held while the job runs
+    checkpoints.remove_interrupted_saves(eval_dir)
     model = _build_model(vocab)
     step = tf.Variable(0, dtype=tf.int64)
     # reads train/ (never writes there) and keeps the best model in eval/
@@ -513,43 +535,53 @@ def evaluate(vocab, train_dir, eval_dir, phases):
             eval_fns[coverage_on] = losses
         return eval_fns[coverage_on](batch)
 
-    running_avg, loaded, batches = None, None, 0
-    batches_of_phase, current_phase = None, None
-    while True:
-        latest = tf.train.latest_checkpoint(train_dir)
-        if latest is None:
-            logging.info("No checkpoint in %s yet; waiting", train_dir)
-            time.sleep(10)
-            continue
-        if latest != loaded:
-            _check_vocabulary(latest, vocab)
-            checkpointer.checkpoint.restore(latest).expect_partial()
-            loaded = latest
+    def restore(path):
+        _check_vocabulary(path, vocab)
+        checkpointer.checkpoint.restore(path).expect_partial()
+
+    running_avg = None
+    for path in checkpoints.newest_checkpoints(train_dir, restore):
         phase = curriculum.phase_at(phases, int(step))
-        if phase != current_phase:
-            batcher = _phase_batcher(vocab, phase, FLAGS.seed)
-            batches_of_phase, current_phase = iter(batcher.dataset()), phase
-        batch = next(batches_of_phase)
-        results = eval_step({k: batch[k] for k in MODEL_SIGNATURE}, phase.coverage)
-        loss = float(results["loss"])
-        running_avg = (
-            loss
-            if running_avg is None
-            else (running_avg * RUNNING_AVG_DECAY + (1 - RUNNING_AVG_DECAY) * loss)
+        batcher = batcher_lib.Batcher(
+            FLAGS.data_path,
+            vocab,
+            FLAGS.batch_size,
+            phase.max_enc_steps,
+            phase.max_dec_steps,
+            FLAGS.pointer_gen,
+            single_pass=True,
+            pad_encoder=FLAGS.jit_compile,
         )
-        running_avg = min(running_avg, 12.0)
-        batches += 1
-        with writer.as_default(step=int(step)):
+        sums, batches = {}, 0
+        for batch in batcher.dataset().take(FLAGS.eval_max_batches or -1):
+            results = eval_step({k: batch[k] for k in MODEL_SIGNATURE}, phase.coverage)
             for name, value in results.items():
+                sums[name] = sums.get(name, 0.0) + float(value)
+            loss = float(results["loss"])
+            running_avg = min(
+                loss
+                if running_avg is None
+                else running_avg * RUNNING_AVG_DECAY + (1 - RUNNING_AVG_DECAY) * loss,
+                12.0,
+            )
+            batches += 1
+        means = {name: total_ / batches for name, total_ in sums.items()}
+        with writer.as_default(step=int(step)):
+            for name, value in means.items():
                 tf.summary.scalar(name, value)
             tf.summary.scalar("running_avg_loss/decay=%f" % RUNNING_AVG_DECAY, running_avg)
-        logging.info("eval step %d: loss %.4f, running_avg_loss %.4f", int(step), loss, running_avg)
-        if checkpointer.save_best(running_avg, higher_is_better=False):
-            logging.info("Found new best model with %.3f running_avg_loss", running_avg)
-        if FLAGS.eval_max_batches:
-            if batches >= FLAGS.eval_max_batches:
-                return checkpointer.best_value
-        elif int(step) >= total:  # training is over and its last checkpoint evaluated
+        writer.flush()
+        logging.info(
+            "eval step %d: loss %.4f (mean of %d validation batches; %s)",
+            int(step),
+            means["loss"],
+            batches,
+            os.path.basename(path),
+        )
+        if checkpointer.save_best(means["loss"], higher_is_better=False, batches=batches):
+            logging.info("Found new best model with %.3f validation loss", means["loss"])
+        if int(step) >= total:  # training is over and its last checkpoint scored
+            lock.close()
             return checkpointer.best_value
 
 
@@ -636,9 +668,12 @@ def decode(vocab, train_dir, phases):
     for count, batch in enumerate(batcher.batches(), start=1):
         if time.time() - last_load > 60:  # the original reloads every 60 s
             newest = tf.train.latest_checkpoint(train_dir)
-            if newest != latest:
-                checkpoint.restore(newest).expect_partial()
-                latest = newest
+            if newest not in (None, latest):
+                try:
+                    checkpoint.restore(newest).expect_partial()
+                    latest = newest
+                except tf.errors.OpError as e:  # deleted by the trainer since it was listed
+                    logging.warning("Keeping %s: cannot read %s (%s)", latest, newest, e.message)
             last_load = time.time()
         decode_lib.decode_examples(summarizer, batch, os.path.join(root, "decode"))
         if FLAGS.decode_max_batches and count >= FLAGS.decode_max_batches:

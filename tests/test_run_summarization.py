@@ -99,6 +99,72 @@ def test_eval_job_and_restore_best_model(corpus, tmp_path):
     assert not any(k.startswith("optimizer/_variables") for k in keys)
 
 
+def _scalars(folder, tag):
+    """``[(step, value)]`` of one scalar in a folder's TensorBoard events, in order."""
+    found = []
+    for path in sorted(tf.io.gfile.glob(str(folder / "events.out.tfevents.*"))):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                if value.tag == tag:
+                    found.append((event.step, float(tf.make_ndarray(value.tensor))))
+    return found
+
+
+def test_the_eval_job_scores_each_new_checkpoint_once(corpus, tmp_path, monkeypatch):
+    # checkpoints at steps 2 and 4; the eval job first sees only step 2, then a listed
+    # step 3 the trainer has already deleted, then step 4 (the last)
+    _run(corpus, tmp_path, max_steps=4, context="sa", checkpoint_steps=2)
+    train_dir = tmp_path / "exp" / "train"
+    (train_dir / "model.ckpt-2_temp").mkdir()  # an interrupted save of the trainer's
+    (tmp_path / "exp" / "eval").mkdir()
+    (tmp_path / "exp" / "eval" / "bestmodel-1_temp").mkdir()  # and one of an eval job
+    ckpt = {n: str(train_dir / ("model.ckpt-%d" % n)) for n in (2, 3, 4)}
+    later = [[ckpt[2], ckpt[3]], [ckpt[2], ckpt[3], ckpt[4]]]
+    waits = []
+
+    def trainer_saves(seconds):
+        waits.append(seconds)
+        if not later:
+            raise AssertionError("the eval job waits after the last step's checkpoint")
+        paths = later.pop(0)
+        tf.compat.v1.train.update_checkpoint_state(str(train_dir), paths[-1], paths)
+
+    tf.compat.v1.train.update_checkpoint_state(str(train_dir), ckpt[2], [ckpt[2]])
+    monkeypatch.setattr(checkpoints.time, "sleep", trainer_saves)
+    looks = []
+    look = tf.train.get_checkpoint_state
+
+    def counted_look(directory):
+        looks.append(directory)
+        if len(looks) > 10:
+            raise AssertionError("the eval job keeps looking without waiting")
+        return look(directory)
+
+    monkeypatch.setattr(checkpoints.tf.train, "get_checkpoint_state", counted_look)
+    _run(
+        corpus,
+        tmp_path,
+        max_steps=4,
+        context="sa",
+        mode="eval",
+        data_path=str(corpus / "val_*"),
+        eval_max_batches=3,
+    )
+    assert len(waits) == 2
+    eval_dir = tmp_path / "exp" / "eval"
+    scored = _scalars(eval_dir, "loss")
+    assert [step for step, _ in scored] == [2, 4]
+    best = json.loads((eval_dir / "best.json").read_text())
+    assert best["batches"] == 3
+    assert best["value"] == pytest.approx(min(value for _, value in scored), rel=1e-6)
+    assert tf.train.latest_checkpoint(str(eval_dir)).endswith("bestmodel-%d" % best["step"])
+    # the eval job cleans its own folder, never the trainer's
+    assert not (eval_dir / "bestmodel-1_temp").exists()
+    assert (train_dir / "model.ckpt-2_temp").exists()
+    _run(corpus, tmp_path, max_steps=5, context="sa")  # a trainer cleans its folder
+    assert not (train_dir / "model.ckpt-2_temp").exists()
+
+
 @pytest.fixture(scope="module")
 def three_sa_steps(corpus, tmp_path_factory):
     """A log_root after three plain (uncompiled) training steps with soft attention."""
@@ -113,9 +179,17 @@ def test_convert_to_coverage_model_then_resume(corpus, three_sa_steps, tmp_path)
     _run(corpus, tmp_path, context="sa", coverage=True, convert_to_coverage_model=True)
     converted = tf.train.latest_checkpoint(str(train_dir))
     assert converted.endswith("model.ckpt-3_cov_init")
+    # the checkpoint file names checkpoints relative to the folder, so the run can move
+    assert str(tmp_path) not in (train_dir / "checkpoint").read_text()
     keys = tf.train.load_checkpoint(converted).get_variable_to_shape_map()
     assert any("coverage_projection" in k for k in keys)
     _run(corpus, tmp_path, context="sa", coverage=True, max_steps=5)
+    assert tf.train.latest_checkpoint(str(train_dir)).endswith("model.ckpt-5")
+    from absl import app
+
+    # converting again would re-randomise the trained w_c and reset the optimizer
+    with pytest.raises(app.UsageError, match="model.ckpt-5 already has coverage"):
+        _run(corpus, tmp_path, context="sa", coverage=True, convert_to_coverage_model=True)
     assert tf.train.latest_checkpoint(str(train_dir)).endswith("model.ckpt-5")
 
 
