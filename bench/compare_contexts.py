@@ -180,8 +180,8 @@ def translation(context, seed, steps, out_dir):
         + _variant_flags(context, steps),
         log,
     )
-    ppl, bleu = re.findall(r"dev: ppl ([0-9.]+), bleu ([0-9.]+)", output)[-1]
-    return math.log(float(ppl)), float(bleu)
+    bleu, nll = re.findall(r"dev: ppl [0-9.]+, bleu ([0-9.]+), nll ([0-9.]+)", output)[-1]
+    return float(nll), float(bleu)
 
 
 def summarization(context, seed, steps, out_dir):

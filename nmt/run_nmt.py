@@ -179,7 +179,15 @@ def _evaluate(model, name, prefix, vocabs, translator, writer, step):
         summaries.write_attention_image(
             "%s_attention" % name, alignment, pairs[0][0].split(), tokens, step
         )
-    logging.info("  %s: ppl %.2f, bleu %.1f", name, ppl, score)
+    # tensorflow/nmt's line, then the NLL per token at full precision (near ppl 1 the
+    # rounded perplexity is too coarse to compare runs)
+    logging.info(
+        "  %s: ppl %.2f, bleu %.1f, nll %.6f",
+        name,
+        ppl,
+        score,
+        total_nll / max(total_tokens, 1.0),
+    )
     return score
 
 
