@@ -15,8 +15,16 @@ import tensorflow as tf
 from absl import flags, logging
 
 from acvi_tf import context as context_lib
-from acvi_tf import files, kl_schedule, registry, training, variational
+from acvi_tf import errors, files, kl_schedule, registry, training, variational
 from acvi_tf.compat import keras
+
+# The shared flags whose values decide the model's variables; each entry point adds its
+# own (sizes, layers, optimizer) when it checks a resume (``write_flag_record``).
+MODEL_FLAGS = ("context", "acvi_variance_net", "variational_inference_units", "ved_latent_dim")
+
+
+class FlagChangeError(errors.UserError, ValueError):
+    """A resume gives a flag that decides the model's variables another value."""
 
 
 def define_flags(flag_values=flags.FLAGS):
@@ -379,9 +387,16 @@ def require_finite(module, flag_values=flags.FLAGS):
                 )
 
 
-def write_flag_record(out_dir, module, flag_values=flags.FLAGS, name="hparams.json"):
+def write_flag_record(
+    out_dir, module, flag_values=flags.FLAGS, name="hparams.json", resume_model_flags=None
+):
     """Writes the run's settings to ``out_dir/name``: every flag the entry point defines,
     every shared flag, the TensorFlow version and the command line.
+
+    On a resume (``resume_model_flags`` given and a record there), the flags are first
+    compared with the record: a changed flag of ``resume_model_flags`` or ``MODEL_FLAGS``
+    is refused, naming the flag, the run's value and the new one; any other change (the
+    learning rate, the steps, the eval cadence) takes effect and is logged.
 
     Args:
       out_dir: the run's folder (created if missing).
@@ -389,21 +404,75 @@ def write_flag_record(out_dir, module, flag_values=flags.FLAGS, name="hparams.js
         as ``__main__``).
       flag_values: the parsed flags.
       name: the file name.
+      resume_model_flags: the entry point's flags that decide the model's variables,
+        when the run resumes from a checkpoint (``compare_flag_record``); None: a new
+        run.
 
     Returns:
       The recorded flag values (a dict).
+
+    Raises:
+      FlagChangeError: a resume changes a flag that decides the model's variables.
     """
-    by_module = flag_values.flags_by_module_dict()
-    names = {
-        f.name for defining in (module, sys.argv[0], __name__) for f in by_module.get(defining, [])
-    }
-    values = {n: flag_values[n].value for n in sorted(names)}
+    values = _recorded_flags(module, flag_values)
+    if resume_model_flags is not None:
+        compare_flag_record(out_dir, module, resume_model_flags, flag_values, name)
     record = dict(values, _tensorflow=tf.__version__, _command=" ".join(sys.argv))
     files.atomic_write_text(
         os.path.join(out_dir, name), json.dumps(record, indent=2, sort_keys=True) + "\n"
     )
     logging.info("flags: %s", values)
     return values
+
+
+def _recorded_flags(module, flag_values):
+    """The values of the flags ``module`` defines and the shared ones, by name."""
+    by_module = flag_values.flags_by_module_dict()
+    names = {
+        f.name for defining in (module, sys.argv[0], __name__) for f in by_module.get(defining, [])
+    }
+    return {n: flag_values[n].value for n in sorted(names)}
+
+
+def compare_flag_record(out_dir, module, model_flags, flag_values=flags.FLAGS, name="hparams.json"):
+    """Compares the flags of a command that continues a run (a resume, an inference) with
+    the run's record, if it has one: a changed flag of ``model_flags`` or ``MODEL_FLAGS``
+    is refused; every other change is logged.
+
+    Args:
+      out_dir: the run's folder.
+      module: the entry point's ``__name__``.
+      model_flags: the entry point's flags that decide the model's variables.
+      flag_values: the parsed flags.
+      name: the record's file name.
+
+    Raises:
+      FlagChangeError: naming the flag, the run's value, the new one and the fix.
+    """
+    path = os.path.join(out_dir, name)
+    if not os.path.exists(path):
+        return
+    values = _recorded_flags(module, flag_values)
+    model_flags = set(model_flags) | set(MODEL_FLAGS)
+    with open(path, encoding="utf-8") as f:
+        try:
+            recorded = json.load(f)
+        except json.JSONDecodeError:
+            logging.warning("%s is not JSON; this command's flags are not compared", path)
+            return
+    changed = sorted(n for n in values if n in recorded and recorded[n] != values[n])
+    for n in changed:
+        if n in model_flags:
+            raise FlagChangeError(
+                "%s: the run was trained with --%s=%s, this command gives --%s=%s, which "
+                "changes the model; give --%s=%s, or use a new folder"
+                % (path, n, recorded[n], n, values[n], n, recorded[n])
+            )
+    if changed:
+        logging.info(
+            "Continuing the run with changed flags: %s",
+            ", ".join("--%s %s -> %s" % (n, recorded[n], values[n]) for n in changed),
+        )
 
 
 if "context" not in flags.FLAGS:

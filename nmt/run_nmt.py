@@ -29,6 +29,19 @@ from nmt import bpe, data, hparams, schedule, translate
 from nmt import model as model_lib
 
 FLAGS = flags.FLAGS
+# Flags of this entry point that decide the model's variables (and the optimizer's).
+MODEL_FLAGS = (
+    "model_type",
+    "num_units",
+    "num_layers",
+    "num_encoder_layers",
+    "num_decoder_layers",
+    "encoder_type",
+    "attention",
+    "attention_architecture",
+    "num_heads",
+    "optimizer",
+)
 
 flags.DEFINE_string("src", None, "Source suffix, e.g. en.")
 flags.DEFINE_string("tgt", None, "Target suffix, e.g. vi.")
@@ -451,7 +464,13 @@ def main(argv):
         raise app.UsageError("--infer_mode=beam_search needs --beam_width > 0")
     acvi_flags.configure_runtime(FLAGS)
     os.makedirs(FLAGS.out_dir, exist_ok=True)
-    acvi_flags.write_flag_record(FLAGS.out_dir, __name__)
+    resuming = tf.train.latest_checkpoint(FLAGS.out_dir) is not None
+    if FLAGS.inference_input_file:  # the training run's record stays as it is
+        acvi_flags.compare_flag_record(FLAGS.out_dir, __name__, MODEL_FLAGS)
+    else:
+        acvi_flags.write_flag_record(
+            FLAGS.out_dir, __name__, resume_model_flags=MODEL_FLAGS if resuming else None
+        )
     vocabs = []
     for suffix in (FLAGS.src, FLAGS.tgt):
         _, path = data.check_vocab("%s.%s" % (FLAGS.vocab_prefix, suffix), FLAGS.out_dir)

@@ -208,6 +208,18 @@ MODEL_SIGNATURE = {
     name: spec for name, spec in batcher_lib.BATCH_SIGNATURE.items() if spec.dtype != tf.string
 }
 RUNNING_AVG_DECAY = 0.99
+# Flags of this entry point that decide the model's variables (and the optimizer's).
+MODEL_FLAGS = (
+    "model_type",
+    "hidden_dim",
+    "emb_dim",
+    "vocab_size",
+    "pointer_gen",
+    "optimizer",
+    "transformer_layers",
+    "transformer_units",
+    "transformer_heads",
+)
 
 
 def _experiment_dirs():
@@ -704,7 +716,11 @@ def main(argv):
         )
     phases = _phases()
     if FLAGS.mode == "train":
-        acvi_flags.write_flag_record(os.path.dirname(train_dir), __name__)
+        acvi_flags.write_flag_record(
+            os.path.dirname(train_dir),
+            __name__,
+            resume_model_flags=MODEL_FLAGS if tf.train.latest_checkpoint(train_dir) else None,
+        )
         train(vocab, train_dir, phases)
     elif FLAGS.mode == "decode":
         decode(vocab, train_dir, phases)

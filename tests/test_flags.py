@@ -157,3 +157,25 @@ def test_configure_runtime_sets_precision_seed_and_determinism():
         assert keras.mixed_precision.global_policy().name == "float32"
     finally:
         tf_config.disable_op_determinism()
+
+
+def test_a_resume_refuses_a_changed_model_flag_and_logs_the_others(tmp_path, caplog):
+    acvi_flags.write_flag_record(str(tmp_path), "prog", _parse("--kl_weight=0.01"))
+    changed = _parse("--kl_weight=0.1", "--seed=3")
+    with caplog.at_level("INFO"):
+        acvi_flags.write_flag_record(str(tmp_path), "prog", changed, resume_model_flags=())
+    assert "--kl_weight 0.01 -> 0.1, --seed 111 -> 3" in caplog.text
+    with pytest.raises(
+        acvi_flags.FlagChangeError,
+        match=r"hparams.json: the run was trained with --context=acvi, this command gives "
+        r"--context=sa, which changes the model; give --context=acvi",
+    ):
+        acvi_flags.write_flag_record(
+            str(tmp_path), "prog", _parse("--context=sa"), resume_model_flags=()
+        )
+    # the entry point's own model flags count too
+    with pytest.raises(acvi_flags.FlagChangeError, match="--seed=3, this command gives --seed=4"):
+        acvi_flags.compare_flag_record(str(tmp_path), "prog", ("seed",), _parse("--seed=4"))
+    # a new run (no resume) is not compared, and its record replaces the old one
+    acvi_flags.write_flag_record(str(tmp_path), "prog", _parse("--context=sa"))
+    acvi_flags.compare_flag_record(str(tmp_path), "prog", (), _parse("--context=sa"))

@@ -32,7 +32,8 @@ def corpus(tmp_path_factory):
     return root
 
 
-def _run(corpus, out_dir, *extra):
+def _run(corpus, out_dir, *extra, status=0):
+    """Runs the entry point; returns its stdout (its stderr when ``status`` is not 0)."""
     args = [
         "--src=en",
         "--tgt=de",
@@ -61,8 +62,8 @@ def _run(corpus, out_dir, *extra):
         text=True,
         check=False,
     )
-    assert result.returncode == 0, result.stderr[-3000:]
-    return result.stdout
+    assert result.returncode == status, result.stderr[-3000:]
+    return result.stderr if status else result.stdout
 
 
 def test_train_evaluate_and_translate(corpus, tmp_path):
@@ -86,6 +87,15 @@ def test_train_evaluate_and_translate(corpus, tmp_path):
     assert stdout.startswith("BLEU ")
     assert len((tmp_path / "dev.hyp").read_text().splitlines()) == 10
     assert sorted(os.listdir(out / "attention")) == ["000000.png", "000001.png"]
+    # translating leaves the training run's record as it was
+    assert json.loads((out / "hparams.json").read_text())["inference_input_file"] is None
+    # a resume that would change the model is refused in one line naming the flag
+    stderr = _run(corpus, out, "--num_units=32", "--num_train_steps=12", status=2)
+    assert stderr.splitlines()[-1] == (
+        "error: %s: the run was trained with --num_units=16, this command gives "
+        "--num_units=32, which changes the model; give --num_units=16, or use a new folder"
+        % (out / "hparams.json")
+    )
 
 
 def test_transformer_model_type_trains_and_resumes_keeping_a_better_best(corpus, tmp_path):

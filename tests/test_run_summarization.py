@@ -14,6 +14,7 @@ from absl import flags
 from absl.testing import flagsaver
 
 from acvi_tf import checkpoints
+from acvi_tf import flags as acvi_flags
 from acvi_tf import training as training_lib
 from pointer_generator import bin_files, run_summarization
 from pointer_generator import losses as losses_lib
@@ -191,6 +192,18 @@ def test_convert_to_coverage_model_then_resume(corpus, three_sa_steps, tmp_path)
     with pytest.raises(app.UsageError, match="model.ckpt-5 already has coverage"):
         _run(corpus, tmp_path, context="sa", coverage=True, convert_to_coverage_model=True)
     assert tf.train.latest_checkpoint(str(train_dir)).endswith("model.ckpt-5")
+
+
+def test_a_resume_takes_new_steps_and_refuses_a_new_model_size(
+    corpus, three_sa_steps, tmp_path, caplog
+):
+    shutil.copytree(three_sa_steps / "exp", tmp_path / "exp")
+    with pytest.raises(acvi_flags.FlagChangeError, match="--hidden_dim=8, this command gives"):
+        _run(corpus, tmp_path, context="sa", hidden_dim=16, max_steps=4)
+    with caplog.at_level("INFO"):
+        _run(corpus, tmp_path, context="sa", max_steps=4)
+    assert "--max_steps 3 -> 4" in caplog.text
+    assert tf.train.latest_checkpoint(str(tmp_path / "exp" / "train")).endswith("model.ckpt-4")
 
 
 def test_bad_flags_give_clear_errors(corpus, tmp_path):

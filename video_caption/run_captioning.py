@@ -54,6 +54,16 @@ from video_caption import model as model_lib
 
 MODES = ("train", "eval", "decode")
 REPORTED = ("Bleu_4", "METEOR", "ROUGE_L", "CIDEr")
+# Flags of this entry point that decide the model's variables (and the optimizer's).
+MODEL_FLAGS = (
+    "emb_dim",
+    "encoder_units",
+    "decoder_units",
+    "attention_units",
+    "output_units",
+    "vocab_size",
+    "optimizer",
+)
 
 
 def define_flags(fv=flags.FLAGS):
@@ -539,7 +549,10 @@ def run(fv):
     acvi_flags.configure_runtime(fv)
     os.makedirs(fv.out_dir, exist_ok=True)
     if fv.mode == "train":
-        acvi_flags.write_flag_record(fv.out_dir, __name__, fv)
+        resuming = tf.train.latest_checkpoint(os.path.join(fv.out_dir, "train")) is not None
+        acvi_flags.write_flag_record(
+            fv.out_dir, __name__, fv, resume_model_flags=MODEL_FLAGS if resuming else None
+        )
     exp = Experiment(fv)
     if fv.mode == "train":
         best = train(exp)
