@@ -175,6 +175,18 @@ def test_vocab_batches_and_feature_padding(tmp_path):
         data.clip_features({}, record, 4, source="feats.h5")
 
 
+def test_blank_lines_between_records_are_named(tmp_path, caplog):
+    path = tmp_path / "val.jsonl"
+    line = json.dumps(dict(clip="c_0_1", vid="vid1", captions=["a"], references=["A"]))
+    path.write_text(line + "\n\n\n")
+    assert len(data.read_split(str(path))) == 1
+    assert "blank" not in caplog.text
+    path.write_text(line + "\n\n" + line + "\n \n" + line + "\n\n")
+    with caplog.at_level("WARNING"):
+        assert len(data.read_split(str(path))) == 3
+    assert "val.jsonl: skipped 2 blank line(s) between records (first: line 2)" in caplog.text
+
+
 def test_split_file_errors_name_the_line(tmp_path):
     path = tmp_path / "val.jsonl"
     good = dict(clip="c_0_1", vid="vid1", captions=["a"], references=["A"])

@@ -16,6 +16,7 @@ import json
 
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
 from acvi_tf import errors, files
 from video_caption import frames as frames_lib
@@ -88,13 +89,17 @@ class Vocab:
 def read_split(path):
     """The clip records of one ``<split>.jsonl`` file, in file order.
 
+    Blank lines at the end are ignored; blank lines between records are skipped with a
+    warning naming the first.
+
     Raises:
       DataError: a line is not JSON or lacks a field, or a clip has no captions or an
         empty one.
     """
-    records = []
+    records, blank_lines = [], []
     for number, line in files.utf8_lines(path, DataError):
         if not line.strip():
+            blank_lines.append(number)
             continue
         try:
             record = json.loads(line)
@@ -122,8 +127,17 @@ def read_split(path):
                     "split with data_prep.msvd" % (path, number, record["clip"], field, blank[0])
                 )
         records.append(record)
+        last = number
     if not records:
         raise DataError("%s holds no clips" % path)
+    inside = [n for n in blank_lines if n < last]  # blank lines at the end are usual
+    if inside:
+        logging.warning(
+            "%s: skipped %d blank line(s) between records (first: line %d)",
+            path,
+            len(inside),
+            inside[0],
+        )
     return records
 
 
