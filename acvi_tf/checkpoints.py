@@ -37,6 +37,10 @@ from acvi_tf import errors, files
 _VALUE = "/.ATTRIBUTES/VARIABLE_VALUE"
 BEST_RECORD = "best.json"
 
+# What reading a damaged or vanished checkpoint raises: TensorFlow's errors, and
+# IndexError from the reader of a truncated data file ("Read less bytes than requested").
+UNREADABLE = (tf.errors.OpError, IndexError)
+
 
 # TensorFlow's message when a checkpoint's variable has another shape than the model's.
 _SHAPE_MISMATCH = re.compile(
@@ -131,7 +135,7 @@ def newest_checkpoints(
         done = newest
         try:
             restore(newest)
-        except tf.errors.OpError as e:
+        except UNREADABLE as e:
             logging.warning(
                 "Skipping checkpoint %s, which cannot be read (%s); looking for a newer one",
                 newest,
@@ -225,7 +229,7 @@ class Checkpointer:
             try:
                 self.check(path)
                 self.checkpoint.restore(path).expect_partial()
-            except (tf.errors.OpError, ValueError) as e:
+            except (*UNREADABLE, ValueError) as e:
                 if isinstance(e, CheckpointMismatchError):
                     raise
                 shapes = _SHAPE_MISMATCH.search(str(e))

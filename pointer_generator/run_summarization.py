@@ -577,6 +577,12 @@ def evaluate(vocab, train_dir, eval_dir, phases):
                 12.0,
             )
             batches += 1
+        if not batches:
+            raise bin_files.BinFileError(
+                "%s: no usable validation example (empty articles or abstracts, or abstracts "
+                "without <s> </s> tags); point --data_path at the validation chunks"
+                % FLAGS.data_path
+            )
         means = {name: total_ / batches for name, total_ in sums.items()}
         with writer.as_default(step=int(step)):
             for name, value in means.items():
@@ -684,8 +690,8 @@ def decode(vocab, train_dir, phases):
                 try:
                     checkpoint.restore(newest).expect_partial()
                     latest = newest
-                except tf.errors.OpError as e:  # deleted by the trainer since it was listed
-                    logging.warning("Keeping %s: cannot read %s (%s)", latest, newest, e.message)
+                except checkpoints.UNREADABLE as e:  # deleted by the trainer since listed
+                    logging.warning("Keeping %s: cannot read %s (%s)", latest, newest, e)
             last_load = time.time()
         decode_lib.decode_examples(summarizer, batch, os.path.join(root, "decode"))
         if FLAGS.decode_max_batches and count >= FLAGS.decode_max_batches:

@@ -3,10 +3,15 @@ best model whose score survives a restart, and the vocabulary check."""
 
 import json
 import os
+import pathlib
+import tempfile
 
+import numpy as np
 import pytest
 import tensorflow as tf
 from absl import logging
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from acvi_tf import checkpoints
 from acvi_tf.compat import keras
@@ -168,3 +173,39 @@ def test_a_checkpoint_of_another_model_shape_is_named_not_skipped(tmp_path):
         r"shape \(9, 2\): the run was trained with other model flags",
     ):
         _checkpointer(tmp_path, _model(rows=9)).restore_latest()
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    kind=st.sampled_from(["index", "data"]),
+    damage=st.sampled_from(["truncate", "flip"]),
+    where=st.floats(0.0, 1.0, exclude_max=True),
+)
+def test_a_damaged_newest_checkpoint_restores_the_one_before(kind, damage, where):
+    """Fuzz: any truncation or flipped byte of the newest checkpoint's files gives either
+    that checkpoint, intact, or the one before, never an error or a half-read model."""
+    with tempfile.TemporaryDirectory() as root:
+        root = pathlib.Path(root)
+        model = _model()
+        saver = _checkpointer(root, model)
+        for step in (1, 2):
+            saver.step.assign(step)
+            model.layers[0].embeddings.assign(tf.fill([7, 2], float(step)))
+            saver.save()
+        path = _index(saver.latest) if kind == "index" else saver.latest + ".data-00000-of-00001"
+        with open(path, "rb") as f:
+            content = bytearray(f.read())
+        at = int(where * len(content))
+        if damage == "truncate":
+            content = content[:at]
+        else:
+            content[at] ^= 0xFF
+        with open(path, "wb") as f:
+            f.write(bytes(content))
+        resumed = _checkpointer(root, _model())
+        restored = resumed.restore_latest()
+        step = int(resumed.step)
+        assert restored.endswith("ckpt-%d" % step) and step in (1, 2)
+        np.testing.assert_array_equal(
+            resumed.checkpoint.model.layers[0].embeddings.numpy(), np.full([7, 2], float(step))
+        )

@@ -4,13 +4,16 @@ never a crash of another kind."""
 
 import json
 import os
+import signal
 import tempfile
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from data_prep import msvd
 from nmt import data as nmt_data
+from pointer_generator import batcher as batcher_lib
 from pointer_generator import bin_files
 from pointer_generator import vocab as pg_vocab
 from video_caption import data as vc_data
@@ -117,3 +120,53 @@ def test_the_good_files_read():
             with open(path, "wb") as f:
                 f.write(content)
             assert _read(kind, path), kind
+
+
+def _first_batch(batcher, seconds=5):
+    """The batcher's first batch; a hang fails the test after ``seconds``."""
+
+    def hang(*_):
+        raise AssertionError("no batch and no error after %d s: the loop hangs" % seconds)
+
+    previous = signal.signal(signal.SIGALRM, hang)
+    signal.alarm(seconds)
+    try:
+        return next(iter(batcher.batches()))
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+RECORD = st.tuples(
+    st.sampled_from(["", " ", "a b .", "name7 a"]),
+    st.sampled_from(["", " ", "<s> a . </s>", "a b", "<s> </s>", "<s> b </s> <s> a </s>"]),
+)
+
+
+@FUZZ
+@given(files=st.lists(st.lists(RECORD, max_size=4), min_size=1, max_size=3))
+def test_the_training_batcher_gives_a_batch_or_one_error_never_a_hang(files):
+    """Any mix of usable and unusable records over several files: the endless training
+    loop yields a first batch when one record is usable, else raises BinFileError after
+    one pass, naming the files."""
+    with tempfile.TemporaryDirectory() as root:
+        for number, records in enumerate(files):
+            bin_files.write_bin_file(os.path.join(root, "train_%03d.bin" % number), records)
+        with open(os.path.join(root, "vocab"), "w", encoding="utf-8") as f:
+            f.write("a 3\nb 2\n. 1\n")
+        vocab = pg_vocab.Vocab(os.path.join(root, "vocab"), 0)
+        usable = [
+            (article, abstract)
+            for records in files
+            for article, abstract in records
+            if not batcher_lib._unusable(article, abstract, pg_vocab.abstract2sents(abstract))
+        ]
+        batcher = batcher_lib.Batcher(os.path.join(root, "train_*"), vocab, 2, 10, 5)
+        if usable:
+            batch = _first_batch(batcher)
+            assert len(batch["original_articles"]) == 2
+            assert set(batch["original_articles"]) <= {a for a, _ in usable}
+        else:
+            with pytest.raises(bin_files.BinFileError, match="no usable example") as e:
+                _first_batch(batcher)
+            assert os.path.join(root, "train_000.bin") in str(e.value)
