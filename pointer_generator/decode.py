@@ -188,8 +188,16 @@ def _prepare_folder(decode_dir, overwrite, manifest):
             )
         saved = {}
         if os.path.exists(record):
-            with open(record, encoding="utf-8") as f:
-                saved = json.load(f)
+            with open(record, "rb") as f:
+                try:
+                    saved = json.loads(f.read().decode("utf-8"))
+                except ValueError:  # JSON or UTF-8
+                    saved = None
+            if not isinstance(saved, dict):
+                raise DecodeFolderError(
+                    "%s cannot be read, so what the interrupted decode in %s decoded is "
+                    "unknown; pass --decode_overwrite to decode afresh" % (record, decode_dir)
+                )
         changed = sorted(k for k in set(manifest) | set(saved) if saved.get(k) != manifest.get(k))
         if changed:
             raise DecodeFolderError(

@@ -1,8 +1,12 @@
 """Shared absl flags: defaults, validators, and the layer they build."""
 
+import math
+
 import pytest
 import tensorflow as tf
 from absl import flags
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tensorflow.python.framework import config as tf_config
 
 from acvi_tf import context, kl_schedule
@@ -179,3 +183,45 @@ def test_a_resume_refuses_a_changed_model_flag_and_logs_the_others(tmp_path, cap
     # a new run (no resume) is not compared, and its record replaces the old one
     acvi_flags.write_flag_record(str(tmp_path), "prog", _parse("--context=sa"))
     acvi_flags.compare_flag_record(str(tmp_path), "prog", (), _parse("--context=sa"))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    values=st.dictionaries(
+        st.sampled_from(
+            [
+                "kl_weight",
+                "kl_free_bits",
+                "acvi_gumbel_fraction",
+                "acvi_gumbel_temperature",
+                "acvi_log_var_min",
+                "acvi_log_var_max",
+                "structured_lambda",
+                "kl_anneal_steps",
+                "acvi_num_samples",
+                "ved_latent_dim",
+            ]
+        ),
+        st.one_of(
+            st.sampled_from(["nan", "inf", "-inf", "1e400", "-0", "", "x", "1,2", "0x10"]),
+            st.floats(allow_nan=True, allow_infinity=True).map(repr),
+            st.integers(-(10**20), 10**20).map(str),
+        ),
+        max_size=4,
+    )
+)
+def test_any_flag_value_parses_to_a_usable_one_or_one_flag_error(values):
+    """Fuzz: values of the numeric shared flags either parse into finite numbers that
+    build a context layer, or are refused by absl with the flag named."""
+    argv = ["--%s=%s" % item for item in values.items()]
+    try:
+        fv = _parse(*argv)
+    except flags.Error as e:
+        assert any(name in str(e) for name in values), e
+        return
+    for name in values:
+        assert math.isfinite(fv[name].value), name
+    try:
+        acvi_flags.context_layer_from_flags(fv)
+    except ValueError as e:  # a combination the layer refuses, said in its own words
+        assert str(e)

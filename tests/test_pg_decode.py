@@ -3,10 +3,13 @@
 import json
 import os
 import shutil
+import tempfile
 
 import numpy as np
 import pytest
 import tensorflow as tf
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from acvi_tf import context as context_lib
 from acvi_tf.compat import keras
@@ -272,3 +275,49 @@ def test_examples_mode_writes_attention_visualisation(model, vocab, tmp_path):
     assert data["decoded_lst"] == results[0]["words"]
     assert len(data["attn_dists"]) == len(results[0]["words"])
     assert len(data["article_lst"]) == int(batch["enc_lens"][0])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    finished=st.integers(0, 4),
+    damage=st.sampled_from(["manifest_cut", "manifest_text", "delete", "none"]),
+    target=st.integers(0, 7),
+    cut=st.floats(0.0, 1.0, exclude_max=True),
+    text=st.text(max_size=20),
+)
+def test_a_damaged_interrupted_decode_folder_resumes_or_is_refused(
+    finished, damage, target, cut, text
+):
+    """Fuzz: whatever a kill or a hand left in an interrupted decode folder, preparing
+    the resume either returns a count of complete pairs that all exist, or refuses with
+    one DecodeFolderError naming the folder; never another error."""
+    manifest = dict(checkpoint="model.ckpt-9", data=[["/data/test_000.bin", 123]])
+    with tempfile.TemporaryDirectory() as root:
+        folder = os.path.join(root, "decode_test")
+        assert decode_lib._prepare_folder(folder, False, manifest) == 0
+        for index in range(finished):
+            decode_lib._write_pair(folder, index, ["a ."], ["b ."])
+        record = os.path.join(folder, decode_lib.MANIFEST)
+        if damage.startswith("manifest"):
+            with open(record, "rb") as f:
+                content = f.read()
+            with open(record, "wb") as f:
+                if damage == "manifest_cut":
+                    f.write(content[: int(cut * len(content))])
+                else:
+                    f.write(text.encode("utf-8"))
+        elif damage == "delete" and finished:
+            index = target % finished
+            os.remove(decode_lib._pair_path(folder, decode_lib._KINDS[target % 2], index))
+        try:
+            done = decode_lib._prepare_folder(folder, False, manifest)
+        except decode_lib.DecodeFolderError as e:
+            assert folder in str(e)
+            assert damage.startswith("manifest")
+            return
+        assert 0 <= done <= finished
+        for index in range(done):
+            for kind in decode_lib._KINDS:
+                assert os.path.exists(decode_lib._pair_path(folder, kind, index))
+        if damage != "delete":
+            assert done == finished
