@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from absl import app, flags
 
+from acvi_tf import flags as acvi_flags
 from video_caption import run_captioning
 
 WORDS = ["red", "blue", "square", "circle"]
@@ -92,3 +93,23 @@ def test_non_finite_float_flags_are_rejected():
 def test_most_common_caption_breaks_ties_alphabetically():
     records = [dict(captions=["b c", "a b"]), dict(captions=["a b", "b c", "z"])]
     assert run_captioning.most_common_caption(records) == "a b"
+
+
+def test_a_resume_with_another_model_size_names_the_flag(tmp_path):
+    data_dir, features = _dataset(tmp_path)
+    common = [
+        "--mode=train",
+        "--data_dir=" + data_dir,
+        "--features=" + features,
+        "--out_dir=" + str(tmp_path / "run"),
+        "--decoder_units=4",
+        "--metrics=ROUGE_L",
+        "--best_metric=ROUGE_L",
+        "--batch_size=4",
+        "--max_steps=2",
+    ]
+    run_captioning.run(_flags(*common, "--encoder_units=4"))
+    with pytest.raises(
+        acvi_flags.FlagChangeError, match="--encoder_units=4, this command gives --encoder_units=6"
+    ):
+        run_captioning.run(_flags(*common, "--encoder_units=6", "--max_steps=4"))
