@@ -105,7 +105,10 @@ def _translation_step(layer):
     model(batch)
     optimizer = keras.optimizers.SGD(preset["learning_rate"])
     optimizer.build(model.trainable_variables)
-    return run_nmt.make_train_step(model, optimizer), batch
+    fv = flags.FlagValues()
+    run_nmt.define_flags(fv)
+    fv(["host_step", "--jit_compile=%s" % FLAGS.jit_compile])
+    return run_nmt.make_train_step(fv, model, optimizer), batch
 
 
 def _captioning_step(layer):

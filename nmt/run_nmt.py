@@ -28,7 +28,6 @@ from acvi_tf.metrics import bleu as bleu_lib
 from nmt import bpe, data, hparams, schedule, translate
 from nmt import model as model_lib
 
-FLAGS = flags.FLAGS
 # Flags of this entry point that decide the model's variables (and the optimizer's).
 MODEL_FLAGS = (
     "model_type",
@@ -43,132 +42,199 @@ MODEL_FLAGS = (
     "optimizer",
 )
 
-flags.DEFINE_string("src", None, "Source suffix, e.g. en.")
-flags.DEFINE_string("tgt", None, "Target suffix, e.g. vi.")
-flags.DEFINE_string("train_prefix", None, "Train prefix: files prefix.src and prefix.tgt.")
-flags.DEFINE_string("dev_prefix", None, "Dev prefix (BLEU picks best_bleu on it).")
-flags.DEFINE_string("test_prefix", None, "Test prefix.")
-flags.DEFINE_string(
-    "vocab_prefix",
-    None,
-    "Vocab prefix: files prefix.src, prefix.tgt "
-    "(checked: <unk> <s> </s> first, repaired into out_dir if not).",
-)
-flags.DEFINE_string("out_dir", None, "Output directory.")
-flags.DEFINE_enum(
-    "hparams_preset", "", ["", "acvi_paper", "iwslt15"], "A group of settings (explicit flags win)."
-)
-flags.DEFINE_enum(
-    "model_type",
-    "rnn",
-    ["rnn", "transformer"],
-    "rnn: the Luong LSTM model (ACVI applies); transformer: the small "
-    "Transformer baseline (num_units, num_layers, num_heads, dropout; "
-    "--context does not apply).",
-)
-flags.DEFINE_integer("num_heads", 4, "Transformer attention heads.", lower_bound=1)
-flags.DEFINE_integer("num_units", 32, "LSTM, embedding and attention size.", lower_bound=1)
-flags.DEFINE_integer(
-    "num_layers", 2, "Layers of encoder and decoder unless set apart.", lower_bound=1
-)
-flags.DEFINE_integer(
-    "num_encoder_layers",
-    None,
-    "Encoder layers (bi: both directions "
-    "together, so 2 = one bidirectional layer, as tensorflow/nmt).",
-)
-flags.DEFINE_integer("num_decoder_layers", None, "Decoder layers.")
-flags.DEFINE_enum("encoder_type", "uni", ["uni", "bi"], "Encoder type.")
-flags.DEFINE_enum(
-    "attention",
-    "luong",
-    ["luong", "scaled_luong"],
-    "Luong general attention, optionally with a learned scale.",
-)
-flags.DEFINE_enum(
-    "attention_architecture",
-    "standard",
-    ["standard"],
-    "Attention on top of the decoder stack (the only one here).",
-)
-flags.DEFINE_boolean("output_attention", True, "Project the attention vector (Luong).")
-flags.DEFINE_boolean("pass_hidden_state", True, "Decoder starts from the encoder states.")
-flags.DEFINE_enum("optimizer", "sgd", ["sgd", "adam"], "Optimizer.")
-flags.DEFINE_float("learning_rate", 1.0, "Learning rate.", lower_bound=0.0)
-flags.DEFINE_enum(
-    "decay_scheme",
-    "",
-    ["", "luong234", "luong5", "luong10"],
-    "Learning-rate decay (luong234: staircase halvings over the last third).",
-)
-flags.DEFINE_integer("num_train_steps", 12000, "Training steps.", lower_bound=1)
-flags.DEFINE_integer(
-    "steps_per_stats", 100, "Log and summarise every this many steps.", lower_bound=1
-)
-flags.DEFINE_integer(
-    "steps_per_external_eval",
-    None,
-    "BLEU on dev/test every this many steps (default 10 x steps_per_stats x 5, as tensorflow/nmt).",
-)
-flags.DEFINE_float(
-    "dropout", 0.2, "Input dropout rate of every LSTM.", lower_bound=0.0, upper_bound=1.0
-)
-flags.DEFINE_float("max_gradient_norm", 5.0, "Global-norm clipping (0: off).", lower_bound=0.0)
-flags.DEFINE_integer("batch_size", 128, "Batch size.", lower_bound=1)
-flags.DEFINE_float("init_weight", 0.1, "Uniform init range of every weight.")
-flags.DEFINE_integer("src_max_len", 50, "Truncate training sources to this.", lower_bound=1)
-flags.DEFINE_integer("tgt_max_len", 50, "Truncate training targets to this.", lower_bound=1)
-flags.DEFINE_integer("num_buckets", 5, "Length buckets.", lower_bound=1)
-flags.DEFINE_enum("infer_mode", "greedy", ["greedy", "beam_search"], "Decoding.")
-flags.DEFINE_integer("beam_width", 0, "Beam width (beam_search).", lower_bound=0)
-flags.DEFINE_float("length_penalty_weight", 0.0, "GNMT length penalty alpha.", lower_bound=0.0)
-flags.DEFINE_enum("subword_option", "", ["", "bpe"], "bpe: remove '@@ ' before BLEU.")
-flags.DEFINE_integer("infer_batch_size", 32, "Sentences per decoding call.", lower_bound=1)
-flags.DEFINE_string("inference_input_file", None, "Translate this file and exit.")
-flags.DEFINE_string("inference_output_file", None, "Where the translation goes.")
-flags.DEFINE_string("inference_ref_file", None, "Reference of the inference input: BLEU.")
-flags.DEFINE_string("ckpt", None, "Checkpoint for inference (default: the latest).")
-flags.DEFINE_integer(
-    "attention_images",
-    0,
-    "Inference: also write attention heat maps "
-    "(PNG) of the first N translations into out_dir/attention/.",
-    lower_bound=0,
-)
 
-acvi_flags.require_finite(__name__)
+def define_flags(fv=flags.FLAGS):
+    """Defines this command's flags (and the shared ones when missing) on ``fv``."""
+    if "context" not in fv:
+        acvi_flags.define_flags(fv)
+    flags.DEFINE_string("src", None, "Source suffix, e.g. en.", flag_values=fv)
+    flags.DEFINE_string("tgt", None, "Target suffix, e.g. vi.", flag_values=fv)
+    flags.DEFINE_string(
+        "train_prefix", None, "Train prefix: files prefix.src and prefix.tgt.", flag_values=fv
+    )
+    flags.DEFINE_string(
+        "dev_prefix", None, "Dev prefix (BLEU picks best_bleu on it).", flag_values=fv
+    )
+    flags.DEFINE_string("test_prefix", None, "Test prefix.", flag_values=fv)
+    flags.DEFINE_string(
+        "vocab_prefix",
+        None,
+        "Vocab prefix: files prefix.src, prefix.tgt "
+        "(checked: <unk> <s> </s> first, repaired into out_dir if not).",
+        flag_values=fv,
+    )
+    flags.DEFINE_string("out_dir", None, "Output directory.", flag_values=fv)
+    flags.DEFINE_enum(
+        "hparams_preset",
+        "",
+        ["", "acvi_paper", "iwslt15"],
+        "A group of settings (explicit flags win).",
+        flag_values=fv,
+    )
+    flags.DEFINE_enum(
+        "model_type",
+        "rnn",
+        ["rnn", "transformer"],
+        "rnn: the Luong LSTM model (ACVI applies); transformer: the small "
+        "Transformer baseline (num_units, num_layers, num_heads, dropout; "
+        "--context does not apply).",
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "num_heads", 4, "Transformer attention heads.", lower_bound=1, flag_values=fv
+    )
+    flags.DEFINE_integer(
+        "num_units", 32, "LSTM, embedding and attention size.", lower_bound=1, flag_values=fv
+    )
+    flags.DEFINE_integer(
+        "num_layers",
+        2,
+        "Layers of encoder and decoder unless set apart.",
+        lower_bound=1,
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "num_encoder_layers",
+        None,
+        "Encoder layers (bi: both directions "
+        "together, so 2 = one bidirectional layer, as tensorflow/nmt).",
+        flag_values=fv,
+    )
+    flags.DEFINE_integer("num_decoder_layers", None, "Decoder layers.", flag_values=fv)
+    flags.DEFINE_enum("encoder_type", "uni", ["uni", "bi"], "Encoder type.", flag_values=fv)
+    flags.DEFINE_enum(
+        "attention",
+        "luong",
+        ["luong", "scaled_luong"],
+        "Luong general attention, optionally with a learned scale.",
+        flag_values=fv,
+    )
+    flags.DEFINE_enum(
+        "attention_architecture",
+        "standard",
+        ["standard"],
+        "Attention on top of the decoder stack (the only one here).",
+        flag_values=fv,
+    )
+    flags.DEFINE_boolean(
+        "output_attention", True, "Project the attention vector (Luong).", flag_values=fv
+    )
+    flags.DEFINE_boolean(
+        "pass_hidden_state", True, "Decoder starts from the encoder states.", flag_values=fv
+    )
+    flags.DEFINE_enum("optimizer", "sgd", ["sgd", "adam"], "Optimizer.", flag_values=fv)
+    flags.DEFINE_float("learning_rate", 1.0, "Learning rate.", lower_bound=0.0, flag_values=fv)
+    flags.DEFINE_enum(
+        "decay_scheme",
+        "",
+        ["", "luong234", "luong5", "luong10"],
+        "Learning-rate decay (luong234: staircase halvings over the last third).",
+        flag_values=fv,
+    )
+    flags.DEFINE_integer("num_train_steps", 12000, "Training steps.", lower_bound=1, flag_values=fv)
+    flags.DEFINE_integer(
+        "steps_per_stats",
+        100,
+        "Log and summarise every this many steps.",
+        lower_bound=1,
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "steps_per_external_eval",
+        None,
+        "BLEU on dev/test every this many steps (default 10 x steps_per_stats x 5, as "
+        "tensorflow/nmt).",
+        flag_values=fv,
+    )
+    flags.DEFINE_float(
+        "dropout",
+        0.2,
+        "Input dropout rate of every LSTM.",
+        lower_bound=0.0,
+        upper_bound=1.0,
+        flag_values=fv,
+    )
+    flags.DEFINE_float(
+        "max_gradient_norm", 5.0, "Global-norm clipping (0: off).", lower_bound=0.0, flag_values=fv
+    )
+    flags.DEFINE_integer("batch_size", 128, "Batch size.", lower_bound=1, flag_values=fv)
+    flags.DEFINE_float("init_weight", 0.1, "Uniform init range of every weight.", flag_values=fv)
+    flags.DEFINE_integer(
+        "src_max_len", 50, "Truncate training sources to this.", lower_bound=1, flag_values=fv
+    )
+    flags.DEFINE_integer(
+        "tgt_max_len", 50, "Truncate training targets to this.", lower_bound=1, flag_values=fv
+    )
+    flags.DEFINE_integer("num_buckets", 5, "Length buckets.", lower_bound=1, flag_values=fv)
+    flags.DEFINE_enum(
+        "infer_mode", "greedy", ["greedy", "beam_search"], "Decoding.", flag_values=fv
+    )
+    flags.DEFINE_integer(
+        "beam_width", 0, "Beam width (beam_search).", lower_bound=0, flag_values=fv
+    )
+    flags.DEFINE_float(
+        "length_penalty_weight", 0.0, "GNMT length penalty alpha.", lower_bound=0.0, flag_values=fv
+    )
+    flags.DEFINE_enum(
+        "subword_option", "", ["", "bpe"], "bpe: remove '@@ ' before BLEU.", flag_values=fv
+    )
+    flags.DEFINE_integer(
+        "infer_batch_size", 32, "Sentences per decoding call.", lower_bound=1, flag_values=fv
+    )
+    flags.DEFINE_string(
+        "inference_input_file", None, "Translate this file and exit.", flag_values=fv
+    )
+    flags.DEFINE_string(
+        "inference_output_file", None, "Where the translation goes.", flag_values=fv
+    )
+    flags.DEFINE_string(
+        "inference_ref_file", None, "Reference of the inference input: BLEU.", flag_values=fv
+    )
+    flags.DEFINE_string(
+        "ckpt", None, "Checkpoint for inference (default: the latest).", flag_values=fv
+    )
+    flags.DEFINE_integer(
+        "attention_images",
+        0,
+        "Inference: also write attention heat maps "
+        "(PNG) of the first N translations into out_dir/attention/.",
+        lower_bound=0,
+        flag_values=fv,
+    )
+    acvi_flags.require_finite(__name__, fv)
+
 
 BATCH_SIGNATURE = data.BATCH_SIGNATURE
 
 
-def apply_preset():
+def apply_preset(fv):
     """Sets the preset's values on every flag the command line did not give."""
-    preset = hparams.PRESETS.get(FLAGS.hparams_preset, {})
-    given = {name for name in preset if FLAGS[name].present}
-    for name, value in hparams.preset_values(FLAGS.hparams_preset, given).items():
-        setattr(FLAGS, name, value)
+    preset = hparams.PRESETS.get(fv.hparams_preset, {})
+    given = {name for name in preset if fv[name].present}
+    for name, value in hparams.preset_values(fv.hparams_preset, given).items():
+        setattr(fv, name, value)
 
 
-def learning_rate_schedule():
+def learning_rate_schedule(fv):
     """The ``--decay_scheme`` schedule (a constant when there is none)."""
-    return schedule.decay_schedule(FLAGS.learning_rate, FLAGS.decay_scheme, FLAGS.num_train_steps)
+    return schedule.decay_schedule(fv.learning_rate, fv.decay_scheme, fv.num_train_steps)
 
 
-def _bleu(references, hypotheses):
-    if FLAGS.subword_option == "bpe":
+def _bleu(fv, references, hypotheses):
+    if fv.subword_option == "bpe":
         references = [bpe.remove_bpe(r) for r in references]
         hypotheses = [bpe.remove_bpe(h) for h in hypotheses]
     return bleu_lib.corpus_bleu(references, hypotheses)
 
 
-def _evaluate(model, name, prefix, vocabs, translator, writer, step):
+def _evaluate(fv, model, name, prefix, vocabs, translator, writer, step):
     """Perplexity and BLEU of ``prefix``; writes ``output_<name>``; returns the BLEU."""
     src_vocab, tgt_vocab = vocabs
-    pairs = data.read_parallel("%s.%s" % (prefix, FLAGS.src), "%s.%s" % (prefix, FLAGS.tgt))
+    pairs = data.read_parallel("%s.%s" % (prefix, fv.src), "%s.%s" % (prefix, fv.tgt))
     # tensorflow/nmt's eval reader drops empty pairs but truncates nothing
     examples = data.make_examples(pairs, src_vocab, tgt_vocab)
     total_nll, total_tokens = 0.0, 0.0
-    for batch in data.eval_dataset(examples, FLAGS.batch_size):
+    for batch in data.eval_dataset(examples, fv.batch_size):
         out = model(batch)
         nll, count = losses.sequence_loss(
             out["logits"], batch["tgt_out"], batch["tgt_len"], token_nll=out.get("token_nll")
@@ -176,11 +242,11 @@ def _evaluate(model, name, prefix, vocabs, translator, writer, step):
         total_nll += float(nll) * int(tf.shape(batch["src"])[0])
         total_tokens += float(count)
     ppl = losses.perplexity(total_nll, total_tokens)
-    hypotheses = translator.translate([src for src, _ in pairs], src_vocab, FLAGS.infer_batch_size)
+    hypotheses = translator.translate([src for src, _ in pairs], src_vocab, fv.infer_batch_size)
     files.atomic_write_text(
-        os.path.join(FLAGS.out_dir, "output_" + name), "".join(h + "\n" for h in hypotheses)
+        os.path.join(fv.out_dir, "output_" + name), "".join(h + "\n" for h in hypotheses)
     )
-    score = _bleu([tgt for _, tgt in pairs], hypotheses)
+    score = _bleu(fv, [tgt for _, tgt in pairs], hypotheses)
     tokens, alignment = translator.alignment(pairs[0][0], src_vocab)
     with writer.as_default(step=step):
         tf.summary.scalar("%s_ppl" % name, ppl)
@@ -204,16 +270,16 @@ def _evaluate(model, name, prefix, vocabs, translator, writer, step):
     return score
 
 
-def build(src_vocab, tgt_vocab):
+def build(fv, src_vocab, tgt_vocab):
     """The model the flags describe, built."""
-    if FLAGS.model_type == "transformer":
+    if fv.model_type == "transformer":
         model = transformer.TransformerModel(
             src_vocab.size(),
             tgt_vocab.size(),
-            FLAGS.num_units,
-            FLAGS.num_layers,
-            FLAGS.num_heads,
-            FLAGS.dropout,
+            fv.num_units,
+            fv.num_layers,
+            fv.num_heads,
+            fv.dropout,
         )
         model(
             {
@@ -225,17 +291,17 @@ def build(src_vocab, tgt_vocab):
     model = model_lib.NMTModel(
         src_vocab.size(),
         tgt_vocab.size(),
-        FLAGS.num_units,
-        FLAGS.num_encoder_layers or FLAGS.num_layers,
-        FLAGS.num_decoder_layers or FLAGS.num_layers,
-        FLAGS.encoder_type,
-        FLAGS.attention,
-        FLAGS.output_attention,
-        FLAGS.pass_hidden_state,
-        FLAGS.dropout,
-        FLAGS.init_weight,
-        acvi_flags.context_layer_from_flags(FLAGS),
-        jit_compile=FLAGS.jit_compile,
+        fv.num_units,
+        fv.num_encoder_layers or fv.num_layers,
+        fv.num_decoder_layers or fv.num_layers,
+        fv.encoder_type,
+        fv.attention,
+        fv.output_attention,
+        fv.pass_hidden_state,
+        fv.dropout,
+        fv.init_weight,
+        acvi_flags.context_layer_from_flags(fv),
+        jit_compile=fv.jit_compile,
     )
     dummy = {
         k: tf.ones([1, 1] if spec.shape.rank == 2 else [1], tf.int32)
@@ -245,7 +311,7 @@ def build(src_vocab, tgt_vocab):
     return model
 
 
-def make_train_step(model, optimizer):
+def make_train_step(fv, model, optimizer):
     """The training step: loss, gradients clipped to ``--max_gradient_norm``, update.
 
     Returns ``train_step(batch, use_gumbel, step) -> results`` (``acvi_tf.training.
@@ -253,7 +319,7 @@ def make_train_step(model, optimizer):
     """
     context_layer = getattr(model, "context_layer", None)  # None for the Transformer
     num_samples = getattr(context_layer, "num_samples", 1)
-    kl_terms = acvi_flags.kl_schedule_from_flags(FLAGS)
+    kl_terms = acvi_flags.kl_schedule_from_flags(fv)
 
     def loss_fn(batch, use_gumbel, step):
         # --acvi_num_samples K: the batch repeated K times averages the loss over K samples
@@ -278,57 +344,57 @@ def make_train_step(model, optimizer):
         model.trainable_variables,
         optimizer,
         [BATCH_SIGNATURE, tf.TensorSpec([], tf.bool), tf.TensorSpec([], tf.int64)],
-        FLAGS.max_gradient_norm,
-        FLAGS.jit_compile,
+        fv.max_gradient_norm,
+        fv.jit_compile,
     )
 
 
-def train(vocabs):
+def train(fv, vocabs):
     """The training loop with tensorflow/nmt's evaluation schedule."""
     src_vocab, tgt_vocab = vocabs
-    model = build(src_vocab, tgt_vocab)
+    model = build(fv, src_vocab, tgt_vocab)
     optimizer = (
-        keras.optimizers.SGD(learning_rate_schedule())
-        if FLAGS.optimizer == "sgd"
-        else keras.optimizers.Adam(learning_rate_schedule())
+        keras.optimizers.SGD(learning_rate_schedule(fv))
+        if fv.optimizer == "sgd"
+        else keras.optimizers.Adam(learning_rate_schedule(fv))
     )
     step_var = tf.Variable(0, dtype=tf.int64, name="global_step")
     checkpointer = checkpoints.Checkpointer(
-        FLAGS.out_dir,
+        fv.out_dir,
         step_var,
         max_to_keep=5,
         checkpoint_name="translate.ckpt",
-        best_dir=os.path.join(FLAGS.out_dir, "best_bleu"),
-        check=lambda path: _check_vocabulary(path, src_vocab, tgt_vocab),
+        best_dir=os.path.join(fv.out_dir, "best_bleu"),
+        check=lambda path: _check_vocabulary(fv, path, src_vocab, tgt_vocab),
         model=model,
         optimizer=optimizer,
     )
     checkpointer.restore_latest()
     context_layer = getattr(model, "context_layer", None)  # None for the Transformer
-    total = FLAGS.num_train_steps
-    train_step = make_train_step(model, optimizer)
+    total = fv.num_train_steps
+    train_step = make_train_step(fv, model, optimizer)
 
     pairs = data.read_parallel(
-        "%s.%s" % (FLAGS.train_prefix, FLAGS.src), "%s.%s" % (FLAGS.train_prefix, FLAGS.tgt)
+        "%s.%s" % (fv.train_prefix, fv.src), "%s.%s" % (fv.train_prefix, fv.tgt)
     )
-    examples = data.make_examples(pairs, src_vocab, tgt_vocab, FLAGS.src_max_len, FLAGS.tgt_max_len)
+    examples = data.make_examples(pairs, src_vocab, tgt_vocab, fv.src_max_len, fv.tgt_max_len)
     dataset = data.train_dataset(
         examples,
-        FLAGS.batch_size,
-        FLAGS.src_max_len,
-        FLAGS.num_buckets,
-        seed=FLAGS.seed + int(step_var),
-        pad_to=((FLAGS.src_max_len, FLAGS.tgt_max_len) if FLAGS.jit_compile else None),
+        fv.batch_size,
+        fv.src_max_len,
+        fv.num_buckets,
+        seed=fv.seed + int(step_var),
+        pad_to=((fv.src_max_len, fv.tgt_max_len) if fv.jit_compile else None),
     )
     translator = translate.Translator(
         model,
         tgt_vocab,
-        FLAGS.infer_mode,
-        FLAGS.beam_width,
-        FLAGS.length_penalty_weight,
-        FLAGS.jit_compile,
+        fv.infer_mode,
+        fv.beam_width,
+        fv.length_penalty_weight,
+        fv.jit_compile,
     )
-    writer = tf.summary.create_file_writer(os.path.join(FLAGS.out_dir, "train_log"))
+    writer = tf.summary.create_file_writer(os.path.join(fv.out_dir, "train_log"))
     stats = dict(nll=0.0, count=0.0, words=0, start=time.time())
 
     def log_stats(step, results, batch):
@@ -336,7 +402,7 @@ def train(vocabs):
         stats["nll"] += float(results["nll"]) * int(tf.shape(batch["src"])[0])
         stats["count"] += float(results["predict_count"])
         stats["words"] += int(tf.reduce_sum(batch["src_len"]) + tf.reduce_sum(batch["tgt_len"]))
-        if step % FLAGS.steps_per_stats:
+        if step % fv.steps_per_stats:
             return
         elapsed = time.time() - stats["start"]
         ppl = losses.perplexity(stats["nll"], stats["count"])
@@ -349,7 +415,7 @@ def train(vocabs):
             "step %d lr %g step-time %.2fs wps %.2fK ppl %.2f gN %.2f kl %.3f bleu %.1f",
             step,
             lr,
-            elapsed / FLAGS.steps_per_stats,
+            elapsed / fv.steps_per_stats,
             stats["words"] / elapsed / 1000,
             ppl,
             float(results["grad_norm"]),
@@ -364,9 +430,9 @@ def train(vocabs):
         stats.update(nll=0.0, count=0.0, words=0, start=time.time())
 
     def validate(step):
-        dev_bleu = _evaluate(model, "dev", FLAGS.dev_prefix, vocabs, translator, writer, step)
-        if FLAGS.test_prefix:
-            _evaluate(model, "test", FLAGS.test_prefix, vocabs, translator, writer, step)
+        dev_bleu = _evaluate(fv, model, "dev", fv.dev_prefix, vocabs, translator, writer, step)
+        if fv.test_prefix:
+            _evaluate(fv, model, "test", fv.test_prefix, vocabs, translator, writer, step)
         return dev_bleu, {}
 
     with trainer_lib.Trainer(
@@ -376,11 +442,11 @@ def train(vocabs):
         context_layer,
         loss_key="train_loss",
         tokens_key=None,
-        nan_policy=FLAGS.nan_policy,
+        nan_policy=fv.nan_policy,
         summary_every=0,
-        checkpoint_every=10 * FLAGS.steps_per_stats,
+        checkpoint_every=10 * fv.steps_per_stats,
         validate=validate,
-        validate_every=FLAGS.steps_per_external_eval or 50 * FLAGS.steps_per_stats,
+        validate_every=fv.steps_per_external_eval or 50 * fv.steps_per_stats,
         metric="dev BLEU",
         describe=lambda batch: _describe(batch, src_vocab),
         after_step=log_stats,
@@ -390,18 +456,18 @@ def train(vocabs):
     return checkpointer.best_value if checkpointer.best_value is not None else -1.0
 
 
-def _check_vocabulary(checkpoint_path, src_vocab, tgt_vocab):
+def _check_vocabulary(fv, checkpoint_path, src_vocab, tgt_vocab):
     """A clear error when ``checkpoint_path`` was trained with other vocabularies."""
     checkpoints.check_vocabulary(
         checkpoint_path,
         {
             "model/src_embedding/embeddings": (
                 src_vocab.size(),
-                "--vocab_prefix=%s.%s" % (FLAGS.vocab_prefix, FLAGS.src),
+                "--vocab_prefix=%s.%s" % (fv.vocab_prefix, fv.src),
             ),
             "model/tgt_embedding/embeddings": (
                 tgt_vocab.size(),
-                "--vocab_prefix=%s.%s" % (FLAGS.vocab_prefix, FLAGS.tgt),
+                "--vocab_prefix=%s.%s" % (fv.vocab_prefix, fv.tgt),
             ),
         },
     )
@@ -416,73 +482,85 @@ def _describe(batch, src_vocab):
     )
 
 
-def infer(vocabs):
+def infer(fv, vocabs):
     """Translates ``--inference_input_file``; BLEU against ``--inference_ref_file``."""
     src_vocab, tgt_vocab = vocabs
-    model = build(src_vocab, tgt_vocab)
-    path = FLAGS.ckpt or tf.train.latest_checkpoint(FLAGS.out_dir)
+    model = build(fv, src_vocab, tgt_vocab)
+    path = fv.ckpt or tf.train.latest_checkpoint(fv.out_dir)
     if path is None:
-        raise app.UsageError("no checkpoint in %s; give --ckpt" % FLAGS.out_dir)
-    _check_vocabulary(path, src_vocab, tgt_vocab)
+        raise app.UsageError("no checkpoint in %s; give --ckpt" % fv.out_dir)
+    _check_vocabulary(fv, path, src_vocab, tgt_vocab)
     tf.train.Checkpoint(model=model).restore(path).expect_partial()
     translator = translate.Translator(
         model,
         tgt_vocab,
-        FLAGS.infer_mode,
-        FLAGS.beam_width,
-        FLAGS.length_penalty_weight,
-        FLAGS.jit_compile,
+        fv.infer_mode,
+        fv.beam_width,
+        fv.length_penalty_weight,
+        fv.jit_compile,
     )
     hypotheses = translator.translate(
-        data.read_lines(FLAGS.inference_input_file), src_vocab, FLAGS.infer_batch_size
+        data.read_lines(fv.inference_input_file), src_vocab, fv.infer_batch_size
     )
-    output = FLAGS.inference_output_file or os.path.join(FLAGS.out_dir, "output_infer")
+    output = fv.inference_output_file or os.path.join(fv.out_dir, "output_infer")
     files.atomic_write_text(output, "".join(h + "\n" for h in hypotheses))
     logging.info("Wrote %d translations to %s", len(hypotheses), output)
-    sources = data.read_lines(FLAGS.inference_input_file)
-    for i, line in enumerate(sources[: FLAGS.attention_images]):
+    sources = data.read_lines(fv.inference_input_file)
+    for i, line in enumerate(sources[: fv.attention_images]):
         tokens, alignment = translator.alignment(line, src_vocab)
-        path = os.path.join(FLAGS.out_dir, "attention", "%06d.png" % i)
+        path = os.path.join(fv.out_dir, "attention", "%06d.png" % i)
         with files.atomic_write(path, binary=True) as f:
             f.write(summaries.attention_png(alignment, line.split(), tokens))
-    if FLAGS.inference_ref_file:
-        score = _bleu(data.read_lines(FLAGS.inference_ref_file), hypotheses)
+    if fv.inference_ref_file:
+        score = _bleu(fv, data.read_lines(fv.inference_ref_file), hypotheses)
         logging.info("BLEU %.1f", score)
         print("BLEU %.2f" % score)
         return score
     return None
 
 
+def run(fv):
+    """Trains, or translates ``--inference_input_file``, with the parsed flags ``fv``.
+
+    Returns:
+      Training: the best dev BLEU. Inference: the BLEU against
+      ``--inference_ref_file``, or None.
+    """
+    apply_preset(fv)
+    for name in ("src", "tgt", "vocab_prefix", "out_dir"):
+        if not getattr(fv, name):
+            raise app.UsageError("--%s is required" % name)
+    if fv.infer_mode == "beam_search" and fv.beam_width <= 0:
+        raise app.UsageError("--infer_mode=beam_search needs --beam_width > 0")
+    acvi_flags.configure_runtime(fv)
+    os.makedirs(fv.out_dir, exist_ok=True)
+    resuming = tf.train.latest_checkpoint(fv.out_dir) is not None
+    if fv.inference_input_file:  # the training run's record stays as it is
+        acvi_flags.compare_flag_record(fv.out_dir, __name__, MODEL_FLAGS, fv)
+    else:
+        acvi_flags.write_flag_record(
+            fv.out_dir, __name__, fv, resume_model_flags=MODEL_FLAGS if resuming else None
+        )
+    vocabs = []
+    for suffix in (fv.src, fv.tgt):
+        _, path = data.check_vocab("%s.%s" % (fv.vocab_prefix, suffix), fv.out_dir)
+        vocabs.append(data.Vocab(path))
+    if fv.inference_input_file:
+        return infer(fv, vocabs)
+    for name in ("train_prefix", "dev_prefix"):
+        if not getattr(fv, name):
+            raise app.UsageError("--%s is required for training" % name)
+    best = train(fv, vocabs)
+    print("best dev BLEU %.2f" % best)
+    return best
+
+
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError("Unknown command-line arguments: %s" % " ".join(argv[1:]))
-    apply_preset()
-    for name in ("src", "tgt", "vocab_prefix", "out_dir"):
-        if not getattr(FLAGS, name):
-            raise app.UsageError("--%s is required" % name)
-    if FLAGS.infer_mode == "beam_search" and FLAGS.beam_width <= 0:
-        raise app.UsageError("--infer_mode=beam_search needs --beam_width > 0")
-    acvi_flags.configure_runtime(FLAGS)
-    os.makedirs(FLAGS.out_dir, exist_ok=True)
-    resuming = tf.train.latest_checkpoint(FLAGS.out_dir) is not None
-    if FLAGS.inference_input_file:  # the training run's record stays as it is
-        acvi_flags.compare_flag_record(FLAGS.out_dir, __name__, MODEL_FLAGS)
-    else:
-        acvi_flags.write_flag_record(
-            FLAGS.out_dir, __name__, resume_model_flags=MODEL_FLAGS if resuming else None
-        )
-    vocabs = []
-    for suffix in (FLAGS.src, FLAGS.tgt):
-        _, path = data.check_vocab("%s.%s" % (FLAGS.vocab_prefix, suffix), FLAGS.out_dir)
-        vocabs.append(data.Vocab(path))
-    if FLAGS.inference_input_file:
-        infer(vocabs)
-        return
-    for name in ("train_prefix", "dev_prefix"):
-        if not getattr(FLAGS, name):
-            raise app.UsageError("--%s is required for training" % name)
-    print("best dev BLEU %.2f" % train(vocabs))
+    run(flags.FLAGS)
 
 
 if __name__ == "__main__":
+    define_flags()
     errors.run(main)
