@@ -211,6 +211,9 @@ def main(argv):
         if k in run_summarization.MODEL_SIGNATURE
     }
     tf.get_logger().setLevel("ERROR")  # one trace per variant is the point, not a warning
+    summarizer = flags.FlagValues()  # run_summarization's defaults, as its command has
+    run_summarization.define_flags(summarizer)
+    summarizer(["train_step", "--jit_compile=%s" % FLAGS.jit_compile])
     steps, memory, gumbel = {}, {}, {}
     chosen = [
         name
@@ -236,7 +239,7 @@ def main(argv):
         optimizer.build(model.trainable_variables)
         gumbel[name] = layer.gumbel_active(0, 1)  # True for sampling="gumbel" only
         for coverage in COVERAGE_SETTINGS[FLAGS.coverage_settings]:
-            step = run_summarization.make_train_step(model, optimizer, coverage)
+            step = run_summarization.make_train_step(summarizer, model, optimizer, coverage)
             if report.has_gpu():
                 tf.config.experimental.reset_memory_stats("GPU:0")
             float(step(batch, gumbel[name], tf.constant(0, tf.int64))["total_loss"])

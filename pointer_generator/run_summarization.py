@@ -28,181 +28,261 @@ from pointer_generator import model as model_lib
 from pointer_generator import transformer as transformer_lib
 from pointer_generator import vocab as vocab_lib
 
-FLAGS = flags.FLAGS
 
-# See et al.'s flags: names, defaults and meanings unchanged.
-flags.DEFINE_string("data_path", "", "Glob of the .bin chunks, e.g. 'chunked/train_*'.")
-flags.DEFINE_string("vocab_path", "", "Path of the 'word count' vocab file.")
-flags.DEFINE_enum("mode", "train", ["train", "eval", "decode"], "train, eval or decode.")
-flags.DEFINE_boolean(
-    "single_pass", False, "Decode mode only: decode the data once, in order, and score it."
-)
-flags.DEFINE_string("log_root", "", "Root directory of all logging.")
-flags.DEFINE_string("exp_name", "", "Experiment name: the subfolder of log_root.")
-flags.DEFINE_integer("hidden_dim", 256, "LSTM size.", lower_bound=1)
-flags.DEFINE_enum(
-    "model_type",
-    "pointer_generator",
-    ["pointer_generator", "transformer"],
-    "pointer_generator: See et al.'s model (the context mechanisms apply); "
-    "transformer: the ACVI journal's Transformer baseline "
-    "(pointer_generator/transformer.py: no copy, no coverage, --context "
-    "does not apply).",
-)
-flags.DEFINE_integer(
-    "transformer_units", 256, "--model_type=transformer: model size (journal: 256).", lower_bound=1
-)
-flags.DEFINE_integer(
-    "transformer_layers",
-    4,
-    "--model_type=transformer: encoder and decoder layers each (journal: 4).",
-    lower_bound=1,
-)
-flags.DEFINE_integer(
-    "transformer_heads", 4, "--model_type=transformer: attention heads (journal: 4).", lower_bound=1
-)
-flags.DEFINE_float(
-    "transformer_dropout",
-    0.2,
-    "--model_type=transformer: dropout (journal: 0.2).",
-    lower_bound=0.0,
-    upper_bound=1.0,
-)
-flags.DEFINE_integer("emb_dim", 128, "Word-embedding size.", lower_bound=1)
-flags.DEFINE_integer("batch_size", 16, "Minibatch size.", lower_bound=1)
-flags.DEFINE_integer("max_enc_steps", 400, "Article truncation length.", lower_bound=1)
-flags.DEFINE_integer(
-    "max_dec_steps", 100, "Summary truncation length (decode: max length).", lower_bound=1
-)
-flags.DEFINE_integer("beam_size", 4, "Beam width (decode).", lower_bound=1)
-flags.DEFINE_integer("min_dec_steps", 35, "Minimum summary length (decode).", lower_bound=0)
-flags.DEFINE_integer(
-    "vocab_size",
-    50000,
-    "Vocabulary size including the 4 reserved tokens; 0 reads the whole file.",
-    lower_bound=0,
-)
-flags.DEFINE_float(
-    "lr",
-    0.15,
-    "Learning rate (Adagrad's 0.15; with --optimizer=adam and no --lr, Adam's default 0.001).",
-    lower_bound=0.0,
-)
-flags.DEFINE_float("adagrad_init_acc", 0.1, "Adagrad initial accumulator value.", lower_bound=0.0)
-flags.DEFINE_float("rand_unif_init_mag", 0.02, "Uniform init range of the LSTM weights.")
-flags.DEFINE_float("trunc_norm_init_std", 1e-4, "Truncated-normal init std.")
-flags.DEFINE_float("max_grad_norm", 2.0, "Global-norm gradient clipping (0: off).", lower_bound=0.0)
-flags.DEFINE_boolean("pointer_gen", True, "False gives the seq2seq + attention baseline.")
-flags.DEFINE_boolean("coverage", False, "Coverage vector and coverage loss.")
-flags.DEFINE_float("cov_loss_wt", 1.0, "Weight of the coverage loss.", lower_bound=0.0)
-flags.DEFINE_boolean(
-    "convert_to_coverage_model",
-    False,
-    "Train mode with --coverage: add w_c to the latest non-coverage "
-    "checkpoint (optimizer state reset, step kept), save it as "
-    "<ckpt>_cov_init and exit.",
-)
-flags.DEFINE_boolean(
-    "restore_best_model",
-    False,
-    "Train mode: copy the eval job's best model (without optimizer state) into train/ and exit.",
-)
-flags.DEFINE_boolean(
-    "debug",
-    False,
-    "Stop at the first op that makes a NaN or Inf "
-    "(tf.debugging.enable_check_numerics; TF2 has no tfdbg CLI).",
-)
-# Additions.
-flags.DEFINE_enum(
-    "optimizer",
-    "adagrad",
-    ["adagrad", "adam"],
-    "adagrad (See et al.) or adam (the ACVI paper's runs).",
-)
-flags.DEFINE_integer(
-    "max_steps",
-    0,
-    "Stop training at this global step (0: never, as the "
-    "original; with --phases, the end of the curriculum).",
-    lower_bound=0,
-)
-flags.DEFINE_string(
-    "phases",
-    "",
-    "Curriculum: 'paper' (the ACVI paper's Table 5) or "
-    "'start-end:max_enc:max_dec,...'; empty trains at --max_enc_steps / "
-    "--max_dec_steps throughout.",
-)
-flags.DEFINE_integer(
-    "coverage_steps",
-    3000,
-    "With --phases: steps of the final coverage phase (0: none).",
-    lower_bound=0,
-)
-acvi_flags.require_total_steps(
-    ["max_steps", "phases"], lambda d: d["max_steps"] or d["phases"], "set --max_steps or --phases"
-)
-flags.DEFINE_integer("checkpoint_secs", 60, "Save a checkpoint this often.", lower_bound=1)
-flags.DEFINE_integer(
-    "checkpoint_steps",
-    0,
-    "Also save every this many steps (0: only by time and at phase ends).",
-    lower_bound=0,
-)
-flags.DEFINE_integer(
-    "eval_max_batches",
-    0,
-    "Eval mode: validation batches each checkpoint is scored on (0: all of them).",
-    lower_bound=0,
-)
-flags.DEFINE_integer(
-    "summary_steps", 1, "Write TensorBoard scalars every this many steps.", lower_bound=1
-)
+def define_flags(fv=flags.FLAGS):
+    """Defines this command's flags (and the shared ones when missing) on ``fv``."""
+    if "context" not in fv:
+        acvi_flags.define_flags(fv)
+    fv.set_default("attention_masking", "renormalize")  # See et al.'s order
+    # See et al.'s flags: names, defaults and meanings unchanged.
+    flags.DEFINE_string(
+        "data_path", "", "Glob of the .bin chunks, e.g. 'chunked/train_*'.", flag_values=fv
+    )
+    flags.DEFINE_string("vocab_path", "", "Path of the 'word count' vocab file.", flag_values=fv)
+    flags.DEFINE_enum(
+        "mode", "train", ["train", "eval", "decode"], "train, eval or decode.", flag_values=fv
+    )
+    flags.DEFINE_boolean(
+        "single_pass",
+        False,
+        "Decode mode only: decode the data once, in order, and score it.",
+        flag_values=fv,
+    )
+    flags.DEFINE_string("log_root", "", "Root directory of all logging.", flag_values=fv)
+    flags.DEFINE_string(
+        "exp_name", "", "Experiment name: the subfolder of log_root.", flag_values=fv
+    )
+    flags.DEFINE_integer("hidden_dim", 256, "LSTM size.", lower_bound=1, flag_values=fv)
+    flags.DEFINE_enum(
+        "model_type",
+        "pointer_generator",
+        ["pointer_generator", "transformer"],
+        "pointer_generator: See et al.'s model (the context mechanisms apply); "
+        "transformer: the ACVI journal's Transformer baseline "
+        "(pointer_generator/transformer.py: no copy, no coverage, --context "
+        "does not apply).",
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "transformer_units",
+        256,
+        "--model_type=transformer: model size (journal: 256).",
+        lower_bound=1,
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "transformer_layers",
+        4,
+        "--model_type=transformer: encoder and decoder layers each (journal: 4).",
+        lower_bound=1,
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "transformer_heads",
+        4,
+        "--model_type=transformer: attention heads (journal: 4).",
+        lower_bound=1,
+        flag_values=fv,
+    )
+    flags.DEFINE_float(
+        "transformer_dropout",
+        0.2,
+        "--model_type=transformer: dropout (journal: 0.2).",
+        lower_bound=0.0,
+        upper_bound=1.0,
+        flag_values=fv,
+    )
+    flags.DEFINE_integer("emb_dim", 128, "Word-embedding size.", lower_bound=1, flag_values=fv)
+    flags.DEFINE_integer("batch_size", 16, "Minibatch size.", lower_bound=1, flag_values=fv)
+    flags.DEFINE_integer(
+        "max_enc_steps", 400, "Article truncation length.", lower_bound=1, flag_values=fv
+    )
+    flags.DEFINE_integer(
+        "max_dec_steps",
+        100,
+        "Summary truncation length (decode: max length).",
+        lower_bound=1,
+        flag_values=fv,
+    )
+    flags.DEFINE_integer("beam_size", 4, "Beam width (decode).", lower_bound=1, flag_values=fv)
+    flags.DEFINE_integer(
+        "min_dec_steps", 35, "Minimum summary length (decode).", lower_bound=0, flag_values=fv
+    )
+    flags.DEFINE_integer(
+        "vocab_size",
+        50000,
+        "Vocabulary size including the 4 reserved tokens; 0 reads the whole file.",
+        lower_bound=0,
+        flag_values=fv,
+    )
+    flags.DEFINE_float(
+        "lr",
+        0.15,
+        "Learning rate (Adagrad's 0.15; with --optimizer=adam and no --lr, Adam's default 0.001).",
+        lower_bound=0.0,
+        flag_values=fv,
+    )
+    flags.DEFINE_float(
+        "adagrad_init_acc",
+        0.1,
+        "Adagrad initial accumulator value.",
+        lower_bound=0.0,
+        flag_values=fv,
+    )
+    flags.DEFINE_float(
+        "rand_unif_init_mag", 0.02, "Uniform init range of the LSTM weights.", flag_values=fv
+    )
+    flags.DEFINE_float("trunc_norm_init_std", 1e-4, "Truncated-normal init std.", flag_values=fv)
+    flags.DEFINE_float(
+        "max_grad_norm",
+        2.0,
+        "Global-norm gradient clipping (0: off).",
+        lower_bound=0.0,
+        flag_values=fv,
+    )
+    flags.DEFINE_boolean(
+        "pointer_gen", True, "False gives the seq2seq + attention baseline.", flag_values=fv
+    )
+    flags.DEFINE_boolean("coverage", False, "Coverage vector and coverage loss.", flag_values=fv)
+    flags.DEFINE_float(
+        "cov_loss_wt", 1.0, "Weight of the coverage loss.", lower_bound=0.0, flag_values=fv
+    )
+    flags.DEFINE_boolean(
+        "convert_to_coverage_model",
+        False,
+        "Train mode with --coverage: add w_c to the latest non-coverage "
+        "checkpoint (optimizer state reset, step kept), save it as "
+        "<ckpt>_cov_init and exit.",
+        flag_values=fv,
+    )
+    flags.DEFINE_boolean(
+        "restore_best_model",
+        False,
+        "Train mode: copy the eval job's best model (without optimizer state) into train/ "
+        "and exit.",
+        flag_values=fv,
+    )
+    flags.DEFINE_boolean(
+        "debug",
+        False,
+        "Stop at the first op that makes a NaN or Inf "
+        "(tf.debugging.enable_check_numerics; TF2 has no tfdbg CLI).",
+        flag_values=fv,
+    )
+    # Additions.
+    flags.DEFINE_enum(
+        "optimizer",
+        "adagrad",
+        ["adagrad", "adam"],
+        "adagrad (See et al.) or adam (the ACVI paper's runs).",
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "max_steps",
+        0,
+        "Stop training at this global step (0: never, as the "
+        "original; with --phases, the end of the curriculum).",
+        lower_bound=0,
+        flag_values=fv,
+    )
+    flags.DEFINE_string(
+        "phases",
+        "",
+        "Curriculum: 'paper' (the ACVI paper's Table 5) or "
+        "'start-end:max_enc:max_dec,...'; empty trains at --max_enc_steps / "
+        "--max_dec_steps throughout.",
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "coverage_steps",
+        3000,
+        "With --phases: steps of the final coverage phase (0: none).",
+        lower_bound=0,
+        flag_values=fv,
+    )
+    acvi_flags.require_total_steps(
+        ["max_steps", "phases"],
+        lambda d: d["max_steps"] or d["phases"],
+        "set --max_steps or --phases",
+        fv,
+    )
+    flags.DEFINE_integer(
+        "checkpoint_secs", 60, "Save a checkpoint this often.", lower_bound=1, flag_values=fv
+    )
+    flags.DEFINE_integer(
+        "checkpoint_steps",
+        0,
+        "Also save every this many steps (0: only by time and at phase ends).",
+        lower_bound=0,
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "eval_max_batches",
+        0,
+        "Eval mode: validation batches each checkpoint is scored on (0: all of them).",
+        lower_bound=0,
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "summary_steps",
+        1,
+        "Write TensorBoard scalars every this many steps.",
+        lower_bound=1,
+        flag_values=fv,
+    )
 
-flags.DEFINE_integer(
-    "decode_batch_size",
-    32,
-    "Decode mode: articles per batched beam-search call (the original decodes one at a time).",
-    lower_bound=1,
-)
-flags.DEFINE_boolean(
-    "decode_overwrite",
-    False,
-    "Decode mode: replace an existing "
-    "single_pass decode folder. Without it a finished folder (with "
-    "metrics.json) is refused and an interrupted one is resumed after its "
-    "last complete article.",
-)
-flags.DEFINE_boolean(
-    "initial_state_attention",
-    True,
-    "Decode mode: the original decode-time attention (the previous context "
-    "re-attended from the incoming state, its attention added to coverage); "
-    "False decodes exactly like training.",
-)
-flags.DEFINE_enum(
-    "length_normalization",
-    "average",
-    ["average", "gnmt", "none"],
-    "Beam ranking: the original's average log-probability, GNMT's length "
-    "penalty, or the total log-probability.",
-)
-flags.DEFINE_float("gnmt_alpha", 0.6, "Alpha of the GNMT length penalty.", lower_bound=0.0)
-flags.DEFINE_integer(
-    "decode_max_batches",
-    0,
-    "Decode mode without single_pass: stop after this many batches (0: never, as the original).",
-    lower_bound=0,
-)
+    flags.DEFINE_integer(
+        "decode_batch_size",
+        32,
+        "Decode mode: articles per batched beam-search call (the original decodes one at a time).",
+        lower_bound=1,
+        flag_values=fv,
+    )
+    flags.DEFINE_boolean(
+        "decode_overwrite",
+        False,
+        "Decode mode: replace an existing "
+        "single_pass decode folder. Without it a finished folder (with "
+        "metrics.json) is refused and an interrupted one is resumed after its "
+        "last complete article.",
+        flag_values=fv,
+    )
+    flags.DEFINE_boolean(
+        "initial_state_attention",
+        True,
+        "Decode mode: the original decode-time attention (the previous context "
+        "re-attended from the incoming state, its attention added to coverage); "
+        "False decodes exactly like training.",
+        flag_values=fv,
+    )
+    flags.DEFINE_enum(
+        "length_normalization",
+        "average",
+        ["average", "gnmt", "none"],
+        "Beam ranking: the original's average log-probability, GNMT's length "
+        "penalty, or the total log-probability.",
+        flag_values=fv,
+    )
+    flags.DEFINE_float(
+        "gnmt_alpha", 0.6, "Alpha of the GNMT length penalty.", lower_bound=0.0, flag_values=fv
+    )
+    flags.DEFINE_integer(
+        "decode_max_batches",
+        0,
+        "Decode mode without single_pass: stop after this many batches (0: never, as the "
+        "original).",
+        lower_bound=0,
+        flag_values=fv,
+    )
 
-flags.register_validator(
-    "single_pass",
-    lambda v: not v or FLAGS.mode == "decode",
-    message="--single_pass is for --mode=decode only.",
-)
+    flags.register_multi_flags_validator(
+        ["single_pass", "mode"],
+        lambda d: not d["single_pass"] or d["mode"] == "decode",
+        message="--single_pass is for --mode=decode only.",
+        flag_values=fv,
+    )
+    acvi_flags.require_finite(__name__, fv)
 
-acvi_flags.require_finite(__name__)
 
 MODEL_SIGNATURE = {
     name: spec for name, spec in batcher_lib.BATCH_SIGNATURE.items() if spec.dtype != tf.string
@@ -222,9 +302,9 @@ MODEL_FLAGS = (
 )
 
 
-def _experiment_dirs():
-    root = os.path.join(FLAGS.log_root, FLAGS.exp_name)
-    if FLAGS.mode == "train":
+def _experiment_dirs(fv):
+    root = os.path.join(fv.log_root, fv.exp_name)
+    if fv.mode == "train":
         os.makedirs(os.path.join(root, "train"), exist_ok=True)
     elif not os.path.isdir(root):
         raise app.UsageError(
@@ -233,37 +313,37 @@ def _experiment_dirs():
     return os.path.join(root, "train"), os.path.join(root, "eval")
 
 
-def _phases():
-    if FLAGS.phases:
+def _phases(fv):
+    if fv.phases:
         try:
-            return curriculum.parse_phases(FLAGS.phases, FLAGS.coverage_steps)
+            return curriculum.parse_phases(fv.phases, fv.coverage_steps)
         except curriculum.PhaseError as e:
             raise app.UsageError(str(e)) from e
-    end = FLAGS.max_steps or 2**62
-    return [curriculum.Phase(0, end, FLAGS.max_enc_steps, FLAGS.max_dec_steps, FLAGS.coverage)]
+    end = fv.max_steps or 2**62
+    return [curriculum.Phase(0, end, fv.max_enc_steps, fv.max_dec_steps, fv.coverage)]
 
 
-def _build_model(vocab):
-    if FLAGS.model_type == "transformer":
+def _build_model(fv, vocab):
+    if fv.model_type == "transformer":
         model = transformer_lib.TransformerSummarizer(
             vocab.size(),
-            FLAGS.transformer_units,
-            FLAGS.transformer_layers,
-            FLAGS.transformer_heads,
-            FLAGS.transformer_dropout,
-            max_len=FLAGS.max_dec_steps + 1,
+            fv.transformer_units,
+            fv.transformer_layers,
+            fv.transformer_heads,
+            fv.transformer_dropout,
+            max_len=fv.max_dec_steps + 1,
         )  # the decode-time prefix buffer
     else:
         model = model_lib.PointerGenerator(
             vocab.size(),
-            FLAGS.hidden_dim,
-            FLAGS.emb_dim,
-            FLAGS.pointer_gen,
-            context_layer=acvi_flags.context_layer_from_flags(FLAGS),
-            rand_unif_init_mag=FLAGS.rand_unif_init_mag,
-            trunc_norm_init_std=FLAGS.trunc_norm_init_std,
-            attention_masking=FLAGS.attention_masking,
-            jit_compile=FLAGS.jit_compile,
+            fv.hidden_dim,
+            fv.emb_dim,
+            fv.pointer_gen,
+            context_layer=acvi_flags.context_layer_from_flags(fv),
+            rand_unif_init_mag=fv.rand_unif_init_mag,
+            trunc_norm_init_std=fv.trunc_norm_init_std,
+            attention_masking=fv.attention_masking,
+            jit_compile=fv.jit_compile,
         )
     # Build every variable now so checkpoints always hold the same set.
     dummy = {
@@ -276,10 +356,10 @@ def _build_model(vocab):
     return model
 
 
-def _optimizer():
-    if FLAGS.optimizer == "adam":
-        return keras.optimizers.Adam(FLAGS.lr if FLAGS["lr"].present else 1e-3)
-    return keras.optimizers.Adagrad(FLAGS.lr, initial_accumulator_value=FLAGS.adagrad_init_acc)
+def _optimizer(fv):
+    if fv.optimizer == "adam":
+        return keras.optimizers.Adam(fv.lr if fv["lr"].present else 1e-3)
+    return keras.optimizers.Adagrad(fv.lr, initial_accumulator_value=fv.adagrad_init_acc)
 
 
 def _diagnostics(out, batch):
@@ -298,14 +378,14 @@ def _diagnostics(out, batch):
     return stats
 
 
-def make_train_step(model, optimizer, coverage_on):
+def make_train_step(fv, model, optimizer, coverage_on):
     """The training step of a phase: losses, clipped gradients, guarded update.
 
     Returns ``train_step(batch, use_gumbel, step) -> losses`` (``acvi_tf.training.
     make_train_step``), compiled with XLA under ``--jit_compile``.
     """
     num_samples = model.context_layer.num_samples
-    kl_terms = acvi_flags.kl_schedule_from_flags(FLAGS)
+    kl_terms = acvi_flags.kl_schedule_from_flags(fv)
 
     def loss_fn(batch, use_gumbel, step):
         tiled = objective.tile_batch(batch, num_samples)
@@ -313,9 +393,9 @@ def make_train_step(model, optimizer, coverage_on):
         losses = losses_lib.compute_losses(
             out,
             tiled,
-            FLAGS.pointer_gen,
+            fv.pointer_gen,
             coverage_on,
-            FLAGS.cov_loss_wt,
+            fv.cov_loss_wt,
             model.context_layer,
             num_samples,
             kl_terms,
@@ -330,23 +410,23 @@ def make_train_step(model, optimizer, coverage_on):
         model.trainable_variables,
         optimizer,
         [MODEL_SIGNATURE, tf.TensorSpec([], tf.bool), tf.TensorSpec([], tf.int64)],
-        FLAGS.max_grad_norm,
-        FLAGS.jit_compile,
+        fv.max_grad_norm,
+        fv.jit_compile,
         norm_key="global_norm",
     )
 
 
-def _phase_batcher(vocab, phase, seed):
+def _phase_batcher(fv, vocab, phase, seed):
     """The training data (``--data_path``) cut to a curriculum phase's lengths."""
     return batcher_lib.Batcher(
-        FLAGS.data_path,
+        fv.data_path,
         vocab,
-        FLAGS.batch_size,
+        fv.batch_size,
         phase.max_enc_steps,
         phase.max_dec_steps,
-        FLAGS.pointer_gen,
+        fv.pointer_gen,
         seed=seed,
-        pad_encoder=FLAGS.jit_compile,
+        pad_encoder=fv.jit_compile,
     )
 
 
@@ -357,14 +437,14 @@ def _describe(batch):
     )
 
 
-def _check_vocabulary(checkpoint_path, vocab):
+def _check_vocabulary(fv, checkpoint_path, vocab):
     """A clear error when ``checkpoint_path`` was trained with another vocabulary size."""
     checkpoints.check_vocabulary(
         checkpoint_path,
         {
             "model/embedding/embeddings": (
                 vocab.size(),
-                "--vocab_path=%s --vocab_size=%d" % (FLAGS.vocab_path, FLAGS.vocab_size),
+                "--vocab_path=%s --vocab_size=%d" % (fv.vocab_path, fv.vocab_size),
             )
         },
     )
@@ -380,25 +460,25 @@ def _write_projector_config(train_dir, vocab):
         )
 
 
-def _checkpointer(train_dir, model, optimizer, vocab):
+def _checkpointer(fv, train_dir, model, optimizer, vocab):
     """Model, optimizer, step, coverage switch and RNG state in ``train/``; 3 kept."""
     return checkpoints.Checkpointer(
         train_dir,
         tf.Variable(0, dtype=tf.int64, name="global_step"),
         max_to_keep=3,
         checkpoint_name="model.ckpt",
-        check=lambda path: _check_vocabulary(path, vocab),
+        check=lambda path: _check_vocabulary(fv, path, vocab),
         model=model,
         optimizer=optimizer,
         coverage_started=tf.Variable(False, name="coverage_started"),
     )
 
 
-def _start_coverage(model, checkpointer):
+def _start_coverage(fv, model, checkpointer):
     """What ``convert_to_coverage_model`` does, in process: a fresh ``w_c`` and optimizer."""
     w_c = model.scorer.coverage_projection.kernel
     w_c.assign(keras.initializers.GlorotUniform()(w_c.shape))
-    optimizer = _optimizer()
+    optimizer = _optimizer(fv)
     optimizer.build(model.trainable_variables)
     checkpointer.checkpoint.optimizer = optimizer
     checkpointer.checkpoint.coverage_started.assign(True)
@@ -408,23 +488,23 @@ def _start_coverage(model, checkpointer):
     return optimizer
 
 
-def train(vocab, train_dir, phases):
+def train(fv, vocab, train_dir, phases):
     """The training loop across curriculum phases; resumes from the latest checkpoint."""
-    model = _build_model(vocab)
-    optimizer = _optimizer()
+    model = _build_model(fv, vocab)
+    optimizer = _optimizer(fv)
     optimizer.build(model.trainable_variables)
-    checkpointer = _checkpointer(train_dir, model, optimizer, vocab)
+    checkpointer = _checkpointer(fv, train_dir, model, optimizer, vocab)
     checkpointer.restore_latest()
     optimizer = checkpointer.checkpoint.optimizer
-    if FLAGS.convert_to_coverage_model or FLAGS.restore_best_model:
-        return _convert_or_restore(model, checkpointer, train_dir, vocab)
+    if fv.convert_to_coverage_model or fv.restore_best_model:
+        return _convert_or_restore(fv, model, checkpointer, train_dir, vocab)
     _write_projector_config(train_dir, vocab)
     writer = tf.summary.create_file_writer(train_dir)
-    total = min(phases[-1].end, FLAGS.max_steps or phases[-1].end)
+    total = min(phases[-1].end, fv.max_steps or phases[-1].end)
 
     def log_learning_rate(step, results, batch):
         del results, batch
-        if step % FLAGS.summary_steps == 0:
+        if step % fv.summary_steps == 0:
             with writer.as_default(step=step):
                 tf.summary.scalar("learning_rate", optimizer.learning_rate)
 
@@ -434,10 +514,10 @@ def train(vocab, train_dir, phases):
         writer,
         model.context_layer,
         loss_key="total_loss",
-        nan_policy=FLAGS.nan_policy,
-        summary_every=FLAGS.summary_steps,
-        checkpoint_every=FLAGS.checkpoint_steps,
-        checkpoint_secs=FLAGS.checkpoint_secs,
+        nan_policy=fv.nan_policy,
+        summary_every=fv.summary_steps,
+        checkpoint_every=fv.checkpoint_steps,
+        checkpoint_secs=fv.checkpoint_secs,
         describe=_describe,
         after_step=log_learning_rate,
     ) as trainer:
@@ -446,15 +526,15 @@ def train(vocab, train_dir, phases):
             step = trainer.step
             phase = curriculum.phase_at(phases, step)
             if phase.coverage and not bool(checkpointer.checkpoint.coverage_started):
-                if FLAGS.phases:
-                    optimizer = _start_coverage(model, checkpointer)
+                if fv.phases:
+                    optimizer = _start_coverage(fv, model, checkpointer)
                 else:  # --coverage from the first step: w_c trains from the start
                     checkpointer.checkpoint.coverage_started.assign(True)
             logging.info("Phase %s from step %d", phase, step)
             key = (id(optimizer), phase.coverage)
             if key not in train_steps:
-                train_steps[key] = make_train_step(model, optimizer, phase.coverage)
-            batcher = _phase_batcher(vocab, phase, FLAGS.seed + step)
+                train_steps[key] = make_train_step(fv, model, optimizer, phase.coverage)
+            batcher = _phase_batcher(fv, vocab, phase, fv.seed + step)
             train_step = train_steps[key]
             trainer.train(
                 batcher.dataset(),
@@ -466,12 +546,12 @@ def train(vocab, train_dir, phases):
     return model
 
 
-def _convert_or_restore(model, checkpointer, train_dir, vocab):
+def _convert_or_restore(fv, model, checkpointer, train_dir, vocab):
     """``--convert_to_coverage_model`` or ``--restore_best_model``: writes one checkpoint
     into ``train/`` for training to resume from, and names it (relative to the folder,
     so the run can move) in the ``checkpoint`` file."""
-    if FLAGS.convert_to_coverage_model:
-        if not FLAGS.coverage:
+    if fv.convert_to_coverage_model:
+        if not fv.coverage:
             raise app.UsageError("--convert_to_coverage_model needs --coverage")
         latest = checkpointer.latest
         if not latest:
@@ -481,15 +561,15 @@ def _convert_or_restore(model, checkpointer, train_dir, vocab):
                 "%s already has coverage (converting again would re-randomise w_c and reset "
                 "the optimizer); resume training with --coverage instead" % latest
             )
-        _start_coverage(model, checkpointer)
+        _start_coverage(fv, model, checkpointer)
         path = checkpointer.checkpoint.write(latest + "_cov_init")
     else:
         best = tf.train.latest_checkpoint(os.path.join(os.path.dirname(train_dir), "eval"))
         if not best:
             raise app.UsageError("no best model in eval/; run --mode=eval first")
-        _check_vocabulary(best, vocab)
+        _check_vocabulary(fv, best, vocab)
         tf.train.Checkpoint(model=model, step=checkpointer.step).restore(best).expect_partial()
-        checkpointer.checkpoint.optimizer = _optimizer()
+        checkpointer.checkpoint.optimizer = _optimizer(fv)
         path = checkpointer.checkpoint.write(
             os.path.join(train_dir, os.path.basename(best).replace("bestmodel", "model.ckpt"))
         )
@@ -500,7 +580,7 @@ def _convert_or_restore(model, checkpointer, train_dir, vocab):
     return model
 
 
-def evaluate(vocab, train_dir, eval_dir, phases):
+def evaluate(fv, vocab, train_dir, eval_dir, phases):
     """The concurrent eval job: each new checkpoint of ``train/`` on the same validation
     batches, the best one kept in ``eval/``.
 
@@ -514,14 +594,14 @@ def evaluate(vocab, train_dir, eval_dir, phases):
     """
     lock = trainer_lib.lock_folder(eval_dir, job="eval job")  # held while the job runs
     checkpoints.remove_interrupted_saves(eval_dir)
-    model = _build_model(vocab)
+    model = _build_model(fv, vocab)
     step = tf.Variable(0, dtype=tf.int64)
     # reads train/ (never writes there) and keeps the best model in eval/
     checkpointer = checkpoints.Checkpointer(
         train_dir, step, best_dir=eval_dir, best_name="bestmodel", best_to_keep=3, model=model
     )
     writer = tf.summary.create_file_writer(eval_dir)
-    total = min(phases[-1].end, FLAGS.max_steps or phases[-1].end)
+    total = min(phases[-1].end, fv.max_steps or phases[-1].end)
 
     eval_fns = {}
 
@@ -531,16 +611,16 @@ def evaluate(vocab, train_dir, eval_dir, phases):
             @tf.function(
                 input_signature=[MODEL_SIGNATURE],
                 autograph=False,
-                jit_compile=FLAGS.jit_compile or None,
+                jit_compile=fv.jit_compile or None,
             )
             def losses(batch):
                 out = model(batch, coverage_on=coverage_on)
                 return losses_lib.compute_losses(
                     out,
                     batch,
-                    FLAGS.pointer_gen,
+                    fv.pointer_gen,
                     coverage_on,
-                    FLAGS.cov_loss_wt,
+                    fv.cov_loss_wt,
                     model.context_layer,
                 )
 
@@ -548,24 +628,24 @@ def evaluate(vocab, train_dir, eval_dir, phases):
         return eval_fns[coverage_on](batch)
 
     def restore(path):
-        _check_vocabulary(path, vocab)
+        _check_vocabulary(fv, path, vocab)
         checkpointer.checkpoint.restore(path).expect_partial()
 
     running_avg = None
     for path in checkpoints.newest_checkpoints(train_dir, restore):
         phase = curriculum.phase_at(phases, int(step))
         batcher = batcher_lib.Batcher(
-            FLAGS.data_path,
+            fv.data_path,
             vocab,
-            FLAGS.batch_size,
+            fv.batch_size,
             phase.max_enc_steps,
             phase.max_dec_steps,
-            FLAGS.pointer_gen,
+            fv.pointer_gen,
             single_pass=True,
-            pad_encoder=FLAGS.jit_compile,
+            pad_encoder=fv.jit_compile,
         )
         sums, batches = {}, 0
-        for batch in batcher.dataset().take(FLAGS.eval_max_batches or -1):
+        for batch in batcher.dataset().take(fv.eval_max_batches or -1):
             results = eval_step({k: batch[k] for k in MODEL_SIGNATURE}, phase.coverage)
             for name, value in results.items():
                 sums[name] = sums.get(name, 0.0) + float(value)
@@ -580,8 +660,7 @@ def evaluate(vocab, train_dir, eval_dir, phases):
         if not batches:
             raise bin_files.BinFileError(
                 "%s: no usable validation example (empty articles or abstracts, or abstracts "
-                "without <s> </s> tags); point --data_path at the validation chunks"
-                % FLAGS.data_path
+                "without <s> </s> tags); point --data_path at the validation chunks" % fv.data_path
             )
         means = {name: total_ / batches for name, total_ in sums.items()}
         with writer.as_default(step=int(step)):
@@ -603,56 +682,56 @@ def evaluate(vocab, train_dir, eval_dir, phases):
             return checkpointer.best_value
 
 
-def decode(vocab, train_dir, phases):
+def decode(fv, vocab, train_dir, phases):
     """Decode mode: batched beam search with the latest training checkpoint."""
-    model = _build_model(vocab)
+    model = _build_model(fv, vocab)
     checkpoint = tf.train.Checkpoint(model=model)
     latest = tf.train.latest_checkpoint(train_dir)
     if latest is None:
         raise app.UsageError("no checkpoint in %s to decode with" % train_dir)
-    _check_vocabulary(latest, vocab)
+    _check_vocabulary(fv, latest, vocab)
     checkpoint.restore(latest).expect_partial()
     step = checkpoints.checkpoint_step(latest)
-    coverage_on = FLAGS.coverage or curriculum.phase_at(phases, step).coverage
+    coverage_on = fv.coverage or curriculum.phase_at(phases, step).coverage
     summarizer = decode_lib.Summarizer(
         model,
         vocab,
-        FLAGS.beam_size,
-        FLAGS.max_dec_steps,
-        FLAGS.min_dec_steps,
+        fv.beam_size,
+        fv.max_dec_steps,
+        fv.min_dec_steps,
         coverage_on,
-        FLAGS.initial_state_attention,
-        FLAGS.length_normalization,
-        FLAGS.gnmt_alpha,
-        FLAGS.jit_compile,
-        record_attention=not FLAGS.single_pass,
+        fv.initial_state_attention,
+        fv.length_normalization,
+        fv.gnmt_alpha,
+        fv.jit_compile,
+        record_attention=not fv.single_pass,
     )
     root = os.path.dirname(train_dir)
-    if FLAGS.single_pass:
+    if fv.single_pass:
         batcher = batcher_lib.Batcher(
-            FLAGS.data_path,
+            fv.data_path,
             vocab,
-            FLAGS.decode_batch_size,
-            FLAGS.max_enc_steps,
-            FLAGS.max_dec_steps,
-            FLAGS.pointer_gen,
+            fv.decode_batch_size,
+            fv.max_enc_steps,
+            fv.max_dec_steps,
+            fv.pointer_gen,
             single_pass=True,
-            pad_encoder=FLAGS.jit_compile,
+            pad_encoder=fv.jit_compile,
         )
         total = sum(1 for path in batcher.paths for _ in bin_files.read_bin_file(path))
         decode_dir = os.path.join(
             root,
             decode_lib.decode_dir_name(
-                FLAGS.data_path,
-                FLAGS.max_enc_steps,
-                FLAGS.beam_size,
-                FLAGS.min_dec_steps,
-                FLAGS.max_dec_steps,
+                fv.data_path,
+                fv.max_enc_steps,
+                fv.beam_size,
+                fv.min_dec_steps,
+                fv.max_dec_steps,
                 latest,
             ),
         )
         settings = {
-            name: FLAGS[name].value
+            name: fv[name].value
             for name in (
                 "max_enc_steps",
                 "max_dec_steps",
@@ -668,19 +747,19 @@ def decode(vocab, train_dir, phases):
             summarizer,
             batcher,
             decode_dir,
-            FLAGS.decode_overwrite,
+            fv.decode_overwrite,
             total=total,
             settings=dict(settings, checkpoint=os.path.basename(latest)),
         )
     batcher = batcher_lib.Batcher(
-        FLAGS.data_path,
+        fv.data_path,
         vocab,
-        FLAGS.decode_batch_size,
-        FLAGS.max_enc_steps,
-        FLAGS.max_dec_steps,
-        FLAGS.pointer_gen,
-        seed=FLAGS.seed,
-        pad_encoder=FLAGS.jit_compile,
+        fv.decode_batch_size,
+        fv.max_enc_steps,
+        fv.max_dec_steps,
+        fv.pointer_gen,
+        seed=fv.seed,
+        pad_encoder=fv.jit_compile,
     )
     last_load = time.time()
     for count, batch in enumerate(batcher.batches(), start=1):
@@ -694,48 +773,53 @@ def decode(vocab, train_dir, phases):
                     logging.warning("Keeping %s: cannot read %s (%s)", latest, newest, e)
             last_load = time.time()
         decode_lib.decode_examples(summarizer, batch, os.path.join(root, "decode"))
-        if FLAGS.decode_max_batches and count >= FLAGS.decode_max_batches:
+        if fv.decode_max_batches and count >= fv.decode_max_batches:
             return None
+
+
+def run(fv):
+    """Runs ``--mode`` with the parsed flags ``fv``; returns its result (the trained
+    model, the eval job's best loss, or the decode's metrics)."""
+    if not fv.data_path or not fv.vocab_path or not fv.log_root:
+        raise app.UsageError("--data_path, --vocab_path and --log_root are required")
+    acvi_flags.configure_runtime(fv)
+    if fv.debug:
+        tf.debugging.enable_check_numerics()
+    train_dir, eval_dir = _experiment_dirs(fv)
+    vocab = vocab_lib.Vocab(fv.vocab_path, fv.vocab_size)
+    if fv.mode == "decode" and 2 * fv.beam_size > vocab.size():
+        raise app.UsageError(
+            "--beam_size=%d proposes %d candidates per hypothesis, more than the %d words "
+            "of the vocabulary (%s); use --beam_size=%d or less"
+            % (
+                fv.beam_size,
+                2 * fv.beam_size,
+                vocab.size(),
+                fv.vocab_path,
+                vocab.size() // 2,
+            )
+        )
+    phases = _phases(fv)
+    if fv.mode == "train":
+        acvi_flags.write_flag_record(
+            os.path.dirname(train_dir),
+            __name__,
+            fv,
+            resume_model_flags=MODEL_FLAGS if tf.train.latest_checkpoint(train_dir) else None,
+        )
+        return train(fv, vocab, train_dir, phases)
+    if fv.mode == "decode":
+        return decode(fv, vocab, train_dir, phases)
+    os.makedirs(eval_dir, exist_ok=True)
+    return evaluate(fv, vocab, train_dir, eval_dir, phases)
 
 
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError("Unknown command-line arguments: %s" % " ".join(argv[1:]))
-    if not FLAGS.data_path or not FLAGS.vocab_path or not FLAGS.log_root:
-        raise app.UsageError("--data_path, --vocab_path and --log_root are required")
-    acvi_flags.configure_runtime(FLAGS)
-    if FLAGS.debug:
-        tf.debugging.enable_check_numerics()
-    train_dir, eval_dir = _experiment_dirs()
-    vocab = vocab_lib.Vocab(FLAGS.vocab_path, FLAGS.vocab_size)
-    if FLAGS.mode == "decode" and 2 * FLAGS.beam_size > vocab.size():
-        raise app.UsageError(
-            "--beam_size=%d proposes %d candidates per hypothesis, more than the %d words "
-            "of the vocabulary (%s); use --beam_size=%d or less"
-            % (
-                FLAGS.beam_size,
-                2 * FLAGS.beam_size,
-                vocab.size(),
-                FLAGS.vocab_path,
-                vocab.size() // 2,
-            )
-        )
-    phases = _phases()
-    if FLAGS.mode == "train":
-        acvi_flags.write_flag_record(
-            os.path.dirname(train_dir),
-            __name__,
-            resume_model_flags=MODEL_FLAGS if tf.train.latest_checkpoint(train_dir) else None,
-        )
-        train(vocab, train_dir, phases)
-    elif FLAGS.mode == "decode":
-        decode(vocab, train_dir, phases)
-    else:
-        os.makedirs(eval_dir, exist_ok=True)
-        evaluate(vocab, train_dir, eval_dir, phases)
+    run(flags.FLAGS)
 
-
-FLAGS.set_default("attention_masking", "renormalize")  # See et al.'s order
 
 if __name__ == "__main__":
+    define_flags()
     errors.run(main)

@@ -67,23 +67,28 @@ from pointer_generator import model as model_lib
 from pointer_generator import run_summarization
 from pointer_generator import vocab as vocab_lib
 
-# The model flags are run_summarization's (--vocab_path, --vocab_size, --hidden_dim,
-# --emb_dim, --pointer_gen, --context), so both tools read the same values.
-FLAGS = run_summarization.FLAGS
 
-flags.DEFINE_string(
-    "tf1_checkpoint",
-    "",
-    "See et al.'s TF1 checkpoint: a prefix such as "
-    "'pretrained_model/train/model-238410' or a directory holding a "
-    "'checkpoint' file.",
-)
-flags.DEFINE_string(
-    "out_dir",
-    "",
-    "Where to write the TF2 checkpoint: the train/ folder "
-    "of a run_summarization experiment, e.g. logs/see/train.",
-)
+def define_flags(fv=flags.FLAGS):
+    """Defines this command's flags on ``fv``: run_summarization's (the model flags
+    ``--vocab_path``, ``--vocab_size``, ``--hidden_dim``, ``--emb_dim``, ``--pointer_gen``,
+    ``--context`` mean the same in both tools), ``--tf1_checkpoint`` and ``--out_dir``."""
+    run_summarization.define_flags(fv)
+    flags.DEFINE_string(
+        "tf1_checkpoint",
+        "",
+        "See et al.'s TF1 checkpoint: a prefix such as "
+        "'pretrained_model/train/model-238410' or a directory holding a "
+        "'checkpoint' file.",
+        flag_values=fv,
+    )
+    flags.DEFINE_string(
+        "out_dir",
+        "",
+        "Where to write the TF2 checkpoint: the train/ folder "
+        "of a run_summarization experiment, e.g. logs/see/train.",
+        flag_values=fv,
+    )
+
 
 # TF1 LSTMCell variable names (weights, bias) by TensorFlow version.
 LSTM_NAMES = {"1.0": ("weights", "biases"), "1.2.1": ("kernel", "bias")}
@@ -429,32 +434,42 @@ def save_for_run_summarization(model, imported, out_dir):
     ).save()
 
 
-def main(argv):
-    """Imports ``--tf1_checkpoint`` and writes it to ``--out_dir`` for run_summarization."""
-    if len(argv) > 1:
-        raise app.UsageError("Unknown command-line arguments: %s" % " ".join(argv[1:]))
+def run(fv):
+    """Imports ``--tf1_checkpoint`` and writes it to ``--out_dir`` for run_summarization.
+
+    Returns:
+      The path of the checkpoint written.
+    """
     for name in ("tf1_checkpoint", "vocab_path", "out_dir"):
-        if not FLAGS[name].value:
+        if not fv[name].value:
             raise app.UsageError("--%s is required" % name)
-    if FLAGS["context"].present and FLAGS.context != "sa":
+    if fv["context"].present and fv.context != "sa":
         raise app.UsageError(
             "See et al.'s checkpoints are soft-attention models: --context must be sa"
         )
-    vocab = vocab_lib.Vocab(FLAGS.vocab_path, FLAGS.vocab_size)
-    model = build_see_model(vocab.size(), FLAGS.hidden_dim, FLAGS.emb_dim, FLAGS.pointer_gen)
+    vocab = vocab_lib.Vocab(fv.vocab_path, fv.vocab_size)
+    model = build_see_model(vocab.size(), fv.hidden_dim, fv.emb_dim, fv.pointer_gen)
     try:
-        imported = import_see_checkpoint(FLAGS.tf1_checkpoint, model)
+        imported = import_see_checkpoint(fv.tf1_checkpoint, model)
     except SeeCheckpointError as e:
         raise app.UsageError(str(e)) from e
-    path = save_for_run_summarization(model, imported, FLAGS.out_dir)
+    path = save_for_run_summarization(model, imported, fv.out_dir)
     logging.info(
         "Wrote %s. Decode or train with run_summarization --context=sa%s and a "
         "--log_root/--exp_name whose train/ folder is %s",
         path,
         " --coverage" if imported.coverage else "",
-        FLAGS.out_dir,
+        fv.out_dir,
     )
+    return path
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError("Unknown command-line arguments: %s" % " ".join(argv[1:]))
+    run(flags.FLAGS)
 
 
 if __name__ == "__main__":
+    define_flags()
     errors.run(main)

@@ -11,15 +11,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from absl import flags
-from absl.testing import flagsaver
 
 from acvi_tf import checkpoints
 from acvi_tf import flags as acvi_flags
 from acvi_tf import training as training_lib
 from pointer_generator import bin_files, run_summarization
 from pointer_generator import losses as losses_lib
-
-FLAGS = flags.FLAGS
 
 
 @pytest.fixture(scope="module")
@@ -40,9 +37,14 @@ def corpus(tmp_path_factory):
     return root
 
 
+def _arg(name, value):
+    if isinstance(value, bool):
+        return "--%s%s" % ("" if value else "no", name)
+    return "--%s=%s" % (name, value)
+
+
 def _run(corpus, log_root, **overrides):
-    if not FLAGS.is_parsed():
-        FLAGS.mark_as_parsed()
+    """Runs the entry point in this process on its own flags; returns its result."""
     settings = dict(
         data_path=str(corpus / "train_*"),
         vocab_path=str(corpus / "vocab"),
@@ -58,8 +60,10 @@ def _run(corpus, log_root, **overrides):
         seed=5,
     )
     settings.update(overrides)
-    with flagsaver.flagsaver(**settings):
-        run_summarization.main(["run_summarization"])
+    fv = flags.FlagValues()
+    run_summarization.define_flags(fv)
+    fv(["run_summarization"] + [_arg(name, value) for name, value in settings.items()])
+    return run_summarization.run(fv)
 
 
 def _ckpt_value(path, key):

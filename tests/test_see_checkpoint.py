@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from absl import flags
-from absl.testing import flagsaver
 
 from acvi_tf import context as context_lib
 from acvi_tf.compat import keras
@@ -15,7 +14,6 @@ from pointer_generator import model as model_lib
 from pointer_generator import run_summarization, see_checkpoint
 from pointer_generator import vocab as vocab_lib
 
-FLAGS = flags.FLAGS
 V, E, H = 20, 4, 3
 B, N = 2, 5
 STEP = 1234
@@ -294,27 +292,26 @@ def test_cli_writes_a_checkpoint_that_training_resumes_from(tmp_path):
     vocab_path = tmp_path / "vocab"
     vocab_path.write_text("".join("w%d %d\n" % (i, 100 - i) for i in range(V - 4)))
     train_dir = tmp_path / "logs" / "see" / "train"
-    if not FLAGS.is_parsed():
-        FLAGS.mark_as_parsed()
-    with flagsaver.flagsaver(
-        tf1_checkpoint=str(tf1_dir),
-        vocab_path=str(vocab_path),
-        vocab_size=V,
-        hidden_dim=H,
-        emb_dim=E,
-        out_dir=str(train_dir),
-    ):
-        see_checkpoint.main(["see_checkpoint"])
-        latest = tf.train.latest_checkpoint(str(train_dir))
-        assert latest == os.path.join(str(train_dir), "model.ckpt-%d" % STEP)
-        with flagsaver.flagsaver(context="sa"):
-            model = run_summarization._build_model(vocab_lib.Vocab(str(vocab_path), V))
-            optimizer = run_summarization._optimizer()
-            optimizer.build(model.trainable_variables)
-            checkpointer = run_summarization._checkpointer(
-                str(train_dir), model, optimizer, vocab_lib.Vocab(str(vocab_path), V)
-            )
-            assert checkpointer.restore_latest() == latest
+    model_flags = ["--vocab_path=%s" % vocab_path, "--vocab_size=%d" % V]
+    model_flags += ["--hidden_dim=%d" % H, "--emb_dim=%d" % E]
+    fv = flags.FlagValues()
+    see_checkpoint.define_flags(fv)
+    fv(
+        ["see_checkpoint", "--tf1_checkpoint=%s" % tf1_dir, "--out_dir=%s" % train_dir]
+        + model_flags
+    )
+    see_checkpoint.run(fv)
+    latest = tf.train.latest_checkpoint(str(train_dir))
+    assert latest == os.path.join(str(train_dir), "model.ckpt-%d" % STEP)
+    fv = flags.FlagValues()
+    run_summarization.define_flags(fv)
+    fv(["run_summarization", "--context=sa"] + model_flags)
+    vocab = vocab_lib.Vocab(str(vocab_path), V)
+    model = run_summarization._build_model(fv, vocab)
+    optimizer = run_summarization._optimizer(fv)
+    optimizer.build(model.trainable_variables)
+    checkpointer = run_summarization._checkpointer(fv, str(train_dir), model, optimizer, vocab)
+    assert checkpointer.restore_latest() == latest
     assert int(checkpointer.step) == STEP
     assert bool(checkpointer.checkpoint.coverage_started)
     np.testing.assert_array_equal(model.embedding.embeddings, arrays["seq2seq/embedding/embedding"])
