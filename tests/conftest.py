@@ -28,19 +28,6 @@ def _float32_policy():
     keras.mixed_precision.set_global_policy("float32")
 
 
-def np_masked_softmax(scores, mask):
-    """Reference softmax over the real positions of the last axis (float64)."""
-    scores = np.where(mask, scores.astype(np.float64), -np.inf)
-    scores = scores - scores.max(axis=-1, keepdims=True)
-    e = np.where(mask, np.exp(scores), 0.0)
-    return e / e.sum(axis=-1, keepdims=True)
-
-
-def np_log_normal(x, mean, var):
-    """log N(x | mean, diag var) summed over the last axis (float64)."""
-    return -0.5 * np.sum(np.log(2 * np.pi * var) + (x - mean) ** 2 / var, axis=-1)
-
-
 def write_video(path, num_frames=30, width=64, height=48, colour=(255, 0, 0)):
     """Writes a clip of a coloured square moving right on grey; returns the path used.
 

@@ -8,10 +8,9 @@ at the clip of log sigma^2, where the expanded quadratic form cancels catastroph
 import numpy as np
 import pytest
 import tensorflow as tf
+from references import np_log_normal, np_masked_softmax
 
 from acvi_tf import context
-
-from conftest import np_log_normal, np_masked_softmax
 
 
 def _layer_with_log_var(kl, memory, log_var, **kwargs):

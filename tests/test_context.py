@@ -3,11 +3,10 @@
 import numpy as np
 import pytest
 import tensorflow as tf
+from references import np_log_normal, np_masked_softmax
 
 from acvi_tf import attention, context
 from acvi_tf.compat import keras
-
-from conftest import np_log_normal, np_masked_softmax
 
 B, N, D = 2, 5, 3
 LENGTHS = [5, 3]

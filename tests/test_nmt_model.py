@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 import tensorflow as tf
+from references import np_lstm
 
 from acvi_tf import context as context_lib
 from acvi_tf import losses
@@ -11,17 +12,6 @@ from nmt import data, translate
 from nmt import model as model_lib
 
 U, S_VOCAB, T_VOCAB = 4, 12, 9
-
-
-def _sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
-
-
-def _np_lstm(x, h, c, cell):
-    kernel, recurrent, bias = (w.numpy() for w in cell.weights)
-    i, f, g, o = np.split(x @ kernel + h @ recurrent + bias, 4, axis=-1)
-    c = _sigmoid(f) * c + _sigmoid(i) * np.tanh(g)
-    return _sigmoid(o) * np.tanh(c), c
 
 
 @pytest.fixture
@@ -55,7 +45,7 @@ def test_decoder_step_matches_numpy(batch, attention):
 
     x = np.concatenate([y.numpy(), state["attention"].numpy()], -1)  # input feeding
     for cell, (h, c) in zip(model.cells, state["cells"]):
-        x, _ = _np_lstm(x, h.numpy(), c.numpy(), cell)
+        x, _ = np_lstm(x, h.numpy(), c.numpy(), cell)
     keys = memory @ model.scorer.memory_projection.kernel.numpy()
     scores = np.einsum("bnu,bu->bn", keys, x) * (1.7 if attention == "scaled_luong" else 1.0)
     mask = np.arange(5)[None] < batch["src_len"][:, None]

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 import tensorflow as tf
+from references import np_lstm, np_sigmoid
 
 from acvi_tf import context as context_lib
 from acvi_tf import registry
@@ -12,10 +13,6 @@ from pointer_generator import model as model_lib
 
 V, H, E = 12, 3, 4
 B, N, T = 2, 5, 4
-
-
-def _sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
 
 
 @pytest.fixture
@@ -49,14 +46,6 @@ def model(batch):
     return m
 
 
-def _np_lstm(x, h, c, cell):
-    kernel, recurrent, bias = (w.numpy() for w in cell.weights)
-    z = x @ kernel + h @ recurrent + bias
-    i, f, g, o = np.split(z, 4, axis=-1)
-    c = _sigmoid(f) * c + _sigmoid(i) * np.tanh(g)
-    return _sigmoid(o) * np.tanh(c), c
-
-
 def test_one_decoder_step_matches_numpy(model, batch):
     rng = np.random.default_rng(2)
     memory = rng.normal(size=(B, N, 2 * H)).astype(np.float32)
@@ -73,7 +62,7 @@ def test_one_decoder_step_matches_numpy(model, batch):
 
     wx, bx = (w.numpy() for w in model.input_projection.weights)
     x_ref = np.concatenate([y, prev_ctx], -1) @ wx + bx
-    h_ref, c_ref = _np_lstm(x_ref, h0.numpy(), c0.numpy(), model.cell)
+    h_ref, c_ref = np_lstm(x_ref, h0.numpy(), c0.numpy(), model.cell)
     scorer = model.scorer
     features = (
         memory @ scorer.memory_projection.kernel.numpy()
@@ -115,7 +104,7 @@ def test_outputs_after_the_loop_match_numpy(model, batch):
 def test_final_distribution_sums_to_one_and_accumulates_repeated_words(model, batch):
     out = model(batch, coverage_on=True)
     vocab_dists = tf.nn.softmax(out["vocab_logits"]).numpy()
-    p_gen = _sigmoid(out["p_gen_logit"].numpy())
+    p_gen = np_sigmoid(out["p_gen_logit"].numpy())
     attn = out["attn"].numpy()
     final = losses_lib.final_distribution(
         vocab_dists, attn, p_gen, batch["enc_batch_extend_vocab"], 1
@@ -170,7 +159,7 @@ def test_losses_match_a_hand_computation(batch):
     logits, target = out["vocab_logits"].astype(np.float64), batch["target_batch"]
     p_vocab = np.exp(logits - logits.max(-1, keepdims=True))
     p_vocab /= p_vocab.sum(-1, keepdims=True)
-    p_gen = _sigmoid(out["p_gen_logit"].astype(np.float64))
+    p_gen = np_sigmoid(out["p_gen_logit"].astype(np.float64))
     ext = batch["enc_batch_extend_vocab"]
     nll = np.zeros((B, T))
     for b in range(B):

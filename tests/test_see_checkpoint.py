@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from absl import flags
+from references import np_sigmoid
 
 from acvi_tf import context as context_lib
 from acvi_tf.compat import keras
@@ -73,15 +74,11 @@ def _write_tf1_checkpoint(path, arrays, step=STEP):
 # ---- the original model in NumPy ----------------------------------------------------
 
 
-def _sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
-
-
 def _tf1_lstm(x, h, c, weights, biases):
     """TF1 LSTMCell: fused kernel on [x; h], gates i, j, f, o, forget_bias 1.0."""
     i, j, f, o = np.split(np.concatenate([x, h], -1) @ weights + biases, 4, axis=-1)
-    c = _sigmoid(f + 1.0) * c + _sigmoid(i) * np.tanh(j)
-    return _sigmoid(o) * np.tanh(c), c
+    c = np_sigmoid(f + 1.0) * c + np_sigmoid(i) * np.tanh(j)
+    return np_sigmoid(o) * np.tanh(c), c
 
 
 def _lstm_weights(w, scope, tf_version):
@@ -138,7 +135,7 @@ def _original_step(w, tf_version, y, prev_context, h, c, memory, mask, coverage)
     a = a / a.sum(-1, keepdims=True) * mask
     a = a / a.sum(-1, keepdims=True)
     context = np.einsum("bn,bnd->bd", a, memory)
-    p_gen = _sigmoid(_linear(w, "calculate_pgen/", context, c, h, x))[:, 0]
+    p_gen = np_sigmoid(_linear(w, "calculate_pgen/", context, c, h, x))[:, 0]
     output = _linear(w, "AttnOutputProjection/", h, context)
     logits = output @ w["seq2seq/output_projection/w"] + w["seq2seq/output_projection/v"]
     return dict(x=x, h=h, c=c, attn=a, context=context, p_gen=p_gen, vocab_logits=logits)

@@ -5,6 +5,7 @@ enumeration ELBO, one REINFORCE sample), and the prior-marginal decoding distrib
 import numpy as np
 import pytest
 import tensorflow as tf
+from references import np_log_softmax
 
 from acvi_tf import registry
 from acvi_tf.compat import keras
@@ -19,11 +20,6 @@ def _layer(mode="enum"):
     return registry.make_context_layer(
         "variational", variational_options=dict(mode=mode, inference_units=3), seed=5
     )
-
-
-def _log_softmax(x):
-    x = x - x.max(-1, keepdims=True)
-    return x - np.log(np.exp(x).sum(-1, keepdims=True))
 
 
 def _check_terms(out, every, attn, q, mask, valid_steps, mode, training):
@@ -77,7 +73,7 @@ def _captioner_every(model, batch):
         )
         s = output[:, : model.decoder_units]
         per_frame = [
-            _log_softmax(model.logits(tf.concat([s, memory[:, i]], -1)).numpy())
+            np_log_softmax(model.logits(tf.concat([s, memory[:, i]], -1)).numpy())
             for i in range(memory.shape[1])
         ]
         every.append(np.stack([p[np.arange(len(gold)), gold[:, t]] for p in per_frame], -1))
@@ -155,7 +151,7 @@ def test_nmt_exact_marginal_and_decoding_distribution():
         )
         top = state["cells"][-1][0]
         per_position = np.stack(
-            [_log_softmax(model.vocab_logits(top, memory[:, i]).numpy()) for i in range(5)], 1
+            [np_log_softmax(model.vocab_logits(top, memory[:, i]).numpy()) for i in range(5)], 1
         )  # [B, N, V]
         every.append(per_position[np.arange(2), :, batch["tgt_out"][:, t]])
         attns.append(attn.numpy())

@@ -5,18 +5,13 @@ import json
 import numpy as np
 import pytest
 import tensorflow as tf
+from references import np_masked_softmax, np_sigmoid
 
 from acvi_tf import registry
 from acvi_tf.compat import keras
 from video_caption import data
 from video_caption import decode as decode_lib
 from video_caption import model as model_lib
-
-from conftest import np_masked_softmax
-
-
-def _sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
 
 
 def _small_model(context_layer=None):
@@ -57,8 +52,8 @@ def test_decoder_step_matches_numpy():
     x = np.concatenate([model.embedding.embeddings.numpy()[[5, 9]], state["context"].numpy()], -1)
     z = x @ kernel + state["h"].numpy() @ recurrent + bias
     i, f, g, o = np.split(z, 4, axis=-1)  # Keras gate order
-    c = _sigmoid(f) * state["c"].numpy() + _sigmoid(i) * np.tanh(g)
-    s = _sigmoid(o) * np.tanh(c)
+    c = np_sigmoid(f) * state["c"].numpy() + np_sigmoid(i) * np.tanh(g)
+    s = np_sigmoid(o) * np.tanh(c)
     energy = np.tanh(
         memory @ scorer.memory_projection.kernel.numpy()
         + (s @ scorer.query_projection.kernel.numpy() + scorer.query_projection.bias.numpy())[
