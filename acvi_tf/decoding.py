@@ -42,21 +42,26 @@ def _normalize(total, length, mode, alpha):
     return total
 
 
-def model_step(model: Any, constants: Any) -> Callable:
+def model_step(model: Any, constants: Any, **options) -> Callable:
     """The search step of a model that follows the decoding protocol.
 
     A host model decodes through ``start(...) -> (constants, state)`` and
-    ``decode_step(tokens, state, constants) -> (log_probs [B, V], state, extras)``;
-    ``beam_search``, ``greedy_search`` and ``gnmt_beam_search`` take the result.
+    ``decode_step(tokens, state, constants, **options) -> (scores [B, V], state, extras)``;
+    ``beam_search``, ``greedy_search`` and ``gnmt_beam_search`` take the result. The
+    scores are log-probabilities, except the summarizer's: probabilities over its
+    extended vocabulary (``beam_search(probabilities=True)`` takes the log of the
+    candidates only, as See's beam does); its ``options`` are the batch's
+    ``max_art_oovs`` and the coverage switch.
 
     Args:
       model: the model.
       constants: its ``start`` constants (tiled with ``tile_beam`` for a beam).
+      **options: passed to every ``decode_step`` call.
     """
 
     def step(tokens, state, t):
         del t
-        return model.decode_step(tokens, state, constants)
+        return model.decode_step(tokens, state, constants, **options)
 
     return step
 

@@ -42,7 +42,7 @@ class Summarizer:
       min_dec_steps: shorter hypotheses that stop are dropped (35).
       coverage_on: decode with the coverage feature (coverage models).
       initial_state_attention: the original decode-time attention (see
-        ``PointerGenerator.start_decoding``).
+        ``PointerGenerator.start``).
       length_normalization, gnmt_alpha: the beam's ranking (the original: "average").
       jit_compile: compile the beam search with XLA.
       record_attention: keep the chosen summaries' attention and p_gen (for
@@ -71,16 +71,14 @@ class Summarizer:
 
         @tf.function(input_signature=[signature], jit_compile=jit_compile or None, autograph=False)
         def decode(batch):
-            constants, state = model.start_decoding(batch, initial_state_attention)
+            constants, state = model.start(batch, initial_state_attention)
             articles = tf.shape(batch["enc_batch"])[0]
-            constants = decoding.tile_beam(constants, beam_size)
-
-            def step(tokens, state, t):
-                del t
-                return model.decode_step(
-                    tokens, state, constants, batch["max_art_oovs"], coverage_on
-                )
-
+            step = decoding.model_step(
+                model,
+                decoding.tile_beam(constants, beam_size),
+                max_art_oovs=batch["max_art_oovs"],
+                coverage_on=coverage_on,
+            )
             return decoding.beam_search(
                 step,
                 state,

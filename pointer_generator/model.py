@@ -289,7 +289,7 @@ class PointerGenerator(keras.Model):
         p_gen_logit = tf.squeeze(self.p_gen_layer(tf.concat([context, c, h, x], axis=-1)), axis=-1)
         return p_gen_logit, self.vocab_at(h, context)
 
-    def start_decoding(self, batch, initial_state_attention=True):
+    def start(self, batch, initial_state_attention=True):
         """Runs the encoder for decoding.
 
         With ``initial_state_attention`` (the original's decode graph) the first step's
@@ -337,7 +337,7 @@ class PointerGenerator(keras.Model):
         without adding to it. After the first step that re-attention has the same inputs
         as the previous step's attention on its new state, so its result is carried in
         ``state`` (``context``, ``attn``) instead of recomputed: the step adds the
-        previous step's attention to the coverage before attending. ``start_decoding``
+        previous step's attention to the coverage before attending. ``start``
         chooses the first step's (the original's re-attention over the reduced encoder
         state, or training's zeros); from zeros, a step is exactly a training step. With
         ACVI's ``decode="sample"`` the next input gets the sample this step used, as in
@@ -346,7 +346,7 @@ class PointerGenerator(keras.Model):
         Args:
           tokens: [R] previous tokens, extended-vocabulary ids allowed ([UNK] is fed).
           state: dict ``h``, ``c``, ``coverage``, ``context``, ``attn``.
-          constants: from ``start_decoding`` (tiled to R rows for beam search).
+          constants: from ``start`` (tiled to R rows for beam search).
           max_art_oovs: width of the extended part of the vocabulary.
           coverage_on: use the coverage feature.
 

@@ -78,7 +78,7 @@ class TransformerSummarizer(keras.Model):
             coverage_terms=tf.zeros(steps),
         )
 
-    def start_decoding(self, batch, initial_state_attention=True):
+    def start(self, batch, initial_state_attention=True):
         """Encodes the articles: ``(constants, state)`` for ``decode_step`` (no recurrent
         state to attend from, so ``initial_state_attention`` has no use here)."""
         del initial_state_attention

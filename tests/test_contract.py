@@ -51,22 +51,19 @@ def _loss(host, model, batch, step=0, training=True):
 
 
 def _beam(host, model, batch, beam_size=2, max_steps=4):
-    """Beam search of the batch through the host's decoding entry (``start_decoding`` and
-    ``decode_step`` for the summarizer, the shared protocol for the others)."""
+    """Beam search of the batch through the shared decoding protocol (``start``,
+    ``decode_step``; the summarizer's scores are probabilities and its options the
+    batch's article OOVs and the coverage switch)."""
+    options, probabilities = {}, False
     if host == "summarizer":
-        constants, state = model.start_decoding(batch)
-        constants = decoding.tile_beam(constants, beam_size)
-
-        def step(tokens, state, t):
-            return model.decode_step(tokens, state, constants, 1, True)
-
-        start_stop, probabilities = (2, 3), True  # [START], [STOP] in See's vocabulary
+        constants, state = model.start(batch)
+        options, probabilities = dict(max_art_oovs=1, coverage_on=True), True
+        start_stop = (2, 3)  # [START], [STOP] in See's vocabulary
     else:
         inputs = ("src", "src_len") if host == "nmt" else ("features", "num_frames")
         constants, state = model.start(*(batch[name] for name in inputs))
-        step = decoding.model_step(model, decoding.tile_beam(constants, beam_size))
         start_stop = (1, 2) if host == "nmt" else (vc_data.BOS_ID, vc_data.EOS_ID)
-        probabilities = False
+    step = decoding.model_step(model, decoding.tile_beam(constants, beam_size), **options)
     return decoding.beam_search(
         step,
         state,

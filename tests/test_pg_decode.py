@@ -76,7 +76,7 @@ def test_decode_step_without_initial_state_attention_is_the_training_step(
         batch["enc_batch_extend_vocab"],
         batch["target_batch"],
     )
-    constants, state = model.start_decoding(batch, initial_state_attention=False)
+    constants, state = model.start(batch, initial_state_attention=False)
     for t in range(batch["dec_batch"].shape[1]):
         probs, state, extras = model.decode_step(
             tf.constant(batch["dec_batch"][:, t]),
@@ -92,7 +92,7 @@ def test_decode_step_without_initial_state_attention_is_the_training_step(
 
 def test_initial_state_attention_reattends_from_the_incoming_state(model, vocab):
     batch = _batch(vocab, "test_*", 2)
-    constants, state = model.start_decoding(batch)
+    constants, state = model.start(batch)
     tokens = tf.fill([2], vocab.word2id(vocab_lib.START_DECODING))
     _, new_state, extras = model.decode_step(
         tokens, state, constants, batch["max_art_oovs"], coverage_on=True
@@ -138,7 +138,7 @@ def test_carried_reattention_equals_the_original_decode_graph(vocab, coverage_on
         vocab.size(), hidden_dim=6, emb_dim=5, context_layer=layer, trunc_norm_init_std=0.5
     )
     batch = _batch(vocab, "test_*", 4)
-    constants, state = model.start_decoding(batch)
+    constants, state = model.start(batch)
     original = {k: state[k] for k in ("h", "c", "coverage")}
     rng = np.random.default_rng(1)
     for _ in range(6):

@@ -106,7 +106,7 @@ def test_summarizer_wrapper_has_no_copy_and_matches_teacher_forcing():
     out = model(batch)
     losses = pg_losses.compute_losses(out, batch, pointer_gen=False)
     assert np.isfinite(float(losses["total_loss"])) and float(losses["kl"]) == 0.0
-    constants, state = model.start_decoding(batch)
+    constants, state = model.start(batch)
     for t in range(3):
         probs, state, extras = model.decode_step(
             batch["dec_batch"][:, t], state, constants, max_art_oovs=2, coverage_on=False

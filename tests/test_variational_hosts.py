@@ -221,7 +221,7 @@ def test_pointer_generator_keeps_the_copy_distribution_and_mixes_p_vocab():
     _check_terms(out, every, out["attn"].numpy(), q, mask, [3, 2], "enum", True)
     losses = pg_losses.compute_losses(out, batch)
     assert np.isfinite(float(losses["total_loss"]))
-    constants, state = model.start_decoding(batch)
+    constants, state = model.start(batch)
     final, _, extras = model.decode_step(tf.constant([2, 2]), state, constants, 1, False)
     np.testing.assert_allclose(final.numpy().sum(-1), 1.0, rtol=1e-5)
     copied = (1.0 - extras["p_gen"].numpy()[0]) * extras["attn"].numpy()[0, 2]
