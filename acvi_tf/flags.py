@@ -1,9 +1,9 @@
 """The absl flags every model entry point shares: context mechanism, ACVI options, seeds,
 precision and compilation.
 
-Importing this module defines the flags on ``absl.flags.FLAGS``; ``define_flags`` can
-also put them on another ``FlagValues`` (tests do). Bad values are rejected at parse time
-with a message that names the flag and the allowed range.
+Each entry point's ``define_flags(fv)`` calls ``define_flags`` here to put the shared
+flags on its ``FlagValues``; importing a module defines no flag. Bad values are rejected
+at parse time with a message that names the flag and the allowed range.
 """
 
 import json
@@ -473,7 +473,3 @@ def compare_flag_record(out_dir, module, model_flags, flag_values=flags.FLAGS, n
             "Continuing the run with changed flags: %s",
             ", ".join("--%s %s -> %s" % (n, recorded[n], values[n]) for n in changed),
         )
-
-
-if "context" not in flags.FLAGS:
-    define_flags()

@@ -36,6 +36,7 @@ flags.DEFINE_integer("repeats", 7, "Timed passes per variant (after one warm-up)
 flags.DEFINE_integer("dec_steps", 20, "Decoder steps per pass.")
 flags.DEFINE_list("sizes", ["paper", "small"], "Sizes to run: paper, small.")
 FLAGS = flags.FLAGS
+acvi_flags.define_flags(FLAGS)  # the shared flags: precision, XLA, seed
 
 # (batch, source positions, encoder state size, attention size)
 SIZES = {"paper": (16, 400, 512, 512), "small": (8, 50, 64, 64)}

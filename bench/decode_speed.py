@@ -46,6 +46,7 @@ flags.DEFINE_boolean(
     "coverage", False, "Decode with the coverage feature (the paper's final models)."
 )
 FLAGS = flags.FLAGS
+acvi_flags.define_flags(FLAGS)  # the shared flags: precision, XLA, seed
 CNN_DM_TEST_ARTICLES = 11490
 
 SIZES = {"paper": (50000, 128, 256), "small": (5000, 64, 128)}

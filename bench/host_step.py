@@ -32,6 +32,7 @@ from absl import app, flags
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from acvi_tf import flags as acvi_flags
 from acvi_tf import registry
 from acvi_tf.compat import keras
 from nmt import (
@@ -48,6 +49,7 @@ flags.DEFINE_list("tasks", ["translation", "captioning"], "Hosts to time, in ord
 flags.DEFINE_integer("repeats", 5, "Timed steps per variant.", lower_bound=1)
 flags.DEFINE_list("variants", [], "Variants to time (default: all); sa is always timed.")
 FLAGS = flags.FLAGS
+acvi_flags.define_flags(FLAGS)  # the shared flags: precision, XLA, seed
 
 VARIANTS = {
     "sa": dict(mode="sa"),
@@ -146,7 +148,7 @@ def _captioning_step(layer):
 
 def main(argv):
     del argv
-    run_nmt.acvi_flags.configure_runtime(FLAGS)
+    acvi_flags.configure_runtime(FLAGS)
     tf.get_logger().setLevel("ERROR")
     for task in FLAGS.tasks:
         _time_task(task)

@@ -46,6 +46,7 @@ from acvi_tf import (
     registry,
 )
 from acvi_tf import context as context_lib
+from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
 from pointer_generator import model as model_lib
 from pointer_generator import run_summarization
@@ -61,6 +62,7 @@ flags.DEFINE_enum(
     "coverage_settings", "both", ["both", "no", "yes"], "Time without coverage, with it, or both."
 )
 FLAGS = flags.FLAGS
+acvi_flags.define_flags(FLAGS)  # the shared flags: precision, XLA, seed
 
 COVERAGE_SETTINGS = {"both": (False, True), "no": (False,), "yes": (True,)}
 # vocab, emb, hidden, batch, article tokens, summary tokens
@@ -203,7 +205,7 @@ def _batch(vocab, batch, n, t):
 
 def main(argv):
     del argv
-    run_summarization.acvi_flags.configure_runtime(FLAGS)
+    acvi_flags.configure_runtime(FLAGS)
     vocab, emb, hidden, batch_size, n, t = SIZES[FLAGS.size]
     batch = {
         k: v

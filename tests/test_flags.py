@@ -1,6 +1,9 @@
 """Shared absl flags: defaults, validators, and the layer they build."""
 
 import math
+import os
+import subprocess
+import sys
 
 import pytest
 import tensorflow as tf
@@ -12,6 +15,8 @@ from tensorflow.python.framework import config as tf_config
 from acvi_tf import context, kl_schedule
 from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _parse(*argv):
@@ -143,8 +148,20 @@ def test_gumbel_fraction_needs_the_number_of_training_steps():
         fv(["prog", "--acvi_gumbel_fraction=0.1"])
 
 
-def test_global_flags_are_defined_on_import():
-    assert "acvi_kl" in flags.FLAGS and "jit_compile" in flags.FLAGS
+def test_importing_the_entry_points_defines_no_flag():
+    """Flags exist only once a command's ``define_flags`` runs (a fresh process, so this
+    suite's own definitions do not count)."""
+    code = (
+        "from absl import flags\n"
+        "import acvi_tf.flags, nmt.run_nmt, pointer_generator.run_summarization\n"
+        "import pointer_generator.see_checkpoint, video_caption.run_captioning\n"
+        "print(sorted(set(flags.FLAGS) & {'context', 'jit_compile', 'data_path', "
+        "'num_units', 'encoder_units', 'tf1_checkpoint'}))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert done.stdout.strip().splitlines()[-1] == "[]"
 
 
 def test_configure_runtime_sets_precision_seed_and_determinism():
