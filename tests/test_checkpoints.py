@@ -50,13 +50,20 @@ def test_a_step_is_saved_once_and_never_rewritten(tmp_path):
     assert [os.path.basename(p) for p in saver.manager.checkpoints] == ["ckpt-5", "ckpt-6"]
 
 
-def test_a_resume_falls_back_past_an_unreadable_checkpoint(tmp_path):
+def _two_checkpoints(root):
+    """A checkpointer in ``root`` that saved steps 1 and 2, each with its embeddings
+    filled with the step number."""
     model = _model()
-    saver = _checkpointer(tmp_path, model)
+    saver = _checkpointer(root, model)
     for step in (1, 2):
         saver.step.assign(step)
         model.layers[0].embeddings.assign(tf.fill([7, 2], float(step)))
         saver.save()
+    return saver
+
+
+def test_a_resume_falls_back_past_an_unreadable_checkpoint(tmp_path):
+    saver = _two_checkpoints(tmp_path)
     open(_index(saver.latest), "wb").close()  # a kill while the index was written
     resumed = _checkpointer(tmp_path, _model())
     restored = resumed.restore_latest()
@@ -186,12 +193,7 @@ def test_a_damaged_newest_checkpoint_restores_the_one_before(kind, damage, where
     that checkpoint, intact, or the one before, never an error or a half-read model."""
     with tempfile.TemporaryDirectory() as root:
         root = pathlib.Path(root)
-        model = _model()
-        saver = _checkpointer(root, model)
-        for step in (1, 2):
-            saver.step.assign(step)
-            model.layers[0].embeddings.assign(tf.fill([7, 2], float(step)))
-            saver.save()
+        saver = _two_checkpoints(root)
         path = _index(saver.latest) if kind == "index" else saver.latest + ".data-00000-of-00001"
         with open(path, "rb") as f:
             content = bytearray(f.read())
