@@ -107,7 +107,7 @@ class Summarizer:
         results = []
         for i, length in enumerate(out["lengths"].numpy()):
             ids = out["ids"][i, :length].numpy().tolist()
-            oovs = [_text(w) for w in np.asarray(batch["art_oovs"])[i]]
+            oovs = [as_text(w) for w in np.asarray(batch["art_oovs"])[i]]
             result = dict(ids=ids, words=vocab_lib.outputids2words(ids, self.vocab, oovs))
             if "attn" in out:
                 result["attn"] = out["attn"][i, :length].numpy()
@@ -116,7 +116,8 @@ class Summarizer:
         return results
 
 
-def _text(value):
+def as_text(value):
+    """A batch's string field as text (the batcher gives bytes)."""
     return value.decode("utf-8") if isinstance(value, bytes) else value
 
 
@@ -265,12 +266,12 @@ def decode_single_pass(
         results = summarizer.decode(batch) if first + size > done else [None] * size
         for i, result in enumerate(results):
             index = first + i
-            articles.append(_text(batch["original_articles"][i]))
+            articles.append(as_text(batch["original_articles"][i]))
             if index < done:
                 references.append(_read_lines(_pair_path(decode_dir, "reference", index)))
                 hypotheses.append(_read_lines(_pair_path(decode_dir, "decoded", index)))
                 continue
-            references.append(_text(batch["original_abstract_sents"][i]).split("\n"))
+            references.append(as_text(batch["original_abstract_sents"][i]).split("\n"))
             hypotheses.append(split_sentences(result["words"]))
             _write_pair(decode_dir, index, references[-1], hypotheses[-1])
         rate = (len(hypotheses) - min(done, len(hypotheses))) / max(time.time() - start, 1e-9)
@@ -302,8 +303,8 @@ def lead_baseline(batcher, decode_dir, num_sentences, in_vocab, overwrite=False,
     articles, references, hypotheses = [], [], []
     for batch in batcher.batches():
         for i in range(len(batch["enc_lens"])):
-            article = _text(batch["original_articles"][i])
-            reference = _text(batch["original_abstract_sents"][i]).split("\n")
+            article = as_text(batch["original_articles"][i])
+            reference = as_text(batch["original_abstract_sents"][i]).split("\n")
             lead = copying.lead_sentences(article, num_sentences)
             _write_pair(decode_dir, len(hypotheses), reference, lead)
             articles.append(article)
@@ -405,10 +406,10 @@ def decode_examples(summarizer, batch, decode_dir):
     marked = []
     for i, result in enumerate(results):
         article = " ".join(
-            _text(batch["original_articles"][i]).split()[: int(batch["enc_lens"][i])]
+            as_text(batch["original_articles"][i]).split()[: int(batch["enc_lens"][i])]
         )
-        oovs = [_text(w) for w in np.asarray(batch["art_oovs"])[i] if _text(w)]
-        abstract = _text(batch["original_abstracts"][i])
+        oovs = [as_text(w) for w in np.asarray(batch["art_oovs"])[i] if as_text(w)]
+        abstract = as_text(batch["original_abstracts"][i])
         marked.append(
             (
                 vocab_lib.show_art_oovs(article, vocab),

@@ -12,10 +12,11 @@ validation loss and See's running average for TensorBoard).
 import os
 import time
 
+import numpy as np
 import tensorflow as tf
 from absl import app, flags, logging
 
-from acvi_tf import checkpoints, errors, objective
+from acvi_tf import checkpoints, errors, objective, summaries
 from acvi_tf import flags as acvi_flags
 from acvi_tf import trainer as trainer_lib
 from acvi_tf import training as training_lib
@@ -580,6 +581,46 @@ def _convert_or_restore(fv, model, checkpointer, train_dir, vocab):
     return model
 
 
+def _write_samples(fv, model, vocab, phase, batch, step, summarizers, count=3):
+    """TensorBoard text of the first validation articles' beam-search summaries beside
+    their references, and the first one's attention heat map (``val_summaries``,
+    ``val_attention``), as NMT and the captioner write theirs.
+
+    ``summarizers`` caches one ``decode.Summarizer`` per curriculum phase.
+    """
+    if phase not in summarizers:
+        summarizers[phase] = decode_lib.Summarizer(
+            model,
+            vocab,
+            fv.beam_size,
+            phase.max_dec_steps,
+            min(fv.min_dec_steps, phase.max_dec_steps),
+            phase.coverage,
+            fv.initial_state_attention,
+            fv.length_normalization,
+            fv.gnmt_alpha,
+            fv.jit_compile,
+        )
+    results = summarizers[phase].decode(batch)
+    articles = [decode_lib.as_text(a).split() for a in np.asarray(batch["original_articles"])]
+    references = [decode_lib.as_text(a) for a in np.asarray(batch["original_abstracts"])]
+    texts = [
+        "**article**: %s  \nreference: %s  \ndecoded: %s"
+        % (" ".join(articles[i][:60]), references[i], " ".join(result["words"]))
+        for i, result in enumerate(results[:count])
+    ]
+    tf.summary.text("val_summaries", "\n\n".join(texts))
+    if results[0]["words"]:
+        length = int(batch["enc_lens"][0])
+        summaries.write_attention_image(
+            "val_attention",
+            results[0]["attn"][:, :length],
+            articles[0][:length],
+            results[0]["words"],
+            step,
+        )
+
+
 def evaluate(fv, vocab, train_dir, eval_dir, phases):
     """The concurrent eval job: each new checkpoint of ``train/`` on the same validation
     batches, the best one kept in ``eval/``.
@@ -631,7 +672,7 @@ def evaluate(fv, vocab, train_dir, eval_dir, phases):
         _check_vocabulary(fv, path, vocab)
         checkpointer.checkpoint.restore(path).expect_partial()
 
-    running_avg = None
+    running_avg, summarizers = None, {}
     for path in checkpoints.newest_checkpoints(train_dir, restore):
         phase = curriculum.phase_at(phases, int(step))
         batcher = batcher_lib.Batcher(
@@ -644,8 +685,9 @@ def evaluate(fv, vocab, train_dir, eval_dir, phases):
             single_pass=True,
             pad_encoder=fv.jit_compile,
         )
-        sums, batches = {}, 0
+        sums, batches, first = {}, 0, None
         for batch in batcher.dataset().take(fv.eval_max_batches or -1):
+            first = batch if first is None else first
             results = eval_step({k: batch[k] for k in MODEL_SIGNATURE}, phase.coverage)
             for name, value in results.items():
                 sums[name] = sums.get(name, 0.0) + float(value)
@@ -667,6 +709,7 @@ def evaluate(fv, vocab, train_dir, eval_dir, phases):
             for name, value in means.items():
                 tf.summary.scalar(name, value)
             tf.summary.scalar("running_avg_loss/decay=%f" % RUNNING_AVG_DECAY, running_avg)
+            _write_samples(fv, model, vocab, phase, first, int(step), summarizers)
         writer.flush()
         logging.info(
             "eval step %d: loss %.4f (mean of %d validation batches; %s)",

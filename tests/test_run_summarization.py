@@ -104,14 +104,18 @@ def test_eval_job_and_restore_best_model(corpus, tmp_path):
     assert not any(k.startswith("optimizer/_variables") for k in keys)
 
 
-def _scalars(folder, tag):
-    """``[(step, value)]`` of one scalar in a folder's TensorBoard events, in order."""
+def _events(folder, tag):
+    """``[(step, value)]`` of one tag in a folder's TensorBoard events, in order: a float
+    for a scalar, the text for a text summary, the encoded image for an image."""
     found = []
     for path in sorted(tf.io.gfile.glob(str(folder / "events.out.tfevents.*"))):
         for event in tf.compat.v1.train.summary_iterator(path):
             for value in event.summary.value:
                 if value.tag == tag:
-                    found.append((event.step, float(tf.make_ndarray(value.tensor))))
+                    array = tf.make_ndarray(value.tensor)
+                    if array.dtype == object:  # text, or an image's [width, height, png]
+                        array = array.flat[-1].decode("utf-8", "replace")
+                    found.append((event.step, array if isinstance(array, str) else float(array)))
     return found
 
 
@@ -157,8 +161,13 @@ def test_the_eval_job_scores_each_new_checkpoint_once(corpus, tmp_path, monkeypa
     )
     assert len(waits) == 2
     eval_dir = tmp_path / "exp" / "eval"
-    scored = _scalars(eval_dir, "loss")
+    scored = _events(eval_dir, "loss")
     assert [step for step, _ in scored] == [2, 4]
+    # beside each score, decoded validation summaries and an attention heat map
+    for tag in ("val_summaries", "val_attention"):
+        assert [step for step, _ in _events(eval_dir, tag)] == [2, 4], tag
+    [(_, summary)] = _events(eval_dir, "val_summaries")[-1:]
+    assert "reference: name10" in summary and "decoded: w" in summary
     best = json.loads((eval_dir / "best.json").read_text())
     assert best["batches"] == 3
     assert best["value"] == pytest.approx(min(value for _, value in scored), rel=1e-6)
