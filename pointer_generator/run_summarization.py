@@ -601,13 +601,17 @@ def _write_samples(fv, model, vocab, phase, batch, step, summarizers, count=3):
             fv.gnmt_alpha,
             fv.jit_compile,
         )
+    # only the first ``count`` articles are shown: decode only those
+    batch = {
+        name: value if value.shape.rank == 0 else value[:count] for name, value in batch.items()
+    }
     results = summarizers[phase].decode(batch)
     articles = [decode_lib.as_text(a).split() for a in np.asarray(batch["original_articles"])]
     references = [decode_lib.as_text(a) for a in np.asarray(batch["original_abstracts"])]
     texts = [
         "**article**: %s  \nreference: %s  \ndecoded: %s"
         % (" ".join(articles[i][:60]), references[i], " ".join(result["words"]))
-        for i, result in enumerate(results[:count])
+        for i, result in enumerate(results)
     ]
     tf.summary.text("val_summaries", "\n\n".join(texts))
     if results[0]["words"]:
