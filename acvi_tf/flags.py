@@ -3,7 +3,9 @@ precision and compilation.
 
 Each entry point's ``define_flags(fv)`` calls ``define_flags`` here to put the shared
 flags on its ``FlagValues``; importing a module defines no flag. Bad values are rejected
-at parse time with a message that names the flag and the allowed range.
+at parse time with a message that names the flag and the allowed range. The helpers that
+build from the flags (the context layer, the KL schedule, the run record) read the
+command's frozen ``acvi_tf.config.Config``.
 """
 
 import json
@@ -280,57 +282,54 @@ def define_flags(flag_values=flags.FLAGS):
     )
 
 
-def acvi_options(flag_values=flags.FLAGS):
-    """The ``ACVIContext`` keyword arguments that the parsed flags select."""
-    fv = flag_values
+def acvi_options(config):
+    """The ``ACVIContext`` keyword arguments that a command's ``Config`` selects."""
     options = dict(
-        variance_net=fv.acvi_variance_net,
-        sampling=fv.acvi_sampling,
-        gumbel_fraction=fv.acvi_gumbel_fraction,
-        gumbel_temperature=fv.acvi_gumbel_temperature,
-        noise=fv.acvi_noise,
-        num_samples=fv.acvi_num_samples,
-        kl=fv.acvi_kl,
-        decode=fv.acvi_decode,
-        log_var_min=fv.acvi_log_var_min,
-        log_var_max=fv.acvi_log_var_max,
-        seed=fv.seed,
+        variance_net=config.acvi_variance_net,
+        sampling=config.acvi_sampling,
+        gumbel_fraction=config.acvi_gumbel_fraction,
+        gumbel_temperature=config.acvi_gumbel_temperature,
+        noise=config.acvi_noise,
+        num_samples=config.acvi_num_samples,
+        kl=config.acvi_kl,
+        decode=config.acvi_decode,
+        log_var_min=config.acvi_log_var_min,
+        log_var_max=config.acvi_log_var_max,
+        seed=config.seed,
     )
-    if fv.kl_weight is not None:
-        options["kl_weight"] = fv.kl_weight
+    if config.kl_weight is not None:
+        options["kl_weight"] = config.kl_weight
     return options
 
 
-def context_layer_from_flags(flag_values=flags.FLAGS):
-    """The context layer ``--context`` and its options select."""
-    fv = flag_values
-    if fv.context == "acvi" and fv.acvi_kl == "mc" and fv.acvi_sampling == "approx":
+def context_layer_from_flags(config):
+    """The context layer that ``--context`` and its options select in ``config``."""
+    if config.context == "acvi" and config.acvi_kl == "mc" and config.acvi_sampling == "approx":
         logging.warning(
             "--acvi_kl=mc evaluates log q(c) - log p(c) at eq. 25's sample, which is not "
             "drawn from q: the estimate has no lower bound as sigma shrinks. See "
             "docs/acvi.md; --acvi_kl=exact is the KL of this sampler."
         )
-    ved_options = dict(latent_dim=fv.ved_latent_dim, prior=fv.ved_prior)
+    ved_options = dict(latent_dim=config.ved_latent_dim, prior=config.ved_prior)
     variational_options = dict(
-        mode=fv.variational_mode,
-        inference_units=fv.variational_inference_units,
-        decode=fv.variational_decode,
-        jit_compile=fv.jit_compile,
+        mode=config.variational_mode,
+        inference_units=config.variational_inference_units,
+        decode=config.variational_decode,
+        jit_compile=config.jit_compile,
     )
     return registry.make_context_layer(
-        fv.context,
-        structured_scale=fv.structured_lambda,
-        structured_penalty=fv.structured_penalty,
+        config.context,
+        structured_scale=config.structured_lambda,
+        structured_penalty=config.structured_penalty,
         ved_options=ved_options,
         variational_options=variational_options,
-        **acvi_options(fv),
+        **acvi_options(config),
     )
 
 
-def kl_schedule_from_flags(flag_values=flags.FLAGS):
+def kl_schedule_from_flags(config):
     """The ``KLSchedule`` of ``--kl_annealing``, ``--kl_anneal_steps``, ``--kl_free_bits``."""
-    fv = flag_values
-    return kl_schedule.KLSchedule(fv.kl_annealing, fv.kl_anneal_steps, fv.kl_free_bits)
+    return kl_schedule.KLSchedule(config.kl_annealing, config.kl_anneal_steps, config.kl_free_bits)
 
 
 def require_total_steps(step_flags, known, fix, flag_values=flags.FLAGS):
@@ -354,16 +353,16 @@ def require_total_steps(step_flags, known, fix, flag_values=flags.FLAGS):
     )
 
 
-def configure_runtime(flag_values=flags.FLAGS):
+def configure_runtime(config):
     """Applies ``--seed``, ``--deterministic`` and ``--mixed_precision`` to TensorFlow.
 
-    Call it once at the start of ``main``, before any layer is built.
+    Call it once at the start of a command, before any layer is built.
     """
-    keras.utils.set_random_seed(flag_values.seed)
-    if flag_values.deterministic:
+    keras.utils.set_random_seed(config.seed)
+    if config.deterministic:
         tf.config.experimental.enable_op_determinism()
     keras.mixed_precision.set_global_policy(
-        "mixed_float16" if flag_values.mixed_precision else "float32"
+        "mixed_float16" if config.mixed_precision else "float32"
     )
 
 
@@ -387,11 +386,9 @@ def require_finite(module, flag_values=flags.FLAGS):
                 )
 
 
-def write_flag_record(
-    out_dir, module, flag_values=flags.FLAGS, name="hparams.json", resume_model_flags=None
-):
-    """Writes the run's settings to ``out_dir/name``: every flag the entry point defines,
-    every shared flag, the TensorFlow version and the command line.
+def write_flag_record(out_dir, config, name="hparams.json", resume_model_flags=None):
+    """Writes the run's settings to ``out_dir/name``: the recorded flags of ``config``
+    (the entry point's and the shared ones), the TensorFlow version and the command line.
 
     On a resume (``resume_model_flags`` given and a record there), the flags are first
     compared with the record: a changed flag of ``resume_model_flags`` or ``MODEL_FLAGS``
@@ -400,9 +397,7 @@ def write_flag_record(
 
     Args:
       out_dir: the run's folder (created if missing).
-      module: the entry point's ``__name__`` (whose flags are recorded, also when it runs
-        as ``__main__``).
-      flag_values: the parsed flags.
+      config: the command's ``acvi_tf.config.Config``.
       name: the file name.
       resume_model_flags: the entry point's flags that decide the model's variables,
         when the run resumes from a checkpoint (``compare_flag_record``); None: a new
@@ -414,9 +409,9 @@ def write_flag_record(
     Raises:
       FlagChangeError: a resume changes a flag that decides the model's variables.
     """
-    values = _recorded_flags(module, flag_values)
+    values = config.record()
     if resume_model_flags is not None:
-        compare_flag_record(out_dir, module, resume_model_flags, flag_values, name)
+        compare_flag_record(out_dir, config, resume_model_flags, name)
     record = dict(values, _tensorflow=tf.__version__, _command=" ".join(sys.argv))
     files.atomic_write_text(
         os.path.join(out_dir, name), json.dumps(record, indent=2, sort_keys=True) + "\n"
@@ -425,25 +420,15 @@ def write_flag_record(
     return values
 
 
-def _recorded_flags(module, flag_values):
-    """The values of the flags ``module`` defines and the shared ones, by name."""
-    by_module = flag_values.flags_by_module_dict()
-    names = {
-        f.name for defining in (module, sys.argv[0], __name__) for f in by_module.get(defining, [])
-    }
-    return {n: flag_values[n].value for n in sorted(names)}
-
-
-def compare_flag_record(out_dir, module, model_flags, flag_values=flags.FLAGS, name="hparams.json"):
+def compare_flag_record(out_dir, config, model_flags, name="hparams.json"):
     """Compares the flags of a command that continues a run (a resume, an inference) with
     the run's record, if it has one: a changed flag of ``model_flags`` or ``MODEL_FLAGS``
     is refused; every other change is logged.
 
     Args:
       out_dir: the run's folder.
-      module: the entry point's ``__name__``.
+      config: the command's ``acvi_tf.config.Config``.
       model_flags: the entry point's flags that decide the model's variables.
-      flag_values: the parsed flags.
       name: the record's file name.
 
     Raises:
@@ -452,7 +437,7 @@ def compare_flag_record(out_dir, module, model_flags, flag_values=flags.FLAGS, n
     path = os.path.join(out_dir, name)
     if not os.path.exists(path):
         return
-    values = _recorded_flags(module, flag_values)
+    values = config.record()
     model_flags = set(model_flags) | set(MODEL_FLAGS)
     with open(path, encoding="utf-8") as f:
         try:

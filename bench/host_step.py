@@ -32,6 +32,7 @@ from absl import app, flags
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf import registry
 from acvi_tf.compat import keras
@@ -107,18 +108,18 @@ def _translation_step(layer):
     model(batch)
     optimizer = keras.optimizers.SGD(preset["learning_rate"])
     optimizer.build(model.trainable_variables)
-    fv = flags.FlagValues()
-    run_nmt.define_flags(fv)
-    fv(["host_step", "--jit_compile=%s" % FLAGS.jit_compile])
-    return run_nmt.make_train_step(fv, model, optimizer), batch
+    config = config_lib.parse(
+        run_nmt.define_flags, ["host_step", "--jit_compile=%s" % FLAGS.jit_compile]
+    )
+    return run_nmt.make_train_step(config, model, optimizer), batch
 
 
 def _captioning_step(layer):
     """The captioner's training step with ``layer``, and the batch it runs on."""
     vocab, batch_size, frames, dim, words, units, emb, attention = VC_SIZE
-    fv = flags.FlagValues()
-    run_captioning.define_flags(fv)
-    fv(["host_step", "--jit_compile=%s" % FLAGS.jit_compile])
+    config = config_lib.parse(
+        run_captioning.define_flags, ["host_step", "--jit_compile=%s" % FLAGS.jit_compile]
+    )
     model = vc_model.Captioner(
         vocab,
         units,
@@ -143,7 +144,7 @@ def _captioning_step(layer):
     model(batch)
     optimizer = keras.optimizers.Adadelta(1.0)  # arctic-capgen-vid's optimizer
     optimizer.build(model.trainable_variables)
-    return run_captioning.make_train_step(model, optimizer, fv), batch
+    return run_captioning.make_train_step(model, optimizer, config), batch
 
 
 def main(argv):

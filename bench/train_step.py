@@ -45,6 +45,7 @@ from acvi_tf import (
     loop_gradients,
     registry,
 )
+from acvi_tf import config as config_lib
 from acvi_tf import context as context_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
@@ -213,9 +214,10 @@ def main(argv):
         if k in run_summarization.MODEL_SIGNATURE
     }
     tf.get_logger().setLevel("ERROR")  # one trace per variant is the point, not a warning
-    summarizer = flags.FlagValues()  # run_summarization's defaults, as its command has
-    run_summarization.define_flags(summarizer)
-    summarizer(["train_step", "--jit_compile=%s" % FLAGS.jit_compile])
+    # run_summarization's defaults, as its command has
+    summarizer = config_lib.parse(
+        run_summarization.define_flags, ["train_step", "--jit_compile=%s" % FLAGS.jit_compile]
+    )
     steps, memory, gumbel = {}, {}, {}
     chosen = [
         name

@@ -20,6 +20,7 @@ import tensorflow as tf
 from absl import app, flags, logging
 
 from acvi_tf import checkpoints, errors, files, losses, objective, summaries, transformer
+from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf import trainer as trainer_lib
 from acvi_tf import training as training_lib
@@ -207,34 +208,33 @@ def define_flags(fv=flags.FLAGS):
 BATCH_SIGNATURE = data.BATCH_SIGNATURE
 
 
-def apply_preset(fv):
-    """Sets the preset's values on every flag the command line did not give."""
-    preset = hparams.PRESETS.get(fv.hparams_preset, {})
-    given = {name for name in preset if fv[name].present}
-    for name, value in hparams.preset_values(fv.hparams_preset, given).items():
-        setattr(fv, name, value)
+def apply_preset(config):
+    """``config`` with the preset's values on every flag the command line did not give."""
+    return config.replace(**hparams.preset_values(config.hparams_preset, config.given))
 
 
-def learning_rate_schedule(fv):
+def learning_rate_schedule(config):
     """The ``--decay_scheme`` schedule (a constant when there is none)."""
-    return schedule.decay_schedule(fv.learning_rate, fv.decay_scheme, fv.num_train_steps)
+    return schedule.decay_schedule(
+        config.learning_rate, config.decay_scheme, config.num_train_steps
+    )
 
 
-def _bleu(fv, references, hypotheses):
-    if fv.subword_option == "bpe":
+def _bleu(config, references, hypotheses):
+    if config.subword_option == "bpe":
         references = [bpe.remove_bpe(r) for r in references]
         hypotheses = [bpe.remove_bpe(h) for h in hypotheses]
     return bleu_lib.corpus_bleu(references, hypotheses)
 
 
-def _evaluate(fv, model, name, prefix, vocabs, translator, writer, step):
+def _evaluate(config, model, name, prefix, vocabs, translator, writer, step):
     """Perplexity and BLEU of ``prefix``; writes ``output_<name>``; returns the BLEU."""
     src_vocab, tgt_vocab = vocabs
-    pairs = data.read_parallel("%s.%s" % (prefix, fv.src), "%s.%s" % (prefix, fv.tgt))
+    pairs = data.read_parallel("%s.%s" % (prefix, config.src), "%s.%s" % (prefix, config.tgt))
     # tensorflow/nmt's eval reader drops empty pairs but truncates nothing
     examples = data.make_examples(pairs, src_vocab, tgt_vocab)
     total_nll, total_tokens = 0.0, 0.0
-    for batch in data.eval_dataset(examples, fv.batch_size):
+    for batch in data.eval_dataset(examples, config.batch_size):
         out = model(batch)
         nll, count = losses.sequence_loss(
             out["logits"], batch["tgt_out"], batch["tgt_len"], token_nll=out.get("token_nll")
@@ -242,11 +242,11 @@ def _evaluate(fv, model, name, prefix, vocabs, translator, writer, step):
         total_nll += float(nll) * int(tf.shape(batch["src"])[0])
         total_tokens += float(count)
     ppl = losses.perplexity(total_nll, total_tokens)
-    hypotheses = translator.translate([src for src, _ in pairs], src_vocab, fv.infer_batch_size)
+    hypotheses = translator.translate([src for src, _ in pairs], src_vocab, config.infer_batch_size)
     files.atomic_write_text(
-        os.path.join(fv.out_dir, "output_" + name), "".join(h + "\n" for h in hypotheses)
+        os.path.join(config.out_dir, "output_" + name), "".join(h + "\n" for h in hypotheses)
     )
-    score = _bleu(fv, [tgt for _, tgt in pairs], hypotheses)
+    score = _bleu(config, [tgt for _, tgt in pairs], hypotheses)
     tokens, alignment = translator.alignment(pairs[0][0], src_vocab)
     with writer.as_default(step=step):
         tf.summary.scalar("%s_ppl" % name, ppl)
@@ -270,16 +270,16 @@ def _evaluate(fv, model, name, prefix, vocabs, translator, writer, step):
     return score
 
 
-def build(fv, src_vocab, tgt_vocab):
+def build(config, src_vocab, tgt_vocab):
     """The model the flags describe, built."""
-    if fv.model_type == "transformer":
+    if config.model_type == "transformer":
         model = transformer.TransformerModel(
             src_vocab.size(),
             tgt_vocab.size(),
-            fv.num_units,
-            fv.num_layers,
-            fv.num_heads,
-            fv.dropout,
+            config.num_units,
+            config.num_layers,
+            config.num_heads,
+            config.dropout,
         )
         model(
             {
@@ -291,17 +291,17 @@ def build(fv, src_vocab, tgt_vocab):
     model = model_lib.NMTModel(
         src_vocab.size(),
         tgt_vocab.size(),
-        fv.num_units,
-        fv.num_encoder_layers or fv.num_layers,
-        fv.num_decoder_layers or fv.num_layers,
-        fv.encoder_type,
-        fv.attention,
-        fv.output_attention,
-        fv.pass_hidden_state,
-        fv.dropout,
-        fv.init_weight,
-        acvi_flags.context_layer_from_flags(fv),
-        jit_compile=fv.jit_compile,
+        config.num_units,
+        config.num_encoder_layers or config.num_layers,
+        config.num_decoder_layers or config.num_layers,
+        config.encoder_type,
+        config.attention,
+        config.output_attention,
+        config.pass_hidden_state,
+        config.dropout,
+        config.init_weight,
+        acvi_flags.context_layer_from_flags(config),
+        jit_compile=config.jit_compile,
     )
     dummy = {
         k: tf.ones([1, 1] if spec.shape.rank == 2 else [1], tf.int32)
@@ -311,7 +311,7 @@ def build(fv, src_vocab, tgt_vocab):
     return model
 
 
-def make_train_step(fv, model, optimizer):
+def make_train_step(config, model, optimizer):
     """The training step: loss, gradients clipped to ``--max_gradient_norm``, update.
 
     Returns ``train_step(batch, use_gumbel, step) -> results`` (``acvi_tf.training.
@@ -319,7 +319,7 @@ def make_train_step(fv, model, optimizer):
     """
     context_layer = getattr(model, "context_layer", None)  # None for the Transformer
     num_samples = getattr(context_layer, "num_samples", 1)
-    kl_terms = acvi_flags.kl_schedule_from_flags(fv)
+    kl_terms = acvi_flags.kl_schedule_from_flags(config)
 
     def loss_fn(batch, use_gumbel, step):
         # --acvi_num_samples K: the batch repeated K times averages the loss over K samples
@@ -344,57 +344,59 @@ def make_train_step(fv, model, optimizer):
         model.trainable_variables,
         optimizer,
         [BATCH_SIGNATURE, tf.TensorSpec([], tf.bool), tf.TensorSpec([], tf.int64)],
-        fv.max_gradient_norm,
-        fv.jit_compile,
+        config.max_gradient_norm,
+        config.jit_compile,
     )
 
 
-def train(fv, vocabs):
+def train(config, vocabs):
     """The training loop with tensorflow/nmt's evaluation schedule."""
     src_vocab, tgt_vocab = vocabs
-    model = build(fv, src_vocab, tgt_vocab)
+    model = build(config, src_vocab, tgt_vocab)
     optimizer = (
-        keras.optimizers.SGD(learning_rate_schedule(fv))
-        if fv.optimizer == "sgd"
-        else keras.optimizers.Adam(learning_rate_schedule(fv))
+        keras.optimizers.SGD(learning_rate_schedule(config))
+        if config.optimizer == "sgd"
+        else keras.optimizers.Adam(learning_rate_schedule(config))
     )
     step_var = tf.Variable(0, dtype=tf.int64, name="global_step")
     checkpointer = checkpoints.Checkpointer(
-        fv.out_dir,
+        config.out_dir,
         step_var,
         max_to_keep=5,
         checkpoint_name="translate.ckpt",
-        best_dir=os.path.join(fv.out_dir, "best_bleu"),
-        check=lambda path: _check_vocabulary(fv, path, src_vocab, tgt_vocab),
+        best_dir=os.path.join(config.out_dir, "best_bleu"),
+        check=lambda path: _check_vocabulary(config, path, src_vocab, tgt_vocab),
         model=model,
         optimizer=optimizer,
     )
     checkpointer.restore_latest()
     context_layer = getattr(model, "context_layer", None)  # None for the Transformer
-    total = fv.num_train_steps
-    train_step = make_train_step(fv, model, optimizer)
+    total = config.num_train_steps
+    train_step = make_train_step(config, model, optimizer)
 
     pairs = data.read_parallel(
-        "%s.%s" % (fv.train_prefix, fv.src), "%s.%s" % (fv.train_prefix, fv.tgt)
+        "%s.%s" % (config.train_prefix, config.src), "%s.%s" % (config.train_prefix, config.tgt)
     )
-    examples = data.make_examples(pairs, src_vocab, tgt_vocab, fv.src_max_len, fv.tgt_max_len)
+    examples = data.make_examples(
+        pairs, src_vocab, tgt_vocab, config.src_max_len, config.tgt_max_len
+    )
     dataset = data.train_dataset(
         examples,
-        fv.batch_size,
-        fv.src_max_len,
-        fv.num_buckets,
-        seed=fv.seed + int(step_var),
-        pad_to=((fv.src_max_len, fv.tgt_max_len) if fv.jit_compile else None),
+        config.batch_size,
+        config.src_max_len,
+        config.num_buckets,
+        seed=config.seed + int(step_var),
+        pad_to=((config.src_max_len, config.tgt_max_len) if config.jit_compile else None),
     )
     translator = translate.Translator(
         model,
         tgt_vocab,
-        fv.infer_mode,
-        fv.beam_width,
-        fv.length_penalty_weight,
-        fv.jit_compile,
+        config.infer_mode,
+        config.beam_width,
+        config.length_penalty_weight,
+        config.jit_compile,
     )
-    writer = tf.summary.create_file_writer(os.path.join(fv.out_dir, "train_log"))
+    writer = tf.summary.create_file_writer(os.path.join(config.out_dir, "train_log"))
     stats = dict(nll=0.0, count=0.0, words=0, start=time.time())
 
     def log_stats(step, results, batch):
@@ -402,7 +404,7 @@ def train(fv, vocabs):
         stats["nll"] += float(results["nll"]) * int(tf.shape(batch["src"])[0])
         stats["count"] += float(results["predict_count"])
         stats["words"] += int(tf.reduce_sum(batch["src_len"]) + tf.reduce_sum(batch["tgt_len"]))
-        if step % fv.steps_per_stats:
+        if step % config.steps_per_stats:
             return
         elapsed = time.time() - stats["start"]
         ppl = losses.perplexity(stats["nll"], stats["count"])
@@ -415,7 +417,7 @@ def train(fv, vocabs):
             "step %d lr %g step-time %.2fs wps %.2fK ppl %.2f gN %.2f kl %.3f bleu %.1f",
             step,
             lr,
-            elapsed / fv.steps_per_stats,
+            elapsed / config.steps_per_stats,
             stats["words"] / elapsed / 1000,
             ppl,
             float(results["grad_norm"]),
@@ -430,9 +432,11 @@ def train(fv, vocabs):
         stats.update(nll=0.0, count=0.0, words=0, start=time.time())
 
     def validate(step):
-        dev_bleu = _evaluate(fv, model, "dev", fv.dev_prefix, vocabs, translator, writer, step)
-        if fv.test_prefix:
-            _evaluate(fv, model, "test", fv.test_prefix, vocabs, translator, writer, step)
+        dev_bleu = _evaluate(
+            config, model, "dev", config.dev_prefix, vocabs, translator, writer, step
+        )
+        if config.test_prefix:
+            _evaluate(config, model, "test", config.test_prefix, vocabs, translator, writer, step)
         return dev_bleu, {}
 
     with trainer_lib.Trainer(
@@ -442,11 +446,11 @@ def train(fv, vocabs):
         context_layer,
         loss_key="train_loss",
         tokens_key=None,
-        nan_policy=fv.nan_policy,
+        nan_policy=config.nan_policy,
         summary_every=0,
-        checkpoint_every=10 * fv.steps_per_stats,
+        checkpoint_every=10 * config.steps_per_stats,
         validate=validate,
-        validate_every=fv.steps_per_external_eval or 50 * fv.steps_per_stats,
+        validate_every=config.steps_per_external_eval or 50 * config.steps_per_stats,
         metric="dev BLEU",
         describe=lambda batch: _describe(batch, src_vocab),
         after_step=log_stats,
@@ -456,18 +460,18 @@ def train(fv, vocabs):
     return checkpointer.best_value if checkpointer.best_value is not None else -1.0
 
 
-def _check_vocabulary(fv, checkpoint_path, src_vocab, tgt_vocab):
+def _check_vocabulary(config, checkpoint_path, src_vocab, tgt_vocab):
     """A clear error when ``checkpoint_path`` was trained with other vocabularies."""
     checkpoints.check_vocabulary(
         checkpoint_path,
         {
             "model/src_embedding/embeddings": (
                 src_vocab.size(),
-                "--vocab_prefix=%s.%s" % (fv.vocab_prefix, fv.src),
+                "--vocab_prefix=%s.%s" % (config.vocab_prefix, config.src),
             ),
             "model/tgt_embedding/embeddings": (
                 tgt_vocab.size(),
-                "--vocab_prefix=%s.%s" % (fv.vocab_prefix, fv.tgt),
+                "--vocab_prefix=%s.%s" % (config.vocab_prefix, config.tgt),
             ),
         },
     )
@@ -482,75 +486,76 @@ def _describe(batch, src_vocab):
     )
 
 
-def infer(fv, vocabs):
+def infer(config, vocabs):
     """Translates ``--inference_input_file``; BLEU against ``--inference_ref_file``."""
     src_vocab, tgt_vocab = vocabs
-    model = build(fv, src_vocab, tgt_vocab)
-    path = fv.ckpt or tf.train.latest_checkpoint(fv.out_dir)
+    model = build(config, src_vocab, tgt_vocab)
+    path = config.ckpt or tf.train.latest_checkpoint(config.out_dir)
     if path is None:
-        raise app.UsageError("no checkpoint in %s; give --ckpt" % fv.out_dir)
-    _check_vocabulary(fv, path, src_vocab, tgt_vocab)
+        raise app.UsageError("no checkpoint in %s; give --ckpt" % config.out_dir)
+    _check_vocabulary(config, path, src_vocab, tgt_vocab)
     tf.train.Checkpoint(model=model).restore(path).expect_partial()
     translator = translate.Translator(
         model,
         tgt_vocab,
-        fv.infer_mode,
-        fv.beam_width,
-        fv.length_penalty_weight,
-        fv.jit_compile,
+        config.infer_mode,
+        config.beam_width,
+        config.length_penalty_weight,
+        config.jit_compile,
     )
     hypotheses = translator.translate(
-        data.read_lines(fv.inference_input_file), src_vocab, fv.infer_batch_size
+        data.read_lines(config.inference_input_file), src_vocab, config.infer_batch_size
     )
-    output = fv.inference_output_file or os.path.join(fv.out_dir, "output_infer")
+    output = config.inference_output_file or os.path.join(config.out_dir, "output_infer")
     files.atomic_write_text(output, "".join(h + "\n" for h in hypotheses))
     logging.info("Wrote %d translations to %s", len(hypotheses), output)
-    sources = data.read_lines(fv.inference_input_file)
-    for i, line in enumerate(sources[: fv.attention_images]):
+    sources = data.read_lines(config.inference_input_file)
+    for i, line in enumerate(sources[: config.attention_images]):
         tokens, alignment = translator.alignment(line, src_vocab)
-        path = os.path.join(fv.out_dir, "attention", "%06d.png" % i)
+        path = os.path.join(config.out_dir, "attention", "%06d.png" % i)
         with files.atomic_write(path, binary=True) as f:
             f.write(summaries.attention_png(alignment, line.split(), tokens))
-    if fv.inference_ref_file:
-        score = _bleu(fv, data.read_lines(fv.inference_ref_file), hypotheses)
+    if config.inference_ref_file:
+        score = _bleu(config, data.read_lines(config.inference_ref_file), hypotheses)
         logging.info("BLEU %.1f", score)
         print("BLEU %.2f" % score)
         return score
     return None
 
 
-def run(fv):
-    """Trains, or translates ``--inference_input_file``, with the parsed flags ``fv``.
+def run(config):
+    """Trains, or translates ``--inference_input_file``, on the command's frozen flags
+    (an ``acvi_tf.config.Config``).
 
     Returns:
       Training: the best dev BLEU. Inference: the BLEU against
       ``--inference_ref_file``, or None.
     """
-    apply_preset(fv)
+    config = apply_preset(config)
     for name in ("src", "tgt", "vocab_prefix", "out_dir"):
-        if not getattr(fv, name):
+        if not getattr(config, name):
             raise app.UsageError("--%s is required" % name)
-    if fv.infer_mode == "beam_search" and fv.beam_width <= 0:
+    if config.infer_mode == "beam_search" and config.beam_width <= 0:
         raise app.UsageError("--infer_mode=beam_search needs --beam_width > 0")
-    acvi_flags.configure_runtime(fv)
-    os.makedirs(fv.out_dir, exist_ok=True)
-    resuming = tf.train.latest_checkpoint(fv.out_dir) is not None
-    if fv.inference_input_file:  # the training run's record stays as it is
-        acvi_flags.compare_flag_record(fv.out_dir, __name__, MODEL_FLAGS, fv)
+    acvi_flags.configure_runtime(config)
+    os.makedirs(config.out_dir, exist_ok=True)
+    resuming = tf.train.latest_checkpoint(config.out_dir) is not None
+    if config.inference_input_file:  # the training run's record stays as it is
+        acvi_flags.compare_flag_record(config.out_dir, config, MODEL_FLAGS)
     else:
         acvi_flags.write_flag_record(
-            fv.out_dir, __name__, fv, resume_model_flags=MODEL_FLAGS if resuming else None
+            config.out_dir, config, resume_model_flags=MODEL_FLAGS if resuming else None
         )
     vocabs = []
-    for suffix in (fv.src, fv.tgt):
-        _, path = data.check_vocab("%s.%s" % (fv.vocab_prefix, suffix), fv.out_dir)
+    for suffix in (config.src, config.tgt):
+        _, path = data.check_vocab("%s.%s" % (config.vocab_prefix, suffix), config.out_dir)
         vocabs.append(data.Vocab(path))
-    if fv.inference_input_file:
-        return infer(fv, vocabs)
+    if config.inference_input_file:
+        return infer(config, vocabs)
     for name in ("train_prefix", "dev_prefix"):
-        if not getattr(fv, name):
+        if not getattr(config, name):
             raise app.UsageError("--%s is required for training" % name)
-    best = train(fv, vocabs)
+    best = train(config, vocabs)
     print("best dev BLEU %.2f" % best)
     return best
 
@@ -558,7 +563,7 @@ def run(fv):
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError("Unknown command-line arguments: %s" % " ".join(argv[1:]))
-    run(flags.FLAGS)
+    run(config_lib.from_flags(flags.FLAGS, __name__))
 
 
 if __name__ == "__main__":

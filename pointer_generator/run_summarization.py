@@ -17,6 +17,7 @@ import tensorflow as tf
 from absl import app, flags, logging
 
 from acvi_tf import checkpoints, errors, objective, summaries
+from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf import trainer as trainer_lib
 from acvi_tf import training as training_lib
@@ -303,9 +304,9 @@ MODEL_FLAGS = (
 )
 
 
-def _experiment_dirs(fv):
-    root = os.path.join(fv.log_root, fv.exp_name)
-    if fv.mode == "train":
+def _experiment_dirs(config):
+    root = os.path.join(config.log_root, config.exp_name)
+    if config.mode == "train":
         os.makedirs(os.path.join(root, "train"), exist_ok=True)
     elif not os.path.isdir(root):
         raise app.UsageError(
@@ -314,37 +315,37 @@ def _experiment_dirs(fv):
     return os.path.join(root, "train"), os.path.join(root, "eval")
 
 
-def _phases(fv):
-    if fv.phases:
+def _phases(config):
+    if config.phases:
         try:
-            return curriculum.parse_phases(fv.phases, fv.coverage_steps)
+            return curriculum.parse_phases(config.phases, config.coverage_steps)
         except curriculum.PhaseError as e:
             raise app.UsageError(str(e)) from e
-    end = fv.max_steps or 2**62
-    return [curriculum.Phase(0, end, fv.max_enc_steps, fv.max_dec_steps, fv.coverage)]
+    end = config.max_steps or 2**62
+    return [curriculum.Phase(0, end, config.max_enc_steps, config.max_dec_steps, config.coverage)]
 
 
-def _build_model(fv, vocab):
-    if fv.model_type == "transformer":
+def _build_model(config, vocab):
+    if config.model_type == "transformer":
         model = transformer_lib.TransformerSummarizer(
             vocab.size(),
-            fv.transformer_units,
-            fv.transformer_layers,
-            fv.transformer_heads,
-            fv.transformer_dropout,
-            max_len=fv.max_dec_steps + 1,
+            config.transformer_units,
+            config.transformer_layers,
+            config.transformer_heads,
+            config.transformer_dropout,
+            max_len=config.max_dec_steps + 1,
         )  # the decode-time prefix buffer
     else:
         model = model_lib.PointerGenerator(
             vocab.size(),
-            fv.hidden_dim,
-            fv.emb_dim,
-            fv.pointer_gen,
-            context_layer=acvi_flags.context_layer_from_flags(fv),
-            rand_unif_init_mag=fv.rand_unif_init_mag,
-            trunc_norm_init_std=fv.trunc_norm_init_std,
-            attention_masking=fv.attention_masking,
-            jit_compile=fv.jit_compile,
+            config.hidden_dim,
+            config.emb_dim,
+            config.pointer_gen,
+            context_layer=acvi_flags.context_layer_from_flags(config),
+            rand_unif_init_mag=config.rand_unif_init_mag,
+            trunc_norm_init_std=config.trunc_norm_init_std,
+            attention_masking=config.attention_masking,
+            jit_compile=config.jit_compile,
         )
     # Build every variable now so checkpoints always hold the same set.
     dummy = {
@@ -357,10 +358,10 @@ def _build_model(fv, vocab):
     return model
 
 
-def _optimizer(fv):
-    if fv.optimizer == "adam":
-        return keras.optimizers.Adam(fv.lr if fv["lr"].present else 1e-3)
-    return keras.optimizers.Adagrad(fv.lr, initial_accumulator_value=fv.adagrad_init_acc)
+def _optimizer(config):
+    if config.optimizer == "adam":
+        return keras.optimizers.Adam(config.lr if "lr" in config.given else 1e-3)
+    return keras.optimizers.Adagrad(config.lr, initial_accumulator_value=config.adagrad_init_acc)
 
 
 def _diagnostics(out, batch):
@@ -379,14 +380,14 @@ def _diagnostics(out, batch):
     return stats
 
 
-def make_train_step(fv, model, optimizer, coverage_on):
+def make_train_step(config, model, optimizer, coverage_on):
     """The training step of a phase: losses, clipped gradients, guarded update.
 
     Returns ``train_step(batch, use_gumbel, step) -> losses`` (``acvi_tf.training.
     make_train_step``), compiled with XLA under ``--jit_compile``.
     """
     num_samples = model.context_layer.num_samples
-    kl_terms = acvi_flags.kl_schedule_from_flags(fv)
+    kl_terms = acvi_flags.kl_schedule_from_flags(config)
 
     def loss_fn(batch, use_gumbel, step):
         tiled = objective.tile_batch(batch, num_samples)
@@ -394,9 +395,9 @@ def make_train_step(fv, model, optimizer, coverage_on):
         losses = losses_lib.compute_losses(
             out,
             tiled,
-            fv.pointer_gen,
+            config.pointer_gen,
             coverage_on,
-            fv.cov_loss_wt,
+            config.cov_loss_wt,
             model.context_layer,
             num_samples,
             kl_terms,
@@ -411,23 +412,23 @@ def make_train_step(fv, model, optimizer, coverage_on):
         model.trainable_variables,
         optimizer,
         [MODEL_SIGNATURE, tf.TensorSpec([], tf.bool), tf.TensorSpec([], tf.int64)],
-        fv.max_grad_norm,
-        fv.jit_compile,
+        config.max_grad_norm,
+        config.jit_compile,
         norm_key="global_norm",
     )
 
 
-def _phase_batcher(fv, vocab, phase, seed):
+def _phase_batcher(config, vocab, phase, seed):
     """The training data (``--data_path``) cut to a curriculum phase's lengths."""
     return batcher_lib.Batcher(
-        fv.data_path,
+        config.data_path,
         vocab,
-        fv.batch_size,
+        config.batch_size,
         phase.max_enc_steps,
         phase.max_dec_steps,
-        fv.pointer_gen,
+        config.pointer_gen,
         seed=seed,
-        pad_encoder=fv.jit_compile,
+        pad_encoder=config.jit_compile,
     )
 
 
@@ -438,14 +439,14 @@ def _describe(batch):
     )
 
 
-def _check_vocabulary(fv, checkpoint_path, vocab):
+def _check_vocabulary(config, checkpoint_path, vocab):
     """A clear error when ``checkpoint_path`` was trained with another vocabulary size."""
     checkpoints.check_vocabulary(
         checkpoint_path,
         {
             "model/embedding/embeddings": (
                 vocab.size(),
-                "--vocab_path=%s --vocab_size=%d" % (fv.vocab_path, fv.vocab_size),
+                "--vocab_path=%s --vocab_size=%d" % (config.vocab_path, config.vocab_size),
             )
         },
     )
@@ -461,25 +462,25 @@ def _write_projector_config(train_dir, vocab):
         )
 
 
-def _checkpointer(fv, train_dir, model, optimizer, vocab):
+def _checkpointer(config, train_dir, model, optimizer, vocab):
     """Model, optimizer, step, coverage switch and RNG state in ``train/``; 3 kept."""
     return checkpoints.Checkpointer(
         train_dir,
         tf.Variable(0, dtype=tf.int64, name="global_step"),
         max_to_keep=3,
         checkpoint_name="model.ckpt",
-        check=lambda path: _check_vocabulary(fv, path, vocab),
+        check=lambda path: _check_vocabulary(config, path, vocab),
         model=model,
         optimizer=optimizer,
         coverage_started=tf.Variable(False, name="coverage_started"),
     )
 
 
-def _start_coverage(fv, model, checkpointer):
+def _start_coverage(config, model, checkpointer):
     """What ``convert_to_coverage_model`` does, in process: a fresh ``w_c`` and optimizer."""
     w_c = model.scorer.coverage_projection.kernel
     w_c.assign(keras.initializers.GlorotUniform()(w_c.shape))
-    optimizer = _optimizer(fv)
+    optimizer = _optimizer(config)
     optimizer.build(model.trainable_variables)
     checkpointer.checkpoint.optimizer = optimizer
     checkpointer.checkpoint.coverage_started.assign(True)
@@ -489,23 +490,23 @@ def _start_coverage(fv, model, checkpointer):
     return optimizer
 
 
-def train(fv, vocab, train_dir, phases):
+def train(config, vocab, train_dir, phases):
     """The training loop across curriculum phases; resumes from the latest checkpoint."""
-    model = _build_model(fv, vocab)
-    optimizer = _optimizer(fv)
+    model = _build_model(config, vocab)
+    optimizer = _optimizer(config)
     optimizer.build(model.trainable_variables)
-    checkpointer = _checkpointer(fv, train_dir, model, optimizer, vocab)
+    checkpointer = _checkpointer(config, train_dir, model, optimizer, vocab)
     checkpointer.restore_latest()
     optimizer = checkpointer.checkpoint.optimizer
-    if fv.convert_to_coverage_model or fv.restore_best_model:
-        return _convert_or_restore(fv, model, checkpointer, train_dir, vocab)
+    if config.convert_to_coverage_model or config.restore_best_model:
+        return _convert_or_restore(config, model, checkpointer, train_dir, vocab)
     _write_projector_config(train_dir, vocab)
     writer = tf.summary.create_file_writer(train_dir)
-    total = min(phases[-1].end, fv.max_steps or phases[-1].end)
+    total = min(phases[-1].end, config.max_steps or phases[-1].end)
 
     def log_learning_rate(step, results, batch):
         del results, batch
-        if step % fv.summary_steps == 0:
+        if step % config.summary_steps == 0:
             with writer.as_default(step=step):
                 tf.summary.scalar("learning_rate", optimizer.learning_rate)
 
@@ -515,10 +516,10 @@ def train(fv, vocab, train_dir, phases):
         writer,
         model.context_layer,
         loss_key="total_loss",
-        nan_policy=fv.nan_policy,
-        summary_every=fv.summary_steps,
-        checkpoint_every=fv.checkpoint_steps,
-        checkpoint_secs=fv.checkpoint_secs,
+        nan_policy=config.nan_policy,
+        summary_every=config.summary_steps,
+        checkpoint_every=config.checkpoint_steps,
+        checkpoint_secs=config.checkpoint_secs,
         describe=_describe,
         after_step=log_learning_rate,
     ) as trainer:
@@ -527,15 +528,15 @@ def train(fv, vocab, train_dir, phases):
             step = trainer.step
             phase = curriculum.phase_at(phases, step)
             if phase.coverage and not bool(checkpointer.checkpoint.coverage_started):
-                if fv.phases:
-                    optimizer = _start_coverage(fv, model, checkpointer)
+                if config.phases:
+                    optimizer = _start_coverage(config, model, checkpointer)
                 else:  # --coverage from the first step: w_c trains from the start
                     checkpointer.checkpoint.coverage_started.assign(True)
             logging.info("Phase %s from step %d", phase, step)
             key = (id(optimizer), phase.coverage)
             if key not in train_steps:
-                train_steps[key] = make_train_step(fv, model, optimizer, phase.coverage)
-            batcher = _phase_batcher(fv, vocab, phase, fv.seed + step)
+                train_steps[key] = make_train_step(config, model, optimizer, phase.coverage)
+            batcher = _phase_batcher(config, vocab, phase, config.seed + step)
             train_step = train_steps[key]
             trainer.train(
                 batcher.dataset(),
@@ -547,12 +548,12 @@ def train(fv, vocab, train_dir, phases):
     return model
 
 
-def _convert_or_restore(fv, model, checkpointer, train_dir, vocab):
+def _convert_or_restore(config, model, checkpointer, train_dir, vocab):
     """``--convert_to_coverage_model`` or ``--restore_best_model``: writes one checkpoint
     into ``train/`` for training to resume from, and names it (relative to the folder,
     so the run can move) in the ``checkpoint`` file."""
-    if fv.convert_to_coverage_model:
-        if not fv.coverage:
+    if config.convert_to_coverage_model:
+        if not config.coverage:
             raise app.UsageError("--convert_to_coverage_model needs --coverage")
         latest = checkpointer.latest
         if not latest:
@@ -562,15 +563,15 @@ def _convert_or_restore(fv, model, checkpointer, train_dir, vocab):
                 "%s already has coverage (converting again would re-randomise w_c and reset "
                 "the optimizer); resume training with --coverage instead" % latest
             )
-        _start_coverage(fv, model, checkpointer)
+        _start_coverage(config, model, checkpointer)
         path = checkpointer.checkpoint.write(latest + "_cov_init")
     else:
         best = tf.train.latest_checkpoint(os.path.join(os.path.dirname(train_dir), "eval"))
         if not best:
             raise app.UsageError("no best model in eval/; run --mode=eval first")
-        _check_vocabulary(fv, best, vocab)
+        _check_vocabulary(config, best, vocab)
         tf.train.Checkpoint(model=model, step=checkpointer.step).restore(best).expect_partial()
-        checkpointer.checkpoint.optimizer = _optimizer(fv)
+        checkpointer.checkpoint.optimizer = _optimizer(config)
         path = checkpointer.checkpoint.write(
             os.path.join(train_dir, os.path.basename(best).replace("bestmodel", "model.ckpt"))
         )
@@ -581,7 +582,7 @@ def _convert_or_restore(fv, model, checkpointer, train_dir, vocab):
     return model
 
 
-def _write_samples(fv, model, vocab, phase, batch, step, summarizers, count=3):
+def _write_samples(config, model, vocab, phase, batch, step, summarizers, count=3):
     """TensorBoard text of the first validation articles' beam-search summaries beside
     their references, and the first one's attention heat map (``val_summaries``,
     ``val_attention``), as NMT and the captioner write theirs.
@@ -592,14 +593,14 @@ def _write_samples(fv, model, vocab, phase, batch, step, summarizers, count=3):
         summarizers[phase] = decode_lib.Summarizer(
             model,
             vocab,
-            fv.beam_size,
+            config.beam_size,
             phase.max_dec_steps,
-            min(fv.min_dec_steps, phase.max_dec_steps),
+            min(config.min_dec_steps, phase.max_dec_steps),
             phase.coverage,
-            fv.initial_state_attention,
-            fv.length_normalization,
-            fv.gnmt_alpha,
-            fv.jit_compile,
+            config.initial_state_attention,
+            config.length_normalization,
+            config.gnmt_alpha,
+            config.jit_compile,
         )
     # only the first ``count`` articles are shown: decode only those
     batch = {
@@ -625,7 +626,7 @@ def _write_samples(fv, model, vocab, phase, batch, step, summarizers, count=3):
         )
 
 
-def evaluate(fv, vocab, train_dir, eval_dir, phases):
+def evaluate(config, vocab, train_dir, eval_dir, phases):
     """The concurrent eval job: each new checkpoint of ``train/`` on the same validation
     batches, the best one kept in ``eval/``.
 
@@ -639,14 +640,14 @@ def evaluate(fv, vocab, train_dir, eval_dir, phases):
     """
     lock = trainer_lib.lock_folder(eval_dir, job="eval job")  # held while the job runs
     checkpoints.remove_interrupted_saves(eval_dir)
-    model = _build_model(fv, vocab)
+    model = _build_model(config, vocab)
     step = tf.Variable(0, dtype=tf.int64)
     # reads train/ (never writes there) and keeps the best model in eval/
     checkpointer = checkpoints.Checkpointer(
         train_dir, step, best_dir=eval_dir, best_name="bestmodel", best_to_keep=3, model=model
     )
     writer = tf.summary.create_file_writer(eval_dir)
-    total = min(phases[-1].end, fv.max_steps or phases[-1].end)
+    total = min(phases[-1].end, config.max_steps or phases[-1].end)
 
     eval_fns = {}
 
@@ -656,16 +657,16 @@ def evaluate(fv, vocab, train_dir, eval_dir, phases):
             @tf.function(
                 input_signature=[MODEL_SIGNATURE],
                 autograph=False,
-                jit_compile=fv.jit_compile or None,
+                jit_compile=config.jit_compile or None,
             )
             def losses(batch):
                 out = model(batch, coverage_on=coverage_on)
                 return losses_lib.compute_losses(
                     out,
                     batch,
-                    fv.pointer_gen,
+                    config.pointer_gen,
                     coverage_on,
-                    fv.cov_loss_wt,
+                    config.cov_loss_wt,
                     model.context_layer,
                 )
 
@@ -673,24 +674,24 @@ def evaluate(fv, vocab, train_dir, eval_dir, phases):
         return eval_fns[coverage_on](batch)
 
     def restore(path):
-        _check_vocabulary(fv, path, vocab)
+        _check_vocabulary(config, path, vocab)
         checkpointer.checkpoint.restore(path).expect_partial()
 
     running_avg, summarizers = None, {}
     for path in checkpoints.newest_checkpoints(train_dir, restore):
         phase = curriculum.phase_at(phases, int(step))
         batcher = batcher_lib.Batcher(
-            fv.data_path,
+            config.data_path,
             vocab,
-            fv.batch_size,
+            config.batch_size,
             phase.max_enc_steps,
             phase.max_dec_steps,
-            fv.pointer_gen,
+            config.pointer_gen,
             single_pass=True,
-            pad_encoder=fv.jit_compile,
+            pad_encoder=config.jit_compile,
         )
         sums, batches, first = {}, 0, None
-        for batch in batcher.dataset().take(fv.eval_max_batches or -1):
+        for batch in batcher.dataset().take(config.eval_max_batches or -1):
             first = batch if first is None else first
             results = eval_step({k: batch[k] for k in MODEL_SIGNATURE}, phase.coverage)
             for name, value in results.items():
@@ -706,14 +707,15 @@ def evaluate(fv, vocab, train_dir, eval_dir, phases):
         if not batches:
             raise bin_files.BinFileError(
                 "%s: no usable validation example (empty articles or abstracts, or abstracts "
-                "without <s> </s> tags); point --data_path at the validation chunks" % fv.data_path
+                "without <s> </s> tags); point --data_path at the validation chunks"
+                % config.data_path
             )
         means = {name: total_ / batches for name, total_ in sums.items()}
         with writer.as_default(step=int(step)):
             for name, value in means.items():
                 tf.summary.scalar(name, value)
             tf.summary.scalar("running_avg_loss/decay=%f" % RUNNING_AVG_DECAY, running_avg)
-            _write_samples(fv, model, vocab, phase, first, int(step), summarizers)
+            _write_samples(config, model, vocab, phase, first, int(step), summarizers)
         writer.flush()
         logging.info(
             "eval step %d: loss %.4f (mean of %d validation batches; %s)",
@@ -729,56 +731,56 @@ def evaluate(fv, vocab, train_dir, eval_dir, phases):
             return checkpointer.best_value
 
 
-def decode(fv, vocab, train_dir, phases):
+def decode(config, vocab, train_dir, phases):
     """Decode mode: batched beam search with the latest training checkpoint."""
-    model = _build_model(fv, vocab)
+    model = _build_model(config, vocab)
     checkpoint = tf.train.Checkpoint(model=model)
     latest = tf.train.latest_checkpoint(train_dir)
     if latest is None:
         raise app.UsageError("no checkpoint in %s to decode with" % train_dir)
-    _check_vocabulary(fv, latest, vocab)
+    _check_vocabulary(config, latest, vocab)
     checkpoint.restore(latest).expect_partial()
     step = checkpoints.checkpoint_step(latest)
-    coverage_on = fv.coverage or curriculum.phase_at(phases, step).coverage
+    coverage_on = config.coverage or curriculum.phase_at(phases, step).coverage
     summarizer = decode_lib.Summarizer(
         model,
         vocab,
-        fv.beam_size,
-        fv.max_dec_steps,
-        fv.min_dec_steps,
+        config.beam_size,
+        config.max_dec_steps,
+        config.min_dec_steps,
         coverage_on,
-        fv.initial_state_attention,
-        fv.length_normalization,
-        fv.gnmt_alpha,
-        fv.jit_compile,
-        record_attention=not fv.single_pass,
+        config.initial_state_attention,
+        config.length_normalization,
+        config.gnmt_alpha,
+        config.jit_compile,
+        record_attention=not config.single_pass,
     )
     root = os.path.dirname(train_dir)
-    if fv.single_pass:
+    if config.single_pass:
         batcher = batcher_lib.Batcher(
-            fv.data_path,
+            config.data_path,
             vocab,
-            fv.decode_batch_size,
-            fv.max_enc_steps,
-            fv.max_dec_steps,
-            fv.pointer_gen,
+            config.decode_batch_size,
+            config.max_enc_steps,
+            config.max_dec_steps,
+            config.pointer_gen,
             single_pass=True,
-            pad_encoder=fv.jit_compile,
+            pad_encoder=config.jit_compile,
         )
         total = sum(1 for path in batcher.paths for _ in bin_files.read_bin_file(path))
         decode_dir = os.path.join(
             root,
             decode_lib.decode_dir_name(
-                fv.data_path,
-                fv.max_enc_steps,
-                fv.beam_size,
-                fv.min_dec_steps,
-                fv.max_dec_steps,
+                config.data_path,
+                config.max_enc_steps,
+                config.beam_size,
+                config.min_dec_steps,
+                config.max_dec_steps,
                 latest,
             ),
         )
         settings = {
-            name: fv[name].value
+            name: config[name]
             for name in (
                 "max_enc_steps",
                 "max_dec_steps",
@@ -794,19 +796,19 @@ def decode(fv, vocab, train_dir, phases):
             summarizer,
             batcher,
             decode_dir,
-            fv.decode_overwrite,
+            config.decode_overwrite,
             total=total,
             settings=dict(settings, checkpoint=os.path.basename(latest)),
         )
     batcher = batcher_lib.Batcher(
-        fv.data_path,
+        config.data_path,
         vocab,
-        fv.decode_batch_size,
-        fv.max_enc_steps,
-        fv.max_dec_steps,
-        fv.pointer_gen,
-        seed=fv.seed,
-        pad_encoder=fv.jit_compile,
+        config.decode_batch_size,
+        config.max_enc_steps,
+        config.max_dec_steps,
+        config.pointer_gen,
+        seed=config.seed,
+        pad_encoder=config.jit_compile,
     )
     last_load = time.time()
     for count, batch in enumerate(batcher.batches(), start=1):
@@ -820,51 +822,53 @@ def decode(fv, vocab, train_dir, phases):
                     logging.warning("Keeping %s: cannot read %s (%s)", latest, newest, e)
             last_load = time.time()
         decode_lib.decode_examples(summarizer, batch, os.path.join(root, "decode"))
-        if fv.decode_max_batches and count >= fv.decode_max_batches:
+        if config.decode_max_batches and count >= config.decode_max_batches:
             return None
 
 
-def run(fv):
-    """Runs ``--mode`` with the parsed flags ``fv``; returns its result (the trained
-    model, the eval job's best loss, or the decode's metrics)."""
-    if not fv.data_path or not fv.vocab_path or not fv.log_root:
+def run(config):
+    """Runs ``--mode`` on the command's frozen flags (an ``acvi_tf.config.Config``).
+
+    Returns:
+      The trained model, the eval job's best loss, or the decode's metrics.
+    """
+    if not config.data_path or not config.vocab_path or not config.log_root:
         raise app.UsageError("--data_path, --vocab_path and --log_root are required")
-    acvi_flags.configure_runtime(fv)
-    if fv.debug:
+    acvi_flags.configure_runtime(config)
+    if config.debug:
         tf.debugging.enable_check_numerics()
-    train_dir, eval_dir = _experiment_dirs(fv)
-    vocab = vocab_lib.Vocab(fv.vocab_path, fv.vocab_size)
-    if fv.mode == "decode" and 2 * fv.beam_size > vocab.size():
+    train_dir, eval_dir = _experiment_dirs(config)
+    vocab = vocab_lib.Vocab(config.vocab_path, config.vocab_size)
+    if config.mode == "decode" and 2 * config.beam_size > vocab.size():
         raise app.UsageError(
             "--beam_size=%d proposes %d candidates per hypothesis, more than the %d words "
             "of the vocabulary (%s); use --beam_size=%d or less"
             % (
-                fv.beam_size,
-                2 * fv.beam_size,
+                config.beam_size,
+                2 * config.beam_size,
                 vocab.size(),
-                fv.vocab_path,
+                config.vocab_path,
                 vocab.size() // 2,
             )
         )
-    phases = _phases(fv)
-    if fv.mode == "train":
+    phases = _phases(config)
+    if config.mode == "train":
         acvi_flags.write_flag_record(
             os.path.dirname(train_dir),
-            __name__,
-            fv,
+            config,
             resume_model_flags=MODEL_FLAGS if tf.train.latest_checkpoint(train_dir) else None,
         )
-        return train(fv, vocab, train_dir, phases)
-    if fv.mode == "decode":
-        return decode(fv, vocab, train_dir, phases)
+        return train(config, vocab, train_dir, phases)
+    if config.mode == "decode":
+        return decode(config, vocab, train_dir, phases)
     os.makedirs(eval_dir, exist_ok=True)
-    return evaluate(fv, vocab, train_dir, eval_dir, phases)
+    return evaluate(config, vocab, train_dir, eval_dir, phases)
 
 
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError("Unknown command-line arguments: %s" % " ".join(argv[1:]))
-    run(flags.FLAGS)
+    run(config_lib.from_flags(flags.FLAGS, __name__))
 
 
 if __name__ == "__main__":

@@ -62,6 +62,7 @@ import tensorflow as tf
 from absl import app, flags, logging
 
 from acvi_tf import checkpoints, errors
+from acvi_tf import config as config_lib
 from acvi_tf import context as context_lib
 from pointer_generator import model as model_lib
 from pointer_generator import run_summarization
@@ -434,32 +435,35 @@ def save_for_run_summarization(model, imported, out_dir):
     ).save()
 
 
-def run(fv):
+def run(config):
     """Imports ``--tf1_checkpoint`` and writes it to ``--out_dir`` for run_summarization.
+
+    Args:
+      config: the command's frozen flags (an ``acvi_tf.config.Config``).
 
     Returns:
       The path of the checkpoint written.
     """
     for name in ("tf1_checkpoint", "vocab_path", "out_dir"):
-        if not fv[name].value:
+        if not config[name]:
             raise app.UsageError("--%s is required" % name)
-    if fv["context"].present and fv.context != "sa":
+    if "context" in config.given and config.context != "sa":
         raise app.UsageError(
             "See et al.'s checkpoints are soft-attention models: --context must be sa"
         )
-    vocab = vocab_lib.Vocab(fv.vocab_path, fv.vocab_size)
-    model = build_see_model(vocab.size(), fv.hidden_dim, fv.emb_dim, fv.pointer_gen)
+    vocab = vocab_lib.Vocab(config.vocab_path, config.vocab_size)
+    model = build_see_model(vocab.size(), config.hidden_dim, config.emb_dim, config.pointer_gen)
     try:
-        imported = import_see_checkpoint(fv.tf1_checkpoint, model)
+        imported = import_see_checkpoint(config.tf1_checkpoint, model)
     except SeeCheckpointError as e:
         raise app.UsageError(str(e)) from e
-    path = save_for_run_summarization(model, imported, fv.out_dir)
+    path = save_for_run_summarization(model, imported, config.out_dir)
     logging.info(
         "Wrote %s. Decode or train with run_summarization --context=sa%s and a "
         "--log_root/--exp_name whose train/ folder is %s",
         path,
         " --coverage" if imported.coverage else "",
-        fv.out_dir,
+        config.out_dir,
     )
     return path
 
@@ -467,7 +471,7 @@ def run(fv):
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError("Unknown command-line arguments: %s" % " ".join(argv[1:]))
-    run(flags.FLAGS)
+    run(config_lib.from_flags(flags.FLAGS, __name__))
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tensorflow.python.framework import config as tf_config
 
+from acvi_tf import config as config_lib
 from acvi_tf import context, kl_schedule
 from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
@@ -20,10 +21,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _parse(*argv):
-    fv = flags.FlagValues()
-    acvi_flags.define_flags(fv)
-    fv(["prog", *argv])
-    return fv
+    return config_lib.parse(acvi_flags.define_flags, ["prog", *argv])
 
 
 def test_defaults_are_the_arxiv_model_with_the_studys_kl():
@@ -181,25 +179,23 @@ def test_configure_runtime_sets_precision_seed_and_determinism():
 
 
 def test_a_resume_refuses_a_changed_model_flag_and_logs_the_others(tmp_path, caplog):
-    acvi_flags.write_flag_record(str(tmp_path), "prog", _parse("--kl_weight=0.01"))
+    acvi_flags.write_flag_record(str(tmp_path), _parse("--kl_weight=0.01"))
     changed = _parse("--kl_weight=0.1", "--seed=3")
     with caplog.at_level("INFO"):
-        acvi_flags.write_flag_record(str(tmp_path), "prog", changed, resume_model_flags=())
+        acvi_flags.write_flag_record(str(tmp_path), changed, resume_model_flags=())
     assert "--kl_weight 0.01 -> 0.1, --seed 111 -> 3" in caplog.text
     with pytest.raises(
         acvi_flags.FlagChangeError,
         match=r"hparams.json: the run was trained with --context=acvi, this command gives "
         r"--context=sa, which changes the model; give --context=acvi",
     ):
-        acvi_flags.write_flag_record(
-            str(tmp_path), "prog", _parse("--context=sa"), resume_model_flags=()
-        )
+        acvi_flags.write_flag_record(str(tmp_path), _parse("--context=sa"), resume_model_flags=())
     # the entry point's own model flags count too
     with pytest.raises(acvi_flags.FlagChangeError, match="--seed=3, this command gives --seed=4"):
-        acvi_flags.compare_flag_record(str(tmp_path), "prog", ("seed",), _parse("--seed=4"))
+        acvi_flags.compare_flag_record(str(tmp_path), _parse("--seed=4"), ("seed",))
     # a new run (no resume) is not compared, and its record replaces the old one
-    acvi_flags.write_flag_record(str(tmp_path), "prog", _parse("--context=sa"))
-    acvi_flags.compare_flag_record(str(tmp_path), "prog", (), _parse("--context=sa"))
+    acvi_flags.write_flag_record(str(tmp_path), _parse("--context=sa"))
+    acvi_flags.compare_flag_record(str(tmp_path), _parse("--context=sa"), ())
 
 
 @settings(max_examples=60, deadline=None)
@@ -237,7 +233,7 @@ def test_any_flag_value_parses_to_a_usable_one_or_one_flag_error(values):
         assert any(name in str(e) for name in values), e
         return
     for name in values:
-        assert math.isfinite(fv[name].value), name
+        assert math.isfinite(fv[name]), name
     try:
         acvi_flags.context_layer_from_flags(fv)
     except ValueError as e:  # a combination the layer refuses, said in its own words

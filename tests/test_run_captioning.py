@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from absl import app, flags
 
+from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from video_caption import run_captioning
 
@@ -42,10 +43,7 @@ def _dataset(root):
 
 
 def _flags(*args):
-    fv = flags.FlagValues()
-    run_captioning.define_flags(fv)
-    fv(["run_captioning"] + list(args))
-    return fv
+    return config_lib.parse(run_captioning.define_flags, ["run_captioning", *args])
 
 
 def test_missing_features_name_the_clip(tmp_path):

@@ -10,8 +10,8 @@ import sys
 
 import pytest
 import tensorflow as tf
-from absl import flags
 
+from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from nmt import hparams, run_nmt, schedule
 
@@ -62,10 +62,8 @@ def _args(corpus, out_dir, *extra):
 def _run(corpus, out_dir, *extra):
     """Runs the entry point in this process; returns its result (best dev BLEU, or the
     inference BLEU)."""
-    fv = flags.FlagValues()
-    run_nmt.define_flags(fv)
-    fv(["run_nmt"] + _args(corpus, out_dir, *extra))
-    return run_nmt.run(fv)
+    argv = ["run_nmt"] + _args(corpus, out_dir, *extra)
+    return run_nmt.run(config_lib.parse(run_nmt.define_flags, argv))
 
 
 def test_train_evaluate_and_translate(corpus, tmp_path):
@@ -139,6 +137,15 @@ def test_preset_fills_the_flags_not_given():
         values["optimizer"],
     ) == ("bi", 2, "luong234", 10, "sgd")
     assert hparams.preset_values("", set()) == {}
+
+
+def test_apply_preset_fills_a_new_config_and_keeps_the_given_flags():
+    config = config_lib.parse(
+        run_nmt.define_flags, ["run_nmt", "--hparams_preset=acvi_paper", "--num_units=32"]
+    )
+    applied = run_nmt.apply_preset(config)
+    assert (applied.num_units, applied.encoder_type, applied.beam_width) == (32, "bi", 10)
+    assert config.encoder_type == "uni"  # the parsed config stays as it was
 
 
 def test_luong234_is_tensorflow_nmt_staircase():

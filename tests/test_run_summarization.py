@@ -13,6 +13,7 @@ import tensorflow as tf
 from absl import flags
 
 from acvi_tf import checkpoints
+from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf import training as training_lib
 from pointer_generator import bin_files, run_summarization
@@ -60,10 +61,8 @@ def _run(corpus, log_root, **overrides):
         seed=5,
     )
     settings.update(overrides)
-    fv = flags.FlagValues()
-    run_summarization.define_flags(fv)
-    fv(["run_summarization"] + [_arg(name, value) for name, value in settings.items()])
-    return run_summarization.run(fv)
+    argv = ["run_summarization"] + [_arg(name, value) for name, value in settings.items()]
+    return run_summarization.run(config_lib.parse(run_summarization.define_flags, argv))
 
 
 def _ckpt_value(path, key):

@@ -6,9 +6,9 @@ import os
 import numpy as np
 import pytest
 import tensorflow as tf
-from absl import flags
 from references import np_sigmoid
 
+from acvi_tf import config as config_lib
 from acvi_tf import context as context_lib
 from acvi_tf.compat import keras
 from pointer_generator import model as model_lib
@@ -291,18 +291,18 @@ def test_cli_writes_a_checkpoint_that_training_resumes_from(tmp_path):
     train_dir = tmp_path / "logs" / "see" / "train"
     model_flags = ["--vocab_path=%s" % vocab_path, "--vocab_size=%d" % V]
     model_flags += ["--hidden_dim=%d" % H, "--emb_dim=%d" % E]
-    fv = flags.FlagValues()
-    see_checkpoint.define_flags(fv)
-    fv(
-        ["see_checkpoint", "--tf1_checkpoint=%s" % tf1_dir, "--out_dir=%s" % train_dir]
-        + model_flags
+    see_checkpoint.run(
+        config_lib.parse(
+            see_checkpoint.define_flags,
+            ["see_checkpoint", "--tf1_checkpoint=%s" % tf1_dir, "--out_dir=%s" % train_dir]
+            + model_flags,
+        )
     )
-    see_checkpoint.run(fv)
     latest = tf.train.latest_checkpoint(str(train_dir))
     assert latest == os.path.join(str(train_dir), "model.ckpt-%d" % STEP)
-    fv = flags.FlagValues()
-    run_summarization.define_flags(fv)
-    fv(["run_summarization", "--context=sa"] + model_flags)
+    fv = config_lib.parse(
+        run_summarization.define_flags, ["run_summarization", "--context=sa"] + model_flags
+    )
     vocab = vocab_lib.Vocab(str(vocab_path), V)
     model = run_summarization._build_model(fv, vocab)
     optimizer = run_summarization._optimizer(fv)

@@ -17,8 +17,8 @@ import math
 import os
 
 import pytest
-from absl import flags
 
+from acvi_tf import config as config_lib
 from video_caption import data, run_captioning
 
 from conftest import pair_tolerance
@@ -35,10 +35,9 @@ SA_SEED_STD = 0.117
 
 
 def _run(*args):
-    fv = flags.FlagValues()
-    run_captioning.define_flags(fv)
-    fv(["run_captioning"] + list(args))
-    return run_captioning.run(fv)
+    return run_captioning.run(
+        config_lib.parse(run_captioning.define_flags, ["run_captioning", *args])
+    )
 
 
 def _unigram_perplexity():

@@ -42,6 +42,7 @@ import tensorflow as tf
 from absl import app, flags, logging
 
 from acvi_tf import checkpoints, errors, files, losses, objective, summaries
+from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf import trainer as trainer_lib
 from acvi_tf import training as training_lib
@@ -192,31 +193,31 @@ def define_flags(fv=flags.FLAGS):
     acvi_flags.require_finite(__name__, fv)
 
 
-def _require(fv, *names):
+def _require(config, *names):
     for name in names:
-        if not fv[name].value:
+        if not config[name]:
             raise app.UsageError("--%s is required" % name)
 
 
 class Experiment:
     """The data, model and folders of one run, built from parsed flags."""
 
-    def __init__(self, fv):
-        self.fv = fv
-        self.vocab = data.Vocab(os.path.join(fv.data_dir, "vocab.txt"), fv.vocab_size)
-        self.store = features_lib.open_features(fv.features)
+    def __init__(self, config):
+        self.config = config
+        self.vocab = data.Vocab(os.path.join(config.data_dir, "vocab.txt"), config.vocab_size)
+        self.store = features_lib.open_features(config.features)
         self._sets = {}
         self._statistics = None
         self.model = model_lib.Captioner(
             self.vocab.size(),
-            fv.encoder_units,
-            fv.decoder_units,
-            fv.emb_dim,
-            fv.attention_units,
-            fv.output_units or None,
-            fv.dropout,
-            acvi_flags.context_layer_from_flags(fv),
-            jit_compile=fv.jit_compile,
+            config.encoder_units,
+            config.decoder_units,
+            config.emb_dim,
+            config.attention_units,
+            config.output_units or None,
+            config.dropout,
+            acvi_flags.context_layer_from_flags(config),
+            jit_compile=config.jit_compile,
         )
         self.model(
             data.make_batch([np.zeros([1, self.store.dim], np.float32)], [1], [[data.UNK_ID]])
@@ -224,21 +225,24 @@ class Experiment:
         self.decoder = decode_lib.CaptionDecoder(
             self.model,
             self.vocab,
-            fv.beam_size,
-            fv.max_decode_len,
-            fv.length_normalization,
-            fv.jit_compile,
+            config.beam_size,
+            config.max_decode_len,
+            config.length_normalization,
+            config.jit_compile,
         )
 
     def split(self, name):
         """The ``data.ClipSet`` of a split (loaded once, standardized if asked)."""
         if name not in self._sets:
-            standardize = self.fv.feature_norm == "standardize"
+            standardize = self.config.feature_norm == "standardize"
             if standardize and name != "train":
                 self.split("train")  # the statistics are always the training frames'
-            path = os.path.join(self.fv.data_dir, name + ".jsonl")
+            path = os.path.join(self.config.data_dir, name + ".jsonl")
             clip_set = data.ClipSet(
-                data.read_split(path), self.store, self.fv.num_frames, source=self.fv.features
+                data.read_split(path),
+                self.store,
+                self.config.num_frames,
+                source=self.config.features,
             )
             if standardize:
                 if name == "train":
@@ -252,7 +256,7 @@ class Experiment:
         clip_set = self.split(name)
         total_nll, total_tokens = 0.0, 0.0
         for batch in clip_set.caption_batches(
-            clip_set.caption_pairs(self.vocab), self.fv.decode_batch_size
+            clip_set.caption_pairs(self.vocab), self.config.decode_batch_size
         ):
             out = self.model(batch)
             nll, count = losses.sequence_loss(
@@ -268,7 +272,7 @@ class Experiment:
     def score(self, name):
         """``(metrics, captions, attentions)`` of beam-search captions of a split."""
         clip_set = self.split(name)
-        captions, attentions = self.decoder.caption_set(clip_set, self.fv.decode_batch_size)
+        captions, attentions = self.decoder.caption_set(clip_set, self.config.decode_batch_size)
         metrics = caption_metrics.caption_metrics(
             clip_set.references(), captions, names=self.metric_names()
         )
@@ -276,7 +280,7 @@ class Experiment:
 
     def metric_names(self):
         """``--metrics`` in the order of ``REPORTED``."""
-        return [name for name in REPORTED if name in self.fv.metrics]
+        return [name for name in REPORTED if name in self.config.metrics]
 
 
 def _check_vocabulary(checkpoint_path, exp):
@@ -286,7 +290,7 @@ def _check_vocabulary(checkpoint_path, exp):
         {
             "model/embedding/embeddings": (
                 exp.vocab.size(),
-                "--data_dir=%s --vocab_size=%d" % (exp.fv.data_dir, exp.fv.vocab_size),
+                "--data_dir=%s --vocab_size=%d" % (exp.config.data_dir, exp.config.vocab_size),
             )
         },
     )
@@ -306,13 +310,13 @@ def _frame_labels(num_frames):
     return ["f%d" % (i + 1) for i in range(num_frames)]
 
 
-def make_train_step(model, optimizer, fv):
+def make_train_step(model, optimizer, config):
     """The training step: loss with its extra terms, clipped gradients, update.
 
     Args:
       model: a built ``Captioner``.
       optimizer: a Keras optimizer.
-      fv: the parsed flags (``alpha_c``, ``weight_decay``, ``max_grad_norm``,
+      config: the parsed flags (``alpha_c``, ``weight_decay``, ``max_grad_norm``,
         ``jit_compile``).
 
     Returns:
@@ -321,10 +325,12 @@ def make_train_step(model, optimizer, fv):
     """
     context_layer = model.context_layer
     num_samples = context_layer.num_samples
-    kl_terms = acvi_flags.kl_schedule_from_flags(fv)
+    kl_terms = acvi_flags.kl_schedule_from_flags(config)
     # arctic's weight decay; no work in the step when it is off (the paper)
     kernels = (
-        [v for v in model.trainable_variables if "kernel" in v.name] if fv.weight_decay > 0 else []
+        [v for v in model.trainable_variables if "kernel" in v.name]
+        if config.weight_decay > 0
+        else []
     )
 
     def loss_fn(batch, use_gumbel, step):
@@ -342,9 +348,9 @@ def make_train_step(model, optimizer, fv):
         penalty = tf.reduce_mean(
             model_lib.attention_penalty(out["attn"], batch["caption_len"], batch["num_frames"])
         )
-        loss = nll + terms + fv.alpha_c * penalty
+        loss = nll + terms + config.alpha_c * penalty
         if kernels:
-            loss += fv.weight_decay * tf.add_n([tf.reduce_sum(tf.square(k)) for k in kernels])
+            loss += config.weight_decay * tf.add_n([tf.reduce_sum(tf.square(k)) for k in kernels])
         return loss, dict(loss=loss, nll=nll, **logs, attention_penalty=penalty, tokens=count)
 
     return training_lib.make_train_step(
@@ -352,23 +358,23 @@ def make_train_step(model, optimizer, fv):
         model.trainable_variables,
         optimizer,
         [data.BATCH_SIGNATURE, tf.TensorSpec([], tf.bool), tf.TensorSpec([], tf.int64)],
-        fv.max_grad_norm,
-        fv.jit_compile,
+        config.max_grad_norm,
+        config.jit_compile,
     )
 
 
 def train(exp):
     """The training loop; returns the best validation ``--best_metric``."""
-    fv, model = exp.fv, exp.model
+    config, model = exp.config, exp.model
     optimizer = (
-        keras.optimizers.Adam(fv.learning_rate)
-        if fv.optimizer == "adam"
-        else keras.optimizers.Adadelta(fv.learning_rate)
+        keras.optimizers.Adam(config.learning_rate)
+        if config.optimizer == "adam"
+        else keras.optimizers.Adadelta(config.learning_rate)
     )
     step_var = tf.Variable(0, dtype=tf.int64, name="global_step")
-    best_dir = os.path.join(fv.out_dir, "best")
+    best_dir = os.path.join(config.out_dir, "best")
     checkpointer = checkpoints.Checkpointer(
-        os.path.join(fv.out_dir, "train"),
+        os.path.join(config.out_dir, "train"),
         step_var,
         best_dir=best_dir,
         check=lambda path: _check_vocabulary(path, exp),
@@ -377,15 +383,15 @@ def train(exp):
     )
     checkpointer.restore_latest()
     context_layer = model.context_layer
-    train_step = make_train_step(model, optimizer, fv)
+    train_step = make_train_step(model, optimizer, config)
 
     train_set = exp.split("train")
-    pairs = train_set.caption_pairs(exp.vocab, fv.max_caption_len)
+    pairs = train_set.caption_pairs(exp.vocab, config.max_caption_len)
     if not pairs:
         raise data.DataError(
             "no training caption in %s is usable: every one is empty after the vocabulary "
             "or has --max_caption_len=%d tokens or more; check the split's captions or raise "
-            "--max_caption_len" % (fv.data_dir, fv.max_caption_len)
+            "--max_caption_len" % (config.data_dir, config.max_caption_len)
         )
     logging.info(
         "training on %d captions of %d clips; vocabulary %d",
@@ -393,32 +399,32 @@ def train(exp):
         len(train_set.records),
         exp.vocab.size(),
     )
-    writer = tf.summary.create_file_writer(os.path.join(fv.out_dir, "train_log"))
+    writer = tf.summary.create_file_writer(os.path.join(config.out_dir, "train_log"))
 
     def validate(step):
         metrics = _validate(exp, writer, step)
-        return metrics[fv.best_metric], metrics
+        return metrics[config.best_metric], metrics
 
     with trainer_lib.Trainer(
         checkpointer,
-        fv.max_steps,
+        config.max_steps,
         writer,
         context_layer,
-        nan_policy=fv.nan_policy,
-        summary_every=fv.summary_steps,
-        checkpoint_every=fv.checkpoint_steps,
+        nan_policy=config.nan_policy,
+        summary_every=config.summary_steps,
+        checkpoint_every=config.checkpoint_steps,
         validate=validate,
-        validate_every=fv.valid_every,
-        metric=fv.best_metric,
-        patience=fv.patience,
+        validate_every=config.valid_every,
+        metric=config.best_metric,
+        patience=config.patience,
         describe=lambda batch: "batch of %d captions" % len(batch["caption_len"]),
     ) as trainer:
         while not trainer.finished:
             # a new order every pass, seeded by the step it starts at (so a resume reshuffles
             # the same way every time)
-            rng = np.random.default_rng([fv.seed, trainer.step])
+            rng = np.random.default_rng([config.seed, trainer.step])
             batches = train_set.caption_batches(
-                pairs, fv.batch_size, rng, fixed_length=fv.jit_compile
+                pairs, config.batch_size, rng, fixed_length=config.jit_compile
             )
             trainer.train(batches, train_step)
     writer.flush()
@@ -449,23 +455,23 @@ def _validate(exp, writer, step):
                 step,
             )
     record = dict(metrics, step=step)
-    with open(os.path.join(exp.fv.out_dir, "validation.jsonl"), "a", encoding="utf-8") as f:
+    with open(os.path.join(exp.config.out_dir, "validation.jsonl"), "a", encoding="utf-8") as f:
         f.write(json.dumps(record) + "\n")
     return metrics
 
 
 def restore(exp):
     """Restores ``--ckpt``, else best/, else the latest training checkpoint; its path."""
-    fv = exp.fv
+    config = exp.config
     path = (
-        fv.ckpt
-        or tf.train.latest_checkpoint(os.path.join(fv.out_dir, "best"))
-        or tf.train.latest_checkpoint(os.path.join(fv.out_dir, "train"))
+        config.ckpt
+        or tf.train.latest_checkpoint(os.path.join(config.out_dir, "best"))
+        or tf.train.latest_checkpoint(os.path.join(config.out_dir, "train"))
     )
     if path is None:
         raise app.UsageError(
             "no checkpoint in %s/best or %s/train; train first or give "
-            "--ckpt" % (fv.out_dir, fv.out_dir)
+            "--ckpt" % (config.out_dir, config.out_dir)
         )
     _check_vocabulary(path, exp)
     tf.train.Checkpoint(model=exp.model).restore(path).expect_partial()
@@ -477,13 +483,13 @@ def evaluate(exp):
     """Perplexity and caption metrics of the restored model on ``--eval_splits``."""
     path = restore(exp)
     results = {}
-    for name in exp.fv.eval_splits:
+    for name in exp.config.eval_splits:
         metrics, _, _ = exp.score(name)
         metrics["perplexity"] = exp.perplexity(name)
         results[name] = metrics
         print("%s: %s, perplexity %.2f" % (name, _format(metrics), metrics["perplexity"]))
     files.atomic_write_text(
-        os.path.join(exp.fv.out_dir, "eval_metrics.json"),
+        os.path.join(exp.config.out_dir, "eval_metrics.json"),
         json.dumps(dict(results, checkpoint=path), indent=2) + "\n",
     )
     return results
@@ -491,16 +497,16 @@ def evaluate(exp):
 
 def decode(exp):
     """Captions ``--decode_split``, scores them and the constant-caption baseline."""
-    fv = exp.fv
+    config = exp.config
     path = restore(exp)
-    name = fv.decode_split
+    name = config.decode_split
     metrics, captions, attentions = exp.score(name)
     clip_set = exp.split(name)
     constant = most_common_caption(exp.split("train").records)
     baseline = caption_metrics.caption_metrics(
         clip_set.references(), {clip: constant for clip in captions}, names=exp.metric_names()
     )
-    folder = os.path.join(fv.out_dir, "decode_" + name)
+    folder = os.path.join(config.out_dir, "decode_" + name)
     files.atomic_write_text(
         os.path.join(folder, "captions.json"), json.dumps(captions, indent=1, sort_keys=True) + "\n"
     )
@@ -520,7 +526,7 @@ def decode(exp):
         table.append("%-18s %s" % (label, " ".join("%8.4f" % values[m] for m in names)))
     text = "%s split, %d clips, checkpoint %s\n%s\n" % (name, len(captions), path, "\n".join(table))
     files.atomic_write_text(os.path.join(folder, "results.txt"), text)
-    for record in clip_set.records[: fv.attention_images]:
+    for record in clip_set.records[: config.attention_images]:
         words = captions[record["clip"]].split()
         if words:
             with files.atomic_write(
@@ -529,7 +535,7 @@ def decode(exp):
                 f.write(
                     summaries.attention_png(
                         attentions[record["clip"]],
-                        _frame_labels(fv.num_frames),
+                        _frame_labels(config.num_frames),
                         words,
                         title=record["clip"],
                     )
@@ -539,32 +545,34 @@ def decode(exp):
     return report
 
 
-def run(fv):
-    """Runs ``--mode`` with the parsed flags ``fv``; returns its result."""
-    _require(fv, "data_dir", "features", "out_dir")
-    if fv.best_metric not in fv.metrics:
+def run(config):
+    """Runs ``--mode`` on the command's frozen flags (an ``acvi_tf.config.Config``);
+    returns its result."""
+    _require(config, "data_dir", "features", "out_dir")
+    if config.best_metric not in config.metrics:
         raise app.UsageError(
-            "--best_metric=%s must be one of --metrics=%s" % (fv.best_metric, ",".join(fv.metrics))
+            "--best_metric=%s must be one of --metrics=%s"
+            % (config.best_metric, ",".join(config.metrics))
         )
-    acvi_flags.configure_runtime(fv)
-    os.makedirs(fv.out_dir, exist_ok=True)
-    if fv.mode == "train":
-        resuming = tf.train.latest_checkpoint(os.path.join(fv.out_dir, "train")) is not None
+    acvi_flags.configure_runtime(config)
+    os.makedirs(config.out_dir, exist_ok=True)
+    if config.mode == "train":
+        resuming = tf.train.latest_checkpoint(os.path.join(config.out_dir, "train")) is not None
         acvi_flags.write_flag_record(
-            fv.out_dir, __name__, fv, resume_model_flags=MODEL_FLAGS if resuming else None
+            config.out_dir, config, resume_model_flags=MODEL_FLAGS if resuming else None
         )
-    exp = Experiment(fv)
-    if fv.mode == "train":
+    exp = Experiment(config)
+    if config.mode == "train":
         best = train(exp)
-        print("best validation %s %.4f" % (fv.best_metric, best))
+        print("best validation %s %.4f" % (config.best_metric, best))
         return best
-    return evaluate(exp) if fv.mode == "eval" else decode(exp)
+    return evaluate(exp) if config.mode == "eval" else decode(exp)
 
 
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError("Unknown command-line arguments: %s" % " ".join(argv[1:]))
-    run(flags.FLAGS)
+    run(config_lib.from_flags(flags.FLAGS, __name__))
 
 
 if __name__ == "__main__":

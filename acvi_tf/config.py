@@ -1,0 +1,134 @@
+"""A command's settings, frozen once its flags are parsed.
+
+Every entry point defines its flags on a ``FlagValues`` (``define_flags``), parses the
+command line, and runs on ``from_flags(flag_values, __name__)``: an immutable record of
+every flag's value, which flags the command line gave, and which belong in the run's
+record (``hparams.json``). Nothing downstream reads or changes absl's state; a setting
+derived from others (tensorflow/nmt's presets) is a new ``Config`` from ``replace``.
+"""
+
+import sys
+from collections.abc import Mapping
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+from absl import flags
+
+# the module that defines the flags every entry point shares (acvi_tf.flags)
+SHARED_FLAGS_MODULE = "acvi_tf.flags"
+
+
+def _frozen(value: Any) -> Any:
+    """A list flag's value as a tuple; every other value as it is."""
+    return tuple(value) if isinstance(value, list) else value
+
+
+class Config(Mapping):
+    """The parsed flags of one command, read-only.
+
+    Values read as attributes (``config.batch_size``) or items (``config["lr"]``); list
+    flags are tuples.
+
+    Attributes:
+      given: names of the flags the command line set.
+      recorded: names of the flags the run's record keeps: the entry point's own and the
+        shared ones, not absl's or a library's.
+    """
+
+    __slots__ = ("_values", "given", "recorded")
+
+    def __init__(
+        self,
+        values: Mapping,
+        given: Iterable[str] = (),
+        recorded: Iterable[str] = None,
+    ):
+        object.__setattr__(self, "_values", {k: _frozen(v) for k, v in values.items()})
+        object.__setattr__(self, "given", frozenset(given))
+        object.__setattr__(
+            self, "recorded", frozenset(self._values if recorded is None else recorded)
+        )
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._values[name]
+        except KeyError:
+            raise AttributeError("no flag --%s in this command" % name) from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("a Config is read-only: use replace(%s=...)" % name)
+
+    def __getitem__(self, name: str) -> Any:
+        return self._values[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        return "Config(%s)" % ", ".join("%s=%r" % item for item in sorted(self._values.items()))
+
+    def replace(self, **changes: Any) -> "Config":
+        """A copy with ``changes`` applied; each name must be a flag of the command."""
+        unknown = sorted(set(changes) - set(self._values))
+        if unknown:
+            raise AttributeError(
+                "no flag %s in this command" % ", ".join("--" + n for n in unknown)
+            )
+        return Config(dict(self._values, **changes), self.given, self.recorded)
+
+    def record(self) -> dict:
+        """The recorded flags' values, by name (tuples as lists, as JSON keeps them)."""
+        return {
+            n: list(v) if isinstance(v, tuple) else v
+            for n, v in sorted(self._values.items())
+            if n in self.recorded
+        }
+
+
+def from_flags(flag_values: flags.FlagValues, module: str) -> Config:
+    """Freezes parsed flags.
+
+    Args:
+      flag_values: a parsed ``absl.flags.FlagValues``.
+      module: the entry point's ``__name__`` (also when it runs as ``__main__``): its
+        flags and the shared ones are the recorded ones.
+
+    Returns:
+      The ``Config``.
+    """
+    by_module = flag_values.flags_by_module_dict()
+    recorded = {
+        f.name
+        for defining in (module, sys.argv[0], SHARED_FLAGS_MODULE)
+        for f in by_module.get(defining, [])
+    }
+    # a flag with a short name is listed under both names
+    names = [n for n in flag_values if flag_values[n].name == n]
+    return Config(
+        {n: flag_values[n].value for n in names},
+        given=[n for n in names if flag_values[n].present],
+        recorded=recorded,
+    )
+
+
+def parse(define_flags: Callable[[flags.FlagValues], None], argv: Sequence[str]) -> Config:
+    """Parses a command line the way an entry point does, on flags of its own.
+
+    For programs and tests that call an entry point's ``run(config)`` in process.
+
+    Args:
+      define_flags: the entry point's ``define_flags(flag_values)``.
+      argv: the command line, program name first.
+
+    Returns:
+      The ``Config``.
+
+    Raises:
+      absl.flags.Error: a flag is unknown or its value is refused.
+    """
+    flag_values = flags.FlagValues()
+    define_flags(flag_values)
+    flag_values(list(argv))
+    return from_flags(flag_values, define_flags.__module__)
