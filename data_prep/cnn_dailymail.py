@@ -88,15 +88,12 @@ import tempfile
 from absl import app, flags, logging
 
 from acvi_tf import errors
-from data_prep.text import write_vocab
-from pointer_generator import bin_files
-from pointer_generator import vocab as vocab_lib
+from acvi_tf.formats import bin_files, see_vocab
 
 SPLITS = ("train", "val", "test")
 WRITE_ORDER = ("test", "val", "train")
 URL_LIST_NAMES = {"train": "all_train.txt", "val": "all_val.txt", "test": "all_test.txt"}
 EXPECTED_STORIES = {"cnn": 92579, "dm": 219506}
-VOCAB_SIZE = 200000
 CHUNK_SIZE = 1000
 PROGRESS_EVERY = 1000
 MISSING_LISTED = 5
@@ -508,7 +505,7 @@ def get_art_abs(tokenized_story):
         else:
             article_lines.append(line)
     abstract = " ".join(
-        "%s %s %s" % (vocab_lib.SENTENCE_START, sentence, vocab_lib.SENTENCE_END)
+        "%s %s %s" % (see_vocab.SENTENCE_START, sentence, see_vocab.SENTENCE_END)
         for sentence in highlights
     )
     return " ".join(article_lines), abstract
@@ -519,7 +516,7 @@ def count_vocab(counter, article, abstract):
     abstract_tokens = [
         token
         for token in abstract.split(" ")
-        if token not in (vocab_lib.SENTENCE_START, vocab_lib.SENTENCE_END)
+        if token not in (see_vocab.SENTENCE_START, see_vocab.SENTENCE_END)
     ]
     tokens = [token.strip() for token in article.split(" ") + abstract_tokens]
     counter.update(token for token in tokens if token)
@@ -786,7 +783,7 @@ def build(
     dm_stories_dir=None,
     tokenizer=None,
     strict_counts=False,
-    vocab_size=VOCAB_SIZE,
+    vocab_size=see_vocab.VOCAB_SIZE,
     batch_size=TOKENIZER_BATCH_SIZE,
 ):
     """Runs See's pipeline and writes ``finished_files`` into ``out_dir``.
@@ -833,7 +830,9 @@ def build(
         stats.written[split] = bin_files.write_bin_file(full_path, examples)
         logging.info("wrote %s (%d stories)", full_path, stats.written[split])
         stats.chunks[split] = len(write_chunks(full_path, os.path.join(out_dir, "chunked"), split))
-    stats.vocab_size = write_vocab(os.path.join(out_dir, "vocab"), vocab_counter, vocab_size)
+    stats.vocab_size = see_vocab.write_vocab(
+        os.path.join(out_dir, "vocab"), vocab_counter, vocab_size
+    )
     return stats
 
 
@@ -890,14 +889,14 @@ def accept_finished_files(directory):
       CnnDailymailError: the folder, ``vocab`` or a split is missing, or a split's full
         and chunked record counts differ.
       bin_files.BinFileError: a ``.bin`` file is malformed.
-      vocab_lib.VocabError: ``vocab`` holds a reserved word or a word twice.
+      see_vocab.VocabError: ``vocab`` holds a reserved word or a word twice.
     """
     if not os.path.isdir(directory):
         raise CnnDailymailError("--finished_files %s is not a directory" % directory)
     vocab_path = os.path.join(directory, "vocab")
     if not os.path.isfile(vocab_path):
         raise CnnDailymailError("%s has no vocab file; is it See's finished_files/?" % directory)
-    vocab_words = vocab_lib.Vocab(vocab_path, 0).size() - len(vocab_lib.RESERVED)
+    vocab_words = len(see_vocab.read_words(vocab_path))
     lines = []
     for split in WRITE_ORDER:
         records, chunks, made = _accept_split(directory, split)
@@ -956,7 +955,7 @@ def define_flags():
         "92,579 CNN / 219,506 Daily Mail or a listed story is missing.",
     )
     flags.DEFINE_integer(
-        "vocab_size", VOCAB_SIZE, "Most common words written to vocab.", lower_bound=1
+        "vocab_size", see_vocab.VOCAB_SIZE, "Most common words written to vocab.", lower_bound=1
     )
     flags.DEFINE_integer(
         "tokenizer_batch_size",
@@ -1004,7 +1003,7 @@ def main(argv):
             )
         else:
             summary = _run_build()
-    except (CnnDailymailError, bin_files.BinFileError, vocab_lib.VocabError) as e:
+    except (CnnDailymailError, bin_files.BinFileError, see_vocab.VocabError) as e:
         sys.exit("cnn_dailymail: error: %s" % e)
     print(summary)
 

@@ -60,10 +60,9 @@ import sys
 from absl import app, flags, logging
 
 from acvi_tf import errors
+from acvi_tf.formats import bin_files, see_vocab
 from data_prep import splits as splits_lib
-from data_prep.text import tokenize, write_vocab
-from pointer_generator import bin_files
-from pointer_generator import vocab as vocab_lib
+from data_prep.text import tokenize
 
 SPLITS = ("train", "val", "test")
 CHUNK_SIZE = 1000
@@ -377,9 +376,9 @@ def make_pairs(records, max_article_tokens, stats):
             stats.too_long_dropped += 1
             continue
         abstract = "%s %s %s" % (
-            vocab_lib.SENTENCE_START,
+            see_vocab.SENTENCE_START,
             tokenize(record.synopsis),
-            vocab_lib.SENTENCE_END,
+            see_vocab.SENTENCE_END,
         )
         pairs.append(Pair(record.package, article, abstract, package_hash(record.package)))
     return pairs
@@ -405,7 +404,7 @@ def build_vocab(train_pairs):
         abstract_tokens = [
             token
             for token in pair.abstract.split(" ")
-            if token not in (vocab_lib.SENTENCE_START, vocab_lib.SENTENCE_END)
+            if token not in (see_vocab.SENTENCE_START, see_vocab.SENTENCE_END)
         ]
         tokens = [token.strip() for token in pair.article.split(" ") + abstract_tokens]
         counter.update(token for token in tokens if token)
@@ -446,7 +445,7 @@ def write_outputs(out_dir, splits, full_bins=True):
             bin_files.write_bin_file(full_path, examples)
         elif os.path.exists(full_path):
             os.remove(full_path)
-    return write_vocab(os.path.join(out_dir, "vocab"), build_vocab(splits["train"]))
+    return see_vocab.write_vocab(os.path.join(out_dir, "vocab"), build_vocab(splits["train"]))
 
 
 def _median_tokens(texts, drop=()):
@@ -483,7 +482,7 @@ def build(translation_file, out_dir, max_article_tokens=400, caps=None, full_bin
         stats.pairs_before_caps[split_of(pair.hash_value)] += 1
     splits = split_pairs(pairs, caps)
     stats.vocab_size = write_outputs(out_dir, splits, full_bins)
-    sentence_marks = (vocab_lib.SENTENCE_START, vocab_lib.SENTENCE_END)
+    sentence_marks = (see_vocab.SENTENCE_START, see_vocab.SENTENCE_END)
     for split, members in splits.items():
         stats.pairs[split] = len(members)
         stats.median_article_tokens[split] = _median_tokens(p.article for p in members)

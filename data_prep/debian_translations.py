@@ -64,13 +64,13 @@ from subword_nmt.apply_bpe import BPE
 from subword_nmt.learn_bpe import learn_bpe
 
 from acvi_tf import errors, files
+from acvi_tf.formats import nmt_text
 from data_prep import debian_descriptions as dd
 from data_prep import splits as splits_lib
 from data_prep.text import tokenize
 
 SPLITS = ("train", "dev", "test")
 LANGUAGES = ("en", "de")
-SPECIAL_TOKENS = ("<unk>", "<s>", "</s>")
 BPE_SEPARATOR = "@@"
 BPE_DIR = "bpe"
 APT_LISTS_GLOB = "/var/lib/apt/lists/*_main_i18n_Translation-%s*"
@@ -340,24 +340,9 @@ def vocab_tokens(lines, min_count=1):
     kept = [
         (token, count)
         for token, count in counter.items()
-        if count >= min_count and token not in SPECIAL_TOKENS
+        if count >= min_count and token not in nmt_text.SPECIALS
     ]
     return [token for token, _ in sorted(kept, key=lambda item: (-item[1], item[0]))]
-
-
-def write_nmt_vocab(path, tokens):
-    """Writes a tensorflow/nmt vocab file: ``<unk>``, ``<s>``, ``</s>``, then ``tokens``.
-
-    Args:
-      path: the vocab file.
-      tokens: the entries after the special tokens, in order.
-
-    Returns:
-      The number of lines written.
-    """
-    entries = list(SPECIAL_TOKENS) + list(tokens)
-    files.atomic_write_text(path, "".join(entry + "\n" for entry in entries))
-    return len(entries)
 
 
 def write_lines(path, lines):
@@ -381,7 +366,7 @@ def write_text_corpus(out_dir, texts, min_count=1):
         for lang in LANGUAGES:
             write_lines(os.path.join(out_dir, "%s.%s" % (split, lang)), texts[split][lang])
     return {
-        lang: write_nmt_vocab(
+        lang: nmt_text.write_vocab(
             os.path.join(out_dir, "vocab." + lang), vocab_tokens(texts["train"][lang], min_count)
         )
         for lang in LANGUAGES

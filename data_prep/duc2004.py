@@ -70,9 +70,8 @@ import tempfile
 from absl import app, flags, logging
 
 from acvi_tf import errors
+from acvi_tf.formats import bin_files, see_vocab
 from data_prep.text import tokenize
-from pointer_generator import bin_files
-from pointer_generator import vocab as vocab_lib
 
 SPLIT = "test"
 CHUNK_SIZE = 1000
@@ -164,7 +163,7 @@ class Example:
     @property
     def abstract(self):
         """The first reference as See's ``<s> tokens </s>``."""
-        return "%s %s %s" % (vocab_lib.SENTENCE_START, self.references[0], vocab_lib.SENTENCE_END)
+        return "%s %s %s" % (see_vocab.SENTENCE_START, self.references[0], see_vocab.SENTENCE_END)
 
 
 @dataclasses.dataclass

@@ -13,7 +13,7 @@ Inputs, as distributed:
   vidN`` line per clip (1,970 lines). Blank lines are skipped; any other line that is not
   exactly two fields with the second ``vid`` and a positive number without leading zeros,
   or that repeats a clip or a vidN, is an error naming the line.
-* ``--features`` (optional): a feature store (``video_caption.features.open_features``)
+* ``--features`` (optional): a feature store (``acvi_tf.formats.frame_features.open_features``)
   in which every written clip must have features under its clip name or its vidN.
 
 Rules, in the order they are applied:
@@ -73,6 +73,7 @@ from absl import app, flags, logging
 from nltk.tokenize import wordpunct_tokenize
 
 from acvi_tf import errors, files
+from acvi_tf.formats import frame_features
 
 SPLITS = ("train", "val", "test")
 CSV_COLUMNS = (
@@ -522,13 +523,10 @@ def assign_splits(
 def check_features(splits, features_path, stats, skip_missing=False):
     """Checks that every clip has features under its clip name or its vidN.
 
-    ``video_caption.features`` is imported here, so that building without features
-    does not need the captioning package.
-
     Args:
       splits: split -> list of ``Clip``; clips without features are removed in place
         when ``skip_missing`` is set.
-      features_path: the feature store, as ``video_caption.features.open_features``
+      features_path: the feature store, as ``acvi_tf.formats.frame_features.open_features``
         takes it.
       stats: the ``Stats`` to update.
       skip_missing: drop clips without features (with a warning) instead of failing.
@@ -537,10 +535,8 @@ def check_features(splits, features_path, stats, skip_missing=False):
       FeaturesError: the store cannot be opened, or a clip has no features and
         ``skip_missing`` is not set.
     """
-    from video_caption import features
-
     try:
-        store = features.open_features(features_path)
+        store = frame_features.open_features(features_path)
     except ValueError as e:  # the store's own error, which names the path and the fix
         raise FeaturesError(str(e)) from e
     with store:

@@ -49,7 +49,8 @@ import sys
 from absl import app, flags, logging
 
 from acvi_tf import errors
-from data_prep.debian_translations import SPLITS, split_of, write_lines, write_nmt_vocab
+from acvi_tf.formats import nmt_text
+from data_prep.debian_translations import SPLITS, split_of, write_lines
 
 VOWELS = "aeiou"
 CHARACTERS = tuple(string.ascii_lowercase) + ("-",)
@@ -237,7 +238,7 @@ def build(words_file, out_dir, max_word_chars=20, caps=None):
             os.path.join(out_dir, split + ".tgt"), (characters(pig_latin(word)) for word in members)
         )
     for side in ("src", "tgt"):
-        stats.vocab_size = write_nmt_vocab(os.path.join(out_dir, "vocab." + side), CHARACTERS)
+        stats.vocab_size = nmt_text.write_vocab(os.path.join(out_dir, "vocab." + side), CHARACTERS)
     return stats
 
 

@@ -20,8 +20,8 @@ import os
 from absl import app, flags, logging
 
 from acvi_tf import errors, files
+from acvi_tf.formats import bpe, nmt_text
 from data_prep import text
-from nmt import bpe, data
 
 
 def prepare(src, tgt, prefixes, out_dir, num_merges):
@@ -38,7 +38,7 @@ def prepare(src, tgt, prefixes, out_dir, num_merges):
     """
     counts = {}
     for name, prefix in prefixes.items():
-        pairs = data.read_parallel("%s.%s" % (prefix, src), "%s.%s" % (prefix, tgt))
+        pairs = nmt_text.read_parallel("%s.%s" % (prefix, src), "%s.%s" % (prefix, tgt))
         base = os.path.basename(prefix)
         for index, lang in ((0, src), (1, tgt)):
             files.atomic_write_text(

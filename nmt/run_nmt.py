@@ -25,8 +25,9 @@ from acvi_tf import flags as acvi_flags
 from acvi_tf import trainer as trainer_lib
 from acvi_tf import training as training_lib
 from acvi_tf.compat import keras
+from acvi_tf.formats import bpe, nmt_text
 from acvi_tf.metrics import bleu as bleu_lib
-from nmt import bpe, data, hparams, schedule, translate
+from nmt import data, hparams, schedule, translate
 from nmt import model as model_lib
 
 # Flags of this entry point that decide the model's variables (and the optimizer's).
@@ -230,7 +231,7 @@ def _bleu(config, references, hypotheses):
 def _evaluate(config, model, name, prefix, vocabs, translator, writer, step):
     """Perplexity and BLEU of ``prefix``; writes ``output_<name>``; returns the BLEU."""
     src_vocab, tgt_vocab = vocabs
-    pairs = data.read_parallel("%s.%s" % (prefix, config.src), "%s.%s" % (prefix, config.tgt))
+    pairs = nmt_text.read_parallel("%s.%s" % (prefix, config.src), "%s.%s" % (prefix, config.tgt))
     # tensorflow/nmt's eval reader drops empty pairs but truncates nothing
     examples = data.make_examples(pairs, src_vocab, tgt_vocab)
     total_nll, total_tokens = 0.0, 0.0
@@ -374,7 +375,7 @@ def train(config, vocabs):
     total = config.num_train_steps
     train_step = make_train_step(config, model, optimizer)
 
-    pairs = data.read_parallel(
+    pairs = nmt_text.read_parallel(
         "%s.%s" % (config.train_prefix, config.src), "%s.%s" % (config.train_prefix, config.tgt)
     )
     examples = data.make_examples(
@@ -504,19 +505,19 @@ def infer(config, vocabs):
         config.jit_compile,
     )
     hypotheses = translator.translate(
-        data.read_lines(config.inference_input_file), src_vocab, config.infer_batch_size
+        nmt_text.read_lines(config.inference_input_file), src_vocab, config.infer_batch_size
     )
     output = config.inference_output_file or os.path.join(config.out_dir, "output_infer")
     files.atomic_write_text(output, "".join(h + "\n" for h in hypotheses))
     logging.info("Wrote %d translations to %s", len(hypotheses), output)
-    sources = data.read_lines(config.inference_input_file)
+    sources = nmt_text.read_lines(config.inference_input_file)
     for i, line in enumerate(sources[: config.attention_images]):
         tokens, alignment = translator.alignment(line, src_vocab)
         path = os.path.join(config.out_dir, "attention", "%06d.png" % i)
         with files.atomic_write(path, binary=True) as f:
             f.write(summaries.attention_png(alignment, line.split(), tokens))
     if config.inference_ref_file:
-        score = _bleu(config, data.read_lines(config.inference_ref_file), hypotheses)
+        score = _bleu(config, nmt_text.read_lines(config.inference_ref_file), hypotheses)
         logging.info("BLEU %.1f", score)
         print("BLEU %.2f" % score)
         return score
@@ -548,7 +549,7 @@ def run(config):
         )
     vocabs = []
     for suffix in (config.src, config.tgt):
-        _, path = data.check_vocab("%s.%s" % (config.vocab_prefix, suffix), config.out_dir)
+        _, path = nmt_text.check_vocab("%s.%s" % (config.vocab_prefix, suffix), config.out_dir)
         vocabs.append(data.Vocab(path))
     if config.inference_input_file:
         return infer(config, vocabs)

@@ -3,6 +3,7 @@
 import tensorflow as tf
 
 from acvi_tf import decoding, gnmt_beam_search
+from acvi_tf.formats import nmt_text
 from nmt import data
 
 # Under XLA, source batches are padded to a multiple of this many tokens: one compiled
@@ -48,8 +49,8 @@ class Translator:
                     batch,
                     beam_width,
                     max_steps,
-                    data.SOS_ID,
-                    data.EOS_ID,
+                    nmt_text.SOS_ID,
+                    nmt_text.EOS_ID,
                     alpha=length_penalty_weight,
                     step_limit=step_limit,
                 )
@@ -58,8 +59,8 @@ class Translator:
                 state,
                 batch,
                 max_steps,
-                data.SOS_ID,
-                data.EOS_ID,
+                nmt_text.SOS_ID,
+                nmt_text.EOS_ID,
                 step_limit=step_limit,
             )
 
@@ -72,8 +73,8 @@ class Translator:
                 tf.shape(src)[0],
                 1,
                 2 * tf.reduce_max(src_len),
-                data.SOS_ID,
-                data.EOS_ID,
+                nmt_text.SOS_ID,
+                nmt_text.EOS_ID,
                 record_extras=True,
             )
 

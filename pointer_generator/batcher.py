@@ -20,7 +20,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from pointer_generator import bin_files
+from acvi_tf.formats import bin_files, see_vocab
 from pointer_generator import vocab as vocab_lib
 
 BUCKET_CACHE_SIZE = 100  # the original's batch queue: 100 batches sorted together
@@ -58,8 +58,8 @@ class Example:
     def __init__(
         self, article, abstract_sentences, vocab, max_enc_steps, max_dec_steps, pointer_gen=True
     ):
-        start_id = vocab.word2id(vocab_lib.START_DECODING)
-        stop_id = vocab.word2id(vocab_lib.STOP_DECODING)
+        start_id = vocab.word2id(see_vocab.START_DECODING)
+        stop_id = vocab.word2id(see_vocab.STOP_DECODING)
         article_words = article.split()[:max_enc_steps]
         self.enc_len = len(article_words)
         self.enc_input = [vocab.word2id(w) for w in article_words]
@@ -244,7 +244,7 @@ class Batcher:
 
     def batches(self):
         """Padded NumPy batches (dicts keyed as ``BATCH_SIGNATURE``)."""
-        pad_id = self.vocab.word2id(vocab_lib.PAD_TOKEN)
+        pad_id = self.vocab.word2id(see_vocab.PAD_TOKEN)
         if self.single_pass:
             chunk = []
             for example in self.examples():

@@ -22,6 +22,7 @@ import tensorflow as tf
 from absl import logging
 
 from acvi_tf import decoding, errors, files
+from acvi_tf.formats import see_vocab
 from acvi_tf.metrics import copying
 from acvi_tf.metrics import meteor as meteor_lib
 from acvi_tf.metrics import rouge as rouge_lib
@@ -65,8 +66,8 @@ class Summarizer:
     ):
         self.model = model
         self.vocab = vocab
-        self.start_id = vocab.word2id(vocab_lib.START_DECODING)
-        self.stop_id = vocab.word2id(vocab_lib.STOP_DECODING)
+        self.start_id = vocab.word2id(see_vocab.START_DECODING)
+        self.stop_id = vocab.word2id(see_vocab.STOP_DECODING)
         signature = {name: batcher_lib.BATCH_SIGNATURE[name] for name in DECODE_FIELDS}
 
         @tf.function(input_signature=[signature], jit_compile=jit_compile or None, autograph=False)

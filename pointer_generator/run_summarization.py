@@ -22,8 +22,9 @@ from acvi_tf import flags as acvi_flags
 from acvi_tf import trainer as trainer_lib
 from acvi_tf import training as training_lib
 from acvi_tf.compat import keras
+from acvi_tf.formats import bin_files
 from pointer_generator import batcher as batcher_lib
-from pointer_generator import bin_files, curriculum
+from pointer_generator import curriculum
 from pointer_generator import decode as decode_lib
 from pointer_generator import losses as losses_lib
 from pointer_generator import model as model_lib

@@ -8,23 +8,19 @@ in order of first appearance (the "extended vocabulary" the copy mechanism write
 
 from absl import logging
 
-from acvi_tf import errors, files
-
-UNKNOWN_TOKEN = "[UNK]"
-PAD_TOKEN = "[PAD]"
-START_DECODING = "[START]"
-STOP_DECODING = "[STOP]"
-SENTENCE_START = "<s>"
-SENTENCE_END = "</s>"
-RESERVED = (UNKNOWN_TOKEN, PAD_TOKEN, START_DECODING, STOP_DECODING)
-
-
-class VocabError(errors.UserError, ValueError):
-    """A vocab file breaks See's rules; the message names the file, the line and the fix."""
+from acvi_tf.formats.see_vocab import (
+    RESERVED,
+    SENTENCE_END,
+    SENTENCE_START,
+    UNKNOWN_TOKEN,
+    VocabError,
+    read_words,
+)
 
 
 class Vocab:
-    """Word <-> id mapping read from a ``word count`` file, most frequent first.
+    """Word <-> id mapping read from See's ``word count`` file, most frequent first
+    (``acvi_tf.formats.see_vocab``).
 
     Args:
       vocab_file: path of the file, one ``word count`` pair per line.
@@ -44,38 +40,8 @@ class Vocab:
             )
         self._word_to_id = {}
         self._id_to_word = []
-        for word in RESERVED:
+        for word in RESERVED + tuple(read_words(vocab_file, max(max_size - len(RESERVED), 0))):
             self._add(word)
-        for line_number, line in files.utf8_lines(vocab_file, VocabError):
-            pieces = line.split()
-            if len(pieces) != 2:
-                logging.warning(
-                    "%s:%d: skipping malformed vocab line %r (want 'word count')",
-                    vocab_file,
-                    line_number,
-                    line.rstrip("\n"),
-                )
-                continue
-            word = pieces[0]
-            if word in (SENTENCE_START, SENTENCE_END) + RESERVED:
-                raise VocabError(
-                    "%s:%d: %r must not be in the vocab file (<s>, </s>, [UNK], [PAD], "
-                    "[START] and [STOP] are reserved); remove the line"
-                    % (vocab_file, line_number, word)
-                )
-            if word in self._word_to_id:
-                raise VocabError(
-                    "%s:%d: duplicated word %r; each word must appear once"
-                    % (vocab_file, line_number, word)
-                )
-            self._add(word)
-            if max_size and len(self._id_to_word) >= max_size:
-                break
-        if len(self._id_to_word) == len(RESERVED):
-            raise VocabError(
-                "%s has no word (want 'word count' lines, most frequent first); build it "
-                "with data_prep" % vocab_file
-            )
         if max_size and len(self._id_to_word) < max_size:
             logging.warning(
                 "%s has only %d words; the vocabulary has %d entries, not the %d asked for",

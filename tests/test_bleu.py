@@ -5,8 +5,8 @@ import math
 import pytest
 from nltk.translate import bleu_score as nltk_bleu
 
+from acvi_tf.formats import bpe
 from acvi_tf.metrics import bleu
-from nmt import bpe
 
 REFERENCES = [
     "the cat sat on the mat today",

@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
+from acvi_tf.formats import bin_files
+from acvi_tf.formats.bin_files import read_bin_file
 from data_prep import cnn_dailymail as cd
-from pointer_generator import bin_files
-from pointer_generator.bin_files import read_bin_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 needs_java = pytest.mark.skipif(

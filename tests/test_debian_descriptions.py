@@ -13,8 +13,8 @@ import subprocess
 
 import pytest
 
+from acvi_tf.formats.bin_files import read_bin_file
 from data_prep import debian_descriptions as dd
-from pointer_generator.bin_files import read_bin_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLE = os.path.join(ROOT, "data_prep", "samples", "debian_descriptions")

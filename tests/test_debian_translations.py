@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from acvi_tf.formats import nmt_text
 from data_prep import debian_descriptions as dd
 from data_prep import debian_translations as dt
 from data_prep.text import tokenize
@@ -264,11 +265,11 @@ def test_sample_tokens_are_in_the_vocab_and_bpe_reconstructs():
     bpe_dir = os.path.join(SAMPLE, dt.BPE_DIR)
     for lang in dt.LANGUAGES:
         vocab = _lines(SAMPLE, "vocab." + lang)
-        assert vocab[:3] == list(dt.SPECIAL_TOKENS) and len(set(vocab)) == len(vocab)
+        assert vocab[:3] == list(nmt_text.SPECIALS) and len(set(vocab)) == len(vocab)
         train_tokens = {t for line in _lines(SAMPLE, "train." + lang) for t in line.split()}
         assert train_tokens == set(vocab[3:])
         bpe_vocab = _lines(bpe_dir, "vocab." + lang)
-        assert bpe_vocab[:3] == list(dt.SPECIAL_TOKENS)
+        assert bpe_vocab[:3] == list(nmt_text.SPECIALS)
         units = {u for line in _lines(bpe_dir, "train." + lang) for u in line.split()}
         assert units == set(bpe_vocab[3:])
     for name in FILES:

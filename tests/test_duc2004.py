@@ -6,10 +6,10 @@ import os
 
 import pytest
 
+from acvi_tf.formats.bin_files import read_bin_file
 from acvi_tf.metrics import rouge
 from data_prep import duc2004
 from pointer_generator import duc2004_eval
-from pointer_generator.bin_files import read_bin_file
 
 # Three document sets laid out as in NIST's docs/ folder: a folder per set, a file per
 # document named by its DOCNO. Markup, entities and several sentences in the TEXT.

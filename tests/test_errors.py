@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from acvi_tf import errors
-from pointer_generator import bin_files
+from acvi_tf.formats import bin_files
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VOCAB = os.path.join(ROOT, "data_prep", "samples", "debian_descriptions", "vocab")

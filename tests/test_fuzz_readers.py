@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from acvi_tf.formats import bin_files, nmt_text
 from data_prep import msvd
 from nmt import data as nmt_data
 from pointer_generator import batcher as batcher_lib
-from pointer_generator import bin_files
 from pointer_generator import vocab as pg_vocab
 from video_caption import data as vc_data
 
@@ -52,7 +52,7 @@ def _read(kind, path):
     if kind == "pg_vocab":
         return pg_vocab.Vocab(path, 0)
     if kind == "nmt_vocab":
-        return nmt_data.Vocab(path), nmt_data.read_parallel(path, path)
+        return nmt_data.Vocab(path), nmt_text.read_parallel(path, path)
     if kind == "vc_vocab":
         return vc_data.Vocab(path)
     if kind == "split":
@@ -65,7 +65,7 @@ def _read(kind, path):
 ERRORS = {
     "bin": bin_files.BinFileError,
     "pg_vocab": pg_vocab.VocabError,
-    "nmt_vocab": nmt_data.NmtDataError,
+    "nmt_vocab": nmt_text.NmtDataError,
     "vc_vocab": vc_data.DataError,
     "split": vc_data.DataError,
     "csv": msvd.CorpusError,

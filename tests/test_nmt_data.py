@@ -5,7 +5,8 @@ import logging
 import numpy as np
 import pytest
 
-from nmt import bpe, data
+from acvi_tf.formats import bpe, nmt_text
+from nmt import data
 
 SPECIALS = "<unk>\n<s>\n</s>\n"
 
@@ -30,13 +31,13 @@ def vocabs(tmp_path):
 
 def test_check_vocab_accepts_a_good_file(tmp_path):
     path = write(tmp_path / "vocab.en", SPECIALS + "a\nb\n")
-    assert data.check_vocab(path, str(tmp_path / "out")) == (5, path)
+    assert nmt_text.check_vocab(path, str(tmp_path / "out")) == (5, path)
     assert not (tmp_path / "out").exists()
 
 
 def test_check_vocab_prepends_missing_specials(tmp_path):
     path = write(tmp_path / "vocab.en", "a\nb\n")
-    size, new_path = data.check_vocab(path, str(tmp_path / "out"))
+    size, new_path = nmt_text.check_vocab(path, str(tmp_path / "out"))
     assert new_path == str(tmp_path / "out" / "vocab.en")
     assert size == 5
     assert (tmp_path / "out" / "vocab.en").read_text() == SPECIALS + "a\nb\n"
@@ -45,7 +46,7 @@ def test_check_vocab_prepends_missing_specials(tmp_path):
 
 def test_check_vocab_moves_misplaced_specials(tmp_path):
     path = write(tmp_path / "vocab.en", "a\n</s>\nb\n<unk>\n")
-    size, new_path = data.check_vocab(path, str(tmp_path / "out"))
+    size, new_path = nmt_text.check_vocab(path, str(tmp_path / "out"))
     assert size == 5
     assert open(new_path, encoding="utf-8").read() == SPECIALS + "a\nb\n"
     assert data.Vocab(new_path).words() == ["<unk>", "<s>", "</s>", "a", "b"]
@@ -53,8 +54,8 @@ def test_check_vocab_moves_misplaced_specials(tmp_path):
 
 def test_check_vocab_refuses_to_overwrite_the_input(tmp_path):
     path = write(tmp_path / "vocab.en", "a\n")
-    with pytest.raises(data.NmtDataError, match="out_dir other than its folder"):
-        data.check_vocab(path, str(tmp_path))
+    with pytest.raises(nmt_text.NmtDataError, match="out_dir other than its folder"):
+        nmt_text.check_vocab(path, str(tmp_path))
 
 
 @pytest.mark.parametrize(
@@ -67,19 +68,19 @@ def test_check_vocab_refuses_to_overwrite_the_input(tmp_path):
 )
 def test_vocab_errors_name_line_and_fix(tmp_path, text, message):
     path = write(tmp_path / "vocab.en", text)
-    with pytest.raises(data.NmtDataError, match=message):
-        data.check_vocab(path, str(tmp_path / "out"))
-    with pytest.raises(data.NmtDataError, match=message):
+    with pytest.raises(nmt_text.NmtDataError, match=message):
+        nmt_text.check_vocab(path, str(tmp_path / "out"))
+    with pytest.raises(nmt_text.NmtDataError, match=message):
         data.Vocab(path)
 
 
 def test_check_vocab_missing_file(tmp_path):
-    with pytest.raises(data.NmtDataError, match="no such file"):
-        data.check_vocab(str(tmp_path / "nope"), str(tmp_path))
+    with pytest.raises(nmt_text.NmtDataError, match="no such file"):
+        nmt_text.check_vocab(str(tmp_path / "nope"), str(tmp_path))
 
 
 def test_vocab_needs_checked_file(tmp_path):
-    with pytest.raises(data.NmtDataError, match="check_vocab"):
+    with pytest.raises(nmt_text.NmtDataError, match="check_vocab"):
         data.Vocab(write(tmp_path / "vocab.en", "a\n" + SPECIALS))
 
 
@@ -87,7 +88,7 @@ def test_vocab_lookups(vocabs):
     src, _ = vocabs
     assert src.size() == 8
     assert (src.word2id("<unk>"), src.word2id("<s>"), src.word2id("</s>")) == (0, 1, 2)
-    assert src.word2id("dog") == data.UNK_ID
+    assert src.word2id("dog") == nmt_text.UNK_ID
     assert src.encode(["the", "dog", "sat"]) == [3, 0, 5]
     assert src.id2word(4) == "cat"
     with pytest.raises(ValueError, match="not in the vocabulary of 8"):
@@ -102,7 +103,7 @@ def test_vocab_lookups(vocabs):
 def test_read_parallel_keeps_lines_as_they_are(tmp_path):
     src = write(tmp_path / "a.en", b"a  b \r\nc\td\n\nlast", binary=True)
     tgt = write(tmp_path / "a.vi", "x\ny\u2028z\nw\nv\n")
-    assert data.read_parallel(src, tgt) == [
+    assert nmt_text.read_parallel(src, tgt) == [
         ("a  b ", "x"),
         ("c\td", "y\u2028z"),
         ("", "w"),
@@ -113,22 +114,22 @@ def test_read_parallel_keeps_lines_as_they_are(tmp_path):
 def test_read_parallel_line_count_mismatch(tmp_path):
     src = write(tmp_path / "a.en", "a\nb\nc\n")
     tgt = write(tmp_path / "a.vi", "x\ny\n")
-    with pytest.raises(data.NmtDataError, match=r"a\.en has 3 lines but .*a\.vi has 2"):
-        data.read_parallel(src, tgt)
+    with pytest.raises(nmt_text.NmtDataError, match=r"a\.en has 3 lines but .*a\.vi has 2"):
+        nmt_text.read_parallel(src, tgt)
 
 
 def test_read_parallel_non_utf8(tmp_path):
     src = write(tmp_path / "a.en", "a\nb\nc\n")
     tgt = write(tmp_path / "a.vi", b"x\ny\ncaf\xe9\n", binary=True)
     with pytest.raises(
-        data.NmtDataError, match=r"a\.vi:3: byte 0xe9 .*re-encode the file as UTF-8"
+        nmt_text.NmtDataError, match=r"a\.vi:3: byte 0xe9 .*re-encode the file as UTF-8"
     ):
-        data.read_parallel(src, tgt)
+        nmt_text.read_parallel(src, tgt)
 
 
 def test_tokenize_splits_on_ascii_space_only():
-    assert data.tokenize("  a  b\tc d\u00a0e ") == ["a", "b\tc", "d\u00a0e"]
-    assert data.tokenize("   ") == []
+    assert nmt_text.tokenize("  a  b\tc d\u00a0e ") == ["a", "b\tc", "d\u00a0e"]
+    assert nmt_text.tokenize("   ") == []
 
 
 # -------------------------------------------------------------------------- examples
@@ -208,9 +209,9 @@ def check_batch(batch, examples_by_first):
         assert src[row, : src_len[row]].tolist() == example["src"]
         assert tgt_in[row, : tgt_len[row]].tolist() == example["tgt_in"]
         assert tgt_out[row, : tgt_len[row]].tolist() == example["tgt_out"]
-        assert (src[row, src_len[row] :] == data.EOS_ID).all()
-        assert (tgt_in[row, tgt_len[row] :] == data.EOS_ID).all()
-        assert (tgt_out[row, tgt_len[row] :] == data.EOS_ID).all()
+        assert (src[row, src_len[row] :] == nmt_text.EOS_ID).all()
+        assert (tgt_in[row, tgt_len[row] :] == nmt_text.EOS_ID).all()
+        assert (tgt_out[row, tgt_len[row] :] == nmt_text.EOS_ID).all()
         firsts.append(int(src[row, 0]))
     return firsts
 
@@ -253,7 +254,7 @@ def test_train_dataset_padded_to_fixed_lengths_keeps_the_batches():
         for key in ("src", "tgt_in", "tgt_out"):
             width = a[key].shape[1]
             np.testing.assert_array_equal(b[key][:, :width], a[key])
-            assert np.all(b[key][:, width:] == data.EOS_ID)
+            assert np.all(b[key][:, width:] == nmt_text.EOS_ID)
 
 
 def test_train_dataset_is_seeded():
@@ -309,9 +310,9 @@ def test_infer_dataset_empty_as_unk(vocabs):
 
 
 def test_empty_inputs_are_errors(vocabs):
-    with pytest.raises(data.NmtDataError, match="no training examples"):
+    with pytest.raises(nmt_text.NmtDataError, match="no training examples"):
         data.train_dataset([], 8, 50, 5, 1)
-    with pytest.raises(data.NmtDataError, match="no source lines"):
+    with pytest.raises(nmt_text.NmtDataError, match="no source lines"):
         data.infer_dataset([], vocabs[0], 8)
 
 
@@ -354,4 +355,4 @@ def test_build_vocab_joint_by_frequency(tmp_path):
     assert bpe.build_vocab([en, de], vocab_path) == 7
     # c 4, b@@ 3, then a and d once each in order of first appearance.
     assert data.Vocab(vocab_path).words() == ["<unk>", "<s>", "</s>", "c", "b@@", "a", "d"]
-    assert data.check_vocab(vocab_path, str(tmp_path / "out"))[1] == vocab_path
+    assert nmt_text.check_vocab(vocab_path, str(tmp_path / "out"))[1] == vocab_path

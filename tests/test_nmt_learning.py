@@ -18,6 +18,7 @@ import tensorflow as tf
 from acvi_tf import context as context_lib
 from acvi_tf import losses
 from acvi_tf.compat import keras
+from acvi_tf.formats import nmt_text
 from nmt import data, translate
 from nmt import model as model_lib
 
@@ -44,9 +45,9 @@ def _accuracy(context, seed=1):
     keras.utils.set_random_seed(seed)
     src_vocab, tgt_vocab = data.Vocab(_path("vocab.src")), data.Vocab(_path("vocab.tgt"))
     examples = data.make_examples(
-        data.read_parallel(_path("train.src"), _path("train.tgt")), src_vocab, tgt_vocab, 30, 30
+        nmt_text.read_parallel(_path("train.src"), _path("train.tgt")), src_vocab, tgt_vocab, 30, 30
     )
-    held_out = data.read_parallel(_path("dev.src"), _path("dev.tgt"))[:200]
+    held_out = nmt_text.read_parallel(_path("dev.src"), _path("dev.tgt"))[:200]
     model = model_lib.NMTModel(
         src_vocab.size(),
         tgt_vocab.size(),

@@ -8,6 +8,7 @@ from references import np_lstm
 from acvi_tf import context as context_lib
 from acvi_tf import losses
 from acvi_tf.compat import keras
+from acvi_tf.formats import nmt_text
 from nmt import data, translate
 from nmt import model as model_lib
 
@@ -126,7 +127,7 @@ def test_xla_translation_equals_the_plain_one(tmp_path):
     # every translation the same.
     def vocab(name, size):
         (tmp_path / name).write_text(
-            "\n".join(list(data.SPECIALS) + ["%s%d" % (name, i) for i in range(size - 3)])
+            "\n".join(list(nmt_text.SPECIALS) + ["%s%d" % (name, i) for i in range(size - 3)])
         )
         return data.Vocab(str(tmp_path / name))
 

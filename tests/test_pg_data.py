@@ -5,8 +5,8 @@ import struct
 import numpy as np
 import pytest
 
+from acvi_tf.formats import bin_files
 from pointer_generator import batcher as batcher_lib
-from pointer_generator import bin_files
 from pointer_generator import vocab as vocab_lib
 
 

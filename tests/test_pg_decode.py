@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from acvi_tf import context as context_lib
 from acvi_tf.compat import keras
+from acvi_tf.formats import bin_files, see_vocab
 from pointer_generator import batcher as batcher_lib
-from pointer_generator import bin_files
 from pointer_generator import decode as decode_lib
 from pointer_generator import losses as losses_lib
 from pointer_generator import model as model_lib
@@ -93,7 +93,7 @@ def test_decode_step_without_initial_state_attention_is_the_training_step(
 def test_initial_state_attention_reattends_from_the_incoming_state(model, vocab):
     batch = _batch(vocab, "test_*", 2)
     constants, state = model.start(batch)
-    tokens = tf.fill([2], vocab.word2id(vocab_lib.START_DECODING))
+    tokens = tf.fill([2], vocab.word2id(see_vocab.START_DECODING))
     _, new_state, extras = model.decode_step(
         tokens, state, constants, batch["max_art_oovs"], coverage_on=True
     )

@@ -122,6 +122,29 @@ def test_no_import_cycles():
     assert _cycles({"a": ["b"], "b": ["c"], "c": ["a"]}) == [["a", "b", "c", "a"]]
 
 
+# what each package may import of the project: the library nothing else, the corpus
+# builders the library, each host the library only
+ALLOWED_IMPORTS = {
+    "acvi_tf": {"acvi_tf"},
+    "data_prep": {"acvi_tf", "data_prep"},
+    "pointer_generator": {"acvi_tf", "pointer_generator"},
+    "nmt": {"acvi_tf", "nmt"},
+    "video_caption": {"acvi_tf", "video_caption"},
+}
+
+
+def test_packages_import_only_the_library_and_themselves():
+    """The corpus builders and the hosts share file formats through ``acvi_tf.formats``,
+    not by importing each other."""
+    crossing = [
+        (module, target)
+        for module, targets in _import_graph().items()
+        for target in targets
+        if target.split(".")[0] not in ALLOWED_IMPORTS[module.split(".")[0]]
+    ]
+    assert crossing == []
+
+
 class ScaledContext(context.ContextLayer):
     """A mechanism outside the library: ``c_t = scale * sum_i a_t,i h_i`` with the KL
     ``|c_t|^2 / 2``. It only draws a context and a KL."""

@@ -16,8 +16,9 @@ from acvi_tf import checkpoints
 from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf import training as training_lib
-from pointer_generator import bin_files, run_summarization
+from acvi_tf.formats import bin_files
 from pointer_generator import losses as losses_lib
+from pointer_generator import run_summarization
 
 
 @pytest.fixture(scope="module")

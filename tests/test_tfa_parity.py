@@ -12,8 +12,9 @@ import tensorflow as tf
 
 from acvi_tf import attention as attention_lib
 from acvi_tf import compat
-from nmt import data, translate
+from acvi_tf.formats import nmt_text
 from nmt import model as nmt_lib
+from nmt import translate
 
 if compat.TF_VERSION >= (2, 16):
     pytest.skip(
@@ -125,7 +126,7 @@ def test_nmt_beam_search_equals_the_beam_search_decoder(beam_width, alpha):
         rng = np.random.default_rng(seed)
         src_len = np.array([6, 4, 5, 2], np.int32)
         src = np.where(
-            np.arange(6)[None] < src_len[:, None], rng.integers(3, 10, (4, 6)), data.EOS_ID
+            np.arange(6)[None] < src_len[:, None], rng.integers(3, 10, (4, 6)), nmt_text.EOS_ID
         ).astype(np.int32)
         ours = translate.Translator(model, None, "beam_search", beam_width, alpha)._translate(
             tf.constant(src), tf.constant(src_len)
@@ -143,13 +144,13 @@ def test_nmt_beam_search_equals_the_beam_search_decoder(beam_width, alpha):
         )
         theirs, _, _ = decoder(
             None,
-            start_tokens=tf.fill([4], data.SOS_ID),
-            end_token=data.EOS_ID,
+            start_tokens=tf.fill([4], nmt_text.SOS_ID),
+            end_token=nmt_text.EOS_ID,
             initial_state=tfa.seq2seq.tile_batch(state, beam_width),
         )
         for b in range(4):
             expected = theirs.predicted_ids[b, :, 0].numpy().tolist()
-            if data.EOS_ID in expected:
-                expected = expected[: expected.index(data.EOS_ID)]
+            if nmt_text.EOS_ID in expected:
+                expected = expected[: expected.index(nmt_text.EOS_ID)]
             got = ours["ids"][b, : int(ours["lengths"][b])].numpy().tolist()
             assert got == expected, (seed, b)

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from absl import flags
 
+from acvi_tf.formats import frame_features
 from video_caption import cnn, features, frames
 
 from conftest import write_video
@@ -264,7 +265,7 @@ def test_extract_npy_resume_and_failures(gnet, video_dir, tmp_path, caplog):
     assert (stats.skipped, stats.extracted, len(stats.failed)) == (2, 0, 1)
     assert mtimes == {name: os.stat(os.path.join(output, name)).st_mtime_ns for name in mtimes}
     # Other settings are refused instead of mixing features.
-    with pytest.raises(features.FeaturesError, match="num_frames 4, now 8"):
+    with pytest.raises(frame_features.FeaturesError, match="num_frames 4, now 8"):
         features.extract_features(video_dir, output, num_frames=8, max_frames=10, extractor=gnet)
 
 
@@ -312,18 +313,18 @@ def test_command_line_hdf5_and_clip_list(gnet, video_dir, tmp_path, monkeypatch,
     # Run again: everything is already there.
     assert features.main(["features"], fv) == 0
     assert "2 already done, 0 extracted" in capsys.readouterr().out
-    store = features.open_features(output)
+    store = frame_features.open_features(output)
     assert store["-4wsuPCjDBc_5_15"].dtype == np.float32
     np.testing.assert_array_equal(store["-4wsuPCjDBc_5_15"], first)
     store.close()
 
 
 def test_extract_errors(tmp_path):
-    with pytest.raises(features.FeaturesError, match="is not a folder"):
+    with pytest.raises(frame_features.FeaturesError, match="is not a folder"):
         features.extract_features(str(tmp_path / "nowhere"), str(tmp_path / "out"))
-    with pytest.raises(features.FeaturesError, match="no video files"):
+    with pytest.raises(frame_features.FeaturesError, match="no video files"):
         features.extract_features(str(tmp_path), str(tmp_path / "out"))
-    with pytest.raises(features.FeaturesError, match="unknown --format"):
+    with pytest.raises(frame_features.FeaturesError, match="unknown --format"):
         features.extract_features(str(tmp_path), str(tmp_path / "out"), fmt="csv")
 
 
@@ -331,7 +332,7 @@ def test_read_clip_list(tmp_path):
     path = tmp_path / "youtube_mapping.txt"
     path.write_text("a_1_2 vid1\n\n# comment\nb_3_4 vid2\na_1_2 vid1\n")
     assert features.read_clip_list(str(path)) == ["a_1_2", "b_3_4"]
-    with pytest.raises(features.FeaturesError, match="missing.txt"):
+    with pytest.raises(frame_features.FeaturesError, match="missing.txt"):
         features.read_clip_list(str(tmp_path / "missing.txt"))
 
 
@@ -346,7 +347,7 @@ def test_open_features_npy_and_npz_folders(tmp_path):
     np.save(npy / "clip_a.npy", a)
     np.save(npy / "clip_b.npy", b)
     (npy / "features.json").write_text("{}")
-    store = features.open_features(str(npy))
+    store = frame_features.open_features(str(npy))
     assert sorted(store) == ["clip_a", "clip_b"] and len(store) == 2
     assert "clip_a" in store and "clip_c" not in store and store.dim == 6
     assert store["clip_a"].dtype == np.float32
@@ -359,11 +360,11 @@ def test_open_features_npy_and_npz_folders(tmp_path):
     np.savez(npz / "named.npz", features=a, other=b)
     np.savez(npz / "single.npz", b)
     np.savez(npz / "zz_ambiguous.npz", x=a, y=b)
-    store = features.open_features(str(npz))
+    store = frame_features.open_features(str(npz))
     np.testing.assert_allclose(store["named"], a, rtol=1e-6)
     np.testing.assert_array_equal(store["single"], b)
     assert store.dim == 6
-    with pytest.raises(features.FeaturesError, match="zz_ambiguous.npz holds the arrays"):
+    with pytest.raises(frame_features.FeaturesError, match="zz_ambiguous.npz holds the arrays"):
         store["zz_ambiguous"]
 
 
@@ -374,7 +375,7 @@ def test_open_features_hdf5_and_arctic_pickle(tmp_path):
         f.create_dataset("vid1", data=rng.rand(3, 5))
         f.create_dataset("vid2", data=rng.rand(28, 5))
         f.create_group("not_a_clip")
-    with features.open_features(path) as store:
+    with frame_features.open_features(path) as store:
         assert list(store) == ["vid1", "vid2"] and store.dim == 5
         assert store["vid2"].shape == (28, 5) and store["vid2"].dtype == np.float32
 
@@ -382,30 +383,30 @@ def test_open_features_hdf5_and_arctic_pickle(tmp_path):
     data = {"vid%d" % i: rng.rand(26 + i, 1024).astype(np.float32) for i in (1, 2, 3)}
     with open(pkl, "wb") as f:
         pickle.dump(data, f, protocol=2)
-    store = features.open_features(pkl)
+    store = frame_features.open_features(pkl)
     assert len(store) == 3 and "vid2" in store and store.dim == 1024
     np.testing.assert_array_equal(store["vid3"], data["vid3"])
 
 
 def test_open_features_errors(tmp_path):
-    with pytest.raises(features.FeaturesError, match="does not exist"):
-        features.open_features(str(tmp_path / "absent"))
+    with pytest.raises(frame_features.FeaturesError, match="does not exist"):
+        frame_features.open_features(str(tmp_path / "absent"))
     empty = tmp_path / "empty"
     empty.mkdir()
-    with pytest.raises(features.FeaturesError, match="holds no features"):
-        features.open_features(str(empty))
+    with pytest.raises(frame_features.FeaturesError, match="holds no features"):
+        frame_features.open_features(str(empty))
     other = tmp_path / "table.csv"
     other.write_text("a,b\n")
-    with pytest.raises(features.FeaturesError, match="not a feature store"):
-        features.open_features(str(other))
+    with pytest.raises(frame_features.FeaturesError, match="not a feature store"):
+        frame_features.open_features(str(other))
     bad = tmp_path / "bad"
     bad.mkdir()
     np.save(bad / "flat.npy", np.zeros(7))
-    store = features.open_features(str(bad))
-    with pytest.raises(features.FeaturesError, match=r"clip flat in .*flat.npy: .*2-D"):
+    store = frame_features.open_features(str(bad))
+    with pytest.raises(frame_features.FeaturesError, match=r"clip flat in .*flat.npy: .*2-D"):
         store["flat"]
-    with pytest.raises(features.FeaturesError, match="clip flat"):
+    with pytest.raises(frame_features.FeaturesError, match="clip flat"):
         store.dim
     np.savez(bad / "flat.npz", np.zeros((2, 2)))
-    with pytest.raises(features.FeaturesError, match="clip flat is stored twice"):
-        features.open_features(str(bad))
+    with pytest.raises(frame_features.FeaturesError, match="clip flat is stored twice"):
+        frame_features.open_features(str(bad))

@@ -2,8 +2,9 @@
 
 import pytest
 
+from acvi_tf.formats import bpe, nmt_text
 from data_prep import wmt16
-from nmt import bpe, data
+from nmt import data
 
 EN = [
     "The house is small.",
@@ -45,11 +46,11 @@ def test_prepare_writes_tokenized_and_bpe_files(tmp_path):
         assert [bpe.remove_bpe(line) for line in segmented] == original
     assert any("@@" in line for line in (out / "bpe" / "train.en").read_text().splitlines())
     vocab = data.Vocab(str(out / "bpe" / "vocab.ro"))
-    assert vocab.words()[:3] == [data.UNK, data.SOS, data.EOS]
+    assert vocab.words()[:3] == [nmt_text.UNK, nmt_text.SOS, nmt_text.EOS]
 
 
 def test_line_count_mismatch_is_named(tmp_path):
     _write(tmp_path / "train.en", EN)
     _write(tmp_path / "train.ro", RO[:4])
-    with pytest.raises(data.NmtDataError, match="train.en"):
+    with pytest.raises(nmt_text.NmtDataError, match="train.en"):
         wmt16.prepare("en", "ro", {"train": str(tmp_path / "train")}, str(tmp_path / "o"), 10)

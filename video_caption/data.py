@@ -4,7 +4,7 @@ A prepared dataset (``data_prep.msvd`` writes it, for MSVD and for the shipped d
 is a folder with ``{train,val,test}.jsonl`` (one clip per line: ``clip``, ``vid``,
 ``captions`` tokenized with NLTK's wordpunct tokenizer, raw ``references``) and
 ``vocab.txt`` (``word count`` lines, most frequent first). Features come from any store
-``video_caption.features.open_features`` reads, keyed by clip name or by ``vidN``.
+``acvi_tf.formats.frame_features.open_features`` reads, keyed by clip name or by ``vidN``.
 
 Ids: 0 ``<pad>``, 1 ``<unk>``, 2 ``<s>``, 3 ``</s>``, then the vocabulary file's words.
 Every clip is ``num_frames`` rows: a clip with more feature rows (e.g. arctic-capgen-vid's
@@ -168,7 +168,7 @@ class ClipSet:
 
     Args:
       records: from ``read_split``.
-      store: a feature store (``features.open_features``).
+      store: a feature store (``acvi_tf.formats.frame_features.open_features``).
       num_frames: K, rows per clip.
       source: how to name the store in errors.
     """

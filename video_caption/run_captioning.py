@@ -47,10 +47,10 @@ from acvi_tf import flags as acvi_flags
 from acvi_tf import trainer as trainer_lib
 from acvi_tf import training as training_lib
 from acvi_tf.compat import keras
+from acvi_tf.formats import frame_features
 from acvi_tf.metrics import captions as caption_metrics
 from video_caption import data
 from video_caption import decode as decode_lib
-from video_caption import features as features_lib
 from video_caption import model as model_lib
 
 MODES = ("train", "eval", "decode")
@@ -205,7 +205,7 @@ class Experiment:
     def __init__(self, config):
         self.config = config
         self.vocab = data.Vocab(os.path.join(config.data_dir, "vocab.txt"), config.vocab_size)
-        self.store = features_lib.open_features(config.features)
+        self.store = frame_features.open_features(config.features)
         self._sets = {}
         self._statistics = None
         self.model = model_lib.Captioner(

@@ -18,7 +18,7 @@ from subword_nmt import apply_bpe as apply_bpe_lib
 from subword_nmt import learn_bpe as learn_bpe_lib
 
 from acvi_tf import files
-from nmt import data
+from acvi_tf.formats import nmt_text
 
 SEPARATOR = "@@"
 _BPE_MARKER = re.compile(r"@@( |$)", re.MULTILINE)
@@ -33,7 +33,7 @@ def learn_joint_bpe(train_files, num_merges, codes_path, min_frequency=2):
       codes_path: output codes file (subword-nmt format, ``#version: 0.2`` header).
       min_frequency: stop when no pair is this frequent (subword-nmt's default 2).
     """
-    lines = itertools.chain.from_iterable(data.read_lines(path) for path in train_files)
+    lines = itertools.chain.from_iterable(nmt_text.read_lines(path) for path in train_files)
     codes = io.StringIO()
     learn_bpe_lib.learn_bpe(lines, codes, num_merges, min_frequency=min_frequency)
     files.atomic_write_text(codes_path, codes.getvalue())
@@ -52,7 +52,7 @@ def apply_bpe(codes_path, in_path, out_path):
     """
     with open(codes_path, encoding="utf-8") as codes:
         bpe = apply_bpe_lib.BPE(codes, separator=SEPARATOR)
-    lines = data.read_lines(in_path)
+    lines = nmt_text.read_lines(in_path)
     files.atomic_write_text(out_path, "".join(bpe.segment(line) + "\n" for line in lines))
     logging.info("Applied BPE to %d lines of %s: %s", len(lines), in_path, out_path)
 
@@ -74,14 +74,13 @@ def build_vocab(paths, vocab_path):
     """
     counts = collections.Counter()
     for path in paths:
-        for line in data.read_lines(path):
-            counts.update(data.tokenize(line))
-    for special in data.SPECIALS:
+        for line in nmt_text.read_lines(path):
+            counts.update(nmt_text.tokenize(line))
+    for special in nmt_text.SPECIALS:
         if counts.pop(special, 0):
             logging.warning(
                 "%s occurs in the text of %s; it keeps its special id", special, ", ".join(paths)
             )
-    tokens = list(data.SPECIALS) + [token for token, _ in counts.most_common()]
-    files.atomic_write_text(vocab_path, "".join(token + "\n" for token in tokens))
-    logging.info("Wrote %s: %d tokens", vocab_path, len(tokens))
-    return len(tokens)
+    size = nmt_text.write_vocab(vocab_path, [token for token, _ in counts.most_common()])
+    logging.info("Wrote %s: %d tokens", vocab_path, size)
+    return size
