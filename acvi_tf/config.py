@@ -1,7 +1,8 @@
 """A command's settings, frozen once its flags are parsed.
 
 Every entry point defines its flags on a ``FlagValues`` (``define_flags``), parses the
-command line, and runs on ``from_flags(flag_values, __name__)``: an immutable record of
+command line, and runs on ``from_flags(flag_values, __name__)`` (``run_command`` does the
+three for its ``__main__``; ``parse`` for a program or a test): an immutable record of
 every flag's value, which flags the command line gave, and which belong in the run's
 record (``hparams.json``). Nothing downstream reads or changes absl's state; a setting
 derived from others (tensorflow/nmt's presets) is a new ``Config`` from ``replace``.
@@ -11,7 +12,9 @@ import sys
 from collections.abc import Mapping
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
-from absl import flags
+from absl import app, flags
+
+from acvi_tf import errors
 
 # the module that defines the flags every entry point shares (acvi_tf.flags)
 SHARED_FLAGS_MODULE = "acvi_tf.flags"
@@ -132,3 +135,29 @@ def parse(define_flags: Callable[[flags.FlagValues], None], argv: Sequence[str])
     define_flags(flag_values)
     flag_values(list(argv))
     return from_flags(flag_values, define_flags.__module__)
+
+
+def run_command(
+    define_flags: Callable[[flags.FlagValues], None],
+    run: Callable[[Config], Any],
+    exit_status: Callable[[Any], int] = None,
+) -> None:
+    """An entry point's ``__main__``: defines its flags, parses the command line, runs.
+
+    ``run(config)`` gets the frozen flags; a user's error is reported in one line with
+    exit status 2 (``acvi_tf.errors.run``).
+
+    Args:
+      define_flags: the entry point's ``define_flags(flag_values)``.
+      run: the entry point's ``run(config)``.
+      exit_status: maps ``run``'s result to the exit status; None: 0.
+    """
+    define_flags(flags.FLAGS)
+
+    def main(argv):
+        if len(argv) > 1:
+            raise app.UsageError("unknown command-line arguments: %s" % " ".join(argv[1:]))
+        result = run(from_flags(flags.FLAGS, run.__module__))
+        return exit_status(result) if exit_status else None
+
+    errors.run(main)

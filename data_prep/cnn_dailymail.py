@@ -82,11 +82,11 @@ import re
 import shutil
 import string
 import subprocess
-import sys
 import tempfile
 
 from absl import app, flags, logging
 
+from acvi_tf import config as config_lib
 from acvi_tf import errors
 from acvi_tf.formats import bin_files, see_vocab
 
@@ -910,27 +910,34 @@ def accept_finished_files(directory):
 
 # --- Command line -----------------------------------------------------------------------
 
-FLAGS = flags.FLAGS
 
-
-def define_flags():
+def define_flags(fv=flags.FLAGS):
     """Defines the command-line flags.
 
     Called only when the module runs as a program: ``run_summarization`` has its own
     ``--vocab_size``, and importing both into one process must stay possible.
     """
-    flags.DEFINE_string("cnn_stories_dir", None, "Folder of CNN <sha1>.story files (cnn/stories).")
     flags.DEFINE_string(
-        "dm_stories_dir", None, "Folder of Daily Mail <sha1>.story files (dailymail/stories)."
+        "cnn_stories_dir", None, "Folder of CNN <sha1>.story files (cnn/stories).", flag_values=fv
+    )
+    flags.DEFINE_string(
+        "dm_stories_dir",
+        None,
+        "Folder of Daily Mail <sha1>.story files (dailymail/stories).",
+        flag_values=fv,
     )
     flags.DEFINE_string(
         "url_lists_dir",
         None,
         "Folder holding all_train.txt, all_val.txt "
         "and all_test.txt (abisee/cnn-dailymail's url_lists).",
+        flag_values=fv,
     )
     flags.DEFINE_string(
-        "out_dir", "finished_files", "Output folder for {train,val,test}.bin, chunked/ and vocab."
+        "out_dir",
+        "finished_files",
+        "Output folder for {train,val,test}.bin, chunked/ and vocab.",
+        flag_values=fv,
     )
     flags.DEFINE_string(
         "finished_files",
@@ -938,6 +945,7 @@ def define_flags():
         "Accept an already-finished See "
         "finished_files/ folder instead: verify it and write chunked/ if "
         "missing.",
+        flag_values=fv,
     )
     flags.DEFINE_enum(
         "tokenizer",
@@ -947,67 +955,69 @@ def define_flags():
         "PTBTokenizer (CoreNLP 3.4.1 jar from pycocoevalcap, needs java); "
         "python: the pure-Python re-creation (see the module docstring for "
         "its differences).",
+        flag_values=fv,
     )
     flags.DEFINE_boolean(
         "strict_counts",
         False,
         "Stop when the story counts differ from "
         "92,579 CNN / 219,506 Daily Mail or a listed story is missing.",
+        flag_values=fv,
     )
     flags.DEFINE_integer(
-        "vocab_size", see_vocab.VOCAB_SIZE, "Most common words written to vocab.", lower_bound=1
+        "vocab_size",
+        see_vocab.VOCAB_SIZE,
+        "Most common words written to vocab.",
+        lower_bound=1,
+        flag_values=fv,
     )
     flags.DEFINE_integer(
         "tokenizer_batch_size",
         TOKENIZER_BATCH_SIZE,
         "Stories per tokenizer call (one java run each).",
         lower_bound=1,
+        flag_values=fv,
     )
     flags.DEFINE_string(
         "tmp_dir",
         None,
         "Where to put the temporary tokenizer folders (default: the system temporary directory).",
+        flag_values=fv,
     )
 
 
-def _run_build():
-    if FLAGS.url_lists_dir is None:
+def _run_build(config):
+    if config.url_lists_dir is None:
         raise app.UsageError("--url_lists_dir is required (or pass --finished_files)")
     stats = build(
-        FLAGS.url_lists_dir,
-        FLAGS.out_dir,
-        FLAGS.cnn_stories_dir,
-        FLAGS.dm_stories_dir,
-        make_tokenizer(FLAGS.tokenizer, FLAGS.tmp_dir),
-        FLAGS.strict_counts,
-        FLAGS.vocab_size,
-        FLAGS.tokenizer_batch_size,
+        config.url_lists_dir,
+        config.out_dir,
+        config.cnn_stories_dir,
+        config.dm_stories_dir,
+        make_tokenizer(config.tokenizer, config.tmp_dir),
+        config.strict_counts,
+        config.vocab_size,
+        config.tokenizer_batch_size,
     )
-    return "Built %s\n%s" % (FLAGS.out_dir, stats.summary())
+    return "Built %s\n%s" % (config.out_dir, stats.summary())
 
 
-def main(argv):
+def run(config):
     """Builds or accepts ``finished_files`` from the flags and prints the summary."""
-    if len(argv) > 1:
-        raise app.UsageError("unexpected arguments: %s" % " ".join(argv[1:]))
-    story_flags = (FLAGS.cnn_stories_dir, FLAGS.dm_stories_dir, FLAGS.url_lists_dir)
-    if FLAGS.finished_files and any(flag is not None for flag in story_flags):
+    story_flags = (config.cnn_stories_dir, config.dm_stories_dir, config.url_lists_dir)
+    if config.finished_files and any(flag is not None for flag in story_flags):
         raise app.UsageError(
             "--finished_files cannot be combined with the stories and URL list flags"
         )
-    try:
-        if FLAGS.finished_files:
-            summary = "Accepted %s\n%s" % (
-                FLAGS.finished_files,
-                accept_finished_files(FLAGS.finished_files),
-            )
-        else:
-            summary = _run_build()
-    except (CnnDailymailError, bin_files.BinFileError, see_vocab.VocabError) as e:
-        sys.exit("cnn_dailymail: error: %s" % e)
+    if config.finished_files:
+        summary = "Accepted %s\n%s" % (
+            config.finished_files,
+            accept_finished_files(config.finished_files),
+        )
+    else:
+        summary = _run_build(config)
     print(summary)
 
 
 if __name__ == "__main__":
-    define_flags()
-    errors.run(main)
+    config_lib.run_command(define_flags, run)

@@ -55,10 +55,10 @@ import re
 import shutil
 import statistics
 import subprocess
-import sys
 
-from absl import app, flags, logging
+from absl import flags, logging
 
+from acvi_tf import config as config_lib
 from acvi_tf import errors
 from acvi_tf.formats import bin_files, see_vocab
 from data_prep import splits as splits_lib
@@ -492,10 +492,7 @@ def build(translation_file, out_dir, max_article_tokens=400, caps=None, full_bin
     return stats
 
 
-FLAGS = flags.FLAGS
-
-
-def define_flags():
+def define_flags(fv=flags.FLAGS):
     """Defines the command-line flags.
 
     Called only when the module runs as a program, so that several builders (and their
@@ -506,47 +503,51 @@ def define_flags():
         None,
         "Debian Translation-en index (plain, .gz, .xz or .lz4). Default: the first "
         "/var/lib/apt/lists/*_main_i18n_Translation-en* (release suite first).",
+        flag_values=fv,
     )
-    flags.DEFINE_string("out_dir", None, "Directory for train/val/test.bin, chunked/ and vocab.")
+    flags.DEFINE_string(
+        "out_dir", None, "Directory for train/val/test.bin, chunked/ and vocab.", flag_values=fv
+    )
     flags.DEFINE_integer(
         "max_article_tokens",
         400,
         "Drop pairs whose article has more tokens than this.",
         lower_bound=1,
+        flag_values=fv,
     )
     flags.DEFINE_integer(
         "max_train",
         None,
         "Keep at most this many train pairs (smallest package hashes first). Default: all.",
         lower_bound=0,
+        flag_values=fv,
     )
-    flags.DEFINE_integer("max_val", None, "Like --max_train, for val.", lower_bound=0)
-    flags.DEFINE_integer("max_test", None, "Like --max_train, for test.", lower_bound=0)
+    flags.DEFINE_integer(
+        "max_val", None, "Like --max_train, for val.", lower_bound=0, flag_values=fv
+    )
+    flags.DEFINE_integer(
+        "max_test", None, "Like --max_train, for test.", lower_bound=0, flag_values=fv
+    )
     flags.DEFINE_boolean(
         "full_bins",
         True,
         "Also write train.bin, val.bin and test.bin next "
         "to chunked/ (See's layout); --nofull_bins writes chunked/ only.",
+        flag_values=fv,
     )
-    flags.mark_flag_as_required("out_dir")
+    flags.mark_flag_as_required("out_dir", flag_values=fv)
 
 
-def main(argv):
+def run(config):
     """Builds the corpus from the flags and prints the summary."""
-    if len(argv) > 1:
-        raise app.UsageError("unexpected arguments: %s" % " ".join(argv[1:]))
-    caps = {"train": FLAGS.max_train, "val": FLAGS.max_val, "test": FLAGS.max_test}
-    try:
-        translation_file = FLAGS.translation_file or default_translation_file()
-        logging.info("reading %s", translation_file)
-        stats = build(
-            translation_file, FLAGS.out_dir, FLAGS.max_article_tokens, caps, FLAGS.full_bins
-        )
-    except TranslationFileError as e:
-        sys.exit("debian_descriptions: error: %s" % e)
-    print("Built %s from %s\n%s" % (FLAGS.out_dir, translation_file, stats.summary()))
+    caps = {"train": config.max_train, "val": config.max_val, "test": config.max_test}
+    translation_file = config.translation_file or default_translation_file()
+    logging.info("reading %s", translation_file)
+    stats = build(
+        translation_file, config.out_dir, config.max_article_tokens, caps, config.full_bins
+    )
+    print("Built %s from %s\n%s" % (config.out_dir, translation_file, stats.summary()))
 
 
 if __name__ == "__main__":
-    define_flags()
-    errors.run(main)
+    config_lib.run_command(define_flags, run)

@@ -57,13 +57,13 @@ import collections
 import dataclasses
 import io
 import os
-import sys
 
-from absl import app, flags, logging
+from absl import flags, logging
 from subword_nmt.apply_bpe import BPE
 from subword_nmt.learn_bpe import learn_bpe
 
-from acvi_tf import errors, files
+from acvi_tf import config as config_lib
+from acvi_tf import files
 from acvi_tf.formats import nmt_text
 from data_prep import debian_descriptions as dd
 from data_prep import splits as splits_lib
@@ -445,10 +445,7 @@ def build(en_file, de_file, out_dir, max_len=50, caps=None, min_count=1, bpe_mer
     return stats
 
 
-FLAGS = flags.FLAGS
-
-
-def define_flags():
+def define_flags(fv=flags.FLAGS):
     """Defines the command-line flags.
 
     Called only when the module runs as a program, so that several builders (and their
@@ -459,54 +456,69 @@ def define_flags():
         None,
         "Debian Translation-en index (plain, .gz, .xz or .lz4). Default: "
         "the first /var/lib/apt/lists/*_main_i18n_Translation-en* (release suite first).",
+        flag_values=fv,
     )
-    flags.DEFINE_string("de_file", None, "Like --en_file, for Translation-de.")
+    flags.DEFINE_string("de_file", None, "Like --en_file, for Translation-de.", flag_values=fv)
     flags.DEFINE_string(
-        "out_dir", None, "Directory for {train,dev,test}.{en,de}, vocab.{en,de} and bpe/."
+        "out_dir",
+        None,
+        "Directory for {train,dev,test}.{en,de}, vocab.{en,de} and bpe/.",
+        flag_values=fv,
     )
     flags.DEFINE_integer(
-        "max_len", 50, "Drop pairs with more tokens than this on either side.", lower_bound=1
+        "max_len",
+        50,
+        "Drop pairs with more tokens than this on either side.",
+        lower_bound=1,
+        flag_values=fv,
     )
     flags.DEFINE_integer(
         "max_train",
         None,
         "Keep at most this many train pairs (smallest description hashes first). Default: all.",
         lower_bound=0,
+        flag_values=fv,
     )
-    flags.DEFINE_integer("max_dev", None, "Like --max_train, for dev.", lower_bound=0)
-    flags.DEFINE_integer("max_test", None, "Like --max_train, for test.", lower_bound=0)
+    flags.DEFINE_integer(
+        "max_dev", None, "Like --max_train, for dev.", lower_bound=0, flag_values=fv
+    )
+    flags.DEFINE_integer(
+        "max_test", None, "Like --max_train, for test.", lower_bound=0, flag_values=fv
+    )
     flags.DEFINE_integer(
         "min_count",
         1,
         "Word-level vocab: keep train tokens seen at least this often.",
         lower_bound=1,
+        flag_values=fv,
     )
     flags.DEFINE_integer(
         "bpe_merges",
         8000,
         "Joint BPE merge operations learned on train.en + train.de.",
         lower_bound=1,
+        flag_values=fv,
     )
-    flags.mark_flag_as_required("out_dir")
+    flags.mark_flag_as_required("out_dir", flag_values=fv)
 
 
-def main(argv):
+def run(config):
     """Builds the corpus from the flags and prints the summary."""
-    if len(argv) > 1:
-        raise app.UsageError("unexpected arguments: %s" % " ".join(argv[1:]))
-    caps = {"train": FLAGS.max_train, "dev": FLAGS.max_dev, "test": FLAGS.max_test}
-    try:
-        en_file = FLAGS.en_file or default_index("en")
-        de_file = FLAGS.de_file or default_index("de")
-        logging.info("reading %s and %s", en_file, de_file)
-        stats = build(
-            en_file, de_file, FLAGS.out_dir, FLAGS.max_len, caps, FLAGS.min_count, FLAGS.bpe_merges
-        )
-    except dd.TranslationFileError as e:
-        sys.exit("debian_translations: error: %s" % e)
-    print("Built %s from %s and %s\n%s" % (FLAGS.out_dir, en_file, de_file, stats.summary()))
+    caps = {"train": config.max_train, "dev": config.max_dev, "test": config.max_test}
+    en_file = config.en_file or default_index("en")
+    de_file = config.de_file or default_index("de")
+    logging.info("reading %s and %s", en_file, de_file)
+    stats = build(
+        en_file,
+        de_file,
+        config.out_dir,
+        config.max_len,
+        caps,
+        config.min_count,
+        config.bpe_merges,
+    )
+    print("Built %s from %s and %s\n%s" % (config.out_dir, en_file, de_file, stats.summary()))
 
 
 if __name__ == "__main__":
-    define_flags()
-    errors.run(main)
+    config_lib.run_command(define_flags, run)

@@ -64,11 +64,11 @@ import html
 import json
 import os
 import re
-import sys
 import tempfile
 
-from absl import app, flags, logging
+from absl import flags, logging
 
+from acvi_tf import config as config_lib
 from acvi_tf import errors
 from acvi_tf.formats import bin_files, see_vocab
 from data_prep.text import tokenize
@@ -553,10 +553,7 @@ def build(docs_dir, models_dir, out_dir, expected_references=EXPECTED_REFERENCES
     return stats
 
 
-FLAGS = flags.FLAGS
-
-
-def define_flags():
+def define_flags(fv=flags.FLAGS):
     """Defines the command-line flags.
 
     Called only when the module runs as a program, so that several builders (and their
@@ -567,36 +564,36 @@ def define_flags():
         None,
         "The DUC 2004 'docs' folder: one folder per document "
         "set (d30001t, ...), each with one file per document.",
+        flag_values=fv,
     )
     flags.DEFINE_string(
         "models_dir",
         None,
         "The task-1 model summaries (eval/models/1), one "
         "file per summary, named like D30001.P.10.T.A.APW19981016.0240.",
+        flag_values=fv,
     )
     flags.DEFINE_string(
-        "out_dir", None, "Directory for test.bin, chunked/test_NNN.bin and references.json."
+        "out_dir",
+        None,
+        "Directory for test.bin, chunked/test_NNN.bin and references.json.",
+        flag_values=fv,
     )
     flags.DEFINE_integer(
         "expected_references",
         EXPECTED_REFERENCES,
         "Warn about documents with fewer reference summaries than this.",
         lower_bound=1,
+        flag_values=fv,
     )
-    flags.mark_flags_as_required(["docs_dir", "models_dir", "out_dir"])
+    flags.mark_flags_as_required(["docs_dir", "models_dir", "out_dir"], flag_values=fv)
 
 
-def main(argv):
+def run(config):
     """Builds the DUC 2004 test set from the flags and prints the summary line."""
-    if len(argv) > 1:
-        raise app.UsageError("unexpected arguments: %s" % " ".join(argv[1:]))
-    try:
-        stats = build(FLAGS.docs_dir, FLAGS.models_dir, FLAGS.out_dir, FLAGS.expected_references)
-    except DucDataError as e:
-        sys.exit("duc2004: error: %s" % e)
-    print("Built %s: %s" % (FLAGS.out_dir, stats.summary()))
+    stats = build(config.docs_dir, config.models_dir, config.out_dir, config.expected_references)
+    print("Built %s: %s" % (config.out_dir, stats.summary()))
 
 
 if __name__ == "__main__":
-    define_flags()
-    errors.run(main)
+    config_lib.run_command(define_flags, run)

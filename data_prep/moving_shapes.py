@@ -63,14 +63,14 @@ import json
 import os
 import re
 import subprocess
-import sys
 import tempfile
 
 import imageio_ffmpeg
 import numpy as np
-from absl import app, flags, logging
+from absl import flags, logging
 from PIL import Image
 
+from acvi_tf import config as config_lib
 from acvi_tf import errors, files
 
 FPS = 24
@@ -184,6 +184,10 @@ GERMAN_MOTIONS = {
 WORKERS = 4  # threads rendering and encoding clips
 TRAIL = (0.45, 0.3, 0.15)  # opacities of the motion-blur copies, nearest first
 _STALE_CLIP = re.compile(r"^%s\d+_\d+_\d+\.(?:mp4|avi)$" % VIDEO_PREFIX)
+
+
+class MovingShapesError(errors.UserError, ValueError):
+    """A setting the generator cannot honour, or no usable ffmpeg; the message says why."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -426,7 +430,9 @@ def video_format():
             timeout=60,
         ).stdout
     except (OSError, subprocess.SubprocessError) as e:
-        raise RuntimeError("cannot run the ffmpeg of imageio_ffmpeg: %s" % e) from e
+        raise MovingShapesError(
+            "cannot run the ffmpeg of imageio_ffmpeg (%s); reinstall imageio-ffmpeg" % e
+        ) from e
     if re.search(r"^\s*V\S*\s+libx264\s", encoders, re.MULTILINE):
         return "libx264", "yuv420p", ".mp4", ("-crf", "17", "-preset", "medium")
     logging.warning("ffmpeg has no libx264; writing Motion JPEG .avi clips")
@@ -501,13 +507,13 @@ def generate(output_dir, num_clips=200, frames=48, size=112, captions_per_clip=6
       ValueError: an argument is out of range.
     """
     if num_clips < 1:
-        raise ValueError("num_clips must be >= 1, got %d" % num_clips)
+        raise MovingShapesError("num_clips must be >= 1, got %d" % num_clips)
     if frames < 2:
-        raise ValueError("frames must be >= 2, got %d" % frames)
+        raise MovingShapesError("frames must be >= 2, got %d" % frames)
     if size < 16 or size % 2:
-        raise ValueError("size must be even (yuv420p) and >= 16, got %d" % size)
+        raise MovingShapesError("size must be even (yuv420p) and >= 16, got %d" % size)
     if captions_per_clip < 1:
-        raise ValueError("captions_per_clip must be >= 1, got %d" % captions_per_clip)
+        raise MovingShapesError("captions_per_clip must be >= 1, got %d" % captions_per_clip)
     extension = video_format()[2]
     clips_dir = os.path.join(output_dir, CLIPS_DIR)
     os.makedirs(clips_dir, exist_ok=True)
@@ -551,10 +557,7 @@ def generate(output_dir, num_clips=200, frames=48, size=112, captions_per_clip=6
     return attributes
 
 
-FLAGS = flags.FLAGS
-
-
-def define_flags():
+def define_flags(fv=flags.FLAGS):
     """Defines the command-line flags.
 
     Called only when the module runs as a program, so that several builders (and their
@@ -564,32 +567,32 @@ def define_flags():
         "output_dir",
         None,
         "Directory for clips/, video_corpus.csv, youtube_mapping.txt and attributes.json.",
+        flag_values=fv,
     )
-    flags.DEFINE_integer("num_clips", 200, "Number of clips.", lower_bound=1)
-    flags.DEFINE_integer("frames", 48, "Frames per clip (24 fps).", lower_bound=2)
-    flags.DEFINE_integer("size", 112, "Frame side in pixels (even).", lower_bound=16)
-    flags.DEFINE_integer("captions_per_clip", 6, "English descriptions per clip.", lower_bound=1)
-    flags.DEFINE_integer("seed", 0, "Seed of the NumPy generators.")
-    flags.mark_flag_as_required("output_dir")
+    flags.DEFINE_integer("num_clips", 200, "Number of clips.", lower_bound=1, flag_values=fv)
+    flags.DEFINE_integer("frames", 48, "Frames per clip (24 fps).", lower_bound=2, flag_values=fv)
+    flags.DEFINE_integer(
+        "size", 112, "Frame side in pixels (even).", lower_bound=16, flag_values=fv
+    )
+    flags.DEFINE_integer(
+        "captions_per_clip", 6, "English descriptions per clip.", lower_bound=1, flag_values=fv
+    )
+    flags.DEFINE_integer("seed", 0, "Seed of the NumPy generators.", flag_values=fv)
+    flags.mark_flag_as_required("output_dir", flag_values=fv)
 
 
-def main(argv):
+def run(config):
     """Generates the corpus from the flags and prints what to run next."""
-    if len(argv) > 1:
-        raise app.UsageError("unexpected arguments: %s" % " ".join(argv[1:]))
-    try:
-        attributes = generate(
-            FLAGS.output_dir,
-            FLAGS.num_clips,
-            FLAGS.frames,
-            FLAGS.size,
-            FLAGS.captions_per_clip,
-            FLAGS.seed,
-        )
-    except (ValueError, RuntimeError, OSError) as e:
-        sys.exit("moving_shapes: error: %s" % e)
-    val = test = max(1, FLAGS.num_clips // 10) if FLAGS.num_clips >= 3 else 0
-    train = FLAGS.num_clips - val - test
+    attributes = generate(
+        config.output_dir,
+        config.num_clips,
+        config.frames,
+        config.size,
+        config.captions_per_clip,
+        config.seed,
+    )
+    val = test = max(1, config.num_clips // 10) if config.num_clips >= 3 else 0
+    train = config.num_clips - val - test
     print(
         "Wrote %d clips (%d frames of %dx%d at %d fps, %d English captions each) to %s\n"
         "Next: extract their features with video_caption.features, then\n"
@@ -597,14 +600,14 @@ def main(argv):
         "--train_clips=%d --val_clips=%d --test_clips=%d [--features=...]"
         % (
             len(attributes),
-            FLAGS.frames,
-            FLAGS.size,
-            FLAGS.size,
+            config.frames,
+            config.size,
+            config.size,
             FPS,
-            FLAGS.captions_per_clip,
-            FLAGS.output_dir,
-            os.path.join(FLAGS.output_dir, CSV_FILE),
-            os.path.join(FLAGS.output_dir, MAPPING_FILE),
+            config.captions_per_clip,
+            config.output_dir,
+            os.path.join(config.output_dir, CSV_FILE),
+            os.path.join(config.output_dir, MAPPING_FILE),
             train,
             val,
             test,
@@ -613,5 +616,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    define_flags()
-    errors.run(main)
+    config_lib.run_command(define_flags, run)

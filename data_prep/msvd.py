@@ -67,11 +67,11 @@ import dataclasses
 import json
 import os
 import re
-import sys
 
-from absl import app, flags, logging
+from absl import flags, logging
 from nltk.tokenize import wordpunct_tokenize
 
+from acvi_tf import config as config_lib
 from acvi_tf import errors, files
 from acvi_tf.formats import frame_features
 
@@ -667,89 +667,103 @@ def build(
     return stats
 
 
-FLAGS = flags.FLAGS
-
-
-def define_flags():
+def define_flags(fv=flags.FLAGS):
     """Defines the command-line flags.
 
     Called only when the module runs as a program, so that several builders (and their
     tests) can be imported into one process without clashing flags.
     """
     flags.DEFINE_string(
-        "corpus_csv", None, "The MSR Video Description Corpus CSV (video_corpus.csv)."
+        "corpus_csv",
+        None,
+        "The MSR Video Description Corpus CSV (video_corpus.csv).",
+        flag_values=fv,
     )
     flags.DEFINE_string(
-        "mapping", None, "youtube_mapping.txt: '<VideoID>_<Start>_<End> vidN' lines."
+        "mapping",
+        None,
+        "youtube_mapping.txt: '<VideoID>_<Start>_<End> vidN' lines.",
+        flag_values=fv,
     )
     flags.DEFINE_string(
-        "output_dir", None, "Directory for {train,val,test}.jsonl, vocab.txt and stats.json."
+        "output_dir",
+        None,
+        "Directory for {train,val,test}.jsonl, vocab.txt and stats.json.",
+        flag_values=fv,
     )
     flags.DEFINE_string(
         "features",
         None,
         "Optional feature store; every clip written must "
         "have features under its clip name or its vidN.",
+        flag_values=fv,
     )
     flags.DEFINE_boolean(
         "skip_missing_features",
         False,
         "Leave out clips without features (with a warning) instead of failing.",
+        flag_values=fv,
     )
     flags.DEFINE_integer(
         "train_clips",
         TRAIN_CLIPS,
         "vid1 .. vidN of this many clips are the train split.",
         lower_bound=0,
+        flag_values=fv,
     )
     flags.DEFINE_integer(
-        "val_clips", VAL_CLIPS, "The next this many clips are the val split.", lower_bound=0
+        "val_clips",
+        VAL_CLIPS,
+        "The next this many clips are the val split.",
+        lower_bound=0,
+        flag_values=fv,
     )
     flags.DEFINE_integer(
         "test_clips",
         TEST_CLIPS,
         "The next this many clips are the test split (the standard 670; the ACVI paper says 600).",
         lower_bound=0,
+        flag_values=fv,
     )
     flags.DEFINE_integer(
         "min_count",
         1,
         "Vocabulary: words with at least this many occurrences in the training captions.",
         lower_bound=1,
+        flag_values=fv,
     )
-    flags.DEFINE_boolean("lowercase", True, "Lowercase the captions before tokenising.")
     flags.DEFINE_boolean(
-        "strict", False, "A CSV clip missing from the mapping is an error instead of a warning."
+        "lowercase", True, "Lowercase the captions before tokenising.", flag_values=fv
     )
-    flags.mark_flags_as_required(["corpus_csv", "mapping", "output_dir"])
+    flags.DEFINE_boolean(
+        "strict",
+        False,
+        "A CSV clip missing from the mapping is an error instead of a warning.",
+        flag_values=fv,
+    )
+    flags.mark_flags_as_required(["corpus_csv", "mapping", "output_dir"], flag_values=fv)
 
 
-def main(argv):
+def run(config):
     """Builds the dataset from the flags and prints the summary."""
-    if len(argv) > 1:
-        raise app.UsageError("unexpected arguments: %s" % " ".join(argv[1:]))
-    try:
-        stats = build(
-            FLAGS.corpus_csv,
-            FLAGS.mapping,
-            FLAGS.output_dir,
-            features=FLAGS.features,
-            skip_missing_features=FLAGS.skip_missing_features,
-            train_clips=FLAGS.train_clips,
-            val_clips=FLAGS.val_clips,
-            test_clips=FLAGS.test_clips,
-            min_count=FLAGS.min_count,
-            lowercase=FLAGS.lowercase,
-            strict=FLAGS.strict,
-        )
-    except MsvdError as e:
-        sys.exit("msvd: error: %s" % e)
+    stats = build(
+        config.corpus_csv,
+        config.mapping,
+        config.output_dir,
+        features=config.features,
+        skip_missing_features=config.skip_missing_features,
+        train_clips=config.train_clips,
+        val_clips=config.val_clips,
+        test_clips=config.test_clips,
+        min_count=config.min_count,
+        lowercase=config.lowercase,
+        strict=config.strict,
+    )
     print(
         "Built %s from %s and %s\n%s"
-        % (FLAGS.output_dir, FLAGS.corpus_csv, FLAGS.mapping, stats.summary())
+        % (config.output_dir, config.corpus_csv, config.mapping, stats.summary())
     )
 
 
 if __name__ == "__main__":
-    define_flags()
-    errors.run(main)
+    config_lib.run_command(define_flags, run)

@@ -44,10 +44,10 @@ import hashlib
 import os
 import re
 import string
-import sys
 
-from absl import app, flags, logging
+from absl import flags, logging
 
+from acvi_tf import config as config_lib
 from acvi_tf import errors
 from acvi_tf.formats import nmt_text
 from data_prep.debian_translations import SPLITS, split_of, write_lines
@@ -242,10 +242,7 @@ def build(words_file, out_dir, max_word_chars=20, caps=None):
     return stats
 
 
-FLAGS = flags.FLAGS
-
-
-def define_flags():
+def define_flags(fv=flags.FLAGS):
     """Defines the command-line flags.
 
     Called only when the module runs as a program, so that several builders (and their
@@ -255,35 +252,40 @@ def define_flags():
         "words_file",
         DEFAULT_WORDS_FILE,
         "Word list or `word count` vocab file; the first field of each line is a candidate word.",
+        flag_values=fv,
     )
     flags.DEFINE_string(
-        "out_dir", None, "Directory for {train,dev,test}.{src,tgt} and vocab.{src,tgt}."
+        "out_dir",
+        None,
+        "Directory for {train,dev,test}.{src,tgt} and vocab.{src,tgt}.",
+        flag_values=fv,
     )
-    flags.DEFINE_integer("max_word_chars", 20, "Skip words with more characters.", lower_bound=1)
+    flags.DEFINE_integer(
+        "max_word_chars", 20, "Skip words with more characters.", lower_bound=1, flag_values=fv
+    )
     flags.DEFINE_integer(
         "max_train",
         None,
         "Keep at most this many train words (smallest hashes first). Default: all.",
         lower_bound=0,
+        flag_values=fv,
     )
-    flags.DEFINE_integer("max_dev", None, "Like --max_train, for dev.", lower_bound=0)
-    flags.DEFINE_integer("max_test", None, "Like --max_train, for test.", lower_bound=0)
-    flags.mark_flag_as_required("out_dir")
+    flags.DEFINE_integer(
+        "max_dev", None, "Like --max_train, for dev.", lower_bound=0, flag_values=fv
+    )
+    flags.DEFINE_integer(
+        "max_test", None, "Like --max_train, for test.", lower_bound=0, flag_values=fv
+    )
+    flags.mark_flag_as_required("out_dir", flag_values=fv)
 
 
-def main(argv):
+def run(config):
     """Builds the task from the flags and prints the summary."""
-    if len(argv) > 1:
-        raise app.UsageError("unexpected arguments: %s" % " ".join(argv[1:]))
-    caps = {"train": FLAGS.max_train, "dev": FLAGS.max_dev, "test": FLAGS.max_test}
-    logging.info("reading %s", FLAGS.words_file)
-    try:
-        stats = build(FLAGS.words_file, FLAGS.out_dir, FLAGS.max_word_chars, caps)
-    except WordsFileError as e:
-        sys.exit("pig_latin: error: %s" % e)
-    print("Built %s from %s\n%s" % (FLAGS.out_dir, FLAGS.words_file, stats.summary()))
+    caps = {"train": config.max_train, "dev": config.max_dev, "test": config.max_test}
+    logging.info("reading %s", config.words_file)
+    stats = build(config.words_file, config.out_dir, config.max_word_chars, caps)
+    print("Built %s from %s\n%s" % (config.out_dir, config.words_file, stats.summary()))
 
 
 if __name__ == "__main__":
-    define_flags()
-    errors.run(main)
+    config_lib.run_command(define_flags, run)

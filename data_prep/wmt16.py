@@ -17,9 +17,10 @@ Train on them with ``--subword_option=bpe`` (``@@ `` is removed before BLEU).
 
 import os
 
-from absl import app, flags, logging
+from absl import flags, logging
 
-from acvi_tf import errors, files
+from acvi_tf import config as config_lib
+from acvi_tf import files
 from acvi_tf.formats import bpe, nmt_text
 from data_prep import text
 
@@ -69,36 +70,31 @@ def prepare(src, tgt, prefixes, out_dir, num_merges):
     return counts
 
 
-def define_flags():
+def define_flags(fv=flags.FLAGS):
     """Defines the command-line flags (only when run as a program)."""
-    flags.DEFINE_string("src", "en", "Source language suffix.")
-    flags.DEFINE_string("tgt", "ro", "Target language suffix.")
-    flags.DEFINE_string("train_prefix", None, "Raw training files: PREFIX.src, PREFIX.tgt.")
-    flags.DEFINE_string("dev_prefix", None, "Raw dev files (newsdev2016).")
-    flags.DEFINE_string("test_prefix", None, "Raw test files (newstest2016).")
-    flags.DEFINE_string("out_dir", None, "Output folder.")
-    flags.DEFINE_integer("num_merges", 32000, "Joint BPE merge operations.", lower_bound=1)
-    flags.mark_flags_as_required(["train_prefix", "out_dir"])
+    flags.DEFINE_string("src", "en", "Source language suffix.", flag_values=fv)
+    flags.DEFINE_string("tgt", "ro", "Target language suffix.", flag_values=fv)
+    flags.DEFINE_string(
+        "train_prefix", None, "Raw training files: PREFIX.src, PREFIX.tgt.", flag_values=fv
+    )
+    flags.DEFINE_string("dev_prefix", None, "Raw dev files (newsdev2016).", flag_values=fv)
+    flags.DEFINE_string("test_prefix", None, "Raw test files (newstest2016).", flag_values=fv)
+    flags.DEFINE_string("out_dir", None, "Output folder.", flag_values=fv)
+    flags.DEFINE_integer(
+        "num_merges", 32000, "Joint BPE merge operations.", lower_bound=1, flag_values=fv
+    )
+    flags.mark_flags_as_required(["train_prefix", "out_dir"], flag_values=fv)
 
 
-def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError("unexpected arguments: %s" % " ".join(argv[1:]))
-    flag_values = flags.FLAGS
+def run(config):
     prefixes = {
-        name: getattr(flag_values, name + "_prefix")
+        name: getattr(config, name + "_prefix")
         for name in ("train", "dev", "test")
-        if getattr(flag_values, name + "_prefix")
+        if getattr(config, name + "_prefix")
     }
-    counts = prepare(
-        flag_values.src, flag_values.tgt, prefixes, flag_values.out_dir, flag_values.num_merges
-    )
-    print(
-        "Wrote %s: %s"
-        % (flag_values.out_dir, ", ".join("%s %d pairs" % kv for kv in counts.items()))
-    )
+    counts = prepare(config.src, config.tgt, prefixes, config.out_dir, config.num_merges)
+    print("Wrote %s: %s" % (config.out_dir, ", ".join("%s %d pairs" % kv for kv in counts.items())))
 
 
 if __name__ == "__main__":
-    define_flags()
-    errors.run(main)
+    config_lib.run_command(define_flags, run)

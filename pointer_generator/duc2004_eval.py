@@ -19,11 +19,11 @@ summary is cut at exactly 75 bytes for every measure.
 import json
 import os
 import re
-import sys
 import tempfile
 
-from absl import app, flags
+from absl import flags
 
+from acvi_tf import config as config_lib
 from acvi_tf import errors
 from acvi_tf.metrics import rouge as rouge_lib
 
@@ -200,29 +200,31 @@ def score_duc2004(decode_dir, references_path):
     return metrics
 
 
-FLAGS = flags.FLAGS
-flags.DEFINE_string(
-    "decode_dir",
-    None,
-    "A decode folder of run_summarization (--mode=decode --single_pass) on the DUC 2004 test.bin.",
-)
-flags.DEFINE_string(
-    "references", None, "references.json written by data_prep.duc2004 next to that test.bin."
-)
+def define_flags(fv=flags.FLAGS):
+    """Defines the command's flags on ``fv``."""
+    flags.DEFINE_string(
+        "decode_dir",
+        None,
+        "A decode folder of run_summarization (--mode=decode --single_pass) on the DUC 2004 "
+        "test.bin.",
+        flag_values=fv,
+    )
+    flags.DEFINE_string(
+        "references",
+        None,
+        "references.json written by data_prep.duc2004 next to that test.bin.",
+        flag_values=fv,
+    )
+    flags.mark_flags_as_required(["decode_dir", "references"], flag_values=fv)
 
 
-def main(argv):
-    """Scores the flags' decode folder and prints the report."""
-    if len(argv) > 1:
-        raise app.UsageError("unexpected arguments: %s" % " ".join(argv[1:]))
-    try:
-        metrics = score_duc2004(FLAGS.decode_dir, FLAGS.references)
-    except (Duc2004EvalError, rouge_lib.RougeUnavailableError) as e:
-        sys.exit("duc2004_eval: error: %s" % e)
+def run(config):
+    """Scores ``--decode_dir`` and prints the report."""
+    metrics = score_duc2004(config.decode_dir, config.references)
     print(duc2004_report(metrics), end="")
-    print("Written to %s and %s in %s" % (RESULTS_FILE, METRICS_FILE, FLAGS.decode_dir))
+    print("Written to %s and %s in %s" % (RESULTS_FILE, METRICS_FILE, config.decode_dir))
+    return metrics
 
 
 if __name__ == "__main__":
-    flags.mark_flags_as_required(["decode_dir", "references"])
-    errors.run(main)
+    config_lib.run_command(define_flags, run)

@@ -16,7 +16,7 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags, logging
 
-from acvi_tf import checkpoints, errors, objective, summaries
+from acvi_tf import checkpoints, objective, summaries
 from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf import trainer as trainer_lib
@@ -866,12 +866,5 @@ def run(config):
     return evaluate(config, vocab, train_dir, eval_dir, phases)
 
 
-def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError("Unknown command-line arguments: %s" % " ".join(argv[1:]))
-    run(config_lib.from_flags(flags.FLAGS, __name__))
-
-
 if __name__ == "__main__":
-    define_flags()
-    errors.run(main)
+    config_lib.run_command(define_flags, run)

@@ -468,12 +468,5 @@ def run(config):
     return path
 
 
-def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError("Unknown command-line arguments: %s" % " ".join(argv[1:]))
-    run(config_lib.from_flags(flags.FLAGS, __name__))
-
-
 if __name__ == "__main__":
-    define_flags()
-    errors.run(main)
+    config_lib.run_command(define_flags, run)

@@ -146,20 +146,39 @@ def test_gumbel_fraction_needs_the_number_of_training_steps():
         fv(["prog", "--acvi_gumbel_fraction=0.1"])
 
 
+def _entry_points():
+    """The project's commands: every module with a ``__main__`` block."""
+    found = []
+    for package in ("acvi_tf", "pointer_generator", "nmt", "video_caption", "data_prep"):
+        for folder, _, names in os.walk(os.path.join(ROOT, package)):
+            for name in sorted(names):
+                path = os.path.join(folder, name)
+                if name.endswith(".py") and 'if __name__ == "__main__":' in open(path).read():
+                    found.append(os.path.relpath(path, ROOT)[: -len(".py")].replace(os.sep, "."))
+    return found
+
+
 def test_importing_the_entry_points_defines_no_flag():
     """Flags exist only once a command's ``define_flags`` runs (a fresh process, so this
-    suite's own definitions do not count)."""
+    suite's own definitions do not count); each command defines them in ``define_flags``
+    and runs through ``config.run_command``."""
+    modules = _entry_points()
+    assert {"nmt.run_nmt", "data_prep.pig_latin", "pointer_generator.lead_baseline"} <= set(modules)
     code = (
         "from absl import flags\n"
-        "import acvi_tf.flags, nmt.run_nmt, pointer_generator.run_summarization\n"
-        "import pointer_generator.see_checkpoint, video_caption.run_captioning\n"
-        "print(sorted(set(flags.FLAGS) & {'context', 'jit_compile', 'data_path', "
-        "'num_units', 'encoder_units', 'tf1_checkpoint'}))\n"
+        + "".join("import %s\n" % module for module in modules)
+        + "by_module = flags.FLAGS.flags_by_module_dict()\n"
+        + "print(sorted(m for m in by_module if m.split('.')[0] in %r))\n"
+        % ({m.split(".")[0] for m in modules},)
     )
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
     )
     assert done.stdout.strip().splitlines()[-1] == "[]"
+    for module in modules:
+        if module != "pointer_generator.results_table":  # positional arguments, no flags
+            source = open(os.path.join(ROOT, *module.split(".")) + ".py").read()
+            assert "config_lib.run_command(define_flags, run" in source, module
 
 
 def test_configure_runtime_sets_precision_seed_and_determinism():

@@ -12,8 +12,8 @@ import pickle
 import h5py
 import numpy as np
 import pytest
-from absl import flags
 
+from acvi_tf import config as config_lib
 from acvi_tf.formats import frame_features
 from video_caption import cnn, features, frames
 
@@ -283,9 +283,8 @@ def test_command_line_hdf5_and_clip_list(gnet, video_dir, tmp_path, monkeypatch,
     clips = tmp_path / "clips.txt"
     clips.write_text("# clip list\n-4wsuPCjDBc_5_15 vid1\nshort_clip vid2\nabsent vid3\n")
     output = str(tmp_path / "feats.h5")
-    fv = flags.FlagValues()
-    features.define_flags(fv)
-    fv(
+    config = config_lib.parse(
+        features.define_flags,
         [
             "features",
             "--video_dir=" + video_dir,
@@ -296,9 +295,9 @@ def test_command_line_hdf5_and_clip_list(gnet, video_dir, tmp_path, monkeypatch,
             "--clips=" + str(clips),
             "--batch_size=%d" % NUM_FRAMES,
             "--dtype=float16",
-        ]
+        ],
     )
-    assert features.main(["features"], fv) == 0
+    assert features.exit_status(features.run(config)) == 0
     assert "2 extracted" in capsys.readouterr().out
     video = features.find_videos(video_dir)["-4wsuPCjDBc_5_15"]
     direct = features.clip_features(gnet, frames.read_frames(video, 10), NUM_FRAMES)
@@ -311,7 +310,7 @@ def test_command_line_hdf5_and_clip_list(gnet, video_dir, tmp_path, monkeypatch,
     np.testing.assert_allclose(first, direct, rtol=2e-3, atol=1e-2)
     assert not os.path.exists(output + ".failed.txt")
     # Run again: everything is already there.
-    assert features.main(["features"], fv) == 0
+    assert features.exit_status(features.run(config)) == 0
     assert "2 already done, 0 extracted" in capsys.readouterr().out
     store = frame_features.open_features(output)
     assert store["-4wsuPCjDBc_5_15"].dtype == np.float32

@@ -39,14 +39,13 @@ import dataclasses
 import datetime
 import json
 import os
-import sys
 import time
 
 import h5py
 import numpy as np
-from absl import app, flags, logging
+from absl import flags, logging
 
-from acvi_tf import errors
+from acvi_tf import config as config_lib
 from acvi_tf.files import atomic_write, atomic_write_text
 from acvi_tf.formats.frame_features import FeaturesError
 from video_caption import cnn as cnn_lib
@@ -422,10 +421,7 @@ def extract_features(
 # ----------------------------------------------------------------------------- command
 
 
-FLAGS = flags.FLAGS
-
-
-def define_flags(flag_values=FLAGS):
+def define_flags(flag_values=flags.FLAGS):
     """Defines the command-line flags on ``flag_values``.
 
     Called only when the module runs as a program (tests pass their own ``FlagValues``),
@@ -504,37 +500,34 @@ def define_flags(flag_values=FLAGS):
     flags.mark_flags_as_required(["video_dir", "output"], flag_values=fv)
 
 
-def main(argv, flag_values=FLAGS):
-    """Runs the extraction from the flags and prints the summary.
+def run(config):
+    """Runs the extraction and prints the summary.
 
     Returns:
-      0 when every clip was extracted, 1 when some failed (they are listed in the
-      failed file).
+      The extraction's ``Stats``.
     """
-    if len(argv) > 1:
-        raise app.UsageError("unexpected arguments: %s" % " ".join(argv[1:]))
-    fv = flag_values
-    try:
-        clips = read_clip_list(fv.clips) if fv.clips else None
-        stats = extract_features(
-            fv.video_dir,
-            fv.output,
-            cnn=fv.cnn,
-            cnn_weights=fv.cnn_weights,
-            max_frames=fv.max_frames,
-            num_frames=fv.num_frames,
-            fmt=fv.format,
-            batch_size=fv.batch_size,
-            clips=clips,
-            log_every=fv.log_every,
-            dtype=fv.dtype,
-        )
-    except (FeaturesError, cnn_lib.WeightsError) as e:
-        sys.exit("features: error: %s" % e)
-    print("Features of %s -> %s\n%s" % (fv.video_dir, fv.output, stats.summary()))
+    clips = read_clip_list(config.clips) if config.clips else None
+    stats = extract_features(
+        config.video_dir,
+        config.output,
+        cnn=config.cnn,
+        cnn_weights=config.cnn_weights,
+        max_frames=config.max_frames,
+        num_frames=config.num_frames,
+        fmt=config.format,
+        batch_size=config.batch_size,
+        clips=clips,
+        log_every=config.log_every,
+        dtype=config.dtype,
+    )
+    print("Features of %s -> %s\n%s" % (config.video_dir, config.output, stats.summary()))
+    return stats
+
+
+def exit_status(stats):
+    """0 when every clip was extracted, 1 when some failed (listed in the failed file)."""
     return 1 if stats.failed else 0
 
 
 if __name__ == "__main__":
-    define_flags()
-    errors.run(main)
+    config_lib.run_command(define_flags, run, exit_status)

@@ -41,7 +41,7 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags, logging
 
-from acvi_tf import checkpoints, errors, files, losses, objective, summaries
+from acvi_tf import checkpoints, files, losses, objective, summaries
 from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf import trainer as trainer_lib
@@ -569,12 +569,5 @@ def run(config):
     return evaluate(exp) if config.mode == "eval" else decode(exp)
 
 
-def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError("Unknown command-line arguments: %s" % " ".join(argv[1:]))
-    run(config_lib.from_flags(flags.FLAGS, __name__))
-
-
 if __name__ == "__main__":
-    define_flags()
-    errors.run(main)
+    config_lib.run_command(define_flags, run)
