@@ -71,3 +71,27 @@ def test_the_summarizer_reports_unusable_data_in_one_line(tmp_path):
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("error: %s" % (tmp_path / "train_000.bin"))
     assert "no usable example in 1 file(s)" in last
+
+
+@pytest.mark.parametrize(
+    "command, argv",
+    [
+        ("data_prep.pig_latin", ["--words_file={missing}", "--out_dir={out}"]),
+        ("data_prep.wmt16", ["--train_prefix={missing}", "--out_dir={out}"]),
+        ("pointer_generator.duc2004_eval", ["--decode_dir={missing}", "--references={missing}"]),
+    ],
+)
+def test_a_builder_or_tool_reports_a_missing_file_in_one_line(tmp_path, command, argv):
+    missing = str(tmp_path / "missing")
+    argv = [a.format(missing=missing, out=tmp_path / "out") for a in argv]
+    result = subprocess.run(
+        [sys.executable, "-m", command, *argv],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: ") and missing in last, last
