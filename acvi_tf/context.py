@@ -17,7 +17,7 @@ of the ACVI paper unless marked "journal".
 """
 
 import math
-from typing import NamedTuple, Optional, Tuple, Union
+from typing import Dict, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 import tensorflow as tf
@@ -177,6 +177,12 @@ class ContextLayer(keras.layers.Layer):
     def regularization(self) -> tf.Tensor:
         """A penalty on the layer's own parameters for the training loss (0 by default)."""
         return tf.constant(0.0)
+
+    def statistics(self, prepared: PreparedMemory) -> Dict[str, tf.Tensor]:
+        """Scalars of the mechanism's state on this source batch, for TensorBoard (none
+        by default); every host logs them through ``objective.context_terms``."""
+        del prepared
+        return {}
 
     def prepare(self, memory: tf.Tensor, memory_mask: Optional[tf.Tensor] = None) -> PreparedMemory:
         """Caches the encoder states and padding mask for this source batch.
@@ -470,6 +476,16 @@ class ACVIContext(ContextLayer):
             return base._replace(variance=variance)
         component_kl = 0.5 * tf.reduce_sum(variance + tf.square(h) - 1.0 - log_var, axis=-1)
         return base._replace(variance=variance, component_kl=component_kl)
+
+    def statistics(self, prepared: PreparedMemory) -> Dict[str, tf.Tensor]:
+        """The mean ``log sigma^2`` and the mean ``sigma`` over real source positions
+        and dimensions."""
+        mask = prepared.mask[..., tf.newaxis]
+        count = tf.reduce_sum(mask) * tf.cast(tf.shape(prepared.variance)[-1], tf.float32)
+        return {
+            "sigma/mean_log_variance": tf.reduce_sum(tf.math.log(prepared.variance) * mask) / count,
+            "sigma/mean_sigma": tf.reduce_sum(tf.sqrt(prepared.variance) * mask) / count,
+        }
 
     def gumbel_active(self, step: Union[tf.Tensor, int], total_steps: int) -> tf.Tensor:
         """True in the last ``gumbel_fraction`` of ``total_steps`` (always for "gumbel").

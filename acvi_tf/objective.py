@@ -41,7 +41,9 @@ def context_terms(
     """The terms a context mechanism adds to a host's NLL, and what to log of them.
 
     Args:
-      out: the host model's training outputs: ``kl`` [B, T] and, where the mechanism has
+      out: the host model's training outputs: ``kl`` [B, T], ``prepared`` (the context
+        layer's ``PreparedMemory``, for its ``statistics``; absent where the layer has
+        none) and, where the mechanism has
         a sentence latent, ``kl_z`` [B].
       step: the global step (for the schedule).
       normalise: the host's reduction of a per-step [B, T] tensor to the scalar its NLL
@@ -55,13 +57,15 @@ def context_terms(
     Returns:
       ``(loss, logs)``: the scalar to add to the NLL, and ``kl`` (``KL_c`` reduced like
       the NLL, before weight and schedule), ``kl_z`` (0 without a sentence latent) and
-      ``kl_factor`` (the warm-up factor) for TensorBoard.
+      ``kl_factor`` (the warm-up factor) for TensorBoard, and the context layer's
+      ``statistics`` (ACVI's sigma).
     """
     kl_weight = getattr(context_layer, "kl_weight", 0.0)
     loss = kl_terms.term(out["kl"], step, normalise, kl_weight)
+    logs = dict(kl=normalise(out["kl"]), kl_z=tf.constant(0.0), kl_factor=kl_terms.factor(step))
     if context_layer is not None:
         loss += context_layer.regularization()
-    logs = dict(kl=normalise(out["kl"]), kl_z=tf.constant(0.0), kl_factor=kl_terms.factor(step))
+        logs.update(context_layer.statistics(out.get("prepared")))
     kl_z = out.get("kl_z")
     if kl_z is not None:
         loss += kl_terms.term(kl_z, step, per_example)

@@ -219,7 +219,8 @@ class NMTModel(keras.Model):
 
         Returns:
           dict: ``logits`` [B, T, V], ``attn`` [B, T, S], ``kl`` [B, T], ``kl_z`` [B]
-          (VED's sentence-latent KL; zeros otherwise); with a latent alignment also
+          (VED's sentence-latent KL; zeros otherwise), ``prepared`` (the context layer's
+          ``PreparedMemory``); with a latent alignment also
           ``token_nll`` [B, T] (the loss in place of the cross-entropy, see
           ``variational.VariationalAttentionContext.alignment_losses``).
         """
@@ -249,6 +250,7 @@ class NMTModel(keras.Model):
             attn=attns,
             kl=self.context_layer.kl_divergence(contexts, attns, constants["prepared"]),
             kl_z=constants["kl_z"],
+            prepared=constants["prepared"],
         )
         if self.context_layer.latent_alignment:
             gold = batch["tgt_out"]

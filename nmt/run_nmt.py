@@ -332,13 +332,7 @@ def make_train_step(config, model, optimizer):
         per_sequence = functools.partial(losses.per_sequence, lengths=batch["tgt_len"])
         terms, logs = objective.context_terms(out, step, per_sequence, context_layer, kl_terms)
         loss = nll + terms
-        return loss, dict(
-            train_loss=loss,
-            nll=nll,
-            kl=logs["kl"],
-            kl_factor=logs["kl_factor"],
-            predict_count=count / num_samples,
-        )
+        return loss, dict(logs, train_loss=loss, nll=nll, predict_count=count / num_samples)
 
     return training_lib.make_train_step(
         loss_fn,
@@ -428,8 +422,9 @@ def train(config, vocabs):
         with writer.as_default(step=step):
             tf.summary.scalar("lr", lr)
             tf.summary.scalar("train_ppl", ppl)
-            for name in ("train_loss", "grad_norm", "kl", "kl_factor"):
-                tf.summary.scalar(name, results[name])
+            for name, value in results.items():
+                if name not in ("nll", "predict_count"):  # train_ppl shows them
+                    tf.summary.scalar(name, value)
         stats.update(nll=0.0, count=0.0, words=0, start=time.time())
 
     def validate(step):

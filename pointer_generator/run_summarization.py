@@ -366,19 +366,10 @@ def _optimizer(config):
 
 
 def _diagnostics(out, batch):
-    """p_gen mean over real decoder steps, and the ACVI sigma statistics."""
+    """p_gen mean over real decoder steps."""
     mask = batch["dec_padding_mask"]
     p_gen = tf.sigmoid(tf.cast(out["p_gen_logit"], tf.float32))
-    stats = {"p_gen": tf.reduce_sum(p_gen * mask) / tf.reduce_sum(mask)}
-    prepared = out.get("prepared")  # absent for the Transformer
-    variance = prepared.variance if prepared is not None else None
-    if variance is not None:
-        enc_mask = batch["enc_padding_mask"][..., tf.newaxis]
-        count = tf.reduce_sum(enc_mask) * tf.cast(tf.shape(variance)[-1], tf.float32)
-        log_var = tf.math.log(variance)
-        stats["sigma/mean_log_variance"] = tf.reduce_sum(log_var * enc_mask) / count
-        stats["sigma/mean_sigma"] = tf.reduce_sum(tf.sqrt(variance) * enc_mask) / count
-    return stats
+    return {"p_gen": tf.reduce_sum(p_gen * mask) / tf.reduce_sum(mask)}
 
 
 def make_train_step(config, model, optimizer, coverage_on):

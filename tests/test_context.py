@@ -483,3 +483,14 @@ def test_generator_state_is_checkpointed(tmp_path, batch):
 def test_bad_options_are_rejected(kwargs, match):
     with pytest.raises(ValueError, match=match):
         context.ACVIContext(**kwargs)
+
+
+def test_acvi_statistics_are_the_mean_sigma_over_real_positions(batch):
+    memory, mask, _ = batch
+    layer = context.ACVIContext(seed=1)
+    prepared = layer.prepare(memory, mask)
+    stats = {name: float(value) for name, value in layer.statistics(prepared).items()}
+    log_var = np.log(prepared.variance.numpy()[mask])  # [real positions, D]
+    np.testing.assert_allclose(stats["sigma/mean_log_variance"], log_var.mean(), rtol=1e-5)
+    np.testing.assert_allclose(stats["sigma/mean_sigma"], np.exp(log_var / 2).mean(), rtol=1e-5)
+    assert context.SoftAttentionContext().statistics(prepared) == {}

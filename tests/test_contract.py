@@ -34,20 +34,20 @@ TARGETS = dict(nmt=("tgt_out", "tgt_len"), captioner=("caption_out", "caption_le
 
 
 def _loss(host, model, batch, step=0, training=True):
-    """The host's training loss (the NLL its run_* uses plus the context terms); without
-    ``training`` the deterministic one of the mean context."""
+    """The host's training loss (the NLL its run_* uses plus the context terms), its
+    outputs and what it logs; without ``training`` the deterministic loss of the mean
+    context."""
     out = model(batch, training=training)
     if host == "summarizer":
-        return pg_losses.compute_losses(out, batch, context_layer=model.context_layer)[
-            "total_loss"
-        ], out
+        logs = pg_losses.compute_losses(out, batch, context_layer=model.context_layer)
+        return logs["total_loss"], out, logs
     target, lengths = TARGETS[host]
     nll, _ = seq_losses.sequence_loss(
         out["logits"], batch[target], batch[lengths], token_nll=out.get("token_nll")
     )
     normalise = functools.partial(seq_losses.per_sequence, lengths=batch[lengths])
-    terms, _ = objective.context_terms(out, step, normalise, model.context_layer)
-    return nll + terms, out
+    terms, logs = objective.context_terms(out, step, normalise, model.context_layer)
+    return nll + terms, out, logs
 
 
 def _beam(host, model, batch, beam_size=2, max_steps=4):
@@ -87,7 +87,7 @@ def test_every_mechanism_trains_and_restores_in_every_host(host, mode, tmp_path)
     before = float(_loss(host, model, batch, training=False)[0])
     for step in range(15):
         with tf.GradientTape() as tape:
-            loss, out = _loss(host, model, batch, step)
+            loss, out, logs = _loss(host, model, batch, step)
         variables = model.trainable_variables
         grads = tape.gradient(loss, variables)
         assert np.isfinite(float(loss)) and any(g is not None for g in grads)
@@ -96,6 +96,12 @@ def test_every_mechanism_trains_and_restores_in_every_host(host, mode, tmp_path)
             kl = out["kl"].numpy()
             assert kl.shape == tuple(out["attn"].shape[:2]) and np.all(np.isfinite(kl))
             assert (np.abs(kl).max() > 0) == (mode in WITH_KL), kl
+            # the context layer's own statistics reach the host's logs (ACVI's sigma)
+            sigma = logs.get("sigma/mean_sigma")
+            assert (sigma is not None) == (mode == "acvi"), sorted(logs)
+            if sigma is not None:
+                log_var = float(logs["sigma/mean_log_variance"])
+                assert 0 < float(sigma) and np.isfinite(log_var), (sigma, log_var)
     after = float(_loss(host, model, batch, training=False)[0])
     assert after < 0.8 * before, (before, after)
 

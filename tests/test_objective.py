@@ -54,9 +54,11 @@ def test_each_mechanism_brings_its_own_weight_and_no_layer_brings_none():
     out = _out(with_sentence_latent=False)
     total = float(tf.reduce_mean(out["kl"]))
     acvi = registry.make_context_layer("acvi")
+    out["prepared"] = acvi.prepare(tf.ones([B, 4, 2]))
     loss, logs = objective.context_terms(out, 0, tf.reduce_mean, acvi)
     np.testing.assert_allclose(float(loss), context.ACVI_KL_WEIGHT * total, rtol=1e-6)
     assert float(logs["kl_z"]) == 0.0
+    assert logs["sigma/mean_sigma"] == acvi.statistics(out["prepared"])["sigma/mean_sigma"]
     loss, logs = objective.context_terms(out, 0, tf.reduce_mean, None)
     assert float(loss) == 0.0 and float(logs["kl"]) == pytest.approx(total)
 

@@ -157,7 +157,8 @@ class Captioner(keras.Model):
 
         Returns:
           dict: ``logits`` [B, T, V], ``attn`` [B, T, K] (float32), ``kl`` [B, T] and
-          ``kl_z`` [B] (VED's sentence-latent KL; zeros otherwise); with a latent
+          ``kl_z`` [B] (VED's sentence-latent KL; zeros otherwise), ``prepared`` (the
+          context layer's ``PreparedMemory``); with a latent
           alignment also ``token_nll`` [B, T] (the loss in place of the cross-entropy,
           see ``variational.VariationalAttentionContext.alignment_losses``).
         """
@@ -187,6 +188,7 @@ class Captioner(keras.Model):
             attn=attns,
             kl=self.context_layer.kl_divergence(contexts, attns, constants["prepared"]),
             kl_z=constants["kl_z"],
+            prepared=constants["prepared"],
         )
         if self.context_layer.latent_alignment:
             gold = batch["caption_out"]
