@@ -39,3 +39,41 @@ def test_every_test_the_docs_name_exists():
                 missing.append("%s: %s::%s" % (os.path.basename(page), test_file, name))
     assert named > 30
     assert not missing, missing
+
+
+def _project_text_files():
+    """The tracked text of the repository: docs, code, build files."""
+    for folder, dirs, names in os.walk(ROOT):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in ("samples", "results")]
+        for name in names:
+            if name.endswith((".md", ".py", ".toml", ".txt", ".ini")) or name == "Makefile":
+                yield os.path.join(folder, name)
+
+
+def test_every_link_in_the_docs_resolves():
+    pages = [p for p in _project_text_files() if p.endswith(".md")]
+    broken = []
+    for page in pages:
+        with open(page, encoding="utf-8") as f:
+            for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", f.read()):
+                if "://" not in target and not os.path.exists(
+                    os.path.join(os.path.dirname(page), target)
+                ):
+                    broken.append((os.path.relpath(page, ROOT), target))
+    assert len(pages) > 10 and not broken, broken
+
+
+def test_no_text_names_this_projects_issue_numbers():
+    """History lives in git: the code and docs state facts, not the issues that asked for
+    them (another project's issue, named with its repository, is a citation)."""
+    own_issue = re.compile(r"\bissues? \(?#?\d|\(issue", re.I)
+    citation = re.compile(r"(abisee|github|tensorflow/nmt|OpenNMT)[\w/ .-]*issues? #?\d", re.I)
+    found = []
+    for path in _project_text_files():
+        if path == os.path.abspath(__file__):  # its own patterns
+            continue
+        with open(path, encoding="utf-8") as f:
+            for number, line in enumerate(f, start=1):
+                if own_issue.search(line) and not citation.search(line):
+                    found.append("%s:%d" % (os.path.relpath(path, ROOT), number))
+    assert found == [], found
