@@ -10,7 +10,7 @@ derived from others (tensorflow/nmt's presets) is a new ``Config`` from ``replac
 
 import sys
 from collections.abc import Mapping
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, List, Sequence
 
 from absl import app, flags
 
@@ -154,7 +154,7 @@ def run_command(
     """
     define_flags(flags.FLAGS)
 
-    def main(argv):
+    def main(argv: List[str]) -> Any:
         if len(argv) > 1:
             raise app.UsageError("unknown command-line arguments: %s" % " ".join(argv[1:]))
         result = run(from_flags(flags.FLAGS, run.__module__))

@@ -9,6 +9,7 @@ and ``tf.data.TFRecordDataset`` cannot read it.
 import glob
 import os
 import struct
+from typing import Iterable, Iterator, List, Tuple
 
 import tensorflow as tf
 
@@ -37,7 +38,7 @@ def _feature(example, path, index, key):
         ) from e
 
 
-def read_bin_file(path):
+def read_bin_file(path: str) -> Iterator[Tuple[str, str]]:
     """Yields ``(article, abstract)`` strings from one ``.bin`` file, in file order.
 
     Raises:
@@ -79,7 +80,7 @@ def read_bin_file(path):
             index += 1
 
 
-def write_bin_file(path, pairs):
+def write_bin_file(path: str, pairs: Iterable[Tuple[str, str]]) -> int:
     """Writes ``(article, abstract)`` pairs as one ``.bin`` file, atomically.
 
     Returns:
@@ -98,7 +99,9 @@ def write_bin_file(path, pairs):
     return count
 
 
-def write_chunked(out_dir, split, pairs, chunk_size=1000):
+def write_chunked(
+    out_dir: str, split: str, pairs: Iterable[Tuple[str, str]], chunk_size: int = 1000
+) -> List[str]:
     """Writes pairs as ``{split}_000.bin``, ``{split}_001.bin``, ... of ``chunk_size`` each.
 
     Returns:
@@ -113,7 +116,7 @@ def write_chunked(out_dir, split, pairs, chunk_size=1000):
     return paths
 
 
-def expand_data_path(pattern):
+def expand_data_path(pattern: str) -> List[str]:
     """Sorted files matching the ``--data_path`` glob; a clear error when none match."""
     paths = sorted(glob.glob(pattern))
     if not paths:

@@ -12,6 +12,7 @@ import collections
 import io
 import itertools
 import re
+from typing import Sequence
 
 from absl import logging
 from subword_nmt import apply_bpe as apply_bpe_lib
@@ -24,7 +25,9 @@ SEPARATOR = "@@"
 _BPE_MARKER = re.compile(r"@@( |$)", re.MULTILINE)
 
 
-def learn_joint_bpe(train_files, num_merges, codes_path, min_frequency=2):
+def learn_joint_bpe(
+    train_files: Sequence[str], num_merges: int, codes_path: str, min_frequency: int = 2
+) -> None:
     """Learns BPE merges on the concatenation of the training files.
 
     Args:
@@ -45,7 +48,7 @@ def learn_joint_bpe(train_files, num_merges, codes_path, min_frequency=2):
     )
 
 
-def apply_bpe(codes_path, in_path, out_path):
+def apply_bpe(codes_path: str, in_path: str, out_path: str) -> None:
     """Writes ``in_path`` segmented with the merges of ``codes_path`` (``@@`` separator).
 
     Tokens are split on spaces as subword-nmt does; runs of spaces collapse to one.
@@ -57,12 +60,12 @@ def apply_bpe(codes_path, in_path, out_path):
     logging.info("Applied BPE to %d lines of %s: %s", len(lines), in_path, out_path)
 
 
-def remove_bpe(text):
+def remove_bpe(text: str) -> str:
     """Undoes BPE: drops every ``"@@ "`` and a ``"@@"`` ending a line."""
     return _BPE_MARKER.sub("", text)
 
 
-def build_vocab(paths, vocab_path):
+def build_vocab(paths: Sequence[str], vocab_path: str) -> int:
     """Writes a tensorflow/nmt vocab: ``<unk> <s> </s>``, then tokens by frequency.
 
     Args:

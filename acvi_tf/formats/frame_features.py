@@ -11,6 +11,7 @@ dataset per clip, and the arctic-capgen-vid pickle ``FEAT_key_vidID_value_featur
 import collections.abc
 import os
 import pickle
+from typing import Union
 
 import h5py
 import numpy as np
@@ -67,13 +68,13 @@ class FeatureStore(collections.abc.Mapping):
         raise NotImplementedError
 
     @property
-    def dim(self):
+    def dim(self) -> int:
         """The feature size, read from the first clip."""
         if self._dim is None:
             self._dim = int(self[self._names[0]].shape[1])
         return self._dim
 
-    def close(self):
+    def close(self) -> None:
         """Releases open files (HDF5); the store is unusable afterwards."""
 
     def __enter__(self):
@@ -122,7 +123,7 @@ class _FolderStore(FeatureStore):
         return loaded, file_path
 
     @property
-    def dim(self):
+    def dim(self) -> int:
         """The feature size, read from the first clip (an .npy is memory-mapped)."""
         if self._dim is None:
             first = self._names[0]
@@ -163,7 +164,7 @@ class _Hdf5Store(FeatureStore):
         return self._file[clip][()], "%s:/%s" % (self.path, clip)
 
     @property
-    def dim(self):
+    def dim(self) -> int:
         """The feature size, read from the first dataset's shape."""
         if self._dim is None:
             first = self._names[0]
@@ -176,7 +177,7 @@ class _Hdf5Store(FeatureStore):
             self._dim = int(shape[1])
         return self._dim
 
-    def close(self):
+    def close(self) -> None:
         """Closes the HDF5 file."""
         self._file.close()
 
@@ -208,7 +209,7 @@ class _PickleStore(FeatureStore):
         return self._data[clip], self.path
 
 
-def open_features(path):
+def open_features(path: Union[str, os.PathLike]) -> "FeatureStore":
     """Opens a feature store as a read-only Mapping clip -> float32 [n, dim].
 
     Accepted forms:

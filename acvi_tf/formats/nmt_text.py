@@ -12,6 +12,7 @@ The rules are those of tensorflow/nmt's ``utils/vocab_utils.py`` and
 """
 
 import os
+from typing import Iterable, List, Tuple
 
 from absl import logging
 
@@ -30,7 +31,7 @@ class NmtDataError(errors.UserError, ValueError):
     """A vocab or text file breaks the rules; the message names the file, line and fix."""
 
 
-def read_lines(path):
+def read_lines(path: str) -> List[str]:
     """The lines of a UTF-8 text file, as ``tf.data.TextLineDataset`` reads them.
 
     Lines end at ``"\\n"``; a ``"\\r"`` just before it is dropped too; a final line
@@ -69,12 +70,12 @@ def read_lines(path):
     return lines
 
 
-def tokenize(line):
+def tokenize(line: str) -> List[str]:
     """Tokens of a line split on the ASCII space, as TF1's ``tf.string_split``."""
     return [token for token in line.split(" ") if token]
 
 
-def read_vocab_tokens(vocab_file):
+def read_vocab_tokens(vocab_file: str) -> List[str]:
     """The tokens of a vocab file, one per line, checked for blanks and duplicates."""
     tokens, first_line = [], {}
     for line_number, line in enumerate(read_lines(vocab_file), start=1):
@@ -100,7 +101,7 @@ def read_vocab_tokens(vocab_file):
     return tokens
 
 
-def check_vocab(vocab_file, out_dir):
+def check_vocab(vocab_file: str, out_dir: str) -> Tuple[int, str]:
     """Checks that a vocab starts with ``<unk> <s> </s>``; writes a repaired copy if not.
 
     tensorflow/nmt's ``check_vocab``: when the first three tokens are not the specials,
@@ -148,7 +149,7 @@ def check_vocab(vocab_file, out_dir):
     return len(repaired), new_file
 
 
-def read_parallel(src_path, tgt_path):
+def read_parallel(src_path: str, tgt_path: str) -> List[Tuple[str, str]]:
     """Aligned ``(src_line, tgt_line)`` pairs of two parallel text files.
 
     Args:
@@ -172,7 +173,7 @@ def read_parallel(src_path, tgt_path):
     return list(zip(src_lines, tgt_lines))
 
 
-def write_vocab(path, tokens):
+def write_vocab(path: str, tokens: Iterable[str]) -> int:
     """Writes a vocab file: ``<unk> <s> </s>``, then ``tokens`` in order, atomically.
 
     Args:

@@ -6,6 +6,9 @@ writes the 200,000 most common). It must not hold the sentence markers ``<s>`` a
 model reserves ids 0-3 for: [UNK], [PAD], [START], [STOP].
 """
 
+import collections
+from typing import List
+
 from absl import logging
 
 from acvi_tf import errors, files
@@ -24,7 +27,7 @@ class VocabError(errors.UserError, ValueError):
     """A vocab file breaks See's rules; the message names the file, the line and the fix."""
 
 
-def read_words(vocab_file, max_words=0):
+def read_words(vocab_file: str, max_words: int = 0) -> List[str]:
     """The words of a vocab file, in file order.
 
     A line that is not ``word count`` is skipped with a warning, as See's reader does.
@@ -75,7 +78,7 @@ def read_words(vocab_file, max_words=0):
     return words
 
 
-def write_vocab(path, counter, size=VOCAB_SIZE):
+def write_vocab(path: str, counter: collections.Counter, size: int = VOCAB_SIZE) -> int:
     """Writes the ``size`` most common words as ``word count`` lines, atomically.
 
     Args:
