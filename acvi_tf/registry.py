@@ -63,7 +63,7 @@ def _variational(options: ContextOptions) -> context.ContextLayer:
     )
 
 
-# --context name -> builder. The first entry is the flag's default.
+# --context name -> builder.
 CONTEXTS: Dict[str, Callable[[ContextOptions], context.ContextLayer]] = {
     "sa": _soft_attention,
     "acvi": _acvi,
