@@ -50,6 +50,11 @@ _SHAPE_MISMATCH = re.compile(
 )
 
 
+def _value(variable: tf.Variable) -> float:
+    """A scalar variable's value, also of a strategy's mirrored variable."""
+    return float(tf.convert_to_tensor(variable))
+
+
 class CheckpointMismatchError(errors.UserError, ValueError):
     """A checkpoint was trained with other vocabulary sizes than the flags give."""
 
@@ -166,6 +171,12 @@ class Checkpointer:
       best_to_keep: how many of the successive best models to keep.
       check: called with a checkpoint's path before it is restored (a vocabulary check);
         its errors are not a reason to fall back to an older checkpoint.
+      scratch: None on the process that writes the run (the chief); on another worker
+        of a multi-worker strategy, a folder of its own (``distribute.
+        worker_scratch_dir``): every worker takes part in each save, as
+        ``tf.distribute`` requires, but a worker's saves go there and are removed at
+        once, while it restores from ``directory`` like the chief and keeps the same
+        best score in memory.
       **objects: what the latest checkpoints hold besides ``step`` (``model``,
         ``optimizer``, ...); the best model holds ``model`` and ``step``.
     """
@@ -180,14 +191,19 @@ class Checkpointer:
         best_name: Optional[str] = None,
         best_to_keep: int = 1,
         check: Optional[Callable[[str], None]] = None,
+        scratch: Optional[str] = None,
         **objects,
     ) -> None:
         self.directory = directory
         self.step = step
         self.check = check or (lambda path: None)
+        self.scratch = scratch
         self.checkpoint = tf.train.Checkpoint(step=step, **objects)
         self.manager = tf.train.CheckpointManager(
-            self.checkpoint, directory, max_to_keep=max_to_keep, checkpoint_name=checkpoint_name
+            self.checkpoint,
+            directory if scratch is None else os.path.join(scratch, "latest"),
+            max_to_keep=max_to_keep,
+            checkpoint_name=checkpoint_name,
         )
         self._saved_step = None
         # optimizers whose learning rate is a variable (not a schedule): a checkpoint
@@ -203,7 +219,7 @@ class Checkpointer:
         if best_dir is not None:
             self.best_manager = tf.train.CheckpointManager(
                 tf.train.Checkpoint(model=objects["model"], step=step),
-                best_dir,
+                best_dir if scratch is None else os.path.join(scratch, "best"),
                 max_to_keep=best_to_keep,
                 checkpoint_name=best_name or checkpoint_name,
             )
@@ -215,7 +231,26 @@ class Checkpointer:
     @property
     def latest(self) -> Optional[str]:
         """The newest checkpoint's path, or None."""
+        if self.scratch is not None:
+            return tf.train.latest_checkpoint(self.directory)
         return self.manager.latest_checkpoint
+
+    @property
+    def write_dir(self) -> str:
+        """The folder this process writes checkpoints to (``directory`` on the chief)."""
+        return self.manager.directory
+
+    def _listed(self) -> list:
+        """The checkpoints of ``directory``, oldest first."""
+        if self.scratch is None:
+            return list(self.manager.checkpoints)
+        state = tf.train.get_checkpoint_state(self.directory)
+        return list(state.all_model_checkpoint_paths) if state else []
+
+    def _save_to_scratch(self, manager: tf.train.CheckpointManager) -> None:
+        """A worker's part in a save, written to its scratch folder and removed."""
+        manager.save(checkpoint_number=int(self.step))
+        shutil.rmtree(manager.directory, ignore_errors=True)
 
     def restore_latest(self) -> Optional[str]:
         """Restores the newest readable checkpoint; returns its path (None: a new run).
@@ -223,9 +258,9 @@ class Checkpointer:
         Raises:
           CheckpointError: when the folder lists checkpoints and none can be read.
         """
-        candidates = list(reversed(self.manager.checkpoints))
+        candidates = list(reversed(self._listed()))
         for number, path in enumerate(candidates):
-            rates = [float(o._learning_rate) for o in self._rates]
+            rates = [_value(o._learning_rate) for o in self._rates]
             try:
                 self.check(path)
                 self.checkpoint.restore(path).expect_partial()
@@ -251,11 +286,11 @@ class Checkpointer:
             self._saved_step = int(self.step)
             logging.info("Restored %s (step %d)", path, int(self.step))
             for optimizer, rate in zip(self._rates, rates):
-                if float(optimizer._learning_rate) != rate:
+                if _value(optimizer._learning_rate) != rate:
                     logging.info(
                         "Learning rate %g (this run's) replaces the checkpoint's %g",
                         rate,
-                        float(optimizer._learning_rate),
+                        _value(optimizer._learning_rate),
                     )
                     optimizer._learning_rate.assign(rate)
             return path
@@ -274,9 +309,11 @@ class Checkpointer:
         """
         step = int(self.step)
         if step != self._saved_step or self.latest is None:
-            path = self.manager.save(checkpoint_number=step)
+            if self.scratch is not None:
+                self._save_to_scratch(self.manager)
+            else:
+                logging.info("Saved %s", self.manager.save(checkpoint_number=step))
             self._saved_step = step
-            logging.info("Saved %s", path)
         return self.latest
 
     @property
@@ -309,11 +346,15 @@ class Checkpointer:
             self.best["stale"] = self.stale + 1
             improved = False
         else:
-            path = self.best_manager.save(checkpoint_number=int(self.step))
+            if self.scratch is not None:
+                self._save_to_scratch(self.best_manager)
+            else:
+                path = self.best_manager.save(checkpoint_number=int(self.step))
+                logging.info("New best model (%g) saved in %s", value, path)
             self.best = dict(record, value=value, step=int(self.step), stale=0)
-            logging.info("New best model (%g) saved in %s", value, path)
             improved = True
-        files.atomic_write_text(
-            os.path.join(self.best_dir, BEST_RECORD), json.dumps(self.best, indent=2) + "\n"
-        )
+        if self.scratch is None:
+            files.atomic_write_text(
+                os.path.join(self.best_dir, BEST_RECORD), json.dumps(self.best, indent=2) + "\n"
+            )
         return improved

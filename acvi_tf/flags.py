@@ -17,7 +17,7 @@ import tensorflow as tf
 from absl import flags, logging
 
 from acvi_tf import context as context_lib
-from acvi_tf import errors, files, kl_schedule, registry, training, variational
+from acvi_tf import distribute, errors, files, kl_schedule, registry, training, variational
 from acvi_tf.compat import keras
 
 # The shared flags whose values decide the model's variables; each entry point adds its
@@ -258,6 +258,23 @@ def define_flags(flag_values=flags.FLAGS):
         "XLA (the summarizer also compiles its eval step); batches then get fixed shapes.",
         flag_values=fv,
     )
+    flags.DEFINE_enum(
+        "distribution_strategy",
+        "default",
+        list(distribute.STRATEGIES),
+        "Training on one device ('default'), on the GPUs of this machine ('mirrored': "
+        "MirroredStrategy), or on the machines TF_CONFIG names ('multi_worker': "
+        "MultiWorkerMirroredStrategy). --batch_size stays the global batch.",
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "num_gpus",
+        None,
+        "mirrored and multi_worker: the GPUs of each machine to use (default: all of them; "
+        "0: the CPU).",
+        lower_bound=0,
+        flag_values=fv,
+    )
 
     require_finite(__name__, fv)
     flags.register_validator(
@@ -354,16 +371,24 @@ def require_total_steps(step_flags, known, fix, flag_values=flags.FLAGS):
 
 
 def configure_runtime(config):
-    """Applies ``--seed``, ``--deterministic`` and ``--mixed_precision`` to TensorFlow.
+    """Applies ``--seed``, ``--deterministic`` and ``--mixed_precision`` to TensorFlow,
+    and makes the ``--distribution_strategy`` the command trains under.
 
-    Call it once at the start of a command, before any layer is built.
+    Call it once at the start of a command, before any other TensorFlow op (a
+    multi-worker strategy starts its server first) and before any layer is built.
+
+    Returns:
+      The ``tf.distribute.Strategy``.
     """
+    strategy = distribute.make_strategy(config.distribution_strategy, config.num_gpus)
+    distribute.log_strategy(strategy)
     keras.utils.set_random_seed(config.seed)
     if config.deterministic:
         tf.config.experimental.enable_op_determinism()
     keras.mixed_precision.set_global_policy(
         "mixed_float16" if config.mixed_precision else "float32"
     )
+    return strategy
 
 
 def require_finite(module, flag_values=flags.FLAGS):
@@ -386,7 +411,7 @@ def require_finite(module, flag_values=flags.FLAGS):
                 )
 
 
-def write_flag_record(out_dir, config, name="hparams.json", resume_model_flags=None):
+def write_flag_record(out_dir, config, name="hparams.json", resume_model_flags=None, chief=True):
     """Writes the run's settings to ``out_dir/name``: the recorded flags of ``config``
     (the entry point's and the shared ones), the TensorFlow version and the command line.
 
@@ -402,6 +427,8 @@ def write_flag_record(out_dir, config, name="hparams.json", resume_model_flags=N
       resume_model_flags: the entry point's flags that decide the model's variables,
         when the run resumes from a checkpoint (``compare_flag_record``); None: a new
         run.
+      chief: False on a multi-worker strategy's other workers, which compare but leave
+        the record to the chief.
 
     Returns:
       The recorded flag values (a dict).
@@ -412,6 +439,8 @@ def write_flag_record(out_dir, config, name="hparams.json", resume_model_flags=N
     values = config.record()
     if resume_model_flags is not None:
         compare_flag_record(out_dir, config, resume_model_flags, name)
+    if not chief:
+        return values
     record = dict(values, _tensorflow=tf.__version__, _command=" ".join(sys.argv))
     files.atomic_write_text(
         os.path.join(out_dir, name), json.dumps(record, indent=2, sort_keys=True) + "\n"

@@ -139,8 +139,9 @@ class Trainer:
         self._lock = None
 
     def __enter__(self) -> "Trainer":
-        self._lock = lock_folder(self.checkpointer.directory)
-        for folder in (self.checkpointer.directory, self.checkpointer.best_dir):
+        self._lock = lock_folder(self.checkpointer.write_dir)
+        best = self.checkpointer.best_manager
+        for folder in (self.checkpointer.write_dir, best and best.directory):
             if folder:
                 checkpoints.remove_interrupted_saves(folder)
         return self

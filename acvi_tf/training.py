@@ -17,7 +17,7 @@ from typing import (
 import tensorflow as tf
 from absl import logging
 
-from acvi_tf import errors
+from acvi_tf import distribute, errors
 
 if TYPE_CHECKING:
     from acvi_tf.compat import keras
@@ -45,17 +45,30 @@ def apply_if_finite(
     grads_and_vars: Iterable[Tuple[tf.Tensor, tf.Variable]],
     loss: tf.Tensor,
     grad_norm: tf.Tensor,
+    summed: bool = False,
 ) -> tf.Tensor:
     """Applies the update only when ``loss`` and ``grad_norm`` are finite (in a graph).
 
     A non-finite batch leaves the weights, the optimizer's slots and its iteration count
     untouched, whatever ``--nan_policy`` then does. Returns the finiteness (bool tensor).
+    ``summed``: the gradients are already summed over the replicas of a distribution
+    strategy (the update then runs in cross-replica context, without a second sum).
     """
     finite = tf.math.logical_and(tf.math.is_finite(loss), tf.math.is_finite(grad_norm))
     grads_and_vars = list(grads_and_vars)
 
     def update():
-        optimizer.apply_gradients(grads_and_vars)
+        if summed:  # each replica applies its (identical) copy of the summed gradients
+            strategy = tf.distribute.get_strategy()
+            variables = [v for _, v in grads_and_vars]
+            strategy.run(
+                lambda *grads: optimizer.apply_gradients(
+                    zip(grads, variables), skip_gradients_aggregation=True
+                ),
+                args=[g for g, _ in grads_and_vars],
+            )
+        else:
+            optimizer.apply_gradients(grads_and_vars)
         return tf.constant(True)
 
     return tf.cond(finite, update, lambda: tf.constant(False))
@@ -69,6 +82,7 @@ def make_train_step(
     max_grad_norm: float = 0.0,
     jit_compile: bool = False,
     norm_key: str = "grad_norm",
+    sum_keys: Sequence[str] = (),
 ) -> Callable[..., Dict[str, tf.Tensor]]:
     """One training step as a ``tf.function``: loss, gradients, clipping, guarded update.
 
@@ -76,6 +90,14 @@ def make_train_step(
     compiles with ``jit_compile`` (one program per batch shape); the optimizer's update
     runs after it in the plain graph, behind ``apply_if_finite`` (Keras's optimizers
     compile their own update on a GPU).
+
+    Made under the scope of a ``tf.distribute`` strategy with several replicas, the step
+    takes the global batch (the first input; the others go to every replica as they
+    are), gives each replica its rows (``distribute.replica_rows``), weights each
+    replica's loss by its share of the examples, sums the gradients over the replicas,
+    then clips and updates once: the step of one device on the same global batch, for
+    losses that are means over the batch's examples (every host's). The results are
+    summed over the replicas the same way, but for ``sum_keys`` (counts), which add up.
 
     Args:
       loss_fn: ``(*inputs) -> (loss, results)``, run under the gradient tape; ``results``
@@ -87,12 +109,26 @@ def make_train_step(
       max_grad_norm: clip the gradients' global norm to this; 0 or less: no clipping.
       jit_compile: compile the forward and backward passes with XLA.
       norm_key: the name of the gradients' (unclipped) global norm in the results.
+      sum_keys: results that count (tokens), summed over the replicas unweighted.
 
     Returns:
       ``train_step(*inputs) -> results``, the results with ``norm_key`` added. A variable
       without a gradient (a feature not yet switched on) is left alone.
     """
     variables = list(variables)
+    strategy = tf.distribute.get_strategy()
+    if strategy.num_replicas_in_sync > 1:
+        return _replicated_train_step(
+            strategy,
+            loss_fn,
+            variables,
+            optimizer,
+            input_signature,
+            max_grad_norm,
+            jit_compile,
+            norm_key,
+            sum_keys,
+        )
 
     @tf.function(autograph=False, jit_compile=jit_compile or None)
     def gradients(*inputs):
@@ -117,6 +153,70 @@ def make_train_step(
             results[norm_key],
         )
         return results
+
+    return train_step
+
+
+def _replicated_train_step(
+    strategy,
+    loss_fn,
+    variables,
+    optimizer,
+    input_signature,
+    max_grad_norm,
+    jit_compile,
+    norm_key,
+    sum_keys,
+):
+    """``make_train_step`` over the replicas of ``strategy`` (see there)."""
+
+    @tf.function(autograph=False, jit_compile=jit_compile or None)
+    def weighted_gradients(share, *inputs):
+        with tf.GradientTape() as tape:
+            loss, results = loss_fn(*inputs)
+            weighted = loss * share
+        return loss, tape.gradient(weighted, variables), results
+
+    # which variables have a gradient, found when the replicas' step is traced
+    present = []
+
+    def replica_step(batch, global_size, *rest):
+        context = tf.distribute.get_replica_context()
+        share = tf.cast(distribute.batch_size(batch), tf.float32) / tf.cast(global_size, tf.float32)
+        loss, grads, results = weighted_gradients(share, batch, *rest)
+        present[:] = [i for i, g in enumerate(grads) if g is not None]
+        summed = context.all_reduce(tf.distribute.ReduceOp.SUM, [grads[i] for i in present])
+        norm = tf.linalg.global_norm(summed)
+        if max_grad_norm > 0:
+            summed, _ = tf.clip_by_global_norm(summed, max_grad_norm, use_norm=norm)
+        weighted = {
+            name: tf.cast(value, tf.float32) * (1.0 if name in sum_keys else share)
+            for name, value in dict(results, _loss=loss).items()
+        }
+        return summed, norm, context.all_reduce(tf.distribute.ReduceOp.SUM, weighted)
+
+    @tf.function(input_signature=None if jit_compile else input_signature, autograph=False)
+    def train_step(batch, *rest):
+        size = distribute.batch_size(batch)
+        check = tf.debugging.assert_greater_equal(
+            size,
+            strategy.num_replicas_in_sync,
+            message="a batch has fewer examples than the strategy has replicas",
+        )
+        with tf.control_dependencies([check]):
+            size = tf.identity(size)
+        rows = strategy.experimental_distribute_values_from_function(
+            lambda context: distribute.replica_rows(batch, context)
+        )
+        grads, norm, results = strategy.run(replica_step, args=(rows, size, *rest))
+        first = strategy.experimental_local_results
+        norm = first(norm)[0]
+        results = {name: first(value)[0] for name, value in results.items()}
+        loss = results.pop("_loss")
+        apply_if_finite(
+            optimizer, [(g, variables[i]) for i, g in zip(present, grads)], loss, norm, summed=True
+        )
+        return dict(results, **{norm_key: norm})
 
     return train_step
 

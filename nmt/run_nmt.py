@@ -19,7 +19,7 @@ import time
 import tensorflow as tf
 from absl import app, flags, logging
 
-from acvi_tf import checkpoints, files, losses, objective, summaries, transformer
+from acvi_tf import checkpoints, distribute, files, losses, objective, summaries, transformer
 from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf import trainer as trainer_lib
@@ -228,8 +228,9 @@ def _bleu(config, references, hypotheses):
     return bleu_lib.corpus_bleu(references, hypotheses)
 
 
-def _evaluate(config, model, name, prefix, vocabs, translator, writer, step):
-    """Perplexity and BLEU of ``prefix``; writes ``output_<name>``; returns the BLEU."""
+def _evaluate(config, model, name, prefix, vocabs, translator, writer, step, write_dir):
+    """Perplexity and BLEU of ``prefix``; writes ``write_dir/output_<name>``; returns the
+    BLEU."""
     src_vocab, tgt_vocab = vocabs
     pairs = nmt_text.read_parallel("%s.%s" % (prefix, config.src), "%s.%s" % (prefix, config.tgt))
     # tensorflow/nmt's eval reader drops empty pairs but truncates nothing
@@ -245,7 +246,7 @@ def _evaluate(config, model, name, prefix, vocabs, translator, writer, step):
     ppl = losses.perplexity(total_nll, total_tokens)
     hypotheses = translator.translate([src for src, _ in pairs], src_vocab, config.infer_batch_size)
     files.atomic_write_text(
-        os.path.join(config.out_dir, "output_" + name), "".join(h + "\n" for h in hypotheses)
+        os.path.join(write_dir, "output_" + name), "".join(h + "\n" for h in hypotheses)
     )
     score = _bleu(config, [tgt for _, tgt in pairs], hypotheses)
     tokens, alignment = translator.alignment(pairs[0][0], src_vocab)
@@ -341,19 +342,28 @@ def make_train_step(config, model, optimizer):
         [BATCH_SIGNATURE, tf.TensorSpec([], tf.bool), tf.TensorSpec([], tf.int64)],
         config.max_gradient_norm,
         config.jit_compile,
+        sum_keys=("predict_count",),
     )
 
 
-def train(config, vocabs):
-    """The training loop with tensorflow/nmt's evaluation schedule."""
+def train(config, vocabs, strategy):
+    """The training loop with tensorflow/nmt's evaluation schedule, under ``strategy``."""
+    # the global step is the process's own (a plain variable), the model's mirrored
+    step_var = tf.Variable(0, dtype=tf.int64, name="global_step")
+    with strategy.scope():
+        return _train(config, vocabs, strategy, step_var)
+
+
+def _train(config, vocabs, strategy, step_var):
     src_vocab, tgt_vocab = vocabs
+    chief = distribute.is_chief(strategy)
+    write_dir = distribute.worker_scratch_dir(config.out_dir, strategy)
     model = build(config, src_vocab, tgt_vocab)
     optimizer = (
         keras.optimizers.SGD(learning_rate_schedule(config))
         if config.optimizer == "sgd"
         else keras.optimizers.Adam(learning_rate_schedule(config))
     )
-    step_var = tf.Variable(0, dtype=tf.int64, name="global_step")
     checkpointer = checkpoints.Checkpointer(
         config.out_dir,
         step_var,
@@ -361,6 +371,7 @@ def train(config, vocabs):
         checkpoint_name="translate.ckpt",
         best_dir=os.path.join(config.out_dir, "best_bleu"),
         check=lambda path: _check_vocabulary(config, path, src_vocab, tgt_vocab),
+        scratch=None if chief else write_dir,
         model=model,
         optimizer=optimizer,
     )
@@ -391,7 +402,11 @@ def train(config, vocabs):
         config.length_penalty_weight,
         config.jit_compile,
     )
-    writer = tf.summary.create_file_writer(os.path.join(config.out_dir, "train_log"))
+    writer = (
+        tf.summary.create_file_writer(os.path.join(config.out_dir, "train_log"))
+        if chief
+        else tf.summary.create_noop_writer()
+    )
     stats = dict(nll=0.0, count=0.0, words=0, start=time.time())
 
     def log_stats(step, results, batch):
@@ -403,11 +418,8 @@ def train(config, vocabs):
             return
         elapsed = time.time() - stats["start"]
         ppl = losses.perplexity(stats["nll"], stats["count"])
-        lr = (
-            float(optimizer.learning_rate)
-            if not callable(optimizer.learning_rate)
-            else float(optimizer.learning_rate(optimizer.iterations))
-        )
+        rate = optimizer.learning_rate
+        lr = float(tf.convert_to_tensor(rate(optimizer.iterations) if callable(rate) else rate))
         logging.info(
             "step %d lr %g step-time %.2fs wps %.2fK ppl %.2f gN %.2f kl %.3f bleu %.1f",
             step,
@@ -428,11 +440,10 @@ def train(config, vocabs):
         stats.update(nll=0.0, count=0.0, words=0, start=time.time())
 
     def validate(step):
-        dev_bleu = _evaluate(
-            config, model, "dev", config.dev_prefix, vocabs, translator, writer, step
-        )
+        evaluation = (vocabs, translator, writer, step, write_dir)
+        dev_bleu = _evaluate(config, model, "dev", config.dev_prefix, *evaluation)
         if config.test_prefix:
-            _evaluate(config, model, "test", config.test_prefix, vocabs, translator, writer, step)
+            _evaluate(config, model, "test", config.test_prefix, *evaluation)
         return dev_bleu, {}
 
     with trainer_lib.Trainer(
@@ -533,14 +544,17 @@ def run(config):
             raise app.UsageError("--%s is required" % name)
     if config.infer_mode == "beam_search" and config.beam_width <= 0:
         raise app.UsageError("--infer_mode=beam_search needs --beam_width > 0")
-    acvi_flags.configure_runtime(config)
+    strategy = acvi_flags.configure_runtime(config)
     os.makedirs(config.out_dir, exist_ok=True)
     resuming = tf.train.latest_checkpoint(config.out_dir) is not None
     if config.inference_input_file:  # the training run's record stays as it is
         acvi_flags.compare_flag_record(config.out_dir, config, MODEL_FLAGS)
     else:
         acvi_flags.write_flag_record(
-            config.out_dir, config, resume_model_flags=MODEL_FLAGS if resuming else None
+            config.out_dir,
+            config,
+            resume_model_flags=MODEL_FLAGS if resuming else None,
+            chief=distribute.is_chief(strategy),
         )
     vocabs = []
     for suffix in (config.src, config.tgt):
@@ -551,7 +565,7 @@ def run(config):
     for name in ("train_prefix", "dev_prefix"):
         if not getattr(config, name):
             raise app.UsageError("--%s is required for training" % name)
-    best = train(config, vocabs)
+    best = train(config, vocabs, strategy)
     print("best dev BLEU %.2f" % best)
     return best
 

@@ -1,5 +1,5 @@
-"""Shared test setup: quiet TensorFlow, float32 policy, NumPy references, test videos, the
-learning tests' tolerance."""
+"""Shared test setup: quiet TensorFlow, two logical CPU devices, float32 policy, NumPy
+references, test videos, the learning tests' tolerance."""
 
 import math
 import os
@@ -9,8 +9,16 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import imageio_ffmpeg
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from acvi_tf.compat import keras
+
+# Two logical CPU devices, so that a MirroredStrategy over two replicas runs inside the
+# test process (test_distribute.py); ops without a device still run on the first. Set
+# before TensorFlow's runtime starts, which the first op does.
+tf.config.set_logical_device_configuration(
+    tf.config.list_physical_devices("CPU")[0], [tf.config.LogicalDeviceConfiguration()] * 2
+)
 
 
 def pytest_collection_modifyitems(items):

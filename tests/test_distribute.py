@@ -1,0 +1,251 @@
+"""tf.distribute (acvi_tf.distribute, training.make_train_step): one step of a
+MirroredStrategy over two logical CPU devices equals one single-device step on the same
+global batch, for a toy model and for every host with soft attention and ACVI; ACVI's
+replicas draw their own noise, reproducibly."""
+
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from acvi_tf import config as config_lib
+from acvi_tf import context as context_lib
+from acvi_tf import distribute, registry, training
+from acvi_tf.compat import keras
+from nmt import model as nmt_lib
+from nmt import run_nmt
+from pointer_generator import model as pg_lib
+from pointer_generator import run_summarization
+from video_caption import data as vc_data
+from video_caption import model as vc_lib
+from video_caption import run_captioning
+
+
+@pytest.fixture(scope="module")
+def mirrored():
+    strategy = distribute.make_strategy("mirrored", num_gpus=0)
+    assert strategy.num_replicas_in_sync == 2  # the two logical CPUs of conftest
+    return strategy
+
+
+def _weights(model):
+    return [v.numpy() for v in model.trainable_variables]
+
+
+def _assert_same(single, replicated, rtol=1e-5, atol=1e-6):
+    assert len(single) == len(replicated)
+    for i, (a, b) in enumerate(zip(single, replicated)):
+        np.testing.assert_allclose(b, a, rtol=rtol, atol=atol, err_msg="variable %d" % i)
+
+
+# ----------------------------------------------------------------------------------------
+# A toy model
+
+
+def _toy_step(strategy, batch, max_grad_norm, steps=1):
+    """Trains a small regression model ``steps`` steps; returns weights and results."""
+    with strategy.scope():
+        keras.utils.set_random_seed(1)
+        model = keras.Sequential([keras.layers.Dense(4, activation="tanh"), keras.layers.Dense(1)])
+        model.build([None, 3])
+        optimizer = keras.optimizers.Adam(0.1)
+        optimizer.build(model.trainable_variables)
+
+        def loss_fn(batch):
+            error = tf.square(model(batch["x"])[:, 0] - batch["y"])
+            return tf.reduce_mean(error), dict(loss=tf.reduce_mean(error), count=tf.size(error))
+
+        signature = [dict(x=tf.TensorSpec([None, 3]), y=tf.TensorSpec([None]))]
+        step = training.make_train_step(
+            loss_fn,
+            model.trainable_variables,
+            optimizer,
+            signature,
+            max_grad_norm,
+            sum_keys=("count",),
+        )
+    results = {}
+    for _ in range(steps):
+        results = step(batch)
+    return _weights(model), {k: float(v) for k, v in results.items()}, optimizer
+
+
+@pytest.mark.parametrize("size", [6, 5])  # 5: replicas of 3 and 2 examples
+@pytest.mark.parametrize("max_grad_norm", [0.0, 0.5])
+def test_a_replicated_step_is_the_single_device_step(mirrored, size, max_grad_norm):
+    rng = np.random.default_rng(0)
+    batch = dict(
+        x=tf.constant(rng.normal(size=(size, 3)), tf.float32),
+        y=tf.constant(rng.normal(size=size), tf.float32),
+    )
+    single, single_results, _ = _toy_step(tf.distribute.get_strategy(), batch, max_grad_norm, 3)
+    replicated, results, optimizer = _toy_step(mirrored, batch, max_grad_norm, 3)
+    _assert_same(single, replicated)
+    assert results["count"] == size  # counts add up over the replicas
+    for name in ("loss", "grad_norm"):  # means are of the global batch
+        np.testing.assert_allclose(results[name], single_results[name], rtol=1e-5)
+    assert int(optimizer.iterations.numpy()) == 3
+
+
+def test_a_non_finite_global_batch_updates_nothing(mirrored):
+    batch = dict(x=tf.constant([[1.0, 2, 3], [np.nan, 0, 0]]), y=tf.constant([1.0, 2]))
+    before, _, _ = _toy_step(mirrored, batch, 0.0, steps=0)
+    after, results, optimizer = _toy_step(mirrored, batch, 0.0)
+    assert not np.isfinite(results["loss"])
+    _assert_same(before, after, rtol=0, atol=0)
+    assert int(optimizer.iterations.numpy()) == 0
+
+
+def test_a_batch_smaller_than_the_replicas_is_refused(mirrored):
+    batch = dict(x=tf.ones([1, 3]), y=tf.ones([1]))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="fewer examples than"):
+        _toy_step(mirrored, batch, 0.0)
+
+
+def test_replica_rows_are_balanced_and_cover_the_batch():
+    class Context:
+        num_replicas_in_sync = 3
+
+        def __init__(self, replica):
+            self.replica_id_in_sync_group = replica
+
+    batch = dict(ids=tf.range(7), scalar=tf.constant(9))
+    parts = [distribute.replica_rows(batch, Context(r)) for r in range(3)]
+    assert [p["ids"].numpy().tolist() for p in parts] == [[0, 1], [2, 3], [4, 5, 6]]
+    assert all(int(p["scalar"]) == 9 for p in parts)
+
+
+# ----------------------------------------------------------------------------------------
+# The hosts
+
+
+def _pg_batch(rng):
+    mask = np.array([[1] * 5, [1, 1, 1, 0, 0], [1] * 4 + [0], [1, 1, 0, 0, 0]], np.float32)
+    enc = np.where(mask > 0, rng.integers(4, 10, size=(4, 5)), 1).astype(np.int32)
+    return dict(
+        enc_batch=enc,
+        enc_lens=mask.sum(1).astype(np.int32),
+        enc_padding_mask=mask,
+        enc_batch_extend_vocab=enc,
+        max_art_oovs=np.int32(0),
+        dec_batch=rng.integers(2, 10, size=(4, 4)).astype(np.int32),
+        target_batch=rng.integers(4, 10, size=(4, 4)).astype(np.int32),
+        dec_padding_mask=np.array([[1, 1, 1, 1], [1, 1, 1, 0], [1, 1, 0, 0], [1] * 4], np.float32),
+    )
+
+
+def _summarizer(layer):
+    model = pg_lib.PointerGenerator(10, hidden_dim=6, emb_dim=4, context_layer=layer)
+    config = config_lib.parse(run_summarization.define_flags, ["x", "--max_grad_norm=0.5"])
+    return model, lambda optimizer: run_summarization.make_train_step(
+        config, model, optimizer, coverage_on=True
+    )
+
+
+def _nmt_batch(rng):
+    src_len = np.array([5, 3, 4, 2], np.int32)
+    src = np.where(np.arange(5)[None] < src_len[:, None], rng.integers(3, 11, (4, 5)), 2)
+    return dict(
+        src=src.astype(np.int32),
+        src_len=src_len,
+        tgt_in=rng.integers(3, 9, (4, 4)).astype(np.int32),
+        tgt_out=rng.integers(3, 9, (4, 4)).astype(np.int32),
+        tgt_len=np.array([4, 3, 2, 4], np.int32),
+    )
+
+
+def _nmt(layer):
+    model = nmt_lib.NMTModel(11, 9, 6, dropout=0.0, init_weight=0.5, context_layer=layer)
+    config = config_lib.parse(run_nmt.define_flags, ["x"])
+    return model, lambda optimizer: run_nmt.make_train_step(config, model, optimizer)
+
+
+def _vc_batch(rng):
+    frames = [4, 2, 3, 4]
+    features = [rng.normal(size=[4, 6]).astype(np.float32) for _ in frames]
+    return vc_data.make_batch(features, frames, [[5, 6, 7], [8, 9], [5], [6, 7, 8, 9]])
+
+
+def _captioner(layer):
+    model = vc_lib.Captioner(11, 4, 5, 3, 3, output_units=6, dropout=0.0, context_layer=layer)
+    config = config_lib.parse(run_captioning.define_flags, ["x", "--weight_decay=0.01"])
+    return model, lambda optimizer: run_captioning.make_train_step(model, optimizer, config)
+
+
+HOSTS = dict(
+    summarizer=(_summarizer, _pg_batch),
+    nmt=(_nmt, _nmt_batch),
+    captioner=(_captioner, _vc_batch),
+)
+
+
+def _host_steps(strategy, host, mode, steps=2):
+    """``steps`` training steps of a host's own ``make_train_step``; the weights after."""
+    build, make_batch = HOSTS[host]
+    batch = {k: tf.constant(v) for k, v in make_batch(np.random.default_rng(3)).items()}
+    with strategy.scope():
+        keras.utils.set_random_seed(5)
+        model, make_step = build(registry.make_context_layer(mode, seed=7))
+        model(batch)
+        # plain SGD: the update is the gradient itself (Adam's would blow a float32
+        # rounding of a gradient near zero up to a step of the learning rate)
+        optimizer = keras.optimizers.SGD(0.5)
+        optimizer.build(model.trainable_variables)
+        step = make_step(optimizer)
+    for i in range(steps):
+        step(batch, tf.constant(False), tf.constant(i, tf.int64))
+    return _weights(model)
+
+
+@pytest.fixture
+def zero_noise(monkeypatch):
+    """ACVI's noise is zero, so that one device and two draw the same sample; sigma still
+    trains through the KL."""
+    monkeypatch.setattr(
+        context_lib.ACVIContext, "_normal", lambda self, shape, seed: tf.zeros(shape)
+    )
+
+
+@pytest.mark.usefixtures("zero_noise")
+@pytest.mark.parametrize("mode", ["sa", "acvi"])
+@pytest.mark.parametrize("host", sorted(HOSTS))
+def test_each_host_trains_the_same_on_two_replicas_and_on_one_device(mirrored, host, mode):
+    single = _host_steps(tf.distribute.get_strategy(), host, mode)
+    replicated = _host_steps(mirrored, host, mode)
+    _assert_same(single, replicated, rtol=1e-5, atol=1e-6)
+
+
+def test_acvi_replicas_draw_their_own_noise_reproducibly(mirrored):
+    """Each replica's generator gives other noise than its neighbour's, and the same
+    again from the same seed."""
+
+    def draws():
+        with mirrored.scope():
+            layer = context_lib.ACVIContext(seed=11)
+        return mirrored.experimental_local_results(
+            mirrored.run(tf.function(lambda: layer._normal([3], None)))
+        )
+
+    first, again = draws(), draws()
+    assert not np.allclose(first[0], first[1])
+    for a, b in zip(first, again):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_make_strategy_refuses_what_it_cannot_build(monkeypatch):
+    with pytest.raises(distribute.DistributionError, match="not one of default"):
+        distribute.make_strategy("parameter_server")
+    with pytest.raises(distribute.DistributionError, match="--num_gpus=1 or fewer|sees 0"):
+        distribute.make_strategy("mirrored", num_gpus=2)
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    with pytest.raises(distribute.DistributionError, match="needs TF_CONFIG"):
+        distribute.make_strategy("multi_worker")
+    monkeypatch.setenv("TF_CONFIG", '{"cluster": {"worker": ["a:1"]}, "task": {"index": 3}}')
+    with pytest.raises(distribute.DistributionError, match="not a worker's configuration"):
+        distribute.make_strategy("multi_worker")
+    assert distribute.is_chief(tf.distribute.get_strategy())
+    assert (
+        os.path.basename(distribute.worker_scratch_dir("/runs/train", tf.distribute.get_strategy()))
+        == "train"
+    )
