@@ -18,10 +18,11 @@ checkpoints, the run record and TensorBoard; the other workers save to a scratch
 of their own that is removed after each save (``checkpoints.Checkpointer``).
 """
 
+import functools
 import json
 import os
 import tempfile
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 import tensorflow as tf
 from absl import logging
@@ -61,8 +62,19 @@ def make_strategy(name: str, num_gpus: Optional[int] = None) -> tf.distribute.St
         return tf.distribute.get_strategy()
     if name == "multi_worker":
         _check_tf_config()
+        return _strategy(None)
+    return _strategy(tuple(local_devices(num_gpus)))
+
+
+@functools.lru_cache(maxsize=None)
+def _strategy(devices: Optional[Tuple[str, ...]]) -> tf.distribute.Strategy:
+    """One strategy per process and device set (None: the multi-worker one). A second
+    strategy over the same devices would number its collective operations from the start
+    again, and the runtime, which remembers each number's tensor shapes, would refuse a
+    later run of other shapes in the same process (a test's second run, say)."""
+    if devices is None:
         return tf.distribute.MultiWorkerMirroredStrategy()
-    return tf.distribute.MirroredStrategy(local_devices(num_gpus))
+    return tf.distribute.MirroredStrategy(list(devices))
 
 
 def local_devices(num_gpus: Optional[int] = None) -> list:

@@ -184,8 +184,14 @@ def _replicated_train_step(
         context = tf.distribute.get_replica_context()
         share = tf.cast(distribute.batch_size(batch), tf.float32) / tf.cast(global_size, tf.float32)
         loss, grads, results = weighted_gradients(share, batch, *rest)
-        present[:] = [i for i, g in enumerate(grads) if g is not None]
-        summed = context.all_reduce(tf.distribute.ReduceOp.SUM, [grads[i] for i in present])
+        # (the replicas are traced in threads of their own: each keeps its own list)
+        with_gradient = [i for i, g in enumerate(grads) if g is not None]
+        present[:] = with_gradient
+        # an embedding's sparse gradient has as many rows as the replica's batch has
+        # distinct words: summed dense, as the replicas' collective needs equal shapes
+        summed = context.all_reduce(
+            tf.distribute.ReduceOp.SUM, [tf.convert_to_tensor(grads[i]) for i in with_gradient]
+        )
         norm = tf.linalg.global_norm(summed)
         if max_grad_norm > 0:
             summed, _ = tf.clip_by_global_norm(summed, max_grad_norm, use_norm=norm)

@@ -16,7 +16,7 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags, logging
 
-from acvi_tf import checkpoints, objective, summaries
+from acvi_tf import checkpoints, distribute, objective, summaries
 from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf import trainer as trainer_lib
@@ -407,6 +407,7 @@ def make_train_step(config, model, optimizer, coverage_on):
         config.max_grad_norm,
         config.jit_compile,
         norm_key="global_norm",
+        sum_keys=("tokens",),
     )
 
 
@@ -454,17 +455,31 @@ def _write_projector_config(train_dir, vocab):
         )
 
 
-def _checkpointer(config, train_dir, model, optimizer, vocab):
-    """Model, optimizer, step, coverage switch and RNG state in ``train/``; 3 kept."""
+def _run_variables():
+    """The global step and the coverage switch: the process's own plain variables (made
+    outside a distribution strategy's scope, where the model's are mirrored)."""
+    return (
+        tf.Variable(0, dtype=tf.int64, name="global_step"),
+        tf.Variable(False, name="coverage_started"),
+    )
+
+
+def _checkpointer(config, train_dir, model, optimizer, vocab, run_variables=None, scratch=None):
+    """Model, optimizer, step, coverage switch and RNG state in ``train/``; 3 kept.
+
+    ``run_variables``: ``_run_variables()`` (default: new ones); ``scratch``: a
+    non-chief worker's folder (``checkpoints.Checkpointer``)."""
+    step, coverage_started = run_variables or _run_variables()
     return checkpoints.Checkpointer(
         train_dir,
-        tf.Variable(0, dtype=tf.int64, name="global_step"),
+        step,
         max_to_keep=3,
         checkpoint_name="model.ckpt",
         check=lambda path: _check_vocabulary(config, path, vocab),
+        scratch=scratch,
         model=model,
         optimizer=optimizer,
-        coverage_started=tf.Variable(False, name="coverage_started"),
+        coverage_started=coverage_started,
     )
 
 
@@ -482,18 +497,29 @@ def _start_coverage(config, model, checkpointer):
     return optimizer
 
 
-def train(config, vocab, train_dir, phases):
-    """The training loop across curriculum phases; resumes from the latest checkpoint."""
+def train(config, vocab, train_dir, phases, strategy=None):
+    """The training loop across curriculum phases under ``strategy`` (default: the
+    current one); resumes from the latest checkpoint."""
+    strategy = strategy or tf.distribute.get_strategy()
+    run_variables = _run_variables()
+    with strategy.scope():
+        return _train(config, vocab, train_dir, phases, strategy, run_variables)
+
+
+def _train(config, vocab, train_dir, phases, strategy, run_variables):
+    chief = distribute.is_chief(strategy)
     model = _build_model(config, vocab)
     optimizer = _optimizer(config)
     optimizer.build(model.trainable_variables)
-    checkpointer = _checkpointer(config, train_dir, model, optimizer, vocab)
+    scratch = None if chief else distribute.worker_scratch_dir(train_dir, strategy)
+    checkpointer = _checkpointer(config, train_dir, model, optimizer, vocab, run_variables, scratch)
     checkpointer.restore_latest()
     optimizer = checkpointer.checkpoint.optimizer
     if config.convert_to_coverage_model or config.restore_best_model:
         return _convert_or_restore(config, model, checkpointer, train_dir, vocab)
-    _write_projector_config(train_dir, vocab)
-    writer = tf.summary.create_file_writer(train_dir)
+    if chief:
+        _write_projector_config(train_dir, vocab)
+    writer = tf.summary.create_file_writer(train_dir) if chief else tf.summary.create_noop_writer()
     total = min(phases[-1].end, config.max_steps or phases[-1].end)
 
     def log_learning_rate(step, results, batch):
@@ -826,7 +852,7 @@ def run(config):
     """
     if not config.data_path or not config.vocab_path or not config.log_root:
         raise app.UsageError("--data_path, --vocab_path and --log_root are required")
-    acvi_flags.configure_runtime(config)
+    strategy = acvi_flags.configure_runtime(config)
     if config.debug:
         tf.debugging.enable_check_numerics()
     train_dir, eval_dir = _experiment_dirs(config)
@@ -849,8 +875,9 @@ def run(config):
             os.path.dirname(train_dir),
             config,
             resume_model_flags=MODEL_FLAGS if tf.train.latest_checkpoint(train_dir) else None,
+            chief=distribute.is_chief(strategy),
         )
-        return train(config, vocab, train_dir, phases)
+        return train(config, vocab, train_dir, phases, strategy)
     if config.mode == "decode":
         return decode(config, vocab, train_dir, phases)
     os.makedirs(eval_dir, exist_ok=True)

@@ -6,6 +6,7 @@ import os
 
 import numpy as np
 import pytest
+import tensorflow as tf
 from absl import app, flags
 
 from acvi_tf import config as config_lib
@@ -111,3 +112,28 @@ def test_a_resume_with_another_model_size_names_the_flag(tmp_path):
         acvi_flags.FlagChangeError, match="--encoder_units=4, this command gives --encoder_units=6"
     ):
         run_captioning.run(_flags(*common, "--encoder_units=6", "--max_steps=4"))
+
+
+def test_a_mirrored_run_trains_validates_and_resumes(tmp_path):
+    """Two replicas (the two logical CPUs of conftest): validation, the best model and a
+    resume work as on one device."""
+    data_dir, features = _dataset(tmp_path)
+    common = [
+        "--mode=train",
+        "--data_dir=" + data_dir,
+        "--features=" + features,
+        "--out_dir=" + str(tmp_path / "run"),
+        "--encoder_units=4",
+        "--decoder_units=4",
+        "--metrics=ROUGE_L",
+        "--best_metric=ROUGE_L",
+        "--batch_size=4",
+        "--valid_every=2",
+        "--distribution_strategy=mirrored",
+        "--num_gpus=0",
+    ]
+    run_captioning.run(_flags(*common, "--max_steps=2"))
+    run_captioning.run(_flags(*common, "--max_steps=4"))
+    assert tf.train.latest_checkpoint(str(tmp_path / "run" / "train")).endswith("ckpt-4")
+    steps = [json.loads(line)["step"] for line in open(tmp_path / "run" / "validation.jsonl")]
+    assert steps == [2, 4] and os.path.exists(tmp_path / "run" / "best" / "best.json")

@@ -160,3 +160,14 @@ def test_luong234_is_tensorflow_nmt_staircase():
         0.125,
     ]
     assert schedule.decay_schedule(0.5, "", 100) == 0.5
+
+
+def test_a_mirrored_run_trains_evaluates_and_resumes(corpus, tmp_path):
+    """Two replicas (the two logical CPUs of conftest), then a resume on one device: the
+    checkpoints do not depend on the strategy."""
+    out = tmp_path / "out"
+    assert _run(corpus, out, "--distribution_strategy=mirrored", "--num_gpus=0") >= 0.0
+    assert tf.train.latest_checkpoint(str(out)).endswith("translate.ckpt-10")
+    assert json.loads((out / "hparams.json").read_text())["distribution_strategy"] == "mirrored"
+    _run(corpus, out, "--num_train_steps=15", "--steps_per_external_eval=15")
+    assert tf.train.latest_checkpoint(str(out)).endswith("translate.ckpt-15")

@@ -319,3 +319,17 @@ def test_jit_compiled_training_matches_the_uncompiled_one(corpus, three_sa_steps
             atol=2e-5,
             err_msg=name,
         )
+
+
+def test_a_mirrored_run_trains_through_the_curriculum_and_resumes(corpus, tmp_path):
+    """Two replicas (the two logical CPUs of conftest) through a phase change to coverage:
+    the checkpoints, the coverage switch and a resume work as on one device."""
+    flags = dict(distribution_strategy="mirrored", num_gpus=0, context="acvi")
+    _run(corpus, tmp_path, phases="0-2:40:10", coverage_steps=2, **flags)
+    train_dir = tmp_path / "exp" / "train"
+    latest = tf.train.latest_checkpoint(str(train_dir))
+    assert latest.endswith("model.ckpt-4") and bool(
+        _ckpt_value(latest, "coverage_started/.ATTRIBUTES/VARIABLE_VALUE")
+    )
+    _run(corpus, tmp_path, phases="0-2:40:10", coverage_steps=4, **flags)
+    assert tf.train.latest_checkpoint(str(train_dir)).endswith("model.ckpt-6")

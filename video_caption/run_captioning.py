@@ -41,7 +41,7 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags, logging
 
-from acvi_tf import checkpoints, files, losses, objective, summaries
+from acvi_tf import checkpoints, distribute, files, losses, objective, summaries
 from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf import trainer as trainer_lib
@@ -360,24 +360,27 @@ def make_train_step(model, optimizer, config):
         [data.BATCH_SIGNATURE, tf.TensorSpec([], tf.bool), tf.TensorSpec([], tf.int64)],
         config.max_grad_norm,
         config.jit_compile,
+        sum_keys=("tokens",),
     )
 
 
-def train(exp):
-    """The training loop; returns the best validation ``--best_metric``."""
+def train(exp, strategy, step_var):
+    """The training loop under ``strategy`` (the model built in its scope); returns the
+    best validation ``--best_metric``."""
     config, model = exp.config, exp.model
+    chief = distribute.is_chief(strategy)
     optimizer = (
         keras.optimizers.Adam(config.learning_rate)
         if config.optimizer == "adam"
         else keras.optimizers.Adadelta(config.learning_rate)
     )
-    step_var = tf.Variable(0, dtype=tf.int64, name="global_step")
     best_dir = os.path.join(config.out_dir, "best")
     checkpointer = checkpoints.Checkpointer(
         os.path.join(config.out_dir, "train"),
         step_var,
         best_dir=best_dir,
         check=lambda path: _check_vocabulary(path, exp),
+        scratch=None if chief else distribute.worker_scratch_dir(config.out_dir, strategy),
         model=model,
         optimizer=optimizer,
     )
@@ -399,10 +402,14 @@ def train(exp):
         len(train_set.records),
         exp.vocab.size(),
     )
-    writer = tf.summary.create_file_writer(os.path.join(config.out_dir, "train_log"))
+    writer = (
+        tf.summary.create_file_writer(os.path.join(config.out_dir, "train_log"))
+        if chief
+        else tf.summary.create_noop_writer()
+    )
 
     def validate(step):
-        metrics = _validate(exp, writer, step)
+        metrics = _validate(exp, writer, step, record=chief)
         return metrics[config.best_metric], metrics
 
     with trainer_lib.Trainer(
@@ -431,8 +438,9 @@ def train(exp):
     return checkpointer.best_value if checkpointer.best_value is not None else -1.0
 
 
-def _validate(exp, writer, step):
-    """Scores the validation split, logs it, writes TensorBoard and validation.jsonl."""
+def _validate(exp, writer, step, record=True):
+    """Scores the validation split, logs it, writes TensorBoard and (with ``record``)
+    validation.jsonl."""
     metrics, captions, attentions = exp.score("val")
     logging.info("step %d validation: %s", step, _format(metrics))
     clip_set = exp.split("val")
@@ -454,9 +462,9 @@ def _validate(exp, writer, step):
                 words,
                 step,
             )
-    record = dict(metrics, step=step)
-    with open(os.path.join(exp.config.out_dir, "validation.jsonl"), "a", encoding="utf-8") as f:
-        f.write(json.dumps(record) + "\n")
+    if record:
+        with open(os.path.join(exp.config.out_dir, "validation.jsonl"), "a", encoding="utf-8") as f:
+            f.write(json.dumps(dict(metrics, step=step)) + "\n")
     return metrics
 
 
@@ -554,19 +562,24 @@ def run(config):
             "--best_metric=%s must be one of --metrics=%s"
             % (config.best_metric, ",".join(config.metrics))
         )
-    acvi_flags.configure_runtime(config)
+    strategy = acvi_flags.configure_runtime(config)
     os.makedirs(config.out_dir, exist_ok=True)
-    if config.mode == "train":
-        resuming = tf.train.latest_checkpoint(os.path.join(config.out_dir, "train")) is not None
-        acvi_flags.write_flag_record(
-            config.out_dir, config, resume_model_flags=MODEL_FLAGS if resuming else None
-        )
-    exp = Experiment(config)
-    if config.mode == "train":
-        best = train(exp)
-        print("best validation %s %.4f" % (config.best_metric, best))
-        return best
-    return evaluate(exp) if config.mode == "eval" else decode(exp)
+    if config.mode != "train":
+        exp = Experiment(config)
+        return evaluate(exp) if config.mode == "eval" else decode(exp)
+    resuming = tf.train.latest_checkpoint(os.path.join(config.out_dir, "train")) is not None
+    acvi_flags.write_flag_record(
+        config.out_dir,
+        config,
+        resume_model_flags=MODEL_FLAGS if resuming else None,
+        chief=distribute.is_chief(strategy),
+    )
+    # the global step is the process's own (a plain variable), the model's mirrored
+    step_var = tf.Variable(0, dtype=tf.int64, name="global_step")
+    with strategy.scope():
+        best = train(Experiment(config), strategy, step_var)
+    print("best validation %s %.4f" % (config.best_metric, best))
+    return best
 
 
 if __name__ == "__main__":
