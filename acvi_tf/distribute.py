@@ -129,14 +129,14 @@ def is_chief(strategy: tf.distribute.Strategy) -> bool:
 
 def worker_scratch_dir(directory: str, strategy: tf.distribute.Strategy) -> str:
     """Where this process writes what the chief writes to ``directory``: ``directory``
-    itself on the chief, a scratch folder of its own on another worker."""
+    itself on the chief, a scratch folder of its own on another worker (its trainer
+    removes it at the end)."""
     if is_chief(strategy):
         return directory
     resolver = strategy.cluster_resolver
     return os.path.join(
         tempfile.gettempdir(),
         "acvi_worker_%s_%d_%d" % (resolver.task_type, resolver.task_id, os.getpid()),
-        os.path.basename(os.path.normpath(directory)),
     )
 
 

@@ -10,6 +10,7 @@ validation and any log lines of its original code base (``after_step``).
 
 import fcntl
 import os
+import shutil
 import time
 from typing import Callable, Dict, Iterable, Optional, Tuple
 
@@ -149,6 +150,8 @@ class Trainer:
     def __exit__(self, *exc_info) -> None:
         self._lock.close()  # releases the lock
         self._lock = None
+        if self.checkpointer.scratch is not None:  # a worker's own folder, not the run's
+            shutil.rmtree(self.checkpointer.scratch, ignore_errors=True)
 
     @property
     def step(self) -> int:
