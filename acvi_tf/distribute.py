@@ -116,6 +116,29 @@ def _check_tf_config() -> Dict[str, Any]:
     return config
 
 
+def decode_shard(num_shards: Optional[int], shard_index: Optional[int]) -> Tuple[int, int]:
+    """``(index, count)`` of this process among the shards of a decode.
+
+    ``--num_shards`` and ``--shard_index`` when given; else, under a ``TF_CONFIG`` that
+    names workers, this worker's index among them; else ``(0, 1)``.
+
+    Raises:
+      DistributionError: an index outside the shards.
+    """
+    if num_shards is None and os.environ.get("TF_CONFIG"):
+        config = _check_tf_config()
+        num_shards = len(config["cluster"]["worker"])
+        shard_index = int(config["task"]["index"]) if shard_index is None else shard_index
+    num_shards = num_shards or 1
+    shard_index = shard_index or 0
+    if not 0 <= shard_index < num_shards:
+        raise DistributionError(
+            "--shard_index=%d is not one of the %d shards; give 0 to %d"
+            % (shard_index, num_shards, num_shards - 1)
+        )
+    return shard_index, num_shards
+
+
 def is_chief(strategy: tf.distribute.Strategy) -> bool:
     """Whether this process writes the run's files: always, but for a multi-worker
     strategy's workers other than worker 0."""

@@ -11,6 +11,8 @@ is the original's non-single-pass mode: log article, reference and summary, writ
 ``attn_vis_data.json``.
 """
 
+import contextlib
+import fcntl
 import json
 import os
 import re
@@ -171,51 +173,59 @@ def _manifest(batcher, settings):
     return dict(settings, data=data)
 
 
-def _prepare_folder(decode_dir, overwrite, manifest):
-    """Creates ``decode_dir``; returns how many articles an interrupted run finished.
+def _prepare_folder(decode_dir, overwrite, manifest, shared=False):
+    """Creates ``decode_dir``, or checks that an interrupted decode in it may be resumed.
 
-    A folder without ``metrics.json`` is an interrupted decode: it is resumed after its
-    last complete ``reference``/``decoded`` pair (both are written atomically), if its
+    A folder without ``metrics.json`` is an interrupted decode: it is resumed, its
+    complete ``reference``/``decoded`` pairs kept (both are written atomically), if its
     ``manifest.json`` equals ``manifest`` (the same data files, checkpoint and decode
-    flags). A finished one is kept unless ``overwrite``.
+    flags). A finished one is kept unless ``overwrite``. ``shared``: the shards of one
+    decode write the folder together, so it is never removed, only made or joined.
     """
     record = os.path.join(decode_dir, MANIFEST)
     manifest = json.loads(json.dumps(manifest))  # as it reads back: lists, not tuples
+    if overwrite and shared:
+        raise DecodeFolderError(
+            "--decode_overwrite would remove what the other shards wrote to %s; remove the "
+            "folder before the shards start" % decode_dir
+        )
     if os.path.exists(decode_dir) and not overwrite:
         if os.path.exists(os.path.join(decode_dir, "metrics.json")):
             raise DecodeFolderError(
                 "%s is a finished decode; remove it or pass --decode_overwrite" % decode_dir
             )
-        saved = {}
-        if os.path.exists(record):
-            with open(record, "rb") as f:
-                try:
-                    saved = json.loads(f.read().decode("utf-8"))
-                except ValueError:  # JSON or UTF-8
-                    saved = None
-            if not isinstance(saved, dict):
-                raise DecodeFolderError(
-                    "%s cannot be read, so what the interrupted decode in %s decoded is "
-                    "unknown; pass --decode_overwrite to decode afresh" % (record, decode_dir)
-                )
-        changed = sorted(k for k in set(manifest) | set(saved) if saved.get(k) != manifest.get(k))
-        if changed:
-            raise DecodeFolderError(
-                "%s holds an interrupted decode whose %s differ from this one's (%s); "
-                "resuming would mix them: decode with the same data and flags, or pass "
-                "--decode_overwrite" % (decode_dir, ", ".join(changed), MANIFEST)
-            )
-        done = 0
-        while all(os.path.exists(_pair_path(decode_dir, kind, done)) for kind in _KINDS):
-            done += 1
-        logging.info("Resuming the interrupted decode in %s after %d articles", decode_dir, done)
-        return done
-    if os.path.exists(decode_dir):
+        if os.path.exists(record) or not shared:
+            _check_manifest(decode_dir, record, manifest)
+            logging.info("Resuming the interrupted decode in %s", decode_dir)
+            return
+    elif os.path.exists(decode_dir):
         shutil.rmtree(decode_dir)
     for sub in _KINDS:
-        os.makedirs(os.path.join(decode_dir, sub))
+        os.makedirs(os.path.join(decode_dir, sub), exist_ok=True)
     files.atomic_write_text(record, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
-    return 0
+
+
+def _check_manifest(decode_dir, record, manifest):
+    """Refuses to resume a decode whose ``manifest.json`` is unreadable or differs."""
+    saved = {}
+    if os.path.exists(record):
+        with open(record, "rb") as f:
+            try:
+                saved = json.loads(f.read().decode("utf-8"))
+            except ValueError:  # JSON or UTF-8
+                saved = None
+        if not isinstance(saved, dict):
+            raise DecodeFolderError(
+                "%s cannot be read, so what the interrupted decode in %s decoded is "
+                "unknown; pass --decode_overwrite to decode afresh" % (record, decode_dir)
+            )
+    changed = sorted(k for k in set(manifest) | set(saved) if saved.get(k) != manifest.get(k))
+    if changed:
+        raise DecodeFolderError(
+            "%s holds an interrupted decode whose %s differ from this one's (%s); "
+            "resuming would mix them: decode with the same data and flags, or pass "
+            "--decode_overwrite" % (decode_dir, ", ".join(changed), MANIFEST)
+        )
 
 
 _KINDS = ("reference", "decoded")
@@ -236,14 +246,31 @@ def _read_lines(path):
         return f.read().splitlines()
 
 
+def _has_pair(decode_dir, index):
+    return all(os.path.exists(_pair_path(decode_dir, kind, index)) for kind in _KINDS)
+
+
 def decode_single_pass(
-    summarizer, batcher, decode_dir, overwrite=False, total=None, with_meteor=True, settings=None
+    summarizer,
+    batcher,
+    decode_dir,
+    overwrite=False,
+    total=None,
+    with_meteor=True,
+    settings=None,
+    shard=(0, 1),
 ):
     """Decodes every article once, writes See's folder and scores it (``score_folder``).
 
     An interrupted run (the folder exists, no ``metrics.json``) is resumed: articles
     with both files written are read back, not decoded again. ``manifest.json`` records
     the data files (with their sizes) and ``settings``; a resume with others is refused.
+
+    With ``shard=(i, n)`` this process decodes batch ``b`` of the data only when
+    ``b % n == i``, into the same folder as the other shards (the batches, and so the
+    summaries, are the ones a single run makes: the files are the same byte for byte).
+    The shard that finds every article's files written, its own last, scores the
+    folder; the others return None. Running any shard again scores a complete folder.
 
     Args:
       summarizer: a ``Summarizer``.
@@ -254,44 +281,82 @@ def decode_single_pass(
       with_meteor: also score with METEOR.
       settings: what else the decode depends on (the checkpoint, the decode flags), for
         ``manifest.json``.
+      shard: ``(index, count)`` of this process among the decode's shards.
 
     Returns:
-      The metrics dict of ``score_folder``.
+      The metrics dict of ``score_folder``, or None while other shards have articles
+      left.
     """
-    done = _prepare_folder(decode_dir, overwrite, _manifest(batcher, settings or {}))
-    articles, references, hypotheses = [], [], []
+    index, count = shard
+    manifest = _manifest(batcher, settings or {})
+    if count > 1:  # the shards must cut the data into the same batches
+        manifest.update(num_shards=count, decode_batch_size=batcher.batch_size)
+    _prepare_folder(decode_dir, overwrite, manifest, shared=count > 1)
+    articles, new = [], 0
     start = time.time()
-    for batch in batcher.batches():
-        first = len(hypotheses)
-        size = len(batch["original_articles"])
-        results = summarizer.decode(batch) if first + size > done else [None] * size
-        for i, result in enumerate(results):
-            index = first + i
-            articles.append(as_text(batch["original_articles"][i]))
-            if index < done:
-                references.append(_read_lines(_pair_path(decode_dir, "reference", index)))
-                hypotheses.append(_read_lines(_pair_path(decode_dir, "decoded", index)))
-                continue
-            references.append(as_text(batch["original_abstract_sents"][i]).split("\n"))
-            hypotheses.append(split_sentences(result["words"]))
-            _write_pair(decode_dir, index, references[-1], hypotheses[-1])
-        rate = (len(hypotheses) - min(done, len(hypotheses))) / max(time.time() - start, 1e-9)
-        eta = " ETA %.0fs" % ((total - len(hypotheses)) / rate) if total and rate else ""
-        logging.info(
-            "decoded %d%s articles, %.2f articles/s%s",
-            len(hypotheses),
-            "/%d" % total if total else "",
-            rate,
-            eta,
+    for number, batch in enumerate(batcher.batches()):
+        first = len(articles)
+        articles.extend(as_text(a) for a in batch["original_articles"])
+        wanted = number % count == index and not all(
+            _has_pair(decode_dir, i) for i in range(first, len(articles))
         )
-    return score_folder(
-        decode_dir,
-        articles,
-        references,
-        hypotheses,
-        lambda w: summarizer.vocab.word2id(w) != 0,
-        with_meteor,
-    )
+        if not wanted:
+            continue
+        for i, result in enumerate(summarizer.decode(batch)):
+            reference = as_text(batch["original_abstract_sents"][i]).split("\n")
+            _write_pair(decode_dir, first + i, reference, split_sentences(result["words"]))
+        new += len(articles) - first
+        rate = new / max(time.time() - start, 1e-9)
+        left = (total - len(articles)) // count if total else 0
+        logging.info(
+            "decoded %d%s articles%s, %.2f articles/s%s",
+            len(articles),
+            "/%d" % total if total else "",
+            " (shard %d of %d)" % (index, count) if count > 1 else "",
+            rate,
+            " ETA %.0fs" % (left / rate) if left and rate else "",
+        )
+    missing = sum(not _has_pair(decode_dir, i) for i in range(len(articles)))
+    if missing:
+        logging.info(
+            "Shard %d of %d is done; %d of %d articles wait for the other shards, and the "
+            "last to finish scores %s",
+            index,
+            count,
+            missing,
+            len(articles),
+            decode_dir,
+        )
+        return None
+    with _merge_lock(decode_dir) if count > 1 else contextlib.nullcontext():
+        if os.path.exists(os.path.join(decode_dir, "metrics.json")):  # another shard scored
+            with open(os.path.join(decode_dir, "metrics.json"), encoding="utf-8") as f:
+                return json.load(f)
+        references = [
+            _read_lines(_pair_path(decode_dir, "reference", i)) for i in range(len(articles))
+        ]
+        hypotheses = [
+            _read_lines(_pair_path(decode_dir, "decoded", i)) for i in range(len(articles))
+        ]
+        return score_folder(
+            decode_dir,
+            articles,
+            references,
+            hypotheses,
+            lambda w: summarizer.vocab.word2id(w) != 0,
+            with_meteor,
+        )
+
+
+@contextlib.contextmanager
+def _merge_lock(decode_dir):
+    """Holds ``decode_dir/merge.lock`` (one shard scores at a time)."""
+    with open(os.path.join(decode_dir, "merge.lock"), "a", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def lead_baseline(batcher, decode_dir, num_sentences, in_vocab, overwrite=False, with_meteor=True):

@@ -250,6 +250,22 @@ def define_flags(fv=flags.FLAGS):
         "last complete article.",
         flag_values=fv,
     )
+    flags.DEFINE_integer(
+        "num_shards",
+        None,
+        "Single-pass decode in several processes or machines: the number of shards, each "
+        "decoding every num_shards-th batch into the same folder; the last to finish "
+        "scores it (default: one, or the workers of TF_CONFIG).",
+        lower_bound=1,
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "shard_index",
+        None,
+        "This process's shard, 0 to --num_shards - 1 (default: 0, or its TF_CONFIG index).",
+        lower_bound=0,
+        flag_values=fv,
+    )
     flags.DEFINE_boolean(
         "initial_state_attention",
         True,
@@ -817,6 +833,7 @@ def decode(config, vocab, train_dir, phases):
             config.decode_overwrite,
             total=total,
             settings=dict(settings, checkpoint=os.path.basename(latest)),
+            shard=distribute.decode_shard(config.num_shards, config.shard_index),
         )
     batcher = batcher_lib.Batcher(
         config.data_path,

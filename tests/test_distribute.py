@@ -41,7 +41,7 @@ def _assert_same(single, replicated, rtol=1e-5, atol=1e-6):
 # A toy model
 
 
-def _toy_step(strategy, batch, max_grad_norm, steps=1):
+def _toy_step(strategy, batch, max_grad_norm, steps=1, jit_compile=False):
     """Trains a small regression model ``steps`` steps; returns weights and results."""
     with strategy.scope():
         keras.utils.set_random_seed(1)
@@ -51,7 +51,7 @@ def _toy_step(strategy, batch, max_grad_norm, steps=1):
         optimizer.build(model.trainable_variables)
 
         def loss_fn(batch):
-            error = tf.square(model(batch["x"])[:, 0] - batch["y"])
+            error = tf.square(tf.cast(model(batch["x"])[:, 0], tf.float32) - batch["y"])
             return tf.reduce_mean(error), dict(loss=tf.reduce_mean(error), count=tf.size(error))
 
         signature = [dict(x=tf.TensorSpec([None, 3]), y=tf.TensorSpec([None]))]
@@ -61,6 +61,7 @@ def _toy_step(strategy, batch, max_grad_norm, steps=1):
             optimizer,
             signature,
             max_grad_norm,
+            jit_compile,
             sum_keys=("count",),
         )
     results = {}
@@ -84,6 +85,21 @@ def test_a_replicated_step_is_the_single_device_step(mirrored, size, max_grad_no
     for name in ("loss", "grad_norm"):  # means are of the global batch
         np.testing.assert_allclose(results[name], single_results[name], rtol=1e-5)
     assert int(optimizer.iterations.numpy()) == 3
+
+
+@pytest.mark.parametrize("precision", ["float32", "mixed_float16"])
+def test_xla_and_mixed_precision_work_under_the_strategy(mirrored, precision):
+    keras.mixed_precision.set_global_policy(precision)
+    rng = np.random.default_rng(0)
+    batch = dict(
+        x=tf.constant(rng.normal(size=(6, 3)), tf.float32),
+        y=tf.constant(rng.normal(size=6), tf.float32),
+    )
+    single, _, _ = _toy_step(tf.distribute.get_strategy(), batch, 0.5, 2, jit_compile=True)
+    replicated, results, _ = _toy_step(mirrored, batch, 0.5, 2, jit_compile=True)
+    tolerance = 1e-5 if precision == "float32" else 2e-3
+    _assert_same(single, replicated, rtol=tolerance, atol=tolerance)
+    assert np.isfinite(results["loss"])
 
 
 def test_a_non_finite_global_batch_updates_nothing(mirrored):

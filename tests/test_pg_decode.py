@@ -289,12 +289,12 @@ def test_a_damaged_interrupted_decode_folder_resumes_or_is_refused(
     finished, damage, target, cut, text
 ):
     """Fuzz: whatever a kill or a hand left in an interrupted decode folder, preparing
-    the resume either returns a count of complete pairs that all exist, or refuses with
-    one DecodeFolderError naming the folder; never another error."""
+    the resume either keeps every complete pair for the resume to read back, or refuses
+    with one DecodeFolderError naming the folder; never another error."""
     manifest = dict(checkpoint="model.ckpt-9", data=[["/data/test_000.bin", 123]])
     with tempfile.TemporaryDirectory() as root:
         folder = os.path.join(root, "decode_test")
-        assert decode_lib._prepare_folder(folder, False, manifest) == 0
+        decode_lib._prepare_folder(folder, False, manifest)
         for index in range(finished):
             decode_lib._write_pair(folder, index, ["a ."], ["b ."])
         record = os.path.join(folder, decode_lib.MANIFEST)
@@ -310,14 +310,60 @@ def test_a_damaged_interrupted_decode_folder_resumes_or_is_refused(
             index = target % finished
             os.remove(decode_lib._pair_path(folder, decode_lib._KINDS[target % 2], index))
         try:
-            done = decode_lib._prepare_folder(folder, False, manifest)
+            decode_lib._prepare_folder(folder, False, manifest)
         except decode_lib.DecodeFolderError as e:
             assert folder in str(e)
             assert damage.startswith("manifest")
             return
-        assert 0 <= done <= finished
-        for index in range(done):
-            for kind in decode_lib._KINDS:
-                assert os.path.exists(decode_lib._pair_path(folder, kind, index))
-        if damage != "delete":
-            assert done == finished
+        kept = sum(decode_lib._has_pair(folder, index) for index in range(finished))
+        assert kept == finished - (damage == "delete" and finished > 0)
+
+
+SAMPLE = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+    "data_prep",
+    "samples",
+    "debian_descriptions",
+)
+
+
+@pytest.mark.slow
+def test_sharded_decodes_write_the_single_run_folder_byte_for_byte(tmp_path):
+    """The shipped test split (400 descriptions) decoded in one run, in 2 shards and in
+    3: the same decoded/ and reference/ files, byte for byte, and the same scores, the
+    last shard to finish scoring the folder."""
+    sample_vocab = vocab_lib.Vocab(os.path.join(SAMPLE, "vocab"), 2000)
+    keras.utils.set_random_seed(4)
+    sample_model = model_lib.PointerGenerator(sample_vocab.size(), hidden_dim=16, emb_dim=8)
+    summarizer = decode_lib.Summarizer(
+        sample_model, sample_vocab, beam_size=2, max_dec_steps=8, min_dec_steps=2
+    )
+
+    def decode(folder, shard):
+        batcher = batcher_lib.Batcher(
+            os.path.join(SAMPLE, "chunked", "test_*"), sample_vocab, 48, 60, 8, single_pass=True
+        )
+        return decode_lib.decode_single_pass(
+            summarizer, batcher, str(folder), with_meteor=False, shard=shard
+        )
+
+    single = decode(tmp_path / "single", (0, 1))
+    assert single["num_summaries"] == 400
+
+    def contents(folder):
+        return {
+            os.path.join(kind, name): (folder / kind / name).read_bytes()
+            for kind in decode_lib._KINDS
+            for name in sorted(os.listdir(folder / kind))
+        }
+
+    expected = contents(tmp_path / "single")
+    for count in (2, 3):
+        folder = tmp_path / ("shards%d" % count)
+        results = [decode(folder, (index, count)) for index in (1, 0, 2)[:count]]
+        assert results[:-1] == [None] * (count - 1)  # only the last shard scores
+        assert contents(folder) == expected
+        assert results[-1] == single
+        # a scored folder is finished: a shard run again is refused, as one run would be
+        with pytest.raises(decode_lib.DecodeFolderError, match="finished decode"):
+            decode(folder, (0, count))
