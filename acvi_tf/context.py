@@ -178,7 +178,7 @@ class ContextLayer(keras.layers.Layer):
         """A penalty on the layer's own parameters for the training loss (0 by default)."""
         return tf.constant(0.0)
 
-    def statistics(self, prepared: PreparedMemory) -> Dict[str, tf.Tensor]:
+    def statistics(self, prepared: Optional[PreparedMemory]) -> Dict[str, tf.Tensor]:
         """Scalars of the mechanism's state on this source batch, for TensorBoard (none
         by default); every host logs them through ``objective.context_terms``."""
         del prepared
@@ -477,9 +477,11 @@ class ACVIContext(ContextLayer):
         component_kl = 0.5 * tf.reduce_sum(variance + tf.square(h) - 1.0 - log_var, axis=-1)
         return base._replace(variance=variance, component_kl=component_kl)
 
-    def statistics(self, prepared: PreparedMemory) -> Dict[str, tf.Tensor]:
+    def statistics(self, prepared: Optional[PreparedMemory]) -> Dict[str, tf.Tensor]:
         """The mean ``log sigma^2`` and the mean ``sigma`` over real source positions
-        and dimensions."""
+        and dimensions (none without a prepared memory)."""
+        if prepared is None:
+            return {}
         mask = prepared.mask[..., tf.newaxis]
         count = tf.reduce_sum(mask) * tf.cast(tf.shape(prepared.variance)[-1], tf.float32)
         return {
