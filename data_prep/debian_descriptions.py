@@ -11,28 +11,15 @@ description (paragraphs joined by spaces), the abstract is the synopsis. The out
 layout of See et al.'s ``finished_files/``: ``train.bin``, ``val.bin``, ``test.bin``,
 ``chunked/{split}_NNN.bin`` (1,000 records each) and ``vocab``.
 
-Rules, in the order they are applied:
-
-1. Records with an empty long description are skipped (counted). Records with an empty
-   synopsis are skipped too (counted and logged); records without ``Package`` or
-   ``Description-en`` are an error naming the file and line.
-2. Deduplication: many packages share one long description (``foo``, ``foo-data``, ...).
-   One pair is kept per distinct long-description text (compared after joining the lines
-   and paragraphs with single spaces, before tokenisation): the first record in file
-   order. Later records with the same text are dropped (counted) whatever their synopsis.
-3. Tokenisation: the text is cut into sentences at ``.``, ``!`` or ``?`` followed by
-   whitespace and anything but a lowercase letter, except after abbreviations such as
-   ``e.g.`` or ``A.D.`` (the Treebank tokenizer assumes one sentence at a time and only
-   splits the final period off), lowercased, tokenised with NLTK's
-   ``TreebankWordTokenizer`` and joined with single spaces. The abstract is written as
-   ``<s> tokens </s>``, one sentence, as See's ``make_datafiles.py`` does.
-4. Pairs whose article has more than ``--max_article_tokens`` tokens are dropped (counted).
-5. Split by a stable hash of the package name: ``int(sha1(package).hexdigest(), 16) % 100``
-   below 90 is train, below 95 val, the rest test. Each split is written in ascending
-   hash order; ``--max_{train,val,test}`` keep the pairs with the smallest hashes, so a
-   capped split is a prefix of the uncapped one.
-6. The vocab is See's: train split only, article plus abstract tokens without ``<s>`` and
-   ``</s>``, stripped, empties dropped, ``Counter.most_common(200000)`` as ``word count``.
+The pairs then go through ``data_prep.summarization`` (its rules, with empties skipped
+rather than refused): an empty long description or synopsis is skipped (counted), one
+pair is kept per distinct long description (the first record in file order), the text
+is tokenised with NLTK's Treebank tokenizer sentence by sentence and lowercased (the
+synopsis is one abstract sentence), pairs with more than ``--max_article_tokens`` tokens
+are dropped, the split is a stable hash of the package name (90% train, 5% val, 5% test;
+``--max_{train,val,test}`` keep the smallest hashes) and the vocab is See's, from the
+train split. Records without ``Package`` or ``Description-en`` are an error naming the
+file and line.
 
 Every file is written atomically (a temporary file, then ``os.replace``).
 
@@ -42,37 +29,28 @@ Usage::
       [--translation_file=/var/lib/apt/lists/..._main_i18n_Translation-en.lz4]
 """
 
-import collections
 import contextlib
 import dataclasses
 import glob
 import gzip
-import hashlib
 import io
 import lzma
 import os
-import re
 import shutil
-import statistics
 import subprocess
 
 from absl import flags, logging
 
 from acvi_tf import config as config_lib
 from acvi_tf import errors
-from acvi_tf.formats import bin_files, see_vocab
-from data_prep import splits as splits_lib
-from data_prep.text import tokenize
+from data_prep import summarization
 
-SPLITS = ("train", "val", "test")
-CHUNK_SIZE = 1000
 APT_LISTS_GLOB = "/var/lib/apt/lists/*_main_i18n_Translation-en*"
 APT_HELPER = "/usr/lib/apt/apt-helper"
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _XZ_MAGIC = b"\xfd7zXZ\x00"
 _LZ4_MAGIC = b"\x04\x22\x4d\x18"
-_CHUNK_NAME = re.compile(r"^(train|val|test)_\d{3,}\.bin$")
 
 
 class TranslationFileError(errors.UserError, ValueError):
@@ -99,63 +77,6 @@ class Record:
     def long_description(self):
         """The paragraphs joined by single spaces ('' when there are none)."""
         return " ".join(self.paragraphs)
-
-
-@dataclasses.dataclass(frozen=True)
-class Pair:
-    """One tokenised example: See's ``article`` and ``abstract`` strings and its split key.
-
-    Attributes:
-      package: the package the pair came from.
-      article: the tokenised long description.
-      abstract: ``<s> tokenised synopsis </s>``.
-      hash_value: ``int(sha1(package).hexdigest(), 16)``.
-    """
-
-    package: str
-    article: str
-    abstract: str
-    hash_value: int
-
-
-@dataclasses.dataclass
-class Stats:
-    """What the build read, dropped and wrote; ``summary()`` formats it."""
-
-    records_read: int = 0
-    skipped_empty: int = 0
-    skipped_no_synopsis: int = 0
-    duplicates_dropped: int = 0
-    too_long_dropped: int = 0
-    pairs_before_caps: dict = dataclasses.field(default_factory=dict)
-    pairs: dict = dataclasses.field(default_factory=dict)
-    median_article_tokens: dict = dataclasses.field(default_factory=dict)
-    median_abstract_tokens: dict = dataclasses.field(default_factory=dict)
-    vocab_size: int = 0
-
-    def summary(self):
-        """A multi-line, human-readable account of the build."""
-        lines = [
-            "records read:              %d" % self.records_read,
-            "skipped, empty long desc.: %d" % self.skipped_empty,
-            "skipped, empty synopsis:   %d" % self.skipped_no_synopsis,
-            "duplicates dropped:        %d" % self.duplicates_dropped,
-            "too long dropped:          %d" % self.too_long_dropped,
-        ]
-        for split in SPLITS:
-            lines.append(
-                "%-5s pairs: %d (of %d before the cap); median tokens: article %s, "
-                "abstract %s"
-                % (
-                    split,
-                    self.pairs.get(split, 0),
-                    self.pairs_before_caps.get(split, 0),
-                    self.median_article_tokens.get(split, "-"),
-                    self.median_abstract_tokens.get(split, "-"),
-                )
-            )
-        lines.append("vocab size:                %d" % self.vocab_size)
-        return "\n".join(lines)
 
 
 def default_translation_file(pattern=APT_LISTS_GLOB):
@@ -331,126 +252,26 @@ def parse_records(lines, path="<input>"):
         yield _record(fields, start, path)
 
 
-def package_hash(package):
-    """``int(sha1(package).hexdigest(), 16)``, the stable key of the split and the caps."""
-    return int(hashlib.sha1(package.encode("utf-8")).hexdigest(), 16)
-
-
-def split_of(hash_value):
-    """The split of a hash: ``hash % 100`` < 90 train, < 95 val, else test."""
-    return splits_lib.split_of(hash_value, SPLITS)
+def sources(records):
+    """The pairs of the records: long description -> synopsis, keyed by package."""
+    for record in records:
+        yield summarization.Source(
+            record.long_description,
+            record.synopsis,
+            record.package,
+            "package %s (record on line %d)" % (record.package, record.line),
+        )
 
 
 def make_pairs(records, max_article_tokens, stats):
-    """Turns records into tokenised pairs: skips empties, deduplicates, drops long ones.
-
-    Args:
-      records: ``Record`` objects in file order.
-      max_article_tokens: the longest article kept, in tokens.
-      stats: a ``Stats`` whose counters are updated.
-
-    Returns:
-      A list of ``Pair`` in file order.
-    """
-    seen, pairs = set(), []
-    for record in records:
-        stats.records_read += 1
-        text = record.long_description
-        if not text:
-            stats.skipped_empty += 1
-            continue
-        if not record.synopsis:
-            stats.skipped_no_synopsis += 1
-            logging.warning(
-                "skipping package %s (record on line %d): empty synopsis",
-                record.package,
-                record.line,
-            )
-            continue
-        if text in seen:
-            stats.duplicates_dropped += 1
-            continue
-        seen.add(text)
-        article = tokenize(text)
-        if len(article.split(" ")) > max_article_tokens:
-            stats.too_long_dropped += 1
-            continue
-        abstract = "%s %s %s" % (
-            see_vocab.SENTENCE_START,
-            tokenize(record.synopsis),
-            see_vocab.SENTENCE_END,
-        )
-        pairs.append(Pair(record.package, article, abstract, package_hash(record.package)))
-    return pairs
-
-
-def split_pairs(pairs, caps=None):
-    """Splits pairs by hash, each split in ascending hash order and capped (see
-    ``data_prep.splits.split_by_hash``)."""
-    return splits_lib.split_by_hash(pairs, SPLITS, caps)
-
-
-def build_vocab(train_pairs):
-    """Counts words the way See's ``make_datafiles.py`` does, from the train split only.
-
-    Args:
-      train_pairs: the train ``Pair`` objects.
-
-    Returns:
-      A ``collections.Counter`` of article and abstract tokens, ``<s>``/``</s>`` excluded.
-    """
-    counter = collections.Counter()
-    for pair in train_pairs:
-        abstract_tokens = [
-            token
-            for token in pair.abstract.split(" ")
-            if token not in (see_vocab.SENTENCE_START, see_vocab.SENTENCE_END)
-        ]
-        tokens = [token.strip() for token in pair.article.split(" ") + abstract_tokens]
-        counter.update(token for token in tokens if token)
-    return counter
-
-
-def _write_chunks(chunk_dir, split, pairs):
-    written = bin_files.write_chunked(chunk_dir, split, pairs, chunk_size=CHUNK_SIZE)
-    keep = {os.path.basename(path) for path in written}
-    for name in os.listdir(chunk_dir):
-        match = _CHUNK_NAME.match(name)
-        if match and match.group(1) == split and name not in keep:
-            os.remove(os.path.join(chunk_dir, name))
-
-
-def write_outputs(out_dir, splits, full_bins=True):
-    """Writes See's ``finished_files`` layout for the split pairs.
-
-    Chunks left over from an earlier, larger build of the same split, and with
-    ``full_bins=False`` an earlier ``{split}.bin``, are removed, so ``out_dir`` always
-    matches this build.
-
-    Args:
-      out_dir: the output directory.
-      splits: dict split -> list of ``Pair``.
-      full_bins: also write ``{split}.bin`` next to ``chunked/``.
-
-    Returns:
-      The vocab size.
-    """
-    chunk_dir = os.path.join(out_dir, "chunked")
-    os.makedirs(chunk_dir, exist_ok=True)
-    for split in SPLITS:
-        examples = [(pair.article, pair.abstract) for pair in splits[split]]
-        _write_chunks(chunk_dir, split, examples)
-        full_path = os.path.join(out_dir, split + ".bin")
-        if full_bins:
-            bin_files.write_bin_file(full_path, examples)
-        elif os.path.exists(full_path):
-            os.remove(full_path)
-    return see_vocab.write_vocab(os.path.join(out_dir, "vocab"), build_vocab(splits["train"]))
-
-
-def _median_tokens(texts, drop=()):
-    lengths = [len([t for t in text.split(" ") if t not in drop]) for text in texts]
-    return statistics.median(lengths) if lengths else 0
+    """Tokenised pairs of the records (``summarization.make_pairs``, empties skipped)."""
+    return summarization.make_pairs(
+        sources(records),
+        summarization.tokenizer("treebank"),
+        max_article_tokens,
+        stats,
+        skip_empty=True,
+    )
 
 
 def build(translation_file, out_dir, max_article_tokens=400, caps=None, full_bins=True):
@@ -464,12 +285,12 @@ def build(translation_file, out_dir, max_article_tokens=400, caps=None, full_bin
       full_bins: also write ``{split}.bin`` next to ``chunked/``.
 
     Returns:
-      The ``Stats`` of the build.
+      The ``summarization.Stats`` of the build.
 
     Raises:
       TranslationFileError: the file cannot be read or parsed; nothing is written then.
     """
-    stats = Stats()
+    stats = summarization.Stats()
     try:
         with open_lines(translation_file) as lines:
             pairs = make_pairs(parse_records(lines, translation_file), max_article_tokens, stats)
@@ -477,18 +298,8 @@ def build(translation_file, out_dir, max_article_tokens=400, caps=None, full_bin
         raise TranslationFileError(
             "%s is not UTF-8 text (%s); is it a Translation-en index?" % (translation_file, e)
         ) from e
-    stats.pairs_before_caps = {split: 0 for split in SPLITS}
-    for pair in pairs:
-        stats.pairs_before_caps[split_of(pair.hash_value)] += 1
-    splits = split_pairs(pairs, caps)
-    stats.vocab_size = write_outputs(out_dir, splits, full_bins)
-    sentence_marks = (see_vocab.SENTENCE_START, see_vocab.SENTENCE_END)
-    for split, members in splits.items():
-        stats.pairs[split] = len(members)
-        stats.median_article_tokens[split] = _median_tokens(p.article for p in members)
-        stats.median_abstract_tokens[split] = _median_tokens(
-            (p.abstract for p in members), drop=sentence_marks
-        )
+    summarization.write_corpus(pairs, out_dir, stats, caps, full_bins)
+    summarization.write_corpus_record(out_dir, "treebank", True)
     return stats
 
 

@@ -67,6 +67,7 @@ from acvi_tf import files
 from acvi_tf.formats import nmt_text
 from data_prep import debian_descriptions as dd
 from data_prep import splits as splits_lib
+from data_prep import summarization
 from data_prep.text import tokenize
 
 SPLITS = ("train", "dev", "test")
@@ -297,7 +298,7 @@ def make_pairs(english, german, max_len, stats):
         if de_record is None:
             continue
         stats.joined += 1
-        hash_value = dd.package_hash(md5)
+        hash_value = summarization.key_hash(md5)
         for en_text, de_text in aligned_texts(en_record, de_record, stats):
             stats.candidate_pairs += 1
             tokens = (tokenize(en_text), tokenize(de_text))

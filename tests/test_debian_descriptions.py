@@ -15,6 +15,7 @@ import pytest
 
 from acvi_tf.formats.bin_files import read_bin_file
 from data_prep import debian_descriptions as dd
+from data_prep import splits, summarization, text
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLE = os.path.join(ROOT, "data_prep", "samples", "debian_descriptions")
@@ -56,7 +57,7 @@ def _read_split(out_dir, split):
 def _corpus(tmp_path, per_split=3):
     """A file with ``per_split`` packages in each split, each with its own description."""
     records = []
-    for split in dd.SPLITS:
+    for split in summarization.SPLITS:
         for name in _names(split, per_split):
             records.append(
                 _record_text(
@@ -98,10 +99,10 @@ def test_parse_multi_paragraph_record(tmp_path):
 
 
 def test_tokenize_lowercases_splits_sentences_and_keeps_abbreviations():
-    assert dd.tokenize("It's a GTK+ tool (e.g. for KDE). It works, i.e. Fine!") == (
+    assert text.tokenize("It's a GTK+ tool (e.g. for KDE). It works, i.e. Fine!") == (
         "it 's a gtk+ tool ( e.g. for kde ) . it works , i.e. fine !"
     )
-    assert dd.tokenize('Says "Hello world."') == "says `` hello world . ''"
+    assert text.tokenize('Says "Hello world."') == "says `` hello world . ''"
 
 
 def test_pairs_format_dedup_and_empty_skip(tmp_path):
@@ -112,14 +113,18 @@ def test_pairs_format_dedup_and_empty_skip(tmp_path):
         _record_text("empty", "No long description"),
         _record_text("baz", "Baz: a Thing", "Shared text."),
     )
-    stats = dd.Stats()
+    stats = summarization.Stats()
     with dd.open_lines(path) as lines:
         pairs = dd.make_pairs(dd.parse_records(lines, path), 400, stats)
-    assert [(p.package, p.article, p.abstract) for p in pairs] == [
+    assert [(p.key, p.article, p.abstract) for p in pairs] == [
         ("foo", "shared text . second part .", "<s> the foo tool </s>"),
         ("baz", "shared text .", "<s> baz : a thing </s>"),
     ]
-    assert (stats.records_read, stats.skipped_empty, stats.duplicates_dropped) == (4, 1, 1)
+    assert (stats.records_read, stats.empty_articles_skipped, stats.duplicates_dropped) == (
+        4,
+        1,
+        1,
+    )
 
 
 def test_too_long_articles_are_dropped_and_counted(tmp_path):
@@ -128,28 +133,28 @@ def test_too_long_articles_are_dropped_and_counted(tmp_path):
         _record_text("short", "S", "one two three"),
         _record_text("long", "L", "one two three four"),
     )
-    stats = dd.Stats()
+    stats = summarization.Stats()
     with dd.open_lines(path) as lines:
         pairs = dd.make_pairs(dd.parse_records(lines, path), 3, stats)
-    assert [p.package for p in pairs] == ["short"]
+    assert [p.key for p in pairs] == ["short"]
     assert stats.too_long_dropped == 1
 
 
 def test_hash_split_is_deterministic_and_follows_the_rule():
     for i in range(300):
         name = "package-%d" % i
-        value = dd.package_hash(name)
+        value = summarization.key_hash(name)
         assert value == int(hashlib.sha1(name.encode("utf-8")).hexdigest(), 16)
         bucket = _bucket(name)
         expected = "train" if bucket < 90 else ("val" if bucket < 95 else "test")
-        assert dd.split_of(value) == expected
+        assert splits.split_of(value, summarization.SPLITS) == expected
 
 
 def test_build_writes_each_split_in_hash_order(tmp_path):
     out = str(tmp_path / "out")
     stats = dd.build(_corpus(tmp_path), out)
-    for split in dd.SPLITS:
-        names = sorted(_names(split, 3), key=dd.package_hash)
+    for split in summarization.SPLITS:
+        names = sorted(_names(split, 3), key=summarization.key_hash)
         expected = [
             ("long text about %s in %s ." % (n, split), "<s> synopsis of %s </s>" % n)
             for n in names
@@ -160,15 +165,15 @@ def test_build_writes_each_split_in_hash_order(tmp_path):
 
 
 def test_caps_keep_the_smallest_hashes_and_remove_stale_chunks(tmp_path, monkeypatch):
-    monkeypatch.setattr(dd, "CHUNK_SIZE", 2)
+    monkeypatch.setattr(summarization, "CHUNK_SIZE", 2)
     corpus = _corpus(tmp_path, per_split=5)
     out = str(tmp_path / "out")
     dd.build(corpus, out)
-    full = {split: _read_split(out, split) for split in dd.SPLITS}
+    full = {split: _read_split(out, split) for split in summarization.SPLITS}
     assert len(os.listdir(os.path.join(out, "chunked"))) == 9
     stats = dd.build(corpus, out, caps={"train": 2, "val": 1, "test": None})
     for split, kept in (("train", 2), ("val", 1), ("test", 5)):
-        smallest = sorted(_names(split, 5), key=dd.package_hash)[:kept]
+        smallest = sorted(_names(split, 5), key=summarization.key_hash)[:kept]
         pairs = _read_split(out, split)
         assert pairs == full[split][:kept]
         assert [abstract for _, abstract in pairs] == [
@@ -219,8 +224,8 @@ def test_vocab_follows_see(tmp_path):
 
 
 def test_build_vocab_drops_sentence_marks_and_empty_tokens():
-    pair = dd.Pair("p", "a  b a", "<s> b </s>", 0)
-    assert dd.build_vocab([pair]) == collections.Counter({"a": 2, "b": 2})
+    pair = summarization.Pair("p", "a  b a", "<s> b </s>", 0)
+    assert summarization.build_vocab([pair]) == collections.Counter({"a": 2, "b": 2})
 
 
 @pytest.mark.parametrize("opener,suffix", [(gzip.open, ".gz"), (lzma.open, ".xz")])
@@ -291,8 +296,8 @@ def test_shipped_sample_matches_its_readme():
     with open(os.path.join(SAMPLE, "README.md"), encoding="utf-8") as f:
         readme = f.read()
     table = dict(re.findall(r"^\| (train|val|test) +\| (\d+) ", readme, re.MULTILINE))
-    assert set(table) == set(dd.SPLITS)
-    for split in dd.SPLITS:
+    assert set(table) == set(summarization.SPLITS)
+    for split in summarization.SPLITS:
         pairs = _read_split(SAMPLE, split)
         assert len(pairs) == int(table[split]), split
         for article, abstract in pairs:

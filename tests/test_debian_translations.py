@@ -10,6 +10,7 @@ import pytest
 from acvi_tf.formats import nmt_text
 from data_prep import debian_descriptions as dd
 from data_prep import debian_translations as dt
+from data_prep import summarization
 from data_prep.text import tokenize
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -40,7 +41,9 @@ def _md5s(split, count):
     """The first ``count`` md5 strings of "dN" whose sha1 bucket falls in ``split``."""
     md5s = (hashlib.md5(b"d%d" % i).hexdigest() for i in itertools.count())
     return list(
-        itertools.islice((m for m in md5s if dt.split_of(dd.package_hash(m)) == split), count)
+        itertools.islice(
+            (m for m in md5s if dt.split_of(summarization.key_hash(m)) == split), count
+        )
     )
 
 

@@ -1,0 +1,227 @@
+"""data_prep.summarization: your own pairs (JSON lines, TSV, CSV, two aligned files) into
+See's finished_files, that the summarizer trains on; bad input in one line."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from acvi_tf import config as config_lib
+from acvi_tf.formats import see_vocab
+from acvi_tf.formats.bin_files import read_bin_file
+from data_prep import summarization
+from pointer_generator import run_summarization
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+RECORDS = [
+    dict(
+        id="a1",
+        article="The cat sat on the mat. It was happy.",
+        abstract="A cat sat.",
+        split="train",
+    ),
+    dict(
+        id="a2",
+        article="Dogs run in the park every day.",
+        abstract="Dogs run.\nThey like parks.",
+        split="train",
+    ),
+    dict(
+        id="a3",
+        article="The cat sat on the mat. It was happy.",
+        abstract="Same article.",
+        split="test",
+    ),
+    dict(
+        id="a4",
+        article="Rain fell in Rome, 3.5 mm in an hour.",
+        abstract="Rain in Rome.",
+        split="val",
+    ),
+    dict(id="a5", article="Il gatto dorme sul divano.", abstract="Gatto dorme.", split="test"),
+]
+
+
+def _build(tmp_path, *argv):
+    out = tmp_path / "out"
+    config = config_lib.parse(summarization.define_flags, ["x", "--out_dir=%s" % out, *argv])
+    return summarization.build(config), out
+
+
+def _split(out, split):
+    path = out / "chunked" / ("%s_000.bin" % split)
+    return list(read_bin_file(str(path))) if path.exists() else []
+
+
+def test_json_lines_with_their_own_splits(tmp_path):
+    path = tmp_path / "pairs.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in RECORDS) + "\n", encoding="utf-8")
+    stats, out = _build(tmp_path, "--input=%s" % path, "--id_field=id", "--split_field=split")
+    assert stats.duplicates_dropped == 1 and stats.pairs == dict(train=2, val=1, test=1)
+    by_article = dict(_split(out, "train"))
+    assert by_article["dogs run in the park every day ."] == (
+        "<s> dogs run . </s> <s> they like parks . </s>"
+    )
+    assert _split(out, "test") == [("il gatto dorme sul divano .", "<s> gatto dorme . </s>")]
+    assert json.loads((out / "corpus.json").read_text()) == dict(
+        tokenizer="treebank", lowercase=True
+    )
+    assert "cat" in see_vocab.read_words(str(out / "vocab"))
+    assert "rome" not in see_vocab.read_words(str(out / "vocab"))  # val words stay out
+
+
+def test_tsv_csv_and_aligned_files_give_the_same_pairs(tmp_path):
+    rows = [(r["article"], r["abstract"].replace("\n", " ")) for r in RECORDS]
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text("text\tsummary\n" + "".join("%s\t%s\n" % r for r in rows), encoding="utf-8")
+    csv_path = tmp_path / "pairs.csv"
+    csv_path.write_text(
+        "summary,text\n" + "".join('"%s","%s"\n' % (s, a) for a, s in rows), encoding="utf-8"
+    )
+    articles, abstracts = tmp_path / "articles.txt", tmp_path / "abstracts.txt"
+    articles.write_text("".join(a + "\n" for a, _ in rows), encoding="utf-8")
+    abstracts.write_text("".join(s + "\n" for _, s in rows), encoding="utf-8")
+    fields = ["--article_field=text", "--abstract_field=summary"]
+    outputs = []
+    for name, argv in (
+        ("tsv", ["--input=%s" % tsv, *fields]),
+        ("csv", ["--input=%s" % csv_path, *fields]),
+        ("lines", ["--input=%s" % articles, "--abstract_input=%s" % abstracts]),
+    ):
+        stats, out = _build(tmp_path / name, *argv)
+        assert stats.records_read == 5 and stats.duplicates_dropped == 1
+        outputs.append([_split(out, split) for split in summarization.SPLITS])
+    assert outputs[0] == outputs[1] == outputs[2]
+
+
+def test_a_csv_cell_may_hold_the_abstract_s_lines(tmp_path):
+    path = tmp_path / "pairs.csv"
+    path.write_text('article,abstract\n"One. Two.","First line.\nSecond line."\n')
+    _, out = _build(tmp_path, "--input=%s" % path, "--train_input=%s" % path)
+    [(article, abstract)] = _split(out, "train")[:1]
+    assert abstract == "<s> first line . </s> <s> second line . </s>"
+
+
+def test_ptb_tokenizer_and_case(tmp_path):
+    path = tmp_path / "p.jsonl"
+    path.write_text(json.dumps(dict(article='He said "Hi." It\'s 3.5%.', abstract="Hi.")) + "\n")
+    _, out = _build(tmp_path, "--train_input=%s" % path, "--tokenizer=ptb", "--nolowercase")
+    assert _split(out, "train") == [("He said `` Hi . '' It 's 3.5 % .", "<s> Hi . </s>")]
+    assert json.loads((out / "corpus.json").read_text())["tokenizer"] == "ptb"
+
+
+@pytest.mark.parametrize(
+    "name, content, argv, message",
+    [
+        ("p.tsv", "article\tabstract\na\tb\tc\n", [], r"p.tsv:2: 3 cells, but the header has 2"),
+        (
+            "p.tsv",
+            "text\tabstract\na\tb\n",
+            [],
+            r"p.tsv:2: no field 'article' \(the record has 'text'",
+        ),
+        (
+            "p.jsonl",
+            '{"article": "a", "abstract": ""}\n',
+            [],
+            r"p.jsonl:1: empty abstract; .*--skip_empty",
+        ),
+        ("p.jsonl", '{"article": "a"\n', [], r"p.jsonl:1: not a JSON object"),
+        (
+            "p.jsonl",
+            '{"article": 3, "abstract": "b"}\n',
+            [],
+            r"p.jsonl:1: field 'article' is a int",
+        ),
+        (
+            "p.jsonl",
+            b'{"article": "caf\xe9", "abstract": "b"}\n',
+            [],
+            r"p.jsonl:1: byte 17 .*not UTF-8",
+        ),
+        (
+            "p.jsonl",
+            '{"article": "a", "abstract": "b", "s": "dev"}\n',
+            ["--split_field=s"],
+            r"p.jsonl:1: split 'dev'",
+        ),
+        ("p.txt", "a\n", [], r"cannot tell the format of .*p.txt.*--format="),
+    ],
+)
+def test_bad_input_is_one_line_naming_the_file_and_line(tmp_path, name, content, argv, message):
+    path = tmp_path / name
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8")
+    with pytest.raises(summarization.PairsError, match=message):
+        _build(tmp_path, "--input=%s" % path, *argv)
+
+
+def test_skip_empty_counts_instead_and_aligned_files_must_align(tmp_path):
+    path = tmp_path / "p.jsonl"
+    path.write_text('{"article": "", "abstract": "b"}\n{"article": "a", "abstract": "b"}\n')
+    stats, _ = _build(tmp_path, "--input=%s" % path, "--skip_empty")
+    assert (stats.empty_articles_skipped, sum(stats.pairs.values())) == (1, 1)
+    (tmp_path / "a.txt").write_text("x\ny\n")
+    (tmp_path / "b.txt").write_text("x\n")
+    with pytest.raises(summarization.PairsError, match="a.txt has 2 lines but .*b.txt has 1"):
+        _build(
+            tmp_path,
+            "--input=%s" % (tmp_path / "a.txt"),
+            "--abstract_input=%s" % (tmp_path / "b.txt"),
+        )
+
+
+def test_the_command_reports_a_bad_file_in_one_line(tmp_path):
+    path = tmp_path / "p.tsv"
+    path.write_text("article\tabstract\nonly one cell\n")
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "data_prep.summarization",
+            "--input=%s" % path,
+            "--out_dir=%s" % tmp_path,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith("error: %s:2: 1 cells" % path)
+
+
+def test_the_summarizer_trains_on_a_built_corpus(tmp_path):
+    path = tmp_path / "pairs.jsonl"
+    path.write_text(
+        "".join(
+            json.dumps(
+                dict(
+                    article="story %d : %s" % (i, RECORDS[i % 5]["article"]),
+                    abstract="summary %d ." % i,
+                )
+            )
+            + "\n"
+            for i in range(40)
+        )
+    )
+    _, out = _build(tmp_path, "--input=%s" % path)
+    argv = [
+        "run_summarization",
+        "--data_path=%s" % (out / "chunked" / "train_*"),
+        "--vocab_path=%s" % (out / "vocab"),
+        "--log_root=%s" % (tmp_path / "logs"),
+        "--exp_name=own",
+        "--hidden_dim=8",
+        "--emb_dim=4",
+        "--batch_size=4",
+        "--max_steps=2",
+        "--vocab_size=0",
+    ]
+    run_summarization.run(config_lib.parse(run_summarization.define_flags, argv))
+    assert os.path.exists(tmp_path / "logs" / "own" / "train" / "checkpoint")
