@@ -88,7 +88,7 @@ from absl import app, flags, logging
 from acvi_tf import config as config_lib
 from acvi_tf import errors
 from acvi_tf.formats import bin_files, see_vocab
-from data_prep.text import ptb_tokenize
+from acvi_tf.text import ptb_tokenize
 
 SPLITS = ("train", "val", "test")
 WRITE_ORDER = ("test", "val", "train")

@@ -42,7 +42,7 @@ import subprocess
 from absl import flags, logging
 
 from acvi_tf import config as config_lib
-from acvi_tf import errors
+from acvi_tf import errors, text
 from data_prep import summarization
 
 APT_LISTS_GLOB = "/var/lib/apt/lists/*_main_i18n_Translation-en*"
@@ -267,7 +267,7 @@ def make_pairs(records, max_article_tokens, stats):
     """Tokenised pairs of the records (``summarization.make_pairs``, empties skipped)."""
     return summarization.make_pairs(
         sources(records),
-        summarization.tokenizer("treebank"),
+        text.tokenizer("treebank"),
         max_article_tokens,
         stats,
         skip_empty=True,

@@ -23,7 +23,7 @@ Rules, in the order they are applied:
    synopsis) and, when both long descriptions have the same number of paragraphs, the
    pairs (English paragraph k, German paragraph k). With different paragraph counts only
    the synopsis pair is used. A paragraph's lines are joined by single spaces.
-3. Tokenisation: both sides go through ``data_prep.text.tokenize`` (sentence split,
+3. Tokenisation: both sides go through ``acvi_tf.text.tokenize`` (sentence split,
    lowercased NLTK Treebank tokens joined by single spaces; it serves German as well).
    Pairs with an empty side are dropped (counted). The tokenizer splits every ``@`` off
    as a token of its own, so the BPE separator ``@@`` never occurs in the text and
@@ -65,10 +65,10 @@ from subword_nmt.learn_bpe import learn_bpe
 from acvi_tf import config as config_lib
 from acvi_tf import files
 from acvi_tf.formats import nmt_text
+from acvi_tf.text import tokenize
 from data_prep import debian_descriptions as dd
 from data_prep import splits as splits_lib
 from data_prep import summarization
-from data_prep.text import tokenize
 
 SPLITS = ("train", "dev", "test")
 LANGUAGES = ("en", "de")

@@ -13,8 +13,8 @@ Rules, in the order they are applied:
 2. Deduplication: one pair per distinct article text (before tokenisation), the first
    in file order; later ones are dropped (counted) whatever their abstract.
 3. Tokenisation (``--tokenizer``): ``treebank``, NLTK's Treebank tokenizer sentence by
-   sentence (``data_prep.text.tokenize``), or ``ptb``, the Python port of CoreNLP's
-   PTBTokenizer the CNN/DailyMail builder uses (``data_prep.text.ptb_tokenize``);
+   sentence (``acvi_tf.text.tokenize``), or ``ptb``, the Python port of CoreNLP's
+   PTBTokenizer the CNN/DailyMail builder uses (``acvi_tf.text.ptb_tokenize``);
    lowercased unless ``--nolowercase``. The abstract's lines are its sentences, each
    written as ``<s> tokens </s>`` as See's ``make_datafiles.py`` writes highlights.
 4. Pairs whose article has more than ``--max_article_tokens`` tokens are dropped
@@ -53,14 +53,12 @@ from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 from absl import flags, logging
 
 from acvi_tf import config as config_lib
-from acvi_tf import errors, files
+from acvi_tf import errors, files, text
 from acvi_tf.formats import bin_files, see_vocab
 from data_prep import splits as splits_lib
-from data_prep import text
 
 SPLITS = ("train", "val", "test")
 FORMATS = ("jsonl", "tsv", "csv", "lines")
-TOKENIZERS = ("treebank", "ptb")
 CHUNK_SIZE = 1000
 CORPUS_RECORD = "corpus.json"
 
@@ -281,17 +279,6 @@ def _source(record, where, article_field, abstract_field, id_field, split_field)
 # ----------------------------------------------------------------------------- pairs
 
 
-def tokenizer(name: str, lowercase: bool = True) -> Callable[[str], str]:
-    """``text -> tokens joined by single spaces`` of ``--tokenizer``."""
-    if name == "treebank":
-        return lambda value: text.tokenize(value, lowercase=lowercase)
-    if name == "ptb":
-        return lambda value: " ".join(
-            text.ptb_tokenize(value.lower() if lowercase else value).split()
-        )
-    raise PairsError("unknown --tokenizer=%s; use one of %s" % (name, ", ".join(TOKENIZERS)))
-
-
 def key_hash(key: str) -> int:
     """``int(sha1(key).hexdigest(), 16)``, the stable key of the split and the caps."""
     return int(hashlib.sha1(key.encode("utf-8")).hexdigest(), 16)
@@ -495,7 +482,7 @@ def build(config) -> Stats:
     stats = Stats()
     pairs = make_pairs(
         read_sources(config),
-        tokenizer(config.tokenizer, config.lowercase),
+        text.tokenizer(config.tokenizer, config.lowercase),
         config.max_article_tokens,
         stats,
         config.skip_empty,
@@ -548,7 +535,7 @@ def define_flags(fv=flags.FLAGS):
     flags.DEFINE_enum(
         "tokenizer",
         "treebank",
-        list(TOKENIZERS),
+        list(text.TOKENIZERS),
         "treebank (NLTK) or ptb (CoreNLP's PTBTokenizer, in Python).",
         flag_values=fv,
     )

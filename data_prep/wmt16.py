@@ -4,7 +4,7 @@
 --dev_prefix=raw/newsdev2016 --test_prefix=raw/newstest2016 --out_dir=wmt16`` reads the raw
 parallel files ``PREFIX.en`` / ``PREFIX.ro`` (one sentence per line, UTF-8, equal line
 counts; errors name the file and line), tokenizes them keeping case (the shared PTB-style
-``data_prep.text.tokenize``; the WMT16 recipe uses the Moses tokenizer, so tokens can
+``acvi_tf.text.tokenize``; the WMT16 recipe uses the Moses tokenizer, so tokens can
 differ in details), learns a joint BPE with subword-nmt on the tokenized training source
 and target (``--num_merges``, 32K as the recipe), applies it to every split and writes,
 in ``out_dir``:
@@ -20,9 +20,8 @@ import os
 from absl import flags, logging
 
 from acvi_tf import config as config_lib
-from acvi_tf import files
+from acvi_tf import files, text
 from acvi_tf.formats import bpe, nmt_text
-from data_prep import text
 
 
 def prepare(src, tgt, prefixes, out_dir, num_merges):

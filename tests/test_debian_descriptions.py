@@ -13,9 +13,10 @@ import subprocess
 
 import pytest
 
+from acvi_tf import text
 from acvi_tf.formats.bin_files import read_bin_file
 from data_prep import debian_descriptions as dd
-from data_prep import splits, summarization, text
+from data_prep import splits, summarization
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLE = os.path.join(ROOT, "data_prep", "samples", "debian_descriptions")

@@ -8,10 +8,10 @@ import re
 import pytest
 
 from acvi_tf.formats import nmt_text
+from acvi_tf.text import tokenize
 from data_prep import debian_descriptions as dd
 from data_prep import debian_translations as dt
 from data_prep import summarization
-from data_prep.text import tokenize
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLE = os.path.join(ROOT, "data_prep", "samples", "debian_en_de")

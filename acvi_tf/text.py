@@ -1,13 +1,12 @@
-"""The tokenisations the corpus builders share: NLTK's Treebank tokenizer sentence by
-sentence (``tokenize``) and a pure-Python port of CoreNLP's PTBTokenizer
-(``ptb_tokenize``).
-
-Flag-free, so any builder (or a test) can import it without pulling another builder's
-command-line flags.
+"""The tokenisations of the corpus builders and of the commands that read raw text:
+NLTK's Treebank tokenizer sentence by sentence (``tokenize``) and a pure-Python port of
+CoreNLP's PTBTokenizer (``ptb_tokenize``); ``tokenizer`` picks one by the name a corpus
+records in its ``corpus.json``.
 """
 
 import re
 import string
+from typing import Callable
 
 from nltk.tokenize import TreebankWordTokenizer
 
@@ -231,3 +230,20 @@ def ptb_tokenize(text):
             tokens.extend(_tokens(match.lastgroup, match.group(), text, match.end()))
     lines.append(" ".join(tokens))
     return "\n".join(lines)
+
+
+TOKENIZERS = ("treebank", "ptb")
+
+
+def tokenizer(name: str, lowercase: bool = True) -> Callable[[str], str]:
+    """``text -> tokens joined by single spaces``: ``treebank`` (``tokenize``) or ``ptb``
+    (``ptb_tokenize``, its lines joined), lowercased unless ``lowercase`` is False.
+
+    Raises:
+      ValueError: an unknown name.
+    """
+    if name == "treebank":
+        return lambda value: tokenize(value, lowercase=lowercase)
+    if name == "ptb":
+        return lambda value: " ".join(ptb_tokenize(value.lower() if lowercase else value).split())
+    raise ValueError("unknown tokenizer %r; use one of %s" % (name, ", ".join(TOKENIZERS)))
