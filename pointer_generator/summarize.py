@@ -1,0 +1,226 @@
+"""Summaries of new text with a trained run.
+
+``python -m pointer_generator.summarize --log_root=logs --exp_name=mine --input=new.txt``
+reads one document per line (``--input``, a file or ``-`` for standard input), tokenises
+each the way the run's corpus was built (its ``corpus.json`` next to the vocabulary,
+written by ``data_prep.summarization``; Treebank and lowercase without one), decodes
+``--decode_batch_size`` documents per batched beam search with the run's best model (the
+eval job's ``bestmodel``, else the newest training checkpoint, or ``--ckpt``) and writes
+one summary per line (``--output``, default standard output): the decoded tokens joined
+by spaces, as ``--mode=decode`` writes them (there one sentence per line). An empty line
+gives an empty summary. The model is the one the run's ``hparams.json`` records; the
+decode flags default to the run's and may be given here.
+
+Usage::
+
+  python -m pointer_generator.summarize --log_root=logs --exp_name=mine \\
+      --input=articles.txt --output=summaries.txt [--beam_size=4 --max_dec_steps=120]
+  cat articles.txt | python -m pointer_generator.summarize --log_root=logs --exp_name=mine
+"""
+
+import json
+import os
+import sys
+import time
+
+import tensorflow as tf
+from absl import app, flags, logging
+
+from acvi_tf import checkpoints, errors, files, text
+from acvi_tf import config as config_lib
+from acvi_tf import flags as acvi_flags
+from acvi_tf.formats import see_vocab
+from pointer_generator import batcher as batcher_lib
+from pointer_generator import curriculum, run_summarization
+from pointer_generator import decode as decode_lib
+from pointer_generator import vocab as vocab_lib
+
+CORPUS_RECORD = "corpus.json"
+# the flags of this command that replace the run's recorded ones when given
+DECODE_FLAGS = ("beam_size", "min_dec_steps", "max_dec_steps", "max_enc_steps", "decode_batch_size")
+
+
+def define_flags(fv=flags.FLAGS):
+    """Defines the command's flags on ``fv``."""
+    flags.DEFINE_string("log_root", None, "The run's --log_root.", flag_values=fv)
+    flags.DEFINE_string("exp_name", None, "The run's --exp_name.", flag_values=fv)
+    flags.DEFINE_string(
+        "input", "-", "Documents, one per line; - is standard input.", flag_values=fv
+    )
+    flags.DEFINE_string(
+        "output", "-", "Summaries, one per line; - is standard output.", flag_values=fv
+    )
+    flags.DEFINE_string(
+        "ckpt",
+        None,
+        "Checkpoint (default: eval/'s best model, else train/'s newest).",
+        flag_values=fv,
+    )
+    for name, help_text in (
+        ("beam_size", "Beam width."),
+        ("min_dec_steps", "Shortest summary, in tokens."),
+        ("max_dec_steps", "Longest summary, in tokens."),
+        ("max_enc_steps", "Document truncation length, in tokens."),
+        ("decode_batch_size", "Documents per batched beam search."),
+    ):
+        flags.DEFINE_integer(
+            name, None, help_text + " Default: the run's.", lower_bound=0, flag_values=fv
+        )
+    flags.mark_flags_as_required(["log_root", "exp_name"], flag_values=fv)
+
+
+def run_config(log_root, exp_name, given):
+    """The run's settings as its ``hparams.json`` records them, with ``given`` on top.
+
+    Raises:
+      app.UsageError: the run has no ``hparams.json``.
+    """
+    record = os.path.join(log_root, exp_name, "hparams.json")
+    if not os.path.exists(record):
+        raise app.UsageError(
+            "%s is missing: --log_root and --exp_name must name a run trained with "
+            "pointer_generator.run_summarization" % record
+        )
+    with open(record, encoding="utf-8") as f:
+        recorded = json.load(f)
+    config = config_lib.parse(run_summarization.define_flags, ["summarize"])
+    values = {k: v for k, v in recorded.items() if k in config and not k.startswith("_")}
+    values.update({k: v for k, v in given.items() if v is not None})
+    values.update(log_root=log_root, exp_name=exp_name)  # where the run is now
+    return config.replace(**values)
+
+
+def corpus_tokenizer(vocab_path):
+    """The tokenizer of the corpus the vocabulary belongs to (its ``corpus.json``)."""
+    record = os.path.join(os.path.dirname(os.path.abspath(vocab_path)), CORPUS_RECORD)
+    settings = dict(tokenizer="treebank", lowercase=True)
+    if os.path.exists(record):
+        with open(record, encoding="utf-8") as f:
+            settings.update(json.load(f))
+    else:
+        logging.warning("%s is missing; tokenising with Treebank, lowercased", record)
+    return text.tokenizer(settings["tokenizer"], settings["lowercase"])
+
+
+def best_checkpoint(config, ckpt=None):
+    """``ckpt``, else the eval job's best model, else the newest training checkpoint."""
+    root = os.path.join(config.log_root, config.exp_name)
+    path = (
+        ckpt
+        or tf.train.latest_checkpoint(os.path.join(root, "eval"))
+        or tf.train.latest_checkpoint(os.path.join(root, "train"))
+    )
+    if path is None:
+        raise app.UsageError("%s holds no checkpoint (train/ or eval/); train first" % root)
+    return path
+
+
+def load_summarizer(config, vocab, ckpt=None):
+    """The run's model with its best weights (or ``ckpt``'s), as a batched beam-search
+    ``Summarizer``."""
+    model = run_summarization._build_model(config, vocab)
+    path = best_checkpoint(config, ckpt)
+    run_summarization._check_vocabulary(config, path, vocab)
+    tf.train.Checkpoint(model=model).restore(path).expect_partial()
+    step = checkpoints.checkpoint_step(path)
+    coverage_on = (
+        config.coverage or curriculum.phase_at(run_summarization._phases(config), step).coverage
+    )
+    logging.info("Summarising with %s (step %d)", path, step)
+    return decode_lib.Summarizer(
+        model,
+        vocab,
+        config.beam_size,
+        config.max_dec_steps,
+        config.min_dec_steps,
+        coverage_on,
+        config.initial_state_attention,
+        config.length_normalization,
+        config.gnmt_alpha,
+        config.jit_compile,
+        record_attention=False,
+    )
+
+
+class InputError(errors.UserError, ValueError):
+    """The documents cannot be read; the message names the line and the fix."""
+
+
+def read_documents(path):
+    """The lines of ``path`` (``-``: standard input), each checked as UTF-8."""
+    if path == "-":
+        raw = sys.stdin.buffer.read()
+    else:
+        with open(path, "rb") as f:
+            raw = f.read()
+    documents = []
+    for number, line in enumerate(raw.split(b"\n"), start=1):
+        try:
+            documents.append(line.decode("utf-8").rstrip("\r"))
+        except UnicodeDecodeError as e:
+            raise InputError(
+                "%s:%d: byte %d is not UTF-8; re-encode the input as UTF-8"
+                % ("<stdin>" if path == "-" else path, number, e.start + 1)
+            ) from e
+    if documents and documents[-1] == "":
+        documents.pop()  # the final newline
+    return documents
+
+
+def summarize(documents, summarizer, tokenize, config):
+    """Summaries of tokenised ``documents`` (raw strings), in order."""
+    pad_id = summarizer.vocab.word2id(see_vocab.PAD_TOKEN)
+    tokens = [tokenize(document) if document.strip() else "" for document in documents]
+    summaries = [""] * len(tokens)
+    todo = [i for i, t in enumerate(tokens) if t]
+    start = time.time()
+    for first in range(0, len(todo), config.decode_batch_size):
+        rows = todo[first : first + config.decode_batch_size]
+        examples = [
+            batcher_lib.Example(
+                tokens[i],
+                [],
+                summarizer.vocab,
+                config.max_enc_steps,
+                config.max_dec_steps,
+                config.pointer_gen,
+            )
+            for i in rows
+        ]
+        batch = batcher_lib.make_batch(examples, pad_id, config.max_dec_steps)
+        for i, result in zip(rows, summarizer.decode(batch)):
+            summaries[i] = " ".join(result["words"])
+        done = first + len(rows)
+        rate = done / max(time.time() - start, 1e-9)
+        logging.info(
+            "summarised %d/%d documents, %.2f/s, ETA %.0fs",
+            done,
+            len(todo),
+            rate,
+            (len(todo) - done) / rate,
+        )
+    return summaries
+
+
+def run(config):
+    """Summarises ``--input`` into ``--output``; returns the summaries."""
+    given = {name: config[name] for name in DECODE_FLAGS}
+    model_config = run_config(config.log_root, config.exp_name, given)
+    acvi_flags.configure_runtime(model_config)
+    vocab = vocab_lib.Vocab(model_config.vocab_path, model_config.vocab_size)
+    summarizer = load_summarizer(model_config, vocab, config.ckpt)
+    documents = read_documents(config.input)
+    summaries = summarize(
+        documents, summarizer, corpus_tokenizer(model_config.vocab_path), model_config
+    )
+    output = "".join(s + "\n" for s in summaries)
+    if config.output == "-":
+        sys.stdout.write(output)
+    else:
+        files.atomic_write_text(config.output, output)
+        logging.info("Wrote %d summaries to %s", len(summaries), config.output)
+    return summaries
+
+
+if __name__ == "__main__":
+    config_lib.run_command(define_flags, run)
