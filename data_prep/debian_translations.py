@@ -1,158 +1,77 @@
-"""Builds a small real translation corpus: Debian package descriptions, English -> German.
+"""Builds a small real translation corpus: Debian package descriptions, English -> any
+language Debian translates them into (German by default).
 
-The inputs are two Debian translation indexes of the same archive, ``Translation-en`` and
-``Translation-de`` (RFC-822 style records: ``Package``, ``Description-md5`` and
-``Description-<lang>``, whose first line is the one-line synopsis and whose indented lines
-form the long description, paragraphs separated by a line holding only ``.``). They are
-read with the record parser of ``data_prep.debian_descriptions``.
+The inputs are two Debian translation indexes of the same archive, ``Translation-en``
+and ``Translation-<lang>`` (RFC-822 style records: ``Package``, ``Description-md5`` and
+``Description-<lang>``, whose first line is the one-line synopsis and whose indented
+lines form the long description, paragraphs separated by a line holding only ``.``).
+They are read with the record parser of ``data_prep.debian_descriptions``; the pairs then
+go through ``data_prep.translation`` (its rules, with empty pairs dropped rather than
+refused), which writes ``{train,dev,test}.{en,<lang>}``, ``vocab.{en,<lang>}`` and
+``bpe/``.
 
-The output is the text layout of the IWSLT'15 corpora on the Stanford NMT page, with
-neutral split names: ``train.{en,de}``, ``dev.{en,de}`` (the role of ``tst2012``) and
-``test.{en,de}`` (the role of ``tst2013``), one tokenised sentence or paragraph per line,
-line k of ``X.en`` translated by line k of ``X.de``; ``vocab.en`` and ``vocab.de`` in the
-tensorflow/nmt format; and ``bpe/``, the same splits after joint BPE, with its ``codes``
-and its own ``vocab.en``/``vocab.de``.
+What this reader adds:
 
-Rules, in the order they are applied:
-
-1. Join: an English and a German record belong together when they have the same
-   ``Description-md5`` (the md5 of the English description the German one translates).
+1. Join: an English and a translated record belong together when they have the same
+   ``Description-md5`` (the md5 of the English description the translation translates).
    Within each index the first record of an md5 is used; later records with the same md5
    (other packages sharing the description) are counted and ignored.
-2. Alignment: every joined description gives its synopsis pair (English synopsis, German
-   synopsis) and, when both long descriptions have the same number of paragraphs, the
-   pairs (English paragraph k, German paragraph k). With different paragraph counts only
-   the synopsis pair is used. A paragraph's lines are joined by single spaces.
-3. Tokenisation: both sides go through ``acvi_tf.text.tokenize`` (sentence split,
-   lowercased NLTK Treebank tokens joined by single spaces; it serves German as well).
-   Pairs with an empty side are dropped (counted). The tokenizer splits every ``@`` off
-   as a token of its own, so the BPE separator ``@@`` never occurs in the text and
-   removing ``@@ `` from a BPE file always gives back the word-level text.
-4. Deduplication: one pair is kept per distinct tokenised (English, German) pair, the first
-   in English-index order; later copies are dropped (counted).
-5. Pairs with more than ``--max_len`` tokens on either side are dropped (counted).
-6. Split by a stable hash of the description: ``int(sha1(md5).hexdigest(), 16) % 100``
-   below 90 is train, below 95 dev, the rest test, so all pairs of one description land
-   in one split. Each split is written in ascending hash order (the pairs of one
-   description in their order: synopsis, then paragraphs); ``--max_{train,dev,test}``
-   keep the first pairs of that order, so a capped split is a prefix of the uncapped one.
-7. Vocab files (``vocab.en``, ``vocab.de``): ``<unk>``, ``<s>``, ``</s>``, then every token
-   of that language's train file seen at least ``--min_count`` times, most frequent first,
-   ties in alphabetical (code point) order. One token per line.
-8. BPE (``bpe/``): one joint set of ``--bpe_merges`` merge operations is learned with
-   ``subword_nmt`` on ``train.en`` plus ``train.de`` (written to ``bpe/codes``) and applied
-   to every split; ``bpe/vocab.{en,de}`` list every BPE unit of the BPE'd train files in the
-   format of rule 7 (``--min_count`` does not apply there).
-
-Every file is written atomically (a temporary file, then ``os.replace``).
+2. Alignment: every joined description gives its synopsis pair and, when both long
+   descriptions have the same number of paragraphs, the pairs (English paragraph k,
+   translated paragraph k). With different paragraph counts only the synopsis pair is
+   used.
+3. The split key is the md5, so all pairs of one description land in one split, in their
+   order (synopsis, then paragraphs). Tokens are lowercased NLTK Treebank tokens; pairs
+   with more than ``--max_len`` tokens on either side are dropped.
 
 Usage::
 
-  python -m data_prep.debian_translations --out_dir=iwslt_style \\
+  python -m data_prep.debian_translations --out_dir=iwslt_style [--lang=de] \\
       [--en_file=/var/lib/apt/lists/..._main_i18n_Translation-en.lz4] \\
-      [--de_file=/var/lib/apt/lists/..._main_i18n_Translation-de.lz4]
+      [--lang_file=/var/lib/apt/lists/..._main_i18n_Translation-de.lz4]
 """
 
-import collections
 import dataclasses
-import io
-import os
 
 from absl import flags, logging
-from subword_nmt.apply_bpe import BPE
-from subword_nmt.learn_bpe import learn_bpe
 
 from acvi_tf import config as config_lib
-from acvi_tf import files
-from acvi_tf.formats import nmt_text
-from acvi_tf.text import tokenize
+from acvi_tf import text
 from data_prep import debian_descriptions as dd
-from data_prep import splits as splits_lib
-from data_prep import summarization
+from data_prep import translation
 
-SPLITS = ("train", "dev", "test")
-LANGUAGES = ("en", "de")
-BPE_SEPARATOR = "@@"
-BPE_DIR = "bpe"
 APT_LISTS_GLOB = "/var/lib/apt/lists/*_main_i18n_Translation-%s*"
 
 
-@dataclasses.dataclass(frozen=True)
-class Pair:
-    """One tokenised translation pair and its split key.
-
-    Attributes:
-      md5: the ``Description-md5`` of the description it came from.
-      en: the tokenised English text.
-      de: the tokenised German text.
-      hash_value: ``int(sha1(md5).hexdigest(), 16)``.
-    """
-
-    md5: str
-    en: str
-    de: str
-    hash_value: int
-
-
 @dataclasses.dataclass
-class Stats:
-    """What the build read, dropped and wrote; ``summary()`` formats it."""
+class Stats(translation.Stats):
+    """The corpus build's counts with what reading and joining the indexes adds."""
 
     records_read: dict = dataclasses.field(default_factory=dict)
     repeated_md5: dict = dataclasses.field(default_factory=dict)
     joined: int = 0
     paragraphs_aligned: int = 0
     paragraphs_mismatched: int = 0
-    candidate_pairs: int = 0
-    empty_dropped: int = 0
-    duplicates_dropped: int = 0
-    too_long_dropped: int = 0
-    pairs_before_caps: dict = dataclasses.field(default_factory=dict)
-    pairs: dict = dataclasses.field(default_factory=dict)
-    vocab_size: dict = dataclasses.field(default_factory=dict)
-    bpe_merges: int = 0
-    bpe_vocab_size: dict = dataclasses.field(default_factory=dict)
 
     def summary(self):
         """A multi-line, human-readable account of the build."""
-        lines = []
-        for lang in LANGUAGES:
-            lines.append(
-                "Translation-%s records: %d (%d repeating an earlier md5)"
-                % (lang, self.records_read.get(lang, 0), self.repeated_md5.get(lang, 0))
-            )
-        lines += [
-            "descriptions joined on md5: %d (paragraphs aligned in %d, counts differ in %d)"
-            % (self.joined, self.paragraphs_aligned, self.paragraphs_mismatched),
-            "candidate pairs: %d; dropped: %d empty, %d duplicate, %d too long"
-            % (
-                self.candidate_pairs,
-                self.empty_dropped,
-                self.duplicates_dropped,
-                self.too_long_dropped,
-            ),
+        lines = [
+            "Translation-%s records: %d (%d repeating an earlier md5)"
+            % (lang, self.records_read.get(lang, 0), self.repeated_md5.get(lang, 0))
+            for lang in self.records_read
         ]
-        for split in SPLITS:
-            lines.append(
-                "%-5s pairs: %d (of %d before the cap)"
-                % (split, self.pairs.get(split, 0), self.pairs_before_caps.get(split, 0))
-            )
         lines.append(
-            "vocab: en %d, de %d (with the 3 special tokens)"
-            % (self.vocab_size.get("en", 0), self.vocab_size.get("de", 0))
+            "descriptions joined on md5: %d (paragraphs aligned in %d, counts differ in %d)"
+            % (self.joined, self.paragraphs_aligned, self.paragraphs_mismatched)
         )
-        lines.append(
-            "bpe: %d merges; vocab en %d, de %d"
-            % (self.bpe_merges, self.bpe_vocab_size.get("en", 0), self.bpe_vocab_size.get("de", 0))
-        )
-        return "\n".join(lines)
+        return "\n".join(lines + [super().summary()])
 
 
 def default_index(lang):
     """The ``main`` Translation-``lang`` index apt downloaded (release suite first).
 
     Args:
-      lang: the language code, ``en`` or ``de``.
+      lang: the language code (``en``, ``de``, ``it``, ...).
 
     Returns:
       The path of the index.
@@ -165,10 +84,10 @@ def default_index(lang):
         return dd.default_translation_file(pattern)
     except dd.TranslationFileError:
         raise dd.TranslationFileError(
-            "no Translation-%s index matches %s; pass --%s_file, or download one with "
+            "no Translation-%s index matches %s; pass --%s, or download one with "
             "translations enabled: `apt-get update -o Acquire::Languages::=%s` (in Docker "
             "images remove /etc/apt/apt.conf.d/docker-no-languages first)"
-            % (lang, pattern, lang, lang)
+            % (lang, pattern, "en_file" if lang == "en" else "lang_file", lang)
         ) from None
 
 
@@ -259,164 +178,60 @@ def read_descriptions(path, lang, stats):
     return descriptions
 
 
-def aligned_texts(english, german, stats):
-    """The (English, German) raw text pairs of one joined description.
+def aligned_texts(english, translated, stats):
+    """The (English, translated) raw text pairs of one joined description.
 
     Args:
       english: the English ``Record``.
-      german: the German ``Record`` with the same md5.
+      translated: the translated ``Record`` with the same md5.
       stats: a ``Stats`` whose alignment counters are updated.
 
     Returns:
       A list of text pairs: the synopses, then paragraph k with paragraph k when both
       sides have the same number of paragraphs.
     """
-    texts = [(english.synopsis, german.synopsis)]
-    if len(english.paragraphs) == len(german.paragraphs):
+    texts = [(english.synopsis, translated.synopsis)]
+    if len(english.paragraphs) == len(translated.paragraphs):
         stats.paragraphs_aligned += 1
-        texts.extend(zip(english.paragraphs, german.paragraphs))
+        texts.extend(zip(english.paragraphs, translated.paragraphs))
     else:
         stats.paragraphs_mismatched += 1
     return texts
 
 
-def make_pairs(english, german, max_len, stats):
-    """Joins, aligns, tokenises, deduplicates and filters the translation pairs.
-
-    Args:
-      english: dict md5 -> English ``Record``, in file order.
-      german: dict md5 -> German ``Record``.
-      max_len: the most tokens kept on either side.
-      stats: a ``Stats`` whose counters are updated.
-
-    Returns:
-      A list of ``Pair`` in English-index order.
-    """
-    seen, pairs = set(), []
+def sources(english, translated, stats):
+    """The raw pairs of the joined descriptions, keyed by md5, in English-index order."""
     for md5, en_record in english.items():
-        de_record = german.get(md5)
-        if de_record is None:
+        other = translated.get(md5)
+        if other is None:
             continue
         stats.joined += 1
-        hash_value = summarization.key_hash(md5)
-        for en_text, de_text in aligned_texts(en_record, de_record, stats):
-            stats.candidate_pairs += 1
-            tokens = (tokenize(en_text), tokenize(de_text))
-            if not all(tokens):
-                stats.empty_dropped += 1
-            elif tokens in seen:
-                stats.duplicates_dropped += 1
-            elif max(len(text.split(" ")) for text in tokens) > max_len:
-                seen.add(tokens)
-                stats.too_long_dropped += 1
-            else:
-                seen.add(tokens)
-                pairs.append(Pair(md5, tokens[0], tokens[1], hash_value))
-    return pairs
+        for en_text, other_text in aligned_texts(en_record, other, stats):
+            yield translation.Source(en_text, other_text, md5, "description %s" % md5)
 
 
-def split_of(hash_value):
-    """The split of a hash: ``hash % 100`` < 90 train, < 95 dev, else test."""
-    return splits_lib.split_of(hash_value, SPLITS)
+def make_pairs(english, translated, max_len, stats):
+    """Tokenised pairs of the joined descriptions (``translation.make_pairs``, empty
+    pairs dropped)."""
+    return translation.make_pairs(
+        sources(english, translated, stats), text.tokenizer("treebank"), max_len, stats, True
+    )
 
 
-def split_pairs(pairs, caps=None):
-    """Splits pairs by hash, each split in ascending hash order and capped (see
-    ``data_prep.splits.split_by_hash``)."""
-    return splits_lib.split_by_hash(pairs, SPLITS, caps)
-
-
-def vocab_tokens(lines, min_count=1):
-    """The vocab entries after the special tokens, for tokenised ``lines``.
-
-    Args:
-      lines: tokenised lines, tokens separated by single spaces.
-      min_count: the fewest occurrences a token needs.
-
-    Returns:
-      The tokens seen at least ``min_count`` times, special tokens excluded, most frequent
-      first, ties in alphabetical (code point) order.
-    """
-    counter = collections.Counter(token for line in lines for token in line.split())
-    kept = [
-        (token, count)
-        for token, count in counter.items()
-        if count >= min_count and token not in nmt_text.SPECIALS
-    ]
-    return [token for token, _ in sorted(kept, key=lambda item: (-item[1], item[0]))]
-
-
-def write_lines(path, lines):
-    """Writes ``lines``, one per line, atomically."""
-    files.atomic_write_text(path, "".join(line + "\n" for line in lines))
-
-
-def write_text_corpus(out_dir, texts, min_count=1):
-    """Writes ``{split}.{lang}`` and ``vocab.{lang}`` for texts[split][lang].
-
-    Args:
-      out_dir: the output directory (created if needed).
-      texts: dict split -> dict language -> list of tokenised lines.
-      min_count: passed to ``vocab_tokens``.
-
-    Returns:
-      A dict language -> the number of vocab lines written.
-    """
-    os.makedirs(out_dir, exist_ok=True)
-    for split in SPLITS:
-        for lang in LANGUAGES:
-            write_lines(os.path.join(out_dir, "%s.%s" % (split, lang)), texts[split][lang])
-    return {
-        lang: nmt_text.write_vocab(
-            os.path.join(out_dir, "vocab." + lang), vocab_tokens(texts["train"][lang], min_count)
-        )
-        for lang in LANGUAGES
-    }
-
-
-def learn_joint_bpe(lines, merges):
-    """Learns BPE merge operations with ``subword_nmt`` on ``lines``.
-
-    Args:
-      lines: the tokenised training lines of both languages.
-      merges: the number of merge operations to learn (fewer when no pair occurs twice).
-
-    Returns:
-      The text of the codes file.
-    """
-    codes = io.StringIO()
-    learn_bpe(io.StringIO("".join(line + "\n" for line in lines)), codes, merges)
-    return codes.getvalue()
-
-
-def apply_bpe(codes, texts):
-    """Segments every line of texts[split][lang] with the BPE ``codes``.
-
-    Args:
-      codes: the text of a codes file.
-      texts: dict split -> dict language -> list of tokenised lines.
-
-    Returns:
-      The same structure with BPE-segmented lines (units joined by ``@@ ``).
-    """
-    bpe = BPE(io.StringIO(codes), separator=BPE_SEPARATOR)
-    return {
-        split: {lang: [bpe.process_line(line) for line in lines] for lang, lines in by_lang.items()}
-        for split, by_lang in texts.items()
-    }
-
-
-def build(en_file, de_file, out_dir, max_len=50, caps=None, min_count=1, bpe_merges=8000):
+def build(
+    en_file, lang_file, out_dir, lang="de", max_len=50, caps=None, min_count=1, bpe_merges=8000
+):
     """Reads both indexes and writes the word-level corpus and its BPE variant.
 
     Args:
       en_file: plain, ``.gz``, ``.xz`` or ``.lz4`` Translation-en file.
-      de_file: the same for Translation-de.
+      lang_file: the same for Translation-``lang``.
       out_dir: the output directory (created if needed); BPE files go to ``out_dir/bpe``.
+      lang: the target language code.
       max_len: pairs with more tokens on either side are dropped.
       caps: optional dict split -> the most pairs to keep.
       min_count: the fewest train occurrences of a word-level vocab entry.
-      bpe_merges: the number of joint BPE merge operations.
+      bpe_merges: the number of joint BPE merge operations (0: no ``bpe/``).
 
     Returns:
       The ``Stats`` of the build.
@@ -426,23 +241,11 @@ def build(en_file, de_file, out_dir, max_len=50, caps=None, min_count=1, bpe_mer
     """
     stats = Stats()
     english = read_descriptions(en_file, "en", stats)
-    german = read_descriptions(de_file, "de", stats)
-    pairs = make_pairs(english, german, max_len, stats)
-    stats.pairs_before_caps = collections.Counter(split_of(p.hash_value) for p in pairs)
-    splits = split_pairs(pairs, caps)
-    stats.pairs = {split: len(members) for split, members in splits.items()}
-    texts = {
-        split: {"en": [p.en for p in members], "de": [p.de for p in members]}
-        for split, members in splits.items()
-    }
-    stats.vocab_size = write_text_corpus(out_dir, texts, min_count)
-
-    codes = learn_joint_bpe(texts["train"]["en"] + texts["train"]["de"], bpe_merges)
-    stats.bpe_merges = len(codes.splitlines()) - 1  # the first line is "#version: 0.2"
-    bpe_dir = os.path.join(out_dir, BPE_DIR)
-    os.makedirs(bpe_dir, exist_ok=True)
-    files.atomic_write_text(os.path.join(bpe_dir, "codes"), codes)
-    stats.bpe_vocab_size = write_text_corpus(bpe_dir, apply_bpe(codes, texts))
+    translated = read_descriptions(lang_file, lang, stats)
+    pairs = make_pairs(english, translated, max_len, stats)
+    languages = ("en", lang)
+    translation.write_corpus(pairs, out_dir, languages, stats, caps, min_count, bpe_merges)
+    translation.write_corpus_record(out_dir, languages, "treebank", True, bpe_merges)
     return stats
 
 
@@ -459,11 +262,16 @@ def define_flags(fv=flags.FLAGS):
         "the first /var/lib/apt/lists/*_main_i18n_Translation-en* (release suite first).",
         flag_values=fv,
     )
-    flags.DEFINE_string("de_file", None, "Like --en_file, for Translation-de.", flag_values=fv)
+    flags.DEFINE_string(
+        "lang", "de", "The target language: a Translation-<lang> index of Debian's.", flag_values=fv
+    )
+    flags.DEFINE_string(
+        "lang_file", None, "Like --en_file, for Translation-<lang>.", flag_values=fv
+    )
     flags.DEFINE_string(
         "out_dir",
         None,
-        "Directory for {train,dev,test}.{en,de}, vocab.{en,de} and bpe/.",
+        "Directory for {train,dev,test}.{en,<lang>}, vocab.{en,<lang>} and bpe/.",
         flag_values=fv,
     )
     flags.DEFINE_integer(
@@ -496,8 +304,8 @@ def define_flags(fv=flags.FLAGS):
     flags.DEFINE_integer(
         "bpe_merges",
         8000,
-        "Joint BPE merge operations learned on train.en + train.de.",
-        lower_bound=1,
+        "Joint BPE merge operations learned on both train files (0: no bpe/).",
+        lower_bound=0,
         flag_values=fv,
     )
     flags.mark_flag_as_required("out_dir", flag_values=fv)
@@ -507,18 +315,19 @@ def run(config):
     """Builds the corpus from the flags and prints the summary."""
     caps = {"train": config.max_train, "dev": config.max_dev, "test": config.max_test}
     en_file = config.en_file or default_index("en")
-    de_file = config.de_file or default_index("de")
-    logging.info("reading %s and %s", en_file, de_file)
+    lang_file = config.lang_file or default_index(config.lang)
+    logging.info("reading %s and %s", en_file, lang_file)
     stats = build(
         en_file,
-        de_file,
+        lang_file,
         config.out_dir,
+        config.lang,
         config.max_len,
         caps,
         config.min_count,
         config.bpe_merges,
     )
-    print("Built %s from %s and %s\n%s" % (config.out_dir, en_file, de_file, stats.summary()))
+    print("Built %s from %s and %s\n%s" % (config.out_dir, en_file, lang_file, stats.summary()))
 
 
 if __name__ == "__main__":

@@ -50,7 +50,8 @@ from absl import flags, logging
 from acvi_tf import config as config_lib
 from acvi_tf import errors
 from acvi_tf.formats import nmt_text
-from data_prep.debian_translations import SPLITS, split_of, write_lines
+from data_prep import splits as splits_lib
+from data_prep.translation import SPLITS, write_lines
 
 VOWELS = "aeiou"
 CHARACTERS = tuple(string.ascii_lowercase) + ("-",)
@@ -204,7 +205,7 @@ def split_words(words, caps=None):
     caps = caps or {}
     splits = {split: [] for split in SPLITS}
     for hash_value, word in sorted((word_hash(word), word) for word in words):
-        splits[split_of(hash_value)].append(word)
+        splits[splits_lib.split_of(hash_value, SPLITS)].append(word)
     for split, members in splits.items():
         if caps.get(split) is not None:
             del members[caps[split] :]
@@ -228,7 +229,9 @@ def build(words_file, out_dir, max_word_chars=20, caps=None):
     """
     stats = Stats()
     words = read_words(words_file, max_word_chars, stats)
-    stats.words_before_caps = collections.Counter(split_of(word_hash(w)) for w in words)
+    stats.words_before_caps = collections.Counter(
+        splits_lib.split_of(word_hash(w), SPLITS) for w in words
+    )
     splits = split_words(words, caps)
     os.makedirs(out_dir, exist_ok=True)
     for split, members in splits.items():

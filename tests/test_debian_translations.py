@@ -7,15 +7,16 @@ import re
 
 import pytest
 
-from acvi_tf.formats import nmt_text
+from acvi_tf.formats import bpe, nmt_text
 from acvi_tf.text import tokenize
 from data_prep import debian_descriptions as dd
 from data_prep import debian_translations as dt
-from data_prep import summarization
+from data_prep import splits, summarization, translation
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLE = os.path.join(ROOT, "data_prep", "samples", "debian_en_de")
-FILES = ["%s.%s" % (split, lang) for split in dt.SPLITS for lang in dt.LANGUAGES]
+LANGUAGES = ("en", "de")
+FILES = ["%s.%s" % (split, lang) for split in translation.SPLITS for lang in LANGUAGES]
 
 
 def _record(lang, package, md5, synopsis, *paragraphs):
@@ -40,11 +41,10 @@ def _write(path, *records):
 def _md5s(split, count):
     """The first ``count`` md5 strings of "dN" whose sha1 bucket falls in ``split``."""
     md5s = (hashlib.md5(b"d%d" % i).hexdigest() for i in itertools.count())
-    return list(
-        itertools.islice(
-            (m for m in md5s if dt.split_of(summarization.key_hash(m)) == split), count
-        )
+    wanted = (
+        m for m in md5s if splits.split_of(summarization.key_hash(m), translation.SPLITS) == split
     )
+    return list(itertools.islice(wanted, count))
 
 
 def _lines(directory, name):
@@ -55,7 +55,7 @@ def _lines(directory, name):
 def _corpus(tmp_path, per_split=3):
     """Indexes with ``per_split`` descriptions per split, each of a synopsis + 2 paragraphs."""
     en, de = [], []
-    for split in dt.SPLITS:
+    for split in translation.SPLITS:
         for n, md5 in enumerate(_md5s(split, per_split)):
             tag = "%s%d" % (split, n)
             en.append(
@@ -101,7 +101,7 @@ def test_join_on_md5_and_align_paragraphs_only_when_counts_match(tmp_path):
     english = dt.read_descriptions(en, "en", stats)
     german = dt.read_descriptions(de, "de", stats)
     pairs = dt.make_pairs(english, german, max_len=50, stats=stats)
-    assert [(p.md5, p.en, p.de) for p in pairs] == [
+    assert [(p.key, p.src, p.tgt) for p in pairs] == [
         ("a" * 32, "alpha tool", "alpha-werkzeug"),
         ("a" * 32, "alpha does a .", "alpha macht a ."),
         ("a" * 32, "it is fast .", "es ist schnell ."),
@@ -141,7 +141,7 @@ def test_identical_pairs_are_kept_once(tmp_path):
     pairs = dt.make_pairs(
         dt.read_descriptions(en, "en", stats), dt.read_descriptions(de, "de", stats), 50, stats
     )
-    assert [p.en for p in pairs] == [
+    assert [p.src for p in pairs] == [
         "x docs",
         "this package contains the documentation .",
         "y docs",
@@ -165,12 +165,12 @@ def test_long_and_empty_pairs_are_dropped(tmp_path):
     pairs = dt.make_pairs(
         dt.read_descriptions(en, "en", stats), dt.read_descriptions(de, "de", stats), 5, stats
     )
-    assert [p.en for p in pairs] == ["short"]
+    assert [p.src for p in pairs] == ["short"]
     assert (stats.too_long_dropped, stats.empty_dropped) == (1, 1)
 
 
 def test_bpe_separator_cannot_occur_in_the_word_level_text():
-    assert dt.BPE_SEPARATOR not in tokenize("Tests if ES6 @@toStringTag is supported")
+    assert bpe.SEPARATOR not in tokenize("Tests if ES6 @@toStringTag is supported")
 
 
 def test_missing_fields_name_file_and_line(tmp_path):
@@ -189,7 +189,7 @@ def test_hash_split_keeps_each_description_in_one_split(tmp_path):
     out = str(tmp_path / "out")
     stats = dt.build(en, de, out, bpe_merges=20)
     assert stats.pairs == {"train": 9, "dev": 9, "test": 9}
-    for split in dt.SPLITS:
+    for split in translation.SPLITS:
         english = _lines(out, split + ".en")
         tags = {re.search(r"(train|dev|test)\d", line).group(0) for line in english}
         assert {tag.rstrip("0123456789") for tag in tags} == {split}
@@ -198,12 +198,17 @@ def test_hash_split_keeps_each_description_in_one_split(tmp_path):
 
 
 def test_vocab_files_have_specials_then_train_tokens_by_count(tmp_path):
-    assert dt.vocab_tokens(["b a b", "c a b </s>", "d"], min_count=1) == ["b", "a", "c", "d"]
-    assert dt.vocab_tokens(["b a b", "c a b"], min_count=2) == ["b", "a"]
+    assert translation.vocab_tokens(["b a b", "c a b </s>", "d"], min_count=1) == [
+        "b",
+        "a",
+        "c",
+        "d",
+    ]
+    assert translation.vocab_tokens(["b a b", "c a b"], min_count=2) == ["b", "a"]
     en, de = _corpus(tmp_path)
     out = str(tmp_path / "out")
     stats = dt.build(en, de, out, bpe_merges=20)
-    for lang in dt.LANGUAGES:
+    for lang in LANGUAGES:
         vocab = _lines(out, "vocab." + lang)
         assert vocab[:3] == ["<unk>", "<s>", "</s>"]
         train_tokens = {t for line in _lines(out, "train." + lang) for t in line.split()}
@@ -215,7 +220,7 @@ def test_bpe_variant_round_trips(tmp_path):
     en, de = _corpus(tmp_path)
     out = str(tmp_path / "out")
     stats = dt.build(en, de, out, bpe_merges=40)
-    bpe_dir = os.path.join(out, dt.BPE_DIR)
+    bpe_dir = os.path.join(out, translation.BPE_DIR)
     assert _lines(bpe_dir, "codes")[0].startswith("#version")
     assert 0 < stats.bpe_merges <= 40
     segmented = False
@@ -224,7 +229,7 @@ def test_bpe_variant_round_trips(tmp_path):
         segmented |= any("@@ " in line for line in bpe_lines)
         assert [re.sub("@@( |$)", "", line) for line in bpe_lines] == _lines(out, name)
     assert segmented
-    for lang in dt.LANGUAGES:
+    for lang in LANGUAGES:
         vocab = _lines(bpe_dir, "vocab." + lang)
         assert vocab[:3] == ["<unk>", "<s>", "</s>"]
         units = {u for line in _lines(bpe_dir, "train." + lang) for u in line.split()}
@@ -253,20 +258,20 @@ def _readme():
 
 def test_sample_counts_match_its_readme():
     table = dict(re.findall(r"^\| (train|dev|test) +\| (\d+) ", _readme(), re.MULTILINE))
-    assert set(table) == set(dt.SPLITS)
-    for split in dt.SPLITS:
+    assert set(table) == set(translation.SPLITS)
+    for split in translation.SPLITS:
         english, german = _lines(SAMPLE, split + ".en"), _lines(SAMPLE, split + ".de")
         assert len(english) == len(german) == int(table[split])
         assert all(english) and all(german)
     merges = re.search(r"`bpe/codes` holds ([\d,]+) merges", _readme()).group(1)
-    assert len(_lines(os.path.join(SAMPLE, dt.BPE_DIR), "codes")) - 1 == int(
+    assert len(_lines(os.path.join(SAMPLE, translation.BPE_DIR), "codes")) - 1 == int(
         merges.replace(",", "")
     )
 
 
 def test_sample_tokens_are_in_the_vocab_and_bpe_reconstructs():
-    bpe_dir = os.path.join(SAMPLE, dt.BPE_DIR)
-    for lang in dt.LANGUAGES:
+    bpe_dir = os.path.join(SAMPLE, translation.BPE_DIR)
+    for lang in LANGUAGES:
         vocab = _lines(SAMPLE, "vocab." + lang)
         assert vocab[:3] == list(nmt_text.SPECIALS) and len(set(vocab)) == len(vocab)
         train_tokens = {t for line in _lines(SAMPLE, "train." + lang) for t in line.split()}

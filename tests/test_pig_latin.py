@@ -6,8 +6,8 @@ import string
 
 import pytest
 
-from data_prep import debian_translations as dt
 from data_prep import pig_latin as pl
+from data_prep import splits, translation
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLE = os.path.join(ROOT, "data_prep", "samples", "pig_latin")
@@ -76,7 +76,7 @@ def test_build_writes_character_lines_and_the_fixed_vocab(tmp_path):
     stats = pl.build(str(words_file), out, max_word_chars=20)
     assert (stats.lines_read, stats.not_words, stats.too_long, stats.duplicates) == (11, 4, 1, 1)
     words = set()
-    for split in dt.SPLITS:
+    for split in translation.SPLITS:
         sources, targets = _lines(out, split + ".src"), _lines(out, split + ".tgt")
         assert len(sources) == len(targets) == stats.words[split]
         for source, target in zip(sources, targets):
@@ -84,7 +84,7 @@ def test_build_writes_character_lines_and_the_fixed_vocab(tmp_path):
             word = source.replace(" ", "")
             assert target == " ".join(pl.pig_latin(word))
             assert set(source.split() + target.split()) <= set(VOCAB[3:])
-            assert dt.split_of(pl.word_hash(word)) == split
+            assert splits.split_of(pl.word_hash(word), translation.SPLITS) == split
             words.add(word)
     assert words == {"the", "shop", "quit", "well-known", "yet"}
     assert _lines(out, "vocab.src") == _lines(out, "vocab.tgt") == VOCAB
@@ -120,8 +120,8 @@ def test_unreadable_words_file_is_reported(tmp_path):
 def test_sample_counts_match_its_readme():
     with open(os.path.join(SAMPLE, "README.md"), encoding="utf-8") as f:
         table = dict(re.findall(r"^\| (train|dev|test) +\| (\d+) ", f.read(), re.MULTILINE))
-    assert set(table) == set(dt.SPLITS)
-    for split in dt.SPLITS:
+    assert set(table) == set(translation.SPLITS)
+    for split in translation.SPLITS:
         assert len(_lines(SAMPLE, split + ".src")) == int(table[split])
         assert len(_lines(SAMPLE, split + ".tgt")) == int(table[split])
 
@@ -129,7 +129,7 @@ def test_sample_counts_match_its_readme():
 def test_sample_lines_are_characters_of_pig_latin_pairs():
     assert _lines(SAMPLE, "vocab.src") == _lines(SAMPLE, "vocab.tgt") == VOCAB
     used = set()
-    for split in dt.SPLITS:
+    for split in translation.SPLITS:
         for source, target in zip(_lines(SAMPLE, split + ".src"), _lines(SAMPLE, split + ".tgt")):
             assert source and target
             assert target == " ".join(pl.pig_latin(source.replace(" ", "")))

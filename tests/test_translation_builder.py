@@ -1,0 +1,112 @@
+"""data_prep.translation: your own parallel text (one TSV, aligned files, pre-split or
+not) for any language pair into tensorflow/nmt's files, with optional joint BPE; bad
+input in one line; NMT trains on the result."""
+
+import json
+import os
+
+import pytest
+
+from acvi_tf import config as config_lib
+from acvi_tf.formats import nmt_text
+from data_prep import translation
+from nmt import run_nmt
+
+PAIRS = [
+    ("The cat sleeps.", "Il gatto dorme."),
+    ("The dog runs in the park.", "Il cane corre nel parco."),
+    ("Rome is big.", "Roma è grande."),
+    ("The cat sleeps.", "Il gatto dorme."),  # a duplicate
+    ("Birds sing at dawn.", "Gli uccelli cantano all'alba."),
+]
+
+
+def _build(tmp_path, *argv):
+    out = tmp_path / "out"
+    config = config_lib.parse(
+        translation.define_flags, ["x", "--src=en", "--tgt=it", "--out_dir=%s" % out, *argv]
+    )
+    return translation.build(config), out
+
+
+def _read(out, name):
+    return (out / name).read_text(encoding="utf-8").splitlines()
+
+
+def test_one_tsv_and_aligned_files_give_the_same_corpus(tmp_path):
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text("it\ten\n" + "".join("%s\t%s\n" % (it, en) for en, it in PAIRS), "utf-8")
+    (tmp_path / "all.en").write_text("".join(en + "\n" for en, _ in PAIRS), "utf-8")
+    (tmp_path / "all.it").write_text("".join(it + "\n" for _, it in PAIRS), "utf-8")
+    stats, out_tsv = _build(tmp_path / "a", "--input=%s" % tsv)
+    _, out_lines = _build(tmp_path / "b", "--input_prefix=%s" % (tmp_path / "all"))
+    assert stats.duplicates_dropped == 1 and sum(stats.pairs.values()) == 4
+    for name in ("train.en", "train.it", "dev.en", "test.it", "vocab.en", "vocab.it"):
+        assert _read(out_tsv, name) == _read(out_lines, name)
+    assert "il gatto dorme ." in _read(out_tsv, "train.it") + _read(out_tsv, "test.it")
+    assert _read(out_tsv, "vocab.it")[:3] == list(nmt_text.SPECIALS)
+    assert not os.path.exists(out_tsv / "bpe")  # --bpe_merges=0 by default
+    record = json.loads((out_tsv / "corpus.json").read_text())
+    assert record == dict(src="en", tgt="it", tokenizer="treebank", lowercase=True, bpe=False)
+
+
+def test_pre_split_files_keep_their_split_and_bpe_is_joint(tmp_path):
+    for split, rows in (("train", PAIRS[:3] * 4), ("dev", PAIRS[3:4]), ("test", PAIRS[4:])):
+        (tmp_path / ("%s.en" % split)).write_text("".join(r[0] + "\n" for r in rows), "utf-8")
+        (tmp_path / ("%s.it" % split)).write_text("".join(r[1] + "\n" for r in rows), "utf-8")
+    argv = ["--%s_prefix=%s" % (s, tmp_path / s) for s in translation.SPLITS]
+    stats, out = _build(tmp_path, *argv, "--bpe_merges=10", "--nolowercase", "--min_count=1")
+    assert stats.pairs == dict(train=3, dev=0, test=1)  # dev's pair is train's: kept once
+    assert _read(out, "test.en") == ["Birds sing at dawn ."]
+    assert 0 < stats.bpe_merges <= 10  # fewer when no pair of units occurs twice
+    assert len(_read(out, "bpe/train.en")) == 3
+    joined = [line.replace("@@ ", "") for line in _read(out, "bpe/train.it")]
+    assert joined == _read(out, "train.it")
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("en\tfr\na\tb\n", r"pairs.tsv:1: no column 'it' \(the header has 'en', 'fr'\)"),
+        ("en\tit\na\tb\tc\n", r"pairs.tsv:2: 3 cells, but the header has 2"),
+        ("en\tit\na\t\n", r"pairs.tsv:2: empty target side; .*--skip_empty"),
+        (b"en\tit\ncaf\xe9\tx\n", r"pairs.tsv:2: byte 4 of the line is not UTF-8"),
+    ],
+)
+def test_bad_input_is_one_line_naming_the_file_and_line(tmp_path, content, message):
+    path = tmp_path / "pairs.tsv"
+    path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
+    with pytest.raises(translation.ParallelError, match=message):
+        _build(tmp_path, "--input=%s" % path)
+
+
+def test_skip_empty_and_unaligned_files(tmp_path):
+    path = tmp_path / "pairs.tsv"
+    path.write_text("en\tit\n\tb\na\tb\n", "utf-8")
+    stats, _ = _build(tmp_path, "--input=%s" % path, "--skip_empty")
+    assert stats.empty_dropped == 1
+    (tmp_path / "x.en").write_text("a\nb\n")
+    (tmp_path / "x.it").write_text("a\n")
+    with pytest.raises(translation.ParallelError, match="x.en has 2 lines but .*x.it has 1"):
+        _build(tmp_path, "--input_prefix=%s" % (tmp_path / "x"))
+
+
+def test_nmt_trains_on_a_built_corpus(tmp_path):
+    path = tmp_path / "pairs.tsv"
+    rows = ["%s %d.\t%s %d." % (en[:-1], i, it[:-1], i) for i in range(40) for en, it in PAIRS[:1]]
+    path.write_text("en\tit\n" + "".join(r + "\n" for r in rows), "utf-8")
+    _, out = _build(tmp_path, "--input=%s" % path)
+    argv = [
+        "run_nmt",
+        "--src=en",
+        "--tgt=it",
+        "--vocab_prefix=%s" % (out / "vocab"),
+        "--train_prefix=%s" % (out / "train"),
+        "--dev_prefix=%s" % (out / "dev"),
+        "--out_dir=%s" % (tmp_path / "model"),
+        "--num_units=8",
+        "--batch_size=4",
+        "--num_train_steps=3",
+        "--steps_per_stats=1",
+    ]
+    assert run_nmt.run(config_lib.parse(run_nmt.define_flags, argv)) >= 0.0
