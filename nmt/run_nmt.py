@@ -27,8 +27,9 @@ from acvi_tf import training as training_lib
 from acvi_tf.compat import keras
 from acvi_tf.formats import bpe, nmt_text
 from acvi_tf.metrics import bleu as bleu_lib
-from nmt import data, hparams, schedule, translate
+from nmt import data, hparams, schedule
 from nmt import model as model_lib
+from nmt import translator as translator_lib
 
 # Flags of this entry point that decide the model's variables (and the optimizer's).
 MODEL_FLAGS = (
@@ -394,7 +395,7 @@ def _train(config, vocabs, strategy, step_var):
         seed=config.seed + int(step_var),
         pad_to=((config.src_max_len, config.tgt_max_len) if config.jit_compile else None),
     )
-    translator = translate.Translator(
+    translator = translator_lib.Translator(
         model,
         tgt_vocab,
         config.infer_mode,
@@ -502,7 +503,7 @@ def infer(config, vocabs):
         raise app.UsageError("no checkpoint in %s; give --ckpt" % config.out_dir)
     _check_vocabulary(config, path, src_vocab, tgt_vocab)
     tf.train.Checkpoint(model=model).restore(path).expect_partial()
-    translator = translate.Translator(
+    translator = translator_lib.Translator(
         model,
         tgt_vocab,
         config.infer_mode,

@@ -1,101 +1,173 @@
-"""Batched greedy or beam-search translation with an ``NMTModel`` (no flags: a library)."""
+"""Translations of new text with a trained run.
+
+``python -m nmt.translate --out_dir=models/en_it --input=new.en`` reads one sentence per
+line (``--input``, a file or ``-`` for standard input), tokenises each the way the run's
+corpus was built (its ``corpus.json``, written by ``data_prep.translation``; Treebank and
+lowercase without one), segments it with the corpus's BPE codes when the run trained on
+``bpe/`` (``--subword_option=bpe``), translates ``--infer_batch_size`` sentences per
+batched search with the run's best dev-BLEU model (else its newest checkpoint, or
+``--ckpt``) and writes one translation per line (``--output``, default standard
+output), the ``@@`` markers removed. The model and the search are the ones the run's
+``hparams.json`` records; ``--beam_width`` and ``--infer_batch_size`` may be given here.
+``nmt.run_nmt --inference_input_file`` stays tensorflow/nmt's command over already
+tokenised text.
+
+Usage::
+
+  python -m nmt.translate --out_dir=models/en_it --input=new.en --output=new.it
+  cat new.en | python -m nmt.translate --out_dir=models/en_it
+"""
+
+import json
+import os
+import sys
 
 import tensorflow as tf
+from absl import app, flags, logging
 
-from acvi_tf import decoding, gnmt_beam_search
-from acvi_tf.formats import nmt_text
-from nmt import data
+from acvi_tf import config as config_lib
+from acvi_tf import errors, files, text
+from acvi_tf import flags as acvi_flags
+from acvi_tf.formats import bpe, nmt_text
+from nmt import data, run_nmt
+from nmt import translator as translator_lib
 
-# Under XLA, source batches are padded to a multiple of this many tokens: one compiled
-# program per multiple (and per batch size) rather than one per longest sentence.
-XLA_LENGTH_MULTIPLE = 16
+CORPUS_RECORD = "corpus.json"
 
 
-class Translator:
-    """Batched greedy or beam-search translation with an ``NMTModel``.
+class InputError(errors.UserError, ValueError):
+    """The sentences cannot be read; the message names the line and the fix."""
 
-    Args:
-      model: a built ``NMTModel``.
-      tgt_vocab: the target ``data.Vocab``.
-      infer_mode: ``"beam_search"`` or ``"greedy"``.
-      beam_width: hypotheses kept per sentence.
-      length_penalty_weight: alpha of the GNMT length penalty.
-      jit_compile: compile the search with XLA (build the model with ``jit_compile`` too).
-        Batches are padded to a multiple of ``XLA_LENGTH_MULTIPLE`` tokens; the step limit
-        stays tensorflow/nmt's twice the longest source, so translations do not change.
-    """
 
-    def __init__(
-        self, model, tgt_vocab, infer_mode, beam_width, length_penalty_weight, jit_compile=False
-    ):
-        self.model = model
-        self.tgt_vocab = tgt_vocab
-        self.length_multiple = XLA_LENGTH_MULTIPLE if jit_compile else 1
-        signature = [tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None], tf.int32)]
+def define_flags(fv=flags.FLAGS):
+    """Defines the command's flags on ``fv``."""
+    flags.DEFINE_string("out_dir", None, "The run's --out_dir.", flag_values=fv)
+    flags.DEFINE_string(
+        "input", "-", "Sentences, one per line; - is standard input.", flag_values=fv
+    )
+    flags.DEFINE_string(
+        "output", "-", "Translations, one per line; - is standard output.", flag_values=fv
+    )
+    flags.DEFINE_string(
+        "ckpt", None, "Checkpoint (default: best_bleu/'s, else the newest).", flag_values=fv
+    )
+    flags.DEFINE_integer(
+        "beam_width", None, "Beam width. Default: the run's.", lower_bound=0, flag_values=fv
+    )
+    flags.DEFINE_integer(
+        "infer_batch_size",
+        None,
+        "Sentences per search. Default: the run's.",
+        lower_bound=1,
+        flag_values=fv,
+    )
+    flags.mark_flag_as_required("out_dir", flag_values=fv)
 
-        @tf.function(input_signature=signature, autograph=False, jit_compile=jit_compile or None)
-        def translate(src, src_len):
-            constants, state = model.start(src, src_len)
-            # The output width follows the padded shape (a compile-time constant under
-            # XLA); the search stops at tensorflow/nmt's limit, twice the longest source.
-            max_steps = 2 * tf.shape(src)[1]
-            step_limit = 2 * tf.reduce_max(src_len)
-            batch = tf.shape(src)[0]
-            if infer_mode == "beam_search":
-                step = decoding.model_step(model, decoding.tile_beam(constants, beam_width))
-                return gnmt_beam_search.gnmt_beam_search(
-                    step,
-                    state,
-                    batch,
-                    beam_width,
-                    max_steps,
-                    nmt_text.SOS_ID,
-                    nmt_text.EOS_ID,
-                    alpha=length_penalty_weight,
-                    step_limit=step_limit,
-                )
-            return decoding.greedy_search(
-                decoding.model_step(model, constants),
-                state,
-                batch,
-                max_steps,
-                nmt_text.SOS_ID,
-                nmt_text.EOS_ID,
-                step_limit=step_limit,
-            )
 
-        @tf.function(input_signature=signature, autograph=False)
-        def align(src, src_len):
-            constants, state = model.start(src, src_len)
-            return decoding.beam_search(
-                decoding.model_step(model, constants),
-                state,
-                tf.shape(src)[0],
-                1,
-                2 * tf.reduce_max(src_len),
-                nmt_text.SOS_ID,
-                nmt_text.EOS_ID,
-                record_extras=True,
-            )
+def run_config(out_dir, given):
+    """The run's settings as its ``hparams.json`` records them, with ``given`` on top."""
+    record = os.path.join(out_dir, "hparams.json")
+    if not os.path.exists(record):
+        raise app.UsageError(
+            "%s is missing: --out_dir must name a run trained with nmt.run_nmt" % record
+        )
+    with open(record, encoding="utf-8") as f:
+        recorded = json.load(f)
+    config = config_lib.parse(run_nmt.define_flags, ["translate"])
+    values = {k: v for k, v in recorded.items() if k in config and not k.startswith("_")}
+    values.update({k: v for k, v in given.items() if v is not None}, out_dir=out_dir)
+    return config.replace(**values)
 
-        self._translate = translate
-        self._align = align
 
-    def alignment(self, src_line, src_vocab):
-        """``(target tokens, attention [T, S])`` of a greedy translation of one sentence."""
-        batch = next(iter(data.infer_dataset([src_line], src_vocab, 1)))
-        out = self._align(batch["src"], batch["src_len"])
-        length = int(out["lengths"][0])
-        tokens = self.tgt_vocab.decode(out["ids"][0, :length].numpy().tolist())
-        return tokens, out["attn"][0, :length].numpy()
+def preprocessor(config):
+    """``raw line -> the model's source line``: the corpus's tokenizer, then its BPE."""
+    folder = os.path.dirname(os.path.abspath(config.vocab_prefix))
+    if config.subword_option == "bpe":  # the vocabulary is in the corpus's bpe/ folder
+        segment = bpe.segmenter(os.path.join(folder, "codes"))
+        folder = os.path.dirname(folder)
+    else:
+        segment = None
+    settings = dict(tokenizer="treebank", lowercase=True)
+    record = os.path.join(folder, CORPUS_RECORD)
+    if os.path.exists(record):
+        with open(record, encoding="utf-8") as f:
+            settings.update(json.load(f))
+    else:
+        logging.warning("%s is missing; tokenising with Treebank, lowercased", record)
+    tokenize = text.tokenizer(settings["tokenizer"], settings["lowercase"])
+    return lambda line: segment(tokenize(line)) if segment else tokenize(line)
 
-    def translate(self, src_lines, src_vocab, batch_size):
-        """Translations (token strings) of ``src_lines``, in order."""
-        outputs = []
-        for batch in data.infer_dataset(
-            src_lines, src_vocab, batch_size, length_multiple=self.length_multiple
-        ):
-            out = self._translate(batch["src"], batch["src_len"])
-            for ids, length in zip(out["ids"].numpy(), out["lengths"].numpy()):
-                outputs.append(" ".join(self.tgt_vocab.decode(ids[:length].tolist())))
-        return outputs
+
+def read_sentences(path):
+    """The lines of ``path`` (``-``: standard input), each checked as UTF-8."""
+    if path != "-":
+        try:
+            return nmt_text.read_lines(path)
+        except nmt_text.NmtDataError as e:
+            raise InputError(str(e)) from e
+    lines = sys.stdin.buffer.read().split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    sentences = []
+    for number, line in enumerate(lines, start=1):
+        try:
+            sentences.append(line.decode("utf-8").rstrip("\r"))
+        except UnicodeDecodeError as e:
+            raise InputError(
+                "<stdin>:%d: byte %d is not UTF-8; re-encode the input as UTF-8"
+                % (number, e.start + 1)
+            ) from e
+    return sentences
+
+
+def translate(sentences, config):
+    """Translations of raw ``sentences`` with the run ``config`` describes, in order."""
+    vocabs = []
+    for suffix in (config.src, config.tgt):
+        _, path = nmt_text.check_vocab("%s.%s" % (config.vocab_prefix, suffix), config.out_dir)
+        vocabs.append(data.Vocab(path))
+    src_vocab, tgt_vocab = vocabs
+    model = run_nmt.build(config, src_vocab, tgt_vocab)
+    path = (
+        config.ckpt
+        or tf.train.latest_checkpoint(os.path.join(config.out_dir, "best_bleu"))
+        or tf.train.latest_checkpoint(config.out_dir)
+    )
+    if path is None:
+        raise app.UsageError("no checkpoint in %s; train first or give --ckpt" % config.out_dir)
+    run_nmt._check_vocabulary(config, path, src_vocab, tgt_vocab)
+    tf.train.Checkpoint(model=model).restore(path).expect_partial()
+    logging.info("Translating with %s", path)
+    searcher = translator_lib.Translator(
+        model,
+        tgt_vocab,
+        config.infer_mode,
+        config.beam_width,
+        config.length_penalty_weight,
+        config.jit_compile,
+    )
+    prepare = preprocessor(config)
+    sources = [prepare(s) if s.strip() else "" for s in sentences]
+    hypotheses = searcher.translate(sources, src_vocab, config.infer_batch_size)
+    if config.subword_option == "bpe":
+        hypotheses = [bpe.remove_bpe(h) for h in hypotheses]
+    return [h if s else "" for h, s in zip(hypotheses, sources)]
+
+
+def run(config):
+    """Translates ``--input`` into ``--output``; returns the translations."""
+    given = dict(beam_width=config.beam_width, infer_batch_size=config.infer_batch_size)
+    model_config = run_config(config.out_dir, given).replace(ckpt=config.ckpt)
+    acvi_flags.configure_runtime(model_config)
+    translations = translate(read_sentences(config.input), model_config)
+    output = "".join(t + "\n" for t in translations)
+    if config.output == "-":
+        sys.stdout.write(output)
+    else:
+        files.atomic_write_text(config.output, output)
+        logging.info("Wrote %d translations to %s", len(translations), config.output)
+    return translations
+
+
+if __name__ == "__main__":
+    config_lib.run_command(define_flags, run)

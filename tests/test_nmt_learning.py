@@ -19,8 +19,9 @@ from acvi_tf import context as context_lib
 from acvi_tf import losses
 from acvi_tf.compat import keras
 from acvi_tf.formats import nmt_text
-from nmt import data, translate
+from nmt import data
 from nmt import model as model_lib
+from nmt import translator as translator_lib
 
 from conftest import pair_tolerance
 
@@ -74,7 +75,7 @@ def _accuracy(context, seed=1):
         assert np.isfinite(float(train_step(batch)))
         if step + 1 == 400:
             break
-    translator = translate.Translator(model, tgt_vocab, "greedy", 0, 0.0)
+    translator = translator_lib.Translator(model, tgt_vocab, "greedy", 0, 0.0)
     hypotheses = translator.translate([src for src, _ in held_out], src_vocab, 100)
     return np.mean([h == ref for h, (_, ref) in zip(hypotheses, held_out)])
 

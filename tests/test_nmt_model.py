@@ -9,8 +9,9 @@ from acvi_tf import context as context_lib
 from acvi_tf import losses
 from acvi_tf.compat import keras
 from acvi_tf.formats import nmt_text
-from nmt import data, translate
+from nmt import data
 from nmt import model as model_lib
+from nmt import translator as translator_lib
 
 U, S_VOCAB, T_VOCAB = 4, 12, 9
 
@@ -140,8 +141,8 @@ def test_xla_translation_equals_the_plain_one(tmp_path):
         next(iter(data.infer_dataset(lines[:1], src_vocab, 1)))
         | dict(tgt_in=np.zeros([1, 2], np.int32), tgt_len=np.array([2], np.int32))
     )
-    plain = translate.Translator(model, tgt_vocab, "beam_search", 3, 0.5)
-    compiled = translate.Translator(model, tgt_vocab, "beam_search", 3, 0.5, jit_compile=True)
+    plain = translator_lib.Translator(model, tgt_vocab, "beam_search", 3, 0.5)
+    compiled = translator_lib.Translator(model, tgt_vocab, "beam_search", 3, 0.5, jit_compile=True)
     expected = plain.translate(lines, src_vocab, 2)
     assert compiled.translate(lines, src_vocab, 2) == expected
     assert max(len(line.split()) for line in expected) > 16  # the limit is data-dependent

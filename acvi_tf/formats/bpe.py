@@ -60,6 +60,14 @@ def apply_bpe(codes_path: str, in_path: str, out_path: str) -> None:
     logging.info("Applied BPE to %d lines of %s: %s", len(lines), in_path, out_path)
 
 
+def segmenter(codes_path: str):
+    """``line -> the line segmented with the merges of codes_path`` (``@@`` separator),
+    as the builders segment their files."""
+    with open(codes_path, encoding="utf-8") as codes:
+        bpe = apply_bpe_lib.BPE(codes, separator=SEPARATOR)
+    return bpe.process_line
+
+
 def remove_bpe(text: str) -> str:
     """Undoes BPE: drops every ``"@@ "`` and a ``"@@"`` ending a line."""
     return _BPE_MARKER.sub("", text)

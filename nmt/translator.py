@@ -1,0 +1,101 @@
+"""Batched greedy or beam-search translation with an ``NMTModel``."""
+
+import tensorflow as tf
+
+from acvi_tf import decoding, gnmt_beam_search
+from acvi_tf.formats import nmt_text
+from nmt import data
+
+# Under XLA, source batches are padded to a multiple of this many tokens: one compiled
+# program per multiple (and per batch size) rather than one per longest sentence.
+XLA_LENGTH_MULTIPLE = 16
+
+
+class Translator:
+    """Batched greedy or beam-search translation with an ``NMTModel``.
+
+    Args:
+      model: a built ``NMTModel``.
+      tgt_vocab: the target ``data.Vocab``.
+      infer_mode: ``"beam_search"`` or ``"greedy"``.
+      beam_width: hypotheses kept per sentence.
+      length_penalty_weight: alpha of the GNMT length penalty.
+      jit_compile: compile the search with XLA (build the model with ``jit_compile`` too).
+        Batches are padded to a multiple of ``XLA_LENGTH_MULTIPLE`` tokens; the step limit
+        stays tensorflow/nmt's twice the longest source, so translations do not change.
+    """
+
+    def __init__(
+        self, model, tgt_vocab, infer_mode, beam_width, length_penalty_weight, jit_compile=False
+    ):
+        self.model = model
+        self.tgt_vocab = tgt_vocab
+        self.length_multiple = XLA_LENGTH_MULTIPLE if jit_compile else 1
+        signature = [tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None], tf.int32)]
+
+        @tf.function(input_signature=signature, autograph=False, jit_compile=jit_compile or None)
+        def translate(src, src_len):
+            constants, state = model.start(src, src_len)
+            # The output width follows the padded shape (a compile-time constant under
+            # XLA); the search stops at tensorflow/nmt's limit, twice the longest source.
+            max_steps = 2 * tf.shape(src)[1]
+            step_limit = 2 * tf.reduce_max(src_len)
+            batch = tf.shape(src)[0]
+            if infer_mode == "beam_search":
+                step = decoding.model_step(model, decoding.tile_beam(constants, beam_width))
+                return gnmt_beam_search.gnmt_beam_search(
+                    step,
+                    state,
+                    batch,
+                    beam_width,
+                    max_steps,
+                    nmt_text.SOS_ID,
+                    nmt_text.EOS_ID,
+                    alpha=length_penalty_weight,
+                    step_limit=step_limit,
+                )
+            return decoding.greedy_search(
+                decoding.model_step(model, constants),
+                state,
+                batch,
+                max_steps,
+                nmt_text.SOS_ID,
+                nmt_text.EOS_ID,
+                step_limit=step_limit,
+            )
+
+        @tf.function(input_signature=signature, autograph=False)
+        def align(src, src_len):
+            constants, state = model.start(src, src_len)
+            return decoding.beam_search(
+                decoding.model_step(model, constants),
+                state,
+                tf.shape(src)[0],
+                1,
+                2 * tf.reduce_max(src_len),
+                nmt_text.SOS_ID,
+                nmt_text.EOS_ID,
+                record_extras=True,
+            )
+
+        self._translate = translate
+        self._align = align
+
+    def alignment(self, src_line, src_vocab):
+        """``(target tokens, attention [T, S])`` of a greedy translation of one sentence."""
+        batch = next(iter(data.infer_dataset([src_line], src_vocab, 1)))
+        out = self._align(batch["src"], batch["src_len"])
+        length = int(out["lengths"][0])
+        tokens = self.tgt_vocab.decode(out["ids"][0, :length].numpy().tolist())
+        return tokens, out["attn"][0, :length].numpy()
+
+    def translate(self, src_lines, src_vocab, batch_size):
+        """Translations (token strings) of ``src_lines``, in order."""
+        outputs = []
+        for batch in data.infer_dataset(
+            src_lines, src_vocab, batch_size, length_multiple=self.length_multiple
+        ):
+            out = self._translate(batch["src"], batch["src_len"])
+            for ids, length in zip(out["ids"].numpy(), out["lengths"].numpy()):
+                outputs.append(" ".join(self.tgt_vocab.decode(ids[:length].tolist())))
+        return outputs

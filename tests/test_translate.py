@@ -1,0 +1,83 @@
+"""nmt.translate: translations of raw sentences equal run_nmt's inference on the same
+sentences as the builder tokenised and segmented them."""
+
+import os
+import subprocess
+import sys
+
+from acvi_tf import config as config_lib
+from acvi_tf.formats import bpe, nmt_text
+from data_prep import translation
+from nmt import run_nmt, translate
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WORDS = [
+    ("cat", "gatto"),
+    ("dog", "cane"),
+    ("sleeps", "dorme"),
+    ("runs", "corre"),
+    ("Rome", "Roma"),
+]
+
+
+def test_raw_sentences_translate_as_the_run_s_inference_does(tmp_path):
+    rows = []
+    for i in range(60):
+        (a, x), (b, y) = WORDS[i % 5], WORDS[(i * 3 + 1) % 5]
+        rows.append(("The %s and the %s, %d." % (a, b, i), "Il %s e il %s, %d." % (x, y, i)))
+    (tmp_path / "pairs.tsv").write_text("en\tit\n" + "".join("%s\t%s\n" % r for r in rows))
+    corpus = tmp_path / "corpus"
+    argv = ["x", "--src=en", "--tgt=it", "--input=%s" % (tmp_path / "pairs.tsv")]
+    argv += ["--out_dir=%s" % corpus, "--bpe_merges=30", "--tokenizer=ptb"]
+    translation.build(config_lib.parse(translation.define_flags, argv))
+    out = tmp_path / "model"
+    common = [
+        "run_nmt",
+        "--src=en",
+        "--tgt=it",
+        "--vocab_prefix=%s" % (corpus / "bpe" / "vocab"),
+        "--subword_option=bpe",
+        "--out_dir=%s" % out,
+        "--num_units=8",
+        "--beam_width=2",
+        "--infer_mode=beam_search",
+        "--infer_batch_size=3",
+    ]
+    train = [
+        "--train_prefix=%s" % (corpus / "bpe" / "train"),
+        "--dev_prefix=%s" % (corpus / "bpe" / "dev"),
+    ]
+    run_nmt.run(
+        config_lib.parse(
+            run_nmt.define_flags, common + train + ["--num_train_steps=4", "--steps_per_stats=1"]
+        )
+    )
+    # the run's own inference over the builder's segmented test sentences
+    infer = [
+        "--inference_input_file=%s" % (corpus / "bpe" / "test.en"),
+        "--inference_output_file=%s" % (tmp_path / "infer.it"),
+    ]
+    run_nmt.run(config_lib.parse(run_nmt.define_flags, common + infer))
+    expected = [bpe.remove_bpe(line) for line in nmt_text.read_lines(str(tmp_path / "infer.it"))]
+    # the same sentences raw, as a user has them
+    raw_by_tokens = {}
+    for en, _ in rows:
+        raw_by_tokens[translate.preprocessor(translate.run_config(str(out), {}))(en)] = en
+    raw = [raw_by_tokens[line] for line in nmt_text.read_lines(str(corpus / "bpe" / "test.en"))]
+    (tmp_path / "raw.en").write_text("".join(r + "\n" for r in raw) + "\n")
+    argv = [
+        "translate",
+        "--out_dir=%s" % out,
+        "--input=%s" % (tmp_path / "raw.en"),
+        "--output=%s" % (tmp_path / "raw.it"),
+    ]
+    translations = translate.run(config_lib.parse(translate.define_flags, argv))
+    assert raw and translations == expected + [""]  # an empty line: ""
+    assert nmt_text.read_lines(str(tmp_path / "raw.it")) == translations
+
+    command = [sys.executable, "-m", "nmt.translate", "--out_dir=%s" % out]
+    done = subprocess.run(
+        command, input=(raw[0] + "\n").encode(), capture_output=True, cwd=ROOT, check=False
+    )
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    assert done.stdout.decode().splitlines() == expected[:1]
