@@ -194,7 +194,7 @@ HOSTS = dict(
 )
 
 
-def _host_steps(strategy, host, mode, steps=2):
+def _host_steps(strategy, host, mode, steps=1):
     """``steps`` training steps of a host's own ``make_train_step``; the weights after."""
     build, make_batch = HOSTS[host]
     batch = {k: tf.constant(v) for k, v in make_batch(np.random.default_rng(3)).items()}
