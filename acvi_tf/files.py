@@ -1,5 +1,6 @@
 """Atomic file output (a reader never sees a half-written file, a crash leaves the old
-one) and checked UTF-8 input.
+one), checked UTF-8 input, and the line-by-line input and output of the commands that
+read raw text (a file, or standard input and output for ``-``).
 
 Every output of the project (``.bin`` chunks, decoded summaries, reports) goes through
 ``atomic_write``: the data is written to a temporary file in the target's folder, given
@@ -9,8 +10,9 @@ the target with ``os.replace``.
 
 import contextlib
 import os
+import sys
 import tempfile
-from typing import IO, Iterator, Tuple, Type
+from typing import IO, Iterator, List, Tuple, Type
 
 
 def _default_mode():
@@ -71,3 +73,40 @@ def utf8_lines(path: str, error: Type[Exception]) -> Iterator[Tuple[int, str]]:
                     "%s:%d: byte %d of the line is not UTF-8; re-encode the file as "
                     "UTF-8 (for example with iconv)" % (path, number, e.start + 1)
                 ) from e
+
+
+def read_input_lines(path: str, error: Type[Exception]) -> List[str]:
+    """The lines of a command's input: a file, or standard input for ``-``.
+
+    Lines end at ``"\\n"`` (a ``"\\r"`` before it is dropped too); a final newline adds no
+    empty line. A line that is not UTF-8 raises ``error`` naming the line.
+    """
+    if path == "-":
+        raw, name = sys.stdin.buffer.read(), "<stdin>"
+    else:
+        with open(path, "rb") as f:
+            raw, name = f.read(), path
+    lines = raw.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    decoded = []
+    for number, line in enumerate(lines, start=1):
+        try:
+            decoded.append(line.decode("utf-8").rstrip("\r"))
+        except UnicodeDecodeError as e:
+            raise error(
+                "%s:%d: byte %d is not UTF-8; re-encode the input as UTF-8"
+                % (name, number, e.start + 1)
+            ) from e
+    return decoded
+
+
+def write_output_lines(path: str, lines: List[str]) -> None:
+    """A command's output, one line each: to a file atomically, or to standard output
+    for ``-``."""
+    text = "".join(line + "\n" for line in lines)
+    if path == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        atomic_write_text(path, text)

@@ -8,6 +8,7 @@ import re
 import string
 from typing import Callable
 
+from absl import flags
 from nltk.tokenize import TreebankWordTokenizer
 
 # A sentence ends at . ! or ? followed by whitespace and anything but a lowercase letter,
@@ -247,3 +248,15 @@ def tokenizer(name: str, lowercase: bool = True) -> Callable[[str], str]:
     if name == "ptb":
         return lambda value: " ".join(ptb_tokenize(value.lower() if lowercase else value).split())
     raise ValueError("unknown tokenizer %r; use one of %s" % (name, ", ".join(TOKENIZERS)))
+
+
+def define_flags(flag_values: flags.FlagValues) -> None:
+    """Defines ``--tokenizer`` and ``--lowercase``, a builder's choice of tokenisation."""
+    flags.DEFINE_enum(
+        "tokenizer",
+        "treebank",
+        list(TOKENIZERS),
+        "treebank (NLTK's Treebank tokenizer) or ptb (CoreNLP's PTBTokenizer, in Python).",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_boolean("lowercase", True, "Lowercase before tokenising.", flag_values=flag_values)

@@ -532,14 +532,7 @@ def define_flags(fv=flags.FLAGS):
     flags.DEFINE_string(
         "out_dir", None, "Directory for train/val/test.bin, chunked/ and vocab.", flag_values=fv
     )
-    flags.DEFINE_enum(
-        "tokenizer",
-        "treebank",
-        list(text.TOKENIZERS),
-        "treebank (NLTK) or ptb (CoreNLP's PTBTokenizer, in Python).",
-        flag_values=fv,
-    )
-    flags.DEFINE_boolean("lowercase", True, "Lowercase before tokenising.", flag_values=fv)
+    text.define_flags(fv)
     flags.DEFINE_integer(
         "max_article_tokens",
         0,

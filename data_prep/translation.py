@@ -425,14 +425,7 @@ def define_flags(fv=flags.FLAGS):
             flag_values=fv,
         )
     flags.DEFINE_string("out_dir", None, "Directory of the corpus files.", flag_values=fv)
-    flags.DEFINE_enum(
-        "tokenizer",
-        "treebank",
-        list(text.TOKENIZERS),
-        "treebank (NLTK) or ptb (PTBTokenizer, in Python).",
-        flag_values=fv,
-    )
-    flags.DEFINE_boolean("lowercase", True, "Lowercase before tokenising.", flag_values=fv)
+    text.define_flags(fv)
     flags.DEFINE_integer(
         "max_len",
         0,

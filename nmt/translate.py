@@ -20,7 +20,6 @@ Usage::
 
 import json
 import os
-import sys
 
 import tensorflow as tf
 from absl import app, flags, logging
@@ -98,28 +97,6 @@ def preprocessor(config):
     return lambda line: segment(tokenize(line)) if segment else tokenize(line)
 
 
-def read_sentences(path):
-    """The lines of ``path`` (``-``: standard input), each checked as UTF-8."""
-    if path != "-":
-        try:
-            return nmt_text.read_lines(path)
-        except nmt_text.NmtDataError as e:
-            raise InputError(str(e)) from e
-    lines = sys.stdin.buffer.read().split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
-    sentences = []
-    for number, line in enumerate(lines, start=1):
-        try:
-            sentences.append(line.decode("utf-8").rstrip("\r"))
-        except UnicodeDecodeError as e:
-            raise InputError(
-                "<stdin>:%d: byte %d is not UTF-8; re-encode the input as UTF-8"
-                % (number, e.start + 1)
-            ) from e
-    return sentences
-
-
 def translate(sentences, config):
     """Translations of raw ``sentences`` with the run ``config`` describes, in order."""
     vocabs = []
@@ -159,12 +136,9 @@ def run(config):
     given = dict(beam_width=config.beam_width, infer_batch_size=config.infer_batch_size)
     model_config = run_config(config.out_dir, given).replace(ckpt=config.ckpt)
     acvi_flags.configure_runtime(model_config)
-    translations = translate(read_sentences(config.input), model_config)
-    output = "".join(t + "\n" for t in translations)
-    if config.output == "-":
-        sys.stdout.write(output)
-    else:
-        files.atomic_write_text(config.output, output)
+    translations = translate(files.read_input_lines(config.input, InputError), model_config)
+    files.write_output_lines(config.output, translations)
+    if config.output != "-":
         logging.info("Wrote %d translations to %s", len(translations), config.output)
     return translations
 

@@ -20,7 +20,6 @@ Usage::
 
 import json
 import os
-import sys
 import time
 
 import tensorflow as tf
@@ -146,27 +145,6 @@ class InputError(errors.UserError, ValueError):
     """The documents cannot be read; the message names the line and the fix."""
 
 
-def read_documents(path):
-    """The lines of ``path`` (``-``: standard input), each checked as UTF-8."""
-    if path == "-":
-        raw = sys.stdin.buffer.read()
-    else:
-        with open(path, "rb") as f:
-            raw = f.read()
-    documents = []
-    for number, line in enumerate(raw.split(b"\n"), start=1):
-        try:
-            documents.append(line.decode("utf-8").rstrip("\r"))
-        except UnicodeDecodeError as e:
-            raise InputError(
-                "%s:%d: byte %d is not UTF-8; re-encode the input as UTF-8"
-                % ("<stdin>" if path == "-" else path, number, e.start + 1)
-            ) from e
-    if documents and documents[-1] == "":
-        documents.pop()  # the final newline
-    return documents
-
-
 def summarize(documents, summarizer, tokenize, config):
     """Summaries of tokenised ``documents`` (raw strings), in order."""
     pad_id = summarizer.vocab.word2id(see_vocab.PAD_TOKEN)
@@ -209,15 +187,12 @@ def run(config):
     acvi_flags.configure_runtime(model_config)
     vocab = vocab_lib.Vocab(model_config.vocab_path, model_config.vocab_size)
     summarizer = load_summarizer(model_config, vocab, config.ckpt)
-    documents = read_documents(config.input)
+    documents = files.read_input_lines(config.input, InputError)
     summaries = summarize(
         documents, summarizer, corpus_tokenizer(model_config.vocab_path), model_config
     )
-    output = "".join(s + "\n" for s in summaries)
-    if config.output == "-":
-        sys.stdout.write(output)
-    else:
-        files.atomic_write_text(config.output, output)
+    files.write_output_lines(config.output, summaries)
+    if config.output != "-":
         logging.info("Wrote %d summaries to %s", len(summaries), config.output)
     return summaries
 
