@@ -69,11 +69,12 @@ import os
 import re
 
 from absl import flags, logging
-from nltk.tokenize import wordpunct_tokenize
 
 from acvi_tf import config as config_lib
 from acvi_tf import errors, files
 from acvi_tf.formats import frame_features
+from data_prep import captions as captions_lib
+from data_prep.captions import Clip, tokenize_caption
 
 SPLITS = ("train", "val", "test")
 CSV_COLUMNS = (
@@ -89,7 +90,6 @@ CSV_COLUMNS = (
 REQUIRED_COLUMNS = ("VideoID", "Start", "End", "Language", "Description")
 LANGUAGE = "English"
 TRAIN_CLIPS, VAL_CLIPS, TEST_CLIPS = 1200, 100, 670
-VOCAB_FILE = "vocab.txt"
 STATS_FILE = "stats.json"
 MAX_LISTED = 10  # clip names listed in an error message
 MAX_EXAMPLES = 5  # clip names listed in a warning
@@ -226,50 +226,9 @@ class Stats:
         return "\n".join(lines)
 
 
-@dataclasses.dataclass(frozen=True)
-class Clip:
-    """One output record.
-
-    Attributes:
-      clip: the clip key ``<VideoID>_<Start>_<End>``.
-      vid: its ``vidN`` name.
-      index: N.
-      captions: tokenised captions.
-      references: the raw descriptions (stripped), aligned with ``captions``.
-    """
-
-    clip: str
-    vid: str
-    index: int
-    captions: tuple
-    references: tuple
-
-    def to_json(self):
-        """The JSON object of one ``.jsonl`` line."""
-        return {
-            "clip": self.clip,
-            "vid": self.vid,
-            "captions": list(self.captions),
-            "references": list(self.references),
-        }
-
-
 def clip_key(video_id, start, end):
     """The clip name ``<VideoID>_<Start>_<End>`` of ``youtube_mapping.txt``."""
     return "%s_%s_%s" % (video_id, start, end)
-
-
-def tokenize_caption(text, lowercase=True):
-    """Lowercases (optionally) and wordpunct-tokenises ``text``; tokens joined by spaces.
-
-    Args:
-      text: a raw description.
-      lowercase: lowercase before tokenising.
-
-    Returns:
-      The tokens separated by single spaces ("" when there are none).
-    """
-    return " ".join(wordpunct_tokenize(text.lower() if lowercase else text))
 
 
 def _first_undecodable_line(path):
@@ -426,14 +385,6 @@ def split_of_vid(index, train=TRAIN_CLIPS, val=VAL_CLIPS, test=TEST_CLIPS):
     return None
 
 
-def vocab_entries(counter, min_count=1):
-    """``(word, count)`` pairs with count >= ``min_count``: most frequent first, ties sorted."""
-    return sorted(
-        ((word, count) for word, count in counter.items() if count >= min_count),
-        key=lambda entry: (-entry[1], entry[0]),
-    )
-
-
 def _examples(names, limit):
     names = list(names)
     listed = ", ".join(names[:limit])
@@ -581,14 +532,8 @@ def write_outputs(output_dir, splits, stats, min_count=1):
       stats: the ``Stats``; its per-split and vocab fields are filled in here.
       min_count: the vocabulary threshold.
     """
-    os.makedirs(output_dir, exist_ok=True)
-    counter = collections.Counter(
-        token for clip in splits["train"] for caption in clip.captions for token in caption.split()
-    )
+    stats.vocab_size = captions_lib.write_split_files(output_dir, splits, min_count)
     for split in SPLITS:
-        with files.atomic_write(os.path.join(output_dir, split + ".jsonl")) as f:
-            for clip in splits[split]:
-                f.write(json.dumps(clip.to_json(), ensure_ascii=False) + "\n")
         stats.clips[split] = len(splits[split])
         stats.captions[split] = sum(len(clip.captions) for clip in splits[split])
         if not splits[split]:
@@ -597,11 +542,6 @@ def write_outputs(output_dir, splits, stats, min_count=1):
                 "--test_clips against the mapping",
                 split,
             )
-    entries = vocab_entries(counter, min_count)
-    files.atomic_write_text(
-        os.path.join(output_dir, VOCAB_FILE), "".join("%s %d\n" % entry for entry in entries)
-    )
-    stats.vocab_size = len(entries)
     stats.min_count = min_count
     files.atomic_write_text(
         os.path.join(output_dir, STATS_FILE),
