@@ -159,6 +159,28 @@ def clip_features(extractor, frames, num_frames):
 # ----------------------------------------------------------------------------- writers
 
 
+def read_settings(store_path):
+    """The extraction settings a store made by this command records (``SETTINGS``):
+    ``features.json`` of a folder, the root attributes of an HDF5 file.
+
+    Raises:
+      FeaturesError: the store records none (it was made another way).
+    """
+    if os.path.isdir(store_path):
+        metadata = os.path.join(store_path, METADATA_FILE)
+        if os.path.exists(metadata):
+            with open(metadata, encoding="utf-8") as f:
+                return json.load(f)
+    elif h5py.is_hdf5(store_path):
+        with h5py.File(store_path, "r") as f:
+            if "cnn" in f.attrs:
+                return {key: _plain(f.attrs[key]) for key in SETTINGS if key in f.attrs}
+    raise FeaturesError(
+        "%s records no extraction settings (cnn, weights, frames); new videos can only be "
+        "captioned with features made by python -m video_caption.features" % store_path
+    )
+
+
 def _check_settings(output, found, settings):
     """Refuses to resume into an output made with other settings."""
     differing = [key for key in SETTINGS if key in found and found[key] != settings[key]]

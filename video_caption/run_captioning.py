@@ -234,22 +234,28 @@ class Experiment:
     def split(self, name):
         """The ``data.ClipSet`` of a split (loaded once, standardized if asked)."""
         if name not in self._sets:
-            standardize = self.config.feature_norm == "standardize"
-            if standardize and name != "train":
-                self.split("train")  # the statistics are always the training frames'
             path = os.path.join(self.config.data_dir, name + ".jsonl")
-            clip_set = data.ClipSet(
-                data.read_split(path),
-                self.store,
-                self.config.num_frames,
-                source=self.config.features,
-            )
-            if standardize:
-                if name == "train":
+            records = data.read_split(path)
+            if name == "train":
+                clip_set = data.ClipSet(
+                    records, self.store, self.config.num_frames, source=self.config.features
+                )
+                if self.config.feature_norm == "standardize":
                     self._statistics = clip_set.feature_statistics()
-                clip_set.standardize(*self._statistics)
+                    clip_set.standardize(*self._statistics)
+            else:
+                clip_set = self.clip_set(records, self.store, self.config.features)
             self._sets[name] = clip_set
         return self._sets[name]
+
+    def clip_set(self, records, store, source):
+        """A ``data.ClipSet`` of other clips, standardized with the training frames'
+        statistics when the run is (as every split but train is)."""
+        clip_set = data.ClipSet(records, store, self.config.num_frames, source=source)
+        if self.config.feature_norm == "standardize":
+            self.split("train")  # the statistics are always the training frames'
+            clip_set.standardize(*self._statistics)
+        return clip_set
 
     def perplexity(self, name):
         """Per-token perplexity of a split's captions (teacher forcing, no dropout)."""
