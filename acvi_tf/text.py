@@ -1,7 +1,8 @@
 """The tokenisations of the corpus builders and of the commands that read raw text:
-NLTK's Treebank tokenizer sentence by sentence (``tokenize``) and a pure-Python port of
-CoreNLP's PTBTokenizer (``ptb_tokenize``); ``tokenizer`` picks one by the name a corpus
-records in its ``corpus.json``.
+NLTK's Treebank tokenizer sentence by sentence (``tokenize``), a pure-Python port of
+CoreNLP's PTBTokenizer (``ptb_tokenize``) and ``tftext``, TensorFlow ops that an exported
+model runs in its graph (``acvi_tf.graph_tokenizer``); ``tokenizer`` picks one by the
+name a corpus records in its ``corpus.json``.
 """
 
 import re
@@ -233,12 +234,13 @@ def ptb_tokenize(text):
     return "\n".join(lines)
 
 
-TOKENIZERS = ("treebank", "ptb")
+TOKENIZERS = ("treebank", "ptb", "tftext")
 
 
 def tokenizer(name: str, lowercase: bool = True) -> Callable[[str], str]:
-    """``text -> tokens joined by single spaces``: ``treebank`` (``tokenize``) or ``ptb``
-    (``ptb_tokenize``, its lines joined), lowercased unless ``lowercase`` is False.
+    """``text -> tokens joined by single spaces``: ``treebank`` (``tokenize``), ``ptb``
+    (``ptb_tokenize``, its lines joined) or ``tftext`` (``graph_tokenizer.tokenize_text``),
+    lowercased unless ``lowercase`` is False.
 
     Raises:
       ValueError: an unknown name.
@@ -247,6 +249,11 @@ def tokenizer(name: str, lowercase: bool = True) -> Callable[[str], str]:
         return lambda value: tokenize(value, lowercase=lowercase)
     if name == "ptb":
         return lambda value: " ".join(ptb_tokenize(value.lower() if lowercase else value).split())
+    if name == "tftext":
+        # imported here: tensorflow-text loads its ops library, which the others do not need
+        from acvi_tf import graph_tokenizer
+
+        return lambda value: graph_tokenizer.tokenize_text(value, lowercase)
     raise ValueError("unknown tokenizer %r; use one of %s" % (name, ", ".join(TOKENIZERS)))
 
 
@@ -256,7 +263,8 @@ def define_flags(flag_values: flags.FlagValues) -> None:
         "tokenizer",
         "treebank",
         list(TOKENIZERS),
-        "treebank (NLTK's Treebank tokenizer) or ptb (CoreNLP's PTBTokenizer, in Python).",
+        "treebank (NLTK's Treebank tokenizer), ptb (CoreNLP's PTBTokenizer, in Python) or "
+        "tftext (TensorFlow ops, which an exported model runs in its graph).",
         flag_values=flag_values,
     )
     flags.DEFINE_boolean("lowercase", True, "Lowercase before tokenising.", flag_values=flag_values)
