@@ -50,6 +50,10 @@ class Summarizer:
       jit_compile: compile the beam search with XLA.
       record_attention: keep the chosen summaries' attention and p_gen (for
         ``attn_vis_data.json``); off, decoding skips that bookkeeping.
+
+    Attributes:
+      search: the compiled beam search, ``{DECODE_FIELDS} -> beam_search's dict``.
+      search_with_attention: the same, always recording the attention and p_gen.
     """
 
     def __init__(
@@ -72,8 +76,7 @@ class Summarizer:
         self.stop_id = vocab.word2id(see_vocab.STOP_DECODING)
         signature = {name: batcher_lib.BATCH_SIGNATURE[name] for name in DECODE_FIELDS}
 
-        @tf.function(input_signature=[signature], jit_compile=jit_compile or None, autograph=False)
-        def decode(batch):
+        def search(batch, record):
             constants, state = model.start(batch, initial_state_attention)
             articles = tf.shape(batch["enc_batch"])[0]
             step = decoding.model_step(
@@ -94,10 +97,21 @@ class Summarizer:
                 length_normalization=length_normalization,
                 gnmt_alpha=gnmt_alpha,
                 probabilities=True,
-                record_extras=record_attention,
+                record_extras=record,
             )
 
-        self._decode = decode
+        def compiled(record):
+            return tf.function(
+                lambda batch: search(batch, record),
+                input_signature=[signature],
+                jit_compile=jit_compile or None,
+                autograph=False,
+            )
+
+        self.search = compiled(record_attention)
+        self.search_with_attention = (
+            self.search if record_attention else compiled(True)
+        )  # traced on first use only
 
     def decode(self, batch):
         """Beam-search summaries of a batch of articles (NumPy results).
@@ -106,7 +120,7 @@ class Summarizer:
           A list, one dict per article: ``ids`` (extended-vocabulary ids), ``words``,
           and with ``record_attention`` ``attn`` [len, N] and ``p_gens`` [len].
         """
-        out = self._decode({name: batch[name] for name in DECODE_FIELDS})
+        out = self.search({name: batch[name] for name in DECODE_FIELDS})
         results = []
         for i, length in enumerate(out["lengths"].numpy()):
             ids = out["ids"][i, :length].numpy().tolist()

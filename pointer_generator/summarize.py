@@ -39,16 +39,11 @@ CORPUS_RECORD = "corpus.json"
 DECODE_FLAGS = ("beam_size", "min_dec_steps", "max_dec_steps", "max_enc_steps", "decode_batch_size")
 
 
-def define_flags(fv=flags.FLAGS):
-    """Defines the command's flags on ``fv``."""
+def define_run_flags(fv=flags.FLAGS):
+    """Defines the flags that name a trained run and its decoding settings on ``fv``
+    (shared with ``pointer_generator.export``)."""
     flags.DEFINE_string("log_root", None, "The run's --log_root.", flag_values=fv)
     flags.DEFINE_string("exp_name", None, "The run's --exp_name.", flag_values=fv)
-    flags.DEFINE_string(
-        "input", "-", "Documents, one per line; - is standard input.", flag_values=fv
-    )
-    flags.DEFINE_string(
-        "output", "-", "Summaries, one per line; - is standard output.", flag_values=fv
-    )
     flags.DEFINE_string(
         "ckpt",
         None,
@@ -66,6 +61,17 @@ def define_flags(fv=flags.FLAGS):
             name, None, help_text + " Default: the run's.", lower_bound=0, flag_values=fv
         )
     flags.mark_flags_as_required(["log_root", "exp_name"], flag_values=fv)
+
+
+def define_flags(fv=flags.FLAGS):
+    """Defines the command's flags on ``fv``."""
+    define_run_flags(fv)
+    flags.DEFINE_string(
+        "input", "-", "Documents, one per line; - is standard input.", flag_values=fv
+    )
+    flags.DEFINE_string(
+        "output", "-", "Summaries, one per line; - is standard output.", flag_values=fv
+    )
 
 
 def run_config(log_root, exp_name, given):
@@ -89,8 +95,9 @@ def run_config(log_root, exp_name, given):
     return config.replace(**values)
 
 
-def corpus_tokenizer(vocab_path):
-    """The tokenizer of the corpus the vocabulary belongs to (its ``corpus.json``)."""
+def corpus_record(vocab_path):
+    """The path of the corpus record next to the vocabulary, and its settings
+    (``tokenizer``, ``lowercase``; Treebank and lowercase without one)."""
     record = os.path.join(os.path.dirname(os.path.abspath(vocab_path)), CORPUS_RECORD)
     settings = dict(tokenizer="treebank", lowercase=True)
     if os.path.exists(record):
@@ -98,6 +105,12 @@ def corpus_tokenizer(vocab_path):
             settings.update(json.load(f))
     else:
         logging.warning("%s is missing; tokenising with Treebank, lowercased", record)
+    return record, settings
+
+
+def corpus_tokenizer(vocab_path):
+    """The tokenizer of the corpus the vocabulary belongs to (its ``corpus.json``)."""
+    _, settings = corpus_record(vocab_path)
     return text.tokenizer(settings["tokenizer"], settings["lowercase"])
 
 

@@ -1,0 +1,247 @@
+"""Exports a trained summarizer as a TensorFlow SavedModel that summarises raw strings.
+
+``python -m pointer_generator.export --log_root=logs --exp_name=mine --export_dir=served/1``
+writes a SavedModel whose graph holds the whole path from text to summary: the corpus's
+``tftext`` tokenisation (``acvi_tf.graph_tokenizer``), truncation to ``--max_enc_steps``,
+the vocabulary lookup with each document's own out-of-vocabulary words (the copy
+mechanism's extended vocabulary), the batched beam search of ``--mode=decode`` with the
+run's best weights, and the summary's words joined by spaces. Its signatures:
+
+- ``serving_default``: ``documents`` [B] string -> ``summaries`` [B] string, ``scores``
+  [B] float32 (the beam's normalised log-probability). An empty document gives "".
+- ``summarize_with_attention``: the same plus ``tokens`` [B, N] (the document's tokens,
+  "" padded), ``attention`` [B, T, N] and ``p_gens`` [B, T] of each summary word.
+- ``tokenize``: ``texts`` [B] string -> ``tokens`` [B] string, joined by spaces.
+
+Loading needs TensorFlow and tensorflow-text only::
+
+  import tensorflow as tf
+  import tensorflow_text  # registers the tokeniser's ops
+  served = tf.saved_model.load("served/1")
+  served.signatures["serving_default"](documents=tf.constant(["A text ..."]))
+
+A corpus built with ``--tokenizer=treebank`` or ``ptb`` has no graph form of its
+tokeniser: ``--pretokenized`` exports a model that takes text already tokenised as the
+corpus was (tokens separated by spaces) instead. The beam search runs without XLA.
+"""
+
+import os
+import shutil
+import tempfile
+
+import tensorflow as tf
+from absl import app, flags, logging
+
+from acvi_tf import config as config_lib
+from acvi_tf import flags as acvi_flags
+from acvi_tf import graph_tokenizer
+from acvi_tf.formats import see_vocab
+from pointer_generator import summarize
+from pointer_generator import vocab as vocab_lib
+
+_DOCUMENTS = tf.TensorSpec([None], tf.string)
+
+
+def define_flags(fv=flags.FLAGS):
+    """Defines the command's flags on ``fv``."""
+    summarize.define_run_flags(fv)
+    flags.DEFINE_string("export_dir", None, "Where the SavedModel goes.", flag_values=fv)
+    flags.DEFINE_boolean(
+        "pretokenized",
+        False,
+        "The model takes tokenised text (tokens separated by spaces) instead of raw text; "
+        "for corpora whose tokenizer has no graph form (treebank, ptb).",
+        flag_values=fv,
+    )
+    flags.DEFINE_boolean("overwrite", False, "Replace an existing --export_dir.", flag_values=fv)
+    flags.mark_flag_as_required("export_dir", flag_values=fv)
+
+
+class ServedSummarizer(tf.Module):
+    """Raw documents in, summaries out, every step a TensorFlow op.
+
+    Args:
+      summarizer: a ``decode.Summarizer``.
+      max_enc_steps: document truncation length, in tokens.
+      pointer_gen: the model copies (it reads the extended-vocabulary ids).
+      lowercase: the corpus's case folding (``tftext``), or None for tokenised input.
+    """
+
+    def __init__(self, summarizer, max_enc_steps, pointer_gen, lowercase):
+        super().__init__(name="summarizer")
+        vocab = summarizer.vocab
+        self._variables = list(summarizer.model.variables)  # saved with the graph
+        self._search = summarizer.search
+        self._search_with_attention = summarizer.search_with_attention
+        self._max_enc_steps = max_enc_steps
+        self._pointer_gen = pointer_gen
+        self._lowercase = lowercase
+        self._size = vocab.size()
+        self._pad_id = vocab.word2id(see_vocab.PAD_TOKEN)
+        self._unk_id = vocab.word2id(see_vocab.UNKNOWN_TOKEN)
+        words = vocab.words()
+        self._words = tf.constant(words)
+        self._ids = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(words, tf.range(len(words), dtype=tf.int32)),
+            default_value=self._unk_id,
+        )
+
+    def _tokenize(self, texts):
+        if self._lowercase is None:
+            return tf.strings.split(texts)
+        return graph_tokenizer.tokenize(texts, self._lowercase)
+
+    def _extended_ids(self, tokens, ids):
+        """Each document's out-of-vocabulary words get ids V, V+1, ... in order of first
+        appearance (``vocab.article2ids``): the flat ids with those, and the words."""
+        flat_ids = ids.flat_values
+        oov = tf.equal(flat_ids, self._unk_id)
+        positions = tf.where(oov)
+        oov_words = tf.boolean_mask(tokens.flat_values, oov)
+        oov_rows = tf.boolean_mask(tokens.value_rowids(), oov)
+        keys = tf.strings.join([tf.strings.as_string(oov_rows), oov_words], separator=" ")
+        unique, index = tf.unique(keys)
+        count = tf.size(unique)
+        first = tf.math.unsorted_segment_min(tf.range(tf.size(keys)), index, count)
+        unique_rows = tf.gather(oov_rows, first)
+        # keys are in row-major order, so each row's words are one run of ``unique``
+        row_start = tf.math.unsorted_segment_min(
+            tf.range(count), tf.cast(unique_rows, tf.int32), tokens.nrows(tf.int32)
+        )
+        local = index - tf.gather(row_start, oov_rows)
+        extended = tf.tensor_scatter_nd_update(flat_ids, positions, self._size + local)
+        oovs = tf.RaggedTensor.from_value_rowids(
+            tf.gather(oov_words, first), unique_rows, nrows=tokens.nrows()
+        )
+        return ids.with_flat_values(extended), oovs
+
+    def batch(self, documents):
+        """The decode fields of ``batcher.make_batch`` for raw documents, and the tokens,
+        their counts and each document's out-of-vocabulary words."""
+        tokens = self._tokenize(documents)[:, : self._max_enc_steps]
+        lengths = tf.cast(tokens.row_lengths(), tf.int32)
+        ids = tf.ragged.map_flat_values(self._ids.lookup, tokens)
+        if self._pointer_gen:
+            extended, oovs = self._extended_ids(tokens, ids)
+        else:
+            extended = ids
+            oovs = tf.RaggedTensor.from_row_lengths(tf.constant([""])[:0], 0 * lengths)
+        # an empty document reads one padding token (its summary is dropped)
+        width = tf.maximum(tf.reduce_max(tf.concat([lengths, [0]], 0)), 1)
+        shape = tf.stack([tf.shape(documents)[0], width])
+        oov_counts = tf.cast(oovs.row_lengths(), tf.int32)
+        batch = dict(
+            enc_batch=ids.to_tensor(self._pad_id, shape=shape),
+            enc_padding_mask=tf.sequence_mask(tf.maximum(lengths, 1), width, tf.float32),
+            enc_batch_extend_vocab=extended.to_tensor(self._pad_id, shape=shape),
+            max_art_oovs=tf.reduce_max(tf.concat([oov_counts, [0]], 0)),
+        )
+        return batch, tokens, lengths, oovs
+
+    def _decode(self, documents, search):
+        batch, tokens, lengths, oovs = self.batch(documents)
+        rows = tf.shape(documents)[0]
+        out = search(batch)
+        in_vocab = out["ids"] < self._size
+        oov_words = oovs.to_tensor("", shape=tf.stack([rows, batch["max_art_oovs"] + 1]))
+        words = tf.where(
+            in_vocab,
+            tf.gather(self._words, tf.minimum(out["ids"], self._size - 1)),
+            tf.gather(oov_words, tf.maximum(out["ids"] - self._size, 0), batch_dims=1),
+        )
+        summaries = tf.strings.reduce_join(
+            tf.RaggedTensor.from_tensor(words, lengths=out["lengths"]), axis=1, separator=" "
+        )
+        empty = tf.equal(lengths, 0)
+        return (
+            tokens,
+            dict(
+                summaries=tf.where(empty, "", summaries),
+                scores=tf.where(empty, 0.0, out["scores"]),
+            ),
+            out,
+        )
+
+    @tf.function(input_signature=[_DOCUMENTS])
+    def summarize(self, documents):
+        """``documents`` [B] -> ``summaries`` [B], ``scores`` [B]."""
+        _, results, _ = self._decode(documents, self._search)
+        return results
+
+    @tf.function(input_signature=[_DOCUMENTS])
+    def summarize_with_attention(self, documents):
+        """``summarize`` plus ``tokens`` [B, N], ``attention`` [B, T, N], ``p_gens`` [B, T]."""
+        tokens, results, out = self._decode(documents, self._search_with_attention)
+        results.update(tokens=tokens.to_tensor(""), attention=out["attn"], p_gens=out["p_gen"])
+        return results
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def tokenize(self, texts):
+        """``texts`` [B] -> ``tokens`` [B], each text's tokens joined by spaces."""
+        return dict(tokens=tf.strings.reduce_join(self._tokenize(texts), axis=1, separator=" "))
+
+
+def export(module, export_dir, overwrite=False):
+    """Saves ``module`` with its three signatures; the folder appears whole or not at all.
+
+    Raises:
+      app.UsageError: ``export_dir`` exists and ``overwrite`` is False.
+    """
+    export_dir = os.path.abspath(export_dir)
+    if os.path.exists(export_dir) and not overwrite:
+        raise app.UsageError(
+            "%s exists; give a new --export_dir (e.g. the next version number) or --overwrite"
+            % export_dir
+        )
+    parent = os.path.dirname(export_dir)
+    os.makedirs(parent, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=".export-", dir=parent)
+    try:
+        tf.saved_model.save(
+            module,
+            staging,
+            signatures={
+                "serving_default": module.summarize.get_concrete_function(),
+                "summarize_with_attention": module.summarize_with_attention.get_concrete_function(),
+                "tokenize": module.tokenize.get_concrete_function(),
+            },
+        )
+        if os.path.exists(export_dir):
+            shutil.rmtree(export_dir)
+        os.replace(staging, export_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def run(config):
+    """Exports the run named by ``--log_root``/``--exp_name`` to ``--export_dir``."""
+    given = {name: config[name] for name in summarize.DECODE_FLAGS}
+    model_config = summarize.run_config(config.log_root, config.exp_name, given)
+    model_config = model_config.replace(jit_compile=False)
+    acvi_flags.configure_runtime(model_config)
+    record, settings = summarize.corpus_record(model_config.vocab_path)
+    if config.pretokenized:
+        lowercase = None
+    elif settings["tokenizer"] == "tftext":
+        lowercase = settings["lowercase"]
+    else:
+        raise app.UsageError(
+            "%s records --tokenizer=%s, which has no graph form; rebuild the corpus with "
+            "--tokenizer=tftext, or export with --pretokenized (the model then takes text "
+            "tokenised as the corpus was)" % (record, settings["tokenizer"])
+        )
+    vocab = vocab_lib.Vocab(model_config.vocab_path, model_config.vocab_size)
+    summarizer = summarize.load_summarizer(model_config, vocab, config.ckpt)
+    module = ServedSummarizer(
+        summarizer,
+        model_config.max_enc_steps,
+        model_config.pointer_gen,
+        lowercase,
+    )
+    export(module, config.export_dir, config.overwrite)
+    logging.info("Exported the summarizer to %s", os.path.abspath(config.export_dir))
+    return module
+
+
+if __name__ == "__main__":
+    config_lib.run_command(define_flags, run)

@@ -1,0 +1,219 @@
+"""pointer_generator.export: a SavedModel that summarises raw strings, loaded in a fresh
+process without this project, gives --mode=decode's summaries; its tokeniser is the
+builders' own."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from acvi_tf import config as config_lib
+from acvi_tf import text
+from acvi_tf.formats.bin_files import read_bin_file
+from data_prep import summarization
+from pointer_generator import batcher as batcher_lib
+from pointer_generator import decode as decode_lib
+from pointer_generator import export, run_summarization
+from pointer_generator import vocab as vocab_lib
+
+pytestmark = pytest.mark.slow  # scheduled first (conftest.py)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SAMPLE = os.path.join(ROOT, "data_prep", "samples", "debian_descriptions")
+# 19 words: the articles below repeat none (5 is prime to 19)
+WORDS = "the cat sat on a mat while Zed's dogs ran in parks and birds sang , near Rome up".split()
+TRICKY = [
+    "Don't stop: it's 10:30, the U.S. economy grew 3.5% (est.) in 2019...",
+    "“Quoted” ‘single’ «angle» — dash -- and – en; 1,000,000 items; a,b",
+    "E-mail foo@bar.com or www.debian.org/doc. Prices: $5.99/kg & 20% off!?",
+    "Straße ÄÖÜ café ﬁne … ０１２ tab\there\u200bzero\u00a0nbsp",
+    "The dogs' bones, 'tis the '90s rock'n'roll; CAN'T won't I'm",
+    "",
+]
+# Runs in a fresh interpreter: TensorFlow and tensorflow-text only.
+SERVE = """
+import json, sys
+import tensorflow as tf
+import tensorflow_text  # noqa: F401, the tokeniser's ops
+request = json.load(sys.stdin)
+served = tf.saved_model.load(request["model"])
+out = dict(batches=[], tokens=None)
+summarize = served.signatures["serving_default"]
+for batch in request["batches"]:
+    result = summarize(documents=tf.constant(batch, tf.string))
+    out["batches"].append(
+        dict(
+            summaries=[s.decode("utf-8") for s in result["summaries"].numpy()],
+            scores=result["scores"].numpy().tolist(),
+        )
+    )
+tokens = served.signatures["tokenize"](texts=tf.constant(request["tricky"], tf.string))
+out["tokens"] = [t.decode("utf-8") for t in tokens["tokens"].numpy()]
+attention = served.signatures["summarize_with_attention"](
+    documents=tf.constant(request["batches"][0], tf.string)
+)
+out["attention"] = attention["attention"].numpy().tolist()
+out["attention_summaries"] = [s.decode("utf-8") for s in attention["summaries"].numpy()]
+out["project_modules"] = sorted(
+    m for m in sys.modules
+    if m.split(".")[0] in ("acvi_tf", "pointer_generator", "nmt", "video_caption", "data_prep")
+)
+json.dump(out, sys.stdout)
+"""
+
+
+def _train_and_decode(root, vocab, data, steps, decode_batch_size, *extra):
+    common = [
+        "--vocab_path=%s" % vocab,
+        "--vocab_size=0",
+        "--log_root=%s" % root,
+        "--exp_name=run",
+        "--hidden_dim=16",
+        "--emb_dim=6",
+        "--batch_size=4",
+        "--max_enc_steps=30",
+        "--max_dec_steps=6",
+        "--context=acvi",
+        *extra,
+    ]
+
+    def run(*argv):
+        config = config_lib.parse(run_summarization.define_flags, ["x", *common, *argv])
+        return run_summarization.run(config)
+
+    run("--data_path=%s" % os.path.join(data, "train_*"), "--max_steps=%d" % steps)
+    run(
+        "--mode=decode",
+        "--single_pass",
+        "--data_path=%s" % os.path.join(data, "test_*"),
+        "--beam_size=2",
+        "--min_dec_steps=1",
+        "--decode_batch_size=%d" % decode_batch_size,
+    )
+    [decode_dir] = [d for d in os.listdir(root / "run") if d.startswith("decode_")]
+    return root / "run" / decode_dir
+
+
+def _decoded(decode_dir, count):
+    return [
+        " ".join((decode_dir / "decoded" / ("%06d_decoded.txt" % i)).read_text().split())
+        for i in range(count)
+    ]
+
+
+def _export(root, export_dir, *extra):
+    argv = ["export", "--log_root=%s" % root, "--exp_name=run", "--export_dir=%s" % export_dir]
+    argv += ["--beam_size=2", "--min_dec_steps=1", *extra]
+    return export.run(config_lib.parse(export.define_flags, argv))
+
+
+def _serve(export_dir, batches, tricky=("",)):
+    """The exported model's answers, from a fresh interpreter outside the project."""
+    request = dict(model=str(export_dir), batches=batches, tricky=list(tricky))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run(
+        [sys.executable, "-c", SERVE],
+        input=json.dumps(request).encode(),
+        capture_output=True,
+        cwd=str(export_dir.parent),
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    return json.loads(done.stdout)
+
+
+@pytest.fixture(scope="module")
+def raw_run(tmp_path_factory):
+    """A corpus built from raw JSON lines with the tftext tokenizer, a run trained on it,
+    its test split decoded, and the raw test articles in the decode's order."""
+    root = tmp_path_factory.mktemp("export")
+    raw = []
+    for i in range(60):
+        words = [WORDS[(i * 7 + k * 5) % len(WORDS)] for k in range(8 + i % 5)]
+        article = "Story %d: %s Qx%d's end." % (i, " ".join(words).capitalize(), i)
+        raw.append(dict(article=article, abstract="Qx%d's %s %s." % (i, words[1], words[0])))
+    (root / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in raw[:45]))
+    (root / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in raw[45:]))
+    corpus = root / "corpus"
+    argv = ["x", "--train_input=%s" % (root / "train.jsonl"), "--out_dir=%s" % corpus]
+    argv += ["--test_input=%s" % (root / "test.jsonl"), "--tokenizer=tftext"]
+    summarization.build(config_lib.parse(summarization.define_flags, argv))
+    # enough steps to learn to copy the out-of-vocabulary "qx<i>" words into summaries
+    decode_dir = _train_and_decode(root, corpus / "vocab", corpus / "chunked", 150, 2, "--lr=0.5")
+    tokenize = text.tokenizer("tftext")
+    by_tokens = {tokenize(r["article"]): r["article"] for r in raw}
+    test = [article for article, _ in read_bin_file(str(corpus / "chunked" / "test_000.bin"))]
+    assert test and all(a in by_tokens for a in test)  # the builder tokenised with tftext
+    return root, [by_tokens[a] for a in test], decode_dir
+
+
+def test_the_exported_model_summarises_raw_text_as_decode_does(raw_run):
+    root, articles, decode_dir = raw_run
+    module = _export(root, root / "served" / "1")
+    batches = [articles[i : i + 2] for i in range(0, len(articles), 2)]  # the decode's batches
+    served = _serve(root / "served" / "1", batches + [["", articles[0]]], TRICKY)
+    assert served["project_modules"] == []
+    summaries = [s for batch in served["batches"][:-1] for s in batch["summaries"]]
+    assert summaries == _decoded(decode_dir, len(articles))
+    assert sum("qx" in s for s in summaries) >= len(summaries) // 2  # copied OOV words
+    assert served["batches"][-1]["summaries"] == ["", summaries[0]]  # an empty document
+    # the builders' tokeniser and the exported graph's agree on tricky strings
+    assert served["tokens"] == [text.tokenizer("tftext")(t) for t in TRICKY]
+    # the attention of each summary word is a distribution over the document's tokens
+    attention = np.asarray(served["attention"])
+    first = served["attention_summaries"]
+    assert first == summaries[:2]
+    for row, summary in enumerate(first):
+        steps = len(summary.split())
+        np.testing.assert_allclose(attention[row, :steps].sum(-1), 1.0, atol=1e-5)
+    assert module is not None
+
+
+def test_the_graph_batch_equals_the_batcher_s(raw_run):
+    """Tokens, ids and each document's out-of-vocabulary ids (the copy mechanism's
+    extended vocabulary) as ``batcher.make_batch`` builds them."""
+    root, articles, _ = raw_run
+    module = _export(root, root / "served" / "batch")
+    vocab = vocab_lib.Vocab(str(root / "corpus" / "vocab"), 0)
+    tokenize = text.tokenizer("tftext")
+    examples = [batcher_lib.Example(tokenize(a), [], vocab, 30, 6) for a in articles]
+    expected = batcher_lib.make_batch(examples, vocab.word2id("[PAD]"), 6)
+    assert expected["max_art_oovs"] >= 2  # the "Qx<i>'s" words are out of the vocabulary
+    batch, _, _, oovs = module.batch(tf.constant(articles))
+    for name in decode_lib.DECODE_FIELDS:
+        np.testing.assert_array_equal(batch[name].numpy(), expected[name], err_msg=name)
+    assert oovs.to_list() == [[w.encode() for w in e.article_oovs] for e in examples]
+
+
+def test_export_refuses_an_existing_folder_and_a_tokenizer_without_a_graph_form(raw_run, tmp_path):
+    root, _, _ = raw_run
+    (tmp_path / "taken").mkdir()
+    with pytest.raises(Exception, match="exists; give a new --export_dir"):
+        _export(root, tmp_path / "taken")
+    record = root / "corpus" / "corpus.json"
+    saved = record.read_text()
+    record.write_text(json.dumps(dict(tokenizer="treebank", lowercase=True)))
+    try:
+        with pytest.raises(Exception, match="--tokenizer=treebank, which has no graph form"):
+            _export(root, tmp_path / "new")
+    finally:
+        record.write_text(saved)
+    assert not (tmp_path / "new").exists()
+
+
+def test_a_pretokenized_export_of_the_shipped_corpus_equals_decode(tmp_path):
+    vocab = os.path.join(SAMPLE, "vocab")
+    decode_dir = _train_and_decode(
+        tmp_path, vocab, os.path.join(SAMPLE, "chunked"), 3, 20, "--vocab_size=2000"
+    )
+    test = [a for a, _ in read_bin_file(os.path.join(SAMPLE, "chunked", "test_000.bin"))]
+    _export(tmp_path, tmp_path / "served", "--pretokenized")
+    batches = [test[i : i + 20] for i in range(0, len(test), 20)]
+    served = _serve(tmp_path / "served", batches)
+    summaries = [s for batch in served["batches"] for s in batch["summaries"]]
+    assert summaries == _decoded(decode_dir, len(test))
