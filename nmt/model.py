@@ -15,10 +15,12 @@
   place of ``c_t``; decoding uses ``sum_i a_t,i p(y_t | h_i)``.
 * Initial decoder state: with ``pass_hidden_state`` the encoder's final states
   (forward, backward per bidirectional layer) go to the decoder layers in order.
-* Every weight is ``uniform(-init_weight, init_weight)``; input dropout on every cell in
-  training; LSTM forget-gate bias starts at 1.
+* Every weight is ``uniform(-init_weight, init_weight)``, drawn from its own seed; input
+  dropout on every cell in training; LSTM forget-gate bias starts at 1.
 The output projection over the vocabulary and the ACVI KL run after the decoder loop.
 """
+
+import random
 
 import tensorflow as tf
 
@@ -29,6 +31,34 @@ from acvi_tf.compat import keras
 
 ENCODER_TYPES = ("uni", "bi")
 ATTENTIONS = ("luong", "scaled_luong")
+
+
+class LSTMBias(keras.initializers.Initializer):
+    """An LSTM bias ``[b_i, b_f, b_c, b_o]``: ``b_f`` at 1, the rest uniform.
+
+    The whole vector is one draw, so no two gates start with the same bias (Keras's
+    ``unit_forget_bias`` calls the bias initializer once for ``b_i`` and once for
+    ``[b_c, b_o]``, which a seeded initializer fills with the same values).
+
+    Args:
+      init_weight: the uniform range is ``(-init_weight, init_weight)``.
+      seed: seed of the draw.
+    """
+
+    def __init__(self, init_weight, seed):
+        self.init_weight = init_weight
+        self.seed = seed
+
+    def __call__(self, shape, dtype=None, **kwargs):
+        """The bias of shape ``(4 * units,)``."""
+        bias = keras.initializers.RandomUniform(-self.init_weight, self.init_weight, self.seed)(
+            shape, dtype
+        )
+        gate_i, _, gates_co = tf.split(bias, [shape[0] // 4, shape[0] // 4, -1])
+        return tf.concat([gate_i, tf.ones_like(gate_i), gates_co], axis=0)
+
+    def get_config(self):
+        return {"init_weight": self.init_weight, "seed": self.seed}
 
 
 class NMTModel(keras.Model):
@@ -47,6 +77,8 @@ class NMTModel(keras.Model):
       init_weight: range of the uniform initialiser of every weight.
       context_layer: an ``acvi_tf.context`` layer (soft attention when None).
       jit_compile: build the encoder in the form XLA compiles (``acvi_tf.recurrent``).
+      seed: seed of the initial weights; None draws one from Python's ``random``, which
+        ``keras.utils.set_random_seed`` seeds.
     """
 
     def __init__(
@@ -64,6 +96,7 @@ class NMTModel(keras.Model):
         init_weight=0.1,
         context_layer=None,
         jit_compile=False,
+        seed=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -82,17 +115,27 @@ class NMTModel(keras.Model):
         self.output_attention = output_attention
         self.dropout = dropout
 
+        # One initializer, with its own seed, per weight: an initializer called twice
+        # repeats its values. The seeds come from one generator rather than a counter, so
+        # that models of neighbouring seeds share no weights.
+        seeds = random.Random(random.getrandbits(32) if seed is None else seed)
+
         def init():
-            return keras.initializers.RandomUniform(-init_weight, init_weight)
+            return keras.initializers.RandomUniform(
+                -init_weight, init_weight, seed=seeds.getrandbits(31)
+            )
+
+        def lstm_initializers():
+            return dict(
+                kernel_initializer=init(),
+                recurrent_initializer=init(),
+                bias_initializer=LSTMBias(init_weight, seeds.getrandbits(31)),
+                unit_forget_bias=False,  # LSTMBias sets the forget gate's bias
+            )
 
         def lstm():
             return recurrent.sequence_lstm(
-                num_units,
-                xla=jit_compile,
-                dropout=dropout,
-                kernel_initializer=init(),
-                recurrent_initializer=init(),
-                bias_initializer=init(),
+                num_units, xla=jit_compile, dropout=dropout, **lstm_initializers()
             )
 
         self.src_embedding = keras.layers.Embedding(
@@ -109,12 +152,7 @@ class NMTModel(keras.Model):
         encoder_states = len(self.forward_layers) + len(self.backward_layers)
         self.pass_hidden_state = pass_hidden_state and encoder_states == num_decoder_layers
         self.cells = [
-            keras.layers.LSTMCell(
-                num_units,
-                kernel_initializer=init(),
-                recurrent_initializer=init(),
-                bias_initializer=init(),
-            )
+            keras.layers.LSTMCell(num_units, **lstm_initializers())
             for _ in range(num_decoder_layers)
         ]
         self.scorer = attention_lib.MultiplicativeScorer(

@@ -305,6 +305,7 @@ def build(config, src_vocab, tgt_vocab):
         config.init_weight,
         acvi_flags.context_layer_from_flags(config),
         jit_compile=config.jit_compile,
+        seed=config.seed,
     )
     dummy = {
         k: tf.ones([1, 1] if spec.shape.rank == 2 else [1], tf.int32)

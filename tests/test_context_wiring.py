@@ -26,9 +26,6 @@ import tensorflow as tf
 from acvi_tf import context as context_lib
 from pointer_generator import losses as pg_losses
 
-# The NMT host reuses one unseeded initializer class; Keras warns about it, harmlessly here.
-pytestmark = pytest.mark.filterwarnings("ignore:The initializer RandomUniform is unseeded")
-
 # The hand computations repeat the hosts' float32 products: agreement to rounding.
 RTOL, ATOL = 1e-5, 1e-5
 

@@ -20,8 +20,6 @@ from acvi_tf.compat import keras
 from pointer_generator import losses as pg_losses
 from video_caption import data as vc_data
 
-pytestmark = pytest.mark.filterwarnings("ignore:The initializer RandomUniform is unseeded")
-
 # Small sizes for the mechanisms' own networks; everything else at its default.
 OPTIONS = dict(
     ved_options=dict(latent_dim=3),
@@ -32,6 +30,10 @@ OPTIONS = dict(
 # mechanism, a new one included, must report a non-zero KL.
 WITHOUT_KL = ("sa", "structured")
 TARGETS = dict(nmt=("tgt_out", "tgt_len"), captioner=("caption_out", "caption_len"))
+# Training steps, after which the loss must be below 0.8 of its start. Over build seeds
+# 5-20 the translator's VED loss is at most 0.75 of it after 25 steps, but between 0.69
+# and 0.94 after 15 (with the initial weights before issue 24 and after them alike).
+STEPS = dict(summarizer=15, nmt=25, captioner=15)
 
 
 def _loss(host, model, batch, step=0, training=True):
@@ -86,7 +88,7 @@ def test_every_mechanism_trains_and_restores_in_every_host(host, mode, tmp_path)
     optimizer = keras.optimizers.Adam(0.02)
     model(batch)  # builds the weights
     before = float(_loss(host, model, batch, training=False)[0])
-    for step in range(15):
+    for step in range(STEPS[host]):
         with tf.GradientTape() as tape:
             loss, out, logs = _loss(host, model, batch, step)
         variables = model.trainable_variables

@@ -23,8 +23,6 @@ from pointer_generator import model as pg_lib
 from video_caption import data as vc_data
 from video_caption import model as vc_lib
 
-pytestmark = pytest.mark.filterwarnings("ignore:The initializer RandomUniform is unseeded")
-
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "lane_checkpoints")
 LANES = ("current", "tf215")
 

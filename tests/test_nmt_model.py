@@ -1,4 +1,7 @@
-"""Luong NMT: one decoder step against NumPy, the encoder's padding, the loss, the LR."""
+"""Luong NMT: one decoder step against NumPy, the encoder's padding, the loss, the LR, the
+initial weights."""
+
+import warnings
 
 import numpy as np
 import pytest
@@ -87,6 +90,31 @@ def test_tensorflow_nmt_layer_semantics():
     assert not uneven.pass_hidden_state  # forced off when the counts differ
     with pytest.raises(ValueError, match="even"):
         model_lib.NMTModel(S_VOCAB, T_VOCAB, U, num_encoder_layers=3, encoder_type="bi")
+
+
+def test_initial_weights_are_seeded_once_each(batch):
+    def weights(**kwargs):
+        model = model_lib.NMTModel(S_VOCAB, T_VOCAB, U, init_weight=0.3, **kwargs)
+        model(batch)
+        return model, model.get_weights()
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model, first = weights(seed=7)
+    assert not [w for w in caught if "unseeded" in str(w.message)]
+    for same, again, other in zip(first, weights(seed=7)[1], weights(seed=8)[1]):
+        assert np.array_equal(same, again) and not np.array_equal(same, other)
+    keras.utils.set_random_seed(4)  # without a seed, the weights follow --seed's
+    unseeded = weights()[1]
+    keras.utils.set_random_seed(4)
+    assert all(np.array_equal(a, b) for a, b in zip(unseeded, weights()[1]))
+
+    layers = [layer.cell for layer in model.forward_layers + model.backward_layers]
+    for cell in layers + model.cells:
+        gate_i, gate_f, gate_c, gate_o = np.split(cell.bias.numpy(), 4)
+        np.testing.assert_array_equal(gate_f, 1.0)
+        gates = np.concatenate([gate_i, gate_c, gate_o])
+        assert np.all(np.abs(gates) <= 0.3) and np.unique(gates).size == gates.size
 
 
 def test_loss_and_kl_are_token_sums_over_batch_size(batch):

@@ -15,8 +15,6 @@ from acvi_tf import context, registry, structured, variational, ved
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGES = ("acvi_tf", "nmt", "pointer_generator", "video_caption", "data_prep")
 
-pytestmark = pytest.mark.filterwarnings("ignore:The initializer RandomUniform is unseeded")
-
 
 def test_every_name_builds_its_mechanism_named_context():
     expected = dict(
