@@ -38,15 +38,10 @@ class InputError(errors.UserError, ValueError):
     """The sentences cannot be read; the message names the line and the fix."""
 
 
-def define_flags(fv=flags.FLAGS):
-    """Defines the command's flags on ``fv``."""
+def define_run_flags(fv=flags.FLAGS):
+    """Defines the flags that name a trained run and its search settings on ``fv``
+    (shared with ``nmt.export``)."""
     flags.DEFINE_string("out_dir", None, "The run's --out_dir.", flag_values=fv)
-    flags.DEFINE_string(
-        "input", "-", "Sentences, one per line; - is standard input.", flag_values=fv
-    )
-    flags.DEFINE_string(
-        "output", "-", "Translations, one per line; - is standard output.", flag_values=fv
-    )
     flags.DEFINE_string(
         "ckpt", None, "Checkpoint (default: best_bleu/'s, else the newest).", flag_values=fv
     )
@@ -61,6 +56,17 @@ def define_flags(fv=flags.FLAGS):
         flag_values=fv,
     )
     flags.mark_flag_as_required("out_dir", flag_values=fv)
+
+
+def define_flags(fv=flags.FLAGS):
+    """Defines the command's flags on ``fv``."""
+    define_run_flags(fv)
+    flags.DEFINE_string(
+        "input", "-", "Sentences, one per line; - is standard input.", flag_values=fv
+    )
+    flags.DEFINE_string(
+        "output", "-", "Translations, one per line; - is standard output.", flag_values=fv
+    )
 
 
 def run_config(out_dir, given):
@@ -78,14 +84,14 @@ def run_config(out_dir, given):
     return config.replace(**values)
 
 
-def preprocessor(config):
-    """``raw line -> the model's source line``: the corpus's tokenizer, then its BPE."""
+def corpus_record(config):
+    """The corpus record's path, its settings (``tokenizer``, ``lowercase``; Treebank and
+    lowercase without one) and the BPE codes' path (None without BPE)."""
     folder = os.path.dirname(os.path.abspath(config.vocab_prefix))
+    codes = None
     if config.subword_option == "bpe":  # the vocabulary is in the corpus's bpe/ folder
-        segment = bpe.segmenter(os.path.join(folder, "codes"))
+        codes = os.path.join(folder, "codes")
         folder = os.path.dirname(folder)
-    else:
-        segment = None
     settings = dict(tokenizer="treebank", lowercase=True)
     record = os.path.join(folder, CORPUS_RECORD)
     if os.path.exists(record):
@@ -93,12 +99,20 @@ def preprocessor(config):
             settings.update(json.load(f))
     else:
         logging.warning("%s is missing; tokenising with Treebank, lowercased", record)
+    return record, settings, codes
+
+
+def preprocessor(config):
+    """``raw line -> the model's source line``: the corpus's tokenizer, then its BPE."""
+    _, settings, codes = corpus_record(config)
+    segment = bpe.segmenter(codes) if codes else None
     tokenize = text.tokenizer(settings["tokenizer"], settings["lowercase"])
     return lambda line: segment(tokenize(line)) if segment else tokenize(line)
 
 
-def translate(sentences, config):
-    """Translations of raw ``sentences`` with the run ``config`` describes, in order."""
+def load_translator(config):
+    """The run's model with its best weights (or ``--ckpt``'s) as a ``Translator``, and
+    the source and target vocabularies."""
     vocabs = []
     for suffix in (config.src, config.tgt):
         _, path = nmt_text.check_vocab("%s.%s" % (config.vocab_prefix, suffix), config.out_dir)
@@ -123,6 +137,12 @@ def translate(sentences, config):
         config.length_penalty_weight,
         config.jit_compile,
     )
+    return searcher, src_vocab, tgt_vocab
+
+
+def translate(sentences, config):
+    """Translations of raw ``sentences`` with the run ``config`` describes, in order."""
+    searcher, src_vocab, _ = load_translator(config)
     prepare = preprocessor(config)
     sources = [prepare(s) if s.strip() else "" for s in sentences]
     hypotheses = searcher.translate(sources, src_vocab, config.infer_batch_size)

@@ -23,6 +23,10 @@ class Translator:
       jit_compile: compile the search with XLA (build the model with ``jit_compile`` too).
         Batches are padded to a multiple of ``XLA_LENGTH_MULTIPLE`` tokens; the step limit
         stays tensorflow/nmt's twice the longest source, so translations do not change.
+
+    Attributes:
+      search: the compiled search, ``(src [B, S] int32, src_len [B]) -> {ids, lengths,
+        scores}``.
     """
 
     def __init__(
@@ -78,7 +82,7 @@ class Translator:
                 record_extras=True,
             )
 
-        self._translate = translate
+        self.search = translate
         self._align = align
 
     def alignment(self, src_line, src_vocab):
@@ -95,7 +99,7 @@ class Translator:
         for batch in data.infer_dataset(
             src_lines, src_vocab, batch_size, length_multiple=self.length_multiple
         ):
-            out = self._translate(batch["src"], batch["src_len"])
+            out = self.search(batch["src"], batch["src_len"])
             for ids, length in zip(out["ids"].numpy(), out["lengths"].numpy()):
                 outputs.append(" ".join(self.tgt_vocab.decode(ids[:length].tolist())))
         return outputs

@@ -25,16 +25,12 @@ tokeniser: ``--pretokenized`` exports a model that takes text already tokenised 
 corpus was (tokens separated by spaces) instead. The beam search runs without XLA.
 """
 
-import os
-import shutil
-import tempfile
-
 import tensorflow as tf
-from absl import app, flags, logging
+from absl import flags, logging
 
 from acvi_tf import config as config_lib
+from acvi_tf import export as export_lib
 from acvi_tf import flags as acvi_flags
-from acvi_tf import graph_tokenizer
 from acvi_tf.formats import see_vocab
 from pointer_generator import summarize
 from pointer_generator import vocab as vocab_lib
@@ -45,16 +41,7 @@ _DOCUMENTS = tf.TensorSpec([None], tf.string)
 def define_flags(fv=flags.FLAGS):
     """Defines the command's flags on ``fv``."""
     summarize.define_run_flags(fv)
-    flags.DEFINE_string("export_dir", None, "Where the SavedModel goes.", flag_values=fv)
-    flags.DEFINE_boolean(
-        "pretokenized",
-        False,
-        "The model takes tokenised text (tokens separated by spaces) instead of raw text; "
-        "for corpora whose tokenizer has no graph form (treebank, ptb).",
-        flag_values=fv,
-    )
-    flags.DEFINE_boolean("overwrite", False, "Replace an existing --export_dir.", flag_values=fv)
-    flags.mark_flag_as_required("export_dir", flag_values=fv)
+    export_lib.define_flags(fv)
 
 
 class ServedSummarizer(tf.Module):
@@ -64,10 +51,10 @@ class ServedSummarizer(tf.Module):
       summarizer: a ``decode.Summarizer``.
       max_enc_steps: document truncation length, in tokens.
       pointer_gen: the model copies (it reads the extended-vocabulary ids).
-      lowercase: the corpus's case folding (``tftext``), or None for tokenised input.
+      tokenize: ``texts [B] -> tokens [B, (n)]`` (``acvi_tf.export.graph_tokenizer_for``).
     """
 
-    def __init__(self, summarizer, max_enc_steps, pointer_gen, lowercase):
+    def __init__(self, summarizer, max_enc_steps, pointer_gen, tokenize):
         super().__init__(name="summarizer")
         vocab = summarizer.vocab
         self._variables = list(summarizer.model.variables)  # saved with the graph
@@ -75,21 +62,13 @@ class ServedSummarizer(tf.Module):
         self._search_with_attention = summarizer.search_with_attention
         self._max_enc_steps = max_enc_steps
         self._pointer_gen = pointer_gen
-        self._lowercase = lowercase
+        self._tokenize = tokenize
         self._size = vocab.size()
         self._pad_id = vocab.word2id(see_vocab.PAD_TOKEN)
         self._unk_id = vocab.word2id(see_vocab.UNKNOWN_TOKEN)
         words = vocab.words()
         self._words = tf.constant(words)
-        self._ids = tf.lookup.StaticHashTable(
-            tf.lookup.KeyValueTensorInitializer(words, tf.range(len(words), dtype=tf.int32)),
-            default_value=self._unk_id,
-        )
-
-    def _tokenize(self, texts):
-        if self._lowercase is None:
-            return tf.strings.split(texts)
-        return graph_tokenizer.tokenize(texts, self._lowercase)
+        self._ids = export_lib.vocabulary_table(words, self._unk_id)
 
     def _extended_ids(self, tokens, ids):
         """Each document's out-of-vocabulary words get ids V, V+1, ... in order of first
@@ -149,9 +128,7 @@ class ServedSummarizer(tf.Module):
             tf.gather(self._words, tf.minimum(out["ids"], self._size - 1)),
             tf.gather(oov_words, tf.maximum(out["ids"] - self._size, 0), batch_dims=1),
         )
-        summaries = tf.strings.reduce_join(
-            tf.RaggedTensor.from_tensor(words, lengths=out["lengths"]), axis=1, separator=" "
-        )
+        summaries = export_lib.join_words(words, out["lengths"])
         empty = tf.equal(lengths, 0)
         return (
             tokens,
@@ -181,65 +158,34 @@ class ServedSummarizer(tf.Module):
         return dict(tokens=tf.strings.reduce_join(self._tokenize(texts), axis=1, separator=" "))
 
 
-def export(module, export_dir, overwrite=False):
-    """Saves ``module`` with its three signatures; the folder appears whole or not at all.
-
-    Raises:
-      app.UsageError: ``export_dir`` exists and ``overwrite`` is False.
-    """
-    export_dir = os.path.abspath(export_dir)
-    if os.path.exists(export_dir) and not overwrite:
-        raise app.UsageError(
-            "%s exists; give a new --export_dir (e.g. the next version number) or --overwrite"
-            % export_dir
-        )
-    parent = os.path.dirname(export_dir)
-    os.makedirs(parent, exist_ok=True)
-    staging = tempfile.mkdtemp(prefix=".export-", dir=parent)
-    try:
-        tf.saved_model.save(
-            module,
-            staging,
-            signatures={
-                "serving_default": module.summarize.get_concrete_function(),
-                "summarize_with_attention": module.summarize_with_attention.get_concrete_function(),
-                "tokenize": module.tokenize.get_concrete_function(),
-            },
-        )
-        if os.path.exists(export_dir):
-            shutil.rmtree(export_dir)
-        os.replace(staging, export_dir)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-
-
 def run(config):
     """Exports the run named by ``--log_root``/``--exp_name`` to ``--export_dir``."""
     given = {name: config[name] for name in summarize.DECODE_FLAGS}
     model_config = summarize.run_config(config.log_root, config.exp_name, given)
     model_config = model_config.replace(jit_compile=False)
     acvi_flags.configure_runtime(model_config)
-    record, settings = summarize.corpus_record(model_config.vocab_path)
-    if config.pretokenized:
-        lowercase = None
-    elif settings["tokenizer"] == "tftext":
-        lowercase = settings["lowercase"]
-    else:
-        raise app.UsageError(
-            "%s records --tokenizer=%s, which has no graph form; rebuild the corpus with "
-            "--tokenizer=tftext, or export with --pretokenized (the model then takes text "
-            "tokenised as the corpus was)" % (record, settings["tokenizer"])
-        )
+    tokenize = export_lib.graph_tokenizer_for(
+        *summarize.corpus_record(model_config.vocab_path), config.pretokenized
+    )
     vocab = vocab_lib.Vocab(model_config.vocab_path, model_config.vocab_size)
     summarizer = summarize.load_summarizer(model_config, vocab, config.ckpt)
     module = ServedSummarizer(
         summarizer,
         model_config.max_enc_steps,
         model_config.pointer_gen,
-        lowercase,
+        tokenize,
     )
-    export(module, config.export_dir, config.overwrite)
-    logging.info("Exported the summarizer to %s", os.path.abspath(config.export_dir))
+    path = export_lib.save(
+        module,
+        config.export_dir,
+        {
+            "serving_default": module.summarize.get_concrete_function(),
+            "summarize_with_attention": module.summarize_with_attention.get_concrete_function(),
+            "tokenize": module.tokenize.get_concrete_function(),
+        },
+        config.overwrite,
+    )
+    logging.info("Exported the summarizer to %s", path)
     return module
 
 

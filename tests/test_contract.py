@@ -32,7 +32,7 @@ WITHOUT_KL = ("sa", "structured")
 TARGETS = dict(nmt=("tgt_out", "tgt_len"), captioner=("caption_out", "caption_len"))
 # Training steps, after which the loss must be below 0.8 of its start. Over build seeds
 # 5-20 the translator's VED loss is at most 0.75 of it after 25 steps, but between 0.69
-# and 0.94 after 15 (with the initial weights before issue 24 and after them alike).
+# and 0.94 after 15 (with one initializer per weight, and with the shared one before).
 STEPS = dict(summarizer=15, nmt=25, captioner=15)
 
 

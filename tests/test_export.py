@@ -4,11 +4,10 @@ builders' own."""
 
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+import served
 import tensorflow as tf
 
 from acvi_tf import config as config_lib
@@ -34,36 +33,6 @@ TRICKY = [
     "The dogs' bones, 'tis the '90s rock'n'roll; CAN'T won't I'm",
     "",
 ]
-# Runs in a fresh interpreter: TensorFlow and tensorflow-text only.
-SERVE = """
-import json, sys
-import tensorflow as tf
-import tensorflow_text  # noqa: F401, the tokeniser's ops
-request = json.load(sys.stdin)
-served = tf.saved_model.load(request["model"])
-out = dict(batches=[], tokens=None)
-summarize = served.signatures["serving_default"]
-for batch in request["batches"]:
-    result = summarize(documents=tf.constant(batch, tf.string))
-    out["batches"].append(
-        dict(
-            summaries=[s.decode("utf-8") for s in result["summaries"].numpy()],
-            scores=result["scores"].numpy().tolist(),
-        )
-    )
-tokens = served.signatures["tokenize"](texts=tf.constant(request["tricky"], tf.string))
-out["tokens"] = [t.decode("utf-8") for t in tokens["tokens"].numpy()]
-attention = served.signatures["summarize_with_attention"](
-    documents=tf.constant(request["batches"][0], tf.string)
-)
-out["attention"] = attention["attention"].numpy().tolist()
-out["attention_summaries"] = [s.decode("utf-8") for s in attention["summaries"].numpy()]
-out["project_modules"] = sorted(
-    m for m in sys.modules
-    if m.split(".")[0] in ("acvi_tf", "pointer_generator", "nmt", "video_caption", "data_prep")
-)
-json.dump(out, sys.stdout)
-"""
 
 
 def _train_and_decode(root, vocab, data, steps, decode_batch_size, *extra):
@@ -111,22 +80,6 @@ def _export(root, export_dir, *extra):
     return export.run(config_lib.parse(export.define_flags, argv))
 
 
-def _serve(export_dir, batches, tricky=("",)):
-    """The exported model's answers, from a fresh interpreter outside the project."""
-    request = dict(model=str(export_dir), batches=batches, tricky=list(tricky))
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    done = subprocess.run(
-        [sys.executable, "-c", SERVE],
-        input=json.dumps(request).encode(),
-        capture_output=True,
-        cwd=str(export_dir.parent),
-        env=env,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr.decode()[-3000:]
-    return json.loads(done.stdout)
-
-
 @pytest.fixture(scope="module")
 def raw_run(tmp_path_factory):
     """A corpus built from raw JSON lines with the tftext tokenizer, a run trained on it,
@@ -156,21 +109,29 @@ def test_the_exported_model_summarises_raw_text_as_decode_does(raw_run):
     root, articles, decode_dir = raw_run
     module = _export(root, root / "served" / "1")
     batches = [articles[i : i + 2] for i in range(0, len(articles), 2)]  # the decode's batches
-    served = _serve(root / "served" / "1", batches + [["", articles[0]]], TRICKY)
-    assert served["project_modules"] == []
-    summaries = [s for batch in served["batches"][:-1] for s in batch["summaries"]]
+    calls = [("serving_default", "documents", batch) for batch in batches]
+    calls += [
+        ("serving_default", "documents", ["", articles[0]]),
+        ("tokenize", "texts", TRICKY),
+        ("summarize_with_attention", "documents", batches[0]),
+    ]
+    answers, project_modules = served.call(root / "served" / "1", calls)
+    assert project_modules == []
+    summaries = [s for answer in answers[: len(batches)] for s in answer["summaries"]]
     assert summaries == _decoded(decode_dir, len(articles))
     assert sum("qx" in s for s in summaries) >= len(summaries) // 2  # copied OOV words
-    assert served["batches"][-1]["summaries"] == ["", summaries[0]]  # an empty document
+    assert answers[-3]["summaries"] == ["", summaries[0]]  # an empty document
     # the builders' tokeniser and the exported graph's agree on tricky strings
-    assert served["tokens"] == [text.tokenizer("tftext")(t) for t in TRICKY]
+    assert answers[-2]["tokens"] == [text.tokenizer("tftext")(t) for t in TRICKY]
     # the attention of each summary word is a distribution over the document's tokens
-    attention = np.asarray(served["attention"])
-    first = served["attention_summaries"]
-    assert first == summaries[:2]
-    for row, summary in enumerate(first):
+    with_attention = answers[-1]
+    assert with_attention["summaries"] == summaries[:2]
+    attention = np.asarray(with_attention["attention"])
+    for row, summary in enumerate(with_attention["summaries"]):
         steps = len(summary.split())
         np.testing.assert_allclose(attention[row, :steps].sum(-1), 1.0, atol=1e-5)
+    tokens = [t for t in with_attention["tokens"][0] if t]  # "" pads the shorter documents
+    assert tokens == text.tokenizer("tftext")(articles[0]).split()[:30]
     assert module is not None
 
 
@@ -214,6 +175,8 @@ def test_a_pretokenized_export_of_the_shipped_corpus_equals_decode(tmp_path):
     test = [a for a, _ in read_bin_file(os.path.join(SAMPLE, "chunked", "test_000.bin"))]
     _export(tmp_path, tmp_path / "served", "--pretokenized")
     batches = [test[i : i + 20] for i in range(0, len(test), 20)]
-    served = _serve(tmp_path / "served", batches)
-    summaries = [s for batch in served["batches"] for s in batch["summaries"]]
+    answers, _ = served.call(
+        tmp_path / "served", [("serving_default", "documents", batch) for batch in batches]
+    )
+    summaries = [s for answer in answers for s in answer["summaries"]]
     assert summaries == _decoded(decode_dir, len(test))

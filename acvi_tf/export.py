@@ -1,0 +1,107 @@
+"""What the hosts' export commands share: their flags, the in-graph tokeniser a corpus
+allows, and an atomic SavedModel write.
+
+A host's export module (``pointer_generator.export``, ``nmt.export``) is a ``tf.Module``
+whose ``tf.function`` signatures take raw strings; loading it needs TensorFlow and
+tensorflow-text only (``import tensorflow_text`` registers the tokeniser's ops).
+"""
+
+import os
+import shutil
+import tempfile
+from typing import Callable, Dict, Mapping
+
+import tensorflow as tf
+from absl import app, flags
+
+from acvi_tf import graph_tokenizer
+
+
+def define_flags(flag_values: flags.FlagValues) -> None:
+    """Defines ``--export_dir``, ``--pretokenized`` and ``--overwrite``."""
+    flags.DEFINE_string("export_dir", None, "Where the SavedModel goes.", flag_values=flag_values)
+    flags.DEFINE_boolean(
+        "pretokenized",
+        False,
+        "The model takes text tokenised as the corpus was (tokens separated by spaces) "
+        "instead of raw text; for corpora whose tokenizer has no graph form (treebank, ptb).",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_boolean(
+        "overwrite", False, "Replace an existing --export_dir.", flag_values=flag_values
+    )
+    flags.mark_flag_as_required("export_dir", flag_values=flag_values)
+
+
+def graph_tokenizer_for(
+    record: str, settings: Mapping, pretokenized: bool
+) -> Callable[[tf.Tensor], tf.RaggedTensor]:
+    """``texts [B] -> tokens [B, (n)]`` as the corpus was tokenised, in TensorFlow ops.
+
+    Args:
+      record: the corpus record's path (for the message).
+      settings: its ``tokenizer`` and ``lowercase``.
+      pretokenized: the input is already tokenised: split it at whitespace.
+
+    Raises:
+      app.UsageError: the corpus's tokenizer has no graph form and ``pretokenized`` is
+        False.
+    """
+    if pretokenized:
+        return tf.strings.split
+    if settings["tokenizer"] != "tftext":
+        raise app.UsageError(
+            "%s records --tokenizer=%s, which has no graph form; rebuild the corpus with "
+            "--tokenizer=tftext, or export with --pretokenized (the model then takes text "
+            "tokenised as the corpus was)" % (record, settings["tokenizer"])
+        )
+    lowercase = settings["lowercase"]
+    return lambda texts: graph_tokenizer.tokenize(texts, lowercase)
+
+
+def save(
+    module: tf.Module,
+    export_dir: str,
+    signatures: Dict[str, tf.types.experimental.ConcreteFunction],
+    overwrite: bool = False,
+) -> str:
+    """Saves ``module`` with ``signatures``; the folder appears whole or not at all.
+
+    Returns:
+      The absolute path of the SavedModel.
+
+    Raises:
+      app.UsageError: ``export_dir`` exists and ``overwrite`` is False.
+    """
+    export_dir = os.path.abspath(export_dir)
+    if os.path.exists(export_dir) and not overwrite:
+        raise app.UsageError(
+            "%s exists; give a new --export_dir (e.g. the next version number) or --overwrite"
+            % export_dir
+        )
+    parent = os.path.dirname(export_dir)
+    os.makedirs(parent, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=".export-", dir=parent)
+    try:
+        tf.saved_model.save(module, staging, signatures=signatures)
+        if os.path.exists(export_dir):
+            shutil.rmtree(export_dir)
+        os.replace(staging, export_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return export_dir
+
+
+def vocabulary_table(words, default_id: int) -> tf.lookup.StaticHashTable:
+    """``word -> id`` (its position in ``words``), ``default_id`` for any other word."""
+    return tf.lookup.StaticHashTable(
+        tf.lookup.KeyValueTensorInitializer(words, tf.range(len(words), dtype=tf.int32)),
+        default_value=default_id,
+    )
+
+
+def join_words(words: tf.Tensor, lengths: tf.Tensor) -> tf.Tensor:
+    """The first ``lengths[b]`` words of each row of ``words`` [B, T], joined by spaces."""
+    return tf.strings.reduce_join(
+        tf.RaggedTensor.from_tensor(words, lengths=lengths), axis=1, separator=" "
+    )

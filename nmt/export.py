@@ -1,0 +1,112 @@
+"""Exports a trained translator as a TensorFlow SavedModel that translates raw strings.
+
+``python -m nmt.export --out_dir=runs/mine --export_dir=served/1`` writes a SavedModel
+whose graph holds the whole path of ``nmt.translate``: the corpus's ``tftext``
+tokenisation (``acvi_tf.graph_tokenizer``), the source vocabulary lookup, the run's
+greedy or GNMT beam search with its best weights, and the target words joined by
+spaces. Its signatures:
+
+- ``serving_default``: ``sentences`` [B] string -> ``translations`` [B] string,
+  ``scores`` [B] float32 (the search's score). An empty sentence gives "".
+- ``tokenize``: ``texts`` [B] string -> ``tokens`` [B] string, joined by spaces.
+
+Loading needs TensorFlow and tensorflow-text only (``import tensorflow_text`` first).
+BPE has no graph form here: a BPE corpus exports with ``--pretokenized``, and the model
+then takes sentences tokenised and segmented as the corpus was and returns translations
+with the ``@@`` markers removed. The search runs without XLA.
+"""
+
+import tensorflow as tf
+from absl import app, flags, logging
+
+from acvi_tf import config as config_lib
+from acvi_tf import export as export_lib
+from acvi_tf import flags as acvi_flags
+from acvi_tf.formats import nmt_text
+from nmt import translate
+
+_SENTENCES = tf.TensorSpec([None], tf.string)
+
+
+def define_flags(fv=flags.FLAGS):
+    """Defines the command's flags on ``fv``."""
+    translate.define_run_flags(fv)
+    export_lib.define_flags(fv)
+
+
+class ServedTranslator(tf.Module):
+    """Raw sentences in, translations out, every step a TensorFlow op.
+
+    Args:
+      translator: an ``nmt.translator.Translator``.
+      src_vocab, tgt_vocab: the run's ``nmt.data.Vocab``s.
+      tokenize: ``texts [B] -> tokens [B, (n)]`` (``acvi_tf.export.graph_tokenizer_for``).
+      remove_bpe: drop the ``@@`` markers from the translations.
+    """
+
+    def __init__(self, translator, src_vocab, tgt_vocab, tokenize, remove_bpe):
+        super().__init__(name="translator")
+        self._variables = list(translator.model.variables)  # saved with the graph
+        self._search = translator.search
+        self._tokenize = tokenize
+        self._remove_bpe = remove_bpe
+        self._src_ids = export_lib.vocabulary_table(src_vocab.words(), nmt_text.UNK_ID)
+        self._tgt_words = tf.constant(tgt_vocab.words())
+
+    @tf.function(input_signature=[_SENTENCES])
+    def translate(self, sentences):
+        """``sentences`` [B] -> ``translations`` [B], ``scores`` [B]."""
+        tokens = self._tokenize(sentences)
+        src_len = tf.cast(tokens.row_lengths(), tf.int32)
+        ids = tf.ragged.map_flat_values(self._src_ids.lookup, tokens)
+        # padded with </s> to the longest source, one column at least (data.infer_dataset)
+        width = tf.maximum(tf.reduce_max(tf.concat([src_len, [0]], 0)), 1)
+        src = ids.to_tensor(nmt_text.EOS_ID, shape=tf.stack([tf.shape(sentences)[0], width]))
+        out = self._search(src, src_len)
+        translations = export_lib.join_words(tf.gather(self._tgt_words, out["ids"]), out["lengths"])
+        if self._remove_bpe:
+            translations = tf.strings.regex_replace(translations, "@@( |$)", "")
+        empty = tf.equal(src_len, 0)
+        return dict(
+            translations=tf.where(empty, "", translations),
+            scores=tf.where(empty, 0.0, out["scores"]),
+        )
+
+    @tf.function(input_signature=[_SENTENCES])
+    def tokenize(self, texts):
+        """``texts`` [B] -> ``tokens`` [B], each text's tokens joined by spaces."""
+        return dict(tokens=tf.strings.reduce_join(self._tokenize(texts), axis=1, separator=" "))
+
+
+def run(config):
+    """Exports the run in ``--out_dir`` to ``--export_dir``."""
+    given = dict(beam_width=config.beam_width, infer_batch_size=config.infer_batch_size)
+    model_config = translate.run_config(config.out_dir, given).replace(
+        ckpt=config.ckpt, jit_compile=False
+    )
+    acvi_flags.configure_runtime(model_config)
+    record, settings, codes = translate.corpus_record(model_config)
+    if codes and not config.pretokenized:
+        raise app.UsageError(
+            "the run's corpus is segmented with BPE (%s), which has no graph form; export "
+            "with --pretokenized (the model then takes sentences tokenised and segmented as "
+            "the corpus was), or train on a corpus built with --bpe_merges=0" % codes
+        )
+    tokenize = export_lib.graph_tokenizer_for(record, settings, config.pretokenized)
+    translator, src_vocab, tgt_vocab = translate.load_translator(model_config)
+    module = ServedTranslator(translator, src_vocab, tgt_vocab, tokenize, bool(codes))
+    path = export_lib.save(
+        module,
+        config.export_dir,
+        {
+            "serving_default": module.translate.get_concrete_function(),
+            "tokenize": module.tokenize.get_concrete_function(),
+        },
+        config.overwrite,
+    )
+    logging.info("Exported the translator to %s", path)
+    return module
+
+
+if __name__ == "__main__":
+    config_lib.run_command(define_flags, run)

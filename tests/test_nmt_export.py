@@ -1,0 +1,89 @@
+"""nmt.export: a SavedModel that translates raw strings, loaded in a fresh process
+without this project, gives run_nmt's inference on the same sentences."""
+
+import json
+import os
+
+import pytest
+import served
+
+from acvi_tf import config as config_lib
+from acvi_tf import text
+from acvi_tf.formats import bpe, nmt_text
+from data_prep import translation
+from nmt import export, run_nmt
+
+pytestmark = pytest.mark.slow  # scheduled first (conftest.py)
+
+WORDS = [("cat", "gatto"), ("dog", "cane"), ("sleeps", "dorme"), ("runs", "corre")]
+TRICKY = ["Don't stop: it's 10:30, the U.S. grew 3.5%!", "“Quoted” — Straße ﬁne …", ""]
+
+
+def _corpus_and_run(root, bpe_merges, tokenizer):
+    """A corpus of raw English -> Italian pairs, a short run on it, and its inference of
+    the training sentences (the project's own decoding): ``(corpus, its data folder, run,
+    raw pairs, outputs)``."""
+    rows = []
+    for i in range(60):
+        (a, x), (b, y) = WORDS[i % 4], WORDS[(i * 3 + 1) % 4]
+        rows.append(("The %s and the %s, %d." % (a, b, i), "Il %s e il %s, %d." % (x, y, i)))
+    (root / "pairs.tsv").write_text("en\tit\n" + "".join("%s\t%s\n" % r for r in rows))
+    corpus = root / "corpus"
+    argv = ["x", "--src=en", "--tgt=it", "--input=%s" % (root / "pairs.tsv")]
+    argv += ["--out_dir=%s" % corpus, "--bpe_merges=%d" % bpe_merges, "--tokenizer=" + tokenizer]
+    translation.build(config_lib.parse(translation.define_flags, argv))
+    data = corpus / "bpe" if bpe_merges else corpus
+    run = root / "run"
+    common = ["run_nmt", "--src=en", "--tgt=it", "--vocab_prefix=%s" % (data / "vocab")]
+    common += ["--out_dir=%s" % run, "--num_units=16", "--beam_width=2"]
+    common += ["--infer_mode=beam_search", "--infer_batch_size=3", "--optimizer=adam"]
+    if bpe_merges:
+        common.append("--subword_option=bpe")
+    train = ["--train_prefix=%s" % (data / "train"), "--dev_prefix=%s" % (data / "dev")]
+    train += ["--num_train_steps=200", "--steps_per_stats=50", "--learning_rate=0.01"]
+    run_nmt.run(config_lib.parse(run_nmt.define_flags, common + train))
+    # the sentences it trained on: more of them, and translated less alike
+    infer = ["--inference_input_file=%s" % (data / "train.en")]
+    infer.append("--inference_output_file=%s" % (root / "infer.it"))
+    run_nmt.run(config_lib.parse(run_nmt.define_flags, common + infer))
+    outputs = [bpe.remove_bpe(line) for line in nmt_text.read_lines(str(root / "infer.it"))]
+    return corpus, data, run, rows, outputs
+
+
+def _export(run, export_dir, *extra):
+    argv = ["export", "--out_dir=%s" % run, "--export_dir=%s" % export_dir, *extra]
+    return export.run(config_lib.parse(export.define_flags, argv))
+
+
+def test_the_exported_translator_translates_raw_text_as_inference_does(tmp_path):
+    corpus, data, run, rows, expected = _corpus_and_run(tmp_path, 0, "tftext")
+    settings = json.loads((corpus / "corpus.json").read_text())
+    tokenize = text.tokenizer(settings["tokenizer"], settings["lowercase"])
+    by_tokens = {tokenize(en): en for en, _ in rows}
+    raw = [by_tokens[line] for line in nmt_text.read_lines(str(data / "train.en"))]
+    _export(run, tmp_path / "served")
+    calls = [("serving_default", "sentences", raw[i : i + 3]) for i in range(0, len(raw), 3)]
+    calls += [("serving_default", "sentences", ["", raw[0]]), ("tokenize", "texts", TRICKY)]
+    answers, project_modules = served.call(tmp_path / "served", calls)
+    assert project_modules == []
+    translations = [t for answer in answers[:-2] for t in answer["translations"]]
+    assert raw and translations == expected
+    assert len(set(translations)) > 1
+    assert answers[-2]["translations"] == ["", translations[0]]
+    assert answers[-1]["tokens"] == [tokenize(t) for t in TRICKY]
+
+
+def test_a_bpe_corpus_exports_pretokenized_only(tmp_path):
+    corpus, data, run, _, expected = _corpus_and_run(tmp_path, 20, "treebank")
+    with pytest.raises(Exception, match="segmented with BPE .* --pretokenized"):
+        _export(run, tmp_path / "refused")
+    assert not (tmp_path / "refused").exists()
+    _export(run, tmp_path / "served", "--pretokenized")
+    segmented = nmt_text.read_lines(str(data / "train.en"))
+    calls = [
+        ("serving_default", "sentences", segmented[i : i + 3]) for i in range(0, len(segmented), 3)
+    ]
+    answers, _ = served.call(tmp_path / "served", calls)
+    assert [t for answer in answers for t in answer["translations"]] == expected
+    assert not any("@@" in t for t in expected)
+    assert os.path.isdir(corpus / "bpe")
