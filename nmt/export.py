@@ -2,26 +2,29 @@
 
 ``python -m nmt.export --out_dir=runs/mine --export_dir=served/1`` writes a SavedModel
 whose graph holds the whole path of ``nmt.translate``: the corpus's ``tftext``
-tokenisation (``acvi_tf.graph_tokenizer``), the source vocabulary lookup, the run's
-greedy or GNMT beam search with its best weights, and the target words joined by
-spaces. Its signatures:
+tokenisation (``acvi_tf.graph_tokenizer``), its BPE segmentation when it has one
+(``acvi_tf.graph_bpe``, equal to subword-nmt's), the source vocabulary lookup, the run's
+greedy or GNMT beam search with its best weights, and the target words joined by spaces
+(``@@`` markers removed). Its signatures:
 
 - ``serving_default``: ``sentences`` [B] string -> ``translations`` [B] string,
   ``scores`` [B] float32 (the search's score). An empty sentence gives "".
-- ``tokenize``: ``texts`` [B] string -> ``tokens`` [B] string, joined by spaces.
+- ``tokenize``: ``texts`` [B] string -> ``tokens`` [B] string, the source tokens the
+  model reads (BPE segments on a BPE corpus), joined by spaces.
 
 Loading needs TensorFlow and tensorflow-text only (``import tensorflow_text`` first).
-BPE has no graph form here: a BPE corpus exports with ``--pretokenized``, and the model
-then takes sentences tokenised and segmented as the corpus was and returns translations
-with the ``@@`` markers removed. The search runs without XLA.
+``--pretokenized`` (for a Treebank or PTB corpus) exports a model that takes sentences
+tokenised as the corpus was; BPE is still applied in the graph. The search runs without
+XLA.
 """
 
 import tensorflow as tf
-from absl import app, flags, logging
+from absl import flags, logging
 
 from acvi_tf import config as config_lib
 from acvi_tf import export as export_lib
 from acvi_tf import flags as acvi_flags
+from acvi_tf import graph_bpe
 from acvi_tf.formats import nmt_text
 from nmt import translate
 
@@ -41,22 +44,28 @@ class ServedTranslator(tf.Module):
       translator: an ``nmt.translator.Translator``.
       src_vocab, tgt_vocab: the run's ``nmt.data.Vocab``s.
       tokenize: ``texts [B] -> tokens [B, (n)]`` (``acvi_tf.export.graph_tokenizer_for``).
-      remove_bpe: drop the ``@@`` markers from the translations.
+      bpe_codes: the corpus's subword-nmt codes, or None without BPE.
     """
 
-    def __init__(self, translator, src_vocab, tgt_vocab, tokenize, remove_bpe):
+    def __init__(self, translator, src_vocab, tgt_vocab, tokenize, bpe_codes=None):
         super().__init__(name="translator")
         self._variables = list(translator.model.variables)  # saved with the graph
         self._search = translator.search
         self._tokenize = tokenize
-        self._remove_bpe = remove_bpe
+        self._bpe_ranks = graph_bpe.read_ranks(bpe_codes) if bpe_codes else None
         self._src_ids = export_lib.vocabulary_table(src_vocab.words(), nmt_text.UNK_ID)
         self._tgt_words = tf.constant(tgt_vocab.words())
+
+    def _source_tokens(self, texts):
+        tokens = self._tokenize(texts)
+        if self._bpe_ranks is None:
+            return tokens
+        return graph_bpe.segment(tokens, self._bpe_ranks)
 
     @tf.function(input_signature=[_SENTENCES])
     def translate(self, sentences):
         """``sentences`` [B] -> ``translations`` [B], ``scores`` [B]."""
-        tokens = self._tokenize(sentences)
+        tokens = self._source_tokens(sentences)
         src_len = tf.cast(tokens.row_lengths(), tf.int32)
         ids = tf.ragged.map_flat_values(self._src_ids.lookup, tokens)
         # padded with </s> to the longest source, one column at least (data.infer_dataset)
@@ -64,7 +73,7 @@ class ServedTranslator(tf.Module):
         src = ids.to_tensor(nmt_text.EOS_ID, shape=tf.stack([tf.shape(sentences)[0], width]))
         out = self._search(src, src_len)
         translations = export_lib.join_words(tf.gather(self._tgt_words, out["ids"]), out["lengths"])
-        if self._remove_bpe:
+        if self._bpe_ranks is not None:
             translations = tf.strings.regex_replace(translations, "@@( |$)", "")
         empty = tf.equal(src_len, 0)
         return dict(
@@ -74,8 +83,9 @@ class ServedTranslator(tf.Module):
 
     @tf.function(input_signature=[_SENTENCES])
     def tokenize(self, texts):
-        """``texts`` [B] -> ``tokens`` [B], each text's tokens joined by spaces."""
-        return dict(tokens=tf.strings.reduce_join(self._tokenize(texts), axis=1, separator=" "))
+        """``texts`` [B] -> ``tokens`` [B], each text's source tokens joined by spaces."""
+        tokens = self._source_tokens(texts)
+        return dict(tokens=tf.strings.reduce_join(tokens, axis=1, separator=" "))
 
 
 def run(config):
@@ -86,15 +96,9 @@ def run(config):
     )
     acvi_flags.configure_runtime(model_config)
     record, settings, codes = translate.corpus_record(model_config)
-    if codes and not config.pretokenized:
-        raise app.UsageError(
-            "the run's corpus is segmented with BPE (%s), which has no graph form; export "
-            "with --pretokenized (the model then takes sentences tokenised and segmented as "
-            "the corpus was), or train on a corpus built with --bpe_merges=0" % codes
-        )
     tokenize = export_lib.graph_tokenizer_for(record, settings, config.pretokenized)
     translator, src_vocab, tgt_vocab = translate.load_translator(model_config)
-    module = ServedTranslator(translator, src_vocab, tgt_vocab, tokenize, bool(codes))
+    module = ServedTranslator(translator, src_vocab, tgt_vocab, tokenize, codes)
     path = export_lib.save(
         module,
         config.export_dir,

@@ -2,7 +2,6 @@
 without this project, gives run_nmt's inference on the same sentences."""
 
 import json
-import os
 
 import pytest
 import served
@@ -11,7 +10,7 @@ from acvi_tf import config as config_lib
 from acvi_tf import text
 from acvi_tf.formats import bpe, nmt_text
 from data_prep import translation
-from nmt import export, run_nmt
+from nmt import export, run_nmt, translate
 
 pytestmark = pytest.mark.slow  # scheduled first (conftest.py)
 
@@ -19,7 +18,7 @@ WORDS = [("cat", "gatto"), ("dog", "cane"), ("sleeps", "dorme"), ("runs", "corre
 TRICKY = ["Don't stop: it's 10:30, the U.S. grew 3.5%!", "“Quoted” — Straße ﬁne …", ""]
 
 
-def _corpus_and_run(root, bpe_merges, tokenizer):
+def _corpus_and_run(root, bpe_merges, tokenizer, steps):
     """A corpus of raw English -> Italian pairs, a short run on it, and its inference of
     the training sentences (the project's own decoding): ``(corpus, its data folder, run,
     raw pairs, outputs)``."""
@@ -40,7 +39,7 @@ def _corpus_and_run(root, bpe_merges, tokenizer):
     if bpe_merges:
         common.append("--subword_option=bpe")
     train = ["--train_prefix=%s" % (data / "train"), "--dev_prefix=%s" % (data / "dev")]
-    train += ["--num_train_steps=200", "--steps_per_stats=50", "--learning_rate=0.01"]
+    train += ["--num_train_steps=%d" % steps, "--steps_per_stats=40", "--learning_rate=0.01"]
     run_nmt.run(config_lib.parse(run_nmt.define_flags, common + train))
     # the sentences it trained on: more of them, and translated less alike
     infer = ["--inference_input_file=%s" % (data / "train.en")]
@@ -56,34 +55,42 @@ def _export(run, export_dir, *extra):
 
 
 def test_the_exported_translator_translates_raw_text_as_inference_does(tmp_path):
-    corpus, data, run, rows, expected = _corpus_and_run(tmp_path, 0, "tftext")
+    corpus, data, run, rows, expected = _corpus_and_run(tmp_path, 20, "tftext", 120)
     settings = json.loads((corpus / "corpus.json").read_text())
-    tokenize = text.tokenizer(settings["tokenizer"], settings["lowercase"])
-    by_tokens = {tokenize(en): en for en, _ in rows}
-    raw = [by_tokens[line] for line in nmt_text.read_lines(str(data / "train.en"))]
+    prepare = translate.preprocessor(translate.run_config(str(run), {}))
+    by_source = {prepare(en): en for en, _ in rows}
+    sources = nmt_text.read_lines(str(data / "train.en"))
+    raw = [by_source[line] for line in sources]
     _export(run, tmp_path / "served")
     calls = [("serving_default", "sentences", raw[i : i + 3]) for i in range(0, len(raw), 3)]
     calls += [("serving_default", "sentences", ["", raw[0]]), ("tokenize", "texts", TRICKY)]
+    calls += [("tokenize", "texts", raw)]
     answers, project_modules = served.call(tmp_path / "served", calls)
     assert project_modules == []
-    translations = [t for answer in answers[:-2] for t in answer["translations"]]
+    translations = [t for answer in answers[:-3] for t in answer["translations"]]
     assert raw and translations == expected
-    assert len(set(translations)) > 1
-    assert answers[-2]["translations"] == ["", translations[0]]
-    assert answers[-1]["tokens"] == [tokenize(t) for t in TRICKY]
+    assert len(set(translations)) > 1 and not any("@@" in t for t in translations)
+    assert answers[-3]["translations"] == ["", translations[0]]
+    # the source tokens the model reads: the builder's tokens (and segments)
+    tokenize = text.tokenizer(settings["tokenizer"], settings["lowercase"])
+    assert answers[-2]["tokens"] == [prepare(t) if t else "" for t in TRICKY]
+    assert answers[-1]["tokens"] == sources and any("@@" in line for line in sources)
+    # before BPE, the builder's tftext tokens
+    assert [bpe.remove_bpe(t) for t in answers[-2]["tokens"]] == [tokenize(t) for t in TRICKY]
 
 
-def test_a_bpe_corpus_exports_pretokenized_only(tmp_path):
-    corpus, data, run, _, expected = _corpus_and_run(tmp_path, 20, "treebank")
-    with pytest.raises(Exception, match="segmented with BPE .* --pretokenized"):
+def test_a_treebank_corpus_exports_pretokenized_only(tmp_path):
+    corpus, data, run, rows, expected = _corpus_and_run(tmp_path, 0, "treebank", 4)
+    with pytest.raises(Exception, match="--tokenizer=treebank, which has no graph form"):
         _export(run, tmp_path / "refused")
     assert not (tmp_path / "refused").exists()
     _export(run, tmp_path / "served", "--pretokenized")
-    segmented = nmt_text.read_lines(str(data / "train.en"))
-    calls = [
-        ("serving_default", "sentences", segmented[i : i + 3]) for i in range(0, len(segmented), 3)
-    ]
+    tokenize = text.tokenizer(
+        "treebank", json.loads((corpus / "corpus.json").read_text())["lowercase"]
+    )
+    prepare = translate.preprocessor(translate.run_config(str(run), {}))
+    by_source = {prepare(en): tokenize(en) for en, _ in rows}
+    tokens = [by_source[line] for line in nmt_text.read_lines(str(data / "train.en"))]
+    calls = [("serving_default", "sentences", tokens[i : i + 3]) for i in range(0, len(tokens), 3)]
     answers, _ = served.call(tmp_path / "served", calls)
     assert [t for answer in answers for t in answer["translations"]] == expected
-    assert not any("@@" in t for t in expected)
-    assert os.path.isdir(corpus / "bpe")
