@@ -1,9 +1,10 @@
 """What the hosts' export commands share: their flags, the in-graph tokeniser a corpus
 allows, and an atomic SavedModel write.
 
-A host's export module (``pointer_generator.export``, ``nmt.export``) is a ``tf.Module``
-whose ``tf.function`` signatures take raw strings; loading it needs TensorFlow and
-tensorflow-text only (``import tensorflow_text`` registers the tokeniser's ops).
+A host's export module (``pointer_generator.export``, ``nmt.export``,
+``video_caption.export``) is a ``tf.Module`` whose ``tf.function`` signatures take raw
+strings (or frame features); loading it needs TensorFlow and tensorflow-text only
+(``import tensorflow_text`` registers the tokeniser's ops).
 """
 
 import os
@@ -17,20 +18,23 @@ from absl import app, flags
 from acvi_tf import graph_tokenizer
 
 
-def define_flags(flag_values: flags.FlagValues) -> None:
-    """Defines ``--export_dir``, ``--pretokenized`` and ``--overwrite``."""
+def define_flags(flag_values: flags.FlagValues, text_input: bool = True) -> None:
+    """Defines ``--export_dir``, ``--overwrite`` and, for a model that reads text,
+    ``--pretokenized``."""
     flags.DEFINE_string("export_dir", None, "Where the SavedModel goes.", flag_values=flag_values)
-    flags.DEFINE_boolean(
-        "pretokenized",
-        False,
-        "The model takes text tokenised as the corpus was (tokens separated by spaces) "
-        "instead of raw text; for corpora whose tokenizer has no graph form (treebank, ptb).",
-        flag_values=flag_values,
-    )
     flags.DEFINE_boolean(
         "overwrite", False, "Replace an existing --export_dir.", flag_values=flag_values
     )
     flags.mark_flag_as_required("export_dir", flag_values=flag_values)
+    if text_input:
+        flags.DEFINE_boolean(
+            "pretokenized",
+            False,
+            "The model takes text tokenised as the corpus was (tokens separated by spaces) "
+            "instead of raw text; for corpora whose tokenizer has no graph form (treebank, "
+            "ptb).",
+            flag_values=flag_values,
+        )
 
 
 def graph_tokenizer_for(

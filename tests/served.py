@@ -24,9 +24,20 @@ def plain(value):
     return value
 
 
+def leaf(values):
+    while isinstance(values, list) and values:
+        values = values[0]
+    return values
+
+
+def tensor(values):
+    dtype = {str: tf.string, float: tf.float32, int: tf.int32}[type(leaf(values))]
+    return tf.constant(values, dtype)
+
+
 answers = []
-for signature, name, values in request["calls"]:
-    out = served.signatures[signature](**{name: tf.constant(values, tf.string)})
+for signature, inputs in request["calls"]:
+    out = served.signatures[signature](**{k: tensor(v) for k, v in inputs.items()})
     answers.append({key: plain(value.numpy().tolist()) for key, value in out.items()})
 modules = sorted(m for m in sys.modules if m.split(".")[0] in request["packages"])
 json.dump(dict(answers=answers, project_modules=modules), sys.stdout)
@@ -34,7 +45,8 @@ json.dump(dict(answers=answers, project_modules=modules), sys.stdout)
 
 
 def call(export_dir, calls):
-    """Answers of ``calls``, ``[(signature, input name, [strings])]``, in order.
+    """Answers of ``calls``, ``[(signature, {input name: nested list})]``, in order (the
+    lists' leaves, str, float or int, give the dtype: string, float32 or int32).
 
     Returns:
       ``(answers, project modules imported)``: a dict of outputs per call (strings

@@ -135,13 +135,22 @@ def test_a_checkpoint_of_another_vocabulary_size_is_named(tmp_path):
         checkpoints.check_vocabulary(path, {key: (9, "--vocab_size=9")})
 
 
-def test_the_fallback_is_logged(tmp_path, caplog):
+@pytest.fixture
+def absl_caplog(caplog):
+    """``caplog`` that sees absl's records (absl's logger does not propagate otherwise)."""
+    logger = logging.get_absl_logger()
+    propagate, logger.propagate = logger.propagate, True
+    yield caplog
+    logger.propagate = propagate
+
+
+def test_the_fallback_is_logged(tmp_path, absl_caplog):
+    caplog = absl_caplog
     saver = _checkpointer(tmp_path, _model())
     for step in (1, 2):
         saver.step.assign(step)
         saver.save()
     open(_index(saver.latest), "wb").close()
-    logging.get_absl_logger().propagate = True
     with caplog.at_level("WARNING"):
         _checkpointer(tmp_path, _model()).restore_latest()
     assert any(
@@ -149,7 +158,8 @@ def test_the_fallback_is_logged(tmp_path, caplog):
     )
 
 
-def test_a_resume_keeps_the_runs_learning_rate_and_the_optimizer_state(tmp_path, caplog):
+def test_a_resume_keeps_the_runs_learning_rate_and_the_optimizer_state(tmp_path, absl_caplog):
+    caplog = absl_caplog
     model = _model()
     first = keras.optimizers.Adam(0.01)
     first.build(model.trainable_variables)

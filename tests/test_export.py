@@ -109,11 +109,11 @@ def test_the_exported_model_summarises_raw_text_as_decode_does(raw_run):
     root, articles, decode_dir = raw_run
     module = _export(root, root / "served" / "1")
     batches = [articles[i : i + 2] for i in range(0, len(articles), 2)]  # the decode's batches
-    calls = [("serving_default", "documents", batch) for batch in batches]
+    calls = [("serving_default", {"documents": batch}) for batch in batches]
     calls += [
-        ("serving_default", "documents", ["", articles[0]]),
-        ("tokenize", "texts", TRICKY),
-        ("summarize_with_attention", "documents", batches[0]),
+        ("serving_default", {"documents": ["", articles[0]]}),
+        ("tokenize", {"texts": TRICKY}),
+        ("summarize_with_attention", {"documents": batches[0]}),
     ]
     answers, project_modules = served.call(root / "served" / "1", calls)
     assert project_modules == []
@@ -176,7 +176,7 @@ def test_a_pretokenized_export_of_the_shipped_corpus_equals_decode(tmp_path):
     _export(tmp_path, tmp_path / "served", "--pretokenized")
     batches = [test[i : i + 20] for i in range(0, len(test), 20)]
     answers, _ = served.call(
-        tmp_path / "served", [("serving_default", "documents", batch) for batch in batches]
+        tmp_path / "served", [("serving_default", {"documents": batch}) for batch in batches]
     )
     summaries = [s for answer in answers for s in answer["summaries"]]
     assert summaries == _decoded(decode_dir, len(test))

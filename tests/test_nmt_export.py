@@ -62,9 +62,9 @@ def test_the_exported_translator_translates_raw_text_as_inference_does(tmp_path)
     sources = nmt_text.read_lines(str(data / "train.en"))
     raw = [by_source[line] for line in sources]
     _export(run, tmp_path / "served")
-    calls = [("serving_default", "sentences", raw[i : i + 3]) for i in range(0, len(raw), 3)]
-    calls += [("serving_default", "sentences", ["", raw[0]]), ("tokenize", "texts", TRICKY)]
-    calls += [("tokenize", "texts", raw)]
+    calls = [("serving_default", {"sentences": raw[i : i + 3]}) for i in range(0, len(raw), 3)]
+    calls += [("serving_default", {"sentences": ["", raw[0]]}), ("tokenize", {"texts": TRICKY})]
+    calls += [("tokenize", {"texts": raw})]
     answers, project_modules = served.call(tmp_path / "served", calls)
     assert project_modules == []
     translations = [t for answer in answers[:-3] for t in answer["translations"]]
@@ -91,6 +91,8 @@ def test_a_treebank_corpus_exports_pretokenized_only(tmp_path):
     prepare = translate.preprocessor(translate.run_config(str(run), {}))
     by_source = {prepare(en): tokenize(en) for en, _ in rows}
     tokens = [by_source[line] for line in nmt_text.read_lines(str(data / "train.en"))]
-    calls = [("serving_default", "sentences", tokens[i : i + 3]) for i in range(0, len(tokens), 3)]
+    calls = [
+        ("serving_default", {"sentences": tokens[i : i + 3]}) for i in range(0, len(tokens), 3)
+    ]
     answers, _ = served.call(tmp_path / "served", calls)
     assert [t for answer in answers for t in answer["translations"]] == expected

@@ -128,7 +128,7 @@ def test_nmt_beam_search_equals_the_beam_search_decoder(beam_width, alpha):
         src = np.where(
             np.arange(6)[None] < src_len[:, None], rng.integers(3, 10, (4, 6)), nmt_text.EOS_ID
         ).astype(np.int32)
-        ours = translator_lib.Translator(model, None, "beam_search", beam_width, alpha)._translate(
+        ours = translator_lib.Translator(model, None, "beam_search", beam_width, alpha).search(
             tf.constant(src), tf.constant(src_len)
         )
         constants, state = model.start(tf.constant(src), tf.constant(src_len))

@@ -35,15 +35,10 @@ class InputError(errors.UserError, ValueError):
     """The video list cannot be read; the message names the line and the fix."""
 
 
-def define_flags(fv=flags.FLAGS):
-    """Defines the command's flags on ``fv``."""
+def define_run_flags(fv=flags.FLAGS):
+    """Defines the flags that name a trained run and its search settings on ``fv``
+    (shared with ``video_caption.export``)."""
     flags.DEFINE_string("out_dir", None, "The run's --out_dir.", flag_values=fv)
-    flags.DEFINE_string(
-        "input", "-", "Video paths, one per line; - is standard input.", flag_values=fv
-    )
-    flags.DEFINE_string(
-        "output", "-", "Captions, one per line; - is standard output.", flag_values=fv
-    )
     flags.DEFINE_string(
         "ckpt", None, "Checkpoint (default: best/'s, else the newest).", flag_values=fv
     )
@@ -58,6 +53,17 @@ def define_flags(fv=flags.FLAGS):
         flag_values=fv,
     )
     flags.mark_flag_as_required("out_dir", flag_values=fv)
+
+
+def define_flags(fv=flags.FLAGS):
+    """Defines the command's flags on ``fv``."""
+    define_run_flags(fv)
+    flags.DEFINE_string(
+        "input", "-", "Video paths, one per line; - is standard input.", flag_values=fv
+    )
+    flags.DEFINE_string(
+        "output", "-", "Captions, one per line; - is standard output.", flag_values=fv
+    )
 
 
 def run_config(out_dir, given):

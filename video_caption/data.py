@@ -71,6 +71,10 @@ class Vocab:
         """Number of ids, reserved ones included."""
         return len(self._id_to_word)
 
+    def words(self):
+        """All words in id order, the reserved ones first."""
+        return list(self._id_to_word)
+
     def encode(self, caption):
         """Ids of a tokenized caption (space-separated), unknown words as ``<unk>``."""
         return [self._word_to_id.get(w, UNK_ID) for w in caption.split()]

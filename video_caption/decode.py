@@ -22,6 +22,10 @@ class CaptionDecoder:
       length_normalization: ``"none"`` (arctic-capgen-vid), ``"average"`` or ``"gnmt"``.
       jit_compile: compile the search with XLA (build the model with ``jit_compile`` too);
         one program per batch size, as every clip has the same number of frames.
+
+    Attributes:
+      search: the compiled beam search, ``(features [B, K, D], num_frames [B]) ->
+        beam_search's dict`` with the attention.
     """
 
     def __init__(
@@ -52,7 +56,7 @@ class CaptionDecoder:
                 record_extras=True,
             )
 
-        self._search = search
+        self.search = search
 
     def caption(self, features, num_frames):
         """Captions of a batch.
@@ -64,7 +68,7 @@ class CaptionDecoder:
           A list of ``(words, attention [len(words), K])`` per clip: row t is the
           attention of the step that produced word t.
         """
-        out = self._search(features, num_frames)
+        out = self.search(features, num_frames)
         results = []
         for ids, length, attn in zip(
             out["ids"].numpy(), out["lengths"].numpy(), out["attn"].numpy()

@@ -248,13 +248,22 @@ class Experiment:
             self._sets[name] = clip_set
         return self._sets[name]
 
+    @property
+    def statistics(self):
+        """The training frames' per-dimension ``(mean [D], std [D])`` that standardise
+        every split (``--feature_norm=standardize``; None otherwise)."""
+        if self.config.feature_norm != "standardize":
+            return None
+        self.split("train")
+        return self._statistics
+
     def clip_set(self, records, store, source):
         """A ``data.ClipSet`` of other clips, standardized with the training frames'
         statistics when the run is (as every split but train is)."""
         clip_set = data.ClipSet(records, store, self.config.num_frames, source=source)
         if self.config.feature_norm == "standardize":
-            self.split("train")  # the statistics are always the training frames'
-            clip_set.standardize(*self._statistics)
+            clip_set.standardize(*self.statistics)  # always the training frames'
+
         return clip_set
 
     def perplexity(self, name):
