@@ -2,6 +2,7 @@
 without this project, gives run_nmt's inference on the same sentences."""
 
 import json
+import pathlib
 
 import pytest
 import served
@@ -14,6 +15,7 @@ from nmt import export, run_nmt, translate
 
 pytestmark = pytest.mark.slow  # scheduled first (conftest.py)
 
+SAMPLE = pathlib.Path(__file__).resolve().parent.parent / "data_prep" / "samples" / "debian_en_de"
 WORDS = [("cat", "gatto"), ("dog", "cane"), ("sleeps", "dorme"), ("runs", "corre")]
 TRICKY = ["Don't stop: it's 10:30, the U.S. grew 3.5%!", "“Quoted” — Straße ﬁne …", ""]
 
@@ -79,20 +81,32 @@ def test_the_exported_translator_translates_raw_text_as_inference_does(tmp_path)
     assert [bpe.remove_bpe(t) for t in answers[-2]["tokens"]] == [tokenize(t) for t in TRICKY]
 
 
-def test_a_treebank_corpus_exports_pretokenized_only(tmp_path):
-    corpus, data, run, rows, expected = _corpus_and_run(tmp_path, 0, "treebank", 4)
+def test_the_shipped_sample_exports_pretokenized_and_translates_as_inference_does(tmp_path):
+    """The En-De sample (Treebank tokens, BPE): the export refuses raw text, and with
+    --pretokenized segments the tokenised test sentences in its graph as the builder did
+    and translates them as run_nmt's inference."""
+    run = tmp_path / "run"
+    common = ["run_nmt", "--src=en", "--tgt=de", "--vocab_prefix=%s" % (SAMPLE / "bpe" / "vocab")]
+    common += ["--subword_option=bpe", "--out_dir=%s" % run, "--num_units=8", "--beam_width=2"]
+    common += ["--infer_mode=beam_search", "--infer_batch_size=100"]
+    train = [
+        "--train_prefix=%s" % (SAMPLE / "bpe" / "train"),
+        "--dev_prefix=%s" % (SAMPLE / "bpe" / "dev"),
+    ]
+    train += ["--num_train_steps=4", "--steps_per_stats=4"]
+    run_nmt.run(config_lib.parse(run_nmt.define_flags, common + train))
+    infer = ["--inference_input_file=%s" % (SAMPLE / "bpe" / "test.en")]
+    infer.append("--inference_output_file=%s" % (tmp_path / "infer.de"))
+    run_nmt.run(config_lib.parse(run_nmt.define_flags, common + infer))
+    expected = [bpe.remove_bpe(line) for line in nmt_text.read_lines(str(tmp_path / "infer.de"))]
     with pytest.raises(Exception, match="--tokenizer=treebank, which has no graph form"):
         _export(run, tmp_path / "refused")
     assert not (tmp_path / "refused").exists()
     _export(run, tmp_path / "served", "--pretokenized")
-    tokenize = text.tokenizer(
-        "treebank", json.loads((corpus / "corpus.json").read_text())["lowercase"]
-    )
-    prepare = translate.preprocessor(translate.run_config(str(run), {}))
-    by_source = {prepare(en): tokenize(en) for en, _ in rows}
-    tokens = [by_source[line] for line in nmt_text.read_lines(str(data / "train.en"))]
-    calls = [
-        ("serving_default", {"sentences": tokens[i : i + 3]}) for i in range(0, len(tokens), 3)
-    ]
+    tokens = nmt_text.read_lines(str(SAMPLE / "test.en"))
+    batches = [tokens[i : i + 100] for i in range(0, len(tokens), 100)]
+    calls = [("serving_default", {"sentences": batch}) for batch in batches]
+    calls += [("tokenize", {"texts": tokens})]
     answers, _ = served.call(tmp_path / "served", calls)
-    assert [t for answer in answers for t in answer["translations"]] == expected
+    assert [t for answer in answers[:-1] for t in answer["translations"]] == expected
+    assert answers[-1]["tokens"] == nmt_text.read_lines(str(SAMPLE / "bpe" / "test.en"))
