@@ -1,14 +1,15 @@
-"""Builds a captioning dataset from your own captions and frame features.
+"""Builds a captioning dataset from your own captions and their videos or frame features.
 
 Reads a CSV or TSV file with a header row, or JSON lines, with one caption per row (a
-clip's captions on rows of their own), and a feature store of the clips
-(``--features``: what ``python -m video_caption.features --video_dir=... --output=...``
-extracts from a folder of videos, or any form ``acvi_tf.formats.frame_features``
-reads), and writes the captioner's files into ``--output_dir``:
-``{train,val,test}.jsonl`` (one clip per line: ``clip``, ``vid``, tokenised
-``captions`` and the raw ``references``), ``vocab.txt`` (``word count`` of the training
-captions) and ``stats.json``; ``video_caption.run_captioning --data_dir`` trains on
-them. The MSVD builder uses its records and tokenisation.
+clip's captions on rows of their own), and the clips' frame features: either a feature
+store (``--features``: what ``python -m video_caption.features --video_dir=...
+--output=...`` extracts from a folder of videos, or any form
+``acvi_tf.formats.frame_features`` reads), or a folder of videos (``--videos``), whose
+features the build extracts into ``<output_dir>/features``. It writes the captioner's
+files into ``--output_dir``: ``{train,val,test}.jsonl`` (one clip per line: ``clip``,
+``vid``, tokenised ``captions`` and the raw ``references``), ``vocab.txt`` (``word
+count`` of the training captions) and ``stats.json``; ``video_caption.run_captioning
+--data_dir`` trains on them. The MSVD builder uses its records and tokenisation.
 
 Rules, in the order they are applied:
 
@@ -16,12 +17,23 @@ Rules, in the order they are applied:
    ``--skip_empty`` dropped and counted; so is a caption that gives no token.
 2. Captions are lowercased (``--nolowercase`` keeps the case) and tokenised with NLTK's
    ``wordpunct_tokenize``; a clip keeps its captions in file order.
-3. Features: a clip without features in the store is an error listing up to 10 such
+3. Videos (with ``--videos``): a clip's video is the file ``<clip id><extension>``
+   directly in the folder, the extension one of ``.avi .mp4 .mkv .webm .mov .mpg`` in
+   any case (``acvi_tf.formats.video_folder``). A clip without one is an error naming
+   the file and line of its first caption. The videos of the captioned clips go through
+   ``python -m video_caption.features`` (its default CNN, frames and precision, or the
+   ``--cnn``, ``--cnn_weights``, ``--max_frames``, ``--num_frames``, ``--dtype`` and
+   ``--batch_size`` given here) into the store ``<output_dir>/features``, whose
+   ``features.json`` records the settings for ``video_caption.caption``; a rerun resumes
+   it. A video that cannot be decoded is an error naming the file. With
+   ``--skip_missing_features`` the clips without a video or with an undecodable one
+   have no features, and rule 4 drops them.
+4. Features: a clip without features in the store is an error listing up to 10 such
    clips, or with ``--skip_missing_features`` dropped (counted).
-4. Splits: a row's own (``--split_field``: ``train``, ``val`` or ``test``, the same on
+5. Splits: a row's own (``--split_field``: ``train``, ``val`` or ``test``, the same on
    every row of a clip) or a stable hash of the clip id (90% train, 5% val, 5% test);
    each split in ascending hash order.
-5. Vocabulary: the tokens of the training captions seen at least ``--min_count`` times,
+6. Vocabulary: the tokens of the training captions seen at least ``--min_count`` times,
    most frequent first, ties in code-point order; no special tokens (the model adds its
    own).
 
@@ -29,6 +41,8 @@ Usage::
 
   python -m data_prep.captions --captions=captions.csv --features=features \\
       --output_dir=my_clips [--clip_field=clip --caption_field=caption]
+  python -m data_prep.captions --captions=captions.csv --videos=my_videos \\
+      --output_dir=my_clips [--cnn=googlenet --cnn_weights=bvlc_googlenet.npy]
 """
 
 import collections
@@ -36,6 +50,9 @@ import csv
 import dataclasses
 import json
 import os
+import subprocess
+import sys
+import tempfile
 from typing import Dict, Iterator, List, Tuple
 
 from absl import flags, logging
@@ -43,7 +60,7 @@ from nltk.tokenize import wordpunct_tokenize
 
 from acvi_tf import config as config_lib
 from acvi_tf import errors, files
-from acvi_tf.formats import frame_features
+from acvi_tf.formats import frame_features, video_folder
 from data_prep import splits as splits_lib
 from data_prep import summarization
 
@@ -51,6 +68,10 @@ SPLITS = ("train", "val", "test")
 VOCAB_FILE = "vocab.txt"
 STATS_FILE = "stats.json"
 MAX_LISTED = 10
+FEATURES_DIR = "features"  # the store extracted from --videos, in --output_dir
+FAILED_FILE = "failed.txt"  # video_caption.features lists undecodable videos here
+# The flags passed on to video_caption.features when given.
+EXTRACTION_FLAGS = ("cnn", "cnn_weights", "max_frames", "num_frames", "dtype", "batch_size")
 
 
 class CaptionsError(errors.UserError, ValueError):
@@ -190,6 +211,7 @@ class Stats:
     rows_read: int = 0
     rows_dropped: dict = dataclasses.field(default_factory=dict)
     clips_dropped_missing_features: int = 0
+    features: str = ""
     clips: dict = dataclasses.field(default_factory=dict)
     captions: dict = dataclasses.field(default_factory=dict)
     vocab_size: int = 0
@@ -197,6 +219,7 @@ class Stats:
     def summary(self) -> str:
         """A multi-line, human-readable account of the build."""
         lines = ["rows read: %d; dropped: %s" % (self.rows_read, dict(self.rows_dropped) or "none")]
+        lines.append("features: %s" % self.features)
         lines.append("clips without features dropped: %d" % self.clips_dropped_missing_features)
         for split in SPLITS:
             lines.append(
@@ -223,7 +246,9 @@ def group_clips(rows, lowercase, skip_empty, stats) -> Dict[str, dict]:
                 )
             stats.rows_dropped[problem] = stats.rows_dropped.get(problem, 0) + 1
             continue
-        entry = clips.setdefault(row["clip"], dict(captions=[], references=[], split=row["split"]))
+        entry = clips.setdefault(
+            row["clip"], dict(captions=[], references=[], split=row["split"], where=row["where"])
+        )
         if row["split"] and row["split"] not in SPLITS or entry["split"] != row["split"]:
             raise CaptionsError(
                 "%s: split %r of clip %s; a clip's rows need one split of %s"
@@ -234,13 +259,93 @@ def group_clips(rows, lowercase, skip_empty, stats) -> Dict[str, dict]:
     return clips
 
 
+def extract_video_features(config, clips) -> str:
+    """Extracts the features of the captioned clips' videos into ``<output_dir>/features``.
+
+    The builders do not import the captioner, so this runs its command, ``python -m
+    video_caption.features``, on a temporary folder of links to the clips' videos, with
+    the extraction flags that ``config`` gives (``EXTRACTION_FLAGS``).
+
+    Args:
+      config: the command's flags (``videos``, ``output_dir``, ``skip_missing_features``,
+        ``captions`` and the extraction flags).
+      clips: clip -> its entry of ``group_clips`` (``where``: its first caption's line).
+
+    Returns:
+      The store's path.
+
+    Raises:
+      CaptionsError: a clip has no video or a video cannot be decoded (unless
+        ``skip_missing_features``), no clip has a video, or the extraction stopped.
+    """
+    try:
+        videos = video_folder.find_videos(config.videos)
+    except frame_features.FeaturesError as e:
+        raise CaptionsError(str(e)) from e
+    missing = [name for name in clips if name not in videos]
+    if missing and not config.skip_missing_features:
+        raise CaptionsError(
+            "%s: clip %s has no video in %s (a file <clip id><extension>, the extension one "
+            "of %s); add the video, correct the clip id or pass --skip_missing_features "
+            "(%d clip(s) have none: %s)"
+            % (
+                clips[missing[0]]["where"],
+                missing[0],
+                config.videos,
+                " ".join(video_folder.VIDEO_EXTENSIONS),
+                len(missing),
+                ", ".join(missing[:MAX_LISTED]),
+            )
+        )
+    present = {name: videos[name] for name in clips if name in videos}
+    if not present:
+        raise CaptionsError(
+            "no clip of %s has a video in %s; name the clips' videos <clip id><extension>"
+            % (config.captions, config.videos)
+        )
+    store = os.path.join(config.output_dir, FEATURES_DIR)
+    failed_path = os.path.join(store, FAILED_FILE)
+    if os.path.exists(failed_path):  # an earlier run's; this run writes its own
+        os.unlink(failed_path)
+    with tempfile.TemporaryDirectory(prefix="captions-videos-") as folder:
+        for path in present.values():
+            os.symlink(os.path.abspath(path), os.path.join(folder, os.path.basename(path)))
+        command = [sys.executable, "-m", "video_caption.features"]
+        command += ["--video_dir=%s" % folder, "--output=%s" % store]
+        command += [
+            "--%s=%s" % (name, getattr(config, name))
+            for name in EXTRACTION_FLAGS
+            if getattr(config, name) is not None
+        ]
+        status = subprocess.run(command, check=False).returncode
+    if status == 1 and os.path.exists(failed_path):
+        with open(failed_path, encoding="utf-8") as f:
+            failed = [line.rstrip("\n").split("\t") for line in f if line.strip()]
+        if not config.skip_missing_features:
+            clip, link, reason = failed[0]
+            raise CaptionsError(
+                "%s; replace or remove the video, or pass --skip_missing_features (%d "
+                "video(s) failed)" % (reason.replace(link, present[clip]), len(failed))
+            )
+    elif status != 0:
+        raise CaptionsError(
+            "python -m video_caption.features stopped with exit status %d; its error is "
+            "above" % status
+        )
+    return store
+
+
 def build(config) -> Stats:
-    """Reads the flags' captions and features and writes the dataset."""
+    """Reads the flags' captions and features (or videos) and writes the dataset."""
+    given = [name for name in EXTRACTION_FLAGS if getattr(config, name) is not None]
+    if given and not config.videos:
+        raise CaptionsError("--%s applies only with --videos" % given[0])
     stats = Stats()
     rows = read_rows(config.captions, config.clip_field, config.caption_field, config.split_field)
     clips = group_clips(rows, config.lowercase, config.skip_empty, stats)
+    features = extract_video_features(config, clips) if config.videos else config.features
     try:
-        store = frame_features.open_features(config.features)
+        store = frame_features.open_features(features)
     except ValueError as e:  # the store's own error names the path and the fix
         raise CaptionsError(str(e)) from e
     with store:
@@ -249,11 +354,12 @@ def build(config) -> Stats:
         raise CaptionsError(
             "%d clip(s) have no features in %s: %s; extract them (python -m "
             "video_caption.features) or pass --skip_missing_features"
-            % (len(missing), config.features, ", ".join(missing[:MAX_LISTED]))
+            % (len(missing), features, ", ".join(missing[:MAX_LISTED]))
         )
     for name in missing:
         del clips[name]
-        logging.warning("clip %s has no features in %s; left out", name, config.features)
+        logging.warning("clip %s has no features in %s; left out", name, features)
+    stats.features = features
     stats.clips_dropped_missing_features = len(missing)
     splits = {split: [] for split in SPLITS}
     for name, entry in clips.items():
@@ -279,7 +385,16 @@ def define_flags(fv=flags.FLAGS):
     flags.DEFINE_string(
         "captions", None, "CSV, TSV or JSON lines: one caption per row.", flag_values=fv
     )
-    flags.DEFINE_string("features", None, "The clips' feature store.", flag_values=fv)
+    flags.DEFINE_string(
+        "features", None, "The clips' feature store (or give --videos).", flag_values=fv
+    )
+    flags.DEFINE_string(
+        "videos",
+        None,
+        "Folder of the clips' videos, <clip id><extension> each (or give --features); "
+        "their features are extracted into <output_dir>/features.",
+        flag_values=fv,
+    )
     flags.DEFINE_string("output_dir", None, "Where the dataset goes.", flag_values=fv)
     flags.DEFINE_string("clip_field", "clip", "Column or key of the clip id.", flag_values=fv)
     flags.DEFINE_string("caption_field", "caption", "Column or key of the caption.", flag_values=fv)
@@ -299,7 +414,35 @@ def define_flags(fv=flags.FLAGS):
     flags.DEFINE_integer(
         "min_count", 1, "Fewest train occurrences of a word.", lower_bound=1, flag_values=fv
     )
-    flags.mark_flags_as_required(["captions", "features", "output_dir"], flag_values=fv)
+    flags.DEFINE_string(
+        "cnn",
+        None,
+        "With --videos: video_caption.features --cnn (default its own).",
+        flag_values=fv,
+    )
+    flags.DEFINE_string(
+        "cnn_weights",
+        None,
+        "With --videos: the CNN's weights (default: a seeded random initialisation).",
+        flag_values=fv,
+    )
+    for name, meaning in (
+        ("max_frames", "frames decoded per video"),
+        ("num_frames", "equally spaced frames kept per clip"),
+        ("batch_size", "frames per CNN forward pass"),
+    ):
+        flags.DEFINE_integer(
+            name,
+            None,
+            "With --videos: %s (default video_caption.features's)." % meaning,
+            lower_bound=1,
+            flag_values=fv,
+        )
+    flags.DEFINE_string(
+        "dtype", None, "With --videos: stored precision, float32 or float16.", flag_values=fv
+    )
+    flags.mark_flags_as_required(["captions", "output_dir"], flag_values=fv)
+    flags.mark_flags_as_mutual_exclusive(["features", "videos"], required=True, flag_values=fv)
 
 
 def run(config):

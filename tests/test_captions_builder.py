@@ -1,15 +1,19 @@
-"""data_prep.captions: your own captions and a feature store into the captioner's split
-files; bad input in one line; the captioner trains on the result."""
+"""data_prep.captions: your own captions and a feature store or a folder of videos into
+the captioner's split files; bad input in one line; the captioner trains on the result."""
 
 import json
 import os
+import re
 
 import numpy as np
 import pytest
 
 from acvi_tf import config as config_lib
-from data_prep import captions
-from video_caption import run_captioning
+from acvi_tf.formats import frame_features
+from data_prep import captions, moving_shapes
+from video_caption import caption as caption_lib
+from video_caption import cnn, run_captioning
+from video_caption import features as features_lib
 
 CLIPS = ["red_square", "blue_circle", "green_star", "cat_video"]
 
@@ -124,3 +128,75 @@ def test_skips_are_counted(tmp_path):
     stats, _ = _build(tmp_path, path, "--skip_empty", "--skip_missing_features")
     assert dict(stats.rows_dropped) == {"empty clip id": 1}
     assert stats.clips_dropped_missing_features == 1 and sum(stats.clips.values()) == 1
+
+
+def _video_build(tmp_path, name, out, *argv):
+    argv = ["x", "--captions=%s" % (tmp_path / name), "--output_dir=%s" % out, *argv]
+    return captions.build(config_lib.parse(captions.define_flags, argv + ["--split_field=split"]))
+
+
+def test_a_folder_of_videos_builds_what_its_extracted_store_builds(tmp_path, monkeypatch):
+    """--videos extracts the captioned clips' features into <output_dir>/features with
+    the settings it is given and builds the splits that a store extracted by
+    video_caption.features gives; --skip_missing_features drops a clip without a video
+    and one whose video cannot be decoded; the captioner trains on the output and
+    video_caption.caption extracts new videos with the store's settings."""
+    shapes = moving_shapes.generate(
+        str(tmp_path / "shapes"), num_clips=4, frames=4, size=32, captions_per_clip=1
+    )
+    videos = tmp_path / "shapes" / moving_shapes.CLIPS_DIR
+    (videos / "broken.mp4").write_bytes(b"not a video")
+    lines = ["clip,caption,split"]
+    for (name, a), split in zip(shapes.items(), ["train", "train", "val", "test"]):
+        lines += ["%s,A %s %s %s.,%s" % (name, a["colour"], a["shape"], a["motion"], split)] * 2
+    (tmp_path / "good.csv").write_text("\n".join(lines) + "\n")
+    (tmp_path / "all.csv").write_text("\n".join(lines + ["broken,x,train", "ghost,y,val"]) + "\n")
+    out = tmp_path / "data"
+    argv = ["--videos=%s" % videos, "--skip_missing_features", "--max_frames=4", "--num_frames=2"]
+    stats = _video_build(tmp_path, "all.csv", out, *argv, "--batch_size=2")
+    assert stats.clips_dropped_missing_features == 2 and stats.clips == dict(train=2, val=1, test=1)
+    store = out / captions.FEATURES_DIR
+    settings = features_lib.read_settings(str(store))
+    assert settings["cnn"] == "googlenet" and settings["weights"] == "random"
+    assert (settings["num_frames"], settings["max_frames"]) == (2, 4)
+
+    # the reference store and the captioning below share one extractor (batch 2)
+    extractor = cnn.build_extractor("googlenet", None, batch_size=2)
+    monkeypatch.setattr(cnn, "build_extractor", lambda *args, **kwargs: extractor)
+    reference = tmp_path / "reference"
+    features_lib.extract_features(str(videos), str(reference), max_frames=4, num_frames=2)
+    _video_build(tmp_path, "good.csv", tmp_path / "from_store", "--features=%s" % reference)
+    for name in ("train.jsonl", "val.jsonl", "test.jsonl", "vocab.txt"):
+        assert (out / name).read_text() == (tmp_path / "from_store" / name).read_text()
+    with frame_features.open_features(str(store)) as got:
+        with frame_features.open_features(str(reference)) as want:
+            for name in shapes:
+                np.testing.assert_allclose(got[name], want[name], rtol=1e-5, atol=1e-5)
+
+    run = tmp_path / "run"
+    argv = ["run_captioning", "--mode=train", "--data_dir=%s" % out, "--features=%s" % store]
+    argv += ["--out_dir=%s" % run, "--num_frames=2", "--encoder_units=4", "--decoder_units=4"]
+    argv += ["--batch_size=2", "--max_steps=2", "--valid_every=2", "--beam_size=1"]
+    argv += ["--metrics=ROUGE_L", "--best_metric=ROUGE_L"]
+    run_captioning.run(config_lib.parse(run_captioning.define_flags, argv))
+    video = tmp_path / "shapes" / next(iter(shapes.values()))["video"]
+    (tmp_path / "in.txt").write_text("%s\n" % video)
+    argv = ["caption", "--out_dir=%s" % run, "--input=%s" % (tmp_path / "in.txt")]
+    argv += ["--output=%s" % (tmp_path / "out.txt")]
+    assert len(caption_lib.run(config_lib.parse(caption_lib.define_flags, argv))) == 1
+
+
+def test_a_clip_without_a_video_or_an_undecodable_video_is_one_line(tmp_path):
+    videos = tmp_path / "videos"
+    videos.mkdir()
+    (videos / "broken.mp4").write_bytes(b"not a video")
+    (tmp_path / "ghost.csv").write_text("clip,caption,split\nbroken,x,train\nghost,y,val\n")
+    (tmp_path / "broken.csv").write_text("clip,caption,split\nbroken,x,train\n")
+    argv = ["--videos=%s" % videos, "--max_frames=2", "--num_frames=1", "--batch_size=1"]
+    with pytest.raises(captions.CaptionsError, match=r"ghost.csv:3: clip ghost has no video in"):
+        _video_build(tmp_path, "ghost.csv", tmp_path / "data", *argv)
+    broken = re.escape("%s: cannot decode the video" % (videos / "broken.mp4"))
+    with pytest.raises(captions.CaptionsError, match=broken):
+        _video_build(tmp_path, "broken.csv", tmp_path / "data", *argv)
+    with pytest.raises(captions.CaptionsError, match=r"--cnn applies only with --videos"):
+        _video_build(tmp_path, "broken.csv", tmp_path / "data", "--features=x", "--cnn=googlenet")

@@ -6,7 +6,8 @@ arctic-capgen-vid rule, ``frames.sample_indices``), and each goes through a CNN
 (``cnn.CNNS``: BVLC GoogLeNet ``pool5/7x7_s1``, 1,024-d, or Inception v3, 2,048-d). A
 clip is stored as float32 [n, dim] with n = min(K, frames decoded); shorter clips are
 zero-padded and masked later by the data pipeline. The clip name is the file name
-without its extension (``-4wsuPCjDBc_5_15.avi`` -> ``-4wsuPCjDBc_5_15``).
+without its extension (``-4wsuPCjDBc_5_15.avi`` -> ``-4wsuPCjDBc_5_15``; the rule of
+``acvi_tf.formats.video_folder``).
 
 Output formats:
 
@@ -48,6 +49,7 @@ from absl import flags, logging
 from acvi_tf import config as config_lib
 from acvi_tf.files import atomic_write, atomic_write_text
 from acvi_tf.formats.frame_features import FeaturesError
+from acvi_tf.formats.video_folder import VIDEO_EXTENSIONS, find_videos
 from video_caption import cnn as cnn_lib
 from video_caption import frames as frames_lib
 
@@ -87,58 +89,6 @@ def read_clip_list(path):
         if fields and not fields[0].startswith("#"):
             names[fields[0]] = None
     return list(names)
-
-
-def find_videos(video_dir, clips=None):
-    """The video files of a folder, by clip name (the file name without its extension).
-
-    Args:
-      video_dir: the folder (not searched recursively).
-      clips: optional clip names to keep; names without a video are logged.
-
-    Returns:
-      A dict clip -> path, sorted by clip name.
-
-    Raises:
-      FeaturesError: the folder does not exist or holds no (selected) video.
-    """
-    if not os.path.isdir(video_dir):
-        raise FeaturesError("--video_dir=%s is not a folder" % video_dir)
-    videos = {}
-    for entry in sorted(os.listdir(video_dir)):
-        stem, extension = os.path.splitext(entry)
-        if extension.lower() not in frames_lib.VIDEO_EXTENSIONS or entry.startswith("."):
-            continue
-        if stem in videos:
-            logging.warning(
-                "%s: clip %s also has the video %s; using the first",
-                os.path.join(video_dir, entry),
-                stem,
-                videos[stem],
-            )
-            continue
-        videos[stem] = os.path.join(video_dir, entry)
-    if clips is not None:
-        wanted = set(clips)
-        missing = [name for name in clips if name not in videos]
-        if missing:
-            logging.warning(
-                "%d listed clips have no video in %s, e.g. %s",
-                len(missing),
-                video_dir,
-                ", ".join(missing[:5]),
-            )
-        videos = {name: path for name, path in videos.items() if name in wanted}
-    if not videos:
-        raise FeaturesError(
-            "no %svideo files (%s) in %s"
-            % (
-                "listed " if clips is not None else "",
-                " ".join(frames_lib.VIDEO_EXTENSIONS),
-                video_dir,
-            )
-        )
-    return dict(sorted(videos.items()))
 
 
 def clip_features(extractor, frames, num_frames):
@@ -454,7 +404,7 @@ def define_flags(flag_values=flags.FLAGS):
         "video_dir",
         None,
         "Folder of the videos (%s); the clip name is "
-        "the file name without extension." % " ".join(frames_lib.VIDEO_EXTENSIONS),
+        "the file name without extension." % " ".join(VIDEO_EXTENSIONS),
         flag_values=fv,
     )
     flags.DEFINE_string(

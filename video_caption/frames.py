@@ -25,9 +25,6 @@ from PIL import Image
 
 from acvi_tf import errors
 
-# The file extensions taken for videos (lower case, with the dot).
-VIDEO_EXTENSIONS = (".avi", ".mp4", ".mkv", ".webm", ".mov", ".mpg")
-
 
 class VideoError(errors.UserError, ValueError):
     """A video cannot be decoded or has no frames; the message names the file."""
