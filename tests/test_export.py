@@ -170,11 +170,11 @@ def test_export_refuses_an_existing_folder_and_a_tokenizer_without_a_graph_form(
 def test_a_pretokenized_export_of_the_shipped_corpus_equals_decode(tmp_path):
     vocab = os.path.join(SAMPLE, "vocab")
     decode_dir = _train_and_decode(
-        tmp_path, vocab, os.path.join(SAMPLE, "chunked"), 3, 20, "--vocab_size=2000"
+        tmp_path, vocab, os.path.join(SAMPLE, "chunked"), 3, 100, "--vocab_size=2000"
     )
     test = [a for a, _ in read_bin_file(os.path.join(SAMPLE, "chunked", "test_000.bin"))]
     _export(tmp_path, tmp_path / "served", "--pretokenized")
-    batches = [test[i : i + 20] for i in range(0, len(test), 20)]
+    batches = [test[i : i + 100] for i in range(0, len(test), 100)]
     answers, _ = served.call(
         tmp_path / "served", [("serving_default", {"documents": batch}) for batch in batches]
     )
