@@ -3,7 +3,10 @@
 Inputs are the non-anonymised ``cnn/stories`` and ``dailymail/stories`` folders of
 ``<sha1>.story`` files and the URL lists ``all_train.txt``, ``all_val.txt`` and
 ``all_test.txt`` of ``abisee/cnn-dailymail``. The output is See's layout: ``train.bin``,
-``val.bin``, ``test.bin``, ``chunked/{split}_NNN.bin`` (1,000 records each) and ``vocab``.
+``val.bin``, ``test.bin``, ``chunked/{split}_NNN.bin`` (1,000 records each) and ``vocab``,
+written by ``data_prep.summarization.write_outputs``, and ``corpus.json`` naming the
+``ptb`` tokenizer, lowercased, so that ``pointer_generator.summarize`` tokenises new
+text with the Python port of the jar's rules.
 
 The steps, as in the original:
 
@@ -72,7 +75,6 @@ Usage::
   python -m data_prep.cnn_dailymail --finished_files=finished_files
 """
 
-import collections
 import dataclasses
 import glob
 import hashlib
@@ -89,12 +91,12 @@ from acvi_tf import config as config_lib
 from acvi_tf import errors
 from acvi_tf.formats import bin_files, see_vocab
 from acvi_tf.text import ptb_tokenize
+from data_prep import summarization
 
 SPLITS = ("train", "val", "test")
 WRITE_ORDER = ("test", "val", "train")
 URL_LIST_NAMES = {"train": "all_train.txt", "val": "all_val.txt", "test": "all_test.txt"}
 EXPECTED_STORIES = {"cnn": 92579, "dm": 219506}
-CHUNK_SIZE = 1000
 PROGRESS_EVERY = 1000
 MISSING_LISTED = 5
 TOKENIZER_BATCH_SIZE = 5000
@@ -114,12 +116,12 @@ END_TOKENS = (
     ")",
 )
 HIGHLIGHT = "@highlight"
+# what corpus.json names: the Python port of the jar's rules, lowercased
+CORPUS_TOKENIZER = "ptb"
 
 CORENLP_JAR = "stanford-corenlp-3.4.1.jar"
 PTB_TOKENIZER_CLASS = "edu.stanford.nlp.process.PTBTokenizer"
 JAVA_INSTALL_HINT = "apt-get install default-jre-headless"
-
-_CHUNK_NAME = re.compile(r"^(train|val|test)_\d{3,}\.bin$")
 
 
 class CnnDailymailError(errors.UserError, ValueError):
@@ -313,17 +315,6 @@ def get_art_abs(tokenized_story):
     return " ".join(article_lines), abstract
 
 
-def count_vocab(counter, article, abstract):
-    """Adds one example's tokens to ``counter`` the way See's vocab does."""
-    abstract_tokens = [
-        token
-        for token in abstract.split(" ")
-        if token not in (see_vocab.SENTENCE_START, see_vocab.SENTENCE_END)
-    ]
-    tokens = [token.strip() for token in article.split(" ") + abstract_tokens]
-    counter.update(token for token in tokens if token)
-
-
 # --- Inputs -----------------------------------------------------------------------------
 
 
@@ -467,44 +458,6 @@ def report_missing(split, missing, total, strict):
 # --- Outputs ----------------------------------------------------------------------------
 
 
-def _remove_stale_chunks(chunk_dir, split, keep):
-    keep = {os.path.basename(path) for path in keep}
-    for name in os.listdir(chunk_dir):
-        match = _CHUNK_NAME.match(name)
-        if match and match.group(1) == split and name not in keep:
-            os.remove(os.path.join(chunk_dir, name))
-
-
-def write_chunks(full_path, chunk_dir, split, chunk_size=CHUNK_SIZE):
-    """Splits a full ``.bin`` file into ``{split}_000.bin``, ``{split}_001.bin``, ...
-
-    The records are streamed, ``chunk_size`` at a time, with the file names of
-    ``bin_files.write_chunked``; chunks of ``split`` left from an earlier, larger build
-    are removed.
-
-    Args:
-      full_path: the ``{split}.bin`` file.
-      chunk_dir: the ``chunked`` directory (created if needed).
-      split: ``train``, ``val`` or ``test``.
-      chunk_size: records per chunk (See's 1,000).
-
-    Returns:
-      The chunk paths written, in order.
-    """
-    os.makedirs(chunk_dir, exist_ok=True)
-    records = bin_files.read_bin_file(full_path)
-    paths = []
-    for index in itertools.count():
-        chunk = list(itertools.islice(records, chunk_size))
-        if not chunk:
-            break
-        path = os.path.join(chunk_dir, "%s_%03d.bin" % (split, index))
-        bin_files.write_bin_file(path, chunk)
-        paths.append(path)
-    _remove_stale_chunks(chunk_dir, split, paths)
-    return paths
-
-
 def _batches(items, size):
     iterator = iter(items)
     while True:
@@ -514,23 +467,23 @@ def _batches(items, size):
         yield batch
 
 
-def iter_examples(split, story_paths, tokenizer, batch_size, vocab_counter=None):
-    """Tokenises stories batch by batch and yields their ``(article, abstract)`` pairs.
+def iter_examples(split, story_paths, tokenizer, batch_size):
+    """Tokenises stories batch by batch and yields their See examples.
 
     Args:
-      split: the split name, for the progress log.
+      split: the split name, for the progress log and the pairs' split.
       story_paths: the story files in output order.
       tokenizer: a ``JarTokenizer`` or ``PythonTokenizer``.
       batch_size: stories per tokenizer call.
-      vocab_counter: a ``collections.Counter`` to add the tokens to, or None.
 
     Yields:
-      ``(article, abstract)`` strings in ``story_paths`` order.
+      ``summarization.Pair`` objects (``get_art_abs``'s article and abstract, keyed by
+      the story's URL hash) in ``story_paths`` order.
     """
     total = len(story_paths)
     done = 0
     for batch in _batches(story_paths, batch_size):
-        for text in tokenizer.tokenize_files(batch):
+        for path, text in zip(batch, tokenizer.tokenize_files(batch)):
             if done % PROGRESS_EVERY == 0:
                 logging.info(
                     "%s: writing story %d of %d; %.2f percent done",
@@ -540,10 +493,9 @@ def iter_examples(split, story_paths, tokenizer, batch_size, vocab_counter=None)
                     100.0 * done / total,
                 )
             article, abstract = get_art_abs(text)
-            if vocab_counter is not None:
-                count_vocab(vocab_counter, article, abstract)
+            key = os.path.splitext(os.path.basename(path))[0]
             done += 1
-            yield article, abstract
+            yield summarization.Pair(key, article, abstract, int(key, 16), split)
 
 
 @dataclasses.dataclass
@@ -590,6 +542,10 @@ def build(
 ):
     """Runs See's pipeline and writes ``finished_files`` into ``out_dir``.
 
+    The stories are read, tokenised and written split by split in ``WRITE_ORDER``, one
+    tokenizer batch at a time (``summarization.write_outputs`` streams them), each split
+    in its URL list's order; ``corpus.json`` records ``ptb``, lowercased.
+
     Args:
       url_lists_dir: the folder of ``all_{train,val,test}.txt``.
       out_dir: the output folder (created if needed).
@@ -619,22 +575,15 @@ def build(
         story_paths[split], stats.missing[split] = resolve_stories(urls, sources)
         stats.urls[split] = len(urls)
         report_missing(split, stats.missing[split], len(urls), strict_counts)
-    vocab_counter = collections.Counter()
-    for split in WRITE_ORDER:
-        examples = iter_examples(
-            split,
-            story_paths[split],
-            tokenizer,
-            batch_size,
-            vocab_counter if split == "train" else None,
-        )
-        full_path = os.path.join(out_dir, split + ".bin")
-        stats.written[split] = bin_files.write_bin_file(full_path, examples)
-        logging.info("wrote %s (%d stories)", full_path, stats.written[split])
-        stats.chunks[split] = len(write_chunks(full_path, os.path.join(out_dir, "chunked"), split))
-    stats.vocab_size = see_vocab.write_vocab(
-        os.path.join(out_dir, "vocab"), vocab_counter, vocab_size
-    )
+    splits = {
+        split: iter_examples(split, story_paths[split], tokenizer, batch_size)
+        for split in WRITE_ORDER
+    }
+    written = summarization.write_outputs(out_dir, splits, vocab_size=vocab_size)
+    summarization.write_corpus_record(out_dir, CORPUS_TOKENIZER, True)
+    stats.written = written.records
+    stats.chunks = written.chunks
+    stats.vocab_size = written.vocab_size
     return stats
 
 
@@ -647,7 +596,7 @@ def _count_records(path):
 
 def _split_chunks(chunk_dir, split):
     paths = glob.glob(os.path.join(chunk_dir, split + "_*.bin"))
-    return sorted(p for p in paths if _CHUNK_NAME.match(os.path.basename(p)))
+    return sorted(p for p in paths if summarization.CHUNK_NAME.match(os.path.basename(p)))
 
 
 def _accept_split(directory, split):
@@ -663,7 +612,7 @@ def _accept_split(directory, split):
         )
     full_count = _count_records(full_path) if has_full else None
     if not chunks:
-        chunks = write_chunks(full_path, chunk_dir, split)
+        chunks = summarization.write_chunks(bin_files.read_bin_file(full_path), chunk_dir, split)
         return full_count, len(chunks), True
     chunk_count = sum(_count_records(path) for path in chunks)
     if full_count is not None and full_count != chunk_count:

@@ -4,7 +4,9 @@ Reads JSON lines, a TSV or CSV file with a header row, or two aligned text files
 article, one abstract per line), and writes See et al.'s ``finished_files/`` layout:
 ``train.bin``, ``val.bin``, ``test.bin``, ``chunked/{split}_NNN.bin`` (1,000 records each)
 and ``vocab``, which ``pointer_generator.run_summarization`` trains on. The Debian
-descriptions builder is this one with its own reader.
+descriptions builder is this one with its own reader; the CNN/DailyMail builder keeps
+See's reading, tokenisation and URL-list order and writes through ``write_outputs`` and
+``write_corpus_record``.
 
 Rules, in the order they are applied:
 
@@ -44,6 +46,7 @@ import collections
 import csv
 import dataclasses
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -62,7 +65,7 @@ FORMATS = ("jsonl", "tsv", "csv", "lines")
 CHUNK_SIZE = 1000
 CORPUS_RECORD = "corpus.json"
 
-_CHUNK_NAME = re.compile(r"^(train|val|test)_\d{3,}\.bin$")
+CHUNK_NAME = re.compile(r"^(train|val|test)_\d{3,}\.bin$")
 _EXTENSIONS = {".jsonl": "jsonl", ".json": "jsonl", ".tsv": "tsv", ".csv": "csv"}
 
 
@@ -351,45 +354,117 @@ def split_pairs(pairs: List[Pair], caps: Optional[Dict[str, int]] = None) -> Dic
     return hashed
 
 
-def build_vocab(train_pairs: Iterable[Pair]) -> collections.Counter:
-    """Counts words the way See's ``make_datafiles.py`` does, from the train split only:
-    article and abstract tokens, ``<s>``/``</s>`` excluded."""
-    counter = collections.Counter()
+def count_words(counter: collections.Counter, pair: Pair) -> None:
+    """Adds one pair's words to ``counter`` the way See's ``make_datafiles.py`` counts
+    them: article and abstract tokens, ``<s>``/``</s>`` and empty tokens excluded."""
     marks = (see_vocab.SENTENCE_START, see_vocab.SENTENCE_END)
+    abstract_tokens = [token for token in pair.abstract.split(" ") if token not in marks]
+    tokens = [token.strip() for token in pair.article.split(" ") + abstract_tokens]
+    counter.update(token for token in tokens if token)
+
+
+def build_vocab(train_pairs: Iterable[Pair]) -> collections.Counter:
+    """See's vocab counts of the train split (``count_words`` over every pair)."""
+    counter = collections.Counter()
     for pair in train_pairs:
-        abstract_tokens = [token for token in pair.abstract.split(" ") if token not in marks]
-        tokens = [token.strip() for token in pair.article.split(" ") + abstract_tokens]
-        counter.update(token for token in tokens if token)
+        count_words(counter, pair)
     return counter
 
 
-def _write_chunks(chunk_dir, split, pairs):
-    written = bin_files.write_chunked(chunk_dir, split, pairs, chunk_size=CHUNK_SIZE)
-    keep = {os.path.basename(path) for path in written}
+def write_chunks(
+    records: Iterable[Tuple[str, str]], chunk_dir: str, split: str, chunk_size: int = CHUNK_SIZE
+) -> List[str]:
+    """Writes ``(article, abstract)`` records as ``{split}_000.bin``, ``{split}_001.bin``, ...
+
+    The records are streamed, ``chunk_size`` at a time, with the file names of
+    ``bin_files.write_chunked``; chunks of ``split`` left from an earlier, larger build
+    are removed.
+
+    Args:
+      records: the split's records in order (``bin_files.read_bin_file`` of a full
+        ``.bin`` file, for one).
+      chunk_dir: the ``chunked`` directory (created if needed).
+      split: ``train``, ``val`` or ``test``.
+      chunk_size: records per chunk (See's 1,000).
+
+    Returns:
+      The chunk paths written, in order.
+    """
+    os.makedirs(chunk_dir, exist_ok=True)
+    records = iter(records)
+    paths = []
+    for index in itertools.count():
+        chunk = list(itertools.islice(records, chunk_size))
+        if not chunk:
+            break
+        path = os.path.join(chunk_dir, "%s_%03d.bin" % (split, index))
+        bin_files.write_bin_file(path, chunk)
+        paths.append(path)
+    keep = {os.path.basename(path) for path in paths}
     for name in os.listdir(chunk_dir):
-        match = _CHUNK_NAME.match(name)
+        match = CHUNK_NAME.match(name)
         if match and match.group(1) == split and name not in keep:
             os.remove(os.path.join(chunk_dir, name))
+    return paths
 
 
-def write_outputs(out_dir: str, splits: Dict[str, List[Pair]], full_bins: bool = True) -> int:
-    """Writes See's ``finished_files`` layout for the split pairs; returns the vocab size.
+@dataclasses.dataclass
+class Written:
+    """What ``write_outputs`` wrote: records and chunk files per split, vocab lines."""
+
+    records: dict = dataclasses.field(default_factory=dict)
+    chunks: dict = dataclasses.field(default_factory=dict)
+    vocab_size: int = 0
+
+
+def _examples(pairs, split, written, counter):
+    """``(article, abstract)`` of ``pairs``, counted into ``written`` and, when given,
+    their words into ``counter``."""
+    written.records[split] = 0
+    for pair in pairs:
+        written.records[split] += 1
+        if counter is not None:
+            count_words(counter, pair)
+        yield pair.article, pair.abstract
+
+
+def write_outputs(
+    out_dir: str,
+    splits: Dict[str, Iterable[Pair]],
+    full_bins: bool = True,
+    vocab_size: int = see_vocab.VOCAB_SIZE,
+) -> Written:
+    """Writes See's ``finished_files`` layout, streaming each split's pairs.
 
     Chunks left over from an earlier, larger build of the same split, and with
     ``full_bins=False`` an earlier ``{split}.bin``, are removed, so ``out_dir`` always
     matches this build.
+
+    Args:
+      out_dir: the output folder (created if needed).
+      splits: ``{split: pairs}`` for train, val and test, written in the dict's order,
+        each split's pairs in theirs (an iterator is consumed once).
+      full_bins: also write ``{split}.bin``; the chunks are then cut from it.
+      vocab_size: the most vocab lines written (See's 200,000).
+
+    Returns:
+      The ``Written`` counts.
     """
     chunk_dir = os.path.join(out_dir, "chunked")
     os.makedirs(chunk_dir, exist_ok=True)
-    for split in SPLITS:
-        examples = [(pair.article, pair.abstract) for pair in splits[split]]
-        _write_chunks(chunk_dir, split, examples)
+    counter = collections.Counter()
+    written = Written()
+    for split, pairs in splits.items():
+        examples = _examples(pairs, split, written, counter if split == "train" else None)
         full_path = os.path.join(out_dir, split + ".bin")
         if full_bins:
             bin_files.write_bin_file(full_path, examples)
+            examples = bin_files.read_bin_file(full_path)
         elif os.path.exists(full_path):
             os.remove(full_path)
-    return see_vocab.write_vocab(os.path.join(out_dir, "vocab"), build_vocab(splits["train"]))
+        written.chunks[split] = len(write_chunks(examples, chunk_dir, split, CHUNK_SIZE))
+    written.vocab_size = see_vocab.write_vocab(os.path.join(out_dir, "vocab"), counter, vocab_size)
+    return written
 
 
 def _median_tokens(texts, drop=()):
@@ -409,7 +484,7 @@ def write_corpus(
     for pair in pairs:
         stats.pairs_before_caps[pair.split or splits_lib.split_of(pair.hash_value, SPLITS)] += 1
     splits = split_pairs(pairs, caps)
-    stats.vocab_size = write_outputs(out_dir, splits, full_bins)
+    stats.vocab_size = write_outputs(out_dir, splits, full_bins).vocab_size
     marks = (see_vocab.SENTENCE_START, see_vocab.SENTENCE_END)
     for split, members in splits.items():
         stats.pairs[split] = len(members)

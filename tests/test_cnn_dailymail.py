@@ -3,6 +3,7 @@
 import collections
 import glob
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -13,6 +14,7 @@ import pytest
 from acvi_tf.formats import bin_files
 from acvi_tf.formats.bin_files import read_bin_file
 from data_prep import cnn_dailymail as cd
+from data_prep import summarization
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 needs_java = pytest.mark.skipif(
@@ -305,6 +307,11 @@ def test_vocab_counts_train_only_without_sentence_marks(jar_build):
     assert dict(vocab)["the"] == "8" and dict(vocab)["senate"] == "2"
 
 
+def test_corpus_record_names_the_ptb_tokenizer_lowercased(jar_build):
+    with open(os.path.join(jar_build[0], "corpus.json"), encoding="utf-8") as f:
+        assert json.load(f) == {"tokenizer": "ptb", "lowercase": True}
+
+
 def test_story_files_are_named_by_sha1_of_the_url():
     assert cd.hashhex(SENATE_URL) == _sha1(SENATE_URL)
     sources = [
@@ -497,7 +504,9 @@ def test_chunks_stream_with_write_chunked_names_and_drop_stale_ones(python_build
     chunk_dir = tmp_path / "chunked"
     _write(chunk_dir / "train_007.bin", "stale")
     _write(chunk_dir / "val_000.bin", "other split")
-    paths = cd.write_chunks(full_path, str(chunk_dir), "train", chunk_size=2)
+    paths = summarization.write_chunks(
+        read_bin_file(full_path), str(chunk_dir), "train", chunk_size=2
+    )
     reference = bin_files.write_chunked(
         str(tmp_path / "reference"), "train", read_bin_file(full_path), chunk_size=2
     )
