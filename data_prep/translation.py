@@ -23,6 +23,13 @@ Rules, in the order they are applied:
    stable hash of the source sentence (or of a reader's key): ``int(sha1(key)) % 100``
    below 90 is train, below 95 dev, the rest test; each split in ascending hash order,
    ``--max_{train,dev,test}`` keeping its first pairs.
+
+With ``--keep_eval_splits`` the pairs of the inputs' own dev and test splits (an official
+test set, such as WMT's) skip rules 1, 3 and 4 and the hash order of rule 5: every line
+is kept, in file order (a pair with an empty side as empty lines), so the written dev and
+test files have the inputs' line counts (less only what ``--max_dev`` and ``--max_test``
+cut) and line k stays line k. They neither join nor feed the deduplication of the other
+pairs.
 6. Vocab files: ``<unk>``, ``<s>``, ``</s>``, then every token of that language's train
    file seen at least ``--min_count`` times, most frequent first, ties in code-point
    order.
@@ -61,6 +68,7 @@ from data_prep import splits as splits_lib
 from data_prep import summarization
 
 SPLITS = ("train", "dev", "test")
+EVAL_SPLITS = ("dev", "test")
 BPE_DIR = "bpe"
 CORPUS_RECORD = "corpus.json"
 
@@ -199,6 +207,7 @@ def make_pairs(
     max_len: int,
     stats: Stats,
     skip_empty: bool = False,
+    keep_splits: Sequence[str] = (),
 ) -> List[Pair]:
     """Tokenises, deduplicates and filters the pairs.
 
@@ -208,6 +217,8 @@ def make_pairs(
       max_len: the most tokens kept on either side (0: no limit).
       stats: a ``Stats`` whose counters are updated.
       skip_empty: drop (and count) a pair with an empty side instead of refusing it.
+      keep_splits: the own splits whose pairs are all kept: no empty check,
+        deduplication or length limit.
 
     Returns:
       A list of ``Pair`` in file order.
@@ -219,7 +230,9 @@ def make_pairs(
     for source in sources:
         stats.candidate_pairs += 1
         tokens = (tokenize(source.src), tokenize(source.tgt))
-        if not all(tokens):
+        if source.split is not None and source.split in keep_splits:
+            pairs.append(_pair(source, tokens))
+        elif not all(tokens):
             if not skip_empty:
                 raise ParallelError(
                     "%s: empty %s side; remove the pair or pass --skip_empty"
@@ -233,19 +246,28 @@ def make_pairs(
             stats.too_long_dropped += 1
         else:
             seen.add(tokens)
-            key = source.key
-            pairs.append(Pair(key, tokens[0], tokens[1], summarization.key_hash(key), source.split))
+            pairs.append(_pair(source, tokens))
     return pairs
 
 
-def split_pairs(pairs: List[Pair], caps: Optional[Dict[str, int]] = None) -> Dict[str, List[Pair]]:
+def _pair(source: Source, tokens) -> Pair:
+    return Pair(source.key, tokens[0], tokens[1], summarization.key_hash(source.key), source.split)
+
+
+def split_pairs(
+    pairs: List[Pair],
+    caps: Optional[Dict[str, int]] = None,
+    keep_splits: Sequence[str] = (),
+) -> Dict[str, List[Pair]]:
     """Each pair in its own split or its hash's, in ascending hash order (ties in file
-    order), each split capped to its first pairs."""
+    order; the splits of ``keep_splits`` stay in file order), each split capped to its
+    first pairs."""
     splits = {split: [] for split in SPLITS}
     for pair in pairs:
         splits[pair.split or splits_lib.split_of(pair.hash_value, SPLITS)].append(pair)
     for split, members in splits.items():
-        members.sort(key=lambda pair: pair.hash_value)
+        if split not in keep_splits:
+            members.sort(key=lambda pair: pair.hash_value)
         if (caps or {}).get(split) is not None:
             del members[caps[split] :]
     return splits
@@ -308,14 +330,16 @@ def write_corpus(
     caps: Optional[Dict[str, int]] = None,
     min_count: int = 1,
     bpe_merges: int = 0,
+    keep_splits: Sequence[str] = (),
 ) -> Stats:
-    """Splits ``pairs`` and writes the word-level corpus (and its BPE variant)."""
+    """Splits ``pairs`` and writes the word-level corpus (and its BPE variant); the
+    splits of ``keep_splits`` keep their file order."""
     src, tgt = languages
     stats.languages = (src, tgt)
     stats.pairs_before_caps = collections.Counter(
         p.split or splits_lib.split_of(p.hash_value, SPLITS) for p in pairs
     )
-    splits = split_pairs(pairs, caps)
+    splits = split_pairs(pairs, caps, keep_splits)
     stats.pairs = {split: len(members) for split, members in splits.items()}
     texts = {
         split: {src: [p.src for p in members], tgt: [p.tgt for p in members]}
@@ -380,16 +404,27 @@ def build(config) -> Stats:
     if config.src == config.tgt:
         raise ParallelError("--src and --tgt are both %r; give two languages" % config.src)
     stats = Stats()
+    keep_splits = EVAL_SPLITS if config.keep_eval_splits else ()
     pairs = make_pairs(
         read_sources(config),
         text.tokenizer(config.tokenizer, config.lowercase),
         config.max_len,
         stats,
         config.skip_empty,
+        keep_splits,
     )
     languages = (config.src, config.tgt)
     caps = {split: config["max_" + split] for split in SPLITS}
-    write_corpus(pairs, config.out_dir, languages, stats, caps, config.min_count, config.bpe_merges)
+    write_corpus(
+        pairs,
+        config.out_dir,
+        languages,
+        stats,
+        caps,
+        config.min_count,
+        config.bpe_merges,
+        keep_splits,
+    )
     write_corpus_record(
         config.out_dir, languages, config.tokenizer, config.lowercase, config.bpe_merges
     )
@@ -445,6 +480,12 @@ def define_flags(fv=flags.FLAGS):
     )
     flags.DEFINE_boolean(
         "skip_empty", False, "Drop pairs with an empty side instead of stopping.", flag_values=fv
+    )
+    flags.DEFINE_boolean(
+        "keep_eval_splits",
+        False,
+        "Keep every line of the inputs' own dev and test splits, in file order.",
+        flag_values=fv,
     )
     flags.mark_flags_as_required(["src", "tgt", "out_dir"], flag_values=fv)
 

@@ -3,70 +3,98 @@
 ``python -m data_prep.wmt16 --src=en --tgt=ro --train_prefix=raw/train
 --dev_prefix=raw/newsdev2016 --test_prefix=raw/newstest2016 --out_dir=wmt16`` reads the raw
 parallel files ``PREFIX.en`` / ``PREFIX.ro`` (one sentence per line, UTF-8, equal line
-counts; errors name the file and line), tokenizes them keeping case (the shared PTB-style
-``acvi_tf.text.tokenize``; the WMT16 recipe uses the Moses tokenizer, so tokens can
-differ in details), learns a joint BPE with subword-nmt on the tokenized training source
-and target (``--num_merges``, 32K as the recipe), applies it to every split and writes,
-in ``out_dir``:
+counts; errors name the file and line) and builds the corpus with
+``data_prep.translation``, set as the WMT'16 recipe: NLTK Treebank tokens keeping case
+(the recipe uses the Moses tokenizer, so tokens can differ in details) and one joint BPE
+learned with subword-nmt on the tokenized training source and target (``--num_merges``,
+32K as the recipe), applied to every split. In ``out_dir`` it writes:
 
-* ``tok/<name>.<lang>``: tokenized text (the references BLEU is computed against);
-* ``bpe/<name>.<lang>``, ``bpe/codes`` and ``bpe/vocab.<lang>`` (tensorflow/nmt format).
+* ``{train,dev,test}.<lang>``: tokenized text (dev and test are the references BLEU is
+  computed against, once ``@@`` is removed from the BPE'd hypotheses) and
+  ``vocab.<lang>``, the word-level vocabularies of the train files (``--min_count``);
+* ``bpe/{train,dev,test}.<lang>``, ``bpe/codes`` and ``bpe/vocab.<lang>``
+  (tensorflow/nmt format);
+* ``corpus.json``: the languages, the tokenizer, the case and the BPE, which
+  ``nmt.translate`` reads.
 
-Train on them with ``--subword_option=bpe`` (``@@ `` is removed before BLEU).
+The generic builder's rules apply to the training pairs: a pair with an empty side is
+dropped and counted, one pair is kept per distinct tokenized pair, and the pairs are
+written in ascending hash order (training shuffles them anyway). The dev and test
+sets are official ones and stay whole: every line, in file order, so line k of
+``dev.<lang>`` and ``test.<lang>`` is line k of the raw file (the builder's
+``keep_splits``). Train on them with ``--subword_option=bpe`` (``@@ `` is removed before
+BLEU).
 """
 
-import os
+import dataclasses
+import itertools
 
-from absl import flags, logging
+from absl import flags
 
 from acvi_tf import config as config_lib
-from acvi_tf import files, text
-from acvi_tf.formats import bpe, nmt_text
+from acvi_tf import text
+from data_prep import translation
+
+TOKENIZER = "treebank"
 
 
-def prepare(src, tgt, prefixes, out_dir, num_merges):
+def sources(src, tgt, prefixes):
+    """The raw pairs of every ``PREFIX.src`` / ``PREFIX.tgt``, each with its split.
+
+    Args:
+      src, tgt: language suffixes.
+      prefixes: ``{split: path prefix}`` for ``train``, ``dev`` and ``test``.
+
+    Returns:
+      An iterator of ``translation.Source`` in split, then file order.
+    """
+    return itertools.chain.from_iterable(
+        (
+            dataclasses.replace(source, split=split)
+            for source in translation.read_aligned(prefix, src, tgt)
+        )
+        for split, prefix in prefixes.items()
+    )
+
+
+def prepare(src, tgt, prefixes, out_dir, num_merges, min_count=1):
     """Tokenizes every split, learns and applies a joint BPE, writes the vocabularies.
 
     Args:
       src, tgt: language suffixes.
-      prefixes: ``{name: path prefix}``; ``"train"`` must be one of them (BPE source).
+      prefixes: ``{split: path prefix}``; ``"train"`` must be one of them (BPE source),
+        ``"dev"`` and ``"test"`` may be.
       out_dir: output folder.
       num_merges: BPE merge operations.
+      min_count: the fewest train occurrences of a word-level vocab entry.
 
     Returns:
-      ``{name: number of sentence pairs}``.
+      The ``translation.Stats`` of the build.
+
+    Raises:
+      translation.ParallelError: a pair of files has other numbers of lines.
     """
-    counts = {}
-    for name, prefix in prefixes.items():
-        pairs = nmt_text.read_parallel("%s.%s" % (prefix, src), "%s.%s" % (prefix, tgt))
-        base = os.path.basename(prefix)
-        for index, lang in ((0, src), (1, tgt)):
-            files.atomic_write_text(
-                os.path.join(out_dir, "tok", "%s.%s" % (base, lang)),
-                "".join(text.tokenize(pair[index], lowercase=False) + "\n" for pair in pairs),
-            )
-        counts[name] = len(pairs)
-        logging.info("%s: %d sentence pairs", name, len(pairs))
-    train = os.path.basename(prefixes["train"])
-    codes = os.path.join(out_dir, "bpe", "codes")
-    os.makedirs(os.path.dirname(codes), exist_ok=True)
-    bpe.learn_joint_bpe(
-        [os.path.join(out_dir, "tok", "%s.%s" % (train, lang)) for lang in (src, tgt)],
-        num_merges,
-        codes,
+    stats = translation.Stats()
+    pairs = translation.make_pairs(
+        sources(src, tgt, prefixes),
+        text.tokenizer(TOKENIZER, lowercase=False),
+        0,
+        stats,
+        skip_empty=True,
+        keep_splits=translation.EVAL_SPLITS,
     )
-    for prefix in prefixes.values():
-        for lang in (src, tgt):
-            name = "%s.%s" % (os.path.basename(prefix), lang)
-            bpe.apply_bpe(
-                codes, os.path.join(out_dir, "tok", name), os.path.join(out_dir, "bpe", name)
-            )
-    for lang in (src, tgt):
-        bpe.build_vocab(
-            [os.path.join(out_dir, "bpe", "%s.%s" % (train, lang))],
-            os.path.join(out_dir, "bpe", "vocab." + lang),
-        )
-    return counts
+    languages = (src, tgt)
+    translation.write_corpus(
+        pairs,
+        out_dir,
+        languages,
+        stats,
+        min_count=min_count,
+        bpe_merges=num_merges,
+        keep_splits=translation.EVAL_SPLITS,
+    )
+    translation.write_corpus_record(out_dir, languages, TOKENIZER, False, num_merges)
+    return stats
 
 
 def define_flags(fv=flags.FLAGS):
@@ -82,17 +110,27 @@ def define_flags(fv=flags.FLAGS):
     flags.DEFINE_integer(
         "num_merges", 32000, "Joint BPE merge operations.", lower_bound=1, flag_values=fv
     )
+    flags.DEFINE_integer(
+        "min_count",
+        1,
+        "Word-level vocab: keep train tokens seen at least this often.",
+        lower_bound=1,
+        flag_values=fv,
+    )
     flags.mark_flags_as_required(["train_prefix", "out_dir"], flag_values=fv)
 
 
 def run(config):
+    """Builds the corpus from the flags and prints the summary."""
     prefixes = {
-        name: getattr(config, name + "_prefix")
-        for name in ("train", "dev", "test")
-        if getattr(config, name + "_prefix")
+        split: config[split + "_prefix"]
+        for split in translation.SPLITS
+        if config[split + "_prefix"]
     }
-    counts = prepare(config.src, config.tgt, prefixes, config.out_dir, config.num_merges)
-    print("Wrote %s: %s" % (config.out_dir, ", ".join("%s %d pairs" % kv for kv in counts.items())))
+    stats = prepare(
+        config.src, config.tgt, prefixes, config.out_dir, config.num_merges, config.min_count
+    )
+    print("Built %s\n%s" % (config.out_dir, stats.summary()))
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from acvi_tf.formats import bpe, nmt_text
+from data_prep import translation
 from nmt import data
 
 SPECIALS = "<unk>\n<s>\n</s>\n"
@@ -330,29 +331,16 @@ CORPUS_DE = ["die niedrigste neueste", "neuer niedriger breiter", "die neueste b
 
 
 def test_bpe_round_trip(tmp_path):
-    en = write(tmp_path / "train.en", "\n".join(CORPUS_EN) + "\n")
-    de = write(tmp_path / "train.de", "\n".join(CORPUS_DE) + "\n")
-    codes = str(tmp_path / "bpe.codes")
-    bpe.learn_joint_bpe([en, de], 30, codes)
-    assert open(codes, encoding="utf-8").readline().startswith("#version: 0.2")
-    for path in (en, de):
-        out = path + ".bpe"
-        bpe.apply_bpe(codes, path, out)
-        segmented = open(out, encoding="utf-8").read()
+    codes = tmp_path / "bpe.codes"
+    codes.write_text(translation.learn_joint_bpe(CORPUS_EN + CORPUS_DE, 30), encoding="utf-8")
+    assert codes.read_text(encoding="utf-8").startswith("#version: 0.2")
+    segment = bpe.segmenter(str(codes))
+    for lines in (CORPUS_EN, CORPUS_DE):
+        segmented = "\n".join(segment(line) for line in lines)
         assert "@@ " in segmented
-        assert bpe.remove_bpe(segmented) == open(path, encoding="utf-8").read()
+        assert bpe.remove_bpe(segmented) == "\n".join(lines)
 
 
 def test_remove_bpe_rule():
     assert bpe.remove_bpe("ne@@ west wid@@ est") == "newest widest"
     assert bpe.remove_bpe("a lo@@\nb c@@") == "a lo\nb c"
-
-
-def test_build_vocab_joint_by_frequency(tmp_path):
-    en = write(tmp_path / "a.en", "b@@ a c b@@\nc c\n")
-    de = write(tmp_path / "a.de", "d  c\nb@@\n")
-    vocab_path = str(tmp_path / "vocab.bpe")
-    assert bpe.build_vocab([en, de], vocab_path) == 7
-    # c 4, b@@ 3, then a and d once each in order of first appearance.
-    assert data.Vocab(vocab_path).words() == ["<unk>", "<s>", "</s>", "c", "b@@", "a", "d"]
-    assert nmt_text.check_vocab(vocab_path, str(tmp_path / "out"))[1] == vocab_path

@@ -8,6 +8,7 @@ import os
 import pytest
 
 from acvi_tf import config as config_lib
+from acvi_tf import text
 from acvi_tf.formats import nmt_text
 from data_prep import translation
 from nmt import run_nmt
@@ -62,6 +63,25 @@ def test_pre_split_files_keep_their_split_and_bpe_is_joint(tmp_path):
     assert len(_read(out, "bpe/train.en")) == 3
     joined = [line.replace("@@ ", "") for line in _read(out, "bpe/train.it")]
     assert joined == _read(out, "train.it")
+
+
+def test_keep_eval_splits_keeps_every_dev_and_test_line_in_file_order(tmp_path):
+    rows = {
+        "train": PAIRS[:3],
+        "dev": [PAIRS[4], PAIRS[0], PAIRS[4]],  # a train pair and a repeat
+        "test": [PAIRS[2], ("", "Vuoto."), PAIRS[1]],  # an empty side, a long pair
+    }
+    for split, pairs in rows.items():
+        (tmp_path / ("%s.en" % split)).write_text("".join(r[0] + "\n" for r in pairs), "utf-8")
+        (tmp_path / ("%s.it" % split)).write_text("".join(r[1] + "\n" for r in pairs), "utf-8")
+    argv = ["--%s_prefix=%s" % (s, tmp_path / s) for s in translation.SPLITS]
+    stats, out = _build(tmp_path, *argv, "--keep_eval_splits", "--max_len=5")
+    assert stats.pairs == dict(train=2, dev=3, test=3)  # train's long pair is dropped
+    for split in ("dev", "test"):
+        assert _read(out, split + ".en") == [text.tokenize(en) for en, _ in rows[split]]
+        assert _read(out, split + ".it") == [text.tokenize(it) for _, it in rows[split]]
+    with pytest.raises(translation.ParallelError, match="test.en:2: empty source side"):
+        _build(tmp_path, *argv)
 
 
 @pytest.mark.parametrize(
