@@ -27,6 +27,7 @@ from absl import app, flags, logging
 from acvi_tf import config as config_lib
 from acvi_tf import errors, files, text
 from acvi_tf import flags as acvi_flags
+from acvi_tf import progress as progress_lib
 from acvi_tf.formats import bpe, nmt_text
 from nmt import data, run_nmt
 from nmt import translator as translator_lib
@@ -145,7 +146,8 @@ def translate(sentences, config):
     searcher, src_vocab, _ = load_translator(config)
     prepare = preprocessor(config)
     sources = [prepare(s) if s.strip() else "" for s in sentences]
-    hypotheses = searcher.translate(sources, src_vocab, config.infer_batch_size)
+    progress = progress_lib.Progress(len(sources), "translated sentences")
+    hypotheses = searcher.translate(sources, src_vocab, config.infer_batch_size, progress)
     if config.subword_option == "bpe":
         hypotheses = [bpe.remove_bpe(h) for h in hypotheses]
     return [h if s else "" for h, s in zip(hypotheses, sources)]

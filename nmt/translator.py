@@ -93,8 +93,9 @@ class Translator:
         tokens = self.tgt_vocab.decode(out["ids"][0, :length].numpy().tolist())
         return tokens, out["attn"][0, :length].numpy()
 
-    def translate(self, src_lines, src_vocab, batch_size):
-        """Translations (token strings) of ``src_lines``, in order."""
+    def translate(self, src_lines, src_vocab, batch_size, progress=None):
+        """Translations (token strings) of ``src_lines``, in order; ``progress`` (e.g. an
+        ``acvi_tf.progress.Progress``) is told the count done after each batch."""
         outputs = []
         for batch in data.infer_dataset(
             src_lines, src_vocab, batch_size, length_multiple=self.length_multiple
@@ -102,4 +103,6 @@ class Translator:
             out = self.search(batch["src"], batch["src_len"])
             for ids, length in zip(out["ids"].numpy(), out["lengths"].numpy()):
                 outputs.append(" ".join(self.tgt_vocab.decode(ids[:length].tolist())))
+            if progress:
+                progress(len(outputs))
         return outputs

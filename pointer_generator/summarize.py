@@ -20,7 +20,6 @@ Usage::
 
 import json
 import os
-import time
 
 import tensorflow as tf
 from absl import app, flags, logging
@@ -28,6 +27,7 @@ from absl import app, flags, logging
 from acvi_tf import checkpoints, errors, files, text
 from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
+from acvi_tf import progress as progress_lib
 from acvi_tf.formats import see_vocab
 from pointer_generator import batcher as batcher_lib
 from pointer_generator import curriculum, run_summarization
@@ -164,7 +164,7 @@ def summarize(documents, summarizer, tokenize, config):
     tokens = [tokenize(document) if document.strip() else "" for document in documents]
     summaries = [""] * len(tokens)
     todo = [i for i, t in enumerate(tokens) if t]
-    start = time.time()
+    progress = progress_lib.Progress(len(todo), "summarised documents")
     for first in range(0, len(todo), config.decode_batch_size):
         rows = todo[first : first + config.decode_batch_size]
         examples = [
@@ -181,15 +181,7 @@ def summarize(documents, summarizer, tokenize, config):
         batch = batcher_lib.make_batch(examples, pad_id, config.max_dec_steps)
         for i, result in zip(rows, summarizer.decode(batch)):
             summaries[i] = " ".join(result["words"])
-        done = first + len(rows)
-        rate = done / max(time.time() - start, 1e-9)
-        logging.info(
-            "summarised %d/%d documents, %.2f/s, ETA %.0fs",
-            done,
-            len(todo),
-            rate,
-            (len(todo) - done) / rate,
-        )
+        progress(first + len(rows))
     return summaries
 
 

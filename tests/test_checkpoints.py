@@ -137,9 +137,11 @@ def test_a_checkpoint_of_another_vocabulary_size_is_named(tmp_path):
 
 @pytest.fixture
 def absl_caplog(caplog):
-    """``caplog`` that sees absl's records (absl's logger does not propagate otherwise)."""
+    """``caplog`` that sees absl's INFO records, whatever verbosity an earlier test in the
+    process left (absl's logger does not propagate otherwise)."""
     logger = logging.get_absl_logger()
     propagate, logger.propagate = logger.propagate, True
+    caplog.set_level(logging.INFO, logger=logger.name)
     yield caplog
     logger.propagate = propagate
 

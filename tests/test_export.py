@@ -16,7 +16,7 @@ from acvi_tf.formats.bin_files import read_bin_file
 from data_prep import summarization
 from pointer_generator import batcher as batcher_lib
 from pointer_generator import decode as decode_lib
-from pointer_generator import export, run_summarization
+from pointer_generator import export, run_summarization, summarize
 from pointer_generator import vocab as vocab_lib
 
 pytestmark = pytest.mark.slow  # scheduled first (conftest.py)
@@ -168,15 +168,30 @@ def test_export_refuses_an_existing_folder_and_a_tokenizer_without_a_graph_form(
 
 
 def test_a_pretokenized_export_of_the_shipped_corpus_equals_decode(tmp_path):
+    """The shipped test split (Treebank tokens) through a --pretokenized export equals the
+    batched beam search --mode=decode runs (``decode.Summarizer``), batch for batch."""
     vocab = os.path.join(SAMPLE, "vocab")
-    decode_dir = _train_and_decode(
-        tmp_path, vocab, os.path.join(SAMPLE, "chunked"), 3, 100, "--vocab_size=2000"
+    common = ["--vocab_path=%s" % vocab, "--vocab_size=2000", "--log_root=%s" % tmp_path]
+    common += ["--exp_name=run", "--hidden_dim=8", "--emb_dim=6", "--batch_size=4"]
+    common += ["--max_enc_steps=30", "--max_dec_steps=6", "--context=acvi"]
+    argv = ["x", *common, "--data_path=%s" % os.path.join(SAMPLE, "chunked", "train_*")]
+    run_summarization.run(
+        config_lib.parse(run_summarization.define_flags, argv + ["--max_steps=3"])
     )
-    test = [a for a, _ in read_bin_file(os.path.join(SAMPLE, "chunked", "test_000.bin"))]
     _export(tmp_path, tmp_path / "served", "--pretokenized")
+    test = [a for a, _ in read_bin_file(os.path.join(SAMPLE, "chunked", "test_000.bin"))]
+    vocab_words = vocab_lib.Vocab(vocab, 2000)
+    given = dict(beam_size=2, min_dec_steps=1)
+    summarizer = summarize.load_summarizer(
+        summarize.run_config(str(tmp_path), "run", given), vocab_words
+    )
     batches = [test[i : i + 100] for i in range(0, len(test), 100)]
+    expected = []
+    for batch in batches:
+        examples = [batcher_lib.Example(a, [], vocab_words, 30, 6) for a in batch]
+        padded = batcher_lib.make_batch(examples, vocab_words.word2id("[PAD]"), 6)
+        expected += [" ".join(r["words"]) for r in summarizer.decode(padded)]
     answers, _ = served.call(
         tmp_path / "served", [("serving_default", {"documents": batch}) for batch in batches]
     )
-    summaries = [s for answer in answers for s in answer["summaries"]]
-    assert summaries == _decoded(decode_dir, len(test))
+    assert [s for answer in answers for s in answer["summaries"]] == expected

@@ -26,6 +26,7 @@ from absl import app, flags, logging
 from acvi_tf import config as config_lib
 from acvi_tf import errors, files
 from acvi_tf import flags as acvi_flags
+from acvi_tf import progress as progress_lib
 from acvi_tf.formats import frame_features
 from video_caption import features as features_lib
 from video_caption import run_captioning
@@ -128,7 +129,8 @@ def caption(videos, exp):
         records = [dict(clip=name, vid=name, captions=["-"], references=["-"]) for name in names]
         with frame_features.open_features(store_path) as store:
             clip_set = exp.clip_set(records, store, store_path)
-            captions, _ = exp.decoder.caption_set(clip_set, config.decode_batch_size)
+            progress = progress_lib.Progress(len(names), "captioned videos")
+            captions, _ = exp.decoder.caption_set(clip_set, config.decode_batch_size, progress)
     return [captions[name] for name in names]
 
 

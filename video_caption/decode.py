@@ -77,8 +77,10 @@ class CaptionDecoder:
             results.append((words, attn[:length]))
         return results
 
-    def caption_set(self, clip_set, batch_size):
-        """``{clip: caption}`` and ``{clip: attention}`` for every clip of a ``ClipSet``."""
+    def caption_set(self, clip_set, batch_size, progress=None):
+        """``{clip: caption}`` and ``{clip: attention}`` for every clip of a ``ClipSet``;
+        ``progress`` (e.g. an ``acvi_tf.progress.Progress``) is told the count done after
+        each batch."""
         captions, attentions = {}, {}
         for records, batch in clip_set.clip_batches(batch_size):
             for record, (words, attn) in zip(
@@ -86,4 +88,6 @@ class CaptionDecoder:
             ):
                 captions[record["clip"]] = " ".join(words)
                 attentions[record["clip"]] = attn
+            if progress:
+                progress(len(captions))
         return captions, attentions
