@@ -11,6 +11,7 @@ import served
 import tensorflow as tf
 
 from acvi_tf import config as config_lib
+from acvi_tf import export as export_lib
 from acvi_tf import text
 from acvi_tf.formats.bin_files import read_bin_file
 from data_prep import summarization
@@ -139,8 +140,14 @@ def test_the_graph_batch_equals_the_batcher_s(raw_run):
     """Tokens, ids and each document's out-of-vocabulary ids (the copy mechanism's
     extended vocabulary) as ``batcher.make_batch`` builds them."""
     root, articles, _ = raw_run
-    module = _export(root, root / "served" / "batch")
+    config = summarize.run_config(str(root), "run", {})
     vocab = vocab_lib.Vocab(str(root / "corpus" / "vocab"), 0)
+    module = export.ServedSummarizer(
+        summarize.load_summarizer(config, vocab),
+        30,
+        True,
+        export_lib.graph_tokenizer_for(*summarize.corpus_record(config.vocab_path), False),
+    )
     tokenize = text.tokenizer("tftext")
     examples = [batcher_lib.Example(tokenize(a), [], vocab, 30, 6) for a in articles]
     expected = batcher_lib.make_batch(examples, vocab.word2id("[PAD]"), 6)
