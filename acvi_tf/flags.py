@@ -14,8 +14,9 @@ import os
 import sys
 
 import tensorflow as tf
-from absl import flags, logging
+from absl import app, flags, logging
 
+from acvi_tf import config as config_lib
 from acvi_tf import context as context_lib
 from acvi_tf import distribute, errors, files, kl_schedule, registry, training, variational
 from acvi_tf.compat import keras
@@ -447,6 +448,40 @@ def write_flag_record(out_dir, config, name="hparams.json", resume_model_flags=N
     )
     logging.info("flags: %s", values)
     return values
+
+
+def recorded_config(define_flags, run_dir, names_the_run, trained_with, **given):
+    """A trained run's settings for a command that uses it (raw-text inference, export):
+    ``define_flags``'s defaults, then what the run's ``hparams.json`` records, then the
+    values of ``given`` that are not None.
+
+    Args:
+      define_flags: the training entry point's ``define_flags(flag_values)``.
+      run_dir: the run's folder, the one holding ``hparams.json``.
+      names_the_run: the command's flags that name the run, for the message
+        (e.g. ``"--out_dir"``).
+      trained_with: the training entry point's module, for the message.
+      **given: settings that replace the recorded ones (the run's folder flags, the
+        search settings the command was given).
+
+    Returns:
+      The ``acvi_tf.config.Config``.
+
+    Raises:
+      app.UsageError: the run has no ``hparams.json``.
+    """
+    path = os.path.join(run_dir, "hparams.json")
+    if not os.path.exists(path):
+        raise app.UsageError(
+            "%s is missing: %s must name a run trained with %s"
+            % (path, names_the_run, trained_with)
+        )
+    with open(path, encoding="utf-8") as f:
+        recorded = json.load(f)
+    config = config_lib.parse(define_flags, [trained_with])
+    values = {k: v for k, v in recorded.items() if k in config and not k.startswith("_")}
+    values.update({k: v for k, v in given.items() if v is not None})
+    return config.replace(**values)
 
 
 def compare_flag_record(out_dir, config, model_flags, name="hparams.json"):

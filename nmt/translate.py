@@ -72,17 +72,9 @@ def define_flags(fv=flags.FLAGS):
 
 def run_config(out_dir, given):
     """The run's settings as its ``hparams.json`` records them, with ``given`` on top."""
-    record = os.path.join(out_dir, "hparams.json")
-    if not os.path.exists(record):
-        raise app.UsageError(
-            "%s is missing: --out_dir must name a run trained with nmt.run_nmt" % record
-        )
-    with open(record, encoding="utf-8") as f:
-        recorded = json.load(f)
-    config = config_lib.parse(run_nmt.define_flags, ["translate"])
-    values = {k: v for k, v in recorded.items() if k in config and not k.startswith("_")}
-    values.update({k: v for k, v in given.items() if v is not None}, out_dir=out_dir)
-    return config.replace(**values)
+    return acvi_flags.recorded_config(
+        run_nmt.define_flags, out_dir, "--out_dir", "nmt.run_nmt", **given, out_dir=out_dir
+    )
 
 
 def corpus_record(config):

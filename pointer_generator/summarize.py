@@ -80,19 +80,15 @@ def run_config(log_root, exp_name, given):
     Raises:
       app.UsageError: the run has no ``hparams.json``.
     """
-    record = os.path.join(log_root, exp_name, "hparams.json")
-    if not os.path.exists(record):
-        raise app.UsageError(
-            "%s is missing: --log_root and --exp_name must name a run trained with "
-            "pointer_generator.run_summarization" % record
-        )
-    with open(record, encoding="utf-8") as f:
-        recorded = json.load(f)
-    config = config_lib.parse(run_summarization.define_flags, ["summarize"])
-    values = {k: v for k, v in recorded.items() if k in config and not k.startswith("_")}
-    values.update({k: v for k, v in given.items() if v is not None})
-    values.update(log_root=log_root, exp_name=exp_name)  # where the run is now
-    return config.replace(**values)
+    return acvi_flags.recorded_config(
+        run_summarization.define_flags,
+        os.path.join(log_root, exp_name),
+        "--log_root and --exp_name",
+        "pointer_generator.run_summarization",
+        **given,
+        log_root=log_root,  # where the run is now
+        exp_name=exp_name,
+    )
 
 
 def corpus_record(vocab_path):

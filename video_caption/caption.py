@@ -17,11 +17,10 @@ Usage::
   ls clips/*.mp4 | python -m video_caption.caption --out_dir=runs/mine
 """
 
-import json
 import os
 import tempfile
 
-from absl import app, flags, logging
+from absl import flags, logging
 
 from acvi_tf import config as config_lib
 from acvi_tf import errors, files
@@ -69,18 +68,14 @@ def define_flags(fv=flags.FLAGS):
 
 def run_config(out_dir, given):
     """The run's settings as its ``hparams.json`` records them, with ``given`` on top."""
-    record = os.path.join(out_dir, "hparams.json")
-    if not os.path.exists(record):
-        raise app.UsageError(
-            "%s is missing: --out_dir must name a run trained with "
-            "video_caption.run_captioning" % record
-        )
-    with open(record, encoding="utf-8") as f:
-        recorded = json.load(f)
-    config = config_lib.parse(run_captioning.define_flags, ["caption"])
-    values = {k: v for k, v in recorded.items() if k in config and not k.startswith("_")}
-    values.update({k: v for k, v in given.items() if v is not None}, out_dir=out_dir)
-    return config.replace(**values)
+    return acvi_flags.recorded_config(
+        run_captioning.define_flags,
+        out_dir,
+        "--out_dir",
+        "video_caption.run_captioning",
+        **given,
+        out_dir=out_dir,
+    )
 
 
 def extract(videos, settings, folder):
