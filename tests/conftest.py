@@ -10,6 +10,7 @@ import imageio_ffmpeg
 import numpy as np
 import pytest
 import tensorflow as tf
+from absl import logging
 
 from acvi_tf.compat import keras
 
@@ -34,6 +35,17 @@ def _float32_policy():
     keras.mixed_precision.set_global_policy("float32")
     yield
     keras.mixed_precision.set_global_policy("float32")
+
+
+@pytest.fixture
+def absl_caplog(caplog):
+    """``caplog`` that sees absl's INFO records, whatever verbosity an earlier test in the
+    process left (absl's logger does not propagate otherwise)."""
+    logger = logging.get_absl_logger()
+    propagate, logger.propagate = logger.propagate, True
+    caplog.set_level("INFO", logger=logger.name)
+    yield caplog
+    logger.propagate = propagate
 
 
 def write_video(path, num_frames=30, width=64, height=48, colour=(255, 0, 0)):

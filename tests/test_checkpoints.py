@@ -135,17 +135,6 @@ def test_a_checkpoint_of_another_vocabulary_size_is_named(tmp_path):
         checkpoints.check_vocabulary(path, {key: (9, "--vocab_size=9")})
 
 
-@pytest.fixture
-def absl_caplog(caplog):
-    """``caplog`` that sees absl's INFO records, whatever verbosity an earlier test in the
-    process left (absl's logger does not propagate otherwise)."""
-    logger = logging.get_absl_logger()
-    propagate, logger.propagate = logger.propagate, True
-    caplog.set_level(logging.INFO, logger=logger.name)
-    yield caplog
-    logger.propagate = propagate
-
-
 def test_the_fallback_is_logged(tmp_path, absl_caplog):
     caplog = absl_caplog
     saver = _checkpointer(tmp_path, _model())

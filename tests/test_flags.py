@@ -197,11 +197,11 @@ def test_configure_runtime_sets_precision_seed_and_determinism():
         tf_config.disable_op_determinism()
 
 
-def test_a_resume_refuses_a_changed_model_flag_and_logs_the_others(tmp_path, caplog):
+def test_a_resume_refuses_a_changed_model_flag_and_logs_the_others(tmp_path, absl_caplog):
     acvi_flags.write_flag_record(str(tmp_path), _parse("--kl_weight=0.01"))
     changed = _parse("--kl_weight=0.1", "--seed=3")
-    with caplog.at_level("INFO"):
-        acvi_flags.write_flag_record(str(tmp_path), changed, resume_model_flags=())
+    acvi_flags.write_flag_record(str(tmp_path), changed, resume_model_flags=())
+    caplog = absl_caplog
     assert "--kl_weight 0.01 -> 0.1, --seed 111 -> 3" in caplog.text
     with pytest.raises(
         acvi_flags.FlagChangeError,
