@@ -147,7 +147,8 @@ bench: venv sysdeps
 # both, and the decoding rate (with coverage, as the paper's final models decode) over
 # enough batches of 128 articles to extrapolate to the CNN/DailyMail test set. Needs a
 # GPU that TensorFlow sees.
-GPU_SETTINGS := "" "--jit_compile" "--mixed_precision" "--jit_compile --mixed_precision"
+GPU_SETTINGS := "" "--jit_compile" "--mixed_precision=float16" "--mixed_precision=bfloat16" \
+	"--jit_compile --mixed_precision=bfloat16"
 bench-gpu: venv sysdeps
 	@$(VPY) -c 'import sys, tensorflow as tf; sys.exit(0 if tf.config.list_physical_devices("GPU") else "make bench-gpu: TensorFlow sees no GPU")'
 	@set -e; for s in $(GPU_SETTINGS); do \

@@ -23,6 +23,9 @@ from acvi_tf.compat import keras
 
 # The shared flags whose values decide the model's variables; each entry point adds its
 # own (sizes, layers, optimizer) when it checks a resume (``write_flag_record``).
+# --mixed_precision's values and the Keras policies they set.
+PRECISION_POLICIES = {"none": "float32", "float16": "mixed_float16", "bfloat16": "mixed_bfloat16"}
+
 MODEL_FLAGS = ("context", "acvi_variance_net", "variational_inference_units", "ved_latent_dim")
 
 
@@ -245,11 +248,14 @@ def define_flags(flag_values=flags.FLAGS):
         "row).",
         flag_values=fv,
     )
-    flags.DEFINE_boolean(
+    flags.DEFINE_enum(
         "mixed_precision",
-        False,
-        "Compute in float16 with float32 variables (mixed_float16); softmax, KL and "
-        "losses stay float32.",
+        "none",
+        list(PRECISION_POLICIES),
+        "Compute the matrix products in float16 (mixed_float16) or bfloat16 "
+        "(mixed_bfloat16) with float32 variables; softmaxes, the variance network's "
+        "output, the sampling, the KL and the losses stay float32, and no loss scaling "
+        "is applied. 'none': float32 throughout.",
         flag_values=fv,
     )
     flags.DEFINE_boolean(
@@ -386,10 +392,18 @@ def configure_runtime(config):
     keras.utils.set_random_seed(config.seed)
     if config.deterministic:
         tf.config.experimental.enable_op_determinism()
-    keras.mixed_precision.set_global_policy(
-        "mixed_float16" if config.mixed_precision else "float32"
-    )
+    keras.mixed_precision.set_global_policy(precision_policy(config.mixed_precision))
     return strategy
+
+
+def precision_policy(mixed_precision):
+    """The Keras policy name of a ``--mixed_precision`` value.
+
+    A run recorded before the flag took a precision holds a boolean (true: float16).
+    """
+    if isinstance(mixed_precision, bool):
+        mixed_precision = "float16" if mixed_precision else "none"
+    return PRECISION_POLICIES[mixed_precision]
 
 
 def require_finite(module, flag_values=flags.FLAGS):

@@ -19,6 +19,7 @@ import re
 import statistics
 import subprocess
 import sys
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCHMARKS_MD = os.path.join(ROOT, "BENCHMARKS.md")
@@ -26,6 +27,7 @@ RESULTS = os.path.join(ROOT, "bench", "results")
 sys.path.insert(0, ROOT)
 
 from acvi_tf import files  # noqa: E402 (the project root goes on the path first)
+from acvi_tf import flags as acvi_flags  # noqa: E402
 
 # BENCHMARKS.md's order: the scripts, then each script's results by key.
 SCRIPTS = (
@@ -78,14 +80,38 @@ def ratio_cell(times, baseline):
     return "%.3f (%.2f-%.2f)" % (statistics.median(ratios), min(ratios), max(ratios))
 
 
+def time_interleaved(calls, repeats):
+    """Times each of ``calls`` (name -> function of no arguments) ``repeats`` times,
+    interleaved (A B C ... A B C ...), after one untimed round: a function's first call
+    after the others were traced ran up to 10x slower.
+
+    Returns:
+      ``(wall, cpu)``: name -> the seconds of each timed call, by the clock and in this
+      process's CPU time (all threads; on a shared machine the steadier of the two).
+    """
+    wall = {name: [] for name in calls}
+    cpu = {name: [] for name in calls}
+    for repeat in range(repeats + 1):
+        for name, call in calls.items():
+            start, start_cpu = time.perf_counter(), time.process_time()
+            call()
+            if repeat:
+                wall[name].append(time.perf_counter() - start)
+                cpu[name].append(time.process_time() - start_cpu)
+    return wall, cpu
+
+
+def precision_name(precision):
+    """A ``--mixed_precision`` value as a table names it."""
+    return "float32" if precision == "none" else precision
+
+
 def settings(flag_values):
-    """The precision and compilation flags of a run: "" or ", mixed_float16, XLA" etc."""
+    """The precision and compilation flags of a run: "" or ", mixed_bfloat16, XLA" etc."""
+    policy = acvi_flags.precision_policy(flag_values.mixed_precision)
     return "".join(
         text
-        for text, on in (
-            (", mixed_float16", flag_values.mixed_precision),
-            (", XLA", flag_values.jit_compile),
-        )
+        for text, on in ((", " + policy, policy != "float32"), (", XLA", flag_values.jit_compile))
         if on
     )
 

@@ -15,16 +15,18 @@ variance network) are timed interleaved after the trace and one untimed round; t
 gives the median ms/step, the throughput, the median (and range) of the per-round ratios
 to ``sa`` from the same run, and
 the peak memory (the process's resident set on CPU, each variant's peak on a GPU).
-``--jit_compile`` and ``--mixed_precision`` apply as in training. Rows go to BENCHMARKS.md.
+``--jit_compile`` and ``--mixed_precision`` apply as in training; ``--precisions=none,bfloat16``
+builds every variant under each precision as well and compares each with the first (by
+the clock and in CPU time). Rows go to BENCHMARKS.md.
 
 Usage: python bench/host_step.py [--tasks=translation,captioning] [--repeats=5]
-  [--variants=...] [--jit_compile] [--mixed_precision]
+  [--variants=...] [--jit_compile] [--mixed_precision=none|float16|bfloat16]
+  [--precisions=none,bfloat16]
 """
 
 import os
 import resource
 import sys
-import time
 
 import numpy as np
 import tensorflow as tf
@@ -49,6 +51,12 @@ import _report as report
 flags.DEFINE_list("tasks", ["translation", "captioning"], "Hosts to time, in order.")
 flags.DEFINE_integer("repeats", 5, "Timed steps per variant.", lower_bound=1)
 flags.DEFINE_list("variants", [], "Variants to time (default: all); sa is always timed.")
+flags.DEFINE_list(
+    "precisions",
+    [],
+    "--mixed_precision values to build every variant in, timed interleaved and compared "
+    "with the first (e.g. none,bfloat16); default: --mixed_precision's.",
+)
 FLAGS = flags.FLAGS
 acvi_flags.define_flags(FLAGS)  # the shared flags: precision, XLA, seed
 
@@ -63,6 +71,11 @@ flags.register_validator(
     "tasks",
     lambda names: set(names) <= {"translation", "captioning"},
     message="--tasks: translation and/or captioning",
+)
+flags.register_validator(
+    "precisions",
+    lambda names: set(names) <= set(acvi_flags.PRECISION_POLICIES),
+    message="--precisions: values of --mixed_precision",
 )
 flags.register_validator(
     "variants",
@@ -164,33 +177,39 @@ def _time_task(task):
         for name in VARIANTS
         if name == "sa" or not FLAGS.variants or name in FLAGS.variants
     }
-    for name, options in chosen.items():
-        keras.utils.set_random_seed(1)
-        options = dict(options)
-        layer = registry.make_context_layer(options.pop("mode"), seed=1, **options)
-        step, batch = make_step(layer)  # the same batch for every variant
-        if report.has_gpu():
-            tf.config.experimental.reset_memory_stats("GPU:0")
-        step(batch, tf.constant(False), tf.constant(0, tf.int64))  # trace, compile
-        if report.has_gpu():
-            memory[name] = tf.config.experimental.get_memory_info("GPU:0")["peak"] / 2**20
-        steps[name] = step
-    times = {name: [] for name in steps}
+    precisions = FLAGS.precisions or [FLAGS.mixed_precision]
+    for precision in precisions:
+        # a layer keeps the policy it was built under
+        keras.mixed_precision.set_global_policy(acvi_flags.precision_policy(precision))
+        for name, options in chosen.items():
+            keras.utils.set_random_seed(1)
+            options = dict(options)
+            layer = registry.make_context_layer(options.pop("mode"), seed=1, **options)
+            step, batch = make_step(layer)  # the same batch for every variant
+            if report.has_gpu():
+                tf.config.experimental.reset_memory_stats("GPU:0")
+            step(batch, tf.constant(False), tf.constant(0, tf.int64))  # trace, compile
+            if report.has_gpu():
+                memory[name, precision] = (
+                    tf.config.experimental.get_memory_info("GPU:0")["peak"] / 2**20
+                )
+            steps[name, precision] = step
     use_gumbel = {
         name: tf.constant(options.get("sampling") == "gumbel") for name, options in VARIANTS.items()
     }
-    # Interleaved; the first round is not timed: a step's first call after the others
-    # were traced ran up to 10x slower.
-    for repeat in range(FLAGS.repeats + 1):
-        for name, step in steps.items():
-            start = time.perf_counter()
-            results = step(batch, use_gumbel[name], tf.constant(1, tf.int64))
-            float(next(iter(results.values())))
-            if repeat:
-                times[name].append(time.perf_counter() - start)
+    times, cpu = report.time_interleaved(
+        {
+            key: lambda step=step, key=key: float(
+                next(iter(step(batch, use_gumbel[key[0]], tf.constant(1, tf.int64)).values()))
+            )
+            for key, step in steps.items()
+        },
+        FLAGS.repeats,
+    )
     rows = []
-    for name, values in times.items():
+    for (name, precision), values in times.items():
         median = float(np.median(values))
+        baseline = "sa", precision
         if task == "translation":
             batch_size, src_len, tgt_len = NMT_SIZE[2:]
             rate = [
@@ -200,10 +219,20 @@ def _time_task(task):
         else:
             rate = ["%.1f" % (VC_SIZE[1] / median)]
         rows.append(
-            [name, "%.1f" % (1e3 * median)]
+            [name]
+            + ([report.precision_name(precision)] if len(precisions) > 1 else [])
+            + ["%.1f" % (1e3 * median)]
             + rate
-            + [report.ratio_cell(values, times["sa"])]
-            + (["%.0f" % memory[name]] if memory else [])
+            + [
+                report.ratio_cell(values, times[baseline]),
+                report.ratio_cell(cpu[name, precision], cpu[baseline]),
+            ]
+            + (
+                [report.ratio_cell(cpu[name, precision], cpu[name, precisions[0]])]
+                if len(precisions) > 1
+                else []
+            )
+            + (["%.0f" % memory[name, precision]] if memory else [])
         )
     rate_header = (
         ["K target tokens / s", "K words / s (src + tgt)"]
@@ -211,9 +240,16 @@ def _time_task(task):
         else ["clips / s"]
     )
     header = (
-        ["context", "median ms / step"]
+        ["context"]
+        + (["precision"] if len(precisions) > 1 else [])
+        + ["median ms / step"]
         + rate_header
-        + ["ratio to sa (range)"]
+        + ["ratio to sa (range)", "CPU-time ratio to sa (range)"]
+        + (
+            ["CPU-time ratio to %s (range)" % report.precision_name(precisions[0])]
+            if len(precisions) > 1
+            else []
+        )
         + (["peak GPU MiB"] if memory else [])
     )
     if task == "translation":
@@ -250,7 +286,12 @@ def _time_task(task):
         "NMT" if task == "translation" else "Captioner",
         ": sa, " + ", ".join(FLAGS.variants) if FLAGS.variants else "",
     )
-    config = (task, *FLAGS.variants, report.settings(FLAGS))
+    config = (
+        task,
+        *FLAGS.variants,
+        "precisions " + " ".join(precisions) if FLAGS.precisions else "",
+        report.settings(FLAGS),
+    )
     report.emit(title, header, rows, notes, config=config)
 
 

@@ -19,13 +19,18 @@ deferred); ``ablation: sa keras lstm encoder`` and ``ablation: acvi keras lstm e
 and ``ablation: sa dense coverage`` (the coverage term through the ``w_c`` Dense layer
 instead of ``acvi_tf.attention.coverage_feature``).
 
-Roofline: the machine's float32 matmul throughput is measured with a large
-``tf.matmul``; the analytic FLOPs of one step (forward x 3 for forward and backward)
-divided by the step time gives the achieved fraction of it. Memory: the process's peak
+``--precisions=none,bfloat16`` builds every variant under each precision policy as well
+(float32, mixed_bfloat16) and compares each with the first. Each ratio is the median (and
+range) of per-round ratios, by the clock and in CPU time.
+
+Roofline: the machine's matmul throughput in the row's compute precision is measured with
+a large ``tf.matmul``; the analytic FLOPs of one step (forward x 3 for forward and
+backward) divided by the step time gives the achieved fraction of it. Memory: the process's peak
 resident set (CPU) or each variant's peak GPU memory. Rows go to BENCHMARKS.md.
 
 Usage: python bench/train_step.py [--size=paper|small] [--repeats=5] [--variants=...]
-  [--coverage_settings=both|no|yes] [--mixed_precision] [--jit_compile]
+  [--coverage_settings=both|no|yes] [--mixed_precision=none|float16|bfloat16]
+  [--precisions=none,bfloat16] [--jit_compile]
 """
 
 import math
@@ -61,6 +66,12 @@ flags.DEFINE_list(
 )
 flags.DEFINE_enum(
     "coverage_settings", "both", ["both", "no", "yes"], "Time without coverage, with it, or both."
+)
+flags.DEFINE_list(
+    "precisions",
+    [],
+    "--mixed_precision values to build every variant in, timed interleaved and compared "
+    "with the first (e.g. none,bfloat16); default: --mixed_precision's.",
 )
 FLAGS = flags.FLAGS
 acvi_flags.define_flags(FLAGS)  # the shared flags: precision, XLA, seed
@@ -148,6 +159,12 @@ MODEL_ABLATIONS = {
     "ablation: sa dense coverage": _dense_coverage,
 }
 flags.register_validator(
+    "precisions",
+    lambda names: set(names) <= set(acvi_flags.PRECISION_POLICIES),
+    message="--precisions: values of --mixed_precision (%s)"
+    % ", ".join(acvi_flags.PRECISION_POLICIES),
+)
+flags.register_validator(
     "variants",
     lambda names: set(names) <= set(VARIANTS) | set(ABLATIONS),
     message="--variants: unknown name (see VARIANTS and ABLATIONS in this script)",
@@ -171,11 +188,11 @@ def step_flops(vocab, emb, hidden, batch, n, t):
     return 3 * 2 * batch * (encoder + keys + t * per_step)
 
 
-def matmul_peak(n=2048, repeats=5):
-    """Measured float32 matmul throughput (FLOP/s), median of ``repeats``."""
-    a = tf.random.normal([n, n])
-    b = tf.random.normal([n, n])
-    float(tf.reduce_sum(tf.matmul(a, b)))  # warm up
+def matmul_peak(n=2048, repeats=5, dtype=tf.float32):
+    """Measured matmul throughput (FLOP/s) in ``dtype``, median of ``repeats``."""
+    a = tf.cast(tf.random.normal([n, n]), dtype)
+    b = tf.cast(tf.random.normal([n, n]), dtype)
+    float(tf.matmul(a, b)[0, 0])  # warm up
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -224,74 +241,107 @@ def main(argv):
         for name in list(VARIANTS) + list(ABLATIONS)
         if name == "sa" or name in (FLAGS.variants or VARIANTS)
     ]
-    for name in chosen:
-        keras.utils.set_random_seed(1)
-        if name in ABLATIONS:
-            ablation = ABLATIONS[name]
-            seeded = issubclass(ablation, context_lib.ACVIContext)
-            layer = ablation(name="context", **({"seed": 1} if seeded else {}))
-        else:
-            options = dict(VARIANTS[name])
-            layer = registry.make_context_layer(options.pop("mode"), seed=1, **options)
-        model = model_lib.PointerGenerator(
-            vocab, hidden, emb, context_layer=layer, jit_compile=FLAGS.jit_compile
+    precisions = FLAGS.precisions or [FLAGS.mixed_precision]
+    for precision in precisions:
+        # a layer keeps the policy it was built under
+        keras.mixed_precision.set_global_policy(acvi_flags.precision_policy(precision))
+        for name in chosen:
+            keras.utils.set_random_seed(1)
+            if name in ABLATIONS:
+                ablation = ABLATIONS[name]
+                seeded = issubclass(ablation, context_lib.ACVIContext)
+                layer = ablation(name="context", **({"seed": 1} if seeded else {}))
+            else:
+                options = dict(VARIANTS[name])
+                layer = registry.make_context_layer(options.pop("mode"), seed=1, **options)
+            model = model_lib.PointerGenerator(
+                vocab, hidden, emb, context_layer=layer, jit_compile=FLAGS.jit_compile
+            )
+            if name in MODEL_ABLATIONS:
+                MODEL_ABLATIONS[name](model, hidden)
+            optimizer = keras.optimizers.Adagrad(0.15, initial_accumulator_value=0.1)
+            model(batch, coverage_on=True)
+            optimizer.build(model.trainable_variables)
+            gumbel[name] = layer.gumbel_active(0, 1)  # True for sampling="gumbel" only
+            for coverage in COVERAGE_SETTINGS[FLAGS.coverage_settings]:
+                step = run_summarization.make_train_step(summarizer, model, optimizer, coverage)
+                if report.has_gpu():
+                    tf.config.experimental.reset_memory_stats("GPU:0")
+                float(step(batch, gumbel[name], tf.constant(0, tf.int64))["total_loss"])
+                if report.has_gpu():
+                    memory[name, precision, coverage] = (
+                        tf.config.experimental.get_memory_info("GPU:0")["peak"] / 2**20
+                    )
+                steps[name, precision, coverage] = step
+    wall, cpu = report.time_interleaved(
+        {
+            key: lambda step=step, key=key: float(
+                step(batch, gumbel[key[0]], tf.constant(1, tf.int64))["total_loss"]
+            )
+            for key, step in steps.items()
+        },
+        FLAGS.repeats,
+    )
+    peaks = {
+        precision: matmul_peak(
+            4096 if report.has_gpu() else 2048,
+            dtype=keras.mixed_precision.Policy(
+                acvi_flags.precision_policy(precision)
+            ).compute_dtype,
         )
-        if name in MODEL_ABLATIONS:
-            MODEL_ABLATIONS[name](model, hidden)
-        optimizer = keras.optimizers.Adagrad(0.15, initial_accumulator_value=0.1)
-        model(batch, coverage_on=True)
-        optimizer.build(model.trainable_variables)
-        gumbel[name] = layer.gumbel_active(0, 1)  # True for sampling="gumbel" only
-        for coverage in COVERAGE_SETTINGS[FLAGS.coverage_settings]:
-            step = run_summarization.make_train_step(summarizer, model, optimizer, coverage)
-            if report.has_gpu():
-                tf.config.experimental.reset_memory_stats("GPU:0")
-            float(step(batch, gumbel[name], tf.constant(0, tf.int64))["total_loss"])
-            if report.has_gpu():
-                memory[name, coverage] = (
-                    tf.config.experimental.get_memory_info("GPU:0")["peak"] / 2**20
-                )
-            steps[name, coverage] = step
-    times = {key: [] for key in steps}
-    # Interleaved; the first round is not timed: a step's first call after the others
-    # were traced ran up to 10x slower.
-    for repeat in range(FLAGS.repeats + 1):
-        for key, step in steps.items():
-            start = time.perf_counter()
-            float(step(batch, gumbel[key[0]], tf.constant(1, tf.int64))["total_loss"])
-            if repeat:
-                times[key].append(time.perf_counter() - start)
-    peak = matmul_peak(4096 if report.has_gpu() else 2048)
+        for precision in precisions
+    }
     flops = step_flops(vocab, emb, hidden, batch_size, n, t)
     rows = []
-    for (name, coverage), values in times.items():
+    for (name, precision, coverage), values in wall.items():
         median = float(np.median(values))
+        baseline = ("sa", precision, coverage)
         rows.append(
-            [
-                FLAGS.size,
-                name,
+            [FLAGS.size, name]
+            + ([report.precision_name(precision)] if len(precisions) > 1 else [])
+            + [
                 "yes" if coverage else "no",
                 "%.1f" % (1e3 * median),
-                report.ratio_cell(values, times["sa", coverage]),
-                "%.1f" % (flops / median / 1e9),
-                "%.1f%%" % (100 * flops / median / peak),
+                report.ratio_cell(values, wall[baseline]),
+                report.ratio_cell(cpu[name, precision, coverage], cpu[baseline]),
             ]
-            + (["%.0f" % memory[name, coverage]] if memory else [])
+            + (
+                [
+                    report.ratio_cell(
+                        cpu[name, precision, coverage], cpu[name, precisions[0], coverage]
+                    )
+                ]
+                if len(precisions) > 1
+                else []
+            )
+            + [
+                "%.1f" % (flops / median / 1e9),
+                "%.1f%%" % (100 * flops / median / peaks[precision]),
+            ]
+            + (["%.0f" % memory[name, precision, coverage]] if memory else [])
         )
-    header = [
-        "size",
-        "context",
-        "coverage",
-        "median ms / step",
-        "ratio to sa (range)",
-        "GFLOP/s",
-        "of matmul peak",
-    ] + (["peak GPU MiB"] if memory else [])
+    header = (
+        ["size", "context"]
+        + (["precision"] if len(precisions) > 1 else [])
+        + [
+            "coverage",
+            "median ms / step",
+            "ratio to sa (range)",
+            "CPU-time ratio to sa (range)",
+        ]
+        + (
+            ["CPU-time ratio to %s (range)" % report.precision_name(precisions[0])]
+            if len(precisions) > 1
+            else []
+        )
+        + ["GFLOP/s", "of matmul peak"]
+        + (["peak GPU MiB"] if memory else [])
+    )
     vocab_, emb_, hidden_, b_, n_, t_ = SIZES[FLAGS.size]
     notes = [
         "Batch %d, %d/%d tokens, vocab %d, emb %d, hidden %d%s; %d interleaved steps "
-        "per variant; analytic %.1f GFLOP per step; measured float32 matmul peak %.1f "
-        "GFLOP/s; process peak RSS %d MB."
+        "per variant; analytic %.1f GFLOP per step; measured matmul peak %s GFLOP/s "
+        "(the fraction of it is of the row's precision); process peak RSS %d MB."
         % (
             b_,
             n_,
@@ -302,7 +352,9 @@ def main(argv):
             report.settings(FLAGS),
             FLAGS.repeats,
             flops / 1e9,
-            peak / 1e9,
+            ", ".join(
+                "%.1f in %s" % (peak / 1e9, report.precision_name(p)) for p, peak in peaks.items()
+            ),
             resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
         )
     ]
@@ -322,6 +374,7 @@ def main(argv):
             FLAGS.size,
             *FLAGS.variants,
             "" if FLAGS.coverage_settings == "both" else "coverage " + FLAGS.coverage_settings,
+            "precisions " + " ".join(precisions) if FLAGS.precisions else "",
             report.settings(FLAGS),
         ),
     )

@@ -63,9 +63,10 @@ def test_coverage_feature_value_and_gradients_match_numpy(shape):
     )
 
 
-def test_coverage_gradients_under_mixed_precision_are_float32(inputs):
+@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
+def test_coverage_gradients_under_mixed_precision_are_float32(inputs, policy):
     memory, query, mask = inputs
-    keras.mixed_precision.set_global_policy("mixed_float16")
+    keras.mixed_precision.set_global_policy(policy)
     scorer = attention.AdditiveScorer(8, use_coverage=True)
     coverage = tf.constant(np.random.default_rng(4).uniform(size=(B, N)), tf.float32)
     with tf.GradientTape() as tape:
@@ -217,10 +218,11 @@ def test_config_round_trip_gives_same_layer(inputs, make):
     np.testing.assert_allclose(clone(q, clone.prepare(memory), mask, **kwargs), out, rtol=1e-6)
 
 
-def test_mixed_precision_scores_give_float32_probabilities(inputs):
+@pytest.mark.parametrize("half", ["float16", "bfloat16"])
+def test_mixed_precision_scores_give_float32_probabilities(inputs, half):
     memory, query, mask = inputs
-    keras.mixed_precision.set_global_policy("mixed_float16")
+    keras.mixed_precision.set_global_policy("mixed_" + half)
     scorer = attention.AdditiveScorer(8)
     probs = scorer(query, scorer.prepare(memory), mask)
-    assert scorer.compute_dtype == "float16" and probs.dtype == tf.float32
+    assert scorer.compute_dtype == half and probs.dtype == tf.float32
     _check_probs(probs, mask)

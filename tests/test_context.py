@@ -441,13 +441,14 @@ def test_runs_under_xla(batch, noise, kl):
     assert not np.allclose(ctx, xla_mean[0])
 
 
-def test_mixed_precision_keeps_variance_and_kl_in_float32(batch):
+@pytest.mark.parametrize("half", [tf.float16, tf.bfloat16])
+def test_mixed_precision_keeps_variance_and_kl_in_float32(batch, half):
     memory, mask, probs = batch
-    keras.mixed_precision.set_global_policy("mixed_float16")
+    keras.mixed_precision.set_global_policy("mixed_" + half.name)
     layer = context.ACVIContext(seed=1)
-    prepared = layer.prepare(tf.cast(memory, tf.float16), mask)
+    prepared = layer.prepare(tf.cast(memory, half), mask)
     ctx, kl = layer(probs, prepared, training=True)
-    assert ctx.dtype == tf.float16 and kl.dtype == tf.float32
+    assert ctx.dtype == half and kl.dtype == tf.float32
     assert prepared.variance.dtype == tf.float32
     assert all(w.dtype == tf.float32 for w in layer.weights)
     assert np.all(np.isfinite(kl))

@@ -127,3 +127,30 @@ def test_every_mechanism_trains_and_restores_in_every_host(host, mode, tmp_path)
     for again in (_beam(host, model, batch), _beam(host, restored, batch)):
         np.testing.assert_array_equal(again["ids"], ids)
         np.testing.assert_allclose(again["scores"], decoded["scores"], rtol=1e-5)
+
+
+@pytest.mark.parametrize("host", hosts.HOSTS)
+def test_acvi_trains_and_decodes_in_bfloat16_in_every_host(host):
+    """``--mixed_precision=bfloat16``: the products run in bfloat16 on float32 weights, the
+    KL, the losses and the beam scores stay float32, and the loss falls as in float32."""
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")  # conftest restores float32
+    build, make_batch, _ = hosts.HOST_SETUPS[host]
+    batch = make_batch()
+    model = build(registry.make_context_layer("acvi", **OPTIONS), seed=5)
+    optimizer = keras.optimizers.Adam(0.02)
+    model(batch)
+    assert all(w.dtype == tf.float32 for w in model.weights)
+    before = float(_loss(host, model, batch, training=False)[0])
+    for step in range(STEPS[host]):
+        with tf.GradientTape() as tape:
+            loss, out, _ = _loss(host, model, batch, step)
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(
+            [(g, v) for g, v in zip(grads, model.trainable_variables) if g is not None]
+        )
+    logits = out["vocab_logits" if host == "summarizer" else "logits"]
+    assert logits.dtype == tf.bfloat16
+    assert loss.dtype == out["kl"].dtype == tf.float32
+    assert float(_loss(host, model, batch, training=False)[0]) < 0.8 * before
+    decoded = _beam(host, model, batch)
+    assert decoded["scores"].dtype == tf.float32 and np.all(np.isfinite(decoded["scores"]))

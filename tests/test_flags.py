@@ -182,7 +182,7 @@ def test_importing_the_entry_points_defines_no_flag():
 
 
 def test_configure_runtime_sets_precision_seed_and_determinism():
-    fv = _parse("--mixed_precision", "--seed=3")
+    fv = _parse("--mixed_precision=float16", "--seed=3")
     try:
         acvi_flags.configure_runtime(fv)
         assert keras.mixed_precision.global_policy().name == "mixed_float16"
@@ -193,6 +193,8 @@ def test_configure_runtime_sets_precision_seed_and_determinism():
         acvi_flags.configure_runtime(_parse("--deterministic"))
         assert tf_config.is_op_determinism_enabled()
         assert keras.mixed_precision.global_policy().name == "float32"
+        acvi_flags.configure_runtime(_parse("--mixed_precision=bfloat16"))
+        assert keras.mixed_precision.global_policy().name == "mixed_bfloat16"
     finally:
         tf_config.disable_op_determinism()
 

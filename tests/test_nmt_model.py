@@ -117,11 +117,14 @@ def test_initial_weights_are_seeded_once_each(batch):
         assert np.all(np.abs(gates) <= 0.3) and np.unique(gates).size == gates.size
 
 
-def test_loss_and_kl_are_token_sums_over_batch_size(batch):
+@pytest.mark.parametrize("dtype", [tf.float32, tf.bfloat16])
+def test_loss_and_kl_are_token_sums_over_batch_size(batch, dtype):
+    """Also for bfloat16 logits (--mixed_precision=bfloat16), whose softmax runs in float32."""
     rng = np.random.default_rng(4)
-    logits = rng.normal(size=(2, 4, T_VOCAB)).astype(np.float32)
+    logits = tf.cast(4 * rng.normal(size=(2, 4, T_VOCAB)), dtype)
     kl = rng.uniform(size=(2, 4)).astype(np.float32)
     nll, count = losses.sequence_loss(logits, batch["tgt_out"], batch["tgt_len"])
+    logits = tf.cast(logits, tf.float64).numpy()
     log_p = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
     xent = -np.take_along_axis(log_p, batch["tgt_out"][..., None], -1)[..., 0]
     mask = np.arange(4)[None] < batch["tgt_len"][:, None]

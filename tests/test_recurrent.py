@@ -147,17 +147,21 @@ def test_unsupported_arguments_are_refused():
         recurrent.ProjectedLSTM(keras.layers.LSTMCell(UNITS), stateful=True)
 
 
-def test_mixed_precision_matches_the_keras_lstm():
-    keras.mixed_precision.set_global_policy("mixed_float16")  # conftest restores float32
+# Each half precision with its tolerance: float16 keeps 11 significant bits, bfloat16 8.
+@pytest.mark.parametrize("half, tolerance", [(tf.float16, 1e-2), (tf.bfloat16, 4e-2)])
+def test_mixed_precision_matches_the_keras_lstm(half, tolerance):
+    keras.mixed_precision.set_global_policy("mixed_" + half.name)  # conftest restores float32
     rng = np.random.default_rng(6)
     x = tf.constant(rng.normal(size=(3, 6, 4)), tf.float32)
     mask = tf.sequence_mask([6, 3, 5], 6)
     keras_layer, ours = _pair(x, mask)
     expected, expected_grads = _loss_and_gradients(keras_layer, x, mask)
     outputs, grads = tf.function(lambda: _loss_and_gradients(ours, x, mask))()
-    assert outputs[0].dtype == tf.float16
+    assert outputs[0].dtype == half
     for got, want in zip(outputs, expected):
-        np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-2)
+        np.testing.assert_allclose(
+            tf.cast(got, tf.float32), tf.cast(want, tf.float32), rtol=tolerance, atol=tolerance
+        )
     for got, want, weight in zip(grads[1:], expected_grads[1:], ours.trainable_weights):
         assert got.dtype == weight.dtype == tf.float32
-        np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-2)
+        np.testing.assert_allclose(got, want, rtol=2 * tolerance, atol=2 * tolerance)
