@@ -23,7 +23,9 @@ with no KL term (``acvi-noise-only``, which separates the noise's effect from th
 ``bound`` at weight 1 with free bits (Kingma et al., 2016) of 1 and 8 nats per decoder
 step (``acvi-bound-freebits-1``, ``-8``: KL below the floor costs nothing); and
 Gumbel-softmax sampling for the whole run with ``mc``, the one pairing where ``mc``
-estimates the KL of the sampler. Each run's numbers go to
+estimates the KL of the sampler; and soft attention and the default ACVI
+(``acvi-bound-0.001``) trained with ``--mixed_precision=bfloat16`` (``-bfloat16``), the
+accuracy cost of that precision. Each run's numbers go to
 ``<out_dir>/<variant>_seed<seed>.json`` first, so an interrupted study resumes where it
 stopped. The table (mean and standard deviation over the seeds, with the revision and the
 TensorFlow version of each variant's runs) is printed and kept in ``bench/results/``, one
@@ -73,6 +75,14 @@ VARIANTS = {
     "acvi-bound-freebits-1": _WEIGHT_1 + ["--acvi_kl=bound", "--kl_free_bits=1"],
     "acvi-bound-freebits-8": _WEIGHT_1 + ["--acvi_kl=bound", "--kl_free_bits=8"],
     "acvi-gumbel-mc": _WEIGHT_1 + ["--acvi_sampling=gumbel", "--acvi_kl=mc"],
+    # the precision: soft attention and the default ACVI in bfloat16 (float32 above)
+    "sa-bfloat16": ["--context=sa", "--mixed_precision=bfloat16"],
+    "acvi-bound-0.001-bfloat16": [
+        "--context=acvi",
+        "--acvi_kl=bound",
+        "--kl_weight=0.001",
+        "--mixed_precision=bfloat16",
+    ],
     "structured": ["--context=structured"],
     "ved": ["--context=ved"],
     "variational": [
