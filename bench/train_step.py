@@ -45,6 +45,8 @@ from absl import app, flags
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import _profile
+
 from acvi_tf import (
     attention,
     loop_gradients,
@@ -72,6 +74,13 @@ flags.DEFINE_list(
     [],
     "--mixed_precision values to build every variant in, timed interleaved and compared "
     "with the first (e.g. none,bfloat16); default: --mixed_precision's.",
+)
+flags.DEFINE_integer(
+    "profile_steps",
+    0,
+    "Also profile this many steps of every variant (TensorFlow's profiler) and keep "
+    "where their op time goes, by part of the model and by op type.",
+    lower_bound=0,
 )
 FLAGS = flags.FLAGS
 acvi_flags.define_flags(FLAGS)  # the shared flags: precision, XLA, seed
@@ -282,6 +291,8 @@ def main(argv):
         },
         FLAGS.repeats,
     )
+    if FLAGS.profile_steps:
+        _emit_profile(steps, batch, gumbel, precisions)
     peaks = {
         precision: matmul_peak(
             4096 if report.has_gpu() else 2048,
@@ -372,6 +383,42 @@ def main(argv):
         # (an ablation) its own
         config=(
             FLAGS.size,
+            *FLAGS.variants,
+            "" if FLAGS.coverage_settings == "both" else "coverage " + FLAGS.coverage_settings,
+            "precisions " + " ".join(precisions) if FLAGS.precisions else "",
+            report.settings(FLAGS),
+        ),
+    )
+
+
+def _emit_profile(steps, batch, gumbel, precisions):
+    """Profiles every timed step and keeps the op-time table next to the timing."""
+    profiles = {}
+    for (name, precision, coverage), step in steps.items():
+        label = "%s%s%s" % (
+            name,
+            ", " + report.precision_name(precision) if len(precisions) > 1 else "",
+            ", coverage" if coverage else "",
+        )
+        profiles[label] = _profile.op_times(
+            lambda step=step, name=name: float(
+                step(batch, gumbel[name], tf.constant(1, tf.int64))["total_loss"]
+            ),
+            FLAGS.profile_steps,
+        )
+    header, rows = _profile.table(profiles)
+    report.emit(
+        "Pointer-generator training step: where the op time goes",
+        header,
+        rows,
+        [
+            "Size %s; op times summed over all threads, per step, over %d profiled steps "
+            "per variant (TensorFlow's profiler); parts by the first of %s in the op's "
+            "name." % (FLAGS.size, FLAGS.profile_steps, ", ".join(_profile.PARTS))
+        ],
+        config=(
+            FLAGS.size,
+            "profile",
             *FLAGS.variants,
             "" if FLAGS.coverage_settings == "both" else "coverage " + FLAGS.coverage_settings,
             "precisions " + " ".join(precisions) if FLAGS.precisions else "",
