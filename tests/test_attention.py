@@ -226,3 +226,37 @@ def test_mixed_precision_scores_give_float32_probabilities(inputs, half):
     probs = scorer(query, scorer.prepare(memory), mask)
     assert scorer.compute_dtype == half and probs.dtype == tf.float32
     _check_probs(probs, mask)
+
+
+def test_bfloat16_additive_features_are_float32_on_a_cpu(inputs, monkeypatch):
+    """Under mixed_bfloat16 on a CPU only the products run in bfloat16: the scores equal
+    float32 arithmetic on the bfloat16 products; with a GPU everything is bfloat16."""
+    memory, query, mask = inputs
+    coverage = np.random.default_rng(5).uniform(size=(B, N)).astype(np.float32) * mask
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    scorer = attention.AdditiveScorer(7, use_coverage=True)
+    keys = scorer.prepare(memory)
+    probs = scorer(query, keys, mask, coverage=coverage).numpy()
+    assert keys.dtype == tf.float32 and scorer.energy.compute_dtype == "float32"
+
+    def bf16(x):
+        return tf.cast(tf.cast(x, tf.bfloat16), tf.float32).numpy()
+
+    w_h, w_s = bf16(scorer.memory_projection.kernel), bf16(scorer.query_projection.kernel)
+    b = bf16(scorer.query_projection.bias)
+    v = scorer.energy.kernel.numpy()[:, 0]
+    w_c = scorer.coverage_projection.kernel.numpy()[0]
+    features = (
+        bf16(bf16(memory) @ w_h)
+        + bf16(bf16(bf16(query) @ w_s) + b)[:, None, :]
+        + coverage[..., None] * w_c
+    )
+    expected = np_masked_softmax(np.tanh(features) @ v, mask)
+    np.testing.assert_allclose(probs, expected, rtol=2e-3, atol=1e-5)  # a bfloat16 ulp apart
+
+    gpu = [tf.config.PhysicalDevice("/physical_device:GPU:0", "GPU")]
+    monkeypatch.setattr(
+        tf.config, "list_physical_devices", lambda kind=None: gpu if kind == "GPU" else []
+    )
+    on_gpu = attention.AdditiveScorer(7)
+    assert on_gpu.feature_dtype == tf.bfloat16 and on_gpu.prepare(memory).dtype == tf.bfloat16
