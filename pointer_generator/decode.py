@@ -79,12 +79,17 @@ class Summarizer:
         def search(batch, record):
             constants, state = model.start(batch, initial_state_attention)
             articles = tf.shape(batch["enc_batch"])[0]
-            step = decoding.model_step(
-                model,
-                decoding.tile_beam(constants, beam_size),
-                max_art_oovs=batch["max_art_oovs"],
-                coverage_on=coverage_on,
-            )
+
+            def step(tokens, state, t, constants):
+                del t
+                return model.decode_step(
+                    tokens,
+                    state,
+                    constants,
+                    max_art_oovs=batch["max_art_oovs"],
+                    coverage_on=coverage_on,
+                )
+
             return decoding.beam_search(
                 step,
                 state,
@@ -98,6 +103,8 @@ class Summarizer:
                 gnmt_alpha=gnmt_alpha,
                 probabilities=True,
                 record_extras=record,
+                constants=constants,
+                shrink=not jit_compile,
             )
 
         def compiled(record):

@@ -235,3 +235,49 @@ def test_step_limit_stops_early_keeps_the_width_and_compiles_with_xla():
         np.testing.assert_array_equal(limited["lengths"], short["lengths"], err_msg=name)
         np.testing.assert_allclose(limited["scores"], short["scores"], rtol=1e-5)
         assert 6 in short["lengths"].numpy(), name  # some input ran into the limit
+
+
+def test_shrinking_the_live_batch_gives_the_unshrunk_search():
+    # Each input's own [STOP] bias (a constant of the step) makes the inputs finish at
+    # different steps, and two never finish (they run into max_steps); the rows the
+    # step sees fall as inputs finish, and every output equals the search without it.
+    decoder = FakeDecoder(seed=7)
+    states = tf.constant(_states(6, seed=7))
+    stop_bias = tf.constant([4.0, -9.0, 1.0, 2.5, 0.0, -9.0])
+    rows_seen = []
+
+    def step(tokens, state, t, constants):
+        assert constants["unused"] is None
+        rows_seen.append(tokens.shape[0])
+        log_probs, state, extras = decoder.step_tf(tokens, state, t)
+        stop = tf.one_hot(STOP, W) * constants["stop_bias"][:, tf.newaxis]
+        return tf.nn.log_softmax(log_probs + stop), state, extras
+
+    def search(states, shrink):
+        return decoding.beam_search(
+            step,
+            states,
+            6,
+            3,
+            9,
+            START,
+            STOP,
+            min_steps=1,
+            record_extras=True,
+            constants=dict(stop_bias=stop_bias, unused=None),
+            shrink=shrink,
+        )
+
+    full = search(states, False)
+    rows_seen.clear()
+    shrunk = search(states, True)
+    # the probe step, then every step: all 18 rows, then fewer as inputs finish
+    assert rows_seen[:2] == [18, 18] and rows_seen == sorted(rows_seen, reverse=True)
+    assert len(set(rows_seen)) > 2 and rows_seen[-1] < 18, rows_seen
+    compiled = tf.function(lambda s: search(s, True), autograph=False)(states)
+    lengths = full["lengths"].numpy()
+    assert len(set(lengths)) > 2 and 9 in lengths, lengths
+    for out in (shrunk, compiled):
+        assert set(out) == set(full)
+        for name in full:
+            np.testing.assert_array_equal(out[name], full[name], err_msg=name)
