@@ -266,7 +266,9 @@ def beam_search(
         follow from shapes, while ``step_limit`` may depend on the data.
       constants: optional nest of [B, ...] tensors that the step reads but does not
         change (e.g. the encoder states), tiled to the beam here and passed to
-        ``step_fn`` as [B*K, ...] (None entries stay None).
+        ``step_fn`` as [B*K, ...] (None entries stay None). Given, the first step, where
+        an input's K hypotheses are one, runs on B rows (tokens, state and constants
+        [B, ...]) and its outputs are tiled.
       shrink: drop the rows of finished inputs from the loop (with ``constants``): the
         steps after an input finishes no longer compute its K rows, so a batch costs
         what its live inputs cost. The outputs are the same as without it (every row is
@@ -338,9 +340,31 @@ def beam_search(
         batch = tf.shape(v["done"])[0]
         last = tf.gather(v["alive_seq"], tf.maximum(t - 1, 0), axis=2)
         last = tf.where(t > 0, last, start_id)
-        scores, new_state, extras = call_step(
-            tf.reshape(last, [-1]), v["state"], t, v.get("constants", const_carried)
-        )
+        carried = v.get("constants", const_carried)
+
+        def every_row():
+            return call_step(tf.reshape(last, [-1]), v["state"], t, carried)
+
+        def first_rows():
+            """Step 0 on one row per input (its K rows are the same) and tiled."""
+
+            def first(x):
+                return x[::k]
+
+            return tile_beam(
+                call_step(
+                    tf.fill([batch], start_id),
+                    tf.nest.map_structure(first, v["state"]),
+                    t,
+                    [first(x) for x in carried],
+                ),
+                k,
+            )
+
+        if constants is None:  # the step's own constants have B*K rows
+            scores, new_state, extras = every_row()
+        else:
+            scores, new_state, extras = tf.cond(tf.equal(t, 0), first_rows, every_row)
         extras = extras if record_extras else {}
         width = candidates_per_hypothesis or 2 * k
         if scores.shape[-1] is not None:
