@@ -232,17 +232,20 @@ def beam_search(
     probabilities: bool = False,
     record_extras: bool = False,
     step_limit: Optional[Union[tf.Tensor, int]] = None,
+    constants: Any = None,
+    shrink: bool = False,
 ) -> Dict[str, tf.Tensor]:
     """Decodes ``batch_size`` inputs with beam search, all in one graph.
 
     Args:
       step_fn: ``(tokens [B*K] int32, state, step) -> (scores [B*K, W], state,
-        extras)``. ``scores`` are log-probabilities (or probabilities, see
-        ``probabilities``); ``tokens`` are the hypotheses' last tokens as generated (the
-        host maps ids it cannot embed, e.g. extended-vocabulary ids to [UNK]); ``state``
-        is any nest of [B*K, ...] tensors; ``extras`` is a dict of [B*K, ...] tensors (e.g.
-        attention), recorded at every step for the chosen hypothesis when
-        ``record_extras``.
+        extras)``, or ``(tokens, state, step, constants)`` when ``constants`` is given
+        (B is then the number of live inputs with ``shrink``). ``scores`` are
+        log-probabilities (or probabilities, see ``probabilities``); ``tokens`` are the
+        hypotheses' last tokens as generated (the host maps ids it cannot embed, e.g.
+        extended-vocabulary ids to [UNK]); ``state`` is any nest of [B*K, ...] tensors;
+        ``extras`` is a dict of [B*K, ...] tensors (e.g. attention), recorded at every
+        step for the chosen hypothesis when ``record_extras``.
       initial_state: nest of [B, ...] tensors, tiled to the beam here.
       batch_size: B, the number of inputs (a Python int or scalar tensor).
       beam_size: K.
@@ -261,6 +264,16 @@ def beam_search(
         ``max_steps``). The outputs keep ``max_steps`` columns and the results are those
         of ``max_steps=step_limit``. Under XLA ``max_steps`` sizes buffers, so it must
         follow from shapes, while ``step_limit`` may depend on the data.
+      constants: optional nest of [B, ...] tensors that the step reads but does not
+        change (e.g. the encoder states), tiled to the beam here and passed to
+        ``step_fn`` as [B*K, ...] (None entries stay None). Given, the first step, where
+        an input's K hypotheses are one, runs on B rows (tokens, state and constants
+        [B, ...]) and its outputs are tiled.
+      shrink: drop the rows of finished inputs from the loop (with ``constants``): the
+        steps after an input finishes no longer compute its K rows, so a batch costs
+        what its live inputs cost. The outputs are the same as without it (every row is
+        computed as before, only fewer rows are); the row count changes from step to
+        step, which XLA cannot compile.
 
     Returns:
       A dict: ``ids`` [B, max_steps] (generated tokens, cut before the first stop and
@@ -272,12 +285,32 @@ def beam_search(
             "length_normalization must be one of %s, got %r"
             % (LENGTH_NORMALIZATIONS, length_normalization)
         )
+    if shrink and constants is None:
+        raise ValueError("shrink needs the step's constants, to drop their finished rows")
     k = beam_size
     batch = batch_size
     state = tile_beam(initial_state, k)
+    const_leaves = tf.nest.flatten(tile_beam(constants, k))
+    const_carried = [x for x in const_leaves if x is not None]
+
+    def call_step(tokens, state, t, carried):
+        if constants is None:
+            return step_fn(tokens, state, t)
+        leaves = iter(carried)
+        return step_fn(
+            tokens,
+            state,
+            t,
+            tf.nest.pack_sequence_as(
+                constants, [None if x is None else next(leaves) for x in const_leaves]
+            ),
+        )
+
     probe = {}
     if record_extras:  # one probe step gives the extras' shapes (its results are unused)
-        _, _, probe = step_fn(tf.fill([batch * k], start_id), state, tf.constant(0))
+        _, _, probe = call_step(
+            tf.fill([batch * k], start_id), state, tf.constant(0), const_carried
+        )
     empty_extras = {
         name: tf.zeros(tf.concat([[batch, k, max_steps], tf.shape(x)[1:]], 0), x.dtype)
         for name, x in probe.items()
@@ -295,12 +328,43 @@ def beam_search(
         fin_count=tf.zeros([batch], tf.int32),
         done=tf.zeros([batch], tf.bool),
     )
+    if shrink:  # the live inputs' original indices, and the finished inputs' results
+        loop_vars.update(
+            constants=const_carried,
+            index=tf.range(batch),
+            results=_empty_results(batch, max_steps, stop_id, empty_extras),
+        )
 
     def body(v):
         t = v["step"]
+        batch = tf.shape(v["done"])[0]
         last = tf.gather(v["alive_seq"], tf.maximum(t - 1, 0), axis=2)
         last = tf.where(t > 0, last, start_id)
-        scores, new_state, extras = step_fn(tf.reshape(last, [-1]), v["state"], t)
+        carried = v.get("constants", const_carried)
+
+        def every_row():
+            return call_step(tf.reshape(last, [-1]), v["state"], t, carried)
+
+        def first_rows():
+            """Step 0 on one row per input (its K rows are the same) and tiled."""
+
+            def first(x):
+                return x[::k]
+
+            return tile_beam(
+                call_step(
+                    tf.fill([batch], start_id),
+                    tf.nest.map_structure(first, v["state"]),
+                    t,
+                    [first(x) for x in carried],
+                ),
+                k,
+            )
+
+        if constants is None:  # the step's own constants have B*K rows
+            scores, new_state, extras = every_row()
+        else:
+            scores, new_state, extras = tf.cond(tf.equal(t, 0), first_rows, every_row)
         extras = extras if record_extras else {}
         width = candidates_per_hypothesis or 2 * k
         if scores.shape[-1] is not None:
@@ -378,29 +442,34 @@ def beam_search(
         fin_count = v["fin_count"] + tf.reduce_sum(tf.cast(new_result, tf.int32), axis=1)
         done = tf.logical_or(fin_count >= k, tf.logical_not(tf.reduce_any(live_valid, 1)))
         keep, keep_rows = v["done"], tf.repeat(v["done"], k)
+        new = dict(
+            step=t + 1,
+            alive_seq=_where_rows(keep, v["alive_seq"], alive_seq),
+            alive_logp=_where_rows(keep, v["alive_logp"], alive_logp),
+            alive_valid=_where_rows(keep, v["alive_valid"], live_valid),
+            state=tf.nest.map_structure(
+                lambda old, new: _where_rows(keep_rows, old, new), v["state"], alive_state
+            ),
+            alive_extras={
+                n: _where_rows(keep, v["alive_extras"][n], alive_extras[n]) for n in alive_extras
+            },
+            fin_seq=_where_rows(keep, v["fin_seq"], place(v["fin_seq"], stop_seq)),
+            fin_score=_where_rows(keep, v["fin_score"], place(v["fin_score"], score)),
+            fin_extras={
+                n: _where_rows(keep, v["fin_extras"][n], place(v["fin_extras"][n], stop_extras[n]))
+                for n in stop_extras
+            },
+            fin_count=_where_rows(keep, v["fin_count"], fin_count),
+            done=tf.logical_or(keep, done),
+        )
+        if not shrink:
+            return [new]
+        new.update(constants=v["constants"], index=v["index"], results=v["results"])
         return [
-            dict(
-                step=t + 1,
-                alive_seq=_where_rows(keep, v["alive_seq"], alive_seq),
-                alive_logp=_where_rows(keep, v["alive_logp"], alive_logp),
-                alive_valid=_where_rows(keep, v["alive_valid"], live_valid),
-                state=tf.nest.map_structure(
-                    lambda old, new: _where_rows(keep_rows, old, new), v["state"], alive_state
-                ),
-                alive_extras={
-                    n: _where_rows(keep, v["alive_extras"][n], alive_extras[n])
-                    for n in alive_extras
-                },
-                fin_seq=_where_rows(keep, v["fin_seq"], place(v["fin_seq"], stop_seq)),
-                fin_score=_where_rows(keep, v["fin_score"], place(v["fin_score"], score)),
-                fin_extras={
-                    n: _where_rows(
-                        keep, v["fin_extras"][n], place(v["fin_extras"][n], stop_extras[n])
-                    )
-                    for n in stop_extras
-                },
-                fin_count=_where_rows(keep, v["fin_count"], fin_count),
-                done=tf.logical_or(keep, done),
+            tf.cond(
+                tf.reduce_any(new["done"]),
+                lambda: _retire(new, k, stop_id, length_normalization, gnmt_alpha),
+                lambda: new,
             )
         ]
 
@@ -409,8 +478,73 @@ def beam_search(
     def cond(v):
         return tf.logical_and(v["step"] < limit, tf.logical_not(tf.reduce_all(v["done"])))
 
-    final = tf.while_loop(cond, body, [loop_vars])[0]
-    return _choose(final, stop_id, length_normalization, gnmt_alpha)
+    if not shrink:
+        final = tf.while_loop(cond, body, [loop_vars])[0]
+        return _choose(final, stop_id, length_normalization, gnmt_alpha)
+    invariants = {
+        name: tf.nest.map_structure(
+            lambda x: x.shape if name in ("step", "results") else _any_rows(x.shape), value
+        )
+        for name, value in loop_vars.items()
+    }
+    final = tf.while_loop(cond, body, [loop_vars], shape_invariants=[invariants])[0]
+    return _store(
+        final["results"],
+        final["index"],
+        _choose(final, stop_id, length_normalization, gnmt_alpha),
+    )
+
+
+def _any_rows(shape):
+    """``shape`` with any number of rows (the first axis)."""
+    return tf.TensorShape([None]).concatenate(shape[1:])
+
+
+def _empty_results(batch, max_steps, stop_id, empty_extras):
+    """``_choose``'s outputs for ``batch`` inputs, before any is stored."""
+    results = dict(
+        ids=tf.fill([batch, max_steps], stop_id),
+        lengths=tf.zeros([batch], tf.int32),
+        scores=tf.zeros([batch]),
+    )
+    results.update({name: value[:, 0] for name, value in empty_extras.items()})
+    return results
+
+
+def _store(results, index, chosen):
+    """``results`` with the rows ``index`` [L] replaced by ``chosen`` ([L, ...] each)."""
+    return {
+        name: tf.tensor_scatter_nd_update(value, index[:, tf.newaxis], chosen[name])
+        for name, value in results.items()
+    }
+
+
+def _retire(v, k, stop_id, length_normalization, gnmt_alpha):
+    """The loop variables of ``beam_search(shrink=True)`` without its finished inputs,
+    whose chosen results go to ``v["results"]``.
+
+    A finished input's alive score never decides its result (it has results, or no live
+    hypothesis), so choosing at its last step is choosing after the loop.
+    """
+    finished = tf.where(v["done"])[:, 0]
+    going = tf.where(tf.logical_not(v["done"]))[:, 0]
+    going_rows = tf.reshape(going[:, tf.newaxis] * k + tf.range(k, dtype=tf.int64), [-1])
+    per_input = [name for name in v if name not in ("step", "state", "constants", "results")]
+
+    done = {
+        name: tf.nest.map_structure(lambda x: tf.gather(x, finished), v[name]) for name in per_input
+    }
+    chosen = _choose(dict(done, step=v["step"]), stop_id, length_normalization, gnmt_alpha)
+    out = {
+        name: tf.nest.map_structure(lambda x: tf.gather(x, going), v[name]) for name in per_input
+    }
+    out.update(
+        step=v["step"],
+        state=tf.nest.map_structure(lambda x: tf.gather(x, going_rows), v["state"]),
+        constants=[tf.gather(x, going_rows) for x in v["constants"]],
+        results=_store(v["results"], done["index"], chosen),
+    )
+    return out
 
 
 def _choose(v, stop_id, length_normalization, gnmt_alpha):

@@ -1,47 +1,67 @@
 """Beam-search decoding speed: many articles per call against one at a time.
 
 The original decodes one article per beam (a Python loop around a one-step graph). This
-script builds a pointer-generator (random weights, fixed seed; ``--size=paper`` is
-vocab 50k, emb 128, hidden 256), decodes the same articles of ``--article_len`` tokens
-with beam 5, max 120 and min 35 steps, once in batches of ``--decode_batch_size`` and the
-first ``--single_articles`` of them one article at a time, asserts that the decoded ids are
-identical, and reports summaries per second for both, their ratio, the time the batched
-rate gives for the CNN/DailyMail test set (11,490 articles) and the peak memory (the
-process's resident set; on a GPU also each mode's peak GPU memory). ``--jit_compile``
-and ``--mixed_precision`` apply as in training. The table goes to bench/results/.
+script decodes the same articles once in batches of ``--decode_batch_size`` and the first
+``--single_articles`` of them one article at a time, asserts that the decoded ids are
+identical, and reports, over ``--rounds`` interleaved rounds, the CPU time
+(``time.process_time``, both cores) and wall time per summary of both modes and their
+ratio (median and range of the per-round ratios), the time the batched rate gives for the
+CNN/DailyMail test set (11,490 articles) and the peak memory (the process's resident set;
+on a GPU also each mode's peak GPU memory).
 
-Usage: python bench/decode_speed.py [--size=paper|small] [--articles=16]
-  [--single_articles=16] [--coverage] [--jit_compile] [--mixed_precision]
+Models (``--size``):
+
+* ``trained``: a pointer-generator (vocab 10k, emb 64, hidden 128, 80/20 tokens, soft
+  attention) trained here with Adam for ``--train_steps`` steps from a fixed seed on the
+  shipped Debian descriptions, decoding the 400 articles of their test split with the
+  demo's beam 4, max 20 and min 3 steps. Its summaries stop at varied lengths, as a
+  trained model's do.
+* ``paper`` (vocab 50k, emb 128, hidden 256) and ``small`` (vocab 5k, emb 64, hidden 128):
+  random weights (fixed seed) on random articles of ``--article_len`` tokens, beam 5, max
+  120 and min 35 steps. Random weights never emit [STOP], so every summary runs every step
+  (the worst case).
+
+``--jit_compile`` and ``--mixed_precision`` apply as in training. The table goes to
+bench/results/.
+
+Usage: python bench/decode_speed.py [--size=trained|paper|small] [--articles=16]
+  [--single_articles=16] [--rounds=3] [--coverage] [--jit_compile] [--mixed_precision]
 """
 
 import os
 import resource
+import statistics
 import sys
 import time
 
 import numpy as np
 import tensorflow as tf
-from absl import app, flags
+from absl import app, flags, logging
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
+from pointer_generator import batcher as batcher_lib
 from pointer_generator import decode as decode_lib
+from pointer_generator import losses as losses_lib
 from pointer_generator import model as model_lib
+from pointer_generator import vocab as vocab_lib
 
 import _report as report
 
-flags.DEFINE_enum("size", "paper", ["paper", "small"], "Model size.")
-flags.DEFINE_integer("articles", 16, "Articles to decode batched.")
+flags.DEFINE_enum("size", "paper", ["trained", "paper", "small"], "Model (see above).")
+flags.DEFINE_integer("articles", 16, "Articles to decode batched (random-weight sizes).")
 flags.DEFINE_integer(
     "single_articles", 16, "How many of them to decode one at a time as well (and compare)."
 )
 flags.DEFINE_integer("decode_batch_size", 16, "Articles per batched call.")
-flags.DEFINE_integer("article_len", 400, "Tokens per article.")
-flags.DEFINE_integer("beam_size", 5, "Beam width.")
-flags.DEFINE_integer("max_dec_steps", 120, "Longest summary.")
-flags.DEFINE_integer("min_dec_steps", 35, "Shortest summary.")
+flags.DEFINE_integer("article_len", 400, "Tokens per article (random-weight sizes).")
+flags.DEFINE_integer("beam_size", 5, "Beam width (trained: the demo's 4 unless given).")
+flags.DEFINE_integer("max_dec_steps", 120, "Longest summary (trained: 20 unless given).")
+flags.DEFINE_integer("min_dec_steps", 35, "Shortest summary (trained: 3 unless given).")
+flags.DEFINE_integer("rounds", 3, "Interleaved timed rounds of both modes.")
+flags.DEFINE_integer("train_steps", 300, "Adam steps of the trained model.")
 flags.DEFINE_boolean(
     "coverage", False, "Decode with the coverage feature (the paper's final models)."
 )
@@ -49,7 +69,10 @@ FLAGS = flags.FLAGS
 acvi_flags.define_flags(FLAGS)  # the shared flags: precision, XLA, seed
 CNN_DM_TEST_ARTICLES = 11490
 
-SIZES = {"paper": (50000, 128, 256), "small": (5000, 64, 128)}
+SIZES = {"paper": (50000, 128, 256), "small": (5000, 64, 128), "trained": (10000, 64, 128)}
+SAMPLE = os.path.join(report.ROOT, "data_prep", "samples", "debian_descriptions")
+TRAINED_ENC_STEPS, TRAINED_DEC_STEPS = 80, 20
+TRAINED_DECODE = dict(beam_size=4, max_dec_steps=20, min_dec_steps=3)  # the demo's
 
 
 class _Vocab:
@@ -68,7 +91,7 @@ class _Vocab:
         return "w%d" % word_id
 
 
-def _articles(vocab_size):
+def _random_articles(vocab_size):
     rng = np.random.default_rng(0)
     n, length = FLAGS.articles, FLAGS.article_len
     enc = rng.integers(4, vocab_size, size=(n, length)).astype(np.int32)
@@ -84,34 +107,95 @@ def _articles(vocab_size):
     )
 
 
+def _random_model():
+    """``(model, vocab, articles)``: random weights at ``--size``, random articles."""
+    vocab_size, emb, hidden = SIZES[FLAGS.size]
+    model = model_lib.PointerGenerator(
+        vocab_size, hidden, emb, trunc_norm_init_std=0.05, jit_compile=FLAGS.jit_compile
+    )
+    return model, _Vocab(vocab_size), _random_articles(vocab_size)
+
+
+def _sample_batches(pattern, vocab, batch_size, single_pass):
+    return batcher_lib.Batcher(
+        os.path.join(SAMPLE, "chunked", pattern),
+        vocab,
+        batch_size,
+        TRAINED_ENC_STEPS,
+        TRAINED_DEC_STEPS,
+        single_pass=single_pass,
+        seed=FLAGS.seed,
+    ).batches()
+
+
+def _trained_model():
+    """``(model, vocab, articles)``: ``--train_steps`` Adam steps on the Debian sample's
+    training split, and its whole test split as one batch (padded to its longest)."""
+    vocab_size, emb, hidden = SIZES["trained"]
+    vocab = vocab_lib.Vocab(os.path.join(SAMPLE, "vocab"), vocab_size)
+    model = model_lib.PointerGenerator(vocab.size(), hidden, emb, jit_compile=FLAGS.jit_compile)
+    optimizer = keras.optimizers.Adam(3e-3)
+    fields = decode_lib.DECODE_FIELDS + ("dec_batch", "target_batch", "dec_padding_mask")
+
+    @tf.function(reduce_retracing=True, autograph=False)
+    def train_step(batch):
+        with tf.GradientTape() as tape:
+            loss = losses_lib.compute_losses(model(batch, training=True), batch)["total_loss"]
+        variables = model.trainable_variables
+        grads, _ = tf.clip_by_global_norm(tape.gradient(loss, variables), 2.0)
+        optimizer.apply_gradients([(g, v) for g, v in zip(grads, variables) if g is not None])
+        return loss
+
+    start = time.perf_counter()
+    for step, batch in enumerate(_sample_batches("train_*", vocab, 16, single_pass=False)):
+        loss = train_step({k: batch[k] for k in fields})
+        if step + 1 == FLAGS.train_steps:
+            break
+    logging.info(
+        "trained %d steps in %.0f s, last loss %.3f",
+        FLAGS.train_steps,
+        time.perf_counter() - start,
+        float(loss),
+    )
+    (test,) = _sample_batches("test_*", vocab, 400, single_pass=True)
+    articles = {k: test[k] for k in decode_lib.DECODE_FIELDS + ("art_oovs",)}
+    return model, vocab, articles
+
+
 def _decode_all(summarizer, batch, per_call, count):
-    """Decodes the first ``count`` articles ``per_call`` at a time: ``(ids, seconds,
-    peak GPU MiB or None)``."""
+    """Decodes the first ``count`` articles ``per_call`` at a time: ``(ids, CPU seconds,
+    wall seconds, peak GPU MiB or None)``."""
     if report.has_gpu():
         tf.config.experimental.reset_memory_stats("GPU:0")
     ids = []
-    start = time.perf_counter()
+    cpu, wall = time.process_time(), time.perf_counter()
     for lo in range(0, count, per_call):
         part = {k: (v[lo : lo + per_call] if np.ndim(v) else v) for k, v in batch.items()}
         ids.extend(r["ids"] for r in summarizer.decode(part))
-    seconds = time.perf_counter() - start
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     peak = (
         tf.config.experimental.get_memory_info("GPU:0")["peak"] / 2**20
         if report.has_gpu()
         else None
     )
-    return ids, seconds, peak
+    return ids, cpu, wall, peak
+
+
+def _spread(values):
+    return "%.3g (%.3g-%.3g)" % (statistics.median(values), min(values), max(values))
 
 
 def main(argv):
     del argv
     acvi_flags.configure_runtime(FLAGS)
     keras.utils.set_random_seed(1)
-    vocab_size, emb, hidden = SIZES[FLAGS.size]
-    model = model_lib.PointerGenerator(
-        vocab_size, hidden, emb, trunc_norm_init_std=0.05, jit_compile=FLAGS.jit_compile
-    )
-    batch = _articles(vocab_size)
+    trained = FLAGS.size == "trained"
+    if trained:
+        for name, value in TRAINED_DECODE.items():
+            if not FLAGS[name].present:
+                FLAGS[name].value = value
+    model, vocab, batch = _trained_model() if trained else _random_model()
+    articles = len(batch["enc_batch"])
     model(
         {
             "enc_batch": batch["enc_batch"][:1],
@@ -121,7 +205,7 @@ def main(argv):
     )
     summarizer = decode_lib.Summarizer(
         model,
-        _Vocab(vocab_size),
+        vocab,
         FLAGS.beam_size,
         FLAGS.max_dec_steps,
         FLAGS.min_dec_steps,
@@ -129,39 +213,52 @@ def main(argv):
         jit_compile=FLAGS.jit_compile,
         record_attention=False,
     )  # as single_pass decodes
-    for per_call in (FLAGS.decode_batch_size, 1):  # trace both shapes first
-        summarizer.decode({k: (v[:per_call] if np.ndim(v) else v) for k, v in batch.items()})
-    batched_ids, batched_secs, batched_mib = _decode_all(
-        summarizer, batch, FLAGS.decode_batch_size, FLAGS.articles
+    per_call = min(FLAGS.decode_batch_size, articles)
+    single = min(FLAGS.single_articles, articles)
+    _decode_all(summarizer, batch, per_call, per_call)  # trace both shapes first
+    _decode_all(summarizer, batch, 1, 1)
+    times = dict(batched_cpu=[], batched_wall=[], single_cpu=[], single_wall=[])
+    for _ in range(FLAGS.rounds):
+        batched_ids, cpu, wall, batched_mib = _decode_all(summarizer, batch, per_call, articles)
+        times["batched_cpu"].append(cpu / articles)
+        times["batched_wall"].append(wall / articles)
+        single_ids, cpu, wall, single_mib = _decode_all(summarizer, batch, 1, single)
+        times["single_cpu"].append(cpu / single)
+        times["single_wall"].append(wall / single)
+        assert batched_ids[:single] == single_ids, "batched and one-at-a-time outputs differ"
+    lengths = [len(i) for i in batched_ids]
+    cpu_ratios = [s / b for s, b in zip(times["single_cpu"], times["batched_cpu"])]
+    wall_ratios = [s / b for s, b in zip(times["single_wall"], times["batched_wall"])]
+    batched_wall = statistics.median(times["batched_wall"])
+    model_name = (
+        "trained %d steps" % FLAGS.train_steps if trained else "%s, random weights" % FLAGS.size
     )
-    single = min(FLAGS.single_articles, FLAGS.articles)
-    single_ids, single_secs, single_mib = _decode_all(summarizer, batch, 1, single)
-    assert batched_ids[:single] == single_ids, "batched and one-at-a-time outputs differ"
-    mean_len = np.mean([len(i) for i in batched_ids])
-    batched_rate, single_rate = FLAGS.articles / batched_secs, single / single_secs
     rows = [
         [
-            FLAGS.size,
-            "%d x %d tok" % (FLAGS.articles, FLAGS.article_len),
+            model_name,
+            "%d x %d tok" % (articles, batch["enc_batch"].shape[1]),
             "%d/%d/%d" % (FLAGS.beam_size, FLAGS.max_dec_steps, FLAGS.min_dec_steps),
-            "%.1f" % mean_len,
-            "%.3f" % single_rate,
-            "%.3f" % batched_rate,
-            "%.1fx" % (batched_rate / single_rate),
-            "%.1f" % (CNN_DM_TEST_ARTICLES / batched_rate / 60),
+            "%.1f (%d-%d)" % (np.mean(lengths), min(lengths), max(lengths)),
+            _spread([1e3 * t for t in times["single_cpu"]]),
+            _spread([1e3 * t for t in times["batched_cpu"]]),
+            "%.2fx (%.2f-%.2f)" % (statistics.median(cpu_ratios), min(cpu_ratios), max(cpu_ratios)),
+            "%.2fx (%.2f-%.2f)"
+            % (statistics.median(wall_ratios), min(wall_ratios), max(wall_ratios)),
+            "%.1f" % (CNN_DM_TEST_ARTICLES * batched_wall / 60),
             "yes (%d)" % single,
         ]
         + (["%.0f / %.0f" % (single_mib, batched_mib)] if batched_mib is not None else [])
     ]
     header = [
-        "size",
+        "model",
         "articles",
         "beam/max/min",
-        "mean summary len",
-        "summaries/s one at a time",
-        "summaries/s batched (%d per call)" % FLAGS.decode_batch_size,
-        "speed-up",
-        "CNN/DM test set, min",
+        "summary len, mean (range)",
+        "CPU ms / summary, one at a time",
+        "CPU ms / summary, batched (%d per call)" % per_call,
+        "speed-up, CPU time",
+        "speed-up, wall",
+        "CNN/DM test set at this rate, min",
         "identical ids",
     ] + (["peak GPU MiB (one / batched)"] if batched_mib is not None else [])
     settings = report.settings(FLAGS)[2:] or "float32, no XLA"
@@ -170,14 +267,17 @@ def main(argv):
         header,
         rows,
         [
-            "Settings: %s%s; process peak RSS %d MB."
+            "Settings: %s%s; %d interleaved rounds, median (min-max) over them; the "
+            "speed-ups are the per-round ratios; process peak RSS %d MB."
             % (
                 settings,
                 ", coverage" if FLAGS.coverage else "",
+                FLAGS.rounds,
                 resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
             )
         ],
         config=(FLAGS.size, "coverage" if FLAGS.coverage else "", report.settings(FLAGS)),
+        data=times,
     )
 
 

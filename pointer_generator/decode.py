@@ -79,12 +79,17 @@ class Summarizer:
         def search(batch, record):
             constants, state = model.start(batch, initial_state_attention)
             articles = tf.shape(batch["enc_batch"])[0]
-            step = decoding.model_step(
-                model,
-                decoding.tile_beam(constants, beam_size),
-                max_art_oovs=batch["max_art_oovs"],
-                coverage_on=coverage_on,
-            )
+
+            def step(tokens, state, t, constants):
+                del t
+                return model.decode_step(
+                    tokens,
+                    state,
+                    constants,
+                    max_art_oovs=batch["max_art_oovs"],
+                    coverage_on=coverage_on,
+                )
+
             return decoding.beam_search(
                 step,
                 state,
@@ -98,6 +103,8 @@ class Summarizer:
                 gnmt_alpha=gnmt_alpha,
                 probabilities=True,
                 record_extras=record,
+                constants=constants,
+                shrink=not jit_compile,
             )
 
         def compiled(record):
@@ -120,15 +127,19 @@ class Summarizer:
           A list, one dict per article: ``ids`` (extended-vocabulary ids), ``words``,
           and with ``record_attention`` ``attn`` [len, N] and ``p_gens`` [len].
         """
-        out = self.search({name: batch[name] for name in DECODE_FIELDS})
+        out = {
+            name: value.numpy()  # one copy each, not one per article
+            for name, value in self.search({name: batch[name] for name in DECODE_FIELDS}).items()
+        }
+        art_oovs = np.asarray(batch["art_oovs"])
         results = []
-        for i, length in enumerate(out["lengths"].numpy()):
-            ids = out["ids"][i, :length].numpy().tolist()
-            oovs = [as_text(w) for w in np.asarray(batch["art_oovs"])[i]]
+        for i, length in enumerate(out["lengths"]):
+            ids = out["ids"][i, :length].tolist()
+            oovs = [as_text(w) for w in art_oovs[i]]
             result = dict(ids=ids, words=vocab_lib.outputids2words(ids, self.vocab, oovs))
             if "attn" in out:
-                result["attn"] = out["attn"][i, :length].numpy()
-                result["p_gens"] = out["p_gen"][i, :length].numpy()
+                result["attn"] = out["attn"][i, :length]
+                result["p_gens"] = out["p_gen"][i, :length]
             results.append(result)
         return results
 

@@ -235,3 +235,60 @@ def test_step_limit_stops_early_keeps_the_width_and_compiles_with_xla():
         np.testing.assert_array_equal(limited["lengths"], short["lengths"], err_msg=name)
         np.testing.assert_allclose(limited["scores"], short["scores"], rtol=1e-5)
         assert 6 in short["lengths"].numpy(), name  # some input ran into the limit
+
+
+def test_shrinking_the_live_batch_gives_the_unshrunk_search():
+    # Each input's own [STOP] bias (a constant of the step) makes the inputs finish at
+    # different steps, and two never finish (they run into max_steps). Given the
+    # constants, the search runs step 0 on one row per input and, shrinking, drops
+    # finished inputs' rows; the outputs equal those of a step that holds the constants
+    # tiled to every row itself.
+    decoder = FakeDecoder(seed=17)
+    states = tf.constant(_states(6, seed=17))
+    stop_bias = tf.constant([4.0, -9.0, 1.0, 2.5, 0.0, -9.0])
+    rows_seen = []
+
+    def step(tokens, state, t, constants):
+        assert constants["unused"] is None
+        rows_seen.append(tokens.shape[0])
+        log_probs, state, extras = decoder.step_tf(tokens, state, t)
+        stop = tf.one_hot(STOP, W) * constants["stop_bias"][:, tf.newaxis]
+        return tf.nn.log_softmax(log_probs + stop), state, extras
+
+    def search(states, **options):
+        return decoding.beam_search(
+            step if options else lambda *a: step(*a, dict(stop_bias=tiled, unused=None)),
+            states,
+            6,
+            3,
+            9,
+            START,
+            STOP,
+            min_steps=1,
+            record_extras=True,
+            **options,
+        )
+
+    tiled = decoding.tile_beam(stop_bias, 3)
+    plain = search(states)
+    constants = dict(stop_bias=stop_bias, unused=None)
+    rows_seen.clear()
+    shrunk = search(states, constants=constants, shrink=True)
+    # the probe step, step 0 on one row per input, then all 18 rows and fewer as inputs
+    # finish
+    assert rows_seen[:3] == [18, 6, 18] and rows_seen[2:] == sorted(rows_seen[2:])[::-1]
+    assert len(set(rows_seen)) > 2 and rows_seen[-1] < 18, rows_seen
+    unshrunk = search(states, constants=constants)
+    compiled = tf.function(lambda s: search(s, constants=constants, shrink=True), autograph=False)(
+        states
+    )
+    lengths = plain["lengths"].numpy()
+    assert len(set(lengths)) > 2 and 9 in lengths, lengths
+    for out in (unshrunk, shrunk, compiled):
+        assert set(out) == set(plain)
+        np.testing.assert_array_equal(out["ids"], plain["ids"])
+        np.testing.assert_array_equal(out["lengths"], plain["lengths"])
+        # a step's float rounding may depend on its number of rows, as in batched
+        # against one-at-a-time decoding
+        for name in ("scores", "state_norm"):
+            np.testing.assert_allclose(out[name], plain[name], rtol=1e-6, err_msg=name)

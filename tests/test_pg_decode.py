@@ -177,6 +177,44 @@ def test_batched_decoding_equals_one_article_at_a_time(model, vocab):
                 assert word == oovs[i][word_id - vocab.size()]
 
 
+def test_articles_that_finish_early_leave_the_batch_with_the_same_summaries(
+    model, vocab, monkeypatch
+):
+    # A [STOP] bias makes the random model's articles finish at different steps: the
+    # batched search drops each one's rows then (one at a time has nothing to drop).
+    bias = model.vocab_projection.bias
+    saved = bias.numpy()
+    bias.assign(saved + 1.6 * (np.arange(len(saved)) == vocab.word2id("[STOP]")))
+    try:
+        summarizer = decode_lib.Summarizer(
+            model, vocab, beam_size=3, max_dec_steps=10, min_dec_steps=1
+        )
+        batch = _batch(vocab, "test_*", 7)
+        together = summarizer.decode(batch)
+        for i in range(7):
+            alone = summarizer.decode(
+                {k: v[i : i + 1] if np.ndim(v) else v for k, v in batch.items()}
+            )
+            assert alone[0]["ids"] == together[i]["ids"], i
+            np.testing.assert_allclose(alone[0]["attn"], together[i]["attn"], rtol=1e-5, atol=1e-7)
+        assert {len(r["ids"]) for r in together} == {1, 10}
+        rows = []
+        step = model.decode_step
+
+        def counting_step(tokens, *args, **kwargs):
+            rows.append(int(tf.shape(tokens)[0]))
+            return step(tokens, *args, **kwargs)
+
+        monkeypatch.setattr(model, "decode_step", counting_step)
+        summarizer.search.python_function(  # eagerly, to see each step's rows
+            {name: batch[name] for name in decode_lib.DECODE_FIELDS}
+        )
+        # the probe step for the extras, step 0 on one row per article, then fewer rows
+        assert rows[:3] == [21, 7, 21] and rows[-1] < 21, rows
+    finally:
+        bias.assign(saved)
+
+
 def test_xla_beam_search_gives_the_same_summaries(model, vocab):
     batch = _batch(vocab, "test_*", 4)
     options = dict(beam_size=3, max_dec_steps=6, min_dec_steps=2)
