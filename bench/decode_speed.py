@@ -21,11 +21,14 @@ Models (``--size``):
   120 and min 35 steps. Random weights never emit [STOP], so every summary runs every step
   (the worst case).
 
-``--jit_compile`` and ``--mixed_precision`` apply as in training. The table goes to
+``--jit_compile`` and ``--mixed_precision`` apply as in training; ``--compare_precision``
+also decodes batched with a copy of the model built under that precision, and reports its
+time against float32's and how many summaries are identical. The table goes to
 bench/results/.
 
 Usage: python bench/decode_speed.py [--size=trained|paper|small] [--articles=16]
-  [--single_articles=16] [--rounds=3] [--coverage] [--jit_compile] [--mixed_precision]
+  [--single_articles=16] [--rounds=3] [--coverage] [--jit_compile]
+  [--mixed_precision=none|float16|bfloat16] [--compare_precision=bfloat16]
 """
 
 import os
@@ -51,6 +54,13 @@ from pointer_generator import vocab as vocab_lib
 import _report as report
 
 flags.DEFINE_enum("size", "paper", ["trained", "paper", "small"], "Model (see above).")
+flags.DEFINE_enum(
+    "compare_precision",
+    None,
+    ["float16", "bfloat16"],
+    "Also decode batched with a copy of the model built under this --mixed_precision, "
+    "and compare its time and summaries with the float32 model's.",
+)
 flags.DEFINE_integer("articles", 16, "Articles to decode batched (random-weight sizes).")
 flags.DEFINE_integer(
     "single_articles", 16, "How many of them to decode one at a time as well (and compare)."
@@ -110,10 +120,37 @@ def _random_articles(vocab_size):
 def _random_model():
     """``(model, vocab, articles)``: random weights at ``--size``, random articles."""
     vocab_size, emb, hidden = SIZES[FLAGS.size]
-    model = model_lib.PointerGenerator(
-        vocab_size, hidden, emb, trunc_norm_init_std=0.05, jit_compile=FLAGS.jit_compile
+    return _model(vocab_size), _Vocab(vocab_size), _random_articles(vocab_size)
+
+
+def _model(vocab_size):
+    """A pointer-generator of ``--size`` (weights random until trained or copied)."""
+    _, emb, hidden = SIZES[FLAGS.size]
+    options = {} if FLAGS.size == "trained" else dict(trunc_norm_init_std=0.05)
+    return model_lib.PointerGenerator(
+        vocab_size, hidden, emb, jit_compile=FLAGS.jit_compile, **options
     )
-    return model, _Vocab(vocab_size), _random_articles(vocab_size)
+
+
+def _build(model, batch):
+    """Runs ``model`` once on the first article, which creates its weights."""
+    model(
+        {
+            "enc_batch": batch["enc_batch"][:1],
+            "enc_padding_mask": batch["enc_padding_mask"][:1],
+            "dec_batch": np.ones((1, 1), np.int32),
+        }
+    )
+
+
+def _copy_in_precision(model, batch):
+    """``model`` built again under ``--compare_precision``'s policy, with its weights."""
+    keras.mixed_precision.set_global_policy(acvi_flags.precision_policy(FLAGS.compare_precision))
+    copy = _model(model.vocab_size)
+    _build(copy, batch)
+    copy.set_weights(model.get_weights())
+    keras.mixed_precision.set_global_policy(acvi_flags.precision_policy(FLAGS.mixed_precision))
+    return copy
 
 
 def _sample_batches(pattern, vocab, batch_size, single_pass):
@@ -131,9 +168,8 @@ def _sample_batches(pattern, vocab, batch_size, single_pass):
 def _trained_model():
     """``(model, vocab, articles)``: ``--train_steps`` Adam steps on the Debian sample's
     training split, and its whole test split as one batch (padded to its longest)."""
-    vocab_size, emb, hidden = SIZES["trained"]
-    vocab = vocab_lib.Vocab(os.path.join(SAMPLE, "vocab"), vocab_size)
-    model = model_lib.PointerGenerator(vocab.size(), hidden, emb, jit_compile=FLAGS.jit_compile)
+    vocab = vocab_lib.Vocab(os.path.join(SAMPLE, "vocab"), SIZES["trained"][0])
+    model = _model(vocab.size())
     optimizer = keras.optimizers.Adam(3e-3)
     fields = decode_lib.DECODE_FIELDS + ("dec_batch", "target_batch", "dec_padding_mask")
 
@@ -181,6 +217,18 @@ def _decode_all(summarizer, batch, per_call, count):
     return ids, cpu, wall, peak
 
 
+def _half_cells(times, ids, half_ids):
+    """The ``--compare_precision`` columns: its batched CPU time per summary, its ratio to
+    float32's (per round) and the share of summaries identical to float32's."""
+    ratios = [h / b for h, b in zip(times["half_cpu"], times["batched_cpu"])]
+    same = sum(a == b for a, b in zip(ids, half_ids))
+    return [
+        _spread([1e3 * t for t in times["half_cpu"]]),
+        "%.2f (%.2f-%.2f)" % (statistics.median(ratios), min(ratios), max(ratios)),
+        "%d of %d" % (same, len(ids)),
+    ]
+
+
 def _spread(values):
     return "%.3g (%.3g-%.3g)" % (statistics.median(values), min(values), max(values))
 
@@ -196,28 +244,29 @@ def main(argv):
                 FLAGS[name].value = value
     model, vocab, batch = _trained_model() if trained else _random_model()
     articles = len(batch["enc_batch"])
-    model(
-        {
-            "enc_batch": batch["enc_batch"][:1],
-            "enc_padding_mask": batch["enc_padding_mask"][:1],
-            "dec_batch": np.ones((1, 1), np.int32),
-        }
-    )
-    summarizer = decode_lib.Summarizer(
-        model,
-        vocab,
-        FLAGS.beam_size,
-        FLAGS.max_dec_steps,
-        FLAGS.min_dec_steps,
-        coverage_on=FLAGS.coverage,
-        jit_compile=FLAGS.jit_compile,
-        record_attention=False,
-    )  # as single_pass decodes
+    _build(model, batch)
+
+    def summarizer_of(model):
+        return decode_lib.Summarizer(
+            model,
+            vocab,
+            FLAGS.beam_size,
+            FLAGS.max_dec_steps,
+            FLAGS.min_dec_steps,
+            coverage_on=FLAGS.coverage,
+            jit_compile=FLAGS.jit_compile,
+            record_attention=False,
+        )  # as single_pass decodes
+
+    summarizer = summarizer_of(model)
+    half = summarizer_of(_copy_in_precision(model, batch)) if FLAGS.compare_precision else None
     per_call = min(FLAGS.decode_batch_size, articles)
     single = min(FLAGS.single_articles, articles)
     _decode_all(summarizer, batch, per_call, per_call)  # trace both shapes first
     _decode_all(summarizer, batch, 1, 1)
-    times = dict(batched_cpu=[], batched_wall=[], single_cpu=[], single_wall=[])
+    if half:
+        _decode_all(half, batch, per_call, per_call)
+    times = dict(batched_cpu=[], batched_wall=[], single_cpu=[], single_wall=[], half_cpu=[])
     for _ in range(FLAGS.rounds):
         batched_ids, cpu, wall, batched_mib = _decode_all(summarizer, batch, per_call, articles)
         times["batched_cpu"].append(cpu / articles)
@@ -226,6 +275,9 @@ def main(argv):
         times["single_cpu"].append(cpu / single)
         times["single_wall"].append(wall / single)
         assert batched_ids[:single] == single_ids, "batched and one-at-a-time outputs differ"
+        if half:
+            half_ids, cpu, _, _ = _decode_all(half, batch, per_call, articles)
+            times["half_cpu"].append(cpu / articles)
     lengths = [len(i) for i in batched_ids]
     cpu_ratios = [s / b for s, b in zip(times["single_cpu"], times["batched_cpu"])]
     wall_ratios = [s / b for s, b in zip(times["single_wall"], times["batched_wall"])]
@@ -247,6 +299,7 @@ def main(argv):
             "%.1f" % (CNN_DM_TEST_ARTICLES * batched_wall / 60),
             "yes (%d)" % single,
         ]
+        + (_half_cells(times, batched_ids, half_ids) if half else [])
         + (["%.0f / %.0f" % (single_mib, batched_mib)] if batched_mib is not None else [])
     ]
     header = [
@@ -260,7 +313,14 @@ def main(argv):
         "speed-up, wall",
         "CNN/DM test set at this rate, min",
         "identical ids",
-    ] + (["peak GPU MiB (one / batched)"] if batched_mib is not None else [])
+    ]
+    if half:
+        header += [
+            "CPU ms / summary, batched in %s" % FLAGS.compare_precision,
+            "%s / float32, CPU time" % FLAGS.compare_precision,
+            "summaries equal to float32's",
+        ]
+    header += ["peak GPU MiB (one / batched)"] if batched_mib is not None else []
     settings = report.settings(FLAGS)[2:] or "float32, no XLA"
     report.emit(
         "Beam-search decoding",
@@ -276,7 +336,12 @@ def main(argv):
                 resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
             )
         ],
-        config=(FLAGS.size, "coverage" if FLAGS.coverage else "", report.settings(FLAGS)),
+        config=(
+            FLAGS.size,
+            "coverage" if FLAGS.coverage else "",
+            "and " + FLAGS.compare_precision if FLAGS.compare_precision else "",
+            report.settings(FLAGS),
+        ),
         data=times,
     )
 
