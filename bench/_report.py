@@ -35,6 +35,7 @@ SCRIPTS = (
     "bench/context_layer.py",
     "bench/encoder_lstm.py",
     "bench/decode_speed.py",
+    "bench/peers.py",
 )
 
 
