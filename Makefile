@@ -140,8 +140,16 @@ demo-captions: venv sysdeps
 	@echo "Clips, features, checkpoints, captions and TensorBoard logs: $(VC_EXP)/"
 	@echo "View them with: $(VENV)/bin/tensorboard --logdir $(VC_EXP)/acvi"
 
+# Every script in bench/ on this lane. bench/peers.py's tfa.seq2seq peer needs
+# tensorflow-addons, which installs on the tf215 lane only, so the current lane's bench
+# then builds that lane's environment (first run only) and times that peer there.
 bench: venv sysdeps
 	@set -e; for script in bench/[!_]*.py; do echo "== $$script"; $(VPY) $$script; done
+ifeq ($(LANE),current)
+	@$(MAKE) --no-print-directory LANE=tf215 venv
+	@echo "== bench/peers.py --peer=tfa (tf215 lane)"
+	.venv-tf215/bin/python bench/peers.py --peer=tfa
+endif
 
 # The GPU measurements: the timing scripts plain, with XLA, with mixed precision and with
 # both, and the decoding rate (with coverage, as the paper's final models decode) over

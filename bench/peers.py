@@ -99,10 +99,17 @@ def _tfa():
     return tfa
 
 
-def _batch():
-    """A random batch: lengths from 3/4 of the longest to the longest, one at the longest."""
+def random_batch(size, src_steps, tgt_steps):
+    """A random NMT batch, its lengths from 3/4 of the longest to the longest.
+
+    Args:
+      size: sentences.
+      src_steps, tgt_steps: the longest source and target (the first sentence's).
+
+    Returns:
+      dict of int32 tensors: ``src``, ``src_len``, ``tgt_in``, ``tgt_out``, ``tgt_len``.
+    """
     rng = np.random.default_rng(0)
-    size, src_steps, tgt_steps = FLAGS.batch, FLAGS.src_len, FLAGS.tgt_len
 
     def lengths(steps):
         drawn = rng.integers(steps * 3 // 4, steps + 1, size=size)
@@ -121,8 +128,8 @@ def _batch():
     }
 
 
-def _our_model():
-    """The ``acvi_paper`` NMT model without dropout, built on a batch."""
+def our_model(batch):
+    """The ``acvi_paper`` NMT model without dropout, built on ``batch``."""
     model = nmt_model.NMTModel(
         SRC_VOCAB,
         TGT_VOCAB,
@@ -134,7 +141,7 @@ def _our_model():
         dropout=0.0,
         seed=1,
     )
-    model(_batch())
+    model(batch)
     if len(model.forward_layers) != 1 or len(model.cells) != 2:
         raise ValueError("the peers are written for one bidirectional layer and two decoder ones")
     return model
@@ -145,15 +152,15 @@ class KerasEncoder:
 
     Args:
       model: the ``NMTModel`` whose encoder weights it copies.
+      batch: a batch to build the layers on.
     """
 
-    def __init__(self, model):
+    def __init__(self, model, batch):
         units = model.num_units
         self.embedding = keras.layers.Embedding(SRC_VOCAB, units)
         self.encoder = keras.layers.Bidirectional(
             keras.layers.LSTM(units, return_sequences=True, return_state=True)
         )
-        batch = _batch()
         self(batch["src"], batch["src_len"])
         self.embedding.set_weights(model.src_embedding.get_weights())
         self.encoder.set_weights(
@@ -176,12 +183,13 @@ class TfaNMT:
     Args:
       model: the ``NMTModel`` whose weights it copies.
       tfa: the ``tensorflow_addons`` module.
+      batch: a batch to build the layers on.
     """
 
-    def __init__(self, model, tfa):
+    def __init__(self, model, tfa, batch):
         self.tfa = tfa
         units = model.num_units
-        self.encoder = KerasEncoder(model)
+        self.encoder = KerasEncoder(model, batch)
         self.tgt_embedding = keras.layers.Embedding(TGT_VOCAB, units)
         self.mechanism = tfa.seq2seq.LuongAttention(units)
         self.cell = tfa.seq2seq.AttentionWrapper(
@@ -190,7 +198,7 @@ class TfaNMT:
             attention_layer_size=units,
         )
         self.projection = keras.layers.Dense(TGT_VOCAB, use_bias=False)
-        self.loss(_batch())  # builds every weight
+        self.loss(batch)  # builds every weight
         pairs = [
             (self.tgt_embedding, model.tgt_embedding),
             (self.mechanism.memory_layer, model.scorer.memory_projection),
@@ -350,6 +358,25 @@ def _compare_train_step(model, peer, batch):
     )
 
 
+def identical_translations(ours, theirs):
+    """How many translations are the same in ``Translator.search``'s results and the
+    ``BeamSearchDecoder``'s best beams.
+
+    Args:
+      ours: ``{"ids": [B, T], "lengths": [B], ...}``.
+      theirs: ids [B, T'], a translation ending at its first ``</s>``.
+
+    Returns:
+      ``(identical, B)``.
+    """
+    expected = np.asarray(theirs).tolist()
+    same = 0
+    for b, row in enumerate(expected):
+        row = row[: row.index(nmt_text.EOS_ID)] if nmt_text.EOS_ID in row else row
+        same += np.asarray(ours["ids"][b, : int(ours["lengths"][b])]).tolist() == row
+    return same, len(expected)
+
+
 def _compare_beam_search(model, peer, batch):
     """Row for beam search: ``Translator``'s against ``BeamSearchDecoder``."""
     width, alpha = FLAGS.beam_width, FLAGS.length_penalty_weight
@@ -358,16 +385,10 @@ def _compare_beam_search(model, peer, batch):
     src, src_len = batch["src"], batch["src_len"]
     runs = dict(ours=lambda: ours(src, src_len)["ids"], peer=lambda: theirs(src, src_len))
     out = ours(src, src_len)
-    expected = theirs(src, src_len).numpy().tolist()
-    same = 0
-    for b, row in enumerate(expected):
-        row = row[: row.index(nmt_text.EOS_ID)] if nmt_text.EOS_ID in row else row
-        same += out["ids"][b, : int(out["lengths"][b])].numpy().tolist() == row
+    same, total = identical_translations(out, theirs(src, src_len))
     lengths = out["lengths"].numpy()
-    if same != len(expected):
-        raise AssertionError(
-            "beam search: %d of %d translations differ" % (len(expected) - same, len(expected))
-        )
+    if same != total:
+        raise AssertionError("beam search: %d of %d translations differ" % (total - same, total))
     cpu, wall = _interleaved(runs)
     return _result(
         "NMT beam search (beam %d, GNMT length penalty %g) vs `tfa.seq2seq.BeamSearchDecoder`"
@@ -377,7 +398,7 @@ def _compare_beam_search(model, peer, batch):
         cpu,
         wall,
         "ids identical, %d/%d sentences (lengths %d-%d)"
-        % (same, len(expected), lengths.min(), lengths.max()),
+        % (same, total, lengths.min(), lengths.max()),
     )
 
 
@@ -402,7 +423,7 @@ def _dense(gradients):
 
 def _compare_encoder(model, batch):
     """Row for the encoder: ours (``ProjectedLSTM``) against ``Bidirectional(LSTM)``."""
-    peer = KerasEncoder(model)
+    peer = KerasEncoder(model, batch)
     src, src_len = batch["src"], batch["src_len"]
     mask = tf.sequence_mask(src_len, FLAGS.src_len, dtype=tf.float32)[:, :, None]
 
@@ -506,11 +527,11 @@ def main(argv):
         peers.remove("tfa")
     if not peers:
         return
-    model = _our_model()
-    batch = _batch()
+    batch = random_batch(FLAGS.batch, FLAGS.src_len, FLAGS.tgt_len)
+    model = our_model(batch)
     results = []
     if "tfa" in peers:
-        peer = TfaNMT(model, tfa)
+        peer = TfaNMT(model, tfa, batch)
         results.append(_compare_train_step(model, peer, batch))
         results.append(_compare_beam_search(model, peer, batch))
     if "keras" in peers:
@@ -549,7 +570,7 @@ def main(argv):
         ],
         [row for row, _ in results],
         notes,
-        config=peers,
+        config=peers + ["tf%d.%d" % compat.TF_VERSION],
         data=[data for _, data in results],
     )
 
