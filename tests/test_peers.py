@@ -9,7 +9,6 @@ import sys
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from acvi_tf import compat, losses
 from nmt import translator as translator_lib
@@ -40,6 +39,7 @@ def test_the_tfa_model_gives_our_loss_and_translations():
     translations = translator_lib.Translator(model, None, "beam_search", 4, 1.0).search(
         src, src_len
     )
-    assert peers.identical_translations(
-        translations, peer.beam_search(src, src_len, 4, 1.0)
-    ) == (3, 3)
+    assert peers.identical_translations(translations, peer.beam_search(src, src_len, 4, 1.0)) == (
+        3,
+        3,
+    )
