@@ -60,7 +60,7 @@ PEERS = ("keras", "tfa")
 SRC_VOCAB, TGT_VOCAB = 17191, 7709
 PRESET = hparams.PRESETS["acvi_paper"]
 MAX_GRADIENT_NORM = 5.0  # tensorflow/nmt's default, run_nmt's --max_gradient_norm
-# See et al.'s original TF1 code against this project (issue 25): measured by hand, as the
+# See et al.'s original TF1 code against this project: measured by hand, as the
 # original cannot ship in this repository.
 ORIGINAL_NOTES = [
     "Against See et al.'s original TF1 summarizer (ported minimally to Python 3 / "
