@@ -30,10 +30,11 @@ Both implementations run without dropout, so that they compute the same function
 pass, global-norm clipping at 5 and an SGD update (ours: ``nmt.run_nmt``'s step). Rows
 go to BENCHMARKS.md through ``bench/_report.py``.
 
-Usage: python bench/peers.py [--peer=keras,tfa] [--rounds=5] [--batch=128] [--src_len=50]
+Usage: python bench/peers.py [--peer=keras,tfa] [--rounds=7] [--batch=128] [--src_len=50]
   [--tgt_len=50] [--beam_width=10] [--length_penalty_weight=1.0]
 """
 
+import math
 import os
 import statistics
 import sys
@@ -59,6 +60,7 @@ PEERS = ("keras", "tfa")
 # IWSLT'15 En-Vi's vocabularies, as bench/host_step.py's translation setting
 SRC_VOCAB, TGT_VOCAB = 17191, 7709
 PRESET = hparams.PRESETS["acvi_paper"]
+MIN_SAMPLE_S = 1.0  # seconds of calls per timed sample, at least
 MAX_GRADIENT_NORM = 5.0  # tensorflow/nmt's default, run_nmt's --max_gradient_norm
 # See et al.'s original TF1 code against this project: measured by hand, as the
 # original cannot ship in this repository.
@@ -78,7 +80,7 @@ ORIGINAL_NOTES = [
 ]
 
 flags.DEFINE_list("peer", list(PEERS), "Peers to time: keras and/or tfa (tf215 lane).")
-flags.DEFINE_integer("rounds", 5, "Timed interleaved rounds per comparison.", lower_bound=1)
+flags.DEFINE_integer("rounds", 7, "Timed interleaved rounds per comparison.", lower_bound=1)
 flags.DEFINE_integer("batch", 128, "Sentences per batch (training and decoding).", lower_bound=1)
 flags.DEFINE_integer("src_len", 50, "Source tokens (the longest sentence).", lower_bound=2)
 flags.DEFINE_integer("tgt_len", 50, "Target tokens (the longest sentence).", lower_bound=2)
@@ -162,12 +164,16 @@ class KerasEncoder:
             keras.layers.LSTM(units, return_sequences=True, return_state=True)
         )
         self(batch["src"], batch["src_len"])
+        self.copy_weights(model)
+        self.trainable_variables = self.embedding.trainable_variables + (
+            self.encoder.trainable_variables
+        )
+
+    def copy_weights(self, model):
+        """Sets every weight to its counterpart's in ``model``."""
         self.embedding.set_weights(model.src_embedding.get_weights())
         self.encoder.set_weights(
             model.forward_layers[0].get_weights() + model.backward_layers[0].get_weights()
-        )
-        self.trainable_variables = self.embedding.trainable_variables + (
-            self.encoder.trainable_variables
         )
 
     def __call__(self, src, src_len):
@@ -199,17 +205,30 @@ class TfaNMT:
         )
         self.projection = keras.layers.Dense(TGT_VOCAB, use_bias=False)
         self.loss(batch)  # builds every weight
-        pairs = [
-            (self.tgt_embedding, model.tgt_embedding),
-            (self.mechanism.memory_layer, model.scorer.memory_projection),
-            (self.cell._attention_layers[0], model.attention_layer),
-            (self.projection, model.output_projection),
-        ] + list(zip(self.cell._cell.cells, model.cells))
-        for theirs, ours in pairs:
-            theirs.set_weights(ours.get_weights())
-        self.trainable_variables = self.encoder.trainable_variables + [
-            v for layer, _ in pairs for v in layer.trainable_variables
+        self._decoder_layers = [
+            self.tgt_embedding,
+            self.mechanism.memory_layer,
+            self.cell._attention_layers[0],
+            self.projection,
+            *self.cell._cell.cells,
         ]
+        self.copy_weights(model)
+        self.trainable_variables = self.encoder.trainable_variables + [
+            v for layer in self._decoder_layers for v in layer.trainable_variables
+        ]
+
+    def copy_weights(self, model):
+        """Sets every weight to its counterpart's in ``model``."""
+        self.encoder.copy_weights(model)
+        ours = [
+            model.tgt_embedding,
+            model.scorer.memory_projection,
+            model.attention_layer,
+            model.output_projection,
+            *model.cells,
+        ]
+        for theirs, layer in zip(self._decoder_layers, ours, strict=True):
+            theirs.set_weights(layer.get_weights())
 
     def _initial_state(self, src, src_len, multiplier):
         """Sets up the attention memory; the wrapper's state, batch tiled ``multiplier`` times."""
@@ -272,22 +291,29 @@ def _unwrapped_state(decoder_class):
 
 
 def _interleaved(runs):
-    """CPU and wall seconds of each of ``runs`` (name -> callable) per round.
+    """CPU and wall seconds per call of each of ``runs`` (name -> callable), per round.
 
     One untimed round first (a function's first call after others were traced runs
-    slower); then ``--rounds`` rounds, the order flipped every round.
+    slower); then ``--rounds`` rounds, the order flipped every round. A round calls each
+    function as often as takes about ``MIN_SAMPLE_S`` by the untimed round, so that a
+    short function's times are not one scheduler slice.
     """
     cpu = {name: [] for name in runs}
     wall = {name: [] for name in runs}
     names = list(runs)
+    calls = 1
     for round_index in range(FLAGS.rounds + 1):
         for name in names if round_index % 2 else names[::-1]:
             start_wall, start_cpu = time.perf_counter(), time.process_time()
-            # (an embedding's gradient is IndexedSlices: its values are fetched)
-            tf.nest.map_structure(lambda t: t.numpy(), runs[name](), expand_composites=True)
+            for _ in range(calls):
+                # (an embedding's gradient is IndexedSlices: its values are fetched)
+                tf.nest.map_structure(lambda t: t.numpy(), runs[name](), expand_composites=True)
             if round_index:
-                cpu[name].append(time.process_time() - start_cpu)
-                wall[name].append(time.perf_counter() - start_wall)
+                cpu[name].append((time.process_time() - start_cpu) / calls)
+                wall[name].append((time.perf_counter() - start_wall) / calls)
+            else:
+                per_call = (time.perf_counter() - start_wall) / calls
+                calls = max(calls, math.ceil(MIN_SAMPLE_S / per_call))
     return cpu, wall
 
 
@@ -320,6 +346,7 @@ def _check(name, difference, tolerance):
 
 def _compare_train_step(model, peer, batch):
     """Row for the training step: ours (``run_nmt``'s) against tfa's decoder."""
+    peer.copy_weights(model)
     config = config_lib.parse(run_nmt.define_flags, ["peers"])
     ours_step = run_nmt.make_train_step(config, model, keras.optimizers.SGD(1.0))
     peer_optimizer = keras.optimizers.SGD(1.0)
@@ -379,6 +406,7 @@ def identical_translations(ours, theirs):
 
 def _compare_beam_search(model, peer, batch):
     """Row for beam search: ``Translator``'s against ``BeamSearchDecoder``."""
+    peer.copy_weights(model)
     width, alpha = FLAGS.beam_width, FLAGS.length_penalty_weight
     ours = translator_lib.Translator(model, None, "beam_search", width, alpha).search
     theirs = tf.function(lambda src, src_len: peer.beam_search(src, src_len, width, alpha))
@@ -537,27 +565,29 @@ def main(argv):
     if "keras" in peers:
         results.append(_compare_encoder(model, batch))
         results.append(_compare_attention(model, batch))
-    notes = (
-        [
-            "`acvi_paper` model (%d units, bidirectional encoder, %d decoder layers, Luong "
-            "attention with input feeding), vocabularies %d/%d (IWSLT'15 En-Vi), random "
-            "weights, no dropout; lengths drawn from 3/4 of the longest to the longest; "
-            "TensorFlow %s; %d interleaved rounds after one untimed round. Ratios are "
-            "ours / peer per round, median (min-max): below 1, ours is faster. On random "
-            "weights few translations end before the search's limit (the lengths in the "
-            "beam row), so every step runs the whole batch."
-            % (
-                PRESET["num_units"],
-                PRESET["num_decoder_layers"],
-                SRC_VOCAB,
-                TGT_VOCAB,
-                tf.__version__,
-                FLAGS.rounds,
-            )
-        ]
-        + lane_notes
-        + ORIGINAL_NOTES
-    )
+    notes = [
+        "`acvi_paper` model (%d units, bidirectional encoder, %d decoder layers, Luong "
+        "attention with input feeding), vocabularies %d/%d (IWSLT'15 En-Vi), random "
+        "weights, no dropout; lengths drawn from 3/4 of the longest to the longest; "
+        "TensorFlow %s; %d interleaved rounds after one untimed round, each at least %g s "
+        "of calls per form. Ratios are ours / peer per round, median (min-max): below 1, "
+        "ours is faster."
+        % (
+            PRESET["num_units"],
+            PRESET["num_decoder_layers"],
+            SRC_VOCAB,
+            TGT_VOCAB,
+            tf.__version__,
+            FLAGS.rounds,
+            MIN_SAMPLE_S,
+        )
+    ]
+    if "tfa" in peers:
+        notes.append(
+            "On random weights few translations end before the search's limit (the lengths "
+            "in the beam row), so every step runs the whole batch."
+        )
+    notes += lane_notes + ORIGINAL_NOTES
     report.emit(
         "Peers: the same model, the same weights, another implementation",
         [
