@@ -587,7 +587,9 @@ def main(argv):
             "On random weights few translations end before the search's limit (the lengths "
             "in the beam row), so every step runs the whole batch."
         )
-    notes += lane_notes + ORIGINAL_NOTES
+    notes += lane_notes
+    if "keras" in peers:  # once in BENCHMARKS.md: the run make bench makes on every lane
+        notes += ORIGINAL_NOTES
     report.emit(
         "Peers: the same model, the same weights, another implementation",
         [
