@@ -227,7 +227,7 @@ class TfaNMT:
             model.output_projection,
             *model.cells,
         ]
-        for theirs, layer in zip(self._decoder_layers, ours, strict=True):
+        for theirs, layer in zip(self._decoder_layers, ours):
             theirs.set_weights(layer.get_weights())
 
     def _initial_state(self, src, src_len, multiplier):
