@@ -85,7 +85,12 @@ flags.DEFINE_integer("batch", 128, "Sentences per batch (training and decoding).
 flags.DEFINE_integer("src_len", 50, "Source tokens (the longest sentence).", lower_bound=2)
 flags.DEFINE_integer("tgt_len", 50, "Target tokens (the longest sentence).", lower_bound=2)
 flags.DEFINE_integer("beam_width", PRESET["beam_width"], "Beam width.", lower_bound=1)
-flags.DEFINE_float("length_penalty_weight", 1.0, "GNMT length penalty alpha.", lower_bound=0.0)
+flags.DEFINE_float(
+    "length_penalty_weight",
+    1.0,
+    "GNMT length penalty alpha (tensorflow/nmt's default is 0, no penalty).",
+    lower_bound=0.0,
+)
 flags.register_validator(
     "peer", lambda names: set(names) <= set(PEERS), message="--peer: keras and/or tfa"
 )
