@@ -30,7 +30,7 @@ STAMP := $(VENV)/.installed
 IN_LANE := import sys; sys.exit("%d.%d" % sys.version_info[:2] not in "$(PY_VERSIONS)".split())
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: test lint demo demo-captions bench bench-gpu venv sysdeps clean
+.PHONY: test lint demo demo-captions bench bench-tfa bench-gpu venv sysdeps clean
 
 venv: $(STAMP)
 	@$(VPY) -c 'import sys, tensorflow as tf; print("Lane $(LANE): TensorFlow %s on Python %d.%d in $(VENV)" % (tf.__version__, *sys.version_info[:2]))'
@@ -140,8 +140,18 @@ demo-captions: venv sysdeps
 	@echo "Clips, features, checkpoints, captions and TensorBoard logs: $(VC_EXP)/"
 	@echo "View them with: $(VENV)/bin/tensorboard --logdir $(VC_EXP)/acvi"
 
+# Every script in bench/ on this lane; on the current lane, then the tfa.seq2seq peer of
+# bench/peers.py (bench-tfa).
 bench: venv sysdeps
 	@set -e; for script in bench/[!_]*.py; do echo "== $$script"; $(VPY) $$script; done
+	@[ "$(LANE)" != current ] || $(MAKE) --no-print-directory bench-tfa
+
+# bench/peers.py's tfa.seq2seq peer: tensorflow-addons installs on the tf215 lane only, so
+# this builds that lane's environment (first run only) and times the peer there.
+bench-tfa:
+	@$(MAKE) --no-print-directory LANE=tf215 venv
+	@echo "== bench/peers.py --peer=tfa (tf215 lane)"
+	.venv-tf215/bin/python bench/peers.py --peer=tfa
 
 # The GPU measurements: the timing scripts plain, with XLA, with mixed precision and with
 # both, and the decoding rate (with coverage, as the paper's final models decode) over

@@ -37,6 +37,7 @@ SCRIPTS = (
     "bench/context_layer.py",
     "bench/encoder_lstm.py",
     "bench/decode_speed.py",
+    "bench/peers.py",
 )
 
 
