@@ -140,10 +140,18 @@ demo-captions: venv sysdeps
 	@echo "Clips, features, checkpoints, captions and TensorBoard logs: $(VC_EXP)/"
 	@echo "View them with: $(VENV)/bin/tensorboard --logdir $(VC_EXP)/acvi"
 
-# Every script in bench/ on this lane; on the current lane, then the tfa.seq2seq peer of
+# Every script in bench/ on this lane with its defaults; then the decoding speed on a
+# trained checkpoint, the training steps and decoding in float32 against bfloat16 with
+# the profile of the summarizer's step; on the current lane, then the tfa.seq2seq peer of
 # bench/peers.py (bench-tfa).
 bench: venv sysdeps
 	@set -e; for script in bench/[!_]*.py; do echo "== $$script"; $(VPY) $$script; done
+	$(VPY) bench/decode_speed.py --size=trained --decode_batch_size=400 --single_articles=100 \
+		--compare_precision=bfloat16
+	$(VPY) bench/decode_speed.py --size=paper --compare_precision=bfloat16
+	$(VPY) bench/train_step.py --variants='acvi collapsed' --precisions=none,bfloat16 \
+		--profile_steps=2
+	$(VPY) bench/host_step.py --variants='acvi collapsed' --precisions=none,bfloat16
 	@[ "$(LANE)" != current ] || $(MAKE) --no-print-directory bench-tfa
 
 # bench/peers.py's tfa.seq2seq peer: tensorflow-addons installs on the tf215 lane only, so
