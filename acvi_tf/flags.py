@@ -21,11 +21,11 @@ from acvi_tf import context as context_lib
 from acvi_tf import distribute, errors, files, kl_schedule, registry, training, variational
 from acvi_tf.compat import keras
 
-# The shared flags whose values decide the model's variables; each entry point adds its
-# own (sizes, layers, optimizer) when it checks a resume (``write_flag_record``).
 # --mixed_precision's values and the Keras policies they set.
 PRECISION_POLICIES = {"none": "float32", "float16": "mixed_float16", "bfloat16": "mixed_bfloat16"}
 
+# The shared flags whose values decide the model's variables; each entry point adds its
+# own (sizes, layers, optimizer) when it checks a resume (``write_flag_record``).
 MODEL_FLAGS = ("context", "acvi_variance_net", "variational_inference_units", "ved_latent_dim")
 
 

@@ -13,6 +13,7 @@ is then generated from all files, so it holds the latest result of every benchma
 import datetime
 import glob
 import json
+import math
 import os
 import platform
 import re
@@ -81,24 +82,33 @@ def ratio_cell(times, baseline):
     return "%.3f (%.2f-%.2f)" % (statistics.median(ratios), min(ratios), max(ratios))
 
 
-def time_interleaved(calls, repeats):
-    """Times each of ``calls`` (name -> function of no arguments) ``repeats`` times,
-    interleaved (A B C ... A B C ...), after one untimed round: a function's first call
-    after the others were traced ran up to 10x slower.
+def time_interleaved(calls, repeats, min_seconds=0.0):
+    """Times each of ``calls`` (name -> function of no arguments) over ``repeats`` rounds,
+    interleaved (A B C ... then C B A ...: the order flips every round), after one untimed
+    round: a function's first call after the others were traced ran up to 10x slower.
+
+    With ``min_seconds``, a round calls each function as many times as take about that
+    long by the untimed round, so that a short function's time is not one scheduler slice.
 
     Returns:
-      ``(wall, cpu)``: name -> the seconds of each timed call, by the clock and in this
+      ``(wall, cpu)``: name -> the seconds per call of each round, by the clock and in this
       process's CPU time (all threads; on a shared machine the steadier of the two).
     """
     wall = {name: [] for name in calls}
     cpu = {name: [] for name in calls}
+    count = dict.fromkeys(calls, 1)
+    names = list(calls)
     for repeat in range(repeats + 1):
-        for name, call in calls.items():
+        for name in names if repeat % 2 else names[::-1]:
             start, start_cpu = time.perf_counter(), time.process_time()
-            call()
+            for _ in range(count[name]):
+                calls[name]()
+            seconds = time.perf_counter() - start
             if repeat:
-                wall[name].append(time.perf_counter() - start)
-                cpu[name].append(time.process_time() - start_cpu)
+                wall[name].append(seconds / count[name])
+                cpu[name].append((time.process_time() - start_cpu) / count[name])
+            elif min_seconds:
+                count[name] = max(1, math.ceil(min_seconds / seconds))
     return wall, cpu
 
 

@@ -34,11 +34,9 @@ Usage: python bench/peers.py [--peer=keras,tfa] [--rounds=7] [--batch=128] [--sr
   [--tgt_len=50] [--beam_width=10] [--length_penalty_weight=1.0]
 """
 
-import math
 import os
 import statistics
 import sys
-import time
 
 import numpy as np
 import tensorflow as tf
@@ -296,29 +294,17 @@ def _unwrapped_state(decoder_class):
 
 
 def _interleaved(runs):
-    """CPU and wall seconds per call of each of ``runs`` (name -> callable), per round.
+    """CPU and wall seconds per call of each of ``runs`` (name -> callable), per round
+    (``report.time_interleaved``, each round at least ``MIN_SAMPLE_S`` of calls per form,
+    every result fetched from the device)."""
 
-    One untimed round first (a function's first call after others were traced runs
-    slower); then ``--rounds`` rounds, the order flipped every round. A round calls each
-    function as often as takes about ``MIN_SAMPLE_S`` by the untimed round, so that a
-    short function's times are not one scheduler slice.
-    """
-    cpu = {name: [] for name in runs}
-    wall = {name: [] for name in runs}
-    names = list(runs)
-    calls = 1
-    for round_index in range(FLAGS.rounds + 1):
-        for name in names if round_index % 2 else names[::-1]:
-            start_wall, start_cpu = time.perf_counter(), time.process_time()
-            for _ in range(calls):
-                # (an embedding's gradient is IndexedSlices: its values are fetched)
-                tf.nest.map_structure(lambda t: t.numpy(), runs[name](), expand_composites=True)
-            if round_index:
-                cpu[name].append((time.process_time() - start_cpu) / calls)
-                wall[name].append((time.perf_counter() - start_wall) / calls)
-            else:
-                per_call = (time.perf_counter() - start_wall) / calls
-                calls = max(calls, math.ceil(MIN_SAMPLE_S / per_call))
+    def fetched(run):
+        # (an embedding's gradient is IndexedSlices: its values are fetched)
+        return lambda: tf.nest.map_structure(lambda t: t.numpy(), run(), expand_composites=True)
+
+    wall, cpu = report.time_interleaved(
+        {name: fetched(run) for name, run in runs.items()}, FLAGS.rounds, MIN_SAMPLE_S
+    )
     return cpu, wall
 
 

@@ -6,7 +6,7 @@ Builds the summarizer at ``--size=paper`` (vocab 50k, emb 128, hidden 256, batch
 gradient clipping, the optimizer's update) on one synthetic batch for ``sa``, ``acvi``
 (collapsed noise), ``acvi`` per-component noise, ``acvi`` + Gumbel-softmax and ``acvi`` with
 the journal's one-layer variance network, each with and without coverage
-(``--coverage_settings``). Variants are timed interleaved (A B C ... A B C ...) after the
+(``--coverage_settings``). Variants are timed interleaved (A B C ... C B A ...) after the
 trace and one untimed round, and the median ms/step and the median (and range) of the
 per-round ratios to ``sa`` with the same coverage setting are reported. ``--variants``
 picks some, including ablations: three that locate ACVI's extra time, ``ablation: no KL``
