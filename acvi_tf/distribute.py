@@ -31,8 +31,12 @@ from absl import logging
 from acvi_tf import errors
 
 STRATEGIES = ("default", "mirrored", "multi_worker")
-# the classes of the strategies ``make_strategy`` builds besides TensorFlow's default one
-BUILT_STRATEGIES = (tf.distribute.MirroredStrategy, tf.distribute.MultiWorkerMirroredStrategy)
+# the strategies ``make_strategy`` builds besides TensorFlow's default one, by their public
+# names (MultiWorkerMirroredStrategy's class is CollectiveAllReduceStrategy)
+BUILT_STRATEGIES = {
+    tf.distribute.MirroredStrategy: "MirroredStrategy",
+    tf.distribute.MultiWorkerMirroredStrategy: "MultiWorkerMirroredStrategy",
+}
 
 
 class DistributionError(errors.UserError, ValueError):
@@ -229,8 +233,8 @@ def describe_devices(strategy: Optional[tf.distribute.Strategy] = None) -> str:
       (MirroredStrategy, 2 replicas)``.
     """
     gpus = len(tf.config.list_logical_devices("GPU"))
-    built = isinstance(strategy, BUILT_STRATEGIES)
-    devices = strategy.extended.worker_devices if built else ["GPU" if gpus else "CPU"]
+    name = BUILT_STRATEGIES.get(type(strategy))
+    devices = strategy.extended.worker_devices if name else ["GPU" if gpus else "CPU"]
     count = len(devices)
     if "GPU" in devices[0]:
         what = "%d GPU%s" % (count, "s" if count > 1 else "")
@@ -242,8 +246,9 @@ def describe_devices(strategy: Optional[tf.distribute.Strategy] = None) -> str:
         replicas = strategy.num_replicas_in_sync
         if replicas > count:
             what += " on each of %d workers" % (replicas // count)
-        name = type(strategy).__name__ if built else "default strategy"
-        notes.append("%s, %d replica%s" % (name, replicas, "s" if replicas > 1 else ""))
+        notes.append(
+            "%s, %d replica%s" % (name or "default strategy", replicas, "s" if replicas > 1 else "")
+        )
         if not is_chief(strategy):
             notes.append("this worker writes no files of the run")
     return what + (" (%s)" % "; ".join(notes) if notes else "")
