@@ -46,7 +46,7 @@ $(STAMP): $(LOCK) pyproject.toml
 		if [ -z "$(PYTHON)" ]; then echo "make: no Python $(PY_VERSIONS) found for the $(LANE) lane; install one, or run make PYTHON=/path/to/python3.X" >&2; exit 1; fi; \
 		$(PYTHON) -c '$(IN_LANE)' || { echo "make: $(PYTHON) is not Python $(PY_VERSIONS), which the $(LANE) lane needs" >&2; exit 1; }; \
 		echo "Creating $(VENV) with $(PYTHON) for the $(LANE) lane"; $(PYTHON) -m venv $(VENV) || exit 1; fi
-	@echo "Installing $(LOCK) into $(VENV) (first run only; about 2 GB)"
+	@echo "Installing $(LOCK) into $(VENV) (first run only; about 2 GB$(if $(filter gpu,$(LANE)), plus 3 GB of CUDA wheels))"
 	$(VPY) -m pip install --quiet --disable-pip-version-check -r $(LOCK)
 	$(VPY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	@touch $(STAMP)
