@@ -386,7 +386,7 @@ def require_total_steps(step_flags, known, fix, flag_values=flags.FLAGS):
     )
 
 
-def configure_runtime(config, trains=False):
+def configure_runtime(config: config_lib.Config, trains: bool = False) -> tf.distribute.Strategy:
     """Applies ``--seed``, ``--deterministic`` and ``--mixed_precision`` to TensorFlow,
     makes the ``--distribution_strategy`` a training command trains under, and logs the
     devices the command uses (``distribute.log_devices``).
@@ -421,7 +421,7 @@ def configure_runtime(config, trains=False):
     return strategy
 
 
-def _check_cpu_devices(config):
+def _check_cpu_devices(config: config_lib.Config) -> None:
     """Refuses ``--cpu_devices`` unless a ``mirrored`` strategy is to train on the CPU."""
     if config.distribution_strategy != "mirrored":
         raise distribute.DistributionError(
