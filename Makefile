@@ -5,17 +5,21 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := test
 
-# Two lanes, one code base (docs/install.md): `current`, the newest TensorFlow with the
-# Keras 2 API from tf-keras, and `tf215`, TensorFlow 2.15.1 with tensorflow-addons.
+# Three lanes, one code base (docs/install.md): `current`, the newest TensorFlow with the
+# Keras 2 API from tf-keras; `gpu`, the current lane with TensorFlow's CUDA and cuDNN
+# wheels (tensorflow[and-cuda]); `tf215`, TensorFlow 2.15.1 with tensorflow-addons.
 LANE ?= current
 ifeq ($(LANE),current)
 PY_VERSIONS := 3.13 3.12 3.11 3.10
 VENV ?= .venv
+else ifeq ($(LANE),gpu)
+PY_VERSIONS := 3.13 3.12 3.11 3.10
+VENV ?= .venv-gpu
 else ifeq ($(LANE),tf215)
 PY_VERSIONS := 3.11 3.10 3.9
 VENV ?= .venv-tf215
 else
-$(error LANE=$(LANE) is not a lane; use LANE=current or LANE=tf215)
+$(error LANE=$(LANE) is not a lane; use LANE=current, LANE=gpu or LANE=tf215)
 endif
 LOCK := requirements/$(LANE).txt
 
@@ -30,10 +34,10 @@ STAMP := $(VENV)/.installed
 IN_LANE := import sys; sys.exit("%d.%d" % sys.version_info[:2] not in "$(PY_VERSIONS)".split())
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: test lint demo demo-captions bench bench-tfa bench-gpu venv sysdeps clean
+.PHONY: test lint demo demo-captions bench bench-tfa bench-gpu venv sysdeps check-gpu-lock clean
 
 venv: $(STAMP)
-	@$(VPY) -c 'import sys, tensorflow as tf; print("Lane $(LANE): TensorFlow %s on Python %d.%d in $(VENV)" % (tf.__version__, *sys.version_info[:2]))'
+	@$(VPY) -c 'import sys, tensorflow as tf; print("Lane $(LANE): TensorFlow %s on Python %d.%d in $(VENV); GPUs TensorFlow sees: %d" % (tf.__version__, *sys.version_info[:2], len(tf.config.list_physical_devices("GPU"))))'
 
 $(STAMP): $(LOCK) pyproject.toml
 	@if [ -x $(VPY) ] && ! $(VPY) -c '$(IN_LANE)'; then \
@@ -42,10 +46,27 @@ $(STAMP): $(LOCK) pyproject.toml
 		if [ -z "$(PYTHON)" ]; then echo "make: no Python $(PY_VERSIONS) found for the $(LANE) lane; install one, or run make PYTHON=/path/to/python3.X" >&2; exit 1; fi; \
 		$(PYTHON) -c '$(IN_LANE)' || { echo "make: $(PYTHON) is not Python $(PY_VERSIONS), which the $(LANE) lane needs" >&2; exit 1; }; \
 		echo "Creating $(VENV) with $(PYTHON) for the $(LANE) lane"; $(PYTHON) -m venv $(VENV) || exit 1; fi
-	@echo "Installing $(LOCK) into $(VENV) (first run only; about 2 GB)"
+	@echo "Installing $(LOCK) into $(VENV) (first run only; about 2 GB$(if $(filter gpu,$(LANE)), plus 3 GB of CUDA wheels))"
 	$(VPY) -m pip install --quiet --disable-pip-version-check -r $(LOCK)
 	$(VPY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	@touch $(STAMP)
+
+# requirements/gpu.txt resolves with every dependency pinned, on this lane's Python,
+# without installing or downloading its wheels: a dry run that reads each wheel's metadata
+# alone, as pip 26.3 does, from a venv of its own (pip 24.2 downloads every wheel of a dry
+# run, 3 GB of CUDA libraries here). fast-deps reads the metadata with HTTP range requests
+# where the index does not serve it apart (PyPI does).
+LOCK_CHECK := .venv-lock-check
+LOCK_CHECK_PIP := $(LOCK_CHECK)/.pip-26.3
+$(LOCK_CHECK_PIP):
+	$(VPY) -m venv $(LOCK_CHECK)
+	$(LOCK_CHECK)/bin/python -m pip install --quiet --disable-pip-version-check pip==26.3
+	@touch $@
+
+check-gpu-lock: venv $(LOCK_CHECK_PIP)
+	$(LOCK_CHECK)/bin/python -m pip install --quiet --disable-pip-version-check --dry-run \
+		--ignore-installed --use-feature=fast-deps -r requirements/gpu.txt
+	@echo "requirements/gpu.txt resolves on $$($(VPY) -V)"
 
 # Java runs the METEOR 1.5, CIDEr and PTBTokenizer jars; ROUGE-1.5.5 needs Perl with
 # XML::Parser (DB_File ships with Debian's perl). Installed with apt when we are root on
@@ -178,4 +199,4 @@ bench-gpu: venv sysdeps
 	$(VPY) bench/encoder_lstm.py
 
 clean:
-	rm -rf .venv .venv-tf215 build *.egg-info .pytest_cache
+	rm -rf .venv .venv-gpu .venv-tf215 .venv-lock-check build *.egg-info .pytest_cache

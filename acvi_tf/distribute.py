@@ -5,7 +5,8 @@ host trains under:
 
 - ``default``: TensorFlow's default strategy, one device (the GPU when there is one);
 - ``mirrored``: ``MirroredStrategy`` over the GPUs of this machine (``--num_gpus``; the
-  CPU when there is none);
+  CPU when there is none, split into ``--cpu_devices`` logical devices, one replica
+  each);
 - ``multi_worker``: ``MultiWorkerMirroredStrategy`` over the machines ``TF_CONFIG``
   names, each with its GPUs (or its CPU).
 
@@ -30,6 +31,12 @@ from absl import logging
 from acvi_tf import errors
 
 STRATEGIES = ("default", "mirrored", "multi_worker")
+# the strategies ``make_strategy`` builds besides TensorFlow's default one, by their public
+# names (MultiWorkerMirroredStrategy's class is CollectiveAllReduceStrategy)
+BUILT_STRATEGIES = {
+    tf.distribute.MirroredStrategy: "MirroredStrategy",
+    tf.distribute.MultiWorkerMirroredStrategy: "MultiWorkerMirroredStrategy",
+}
 
 
 class DistributionError(errors.UserError, ValueError):
@@ -192,11 +199,61 @@ def batch_size(batch: Dict[str, tf.Tensor]) -> tf.Tensor:
     raise ValueError("the batch has no tensor with an example axis")
 
 
-def log_strategy(strategy: tf.distribute.Strategy) -> None:
-    """One log line: the strategy, its replicas and whether this process is the chief."""
-    logging.info(
-        "Training with %s: %d replica(s) in sync%s",
-        type(strategy).__name__,
-        strategy.num_replicas_in_sync,
-        "" if is_chief(strategy) else " (this worker writes no files of the run)",
-    )
+def use_cpu_devices(count: int) -> None:
+    """Splits the CPU into ``count`` logical devices, the replicas ``mirrored`` trains on
+    where no GPU is used (``--cpu_devices``).
+
+    Call it before TensorFlow's runtime starts (the first op, or a device listing).
+
+    Raises:
+      DistributionError: the runtime already runs with another number of CPU devices.
+    """
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    try:
+        tf.config.set_logical_device_configuration(
+            cpu, [tf.config.LogicalDeviceConfiguration()] * count
+        )
+    except RuntimeError as e:
+        raise DistributionError(
+            "--cpu_devices=%d: TensorFlow's runtime already runs with %d CPU device(s) in "
+            "this process; give the flag to a new process"
+            % (count, len(tf.config.list_logical_devices("CPU")))
+        ) from e
+
+
+def describe_devices(strategy: Optional[tf.distribute.Strategy] = None) -> str:
+    """What a command computes on, for its ``Devices:`` log line.
+
+    Args:
+      strategy: the strategy the command trains under; None: the command does not train,
+        and its ops run where TensorFlow places them (the first GPU, or the CPU).
+
+    Returns:
+      E.g. ``1 CPU (no GPU visible)``, ``1 GPU (of 2 visible)`` or ``2 GPUs
+      (MirroredStrategy, 2 replicas)``.
+    """
+    gpus = len(tf.config.list_logical_devices("GPU"))
+    name = BUILT_STRATEGIES.get(type(strategy))
+    devices = strategy.extended.worker_devices if name else ["GPU" if gpus else "CPU"]
+    count = len(devices)
+    if "GPU" in devices[0]:
+        what = "%d GPU%s" % (count, "s" if count > 1 else "")
+        notes = ["of %d visible" % gpus] if count < gpus else []
+    else:
+        what = "%d logical CPU devices" % count if count > 1 else "1 CPU"
+        notes = ["%d GPU(s) visible, not used" % gpus if gpus else "no GPU visible"]
+    if strategy is not None:
+        replicas = strategy.num_replicas_in_sync
+        if replicas > count:
+            what += " on each of %d workers" % (replicas // count)
+        notes.append(
+            "%s, %d replica%s" % (name or "default strategy", replicas, "s" if replicas > 1 else "")
+        )
+        if not is_chief(strategy):
+            notes.append("this worker writes no files of the run")
+    return what + (" (%s)" % "; ".join(notes) if notes else "")
+
+
+def log_devices(strategy: Optional[tf.distribute.Strategy] = None) -> None:
+    """Logs ``Devices: `` and ``describe_devices(strategy)``, once per command."""
+    logging.info("Devices: %s", describe_devices(strategy))

@@ -282,6 +282,15 @@ def define_flags(flag_values=flags.FLAGS):
         lower_bound=0,
         flag_values=fv,
     )
+    flags.DEFINE_integer(
+        "cpu_devices",
+        None,
+        "mirrored on the CPU (no GPU visible, or --num_gpus=0): split the CPU into this "
+        "many logical devices, one replica each, to try the strategy without GPUs "
+        "(default: one device).",
+        lower_bound=1,
+        flag_values=fv,
+    )
 
     require_finite(__name__, fv)
     flags.register_validator(
@@ -377,23 +386,56 @@ def require_total_steps(step_flags, known, fix, flag_values=flags.FLAGS):
     )
 
 
-def configure_runtime(config):
+def configure_runtime(config: config_lib.Config, trains: bool = False) -> tf.distribute.Strategy:
     """Applies ``--seed``, ``--deterministic`` and ``--mixed_precision`` to TensorFlow,
-    and makes the ``--distribution_strategy`` the command trains under.
+    makes the ``--distribution_strategy`` a training command trains under, and logs the
+    devices the command uses (``distribute.log_devices``).
 
     Call it once at the start of a command, before any other TensorFlow op (a
-    multi-worker strategy starts its server first) and before any layer is built.
+    multi-worker strategy starts its server first, ``--cpu_devices`` splits the CPU) and
+    before any layer is built.
+
+    Args:
+      config: the command's ``acvi_tf.config.Config``.
+      trains: the command trains; False: it runs on one device under the default
+        strategy, whatever the distribution flags say (a decode, an export).
 
     Returns:
       The ``tf.distribute.Strategy``.
+
+    Raises:
+      distribute.DistributionError: ``--cpu_devices`` where it cannot apply, or
+        ``make_strategy``'s refusals.
     """
-    strategy = distribute.make_strategy(config.distribution_strategy, config.num_gpus)
-    distribute.log_strategy(strategy)
+    strategy = tf.distribute.get_strategy()
+    if trains:
+        if config.cpu_devices:
+            _check_cpu_devices(config)
+            distribute.use_cpu_devices(config.cpu_devices)
+        strategy = distribute.make_strategy(config.distribution_strategy, config.num_gpus)
+    distribute.log_devices(strategy if trains else None)
     keras.utils.set_random_seed(config.seed)
     if config.deterministic:
         tf.config.experimental.enable_op_determinism()
     keras.mixed_precision.set_global_policy(precision_policy(config.mixed_precision))
     return strategy
+
+
+def _check_cpu_devices(config: config_lib.Config) -> None:
+    """Refuses ``--cpu_devices`` unless a ``mirrored`` strategy is to train on the CPU."""
+    if config.distribution_strategy != "mirrored":
+        raise distribute.DistributionError(
+            "--cpu_devices=%d gives --distribution_strategy=mirrored its replicas on the "
+            "CPU; add --distribution_strategy=mirrored (this command has %s)"
+            % (config.cpu_devices, config.distribution_strategy)
+        )
+    gpus = len(tf.config.list_physical_devices("GPU"))
+    if config.num_gpus if config.num_gpus is not None else gpus:
+        raise distribute.DistributionError(
+            "--cpu_devices=%d trains on the CPU, but this command trains on %s GPU(s) "
+            "(TensorFlow sees %d); add --num_gpus=0, or leave --cpu_devices out"
+            % (config.cpu_devices, config.num_gpus or gpus, gpus)
+        )
 
 
 def precision_policy(mixed_precision):

@@ -91,13 +91,14 @@ def make_train_step(
     runs after it in the plain graph, behind ``apply_if_finite`` (Keras's optimizers
     compile their own update on a GPU).
 
-    Made under the scope of a ``tf.distribute`` strategy with several replicas, the step
-    takes the global batch (the first input; the others go to every replica as they
-    are), gives each replica its rows (``distribute.replica_rows``), weights each
-    replica's loss by its share of the examples, sums the gradients over the replicas,
-    then clips and updates once: the step of one device on the same global batch, for
-    losses that are means over the batch's examples (every host's). The results are
-    summed over the replicas the same way, but for ``sum_keys`` (counts), which add up.
+    Made under the scope of a ``tf.distribute`` strategy (any but TensorFlow's default
+    one, with one replica or several), the step takes the global batch (the first
+    input; the others go to every replica as they are), gives each replica its rows
+    (``distribute.replica_rows``), weights each replica's loss by its share of the
+    examples, sums the gradients over the replicas, then clips and updates once: the
+    step of one device on the same global batch, for losses that are means over the
+    batch's examples (every host's). The results are summed over the replicas the same
+    way, but for ``sum_keys`` (counts), which add up.
 
     Args:
       loss_fn: ``(*inputs) -> (loss, results)``, run under the gradient tape; ``results``
@@ -116,10 +117,11 @@ def make_train_step(
       without a gradient (a feature not yet switched on) is left alone.
     """
     variables = list(variables)
-    strategy = tf.distribute.get_strategy()
-    if strategy.num_replicas_in_sync > 1:
+    # a strategy's variables are mirrored, even over one replica: they take their
+    # gradients and updates in the strategy's replica context
+    if tf.distribute.has_strategy():
         return _replicated_train_step(
-            strategy,
+            tf.distribute.get_strategy(),
             loss_fn,
             variables,
             optimizer,

@@ -546,7 +546,7 @@ def run(config):
             raise app.UsageError("--%s is required" % name)
     if config.infer_mode == "beam_search" and config.beam_width <= 0:
         raise app.UsageError("--infer_mode=beam_search needs --beam_width > 0")
-    strategy = acvi_flags.configure_runtime(config)
+    strategy = acvi_flags.configure_runtime(config, trains=not config.inference_input_file)
     os.makedirs(config.out_dir, exist_ok=True)
     resuming = tf.train.latest_checkpoint(config.out_dir) is not None
     if config.inference_input_file:  # the training run's record stays as it is

@@ -869,7 +869,7 @@ def run(config):
     """
     if not config.data_path or not config.vocab_path or not config.log_root:
         raise app.UsageError("--data_path, --vocab_path and --log_root are required")
-    strategy = acvi_flags.configure_runtime(config)
+    strategy = acvi_flags.configure_runtime(config, trains=config.mode == "train")
     if config.debug:
         tf.debugging.enable_check_numerics()
     train_dir, eval_dir = _experiment_dirs(config)

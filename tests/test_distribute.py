@@ -1,7 +1,15 @@
 """tf.distribute (acvi_tf.distribute, training.make_train_step): one step of a
-MirroredStrategy over two logical CPU devices equals one single-device step on the same
-global batch, for a toy model and for every host with soft attention and ACVI; ACVI's
-replicas draw their own noise, reproducibly."""
+MirroredStrategy over two logical CPU devices, and over one, equals one single-device
+step on the same global batch, for a toy model and for every host; ACVI's replicas draw
+their own noise, reproducibly; the ``Devices:`` line and ``--cpu_devices``, also as
+docs/distributed.md runs it."""
+
+import glob
+import os
+import re
+import shlex
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -10,6 +18,7 @@ import tensorflow as tf
 from acvi_tf import config as config_lib
 from acvi_tf import context as context_lib
 from acvi_tf import distribute, registry, training
+from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
 from nmt import model as nmt_lib
 from nmt import run_nmt
@@ -19,11 +28,22 @@ from video_caption import data as vc_data
 from video_caption import model as vc_lib
 from video_caption import run_captioning
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
 
 @pytest.fixture(scope="module")
 def mirrored():
     strategy = distribute.make_strategy("mirrored", num_gpus=0)
     assert strategy.num_replicas_in_sync == 2  # the two logical CPUs of conftest
+    return strategy
+
+
+@pytest.fixture(scope="module")
+def one_replica():
+    """A MirroredStrategy over the first CPU device: the strategy of a one-GPU machine,
+    from distribute's cache of one strategy per device set."""
+    strategy = distribute._strategy((tf.config.list_logical_devices("CPU")[0].name,))
+    assert strategy.num_replicas_in_sync == 1
     return strategy
 
 
@@ -64,9 +84,9 @@ def _toy_step(strategy, batch, max_grad_norm, steps=1, jit_compile=False):
             jit_compile,
             sum_keys=("count",),
         )
-    results = {}
-    for _ in range(steps):
-        results = step(batch)
+        results = {}
+        for _ in range(steps):  # in the scope, as the trainer runs it
+            results = step(batch)
     return _weights(model), {k: float(v) for k, v in results.items()}, optimizer
 
 
@@ -85,6 +105,19 @@ def test_a_replicated_step_is_the_single_device_step(mirrored, size, max_grad_no
     for name in ("loss", "grad_norm"):  # means are of the global batch
         np.testing.assert_allclose(results[name], single_results[name], rtol=1e-5)
     assert int(optimizer.iterations.numpy()) == 3
+
+
+def test_a_one_replica_step_is_the_single_device_step(one_replica):
+    rng = np.random.default_rng(0)
+    batch = dict(
+        x=tf.constant(rng.normal(size=(5, 3)), tf.float32),
+        y=tf.constant(rng.normal(size=5), tf.float32),
+    )
+    single, single_results, _ = _toy_step(tf.distribute.get_strategy(), batch, 0.5, 2)
+    replicated, results, optimizer = _toy_step(one_replica, batch, 0.5, 2)
+    _assert_same(single, replicated)
+    assert results == pytest.approx(single_results, rel=1e-5)
+    assert int(optimizer.iterations.numpy()) == 2
 
 
 @pytest.mark.parametrize("precision", ["float32", "mixed_float16"])
@@ -207,9 +240,20 @@ def _host_steps(strategy, host, mode, steps=1):
         optimizer = keras.optimizers.SGD(0.5)
         optimizer.build(model.trainable_variables)
         step = make_step(optimizer)
-    for i in range(steps):
-        step(batch, tf.constant(False), tf.constant(i, tf.int64))
+        for i in range(steps):  # in the scope, as the trainer runs it
+            step(batch, tf.constant(False), tf.constant(i, tf.int64))
     return _weights(model)
+
+
+_SINGLE_DEVICE = {}
+
+
+def _single_device_steps(host, mode):
+    """``_host_steps`` on one device, once per host and mode in this process (under
+    ``zero_noise``, as every caller runs it)."""
+    if (host, mode) not in _SINGLE_DEVICE:
+        _SINGLE_DEVICE[host, mode] = _host_steps(tf.distribute.get_strategy(), host, mode)
+    return _SINGLE_DEVICE[host, mode]
 
 
 @pytest.fixture
@@ -225,9 +269,15 @@ def zero_noise(monkeypatch):
 @pytest.mark.parametrize("mode", ["sa", "acvi"])
 @pytest.mark.parametrize("host", sorted(HOSTS))
 def test_each_host_trains_the_same_on_two_replicas_and_on_one_device(mirrored, host, mode):
-    single = _host_steps(tf.distribute.get_strategy(), host, mode)
     replicated = _host_steps(mirrored, host, mode)
-    _assert_same(single, replicated, rtol=1e-5, atol=1e-6)
+    _assert_same(_single_device_steps(host, mode), replicated, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.usefixtures("zero_noise")
+@pytest.mark.parametrize("host", sorted(HOSTS))
+def test_each_host_trains_the_same_on_one_replica_and_on_one_device(one_replica, host):
+    replicated = _host_steps(one_replica, host, "sa")
+    _assert_same(_single_device_steps(host, "sa"), replicated, rtol=1e-5, atol=1e-6)
 
 
 def test_acvi_replicas_draw_their_own_noise_reproducibly(mirrored):
@@ -262,3 +312,102 @@ def test_make_strategy_refuses_what_it_cannot_build(monkeypatch):
     assert distribute.worker_scratch_dir("/runs/train", tf.distribute.get_strategy()) == (
         "/runs/train"
     )
+
+
+# ----------------------------------------------------------------------------------------
+# The devices a command uses, and --cpu_devices
+
+
+def _shared(*argv):
+    return config_lib.parse(acvi_flags.define_flags, ["x"] + list(argv))
+
+
+def _devices_lines(caplog):
+    return [r.getMessage() for r in caplog.records if r.getMessage().startswith("Devices: ")]
+
+
+@pytest.mark.parametrize(
+    "argv,trains,line",
+    [
+        ((), False, "Devices: 1 CPU (no GPU visible)"),
+        (("--distribution_strategy=mirrored",), False, "Devices: 1 CPU (no GPU visible)"),
+        ((), True, "Devices: 1 CPU (no GPU visible; default strategy, 1 replica)"),
+        (
+            ("--distribution_strategy=mirrored", "--cpu_devices=2"),
+            True,
+            "Devices: 2 logical CPU devices (no GPU visible; MirroredStrategy, 2 replicas)",
+        ),
+    ],
+)
+def test_a_command_logs_its_devices_once_and_the_strategy_only_where_it_trains(
+    absl_caplog, argv, trains, line
+):
+    strategy = acvi_flags.configure_runtime(_shared(*argv), trains=trains)
+    assert _devices_lines(absl_caplog) == [line]
+    assert strategy.num_replicas_in_sync == (2 if "--cpu_devices=2" in argv else 1)
+
+
+def test_the_devices_line_counts_the_gpus_it_leaves_unused(monkeypatch, mirrored, one_replica):
+    gpus = [tf.config.LogicalDevice("/device:GPU:%d" % i, "GPU") for i in range(2)]
+    listed = tf.config.list_logical_devices
+    monkeypatch.setattr(
+        tf.config,
+        "list_logical_devices",
+        lambda kind=None: gpus if kind == "GPU" else listed(kind),
+    )
+    assert distribute.describe_devices() == "1 GPU (of 2 visible)"
+    assert distribute.describe_devices(one_replica) == (
+        "1 CPU (2 GPU(s) visible, not used; MirroredStrategy, 1 replica)"
+    )
+    assert distribute.describe_devices(mirrored) == (
+        "2 logical CPU devices (2 GPU(s) visible, not used; MirroredStrategy, 2 replicas)"
+    )
+
+
+def test_cpu_devices_is_refused_where_it_cannot_apply(monkeypatch):
+    with pytest.raises(distribute.DistributionError, match="add --distribution_strategy=mirr"):
+        acvi_flags.configure_runtime(_shared("--cpu_devices=2"), trains=True)
+    # this process's runtime runs with conftest's two CPU devices
+    with pytest.raises(distribute.DistributionError, match="already runs with 2 CPU device"):
+        acvi_flags.configure_runtime(
+            _shared("--distribution_strategy=mirrored", "--cpu_devices=3"), trains=True
+        )
+    listed = tf.config.list_physical_devices
+    monkeypatch.setattr(
+        tf.config,
+        "list_physical_devices",
+        lambda kind=None: ["a GPU"] if kind == "GPU" else listed(kind),
+    )
+    mirrored = ("--distribution_strategy=mirrored", "--cpu_devices=2")
+    with pytest.raises(distribute.DistributionError, match="on 1 GPU.*add --num_gpus=0"):
+        acvi_flags.configure_runtime(_shared(*mirrored), trains=True)
+    strategy = acvi_flags.configure_runtime(_shared(*mirrored, "--num_gpus=0"), trains=True)
+    assert strategy.num_replicas_in_sync == 2
+    # a command that does not train leaves the flag alone
+    acvi_flags.configure_runtime(_shared("--cpu_devices=3"))
+
+
+def _documented_cpu_try(log_root):
+    """The command of docs/distributed.md that passes --cpu_devices, as argv, writing
+    under ``log_root``."""
+    with open(os.path.join(ROOT, "docs", "distributed.md"), encoding="utf-8") as f:
+        blocks = re.findall(r"```bash\n(.*?)```", f.read(), re.S)
+    (block,) = [b for b in blocks if "--cpu_devices=" in b]
+    argv = shlex.split(block.replace("\\\n", " "), comments=True)
+    assert argv[:2] == ["python", "-m"] and any(a.startswith("--log_root=") for a in argv)
+    return [sys.executable] + [
+        "--log_root=%s" % log_root if a.startswith("--log_root=") else a for a in argv[1:]
+    ]
+
+
+def test_the_documented_cpu_try_trains_mirrored_on_two_cpu_devices(tmp_path):
+    done = subprocess.run(
+        _documented_cpu_try(tmp_path), cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stderr.count("Devices: ") == 1
+    assert (
+        "Devices: 2 logical CPU devices (no GPU visible; MirroredStrategy, 2 replicas)"
+        in done.stderr
+    )
+    assert glob.glob(str(tmp_path / "*" / "train" / "model.ckpt-*.index"))

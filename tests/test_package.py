@@ -22,17 +22,26 @@ LANE = "tf215" if compat.TF_VERSION < (2, 16) else "current"
 USED_WITHOUT_IMPORT = {"tensorboard"}
 
 
-def _lock(lane):
-    """``{canonical name: version}`` of ``requirements/<lane>.txt``."""
+def _pins(lane):
+    """``{canonical name: (extras, version)}`` of ``requirements/<lane>.txt``."""
     pins = {}
     with open(os.path.join(ROOT, "requirements", lane + ".txt"), encoding="utf-8") as f:
         for line in f:
             line = line.split("#", 1)[0].strip()
             if line:
-                name, _, version = line.partition("==")
-                assert version, "requirements/%s.txt must pin every package: %r" % (lane, line)
-                pins[canonicalize_name(name)] = version
+                requirement = Requirement(line)
+                specifiers = list(requirement.specifier)
+                assert len(specifiers) == 1 and specifiers[0].operator == "==", (
+                    "requirements/%s.txt must pin every package: %r" % (lane, line)
+                )
+                name = canonicalize_name(requirement.name)
+                pins[name] = (requirement.extras, specifiers[0].version)
     return pins
+
+
+def _lock(lane):
+    """``{canonical name: version}`` of ``requirements/<lane>.txt``."""
+    return {name: version for name, (_, version) in _pins(lane).items()}
 
 
 def _declared(extra=None):
@@ -85,6 +94,25 @@ def test_the_lanes_pin_their_tensorflow():
         assert lock["tensorboard"].startswith(minor + "."), lock["tensorboard"]
 
 
+def test_the_gpu_lock_is_the_current_lock_with_tensorflows_cuda_wheels():
+    """requirements/gpu.txt is requirements/current.txt with tensorflow[and-cuda] and the
+    nvidia-* wheels that extra pulls, so that the two locks cannot drift apart."""
+    gpu, current = _pins("gpu"), _pins("current")
+    cuda = {name for name in gpu if name.startswith("nvidia-")}
+    assert gpu["tensorflow"] == ({"and-cuda"}, current["tensorflow"][1])
+    assert {n: pin for n, pin in gpu.items() if n not in cuda | {"tensorflow"}} == {
+        n: pin for n, pin in current.items() if n != "tensorflow"
+    }
+    if metadata.version("tensorflow") != gpu["tensorflow"][1]:
+        return  # the tf215 lane: its tensorflow's extra is another one
+    extra = [Requirement(r) for r in metadata.requires("tensorflow")]
+    extra = [r for r in extra if r.marker and r.marker.evaluate({"extra": "and-cuda"})]
+    assert {canonicalize_name(r.name) for r in extra} == cuda
+    for requirement in extra:
+        name = canonicalize_name(requirement.name)
+        assert requirement.specifier.contains(gpu[name][1]), (name, gpu[name][1])
+
+
 def test_this_environment_is_its_lanes_lock():
     for name, version in _lock(LANE).items():
         assert metadata.version(name) == version, (LANE, name)
@@ -118,9 +146,20 @@ def test_every_declared_dependency_is_imported_and_every_import_declared():
 def test_the_makefile_installs_the_lock_of_the_lane_it_names():
     with open(os.path.join(ROOT, "Makefile"), encoding="utf-8") as f:
         makefile = f.read()
-    lanes = re.findall(r"^(?:else )?ifeq \(\$\(LANE\),(\w+)\)", makefile, re.M)
-    assert sorted(lanes) == ["current", "tf215"]
+    lanes = dict(
+        re.findall(
+            r"^(?:else )?ifeq \(\$\(LANE\),(\w+)\)\n(PY_VERSIONS := .*\nVENV \?= \S+)",
+            makefile,
+            re.M,
+        )
+    )
+    assert sorted(lanes) == ["current", "gpu", "tf215"]
     assert "LOCK := requirements/$(LANE).txt" in makefile
+    # the gpu lane is the current one on the same Pythons, in a venv of its own
+    assert lanes["gpu"] == lanes["current"].replace("VENV ?= .venv", "VENV ?= .venv-gpu")
+    (clean,) = re.findall(r"^clean:\n\trm -rf (.*)", makefile, re.M)
+    for settings in lanes.values():
+        assert settings.split("VENV ?= ")[1] in clean.split()
 
 
 @pytest.mark.parametrize("package", PACKAGES)

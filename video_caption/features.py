@@ -47,6 +47,7 @@ import numpy as np
 from absl import flags, logging
 
 from acvi_tf import config as config_lib
+from acvi_tf import distribute
 from acvi_tf.files import atomic_write, atomic_write_text
 from acvi_tf.formats.frame_features import FeaturesError
 from acvi_tf.formats.video_folder import VIDEO_EXTENSIONS, find_videos
@@ -479,6 +480,7 @@ def run(config):
       The extraction's ``Stats``.
     """
     clips = read_clip_list(config.clips) if config.clips else None
+    distribute.log_devices()
     stats = extract_features(
         config.video_dir,
         config.output,

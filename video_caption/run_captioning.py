@@ -577,7 +577,7 @@ def run(config):
             "--best_metric=%s must be one of --metrics=%s"
             % (config.best_metric, ",".join(config.metrics))
         )
-    strategy = acvi_flags.configure_runtime(config)
+    strategy = acvi_flags.configure_runtime(config, trains=config.mode == "train")
     os.makedirs(config.out_dir, exist_ok=True)
     if config.mode != "train":
         exp = Experiment(config)
