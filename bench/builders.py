@@ -4,12 +4,13 @@ pairs, interleaved in one process.
 
 Each timed call is a whole build into a temporary folder: reading, tokenising (``tftext``
 in one graph call per 1,000 strings), splitting and writing, and for translation
-learning and applying the joint BPE. The pairs are the shipped samples made raw again:
-their tokens joined back (``"do n't ."`` -> ``"don't."``) and each sentence capitalised.
-Summarization: the Debian descriptions sample's articles and abstracts as JSON lines,
-pair ``i`` from record ``i`` modulo its 4,800 with ``"Package i: "`` in front, so that
-every article is distinct. Translation: the En-De sample's first pairs (train, then dev
-and test) as a TSV.
+learning and applying the joint BPE; a third row times the translation builder's reading
+and tokenising alone (``translation.make_pairs``). The pairs are the shipped samples made
+raw again: their tokens joined back (``"do n't ."`` -> ``"don't."``) and each sentence
+capitalised. Summarization: the Debian descriptions sample's articles and abstracts as
+JSON lines, pair ``i`` from record ``i`` modulo its 4,800 with ``"Package i: "`` in
+front, so that every article is distinct. Translation: the En-De sample's first pairs
+(train, then dev and test) as a TSV.
 ``tftext``'s first call in a process imports tensorflow-text and traces the graph; it is
 timed once apart and is not in the rounds (``report.time_interleaved`` runs one untimed
 round). The table gives the median CPU and wall seconds per build and the per-round
@@ -32,6 +33,7 @@ from absl import app, flags, logging
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from acvi_tf import config as config_lib
+from acvi_tf import text
 from acvi_tf.formats import bin_files, see_vocab
 from data_prep import summarization, translation
 
@@ -39,7 +41,11 @@ import _report as report
 
 SAMPLES = os.path.join(report.ROOT, "data_prep", "samples")
 TOKENIZERS = ("treebank", "tftext")
-BUILDS = {"summarization": "summarization", "translation with BPE": "translation"}
+BUILDS = {
+    "summarization": "summarization",
+    "translation with BPE": "translation",
+    "translation: reading and tokenising only": "pairs",
+}
 flags.DEFINE_integer("pairs", 5000, "Pairs per build.", lower_bound=1)
 flags.DEFINE_integer("bpe_merges", 8000, "The translation build's BPE merges.", lower_bound=1)
 flags.DEFINE_integer("repeats", 3, "Timed rounds (one build of each tokenizer per round).")
@@ -113,6 +119,12 @@ def _builds(folder: str) -> dict:
         argv.append("--out_dir=%s" % os.path.join(folder, "translation-" + tokenizer))
         config = config_lib.parse(translation.define_flags, argv)
         builds["translation", tokenizer] = lambda config=config: translation.build(config)
+        builds["pairs", tokenizer] = lambda config=config: translation.make_pairs(
+            translation.read_sources(config),
+            text.batch_tokenizer(config.tokenizer, config.lowercase),
+            0,
+            translation.Stats(),
+        )
     return builds
 
 
@@ -159,7 +171,7 @@ def main(argv):
         ],
         rows,
         notes=[
-            "Whole builds, read to written files, medians of %d interleaved rounds; the "
+            "Builds from reading to written files, medians of %d interleaved rounds; the "
             "ratios are per round (median and range). tftext's first call in the process "
             "(importing tensorflow-text and tracing the graph) took %.1f s, once, before "
             "the rounds." % (FLAGS.repeats, first_call)
