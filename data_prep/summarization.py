@@ -15,9 +15,11 @@ Rules, in the order they are applied:
 2. Deduplication: one pair per distinct article text (before tokenisation), the first
    in file order; later ones are dropped (counted) whatever their abstract.
 3. Tokenisation (``--tokenizer``): ``treebank``, NLTK's Treebank tokenizer sentence by
-   sentence (``acvi_tf.text.tokenize``), or ``ptb``, the Python port of CoreNLP's
-   PTBTokenizer the CNN/DailyMail builder uses (``acvi_tf.text.ptb_tokenize``);
-   lowercased unless ``--nolowercase``. The abstract's lines are its sentences, each
+   sentence (``acvi_tf.text.tokenize``), ``ptb``, the Python port of CoreNLP's
+   PTBTokenizer the CNN/DailyMail builder uses (``acvi_tf.text.ptb_tokenize``), or
+   ``tftext``, the TensorFlow ops an exported model runs (``acvi_tf.graph_tokenizer``),
+   one graph call per batch of records; lowercased unless ``--nolowercase``. The
+   abstract's lines are its sentences, each
    written as ``<s> tokens </s>`` as See's ``make_datafiles.py`` writes highlights.
 4. Pairs whose article has more than ``--max_article_tokens`` tokens are dropped
    (counted; 0 keeps every pair: the models truncate anyway).
@@ -31,7 +33,9 @@ Rules, in the order they are applied:
    ``</s>``, ``Counter.most_common(200000)`` as ``word count``.
 
 Every file is written atomically. ``corpus.json`` records the tokenizer and the case, so
-that ``pointer_generator.summarize`` tokenises new text the same way.
+that ``pointer_generator.summarize`` tokenises new text the same way. Progress lines
+(records done, rate, time left: the first, then at most one every 10 s, and the last)
+follow the tokenising and the writing.
 
 Usage::
 

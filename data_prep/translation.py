@@ -13,7 +13,9 @@ Rules, in the order they are applied:
 1. An empty side is an error naming the file and the line, or with ``--skip_empty``
    dropped and counted.
 2. Tokenisation (``--tokenizer``): ``treebank`` (NLTK's Treebank tokenizer sentence by
-   sentence) or ``ptb`` (the Python PTBTokenizer), lowercased unless ``--nolowercase``.
+   sentence), ``ptb`` (the Python PTBTokenizer) or ``tftext`` (the TensorFlow ops an
+   exported translator runs, one graph call per batch of pairs), lowercased unless
+   ``--nolowercase``.
    The tokenizers split every ``@`` off as a token of its own, so the BPE separator
    ``@@`` never occurs in the text.
 3. Deduplication: one pair per distinct tokenised pair, the first in file order.
@@ -38,7 +40,9 @@ pairs.
    BPE'd train files (``--min_count`` does not apply there).
 
 Every file is written atomically. ``corpus.json`` records the languages, the tokenizer,
-the case and whether there is BPE.
+the case and whether there is BPE. Progress lines (the first, then at most one every
+10 s, and the last) follow the tokenising, the learning of the BPE merges and their
+application.
 
 Usage::
 
