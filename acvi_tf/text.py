@@ -258,13 +258,15 @@ def tokenizer(name: str, lowercase: bool = True) -> Callable[[str], str]:
 
 def batch_tokenizer(name: str, lowercase: bool = True) -> Callable[[Sequence[str]], List[str]]:
     """``texts -> their tokens``: ``tokenizer(name, lowercase)`` of each text, ``tftext``
-    in one graph call per ``graph_tokenizer.BATCH_SIZE`` texts.
+    in one graph call per ``graph_tokenizer.BATCH_SIZE`` texts (its graph traced here).
 
     Raises:
       ValueError: an unknown name.
     """
     if name == "tftext":
-        return functools.partial(_graph_tokenizer().tokenize_texts, lowercase=lowercase)
+        tokenize_texts = functools.partial(_graph_tokenizer().tokenize_texts, lowercase=lowercase)
+        tokenize_texts([""])  # traces the graph now, not in the first batch's time
+        return tokenize_texts
     one = tokenizer(name, lowercase)
     return lambda values: [one(value) for value in values]
 

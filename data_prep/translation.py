@@ -330,19 +330,25 @@ def write_text_corpus(out_dir, texts, languages, min_count=1):
 
 
 class _Codes(io.StringIO):
-    """A codes file that ``learn_bpe`` writes into, each merge it adds reported to
-    ``progress`` (the merges so far)."""
+    """A codes file that ``learn_bpe`` writes into, with progress lines over the merges it
+    adds from the second on: their clock starts at the first merge, so that the rate and
+    the time left leave out the counting of words and pairs before it (the first merges,
+    which touch the most words, are the slowest)."""
 
-    def __init__(self, progress: Callable[[int], None]):
+    def __init__(self, total: int):
         super().__init__()
-        self._progress = progress
+        self._total = total
+        self._progress = None
         self.merges = 0
 
     def write(self, text: str) -> int:
         """Writes ``text``; a merge line (not the ``#version`` header) counts."""
         if not text.startswith("#version"):
             self.merges += 1
-            self._progress(self.merges)
+            if self._progress is None:
+                self._progress = progress_lib.Progress(self._total, "learned BPE merges")
+            else:
+                self._progress(self.merges)
         return super().write(text)
 
 
@@ -357,10 +363,11 @@ def _without_progress_bar():
         learn_bpe_lib.tqdm = bar
 
 
-def learn_joint_bpe(lines: Iterable[str], merges: int) -> str:
+def learn_joint_bpe(lines: Sequence[str], merges: int) -> str:
     """The text of a codes file: ``merges`` operations learned on ``lines`` (fewer when
     no pair occurs twice), with progress lines."""
-    codes = _Codes(progress_lib.Progress(merges, "learned BPE merges"))
+    logging.info("learning %d BPE merges: counting the words of %d lines", merges, len(lines))
+    codes = _Codes(merges)
     with _without_progress_bar():
         learn_bpe_lib.learn_bpe(io.StringIO("".join(line + "\n" for line in lines)), codes, merges)
     if codes.merges < merges:

@@ -150,7 +150,8 @@ def test_tftext_with_bpe_tokenises_in_batches_and_logs_its_progress(tmp_path, mo
     assert 0 < merges < 200 and [line.split(",")[0] for line in lines] == [
         "tokenised 2/6 pairs",
         "tokenised 6/6 pairs",
-        "learned 1/200 BPE merges",
+        "learning 200 BPE merges: counting the words of 10 lines",
+        "learned 2/200 BPE merges",
         "learned %d BPE merges: no other pair occurs twice" % merges,
         "segmented 1/10 lines",
         "segmented 10/10 lines",
