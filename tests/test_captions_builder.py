@@ -2,7 +2,6 @@
 the captioner's split files; bad input in one line; the captioner trains on the result."""
 
 import json
-import logging
 import os
 import re
 
@@ -137,7 +136,7 @@ def _video_build(tmp_path, name, out, *argv):
 
 
 def test_a_folder_of_videos_builds_what_its_extracted_store_builds(
-    tmp_path, monkeypatch, caplog, capfd
+    tmp_path, monkeypatch, absl_caplog, capfd
 ):
     """--videos extracts the captioned clips' features into <output_dir>/features with
     the settings it is given and builds the splits that a store extracted by
@@ -156,12 +155,11 @@ def test_a_folder_of_videos_builds_what_its_extracted_store_builds(
     (tmp_path / "all.csv").write_text("\n".join(lines + ["broken,x,train", "ghost,y,val"]) + "\n")
     out = tmp_path / "data"
     argv = ["--videos=%s" % videos, "--skip_missing_features", "--max_frames=4", "--num_frames=2"]
-    with caplog.at_level(logging.INFO):
-        stats = _video_build(tmp_path, "all.csv", out, *argv, "--batch_size=2")
+    stats = _video_build(tmp_path, "all.csv", out, *argv, "--batch_size=2")
     assert stats.clips_dropped_missing_features == 2 and stats.clips == dict(train=2, val=1, test=1)
     store = out / captions.FEATURES_DIR
     # the extraction is announced, and its command's progress lines come through
-    assert "extracting the features of 5 videos into %s" % store in caplog.text
+    assert "extracting the features of 5 videos into %s" % store in absl_caplog.text
     assert "features: 5/5 clips (1 failed" in capfd.readouterr().err
     settings = features_lib.read_settings(str(store))
     assert settings["cnn"] == "googlenet" and settings["weights"] == "random"

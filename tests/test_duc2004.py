@@ -1,7 +1,6 @@
 """DUC 2004 task 1: data_prep.duc2004 (builder) and pointer_generator.duc2004_eval."""
 
 import json
-import logging
 import os
 
 import pytest
@@ -196,12 +195,12 @@ def test_same_annotator_twice(tmp_path):
         duc2004.read_models(differ, duc2004.Stats())
 
 
-def test_build_writes_bin_and_references(duc, tmp_path, caplog):
+def test_build_writes_bin_and_references(duc, tmp_path, absl_caplog):
+    caplog = absl_caplog
     out_dir = tmp_path / "out"
     (out_dir / "chunked").mkdir(parents=True)
     (out_dir / "chunked" / "test_001.bin").write_bytes(b"stale")
-    with caplog.at_level(logging.INFO):
-        stats = duc2004.build(duc[0], duc[1], str(out_dir))
+    stats = duc2004.build(duc[0], duc[1], str(out_dir))
     assert (
         stats.written,
         stats.no_references,

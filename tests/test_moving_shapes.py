@@ -1,7 +1,6 @@
 """The generated captioning demo corpus: videos, MSVD-form CSV and mapping, motions."""
 
 import json
-import logging
 import os
 import subprocess
 import sys
@@ -199,10 +198,9 @@ def test_motion_is_visible_in_the_pixels(shape, motion):
         assert (trail_x > shape_x) == (motion == "moves left")
 
 
-def test_a_smaller_run_removes_stale_clips(tmp_path, caplog):
-    with caplog.at_level(logging.INFO):
-        ms.generate(str(tmp_path), num_clips=3, frames=2, size=16, captions_per_clip=1)
-    assert "wrote 1/3 clips" in caplog.text and "wrote 3/3 clips" in caplog.text
+def test_a_smaller_run_removes_stale_clips(tmp_path, absl_caplog):
+    ms.generate(str(tmp_path), num_clips=3, frames=2, size=16, captions_per_clip=1)
+    assert "wrote 1/3 clips" in absl_caplog.text and "wrote 3/3 clips" in absl_caplog.text
     ms.generate(str(tmp_path), num_clips=2, frames=2, size=16, captions_per_clip=1)
     extension = ms.video_format()[2]
     assert sorted(os.listdir(tmp_path / "clips")) == [
