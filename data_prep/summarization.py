@@ -19,8 +19,8 @@ Rules, in the order they are applied:
    PTBTokenizer the CNN/DailyMail builder uses (``acvi_tf.text.ptb_tokenize``), or
    ``tftext``, the TensorFlow ops an exported model runs (``acvi_tf.graph_tokenizer``),
    one graph call per batch of records; lowercased unless ``--nolowercase``. The
-   abstract's lines are its sentences, each
-   written as ``<s> tokens </s>`` as See's ``make_datafiles.py`` writes highlights.
+   abstract's lines are its sentences, each written as ``<s> tokens </s>`` as See's
+   ``make_datafiles.py`` writes highlights.
 4. Pairs whose article has more than ``--max_article_tokens`` tokens are dropped
    (counted; 0 keeps every pair: the models truncate anyway).
 5. Splits: a record's own split (``--split_field``: ``train``, ``val`` or ``test``), the
@@ -35,7 +35,7 @@ Rules, in the order they are applied:
 Every file is written atomically. ``corpus.json`` records the tokenizer and the case, so
 that ``pointer_generator.summarize`` tokenises new text the same way. Progress lines
 (records done, rate, time left: the first, then at most one every 10 s, and the last)
-follow the tokenising and the writing.
+report the tokenising and the writing.
 
 Usage::
 

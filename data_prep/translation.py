@@ -41,7 +41,7 @@ pairs.
 
 Every file is written atomically. ``corpus.json`` records the languages, the tokenizer,
 the case and whether there is BPE. Progress lines (the first, then at most one every
-10 s, and the last) follow the tokenising, the learning of the BPE merges and their
+10 s, and the last) report the tokenising, the learning of the BPE merges and their
 application.
 
 Usage::
