@@ -1,5 +1,7 @@
 """The ``tftext`` tokenisation: TensorFlow and tensorflow-text ops, so that the corpus
-builders (eagerly) and an exported model (in its graph) run the same tokeniser.
+builders and an exported model run the same tokeniser: ``tokenize`` is the one
+definition, which an export traces into its graph and ``tokenize_texts`` compiles once
+and calls on batches of Python strings.
 
 The rules, in order:
 
@@ -19,8 +21,14 @@ The rules, in order:
 7. The text is cut at whitespace (``tensorflow_text.WhitespaceTokenizer``).
 """
 
+import functools
+from typing import Callable, List, Sequence
+
 import tensorflow as tf
 import tensorflow_text as tf_text
+
+# strings per graph call of ``tokenize_texts``
+BATCH_SIZE = 1000
 
 # Stand-ins for characters that rule 4 must not split; control characters are spaces by
 # then, so these never occur in the text.
@@ -69,7 +77,38 @@ def tokenize(texts: tf.Tensor, lowercase: bool = True) -> tf.RaggedTensor:
     return _SPLITTER.tokenize(texts)
 
 
+@functools.lru_cache(maxsize=None)
+def _joined(lowercase: bool) -> Callable[[tf.Tensor], tf.Tensor]:
+    """``tokenize`` compiled for a string batch of any size, each text's tokens joined by
+    single spaces."""
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def joined(texts):
+        return tf.strings.reduce_join(tokenize(texts, lowercase), axis=1, separator=" ")
+
+    return joined
+
+
+def tokenize_texts(
+    texts: Sequence[str], lowercase: bool = True, batch_size: int = BATCH_SIZE
+) -> List[str]:
+    """``tokenize`` of Python strings, one graph call per ``batch_size`` of them.
+
+    Args:
+      texts: raw texts.
+      lowercase: fold case as well as normalising.
+      batch_size: strings per graph call.
+
+    Returns:
+      Each text's tokens joined by single spaces ("" when it has none), in order.
+    """
+    tokenized = []
+    for start in range(0, len(texts), batch_size):
+        batch = tf.constant(list(texts[start : start + batch_size]), tf.string)
+        tokenized += [text.decode("utf-8") for text in _joined(lowercase)(batch).numpy()]
+    return tokenized
+
+
 def tokenize_text(text: str, lowercase: bool = True) -> str:
-    """``tokenize`` of one Python string, its tokens joined by single spaces."""
-    tokens = tokenize(tf.constant([text]), lowercase)[0].numpy()
-    return " ".join(token.decode("utf-8") for token in tokens)
+    """``tokenize_texts`` of one Python string."""
+    return tokenize_texts([text], lowercase)[0]

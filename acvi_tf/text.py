@@ -2,12 +2,14 @@
 NLTK's Treebank tokenizer sentence by sentence (``tokenize``), a pure-Python port of
 CoreNLP's PTBTokenizer (``ptb_tokenize``) and ``tftext``, TensorFlow ops that an exported
 model runs in its graph (``acvi_tf.graph_tokenizer``); ``tokenizer`` picks one by the
-name a corpus records in its ``corpus.json``.
+name a corpus records in its ``corpus.json``, and ``batch_tokenizer`` is the same one for
+a list of texts (the corpus builders'), ``tftext`` in batched graph calls.
 """
 
+import functools
 import re
 import string
-from typing import Callable
+from typing import Callable, List, Sequence
 
 from absl import flags
 from nltk.tokenize import TreebankWordTokenizer
@@ -250,11 +252,31 @@ def tokenizer(name: str, lowercase: bool = True) -> Callable[[str], str]:
     if name == "ptb":
         return lambda value: " ".join(ptb_tokenize(value.lower() if lowercase else value).split())
     if name == "tftext":
-        # imported here: tensorflow-text loads its ops library, which the others do not need
-        from acvi_tf import graph_tokenizer
-
-        return lambda value: graph_tokenizer.tokenize_text(value, lowercase)
+        return functools.partial(_graph_tokenizer().tokenize_text, lowercase=lowercase)
     raise ValueError("unknown tokenizer %r; use one of %s" % (name, ", ".join(TOKENIZERS)))
+
+
+def batch_tokenizer(name: str, lowercase: bool = True) -> Callable[[Sequence[str]], List[str]]:
+    """``texts -> their tokens``: ``tokenizer(name, lowercase)`` of each text, ``tftext``
+    in one graph call per ``graph_tokenizer.BATCH_SIZE`` texts (its graph traced here).
+
+    Raises:
+      ValueError: an unknown name.
+    """
+    if name == "tftext":
+        tokenize_texts = functools.partial(_graph_tokenizer().tokenize_texts, lowercase=lowercase)
+        tokenize_texts([""])  # traces the graph now, not in the first batch's time
+        return tokenize_texts
+    one = tokenizer(name, lowercase)
+    return lambda values: [one(value) for value in values]
+
+
+def _graph_tokenizer():
+    """``acvi_tf.graph_tokenizer``, imported when asked for: tensorflow-text loads its ops
+    library, which the other tokenizers do not need."""
+    from acvi_tf import graph_tokenizer
+
+    return graph_tokenizer
 
 
 def define_flags(flag_values: flags.FlagValues) -> None:

@@ -317,6 +317,12 @@ def extract_video_features(config, clips) -> str:
             for name in EXTRACTION_FLAGS
             if getattr(config, name) is not None
         ]
+        logging.info(
+            "extracting the features of %d videos into %s with python -m "
+            "video_caption.features, which logs its progress",
+            len(present),
+            store,
+        )
         status = subprocess.run(command, check=False).returncode
     if status == 1 and os.path.exists(failed_path):
         with open(failed_path, encoding="utf-8") as f:

@@ -89,6 +89,7 @@ from absl import app, flags, logging
 
 from acvi_tf import config as config_lib
 from acvi_tf import errors
+from acvi_tf import progress as progress_lib
 from acvi_tf.formats import bin_files, see_vocab
 from acvi_tf.text import ptb_tokenize
 from data_prep import summarization
@@ -97,7 +98,6 @@ SPLITS = ("train", "val", "test")
 WRITE_ORDER = ("test", "val", "train")
 URL_LIST_NAMES = {"train": "all_train.txt", "val": "all_val.txt", "test": "all_test.txt"}
 EXPECTED_STORIES = {"cnn": 92579, "dm": 219506}
-PROGRESS_EVERY = 1000
 MISSING_LISTED = 5
 TOKENIZER_BATCH_SIZE = 5000
 
@@ -471,7 +471,7 @@ def iter_examples(split, story_paths, tokenizer, batch_size):
     """Tokenises stories batch by batch and yields their See examples.
 
     Args:
-      split: the split name, for the progress log and the pairs' split.
+      split: the pairs' split.
       story_paths: the story files in output order.
       tokenizer: a ``JarTokenizer`` or ``PythonTokenizer``.
       batch_size: stories per tokenizer call.
@@ -480,21 +480,10 @@ def iter_examples(split, story_paths, tokenizer, batch_size):
       ``summarization.Pair`` objects (``get_art_abs``'s article and abstract, keyed by
       the story's URL hash) in ``story_paths`` order.
     """
-    total = len(story_paths)
-    done = 0
     for batch in _batches(story_paths, batch_size):
         for path, text in zip(batch, tokenizer.tokenize_files(batch)):
-            if done % PROGRESS_EVERY == 0:
-                logging.info(
-                    "%s: writing story %d of %d; %.2f percent done",
-                    split,
-                    done,
-                    total,
-                    100.0 * done / total,
-                )
             article, abstract = get_art_abs(text)
             key = os.path.splitext(os.path.basename(path))[0]
-            done += 1
             yield summarization.Pair(key, article, abstract, int(key, 16), split)
 
 
@@ -579,7 +568,8 @@ def build(
         split: iter_examples(split, story_paths[split], tokenizer, batch_size)
         for split in WRITE_ORDER
     }
-    written = summarization.write_outputs(out_dir, splits, vocab_size=vocab_size)
+    progress = progress_lib.Progress(sum(map(len, story_paths.values())), "wrote stories")
+    written = summarization.write_outputs(out_dir, splits, vocab_size=vocab_size, progress=progress)
     summarization.write_corpus_record(out_dir, CORPUS_TOKENIZER, True)
     stats.written = written.records
     stats.chunks = written.chunks

@@ -267,7 +267,7 @@ def make_pairs(records, max_article_tokens, stats):
     """Tokenised pairs of the records (``summarization.make_pairs``, empties skipped)."""
     return summarization.make_pairs(
         sources(records),
-        text.tokenizer("treebank"),
+        text.batch_tokenizer("treebank"),
         max_article_tokens,
         stats,
         skip_empty=True,

@@ -214,7 +214,7 @@ def make_pairs(english, translated, max_len, stats):
     """Tokenised pairs of the joined descriptions (``translation.make_pairs``, empty
     pairs dropped)."""
     return translation.make_pairs(
-        sources(english, translated, stats), text.tokenizer("treebank"), max_len, stats, True
+        sources(english, translated, stats), text.batch_tokenizer("treebank"), max_len, stats, True
     )
 
 

@@ -70,6 +70,7 @@ from absl import flags, logging
 
 from acvi_tf import config as config_lib
 from acvi_tf import errors
+from acvi_tf import progress as progress_lib
 from acvi_tf.formats import bin_files, see_vocab
 from acvi_tf.text import tokenize
 
@@ -433,8 +434,34 @@ def read_models(models_dir, stats):
     return by_doc
 
 
+def _example(document, by_doc, stats, expected_references):
+    """The ``Example`` of one document, or None when it is skipped (counted, warned)."""
+    where = "%s (%s:%d)" % (document.docid, document.path, document.line)
+    annotators = by_doc.get(document.docid.upper(), {})
+    if not annotators:
+        stats.no_references += 1
+        logging.warning("document %s has no reference summary; skipped", where)
+        return None
+    article = tokenize(document.text)
+    if not article:
+        stats.empty_documents += 1
+        logging.warning("document %s has an empty TEXT; skipped", where)
+        return None
+    if len(annotators) < expected_references:
+        stats.fewer_references += 1
+        logging.warning(
+            "document %s has %d reference(s), expected %d",
+            where,
+            len(annotators),
+            expected_references,
+        )
+    references = tuple(tokenize(annotators[letter].text) for letter in sorted(annotators))
+    return Example(document.docid, article, references)
+
+
 def pair(documents, by_doc, stats, expected_references=EXPECTED_REFERENCES):
-    """Tokenises each document with its references; skips and counts the unusable ones.
+    """Tokenises each document with its references, with progress lines; skips and counts
+    the unusable ones.
 
     Args:
       documents: ``Document`` objects in output order.
@@ -446,28 +473,12 @@ def pair(documents, by_doc, stats, expected_references=EXPECTED_REFERENCES):
       A list of ``Example`` in the order of ``documents``.
     """
     examples = []
-    for document in documents:
-        where = "%s (%s:%d)" % (document.docid, document.path, document.line)
-        annotators = by_doc.get(document.docid.upper(), {})
-        if not annotators:
-            stats.no_references += 1
-            logging.warning("document %s has no reference summary; skipped", where)
-            continue
-        article = tokenize(document.text)
-        if not article:
-            stats.empty_documents += 1
-            logging.warning("document %s has an empty TEXT; skipped", where)
-            continue
-        if len(annotators) < expected_references:
-            stats.fewer_references += 1
-            logging.warning(
-                "document %s has %d reference(s), expected %d",
-                where,
-                len(annotators),
-                expected_references,
-            )
-        references = tuple(tokenize(annotators[letter].text) for letter in sorted(annotators))
-        examples.append(Example(document.docid, article, references))
+    progress = progress_lib.Progress(len(documents), "tokenised documents")
+    for done, document in enumerate(documents, start=1):
+        example = _example(document, by_doc, stats, expected_references)
+        if example:
+            examples.append(example)
+        progress(done)
     known = {document.docid.upper() for document in documents}
     stats.models_without_document = sum(
         len(annotators) for docid, annotators in by_doc.items() if docid not in known

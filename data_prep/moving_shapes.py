@@ -72,6 +72,7 @@ from PIL import Image
 
 from acvi_tf import config as config_lib
 from acvi_tf import errors, files
+from acvi_tf import progress as progress_lib
 
 FPS = 24
 VIDEO_PREFIX = "shapes"
@@ -532,7 +533,9 @@ def generate(output_dir, num_clips=200, frames=48, size=112, captions_per_clip=6
     # overlap rendering and encoding; the results come back in clip order.
     with concurrent.futures.ThreadPoolExecutor(max_workers=WORKERS) as pool:
         results = pool.map(make_clip, range(1, num_clips + 1), specs)
+        progress = progress_lib.Progress(num_clips, "wrote clips")
         for index, (spec, (name, relative, clip_rows)) in enumerate(zip(specs, results), start=1):
+            progress(index)
             rows.extend(clip_rows)
             attributes[name] = {
                 "colour": spec.colour,

@@ -15,10 +15,12 @@ Rules, in the order they are applied:
 2. Deduplication: one pair per distinct article text (before tokenisation), the first
    in file order; later ones are dropped (counted) whatever their abstract.
 3. Tokenisation (``--tokenizer``): ``treebank``, NLTK's Treebank tokenizer sentence by
-   sentence (``acvi_tf.text.tokenize``), or ``ptb``, the Python port of CoreNLP's
-   PTBTokenizer the CNN/DailyMail builder uses (``acvi_tf.text.ptb_tokenize``);
-   lowercased unless ``--nolowercase``. The abstract's lines are its sentences, each
-   written as ``<s> tokens </s>`` as See's ``make_datafiles.py`` writes highlights.
+   sentence (``acvi_tf.text.tokenize``), ``ptb``, the Python port of CoreNLP's
+   PTBTokenizer the CNN/DailyMail builder uses (``acvi_tf.text.ptb_tokenize``), or
+   ``tftext``, the TensorFlow ops an exported model runs (``acvi_tf.graph_tokenizer``),
+   one graph call per batch of records; lowercased unless ``--nolowercase``. The
+   abstract's lines are its sentences, each written as ``<s> tokens </s>`` as See's
+   ``make_datafiles.py`` writes highlights.
 4. Pairs whose article has more than ``--max_article_tokens`` tokens are dropped
    (counted; 0 keeps every pair: the models truncate anyway).
 5. Splits: a record's own split (``--split_field``: ``train``, ``val`` or ``test``), the
@@ -31,7 +33,9 @@ Rules, in the order they are applied:
    ``</s>``, ``Counter.most_common(200000)`` as ``word count``.
 
 Every file is written atomically. ``corpus.json`` records the tokenizer and the case, so
-that ``pointer_generator.summarize`` tokenises new text the same way.
+that ``pointer_generator.summarize`` tokenises new text the same way. Progress lines
+(records done, rate, time left: the first, then at most one every 10 s, and the last)
+report the tokenising and the writing.
 
 Usage::
 
@@ -51,18 +55,20 @@ import json
 import os
 import re
 import statistics
-from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from absl import flags, logging
 
 from acvi_tf import config as config_lib
 from acvi_tf import errors, files, text
+from acvi_tf import progress as progress_lib
 from acvi_tf.formats import bin_files, see_vocab
 from data_prep import splits as splits_lib
 
 SPLITS = ("train", "val", "test")
 FORMATS = ("jsonl", "tsv", "csv", "lines")
 CHUNK_SIZE = 1000
+TOKENIZE_BATCH = 1000  # records per tokenizer call and progress update
 CORPUS_RECORD = "corpus.json"
 
 CHUNK_NAME = re.compile(r"^(train|val|test)_\d{3,}\.bin$")
@@ -289,16 +295,19 @@ def key_hash(key: str) -> int:
 
 def make_pairs(
     sources: Iterable[Source],
-    tokenize: Callable[[str], str],
+    tokenize: Callable[[Sequence[str]], List[str]],
     max_article_tokens: int,
     stats: Stats,
     skip_empty: bool = False,
 ) -> List[Pair]:
     """Turns sources into tokenised pairs: empties, duplicates and long articles out.
 
+    The sources are read first; then ``TOKENIZE_BATCH`` of them at a time are checked
+    and their texts tokenised in one ``tokenize`` call, with a progress line.
+
     Args:
       sources: ``Source`` objects in file order.
-      tokenize: ``text -> tokens`` (``tokenizer``).
+      tokenize: ``texts -> their tokens`` (``acvi_tf.text.batch_tokenizer``).
       max_article_tokens: the longest article kept, in tokens (0: every one).
       stats: a ``Stats`` whose counters are updated.
       skip_empty: skip (and count) an empty article or abstract instead of refusing it.
@@ -309,36 +318,57 @@ def make_pairs(
     Raises:
       PairsError: an empty article or abstract without ``skip_empty``.
     """
+    sources = list(sources)
+    progress = progress_lib.Progress(len(sources), "tokenised records")
     seen, pairs = set(), []
-    for source in sources:
-        stats.records_read += 1
-        article = source.article.strip()
-        sentences = [line.strip() for line in source.abstract.split("\n") if line.strip()]
-        empty = "article" if not article else "abstract" if not sentences else None
-        if empty:
-            if not skip_empty:
-                raise PairsError(
-                    "%s: empty %s; remove the record or pass --skip_empty" % (source.where, empty)
-                )
-            if empty == "article":
-                stats.empty_articles_skipped += 1
-            else:
-                stats.empty_abstracts_skipped += 1
-                logging.warning("skipping %s: empty abstract", source.where)
-            continue
-        if article in seen:
-            stats.duplicates_dropped += 1
-            continue
-        seen.add(article)
-        tokens = tokenize(article)
-        if max_article_tokens and len(tokens.split(" ")) > max_article_tokens:
+    for start in range(0, len(sources), TOKENIZE_BATCH):
+        batch = sources[start : start + TOKENIZE_BATCH]
+        texts = [_texts(source, seen, stats, skip_empty) for source in batch]
+        pairs += _tokenised_pairs([t for t in texts if t], tokenize, max_article_tokens, stats)
+        progress(start + len(batch))
+    return pairs
+
+
+def _texts(source, seen, stats, skip_empty):
+    """``(source, article, abstract sentences)``, stripped; None for an empty side (with
+    ``skip_empty``) or an article in ``seen``, counted in ``stats``."""
+    stats.records_read += 1
+    article = source.article.strip()
+    sentences = [line.strip() for line in source.abstract.split("\n") if line.strip()]
+    empty = "article" if not article else "abstract" if not sentences else None
+    if empty:
+        if not skip_empty:
+            raise PairsError(
+                "%s: empty %s; remove the record or pass --skip_empty" % (source.where, empty)
+            )
+        if empty == "article":
+            stats.empty_articles_skipped += 1
+        else:
+            stats.empty_abstracts_skipped += 1
+            logging.warning("skipping %s: empty abstract", source.where)
+        return None
+    if article in seen:
+        stats.duplicates_dropped += 1
+        return None
+    seen.add(article)
+    return source, article, sentences
+
+
+def _tokenised_pairs(texts, tokenize, max_article_tokens, stats):
+    """The ``Pair`` of each of ``_texts``' triples, tokenised in one ``tokenize`` call;
+    too long articles dropped and counted."""
+    tokens = iter(tokenize([text for _, article, lines in texts for text in [article, *lines]]))
+    pairs = []
+    for source, _, sentences in texts:
+        article = next(tokens)
+        abstract = " ".join(
+            "%s %s %s" % (see_vocab.SENTENCE_START, next(tokens), see_vocab.SENTENCE_END)
+            for _ in sentences
+        )
+        if max_article_tokens and len(article.split(" ")) > max_article_tokens:
             stats.too_long_dropped += 1
             continue
-        abstract = " ".join(
-            "%s %s %s" % (see_vocab.SENTENCE_START, tokenize(s), see_vocab.SENTENCE_END)
-            for s in sentences
-        )
-        pairs.append(Pair(source.key, tokens, abstract, key_hash(source.key), source.split))
+        pairs.append(Pair(source.key, article, abstract, key_hash(source.key), source.split))
     return pairs
 
 
@@ -417,15 +447,18 @@ class Written:
     vocab_size: int = 0
 
 
-def _examples(pairs, split, written, counter):
+def _examples(pairs, split, written, counter, progress):
     """``(article, abstract)`` of ``pairs``, counted into ``written`` and, when given,
-    their words into ``counter``."""
+    their words into ``counter``; ``progress``, when given, is told the records of every
+    split so far."""
     written.records[split] = 0
     for pair in pairs:
         written.records[split] += 1
         if counter is not None:
             count_words(counter, pair)
         yield pair.article, pair.abstract
+        if progress:
+            progress(sum(written.records.values()))
 
 
 def write_outputs(
@@ -433,6 +466,7 @@ def write_outputs(
     splits: Dict[str, Iterable[Pair]],
     full_bins: bool = True,
     vocab_size: int = see_vocab.VOCAB_SIZE,
+    progress: Optional[Callable[[int], None]] = None,
 ) -> Written:
     """Writes See's ``finished_files`` layout, streaming each split's pairs.
 
@@ -446,6 +480,8 @@ def write_outputs(
         each split's pairs in theirs (an iterator is consumed once).
       full_bins: also write ``{split}.bin``; the chunks are then cut from it.
       vocab_size: the most vocab lines written (See's 200,000).
+      progress: told the number of records written so far, after each one (e.g. an
+        ``acvi_tf.progress.Progress``; None: nothing is told).
 
     Returns:
       The ``Written`` counts.
@@ -455,7 +491,7 @@ def write_outputs(
     counter = collections.Counter()
     written = Written()
     for split, pairs in splits.items():
-        examples = _examples(pairs, split, written, counter if split == "train" else None)
+        examples = _examples(pairs, split, written, counter if split == "train" else None, progress)
         full_path = os.path.join(out_dir, split + ".bin")
         if full_bins:
             bin_files.write_bin_file(full_path, examples)
@@ -484,7 +520,8 @@ def write_corpus(
     for pair in pairs:
         stats.pairs_before_caps[pair.split or splits_lib.split_of(pair.hash_value, SPLITS)] += 1
     splits = split_pairs(pairs, caps)
-    stats.vocab_size = write_outputs(out_dir, splits, full_bins).vocab_size
+    progress = progress_lib.Progress(sum(map(len, splits.values())), "wrote records")
+    stats.vocab_size = write_outputs(out_dir, splits, full_bins, progress=progress).vocab_size
     marks = (see_vocab.SENTENCE_START, see_vocab.SENTENCE_END)
     for split, members in splits.items():
         stats.pairs[split] = len(members)
@@ -557,7 +594,7 @@ def build(config) -> Stats:
     stats = Stats()
     pairs = make_pairs(
         read_sources(config),
-        text.tokenizer(config.tokenizer, config.lowercase),
+        text.batch_tokenizer(config.tokenizer, config.lowercase),
         config.max_article_tokens,
         stats,
         config.skip_empty,
@@ -608,6 +645,7 @@ def define_flags(fv=flags.FLAGS):
         "out_dir", None, "Directory for train/val/test.bin, chunked/ and vocab.", flag_values=fv
     )
     text.define_flags(fv)
+    flags.adopt_module_key_flags(text, flag_values=fv)  # --helpshort lists them
     flags.DEFINE_integer(
         "max_article_tokens",
         0,

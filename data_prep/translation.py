@@ -13,7 +13,9 @@ Rules, in the order they are applied:
 1. An empty side is an error naming the file and the line, or with ``--skip_empty``
    dropped and counted.
 2. Tokenisation (``--tokenizer``): ``treebank`` (NLTK's Treebank tokenizer sentence by
-   sentence) or ``ptb`` (the Python PTBTokenizer), lowercased unless ``--nolowercase``.
+   sentence), ``ptb`` (the Python PTBTokenizer) or ``tftext`` (the TensorFlow ops an
+   exported translator runs, one graph call per batch of pairs), lowercased unless
+   ``--nolowercase``.
    The tokenizers split every ``@`` off as a token of its own, so the BPE separator
    ``@@`` never occurs in the text.
 3. Deduplication: one pair per distinct tokenised pair, the first in file order.
@@ -38,7 +40,9 @@ pairs.
    BPE'd train files (``--min_count`` does not apply there).
 
 Every file is written atomically. ``corpus.json`` records the languages, the tokenizer,
-the case and whether there is BPE.
+the case and whether there is BPE. Progress lines (the first, then at most one every
+10 s, and the last) report the tokenising, the learning of the BPE merges and their
+application.
 
 Usage::
 
@@ -49,19 +53,22 @@ Usage::
 """
 
 import collections
+import contextlib
 import csv
 import dataclasses
 import io
+import itertools
 import json
 import os
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence
 
-from absl import flags
+from absl import flags, logging
+from subword_nmt import learn_bpe as learn_bpe_lib
 from subword_nmt.apply_bpe import BPE
-from subword_nmt.learn_bpe import learn_bpe
 
 from acvi_tf import config as config_lib
 from acvi_tf import errors, files, text
+from acvi_tf import progress as progress_lib
 from acvi_tf.formats import bpe as bpe_lib
 from acvi_tf.formats import nmt_text
 from data_prep import splits as splits_lib
@@ -203,7 +210,7 @@ def read_aligned(prefix: str, src: str, tgt: str) -> Iterator[Source]:
 
 def make_pairs(
     sources: Iterable[Source],
-    tokenize: Callable[[str], str],
+    tokenize: Callable[[Sequence[str]], List[str]],
     max_len: int,
     stats: Stats,
     skip_empty: bool = False,
@@ -211,9 +218,12 @@ def make_pairs(
 ) -> List[Pair]:
     """Tokenises, deduplicates and filters the pairs.
 
+    The sources are read first; then both sides of ``summarization.TOKENIZE_BATCH`` of
+    them at a time are tokenised in one ``tokenize`` call, with a progress line.
+
     Args:
       sources: ``Source`` objects in file order.
-      tokenize: ``text -> tokens`` (``acvi_tf.text.tokenizer``).
+      tokenize: ``texts -> their tokens`` (``acvi_tf.text.batch_tokenizer``).
       max_len: the most tokens kept on either side (0: no limit).
       stats: a ``Stats`` whose counters are updated.
       skip_empty: drop (and count) a pair with an empty side instead of refusing it.
@@ -226,28 +236,42 @@ def make_pairs(
     Raises:
       ParallelError: a pair with an empty side without ``skip_empty``.
     """
+    sources = list(sources)
+    progress = progress_lib.Progress(len(sources), "tokenised pairs")
     seen, pairs = set(), []
-    for source in sources:
-        stats.candidate_pairs += 1
-        tokens = (tokenize(source.src), tokenize(source.tgt))
-        if source.split is not None and source.split in keep_splits:
-            pairs.append(_pair(source, tokens))
-        elif not all(tokens):
-            if not skip_empty:
-                raise ParallelError(
-                    "%s: empty %s side; remove the pair or pass --skip_empty"
-                    % (source.where, "source" if not tokens[0] else "target")
-                )
-            stats.empty_dropped += 1
-        elif tokens in seen:
-            stats.duplicates_dropped += 1
-        elif max_len and max(len(side.split(" ")) for side in tokens) > max_len:
-            seen.add(tokens)
-            stats.too_long_dropped += 1
-        else:
-            seen.add(tokens)
-            pairs.append(_pair(source, tokens))
+    for start in range(0, len(sources), summarization.TOKENIZE_BATCH):
+        batch = sources[start : start + summarization.TOKENIZE_BATCH]
+        tokens = tokenize([source.src for source in batch] + [source.tgt for source in batch])
+        for source, pair_tokens in zip(batch, zip(tokens[: len(batch)], tokens[len(batch) :])):
+            pair = _kept(source, pair_tokens, seen, stats, max_len, skip_empty, keep_splits)
+            if pair:
+                pairs.append(pair)
+        progress(start + len(batch))
     return pairs
+
+
+def _kept(source, tokens, seen, stats, max_len, skip_empty, keep_splits):
+    """The ``Pair`` of ``source`` and its ``(src, tgt)`` tokens, or None when it is
+    dropped (counted in ``stats``); ``make_pairs`` has the rules."""
+    stats.candidate_pairs += 1
+    if source.split is not None and source.split in keep_splits:
+        return _pair(source, tokens)
+    if not all(tokens):
+        if not skip_empty:
+            raise ParallelError(
+                "%s: empty %s side; remove the pair or pass --skip_empty"
+                % (source.where, "source" if not tokens[0] else "target")
+            )
+        stats.empty_dropped += 1
+        return None
+    if tokens in seen:
+        stats.duplicates_dropped += 1
+        return None
+    seen.add(tokens)
+    if max_len and max(len(side.split(" ")) for side in tokens) > max_len:
+        stats.too_long_dropped += 1
+        return None
+    return _pair(source, tokens)
 
 
 def _pair(source: Source, tokens) -> Pair:
@@ -305,19 +329,69 @@ def write_text_corpus(out_dir, texts, languages, min_count=1):
     }
 
 
-def learn_joint_bpe(lines: Iterable[str], merges: int) -> str:
+class _Codes(io.StringIO):
+    """A codes file that ``learn_bpe`` writes into, with progress lines over the merges it
+    adds from the second on: their clock starts at the first merge, so that the rate and
+    the time left leave out the counting of words and pairs before it (the first merges,
+    which touch the most words, are the slowest)."""
+
+    def __init__(self, total: int):
+        super().__init__()
+        self._total = total
+        self._progress = None
+        self.merges = 0
+
+    def write(self, text: str) -> int:
+        """Writes ``text``; a merge line (not the ``#version`` header) counts."""
+        if not text.startswith("#version"):
+            self.merges += 1
+            if self._progress is None:
+                self._progress = progress_lib.Progress(self._total, "learned BPE merges")
+            else:
+                self._progress(self.merges)
+        return super().write(text)
+
+
+@contextlib.contextmanager
+def _without_progress_bar():
+    """subword-nmt's ``learn_bpe`` without its tqdm bar: the build logs its own lines."""
+    bar = learn_bpe_lib.tqdm
+    learn_bpe_lib.tqdm = lambda iterable, *args, **kwargs: iterable
+    try:
+        yield
+    finally:
+        learn_bpe_lib.tqdm = bar
+
+
+def learn_joint_bpe(lines: Sequence[str], merges: int) -> str:
     """The text of a codes file: ``merges`` operations learned on ``lines`` (fewer when
-    no pair occurs twice)."""
-    codes = io.StringIO()
-    learn_bpe(io.StringIO("".join(line + "\n" for line in lines)), codes, merges)
+    no pair occurs twice), with progress lines."""
+    logging.info("learning %d BPE merges: counting the words of %d lines", merges, len(lines))
+    codes = _Codes(merges)
+    with _without_progress_bar():
+        learn_bpe_lib.learn_bpe(io.StringIO("".join(line + "\n" for line in lines)), codes, merges)
+    if codes.merges < merges:
+        logging.info("learned %d BPE merges: no other pair occurs twice", codes.merges)
     return codes.getvalue()
 
 
 def apply_bpe(codes: str, texts):
-    """``texts[split][lang]`` segmented with the BPE ``codes`` (units joined by ``@@ ``)."""
+    """``texts[split][lang]`` segmented with the BPE ``codes`` (units joined by ``@@ ``),
+    with progress lines."""
     bpe = BPE(io.StringIO(codes), separator=bpe_lib.SEPARATOR)
+    progress = progress_lib.Progress(
+        sum(len(lines) for by_lang in texts.values() for lines in by_lang.values()),
+        "segmented lines",
+    )
+    done = itertools.count(1)
+
+    def segment(line):
+        segmented = bpe.process_line(line)
+        progress(next(done))
+        return segmented
+
     return {
-        split: {lang: [bpe.process_line(line) for line in lines] for lang, lines in by_lang.items()}
+        split: {lang: [segment(line) for line in lines] for lang, lines in by_lang.items()}
         for split, by_lang in texts.items()
     }
 
@@ -407,7 +481,7 @@ def build(config) -> Stats:
     keep_splits = EVAL_SPLITS if config.keep_eval_splits else ()
     pairs = make_pairs(
         read_sources(config),
-        text.tokenizer(config.tokenizer, config.lowercase),
+        text.batch_tokenizer(config.tokenizer, config.lowercase),
         config.max_len,
         stats,
         config.skip_empty,
@@ -461,6 +535,7 @@ def define_flags(fv=flags.FLAGS):
         )
     flags.DEFINE_string("out_dir", None, "Directory of the corpus files.", flag_values=fv)
     text.define_flags(fv)
+    flags.adopt_module_key_flags(text, flag_values=fv)  # --helpshort lists them
     flags.DEFINE_integer(
         "max_len",
         0,

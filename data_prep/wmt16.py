@@ -77,7 +77,7 @@ def prepare(src, tgt, prefixes, out_dir, num_merges, min_count=1):
     stats = translation.Stats()
     pairs = translation.make_pairs(
         sources(src, tgt, prefixes),
-        text.tokenizer(TOKENIZER, lowercase=False),
+        text.batch_tokenizer(TOKENIZER, lowercase=False),
         0,
         stats,
         skip_empty=True,

@@ -135,7 +135,9 @@ def _video_build(tmp_path, name, out, *argv):
     return captions.build(config_lib.parse(captions.define_flags, argv + ["--split_field=split"]))
 
 
-def test_a_folder_of_videos_builds_what_its_extracted_store_builds(tmp_path, monkeypatch):
+def test_a_folder_of_videos_builds_what_its_extracted_store_builds(
+    tmp_path, monkeypatch, absl_caplog, capfd
+):
     """--videos extracts the captioned clips' features into <output_dir>/features with
     the settings it is given and builds the splits that a store extracted by
     video_caption.features gives; --skip_missing_features drops a clip without a video
@@ -156,6 +158,9 @@ def test_a_folder_of_videos_builds_what_its_extracted_store_builds(tmp_path, mon
     stats = _video_build(tmp_path, "all.csv", out, *argv, "--batch_size=2")
     assert stats.clips_dropped_missing_features == 2 and stats.clips == dict(train=2, val=1, test=1)
     store = out / captions.FEATURES_DIR
+    # the extraction is announced, and its command's progress lines come through
+    assert "extracting the features of 5 videos into %s" % store in absl_caplog.text
+    assert "features: 5/5 clips (1 failed" in capfd.readouterr().err
     settings = features_lib.read_settings(str(store))
     assert settings["cnn"] == "googlenet" and settings["weights"] == "random"
     assert (settings["num_frames"], settings["max_frames"]) == (2, 4)

@@ -288,7 +288,7 @@ def test_cli_summary_reports_counts_and_missing_url(jar_build):
     assert "val: 1 of 2 URLs have no story" in stderr
     assert "%s (%s.story)" % (MISSING_URL, _sha1(MISSING_URL)) in stderr
     assert "holds 4 .story files, See's make_datafiles.py expects 92579 (92575 missing)" in stderr
-    assert "writing story 0 of 3" in stderr
+    assert "wrote 6/6 stories" in stderr
 
 
 def test_vocab_counts_train_only_without_sentence_marks(jar_build):

@@ -1,7 +1,6 @@
 """DUC 2004 task 1: data_prep.duc2004 (builder) and pointer_generator.duc2004_eval."""
 
 import json
-import logging
 import os
 
 import pytest
@@ -196,12 +195,12 @@ def test_same_annotator_twice(tmp_path):
         duc2004.read_models(differ, duc2004.Stats())
 
 
-def test_build_writes_bin_and_references(duc, tmp_path, caplog):
+def test_build_writes_bin_and_references(duc, tmp_path, absl_caplog):
+    caplog = absl_caplog
     out_dir = tmp_path / "out"
     (out_dir / "chunked").mkdir(parents=True)
     (out_dir / "chunked" / "test_001.bin").write_bytes(b"stale")
-    with caplog.at_level(logging.WARNING):
-        stats = duc2004.build(duc[0], duc[1], str(out_dir))
+    stats = duc2004.build(duc[0], duc[1], str(out_dir))
     assert (
         stats.written,
         stats.no_references,
@@ -213,6 +212,7 @@ def test_build_writes_bin_and_references(duc, tmp_path, caplog):
     assert "NYT19981002.0309" in caplog.text and "has no reference" in caplog.text
     assert "APW19981027.0241" in caplog.text
     assert "has 3 reference(s), expected 4" in caplog.text
+    assert "tokenised 1/4 documents" in caplog.text and "tokenised 4/4 documents" in caplog.text
 
     records = list(read_bin_file(str(out_dir / "test.bin")))
     assert records == list(read_bin_file(str(out_dir / "chunked" / "test_000.bin")))

@@ -198,8 +198,9 @@ def test_motion_is_visible_in_the_pixels(shape, motion):
         assert (trail_x > shape_x) == (motion == "moves left")
 
 
-def test_a_smaller_run_removes_stale_clips(tmp_path):
+def test_a_smaller_run_removes_stale_clips(tmp_path, absl_caplog):
     ms.generate(str(tmp_path), num_clips=3, frames=2, size=16, captions_per_clip=1)
+    assert "wrote 1/3 clips" in absl_caplog.text and "wrote 3/3 clips" in absl_caplog.text
     ms.generate(str(tmp_path), num_clips=2, frames=2, size=16, captions_per_clip=1)
     extension = ms.video_format()[2]
     assert sorted(os.listdir(tmp_path / "clips")) == [

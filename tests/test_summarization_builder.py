@@ -3,15 +3,30 @@ See's finished_files, that the summarizer trains on; bad input in one line."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 
 import pytest
+from absl import flags, logging
 
 from acvi_tf import config as config_lib
+from acvi_tf import text
 from acvi_tf.formats import see_vocab
 from acvi_tf.formats.bin_files import read_bin_file
-from data_prep import summarization
+from data_prep import (
+    captions,
+    cnn_dailymail,
+    debian_descriptions,
+    debian_translations,
+    duc2004,
+    moving_shapes,
+    msvd,
+    pig_latin,
+    summarization,
+    translation,
+    wmt16,
+)
 from pointer_generator import run_summarization
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -42,6 +57,16 @@ RECORDS = [
         split="val",
     ),
     dict(id="a5", article="Il gatto dorme sul divano.", abstract="Gatto dorme.", split="test"),
+]
+
+# an empty article, a duplicate in a later batch, a long article, Unicode, punctuation
+TRICKY_RECORDS = [
+    dict(article="Don't stop: it's 10:30, ok.", abstract="It's 10:30.\n“Quoted” — end…"),
+    dict(article="", abstract="Nothing."),
+    dict(article="Straße ﬁne ０１２ 東京は晴れ。 👍🏽", abstract="Ok."),
+    dict(article="Don't stop: it's 10:30, ok.", abstract="A duplicate."),
+    dict(article="One two three four five six seven eight nine ten eleven.", abstract="Long."),
+    dict(article="  Rain fell in Rome, 3.5 mm.", abstract="Rain.\n\n In Rome. "),
 ]
 
 
@@ -225,3 +250,72 @@ def test_the_summarizer_trains_on_a_built_corpus(tmp_path):
     ]
     run_summarization.run(config_lib.parse(run_summarization.define_flags, argv))
     assert os.path.exists(tmp_path / "logs" / "own" / "train" / "checkpoint")
+
+
+def test_tftext_tokenises_a_batch_of_records_per_call_as_one_at_a_time(monkeypatch):
+    monkeypatch.setattr(summarization, "TOKENIZE_BATCH", 2)
+    calls, batched = [], text.batch_tokenizer("tftext")
+    tokenize = lambda texts: calls.append(len(texts)) or batched(texts)  # noqa: E731
+    sources = [
+        summarization.Source(r["article"], r["abstract"], str(i), "p:%d" % i)
+        for i, r in enumerate(TRICKY_RECORDS)
+    ]
+    stats = summarization.Stats()
+    pairs = summarization.make_pairs(sources, tokenize, 10, stats, skip_empty=True)
+    one = text.tokenizer("tftext")
+    expected = []
+    for i in (0, 2, 5):
+        sentences = [s.strip() for s in TRICKY_RECORDS[i]["abstract"].split("\n") if s.strip()]
+        abstract = " ".join("<s> %s </s>" % one(sentence) for sentence in sentences)
+        expected.append((str(i), one(TRICKY_RECORDS[i]["article"].strip()), abstract))
+    assert [(p.key, p.article, p.abstract) for p in pairs] == expected
+    assert calls == [3, 2, 5]  # an article and its abstract's sentences per kept record
+    dropped = (stats.empty_articles_skipped, stats.duplicates_dropped, stats.too_long_dropped)
+    assert dropped == (1, 1, 1)
+
+
+def _info_lines(monkeypatch):
+    lines = []
+    monkeypatch.setattr(logging, "info", lambda fmt, *args: lines.append(fmt % args))
+    return lines
+
+
+def test_a_build_logs_its_progress(tmp_path, monkeypatch):
+    monkeypatch.setattr(summarization, "TOKENIZE_BATCH", 2)
+    lines = _info_lines(monkeypatch)
+    path = tmp_path / "pairs.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in RECORDS))
+    _build(tmp_path, "--input=%s" % path, "--split_field=split", "--tokenizer=tftext")
+    # the first line and the last of each stage; the others are at least 10 s apart
+    assert [line.split(",")[0] for line in lines] == [
+        "tokenised 2/5 records",
+        "tokenised 5/5 records",
+        "wrote 1/4 records",
+        "wrote 4/4 records",
+    ]
+    assert lines[1].endswith("/s, ETA 0s")
+
+
+@pytest.mark.parametrize(
+    "builder",
+    [
+        captions,
+        cnn_dailymail,
+        debian_descriptions,
+        debian_translations,
+        duc2004,
+        moving_shapes,
+        msvd,
+        pig_latin,
+        summarization,
+        translation,
+        wmt16,
+    ],
+)
+def test_helpshort_lists_every_flag_of_a_builder(builder):
+    fv = flags.FlagValues()
+    builder.define_flags(fv)
+    # --helpshort prints the main module's help; this is it, run as the main module
+    listed = fv.module_help(builder.__name__)
+    missing = [name for name in fv if not re.search(r"--(\[no\])?%s:" % name, listed)]
+    assert not missing

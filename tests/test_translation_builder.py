@@ -6,11 +6,12 @@ import json
 import os
 
 import pytest
+from absl import logging
 
 from acvi_tf import config as config_lib
 from acvi_tf import text
 from acvi_tf.formats import nmt_text
-from data_prep import translation
+from data_prep import summarization, translation
 from nmt import run_nmt
 
 PAIRS = [
@@ -130,3 +131,29 @@ def test_nmt_trains_on_a_built_corpus(tmp_path):
         "--steps_per_stats=1",
     ]
     assert run_nmt.run(config_lib.parse(run_nmt.define_flags, argv)) >= 0.0
+
+
+def test_tftext_with_bpe_tokenises_in_batches_and_logs_its_progress(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(summarization, "TOKENIZE_BATCH", 2)
+    lines = []
+    monkeypatch.setattr(logging, "info", lambda fmt, *args: lines.append(fmt % args))
+    path = tmp_path / "pairs.tsv"
+    rows = PAIRS + [("“Quoted” — 1,000 items…", "Straße ﬁne ０１２ 👍🏽")]
+    path.write_text("en\tit\n" + "".join("%s\t%s\n" % row for row in rows), "utf-8")
+    argv = ["--input=%s" % path, "--tokenizer=tftext", "--nolowercase", "--bpe_merges=200"]
+    stats, out = _build(tmp_path, *argv, "--max_train=5", "--max_dev=0", "--max_test=0")
+    written = list(zip(_read(out, "train.en"), _read(out, "train.it")))
+    one = text.tokenizer("tftext", lowercase=False)
+    assert sorted(written) == sorted({(one(en), one(it)) for en, it in rows})
+    # the first line and the last of each stage; the others are at least 10 s apart
+    merges = stats.bpe_merges
+    assert 0 < merges < 200 and [line.split(",")[0] for line in lines] == [
+        "tokenised 2/6 pairs",
+        "tokenised 6/6 pairs",
+        "learning 200 BPE merges: counting the words of 10 lines",
+        "learned 2/200 BPE merges",
+        "learned %d BPE merges: no other pair occurs twice" % merges,
+        "segmented 1/10 lines",
+        "segmented 10/10 lines",
+    ]
+    assert "it/s" not in capsys.readouterr().err  # nor subword-nmt's own progress bar
