@@ -3,10 +3,10 @@
 A page's ``bash`` blocks hold commands, one per line or continued with a backslash.
 ``# ...`` starts a comment; a comment line of the form ``#   label: --flag=x ...`` right
 under a command names a variant of it (the flags that replace or join the command's
-own). ``[--flag ...]`` in a command is an optional part: the command runs without it, and the
-flags inside it must still be the command's; ``[words]`` stands for more flags. The tests (``test_doc_commands.py``) parse
-every command against its entry point's flags and run the stranger's paths on tiny data,
-substituting only sizes and paths.
+own). ``[--flag ...]`` in a command is an optional part: the command runs without it,
+and the flags inside it must still be the command's; ``[words]`` stands for more flags.
+The tests (``test_doc_commands.py``) parse every command against its entry point's flags
+and run the stranger's paths on tiny data, substituting only sizes and paths.
 """
 
 import dataclasses
