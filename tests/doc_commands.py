@@ -33,6 +33,7 @@ class Command:
       line: the line of the page the command starts on.
       text: the command as a shell would get it (continuations joined, comment and
         optional parts removed).
+      block: the number of its ``bash`` block on the page, from 0.
       optional: the flags of its ``[--flag ...]`` parts.
       placeholders: its ``[words]`` parts that stand for more flags (``[the run's
         other flags]``): such a command is an example to adapt, not one to run.
@@ -42,6 +43,7 @@ class Command:
     page: str
     line: int
     text: str
+    block: int = 0
     optional: List[str] = dataclasses.field(default_factory=list)
     placeholders: List[str] = dataclasses.field(default_factory=list)
     variants: Dict[str, List[str]] = dataclasses.field(default_factory=dict)
@@ -95,14 +97,15 @@ def blocks(page: str) -> Iterator[Tuple[int, str]]:
 def commands(page: str) -> List[Command]:
     """The commands of ``page``'s ``bash`` blocks, in order."""
     found = []
-    for first, text in blocks(page):
+    for block, (first, text) in enumerate(blocks(page)):
         current, start, joined = None, 0, ""
         for number, line in enumerate(text.splitlines(), start=first):
             stripped = line.strip()
             if not joined and stripped.startswith("#"):
                 variant = _VARIANT.match(stripped)
                 if variant and found and current is None:
-                    found[-1].variants[variant.group(1).strip()] = shlex.split(variant.group(2))
+                    flags = [w for w in shlex.split(variant.group(2)) if w.startswith("--")]
+                    found[-1].variants[variant.group(1).strip()] = flags
                 continue
             if not joined:
                 start = number
@@ -118,9 +121,14 @@ def commands(page: str) -> List[Command]:
                 continue
             current = None
             if joined.strip():
-                found.append(_command(page, start, joined.strip()))
+                found.append(_command(page, start, joined.strip(), block))
             joined = ""
     return found
+
+
+def block(page: str, number: int) -> List[Command]:
+    """The commands of ``page``'s ``bash`` block ``number`` (from 0)."""
+    return [command for command in commands(page) if command.block == number]
 
 
 def all_commands() -> List[Command]:
@@ -128,7 +136,7 @@ def all_commands() -> List[Command]:
     return [command for page in pages() for command in commands(page)]
 
 
-def _command(page: str, line: int, text: str) -> Command:
+def _command(page: str, line: int, text: str, block: int) -> Command:
     optional, placeholders = [], []
     for part in _OPTIONAL.findall(text):
         inside = part.strip()[1:-1]
@@ -136,7 +144,8 @@ def _command(page: str, line: int, text: str) -> Command:
             optional += shlex.split(inside)
         else:
             placeholders.append(inside)
-    return Command(page, line, " ".join(_OPTIONAL.sub("", text).split()), optional, placeholders)
+    text = " ".join(_OPTIONAL.sub("", text).split())
+    return Command(page, line, text, block, optional, placeholders)
 
 
 def _open_quote(text: str) -> bool:
