@@ -326,23 +326,33 @@ class Checkpointer:
         """How many scores in a row have not beaten the best (kept across restarts)."""
         return self.best.get("stale", 0)
 
-    def save_best(self, value: float, higher_is_better: bool = True, **record) -> bool:
-        """Keeps the model as the best one when ``value`` beats the best so far.
+    def save_best(
+        self,
+        value: float,
+        higher_is_better: bool = True,
+        tie_key: Optional[str] = None,
+        **record,
+    ) -> bool:
+        """Keeps the model as the best one when ``value`` beats the best so far, or equals
+        it with a lower ``record[tie_key]``.
 
         ``best.json`` in the best model's folder holds the best score, its step,
-        ``record`` and ``stale``, the scores since then that did not beat it (for
-        early stopping across restarts).
+        ``record`` and ``stale``, the scores since then that did not beat it (for early
+        stopping across restarts).
 
         Args:
           value: the model's score now.
           higher_is_better: False for a loss.
+          tie_key: the entry of ``record`` that decides between equal scores, a loss
+            (lower wins): a BLEU of 0.0 at two steps, say. A best score recorded without
+            it loses the tie.
           **record: more to keep with the best score (its other metrics).
 
         Returns:
           Whether the model was saved as the new best.
         """
-        best = self.best_value
-        if best is not None and (value <= best if higher_is_better else value >= best):
+        tie_loss = record.get(tie_key) if tie_key else None
+        if not self._beats_best(value, higher_is_better, tie_key, tie_loss):
             self.best["stale"] = self.stale + 1
             improved = False
         else:
@@ -358,3 +368,11 @@ class Checkpointer:
                 os.path.join(self.best_dir, BEST_RECORD), json.dumps(self.best, indent=2) + "\n"
             )
         return improved
+
+    def _beats_best(self, value, higher_is_better, tie_key, tie_loss) -> bool:
+        """Whether ``value`` (with ``tie_loss``, the record's ``tie_key``) beats the best."""
+        best = self.best_value
+        if best is None or value != best:
+            return best is None or (value > best if higher_is_better else value < best)
+        recorded = self.best.get(tie_key) if tie_key else None
+        return tie_loss is not None and (recorded is None or tie_loss < recorded)

@@ -137,6 +137,26 @@ def parse(define_flags: Callable[[flags.FlagValues], None], argv: Sequence[str])
     return from_flags(flag_values, define_flags.__module__)
 
 
+def define_command_flags(
+    define_flags: Callable[[flags.FlagValues], None],
+    flag_values: flags.FlagValues,
+    main_module: str,
+) -> None:
+    """Defines a command's flags and makes each a key flag of ``main_module``, so that
+    ``--helpshort`` lists them all: the entry point's own, those a helper module defines
+    for it (an export's run flags) and the shared ones.
+
+    Args:
+      define_flags: the entry point's ``define_flags(flag_values)``.
+      flag_values: where the flags go.
+      main_module: the module ``--helpshort`` describes (absl's: ``sys.argv[0]``).
+    """
+    before = set(flag_values)
+    define_flags(flag_values)
+    for name in sorted(set(flag_values) - before):
+        flag_values.register_key_flag_for_module(main_module, flag_values[name])
+
+
 def run_command(
     define_flags: Callable[[flags.FlagValues], None],
     run: Callable[[Config], Any],
@@ -152,7 +172,7 @@ def run_command(
       run: the entry point's ``run(config)``.
       exit_status: maps ``run``'s result to the exit status; None: 0.
     """
-    define_flags(flags.FLAGS)
+    define_command_flags(define_flags, flags.FLAGS, sys.argv[0])
 
     def main(argv: List[str]) -> Any:
         if len(argv) > 1:

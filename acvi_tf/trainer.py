@@ -93,6 +93,8 @@ class Trainer:
       validate_every: validate each this many steps, and at ``total_steps``.
       metric: the score's name, for ``best.json`` and the log.
       higher_is_better: False for a loss.
+      tie_key: the entry of the validation's record that breaks a tie of scores, a loss
+        (lower wins; ``Checkpointer.save_best``); None: the earlier model stays.
       patience: stop after this many validations in a row without a new best (0: never).
       describe: ``batch -> str`` naming a skipped batch in the log.
       after_step: ``(step, results, batch) -> None``, the host's own per-step logging.
@@ -114,6 +116,7 @@ class Trainer:
         validate_every: int = 0,
         metric: str = "score",
         higher_is_better: bool = True,
+        tie_key: Optional[str] = None,
         patience: int = 0,
         describe: Optional[Callable[[Results], str]] = None,
         after_step: Optional[Callable[[int, Results, Results], None]] = None,
@@ -133,6 +136,7 @@ class Trainer:
         self.validate_every = validate_every
         self.metric = metric
         self.higher_is_better = higher_is_better
+        self.tie_key = tie_key
         self.patience = patience
         self.describe = describe
         self.after_step = after_step
@@ -233,7 +237,9 @@ class Trainer:
     def _validate(self, step: int) -> None:
         self.save()
         score, record = self.validate(step)
-        self.checkpointer.save_best(score, self.higher_is_better, metric=self.metric, **record)
+        self.checkpointer.save_best(
+            score, self.higher_is_better, tie_key=self.tie_key, metric=self.metric, **record
+        )
         if self.out_of_patience:
             logging.info(
                 "no better validation %s for %d validations: stopping",

@@ -230,8 +230,12 @@ def _bleu(config, references, hypotheses):
 
 
 def _evaluate(config, model, name, prefix, vocabs, translator, writer, step, write_dir):
-    """Perplexity and BLEU of ``prefix``; writes ``write_dir/output_<name>``; returns the
-    BLEU."""
+    """Perplexity and BLEU of ``prefix``; writes ``write_dir/output_<name>``.
+
+    Returns:
+      ``(bleu, nll)``: the BLEU and the NLL per target token (perplexity's logarithm,
+      uncapped).
+    """
     src_vocab, tgt_vocab = vocabs
     pairs = nmt_text.read_parallel("%s.%s" % (prefix, config.src), "%s.%s" % (prefix, config.tgt))
     # tensorflow/nmt's eval reader drops empty pairs but truncates nothing
@@ -263,14 +267,9 @@ def _evaluate(config, model, name, prefix, vocabs, translator, writer, step, wri
         )
     # tensorflow/nmt's line, then the NLL per token at full precision (near ppl 1 the
     # rounded perplexity is too coarse to compare runs)
-    logging.info(
-        "  %s: ppl %.2f, bleu %.1f, nll %.6f",
-        name,
-        ppl,
-        score,
-        total_nll / max(total_tokens, 1.0),
-    )
-    return score
+    nll = total_nll / max(total_tokens, 1.0)
+    logging.info("  %s: ppl %.2f, bleu %.1f, nll %.6f", name, ppl, score, nll)
+    return score, nll
 
 
 def build(config, src_vocab, tgt_vocab):
@@ -443,10 +442,10 @@ def _train(config, vocabs, strategy, step_var):
 
     def validate(step):
         evaluation = (vocabs, translator, writer, step, write_dir)
-        dev_bleu = _evaluate(config, model, "dev", config.dev_prefix, *evaluation)
+        dev_bleu, dev_nll = _evaluate(config, model, "dev", config.dev_prefix, *evaluation)
         if config.test_prefix:
             _evaluate(config, model, "test", config.test_prefix, *evaluation)
-        return dev_bleu, {}
+        return dev_bleu, {"dev_nll": dev_nll}
 
     with trainer_lib.Trainer(
         checkpointer,
@@ -461,6 +460,7 @@ def _train(config, vocabs, strategy, step_var):
         validate=validate,
         validate_every=config.steps_per_external_eval or 50 * config.steps_per_stats,
         metric="dev BLEU",
+        tie_key="dev_nll",  # equal BLEU (0.0 early on): the lower dev perplexity wins
         describe=lambda batch: _describe(batch, src_vocab),
         after_step=log_stats,
     ) as trainer:

@@ -124,6 +124,21 @@ def test_a_loss_is_better_when_lower(tmp_path):
     assert saver.save_best(2.5, higher_is_better=False) and saver.best_value == 2.5
 
 
+def test_a_tie_goes_to_the_lower_tie_loss(tmp_path):
+    saver = _checkpointer(tmp_path, _model())
+    saver.step.assign(100)
+    assert saver.save_best(0.0, tie_key="dev_nll", dev_nll=5.0)
+    saver.step.assign(200)
+    assert not saver.save_best(0.0, tie_key="dev_nll", dev_nll=5.5)  # higher: stays
+    saver.step.assign(300)
+    assert saver.save_best(0.0, tie_key="dev_nll", dev_nll=4.0)
+    restarted = _checkpointer(tmp_path, _model())
+    assert restarted.best == {"dev_nll": 4.0, "value": 0.0, "step": 300, "stale": 0}
+    restarted.step.assign(400)
+    assert not restarted.save_best(0.0, dev_nll=1.0)  # no tie key: the earlier stays
+    assert tf.train.latest_checkpoint(str(tmp_path / "best")).endswith("ckpt-300")
+
+
 def test_a_checkpoint_of_another_vocabulary_size_is_named(tmp_path):
     path = tf.train.Checkpoint(model=_model()).write(str(tmp_path / "ckpt"))
     key = "model/layer_with_weights-0/embeddings"

@@ -1,7 +1,9 @@
 """Shared absl flags: defaults, validators, and the layer they build."""
 
+import importlib
 import math
 import os
+import re
 import subprocess
 import sys
 
@@ -179,6 +181,34 @@ def test_importing_the_entry_points_defines_no_flag():
         if module != "pointer_generator.results_table":  # positional arguments, no flags
             source = open(os.path.join(ROOT, *module.split(".")) + ".py").read()
             assert "config_lib.run_command(define_flags, run" in source, module
+
+
+def test_helpshort_of_every_command_lists_every_flag_it_defines():
+    """``--helpshort`` shows the main module's key flags: every flag of the command, also
+    those a helper module defines for it (the builders' ``--tokenizer``, the export's
+    run flags) and the shared ones."""
+    for module in _entry_points():
+        if module == "pointer_generator.results_table":  # positional arguments, no flags
+            continue
+        define_flags = importlib.import_module(module).define_flags
+        flag_values = flags.FlagValues()
+        config_lib.define_command_flags(define_flags, flag_values, "main.py")
+        listed = set(re.findall(r"^  --(?:\[no\])?(\w+)", flag_values.module_help("main.py"), re.M))
+        defined = {flag_values[name].name for name in flag_values}
+        assert listed >= defined and listed, module
+    assert {"tokenizer", "input", "out_dir"} <= _helpshort("data_prep.summarization")
+    assert {"export_dir", "log_root", "exp_name"} <= _helpshort("pointer_generator.export")
+
+
+def _helpshort(module):
+    done = subprocess.run(
+        [sys.executable, "-m", module, "--helpshort"],
+        capture_output=True,
+        text=True,
+        check=False,  # absl's help flags exit with status 1
+        cwd=ROOT,
+    )
+    return set(re.findall(r"^  --(?:\[no\])?(\w+)", done.stdout, re.M))
 
 
 def test_configure_runtime_sets_precision_seed_and_determinism():

@@ -171,3 +171,12 @@ def test_a_mirrored_run_trains_evaluates_and_resumes(corpus, tmp_path):
     assert json.loads((out / "hparams.json").read_text())["distribution_strategy"] == "mirrored"
     _run(corpus, out, "--num_train_steps=15", "--steps_per_external_eval=15")
     assert tf.train.latest_checkpoint(str(out)).endswith("translate.ckpt-15")
+
+
+def test_a_bleu_tie_keeps_the_model_with_the_lower_dev_perplexity(corpus, tmp_path):
+    out = tmp_path / "tie"
+    # two validations of an untrained model: BLEU 0.0 both times, the NLL falling
+    assert _run(corpus, out, "--num_train_steps=4", "--steps_per_external_eval=2") == 0.0
+    best = json.loads((out / "best_bleu" / "best.json").read_text())
+    assert (best["value"], best["step"]) == (0.0, 4) and best["dev_nll"] > 0.0
+    assert tf.train.latest_checkpoint(str(out / "best_bleu")).endswith("translate.ckpt-4")

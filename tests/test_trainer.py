@@ -109,6 +109,20 @@ def test_patience_stops_training_and_holds_across_a_restart(tmp_path):
     assert again.step == 6
 
 
+def test_a_tied_validation_score_goes_to_the_lower_tie_key(tmp_path):
+    checkpointer, weight = _checkpointer(tmp_path)
+    nll = {2: 3.0, 4: 2.0, 6: 2.5}
+    loop = trainer.Trainer(
+        checkpointer,
+        6,
+        validate=lambda step: (0.0, {"dev_nll": nll[step]}),
+        validate_every=2,
+        tie_key="dev_nll",
+    )
+    loop.train(({"loss": 0.5} for _ in range(100)), _Steps(weight))
+    assert checkpointer.best == dict(dev_nll=2.0, metric="score", value=0.0, step=4, stale=1)
+
+
 def test_gumbel_sampling_is_asked_of_the_context_layer_each_step(tmp_path):
     checkpointer, weight = _checkpointer(tmp_path)
 
