@@ -645,7 +645,6 @@ def define_flags(fv=flags.FLAGS):
         "out_dir", None, "Directory for train/val/test.bin, chunked/ and vocab.", flag_values=fv
     )
     text.define_flags(fv)
-    flags.adopt_module_key_flags(text, flag_values=fv)  # --helpshort lists them
     flags.DEFINE_integer(
         "max_article_tokens",
         0,

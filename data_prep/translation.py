@@ -535,7 +535,6 @@ def define_flags(fv=flags.FLAGS):
         )
     flags.DEFINE_string("out_dir", None, "Directory of the corpus files.", flag_values=fv)
     text.define_flags(fv)
-    flags.adopt_module_key_flags(text, flag_values=fv)  # --helpshort lists them
     flags.DEFINE_integer(
         "max_len",
         0,

@@ -3,29 +3,18 @@ See's finished_files, that the summarizer trains on; bad input in one line."""
 
 import json
 import os
-import re
 import subprocess
 import sys
 
 import pytest
-from absl import flags, logging
+from absl import logging
 
 from acvi_tf import config as config_lib
 from acvi_tf import text
 from acvi_tf.formats import see_vocab
 from acvi_tf.formats.bin_files import read_bin_file
 from data_prep import (
-    captions,
-    cnn_dailymail,
-    debian_descriptions,
-    debian_translations,
-    duc2004,
-    moving_shapes,
-    msvd,
-    pig_latin,
     summarization,
-    translation,
-    wmt16,
 )
 from pointer_generator import run_summarization
 
@@ -294,28 +283,3 @@ def test_a_build_logs_its_progress(tmp_path, monkeypatch):
         "wrote 4/4 records",
     ]
     assert lines[1].endswith("/s, ETA 0s")
-
-
-@pytest.mark.parametrize(
-    "builder",
-    [
-        captions,
-        cnn_dailymail,
-        debian_descriptions,
-        debian_translations,
-        duc2004,
-        moving_shapes,
-        msvd,
-        pig_latin,
-        summarization,
-        translation,
-        wmt16,
-    ],
-)
-def test_helpshort_lists_every_flag_of_a_builder(builder):
-    fv = flags.FlagValues()
-    builder.define_flags(fv)
-    # --helpshort prints the main module's help; this is it, run as the main module
-    listed = fv.module_help(builder.__name__)
-    missing = [name for name in fv if not re.search(r"--(\[no\])?%s:" % name, listed)]
-    assert not missing
