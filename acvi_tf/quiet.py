@@ -11,7 +11,9 @@ line asks for more (``--verbosity``/``-v`` >= 1, or ``--debug``) or the user set
   a temporary file, since TensorFlow writes lines there before its log reads
   ``TF_CPP_MIN_LOG_LEVEL``; afterwards every captured line that is not start-up noise
   (``is_noise``), a Python warning or traceback say, goes to stderr;
-- TensorFlow's Python logger keeps its warnings and errors (no INFO line at each save).
+- TensorFlow's and Keras's Python log lines below WARNING are dropped, from their own
+  logger and from absl's (``functional_saver``'s ``Sharding callback duration`` at each
+  save).
 
 ``TF_CPP_MIN_LOG_LEVEL`` stays set for the process's children, with ``ACVI_TF_QUIET``
 marking it as this module's, so that a child command decides for itself too.
@@ -28,12 +30,16 @@ import tempfile
 import warnings
 from typing import Iterator, Optional, Sequence
 
+from absl import logging as absl_logging
+
 LEVEL = "TF_CPP_MIN_LOG_LEVEL"
 # set to LEVEL's value when this module set LEVEL, so a child process tells it apart
 MARK = "ACVI_TF_QUIET"
 QUIET_LEVEL = "3"
 # the modules whose import prints start-up lines
 QUIETED = ("tensorflow", "tensorflow_text")
+# the packages whose INFO lines are dropped
+LIBRARIES = ("tensorflow", "tf_keras", "keras")
 
 # What TensorFlow prints while it loads: the notice of absl's uninitialised log, info
 # and warning lines in the log's two formats (2.21's "I0000 00:00:..." before the log
@@ -127,6 +133,19 @@ def stderr_filtered() -> Iterator[None]:
             sys.stderr.flush()
 
 
+class LibraryInfoFilter(logging.Filter):
+    """Drops the records below WARNING that a module of ``LIBRARIES`` logs."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.WARNING:
+            return True
+        for name in LIBRARIES:
+            path = getattr(sys.modules.get(name), "__file__", None)
+            if path and record.pathname.startswith(os.path.dirname(path) + os.sep):
+                return False
+        return True
+
+
 class _QuietLoader(importlib.abc.Loader):
     """Runs another loader's ``exec_module`` inside ``stderr_filtered``; the module keeps
     the original loader."""
@@ -178,6 +197,9 @@ def install(argv: Sequence[str] = None, environ=None) -> bool:
             del environ[LEVEL], environ[MARK]
         return False
     logging.getLogger("tensorflow").setLevel(logging.WARNING)
+    absl_logger = absl_logging.get_absl_logger()
+    if not any(isinstance(f, LibraryInfoFilter) for f in absl_logger.filters):
+        absl_logger.addFilter(LibraryInfoFilter())
     if LEVEL in environ and not ours:
         return False
     environ[LEVEL] = environ[MARK] = QUIET_LEVEL

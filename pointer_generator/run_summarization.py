@@ -873,7 +873,7 @@ def run(config):
     if config.debug:
         tf.debugging.enable_check_numerics()
     train_dir, eval_dir = _experiment_dirs(config)
-    vocab = vocab_lib.Vocab(config.vocab_path, config.vocab_size)
+    vocab = vocab_lib.Vocab(config.vocab_path, config.vocab_size, "vocab_size" in config.given)
     if config.mode == "decode" and 2 * config.beam_size > vocab.size():
         raise app.UsageError(
             "--beam_size=%d proposes %d candidates per hypothesis, more than the %d words "

@@ -12,9 +12,11 @@ import shutil
 import subprocess
 from typing import List, Sequence, Tuple, Union
 
-from acvi_tf import errors
+from acvi_tf import errors, progress
 
 MODES = ("exact", "full")
+# seconds of scoring before the first progress line
+_PROGRESS_DELAY = 10.0
 
 
 class MeteorUnavailableError(errors.UserError, RuntimeError):
@@ -89,10 +91,12 @@ def meteor(
     )
     try:
         stats = []
+        report = progress.Progress(len(lines), "scored segments", delay=_PROGRESS_DELAY)
         for line in lines:  # each SCORE line answers with one line of statistics
             process.stdin.write(line + "\n")
             process.stdin.flush()
             stats.append(process.stdout.readline().strip())
+            report(len(stats))
         process.stdin.write(" ||| ".join(["EVAL"] + stats) + "\n")
         process.stdin.flush()
         segment_scores = [float(process.stdout.readline()) for _ in stats]
