@@ -11,9 +11,9 @@ line asks for more (``--verbosity``/``-v`` >= 1, or ``--debug``) or the user set
   a temporary file, since TensorFlow writes lines there before its log reads
   ``TF_CPP_MIN_LOG_LEVEL``; afterwards every captured line that is not start-up noise
   (``is_noise``), a Python warning or traceback say, goes to stderr;
-- TensorFlow's and Keras's Python log lines below WARNING are dropped, from their own
-  logger and from absl's (``functional_saver``'s ``Sharding callback duration`` at each
-  save).
+- TensorFlow's, Keras's and rouge-score's Python log lines below WARNING are dropped,
+  from TensorFlow's logger and from absl's (``functional_saver``'s ``Sharding callback
+  duration`` at each save).
 
 ``TF_CPP_MIN_LOG_LEVEL`` stays set for the process's children, with ``ACVI_TF_QUIET``
 marking it as this module's, so that a child command decides for itself too.
@@ -38,8 +38,8 @@ MARK = "ACVI_TF_QUIET"
 QUIET_LEVEL = "3"
 # the modules whose import prints start-up lines
 QUIETED = ("tensorflow", "tensorflow_text")
-# the packages whose INFO lines are dropped
-LIBRARIES = ("tensorflow", "tf_keras", "keras")
+# the packages whose INFO lines are dropped (rouge-score's "Using default tokenizer.")
+LIBRARIES = ("tensorflow", "tf_keras", "keras", "rouge_score")
 
 # What TensorFlow prints while it loads: the notice of absl's uninitialised log, info
 # and warning lines in the log's two formats (2.21's "I0000 00:00:..." before the log

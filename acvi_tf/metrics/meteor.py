@@ -16,7 +16,7 @@ from acvi_tf import errors, progress
 
 MODES = ("exact", "full")
 # seconds of scoring before the first progress line
-_PROGRESS_DELAY = 10.0
+_DELAY = 10.0
 
 
 class MeteorUnavailableError(errors.UserError, RuntimeError):
@@ -90,12 +90,13 @@ def meteor(
         text=True,
     )
     try:
-        stats = []
-        report = progress.Progress(len(lines), "scored segments", delay=_PROGRESS_DELAY)
+        stats, report = [], None
         for line in lines:  # each SCORE line answers with one line of statistics
             process.stdin.write(line + "\n")
             process.stdin.flush()
             stats.append(process.stdout.readline().strip())
+            # timed from the first answer: before it, the jar loads its tables
+            report = report or progress.Progress(len(lines), "scored segments", delay=_DELAY)
             report(len(stats))
         process.stdin.write(" ||| ".join(["EVAL"] + stats) + "\n")
         process.stdin.flush()

@@ -29,7 +29,7 @@ WORDNET_DB = "WordNet-2.0.exc.db"
 ROUGE_TYPES = ("rouge_1", "rouge_2", "rouge_l")
 MEASURES = ("f_score", "recall", "precision")
 # seconds of scoring before the first progress line
-_PROGRESS_DELAY = 10.0
+_DELAY = 10.0
 
 
 class RougeUnavailableError(errors.UserError, RuntimeError):
@@ -239,7 +239,7 @@ def rouge_python(
     scorer = rouge_scorer.RougeScorer(list(names), use_stemmer=True)
     totals = {"%s_%s" % (r, m): 0.0 for r in ROUGE_TYPES for m in MEASURES}
     with progress.stage("Scoring %d summaries with rouge-score" % len(hypotheses)):
-        report = progress.Progress(len(hypotheses), "scored summaries", delay=_PROGRESS_DELAY)
+        report = progress.Progress(len(hypotheses), "scored summaries", delay=_DELAY)
         for done, (entry, hypothesis) in enumerate(zip(references, hypotheses), 1):
             refs = _as_references(entry)
             for reference in refs:
