@@ -28,12 +28,13 @@ PYTHON ?= $(shell for v in $(PY_VERSIONS); do \
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 IN_LANE := import sys; sys.exit("%d.%d" % sys.version_info[:2] not in "$(PY_VERSIONS)".split())
-export TF_CPP_MIN_LOG_LEVEL ?= 2
+# The commands quiet TensorFlow's start-up lines themselves (acvi_tf/quiet.py); a
+# TF_CPP_MIN_LOG_LEVEL set here would be the user's, and bring them back.
 
 .PHONY: test lint demo demo-captions bench bench-tfa bench-gpu venv sysdeps clean
 
 venv: $(STAMP)
-	@$(VPY) -c 'import sys, tensorflow as tf; print("Lane $(LANE): TensorFlow %s on Python %d.%d in $(VENV)" % (tf.__version__, *sys.version_info[:2]))'
+	@$(VPY) -c 'import acvi_tf.quiet, sys, tensorflow as tf; print("Lane $(LANE): TensorFlow %s on Python %d.%d in $(VENV)" % (tf.__version__, *sys.version_info[:2]))'
 
 $(STAMP): $(LOCK) pyproject.toml
 	@if [ -x $(VPY) ] && ! $(VPY) -c '$(IN_LANE)'; then \
@@ -168,7 +169,7 @@ bench-tfa:
 GPU_SETTINGS := "" "--jit_compile" "--mixed_precision=float16" "--mixed_precision=bfloat16" \
 	"--jit_compile --mixed_precision=bfloat16"
 bench-gpu: venv sysdeps
-	@$(VPY) -c 'import sys, tensorflow as tf; sys.exit(0 if tf.config.list_physical_devices("GPU") else "make bench-gpu: TensorFlow sees no GPU")'
+	@$(VPY) -c 'import acvi_tf.quiet, sys, tensorflow as tf; sys.exit(0 if tf.config.list_physical_devices("GPU") else "make bench-gpu: TensorFlow sees no GPU")'
 	@set -e; for s in $(GPU_SETTINGS); do \
 		echo "== settings: $${s:-plain}"; \
 		$(VPY) bench/train_step.py $$s; \

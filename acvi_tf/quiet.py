@@ -28,7 +28,7 @@ import re
 import sys
 import tempfile
 import warnings
-from typing import Iterator, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 from absl import logging as absl_logging
 
@@ -101,12 +101,15 @@ def verbose_requested(argv: Sequence[str]) -> bool:
 
 
 @contextlib.contextmanager
-def stderr_filtered() -> Iterator[None]:
+def stderr_filtered(noise: Callable[[str], bool] = is_noise) -> Iterator[None]:
     """Sends file descriptor 2 to a temporary file inside the block; afterwards writes
-    the lines that are not ``is_noise`` to stderr.
+    the lines that are not ``noise`` to stderr.
 
     A crash inside the block (a fatal signal) still reaches the terminal: the fault
     handler writes the Python traceback to the real stderr.
+
+    Args:
+      noise: ``line -> bool``, whether a line written inside the block is dropped.
     """
     try:
         saved = os.dup(2)
@@ -129,7 +132,7 @@ def stderr_filtered() -> Iterator[None]:
             os.close(saved)
             capture.seek(0)
             text = capture.read().decode("utf-8", "replace")
-            sys.stderr.write("".join(line for line in text.splitlines(True) if not is_noise(line)))
+            sys.stderr.write("".join(line for line in text.splitlines(True) if not noise(line)))
             sys.stderr.flush()
 
 

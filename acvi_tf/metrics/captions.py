@@ -16,7 +16,7 @@ Java is needed (``make test`` installs it).
 import shutil
 from typing import Any, Dict, List, Mapping, Sequence
 
-from acvi_tf import progress
+from acvi_tf import progress, quiet
 from acvi_tf.metrics import meteor as meteor_lib
 
 METRIC_NAMES = ("Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4", "METEOR", "ROUGE_L", "CIDEr")
@@ -35,9 +35,11 @@ def ptb_tokenize(captions: Mapping[Any, Sequence[str]]) -> Dict[Any, List[str]]:
         )
     from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
 
-    return PTBTokenizer().tokenize(
-        {key: [{"caption": c} for c in values] for key, values in captions.items()}
-    )
+    # the jar's stderr reaches the terminal but for its line of statistics
+    with quiet.stderr_filtered(lambda line: line.startswith("PTBTokenizer tokenized ")):
+        return PTBTokenizer().tokenize(
+            {key: [{"caption": c} for c in values] for key, values in captions.items()}
+        )
 
 
 def caption_metrics(
