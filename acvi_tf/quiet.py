@@ -41,15 +41,15 @@ QUIETED = ("tensorflow", "tensorflow_text")
 # the packages whose INFO lines are dropped (rouge-score's "Using default tokenizer.")
 LIBRARIES = ("tensorflow", "tf_keras", "keras", "rouge_score")
 
-# What TensorFlow prints while it loads: the notice of absl's uninitialised log, info
-# and warning lines in the log's two formats (2.21's "I0000 00:00:..." before the log
-# is set up, 2.15's "2026-01-01 10:00:00.000000: I ..."), the second line of the CPU
-# feature note, and the CUDA plugins' registration and probe errors of a machine without
-# a GPU.
+# What TensorFlow prints while it loads: the notice of absl's uninitialised log, the C++
+# info and warning lines in the log's two formats (2.21's "I0000 00:00:... port.cc:153]"
+# before the log is set up, 2.15's "2026-01-01 10:00:00.000000: I ...port.cc:113]"), the
+# second line of the CPU feature note, and the CUDA plugins' registration and probe
+# errors of a machine without a GPU.
 _NOISE = re.compile(
     r"WARNING: All log messages before absl::InitializeLog\(\) is called"
-    r"|^[IW]\d{4} [\d:.]+ +\d+ \S+:\d+\] "
-    r"|^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IW] \S+:\d+\] "
+    r"|^[IW]\d{4} [\d:.]+ +\d+ \S+\.(cc|h):\d+\] "
+    r"|^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IW] \S+\.(cc|h):\d+\] "
     r"|^To enable the following instructions: "
     r"|Unable to register cu(DNN|FFT|BLAS) factory"
     r"|computation placer already registered"

@@ -23,7 +23,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from acvi_tf import decoding, errors, files, progress
+from acvi_tf import decoding, errors, files
 from acvi_tf.formats import see_vocab
 from acvi_tf.metrics import copying
 from acvi_tf.metrics import meteor as meteor_lib
@@ -459,6 +459,12 @@ def score_folder(decode_dir, articles, references, hypotheses, in_vocab, with_me
             "%s: nothing to score: the data files held no usable article (the log names "
             "the skipped records); check --data_path" % decode_dir
         )
+    logging.info(
+        "Scoring %d summaries with ROUGE%s",
+        len(hypotheses),
+        " and METEOR 1.5 (exact, full)" if with_meteor else "",
+    )
+    start = time.time()
     scores, tool = rouge_lib.rouge(references, hypotheses)
     report = rouge_report(scores, tool)
     _write_text(os.path.join(decode_dir, "ROUGE_results.txt"), report.splitlines())
@@ -470,10 +476,7 @@ def score_folder(decode_dir, articles, references, hypotheses, in_vocab, with_me
     metrics["rouge_tool"] = tool
     try:
         for mode in meteor_lib.MODES if with_meteor else ():
-            with progress.stage(
-                "Scoring %d summaries with METEOR 1.5 (%s)" % (len(flat_hyps), mode)
-            ):
-                metrics["meteor_" + mode] = meteor_lib.meteor(flat_refs, flat_hyps, mode)[0]
+            metrics["meteor_" + mode] = meteor_lib.meteor(flat_refs, flat_hyps, mode)[0]
     except meteor_lib.MeteorUnavailableError as e:
         logging.warning("METEOR not computed: %s", e)
     metrics["novel_word_rate"] = copying.novel_word_rate(articles, flat_hyps)
@@ -489,12 +492,13 @@ def score_folder(decode_dir, articles, references, hypotheses, in_vocab, with_me
         for name, value in metrics.items():
             if isinstance(value, float) and not name.endswith(("_cb", "_ce")):
                 tf.summary.scalar("eval/" + name, value)
-    logging.info("%s", _score_line(metrics, decode_dir))
+    logging.info("%s", _score_line(metrics, decode_dir, time.time() - start))
     return metrics
 
 
-def _score_line(metrics, decode_dir):
-    """One line of a decode's scores (F and METEOR x100) and where they are written."""
+def _score_line(metrics, decode_dir, seconds):
+    """One line of a decode's scores (F and METEOR x100), the time they took and where
+    they are written."""
     scores = ", ".join(
         "%s %.2f" % (name, 100 * metrics[key])
         for name, key in (
@@ -506,8 +510,9 @@ def _score_line(metrics, decode_dir):
         )
         if key in metrics
     )
-    return "%d summaries scored with %s: %s; novel-word rate %.3f; all in %s" % (
+    return "Scored %d summaries in %.1f s (%s): %s; novel-word rate %.3f; all in %s" % (
         metrics["num_summaries"],
+        seconds,
         metrics["rouge_tool"],
         scores,
         metrics["novel_word_rate"],

@@ -758,8 +758,7 @@ def evaluate(config, vocab, train_dir, eval_dir, phases):
             batches,
             os.path.basename(path),
         )
-        if checkpointer.save_best(means["loss"], higher_is_better=False, batches=batches):
-            logging.info("Found new best model with %.3f validation loss", means["loss"])
+        checkpointer.save_best(means["loss"], higher_is_better=False, batches=batches)
         if int(step) >= total:  # training is over and its last checkpoint scored
             lock.close()
             return checkpointer.best_value

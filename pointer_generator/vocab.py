@@ -44,22 +44,31 @@ class Vocab:
         self._id_to_word = []
         for word in RESERVED + tuple(read_words(vocab_file, max(max_size - len(RESERVED), 0))):
             self._add(word)
-        if size_given and max_size and len(self._id_to_word) < max_size:
+        self._log_size(vocab_file, max_size, size_given)
+
+    def _log_size(self, vocab_file, max_size, size_given):
+        """A warning when the file is shorter than ``--vocab_size`` asks; an info line
+        when it is shorter than a default size; otherwise a line at verbosity 1."""
+        size, words = len(self._id_to_word), len(self._id_to_word) - len(RESERVED)
+        if max_size and size < max_size and size_given:
             logging.warning(
                 "%s has only %d words; the vocabulary has %d entries, not the %d that "
                 "--vocab_size asks for",
                 vocab_file,
-                len(self._id_to_word) - len(RESERVED),
-                len(self._id_to_word),
+                words,
+                size,
                 max_size,
             )
-        logging.info(
-            "Vocabulary of %d entries (%d reserved) from %s; the last word: %s",
-            len(self._id_to_word),
-            len(RESERVED),
-            vocab_file,
-            self._id_to_word[-1],
-        )
+        elif max_size and size < max_size:
+            logging.info("Vocabulary of %d entries: all %d words of %s", size, words, vocab_file)
+        else:
+            logging.vlog(
+                1,
+                "Vocabulary of %d entries from %s; the last word: %s",
+                size,
+                vocab_file,
+                self._id_to_word[-1],
+            )
 
     def _add(self, word):
         self._word_to_id[word] = len(self._id_to_word)

@@ -206,8 +206,7 @@ def rouge_perl(
             + (rouge_args or "").split()
             + ["-m", config]
         )
-        with progress.stage("Scoring %d summaries with ROUGE-1.5.5" % len(hypotheses)):
-            result = subprocess.run(command, capture_output=True, text=True, check=False)
+        result = subprocess.run(command, capture_output=True, text=True, check=False)
         if result.returncode != 0:
             raise RuntimeError(
                 "ROUGE-1.5.5 failed (%s): %s" % (" ".join(command), result.stderr.strip())
@@ -238,17 +237,16 @@ def rouge_python(
     names = {"rouge1": "rouge_1", "rouge2": "rouge_2", "rougeLsum": "rouge_l"}
     scorer = rouge_scorer.RougeScorer(list(names), use_stemmer=True)
     totals = {"%s_%s" % (r, m): 0.0 for r in ROUGE_TYPES for m in MEASURES}
-    with progress.stage("Scoring %d summaries with rouge-score" % len(hypotheses)):
-        report = progress.Progress(len(hypotheses), "scored summaries", delay=_DELAY)
-        for done, (entry, hypothesis) in enumerate(zip(references, hypotheses), 1):
-            refs = _as_references(entry)
-            for reference in refs:
-                scores = scorer.score("\n".join(reference), "\n".join(_as_summary(hypothesis)))
-                for name, ours in names.items():
-                    totals[ours + "_f_score"] += scores[name].fmeasure / len(refs)
-                    totals[ours + "_recall"] += scores[name].recall / len(refs)
-                    totals[ours + "_precision"] += scores[name].precision / len(refs)
-            report(done)
+    report = progress.Progress(len(hypotheses), "scored summaries", delay=_DELAY)
+    for done, (entry, hypothesis) in enumerate(zip(references, hypotheses), 1):
+        refs = _as_references(entry)
+        for reference in refs:
+            scores = scorer.score("\n".join(reference), "\n".join(_as_summary(hypothesis)))
+            for name, ours in names.items():
+                totals[ours + "_f_score"] += scores[name].fmeasure / len(refs)
+                totals[ours + "_recall"] += scores[name].recall / len(refs)
+                totals[ours + "_precision"] += scores[name].precision / len(refs)
+        report(done)
     return {key: value / len(hypotheses) for key, value in totals.items()}
 
 
