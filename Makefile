@@ -96,14 +96,19 @@ DEMO_MODEL := --vocab_path=$(DEMO_DATA)/vocab --vocab_size=10000 --log_root=demo
 DEMO_DECODE := --beam_size=4 --max_enc_steps=80 --max_dec_steps=20 --min_dec_steps=3 \
 	--decode_batch_size=400
 
+# Each step prints one line that says what runs.
 demo: venv sysdeps
-	$(VPY) -m pointer_generator.run_summarization --mode=train --optimizer=adam \
+	@echo "== Training (pointer_generator.run_summarization --mode=train) in demo_logs/$(DEMO_EXP)"
+	@$(VPY) -m pointer_generator.run_summarization --mode=train --optimizer=adam \
 		--data_path='$(DEMO_DATA)/chunked/train_*' $(DEMO_MODEL)
-	$(VPY) -m pointer_generator.run_summarization --mode=eval --eval_max_batches=20 \
+	@echo "== The eval job on the validation split (--mode=eval)"
+	@$(VPY) -m pointer_generator.run_summarization --mode=eval --eval_max_batches=20 \
 		--data_path='$(DEMO_DATA)/chunked/val_*' $(DEMO_MODEL)
-	$(VPY) -m pointer_generator.run_summarization --mode=decode --single_pass \
+	@echo "== Beam search over the test split, scored (--mode=decode --single_pass)"
+	@$(VPY) -m pointer_generator.run_summarization --mode=decode --single_pass \
 		--data_path='$(DEMO_DATA)/chunked/test_*' $(DEMO_MODEL) $(DEMO_DECODE)
-	$(VPY) -m pointer_generator.lead_baseline --num_sentences=1 \
+	@echo "== The lead-1 baseline, scored the same way (pointer_generator.lead_baseline)"
+	@$(VPY) -m pointer_generator.lead_baseline --num_sentences=1 \
 		--data_path='$(DEMO_DATA)/chunked/test_*' --vocab_path=$(DEMO_DATA)/vocab \
 		--vocab_size=10000 --out_dir=demo_logs/$(DEMO_EXP)/lead1_test
 	@echo
