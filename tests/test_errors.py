@@ -88,6 +88,7 @@ def test_the_summarizer_reports_unusable_data_in_one_line(tmp_path):
         ("data_prep.pig_latin", ["--words_file={missing}", "--out_dir={out}"]),
         ("data_prep.wmt16", ["--train_prefix={missing}", "--out_dir={out}"]),
         ("pointer_generator.duc2004_eval", ["--decode_dir={missing}", "--references={missing}"]),
+        ("pointer_generator.results_table", ["model={missing}"]),
     ],
 )
 def test_a_builder_or_tool_reports_a_missing_file_in_one_line(tmp_path, command, argv):
