@@ -44,8 +44,8 @@ LIBRARIES = ("tensorflow", "tf_keras", "keras", "rouge_score")
 # What TensorFlow prints while it loads: the notice of absl's uninitialised log, the C++
 # info and warning lines in the log's two formats (2.21's "I0000 00:00:... port.cc:153]"
 # before the log is set up, 2.15's "2026-01-01 10:00:00.000000: I ...port.cc:113]"), the
-# second line of the CPU feature note, and the CUDA plugins' registration and probe
-# errors of a machine without a GPU.
+# second line of the CPU feature note, the CUDA plugins' duplicate registrations, and the
+# CUDA probe's error on a machine without a GPU.
 _NOISE = re.compile(
     r"WARNING: All log messages before absl::InitializeLog\(\) is called"
     r"|^[IW]\d{4} [\d:.]+ +\d+ \S+\.(cc|h):\d+\] "
@@ -73,9 +73,9 @@ def _flag_value(argv: Sequence[str], names: Sequence[str]) -> Optional[str]:
     for i, arg in enumerate(args):
         if arg == "--":
             break
-        name, equals, given = arg.lstrip("-").partition("=")
         if not arg.startswith("-"):
             continue
+        name, equals, given = arg.lstrip("-").partition("=")
         if name in names:
             if equals:
                 value = given
