@@ -32,12 +32,13 @@ PYTHON ?= $(shell for v in $(PY_VERSIONS); do \
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 IN_LANE := import sys; sys.exit("%d.%d" % sys.version_info[:2] not in "$(PY_VERSIONS)".split())
-export TF_CPP_MIN_LOG_LEVEL ?= 2
+# The commands quiet TensorFlow's start-up lines themselves (acvi_tf/quiet.py); a
+# TF_CPP_MIN_LOG_LEVEL set here would be the user's, and bring them back.
 
 .PHONY: test lint demo demo-captions bench bench-tfa bench-gpu venv sysdeps check-gpu-lock clean
 
 venv: $(STAMP)
-	@$(VPY) -c 'import sys, tensorflow as tf; print("Lane $(LANE): TensorFlow %s on Python %d.%d in $(VENV); GPUs TensorFlow sees: %d" % (tf.__version__, *sys.version_info[:2], len(tf.config.list_physical_devices("GPU"))))'
+	@$(VPY) -c 'import acvi_tf.quiet, sys, tensorflow as tf; print("Lane $(LANE): TensorFlow %s on Python %d.%d in $(VENV); GPUs TensorFlow sees: %d" % (tf.__version__, *sys.version_info[:2], len(tf.config.list_physical_devices("GPU"))))'
 
 $(STAMP): $(LOCK) pyproject.toml
 	@if [ -x $(VPY) ] && ! $(VPY) -c '$(IN_LANE)'; then \
@@ -116,14 +117,19 @@ DEMO_MODEL := --vocab_path=$(DEMO_DATA)/vocab --vocab_size=10000 --log_root=demo
 DEMO_DECODE := --beam_size=4 --max_enc_steps=80 --max_dec_steps=20 --min_dec_steps=3 \
 	--decode_batch_size=400
 
+# Each step prints one line that says what runs.
 demo: venv sysdeps
-	$(VPY) -m pointer_generator.run_summarization --mode=train --optimizer=adam \
+	@echo "== Training (pointer_generator.run_summarization --mode=train) in demo_logs/$(DEMO_EXP)"
+	@$(VPY) -m pointer_generator.run_summarization --mode=train --optimizer=adam \
 		--data_path='$(DEMO_DATA)/chunked/train_*' $(DEMO_MODEL)
-	$(VPY) -m pointer_generator.run_summarization --mode=eval --eval_max_batches=20 \
+	@echo "== The eval job on the validation split (--mode=eval)"
+	@$(VPY) -m pointer_generator.run_summarization --mode=eval --eval_max_batches=20 \
 		--data_path='$(DEMO_DATA)/chunked/val_*' $(DEMO_MODEL)
-	$(VPY) -m pointer_generator.run_summarization --mode=decode --single_pass \
+	@echo "== Beam search over the test split, scored (--mode=decode --single_pass)"
+	@$(VPY) -m pointer_generator.run_summarization --mode=decode --single_pass \
 		--data_path='$(DEMO_DATA)/chunked/test_*' $(DEMO_MODEL) $(DEMO_DECODE)
-	$(VPY) -m pointer_generator.lead_baseline --num_sentences=1 \
+	@echo "== The lead-1 baseline, scored the same way (pointer_generator.lead_baseline)"
+	@$(VPY) -m pointer_generator.lead_baseline --num_sentences=1 \
 		--data_path='$(DEMO_DATA)/chunked/test_*' --vocab_path=$(DEMO_DATA)/vocab \
 		--vocab_size=10000 --out_dir=demo_logs/$(DEMO_EXP)/lead1_test
 	@echo
@@ -189,7 +195,7 @@ bench-tfa:
 GPU_SETTINGS := "" "--jit_compile" "--mixed_precision=float16" "--mixed_precision=bfloat16" \
 	"--jit_compile --mixed_precision=bfloat16"
 bench-gpu: venv sysdeps
-	@$(VPY) -c 'import sys, tensorflow as tf; sys.exit(0 if tf.config.list_physical_devices("GPU") else "make bench-gpu: TensorFlow sees no GPU")'
+	@$(VPY) -c 'import acvi_tf.quiet, sys, tensorflow as tf; sys.exit(0 if tf.config.list_physical_devices("GPU") else "make bench-gpu: TensorFlow sees no GPU")'
 	@set -e; for s in $(GPU_SETTINGS); do \
 		echo "== settings: $${s:-plain}"; \
 		$(VPY) bench/train_step.py $$s; \

@@ -4,36 +4,34 @@ The shared library of the three ACVI hosts: attention scorers (``attention``), c
 inference layers (``context``; ``registry`` lists the mechanisms ``--context`` picks),
 shared absl flags (``flags``) and metrics (``metrics``).
 Nothing here imports a model package.
+
+Importing the package imports ``quiet`` only (TensorFlow's start-up lines off a
+command's output); the names below load their module, and TensorFlow, on first use.
 """
 
-from acvi_tf.attention import (
-    AdditiveScorer,
-    MultiplicativeScorer,
-    ScaledDotProductScorer,
-    masked_softmax,
-)
-from acvi_tf.context import (
-    ACVIContext,
-    PreparedMemory,
-    SoftAttentionContext,
-    VarianceNetwork,
-    average_over_samples,
-    tile_for_samples,
-)
-from acvi_tf.registry import CONTEXTS, make_context_layer
+import importlib
 
-__all__ = [
-    "ACVIContext",
-    "CONTEXTS",
-    "AdditiveScorer",
-    "MultiplicativeScorer",
-    "PreparedMemory",
-    "ScaledDotProductScorer",
-    "SoftAttentionContext",
-    "VarianceNetwork",
-    "average_over_samples",
-    "make_context_layer",
-    "masked_softmax",
-    "tile_for_samples",
-]
+from acvi_tf import quiet  # noqa: F401  (before anything imports TensorFlow)
+
+_EXPORTS = {
+    "AdditiveScorer": "acvi_tf.attention",
+    "MultiplicativeScorer": "acvi_tf.attention",
+    "ScaledDotProductScorer": "acvi_tf.attention",
+    "masked_softmax": "acvi_tf.attention",
+    "ACVIContext": "acvi_tf.context",
+    "PreparedMemory": "acvi_tf.context",
+    "SoftAttentionContext": "acvi_tf.context",
+    "VarianceNetwork": "acvi_tf.context",
+    "average_over_samples": "acvi_tf.context",
+    "tile_for_samples": "acvi_tf.context",
+    "CONTEXTS": "acvi_tf.registry",
+    "make_context_layer": "acvi_tf.registry",
+}
+__all__ = sorted(_EXPORTS)
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError("module 'acvi_tf' has no attribute %r" % name)

@@ -3,8 +3,9 @@
 An exception class that also derives from ``UserError`` is bad input, bad flags or a
 missing tool: its message already names the file, the record and the fix. ``run``
 (every command's ``app.run``) reports it as one line on stderr, ``error: <message>``,
-with exit status 2; so is an ``OSError`` about a named file (a missing vocabulary, a full
-disk). Anything else is a bug and keeps its traceback, as does everything under
+with exit status 2; so are an ``OSError`` about a named file (a missing vocabulary, a full
+disk) and an ``app.UsageError`` (without the module's help text that ``app.run`` would
+print before it). Anything else is a bug and keeps its traceback, as does everything under
 ``--debug`` where a command defines it.
 """
 
@@ -38,7 +39,7 @@ def run(main: Callable[[List[str]], None]) -> None:
     def guarded(argv):
         try:
             return main(argv)
-        except (UserError, OSError) as e:
+        except (UserError, OSError, app.UsageError) as e:
             if isinstance(e, OSError) and not e.filename or _debugging():
                 raise
             report(e)

@@ -10,12 +10,12 @@ strings (or frame features); loading it needs TensorFlow and tensorflow-text onl
 import os
 import shutil
 import tempfile
-from typing import Callable, Dict, Mapping
+from typing import Callable, Mapping
 
 import tensorflow as tf
 from absl import app, flags
 
-from acvi_tf import graph_tokenizer
+from acvi_tf import graph_tokenizer, progress
 
 
 def define_flags(flag_values: flags.FlagValues, text_input: bool = True) -> None:
@@ -66,10 +66,17 @@ def graph_tokenizer_for(
 def save(
     module: tf.Module,
     export_dir: str,
-    signatures: Dict[str, tf.types.experimental.ConcreteFunction],
+    signatures: Mapping[str, Callable],
     overwrite: bool = False,
 ) -> str:
     """Saves ``module`` with ``signatures``; the folder appears whole or not at all.
+
+    Args:
+      module: the module to save.
+      export_dir: the SavedModel's folder.
+      signatures: ``tf.function``s with an input signature, by signature name; each is
+        traced here.
+      overwrite: replace an existing ``export_dir``.
 
     Returns:
       The absolute path of the SavedModel.
@@ -87,7 +94,10 @@ def save(
     os.makedirs(parent, exist_ok=True)
     staging = tempfile.mkdtemp(prefix=".export-", dir=parent)
     try:
-        tf.saved_model.save(module, staging, signatures=signatures)
+        with progress.stage("Tracing the signatures %s" % ", ".join(signatures)):
+            traced = {name: f.get_concrete_function() for name, f in signatures.items()}
+        with progress.stage("Writing the SavedModel"):
+            tf.saved_model.save(module, staging, signatures=traced)
         if os.path.exists(export_dir):
             shutil.rmtree(export_dir)
         os.replace(staging, export_dir)

@@ -502,7 +502,7 @@ def write_flag_record(out_dir, config, name="hparams.json", resume_model_flags=N
     files.atomic_write_text(
         os.path.join(out_dir, name), json.dumps(record, indent=2, sort_keys=True) + "\n"
     )
-    logging.info("flags: %s", values)
+    logging.vlog(1, "flags: %s", values)
     return values
 
 

@@ -298,19 +298,29 @@ class NonFiniteGuard:
 class Progress:
     """A throttled progress line: step, loss, steps/s, tokens/s and ETA.
 
+    The lines come every ``every_secs`` at first, then further apart as training goes
+    on: a quarter of the time trained so far apart, at most ``longest_secs`` (a
+    4-minute run logs 10 lines, an hour 23, then one every 5 minutes).
+
     Args:
       total_steps: the step training ends at (0: unknown, no ETA).
-      every_secs: at most one line per this many seconds.
+      every_secs: the least time between two lines, in seconds.
       clock: the time in seconds (``time.time``; tests give their own).
+      longest_secs: the most time between two lines, in seconds.
     """
 
     def __init__(
-        self, total_steps: int, every_secs: float = 10.0, clock: Callable[[], float] = time.time
+        self,
+        total_steps: int,
+        every_secs: float = 10.0,
+        clock: Callable[[], float] = time.time,
+        longest_secs: float = 300.0,
     ) -> None:
         self.total_steps = total_steps
         self.every_secs = every_secs
+        self.longest_secs = longest_secs
         self.clock = clock
-        self._last_time = clock()
+        self._last_time = self._start = clock()
         self._last_step = None
         self._tokens = 0
 
@@ -323,10 +333,12 @@ class Progress:
         self._tokens += tokens
         if self._last_step is None:
             self._last_step, self._last_time, self._tokens = step, self.clock(), 0
+            self._start = self._last_time
             return None
         now = self.clock()
         elapsed = now - self._last_time
-        if elapsed < self.every_secs:
+        wait = min(max(self.every_secs, (now - self._start) / 4), self.longest_secs)
+        if elapsed < wait:
             return None
         steps_per_sec = (step - self._last_step) / elapsed
         tokens_per_sec = self._tokens / elapsed

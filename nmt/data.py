@@ -112,8 +112,8 @@ def make_examples(pairs, src_vocab, tgt_vocab, src_max_len=None, tgt_max_len=Non
 
     Pairs with an empty source or target are dropped (and counted in the log); then the
     source is cut to ``src_max_len`` tokens and the target to ``tgt_max_len`` tokens
-    (None or 0: no limit). The target input is ``<s> y`` and the target output
-    ``y </s>``; the source has no ``</s>``.
+    (None or 0: no limit; with a limit the log counts the pairs cut). The target input
+    is ``<s> y`` and the target output ``y </s>``; the source has no ``</s>``.
 
     Args:
       pairs: iterable of ``(src_line, tgt_line)`` strings.
@@ -144,13 +144,15 @@ def make_examples(pairs, src_vocab, tgt_vocab, src_max_len=None, tgt_max_len=Non
         logging.info(
             "Dropped %d of %d sentence pairs with an empty source or target", dropped, total
         )
-    logging.info(
-        "%d examples; %d truncated to %s source / %s target tokens",
-        len(examples),
-        truncated,
-        src_max_len,
-        tgt_max_len,
-    )
+    limits = [
+        "%d %s" % (limit, side)
+        for limit, side in ((src_max_len, "source"), (tgt_max_len, "target"))
+        if limit
+    ]
+    if limits:
+        logging.info(
+            "%d examples; %d truncated to %s tokens", len(examples), truncated, " / ".join(limits)
+        )
     return examples
 
 

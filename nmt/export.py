@@ -103,8 +103,8 @@ def run(config):
         module,
         config.export_dir,
         {
-            "serving_default": module.translate.get_concrete_function(),
-            "tokenize": module.tokenize.get_concrete_function(),
+            "serving_default": module.translate,
+            "tokenize": module.tokenize,
         },
         config.overwrite,
     )

@@ -22,6 +22,7 @@ from absl import app, flags, logging
 from acvi_tf import checkpoints, distribute, files, losses, objective, summaries, transformer
 from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
+from acvi_tf import progress as progress_lib
 from acvi_tf import trainer as trainer_lib
 from acvi_tf import training as training_lib
 from acvi_tf.compat import keras
@@ -249,7 +250,11 @@ def _evaluate(config, model, name, prefix, vocabs, translator, writer, step, wri
         total_nll += float(nll) * int(tf.shape(batch["src"])[0])
         total_tokens += float(count)
     ppl = losses.perplexity(total_nll, total_tokens)
-    hypotheses = translator.translate([src for src, _ in pairs], src_vocab, config.infer_batch_size)
+    # a line only when the decode takes long (an untrained model's translations do)
+    progress = progress_lib.Progress(len(pairs), "translated %s sentences" % name, delay=10.0)
+    hypotheses = translator.translate(
+        [src for src, _ in pairs], src_vocab, config.infer_batch_size, progress
+    )
     files.atomic_write_text(
         os.path.join(write_dir, "output_" + name), "".join(h + "\n" for h in hypotheses)
     )
@@ -512,9 +517,9 @@ def infer(config, vocabs):
         config.length_penalty_weight,
         config.jit_compile,
     )
-    hypotheses = translator.translate(
-        nmt_text.read_lines(config.inference_input_file), src_vocab, config.infer_batch_size
-    )
+    lines = nmt_text.read_lines(config.inference_input_file)
+    progress = progress_lib.Progress(len(lines), "translated sentences")
+    hypotheses = translator.translate(lines, src_vocab, config.infer_batch_size, progress)
     output = config.inference_output_file or os.path.join(config.out_dir, "output_infer")
     files.atomic_write_text(output, "".join(h + "\n" for h in hypotheses))
     logging.info("Wrote %d translations to %s", len(hypotheses), output)

@@ -121,7 +121,7 @@ def load_translator(config):
         raise app.UsageError("no checkpoint in %s; train first or give --ckpt" % config.out_dir)
     run_nmt._check_vocabulary(config, path, src_vocab, tgt_vocab)
     tf.train.Checkpoint(model=model).restore(path).expect_partial()
-    logging.info("Translating with %s", path)
+    logging.info("Restored the model from %s", path)
     searcher = translator_lib.Translator(
         model,
         tgt_vocab,

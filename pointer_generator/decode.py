@@ -206,6 +206,9 @@ def _prepare_folder(decode_dir, overwrite, manifest, shared=False):
     ``manifest.json`` equals ``manifest`` (the same data files, checkpoint and decode
     flags). A finished one is kept unless ``overwrite``. ``shared``: the shards of one
     decode write the folder together, so it is never removed, only made or joined.
+
+    Returns:
+      Whether the folder was there already (resumed, or joined by a shard).
     """
     record = os.path.join(decode_dir, MANIFEST)
     manifest = json.loads(json.dumps(manifest))  # as it reads back: lists, not tuples
@@ -221,13 +224,13 @@ def _prepare_folder(decode_dir, overwrite, manifest, shared=False):
             )
         if os.path.exists(record) or not shared:
             _check_manifest(decode_dir, record, manifest)
-            logging.info("Resuming the interrupted decode in %s", decode_dir)
-            return
+            return True
     elif os.path.exists(decode_dir):
         shutil.rmtree(decode_dir)
     for sub in _KINDS:
         os.makedirs(os.path.join(decode_dir, sub), exist_ok=True)
     files.atomic_write_text(record, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    return False
 
 
 def _check_manifest(decode_dir, record, manifest):
@@ -316,30 +319,33 @@ def decode_single_pass(
     manifest = _manifest(batcher, settings or {})
     if count > 1:  # the shards must cut the data into the same batches
         manifest.update(num_shards=count, decode_batch_size=batcher.batch_size)
-    _prepare_folder(decode_dir, overwrite, manifest, shared=count > 1)
-    articles, new = [], 0
+    if _prepare_folder(decode_dir, overwrite, manifest, shared=count > 1):
+        _log_existing(decode_dir, shard)
+    mine = _shard_size(total, batcher.batch_size, index, count) if total else None
+    label = "shard %d of %d: " % (index, count) if count > 1 else ""
+    articles, done, new = [], 0, 0  # all articles read; this shard's done; decoded now
     start = time.time()
     for number, batch in enumerate(batcher.batches()):
         first = len(articles)
         articles.extend(as_text(a) for a in batch["original_articles"])
-        wanted = number % count == index and not all(
-            _has_pair(decode_dir, i) for i in range(first, len(articles))
-        )
-        if not wanted:
+        if number % count != index:
             continue
+        done += len(articles) - first
+        if all(_has_pair(decode_dir, i) for i in range(first, len(articles))):
+            continue  # decoded before an interruption
         for i, result in enumerate(summarizer.decode(batch)):
             reference = as_text(batch["original_abstract_sents"][i]).split("\n")
             _write_pair(decode_dir, first + i, reference, split_sentences(result["words"]))
         new += len(articles) - first
         rate = new / max(time.time() - start, 1e-9)
-        left = (total - len(articles)) // count if total else 0
+        left = mine - done if mine else 0
         logging.info(
-            "decoded %d%s articles%s, %.2f articles/s%s",
-            len(articles),
-            "/%d" % total if total else "",
-            " (shard %d of %d)" % (index, count) if count > 1 else "",
+            "%sdecoded %d%s articles, %.2f articles/s%s",
+            label,
+            done,
+            "/%d" % mine if mine else "",
             rate,
-            " ETA %.0fs" % (left / rate) if left and rate else "",
+            " ETA %.0fs" % (left / rate) if left > 0 and rate else "",
         )
     missing = sum(not _has_pair(decode_dir, i) for i in range(len(articles)))
     if missing:
@@ -371,6 +377,30 @@ def decode_single_pass(
             lambda w: summarizer.vocab.word2id(w) != 0,
             with_meteor,
         )
+
+
+def _log_existing(decode_dir, shard):
+    """Says that this decode continues in a folder that was there already: a resume of
+    an interrupted decode, or a shard joining the others' folder (new or resumed)."""
+    written = len(os.listdir(os.path.join(decode_dir, "decoded")))
+    if shard[1] > 1:
+        logging.info(
+            "Shard %d of %d joins the decode in %s (%d summaries written)",
+            *shard,
+            decode_dir,
+            written,
+        )
+    else:
+        logging.info(
+            "Resuming the interrupted decode in %s (%d summaries written)", decode_dir, written
+        )
+
+
+def _shard_size(total, batch_size, index, count):
+    """How many of ``total`` articles, read in batches of ``batch_size``, are in the
+    batches of shard ``index`` of ``count`` (every ``count``-th batch from ``index``)."""
+    batches = range(index, -(-total // batch_size), count)
+    return sum(min(batch_size, total - b * batch_size) for b in batches)
 
 
 @contextlib.contextmanager
@@ -429,6 +459,12 @@ def score_folder(decode_dir, articles, references, hypotheses, in_vocab, with_me
             "%s: nothing to score: the data files held no usable article (the log names "
             "the skipped records); check --data_path" % decode_dir
         )
+    logging.info(
+        "Scoring %d summaries with ROUGE%s",
+        len(hypotheses),
+        " and METEOR 1.5 (exact, full)" if with_meteor else "",
+    )
+    start = time.time()
     scores, tool = rouge_lib.rouge(references, hypotheses)
     report = rouge_report(scores, tool)
     _write_text(os.path.join(decode_dir, "ROUGE_results.txt"), report.splitlines())
@@ -456,12 +492,32 @@ def score_folder(decode_dir, articles, references, hypotheses, in_vocab, with_me
         for name, value in metrics.items():
             if isinstance(value, float) and not name.endswith(("_cb", "_ce")):
                 tf.summary.scalar("eval/" + name, value)
-    logging.info(
-        "\n%s\n%s",
-        report,
-        json.dumps({k: v for k, v in metrics.items() if not k.endswith(("_cb", "_ce"))}, indent=1),
-    )
+    logging.info("%s", _score_line(metrics, decode_dir, time.time() - start))
     return metrics
+
+
+def _score_line(metrics, decode_dir, seconds):
+    """One line of a decode's scores (F and METEOR x100), the time they took and where
+    they are written."""
+    scores = ", ".join(
+        "%s %.2f" % (name, 100 * metrics[key])
+        for name, key in (
+            ("ROUGE-1 F", "rouge_1_f_score"),
+            ("ROUGE-2 F", "rouge_2_f_score"),
+            ("ROUGE-L F", "rouge_l_f_score"),
+            ("METEOR exact", "meteor_exact"),
+            ("METEOR full", "meteor_full"),
+        )
+        if key in metrics
+    )
+    return "Scored %d summaries in %.1f s (%s): %s; novel-word rate %.3f; all in %s" % (
+        metrics["num_summaries"],
+        seconds,
+        metrics["rouge_tool"],
+        scores,
+        metrics["novel_word_rate"],
+        os.path.join(decode_dir, "metrics.json"),
+    )
 
 
 def rouge_report(scores, tool):

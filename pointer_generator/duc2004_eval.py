@@ -24,7 +24,7 @@ import tempfile
 from absl import flags
 
 from acvi_tf import config as config_lib
-from acvi_tf import errors
+from acvi_tf import errors, progress
 from acvi_tf.metrics import rouge as rouge_lib
 
 ROUGE_ARGS = "-b 75"
@@ -180,9 +180,10 @@ def score_duc2004(decode_dir, references_path):
         )
     # Each reference is a summary of one sentence; a bare list of strings would be read
     # by rouge_perl as one summary of several sentences.
-    scores = rouge_lib.rouge_perl(
-        [[[r] for r in refs] for refs in references], hypotheses, rouge_args=ROUGE_ARGS
-    )
+    with progress.stage("Scoring %d summaries with ROUGE-1.5.5" % len(hypotheses)):
+        scores = rouge_lib.rouge_perl(
+            [[[r] for r in refs] for refs in references], hypotheses, rouge_args=ROUGE_ARGS
+        )
     metrics = {
         key + "_recall" + end: scores[key + "_recall" + end]
         for key, _ in _MEASURES

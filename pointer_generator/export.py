@@ -167,7 +167,7 @@ def run(config):
     tokenize = export_lib.graph_tokenizer_for(
         *summarize.corpus_record(model_config.vocab_path), config.pretokenized
     )
-    vocab = vocab_lib.Vocab(model_config.vocab_path, model_config.vocab_size)
+    vocab = vocab_lib.Vocab(model_config.vocab_path, model_config.vocab_size, size_given=False)
     summarizer = summarize.load_summarizer(model_config, vocab, config.ckpt)
     module = ServedSummarizer(
         summarizer,
@@ -179,9 +179,9 @@ def run(config):
         module,
         config.export_dir,
         {
-            "serving_default": module.summarize.get_concrete_function(),
-            "summarize_with_attention": module.summarize_with_attention.get_concrete_function(),
-            "tokenize": module.tokenize.get_concrete_function(),
+            "serving_default": module.summarize,
+            "summarize_with_attention": module.summarize_with_attention,
+            "tokenize": module.tokenize,
         },
         config.overwrite,
     )

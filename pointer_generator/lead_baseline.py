@@ -34,7 +34,7 @@ def run(config):
     """Writes and scores the lead-N summaries of ``--data_path``."""
     if not (config.data_path and config.vocab_path and config.out_dir):
         raise app.UsageError("--data_path, --vocab_path and --out_dir are required")
-    vocab = vocab_lib.Vocab(config.vocab_path, config.vocab_size)
+    vocab = vocab_lib.Vocab(config.vocab_path, config.vocab_size, "vocab_size" in config.given)
     # Lead-N reads the untruncated original articles; the lengths only size the arrays.
     batcher = batcher_lib.Batcher(config.data_path, vocab, 64, 400, 100, single_pass=True)
     decode_lib.lead_baseline(

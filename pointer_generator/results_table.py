@@ -7,6 +7,10 @@ import json
 import os
 import sys
 
+from acvi_tf import errors
+
+USAGE = "usage: python -m pointer_generator.results_table NAME=DIR [NAME=DIR ...]"
+
 ROWS = (
     ("ROUGE-1 F", "rouge_1_f_score"),
     ("ROUGE-2 F", "rouge_2_f_score"),
@@ -37,11 +41,17 @@ def table(columns):
 
 
 def main(argv):
+    """Prints the table of the ``NAME=DIR`` arguments; a bad one is one ``error:`` line."""
+    if len(argv) < 2 or not all("=" in item for item in argv[1:]):
+        errors.report(ValueError(USAGE))
     columns = []
     for item in argv[1:]:
         name, _, folder = item.partition("=")
-        with open(os.path.join(folder, "metrics.json"), encoding="utf-8") as f:
-            columns.append((name, json.load(f)))
+        try:
+            with open(os.path.join(folder, "metrics.json"), encoding="utf-8") as f:
+                columns.append((name, json.load(f)))
+        except OSError as e:
+            errors.report(e)
     print(table(columns))
 
 

@@ -758,8 +758,7 @@ def evaluate(config, vocab, train_dir, eval_dir, phases):
             batches,
             os.path.basename(path),
         )
-        if checkpointer.save_best(means["loss"], higher_is_better=False, batches=batches):
-            logging.info("Found new best model with %.3f validation loss", means["loss"])
+        checkpointer.save_best(means["loss"], higher_is_better=False, batches=batches)
         if int(step) >= total:  # training is over and its last checkpoint scored
             lock.close()
             return checkpointer.best_value
@@ -873,7 +872,7 @@ def run(config):
     if config.debug:
         tf.debugging.enable_check_numerics()
     train_dir, eval_dir = _experiment_dirs(config)
-    vocab = vocab_lib.Vocab(config.vocab_path, config.vocab_size)
+    vocab = vocab_lib.Vocab(config.vocab_path, config.vocab_size, "vocab_size" in config.given)
     if config.mode == "decode" and 2 * config.beam_size > vocab.size():
         raise app.UsageError(
             "--beam_size=%d proposes %d candidates per hypothesis, more than the %d words "

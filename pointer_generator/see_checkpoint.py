@@ -451,7 +451,7 @@ def run(config):
         raise app.UsageError(
             "See et al.'s checkpoints are soft-attention models: --context must be sa"
         )
-    vocab = vocab_lib.Vocab(config.vocab_path, config.vocab_size)
+    vocab = vocab_lib.Vocab(config.vocab_path, config.vocab_size, "vocab_size" in config.given)
     model = build_see_model(vocab.size(), config.hidden_dim, config.emb_dim, config.pointer_gen)
     try:
         imported = import_see_checkpoint(config.tf1_checkpoint, model)

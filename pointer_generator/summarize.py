@@ -134,7 +134,7 @@ def load_summarizer(config, vocab, ckpt=None):
     coverage_on = (
         config.coverage or curriculum.phase_at(run_summarization._phases(config), step).coverage
     )
-    logging.info("Summarising with %s (step %d)", path, step)
+    logging.info("Restored the model from %s (step %d)", path, step)
     return decode_lib.Summarizer(
         model,
         vocab,
@@ -186,7 +186,7 @@ def run(config):
     given = {name: config[name] for name in DECODE_FLAGS}
     model_config = run_config(config.log_root, config.exp_name, given)
     acvi_flags.configure_runtime(model_config)
-    vocab = vocab_lib.Vocab(model_config.vocab_path, model_config.vocab_size)
+    vocab = vocab_lib.Vocab(model_config.vocab_path, model_config.vocab_size, size_given=False)
     summarizer = load_summarizer(model_config, vocab, config.ckpt)
     documents = files.read_input_lines(config.input, InputError)
     summaries = summarize(

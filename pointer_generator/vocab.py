@@ -25,13 +25,15 @@ class Vocab:
     Args:
       vocab_file: path of the file, one ``word count`` pair per line.
       max_size: total size including the 4 reserved tokens; 0 reads the whole file.
+      size_given: ``max_size`` is the user's ``--vocab_size`` (not a default): a file
+        with fewer words is worth a warning.
 
     Raises:
       VocabError: the file holds ``<s>``, ``</s>`` or a reserved token, or a word twice;
         or ``max_size`` leaves no word besides the reserved tokens, or the file has none.
     """
 
-    def __init__(self, vocab_file, max_size):
+    def __init__(self, vocab_file, max_size, size_given=True):
         if 0 < max_size <= len(RESERVED):
             raise VocabError(
                 "a vocabulary of %d entries holds only reserved tokens (the %d of %s) and "
@@ -42,19 +44,31 @@ class Vocab:
         self._id_to_word = []
         for word in RESERVED + tuple(read_words(vocab_file, max(max_size - len(RESERVED), 0))):
             self._add(word)
-        if max_size and len(self._id_to_word) < max_size:
+        self._log_size(vocab_file, max_size, size_given)
+
+    def _log_size(self, vocab_file, max_size, size_given):
+        """A warning when the file is shorter than ``--vocab_size`` asks; an info line
+        when it is shorter than a default size; otherwise a line at verbosity 1."""
+        size, words = len(self._id_to_word), len(self._id_to_word) - len(RESERVED)
+        if max_size and size < max_size and size_given:
             logging.warning(
-                "%s has only %d words; the vocabulary has %d entries, not the %d asked for",
+                "%s has only %d words; the vocabulary has %d entries, not the %d that "
+                "--vocab_size asks for",
                 vocab_file,
-                len(self._id_to_word) - len(RESERVED),
-                len(self._id_to_word),
+                words,
+                size,
                 max_size,
             )
-        logging.info(
-            "Vocabulary of %d words; last word added: %s",
-            len(self._id_to_word),
-            self._id_to_word[-1],
-        )
+        elif max_size and size < max_size:
+            logging.info("Vocabulary of %d entries: all %d words of %s", size, words, vocab_file)
+        else:
+            logging.vlog(
+                1,
+                "Vocabulary of %d entries from %s; the last word: %s",
+                size,
+                vocab_file,
+                self._id_to_word[-1],
+            )
 
     def _add(self, word):
         self._word_to_id[word] = len(self._id_to_word)

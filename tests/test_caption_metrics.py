@@ -86,13 +86,17 @@ def test_cider_d_matches_its_definition():
     ] == pytest.approx(_cider_d(REFERENCES, perfect), rel=1e-6)
 
 
-def test_raw_text_is_ptb_tokenized_on_both_sides():
+def test_raw_text_is_ptb_tokenized_on_both_sides(capfd, absl_caplog):
     raw_refs = {k: [r.capitalize() + "." for r in v] for k, v in REFERENCES.items()}
     raw_hyps = {k: v.upper() + " ." for k, v in HYPOTHESES.items()}
     fast = ("Bleu_4", "ROUGE_L", "CIDEr")  # METEOR normalises on its own (-norm)
     assert captions.caption_metrics(raw_refs, raw_hyps, names=fast) == pytest.approx(
         captions.caption_metrics(REFERENCES, HYPOTHESES, tokenize=False, names=fast)
     )
+    assert "PTBTokenizer" not in capfd.readouterr().err  # the jar's statistics line
+    start = "Scoring %d captions with Bleu_4, ROUGE_L, CIDEr" % len(HYPOTHESES)
+    lines = [r.getMessage() for r in absl_caplog.records]
+    assert lines[0] == start and lines[1].startswith(start + ": done in ")
 
 
 def test_mismatched_clips_are_an_error():

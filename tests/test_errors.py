@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+from absl import app
 
 from acvi_tf import errors
 from acvi_tf.formats import bin_files
@@ -35,6 +36,14 @@ def test_a_missing_file_is_named(capsys, monkeypatch, tmp_path):
 
     code, err = _run(main, capsys, monkeypatch)
     assert code == 2 and err == "error: %s: No such file or directory\n" % (tmp_path / "vocab")
+
+
+def test_a_usage_error_is_one_line_without_the_help_text(capsys, monkeypatch):
+    def main(argv):
+        raise app.UsageError("--data_path, --vocab_path and --out_dir are required")
+
+    code, err = _run(main, capsys, monkeypatch)
+    assert code == 2 and err == "error: --data_path, --vocab_path and --out_dir are required\n"
 
 
 def test_a_bug_keeps_its_traceback(monkeypatch):
@@ -79,6 +88,7 @@ def test_the_summarizer_reports_unusable_data_in_one_line(tmp_path):
         ("data_prep.pig_latin", ["--words_file={missing}", "--out_dir={out}"]),
         ("data_prep.wmt16", ["--train_prefix={missing}", "--out_dir={out}"]),
         ("pointer_generator.duc2004_eval", ["--decode_dir={missing}", "--references={missing}"]),
+        ("pointer_generator.results_table", ["model={missing}"]),
     ],
 )
 def test_a_builder_or_tool_reports_a_missing_file_in_one_line(tmp_path, command, argv):

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import served
 import tensorflow as tf
+from absl import logging
 
 from acvi_tf import config as config_lib
 from acvi_tf import export as export_lib
@@ -106,9 +107,26 @@ def raw_run(tmp_path_factory):
     return root, [by_tokens[a] for a in test], decode_dir
 
 
-def test_the_exported_model_summarises_raw_text_as_decode_does(raw_run):
+def test_the_exported_model_summarises_raw_text_as_decode_does(raw_run, absl_caplog):
     root, articles, decode_dir = raw_run
-    module = _export(root, root / "served" / "1")
+    verbosity = logging.get_verbosity()
+    logging.set_verbosity(logging.INFO)  # saving resets absl's level to the verbosity
+    try:
+        module = _export(root, root / "served" / "1")
+    finally:
+        logging.set_verbosity(verbosity)
+    # the log says what export does: restore, trace, write; it summarises nothing
+    lines = [r.getMessage() for r in absl_caplog.records]
+    steps = ("Restored", "Tracing", "Writing", "Exported", "Summaris")
+    assert [line.split(" ")[0] for line in lines if line.startswith(steps)] == [
+        "Restored",
+        "Tracing",
+        "Tracing",
+        "Writing",
+        "Writing",
+        "Exported",
+    ], lines
+    assert "Tracing the signatures serving_default, summarize_with_attention, tokenize" in lines
     batches = [articles[i : i + 2] for i in range(0, len(articles), 2)]  # the decode's batches
     calls = [("serving_default", {"documents": batch}) for batch in batches]
     calls += [

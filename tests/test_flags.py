@@ -249,6 +249,14 @@ def test_a_resume_refuses_a_changed_model_flag_and_logs_the_others(tmp_path, abs
     acvi_flags.compare_flag_record(str(tmp_path), _parse("--context=sa"), ())
 
 
+def test_the_flag_values_are_logged_at_verbosity_1_only(tmp_path, absl_caplog):
+    acvi_flags.write_flag_record(str(tmp_path), _parse("--kl_weight=0.01"))
+    assert "flags:" not in absl_caplog.text  # hparams.json holds them
+    absl_caplog.set_level("DEBUG", logger="absl")  # --verbosity=1
+    acvi_flags.write_flag_record(str(tmp_path), _parse("--kl_weight=0.01"))
+    assert "flags: {" in absl_caplog.text and "'kl_weight': 0.01" in absl_caplog.text
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     values=st.dictionaries(

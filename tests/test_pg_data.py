@@ -5,8 +5,11 @@ import struct
 import numpy as np
 import pytest
 
+from acvi_tf import config as config_lib
 from acvi_tf.formats import bin_files
 from pointer_generator import batcher as batcher_lib
+from pointer_generator import decode as decode_lib
+from pointer_generator import lead_baseline
 from pointer_generator import vocab as vocab_lib
 
 
@@ -53,6 +56,41 @@ def test_a_vocabulary_with_no_word_is_refused(tmp_path):
     for lines in ([], ["malformed"]):
         with pytest.raises(vocab_lib.VocabError, match="vocab has no word"):
             vocab_lib.Vocab(_vocab_file(tmp_path, lines), 0)
+
+
+def _vocab_lines(absl_caplog, *args, **kwargs):
+    absl_caplog.clear()
+    vocab_lib.Vocab(*args, **kwargs)
+    return [(r.levelname, r.getMessage()) for r in absl_caplog.records]
+
+
+def test_a_short_vocabulary_is_a_warning_only_when_its_size_was_given(tmp_path, absl_caplog):
+    path = _vocab_file(tmp_path, ["the 9", "cat 8"])
+    assert _vocab_lines(absl_caplog, path, 100) == [
+        (
+            "WARNING",
+            "%s has only 2 words; the vocabulary has 6 entries, not the 100 that "
+            "--vocab_size asks for" % path,
+        )
+    ]
+    assert _vocab_lines(absl_caplog, path, 100, size_given=False) == [
+        ("INFO", "Vocabulary of 6 entries: all 2 words of %s" % path)
+    ]
+    assert _vocab_lines(absl_caplog, path, 0) == []  # the whole file, as asked: no line
+    assert _vocab_lines(absl_caplog, path, 5) == []
+
+
+def test_a_command_warns_of_a_short_vocabulary_only_when_given_vocab_size(
+    tmp_path, absl_caplog, monkeypatch
+):
+    monkeypatch.setattr(decode_lib, "lead_baseline", lambda *args: None)
+    path = _vocab_file(tmp_path, ["the 9", "cat 8"])
+    bin_files.write_chunked(str(tmp_path), "test", [("the cat", "<s> cat </s>")], chunk_size=9)
+    argv = ["x", "--data_path=%s/test_*" % tmp_path, "--vocab_path=" + path, "--out_dir=out"]
+    for given, level in (([], "INFO"), (["--vocab_size=50000"], "WARNING")):
+        absl_caplog.clear()
+        lead_baseline.run(config_lib.parse(lead_baseline.define_flags, argv + given))
+        assert [r.levelname for r in absl_caplog.records if "vocab" in r.getMessage()] == [level]
 
 
 def test_oov_ids_and_back(vocab):

@@ -283,6 +283,64 @@ def test_single_pass_writes_the_original_folder_and_scores_it(model, vocab, corp
     assert resumed["rouge_1_f_score"] == scores["rouge_1_f_score"]
 
 
+class _FixedSummarizer:
+    """Summarises every article as "the cat .", for the decode loop's log lines."""
+
+    def __init__(self, vocab):
+        self.vocab = vocab
+
+    def decode(self, batch):
+        return [{"words": ["the", "cat", "."]}] * len(batch["enc_lens"])
+
+
+def test_shards_report_their_own_articles_and_join_rather_than_resume(
+    vocab, corpus, tmp_path, absl_caplog
+):
+    """7 articles in batches of 3: shard 1 of 2 decodes batch 1 (3 articles), shard 0
+    batches 0 and 2 (4); a shard that finds the folder made joins it, and the last scores."""
+
+    def decode(shard):
+        batcher = batcher_lib.Batcher(str(corpus / "test_*"), vocab, 3, 20, 8, single_pass=True)
+        absl_caplog.clear()
+        decode_lib.decode_single_pass(
+            _FixedSummarizer(vocab),
+            batcher,
+            str(tmp_path / "d"),
+            total=7,
+            with_meteor=False,
+            shard=shard,
+        )
+        return [r.getMessage() for r in absl_caplog.records]
+
+    first = decode((1, 2))
+    assert [m.split(",")[0] for m in first if "decoded" in m] == [
+        "shard 1 of 2: decoded 3/3 articles"
+    ]
+    assert not [m for m in first if "Resum" in m or "joins" in m]
+    second = decode((0, 2))
+    assert "Shard 0 of 2 joins the decode in %s (3 summaries written)" % (tmp_path / "d") in second
+    assert [m.split(",")[0] for m in second if "decoded" in m] == [
+        "shard 0 of 2: decoded 3/4 articles",
+        "shard 0 of 2: decoded 4/4 articles",
+    ]
+    assert not [m for m in second if "Resum" in m]
+    assert [m for m in second if m.startswith("Scored 7 summaries in ")]
+
+
+def test_a_resumed_decode_says_so_and_counts_what_it_keeps(vocab, corpus, tmp_path, absl_caplog):
+    folder = tmp_path / "d"
+    batcher = batcher_lib.Batcher(str(corpus / "test_*"), vocab, 3, 20, 8, single_pass=True)
+    summarizer = _FixedSummarizer(vocab)
+    decode_lib.decode_single_pass(summarizer, batcher, str(folder), total=7, with_meteor=False)
+    for name in ("metrics.json", "decoded/000006_decoded.txt"):
+        (folder / name).unlink()
+    absl_caplog.clear()
+    decode_lib.decode_single_pass(summarizer, batcher, str(folder), total=7, with_meteor=False)
+    messages = [r.getMessage() for r in absl_caplog.records]
+    assert "Resuming the interrupted decode in %s (6 summaries written)" % folder in messages
+    assert [m.split(",")[0] for m in messages if "decoded" in m] == ["decoded 7/7 articles"]
+
+
 def test_data_with_no_usable_article_is_named_not_scored(tmp_path):
     with pytest.raises(decode_lib.DecodeFolderError, match="held no usable article"):
         decode_lib.score_folder(str(tmp_path), [], [], [], lambda word: True)

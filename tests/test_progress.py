@@ -18,3 +18,32 @@ def test_a_line_first_then_at_most_every_interval_and_at_the_end(monkeypatch):
         "translated 6/10 sentences, 0.92/s, ETA 4s",
         "translated 10/10 sentences, 1.25/s, ETA 0s",
     ]
+
+
+def test_a_delayed_progress_is_silent_when_the_work_is_quick(monkeypatch):
+    lines = []
+    monkeypatch.setattr(logging, "info", lambda fmt, *args: lines.append(fmt % args))
+    now = [0.0]
+    quick = progress_lib.Progress(4, "scored segments", delay=10.0, clock=lambda: now[0])
+    for done in range(1, 5):
+        now[0] = done * 2.0
+        quick(done)
+    assert lines == []
+    slow = progress_lib.Progress(4, "scored segments", delay=10.0, clock=lambda: now[0])
+    for done in range(1, 5):
+        now[0] += 6.0
+        slow(done)
+    assert lines == ["scored 2/4 segments, 0.17/s, ETA 12s", "scored 4/4 segments, 0.17/s, ETA 0s"]
+
+
+def test_a_stage_logs_its_start_and_its_time(monkeypatch):
+    lines = []
+    monkeypatch.setattr(logging, "info", lambda fmt, *args: lines.append(fmt % args))
+    times = iter([5.0, 8.25])
+    with progress_lib.stage("Scoring 3 summaries with ROUGE", clock=lambda: next(times)):
+        lines.append("inside")
+    assert lines == [
+        "Scoring 3 summaries with ROUGE",
+        "inside",
+        "Scoring 3 summaries with ROUGE: done in 3.2 s",
+    ]

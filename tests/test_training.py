@@ -25,6 +25,20 @@ def test_progress_reports_rates_and_eta():
     assert steps_per_sec == pytest.approx(0.2) and tokens_per_sec == pytest.approx(10.0)
 
 
+def test_progress_lines_come_further_apart_as_training_goes_on():
+    now = [0.0]
+    progress = training.Progress(total_steps=0, every_secs=10.0, clock=lambda: now[0])
+    times = []
+    for second in range(3601):
+        now[0] = float(second)
+        if progress.update(second, 1) is not None:
+            times.append(second)
+    assert times[:7] == [10, 20, 30, 40, 54, 72, 96]  # then a quarter of the time trained
+    assert len([t for t in times if t <= 240]) == 10
+    assert times[-1] - times[-2] == 300  # at most longest_secs apart
+    assert len(times) == 23
+
+
 def test_apply_if_finite_leaves_weights_and_optimizer_untouched_on_nan():
     weight = tf.Variable([1.0, 2.0])
     optimizer = keras.optimizers.Adam(0.1)

@@ -20,7 +20,7 @@ Usage::
 import os
 import tempfile
 
-from absl import flags, logging
+from absl import flags
 
 from acvi_tf import config as config_lib
 from acvi_tf import errors, files
@@ -135,8 +135,7 @@ def run(config):
     model_config = run_config(config.out_dir, given).replace(ckpt=config.ckpt)
     acvi_flags.configure_runtime(model_config)
     exp = run_captioning.Experiment(model_config)
-    path = run_captioning.restore(exp)
-    logging.info("Captioning with %s", path)
+    run_captioning.restore(exp)
     videos = [line.strip() for line in files.read_input_lines(config.input, InputError)]
     captions = caption([v for v in videos if v], exp)
     by_video = iter(captions)

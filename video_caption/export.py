@@ -110,7 +110,7 @@ def run(config):
     saved = export_lib.save(
         module,
         config.export_dir,
-        {"serving_default": module.caption.get_concrete_function()},
+        {"serving_default": module.caption},
         config.overwrite,
     )
     logging.info("Exported the captioner (%s) to %s", path, saved)

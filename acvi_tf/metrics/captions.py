@@ -16,6 +16,7 @@ Java is needed (``make test`` installs it).
 import shutil
 from typing import Any, Dict, List, Mapping, Sequence
 
+from acvi_tf import progress, quiet
 from acvi_tf.metrics import meteor as meteor_lib
 
 METRIC_NAMES = ("Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4", "METEOR", "ROUGE_L", "CIDEr")
@@ -34,9 +35,11 @@ def ptb_tokenize(captions: Mapping[Any, Sequence[str]]) -> Dict[Any, List[str]]:
         )
     from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
 
-    return PTBTokenizer().tokenize(
-        {key: [{"caption": c} for c in values] for key, values in captions.items()}
-    )
+    # the jar's stderr reaches the terminal but for its line of statistics
+    with quiet.stderr_filtered(lambda line: line.startswith("PTBTokenizer tokenized ")):
+        return PTBTokenizer().tokenize(
+            {key: [{"caption": c} for c in values] for key, values in captions.items()}
+        )
 
 
 def caption_metrics(
@@ -62,10 +65,6 @@ def caption_metrics(
     Raises:
       ValueError: the key sets differ, a clip has no reference, or there is nothing to score.
     """
-    from pycocoevalcap.bleu.bleu import Bleu
-    from pycocoevalcap.cider.cider import Cider
-    from pycocoevalcap.rouge.rouge import Rouge
-
     unknown = set(names) - set(METRIC_NAMES)
     if unknown:
         raise ValueError("unknown metrics %s; choose from %s" % (sorted(unknown), METRIC_NAMES))
@@ -85,6 +84,17 @@ def caption_metrics(
     # scores zero either way
     gts = {k: list(references[k]) for k in keys}
     res = {k: [hypotheses[k] if hypotheses[k].strip() else "."] for k in keys}
+    with progress.stage("Scoring %d captions with %s" % (len(keys), ", ".join(names))):
+        return _scores(gts, res, tokenize, names)
+
+
+def _scores(gts, res, tokenize, names):
+    """``caption_metrics``' scores of the checked references ``gts`` and captions ``res``."""
+    from pycocoevalcap.bleu.bleu import Bleu
+    from pycocoevalcap.cider.cider import Cider
+    from pycocoevalcap.rouge.rouge import Rouge
+
+    keys = sorted(gts, key=str)
     if tokenize:
         gts, res = ptb_tokenize(gts), ptb_tokenize(res)
     scores = {}

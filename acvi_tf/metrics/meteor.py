@@ -12,9 +12,11 @@ import shutil
 import subprocess
 from typing import List, Sequence, Tuple, Union
 
-from acvi_tf import errors
+from acvi_tf import errors, progress
 
 MODES = ("exact", "full")
+# seconds of scoring before the first progress line
+_DELAY = 10.0
 
 
 class MeteorUnavailableError(errors.UserError, RuntimeError):
@@ -88,11 +90,14 @@ def meteor(
         text=True,
     )
     try:
-        stats = []
+        stats, report = [], None
         for line in lines:  # each SCORE line answers with one line of statistics
             process.stdin.write(line + "\n")
             process.stdin.flush()
             stats.append(process.stdout.readline().strip())
+            # timed from the first answer: before it, the jar loads its tables
+            report = report or progress.Progress(len(lines), "scored segments", delay=_DELAY)
+            report(len(stats))
         process.stdin.write(" ||| ".join(["EVAL"] + stats) + "\n")
         process.stdin.flush()
         segment_scores = [float(process.stdout.readline()) for _ in stats]

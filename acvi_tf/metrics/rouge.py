@@ -21,13 +21,15 @@ import subprocess
 import tempfile
 from typing import Dict, Optional, Sequence, Tuple, Union
 
-from acvi_tf import errors
+from acvi_tf import errors, progress
 
 ROUGE_SCRIPT = "ROUGE-1.5.5.pl"
 WORDNET_DB = "WordNet-2.0.exc.db"
 # The measures every report has: ROUGE-1, ROUGE-2 and ROUGE-L; F, recall and precision.
 ROUGE_TYPES = ("rouge_1", "rouge_2", "rouge_l")
 MEASURES = ("f_score", "recall", "precision")
+# seconds of scoring before the first progress line
+_DELAY = 10.0
 
 
 class RougeUnavailableError(errors.UserError, RuntimeError):
@@ -235,7 +237,8 @@ def rouge_python(
     names = {"rouge1": "rouge_1", "rouge2": "rouge_2", "rougeLsum": "rouge_l"}
     scorer = rouge_scorer.RougeScorer(list(names), use_stemmer=True)
     totals = {"%s_%s" % (r, m): 0.0 for r in ROUGE_TYPES for m in MEASURES}
-    for entry, hypothesis in zip(references, hypotheses):
+    report = progress.Progress(len(hypotheses), "scored summaries", delay=_DELAY)
+    for done, (entry, hypothesis) in enumerate(zip(references, hypotheses), 1):
         refs = _as_references(entry)
         for reference in refs:
             scores = scorer.score("\n".join(reference), "\n".join(_as_summary(hypothesis)))
@@ -243,6 +246,7 @@ def rouge_python(
                 totals[ours + "_f_score"] += scores[name].fmeasure / len(refs)
                 totals[ours + "_recall"] += scores[name].recall / len(refs)
                 totals[ours + "_precision"] += scores[name].precision / len(refs)
+        report(done)
     return {key: value / len(hypotheses) for key, value in totals.items()}
 
 
