@@ -21,6 +21,10 @@ PACKAGES = ("pointer_generator", "nmt", "video_caption", "data_prep")
 NOT_RUN = {
     "/tmp/lock/bin/pip freeze": "regenerates a lock file from a fresh environment",
     "python3.10 -m venv /tmp/lock": "creates the environment a lock is regenerated from",
+    "grep -v '^tensorflow==' requirements/current.txt": "regenerates the gpu lock",
+    "pip install --dry-run": "resolves the gpu lock on the network (make check-gpu-lock runs it)",
+    "python -c \"import json; print('\\n'.join(sorted(": "reads the gpu lock's resolution",
+    ".venv-gpu/bin/python": "asks TensorFlow for the GPUs of a GPU machine's gpu lane",
 }
 
 
