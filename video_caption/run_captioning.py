@@ -65,6 +65,11 @@ MODEL_FLAGS = (
     "vocab_size",
     "optimizer",
 )
+# Flags of this entry point that belong to each command, never taken from the run's
+# record: the mode, where the run is, and what eval and decode read and write.
+COMMAND_FLAGS = ("mode", "out_dir", "ckpt", "decode_split", "eval_splits", "attention_images")
+# The search settings eval and decode log.
+SEARCH_FLAGS = ("beam_size", "max_decode_len", "length_normalization", "decode_batch_size")
 
 
 def define_flags(fv=flags.FLAGS):
@@ -497,8 +502,9 @@ def restore(exp):
             "--ckpt" % (config.out_dir, config.out_dir)
         )
     _check_vocabulary(path, exp)
-    tf.train.Checkpoint(model=exp.model).restore(path).expect_partial()
+    checkpoints.restore_model(tf.train.Checkpoint(model=exp.model), path)
     logging.info("Restored %s", path)
+    logging.info("Captioning with %s", acvi_flags.describe(config, SEARCH_FLAGS))
     return path
 
 
@@ -571,7 +577,11 @@ def decode(exp):
 def run(config):
     """Runs ``--mode`` on the command's frozen flags (an ``acvi_tf.config.Config``);
     returns its result."""
-    _require(config, "data_dir", "features", "out_dir")
+    _require(config, "out_dir")
+    resuming = tf.train.latest_checkpoint(os.path.join(config.out_dir, "train")) is not None
+    if config.mode != "train" or resuming:
+        config = acvi_flags.run_config(config, config.out_dir, MODEL_FLAGS, COMMAND_FLAGS)
+    _require(config, "data_dir", "features")
     if config.best_metric not in config.metrics:
         raise app.UsageError(
             "--best_metric=%s must be one of --metrics=%s"
@@ -582,7 +592,6 @@ def run(config):
     if config.mode != "train":
         exp = Experiment(config)
         return evaluate(exp) if config.mode == "eval" else decode(exp)
-    resuming = tf.train.latest_checkpoint(os.path.join(config.out_dir, "train")) is not None
     acvi_flags.write_flag_record(
         config.out_dir,
         config,
