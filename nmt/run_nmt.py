@@ -9,7 +9,9 @@ scaled Luong). Explicit flags override the preset.
 Training writes ``out_dir/translate.ckpt-<step>`` (5 kept), the best dev-BLEU model in
 ``out_dir/best_bleu/``, TensorBoard logs in ``out_dir/train_log`` and the translations of
 dev and test in ``out_dir/output_{dev,test}``. With ``--inference_input_file`` it
-translates a file instead (and scores it if ``--inference_ref_file`` is given).
+translates a file instead (and scores it if ``--inference_ref_file`` is given). Inference
+and a resume take the run's settings from ``out_dir/hparams.json``
+(``acvi_flags.run_config``); the model's flags need not be repeated.
 """
 
 import functools

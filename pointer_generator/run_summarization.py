@@ -6,7 +6,9 @@ the ACVI flags come from ``acvi_tf.flags``. Additions: ``--optimizer``, ``--max_
 ``--checkpoint_secs`` and ``--eval_max_batches``. Layout, as the original:
 ``log_root/exp_name/train`` (checkpoints ``model.ckpt-<step>``, TensorBoard) and
 ``log_root/exp_name/eval`` (``bestmodel-<step>``, ``best.json``; each checkpoint's
-validation loss and See's running average for TensorBoard).
+validation loss and See's running average for TensorBoard). The eval job, decode mode and
+a resume take the run's settings from its ``hparams.json`` (``acvi_flags.run_config``);
+the model's flags need not be repeated.
 """
 
 import os

@@ -17,6 +17,9 @@ Modes (``--mode``):
   ``--attention_images`` clips), with the most-common-training-caption baseline scored
   beside them.
 
+Eval, decode and a resume take the run's settings from ``out_dir/hparams.json``
+(``acvi_flags.run_config``); the model's flags need not be repeated.
+
 Defaults are the paper's (section 4.2, appendix B): 1000-d LSTMs, 256-d embeddings,
 100-d attention, dropout 0.5, Adam with its default rate, beam 5. The arctic-capgen-vid
 extras (doubly-stochastic attention penalty, weight decay, Adadelta, clip 10) are flags.
@@ -28,8 +31,8 @@ Typical use (docs/captioner.md)::
       --features=feats --output_dir=msvd
   python -m video_caption.run_captioning --mode=train --data_dir=msvd --features=feats \\
       --out_dir=runs/acvi --context=acvi
-  python -m video_caption.run_captioning --mode=decode --data_dir=msvd --features=feats \\
-      --out_dir=runs/acvi --decode_split=test
+  python -m video_caption.run_captioning --mode=decode --out_dir=runs/acvi \\
+      --decode_split=test
 """
 
 import collections
