@@ -323,7 +323,7 @@ MODEL_FLAGS = (
 )
 # Flags of this entry point that belong to each command, never taken from the run's
 # record: the mode, the data it reads, where the run is, one-off actions, the decode's
-# folder and shards, and min_dec_steps (given, or derived from the decode's maximum).
+# folder and shards. (min_dec_steps is the given one or derived, ``min_dec_steps``.)
 COMMAND_FLAGS = (
     "mode",
     "data_path",
@@ -338,7 +338,6 @@ COMMAND_FLAGS = (
     "num_shards",
     "shard_index",
     "decode_max_batches",
-    "min_dec_steps",
 )
 # See et al.'s shortest summary at their longest (100 in training, 120 decoding): a
 # decode that is not given --min_dec_steps uses 35, or 35% of a shorter maximum.
