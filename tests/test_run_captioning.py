@@ -3,6 +3,7 @@ train, resume, eval and decode, runs in test_vc_learning.py on the shipped clips
 
 import json
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -113,8 +114,13 @@ def test_decode_and_a_resume_read_the_model_from_the_record(tmp_path, absl_caplo
         "Captioning with beam_size=2 (given), max_decode_len=50 (the run's), "
         "length_normalization=none (the run's), decode_batch_size=100 (the run's)"
     ) in absl_caplog.text
+    # refused before any checkpoint is looked for: a folder with only the record will do
+    (tmp_path / "copy").mkdir()
+    shutil.copy(tmp_path / "run" / "hparams.json", tmp_path / "copy")
     with pytest.raises(acvi_flags.FlagChangeError, match="--emb_dim=5, this command gives"):
-        run_captioning.run(_flags("--mode=decode", run, "--emb_dim=6"))
+        run_captioning.run(
+            _flags("--mode=decode", "--out_dir=%s" % (tmp_path / "copy"), "--emb_dim=6")
+        )
     with pytest.raises(
         acvi_flags.FlagChangeError, match="--encoder_units=4, this command gives --encoder_units=6"
     ):

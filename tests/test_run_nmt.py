@@ -5,6 +5,7 @@ one-line errors."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -119,8 +120,11 @@ def test_train_evaluate_and_translate(corpus, tmp_path, absl_caplog):
         "--num_units=32, which changes the model; leave --num_units out to use the run's "
         "value, or use a new folder for a new run" % (out / "hparams.json")
     )
+    # a folder that holds only the record names the run too (--ckpt the checkpoint)
+    shutil.copy(out / "hparams.json", tmp_path / "hparams.json")
+    ckpt = "--ckpt=%s" % tf.train.latest_checkpoint(str(out))
     with pytest.raises(acvi_flags.DecodeSettingError, match="needs --beam_width > 0, got"):
-        _with_record(out, *inference[:3], "--beam_width=0")
+        _with_record(tmp_path, ckpt, *inference[:3], "--beam_width=0")
 
 
 def test_transformer_model_type_trains_and_resumes_keeping_a_better_best(corpus, tmp_path):

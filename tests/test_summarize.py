@@ -155,6 +155,7 @@ def test_decode_reads_the_model_from_the_record_and_derives_min_dec_steps(traine
 def test_contradicting_flags_and_impossible_lengths_are_refused(trained):
     root, _, corpus, _ = trained
     decode = ["--mode=decode", "--data_path=%s" % (corpus / "chunked" / "test_*")]
+    decode += ["--decode_max_batches=1"]  # should a refusal fail, the decode still ends
     with pytest.raises(
         acvi_flags.FlagChangeError, match="--hidden_dim=8, this command gives --hidden_dim=16"
     ):
@@ -165,7 +166,7 @@ def test_contradicting_flags_and_impossible_lengths_are_refused(trained):
     ):
         _run(root, *decode, "--min_dec_steps=7")
     with pytest.raises(acvi_flags.DecodeSettingError, match=r"max_dec_steps=6 \(phase 0-"):
-        _run(root, "--mode=eval", decode[1], "--min_dec_steps=7")
+        _run(root, "--mode=eval", decode[1], "--eval_max_batches=1", "--min_dec_steps=7")
     for argv, match in (
         (["--min_dec_steps=7"], r"--min_dec_steps=7 exceeds max_dec_steps=6 \(the run's\)"),
         (["--max_dec_steps=3", "--min_dec_steps=4"], r"max_dec_steps=3 \(given\)"),
