@@ -152,8 +152,8 @@ def test_decode_reads_the_model_from_the_record_and_derives_min_dec_steps(traine
     ) in absl_caplog.text
 
 
-def test_contradicting_flags_and_impossible_lengths_are_refused(trained):
-    root, _, corpus, _ = trained
+def test_contradicting_flags_and_impossible_lengths_are_refused(trained, tmp_path):
+    root, raw, corpus, _ = trained
     decode = ["--mode=decode", "--data_path=%s" % (corpus / "chunked" / "test_*")]
     decode += ["--decode_max_batches=1"]  # should a refusal fail, the decode still ends
     with pytest.raises(
@@ -167,11 +167,13 @@ def test_contradicting_flags_and_impossible_lengths_are_refused(trained):
         _run(root, *decode, "--min_dec_steps=7")
     with pytest.raises(acvi_flags.DecodeSettingError, match=r"max_dec_steps=6 \(phase 0-"):
         _run(root, "--mode=eval", decode[1], "--eval_max_batches=1", "--min_dec_steps=7")
+    (tmp_path / "in.txt").write_text(raw[0]["article"] + "\n")
     for argv, match in (
         (["--min_dec_steps=7"], r"--min_dec_steps=7 exceeds max_dec_steps=6 \(the run's\)"),
         (["--max_dec_steps=3", "--min_dec_steps=4"], r"max_dec_steps=3 \(given\)"),
         (["--beam_size=40"], "--beam_size=40 proposes 80 candidates"),
     ):
+        argv += ["--input=%s" % (tmp_path / "in.txt"), "--output=%s" % (tmp_path / "out.txt")]
         config = config_lib.parse(
             summarize.define_flags, ["x", "--log_root=%s" % root, "--exp_name=run", *argv]
         )
