@@ -541,11 +541,12 @@ def run_config(
     recorded = read_flag_record(run_dir, name)
     path = os.path.join(run_dir, name)
     if recorded is None:
-        logging.warning(
-            "%s is missing (a run from before records, or an imported checkpoint): the "
-            "run's settings are this command's flags",
-            path,
-        )
+        if not os.path.exists(path):  # read_flag_record warns of an unreadable one
+            logging.warning(
+                "%s is missing (a run from before records, or an imported checkpoint): "
+                "the run's settings are this command's flags",
+                path,
+            )
         return config
     values = config.record()
     for n in sorted(config.given & (set(model_flags) | set(MODEL_FLAGS))):

@@ -339,8 +339,8 @@ COMMAND_FLAGS = (
     "shard_index",
     "decode_max_batches",
 )
-# See et al.'s shortest summary at their longest (100 in training, 120 decoding): a
-# decode that is not given --min_dec_steps uses 35, or 35% of a shorter maximum.
+# See et al.'s default shortest summary, at their default longest of 100: a decode that
+# is not given --min_dec_steps uses 35, or 35% of a shorter maximum.
 SEE_MIN_DEC_STEPS = 35
 
 
