@@ -27,6 +27,8 @@ import os
 import re
 import shutil
 import time
+from traceback import walk_tb
+from types import TracebackType
 from typing import Callable, Dict, Iterator, Optional, Tuple
 
 import tensorflow as tf
@@ -61,6 +63,52 @@ class CheckpointMismatchError(errors.UserError, ValueError):
 
 class CheckpointError(errors.UserError, RuntimeError):
     """No checkpoint of a folder can be read; the message names the folder and the fix."""
+
+
+def _shape_mismatch(path: str, error: Exception, fix: str) -> Optional[CheckpointMismatchError]:
+    """The ``CheckpointMismatchError`` of a restore that failed on a variable of another
+    shape (None for any other error), naming the variable, both shapes and ``fix``."""
+    shapes = _SHAPE_MISMATCH.search(str(error))
+    if not shapes:
+        return None
+    return CheckpointMismatchError(
+        "%s holds %s with shape %s, this model's has shape %s: the run was trained with "
+        "other model flags; %s"
+        % (path, shapes.group("name"), shapes.group("saved"), shapes.group("new"), fix)
+    )
+
+
+def _expect_partial(traceback: TracebackType) -> None:
+    """Marks the restore that raised as partial, as ``expect_partial()`` does a finished
+    one: otherwise TensorFlow lists every value it left, one warning line each, when the
+    half-done restore is collected (in the frames of ``traceback``)."""
+    for frame, _ in walk_tb(traceback):
+        for value in frame.f_locals.values():
+            if type(value).__name__ == "_CheckpointRestoreCoordinator":
+                value.expect_partial = True
+
+
+def restore_model(checkpoint: tf.train.Checkpoint, path: str) -> None:
+    """Restores ``path`` into ``checkpoint``'s objects for a command that uses a trained
+    run (eval, decode, inference, export); what the checkpoint holds beyond them (the
+    optimizer's state) is left out.
+
+    Raises:
+      CheckpointMismatchError: a variable of another shape, named with both shapes.
+    """
+    try:
+        checkpoint.restore(path).expect_partial()
+    except ValueError as e:
+        _expect_partial(e.__traceback__)
+        mismatch = _shape_mismatch(
+            path,
+            e,
+            "give the flags it was trained with (a run without hparams.json needs them on "
+            "the command line), or a checkpoint of this run",
+        )
+        if mismatch is None:
+            raise
+        raise mismatch from e
 
 
 def check_vocabulary(checkpoint_path: str, expected: Dict[str, Tuple[int, str]]) -> None:
@@ -267,14 +315,11 @@ class Checkpointer:
             except (*UNREADABLE, ValueError) as e:
                 if isinstance(e, CheckpointMismatchError):
                     raise
-                shapes = _SHAPE_MISMATCH.search(str(e))
-                if shapes:  # a readable checkpoint of another model: no fallback
-                    raise CheckpointMismatchError(
-                        "%s holds %s with shape %s, this model's has shape %s: the run was "
-                        "trained with other model flags (its hparams.json records them); "
-                        "run with those, or give a new folder"
-                        % (path, shapes.group("name"), shapes.group("saved"), shapes.group("new"))
-                    ) from e
+                mismatch = _shape_mismatch(
+                    path, e, "its hparams.json records them: run with those, or give a new folder"
+                )
+                if mismatch:  # a readable checkpoint of another model: no fallback
+                    raise mismatch from e
                 later = candidates[number + 1] if number + 1 < len(candidates) else None
                 logging.warning(
                     "Cannot read checkpoint %s (%s); %s",

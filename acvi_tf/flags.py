@@ -12,6 +12,7 @@ import json
 import math
 import os
 import sys
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 import tensorflow as tf
 from absl import app, flags, logging
@@ -25,12 +26,23 @@ from acvi_tf.compat import keras
 PRECISION_POLICIES = {"none": "float32", "float16": "mixed_float16", "bfloat16": "mixed_bfloat16"}
 
 # The shared flags whose values decide the model's variables; each entry point adds its
-# own (sizes, layers, optimizer) when it checks a resume (``write_flag_record``).
+# own (sizes, layers, optimizer) when it reads a run's record (``run_config``).
 MODEL_FLAGS = ("context", "acvi_variance_net", "variational_inference_units", "ved_latent_dim")
+# The shared flags that say how a command runs, not what the run is: a command that uses
+# a trained run never takes them from its record (each entry point adds its own).
+COMMAND_FLAGS = ("distribution_strategy", "num_gpus", "cpu_devices")
+# The run's record, in its folder.
+RECORD = "hparams.json"
 
 
 class FlagChangeError(errors.UserError, ValueError):
-    """A resume gives a flag that decides the model's variables another value."""
+    """A command gives a flag that decides the model's variables another value than the
+    run's record."""
+
+
+class DecodeSettingError(errors.UserError, ValueError):
+    """A decode setting that cannot work with the run; the message names the flag, the
+    value and the fix."""
 
 
 def define_flags(flag_values=flags.FLAGS):
@@ -506,10 +518,100 @@ def write_flag_record(out_dir, config, name="hparams.json", resume_model_flags=N
     return values
 
 
-def recorded_config(define_flags, run_dir, names_the_run, trained_with, **given):
-    """A trained run's settings for a command that uses it (raw-text inference, export):
-    ``define_flags``'s defaults, then what the run's ``hparams.json`` records, then the
-    values of ``given`` that are not None.
+def read_flag_record(run_dir: str, name: str = RECORD) -> Optional[dict]:
+    """The flag values a run's record holds (``write_flag_record``), or None when the run
+    has none (a run from before records existed, an imported checkpoint) or it is not
+    JSON (with a warning).
+
+    Args:
+      run_dir: the run's folder.
+      name: the record's file name.
+
+    Returns:
+      A dict by flag name (and ``_tensorflow``, ``_command``), or None.
+    """
+    path = os.path.join(run_dir, name)
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        try:
+            return json.load(f)
+        except json.JSONDecodeError:
+            logging.warning("%s is not JSON; the run's settings are not read from it", path)
+            return None
+
+
+def _model_change(path, name, recorded, given):
+    """The ``FlagChangeError`` of a flag the run's record holds with another value."""
+    return FlagChangeError(
+        "%s: the run was trained with --%s=%s, this command gives --%s=%s, which changes "
+        "the model; leave --%s out to use the run's value, or use a new folder for a new run"
+        % (path, name, recorded, name, given, name)
+    )
+
+
+def run_config(
+    config: config_lib.Config,
+    run_dir: str,
+    model_flags: Iterable[str],
+    command_flags: Iterable[str] = (),
+    name: str = RECORD,
+) -> config_lib.Config:
+    """The settings of a command that uses a trained run (eval, decode, inference,
+    export, a resumed training run): the entry point's defaults, then what the run's
+    record holds, then the flags the command line gave (``config.given``).
+
+    The command's own flags (``command_flags`` and ``COMMAND_FLAGS``: the mode, the data
+    it reads, where it writes, how it runs) are never taken from the record. A given flag
+    of ``model_flags`` or ``MODEL_FLAGS`` that contradicts the record is refused. Without
+    a record, one warning, and the command's flags are the run's.
+
+    Args:
+      config: the command's ``acvi_tf.config.Config``, parsed with the training entry
+        point's flags.
+      run_dir: the run's folder, the one holding the record.
+      model_flags: the entry point's flags that decide the model's variables.
+      command_flags: the entry point's flags that belong to each command.
+      name: the record's file name.
+
+    Returns:
+      The ``acvi_tf.config.Config``; its ``given`` stays the command line's.
+
+    Raises:
+      FlagChangeError: naming the flag, the run's value, the given one and the fix.
+    """
+    recorded = read_flag_record(run_dir, name)
+    path = os.path.join(run_dir, name)
+    if recorded is None:
+        if not os.path.exists(path):  # read_flag_record warns of an unreadable one
+            logging.warning(
+                "%s is missing (a run from before records, or an imported checkpoint): "
+                "the run's settings are this command's flags",
+                path,
+            )
+        return config
+    values = config.record()
+    for n in sorted(config.given & (set(model_flags) | set(MODEL_FLAGS))):
+        if n in recorded and n in values and recorded[n] != values[n]:
+            raise _model_change(path, n, recorded[n], values[n])
+    own = set(command_flags) | set(COMMAND_FLAGS) | config.given
+    return config.replace(
+        **{n: v for n, v in recorded.items() if n in config.recorded and n not in own}
+    )
+
+
+def recorded_config(
+    define_flags: Callable[[flags.FlagValues], None],
+    run_dir: str,
+    names_the_run: str,
+    trained_with: str,
+    model_flags: Iterable[str],
+    command_flags: Iterable[str],
+    **given: Any,
+) -> config_lib.Config:
+    """A trained run's settings for a command that only names the run (raw-text
+    inference, export): ``run_config`` of the training entry point's flags, with the
+    values of ``given`` that are not None as the given flags.
 
     Args:
       define_flags: the training entry point's ``define_flags(flag_values)``.
@@ -517,8 +619,9 @@ def recorded_config(define_flags, run_dir, names_the_run, trained_with, **given)
       names_the_run: the command's flags that name the run, for the message
         (e.g. ``"--out_dir"``).
       trained_with: the training entry point's module, for the message.
-      **given: settings that replace the recorded ones (the run's folder flags, the
-        search settings the command was given).
+      model_flags, command_flags: the training entry point's (``run_config``).
+      **given: settings the command was given (the run's folder flags, the search
+        settings); None: not given.
 
     Returns:
       The ``acvi_tf.config.Config``.
@@ -526,24 +629,46 @@ def recorded_config(define_flags, run_dir, names_the_run, trained_with, **given)
     Raises:
       app.UsageError: the run has no ``hparams.json``.
     """
-    path = os.path.join(run_dir, "hparams.json")
+    path = os.path.join(run_dir, RECORD)
     if not os.path.exists(path):
         raise app.UsageError(
             "%s is missing: %s must name a run trained with %s"
             % (path, names_the_run, trained_with)
         )
-    with open(path, encoding="utf-8") as f:
-        recorded = json.load(f)
-    config = config_lib.parse(define_flags, [trained_with])
-    values = {k: v for k, v in recorded.items() if k in config and not k.startswith("_")}
-    values.update({k: v for k, v in given.items() if v is not None})
-    return config.replace(**values)
+    defaults = config_lib.parse(define_flags, [trained_with])
+    given = {k: v for k, v in given.items() if v is not None}
+    config = config_lib.Config(defaults.replace(**given), given=given, recorded=defaults.recorded)
+    return run_config(config, run_dir, model_flags, command_flags)
+
+
+def describe(
+    config: config_lib.Config, names: Sequence[str], derived: Optional[Mapping[str, str]] = None
+) -> str:
+    """``name=value (how)`` of each setting, for a command's one log line: ``given`` (on
+    the command line), ``derived: <why>`` (``derived``: name -> why) or ``the run's``.
+
+    Args:
+      config: the command's ``acvi_tf.config.Config`` (after ``run_config``).
+      names: the settings, in order.
+      derived: settings derived from others, by name, with the rule.
+
+    Returns:
+      The settings joined by commas.
+    """
+    derived = derived or {}
+
+    def how(n):
+        if n in config.given:
+            return "given"
+        return "derived: %s" % derived[n] if n in derived else "the run's"
+
+    return ", ".join("%s=%s (%s)" % (n, config[n], how(n)) for n in names)
 
 
 def compare_flag_record(out_dir, config, model_flags, name="hparams.json"):
-    """Compares the flags of a command that continues a run (a resume, an inference) with
-    the run's record, if it has one: a changed flag of ``model_flags`` or ``MODEL_FLAGS``
-    is refused; every other change is logged.
+    """Compares the flags of a resumed training run with the run's record, if it has
+    one: a changed flag of ``model_flags`` or ``MODEL_FLAGS`` is refused; every other
+    change is logged.
 
     Args:
       out_dir: the run's folder.
@@ -554,25 +679,16 @@ def compare_flag_record(out_dir, config, model_flags, name="hparams.json"):
     Raises:
       FlagChangeError: naming the flag, the run's value, the new one and the fix.
     """
-    path = os.path.join(out_dir, name)
-    if not os.path.exists(path):
+    recorded = read_flag_record(out_dir, name)
+    if recorded is None:
         return
+    path = os.path.join(out_dir, name)
     values = config.record()
     model_flags = set(model_flags) | set(MODEL_FLAGS)
-    with open(path, encoding="utf-8") as f:
-        try:
-            recorded = json.load(f)
-        except json.JSONDecodeError:
-            logging.warning("%s is not JSON; this command's flags are not compared", path)
-            return
     changed = sorted(n for n in values if n in recorded and recorded[n] != values[n])
     for n in changed:
         if n in model_flags:
-            raise FlagChangeError(
-                "%s: the run was trained with --%s=%s, this command gives --%s=%s, which "
-                "changes the model; give --%s=%s, or use a new folder"
-                % (path, n, recorded[n], n, values[n], n, recorded[n])
-            )
+            raise _model_change(path, n, recorded[n], values[n])
     if changed:
         logging.info(
             "Continuing the run with changed flags: %s",

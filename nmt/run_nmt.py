@@ -9,7 +9,9 @@ scaled Luong). Explicit flags override the preset.
 Training writes ``out_dir/translate.ckpt-<step>`` (5 kept), the best dev-BLEU model in
 ``out_dir/best_bleu/``, TensorBoard logs in ``out_dir/train_log`` and the translations of
 dev and test in ``out_dir/output_{dev,test}``. With ``--inference_input_file`` it
-translates a file instead (and scores it if ``--inference_ref_file`` is given).
+translates a file instead (and scores it if ``--inference_ref_file`` is given). Inference
+and a resume take the run's settings from ``out_dir/hparams.json``
+(``acvi_flags.run_config``); the model's flags need not be repeated.
 """
 
 import functools
@@ -45,6 +47,18 @@ MODEL_FLAGS = (
     "num_heads",
     "optimizer",
 )
+# Flags of this entry point that belong to each command, never taken from the run's
+# record: where the run is, and inference's input, output, checkpoint and heat maps.
+COMMAND_FLAGS = (
+    "out_dir",
+    "inference_input_file",
+    "inference_output_file",
+    "inference_ref_file",
+    "ckpt",
+    "attention_images",
+)
+# The search settings an inference logs.
+SEARCH_FLAGS = ("infer_mode", "beam_width", "length_penalty_weight", "infer_batch_size")
 
 
 def define_flags(fv=flags.FLAGS):
@@ -214,6 +228,28 @@ BATCH_SIGNATURE = data.BATCH_SIGNATURE
 def apply_preset(config):
     """``config`` with the preset's values on every flag the command line did not give."""
     return config.replace(**hparams.preset_values(config.hparams_preset, config.given))
+
+
+def check_search(config):
+    """Refuses a beam search of no width.
+
+    Raises:
+      acvi_tf.flags.DecodeSettingError: ``--infer_mode=beam_search`` with
+        ``--beam_width=0``.
+    """
+    if config.infer_mode == "beam_search" and config.beam_width <= 0:
+        raise acvi_flags.DecodeSettingError(
+            "--infer_mode=beam_search needs --beam_width > 0, got --beam_width=%d; give "
+            "--beam_width=10 (the ACVI paper's) or another width" % config.beam_width
+        )
+
+
+def log_search(config):
+    """Logs the search settings of an inference in one line, each with its source."""
+    logging.info(
+        "Translating with %s; at most twice each source's length",
+        acvi_flags.describe(config, SEARCH_FLAGS),
+    )
 
 
 def learning_rate_schedule(config):
@@ -508,7 +544,8 @@ def infer(config, vocabs):
     if path is None:
         raise app.UsageError("no checkpoint in %s; give --ckpt" % config.out_dir)
     _check_vocabulary(config, path, src_vocab, tgt_vocab)
-    tf.train.Checkpoint(model=model).restore(path).expect_partial()
+    checkpoints.restore_model(tf.train.Checkpoint(model=model), path)
+    log_search(config)
     translator = translator_lib.Translator(
         model,
         tgt_vocab,
@@ -545,18 +582,20 @@ def run(config):
       Training: the best dev BLEU. Inference: the BLEU against
       ``--inference_ref_file``, or None.
     """
+    # the preset first: the run's record holds the values it set, and wins over it
     config = apply_preset(config)
-    for name in ("src", "tgt", "vocab_prefix", "out_dir"):
+    if not config.out_dir:
+        raise app.UsageError("--out_dir is required")
+    resuming = tf.train.latest_checkpoint(config.out_dir) is not None
+    if config.inference_input_file or resuming:
+        config = acvi_flags.run_config(config, config.out_dir, MODEL_FLAGS, COMMAND_FLAGS)
+    for name in ("src", "tgt", "vocab_prefix"):
         if not getattr(config, name):
             raise app.UsageError("--%s is required" % name)
-    if config.infer_mode == "beam_search" and config.beam_width <= 0:
-        raise app.UsageError("--infer_mode=beam_search needs --beam_width > 0")
+    check_search(config)
     strategy = acvi_flags.configure_runtime(config, trains=not config.inference_input_file)
     os.makedirs(config.out_dir, exist_ok=True)
-    resuming = tf.train.latest_checkpoint(config.out_dir) is not None
-    if config.inference_input_file:  # the training run's record stays as it is
-        acvi_flags.compare_flag_record(config.out_dir, config, MODEL_FLAGS)
-    else:
+    if not config.inference_input_file:  # inference leaves the run's record as it is
         acvi_flags.write_flag_record(
             config.out_dir,
             config,

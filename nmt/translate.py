@@ -24,8 +24,8 @@ import os
 import tensorflow as tf
 from absl import app, flags, logging
 
+from acvi_tf import checkpoints, errors, files, text
 from acvi_tf import config as config_lib
-from acvi_tf import errors, files, text
 from acvi_tf import flags as acvi_flags
 from acvi_tf import progress as progress_lib
 from acvi_tf.formats import bpe, nmt_text
@@ -73,7 +73,14 @@ def define_flags(fv=flags.FLAGS):
 def run_config(out_dir, given):
     """The run's settings as its ``hparams.json`` records them, with ``given`` on top."""
     return acvi_flags.recorded_config(
-        run_nmt.define_flags, out_dir, "--out_dir", "nmt.run_nmt", **given, out_dir=out_dir
+        run_nmt.define_flags,
+        out_dir,
+        "--out_dir",
+        "nmt.run_nmt",
+        run_nmt.MODEL_FLAGS,
+        run_nmt.COMMAND_FLAGS,
+        **given,
+        out_dir=out_dir,
     )
 
 
@@ -105,7 +112,12 @@ def preprocessor(config):
 
 def load_translator(config):
     """The run's model with its best weights (or ``--ckpt``'s) as a ``Translator``, and
-    the source and target vocabularies."""
+    the source and target vocabularies.
+
+    Raises:
+      acvi_tf.flags.DecodeSettingError: a beam search of no width.
+    """
+    run_nmt.check_search(config)
     vocabs = []
     for suffix in (config.src, config.tgt):
         _, path = nmt_text.check_vocab("%s.%s" % (config.vocab_prefix, suffix), config.out_dir)
@@ -120,8 +132,9 @@ def load_translator(config):
     if path is None:
         raise app.UsageError("no checkpoint in %s; train first or give --ckpt" % config.out_dir)
     run_nmt._check_vocabulary(config, path, src_vocab, tgt_vocab)
-    tf.train.Checkpoint(model=model).restore(path).expect_partial()
+    checkpoints.restore_model(tf.train.Checkpoint(model=model), path)
     logging.info("Restored the model from %s", path)
+    run_nmt.log_search(config)
     searcher = translator_lib.Translator(
         model,
         tgt_vocab,

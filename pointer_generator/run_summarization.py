@@ -6,7 +6,9 @@ the ACVI flags come from ``acvi_tf.flags``. Additions: ``--optimizer``, ``--max_
 ``--checkpoint_secs`` and ``--eval_max_batches``. Layout, as the original:
 ``log_root/exp_name/train`` (checkpoints ``model.ckpt-<step>``, TensorBoard) and
 ``log_root/exp_name/eval`` (``bestmodel-<step>``, ``best.json``; each checkpoint's
-validation loss and See's running average for TensorBoard).
+validation loss and See's running average for TensorBoard). The eval job, decode mode and
+a resume take the run's settings from its ``hparams.json`` (``acvi_flags.run_config``);
+the model's flags need not be repeated.
 """
 
 import os
@@ -319,6 +321,27 @@ MODEL_FLAGS = (
     "transformer_units",
     "transformer_heads",
 )
+# Flags of this entry point that belong to each command, never taken from the run's
+# record: the mode, the data it reads, where the run is, one-off actions, the decode's
+# folder and shards. (min_dec_steps is the given one or derived, ``min_dec_steps``.)
+COMMAND_FLAGS = (
+    "mode",
+    "data_path",
+    "single_pass",
+    "log_root",
+    "exp_name",
+    "convert_to_coverage_model",
+    "restore_best_model",
+    "debug",
+    "eval_max_batches",
+    "decode_overwrite",
+    "num_shards",
+    "shard_index",
+    "decode_max_batches",
+)
+# See et al.'s default shortest summary, at their default longest of 100: a decode that
+# is not given --min_dec_steps uses 35, or 35% of a shorter maximum.
+SEE_MIN_DEC_STEPS = 35
 
 
 def _experiment_dirs(config):
@@ -340,6 +363,86 @@ def _phases(config):
             raise app.UsageError(str(e)) from e
     end = config.max_steps or 2**62
     return [curriculum.Phase(0, end, config.max_enc_steps, config.max_dec_steps, config.coverage)]
+
+
+def derived_min_dec_steps(max_dec_steps: int) -> int:
+    """See et al.'s 35 where the maximum allows it (100 and up), else 35% of it, rounded
+    down: never above the maximum."""
+    return min(SEE_MIN_DEC_STEPS, SEE_MIN_DEC_STEPS * max_dec_steps // 100)
+
+
+def min_dec_steps(config, max_dec_steps: int, where: str) -> int:
+    """The shortest summary of a decode whose longest is ``max_dec_steps``: the given
+    ``--min_dec_steps``, else ``derived_min_dec_steps``.
+
+    Args:
+      config: the command's ``Config``.
+      max_dec_steps: the decode's longest summary.
+      where: where that maximum comes from, for the message.
+
+    Raises:
+      acvi_tf.flags.DecodeSettingError: the given minimum exceeds the maximum.
+    """
+    if "min_dec_steps" not in config.given:
+        return derived_min_dec_steps(max_dec_steps)
+    if config.min_dec_steps > max_dec_steps:
+        raise acvi_flags.DecodeSettingError(
+            "--min_dec_steps=%d exceeds max_dec_steps=%d (%s), so every summary would run "
+            "to the maximum; give --min_dec_steps=%d or less, or leave it out to derive it"
+            % (config.min_dec_steps, max_dec_steps, where, max_dec_steps)
+        )
+    return config.min_dec_steps
+
+
+def decode_config(config):
+    """``config`` with the lengths a decode of the run uses, logged in one line: the
+    given ``--max_enc_steps`` and ``--max_dec_steps``, else the run's final phase's (its
+    record's without ``--phases``), and ``min_dec_steps``.
+
+    Raises:
+      acvi_tf.flags.DecodeSettingError: a given minimum exceeds the maximum.
+    """
+    final = _phases(config)[-1]
+    lengths = {
+        name: config[name] if name in config.given else getattr(final, name)
+        for name in ("max_enc_steps", "max_dec_steps")
+    }
+    derived = {
+        name: "the run's final phase"
+        for name in lengths
+        if config.phases and name not in config.given
+    }
+    where = "given" if "max_dec_steps" in config.given else "the run's"
+    config = config.replace(**lengths)
+    config = config.replace(min_dec_steps=min_dec_steps(config, config.max_dec_steps, where))
+    derived["min_dec_steps"] = "See's %d, at most %d%% of max_dec_steps" % (
+        SEE_MIN_DEC_STEPS,
+        SEE_MIN_DEC_STEPS,
+    )
+    names = ("max_enc_steps", "max_dec_steps", "min_dec_steps", "beam_size")
+    logging.info("Decoding with %s", acvi_flags.describe(config, names, derived))
+    return config
+
+
+def check_beam(config, vocab):
+    """Refuses a ``--beam_size`` whose 2K candidates per hypothesis outnumber the words
+    of the vocabulary.
+
+    Raises:
+      acvi_tf.flags.DecodeSettingError: naming the beam, the vocabulary and the fix.
+    """
+    if 2 * config.beam_size > vocab.size():
+        raise acvi_flags.DecodeSettingError(
+            "--beam_size=%d proposes %d candidates per hypothesis, more than the %d words "
+            "of the vocabulary (%s); use --beam_size=%d or less"
+            % (
+                config.beam_size,
+                2 * config.beam_size,
+                vocab.size(),
+                config.vocab_path,
+                vocab.size() // 2,
+            )
+        )
 
 
 def _build_model(config, vocab):
@@ -624,12 +727,22 @@ def _write_samples(config, model, vocab, phase, batch, step, summarizers, count=
     ``summarizers`` caches one ``decode.Summarizer`` per curriculum phase.
     """
     if phase not in summarizers:
+        shortest = min_dec_steps(config, phase.max_dec_steps, "the phase's")
+        logging.info(
+            "Sample summaries of phase %d-%d: max_dec_steps=%d (the phase's), "
+            "min_dec_steps=%d (%s)",
+            phase.start,
+            phase.end,
+            phase.max_dec_steps,
+            shortest,
+            "given" if "min_dec_steps" in config.given else "derived",
+        )
         summarizers[phase] = decode_lib.Summarizer(
             model,
             vocab,
             config.beam_size,
             phase.max_dec_steps,
-            min(config.min_dec_steps, phase.max_dec_steps),
+            shortest,
             phase.coverage,
             config.initial_state_attention,
             config.length_normalization,
@@ -672,6 +785,8 @@ def evaluate(config, vocab, train_dir, eval_dir, phases):
     waits for the next checkpoint. The running average is still written to TensorBoard
     under See's name. The job ends once it has scored the checkpoint of the last step.
     """
+    for phase in phases:  # a given minimum must fit every phase's samples
+        min_dec_steps(config, phase.max_dec_steps, "phase %d-%d's" % (phase.start, phase.end))
     lock = trainer_lib.lock_folder(eval_dir, job="eval job")  # held while the job runs
     checkpoints.remove_interrupted_saves(eval_dir)
     model = _build_model(config, vocab)
@@ -709,7 +824,7 @@ def evaluate(config, vocab, train_dir, eval_dir, phases):
 
     def restore(path):
         _check_vocabulary(config, path, vocab)
-        checkpointer.checkpoint.restore(path).expect_partial()
+        checkpoints.restore_model(checkpointer.checkpoint, path)
 
     running_avg, summarizers = None, {}
     for path in checkpoints.newest_checkpoints(train_dir, restore):
@@ -766,13 +881,14 @@ def evaluate(config, vocab, train_dir, eval_dir, phases):
 
 def decode(config, vocab, train_dir, phases):
     """Decode mode: batched beam search with the latest training checkpoint."""
+    config = decode_config(config)
     model = _build_model(config, vocab)
     checkpoint = tf.train.Checkpoint(model=model)
     latest = tf.train.latest_checkpoint(train_dir)
     if latest is None:
         raise app.UsageError("no checkpoint in %s to decode with" % train_dir)
     _check_vocabulary(config, latest, vocab)
-    checkpoint.restore(latest).expect_partial()
+    checkpoints.restore_model(checkpoint, latest)
     step = checkpoints.checkpoint_step(latest)
     coverage_on = config.coverage or curriculum.phase_at(phases, step).coverage
     summarizer = decode_lib.Summarizer(
@@ -866,31 +982,28 @@ def run(config):
     Returns:
       The trained model, the eval job's best loss, or the decode's metrics.
     """
-    if not config.data_path or not config.vocab_path or not config.log_root:
-        raise app.UsageError("--data_path, --vocab_path and --log_root are required")
+    if not config.data_path or not config.log_root:
+        raise app.UsageError("--data_path and --log_root are required")
+    train_dir, eval_dir = _experiment_dirs(config)
+    resuming = config.mode == "train" and tf.train.latest_checkpoint(train_dir) is not None
+    if config.mode != "train" or resuming:
+        config = acvi_flags.run_config(
+            config, os.path.dirname(train_dir), MODEL_FLAGS, COMMAND_FLAGS
+        )
+    if not config.vocab_path:
+        raise app.UsageError("--vocab_path is required")
     strategy = acvi_flags.configure_runtime(config, trains=config.mode == "train")
     if config.debug:
         tf.debugging.enable_check_numerics()
-    train_dir, eval_dir = _experiment_dirs(config)
     vocab = vocab_lib.Vocab(config.vocab_path, config.vocab_size, "vocab_size" in config.given)
-    if config.mode == "decode" and 2 * config.beam_size > vocab.size():
-        raise app.UsageError(
-            "--beam_size=%d proposes %d candidates per hypothesis, more than the %d words "
-            "of the vocabulary (%s); use --beam_size=%d or less"
-            % (
-                config.beam_size,
-                2 * config.beam_size,
-                vocab.size(),
-                config.vocab_path,
-                vocab.size() // 2,
-            )
-        )
+    if config.mode != "train":
+        check_beam(config, vocab)
     phases = _phases(config)
     if config.mode == "train":
         acvi_flags.write_flag_record(
             os.path.dirname(train_dir),
             config,
-            resume_model_flags=MODEL_FLAGS if tf.train.latest_checkpoint(train_dir) else None,
+            resume_model_flags=MODEL_FLAGS if resuming else None,
             chief=distribute.is_chief(strategy),
         )
         return train(config, vocab, train_dir, phases, strategy)

@@ -9,7 +9,8 @@ eval job's ``bestmodel``, else the newest training checkpoint, or ``--ckpt``) an
 one summary per line (``--output``, default standard output): the decoded tokens joined
 by spaces, as ``--mode=decode`` writes them (there one sentence per line). An empty line
 gives an empty summary. The model is the one the run's ``hparams.json`` records; the
-decode flags default to the run's and may be given here.
+decode flags default to the run's (``--min_dec_steps`` to one derived from the maximum)
+and may be given here.
 
 Usage::
 
@@ -50,16 +51,18 @@ def define_run_flags(fv=flags.FLAGS):
         "Checkpoint (default: eval/'s best model, else train/'s newest).",
         flag_values=fv,
     )
-    for name, help_text in (
-        ("beam_size", "Beam width."),
-        ("min_dec_steps", "Shortest summary, in tokens."),
-        ("max_dec_steps", "Longest summary, in tokens."),
-        ("max_enc_steps", "Document truncation length, in tokens."),
-        ("decode_batch_size", "Documents per batched beam search."),
+    for name, help_text, lower_bound in (
+        ("beam_size", "Beam width. Default: the run's.", 1),
+        (
+            "min_dec_steps",
+            "Shortest summary, in tokens. Default: See's 35, at most 35% of max_dec_steps.",
+            0,
+        ),
+        ("max_dec_steps", "Longest summary, in tokens. Default: the run's.", 1),
+        ("max_enc_steps", "Document truncation length, in tokens. Default: the run's.", 1),
+        ("decode_batch_size", "Documents per batched beam search. Default: the run's.", 1),
     ):
-        flags.DEFINE_integer(
-            name, None, help_text + " Default: the run's.", lower_bound=0, flag_values=fv
-        )
+        flags.DEFINE_integer(name, None, help_text, lower_bound=lower_bound, flag_values=fv)
     flags.mark_flags_as_required(["log_root", "exp_name"], flag_values=fv)
 
 
@@ -75,20 +78,25 @@ def define_flags(fv=flags.FLAGS):
 
 
 def run_config(log_root, exp_name, given):
-    """The run's settings as its ``hparams.json`` records them, with ``given`` on top.
+    """The run's settings as its ``hparams.json`` records them, with ``given`` on top,
+    and the decode's lengths (``run_summarization.decode_config``).
 
     Raises:
       app.UsageError: the run has no ``hparams.json``.
+      acvi_tf.flags.DecodeSettingError: a given minimum exceeds the maximum.
     """
-    return acvi_flags.recorded_config(
+    config = acvi_flags.recorded_config(
         run_summarization.define_flags,
         os.path.join(log_root, exp_name),
         "--log_root and --exp_name",
         "pointer_generator.run_summarization",
+        run_summarization.MODEL_FLAGS,
+        run_summarization.COMMAND_FLAGS,
         **given,
         log_root=log_root,  # where the run is now
         exp_name=exp_name,
     )
+    return run_summarization.decode_config(config)
 
 
 def corpus_record(vocab_path):
@@ -125,11 +133,16 @@ def best_checkpoint(config, ckpt=None):
 
 def load_summarizer(config, vocab, ckpt=None):
     """The run's model with its best weights (or ``ckpt``'s), as a batched beam-search
-    ``Summarizer``."""
+    ``Summarizer``.
+
+    Raises:
+      acvi_tf.flags.DecodeSettingError: the beam is too wide for the vocabulary.
+    """
+    run_summarization.check_beam(config, vocab)
     model = run_summarization._build_model(config, vocab)
     path = best_checkpoint(config, ckpt)
     run_summarization._check_vocabulary(config, path, vocab)
-    tf.train.Checkpoint(model=model).restore(path).expect_partial()
+    checkpoints.restore_model(tf.train.Checkpoint(model=model), path)
     step = checkpoints.checkpoint_step(path)
     coverage_on = (
         config.coverage or curriculum.phase_at(run_summarization._phases(config), step).coverage

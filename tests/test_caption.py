@@ -53,7 +53,9 @@ def test_new_videos_are_captioned_as_decode_captions_them(tmp_path):
     ]
     parse = lambda *argv: config_lib.parse(run_captioning.define_flags, common + list(argv))  # noqa: E731
     run_captioning.run(parse("--mode=train", "--max_steps=3", "--valid_every=3"))
-    run_captioning.run(parse("--mode=decode", "--decode_split=test"))
+    # the model's flags come from the run's record
+    decode = ["run_captioning", "--out_dir=%s" % run, "--mode=decode", "--decode_split=test"]
+    run_captioning.run(config_lib.parse(run_captioning.define_flags, decode))
     expected = json.loads((run / "decode_test" / "captions.json").read_text())["white"]
 
     (tmp_path / "in.txt").write_text("%s\n\n%s\n" % (paths["white"], paths["red"]))

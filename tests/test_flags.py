@@ -238,7 +238,7 @@ def test_a_resume_refuses_a_changed_model_flag_and_logs_the_others(tmp_path, abs
     with pytest.raises(
         acvi_flags.FlagChangeError,
         match=r"hparams.json: the run was trained with --context=acvi, this command gives "
-        r"--context=sa, which changes the model; give --context=acvi",
+        r"--context=sa, which changes the model; leave --context out to use the run's value",
     ):
         acvi_flags.write_flag_record(str(tmp_path), _parse("--context=sa"), resume_model_flags=())
     # the entry point's own model flags count too
@@ -255,6 +255,32 @@ def test_the_flag_values_are_logged_at_verbosity_1_only(tmp_path, absl_caplog):
     absl_caplog.set_level("DEBUG", logger="absl")  # --verbosity=1
     acvi_flags.write_flag_record(str(tmp_path), _parse("--kl_weight=0.01"))
     assert "flags: {" in absl_caplog.text and "'kl_weight': 0.01" in absl_caplog.text
+
+
+def test_run_config_takes_the_record_under_the_given_flags(tmp_path, absl_caplog):
+    # the run: non-default model flags, a decode setting, and a command's own flags
+    run = _parse("--context=sa", "--ved_latent_dim=7", "--seed=5", "--num_gpus=2")
+    acvi_flags.write_flag_record(str(tmp_path), run)
+    config = acvi_flags.run_config(_parse("--seed=9", "--context=sa"), str(tmp_path), ())
+    assert (config.context, config.ved_latent_dim) == ("sa", 7)  # the record's
+    assert config.seed == 9  # given, not a model flag: the command line's
+    assert config.num_gpus is None  # a shared command flag stays the command's
+    assert config.given == {"seed", "context"}
+    # a given model flag that contradicts the record is refused in one line
+    with pytest.raises(
+        acvi_flags.FlagChangeError,
+        match=r"hparams.json: the run was trained with --ved_latent_dim=7, this command gives "
+        r"--ved_latent_dim=8, which changes the model; leave --ved_latent_dim out",
+    ):
+        acvi_flags.run_config(_parse("--ved_latent_dim=8"), str(tmp_path), ())
+    # an entry point's command flags are not taken from the record
+    kept = acvi_flags.run_config(_parse(), str(tmp_path), (), ("seed",))
+    assert (kept.seed, kept.ved_latent_dim) == (111, 7)
+    # without a record: one warning, the command's flags
+    absl_caplog.clear()
+    alone = acvi_flags.run_config(_parse("--seed=3"), str(tmp_path / "old"), ())
+    assert (alone.context, alone.seed) == ("acvi", 3)
+    assert "hparams.json is missing" in absl_caplog.text
 
 
 @settings(max_examples=60, deadline=None)

@@ -3,6 +3,7 @@ train, resume, eval and decode, runs in test_vc_learning.py on the shipped clips
 
 import json
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -94,24 +95,41 @@ def test_most_common_caption_breaks_ties_alphabetically():
     assert run_captioning.most_common_caption(records) == "a b"
 
 
-def test_a_resume_with_another_model_size_names_the_flag(tmp_path):
+def test_decode_and_a_resume_read_the_model_from_the_record(tmp_path, absl_caplog):
     data_dir, features = _dataset(tmp_path)
-    common = [
-        "--mode=train",
-        "--data_dir=" + data_dir,
-        "--features=" + features,
-        "--out_dir=" + str(tmp_path / "run"),
-        "--decoder_units=4",
-        "--metrics=ROUGE_L",
-        "--best_metric=ROUGE_L",
-        "--batch_size=4",
-        "--max_steps=2",
-    ]
-    run_captioning.run(_flags(*common, "--encoder_units=4"))
+    run = "--out_dir=" + str(tmp_path / "run")
+    model = ["--encoder_units=4", "--decoder_units=3", "--emb_dim=5", "--attention_units=3"]
+    common = ["--data_dir=" + data_dir, "--features=" + features, run, "--metrics=ROUGE_L"]
+    common += ["--best_metric=ROUGE_L", "--beam_size=2", "--num_frames=3", *model]
+    run_captioning.run(_flags(*common, "--batch_size=4", "--max_steps=2"))
+    captions = []
+    for argv in ([run], common):  # the run's folder only, then every flag repeated
+        absl_caplog.clear()
+        report = run_captioning.run(_flags("--mode=decode", *argv))
+        path = tmp_path / "run" / "decode_test" / "captions.json"
+        captions.append(json.loads(path.read_text()))
+        assert report["split"] == "test" and set(report["model"]) == {"ROUGE_L"}
+    assert captions[0] == captions[1] and len(captions[0]) == 2
+    assert (
+        "Captioning with beam_size=2 (given), max_decode_len=50 (the run's), "
+        "length_normalization=none (the run's), decode_batch_size=100 (the run's)"
+    ) in absl_caplog.text
+    # refused before any checkpoint is looked for: a folder with only the record will do
+    (tmp_path / "copy").mkdir()
+    shutil.copy(tmp_path / "run" / "hparams.json", tmp_path / "copy")
+    with pytest.raises(acvi_flags.FlagChangeError, match="--emb_dim=5, this command gives"):
+        run_captioning.run(
+            _flags("--mode=decode", "--out_dir=%s" % (tmp_path / "copy"), "--emb_dim=6")
+        )
     with pytest.raises(
         acvi_flags.FlagChangeError, match="--encoder_units=4, this command gives --encoder_units=6"
     ):
         run_captioning.run(_flags(*common, "--encoder_units=6", "--max_steps=4"))
+    # a resume given the folder only builds the run's model (a model of the defaults'
+    # sizes would not restore) and keeps the record's values
+    run_captioning.run(_flags(run, "--max_steps=2"))
+    record = json.loads((tmp_path / "run" / "hparams.json").read_text())
+    assert (record["encoder_units"], record["num_frames"], record["batch_size"]) == (4, 3, 4)
 
 
 def test_a_mirrored_run_trains_validates_and_resumes(tmp_path):

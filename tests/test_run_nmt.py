@@ -5,6 +5,7 @@ one-line errors."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -66,7 +67,14 @@ def _run(corpus, out_dir, *extra):
     return run_nmt.run(config_lib.parse(run_nmt.define_flags, argv))
 
 
-def test_train_evaluate_and_translate(corpus, tmp_path):
+def _with_record(out_dir, *argv):
+    """The entry point given the run's folder and ``argv`` only: the rest is the run's
+    record."""
+    config = config_lib.parse(run_nmt.define_flags, ["run_nmt", "--out_dir=%s" % out_dir, *argv])
+    return run_nmt.run(config)
+
+
+def test_train_evaluate_and_translate(corpus, tmp_path, absl_caplog):
     out = tmp_path / "out"
     assert _run(corpus, out) >= 0.0
     assert json.loads((out / "hparams.json").read_text())["num_units"] == 16
@@ -74,28 +82,33 @@ def test_train_evaluate_and_translate(corpus, tmp_path):
     assert tf.train.latest_checkpoint(str(out / "best_bleu")) is not None
     assert len((out / "output_dev").read_text().splitlines()) == 10
     assert any(f.startswith("events") for f in os.listdir(out / "train_log"))
-    score = _run(
-        corpus,
-        out,
+    inference = [
         "--inference_input_file=%s" % (corpus / "dev.en"),
         "--inference_ref_file=%s" % (corpus / "dev.de"),
-        "--inference_output_file=%s" % (tmp_path / "dev.hyp"),
         "--infer_mode=beam_search",
         "--beam_width=3",
-        "--attention_images=2",
-    )
+    ]
+    absl_caplog.clear()
+    score = _with_record(out, *inference, "--inference_output_file=%s" % (tmp_path / "dev.hyp"))
     assert score >= 0.0
     assert len((tmp_path / "dev.hyp").read_text().splitlines()) == 10
+    assert (
+        "Translating with infer_mode=beam_search (given), beam_width=3 (given), "
+        "length_penalty_weight=0.0 (the run's), infer_batch_size=8 (the run's)"
+    ) in absl_caplog.text
+    # the same with the model's flags repeated
+    repeated = _run(corpus, out, *inference, "--attention_images=2")
+    assert repeated == score
+    assert (out / "output_infer").read_text() == (tmp_path / "dev.hyp").read_text()
     assert sorted(os.listdir(out / "attention")) == ["000000.png", "000001.png"]
     # translating leaves the training run's record as it was
     assert json.loads((out / "hparams.json").read_text())["inference_input_file"] is None
-    # a resume that would change the model is refused, naming the flag; as a command,
-    # in one line with status 2
+    # a flag that would change the model is refused, naming it: by a resume, and by an
+    # inference as a command, in one line with status 2
     with pytest.raises(acvi_flags.FlagChangeError, match="--num_units=16, this command gives"):
         _run(corpus, out, "--num_units=32", "--num_train_steps=12")
     result = subprocess.run(
-        [sys.executable, "-m", "nmt.run_nmt"]
-        + _args(corpus, out, "--num_units=32", "--num_train_steps=12"),
+        [sys.executable, "-m", "nmt.run_nmt", "--out_dir=%s" % out, "--num_units=32"] + inference,
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -104,9 +117,14 @@ def test_train_evaluate_and_translate(corpus, tmp_path):
     assert result.returncode == 2, result.stderr[-3000:]
     assert result.stderr.splitlines()[-1] == (
         "error: %s: the run was trained with --num_units=16, this command gives "
-        "--num_units=32, which changes the model; give --num_units=16, or use a new folder"
-        % (out / "hparams.json")
+        "--num_units=32, which changes the model; leave --num_units out to use the run's "
+        "value, or use a new folder for a new run" % (out / "hparams.json")
     )
+    # a folder that holds only the record names the run too (--ckpt the checkpoint)
+    shutil.copy(out / "hparams.json", tmp_path / "hparams.json")
+    ckpt = "--ckpt=%s" % tf.train.latest_checkpoint(str(out))
+    with pytest.raises(acvi_flags.DecodeSettingError, match="needs --beam_width > 0, got"):
+        _with_record(tmp_path, ckpt, *inference[:3], "--beam_width=0")
 
 
 def test_transformer_model_type_trains_and_resumes_keeping_a_better_best(corpus, tmp_path):
@@ -169,8 +187,11 @@ def test_a_mirrored_run_trains_evaluates_and_resumes(corpus, tmp_path):
     assert _run(corpus, out, "--distribution_strategy=mirrored", "--num_gpus=0") >= 0.0
     assert tf.train.latest_checkpoint(str(out)).endswith("translate.ckpt-10")
     assert json.loads((out / "hparams.json").read_text())["distribution_strategy"] == "mirrored"
-    _run(corpus, out, "--num_train_steps=15", "--steps_per_external_eval=15")
+    # the resume names only the folder and the new steps: the rest is the run's record,
+    # but for the strategy, which is each command's own
+    _with_record(out, "--num_train_steps=15", "--steps_per_external_eval=15")
     assert tf.train.latest_checkpoint(str(out)).endswith("translate.ckpt-15")
+    assert json.loads((out / "hparams.json").read_text())["distribution_strategy"] == "default"
 
 
 def test_a_bleu_tie_keeps_the_model_with_the_lower_dev_perplexity(corpus, tmp_path):

@@ -75,13 +75,16 @@ def test_eval_job_and_restore_best_model(corpus, tmp_path):
     record = json.loads((tmp_path / "exp" / "hparams.json").read_text())
     assert (record["context"], record["hidden_dim"], record["max_steps"]) == ("sa", 8, 4)
     assert record["attention_masking"] == "renormalize" and "coverage" in record
-    with pytest.raises(checkpoints.CheckpointMismatchError, match="--vocab_size=30 gives 30"):
+    # another vocabulary file of fewer words than the run's --vocab_size=40
+    small = tmp_path / "small_vocab"
+    small.write_text("".join((corpus / "vocab").read_text().splitlines(True)[:26]))
+    with pytest.raises(checkpoints.CheckpointMismatchError, match="--vocab_size=40 gives 30"):
         _run(
             corpus,
             tmp_path,
             max_steps=4,
             context="sa",
-            vocab_size=30,
+            vocab_path=str(small),
             mode="decode",
             data_path=str(corpus / "val_*"),
         )
@@ -213,8 +216,11 @@ def test_a_resume_takes_new_steps_and_refuses_a_new_model_size(
     shutil.copytree(three_sa_steps / "exp", tmp_path / "exp")
     with pytest.raises(acvi_flags.FlagChangeError, match="--hidden_dim=8, this command gives"):
         _run(corpus, tmp_path, context="sa", hidden_dim=16, max_steps=4)
+    # the model's flags, the vocabulary and the seed come from the run's record
+    argv = ["x", "--data_path=%s" % (corpus / "train_*"), "--log_root=%s" % tmp_path]
+    argv += ["--exp_name=exp", "--max_steps=4"]
     with caplog.at_level("INFO"):
-        _run(corpus, tmp_path, context="sa", max_steps=4)
+        run_summarization.run(config_lib.parse(run_summarization.define_flags, argv))
     assert "--max_steps 3 -> 4" in caplog.text
     assert tf.train.latest_checkpoint(str(tmp_path / "exp" / "train")).endswith("model.ckpt-4")
 
@@ -232,7 +238,7 @@ def test_bad_flags_give_clear_errors(corpus, tmp_path):
         _run(corpus, tmp_path, acvi_gumbel_fraction=0.1)
     with pytest.raises(flags.IllegalFlagValueError, match="--lr must be a finite number"):
         _run(corpus, tmp_path, lr=float("nan"))
-    with pytest.raises(app.UsageError, match="--beam_size=21 proposes 42 candidates"):
+    with pytest.raises(acvi_flags.DecodeSettingError, match="--beam_size=21 proposes 42"):
         _run(corpus, tmp_path, mode="decode", beam_size=21, vocab_size=40)
 
 

@@ -57,7 +57,8 @@ def test_raw_sentences_translate_as_the_run_s_inference_does(tmp_path):
         "--inference_input_file=%s" % (corpus / "bpe" / "test.en"),
         "--inference_output_file=%s" % (tmp_path / "infer.it"),
     ]
-    run_nmt.run(config_lib.parse(run_nmt.define_flags, common + infer))
+    # the model's and the search's flags come from the run's record
+    run_nmt.run(config_lib.parse(run_nmt.define_flags, ["run_nmt", "--out_dir=%s" % out, *infer]))
     expected = [bpe.remove_bpe(line) for line in nmt_text.read_lines(str(tmp_path / "infer.it"))]
     # the same sentences raw, as a user has them
     raw_by_tokens = {}

@@ -73,6 +73,8 @@ def run_config(out_dir, given):
         out_dir,
         "--out_dir",
         "video_caption.run_captioning",
+        run_captioning.MODEL_FLAGS,
+        run_captioning.COMMAND_FLAGS,
         **given,
         out_dir=out_dir,
     )

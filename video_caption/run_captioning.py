@@ -17,6 +17,9 @@ Modes (``--mode``):
   ``--attention_images`` clips), with the most-common-training-caption baseline scored
   beside them.
 
+Eval, decode and a resume take the run's settings from ``out_dir/hparams.json``
+(``acvi_flags.run_config``); the model's flags need not be repeated.
+
 Defaults are the paper's (section 4.2, appendix B): 1000-d LSTMs, 256-d embeddings,
 100-d attention, dropout 0.5, Adam with its default rate, beam 5. The arctic-capgen-vid
 extras (doubly-stochastic attention penalty, weight decay, Adadelta, clip 10) are flags.
@@ -28,8 +31,8 @@ Typical use (docs/captioner.md)::
       --features=feats --output_dir=msvd
   python -m video_caption.run_captioning --mode=train --data_dir=msvd --features=feats \\
       --out_dir=runs/acvi --context=acvi
-  python -m video_caption.run_captioning --mode=decode --data_dir=msvd --features=feats \\
-      --out_dir=runs/acvi --decode_split=test
+  python -m video_caption.run_captioning --mode=decode --out_dir=runs/acvi \\
+      --decode_split=test
 """
 
 import collections
@@ -65,6 +68,11 @@ MODEL_FLAGS = (
     "vocab_size",
     "optimizer",
 )
+# Flags of this entry point that belong to each command, never taken from the run's
+# record: the mode, where the run is, and what eval and decode read and write.
+COMMAND_FLAGS = ("mode", "out_dir", "ckpt", "decode_split", "eval_splits", "attention_images")
+# The search settings eval and decode log.
+SEARCH_FLAGS = ("beam_size", "max_decode_len", "length_normalization", "decode_batch_size")
 
 
 def define_flags(fv=flags.FLAGS):
@@ -497,8 +505,9 @@ def restore(exp):
             "--ckpt" % (config.out_dir, config.out_dir)
         )
     _check_vocabulary(path, exp)
-    tf.train.Checkpoint(model=exp.model).restore(path).expect_partial()
+    checkpoints.restore_model(tf.train.Checkpoint(model=exp.model), path)
     logging.info("Restored %s", path)
+    logging.info("Captioning with %s", acvi_flags.describe(config, SEARCH_FLAGS))
     return path
 
 
@@ -571,7 +580,11 @@ def decode(exp):
 def run(config):
     """Runs ``--mode`` on the command's frozen flags (an ``acvi_tf.config.Config``);
     returns its result."""
-    _require(config, "data_dir", "features", "out_dir")
+    _require(config, "out_dir")
+    resuming = tf.train.latest_checkpoint(os.path.join(config.out_dir, "train")) is not None
+    if config.mode != "train" or resuming:
+        config = acvi_flags.run_config(config, config.out_dir, MODEL_FLAGS, COMMAND_FLAGS)
+    _require(config, "data_dir", "features")
     if config.best_metric not in config.metrics:
         raise app.UsageError(
             "--best_metric=%s must be one of --metrics=%s"
@@ -582,7 +595,6 @@ def run(config):
     if config.mode != "train":
         exp = Experiment(config)
         return evaluate(exp) if config.mode == "eval" else decode(exp)
-    resuming = tf.train.latest_checkpoint(os.path.join(config.out_dir, "train")) is not None
     acvi_flags.write_flag_record(
         config.out_dir,
         config,
