@@ -150,18 +150,17 @@ def _close(ours, ref):
 
 @pytest.mark.parametrize("coverage", [True, False], ids=["coverage", "no_coverage"])
 @pytest.mark.parametrize("tf_version", ["1.0", "1.2.1"])
-def test_imported_model_computes_the_original(tmp_path, tf_version, coverage, caplog):
+def test_imported_model_computes_the_original(tmp_path, tf_version, coverage, absl_caplog):
     w = _original_arrays(tf_version, coverage)
     path = _write_tf1_checkpoint(tmp_path / ("model-%d" % STEP), w)
     keras.utils.set_random_seed(3)
     model = see_checkpoint.build_see_model(V, H, E)
     w_c_before = model.scorer.coverage_projection.kernel.numpy()
-    with caplog.at_level("INFO"):
-        imported = see_checkpoint.import_see_checkpoint(str(tmp_path), model)
+    imported = see_checkpoint.import_see_checkpoint(str(tmp_path), model)
     assert imported == see_checkpoint.ImportedCheckpoint(path, tf_version, STEP, coverage)
     if not coverage:
         np.testing.assert_array_equal(model.scorer.coverage_projection.kernel, w_c_before)
-        assert "coverage/w_c" in caplog.text and "initial values" in caplog.text
+        assert "coverage/w_c" in absl_caplog.text and "initial values" in absl_caplog.text
 
     rng = np.random.default_rng(1)
     lens = np.array([N, 3])
