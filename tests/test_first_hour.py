@@ -20,6 +20,7 @@ import pytest
 import served
 
 from acvi_tf.formats.bin_files import read_bin_file
+from data_prep import splits, summarization
 
 from conftest import write_video
 
@@ -50,11 +51,11 @@ TRAIN_SIZES = {
         "checkpoint_steps": "3",
     },
     "nmt.run_nmt": {
+        "num_train_steps": "6",
         "num_units": "16",
         "batch_size": "8",
         "steps_per_stats": "3",
         "steps_per_external_eval": "6",
-        "infer_batch_size": "8",
     },
     "video_caption.run_captioning": {
         "encoder_units": "16",
@@ -205,16 +206,29 @@ def test_own_parallel_text_with_bpe_to_a_served_model(tmp_path):
     assert answer["translations"] == by_translate and modules == []
 
 
+def _clips_in_every_split(train, val, test):
+    """Clip ids that the builders' hash split puts ``train``, ``val`` and ``test`` of in
+    each split (a small corpus would leave one empty by chance)."""
+    wanted = {"train": train, "val": val, "test": test}
+    clips = []
+    for number in range(1000):
+        clip = "clip%03d" % number
+        split = splits.split_of(summarization.key_hash(clip), ("train", "val", "test"))
+        if wanted[split]:
+            wanted[split] -= 1
+            clips.append(clip)
+    return clips
+
+
 def test_own_captioned_videos_to_captions_of_new_videos(tmp_path):
     cwd = _folder(tmp_path)
     os.mkdir(cwd / "my_videos")
-    colours = [(255, 0, 0), (0, 0, 255), (0, 255, 0)]
+    colours = {"red": (255, 0, 0), "blue": (0, 0, 255), "green": (0, 255, 0)}
     rows = ["clip,caption"]
-    for number in range(12):
-        colour = colours[number % 3]
-        write_video(cwd / "my_videos" / ("clip%02d" % number), num_frames=12, colour=colour)
-        name = ("red", "blue", "green")[number % 3]
-        rows += ["clip%02d,a %s square moves" % (number, name)] * 2
+    for number, clip in enumerate(_clips_in_every_split(10, 1, 1)):
+        name = sorted(colours)[number % 3]
+        write_video(cwd / "my_videos" / clip, num_frames=12, colour=colours[name])
+        rows += ["%s,a %s square moves" % (clip, name)] * 2
     (cwd / "captions.csv").write_text("\n".join(rows) + "\n")
     build, train, caption = doc_commands.block(PAGE, 2)[:3]
     for command in (build, train):
