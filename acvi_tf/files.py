@@ -14,6 +14,8 @@ import sys
 import tempfile
 from typing import IO, Iterator, List, Tuple, Type
 
+from absl import logging
+
 
 def _default_mode():
     umask = os.umask(0)
@@ -101,12 +103,22 @@ def read_input_lines(path: str, error: Type[Exception]) -> List[str]:
     return decoded
 
 
-def write_output_lines(path: str, lines: List[str]) -> None:
-    """A command's output, one line each: to a file atomically, or to standard output
-    for ``-``."""
+def write_output_lines(path: str, lines: List[str], inputs: List[str], what: str) -> None:
+    """A command's output, one line for each of its input lines: to a file atomically
+    (and a log line of what it holds), or to standard output for ``-``.
+
+    Args:
+      path: the output file, or ``-``.
+      lines: the outputs, an empty one for each blank input line.
+      inputs: the input lines, in order.
+      what: what an output is, plural (``summaries``).
+    """
     text = "".join(line + "\n" for line in lines)
     if path == "-":
         sys.stdout.write(text)
         sys.stdout.flush()
-    else:
-        atomic_write_text(path, text)
+        return
+    atomic_write_text(path, text)
+    blank = sum(1 for line in inputs if not line.strip())
+    kept = " (blank input lines stay blank: %d)" % blank if blank else ""
+    logging.info("Wrote %d %s to %s%s", len(lines) - blank, what, path, kept)

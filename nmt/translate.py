@@ -163,10 +163,9 @@ def run(config):
     given = dict(beam_width=config.beam_width, infer_batch_size=config.infer_batch_size)
     model_config = run_config(config.out_dir, given).replace(ckpt=config.ckpt)
     acvi_flags.configure_runtime(model_config)
-    translations = translate(files.read_input_lines(config.input, InputError), model_config)
-    files.write_output_lines(config.output, translations)
-    if config.output != "-":
-        logging.info("Wrote %d translations to %s", len(translations), config.output)
+    sentences = files.read_input_lines(config.input, InputError)
+    translations = translate(sentences, model_config)
+    files.write_output_lines(config.output, translations, sentences, "translations")
     return translations
 
 

@@ -19,6 +19,15 @@ class Phase(NamedTuple):
     max_dec_steps: int
     coverage: bool = False
 
+    def __str__(self) -> str:
+        return "steps %d-%d: max_enc_steps=%d, max_dec_steps=%d, coverage %s" % (
+            self.start,
+            self.end,
+            self.max_enc_steps,
+            self.max_dec_steps,
+            "on" if self.coverage else "off",
+        )
+
 
 # The ACVI paper's Table 5 (appendix A): five phases, coverage off, before the coverage
 # phase of ``coverage_steps`` (3k in the paper) at the last phase's lengths.

@@ -669,7 +669,7 @@ def _train(config, vocab, train_dir, phases, strategy, run_variables):
                     optimizer = _start_coverage(config, model, checkpointer)
                 else:  # --coverage from the first step: w_c trains from the start
                     checkpointer.checkpoint.coverage_started.assign(True)
-            logging.info("Phase %s from step %d", phase, step)
+            logging.info("Training phase %s (from step %d)", phase, step)
             key = (id(optimizer), phase.coverage)
             if key not in train_steps:
                 train_steps[key] = make_train_step(config, model, optimizer, phase.coverage)

@@ -205,9 +205,7 @@ def run(config):
     summaries = summarize(
         documents, summarizer, corpus_tokenizer(model_config.vocab_path), model_config
     )
-    files.write_output_lines(config.output, summaries)
-    if config.output != "-":
-        logging.info("Wrote %d summaries to %s", len(summaries), config.output)
+    files.write_output_lines(config.output, summaries, documents, "summaries")
     return summaries
 
 

@@ -30,3 +30,16 @@ def test_atomic_write_uses_the_umask_like_open(tmp_path):
         os.umask(old)
     assert stat.S_IMODE(os.stat(tmp_path / "a").st_mode) == 0o644
     assert (tmp_path / "b").read_bytes() == b"\x00\x01"
+
+
+def test_output_lines_log_what_they_hold(tmp_path, absl_caplog):
+    """One output line for each input line; the log counts the outputs apart from the
+    empty lines kept for blank input lines."""
+    path = str(tmp_path / "out.txt")
+    files.write_output_lines(path, ["a b", "", "c"], ["x y", " ", "z"], "summaries")
+    assert open(path).read() == "a b\n\nc\n"
+    assert absl_caplog.messages[-1] == (
+        "Wrote 2 summaries to %s (blank input lines stay blank: 1)" % path
+    )
+    files.write_output_lines(path, ["a"], ["x"], "captions")
+    assert absl_caplog.messages[-1] == "Wrote 1 captions to %s" % path

@@ -25,8 +25,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "data_prep", "samples", "debian_descriptions")
 TOTAL = 22  # phases 0-8 and 8-16, then 6 coverage steps
 PHASE_LINE = re.compile(
-    r"Phase Phase\(start=(\d+), end=(\d+), max_enc_steps=(\d+), "
-    r"max_dec_steps=(\d+).* from step (\d+)"
+    r"Training phase steps (\d+)-(\d+): max_enc_steps=(\d+), "
+    r"max_dec_steps=(\d+).* \(from step (\d+)\)"
 )
 LENGTHS = {0: (20, 6), 8: (30, 8), 16: (30, 8)}  # phase start -> truncation lengths
 

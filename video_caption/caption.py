@@ -142,7 +142,7 @@ def run(config):
     captions = caption([v for v in videos if v], exp)
     by_video = iter(captions)
     lines = [next(by_video) if video else "" for video in videos]
-    files.write_output_lines(config.output, lines)
+    files.write_output_lines(config.output, lines, videos, "captions")
     return lines
 
 
