@@ -4,11 +4,14 @@ An exception class that also derives from ``UserError`` is bad input, bad flags 
 missing tool: its message already names the file, the record and the fix. ``run``
 (every command's ``app.run``) reports it as one line on stderr, ``error: <message>``,
 with exit status 2; so are an ``OSError`` about a named file (a missing vocabulary, a full
-disk) and an ``app.UsageError`` (without the module's help text that ``app.run`` would
-print before it). Anything else is a bug and keeps its traceback, as does everything under
-``--debug`` where a command defines it.
+disk), an ``app.UsageError`` (without the module's help text that ``app.run`` would
+print before it) and a command line that absl refuses (a flag's typo, a value of the
+wrong type, a required flag left out), which absl alone reports in two lines or more
+with exit status 1. Anything else is a bug and keeps its traceback, as does everything
+under ``--debug`` where a command defines it.
 """
 
+import re
 import sys
 from typing import Callable, List, NoReturn
 
@@ -29,6 +32,47 @@ def report(error: BaseException) -> NoReturn:
     sys.exit(2)
 
 
+# absl's message for a required flag left out (``flags.mark_flag_as_required``)
+_REQUIRED = re.compile(r"flag --(\w+)=None: Flag --\1 must have a value other than None\.")
+# absl's message for a group of flags of which one must be given
+# (``flags.mark_flags_as_mutual_exclusive(..., required=True)``)
+_ONE_OF = re.compile(r"flags .*: Exactly one of \((.*)\) must have a value other than None\.")
+
+
+def _listed(names: List[str]) -> str:
+    """``--a``, ``--a and --b``, ``--a, --b and --c``."""
+    return names[0] if len(names) == 1 else "%s and %s" % (", ".join(names[:-1]), names[-1])
+
+
+def _flag_error_message(error: flags.Error) -> str:
+    """absl's refusal of a command line as one sentence per problem: the required flags
+    left out named together, then each other problem in absl's words, then where the
+    flags are listed."""
+    problems = [line.strip() for line in str(error).splitlines() if line.strip()]
+    required = ["--" + m.group(1) for m in map(_REQUIRED.fullmatch, problems) if m]
+    others = []
+    for problem in problems:
+        one_of = _ONE_OF.fullmatch(problem)
+        if one_of:
+            names = ["--" + name for name in one_of.group(1).split(", ")]
+            others.append("give exactly one of %s" % _listed(names).replace(" and ", " or "))
+        elif not _REQUIRED.fullmatch(problem):
+            others.append(problem)
+    if required:
+        verb = "are" if len(required) > 1 else "is"
+        others.insert(0, "%s %s required" % (_listed(required), verb))
+    return "%s (--helpshort lists the flags)" % "; ".join(others)
+
+
+def _parse_flags(argv: List[str]) -> List[str]:
+    """absl's parsing of ``argv`` into ``flags.FLAGS``, with a refusal reported by
+    ``report``."""
+    try:
+        return flags.FLAGS(argv)
+    except flags.Error as e:
+        report(flags.Error(_flag_error_message(e)))
+
+
 def _debugging() -> bool:
     return "debug" in flags.FLAGS and bool(flags.FLAGS["debug"].value)
 
@@ -44,4 +88,4 @@ def run(main: Callable[[List[str]], None]) -> None:
                 raise
             report(e)
 
-    app.run(guarded)
+    app.run(guarded, flags_parser=_parse_flags)

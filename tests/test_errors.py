@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from absl import app
+from absl import app, flags
 
 from acvi_tf import errors
 from acvi_tf.formats import bin_files
@@ -44,6 +44,42 @@ def test_a_usage_error_is_one_line_without_the_help_text(capsys, monkeypatch):
 
     code, err = _run(main, capsys, monkeypatch)
     assert code == 2 and err == "error: --data_path, --vocab_path and --out_dir are required\n"
+
+
+def test_a_flag_typo_is_one_line_and_status_2(capsys, monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["command", "--no_such_flag=1"])
+    with pytest.raises(SystemExit) as exit_info:
+        errors.run(lambda argv: None)
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err == (
+        "error: Unknown command line flag 'no_such_flag' (--helpshort lists the flags)\n"
+    )
+
+
+def test_required_flags_left_out_are_named_in_one_sentence():
+    fv = flags.FlagValues()
+    for name in ("src", "tgt", "out_dir", "beam"):
+        flags.DEFINE_string(name, None, "", flag_values=fv)
+    flags.mark_flags_as_required(["src", "tgt", "out_dir"], flag_values=fv)
+    with pytest.raises(flags.Error) as refused:
+        fv(["command", "--beam=x"])
+    assert errors._flag_error_message(refused.value) == (
+        "--src, --tgt and --out_dir are required (--helpshort lists the flags)"
+    )
+
+
+def test_one_of_a_group_left_out_is_named_with_the_required_flags():
+    fv = flags.FlagValues()
+    for name in ("captions", "features", "videos"):
+        flags.DEFINE_string(name, None, "", flag_values=fv)
+    flags.mark_flag_as_required("captions", flag_values=fv)
+    flags.mark_flags_as_mutual_exclusive(["features", "videos"], required=True, flag_values=fv)
+    with pytest.raises(flags.Error) as refused:
+        fv(["command"])
+    assert errors._flag_error_message(refused.value) == (
+        "--captions is required; give exactly one of --features or --videos "
+        "(--helpshort lists the flags)"
+    )
 
 
 def test_a_bug_keeps_its_traceback(monkeypatch):
