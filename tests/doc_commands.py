@@ -19,7 +19,6 @@ from typing import Dict, Iterator, List, Optional, Tuple
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 _FENCE = re.compile(r"^( *)```(\w*)\n(.*?)^\1```", re.M | re.S)
-_OPTIONAL = re.compile(r"(?:^|\s+)\[[^\]]*\]")
 _SUBSTITUTION = re.compile(r"\$\([^()]*\)")
 _VARIANT = re.compile(r"^#\s+([^:]+):\s+(--.*)$")
 
@@ -123,6 +122,8 @@ def commands(page: str) -> List[Command]:
             if joined.strip():
                 found.append(_command(page, start, joined.strip(), block))
             joined = ""
+        if joined:
+            raise ValueError("%s:%d: the command does not end in its block" % (page, start))
     return found
 
 
@@ -137,21 +138,41 @@ def all_commands() -> List[Command]:
 
 
 def _command(page: str, line: int, text: str, block: int) -> Command:
+    text, parts = _without_optional(text)
     optional, placeholders = [], []
-    for part in _OPTIONAL.findall(text):
-        inside = part.strip()[1:-1]
-        if inside.startswith("--"):
-            optional += shlex.split(inside)
+    for part in parts:
+        if part.startswith("--"):
+            optional += shlex.split(part)
         else:
-            placeholders.append(inside)
-    text = " ".join(_OPTIONAL.sub("", text).split())
-    return Command(page, line, text, block, optional, placeholders)
+            placeholders.append(part)
+    return Command(page, line, " ".join(text.split()), block, optional, placeholders)
+
+
+def _without_optional(text: str) -> Tuple[str, List[str]]:
+    """``text`` without its ``[...]`` parts that stand outside quotes after a space (a
+    ``[`` inside a quoted word, as in JSON, stays), and those parts' insides."""
+    kept, parts, quote, i = [], [], None, 0
+    while i < len(text):
+        char = text[i]
+        if quote:
+            quote = None if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "[" and (i == 0 or text[i - 1].isspace()) and "]" in text[i:]:
+            end = text.index("]", i)
+            parts.append(text[i + 1 : end].strip())
+            i = end + 1
+            continue
+        kept.append(char)
+        i += 1
+    return "".join(kept), parts
 
 
 def _open_quote(text: str) -> bool:
-    """Whether ``text`` ends inside a quoted word."""
+    """Whether ``text`` ends inside a quoted word (an apostrophe of a ``[...]`` part
+    opens none)."""
     try:
-        shlex.split(_SUBSTITUTION.sub("x", text))
+        shlex.split(_SUBSTITUTION.sub("x", _without_optional(text)[0]))
     except ValueError:
         return True
     return False
