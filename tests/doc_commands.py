@@ -5,21 +5,25 @@ A page's ``bash`` blocks hold commands, one per line or continued with a backsla
 under a command names a variant of it (the flags that replace or join the command's
 own). ``[--flag ...]`` in a command is an optional part: the command runs without it,
 and the flags inside it must still be the command's; ``[words]`` stands for more flags.
-The tests (``test_doc_commands.py``) parse every command against its entry point's flags
-and run the stranger's paths on tiny data, substituting only sizes and paths.
+``test_doc_commands.py`` parses every command against its entry point's flags; the
+tests that ``RUN_BY`` names run them on tiny data, substituting only sizes and paths
+(``sized``), and ``NOT_RUN`` gives the reason for each command that no test runs.
 """
 
 import dataclasses
 import glob
+import importlib
 import os
 import re
 import shlex
-from typing import Dict, Iterator, List, Optional, Tuple
+import subprocess
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+from acvi_tf import config as config_lib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 _FENCE = re.compile(r"^( *)```(\w*)\n(.*?)^\1```", re.M | re.S)
-_OPTIONAL = re.compile(r"(?:^|\s+)\[[^\]]*\]")
 _SUBSTITUTION = re.compile(r"\$\([^()]*\)")
 _VARIANT = re.compile(r"^#\s+([^:]+):\s+(--.*)$")
 
@@ -73,6 +77,11 @@ class Command:
             return words[2], words[3:end]
         return None
 
+    def flag(self, name: str) -> Optional[str]:
+        """The value the command gives ``--name``, else None."""
+        prefix = "--%s=" % name
+        return next((w[len(prefix) :] for w in self.words if w.startswith(prefix)), None)
+
 
 def pages() -> List[str]:
     """README.md and every docs/*.md, relative to the repository."""
@@ -81,17 +90,23 @@ def pages() -> List[str]:
     )
 
 
-def blocks(page: str) -> Iterator[Tuple[int, str]]:
-    """``(first line, text)`` of each ``bash`` block of ``page``, indentation removed."""
+def blocks(page: str, languages: Tuple[str, ...] = ("bash", "sh")) -> Iterator[Tuple[int, str]]:
+    """``(first line, text)`` of each block of ``page`` in one of ``languages``,
+    indentation removed."""
     with open(os.path.join(ROOT, page), encoding="utf-8") as f:
         source = f.read()
     for match in _FENCE.finditer(source):
-        if match.group(2) not in ("bash", "sh"):
+        if match.group(2) not in languages:
             continue
         indent = len(match.group(1))
         first = source.count("\n", 0, match.start(3)) + 1
         lines = [line[indent:] for line in match.group(3).splitlines()]
         yield first, "\n".join(lines)
+
+
+def snippets(page: str) -> List[str]:
+    """The ``python`` blocks of ``page``, in order."""
+    return [text for _, text in blocks(page, ("python",))]
 
 
 def commands(page: str) -> List[Command]:
@@ -123,6 +138,8 @@ def commands(page: str) -> List[Command]:
             if joined.strip():
                 found.append(_command(page, start, joined.strip(), block))
             joined = ""
+        if joined:
+            raise ValueError("%s:%d: the command does not end in its block" % (page, start))
     return found
 
 
@@ -137,21 +154,41 @@ def all_commands() -> List[Command]:
 
 
 def _command(page: str, line: int, text: str, block: int) -> Command:
+    text, parts = _without_optional(text)
     optional, placeholders = [], []
-    for part in _OPTIONAL.findall(text):
-        inside = part.strip()[1:-1]
-        if inside.startswith("--"):
-            optional += shlex.split(inside)
+    for part in parts:
+        if part.startswith("--"):
+            optional += shlex.split(part)
         else:
-            placeholders.append(inside)
-    text = " ".join(_OPTIONAL.sub("", text).split())
-    return Command(page, line, text, block, optional, placeholders)
+            placeholders.append(part)
+    return Command(page, line, " ".join(text.split()), block, optional, placeholders)
+
+
+def _without_optional(text: str) -> Tuple[str, List[str]]:
+    """``text`` without its ``[...]`` parts that stand outside quotes after a space (a
+    ``[`` inside a quoted word, as in JSON, stays), and those parts' insides."""
+    kept, parts, quote, i = [], [], None, 0
+    while i < len(text):
+        char = text[i]
+        if quote:
+            quote = None if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "[" and (i == 0 or text[i - 1].isspace()) and "]" in text[i:]:
+            end = text.index("]", i)
+            parts.append(text[i + 1 : end].strip())
+            i = end + 1
+            continue
+        kept.append(char)
+        i += 1
+    return "".join(kept), parts
 
 
 def _open_quote(text: str) -> bool:
-    """Whether ``text`` ends inside a quoted word."""
+    """Whether ``text`` ends inside a quoted word (an apostrophe of a ``[...]`` part
+    opens none)."""
     try:
-        shlex.split(_SUBSTITUTION.sub("x", text))
+        shlex.split(_SUBSTITUTION.sub("x", _without_optional(text)[0]))
     except ValueError:
         return True
     return False
@@ -168,3 +205,260 @@ def _strip_comment(line: str) -> str:
         elif char == "#" and (i == 0 or line[i - 1].isspace()):
             return line[:i].rstrip()
     return line
+
+
+# ---- which test runs each command ---------------------------------------------------
+
+# (page, bash block) -> the tests that run its commands (each unpacks the whole block, so
+# that a command added to it fails until a test runs it). A block's commands in
+# NOT_RUN are the exceptions.
+RUN_BY = {
+    ("docs/data.md", 0): ("test_first_hour.py::test_own_summarization_pairs_to_a_served_model",),
+    ("docs/data.md", 1): ("test_first_hour.py::test_own_parallel_text_with_bpe_to_a_served_model",),
+    ("docs/data.md", 2): (
+        "test_first_hour.py::test_own_captioned_videos_to_captions_of_new_videos",
+        "test_doc_captioner.py::test_captions_from_a_feature_store_extracted_before",
+    ),
+    ("docs/data.md", 3): (
+        "test_doc_summarizer.py::test_see_et_al_checkpoint_decodes_a_cnn_dailymail_build",
+    ),
+    ("docs/data.md", 4): (
+        "test_doc_summarizer.py::test_the_summarizer_page_trains_scores_summarises_serves_and_shards",
+    ),
+    ("docs/data.md", 5): (
+        "test_doc_captioner.py::test_msvd_features_splits_training_decoding_captions",
+    ),
+    ("docs/data.md", 6): ("test_doc_nmt.py::test_wmt16_build_then_the_bpe_run",),
+    ("docs/summarizer.md", 0): (
+        "test_doc_summarizer.py::test_the_summarizer_page_trains_scores_summarises_serves_and_shards",
+    ),
+    ("docs/summarizer.md", 1): (
+        "test_doc_summarizer.py::test_the_summarizer_page_trains_scores_summarises_serves_and_shards",
+    ),
+    ("docs/summarizer.md", 2): (
+        "test_doc_summarizer.py::test_the_summarizer_page_trains_scores_summarises_serves_and_shards",
+    ),
+    ("docs/summarizer.md", 3): (
+        "test_doc_summarizer.py::test_the_summarizer_page_trains_scores_summarises_serves_and_shards",
+    ),
+    ("docs/summarizer.md", 4): (
+        "test_doc_summarizer.py::test_see_et_al_checkpoint_decodes_a_cnn_dailymail_build",
+    ),
+    ("docs/nmt.md", 0): (
+        "test_doc_nmt.py::test_iwslt15_run_inference_and_translations",
+        "test_doc_nmt.py::test_wmt16_build_then_the_bpe_run",
+        "test_doc_nmt.py::test_the_shipped_debian_sample_run",
+    ),
+    ("docs/captioner.md", 0): (
+        "test_doc_captioner.py::test_msvd_features_splits_training_decoding_captions",
+        "test_doc_captioner.py::test_the_shipped_moving_shapes_run",
+    ),
+    ("docs/distributed.md", 0): (
+        "test_distribute.py::test_the_documented_cpu_try_trains_mirrored_on_two_cpu_devices",
+    ),
+    ("docs/distributed.md", 3): (
+        "test_doc_summarizer.py::test_the_summarizer_page_trains_scores_summarises_serves_and_shards",
+    ),
+}
+# (page, python block) -> the test that runs it
+SNIPPETS_RUN_BY = {
+    ("docs/summarizer.md", 0): (
+        "test_doc_summarizer.py::test_the_summarizer_page_trains_scores_summarises_serves_and_shards"
+    ),
+}
+_MAKE = "builds the lane's environment and runs %s; the tests parse its commands"
+# The start of each command that no test runs -> the reason, and the test that checks
+# the same behaviour where one does.
+NOT_RUN = {
+    "make demo": _MAKE % "the demo (minutes; test_the_makefile_runs_commands_that_parse)",
+    "make test": _MAKE % "the whole suite, this test among them",
+    "make LANE=tf215 test": _MAKE % "the whole suite on TensorFlow 2.15",
+    "make PYTHON=": _MAKE % "the demo with a chosen interpreter",
+    "make LANE=gpu": "needs a Linux machine with an NVIDIA GPU (the gpu lane)",
+    ".venv-gpu/bin/python": "asks TensorFlow for the GPUs of a GPU machine's gpu lane",
+    "python3.10 -m venv /tmp/lock": "creates the environment a lock is regenerated from",
+    "/tmp/lock/bin/pip freeze": "regenerates a lock file from a fresh environment",
+    "grep -v '^tensorflow==' requirements/current.txt": "regenerates the gpu lock",
+    "pip install --dry-run": "resolves the gpu lock on the network (make check-gpu-lock runs it)",
+    "python -c \"import json; print('\\n'.join(sorted(": "reads the gpu lock's resolution",
+    "python bench/compare_contexts.py": (
+        "the context study: hours on 2 cores (its flags are checked; bench/ keeps the results)"
+    ),
+    "tensorboard --logdir": (
+        "starts a server that runs until stopped; test_doc_summarizer.py reads the same "
+        "logdir with TensorBoard's event reader"
+    ),
+    "python -m nmt.run_nmt --distribution_strategy=mirrored --num_gpus=4": (
+        "needs 4 GPUs; test_distribute.py trains every host mirrored over 2 CPU devices"
+    ),
+    "TF_CONFIG=": (
+        "needs two machines; test_multi_worker.py runs multi_worker with two workers on "
+        "this machine's loopback"
+    ),
+}
+
+
+def not_run(command: Command) -> Optional[str]:
+    """Why no test runs ``command``, or None when one does."""
+    return next((why for start, why in NOT_RUN.items() if command.text.startswith(start)), None)
+
+
+# ---- the substitutions: sizes and paths only ----------------------------------------
+
+# The sizes every command gets in place of its own, and those a command that trains,
+# learns BPE or extracts features gets in place of the defaults: a tiny model that
+# trains for a few steps on few frames and decodes a few words.
+SIZES = {
+    "max_steps": "6",
+    "num_train_steps": "6",
+    "phases": "0-4:30:8",
+    "max_dec_steps": "8",
+    "min_dec_steps": "2",
+    "bpe_merges": "100",
+    "num_frames": "4",
+    "max_frames": "8",
+}
+_FRAMES = {"num_frames": "4", "max_frames": "8"}
+TRAIN_SIZES = {
+    "data_prep.captions": _FRAMES,
+    "video_caption.features": _FRAMES,
+    "data_prep.wmt16": {"num_merges": "100"},
+    "pointer_generator.run_summarization": {
+        "hidden_dim": "16",
+        "emb_dim": "8",
+        "batch_size": "4",
+        "max_enc_steps": "30",
+        "max_dec_steps": "8",
+        "checkpoint_steps": "3",
+        "coverage_steps": "2",
+    },
+    "nmt.run_nmt": {
+        "num_train_steps": "6",
+        "num_units": "16",
+        "batch_size": "8",
+        "steps_per_stats": "3",
+        "steps_per_external_eval": "6",
+    },
+    "video_caption.run_captioning": {
+        "encoder_units": "16",
+        "decoder_units": "16",
+        "emb_dim": "8",
+        "attention_units": "8",
+        "batch_size": "8",
+        "max_steps": "6",
+        "valid_every": "6",
+        "num_frames": "4",
+    },
+}
+
+
+def trains(module: str, args: List[str]) -> bool:
+    """Whether the command trains a model, learns BPE or extracts features (and so gets
+    the tiny sizes of ``TRAIN_SIZES`` in place of the defaults)."""
+    if module in ("video_caption.features", "data_prep.wmt16"):
+        return True
+    if module == "data_prep.captions":
+        return any(a.startswith("--videos") for a in args)
+    if module in ("pointer_generator.run_summarization", "video_caption.run_captioning"):
+        return not any(a.startswith("--mode=") and a != "--mode=train" for a in args)
+    if module == "nmt.run_nmt":
+        return not any(a.startswith(("--inference_input_file", "--ckpt")) for a in args)
+    return False
+
+
+def sized(command: Command, paths: Optional[Dict[str, str]] = None) -> str:
+    """The command's text with the tiny sizes, and ``paths`` (old -> new) swapped.
+
+    Raises:
+      AssertionError: the command trains the summarizer without an end (``--max_steps``
+        or ``--phases``), which would train until it is stopped.
+    """
+    module, args = command.python_module()
+    text = command.text
+    for old, new in (paths or {}).items():
+        text = text.replace(old, new)
+    sizes = dict(SIZES)
+    if trains(module, args):
+        if module == "pointer_generator.run_summarization":
+            assert any(a.startswith(("--max_steps", "--phases")) for a in args), (
+                "%s trains without end: give --max_steps" % command.where
+            )
+        sizes.update(TRAIN_SIZES[module])
+    for flag, value in sizes.items():
+        text, count = re.subn(r"--%s=\S+" % flag, "--%s=%s" % (flag, value), text)
+        if not count and flag in TRAIN_SIZES.get(module, {}) and trains(module, args):
+            text = text.replace(module, "%s --%s=%s" % (module, flag, value), 1)
+    return text
+
+
+def with_flags(text: str, flags: List[str]) -> str:
+    """``text`` with each of ``flags`` replacing the flag of its name, or added."""
+    for flag in flags:
+        name = flag.split("=")[0]
+        text, count = re.subn(r"%s(=\S+)?(?=\s|$)" % re.escape(name), flag, text)
+        text = text if count else text + " " + flag
+    return text
+
+
+# ---- running a command in this process ----------------------------------------------
+
+
+def expand(text: str, cwd: str) -> str:
+    """``text`` with each ``$(...)`` replaced by its output, run by bash in ``cwd``.
+
+    Raises:
+      AssertionError: a substitution fails or prints nothing (a wrong path in it).
+    """
+
+    def output(match: re.Match) -> str:
+        done = subprocess.run(
+            ["bash", "-o", "pipefail", "-c", match.group(0)[2:-1]],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0 and done.stdout.strip(), (match.group(0), done.stderr)
+        return done.stdout.strip()
+
+    return _SUBSTITUTION.sub(output, text)
+
+
+def run_in_process(text: str, cwd: str) -> Any:
+    """Runs the ``python -m module ...`` command ``text`` in ``cwd`` in this process, as
+    its ``__main__`` does: its flags parsed, ``run(config)``, and exit status 0 where the
+    module maps the result to one (``main(argv)`` for a command of positional arguments).
+
+    Returns:
+      What the entry point returns.
+    """
+    words = shlex.split(expand(text, cwd))
+    assert words[:2] == ["python", "-m"], text
+    assert not {"|", "<", ">"} & set(words), "%s needs a shell" % text
+    name, args = words[2], words[3:]
+    module = importlib.import_module(name)
+    here = os.getcwd()
+    os.chdir(cwd)
+    try:
+        if not hasattr(module, "define_flags"):
+            return module.main([name, *args])
+        assert all(a.startswith("--") for a in args), "stray arguments in %s" % text
+        result = module.run(config_lib.parse(module.define_flags, [name, *args]))
+        if hasattr(module, "exit_status"):
+            assert module.exit_status(result) == 0, text
+        return result
+    finally:
+        os.chdir(here)
+
+
+def exact_meteor(monkeypatch: Any) -> None:
+    """Scores METEOR in its exact mode where a command asks for the full one: the same
+    jar and protocol without loading the paraphrase tables (about 9 s of CPU a scoring;
+    ``test_metrics.py`` checks the full mode, ``test_first_hour.py`` runs it)."""
+    from acvi_tf.metrics import meteor
+
+    full = meteor.meteor
+    monkeypatch.setattr(
+        meteor,
+        "meteor",
+        lambda references, hypotheses, mode="full": full(references, hypotheses, "exact"),
+    )

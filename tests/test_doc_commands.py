@@ -1,6 +1,7 @@
 """The docs' commands are the commands that work: every command of README.md and docs/
 (tests/doc_commands.py reads them) names flags its entry point has, with values it
-takes, and names make targets and tools that exist."""
+takes, and names make targets and tools that exist; a test runs each, or
+``doc_commands.NOT_RUN`` says why none does."""
 
 import importlib
 import os
@@ -17,15 +18,6 @@ ROOT = doc_commands.ROOT
 COMMANDS = doc_commands.all_commands()
 
 PACKAGES = ("pointer_generator", "nmt", "video_caption", "data_prep")
-# Commands that no test runs, with the reason.
-NOT_RUN = {
-    "/tmp/lock/bin/pip freeze": "regenerates a lock file from a fresh environment",
-    "python3.10 -m venv /tmp/lock": "creates the environment a lock is regenerated from",
-    "grep -v '^tensorflow==' requirements/current.txt": "regenerates the gpu lock",
-    "pip install --dry-run": "resolves the gpu lock on the network (make check-gpu-lock runs it)",
-    "python -c \"import json; print('\\n'.join(sorted(": "reads the gpu lock's resolution",
-    ".venv-gpu/bin/python": "asks TensorFlow for the GPUs of a GPU machine's gpu lane",
-}
 
 
 def _replace_flags(args, extra):
@@ -88,7 +80,7 @@ def test_every_command_names_what_exists(command):
     elif words[0] == "make":
         targets = [w for w in words[1:] if "=" not in w]
         assert set(targets) <= _make_targets(), command.where
-    elif found is None and not any(command.text.startswith(p) for p in NOT_RUN):
+    elif found is None and not doc_commands.not_run(command):
         tool = os.path.join(ROOT, ".venv", "bin", words[0])
         assert words[0] in ("python", "tensorboard") and os.path.exists(tool), command.where
 
@@ -106,3 +98,35 @@ def test_the_makefile_runs_commands_that_parse():
                 _parse(match.group(1), shlex.split(match.group(2)))
                 ran += 1
         assert ran >= 4, target
+
+
+def _test_exists(name):
+    """Whether ``file.py::test_function`` names a test function of tests/."""
+    path, function = name.split("::")
+    with open(os.path.join(ROOT, "tests", path), encoding="utf-8") as f:
+        return re.search(r"^def %s\(" % function, f.read(), re.M) is not None
+
+
+def test_a_test_runs_every_command_or_not_run_says_why():
+    """Every command is in a block that ``RUN_BY`` names the tests of, or ``NOT_RUN``
+    gives the reason; every entry of both tables names a command that is there, and
+    every named test exists. So a new command without a test fails here."""
+    for command in COMMANDS:
+        key = (command.page, command.block)
+        assert key in doc_commands.RUN_BY or doc_commands.not_run(command), (
+            "%s: no test runs it: run it in a test and name the test in "
+            "doc_commands.RUN_BY, or say why not in doc_commands.NOT_RUN" % command.where
+        )
+    for (page, number), tests in doc_commands.RUN_BY.items():
+        block = doc_commands.block(page, number)
+        assert [c for c in block if not doc_commands.not_run(c)], (page, number)
+        assert all(_test_exists(name) for name in tests), tests
+    for start in doc_commands.NOT_RUN:
+        assert any(c.text.startswith(start) for c in COMMANDS), start
+    snippets = {
+        (page, number)
+        for page in doc_commands.pages()
+        for number, _ in enumerate(doc_commands.snippets(page))
+    }
+    assert snippets == set(doc_commands.SNIPPETS_RUN_BY)
+    assert all(_test_exists(name) for name in doc_commands.SNIPPETS_RUN_BY.values())

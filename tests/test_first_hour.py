@@ -3,10 +3,11 @@ pairs, parallel text and captioned videos taken from raw files to a trained mode
 scores, outputs for new input and a served SavedModel.
 
 Each command runs as the page gives it, in a shell in a fresh folder, with only sizes
-(model, steps, frames, merges) and the inputs' contents put in. Each must exit 0 with no
-traceback and no line of TensorFlow's C++ start-up on its output, and the ways of
-decoding one input must agree: ``--mode=decode``, ``summarize`` and the served model for
-the summarizer; ``translate`` and the served model for the translator.
+(model, steps, frames, merges: ``doc_commands.sized``) and the inputs' contents put in.
+Each must exit 0 with no traceback and no line of TensorFlow's C++ start-up on its
+output, and the ways of decoding one input must agree: ``--mode=decode``, ``summarize``
+and the served model for the summarizer; ``translate`` and the served model for the
+translator.
 """
 
 import json
@@ -30,89 +31,8 @@ ROOT = doc_commands.ROOT
 PAGE = "docs/data.md"
 SAMPLES = os.path.join(ROOT, "data_prep", "samples")
 
-# The sizes every command gets in place of its own, and those a command that trains or
-# extracts features gets in place of the defaults: a tiny model that trains for a few
-# steps on few frames.
-SIZES = {
-    "max_steps": "6",
-    "num_train_steps": "6",
-    "bpe_merges": "100",
-    "num_frames": "4",
-    "max_frames": "8",
-}
-TRAIN_SIZES = {
-    "data_prep.captions": {"num_frames": "4", "max_frames": "8"},
-    "pointer_generator.run_summarization": {
-        "hidden_dim": "16",
-        "emb_dim": "8",
-        "batch_size": "4",
-        "max_enc_steps": "30",
-        "max_dec_steps": "8",
-        "checkpoint_steps": "3",
-    },
-    "nmt.run_nmt": {
-        "num_train_steps": "6",
-        "num_units": "16",
-        "batch_size": "8",
-        "steps_per_stats": "3",
-        "steps_per_external_eval": "6",
-    },
-    "video_caption.run_captioning": {
-        "encoder_units": "16",
-        "decoder_units": "16",
-        "emb_dim": "8",
-        "attention_units": "8",
-        "batch_size": "8",
-        "max_steps": "6",
-        "valid_every": "6",
-        "num_frames": "4",
-    },
-}
 # A line of TensorFlow's C++ logging (TensorFlow 2.21 and 2.15 formats) or its start-up.
 CPP_LOG = re.compile(r"\.cc:\d+\]|absl::InitializeLog|cuInit")
-
-
-def _trains(module, args):
-    """Whether the command trains a model or extracts features (and so gets the tiny
-    sizes in place of the defaults)."""
-    if module == "data_prep.captions":
-        return True
-    if module == "pointer_generator.run_summarization":
-        return not any(a.startswith("--mode=") and a != "--mode=train" for a in args)
-    if module == "nmt.run_nmt":
-        return not any(a.startswith(("--inference_input_file", "--ckpt")) for a in args)
-    if module == "video_caption.run_captioning":
-        return not any(a.startswith("--mode=") and a != "--mode=train" for a in args)
-    return False
-
-
-def _sized(command, **paths):
-    """The command's text with the tiny sizes, and ``paths`` (old -> new) swapped."""
-    module, args = command.python_module()
-    text = command.text
-    for old, new in paths.items():
-        text = text.replace(old, new)
-    sizes = dict(SIZES)
-    if _trains(module, args):
-        if module == "pointer_generator.run_summarization":
-            assert any(a.startswith(("--max_steps", "--phases")) for a in args), (
-                "%s trains without end: give --max_steps" % command.where
-            )
-        sizes.update(TRAIN_SIZES[module])
-    for flag, value in sizes.items():
-        text, count = re.subn(r"--%s=\S+" % flag, "--%s=%s" % (flag, value), text)
-        if not count and flag in TRAIN_SIZES.get(module, {}) and _trains(module, args):
-            text = text.replace(module, "%s --%s=%s" % (module, flag, value), 1)
-    return text
-
-
-def _with(text, flags):
-    """``text`` with each of ``flags`` replacing the flag of its name, or added."""
-    for flag in flags:
-        name = flag.split("=")[0]
-        text, count = re.subn(r"%s(=\S+)?(?=\s|$)" % re.escape(name), flag, text)
-        text = text if count else text + " " + flag
-    return text
 
 
 def _shell(cwd, text, where):
@@ -156,18 +76,18 @@ def test_own_summarization_pairs_to_a_served_model(tmp_path):
             f.write(json.dumps(dict(article=article, abstract=abstract)) + "\n")
     build, train, evaluate, decode, summarize, export = doc_commands.block(PAGE, 0)
     treebank = build.variants["Treebank tokens (no raw-text export)"]
-    _shell(cwd, _with(build.text, treebank), build.where)
+    _shell(cwd, doc_commands.with_flags(build.text, treebank), build.where)
     os.rename(cwd / "finished_files", cwd / "treebank_files")
     for command in (build, train, evaluate, decode):
-        _shell(cwd, _sized(command), command.where)
+        _shell(cwd, doc_commands.sized(command), command.where)
     [decoded] = [d for d in os.listdir(cwd / "logs" / "mine") if d.startswith("decode_test")]
     decode_dir = cwd / "logs" / "mine" / decoded
     assert json.loads((decode_dir / "metrics.json").read_text())["num_summaries"] > 0
     # the test split's articles, as new text
     articles = [a for a, _ in read_bin_file(str(cwd / "finished_files" / "test.bin"))]
     (cwd / "new_articles.txt").write_text("".join(a + "\n" for a in articles))
-    _shell(cwd, _sized(summarize), summarize.where)
-    _shell(cwd, _sized(export), export.where)
+    _shell(cwd, doc_commands.sized(summarize), summarize.where)
+    _shell(cwd, doc_commands.sized(export), export.where)
     by_decode = [
         " ".join((decode_dir / "decoded" / ("%06d_decoded.txt" % i)).read_text().split())
         for i in range(len(articles))
@@ -193,11 +113,11 @@ def test_own_parallel_text_with_bpe_to_a_served_model(tmp_path):
     (cwd / "pairs.tsv").write_text("\n".join(rows) + "\n")
     build, train, translate, export = doc_commands.block(PAGE, 1)
     for command in (build, train):
-        _shell(cwd, _sized(command), command.where)
+        _shell(cwd, doc_commands.sized(command), command.where)
     sentences = english[300:310]
     (cwd / "new.en").write_text("".join(s + "\n" for s in sentences))
-    _shell(cwd, _sized(translate), translate.where)
-    _shell(cwd, _sized(export), export.where)
+    _shell(cwd, doc_commands.sized(translate), translate.where)
+    _shell(cwd, doc_commands.sized(export), export.where)
     by_translate = _lines(cwd / "new.it")
     [answer], modules = served.call(
         cwd / "served_en_it" / "1", [("serving_default", {"sentences": sentences})]
@@ -230,10 +150,11 @@ def test_own_captioned_videos_to_captions_of_new_videos(tmp_path):
         write_video(cwd / "my_videos" / clip, num_frames=12, colour=colours[name])
         rows += ["%s,a %s square moves" % (clip, name)] * 2
     (cwd / "captions.csv").write_text("\n".join(rows) + "\n")
-    build, train, caption = doc_commands.block(PAGE, 2)[:3]
+    # the block's second recipe, from a feature store: test_doc_captioner.py
+    build, train, caption, _, _, _ = doc_commands.block(PAGE, 2)
     for command in (build, train):
-        _shell(cwd, _sized(command), command.where)
+        _shell(cwd, doc_commands.sized(command), command.where)
     videos = sorted(str(cwd / "my_videos" / name) for name in os.listdir(cwd / "my_videos"))
     (cwd / "new_videos.txt").write_text("".join(v + "\n" for v in videos[:2]))
-    _shell(cwd, _sized(caption), caption.where)
+    _shell(cwd, doc_commands.sized(caption), caption.where)
     assert len(_lines(cwd / "captions.txt")) == 2
