@@ -13,6 +13,7 @@ tests that ``RUN_BY`` names run them on tiny data, substituting only sizes and p
 import dataclasses
 import glob
 import importlib
+import json
 import os
 import re
 import shlex
@@ -20,6 +21,7 @@ import subprocess
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from acvi_tf import config as config_lib
+from acvi_tf.formats.bin_files import read_bin_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -462,3 +464,17 @@ def exact_meteor(monkeypatch: Any) -> None:
         "meteor",
         lambda references, hypotheses, mode="full": full(references, hypotheses, "exact"),
     )
+
+
+def write_sample_pairs(path: str, count: int) -> None:
+    """The first ``count`` pairs of the shipped Debian descriptions sample as the JSON
+    lines (``article``, ``abstract``) that docs/data.md's summarization builder reads."""
+    chunk = os.path.join(
+        ROOT, "data_prep", "samples", "debian_descriptions", "chunked", "train_000.bin"
+    )
+    with open(path, "w", encoding="utf-8") as f:
+        for number, (article, abstract) in enumerate(read_bin_file(chunk)):
+            if number == count:
+                break
+            abstract = abstract.replace("<s>", "").replace("</s>", "\n").strip()
+            f.write(json.dumps(dict(article=article, abstract=abstract)) + "\n")

@@ -34,7 +34,6 @@ IMPORT, SEE_DECODE = doc_commands.block("docs/summarizer.md", 4)
 DUC_BUILD, DUC_DECODE, DUC_EVAL = doc_commands.block("docs/data.md", 4)
 # the corpus the page's finished_files/ stands for: your own pairs (docs/data.md)
 OWN_PAIRS = doc_commands.block("docs/data.md", 0)[0]
-SAMPLE = os.path.join(doc_commands.ROOT, "data_prep", "samples", "debian_descriptions")
 
 
 @pytest.fixture(autouse=True)
@@ -55,13 +54,7 @@ def _one(pattern):
 
 def _own_corpus(cwd):
     """``finished_files/`` from 100 pairs of the shipped sample, built for an export."""
-    chunk = os.path.join(SAMPLE, "chunked", "train_000.bin")
-    with open(cwd / "pairs.jsonl", "w", encoding="utf-8") as f:
-        for number, (article, abstract) in enumerate(read_bin_file(chunk)):
-            if number == 100:
-                break
-            abstract = abstract.replace("<s>", "").replace("</s>", "\n").strip()
-            f.write(json.dumps(dict(article=article, abstract=abstract)) + "\n")
+    doc_commands.write_sample_pairs(str(cwd / "pairs.jsonl"), 100)
     _run(OWN_PAIRS, cwd)
     return [a for a, _ in read_bin_file(str(cwd / "finished_files" / "test.bin"))]
 

@@ -67,13 +67,7 @@ def _lines(path):
 
 def test_own_summarization_pairs_to_a_served_model(tmp_path):
     cwd = _folder(tmp_path)
-    chunk = os.path.join(SAMPLES, "debian_descriptions", "chunked", "train_000.bin")
-    with open(cwd / "pairs.jsonl", "w", encoding="utf-8") as f:
-        for number, (article, abstract) in enumerate(read_bin_file(chunk)):
-            if number == 160:
-                break
-            abstract = abstract.replace("<s>", "").replace("</s>", "\n").strip()
-            f.write(json.dumps(dict(article=article, abstract=abstract)) + "\n")
+    doc_commands.write_sample_pairs(str(cwd / "pairs.jsonl"), 160)
     build, train, evaluate, decode, summarize, export = doc_commands.block(PAGE, 0)
     treebank = build.variants["Treebank tokens (no raw-text export)"]
     _shell(cwd, doc_commands.with_flags(build.text, treebank), build.where)
