@@ -1,0 +1,217 @@
+"""A validation is part of the step it belongs to: a run killed anywhere in the
+save-then-validate sequence of a step (after the checkpoint, while scoring, after scoring
+but before the best model's copy, after the copy but before ``best.json``'s record) runs
+that validation first when it resumes, also when it had reached its last step, so the
+best model, ``best.json`` and early stopping end as in a run never killed. A kill is an
+exception raised from the function it interrupts; the captioner and NMT run in process.
+"""
+
+import json
+import os
+
+import pytest
+import tensorflow as tf
+from test_run_captioning import _dataset
+
+from acvi_tf import checkpoints, files, trainer
+from acvi_tf import config as config_lib
+from nmt import run_nmt
+from video_caption import run_captioning
+
+# The validation score of the model at each step (the toy model's weight is its step):
+# the best is at 4, and 6 brings none, which ends a run of patience 1 there.
+SCORES = {2: 1.0, 4: 3.0, 6: 2.0, 8: 4.0}
+KILL_POINTS = ("after the save", "during scoring", "before the copy", "before the record")
+
+
+class Killed(Exception):
+    """Stands for a SIGKILL at one point of a step."""
+
+
+def _kill(monkeypatch, point, at, step):
+    """Makes the run raise ``Killed`` at ``point`` of step ``at``'s save-then-validate
+    sequence (``"during scoring"`` is the validation's own, see ``_launch``)."""
+    save, save_best = checkpoints.Checkpointer.save, checkpoints.Checkpointer.save_best
+    write = files.atomic_write_text
+
+    def saved(self):
+        path = save(self)
+        if point == "after the save" and int(step) == at:
+            raise Killed(point)
+        return path
+
+    def before_copy(self, *args, **kwargs):
+        if point == "before the copy" and int(step) == at:
+            raise Killed(point)
+        return save_best(self, *args, **kwargs)
+
+    def before_record(path, text):
+        if point == "before the record" and int(step) == at and path.endswith("best.json"):
+            raise Killed(point)
+        write(path, text)
+
+    monkeypatch.setattr(checkpoints.Checkpointer, "save", saved)
+    monkeypatch.setattr(checkpoints.Checkpointer, "save_best", before_copy)
+    monkeypatch.setattr(files, "atomic_write_text", before_record)
+
+
+def _launch(folder, validated, kill=None, total=8, patience=1):
+    """One launch of a toy run (a weight that counts the steps) in ``folder``: restore,
+    validate every 2 steps (appending each step scored to ``validated``), train to
+    ``total``; ``kill``: ``(point, step)``. Returns the step it ends at."""
+    step = tf.Variable(0, dtype=tf.int64)
+    weight = tf.Variable(0.0)
+    checkpointer = checkpoints.Checkpointer(
+        str(folder / "train"),
+        step,
+        max_to_keep=10,
+        best_dir=str(folder / "best"),
+        model=tf.train.Checkpoint(weight=weight),
+    )
+    checkpointer.restore_latest()
+
+    def validate(at):
+        if kill == ("during scoring", at):
+            raise Killed(kill[0])
+        validated.append(at)
+        return SCORES[int(weight)], {"weight": float(weight)}
+
+    def train_step(batch, use_gumbel, at):
+        weight.assign_add(1.0)
+        return {"loss": tf.constant(0.5)}
+
+    with pytest.MonkeyPatch.context() as patch:
+        if kill:
+            _kill(patch, *kill, step)
+        with trainer.Trainer(
+            checkpointer,
+            total,
+            tokens_key=None,
+            validate=validate,
+            validate_every=2,
+            patience=patience,
+        ) as loop:
+            loop.train(({} for _ in range(100)), train_step)
+    return int(step)
+
+
+def _outcome(folder, final):
+    """``(final step, best.json, (best model's name, its weight))`` of a run."""
+    with open(folder / "best" / "best.json", encoding="utf-8") as f:
+        record = json.load(f)
+    path = tf.train.latest_checkpoint(str(folder / "best"))
+    weight = tf.train.load_checkpoint(path).get_tensor("model/weight/.ATTRIBUTES/VARIABLE_VALUE")
+    return final, record, (os.path.basename(path), float(weight))
+
+
+@pytest.fixture(scope="module")
+def never_killed(tmp_path_factory):
+    """The outcome of the run without a kill."""
+    folder = tmp_path_factory.mktemp("never_killed")
+    validated = []
+    outcome = _outcome(folder, _launch(folder, validated))
+    assert outcome[0] == 6 and validated == [2, 4, 6]  # patience ends it at 6
+    return outcome
+
+
+@pytest.mark.parametrize("at", [4, 6])  # the new best; the validation that stops the run
+@pytest.mark.parametrize("point", KILL_POINTS)
+def test_a_kill_in_a_steps_validation_is_made_good_on_resume(point, at, never_killed, tmp_path):
+    validated = []
+    with pytest.raises(Killed):
+        _launch(tmp_path, validated, kill=(point, at))
+    assert tf.train.latest_checkpoint(str(tmp_path / "train")).endswith("ckpt-%d" % at)
+    assert _recorded(tmp_path / "best") < at
+    before = len(validated)
+    assert _outcome(tmp_path, _launch(tmp_path, validated)) == never_killed
+    assert validated[before] == at  # the resume's first act
+    assert sorted(set(validated)) == [2, 4, 6]
+
+
+def _recorded(best_dir):
+    """The last validation the ``best.json`` of ``best_dir`` records (0: none)."""
+    record = best_dir / "best.json"
+    return json.loads(record.read_text())["last_validated"] if record.exists() else 0
+
+
+def test_a_kill_in_the_last_steps_validation_is_made_good_by_a_rerun(tmp_path):
+    validated = []
+    with pytest.raises(Killed):
+        _launch(tmp_path, validated, kill=("after the save", 6), total=6, patience=0)
+    assert _launch(tmp_path, validated, total=6, patience=0) == 6
+    assert validated == [2, 4, 6] and _recorded(tmp_path / "best") == 6
+    assert _launch(tmp_path, validated, total=6, patience=0) == 6  # nothing left to do
+    assert validated == [2, 4, 6]
+
+
+def test_a_recorded_validation_counts_once_after_a_fallback(tmp_path):
+    """An unreadable newest checkpoint sends the resume back to the one before; the steps
+    it trains again do not validate again, so early stopping counts each step once."""
+    validated = []
+    assert _launch(tmp_path, validated, total=6, patience=0) == 6
+    record = (tmp_path / "best" / "best.json").read_text()
+    data = tmp_path / "train" / "ckpt-6.data-00000-of-00001"
+    data.write_bytes(data.read_bytes()[:10])
+    assert _launch(tmp_path, validated, total=6, patience=0) == 6  # from ckpt-4
+    assert validated == [2, 4, 6] and (tmp_path / "best" / "best.json").read_text() == record
+
+
+def _steps(path):
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line)["step"] for line in f]
+
+
+def test_the_captioner_validates_what_a_kill_left_out(tmp_path, monkeypatch, absl_caplog):
+    data_dir, features = _dataset(tmp_path)
+    out = tmp_path / "run"
+    argv = ["run_captioning", "--data_dir=" + data_dir, "--features=" + features]
+    argv += ["--out_dir=%s" % out, "--encoder_units=4", "--decoder_units=4", "--batch_size=4"]
+    argv += ["--metrics=ROUGE_L", "--best_metric=ROUGE_L", "--valid_every=2", "--max_steps=2"]
+    config = config_lib.parse(run_captioning.define_flags, argv)
+    save_best = checkpoints.Checkpointer.save_best
+
+    def killed(self, *args, **kwargs):  # after validation.jsonl's line, before best/
+        raise Killed("before the copy")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(checkpoints.Checkpointer, "save_best", killed)
+        with pytest.raises(Killed):
+            run_captioning.run(config)
+    assert _steps(out / "validation.jsonl") == [2] and not (out / "best").exists()
+    assert checkpoints.Checkpointer.save_best is save_best
+    run_captioning.run(config)  # at the last step: validates it, and stops
+    assert "Validating step 2, which the run had not recorded" in absl_caplog.text
+    assert _steps(out / "validation.jsonl") == [2] and _recorded(out / "best") == 2
+    assert tf.train.latest_checkpoint(str(out / "best")).endswith("ckpt-2")
+
+
+def _nmt_corpus(root):
+    """The first 32 training and 4 dev pairs of the shipped En-De sample."""
+    sample = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data_prep", "samples")
+    for name, count in (("train", 32), ("dev", 4), ("vocab", None)):
+        for lang in ("en", "de"):
+            with open(os.path.join(sample, "debian_en_de", "%s.%s" % (name, lang))) as f:
+                lines = f.readlines()[:count]
+            (root / ("%s.%s" % (name, lang))).write_text("".join(lines), encoding="utf-8")
+
+
+def test_nmt_validates_the_last_step_a_kill_left_out(tmp_path, monkeypatch):
+    _nmt_corpus(tmp_path)
+    out = tmp_path / "out"
+    argv = ["run_nmt", "--src=en", "--tgt=de", "--out_dir=%s" % out, "--num_units=8"]
+    argv += ["--%s_prefix=%s" % (name, tmp_path / name) for name in ("vocab", "train", "dev")]
+    argv += ["--batch_size=16", "--num_train_steps=2", "--steps_per_external_eval=2"]
+    config = config_lib.parse(run_nmt.define_flags, argv)
+
+    def killed(*args):  # right after Saved translate.ckpt-2
+        raise Killed("scoring")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(run_nmt, "_evaluate", killed)
+        with pytest.raises(Killed):
+            run_nmt.run(config)
+    assert tf.train.latest_checkpoint(str(out)).endswith("ckpt-2")
+    assert not (out / "best_bleu").exists()
+    run_nmt.run(config)  # at the last step: validates it, and stops
+    assert _recorded(out / "best_bleu") == 2
+    assert tf.train.latest_checkpoint(str(out / "best_bleu")).endswith("ckpt-2")
