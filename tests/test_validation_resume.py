@@ -144,6 +144,25 @@ def test_a_kill_in_the_last_steps_validation_is_made_good_by_a_rerun(tmp_path):
     assert validated == [2, 4, 6]
 
 
+def test_a_kill_in_the_resumed_validation_is_made_good_by_the_next(never_killed, tmp_path):
+    validated = []
+    for _ in range(2):  # the second kill is in the resume's validation, on entry
+        with pytest.raises(Killed):
+            _launch(tmp_path, validated, kill=("during scoring", 4))
+    assert validated == [2]
+    assert _outcome(tmp_path, _launch(tmp_path, validated)) == never_killed
+
+
+def test_a_record_without_last_validated_counts_its_best_step(tmp_path):
+    validated = []
+    assert _launch(tmp_path, validated, total=4, patience=0) == 4  # best at 4
+    record = tmp_path / "best" / "best.json"
+    earlier = {k: v for k, v in json.loads(record.read_text()).items() if k != "last_validated"}
+    record.write_text(json.dumps(earlier))
+    assert _launch(tmp_path, validated, total=4, patience=0) == 4
+    assert validated == [2, 4]
+
+
 def test_a_recorded_validation_counts_once_after_a_fallback(tmp_path):
     """An unreadable newest checkpoint sends the resume back to the one before; the steps
     it trains again do not validate again, so early stopping counts each step once."""
