@@ -145,10 +145,11 @@ def test_a_kill_in_the_last_steps_validation_is_made_good_by_a_rerun(tmp_path):
 
 
 def test_a_kill_in_the_resumed_validation_is_made_good_by_the_next(never_killed, tmp_path):
-    validated = []
+    validated, errors = [], []
     for _ in range(2):  # the second kill is in the resume's validation, on entry
-        with pytest.raises(Killed):
+        with pytest.raises(Killed) as error:
             _launch(tmp_path, validated, kill=("during scoring", 4))
+        errors.append(error)  # its frames, the trainer's among them, stay: the lock must not
     assert validated == [2]
     assert _outcome(tmp_path, _launch(tmp_path, validated)) == never_killed
 
@@ -202,6 +203,17 @@ def test_the_captioner_validates_what_a_kill_left_out(tmp_path, monkeypatch, abs
     assert "Validating step 2, which the run had not recorded" in absl_caplog.text
     assert _steps(out / "validation.jsonl") == [2] and _recorded(out / "best") == 2
     assert tf.train.latest_checkpoint(str(out / "best")).endswith("ckpt-2")
+
+
+def test_validation_jsonl_keeps_one_line_per_step(tmp_path):
+    path = tmp_path / "validation.jsonl"
+    lines = [{"CIDEr": 0.1, "step": 2}, {"CIDEr": 0.2, "step": 4}]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines) + '{"CIDEr": 0.3, "st')
+    run_captioning._record_validation(str(path), {"CIDEr": 0.25}, 4)  # 4 again; a cut line
+    assert path.read_text().splitlines() == [
+        json.dumps(lines[0]),
+        json.dumps(lines[1] | {"CIDEr": 0.25}),
+    ]
 
 
 def _nmt_corpus(root):
