@@ -3,11 +3,14 @@ save-then-validate sequence of a step (after the checkpoint, while scoring, afte
 but before the best model's copy, after the copy but before ``best.json``'s record) runs
 that validation first when it resumes, also when it had reached its last step, so the
 best model, ``best.json`` and early stopping end as in a run never killed. A kill is an
-exception raised from the function it interrupts; the captioner and NMT run in process.
-"""
+exception raised from the function it interrupts, and the captioner and NMT run in
+process; once, the captioner's command is SIGKILLed."""
 
 import json
 import os
+import signal
+import subprocess
+import sys
 
 import pytest
 import tensorflow as tf
@@ -246,3 +249,28 @@ def test_nmt_validates_the_last_step_a_kill_left_out(tmp_path, monkeypatch):
     run_nmt.run(config)  # at the last step: validates it, and stops
     assert _recorded(out / "best_bleu") == 2
     assert tf.train.latest_checkpoint(str(out / "best_bleu")).endswith("ckpt-2")
+
+
+@pytest.mark.slow  # two launches of the command
+def test_a_captioner_sigkilled_after_its_save_validates_on_rerun(tmp_path):
+    """The command as a user runs it, SIGKILLed right after ``Saved .../ckpt-2``."""
+    data_dir, features = _dataset(tmp_path)
+    out = tmp_path / "run"
+    command = [sys.executable, "-m", "video_caption.run_captioning", "--data_dir=" + data_dir]
+    command += ["--features=" + features, "--out_dir=%s" % out, "--encoder_units=4"]
+    command += ["--decoder_units=4", "--batch_size=4", "--metrics=ROUGE_L"]
+    command += ["--best_metric=ROUGE_L", "--valid_every=2", "--max_steps=2"]
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    process = subprocess.Popen(command, cwd=root, stderr=subprocess.PIPE, text=True)
+    for line in process.stderr:
+        if "Saved %s" % (out / "train" / "ckpt-2") in line:
+            process.kill()
+            break
+    process.wait()
+    process.stderr.close()
+    assert process.returncode == -signal.SIGKILL
+    assert not (out / "validation.jsonl").exists() and not (out / "best").exists()
+    rerun = subprocess.run(command, cwd=root, capture_output=True, text=True)
+    assert rerun.returncode == 0, rerun.stderr
+    assert "Validating step 2, which the run had not recorded" in rerun.stderr
+    assert _steps(out / "validation.jsonl") == [2] and _recorded(out / "best") == 2
