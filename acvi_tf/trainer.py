@@ -259,7 +259,7 @@ class Trainer:
         between the step's checkpoint and the record of its validation, which is part of
         the step. Also when the run had reached its last step."""
         step = self.step
-        if step and self._validation_due(step):
+        if self._validation_due(step):
             logging.info("Validating step %d, which the run had not recorded when it stopped", step)
             self._validate(step)
 
