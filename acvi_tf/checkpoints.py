@@ -371,6 +371,12 @@ class Checkpointer:
         """How many scores in a row have not beaten the best (kept across restarts)."""
         return self.best.get("stale", 0)
 
+    @property
+    def last_validated(self) -> int:
+        """The step of the last score ``best.json`` records (0: none). A record without
+        it, written before it was kept, counts its best model's step."""
+        return self.best.get("last_validated", self.best.get("step", 0))
+
     def save_best(
         self,
         value: float,
@@ -382,8 +388,9 @@ class Checkpointer:
         it with a lower ``record[tie_key]``.
 
         ``best.json`` in the best model's folder holds the best score, its step,
-        ``record`` and ``stale``, the scores since then that did not beat it (for early
-        stopping across restarts).
+        ``record``, ``stale``, the scores since then that did not beat it (for early
+        stopping across restarts), and ``last_validated``, the step of this score (a
+        resume runs a validation that was due and is not recorded).
 
         Args:
           value: the model's score now.
@@ -408,6 +415,7 @@ class Checkpointer:
                 logging.info("New best model (%g) saved in %s", value, path)
             self.best = dict(record, value=value, step=int(self.step), stale=0)
             improved = True
+        self.best["last_validated"] = int(self.step)
         if self.scratch is None:
             files.atomic_write_text(
                 os.path.join(self.best_dir, BEST_RECORD), json.dumps(self.best, indent=2) + "\n"

@@ -11,6 +11,7 @@ validation and any log lines of its original code base (``after_step``).
 import fcntl
 import os
 import shutil
+import sys
 import time
 from typing import Callable, Dict, Iterable, Optional, Tuple
 
@@ -69,8 +70,10 @@ class Trainer:
 
     Used as a context manager (``with Trainer(...) as trainer:``) it holds the checkpoint
     folder locked (``lock_folder``), so a second trainer of the same run stops with one
-    line instead of writing the same checkpoints, and removes what interrupted saves
-    left in its folders (``checkpoints.remove_interrupted_saves``).
+    line instead of writing the same checkpoints, removes what interrupted saves left in
+    its folders (``checkpoints.remove_interrupted_saves``), and runs the validation of
+    the restored step if it was due and ``best.json`` does not record it (a kill between
+    the step's checkpoint and that record).
 
     Args:
       checkpointer: the run's ``checkpoints.Checkpointer``; its ``step`` variable is the
@@ -90,7 +93,9 @@ class Trainer:
         (0: not by time).
       validate: ``step -> (score, record)``, the validation score and what to keep with
         it in ``best.json``; None: no validation in the loop.
-      validate_every: validate each this many steps, and at ``total_steps``.
+      validate_every: validate each this many steps, and at ``total_steps``; a
+        validation is part of its step, so a resume first runs one that was due at the
+        restored step and that ``best.json`` does not record.
       metric: the score's name, for ``best.json`` and the log.
       higher_is_better: False for a loss.
       tie_key: the entry of the validation's record that breaks a tie of scores, a loss
@@ -149,6 +154,11 @@ class Trainer:
         for folder in (self.checkpointer.write_dir, best and best.directory):
             if folder:
                 checkpoints.remove_interrupted_saves(folder)
+        try:
+            self._validate_unrecorded()
+        except BaseException:
+            self.__exit__(*sys.exc_info())  # a with statement does not when __enter__ raises
+            raise
         return self
 
     def __exit__(self, *exc_info) -> None:
@@ -208,10 +218,7 @@ class Trainer:
             by_time = self.checkpoint_secs and time.time() - self._last_save >= self.checkpoint_secs
             if by_steps or by_time:
                 self.save()
-            if self.validate and (
-                (self.validate_every and step % self.validate_every == 0)
-                or step == self.total_steps
-            ):
+            if self._validation_due(step):
                 self._validate(step)
 
     def save(self) -> str:
@@ -233,6 +240,28 @@ class Trainer:
                         tf.summary.scalar(name, value)
         if self.after_step is not None:
             self.after_step(step, results, batch)
+
+    def _validation_due(self, step: int) -> bool:
+        """Whether ``step`` validates: a validation step whose score ``best.json`` does
+        not hold yet (a run that fell back to an older checkpoint reaches recorded steps
+        again, and their validations count once)."""
+        return (
+            self.validate is not None
+            and step > self.checkpointer.last_validated
+            and (
+                (self.validate_every and step % self.validate_every == 0)
+                or step == self.total_steps
+            )
+        )
+
+    def _validate_unrecorded(self) -> None:
+        """Runs the validation of the restored step when it is due: the run stopped
+        between the step's checkpoint and the record of its validation, which is part of
+        the step. Also when the run had reached its last step."""
+        step = self.step
+        if self._validation_due(step):
+            logging.info("Validating step %d, which the run had not recorded when it stopped", step)
+            self._validate(step)
 
     def _validate(self, step: int) -> None:
         self.save()

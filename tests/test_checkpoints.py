@@ -109,11 +109,11 @@ def test_the_best_score_survives_a_restart(tmp_path):
     assert not restarted.save_best(7.5)  # worse: the best model stays
     assert tf.train.latest_checkpoint(str(tmp_path / "best")).endswith("ckpt-10")
     again = _checkpointer(tmp_path, _model())
-    assert again.stale == 1 and again.best["metric"] == "BLEU"
+    assert again.stale == 1 and again.best["metric"] == "BLEU" and again.last_validated == 20
     again.step.assign(30)
     assert again.save_best(9.0)
     with open(tmp_path / "best" / checkpoints.BEST_RECORD) as f:
-        assert json.load(f) == {"value": 9.0, "step": 30, "stale": 0}
+        assert json.load(f) == {"value": 9.0, "step": 30, "stale": 0, "last_validated": 30}
     assert tf.train.latest_checkpoint(str(tmp_path / "best")).endswith("ckpt-30")
 
 
@@ -133,7 +133,13 @@ def test_a_tie_goes_to_the_lower_tie_loss(tmp_path):
     saver.step.assign(300)
     assert saver.save_best(0.0, tie_key="dev_nll", dev_nll=4.0)
     restarted = _checkpointer(tmp_path, _model())
-    assert restarted.best == {"dev_nll": 4.0, "value": 0.0, "step": 300, "stale": 0}
+    assert restarted.best == {
+        "dev_nll": 4.0,
+        "value": 0.0,
+        "step": 300,
+        "stale": 0,
+        "last_validated": 300,
+    }
     restarted.step.assign(400)
     assert not restarted.save_best(0.0, dev_nll=1.0)  # no tie key: the earlier stays
     assert tf.train.latest_checkpoint(str(tmp_path / "best")).endswith("ckpt-300")

@@ -70,7 +70,9 @@ def test_steps_checkpoints_and_validation_follow_their_schedules(tmp_path):
     assert validated == [3, 6, 7]  # every 3 steps and at the end
     assert logged == list(range(1, 8))
     assert _saved_steps(tmp_path) == [2, 3, 4, 6, 7]  # by steps, and before validating
-    assert checkpointer.best == dict(bleu=6, metric="BLEU", value=3.0, step=6, stale=1)
+    assert checkpointer.best == dict(
+        bleu=6, metric="BLEU", value=3.0, step=6, stale=1, last_validated=7
+    )
 
 
 def test_a_curriculum_phase_ends_where_asked_and_the_next_call_goes_on(tmp_path):
@@ -120,7 +122,9 @@ def test_a_tied_validation_score_goes_to_the_lower_tie_key(tmp_path):
         tie_key="dev_nll",
     )
     loop.train(({"loss": 0.5} for _ in range(100)), _Steps(weight))
-    assert checkpointer.best == dict(dev_nll=2.0, metric="score", value=0.0, step=4, stale=1)
+    assert checkpointer.best == dict(
+        dev_nll=2.0, metric="score", value=0.0, step=4, stale=1, last_validated=6
+    )
 
 
 def test_gumbel_sampling_is_asked_of_the_context_layer_each_step(tmp_path):

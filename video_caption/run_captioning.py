@@ -486,9 +486,28 @@ def _validate(exp, writer, step, record=True):
                 step,
             )
     if record:
-        with open(os.path.join(exp.config.out_dir, "validation.jsonl"), "a", encoding="utf-8") as f:
-            f.write(json.dumps(dict(metrics, step=step)) + "\n")
+        _record_validation(os.path.join(exp.config.out_dir, "validation.jsonl"), metrics, step)
     return metrics
+
+
+def _record_validation(path, metrics, step):
+    """Writes ``path`` with the lines of earlier steps and then ``step``'s: a kill after
+    this write and before ``best.json``'s record validates the step again on resume, and
+    its line stays one. A line that is not JSON (an append a kill cut) is dropped."""
+    lines = []
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            lines = [line for line in f if _line_step(line) < step]
+    lines.append(json.dumps(dict(metrics, step=step)) + "\n")
+    files.atomic_write_text(path, "".join(lines))
+
+
+def _line_step(line):
+    """The step of a validation.jsonl line (infinity for one that is not JSON)."""
+    try:
+        return json.loads(line)["step"]
+    except (ValueError, KeyError, TypeError):
+        return float("inf")
 
 
 def restore(exp):
