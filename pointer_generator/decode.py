@@ -204,8 +204,9 @@ def _prepare_folder(decode_dir, overwrite, manifest, shared=False):
 
     A folder without ``metrics.json`` is an interrupted decode: it is resumed, its
     complete ``reference``/``decoded`` pairs kept (both are written atomically), if its
-    ``manifest.json`` equals ``manifest`` (the same data, checkpoint and flags). A finished one is kept unless ``overwrite``. ``shared``: the shards of one
-    decode write the folder together, so it is never removed, only made or joined.
+    ``manifest.json`` equals ``manifest`` (the same data, checkpoint and flags). A
+    finished one is kept unless ``overwrite``. ``shared``: the shards of one decode
+    write the folder together, so it is never removed, only made or joined.
 
     Returns:
       Whether the folder was there already (resumed, or joined by a shard).
@@ -269,7 +270,7 @@ def manifest_differences(saved: dict, manifest: dict) -> List[str]:
 
     Returns:
       ``<field> (<saved value> there, <this value> here)`` for each difference, in
-      order; a value missing on one side is ``none``.
+      order; a value missing on one side is ``none``, a dict ``<n> entries``.
     """
     found = []
     for key in sorted(set(saved) | set(manifest)):
@@ -291,9 +292,13 @@ _FIELD_LABELS = {"flags": "--%s", "data": "data file %s"}
 
 
 def _difference(label, old, new):
-    return "%s (%s there, %s here)" % tuple(
-        "none" if value is None else value for value in (label, old, new)
-    )
+    return "%s (%s there, %s here)" % (label, _shown(old), _shown(new))
+
+
+def _shown(value):
+    if isinstance(value, dict):
+        return "%d entries" % len(value)
+    return "none" if value is None else value
 
 
 _KINDS = ("reference", "decoded")
