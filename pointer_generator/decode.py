@@ -496,7 +496,9 @@ def score_folder(decode_dir, articles, references, hypotheses, in_vocab, with_me
       with_meteor: run METEOR (each mode starts the jar, which loads its tables).
 
     Returns:
-      A dict of the measures (ROUGE keys as pyrouge names them, with ``rouge_tool``).
+      A dict of the measures (ROUGE keys as pyrouge names them), with ``rouge_tool``,
+      ``rouge_stand_ins`` (the words scored through ASCII stand-ins) and, when
+      ``rouge-score`` scored, ``rouge_fallback`` (why).
 
     Raises:
       DecodeFolderError: there is nothing to score (the data held no usable article).
@@ -512,15 +514,18 @@ def score_folder(decode_dir, articles, references, hypotheses, in_vocab, with_me
         " and METEOR 1.5 (exact, full)" if with_meteor else "",
     )
     start = time.time()
-    scores, tool = rouge_lib.rouge(references, hypotheses)
-    report = rouge_report(scores, tool)
+    scored = rouge_lib.rouge(references, hypotheses)
+    report = rouge_report(scored)
     _write_text(os.path.join(decode_dir, "ROUGE_results.txt"), report.splitlines())
     flat_refs = [" ".join(r) for r in references]
     flat_hyps = [" ".join(h) for h in hypotheses]
     metrics = {
-        k: v for k, v in scores.items() if k.startswith(("rouge_1_", "rouge_2_", "rouge_l_"))
+        k: v for k, v in scored.scores.items() if k.startswith(("rouge_1_", "rouge_2_", "rouge_l_"))
     }
-    metrics["rouge_tool"] = tool
+    metrics["rouge_tool"] = scored.tool
+    metrics["rouge_stand_ins"] = scored.stand_ins
+    if scored.fallback:
+        metrics["rouge_fallback"] = scored.fallback
     try:
         for mode in meteor_lib.MODES if with_meteor else ():
             metrics["meteor_" + mode] = meteor_lib.meteor(flat_refs, flat_hyps, mode)[0]
@@ -567,17 +572,16 @@ def _score_line(metrics, decode_dir, seconds):
     )
 
 
-def rouge_report(scores, tool):
-    """The original's ``ROUGE_results.txt`` text: F, recall, precision with 95% CIs."""
-    lines = [
-        "Scored with %s%s"
-        % (
-            tool,
-            ""
-            if tool == "ROUGE-1.5.5"
-            else " (ROUGE-1.5.5 could not run; no confidence intervals)",
-        )
-    ]
+def rouge_report(scored):
+    """The original's ``ROUGE_results.txt`` text: F, recall, precision with 95% CIs,
+    under a line that says which tool scored (``scored``: ``rouge_lib.rouge``'s)."""
+    notes = []
+    if scored.stand_ins:
+        notes.append("%d non-ASCII words through ASCII stand-ins" % scored.stand_ins)
+    if scored.fallback:
+        notes.append("ROUGE-1.5.5 could not score: %s; no confidence intervals" % scored.fallback)
+    lines = ["Scored with %s%s" % (scored.tool, " (%s)" % "; ".join(notes) if notes else "")]
+    scores = scored.scores
     for kind, name in zip(rouge_lib.ROUGE_TYPES, ("1", "2", "L")):
         lines.append("ROUGE-%s:" % name)
         for measure in ("f_score", "recall", "precision"):

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from acvi_tf import context as context_lib
 from acvi_tf.compat import keras
 from acvi_tf.formats import bin_files, see_vocab
+from acvi_tf.metrics import rouge as rouge_lib
 from pointer_generator import batcher as batcher_lib
 from pointer_generator import decode as decode_lib
 from pointer_generator import losses as losses_lib
@@ -357,6 +358,51 @@ def test_a_resumed_decode_says_so_and_counts_what_it_keeps(vocab, corpus, tmp_pa
 def test_data_with_no_usable_article_is_named_not_scored(tmp_path):
     with pytest.raises(decode_lib.DecodeFolderError, match="held no usable article"):
         decode_lib.score_folder(str(tmp_path), [], [], [], lambda word: True)
+
+
+# Summaries in Chinese, Arabic, emoji, and mixed with ASCII, each paired with an ASCII
+# text of the same shape: word for word, a distinct short word (never stemmed) for each
+# distinct non-ASCII word, punctuation kept.
+NON_ASCII = [
+    (["猫 坐 在 垫子 上 。", "狗 跑 了 。"], ["猫 在 垫子 上 。", "狗 跑 。"]),
+    (["القط جلس على الحصيرة"], ["القط على الحصيرة الحمراء"]),
+    (["🐱 🪑 🧶 🐱"], ["🐱 🧶 🪑"]),
+    (["the 猫 sat on the mat ."], ["the 猫 sat 🧶 ."]),
+]
+ASCII_SHAPES = [
+    (["cat sit at mat up .", "dog ran ok ."], ["cat at mat up .", "dog ran ."]),
+    (["cat sat on rug"], ["cat on rug red"]),
+    (["cat box toy cat"], ["cat toy box"]),
+    (["the cat sat on the mat ."], ["the cat sat toy ."]),
+]
+
+
+def _split(pairs):
+    return [p[0] for p in pairs], [p[1] for p in pairs]
+
+
+def test_a_decode_of_non_ascii_summaries_scores_them_as_their_ascii_shapes(tmp_path):
+    """ROUGE-1.5.5 dropped these words (and died on a reference left empty); through the
+    stand-ins the decode's scores are those of the ASCII texts of the same shape, with
+    ROUGE-1.5.5's intervals, and within 1e-3 of rouge-score's on those texts."""
+    references, hypotheses = _split(NON_ASCII)
+    articles = [" ".join(h) for h in hypotheses]
+    decode_lib.score_folder(
+        str(tmp_path), articles, references, hypotheses, lambda w: True, with_meteor=False
+    )
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    assert metrics["rouge_tool"] == "ROUGE-1.5.5" and "rouge_fallback" not in metrics
+    assert metrics["rouge_stand_ins"] == 16  # 8 Chinese, 5 Arabic, 3 emoji
+    perl = rouge_lib.rouge_perl(*_split(ASCII_SHAPES))
+    python = rouge_lib.rouge_python(*_split(ASCII_SHAPES))
+    for key, value in python.items():
+        assert metrics[key] == perl[key], key
+        assert metrics[key + "_cb"] == perl[key + "_cb"], key
+        assert metrics[key] == pytest.approx(value, abs=1e-3), key
+    assert 0.5 < metrics["rouge_1_f_score"] < 1.0
+    assert (
+        "16 non-ASCII words through ASCII stand-ins" in (tmp_path / "ROUGE_results.txt").read_text()
+    )
 
 
 def test_split_sentences_after_every_period():
