@@ -85,10 +85,10 @@ def test_mismatched_inputs_are_rejected():
 
 
 def test_stand_ins_fold_punctuation_and_case_and_avoid_the_texts_words():
-    references = [["u0 Été 猫。", "“猫” x"], "— ."]
+    references = [["u0 Été 猫。", "“猫” x"], "— . \u200b"]
     mapped, hypotheses, stand_ins = rouge.ascii_stand_ins(references, ["été 猫 ، u2"])
     assert stand_ins == {"été": "u1", "猫": "u3"}
-    assert mapped == [["u0 u1 u3", "u3 x"], "— ."]
+    assert mapped == [["u0 u1 u3", "u3 x"], "— . \u200b"]
     assert hypotheses == ["u1 u3 ، u2"]
 
 
