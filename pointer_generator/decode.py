@@ -354,8 +354,8 @@ def decode_single_pass(
       total: number of articles, for the ETA of the progress line.
       with_meteor: also score with METEOR.
       settings: what else the decode's output depends on, for ``manifest.json``: the
-        checkpoint and its fingerprint, ``flags`` (a dict of the flags that change the
-        output).
+        checkpoint, the hashes of the checkpoint and the vocabulary, ``flags`` (a dict
+        of the flags that change the output).
       shard: ``(index, count)`` of this process among the decode's shards.
 
     Returns:

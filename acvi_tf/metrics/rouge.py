@@ -298,7 +298,7 @@ def rouge(
     references, hypotheses, stand_ins = ascii_stand_ins(references, hypotheses)
     if stand_ins:
         logging.info(
-            "ROUGE: %d words with non-ASCII letters, digits or symbols (%s) are scored "
+            "ROUGE: %d words with non-ASCII letters, digits or symbols (such as %s) are scored "
             "through ASCII stand-ins, which both ROUGE tools count as words",
             len(stand_ins),
             ", ".join(list(stand_ins)[:3]),
@@ -332,7 +332,7 @@ def _fallback_reason(references):
     return None
 
 
-# A word ROUGE-1.5.5 and rouge-score count: after lowercasing, a run of [a-z0-9].
+# A text holds a word ROUGE-1.5.5 and rouge-score count if it holds an ASCII letter or digit.
 _ROUGE_WORD = re.compile(r"[A-Za-z0-9]")
 
 
