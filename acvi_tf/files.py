@@ -1,6 +1,6 @@
 """Atomic file output (a reader never sees a half-written file, a crash leaves the old
-one), checked UTF-8 input, and the line-by-line input and output of the commands that
-read raw text (a file, or standard input and output for ``-``).
+one), checked UTF-8 input, the line-by-line input and output of the commands that read
+raw text (a file, or standard input and output for ``-``), and a file's content hash.
 
 Every output of the project (``.bin`` chunks, decoded summaries, reports) goes through
 ``atomic_write``: the data is written to a temporary file in the target's folder, given
@@ -9,6 +9,7 @@ the target with ``os.replace``.
 """
 
 import contextlib
+import hashlib
 import os
 import sys
 import tempfile
@@ -122,3 +123,19 @@ def write_output_lines(path: str, lines: List[str], inputs: List[str], what: str
     blank = sum(1 for line in inputs if not line.strip())
     kept = " (blank input lines stay blank: %d)" % blank if blank else ""
     logging.info("Wrote %d %s to %s%s", len(lines) - blank, what, path, kept)
+
+
+def sha256(path: str) -> str:
+    """The SHA-256 of a file's whole content, in hex, read in blocks of 1 MiB.
+
+    Args:
+      path: the file.
+
+    Returns:
+      64 hex digits.
+    """
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

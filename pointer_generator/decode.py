@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 import time
+from typing import List
 
 import numpy as np
 import tensorflow as tf
@@ -192,9 +193,9 @@ class DecodeFolderError(errors.UserError, ValueError):
 
 
 def _manifest(batcher, settings):
-    """What a single-pass decode decodes: the data files with their sizes, and
-    ``settings`` (the checkpoint and the decode flags)."""
-    data = [[os.path.abspath(p), os.path.getsize(p)] for p in sorted(batcher.paths)]
+    """What a single-pass decode's output depends on: ``settings`` (the checkpoint, the
+    flags) and the data files, by absolute path, each with the SHA-256 of its content."""
+    data = {os.path.abspath(p): files.sha256(p) for p in sorted(batcher.paths)}
     return dict(settings, data=data)
 
 
@@ -203,9 +204,9 @@ def _prepare_folder(decode_dir, overwrite, manifest, shared=False):
 
     A folder without ``metrics.json`` is an interrupted decode: it is resumed, its
     complete ``reference``/``decoded`` pairs kept (both are written atomically), if its
-    ``manifest.json`` equals ``manifest`` (the same data files, checkpoint and decode
-    flags). A finished one is kept unless ``overwrite``. ``shared``: the shards of one
-    decode write the folder together, so it is never removed, only made or joined.
+    ``manifest.json`` equals ``manifest`` (the same data, checkpoint and flags). A
+    finished one is kept unless ``overwrite``. ``shared``: the shards of one decode
+    write the folder together, so it is never removed, only made or joined.
 
     Returns:
       Whether the folder was there already (resumed, or joined by a shard).
@@ -247,13 +248,57 @@ def _check_manifest(decode_dir, record, manifest):
                 "%s cannot be read, so what the interrupted decode in %s decoded is "
                 "unknown; pass --decode_overwrite to decode afresh" % (record, decode_dir)
             )
-    changed = sorted(k for k in set(manifest) | set(saved) if saved.get(k) != manifest.get(k))
-    if changed:
+    differences = manifest_differences(saved, manifest)
+    if differences:
         raise DecodeFolderError(
-            "%s holds an interrupted decode whose %s differ from this one's (%s); "
-            "resuming would mix them: decode with the same data and flags, or pass "
-            "--decode_overwrite" % (decode_dir, ", ".join(changed), MANIFEST)
+            "%s holds an interrupted decode whose %s differs from this decode in %s; "
+            "resuming would mix the two: decode with the folder's data and flags, or pass "
+            "--decode_overwrite (or remove the folder) to decode afresh"
+            % (decode_dir, MANIFEST, ", ".join(differences))
         )
+
+
+def manifest_differences(saved: dict, manifest: dict) -> List[str]:
+    """Each field in which two decode manifests differ, with both values.
+
+    A field whose value is a dict in both (the flags, the data files) is compared entry
+    by entry: a flag is named ``--name``, a data file ``data file <path>``.
+
+    Args:
+      saved: the folder's manifest.
+      manifest: this decode's.
+
+    Returns:
+      ``<field> (<saved value> there, <this value> here)`` for each difference, in
+      order; a value missing on one side is ``none``, a dict ``<n> entries``.
+    """
+    found = []
+    for key in sorted(set(saved) | set(manifest)):
+        old, new = saved.get(key), manifest.get(key)
+        if isinstance(old, dict) and isinstance(new, dict):
+            labels = _FIELD_LABELS.get(key, key + " %s")
+            found += [
+                _difference(labels % name, old.get(name), new.get(name))
+                for name in sorted(set(old) | set(new))
+                if old.get(name) != new.get(name)
+            ]
+        elif old != new:
+            found.append(_difference(key, old, new))
+    return found
+
+
+# How ``manifest_differences`` names an entry of a dict field.
+_FIELD_LABELS = {"flags": "--%s", "data": "data file %s"}
+
+
+def _difference(label, old, new):
+    return "%s (%s there, %s here)" % (label, _shown(old), _shown(new))
+
+
+def _shown(value):
+    if isinstance(value, dict):
+        return "%d entries" % len(value)
+    return "none" if value is None else value
 
 
 _KINDS = ("reference", "decoded")
@@ -292,7 +337,8 @@ def decode_single_pass(
 
     An interrupted run (the folder exists, no ``metrics.json``) is resumed: articles
     with both files written are read back, not decoded again. ``manifest.json`` records
-    the data files (with their sizes) and ``settings``; a resume with others is refused.
+    the data files (with the SHA-256 of their content) and ``settings``; a resume with
+    any difference is refused, naming each.
 
     With ``shard=(i, n)`` this process decodes batch ``b`` of the data only when
     ``b % n == i``, into the same folder as the other shards (the batches, and so the
@@ -307,8 +353,9 @@ def decode_single_pass(
       overwrite: replace an existing folder instead of resuming or refusing.
       total: number of articles, for the ETA of the progress line.
       with_meteor: also score with METEOR.
-      settings: what else the decode depends on (the checkpoint, the decode flags), for
-        ``manifest.json``.
+      settings: what else the decode's output depends on, for ``manifest.json``: the
+        checkpoint, the hashes of the checkpoint and the vocabulary, ``flags`` (a dict
+        of the flags that change the output).
       shard: ``(index, count)`` of this process among the decode's shards.
 
     Returns:
@@ -449,7 +496,9 @@ def score_folder(decode_dir, articles, references, hypotheses, in_vocab, with_me
       with_meteor: run METEOR (each mode starts the jar, which loads its tables).
 
     Returns:
-      A dict of the measures (ROUGE keys as pyrouge names them, with ``rouge_tool``).
+      A dict of the measures (ROUGE keys as pyrouge names them), with ``rouge_tool``,
+      ``rouge_stand_ins`` (the words scored through ASCII stand-ins) and, when
+      ``rouge-score`` scored, ``rouge_fallback`` (why).
 
     Raises:
       DecodeFolderError: there is nothing to score (the data held no usable article).
@@ -465,15 +514,18 @@ def score_folder(decode_dir, articles, references, hypotheses, in_vocab, with_me
         " and METEOR 1.5 (exact, full)" if with_meteor else "",
     )
     start = time.time()
-    scores, tool = rouge_lib.rouge(references, hypotheses)
-    report = rouge_report(scores, tool)
+    scored = rouge_lib.rouge(references, hypotheses)
+    report = rouge_report(scored)
     _write_text(os.path.join(decode_dir, "ROUGE_results.txt"), report.splitlines())
     flat_refs = [" ".join(r) for r in references]
     flat_hyps = [" ".join(h) for h in hypotheses]
     metrics = {
-        k: v for k, v in scores.items() if k.startswith(("rouge_1_", "rouge_2_", "rouge_l_"))
+        k: v for k, v in scored.scores.items() if k.startswith(("rouge_1_", "rouge_2_", "rouge_l_"))
     }
-    metrics["rouge_tool"] = tool
+    metrics["rouge_tool"] = scored.tool
+    metrics["rouge_stand_ins"] = scored.stand_ins
+    if scored.fallback:
+        metrics["rouge_fallback"] = scored.fallback
     try:
         for mode in meteor_lib.MODES if with_meteor else ():
             metrics["meteor_" + mode] = meteor_lib.meteor(flat_refs, flat_hyps, mode)[0]
@@ -520,17 +572,16 @@ def _score_line(metrics, decode_dir, seconds):
     )
 
 
-def rouge_report(scores, tool):
-    """The original's ``ROUGE_results.txt`` text: F, recall, precision with 95% CIs."""
-    lines = [
-        "Scored with %s%s"
-        % (
-            tool,
-            ""
-            if tool == "ROUGE-1.5.5"
-            else " (ROUGE-1.5.5 could not run; no confidence intervals)",
-        )
-    ]
+def rouge_report(scored):
+    """The original's ``ROUGE_results.txt`` text: F, recall, precision with 95% CIs,
+    under a line that says which tool scored (``scored``: ``rouge_lib.rouge``'s)."""
+    notes = []
+    if scored.stand_ins:
+        notes.append("%d non-ASCII words through ASCII stand-ins" % scored.stand_ins)
+    if scored.fallback:
+        notes.append("ROUGE-1.5.5 could not score: %s; no confidence intervals" % scored.fallback)
+    lines = ["Scored with %s%s" % (scored.tool, " (%s)" % "; ".join(notes) if notes else "")]
+    scores = scored.scores
     for kind, name in zip(rouge_lib.ROUGE_TYPES, ("1", "2", "L")):
         lines.append("ROUGE-%s:" % name)
         for measure in ("f_score", "recall", "precision"):

@@ -18,7 +18,7 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags, logging
 
-from acvi_tf import checkpoints, distribute, objective, summaries
+from acvi_tf import checkpoints, distribute, files, objective, summaries
 from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf import trainer as trainer_lib
@@ -422,6 +422,29 @@ def decode_config(config):
     names = ("max_enc_steps", "max_dec_steps", "min_dec_steps", "beam_size")
     logging.info("Decoding with %s", acvi_flags.describe(config, names, derived))
     return config
+
+
+def decode_settings(config, checkpoint_path: str) -> dict:
+    """What a single-pass decode's output depends on besides its data, for its folder's
+    ``manifest.json``: the checkpoint (its name and the SHA-256 of its index, which holds
+    every tensor's checksum), the vocabulary's SHA-256, and ``flags``: every flag of the
+    run's record and the command line but the command's own (``COMMAND_FLAGS``: where
+    things are, how it runs) and ``--vocab_path`` (its content counts instead).
+
+    Args:
+      config: the decode's ``Config`` (``decode_config``'s).
+      checkpoint_path: the checkpoint it decodes with.
+
+    Returns:
+      A dict of JSON values.
+    """
+    own = set(COMMAND_FLAGS) | set(acvi_flags.COMMAND_FLAGS) | {"vocab_path"}
+    return dict(
+        checkpoint=os.path.basename(checkpoint_path),
+        checkpoint_sha256=files.sha256(checkpoint_path + ".index"),
+        vocab_sha256=files.sha256(config.vocab_path),
+        flags={name: value for name, value in config.record().items() if name not in own},
+    )
 
 
 def check_beam(config, vocab):
@@ -928,26 +951,13 @@ def decode(config, vocab, train_dir, phases):
                 latest,
             ),
         )
-        settings = {
-            name: config[name]
-            for name in (
-                "max_enc_steps",
-                "max_dec_steps",
-                "min_dec_steps",
-                "beam_size",
-                "length_normalization",
-                "gnmt_alpha",
-                "initial_state_attention",
-                "acvi_decode",
-            )
-        }
         return decode_lib.decode_single_pass(
             summarizer,
             batcher,
             decode_dir,
             config.decode_overwrite,
             total=total,
-            settings=dict(settings, checkpoint=os.path.basename(latest)),
+            settings=decode_settings(config, latest),
             shard=distribute.decode_shard(config.num_shards, config.shard_index),
         )
     batcher = batcher_lib.Batcher(

@@ -8,12 +8,13 @@ import tempfile
 import numpy as np
 import pytest
 import tensorflow as tf
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from acvi_tf import context as context_lib
 from acvi_tf.compat import keras
 from acvi_tf.formats import bin_files, see_vocab
+from acvi_tf.metrics import rouge as rouge_lib
 from pointer_generator import batcher as batcher_lib
 from pointer_generator import decode as decode_lib
 from pointer_generator import losses as losses_lib
@@ -235,7 +236,8 @@ def test_single_pass_writes_the_original_folder_and_scores_it(model, vocab, corp
         str(corpus / "test_*"), 20, 2, 1, 6, "/x/model.ckpt-42"
     )
     assert decode_dir.name == "decode_test_20maxenc_2beam_1mindec_6maxdec_ckpt-42"
-    scores = decode_lib.decode_single_pass(summarizer, batcher, str(decode_dir))
+    settings = {"flags": {"beam_size": 2}}
+    scores = decode_lib.decode_single_pass(summarizer, batcher, str(decode_dir), settings=settings)
     assert scores["rouge_tool"] == "ROUGE-1.5.5"
     assert 0.0 <= scores["meteor_exact"] <= scores["meteor_full"] <= 1.0
     assert 0.0 <= scores["novel_word_rate"] <= 1.0
@@ -250,7 +252,7 @@ def test_single_pass_writes_the_original_folder_and_scores_it(model, vocab, corp
     report = (decode_dir / "ROUGE_results.txt").read_text()
     assert "rouge_1_f_score: %.4f with confidence interval" % scores["rouge_1_f_score"] in report
     with pytest.raises(decode_lib.DecodeFolderError, match="finished decode.*decode_overwrite"):
-        decode_lib.decode_single_pass(summarizer, batcher, str(decode_dir))
+        decode_lib.decode_single_pass(summarizer, batcher, str(decode_dir), settings=settings)
     # killed after 4 of 7 articles (batches of 3): the rerun decodes batches 2 and 3 only
     written = {p: p.read_text() for p in decode_dir.glob("*/*.txt")}
     for name in (
@@ -268,16 +270,28 @@ def test_single_pass_writes_the_original_folder_and_scores_it(model, vocab, corp
     other.mkdir()
     shutil.copy(next(corpus.glob("test_*")), other / "test_000.bin")
     elsewhere = batcher_lib.Batcher(str(other / "test_*"), vocab, 3, 20, 8, single_pass=True)
-    with pytest.raises(decode_lib.DecodeFolderError, match="whose data differ"):
-        decode_lib.decode_single_pass(summarizer, elsewhere, str(decode_dir))
-    with pytest.raises(decode_lib.DecodeFolderError, match="whose beam_size differ"):
+    with pytest.raises(decode_lib.DecodeFolderError, match="in data file .*other/test_000.bin"):
+        decode_lib.decode_single_pass(summarizer, elsewhere, str(decode_dir), settings=settings)
+    with pytest.raises(decode_lib.DecodeFolderError, match=r"in --beam_size \(2 there, 5 here\)"):
         decode_lib.decode_single_pass(
-            summarizer, batcher, str(decode_dir), settings={"beam_size": 5}
+            summarizer, batcher, str(decode_dir), settings={"flags": {"beam_size": 5}}
         )
+    # the data edited in place, its size and time kept: refused
+    data = next(corpus.glob("test_*"))
+    content, stat = data.read_bytes(), data.stat()
+    try:
+        data.write_bytes(content.replace(b"zebra", b"zebrA"))
+        os.utime(data, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+        with pytest.raises(decode_lib.DecodeFolderError, match="in data file %s" % data):
+            decode_lib.decode_single_pass(summarizer, batcher, str(decode_dir), settings=settings)
+    finally:
+        data.write_bytes(content)
     calls = []
     real = summarizer.decode
     summarizer.decode = lambda batch: calls.append(1) or real(batch)
-    resumed = decode_lib.decode_single_pass(summarizer, batcher, str(decode_dir), with_meteor=False)
+    resumed = decode_lib.decode_single_pass(
+        summarizer, batcher, str(decode_dir), with_meteor=False, settings=settings
+    )
     assert len(calls) == 2
     assert {p: p.read_text() for p in decode_dir.glob("*/*.txt")} == written
     assert resumed["rouge_1_f_score"] == scores["rouge_1_f_score"]
@@ -346,6 +360,51 @@ def test_data_with_no_usable_article_is_named_not_scored(tmp_path):
         decode_lib.score_folder(str(tmp_path), [], [], [], lambda word: True)
 
 
+# Summaries in Chinese, Arabic, emoji, and mixed with ASCII, each paired with an ASCII
+# text of the same shape: word for word, a distinct short word (never stemmed) for each
+# distinct non-ASCII word, punctuation kept.
+NON_ASCII = [
+    (["猫 坐 在 垫子 上 。", "狗 跑 了 。"], ["猫 在 垫子 上 。", "狗 跑 。"]),
+    (["القط جلس على الحصيرة"], ["القط على الحصيرة الحمراء"]),
+    (["🐱 🪑 🧶 🐱"], ["🐱 🧶 🪑"]),
+    (["the 猫 sat on the mat ."], ["the 猫 sat 🧶 ."]),
+]
+ASCII_SHAPES = [
+    (["cat sit at mat up .", "dog ran ok ."], ["cat at mat up .", "dog ran ."]),
+    (["cat sat on rug"], ["cat on rug red"]),
+    (["cat box toy cat"], ["cat toy box"]),
+    (["the cat sat on the mat ."], ["the cat sat toy ."]),
+]
+
+
+def _split(pairs):
+    return [p[0] for p in pairs], [p[1] for p in pairs]
+
+
+def test_a_decode_of_non_ascii_summaries_scores_them_as_their_ascii_shapes(tmp_path):
+    """ROUGE-1.5.5 dropped these words (and died on a reference left empty); through the
+    stand-ins the decode's scores are those of the ASCII texts of the same shape, with
+    ROUGE-1.5.5's intervals, and within 1e-3 of rouge-score's on those texts."""
+    references, hypotheses = _split(NON_ASCII)
+    articles = [" ".join(h) for h in hypotheses]
+    decode_lib.score_folder(
+        str(tmp_path), articles, references, hypotheses, lambda w: True, with_meteor=False
+    )
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    assert metrics["rouge_tool"] == "ROUGE-1.5.5" and "rouge_fallback" not in metrics
+    assert metrics["rouge_stand_ins"] == 16  # 8 Chinese, 5 Arabic, 3 emoji
+    perl = rouge_lib.rouge_perl(*_split(ASCII_SHAPES))
+    python = rouge_lib.rouge_python(*_split(ASCII_SHAPES))
+    for key, value in python.items():
+        assert metrics[key] == perl[key], key
+        assert metrics[key + "_cb"] == perl[key + "_cb"], key
+        assert metrics[key] == pytest.approx(value, abs=1e-3), key
+    assert 0.5 < metrics["rouge_1_f_score"] < 1.0
+    assert (
+        "16 non-ASCII words through ASCII stand-ins" in (tmp_path / "ROUGE_results.txt").read_text()
+    )
+
+
 def test_split_sentences_after_every_period():
     assert decode_lib.split_sentences("a b . c . d".split()) == ["a b .", "c .", "d"]
     with pytest.raises(ValueError, match="train', 'val' or 'test'"):
@@ -373,6 +432,15 @@ def test_examples_mode_writes_attention_visualisation(model, vocab, tmp_path):
     assert len(data["article_lst"]) == int(batch["enc_lens"][0])
 
 
+DECODE_MANIFEST = dict(
+    checkpoint="model.ckpt-9",
+    checkpoint_sha256="ab" * 32,
+    vocab_sha256="cd" * 32,
+    flags={"coverage": False, "beam_size": 4, "pointer_gen": True},
+    data={"/data/test_000.bin": "ef" * 32, "/data/test_001.bin": "01" * 32},
+)
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     finished=st.integers(0, 4),
@@ -387,7 +455,7 @@ def test_a_damaged_interrupted_decode_folder_resumes_or_is_refused(
     """Fuzz: whatever a kill or a hand left in an interrupted decode folder, preparing
     the resume either keeps every complete pair for the resume to read back, or refuses
     with one DecodeFolderError naming the folder; never another error."""
-    manifest = dict(checkpoint="model.ckpt-9", data=[["/data/test_000.bin", 123]])
+    manifest = DECODE_MANIFEST
     with tempfile.TemporaryDirectory() as root:
         folder = os.path.join(root, "decode_test")
         decode_lib._prepare_folder(folder, False, manifest)
@@ -413,6 +481,38 @@ def test_a_damaged_interrupted_decode_folder_resumes_or_is_refused(
             return
         kept = sum(decode_lib._has_pair(folder, index) for index in range(finished))
         assert kept == finished - (damage == "delete" and finished > 0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    field=st.sampled_from(
+        [("checkpoint", None), ("checkpoint_sha256", None), ("vocab_sha256", None)]
+        + [("flags", name) for name in ("coverage", "beam_size", "acvi_decode")]
+        + [("data", "/data/test_%03d.bin" % index) for index in (0, 1, 2)]
+    ),
+    value=st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=8)),
+)
+def test_a_resume_with_any_manifest_entry_changed_is_refused_naming_it(field, value):
+    """Fuzz: an interrupted decode resumed with one entry of its manifest changed, added
+    (a flag or data file it did not have) or removed (None) is refused, naming that entry
+    with both values."""
+    key, name = field
+    changed = json.loads(json.dumps(DECODE_MANIFEST))
+    entries, entry = (changed[key], name) if name else (changed, key)
+    old = entries.get(entry)
+    assume(value != old)
+    if value is None:
+        del entries[entry]
+    else:
+        entries[entry] = value
+    label = {"flags": "--%s", "data": "data file %s"}[key] % name if name else key
+    with tempfile.TemporaryDirectory() as root:
+        folder = os.path.join(root, "decode_test")
+        decode_lib._prepare_folder(folder, False, DECODE_MANIFEST)
+        with pytest.raises(decode_lib.DecodeFolderError) as refused:
+            decode_lib._prepare_folder(folder, False, changed)
+    shown = ["none" if v is None else str(v) for v in (old, value)]
+    assert "in %s (%s there, %s here)" % (label, *shown) in str(refused.value)
 
 
 SAMPLE = os.path.join(

@@ -63,8 +63,9 @@ def test_extra_rouge_args_reach_the_script():
 def test_fallback_is_labelled(monkeypatch):
     monkeypatch.setattr(rouge, "perl_rouge_available", lambda: False)
     monkeypatch.setattr(rouge, "_unavailable_reason", lambda: "no perl here")
-    scores, tool = rouge.rouge(REFERENCES, HYPOTHESES)
-    assert tool == "rouge-score" and "rouge_l_f_score" in scores
+    scored = rouge.rouge(REFERENCES, HYPOTHESES)
+    assert scored.tool == "rouge-score" and "rouge_l_f_score" in scored.scores
+    assert scored.fallback == "it cannot run here (no perl here)"
 
 
 def test_missing_perl_gives_install_instructions(monkeypatch):
@@ -81,3 +82,25 @@ def test_missing_perl_gives_install_instructions(monkeypatch):
 def test_mismatched_inputs_are_rejected():
     with pytest.raises(ValueError, match="2 references but 1 hypotheses"):
         rouge.rouge_python(REFERENCES, HYPOTHESES[:1])
+
+
+def test_stand_ins_fold_punctuation_and_case_and_avoid_the_texts_words():
+    references = [["u0 Été 猫。", "“猫” x"], "— . \u200b"]
+    mapped, hypotheses, stand_ins = rouge.ascii_stand_ins(references, ["été 猫 ، u2"])
+    assert stand_ins == {"été": "u1", "猫": "u3"}
+    assert mapped == [["u0 u1 u3", "u3 x"], "— . \u200b"]
+    assert hypotheses == ["u1 u3 ، u2"]
+
+
+def test_a_reference_with_no_word_falls_back_to_rouge_score(absl_caplog):
+    """ROUGE-1.5.5 divides by a reference's length: a reference of punctuation only
+    sends the set to rouge-score, which scores that document 0, logged once."""
+    references, hypotheses = ["。 !", "猫 跑"], ["the cat", "猫 跑"]
+    scored = rouge.rouge(references, hypotheses)
+    assert scored.tool == "rouge-score"
+    assert scored.fallback.startswith(
+        "1 reference(s) have no word it counts (the first has index 0)"
+    )
+    assert scored.scores["rouge_1_f_score"] == pytest.approx(0.5)
+    warnings = [r.getMessage() for r in absl_caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and scored.fallback in warnings[0]

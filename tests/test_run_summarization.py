@@ -17,6 +17,7 @@ from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf import training as training_lib
 from acvi_tf.formats import bin_files
+from pointer_generator import decode as decode_lib
 from pointer_generator import losses as losses_lib
 from pointer_generator import run_summarization
 
@@ -257,9 +258,7 @@ def test_transformer_model_type_trains_evaluates_and_decodes(corpus, tmp_path):
     keys = tf.train.load_checkpoint(str(train_dir / "model.ckpt-3")).get_variable_to_shape_map()
     assert any("transformer" in k for k in keys)
     assert not any("variance" in k or "p_gen" in k for k in keys)
-    _run(
-        corpus,
-        tmp_path,
+    decode = dict(
         mode="decode",
         single_pass=True,
         data_path=str(corpus / "val_*"),
@@ -268,11 +267,37 @@ def test_transformer_model_type_trains_evaluates_and_decodes(corpus, tmp_path):
         min_dec_steps=1,
         max_enc_steps=30,
         decode_batch_size=10,
-        **settings,
     )
+    _run(corpus, tmp_path, **decode, **settings)
     decoded = list((tmp_path / "exp").glob("decode_val_*/decoded/*_decoded.txt"))
     assert len(decoded) == 20
     assert all(0 < len(p.read_text().split()) <= 6 for p in decoded)
+    # interrupted, then resumed with a flag that changes the summaries: refused
+    next((tmp_path / "exp").glob("decode_val_*/metrics.json")).unlink()
+    with pytest.raises(decode_lib.DecodeFolderError, match=r"in --coverage \(False there, True"):
+        _run(corpus, tmp_path, coverage=True, **decode, **settings)
+
+
+def test_a_decode_manifest_holds_every_flag_but_the_commands_own(corpus, tmp_path):
+    """The run's record and the command line give the flags, the command's own (where
+    things are, how it runs) stay out; the checkpoint and vocabulary count by content."""
+    argv = ["rs", "--coverage", "--vocab_path=%s" % (corpus / "vocab"), "--num_shards=2"]
+    config = config_lib.parse(run_summarization.define_flags, argv)
+    index = tmp_path / "model.ckpt-7.index"
+    index.write_bytes(b"weights")
+    settings = run_summarization.decode_settings(config, str(tmp_path / "model.ckpt-7"))
+    own = set(run_summarization.COMMAND_FLAGS) | set(acvi_flags.COMMAND_FLAGS)
+    assert set(settings["flags"]) == set(config.recorded) - own - {"vocab_path"}
+    assert {"coverage", "pointer_gen", "hidden_dim", "context", "beam_size"} <= set(
+        settings["flags"]
+    )
+    assert not {"mode", "data_path", "log_root", "num_shards"} & set(settings["flags"])
+    assert settings["flags"]["coverage"] is True
+    assert settings["checkpoint"] == "model.ckpt-7"
+    index.write_bytes(b"weightz")
+    again = run_summarization.decode_settings(config, str(tmp_path / "model.ckpt-7"))
+    assert again["checkpoint_sha256"] != settings["checkpoint_sha256"]
+    assert again["vocab_sha256"] == settings["vocab_sha256"]
 
 
 def test_non_finite_losses_are_skipped_or_stop_training(corpus, tmp_path, monkeypatch):

