@@ -30,7 +30,8 @@ def table(columns):
     for label, key in ROWS:
         cells = []
         for _, metrics in columns:
-            value = metrics.get(key, "-")
+            value = metrics.get(key)
+            value = "-" if value is None else value
             if isinstance(value, float) and key.startswith(("rouge_", "meteor_")):
                 value = "%.2f" % (100 * value)
             elif isinstance(value, float):

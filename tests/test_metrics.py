@@ -1,7 +1,5 @@
 """METEOR 1.5 (against pycocoevalcap's own wrapper) and the copying measures."""
 
-import math
-
 import pytest
 
 from acvi_tf.metrics import copying, meteor
@@ -61,7 +59,7 @@ def test_oov_adoption_rate():
     references = ["the zorblax sat .", "the cat sat"]
     rate = copying.oov_adoption_rate(articles, summaries, references, vocab.__contains__)
     assert rate == pytest.approx(2.0)  # 2 article OOVs generated, 1 in the references
-    assert math.isnan(copying.oov_adoption_rate(["a"], ["a"], ["b"], vocab.__contains__))
+    assert copying.oov_adoption_rate(["a"], ["a"], ["b"], vocab.__contains__) is None
 
 
 def test_lead_sentences():
@@ -73,3 +71,11 @@ def test_lead_sentences():
         "third ?",
         "fourth part",
     ]
+
+
+def test_an_undefined_rate_is_a_dash_in_the_results_table():
+    from pointer_generator import results_table
+
+    lines = results_table.table([("ACVI", {"oov_adoption_rate": None, "novel_word_rate": 0.5})])
+    rows = {line[:18].strip(): line[18:].strip() for line in lines.splitlines()[1:]}
+    assert rows["OOV adoption rate"] == "-" and rows["novel-word rate"] == "0.500"

@@ -12,7 +12,7 @@ formulas; these are the definitions used here (documented in docs/summarizer.md 
   OOVs into its summaries as the human references do; the paper's values are 1.16-1.25.
 """
 
-from typing import Callable, Iterable, List, Sequence, Union
+from typing import Callable, Iterable, List, Optional, Sequence, Union
 
 SENTENCE_END = (".", "!", "?")
 
@@ -44,7 +44,7 @@ def oov_adoption_rate(
     summaries: Iterable[Union[str, Sequence[str]]],
     references: Iterable[Union[str, Sequence[str]]],
     in_vocab: Callable[[str], bool],
-) -> float:
+) -> Optional[float]:
     """Article-OOV tokens in the generated summaries over those in the references.
 
     Args:
@@ -52,14 +52,15 @@ def oov_adoption_rate(
       in_vocab: ``word -> bool``, the model's vocabulary membership.
 
     Returns:
-      The ratio, or ``float("nan")`` when the references hold no article OOV.
+      The ratio, or None (undefined: ``null`` in ``metrics.json``) when the references
+      hold no article OOV.
     """
     generated = reference = 0
     for article, summary, ref in zip(articles, summaries, references):
         oovs = {w for w in _tokens(article) if not in_vocab(w)}
         generated += sum(1 for w in _tokens(summary) if w in oovs)
         reference += sum(1 for w in _tokens(ref) if w in oovs)
-    return generated / reference if reference else float("nan")
+    return generated / reference if reference else None
 
 
 def lead_sentences(article: Union[str, Sequence[str]], n: int) -> List[str]:
