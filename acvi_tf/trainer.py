@@ -17,7 +17,7 @@ from typing import Callable, Dict, Iterable, Optional, Tuple
 import tensorflow as tf
 from absl import logging
 
-from acvi_tf import checkpoints, errors, training
+from acvi_tf import checkpoints, errors, stops, training
 
 # The file a trainer holds locked in its checkpoint folder while it runs.
 LOCK_FILE = "trainer.lock"
@@ -70,7 +70,9 @@ class Trainer:
     Used as a context manager (``with Trainer(...) as trainer:``) it holds the checkpoint
     folder locked (``lock_folder``), so a second trainer of the same run stops with one
     line instead of writing the same checkpoints, and removes what interrupted saves
-    left in its folders (``checkpoints.remove_interrupted_saves``).
+    left in its folders (``checkpoints.remove_interrupted_saves``). On the chief, SIGINT
+    and SIGTERM in the block stop training after the step in progress: the trainer saves
+    that step and raises ``stops.Stopped`` (``stop_if_asked``).
 
     Args:
       checkpointer: the run's ``checkpoints.Checkpointer``; its ``step`` variable is the
@@ -142,16 +144,27 @@ class Trainer:
         self.after_step = after_step
         self._last_save = time.time()
         self._lock = None
+        self._signals = stops.Deferred("; rerun the same command to resume")
 
     def __enter__(self) -> "Trainer":
         self._lock = lock_folder(self.checkpointer.write_dir)
+        if self.checkpointer.scratch is None:  # the chief
+            self._signals.__enter__()
         best = self.checkpointer.best_manager
         for folder in (self.checkpointer.write_dir, best and best.directory):
             if folder:
                 checkpoints.remove_interrupted_saves(folder)
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, exc_type, *exc_info) -> None:
+        try:
+            if exc_type is None:
+                self.stop_if_asked()
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        self._signals.__exit__()
         self._lock.close()  # releases the lock
         self._lock = None
         if self.checkpointer.scratch is not None:  # a worker's own folder, not the run's
@@ -188,6 +201,7 @@ class Trainer:
         """
         until = min(until or self.total_steps, self.total_steps)
         for batch in batches:
+            self.stop_if_asked()
             step = self.step
             if step >= until or self.out_of_patience:
                 return
@@ -218,6 +232,27 @@ class Trainer:
         """Saves the latest checkpoint (once per step); returns its path."""
         self._last_save = time.time()
         return self.checkpointer.save()
+
+    def stop_if_asked(self) -> None:
+        """Saves the step and stops when a signal asked for it.
+
+        Raises:
+          stops.Stopped: after SIGINT or SIGTERM, with one line naming the checkpoint.
+        """
+        signum = self._signals.signum
+        if signum is None:
+            return
+        path = self.save()
+        if self.writer is not None:
+            self.writer.flush()
+        logging.warning(
+            "Stopped by %s at step %d; saved %s%s",
+            stops.name(signum),
+            self.step,
+            path,
+            self._signals.hint,
+        )
+        raise stops.Stopped(signum)
 
     def _log(self, step: int, results: Results, batch: Results) -> None:
         if self.progress is not None:
