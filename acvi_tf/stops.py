@@ -13,6 +13,9 @@ main thread, where Python runs signal handlers) and puts the previous handlers b
   (``signum``) and the trainer acts on it between steps: it saves the step and raises
   ``Stopped``.
 
+``SystemDefault`` gives both signals their system default instead: the process ends at
+once, with no line (a multi-worker trainer).
+
 In both, a second signal ends the process at once (``os._exit``), even in the middle of
 a checkpoint save: TensorFlow writes a checkpoint's files before the ``checkpoint`` index
 names them, so the newest readable checkpoint stays whole (``acvi_tf.checkpoints``).
@@ -68,8 +71,12 @@ class _Handling:
 
     def __enter__(self):
         if threading.current_thread() is threading.main_thread():
-            self._previous = {s: signal.signal(s, self._handle) for s in SIGNALS}
+            self._previous = {s: signal.signal(s, self._handler()) for s in SIGNALS}
         return self
+
+    def _handler(self):
+        """What handles the signals in the block."""
+        return self._handle
 
     def __exit__(self, *exc_info) -> None:
         for signum, handler in self._previous.items():  # None: a handler set outside Python
@@ -98,3 +105,12 @@ class AtOnce(_Handling):
 
 class Deferred(_Handling):
     """Records the first signal in ``signum`` for the block's owner to act on."""
+
+
+class SystemDefault(_Handling):
+    """The system's default action in the block: the process ends at once, even inside a
+    TensorFlow op that waits for other processes (a multi-worker strategy's collective
+    operations), where a Python handler would wait for the op to return."""
+
+    def _handler(self):
+        return signal.SIG_DFL

@@ -60,6 +60,12 @@ def lock_folder(directory: str, job: str = "trainer"):
     return handle
 
 
+def _trains_alone() -> bool:
+    """Whether this process trains without other workers (no multi-worker strategy)."""
+    resolver = getattr(tf.distribute.get_strategy(), "cluster_resolver", None)
+    return resolver is None or not resolver.task_type
+
+
 # A step's results: scalar tensors by name, as the step function returns them.
 Results = Dict[str, tf.Tensor]
 
@@ -70,9 +76,11 @@ class Trainer:
     Used as a context manager (``with Trainer(...) as trainer:``) it holds the checkpoint
     folder locked (``lock_folder``), so a second trainer of the same run stops with one
     line instead of writing the same checkpoints, and removes what interrupted saves
-    left in its folders (``checkpoints.remove_interrupted_saves``). On the chief, SIGINT
-    and SIGTERM in the block stop training after the step in progress: the trainer saves
-    that step and raises ``stops.Stopped`` (``stop_if_asked``).
+    left in its folders (``checkpoints.remove_interrupted_saves``). SIGINT and SIGTERM in
+    the block stop training after the step in progress: the trainer saves that step and
+    raises ``stops.Stopped`` (``stop_if_asked``). In a multi-worker run, where a save
+    takes every worker and a worker that stops blocks the others in the step, they end
+    the process at once, as by default (``stops.SystemDefault``).
 
     Args:
       checkpointer: the run's ``checkpoints.Checkpointer``; its ``step`` variable is the
@@ -148,8 +156,9 @@ class Trainer:
 
     def __enter__(self) -> "Trainer":
         self._lock = lock_folder(self.checkpointer.write_dir)
-        if self.checkpointer.scratch is None:  # the chief
-            self._signals.__enter__()
+        if not _trains_alone():
+            self._signals = stops.SystemDefault()
+        self._signals.__enter__()
         best = self.checkpointer.best_manager
         for folder in (self.checkpointer.write_dir, best and best.directory):
             if folder:
