@@ -3,7 +3,7 @@ shipped sample, gets SIGTERM (the captioner SIGINT) once it has logged training 
 it saves the step it is at, says so in one line, exits with 143 (130) and no traceback,
 and a rerun resumes from that checkpoint. A second signal during that save stops at once
 and leaves the newest readable checkpoint whole; a single-pass decode stopped halfway
-keeps its finished articles."""
+keeps its finished articles, and a stopped eval job the best model it saved."""
 
 import os
 import re
@@ -304,3 +304,32 @@ def test_a_stopped_single_pass_decode_keeps_its_finished_articles(
     assert "manifest.json" in names and "metrics.json" not in names
     assert not [n for n in names if n.startswith(".partial-")]
     assert all(decode_lib._has_pair(decode_dir, i) for i in written)
+
+
+@pytest.mark.slow
+def test_a_stopped_eval_job_keeps_the_best_model_it_scored(stopped_runs, monkeypatch, absl_caplog):
+    run, _, train_dir = stopped_runs["summarizer"]
+
+    def stop_while_waiting(seconds):  # for the trainer's next checkpoint
+        signal.raise_signal(signal.SIGTERM)
+
+    monkeypatch.setattr(checkpoints.time, "sleep", stop_while_waiting)
+    argv = [a for a in run.argv if a.split("=")[0] in ("--log_root", "--exp_name")]
+    evaluate = [
+        "--mode=eval",
+        "--data_path=" + os.path.join(PG_DATA, "chunked", "val_000.bin"),
+        "--eval_max_batches=1",
+        "--max_steps=5000",
+    ]
+    with pytest.raises(stops.Stopped) as stopped:
+        run_summarization.run(
+            config_lib.parse(run_summarization.define_flags, ["eval", *argv, *evaluate])
+        )
+    assert stopped.value.code == 143
+    assert absl_caplog.messages[-1] == "Stopped by SIGTERM; rerun the same command to resume"
+    eval_dir = os.path.join(os.path.dirname(train_dir), "eval")
+    best = tf.train.latest_checkpoint(eval_dir)
+    assert checkpoints.checkpoint_step(best) == checkpoints.checkpoint_step(
+        tf.train.latest_checkpoint(train_dir)
+    )
+    assert os.path.exists(os.path.join(eval_dir, checkpoints.BEST_RECORD))
