@@ -13,12 +13,12 @@ main thread, where Python runs signal handlers) and puts the previous handlers b
   (``signum``) and the trainer acts on it between steps: it saves the step and raises
   ``Stopped``.
 
-``SystemDefault`` gives both signals their system default instead: the process ends at
-once, with no line (a multi-worker trainer).
-
 In both, a second signal ends the process at once (``os._exit``), even in the middle of
 a checkpoint save: TensorFlow writes a checkpoint's files before the ``checkpoint`` index
 names them, so the newest readable checkpoint stays whole (``acvi_tf.checkpoints``).
+
+``SystemDefault`` gives both signals their system default instead: the process ends at
+once, with no line (a multi-worker trainer).
 """
 
 import os
