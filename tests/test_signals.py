@@ -263,6 +263,17 @@ def test_a_second_signal_during_the_stop_save_exits_at_once_leaving_a_whole_chec
         assert float(weight[0, 0]) == resumed.step
 
 
+def test_a_multi_worker_trainer_leaves_the_signals_to_the_system(tmp_path, monkeypatch):
+    with tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]).scope():
+        assert trainer._trains_alone()  # one process, two replicas
+    previous = [signal.getsignal(s) for s in stops.SIGNALS]
+    monkeypatch.setattr(trainer, "_trains_alone", lambda: False)
+    loop, _ = _tiny_trainer(str(tmp_path / "train"))
+    with loop:
+        assert [signal.getsignal(s) for s in stops.SIGNALS] == [signal.SIG_DFL] * 2
+    assert [signal.getsignal(s) for s in stops.SIGNALS] == previous
+
+
 @pytest.mark.slow
 def test_a_stopped_single_pass_decode_keeps_its_finished_articles(
     stopped_runs, monkeypatch, absl_caplog
