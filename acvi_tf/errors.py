@@ -8,7 +8,8 @@ disk), an ``app.UsageError`` (without the module's help text that ``app.run`` wo
 print before it) and a command line that absl refuses (a flag's typo, a value of the
 wrong type, a required flag left out), which absl alone reports in two lines or more
 with exit status 1. Anything else is a bug and keeps its traceback, as does everything
-under ``--debug`` where a command defines it.
+under ``--debug`` where a command defines it. SIGINT and SIGTERM stop a command with
+one line too (``acvi_tf.stops``).
 """
 
 import re
@@ -16,6 +17,8 @@ import sys
 from typing import Callable, List, NoReturn
 
 from absl import app, flags
+
+from acvi_tf import stops
 
 
 class UserError(Exception):
@@ -78,7 +81,8 @@ def _debugging() -> bool:
 
 
 def run(main: Callable[[List[str]], None]) -> None:
-    """``absl.app.run(main)``, with a user's error reported by ``report``."""
+    """``absl.app.run(main)``, with a user's error reported by ``report`` and a stop by
+    SIGINT or SIGTERM in one line (``stops.AtOnce``)."""
 
     def guarded(argv):
         try:
@@ -88,4 +92,5 @@ def run(main: Callable[[List[str]], None]) -> None:
                 raise
             report(e)
 
-    app.run(guarded, flags_parser=_parse_flags)
+    with stops.AtOnce():
+        app.run(guarded, flags_parser=_parse_flags)

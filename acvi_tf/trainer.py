@@ -18,7 +18,7 @@ from typing import Callable, Dict, Iterable, Optional, Tuple
 import tensorflow as tf
 from absl import logging
 
-from acvi_tf import checkpoints, errors, training
+from acvi_tf import checkpoints, errors, stops, training
 
 # The file a trainer holds locked in its checkpoint folder while it runs.
 LOCK_FILE = "trainer.lock"
@@ -61,6 +61,12 @@ def lock_folder(directory: str, job: str = "trainer"):
     return handle
 
 
+def _trains_alone() -> bool:
+    """Whether this process trains without other workers (no multi-worker strategy)."""
+    resolver = getattr(tf.distribute.get_strategy(), "cluster_resolver", None)
+    return resolver is None or not resolver.task_type
+
+
 # A step's results: scalar tensors by name, as the step function returns them.
 Results = Dict[str, tf.Tensor]
 
@@ -73,7 +79,11 @@ class Trainer:
     line instead of writing the same checkpoints, removes what interrupted saves left in
     its folders (``checkpoints.remove_interrupted_saves``), and runs the validation of
     the restored step if it was due and ``best.json`` does not record it (a kill between
-    the step's checkpoint and that record).
+    the step's checkpoint and that record). SIGINT and SIGTERM in the block stop training
+    after the step in progress: the trainer saves that step and raises ``stops.Stopped``
+    (``stop_if_asked``). In a multi-worker run, where a save takes every worker and a
+    worker that stops blocks the others in the step, they end the process at once, as by
+    default (``stops.SystemDefault``).
 
     Args:
       checkpointer: the run's ``checkpoints.Checkpointer``; its ``step`` variable is the
@@ -147,9 +157,13 @@ class Trainer:
         self.after_step = after_step
         self._last_save = time.time()
         self._lock = None
+        self._signals = stops.Deferred("; rerun the same command to resume")
 
     def __enter__(self) -> "Trainer":
         self._lock = lock_folder(self.checkpointer.write_dir)
+        if not _trains_alone():
+            self._signals = stops.SystemDefault()
+        self._signals.__enter__()
         best = self.checkpointer.best_manager
         for folder in (self.checkpointer.write_dir, best and best.directory):
             if folder:
@@ -161,7 +175,15 @@ class Trainer:
             raise
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, exc_type, *exc_info) -> None:
+        try:
+            if exc_type is None:
+                self.stop_if_asked()
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        self._signals.__exit__()
         self._lock.close()  # releases the lock
         self._lock = None
         if self.checkpointer.scratch is not None:  # a worker's own folder, not the run's
@@ -198,6 +220,7 @@ class Trainer:
         """
         until = min(until or self.total_steps, self.total_steps)
         for batch in batches:
+            self.stop_if_asked()
             step = self.step
             if step >= until or self.out_of_patience:
                 return
@@ -225,6 +248,27 @@ class Trainer:
         """Saves the latest checkpoint (once per step); returns its path."""
         self._last_save = time.time()
         return self.checkpointer.save()
+
+    def stop_if_asked(self) -> None:
+        """Saves the step and stops when a signal asked for it.
+
+        Raises:
+          stops.Stopped: after SIGINT or SIGTERM, with one line naming the checkpoint.
+        """
+        signum = self._signals.signum
+        if signum is None:
+            return
+        path = self.save()
+        if self.writer is not None:
+            self.writer.flush()
+        logging.warning(
+            "Stopped by %s at step %d; saved %s%s",
+            stops.name(signum),
+            self.step,
+            path,
+            self._signals.hint,
+        )
+        raise stops.Stopped(signum)
 
     def _log(self, step: int, results: Results, batch: Results) -> None:
         if self.progress is not None:

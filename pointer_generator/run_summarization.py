@@ -18,7 +18,7 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags, logging
 
-from acvi_tf import checkpoints, distribute, files, objective, summaries
+from acvi_tf import checkpoints, distribute, files, objective, stops, summaries
 from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf import trainer as trainer_lib
@@ -1017,10 +1017,11 @@ def run(config):
             chief=distribute.is_chief(strategy),
         )
         return train(config, vocab, train_dir, phases, strategy)
-    if config.mode == "decode":
-        return decode(config, vocab, train_dir, phases)
-    os.makedirs(eval_dir, exist_ok=True)
-    return evaluate(config, vocab, train_dir, eval_dir, phases)
+    with stops.AtOnce("; rerun the same command to resume"):  # a stop keeps what is done
+        if config.mode == "decode":
+            return decode(config, vocab, train_dir, phases)
+        os.makedirs(eval_dir, exist_ok=True)
+        return evaluate(config, vocab, train_dir, eval_dir, phases)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,116 @@
+"""Clean stops on SIGINT (Ctrl-C) and SIGTERM (what a cluster scheduler or ``docker
+stop`` sends): one line on stderr, no traceback, and the status a shell gives a process
+ended by the signal, 128 plus its number (130, 143).
+
+Two ways to stop, each a context manager that handles both signals in its block (in the
+main thread, where Python runs signal handlers) and puts the previous handlers back:
+
+- ``AtOnce`` (every command, ``errors.run``): the command stops where it is, by
+  ``Stopped``, a ``SystemExit`` raised in the main thread: ``finally`` blocks run, an
+  atomic write in progress removes its temporary file (``files.atomic_write``), so what
+  is written stays whole, and a single-pass decode resumes from its finished articles.
+- ``Deferred`` (a trainer, ``acvi_tf.trainer.Trainer``): the signal is recorded
+  (``signum``) and the trainer acts on it between steps: it saves the step and raises
+  ``Stopped``.
+
+In both, a second signal ends the process at once (``os._exit``), even in the middle of
+a checkpoint save: TensorFlow writes a checkpoint's files before the ``checkpoint`` index
+names them, so the newest readable checkpoint stays whole (``acvi_tf.checkpoints``).
+
+``SystemDefault`` gives both signals their system default instead: the process ends at
+once, with no line (a multi-worker trainer).
+"""
+
+import os
+import signal
+import sys
+import threading
+from typing import Optional
+
+from absl import logging
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def status(signum: int) -> int:
+    """The exit status of a stop by signal ``signum``: 128 plus its number."""
+    return 128 + signum
+
+
+def name(signum: int) -> str:
+    """The signal's name, ``SIGTERM``."""
+    return signal.Signals(signum).name
+
+
+class Stopped(SystemExit):
+    """The command stops on signal ``signum``, with exit status ``status(signum)``."""
+
+    def __init__(self, signum: int):
+        super().__init__(status(signum))
+        self.signum = signum
+
+
+def _exit_now(signum: int) -> None:
+    """Ends the process with ``status(signum)``, running nothing more."""
+    sys.stderr.flush()
+    os._exit(status(signum))
+
+
+class _Handling:
+    """Handles SIGINT and SIGTERM by ``first`` within a ``with`` block; a later signal
+    ends the process at once. Outside the main thread it handles nothing.
+
+    Args:
+      hint: what the lines of a stop add, e.g. ``"; rerun the same command to resume"``.
+    """
+
+    def __init__(self, hint: str = ""):
+        self.hint = hint
+        self.signum: Optional[int] = None
+        self._previous = {}
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            self._previous = {s: signal.signal(s, self._handler()) for s in SIGNALS}
+        return self
+
+    def _handler(self):
+        """What handles the signals in the block."""
+        return self._handle
+
+    def __exit__(self, *exc_info) -> None:
+        for signum, handler in self._previous.items():  # None: a handler set outside Python
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
+        self._previous = {}
+
+    def _handle(self, signum: int, frame) -> None:
+        del frame
+        if self.signum is not None:
+            logging.warning("Stopped at once by a second %s%s", name(signum), self.hint)
+            _exit_now(signum)
+        self.signum = signum
+        self.first(signum)
+
+    def first(self, signum: int) -> None:
+        """What the first signal does (``Deferred``: nothing more than recording it)."""
+
+
+class AtOnce(_Handling):
+    """Stops the command where it is, with one line: ``Stopped by SIGTERM`` and the hint."""
+
+    def first(self, signum: int) -> None:
+        logging.warning("Stopped by %s%s", name(signum), self.hint)
+        raise Stopped(signum)
+
+
+class Deferred(_Handling):
+    """Records the first signal in ``signum`` for the block's owner to act on."""
+
+
+class SystemDefault(_Handling):
+    """The system's default action in the block: the process ends at once, even inside a
+    TensorFlow op that waits for other processes (a multi-worker strategy's collective
+    operations), where a Python handler would wait for the op to return."""
+
+    def _handler(self):
+        return signal.SIG_DFL
