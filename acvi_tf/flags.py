@@ -480,6 +480,38 @@ def require_finite(module, flag_values=flags.FLAGS):
                 )
 
 
+def require_learning_rate(name: str, flag_values: flags.FlagValues = flags.FLAGS) -> None:
+    """Rejects a learning rate that is not > 0 at parse time: at 0 the weights never
+    move, and the run would end with its initial weights and no word about it.
+
+    Args:
+      name: the learning-rate flag (``lr``, ``learning_rate``).
+      flag_values: where the flag is defined.
+    """
+    flags.register_validator(
+        name,
+        lambda value: value is None or value > 0,
+        message="--%s must be > 0 (at 0 training never changes the weights)" % name,
+        flag_values=flag_values,
+    )
+
+
+def require_dropout(name: str, flag_values: flags.FlagValues = flags.FLAGS) -> None:
+    """Rejects a dropout rate outside [0, 1) at parse time: at 1 every unit is dropped,
+    which Keras refuses only once the model is built.
+
+    Args:
+      name: the dropout flag.
+      flag_values: where the flag is defined.
+    """
+    flags.register_validator(
+        name,
+        lambda value: value is None or 0 <= value < 1,
+        message="--%s must be in [0, 1) (a rate of 1 drops every unit)" % name,
+        flag_values=flag_values,
+    )
+
+
 def write_flag_record(out_dir, config, name="hparams.json", resume_model_flags=None, chief=True):
     """Writes the run's settings to ``out_dir/name``: the recorded flags of ``config``
     (the entry point's and the shared ones), the TensorFlow version and the command line.

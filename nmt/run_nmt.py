@@ -169,7 +169,6 @@ def define_flags(fv=flags.FLAGS):
         0.2,
         "Input dropout rate of every LSTM.",
         lower_bound=0.0,
-        upper_bound=1.0,
         flag_values=fv,
     )
     flags.DEFINE_float(
@@ -220,6 +219,8 @@ def define_flags(fv=flags.FLAGS):
         flag_values=fv,
     )
     acvi_flags.require_finite(__name__, fv)
+    acvi_flags.require_learning_rate("learning_rate", fv)
+    acvi_flags.require_dropout("dropout", fv)
 
 
 BATCH_SIGNATURE = data.BATCH_SIGNATURE
