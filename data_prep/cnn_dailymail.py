@@ -90,7 +90,7 @@ from absl import app, flags, logging
 from acvi_tf import config as config_lib
 from acvi_tf import errors
 from acvi_tf import progress as progress_lib
-from acvi_tf.formats import bin_files, see_vocab
+from acvi_tf.formats import bin_files, see_vocab, vocabulary
 from acvi_tf.text import ptb_tokenize
 from data_prep import summarization
 
@@ -630,7 +630,7 @@ def accept_finished_files(directory):
       CnnDailymailError: the folder, ``vocab`` or a split is missing, or a split's full
         and chunked record counts differ.
       bin_files.BinFileError: a ``.bin`` file is malformed.
-      see_vocab.VocabError: ``vocab`` holds a reserved word or a word twice.
+      see_vocab.VocabError: ``vocab`` holds a reserved word or a word twice, or no word.
     """
     if not os.path.isdir(directory):
         raise CnnDailymailError("--finished_files %s is not a directory" % directory)
@@ -638,6 +638,9 @@ def accept_finished_files(directory):
     if not os.path.isfile(vocab_path):
         raise CnnDailymailError("%s has no vocab file; is it See's finished_files/?" % directory)
     vocab_words = len(see_vocab.read_words(vocab_path))
+    vocabulary.require_a_word(
+        vocab_path, see_vocab.RESERVED, vocab_words, see_vocab.VocabError, fix=see_vocab.BUILD_HINT
+    )
     lines = []
     for split in WRITE_ORDER:
         records, chunks, made = _accept_split(directory, split)

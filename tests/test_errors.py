@@ -9,7 +9,9 @@ import pytest
 from absl import app, flags
 
 from acvi_tf import errors
-from acvi_tf.formats import bin_files
+from acvi_tf.formats import bin_files, nmt_text
+from pointer_generator import vocab as pg_vocab
+from video_caption import data as video_data
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VOCAB = os.path.join(ROOT, "data_prep", "samples", "debian_descriptions", "vocab")
@@ -141,3 +143,34 @@ def test_a_builder_or_tool_reports_a_missing_file_in_one_line(tmp_path, command,
     assert "Traceback" not in result.stderr
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("error: ") and missing in last, last
+
+
+def _nmt_vocab(path, max_size):
+    assert not max_size  # NMT's vocabulary is the whole file
+    return nmt_text.check_vocab(path, os.path.dirname(path) + "/out")
+
+
+@pytest.mark.parametrize(
+    "read, error, line, max_size",
+    [
+        (pg_vocab.Vocab, pg_vocab.VocabError, "the 9", 4),
+        (video_data.Vocab, video_data.DataError, "the 9", 3),
+        (_nmt_vocab, nmt_text.NmtDataError, "the", 0),
+    ],
+    ids=["summarizer", "captioner", "nmt"],
+)
+def test_a_vocabulary_needs_a_word_besides_the_special_tokens(
+    tmp_path, read, error, line, max_size
+):
+    """Every host refuses a vocabulary of special tokens only (a model would map every
+    word to the unknown one), from the file or from --vocab_size, with one rule."""
+    path = tmp_path / "vocab"
+    path.write_text("", encoding="utf-8")
+    with pytest.raises(error, match="vocab has no word besides the"):
+        read(str(path), 0)
+    path.write_text(line + "\n", encoding="utf-8")
+    read(str(path), 0)
+    if max_size:
+        with pytest.raises(error, match="--vocab_size=%d holds only" % max_size):
+            read(str(path), max_size)
+        read(str(path), max_size + 2)
