@@ -92,6 +92,7 @@ from acvi_tf import errors
 from acvi_tf import progress as progress_lib
 from acvi_tf.formats import bin_files, see_vocab, vocabulary
 from acvi_tf.text import ptb_tokenize
+from data_prep import splits as splits_lib
 from data_prep import summarization
 
 SPLITS = ("train", "val", "test")
@@ -528,6 +529,7 @@ def build(
     strict_counts=False,
     vocab_size=see_vocab.VOCAB_SIZE,
     batch_size=TOKENIZER_BATCH_SIZE,
+    allow_empty=(),
 ):
     """Runs See's pipeline and writes ``finished_files`` into ``out_dir``.
 
@@ -544,6 +546,7 @@ def build(
       strict_counts: make story-count mismatches and missing stories errors.
       vocab_size: the most vocab lines written.
       batch_size: stories per tokenizer call.
+      allow_empty: the splits that may get no story.
 
     Returns:
       The ``BuildStats``.
@@ -551,6 +554,8 @@ def build(
     Raises:
       CnnDailymailError: an input is missing or unusable, java or the jar is missing, or
         (with ``strict_counts``) the story counts differ; nothing is written then.
+      data_prep.splits.EmptySplitError: a split not in ``allow_empty`` would get no
+        story; nothing is written then.
     """
     tokenizer = tokenizer or JarTokenizer()
     if cnn_stories_dir is None and dm_stories_dir is None:
@@ -564,6 +569,7 @@ def build(
         story_paths[split], stats.missing[split] = resolve_stories(urls, sources)
         stats.urls[split] = len(urls)
         report_missing(split, stats.missing[split], len(urls), strict_counts)
+    splits_lib.require_records({s: len(story_paths[s]) for s in WRITE_ORDER}, allow_empty)
     splits = {
         split: iter_examples(split, story_paths[split], tokenizer, batch_size)
         for split in WRITE_ORDER
@@ -728,6 +734,7 @@ def define_flags(fv=flags.FLAGS):
         "Where to put the temporary tokenizer folders (default: the system temporary directory).",
         flag_values=fv,
     )
+    splits_lib.define_allow_empty(SPLITS, fv)
 
 
 def _run_build(config):
@@ -742,6 +749,7 @@ def _run_build(config):
         config.strict_counts,
         config.vocab_size,
         config.tokenizer_batch_size,
+        config.allow_empty,
     )
     return "Built %s\n%s" % (config.out_dir, stats.summary())
 
