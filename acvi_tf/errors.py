@@ -3,19 +3,27 @@
 An exception class that also derives from ``UserError`` is bad input, bad flags or a
 missing tool: its message already names the file, the record and the fix. ``run``
 (every command's ``app.run``) reports it as one line on stderr, ``error: <message>``,
-with exit status 2; so are an ``OSError`` about a named file (a missing vocabulary, a full
-disk), an ``app.UsageError`` (without the module's help text that ``app.run`` would
-print before it) and a command line that absl refuses (a flag's typo, a value of the
-wrong type, a required flag left out), which absl alone reports in two lines or more
-with exit status 1. Anything else is a bug and keeps its traceback, as does everything
-under ``--debug`` where a command defines it.
+with exit status 2; so are an ``OSError`` about a named file (a missing vocabulary, a
+full disk), TensorFlow's ``ResourceExhaustedError`` of a write that found the disk full
+(named by the folder it wrote to), an ``app.UsageError`` (without the module's help text
+that ``app.run`` would print before it) and a command line that absl refuses (a flag's
+typo, a value of the wrong type, a required flag left out), which absl alone reports in
+two lines or more with exit status 1. Anything else is a bug and keeps its traceback, as
+does everything under ``--debug`` where a command defines it.
 """
 
+import errno
+import os
 import re
 import sys
-from typing import Callable, List, NoReturn
+from typing import Callable, List, NoReturn, Optional
 
 from absl import app, flags
+
+# The errors of a write that found no room: a full disk, a full quota.
+NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+# TensorFlow's message when a write (a checkpoint's SaveV2) finds the disk full.
+_TF_NO_SPACE = re.compile(r"(\S+); No space left on device")
 
 
 class UserError(Exception):
@@ -26,6 +34,8 @@ def report(error: BaseException) -> NoReturn:
     """Writes ``error: <message>`` on stderr and exits with status 2."""
     if isinstance(error, OSError) and error.filename:
         message = "%s: %s" % (error.filename, error.strerror or error)
+        if error.errno in NO_SPACE:
+            message += "; free space there, or write to a folder on another disk"
     else:
         message = str(error)
     sys.stderr.write("error: %s\n" % " ".join(message.split("\n")))
@@ -73,6 +83,29 @@ def _parse_flags(argv: List[str]) -> List[str]:
         report(flags.Error(_flag_error_message(e)))
 
 
+def disk_full(error: BaseException) -> Optional[OSError]:
+    """TensorFlow's error of a write that found the disk full, as the ``OSError`` of the
+    folder it wrote to; None for any other error (a GPU out of memory keeps its
+    traceback).
+
+    Args:
+      error: an exception.
+
+    Returns:
+      ``OSError(ENOSPC, ..., folder)`` or None.
+    """
+    tf = sys.modules.get("tensorflow")
+    if tf is None or not isinstance(error, tf.errors.ResourceExhaustedError):
+        return None
+    written = _TF_NO_SPACE.search(str(error))
+    if not written:
+        return None
+    folder = os.path.dirname(written.group(1))
+    if folder.endswith("_temp"):  # a checkpoint is written to <prefix>_temp/ first
+        folder = os.path.dirname(folder)
+    return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), folder)
+
+
 def _debugging() -> bool:
     return "debug" in flags.FLAGS and bool(flags.FLAGS["debug"].value)
 
@@ -87,5 +120,10 @@ def run(main: Callable[[List[str]], None]) -> None:
             if isinstance(e, OSError) and not e.filename or _debugging():
                 raise
             report(e)
+        except Exception as e:
+            full = disk_full(e)
+            if full is None or _debugging():
+                raise
+            report(full)
 
     app.run(guarded, flags_parser=_parse_flags)

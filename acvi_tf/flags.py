@@ -552,8 +552,7 @@ def write_flag_record(out_dir, config, name="hparams.json", resume_model_flags=N
 
 def read_flag_record(run_dir: str, name: str = RECORD) -> Optional[dict]:
     """The flag values a run's record holds (``write_flag_record``), or None when the run
-    has none (a run from before records existed, an imported checkpoint) or it is not
-    JSON (with a warning).
+    has none (a run from before records existed, an imported checkpoint).
 
     Args:
       run_dir: the run's folder.
@@ -561,16 +560,18 @@ def read_flag_record(run_dir: str, name: str = RECORD) -> Optional[dict]:
 
     Returns:
       A dict by flag name (and ``_tensorflow``, ``_command``), or None.
+
+    Raises:
+      files.RecordError: the record cannot be read (a write cut short, an edit).
     """
     path = os.path.join(run_dir, name)
     if not os.path.exists(path):
         return None
-    with open(path, encoding="utf-8") as f:
-        try:
-            return json.load(f)
-        except json.JSONDecodeError:
-            logging.warning("%s is not JSON; the run's settings are not read from it", path)
-            return None
+    return files.read_json(
+        path,
+        "restore it, or delete it and give the run's model flags on the command line "
+        "(training writes a new one)",
+    )
 
 
 def _model_change(path, name, recorded, given):
@@ -615,12 +616,11 @@ def run_config(
     recorded = read_flag_record(run_dir, name)
     path = os.path.join(run_dir, name)
     if recorded is None:
-        if not os.path.exists(path):  # read_flag_record warns of an unreadable one
-            logging.warning(
-                "%s is missing (a run from before records, or an imported checkpoint): "
-                "the run's settings are this command's flags",
-                path,
-            )
+        logging.warning(
+            "%s is missing (a run from before records, or an imported checkpoint): "
+            "the run's settings are this command's flags",
+            path,
+        )
         return config
     values = config.record()
     for n in sorted(config.given & (set(model_flags) | set(MODEL_FLAGS))):
