@@ -3,6 +3,7 @@ its traceback."""
 
 import errno
 import importlib
+import json
 import os
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from absl import app, flags
 from acvi_tf import config as config_lib
 from acvi_tf import errors, files
 from acvi_tf.formats import bin_files, nmt_text
+from pointer_generator import results_table
 from pointer_generator import vocab as pg_vocab
 from video_caption import data as video_data
 
@@ -200,6 +202,10 @@ def _bad_inputs(tmp):
         ("nmt/best_bleu/best.json", '{"score": 3'),
         ("pg/run/hparams.json", '{"hidden_dim": '),
         ("export/saved_model.pb", ""),
+        ("nmtrun/hparams.json", json.dumps(dict(vocab_prefix=str(tmp / "corpus" / "vocab")))),
+        ("corpus/corpus.json", '{"tokenizer": '),
+        ("store/features.json", '{"cnn": '),
+        ("videos/clip.mp4", ""),
     ):
         path = tmp / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -258,6 +264,16 @@ USER_ERRORS = [
         "{tmp}/none/hparams.json is missing",
     ),
     ("nmt.export", ["--out_dir={tmp}/nmt", "--export_dir={tmp}/export"], "{tmp}/export exists"),
+    (
+        "nmt.export",
+        ["--out_dir={tmp}/nmtrun", "--export_dir={tmp}/new"],
+        "{tmp}/corpus/corpus.json is not valid JSON",
+    ),
+    (
+        "video_caption.features",
+        ["--video_dir={tmp}/videos", "--output={tmp}/store"],
+        "{tmp}/store/features.json is not valid JSON",
+    ),
     ("video_caption.run_captioning", ["--learning_rate=0"], "--learning_rate must be > 0"),
     ("video_caption.run_captioning", ["--dropout=1"], "--dropout must be in [0, 1)"),
     (
@@ -400,3 +416,12 @@ def test_a_full_disk_is_one_line_naming_the_folder(tmp_path, capsys, monkeypatch
 
     with pytest.raises(tf.errors.ResourceExhaustedError):
         errors.run(out_of_memory)
+
+
+def test_the_results_table_names_a_metrics_file_cut_short(tmp_path, capsys):
+    (tmp_path / "metrics.json").write_text('{"rouge_1', encoding="utf-8")
+    with pytest.raises(SystemExit) as exit_info:
+        results_table.main(["results_table", "acvi=%s" % tmp_path])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and len(err.splitlines()) == 1
+    assert err.startswith("error: %s is not valid JSON" % (tmp_path / "metrics.json"))
