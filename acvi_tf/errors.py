@@ -49,8 +49,8 @@ _REQUIRED = re.compile(r"flag --(\w+)=None: Flag --\1 must have a value other th
 _ONE_OF = re.compile(r"flags .*: Exactly one of \((.*)\) must have a value other than None\.")
 
 
-def _listed(names: List[str]) -> str:
-    """``--a``, ``--a and --b``, ``--a, --b and --c``."""
+def listed(names: List[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``: names in a sentence."""
     return names[0] if len(names) == 1 else "%s and %s" % (", ".join(names[:-1]), names[-1])
 
 
@@ -65,12 +65,12 @@ def _flag_error_message(error: flags.Error) -> str:
         one_of = _ONE_OF.fullmatch(problem)
         if one_of:
             names = ["--" + name for name in one_of.group(1).split(", ")]
-            others.append("give exactly one of %s" % _listed(names).replace(" and ", " or "))
+            others.append("give exactly one of %s" % listed(names).replace(" and ", " or "))
         elif not _REQUIRED.fullmatch(problem):
             others.append(problem)
     if required:
         verb = "are" if len(required) > 1 else "is"
-        others.insert(0, "%s %s required" % (_listed(required), verb))
+        others.insert(0, "%s %s required" % (listed(required), verb))
     return "%s (--helpshort lists the flags)" % "; ".join(others)
 
 

@@ -97,7 +97,7 @@ def require_records(
             "or add --allow_empty=%s to leave it empty on purpose"
             % (
                 what,
-                " and ".join(empty),
+                errors.listed(empty),
                 ", ".join("%s %d" % item for item in counts.items()),
                 ",".join(sorted(set(allow_empty) | set(empty), key=list(counts).index)),
             )

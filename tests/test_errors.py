@@ -290,12 +290,12 @@ USER_ERRORS = [
     (
         "data_prep.summarization",
         ["--input={tmp}/header.tsv", "--out_dir={tmp}/built"],
-        "would write 0 pairs to train and val and test (train 0, val 0, test 0)",
+        "would write 0 pairs to train, val and test (train 0, val 0, test 0)",
     ),
     (
         "data_prep.translation",
         ["--src=en", "--tgt=it", "--input={tmp}/pairs.tsv", "--out_dir={tmp}/built"],
-        "would write 0 pairs to train and dev and test",
+        "would write 0 pairs to train, dev and test",
     ),
     (
         "data_prep.wmt16",
@@ -305,22 +305,22 @@ USER_ERRORS = [
     (
         "data_prep.captions",
         ["--captions={tmp}/captions.csv", "--features={tmp}", "--output_dir={tmp}/built"],
-        "would write 0 clips to train and val and test",
+        "would write 0 clips to train, val and test",
     ),
     (
         "data_prep.debian_descriptions",
         ["--translation_file={tmp}/empty.src", "--out_dir={tmp}/built"],
-        "would write 0 pairs to train and val and test",
+        "would write 0 pairs to train, val and test",
     ),
     (
         "data_prep.debian_translations",
         ["--en_file={tmp}/empty.src", "--lang_file={tmp}/empty.tgt", "--out_dir={tmp}/built"],
-        "would write 0 pairs to train and dev and test",
+        "would write 0 pairs to train, dev and test",
     ),
     (
         "data_prep.pig_latin",
         ["--words_file={tmp}/empty.src", "--out_dir={tmp}/built"],
-        "would write 0 words to train and dev and test",
+        "would write 0 words to train, dev and test",
     ),
     (
         "data_prep.cnn_dailymail",
