@@ -273,8 +273,11 @@ class Checkpointer:
             )
             record = os.path.join(best_dir, BEST_RECORD)
             if os.path.exists(record):
-                with open(record, encoding="utf-8") as f:
-                    self.best = json.load(f)
+                self.best = files.read_json(
+                    record,
+                    "delete it to start a new record (the next evaluation's model becomes "
+                    "the best)",
+                )
 
     @property
     def latest(self) -> Optional[str]:

@@ -3,22 +3,30 @@
 An exception class that also derives from ``UserError`` is bad input, bad flags or a
 missing tool: its message already names the file, the record and the fix. ``run``
 (every command's ``app.run``) reports it as one line on stderr, ``error: <message>``,
-with exit status 2; so are an ``OSError`` about a named file (a missing vocabulary, a full
-disk), an ``app.UsageError`` (without the module's help text that ``app.run`` would
-print before it) and a command line that absl refuses (a flag's typo, a value of the
-wrong type, a required flag left out), which absl alone reports in two lines or more
-with exit status 1. Anything else is a bug and keeps its traceback, as does everything
-under ``--debug`` where a command defines it. SIGINT and SIGTERM stop a command with
-one line too (``acvi_tf.stops``).
+with exit status 2; so are an ``OSError`` about a named file (a missing vocabulary, a
+full disk), TensorFlow's ``ResourceExhaustedError`` of a write that found the disk full
+(named by the folder it wrote to), an ``app.UsageError`` (without the module's help text
+that ``app.run`` would print before it) and a command line that absl refuses (a flag's
+typo, a value of the wrong type, a required flag left out), which absl alone reports in
+two lines or more with exit status 1. Anything else is a bug and keeps its traceback, as
+does everything under ``--debug`` where a command defines it. SIGINT and SIGTERM stop a
+command with one line too (``acvi_tf.stops``).
 """
 
+import errno
+import os
 import re
 import sys
-from typing import Callable, List, NoReturn
+from typing import Callable, List, NoReturn, Optional
 
 from absl import app, flags
 
 from acvi_tf import stops
+
+# The errors of a write that found no room: a full disk, a full quota.
+NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+# TensorFlow's message when a write (a checkpoint's SaveV2) finds the disk full.
+_TF_NO_SPACE = re.compile(r"(\S+); No space left on device")
 
 
 class UserError(Exception):
@@ -29,6 +37,8 @@ def report(error: BaseException) -> NoReturn:
     """Writes ``error: <message>`` on stderr and exits with status 2."""
     if isinstance(error, OSError) and error.filename:
         message = "%s: %s" % (error.filename, error.strerror or error)
+        if error.errno in NO_SPACE:
+            message += "; free space there, or write to a folder on another disk"
     else:
         message = str(error)
     sys.stderr.write("error: %s\n" % " ".join(message.split("\n")))
@@ -42,8 +52,8 @@ _REQUIRED = re.compile(r"flag --(\w+)=None: Flag --\1 must have a value other th
 _ONE_OF = re.compile(r"flags .*: Exactly one of \((.*)\) must have a value other than None\.")
 
 
-def _listed(names: List[str]) -> str:
-    """``--a``, ``--a and --b``, ``--a, --b and --c``."""
+def listed(names: List[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``: names in a sentence."""
     return names[0] if len(names) == 1 else "%s and %s" % (", ".join(names[:-1]), names[-1])
 
 
@@ -58,12 +68,12 @@ def _flag_error_message(error: flags.Error) -> str:
         one_of = _ONE_OF.fullmatch(problem)
         if one_of:
             names = ["--" + name for name in one_of.group(1).split(", ")]
-            others.append("give exactly one of %s" % _listed(names).replace(" and ", " or "))
+            others.append("give exactly one of %s" % listed(names).replace(" and ", " or "))
         elif not _REQUIRED.fullmatch(problem):
             others.append(problem)
     if required:
         verb = "are" if len(required) > 1 else "is"
-        others.insert(0, "%s %s required" % (_listed(required), verb))
+        others.insert(0, "%s %s required" % (listed(required), verb))
     return "%s (--helpshort lists the flags)" % "; ".join(others)
 
 
@@ -74,6 +84,29 @@ def _parse_flags(argv: List[str]) -> List[str]:
         return flags.FLAGS(argv)
     except flags.Error as e:
         report(flags.Error(_flag_error_message(e)))
+
+
+def disk_full(error: BaseException) -> Optional[OSError]:
+    """TensorFlow's error of a write that found the disk full, as the ``OSError`` of the
+    folder it wrote to; None for any other error (a GPU out of memory keeps its
+    traceback).
+
+    Args:
+      error: an exception.
+
+    Returns:
+      ``OSError(ENOSPC, ..., folder)`` or None.
+    """
+    tf = sys.modules.get("tensorflow")
+    if tf is None or not isinstance(error, tf.errors.ResourceExhaustedError):
+        return None
+    written = _TF_NO_SPACE.search(str(error))
+    if not written:
+        return None
+    folder = os.path.dirname(written.group(1))
+    if folder.endswith("_temp"):  # a checkpoint is written to <prefix>_temp/ first
+        folder = os.path.dirname(folder)
+    return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), folder)
 
 
 def _debugging() -> bool:
@@ -91,6 +124,11 @@ def run(main: Callable[[List[str]], None]) -> None:
             if isinstance(e, OSError) and not e.filename or _debugging():
                 raise
             report(e)
+        except Exception as e:
+            full = disk_full(e)
+            if full is None or _debugging():
+                raise
+            report(full)
 
     with stops.AtOnce():
         app.run(guarded, flags_parser=_parse_flags)

@@ -63,6 +63,24 @@ def graph_tokenizer_for(
     return lambda texts: graph_tokenizer.tokenize(texts, lowercase)
 
 
+def refuse_existing(export_dir: str, overwrite: bool) -> None:
+    """Refuses an existing ``export_dir`` unless ``overwrite``: an export command calls
+    it first, before it loads the model.
+
+    Args:
+      export_dir: the SavedModel's folder.
+      overwrite: ``--overwrite``.
+
+    Raises:
+      app.UsageError: ``export_dir`` exists and ``overwrite`` is False.
+    """
+    if os.path.exists(export_dir) and not overwrite:
+        raise app.UsageError(
+            "%s exists; give a new --export_dir (e.g. the next version number) or --overwrite"
+            % os.path.abspath(export_dir)
+        )
+
+
 def save(
     module: tf.Module,
     export_dir: str,
@@ -85,11 +103,7 @@ def save(
       app.UsageError: ``export_dir`` exists and ``overwrite`` is False.
     """
     export_dir = os.path.abspath(export_dir)
-    if os.path.exists(export_dir) and not overwrite:
-        raise app.UsageError(
-            "%s exists; give a new --export_dir (e.g. the next version number) or --overwrite"
-            % export_dir
-        )
+    refuse_existing(export_dir, overwrite)
     parent = os.path.dirname(export_dir)
     os.makedirs(parent, exist_ok=True)
     staging = tempfile.mkdtemp(prefix=".export-", dir=parent)

@@ -1,21 +1,33 @@
 """Atomic file output (a reader never sees a half-written file, a crash leaves the old
-one), checked UTF-8 input, the line-by-line input and output of the commands that read
-raw text (a file, or standard input and output for ``-``), and a file's content hash.
+one), checked UTF-8 input, the JSON records the project reads back, the line-by-line
+input and output of the commands that read raw text (a file, or standard input and
+output for ``-``), and a file's content hash.
 
 Every output of the project (``.bin`` chunks, decoded summaries, reports) goes through
 ``atomic_write``: the data is written to a temporary file in the target's folder, given
 the permissions a plain ``open`` would give (0666 minus the umask), then renamed over
-the target with ``os.replace``.
+the target with ``os.replace``; a full disk is an ``OSError`` naming the target.
 """
 
 import contextlib
 import hashlib
+import json
 import os
 import sys
 import tempfile
-from typing import IO, Iterator, List, Tuple, Type
+from typing import IO, Any, Iterator, List, Tuple, Type
 
 from absl import logging
+
+from acvi_tf import errors
+
+# JSON's names of the types ``json.loads`` returns.
+_JSON_TYPES = {dict: "object", list: "array", str: "string", int: "number", float: "number"}
+
+
+class RecordError(errors.UserError, ValueError):
+    """A JSON record the project wrote cannot be read back; the message names the file
+    and the fix."""
 
 
 def _default_mode():
@@ -34,6 +46,9 @@ def atomic_write(path: str, binary: bool = False) -> Iterator[IO]:
 
     Yields:
       The open temporary file.
+
+    Raises:
+      OSError: ``path`` cannot be written; a full disk names ``path``.
     """
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
@@ -49,9 +64,11 @@ def atomic_write(path: str, binary: bool = False) -> Iterator[IO]:
             yield handle
         os.chmod(handle.name, _default_mode())
         os.replace(handle.name, path)
-    except BaseException:
+    except BaseException as e:
         if os.path.exists(handle.name):
             os.unlink(handle.name)
+        if isinstance(e, OSError) and e.errno in errors.NO_SPACE and not e.filename:
+            raise OSError(e.errno, e.strerror, path) from e
         raise
 
 
@@ -76,6 +93,43 @@ def utf8_lines(path: str, error: Type[Exception]) -> Iterator[Tuple[int, str]]:
                     "%s:%d: byte %d of the line is not UTF-8; re-encode the file as "
                     "UTF-8 (for example with iconv)" % (path, number, e.start + 1)
                 ) from e
+
+
+def read_json(path: str, fix: str, kind: type = dict, error: Type[Exception] = RecordError) -> Any:
+    """A JSON record the project wrote (a run's ``hparams.json``, ``best.json``, a
+    corpus's ``corpus.json``), read back.
+
+    Args:
+      path: the file.
+      fix: what the user can do when it cannot be read (a killed write, an edit).
+      kind: the type the record's top level must have.
+      error: the exception class raised (an ``errors.UserError``).
+
+    Returns:
+      The parsed record.
+
+    Raises:
+      error: the file is not UTF-8, not JSON, or not of ``kind``; the message names the
+        file, where it breaks and ``fix``.
+      OSError: the file cannot be opened.
+    """
+    with open(path, "rb") as f:
+        raw = f.read()
+    try:
+        record = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise error("%s: byte %d is not UTF-8; %s" % (path, e.start + 1, fix)) from e
+    except json.JSONDecodeError as e:
+        raise error(
+            "%s is not valid JSON (%s at line %d column %d: cut short or edited?); %s"
+            % (path, e.msg, e.lineno, e.colno, fix)
+        ) from e
+    if not isinstance(record, kind):
+        raise error(
+            "%s holds a JSON %s where a JSON %s belongs; %s"
+            % (path, _JSON_TYPES.get(type(record), "value"), _JSON_TYPES[kind], fix)
+        )
+    return record
 
 
 def read_input_lines(path: str, error: Type[Exception]) -> List[str]:

@@ -480,6 +480,38 @@ def require_finite(module, flag_values=flags.FLAGS):
                 )
 
 
+def require_learning_rate(name: str, flag_values: flags.FlagValues = flags.FLAGS) -> None:
+    """Rejects a learning rate that is not > 0 at parse time: at 0 the weights never
+    move, and the run would end with its initial weights and no word about it.
+
+    Args:
+      name: the learning-rate flag (``lr``, ``learning_rate``).
+      flag_values: where the flag is defined.
+    """
+    flags.register_validator(
+        name,
+        lambda value: value is None or value > 0,
+        message="--%s must be > 0 (at 0 training never changes the weights)" % name,
+        flag_values=flag_values,
+    )
+
+
+def require_dropout(name: str, flag_values: flags.FlagValues = flags.FLAGS) -> None:
+    """Rejects a dropout rate outside [0, 1) at parse time: at 1 every unit is dropped,
+    which Keras refuses only once the model is built.
+
+    Args:
+      name: the dropout flag.
+      flag_values: where the flag is defined.
+    """
+    flags.register_validator(
+        name,
+        lambda value: value is None or 0 <= value < 1,
+        message="--%s must be in [0, 1) (a rate of 1 drops every unit)" % name,
+        flag_values=flag_values,
+    )
+
+
 def write_flag_record(out_dir, config, name="hparams.json", resume_model_flags=None, chief=True):
     """Writes the run's settings to ``out_dir/name``: the recorded flags of ``config``
     (the entry point's and the shared ones), the TensorFlow version and the command line.
@@ -520,8 +552,7 @@ def write_flag_record(out_dir, config, name="hparams.json", resume_model_flags=N
 
 def read_flag_record(run_dir: str, name: str = RECORD) -> Optional[dict]:
     """The flag values a run's record holds (``write_flag_record``), or None when the run
-    has none (a run from before records existed, an imported checkpoint) or it is not
-    JSON (with a warning).
+    has none (a run from before records existed, an imported checkpoint).
 
     Args:
       run_dir: the run's folder.
@@ -529,16 +560,18 @@ def read_flag_record(run_dir: str, name: str = RECORD) -> Optional[dict]:
 
     Returns:
       A dict by flag name (and ``_tensorflow``, ``_command``), or None.
+
+    Raises:
+      files.RecordError: the record cannot be read (a write cut short, an edit).
     """
     path = os.path.join(run_dir, name)
     if not os.path.exists(path):
         return None
-    with open(path, encoding="utf-8") as f:
-        try:
-            return json.load(f)
-        except json.JSONDecodeError:
-            logging.warning("%s is not JSON; the run's settings are not read from it", path)
-            return None
+    return files.read_json(
+        path,
+        "restore it, or delete it and give the run's model flags on the command line "
+        "(training writes a new one)",
+    )
 
 
 def _model_change(path, name, recorded, given):
@@ -583,12 +616,11 @@ def run_config(
     recorded = read_flag_record(run_dir, name)
     path = os.path.join(run_dir, name)
     if recorded is None:
-        if not os.path.exists(path):  # read_flag_record warns of an unreadable one
-            logging.warning(
-                "%s is missing (a run from before records, or an imported checkpoint): "
-                "the run's settings are this command's flags",
-                path,
-            )
+        logging.warning(
+            "%s is missing (a run from before records, or an imported checkpoint): "
+            "the run's settings are this command's flags",
+            path,
+        )
         return config
     values = config.record()
     for n in sorted(config.given & (set(model_flags) | set(MODEL_FLAGS))):

@@ -32,7 +32,8 @@ Rules, in the order they are applied:
    clips, or with ``--skip_missing_features`` dropped (counted).
 5. Splits: a row's own (``--split_field``: ``train``, ``val`` or ``test``, the same on
    every row of a clip) or a stable hash of the clip id (90% train, 5% val, 5% test);
-   each split in ascending hash order.
+   each split in ascending hash order. A split with no clip stops the build before it
+   writes anything, unless ``--allow_empty`` names it.
 6. Vocabulary: the tokens of the training captions seen at least ``--min_count`` times,
    most frequent first, ties in code-point order; no special tokens (the model adds its
    own).
@@ -53,7 +54,7 @@ import os
 import subprocess
 import sys
 import tempfile
-from typing import Dict, Iterator, List, Tuple
+from typing import Dict, Iterator, List, Sequence, Tuple
 
 from absl import flags, logging
 from nltk.tokenize import wordpunct_tokenize
@@ -341,6 +342,26 @@ def extract_video_features(config, clips) -> str:
     return store
 
 
+def split_clips(clips: Dict[str, dict]) -> Dict[str, List[Clip]]:
+    """The clips of ``group_clips`` in their own split or their hash's, in hash order."""
+    splits = {split: [] for split in SPLITS}
+    for name, entry in clips.items():
+        key = summarization.key_hash(name)
+        split = entry["split"] or splits_lib.split_of(key, SPLITS)
+        splits[split].append(
+            Clip(name, name, key, tuple(entry["captions"]), tuple(entry["references"]))
+        )
+    for members in splits.values():
+        members.sort(key=lambda clip: clip.index)
+    return splits
+
+
+def _require_clips(splits: Dict[str, List[Clip]], allow_empty: Sequence[str]) -> None:
+    """Refuses a split with no clip that ``--allow_empty`` does not name."""
+    counts = {split: len(members) for split, members in splits.items()}
+    splits_lib.require_records(counts, allow_empty, what="clips")
+
+
 def build(config) -> Stats:
     """Reads the flags' captions and features (or videos) and writes the dataset."""
     given = [name for name in EXTRACTION_FLAGS if getattr(config, name) is not None]
@@ -349,6 +370,7 @@ def build(config) -> Stats:
     stats = Stats()
     rows = read_rows(config.captions, config.clip_field, config.caption_field, config.split_field)
     clips = group_clips(rows, config.lowercase, config.skip_empty, stats)
+    _require_clips(split_clips(clips), config.allow_empty)
     features = extract_video_features(config, clips) if config.videos else config.features
     try:
         store = frame_features.open_features(features)
@@ -367,15 +389,8 @@ def build(config) -> Stats:
         logging.warning("clip %s has no features in %s; left out", name, features)
     stats.features = features
     stats.clips_dropped_missing_features = len(missing)
-    splits = {split: [] for split in SPLITS}
-    for name, entry in clips.items():
-        key = summarization.key_hash(name)
-        split = entry["split"] or splits_lib.split_of(key, SPLITS)
-        splits[split].append(
-            Clip(name, name, key, tuple(entry["captions"]), tuple(entry["references"]))
-        )
-    for members in splits.values():
-        members.sort(key=lambda clip: clip.index)
+    splits = split_clips(clips)
+    _require_clips(splits, config.allow_empty)
     stats.vocab_size = write_split_files(config.output_dir, splits, config.min_count)
     stats.clips = {split: len(members) for split, members in splits.items()}
     stats.captions = {s: sum(len(c.captions) for c in m) for s, m in splits.items()}
@@ -447,6 +462,7 @@ def define_flags(fv=flags.FLAGS):
     flags.DEFINE_string(
         "dtype", None, "With --videos: stored precision, float32 or float16.", flag_values=fv
     )
+    splits_lib.define_allow_empty(SPLITS, fv)
     flags.mark_flags_as_required(["captions", "output_dir"], flag_values=fv)
     flags.mark_flags_as_mutual_exclusive(["features", "videos"], required=True, flag_values=fv)
 

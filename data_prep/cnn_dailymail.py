@@ -90,8 +90,9 @@ from absl import app, flags, logging
 from acvi_tf import config as config_lib
 from acvi_tf import errors
 from acvi_tf import progress as progress_lib
-from acvi_tf.formats import bin_files, see_vocab
+from acvi_tf.formats import bin_files, see_vocab, vocabulary
 from acvi_tf.text import ptb_tokenize
+from data_prep import splits as splits_lib
 from data_prep import summarization
 
 SPLITS = ("train", "val", "test")
@@ -528,6 +529,7 @@ def build(
     strict_counts=False,
     vocab_size=see_vocab.VOCAB_SIZE,
     batch_size=TOKENIZER_BATCH_SIZE,
+    allow_empty=(),
 ):
     """Runs See's pipeline and writes ``finished_files`` into ``out_dir``.
 
@@ -544,6 +546,7 @@ def build(
       strict_counts: make story-count mismatches and missing stories errors.
       vocab_size: the most vocab lines written.
       batch_size: stories per tokenizer call.
+      allow_empty: the splits that may get no story.
 
     Returns:
       The ``BuildStats``.
@@ -551,6 +554,8 @@ def build(
     Raises:
       CnnDailymailError: an input is missing or unusable, java or the jar is missing, or
         (with ``strict_counts``) the story counts differ; nothing is written then.
+      data_prep.splits.EmptySplitError: a split not in ``allow_empty`` would get no
+        story; nothing is written then.
     """
     tokenizer = tokenizer or JarTokenizer()
     if cnn_stories_dir is None and dm_stories_dir is None:
@@ -564,6 +569,7 @@ def build(
         story_paths[split], stats.missing[split] = resolve_stories(urls, sources)
         stats.urls[split] = len(urls)
         report_missing(split, stats.missing[split], len(urls), strict_counts)
+    splits_lib.require_records({s: len(story_paths[s]) for s in WRITE_ORDER}, allow_empty)
     splits = {
         split: iter_examples(split, story_paths[split], tokenizer, batch_size)
         for split in WRITE_ORDER
@@ -630,7 +636,7 @@ def accept_finished_files(directory):
       CnnDailymailError: the folder, ``vocab`` or a split is missing, or a split's full
         and chunked record counts differ.
       bin_files.BinFileError: a ``.bin`` file is malformed.
-      see_vocab.VocabError: ``vocab`` holds a reserved word or a word twice.
+      see_vocab.VocabError: ``vocab`` holds a reserved word or a word twice, or no word.
     """
     if not os.path.isdir(directory):
         raise CnnDailymailError("--finished_files %s is not a directory" % directory)
@@ -638,6 +644,9 @@ def accept_finished_files(directory):
     if not os.path.isfile(vocab_path):
         raise CnnDailymailError("%s has no vocab file; is it See's finished_files/?" % directory)
     vocab_words = len(see_vocab.read_words(vocab_path))
+    vocabulary.require_a_word(
+        vocab_path, see_vocab.RESERVED, vocab_words, see_vocab.VocabError, fix=see_vocab.BUILD_HINT
+    )
     lines = []
     for split in WRITE_ORDER:
         records, chunks, made = _accept_split(directory, split)
@@ -725,6 +734,7 @@ def define_flags(fv=flags.FLAGS):
         "Where to put the temporary tokenizer folders (default: the system temporary directory).",
         flag_values=fv,
     )
+    splits_lib.define_allow_empty(SPLITS, fv)
 
 
 def _run_build(config):
@@ -739,6 +749,7 @@ def _run_build(config):
         config.strict_counts,
         config.vocab_size,
         config.tokenizer_batch_size,
+        config.allow_empty,
     )
     return "Built %s\n%s" % (config.out_dir, stats.summary())
 

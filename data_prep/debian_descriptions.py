@@ -43,6 +43,7 @@ from absl import flags, logging
 
 from acvi_tf import config as config_lib
 from acvi_tf import errors, text
+from data_prep import splits as splits_lib
 from data_prep import summarization
 
 APT_LISTS_GLOB = "/var/lib/apt/lists/*_main_i18n_Translation-en*"
@@ -274,7 +275,9 @@ def make_pairs(records, max_article_tokens, stats):
     )
 
 
-def build(translation_file, out_dir, max_article_tokens=400, caps=None, full_bins=True):
+def build(
+    translation_file, out_dir, max_article_tokens=400, caps=None, full_bins=True, allow_empty=()
+):
     """Reads a Translation-en index and writes the corpus into ``out_dir``.
 
     Args:
@@ -283,12 +286,15 @@ def build(translation_file, out_dir, max_article_tokens=400, caps=None, full_bin
       max_article_tokens: pairs with longer articles are dropped.
       caps: optional dict split -> the most pairs to keep.
       full_bins: also write ``{split}.bin`` next to ``chunked/``.
+      allow_empty: the splits that may get no pair.
 
     Returns:
       The ``summarization.Stats`` of the build.
 
     Raises:
       TranslationFileError: the file cannot be read or parsed; nothing is written then.
+      splits.EmptySplitError: a split not in ``allow_empty`` would get no pair; nothing
+        is written then.
     """
     stats = summarization.Stats()
     try:
@@ -298,7 +304,7 @@ def build(translation_file, out_dir, max_article_tokens=400, caps=None, full_bin
         raise TranslationFileError(
             "%s is not UTF-8 text (%s); is it a Translation-en index?" % (translation_file, e)
         ) from e
-    summarization.write_corpus(pairs, out_dir, stats, caps, full_bins)
+    summarization.write_corpus(pairs, out_dir, stats, caps, full_bins, allow_empty)
     summarization.write_corpus_record(out_dir, "treebank", True)
     return stats
 
@@ -346,6 +352,7 @@ def define_flags(fv=flags.FLAGS):
         "to chunked/ (See's layout); --nofull_bins writes chunked/ only.",
         flag_values=fv,
     )
+    splits_lib.define_allow_empty(summarization.SPLITS, fv)
     flags.mark_flag_as_required("out_dir", flag_values=fv)
 
 
@@ -355,7 +362,12 @@ def run(config):
     translation_file = config.translation_file or default_translation_file()
     logging.info("reading %s", translation_file)
     stats = build(
-        translation_file, config.out_dir, config.max_article_tokens, caps, config.full_bins
+        translation_file,
+        config.out_dir,
+        config.max_article_tokens,
+        caps,
+        config.full_bins,
+        config.allow_empty,
     )
     print("Built %s from %s\n%s" % (config.out_dir, translation_file, stats.summary()))
 

@@ -38,6 +38,7 @@ from absl import flags, logging
 from acvi_tf import config as config_lib
 from acvi_tf import text
 from data_prep import debian_descriptions as dd
+from data_prep import splits as splits_lib
 from data_prep import translation
 
 APT_LISTS_GLOB = "/var/lib/apt/lists/*_main_i18n_Translation-%s*"
@@ -219,7 +220,15 @@ def make_pairs(english, translated, max_len, stats):
 
 
 def build(
-    en_file, lang_file, out_dir, lang="de", max_len=50, caps=None, min_count=1, bpe_merges=8000
+    en_file,
+    lang_file,
+    out_dir,
+    lang="de",
+    max_len=50,
+    caps=None,
+    min_count=1,
+    bpe_merges=8000,
+    allow_empty=(),
 ):
     """Reads both indexes and writes the word-level corpus and its BPE variant.
 
@@ -232,19 +241,24 @@ def build(
       caps: optional dict split -> the most pairs to keep.
       min_count: the fewest train occurrences of a word-level vocab entry.
       bpe_merges: the number of joint BPE merge operations (0: no ``bpe/``).
+      allow_empty: the splits that may get no pair.
 
     Returns:
       The ``Stats`` of the build.
 
     Raises:
       TranslationFileError: a file cannot be read or parsed; nothing is written then.
+      data_prep.splits.EmptySplitError: a split not in ``allow_empty`` would get no
+        pair; nothing is written then.
     """
     stats = Stats()
     english = read_descriptions(en_file, "en", stats)
     translated = read_descriptions(lang_file, lang, stats)
     pairs = make_pairs(english, translated, max_len, stats)
     languages = ("en", lang)
-    translation.write_corpus(pairs, out_dir, languages, stats, caps, min_count, bpe_merges)
+    translation.write_corpus(
+        pairs, out_dir, languages, stats, caps, min_count, bpe_merges, allow_empty=allow_empty
+    )
     translation.write_corpus_record(out_dir, languages, "treebank", True, bpe_merges)
     return stats
 
@@ -308,6 +322,7 @@ def define_flags(fv=flags.FLAGS):
         lower_bound=0,
         flag_values=fv,
     )
+    splits_lib.define_allow_empty(translation.SPLITS, fv)
     flags.mark_flag_as_required("out_dir", flag_values=fv)
 
 
@@ -326,6 +341,7 @@ def run(config):
         caps,
         config.min_count,
         config.bpe_merges,
+        config.allow_empty,
     )
     print("Built %s from %s and %s\n%s" % (config.out_dir, en_file, lang_file, stats.summary()))
 

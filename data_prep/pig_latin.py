@@ -212,7 +212,7 @@ def split_words(words, caps=None):
     return splits
 
 
-def build(words_file, out_dir, max_word_chars=20, caps=None):
+def build(words_file, out_dir, max_word_chars=20, caps=None, allow_empty=()):
     """Reads the words and writes the character-level task into ``out_dir``.
 
     Args:
@@ -220,12 +220,15 @@ def build(words_file, out_dir, max_word_chars=20, caps=None):
       out_dir: the output directory (created if needed).
       max_word_chars: longer words are skipped.
       caps: optional dict split -> the most words to keep.
+      allow_empty: the splits that may get no word.
 
     Returns:
       The ``Stats`` of the build.
 
     Raises:
       WordsFileError: the words file cannot be read; nothing is written then.
+      data_prep.splits.EmptySplitError: a split not in ``allow_empty`` nor capped to 0
+        would get no word; nothing is written then.
     """
     stats = Stats()
     words = read_words(words_file, max_word_chars, stats)
@@ -233,6 +236,7 @@ def build(words_file, out_dir, max_word_chars=20, caps=None):
         splits_lib.split_of(word_hash(w), SPLITS) for w in words
     )
     splits = split_words(words, caps)
+    splits_lib.require_records({s: len(m) for s, m in splits.items()}, allow_empty, caps, "words")
     os.makedirs(out_dir, exist_ok=True)
     for split, members in splits.items():
         stats.words[split] = len(members)
@@ -279,6 +283,7 @@ def define_flags(fv=flags.FLAGS):
     flags.DEFINE_integer(
         "max_test", None, "Like --max_train, for test.", lower_bound=0, flag_values=fv
     )
+    splits_lib.define_allow_empty(SPLITS, fv)
     flags.mark_flag_as_required("out_dir", flag_values=fv)
 
 
@@ -286,7 +291,9 @@ def run(config):
     """Builds the task from the flags and prints the summary."""
     caps = {"train": config.max_train, "dev": config.max_dev, "test": config.max_test}
     logging.info("reading %s", config.words_file)
-    stats = build(config.words_file, config.out_dir, config.max_word_chars, caps)
+    stats = build(
+        config.words_file, config.out_dir, config.max_word_chars, caps, config.allow_empty
+    )
     print("Built %s from %s\n%s" % (config.out_dir, config.words_file, stats.summary()))
 
 

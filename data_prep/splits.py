@@ -1,4 +1,18 @@
-"""The stable hash split every demo corpus uses: 90% / 5% / 5% by a hash of a key."""
+"""The stable hash split every demo corpus uses: 90% / 5% / 5% by a hash of a key, and
+the rule every builder follows before it writes: no split ends up empty unless
+``--allow_empty`` names it.
+"""
+
+from typing import Mapping, Optional, Sequence
+
+from absl import flags
+
+from acvi_tf import errors
+
+
+class EmptySplitError(errors.UserError, ValueError):
+    """A build would write a split with nothing in it; the message names the split, the
+    counts and the fix."""
 
 
 def split_of(hash_value, names):
@@ -30,3 +44,61 @@ def split_by_hash(items, names, caps=None):
         if caps.get(name) is not None:
             del members[caps[name] :]
     return splits
+
+
+def define_allow_empty(names: Sequence[str], flag_values: flags.FlagValues) -> None:
+    """Defines ``--allow_empty``, the splits a build may leave without a record.
+
+    Args:
+      names: the builder's split names.
+      flag_values: where the flag goes.
+    """
+    flags.DEFINE_list(
+        "allow_empty",
+        [],
+        "Splits the build may leave empty, comma-separated (e.g. val,test); any other "
+        "split with no record stops the build before it writes anything.",
+        flag_values=flag_values,
+    )
+    flags.register_validator(
+        "allow_empty",
+        lambda given: set(given) <= set(names),
+        message="--allow_empty takes split names: %s" % ", ".join(names),
+        flag_values=flag_values,
+    )
+
+
+def require_records(
+    counts: Mapping[str, int],
+    allow_empty: Sequence[str] = (),
+    caps: Optional[Mapping[str, Optional[int]]] = None,
+    what: str = "pairs",
+) -> None:
+    """Refuses a build whose split would hold no record, unless the user allows it.
+
+    Call it before the build writes anything, so a refused build leaves ``out_dir`` as
+    it was.
+
+    Args:
+      counts: split -> the number of records the build would write there.
+      allow_empty: the splits that may be empty (``--allow_empty``).
+      caps: split -> the most records the user keeps there (``--max_val``); a split
+        capped to 0 may be empty too.
+      what: what a record is, for the message (``pairs``, ``clips``).
+
+    Raises:
+      EmptySplitError: naming the empty splits, every split's count and the fix.
+    """
+    allowed = set(allow_empty) | {split for split, cap in (caps or {}).items() if cap == 0}
+    empty = [split for split, count in counts.items() if not count and split not in allowed]
+    if empty:
+        raise EmptySplitError(
+            "the build would write 0 %s to %s (%s); give it input that fills the split, "
+            "or add --allow_empty=%s to leave it empty on purpose"
+            % (
+                what,
+                errors.listed(empty),
+                ", ".join("%s %d" % item for item in counts.items()),
+                ",".join(sorted(set(allow_empty) | set(empty), key=list(counts).index)),
+            )
+        )

@@ -28,7 +28,8 @@ Rules, in the order they are applied:
    of its key (``--id_field``, else the article text): ``int(sha1(key)) % 100`` below
    90 is train, below 95 val, the rest test. Each split is written in ascending hash
    order; ``--max_{train,val,test}`` keep the smallest hashes, so a capped split is a
-   prefix of the uncapped one.
+   prefix of the uncapped one. A split with no pair stops the build before it writes
+   anything, unless ``--allow_empty`` names it or its cap is 0.
 6. The vocab is See's: train split only, article and abstract tokens without ``<s>`` and
    ``</s>``, ``Counter.most_common(200000)`` as ``word count``.
 
@@ -514,12 +515,19 @@ def write_corpus(
     stats: Stats,
     caps: Optional[Dict[str, int]] = None,
     full_bins: bool = True,
+    allow_empty: Sequence[str] = (),
 ) -> Stats:
-    """Splits ``pairs``, writes ``finished_files`` into ``out_dir`` and completes ``stats``."""
+    """Splits ``pairs``, writes ``finished_files`` into ``out_dir`` and completes ``stats``.
+
+    Raises:
+      splits_lib.EmptySplitError: a split not in ``allow_empty`` nor capped to 0 would
+        get no pair; nothing is written then.
+    """
     stats.pairs_before_caps = {split: 0 for split in SPLITS}
     for pair in pairs:
         stats.pairs_before_caps[pair.split or splits_lib.split_of(pair.hash_value, SPLITS)] += 1
     splits = split_pairs(pairs, caps)
+    splits_lib.require_records({s: len(m) for s, m in splits.items()}, allow_empty, caps)
     progress = progress_lib.Progress(sum(map(len, splits.values())), "wrote records")
     stats.vocab_size = write_outputs(out_dir, splits, full_bins, progress=progress).vocab_size
     marks = (see_vocab.SENTENCE_START, see_vocab.SENTENCE_END)
@@ -600,7 +608,7 @@ def build(config) -> Stats:
         config.skip_empty,
     )
     caps = {split: config["max_" + split] for split in SPLITS}
-    write_corpus(pairs, config.out_dir, stats, caps, config.full_bins)
+    write_corpus(pairs, config.out_dir, stats, caps, config.full_bins, config.allow_empty)
     write_corpus_record(config.out_dir, config.tokenizer, config.lowercase)
     return stats
 
@@ -666,6 +674,7 @@ def define_flags(fv=flags.FLAGS):
     flags.DEFINE_boolean(
         "full_bins", True, "Also write {train,val,test}.bin next to chunked/.", flag_values=fv
     )
+    splits_lib.define_allow_empty(SPLITS, fv)
     flags.mark_flag_as_required("out_dir", flag_values=fv)
 
 

@@ -24,7 +24,8 @@ Rules, in the order they are applied:
 5. Splits: the input's own (``--train_input`` etc., ``--train_prefix`` etc.), or a
    stable hash of the source sentence (or of a reader's key): ``int(sha1(key)) % 100``
    below 90 is train, below 95 dev, the rest test; each split in ascending hash order,
-   ``--max_{train,dev,test}`` keeping its first pairs.
+   ``--max_{train,dev,test}`` keeping its first pairs. A split with no pair stops the
+   build before it writes anything, unless ``--allow_empty`` names it or its cap is 0.
 
 With ``--keep_eval_splits`` the pairs of the inputs' own dev and test splits (an official
 test set, such as WMT's) skip rules 1, 3 and 4 and the hash order of rule 5: every line
@@ -405,9 +406,15 @@ def write_corpus(
     min_count: int = 1,
     bpe_merges: int = 0,
     keep_splits: Sequence[str] = (),
+    allow_empty: Sequence[str] = (),
 ) -> Stats:
     """Splits ``pairs`` and writes the word-level corpus (and its BPE variant); the
-    splits of ``keep_splits`` keep their file order."""
+    splits of ``keep_splits`` keep their file order.
+
+    Raises:
+      splits_lib.EmptySplitError: a split not in ``allow_empty`` nor capped to 0 would
+        get no pair; nothing is written then.
+    """
     src, tgt = languages
     stats.languages = (src, tgt)
     stats.pairs_before_caps = collections.Counter(
@@ -415,6 +422,7 @@ def write_corpus(
     )
     splits = split_pairs(pairs, caps, keep_splits)
     stats.pairs = {split: len(members) for split, members in splits.items()}
+    splits_lib.require_records(stats.pairs, allow_empty, caps)
     texts = {
         split: {src: [p.src for p in members], tgt: [p.tgt for p in members]}
         for split, members in splits.items()
@@ -498,6 +506,7 @@ def build(config) -> Stats:
         config.min_count,
         config.bpe_merges,
         keep_splits,
+        config.allow_empty,
     )
     write_corpus_record(
         config.out_dir, languages, config.tokenizer, config.lowercase, config.bpe_merges
@@ -561,6 +570,7 @@ def define_flags(fv=flags.FLAGS):
         "Keep every line of the inputs' own dev and test splits, in file order.",
         flag_values=fv,
     )
+    splits_lib.define_allow_empty(SPLITS, fv)
     flags.mark_flags_as_required(["src", "tgt", "out_dir"], flag_values=fv)
 
 

@@ -33,6 +33,7 @@ from absl import flags
 
 from acvi_tf import config as config_lib
 from acvi_tf import text
+from data_prep import splits as splits_lib
 from data_prep import translation
 
 TOKENIZER = "treebank"
@@ -57,7 +58,7 @@ def sources(src, tgt, prefixes):
     )
 
 
-def prepare(src, tgt, prefixes, out_dir, num_merges, min_count=1):
+def prepare(src, tgt, prefixes, out_dir, num_merges, min_count=1, allow_empty=()):
     """Tokenizes every split, learns and applies a joint BPE, writes the vocabularies.
 
     Args:
@@ -67,12 +68,16 @@ def prepare(src, tgt, prefixes, out_dir, num_merges, min_count=1):
       out_dir: output folder.
       num_merges: BPE merge operations.
       min_count: the fewest train occurrences of a word-level vocab entry.
+      allow_empty: the splits of ``prefixes`` that may get no pair (a split without a
+        prefix is left empty).
 
     Returns:
       The ``translation.Stats`` of the build.
 
     Raises:
       translation.ParallelError: a pair of files has other numbers of lines.
+      data_prep.splits.EmptySplitError: a split of ``prefixes`` not in ``allow_empty``
+        would get no pair; nothing is written then.
     """
     stats = translation.Stats()
     pairs = translation.make_pairs(
@@ -92,6 +97,7 @@ def prepare(src, tgt, prefixes, out_dir, num_merges, min_count=1):
         min_count=min_count,
         bpe_merges=num_merges,
         keep_splits=translation.EVAL_SPLITS,
+        allow_empty=set(allow_empty) | set(translation.SPLITS) - set(prefixes),
     )
     translation.write_corpus_record(out_dir, languages, TOKENIZER, False, num_merges)
     return stats
@@ -117,6 +123,7 @@ def define_flags(fv=flags.FLAGS):
         lower_bound=1,
         flag_values=fv,
     )
+    splits_lib.define_allow_empty(translation.SPLITS, fv)
     flags.mark_flags_as_required(["train_prefix", "out_dir"], flag_values=fv)
 
 
@@ -128,7 +135,13 @@ def run(config):
         if config[split + "_prefix"]
     }
     stats = prepare(
-        config.src, config.tgt, prefixes, config.out_dir, config.num_merges, config.min_count
+        config.src,
+        config.tgt,
+        prefixes,
+        config.out_dir,
+        config.num_merges,
+        config.min_count,
+        config.allow_empty,
     )
     print("Built %s\n%s" % (config.out_dir, stats.summary()))
 

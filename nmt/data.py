@@ -191,11 +191,12 @@ def _ragged(rows):
     return tf.RaggedTensor.from_row_lengths(values, lengths)
 
 
-def _check_not_empty(examples, what):
+def _check_not_empty(examples, what, source):
+    """Refuses no examples, naming the files they come from (``source``) when given."""
     if not examples:
         raise NmtDataError(
-            "no %s examples: the files are empty or every pair has an "
-            "empty side; check the data paths" % what
+            "no %s examples%s: the files are empty or every pair has an "
+            "empty side; check the data paths" % (what, " in " + " and ".join(source or ()))
         )
 
 
@@ -230,7 +231,7 @@ def _padded_batch(dataset, batch_size, pad_to=None):
     return dataset.padded_batch(batch_size, padded_shapes=shapes, padding_values=padding)
 
 
-def train_dataset(examples, batch_size, src_max_len, num_buckets, seed, pad_to=None):
+def train_dataset(examples, batch_size, src_max_len, num_buckets, seed, pad_to=None, source=None):
     """Endless, reshuffled, length-bucketed training batches (tensorflow/nmt's iterator).
 
     Each epoch shuffles the examples with a buffer of ``batch_size * 1000`` (seeded,
@@ -249,11 +250,12 @@ def train_dataset(examples, batch_size, src_max_len, num_buckets, seed, pad_to=N
         (the target fields to ``tgt_max_len + 1``) rather than to its longest sentence,
         so that XLA (``--jit_compile``) sees one shape per batch size. The examples must
         already be cut to them.
+      source: the files the examples come from, named when there are none.
 
     Returns:
       A ``tf.data.Dataset`` of dicts shaped as ``BATCH_SIGNATURE``.
     """
-    _check_not_empty(examples, "training")
+    _check_not_empty(examples, "training", source)
     dataset = _example_dataset(examples).shuffle(
         batch_size * 1000, seed=seed, reshuffle_each_iteration=True
     )
@@ -274,17 +276,18 @@ def train_dataset(examples, batch_size, src_max_len, num_buckets, seed, pad_to=N
     return dataset.repeat().prefetch(tf.data.AUTOTUNE)
 
 
-def eval_dataset(examples, batch_size):
+def eval_dataset(examples, batch_size, source=None):
     """One pass over the examples in order, padded like ``train_dataset``, no bucketing.
 
     Args:
       examples: dicts from ``make_examples``.
       batch_size: examples per batch; the last batch may be smaller.
+      source: the files the examples come from, named when there are none.
 
     Returns:
       A ``tf.data.Dataset`` of dicts shaped as ``BATCH_SIGNATURE``.
     """
-    _check_not_empty(examples, "evaluation")
+    _check_not_empty(examples, "evaluation", source)
     return _padded_batch(_example_dataset(examples), batch_size).prefetch(tf.data.AUTOTUNE)
 
 

@@ -90,6 +90,7 @@ class ServedTranslator(tf.Module):
 
 def run(config):
     """Exports the run in ``--out_dir`` to ``--export_dir``."""
+    export_lib.refuse_existing(config.export_dir, config.overwrite)
     given = dict(beam_width=config.beam_width, infer_batch_size=config.infer_batch_size)
     model_config = translate.run_config(config.out_dir, given).replace(
         ckpt=config.ckpt, jit_compile=False

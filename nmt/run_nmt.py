@@ -169,7 +169,6 @@ def define_flags(fv=flags.FLAGS):
         0.2,
         "Input dropout rate of every LSTM.",
         lower_bound=0.0,
-        upper_bound=1.0,
         flag_values=fv,
     )
     flags.DEFINE_float(
@@ -220,6 +219,8 @@ def define_flags(fv=flags.FLAGS):
         flag_values=fv,
     )
     acvi_flags.require_finite(__name__, fv)
+    acvi_flags.require_learning_rate("learning_rate", fv)
+    acvi_flags.require_dropout("dropout", fv)
 
 
 BATCH_SIGNATURE = data.BATCH_SIGNATURE
@@ -274,11 +275,12 @@ def _evaluate(config, model, name, prefix, vocabs, translator, writer, step, wri
       uncapped).
     """
     src_vocab, tgt_vocab = vocabs
-    pairs = nmt_text.read_parallel("%s.%s" % (prefix, config.src), "%s.%s" % (prefix, config.tgt))
+    source = ("%s.%s" % (prefix, config.src), "%s.%s" % (prefix, config.tgt))
+    pairs = nmt_text.read_parallel(*source)
     # tensorflow/nmt's eval reader drops empty pairs but truncates nothing
     examples = data.make_examples(pairs, src_vocab, tgt_vocab)
     total_nll, total_tokens = 0.0, 0.0
-    for batch in data.eval_dataset(examples, config.batch_size):
+    for batch in data.eval_dataset(examples, config.batch_size, source):
         out = model(batch)
         nll, count = losses.sequence_loss(
             out["logits"], batch["tgt_out"], batch["tgt_len"], token_nll=out.get("token_nll")
@@ -422,9 +424,8 @@ def _train(config, vocabs, strategy, step_var):
     total = config.num_train_steps
     train_step = make_train_step(config, model, optimizer)
 
-    pairs = nmt_text.read_parallel(
-        "%s.%s" % (config.train_prefix, config.src), "%s.%s" % (config.train_prefix, config.tgt)
-    )
+    source = tuple("%s.%s" % (config.train_prefix, lang) for lang in (config.src, config.tgt))
+    pairs = nmt_text.read_parallel(*source)
     examples = data.make_examples(
         pairs, src_vocab, tgt_vocab, config.src_max_len, config.tgt_max_len
     )
@@ -435,6 +436,7 @@ def _train(config, vocabs, strategy, step_var):
         config.num_buckets,
         seed=config.seed + int(step_var),
         pad_to=((config.src_max_len, config.tgt_max_len) if config.jit_compile else None),
+        source=source,
     )
     translator = translator_lib.Translator(
         model,

@@ -18,7 +18,6 @@ Usage::
   cat new.en | python -m nmt.translate --out_dir=models/en_it
 """
 
-import json
 import os
 
 import tensorflow as tf
@@ -33,6 +32,8 @@ from nmt import data, run_nmt
 from nmt import translator as translator_lib
 
 CORPUS_RECORD = "corpus.json"
+# What to do about a corpus record that cannot be read.
+CORPUS_FIX = "rebuild the corpus with data_prep.translation, or restore the file"
 
 
 class InputError(errors.UserError, ValueError):
@@ -95,8 +96,7 @@ def corpus_record(config):
     settings = dict(tokenizer="treebank", lowercase=True)
     record = os.path.join(folder, CORPUS_RECORD)
     if os.path.exists(record):
-        with open(record, encoding="utf-8") as f:
-            settings.update(json.load(f))
+        settings.update(files.read_json(record, CORPUS_FIX))
     else:
         logging.warning("%s is missing; tokenising with Treebank, lowercased", record)
     return record, settings, codes

@@ -160,6 +160,7 @@ class ServedSummarizer(tf.Module):
 
 def run(config):
     """Exports the run named by ``--log_root``/``--exp_name`` to ``--export_dir``."""
+    export_lib.refuse_existing(config.export_dir, config.overwrite)
     given = {name: config[name] for name in summarize.DECODE_FLAGS}
     model_config = summarize.run_config(config.log_root, config.exp_name, given)
     model_config = model_config.replace(jit_compile=False)

@@ -3,11 +3,10 @@
 ``python -m pointer_generator.results_table NAME=DIR [NAME=DIR ...]``
 """
 
-import json
 import os
 import sys
 
-from acvi_tf import errors
+from acvi_tf import errors, files
 
 USAGE = "usage: python -m pointer_generator.results_table NAME=DIR [NAME=DIR ...]"
 
@@ -49,10 +48,12 @@ def main(argv):
     for item in argv[1:]:
         name, _, folder = item.partition("=")
         try:
-            with open(os.path.join(folder, "metrics.json"), encoding="utf-8") as f:
-                columns.append((name, json.load(f)))
-        except OSError as e:
+            metrics = files.read_json(
+                os.path.join(folder, "metrics.json"), "decode the folder again to rewrite it"
+            )
+        except (OSError, files.RecordError) as e:
             errors.report(e)
+        columns.append((name, metrics))
     print(table(columns))
 
 

@@ -94,7 +94,6 @@ def define_flags(fv=flags.FLAGS):
         0.2,
         "--model_type=transformer: dropout (journal: 0.2).",
         lower_bound=0.0,
-        upper_bound=1.0,
         flag_values=fv,
     )
     flags.DEFINE_integer("emb_dim", 128, "Word-embedding size.", lower_bound=1, flag_values=fv)
@@ -303,6 +302,8 @@ def define_flags(fv=flags.FLAGS):
         flag_values=fv,
     )
     acvi_flags.require_finite(__name__, fv)
+    acvi_flags.require_learning_rate("lr", fv)
+    acvi_flags.require_dropout("transformer_dropout", fv)
 
 
 MODEL_SIGNATURE = {

@@ -19,7 +19,6 @@ Usage::
   cat articles.txt | python -m pointer_generator.summarize --log_root=logs --exp_name=mine
 """
 
-import json
 import os
 
 import tensorflow as tf
@@ -36,6 +35,8 @@ from pointer_generator import decode as decode_lib
 from pointer_generator import vocab as vocab_lib
 
 CORPUS_RECORD = "corpus.json"
+# What to do about a corpus record that cannot be read.
+CORPUS_FIX = "rebuild the corpus with data_prep.summarization, or restore the file"
 # the flags of this command that replace the run's recorded ones when given
 DECODE_FLAGS = ("beam_size", "min_dec_steps", "max_dec_steps", "max_enc_steps", "decode_batch_size")
 
@@ -105,8 +106,7 @@ def corpus_record(vocab_path):
     record = os.path.join(os.path.dirname(os.path.abspath(vocab_path)), CORPUS_RECORD)
     settings = dict(tokenizer="treebank", lowercase=True)
     if os.path.exists(record):
-        with open(record, encoding="utf-8") as f:
-            settings.update(json.load(f))
+        settings.update(files.read_json(record, CORPUS_FIX))
     else:
         logging.warning("%s is missing; tokenising with Treebank, lowercased", record)
     return record, settings

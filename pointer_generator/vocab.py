@@ -8,7 +8,9 @@ in order of first appearance (the "extended vocabulary" the copy mechanism write
 
 from absl import logging
 
+from acvi_tf.formats import vocabulary
 from acvi_tf.formats.see_vocab import (
+    BUILD_HINT,
     RESERVED,
     SENTENCE_END,
     SENTENCE_START,
@@ -34,15 +36,13 @@ class Vocab:
     """
 
     def __init__(self, vocab_file, max_size, size_given=True):
-        if 0 < max_size <= len(RESERVED):
-            raise VocabError(
-                "a vocabulary of %d entries holds only reserved tokens (the %d of %s) and "
-                "every word would be [UNK]; use a larger --vocab_size, or 0 for the whole "
-                "file %s" % (max_size, len(RESERVED), ", ".join(RESERVED), vocab_file)
-            )
+        words = read_words(vocab_file, max(max_size - len(RESERVED), 0))
+        vocabulary.require_a_word(
+            vocab_file, RESERVED, len(words), VocabError, max_size, BUILD_HINT
+        )
         self._word_to_id = {}
         self._id_to_word = []
-        for word in RESERVED + tuple(read_words(vocab_file, max(max_size - len(RESERVED), 0))):
+        for word in RESERVED + tuple(words):
             self._add(word)
         self._log_size(vocab_file, max_size, size_given)
 

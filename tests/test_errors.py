@@ -1,15 +1,23 @@
 """acvi_tf.errors: a user's error is one line on stderr and exit status 2; a bug keeps
 its traceback."""
 
+import errno
+import importlib
+import json
 import os
 import subprocess
 import sys
 
 import pytest
+import tensorflow as tf
 from absl import app, flags
 
-from acvi_tf import errors
-from acvi_tf.formats import bin_files
+from acvi_tf import config as config_lib
+from acvi_tf import errors, files
+from acvi_tf.formats import bin_files, nmt_text
+from pointer_generator import results_table
+from pointer_generator import vocab as pg_vocab
+from video_caption import data as video_data
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VOCAB = os.path.join(ROOT, "data_prep", "samples", "debian_descriptions", "vocab")
@@ -141,3 +149,279 @@ def test_a_builder_or_tool_reports_a_missing_file_in_one_line(tmp_path, command,
     assert "Traceback" not in result.stderr
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("error: ") and missing in last, last
+
+
+def _nmt_vocab(path, max_size):
+    assert not max_size  # NMT's vocabulary is the whole file
+    return nmt_text.check_vocab(path, os.path.dirname(path) + "/out")
+
+
+@pytest.mark.parametrize(
+    "read, error, line, max_size",
+    [
+        (pg_vocab.Vocab, pg_vocab.VocabError, "the 9", 4),
+        (video_data.Vocab, video_data.DataError, "the 9", 3),
+        (_nmt_vocab, nmt_text.NmtDataError, "the", 0),
+    ],
+    ids=["summarizer", "captioner", "nmt"],
+)
+def test_a_vocabulary_needs_a_word_besides_the_special_tokens(
+    tmp_path, read, error, line, max_size
+):
+    """Every host refuses a vocabulary of special tokens only (a model would map every
+    word to the unknown one), from the file or from --vocab_size, with one rule."""
+    path = tmp_path / "vocab"
+    path.write_text("", encoding="utf-8")
+    with pytest.raises(error, match="vocab has no word besides the"):
+        read(str(path), 0)
+    path.write_text(line + "\n", encoding="utf-8")
+    read(str(path), 0)
+    if max_size:
+        with pytest.raises(error, match="--vocab_size=%d holds only" % max_size):
+            read(str(path), max_size)
+        read(str(path), max_size + 2)
+
+
+SAMPLES = os.path.join(ROOT, "data_prep", "samples")
+PIG_LATIN = os.path.join(SAMPLES, "pig_latin")
+SHAPES = os.path.join(SAMPLES, "moving_shapes")
+NMT_RUN = ["--src=src", "--tgt=tgt", "--num_units=4", "--out_dir={tmp}/nmt"]
+NMT_DATA = ["--train_prefix=%s/train" % PIG_LATIN, "--dev_prefix=%s/dev" % PIG_LATIN]
+CAPTIONER = ["--data_dir=" + SHAPES, "--features=%s/features.h5" % SHAPES, "--out_dir={tmp}/vc"]
+
+
+def _bad_inputs(tmp):
+    """The files the user errors below read: empty, header-only, cut short."""
+    for name, content in (
+        ("vocab", ""),
+        ("empty.src", ""),
+        ("empty.tgt", ""),
+        ("header.tsv", "article\tabstract\n"),
+        ("pairs.tsv", "en\tit\n"),
+        ("captions.csv", "clip,caption\n"),
+        ("nmt/best_bleu/best.json", '{"score": 3'),
+        ("pg/run/hparams.json", '{"hidden_dim": '),
+        ("export/saved_model.pb", ""),
+        ("nmtrun/hparams.json", json.dumps(dict(vocab_prefix=str(tmp / "corpus" / "vocab")))),
+        ("corpus/corpus.json", '{"tokenizer": '),
+        ("store/features.json", '{"cnn": '),
+        ("videos/clip.mp4", ""),
+    ):
+        path = tmp / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content, encoding="utf-8")
+
+
+# (entry point, its arguments, what the one line says): each kind of user error
+USER_ERRORS = [
+    ("pointer_generator.run_summarization", ["--lr=0"], "--lr must be > 0"),
+    (
+        "pointer_generator.run_summarization",
+        ["--transformer_dropout=1"],
+        "--transformer_dropout must be in [0, 1)",
+    ),
+    (
+        "pointer_generator.run_summarization",
+        ["--mode=decode", "--data_path={tmp}/x", "--vocab_path=" + VOCAB, "--log_root={tmp}"],
+        "no checkpoint in {tmp}/train to decode with",
+    ),
+    (
+        "pointer_generator.run_summarization",
+        ["--data_path={tmp}/x", "--vocab_path={tmp}/vocab", "--log_root={tmp}", "--exp_name=e"],
+        "{tmp}/vocab has no word besides the 4 special tokens",
+    ),
+    (
+        "pointer_generator.summarize",
+        ["--log_root={tmp}/pg", "--exp_name=run"],
+        "hparams.json is not valid JSON",
+    ),
+    (
+        "pointer_generator.export",
+        ["--log_root={tmp}/pg", "--exp_name=run", "--export_dir={tmp}/export"],
+        "{tmp}/export exists; give a new --export_dir",
+    ),
+    ("nmt.run_nmt", ["--learning_rate=0", "--out_dir={tmp}"], "--learning_rate must be > 0"),
+    ("nmt.run_nmt", ["--dropout=1.0", "--out_dir={tmp}"], "--dropout must be in [0, 1)"),
+    (
+        "nmt.run_nmt",
+        [*NMT_RUN, "--vocab_prefix={tmp}/empty", *NMT_DATA],
+        "{tmp}/empty.src has no word besides the 3 special tokens",
+    ),
+    (
+        "nmt.run_nmt",
+        [*NMT_RUN, "--vocab_prefix=%s/vocab" % PIG_LATIN, *NMT_DATA],
+        "{tmp}/nmt/best_bleu/best.json is not valid JSON",
+    ),
+    (
+        "nmt.run_nmt",
+        [*NMT_RUN[:-1], "--out_dir={tmp}/nmt2", "--vocab_prefix=%s/vocab" % PIG_LATIN]
+        + ["--train_prefix={tmp}/empty", "--dev_prefix=%s/dev" % PIG_LATIN],
+        "no training examples in {tmp}/empty.src and {tmp}/empty.tgt",
+    ),
+    (
+        "nmt.translate",
+        ["--out_dir={tmp}/none", "--input={tmp}/empty.src"],
+        "{tmp}/none/hparams.json is missing",
+    ),
+    ("nmt.export", ["--out_dir={tmp}/nmt", "--export_dir={tmp}/export"], "{tmp}/export exists"),
+    (
+        "nmt.export",
+        ["--out_dir={tmp}/nmtrun", "--export_dir={tmp}/new"],
+        "{tmp}/corpus/corpus.json is not valid JSON",
+    ),
+    (
+        "video_caption.features",
+        ["--video_dir={tmp}/videos", "--output={tmp}/store"],
+        "{tmp}/store/features.json is not valid JSON",
+    ),
+    ("video_caption.run_captioning", ["--learning_rate=0"], "--learning_rate must be > 0"),
+    ("video_caption.run_captioning", ["--dropout=1"], "--dropout must be in [0, 1)"),
+    (
+        "video_caption.run_captioning",
+        [*CAPTIONER, "--vocab_size=3"],
+        "--vocab_size=3 holds only the 4 special tokens",
+    ),
+    ("video_caption.caption", ["--out_dir={tmp}/none"], "{tmp}/none/hparams.json is missing"),
+    (
+        "video_caption.export",
+        ["--out_dir={tmp}/vc", "--export_dir={tmp}/export"],
+        "{tmp}/export exists",
+    ),
+    (
+        "data_prep.summarization",
+        ["--input={tmp}/header.tsv", "--out_dir={tmp}/built"],
+        "would write 0 pairs to train, val and test (train 0, val 0, test 0)",
+    ),
+    (
+        "data_prep.translation",
+        ["--src=en", "--tgt=it", "--input={tmp}/pairs.tsv", "--out_dir={tmp}/built"],
+        "would write 0 pairs to train, dev and test",
+    ),
+    (
+        "data_prep.wmt16",
+        ["--src=src", "--tgt=tgt", "--train_prefix={tmp}/empty", "--out_dir={tmp}/built"],
+        "would write 0 pairs to train (train 0, dev 0, test 0)",
+    ),
+    (
+        "data_prep.captions",
+        ["--captions={tmp}/captions.csv", "--features={tmp}", "--output_dir={tmp}/built"],
+        "would write 0 clips to train, val and test",
+    ),
+    (
+        "data_prep.debian_descriptions",
+        ["--translation_file={tmp}/empty.src", "--out_dir={tmp}/built"],
+        "would write 0 pairs to train, val and test",
+    ),
+    (
+        "data_prep.debian_translations",
+        ["--en_file={tmp}/empty.src", "--lang_file={tmp}/empty.tgt", "--out_dir={tmp}/built"],
+        "would write 0 pairs to train, dev and test",
+    ),
+    (
+        "data_prep.pig_latin",
+        ["--words_file={tmp}/empty.src", "--out_dir={tmp}/built"],
+        "would write 0 words to train, dev and test",
+    ),
+    (
+        "data_prep.cnn_dailymail",
+        ["--url_lists_dir={tmp}", "--cnn_stories_dir={tmp}/none", "--out_dir={tmp}/built"],
+        "--cnn_stories_dir {tmp}/none is not a directory",
+    ),
+    (
+        "data_prep.duc2004",
+        ["--docs_dir={tmp}/none", "--models_dir={tmp}", "--out_dir={tmp}/built"],
+        "cannot list {tmp}/none",
+    ),
+    (
+        "data_prep.msvd",
+        [
+            "--corpus_csv={tmp}/captions.csv",
+            "--mapping={tmp}/empty.src",
+            "--output_dir={tmp}/built",
+        ],
+        "{tmp}/captions.csv: the header has no column 'VideoID'",
+    ),
+    ("pointer_generator.lead_baseline", [], "--data_path, --vocab_path and --out_dir are required"),
+    ("pointer_generator.see_checkpoint", [], "--tf1_checkpoint is required"),
+    (
+        "video_caption.features",
+        ["--video_dir={tmp}/none", "--output={tmp}/built"],
+        "the video folder {tmp}/none is not a folder",
+    ),
+    (
+        "pointer_generator.duc2004_eval",
+        ["--decode_dir={tmp}/none", "--references={tmp}/none"],
+        "cannot read --references {tmp}/none",
+    ),
+]
+
+
+def _command(module, argv, capsys, monkeypatch):
+    """Runs an entry point in process as ``config.run_command`` does: its flags parsed
+    (absl's refusal reported as ``errors.run`` reports it), then ``run(config)`` under
+    ``errors.run``; returns the exit status and stderr."""
+    entry = importlib.import_module(module)
+
+    def main(unused_argv):
+        try:
+            config = config_lib.parse(entry.define_flags, [module, *argv])
+        except flags.Error as e:
+            errors.report(flags.Error(errors._flag_error_message(e)))
+        entry.run(config)
+
+    return _run(main, capsys, monkeypatch)
+
+
+@pytest.mark.parametrize(
+    "module, argv, message",
+    USER_ERRORS,
+    ids=["%s-%d" % (e[0], i) for i, e in enumerate(USER_ERRORS)],
+)
+def test_every_entry_point_reports_a_user_error_in_one_line(
+    tmp_path, capsys, monkeypatch, module, argv, message
+):
+    _bad_inputs(tmp_path)
+    argv = [a.format(tmp=tmp_path) for a in argv]
+    code, err = _command(module, argv, capsys, monkeypatch)
+    lines = [line for line in err.splitlines() if not line.startswith(("I", "W"))]
+    assert code == 2 and len(lines) == 1, err[-3000:]
+    assert lines[0].startswith("error: ") and message.format(tmp=tmp_path) in lines[0], lines[0]
+    assert not (tmp_path / "built").exists()
+
+
+def test_a_full_disk_is_one_line_naming_the_folder(tmp_path, capsys, monkeypatch):
+    """TensorFlow's checkpoint write and the project's own writes that find no room end
+    in one line naming where; a GPU out of memory stays a traceback."""
+    written = tmp_path / "train" / "model.ckpt-4_temp" / "part-00000-of-00001.data-00000-of-00001"
+    message = "{{function_node __wrapped__SaveV2}} %s.tempstate1; No space left on device"
+
+    def checkpoint(argv):
+        raise tf.errors.ResourceExhaustedError(None, None, message % written + " [Op:SaveV2]")
+
+    def metrics(argv):
+        with files.atomic_write(str(tmp_path / "metrics.json")) as f:
+            f.write("{")
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    fix = ": No space left on device; free space there, or write to a folder on another disk\n"
+    assert _run(checkpoint, capsys, monkeypatch) == (2, "error: %s%s" % (tmp_path / "train", fix))
+    assert _run(metrics, capsys, monkeypatch) == (
+        2,
+        "error: %s%s" % (tmp_path / "metrics.json", fix),
+    )
+    assert os.listdir(tmp_path) == []  # the partial metrics.json is removed
+
+    def out_of_memory(argv):
+        raise tf.errors.ResourceExhaustedError(None, None, "OOM when allocating tensor")
+
+    with pytest.raises(tf.errors.ResourceExhaustedError):
+        errors.run(out_of_memory)
+
+
+def test_the_results_table_names_a_metrics_file_cut_short(tmp_path, capsys):
+    (tmp_path / "metrics.json").write_text('{"rouge_1', encoding="utf-8")
+    with pytest.raises(SystemExit) as exit_info:
+        results_table.main(["results_table", "acvi=%s" % tmp_path])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and len(err.splitlines()) == 1
+    assert err.startswith("error: %s is not valid JSON" % (tmp_path / "metrics.json"))

@@ -96,7 +96,7 @@ def raw_run(tmp_path_factory):
     (root / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in raw[45:]))
     corpus = root / "corpus"
     argv = ["x", "--train_input=%s" % (root / "train.jsonl"), "--out_dir=%s" % corpus]
-    argv += ["--test_input=%s" % (root / "test.jsonl"), "--tokenizer=tftext"]
+    argv += ["--test_input=%s" % (root / "test.jsonl"), "--allow_empty=val", "--tokenizer=tftext"]
     summarization.build(config_lib.parse(summarization.define_flags, argv))
     # enough steps to learn to copy the out-of-vocabulary "qx<i>" words into summaries
     decode_dir = _train_and_decode(root, corpus / "vocab", corpus / "chunked", 150, 2, "--lr=0.5")

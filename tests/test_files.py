@@ -43,3 +43,24 @@ def test_output_lines_log_what_they_hold(tmp_path, absl_caplog):
     )
     files.write_output_lines(path, ["a"], ["x"], "captions")
     assert absl_caplog.messages[-1] == "Wrote 1 captions to %s" % path
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (
+            b'{"score": 3',
+            r"best.json is not valid JSON \(Expecting ',' delimiter at line 1 column 12",
+        ),
+        (b"", r"best.json is not valid JSON \(Expecting value at line 1 column 1"),
+        (b'{"w": "\xff"}', r"best.json: byte 8 is not UTF-8"),
+        (b"[1, 2]", r"best.json holds a JSON array where a JSON object belongs"),
+    ],
+)
+def test_a_record_that_cannot_be_read_back_is_one_error_naming_it(tmp_path, content, message):
+    path = tmp_path / "best.json"
+    path.write_bytes(content)
+    with pytest.raises(files.RecordError, match=message + r".*; delete it$"):
+        files.read_json(str(path), "delete it")
+    path.write_text('{"score": 3}')
+    assert files.read_json(str(path), "delete it") == {"score": 3}

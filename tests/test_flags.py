@@ -200,6 +200,44 @@ def test_helpshort_of_every_command_lists_every_flag_it_defines():
     assert {"export_dir", "log_root", "exp_name"} <= _helpshort("pointer_generator.export")
 
 
+# Flag names that are a learning rate or a dropout rate, in any entry point.
+_LEARNING_RATE = re.compile(r"(^|_)(lr|learning_rate)$")
+_DROPOUT = re.compile(r"dropout")
+
+
+def test_every_learning_rate_must_be_positive_and_every_dropout_below_1():
+    """A learning rate of 0 would train nothing and a dropout of 1 crash Keras: every
+    entry point that defines such a float flag refuses it at parse time, in one line."""
+    checked = []
+    for module in _entry_points():
+        if module == "pointer_generator.results_table":  # positional arguments, no flags
+            continue
+        define_flags = importlib.import_module(module).define_flags
+        fv = flags.FlagValues()
+        define_flags(fv)
+        for name in sorted(fv):
+            if not isinstance(fv[name].parser, flags.FloatParser):
+                continue
+            if _LEARNING_RATE.search(name):
+                bad, good, message = "0", "0.5", "--%s must be > 0" % name
+            elif _DROPOUT.search(name):
+                bad, good, message = "1", "0", "--%s must be in [0, 1)" % name
+            else:
+                continue
+            config_lib.parse(define_flags, [module, "--%s=%s" % (name, good)])
+            with pytest.raises(flags.IllegalFlagValueError, match=re.escape(message)):
+                config_lib.parse(define_flags, [module, "--%s=%s" % (name, bad)])
+            checked.append("%s --%s" % (module, name))
+    assert set(checked) >= {
+        "pointer_generator.run_summarization --lr",
+        "pointer_generator.run_summarization --transformer_dropout",
+        "nmt.run_nmt --learning_rate",
+        "nmt.run_nmt --dropout",
+        "video_caption.run_captioning --learning_rate",
+        "video_caption.run_captioning --dropout",
+    }
+
+
 def _helpshort(module):
     done = subprocess.run(
         [sys.executable, "-m", module, "--helpshort"],

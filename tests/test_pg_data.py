@@ -50,11 +50,11 @@ def test_vocab_skips_malformed_lines_and_rejects_reserved_and_duplicates(tmp_pat
 
 def test_a_vocabulary_with_no_word_is_refused(tmp_path):
     for size in (1, 4):
-        with pytest.raises(vocab_lib.VocabError, match="%d entries holds only reserved" % size):
+        with pytest.raises(vocab_lib.VocabError, match="--vocab_size=%d holds only" % size):
             vocab_lib.Vocab(_vocab_file(tmp_path, ["the 9"]), size)
     assert vocab_lib.Vocab(_vocab_file(tmp_path, ["the 9"]), 5).size() == 5
     for lines in ([], ["malformed"]):
-        with pytest.raises(vocab_lib.VocabError, match="vocab has no word"):
+        with pytest.raises(vocab_lib.VocabError, match="vocab has no word besides"):
             vocab_lib.Vocab(_vocab_file(tmp_path, lines), 0)
 
 

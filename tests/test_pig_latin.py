@@ -73,7 +73,7 @@ def test_build_writes_character_lines_and_the_fixed_vocab(tmp_path):
         encoding="utf-8",
     )
     out = str(tmp_path / "out")
-    stats = pl.build(str(words_file), out, max_word_chars=20)
+    stats = pl.build(str(words_file), out, max_word_chars=20, allow_empty=["dev", "test"])
     assert (stats.lines_read, stats.not_words, stats.too_long, stats.duplicates) == (11, 4, 1, 1)
     words = set()
     for split in translation.SPLITS:
@@ -96,8 +96,8 @@ def test_caps_keep_the_smallest_hashes(tmp_path):
     words_file = tmp_path / "words"
     words_file.write_text("\n".join(words), encoding="utf-8")
     full, capped = str(tmp_path / "full"), str(tmp_path / "capped")
-    pl.build(str(words_file), full)
-    stats = pl.build(str(words_file), capped, caps={"train": 3})
+    pl.build(str(words_file), full, allow_empty=["dev", "test"])
+    stats = pl.build(str(words_file), capped, caps={"train": 3}, allow_empty=["dev", "test"])
     assert stats.words["train"] == 3
     assert stats.words_before_caps["train"] == len(_lines(full, "train.src"))
     assert _lines(capped, "train.src") == _lines(full, "train.src")[:3]

@@ -7,15 +7,13 @@ import subprocess
 import sys
 
 import pytest
-from absl import logging
+from absl import flags, logging
 
 from acvi_tf import config as config_lib
 from acvi_tf import text
 from acvi_tf.formats import see_vocab
 from acvi_tf.formats.bin_files import read_bin_file
-from data_prep import (
-    summarization,
-)
+from data_prep import splits, summarization
 from pointer_generator import run_summarization
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -60,8 +58,10 @@ TRICKY_RECORDS = [
 
 
 def _build(tmp_path, *argv):
+    """Builds with ``argv``; these few pairs may leave val and test empty."""
     out = tmp_path / "out"
-    config = config_lib.parse(summarization.define_flags, ["x", "--out_dir=%s" % out, *argv])
+    argv = ["x", "--out_dir=%s" % out, "--allow_empty=val,test", *argv]
+    config = config_lib.parse(summarization.define_flags, argv)
     return summarization.build(config), out
 
 
@@ -283,3 +283,29 @@ def test_a_build_logs_its_progress(tmp_path, monkeypatch):
         "wrote 4/4 records",
     ]
     assert lines[1].endswith("/s, ETA 0s")
+
+
+def test_a_split_left_empty_stops_the_build_unless_allowed(tmp_path):
+    """A build that would write no pair to a split writes nothing and names the split;
+    --allow_empty or a cap of 0 says the user means it."""
+    path = tmp_path / "p.jsonl"
+    path.write_text(json.dumps(RECORDS[0]) + "\n", encoding="utf-8")
+    out = tmp_path / "out"
+    argv = ["x", "--train_input=%s" % path, "--out_dir=%s" % out]
+    with pytest.raises(splits.EmptySplitError) as refused:
+        summarization.build(config_lib.parse(summarization.define_flags, argv))
+    assert str(refused.value) == (
+        "the build would write 0 pairs to val and test (train 1, val 0, test 0); give it "
+        "input that fills the split, or add --allow_empty=val,test to leave it empty on purpose"
+    )
+    assert not out.exists()
+    with pytest.raises(splits.EmptySplitError, match="0 pairs to test .* --allow_empty=val,test "):
+        summarization.build(
+            config_lib.parse(summarization.define_flags, argv + ["--allow_empty=val"])
+        )
+    stats = summarization.build(
+        config_lib.parse(summarization.define_flags, argv + ["--allow_empty=val", "--max_test=0"])
+    )
+    assert stats.pairs == dict(train=1, val=0, test=0) and (out / "vocab").exists()
+    with pytest.raises(flags.IllegalFlagValueError, match="--allow_empty takes split names"):
+        config_lib.parse(summarization.define_flags, argv + ["--allow_empty=dev"])

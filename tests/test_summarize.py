@@ -60,7 +60,7 @@ def trained(tmp_path_factory):
     (root / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in raw[45:]))
     corpus = root / "corpus"
     argv = ["x", "--train_input=%s" % (root / "train.jsonl"), "--out_dir=%s" % corpus]
-    argv += ["--test_input=%s" % (root / "test.jsonl"), "--tokenizer=ptb"]
+    argv += ["--test_input=%s" % (root / "test.jsonl"), "--allow_empty=val", "--tokenizer=ptb"]
     summarization.build(config_lib.parse(summarization.define_flags, argv))
     train = ["--data_path=%s" % (corpus / "chunked" / "train_*"), "--max_steps=10"]
     _run(

@@ -19,10 +19,14 @@ import tensorflow as tf
 from absl import logging
 
 from acvi_tf import errors, files
+from acvi_tf.formats import vocabulary
 from video_caption import frames as frames_lib
 
 PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<s>", "</s>"
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
+RESERVED = (PAD, UNK, BOS, EOS)
+# How to build a vocabulary with words, for ``vocabulary.require_a_word``'s message.
+BUILD_HINT = "want 'word count' lines; build it with data_prep.captions or data_prep.msvd"
 SPLITS = ("train", "val", "test")
 _RECORD_KEYS = ("clip", "vid", "captions", "references")
 
@@ -45,10 +49,15 @@ class Vocab:
     Args:
       path: the vocabulary file, most frequent word first.
       max_size: keep at most this many ids, the 4 reserved ones included (0: all).
+
+    Raises:
+      DataError: a line is not ``word count``, or holds a reserved token or a word
+        twice; or ``max_size`` leaves no word besides the reserved tokens, or the file
+        has none.
     """
 
     def __init__(self, path, max_size=0):
-        self._id_to_word = [PAD, UNK, BOS, EOS]
+        self._id_to_word = list(RESERVED)
         for number, line in files.utf8_lines(path, DataError):
             pieces = line.split()
             if len(pieces) != 2 or not pieces[1].isdigit():
@@ -66,6 +75,8 @@ class Vocab:
         self._word_to_id = {w: i for i, w in enumerate(self._id_to_word)}
         if len(self._word_to_id) != len(self._id_to_word):
             raise DataError("%s: a word appears twice; each must appear once" % path)
+        words = len(self._id_to_word) - len(RESERVED)
+        vocabulary.require_a_word(path, RESERVED, words, DataError, max_size, BUILD_HINT)
 
     def size(self):
         """Number of ids, reserved ones included."""

@@ -100,6 +100,7 @@ class ServedCaptioner(tf.Module):
 
 def run(config):
     """Exports the run in ``--out_dir`` to ``--export_dir``."""
+    export_lib.refuse_existing(config.export_dir, config.overwrite)
     given = dict(beam_size=config.beam_size, decode_batch_size=config.decode_batch_size)
     model_config = caption_lib.run_config(config.out_dir, given)
     model_config = model_config.replace(ckpt=config.ckpt, jit_compile=False)

@@ -47,7 +47,7 @@ import numpy as np
 from absl import flags, logging
 
 from acvi_tf import config as config_lib
-from acvi_tf import distribute
+from acvi_tf import distribute, files
 from acvi_tf.files import atomic_write, atomic_write_text
 from acvi_tf.formats.frame_features import FeaturesError
 from acvi_tf.formats.video_folder import VIDEO_EXTENSIONS, find_videos
@@ -56,6 +56,8 @@ from video_caption import frames as frames_lib
 
 FORMATS = ("npy", "hdf5")
 METADATA_FILE = "features.json"
+# What to do about a store's settings file that cannot be read.
+METADATA_FIX = "delete the store (or its features.json) and extract again, or use another --output"
 FAILED_FILE = "failed.txt"
 # The settings recorded with a store; a resumed run must match them.
 SETTINGS = ("cnn", "weights", "num_frames", "max_frames", "dim", "dtype")
@@ -120,8 +122,7 @@ def read_settings(store_path):
     if os.path.isdir(store_path):
         metadata = os.path.join(store_path, METADATA_FILE)
         if os.path.exists(metadata):
-            with open(metadata, encoding="utf-8") as f:
-                return json.load(f)
+            return files.read_json(metadata, METADATA_FIX, error=FeaturesError)
     elif h5py.is_hdf5(store_path):
         with h5py.File(store_path, "r") as f:
             if "cnn" in f.attrs:
@@ -156,13 +157,7 @@ class _NpyWriter:
         self.failed_path = os.path.join(output, FAILED_FILE)
         metadata = os.path.join(output, METADATA_FILE)
         if os.path.exists(metadata):
-            try:
-                with open(metadata, encoding="utf-8") as f:
-                    found = json.load(f)
-            except (OSError, ValueError) as e:
-                raise FeaturesError(
-                    "cannot read %s (%s); delete it or use another --output" % (metadata, e)
-                ) from e
+            found = files.read_json(metadata, METADATA_FIX, error=FeaturesError)
             _check_settings(output, found, settings)
         atomic_write_text(metadata, json.dumps(settings, indent=2, sort_keys=True) + "\n")
 

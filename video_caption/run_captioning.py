@@ -199,6 +199,8 @@ def define_flags(fv=flags.FLAGS):
         fv,
     )
     acvi_flags.require_finite(__name__, fv)
+    acvi_flags.require_learning_rate("learning_rate", fv)
+    acvi_flags.require_dropout("dropout", fv)
 
 
 def _require(config, *names):

@@ -17,6 +17,7 @@ from typing import Iterable, List, Tuple
 from absl import logging
 
 from acvi_tf import errors, files
+from acvi_tf.formats import vocabulary
 
 UNK = "<unk>"
 SOS = "<s>"
@@ -25,6 +26,8 @@ UNK_ID = 0
 SOS_ID = 1
 EOS_ID = 2
 SPECIALS = (UNK, SOS, EOS)
+# How to build a vocabulary with words, for ``vocabulary.require_a_word``'s message.
+BUILD_HINT = "one token per line; build it with data_prep.translation"
 
 
 class NmtDataError(errors.UserError, ValueError):
@@ -119,9 +122,12 @@ def check_vocab(vocab_file: str, out_dir: str) -> Tuple[int, str]:
 
     Raises:
       NmtDataError: the file is missing, not UTF-8, has an empty line, a line with
-        whitespace or a repeated token, or the repaired copy would overwrite it.
+        whitespace or a repeated token, no token besides the specials, or the repaired
+        copy would overwrite it.
     """
     tokens = read_vocab_tokens(vocab_file)
+    words = len(set(tokens) - set(SPECIALS))
+    vocabulary.require_a_word(vocab_file, SPECIALS, words, NmtDataError, fix=BUILD_HINT)
     if tuple(tokens[:3]) == SPECIALS:
         logging.info(
             "Vocab %s: %d tokens, starts with %s", vocab_file, len(tokens), " ".join(SPECIALS)

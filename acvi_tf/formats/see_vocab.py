@@ -20,6 +20,8 @@ STOP_DECODING = "[STOP]"
 SENTENCE_START = "<s>"
 SENTENCE_END = "</s>"
 RESERVED = (UNKNOWN_TOKEN, PAD_TOKEN, START_DECODING, STOP_DECODING)
+# How to build a vocabulary with words, for ``vocabulary.require_a_word``'s message.
+BUILD_HINT = "want 'word count' lines, most frequent first; build it with data_prep"
 VOCAB_SIZE = 200000  # See's make_datafiles.py keeps the 200,000 most common words
 
 
@@ -28,7 +30,8 @@ class VocabError(errors.UserError, ValueError):
 
 
 def read_words(vocab_file: str, max_words: int = 0) -> List[str]:
-    """The words of a vocab file, in file order.
+    """The words of a vocab file, in file order (none when the file has none: the
+    commands that read one refuse that with ``vocabulary.require_a_word``).
 
     A line that is not ``word count`` is skipped with a warning, as See's reader does.
 
@@ -41,7 +44,7 @@ def read_words(vocab_file: str, max_words: int = 0) -> List[str]:
 
     Raises:
       VocabError: the file is missing or not UTF-8, holds ``<s>``, ``</s>`` or a
-        reserved token, holds a word twice, or has no word.
+        reserved token, or holds a word twice.
     """
     words, seen = [], set()
     for line_number, line in files.utf8_lines(vocab_file, VocabError):
@@ -70,11 +73,6 @@ def read_words(vocab_file: str, max_words: int = 0) -> List[str]:
         words.append(word)
         if max_words and len(words) >= max_words:
             break
-    if not words:
-        raise VocabError(
-            "%s has no word (want 'word count' lines, most frequent first); build it "
-            "with data_prep" % vocab_file
-        )
     return words
 
 

@@ -1,0 +1,45 @@
+"""The rule every host's vocabulary follows: at least one word besides the special
+tokens the host reserves ids for.
+
+A vocabulary of special tokens only maps every word to the unknown token, so a model
+trained on it learns nothing and saves a "best" model all the same; the hosts refuse it
+when they read the file, whether the file has no word or ``--vocab_size`` cuts them all.
+"""
+
+from typing import Sequence, Type
+
+
+def require_a_word(
+    path: str,
+    specials: Sequence[str],
+    words: int,
+    error: Type[Exception],
+    max_size: int = 0,
+    fix: str = "",
+) -> None:
+    """Refuses a vocabulary with fewer entries than the special tokens plus one.
+
+    Args:
+      path: the vocabulary file.
+      specials: the tokens the host reserves ids for, in id order.
+      words: the number of entries besides ``specials`` the vocabulary holds.
+      error: the host's error type for a bad vocabulary (an ``errors.UserError``).
+      max_size: the ``--vocab_size`` the command was given, specials included (0: the
+        whole file).
+      fix: how to build a vocabulary with words, for the message.
+
+    Raises:
+      error: ``max_size`` leaves no room for a word, or ``words`` is 0.
+    """
+    reserved = "the %d special tokens %s" % (len(specials), " ".join(specials))
+    if 0 < max_size <= len(specials):
+        raise error(
+            "--vocab_size=%d holds only %s, so every word of %s would be unknown; give "
+            "--vocab_size=%d or more, or 0 for the whole file"
+            % (max_size, reserved, path, len(specials) + 1)
+        )
+    if words < 1:
+        raise error(
+            "%s has no word besides %s, so every word would be unknown%s"
+            % (path, reserved, "; " + fix if fix else "")
+        )
