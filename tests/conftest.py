@@ -37,6 +37,14 @@ def _float32_policy():
     keras.mixed_precision.set_global_policy("float32")
 
 
+@pytest.fixture(autouse=True)
+def _absl_logger_level():
+    """Every test starts with absl's logger at its import-time level (NOTSET): saving a
+    SavedModel sets it to WARNING (the default ``--verbosity``), which hid INFO records
+    from a later test's ``caplog`` in the same worker (an export run in process)."""
+    logging.get_absl_logger().setLevel(0)
+
+
 @pytest.fixture
 def absl_caplog(caplog):
     """``caplog`` that sees absl's INFO records, whatever verbosity an earlier test in the
