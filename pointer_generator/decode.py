@@ -407,9 +407,9 @@ def decode_single_pass(
         )
         return None
     with _merge_lock(decode_dir) if count > 1 else contextlib.nullcontext():
-        if os.path.exists(os.path.join(decode_dir, "metrics.json")):  # another shard scored
-            with open(os.path.join(decode_dir, "metrics.json"), encoding="utf-8") as f:
-                return json.load(f)
+        scored = os.path.join(decode_dir, "metrics.json")
+        if os.path.exists(scored):  # another shard scored
+            return files.read_json(scored, "remove it, and any shard rescores the folder")
         references = [
             _read_lines(_pair_path(decode_dir, "reference", i)) for i in range(len(articles))
         ]
