@@ -204,10 +204,15 @@ def _rebuilt_view(directory: str, name: str) -> Tuple[List[str], Optional[str]]:
 def write_index(directory: str, paths: List[str]) -> None:
     """Writes the ``checkpoint`` index of ``directory`` atomically: the checkpoints
     ``paths`` (in the folder, oldest first), the last one the newest, each named
-    relative to the folder, so the run can move."""
+    relative to the folder, so the run can move, and with the time of its index file
+    (``tf.train.CheckpointManager`` lists only those written after the last preserved
+    one, set earlier)."""
     names = [os.path.basename(p) for p in paths]
+    times = [os.path.getmtime(p + ".index") for p in paths]
     lines = ['model_checkpoint_path: "%s"' % names[-1]]
     lines += ['all_model_checkpoint_paths: "%s"' % name for name in names]
+    lines += ["all_model_checkpoint_timestamps: %r" % t for t in times]
+    lines.append("last_preserved_timestamp: %r" % (min(times) - 1.0))
     files.atomic_write_text(os.path.join(directory, INDEX), "\n".join(lines) + "\n")
 
 
