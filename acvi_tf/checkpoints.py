@@ -39,7 +39,6 @@ import shutil
 import time
 from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
-import numpy as np
 import tensorflow as tf
 from absl import logging
 
@@ -59,8 +58,9 @@ UNREADABLE = (tf.errors.OpError, IndexError)
 _CHECKPOINT_FILE = re.compile(r"(?P<name>.+)-(?P<step>\d+)(?P<tag>_\w+)?\.index")
 # A line of the index: a checkpoint's path (quoted, without escapes) or a timestamp.
 _INDEX_LINE = re.compile(
-    r'\s*(?:(?P<field>model_checkpoint_path|all_model_checkpoint_paths)\s*:\s*"(?P<path>[^"\\]+)"'
-    r"|(?:all_model_checkpoint_timestamps|last_preserved_timestamp)\s*:\s*[-+.\deE]+)\s*"
+    r'\s*(?:(?P<path_field>model_checkpoint_path|all_model_checkpoint_paths)\s*:\s*"(?P<path>[^"\\]+)"'
+    r"|(?P<time_field>all_model_checkpoint_timestamps|last_preserved_timestamp)\s*:\s*"
+    r"(?P<time>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?))\s*"
 )
 # The data files of a checkpoint with the prefix before it.
 _DATA_FILE = re.compile(r"\.data-(?P<shard>\d{5})-of-(?P<shards>\d{5})")
@@ -80,33 +80,31 @@ class CheckpointError(errors.UserError, RuntimeError):
     """No checkpoint of a folder can be read; the message names the folder and the fix."""
 
 
-def _data_complete(prefix: str, reader) -> bool:
-    """Whether the data files of the checkpoint ``prefix`` are all there and hold at least
-    the bytes its index says its numeric tensors take (a truncated file does not)."""
+def _data_files_there(prefix: str) -> bool:
+    """Whether every data file of the checkpoint ``prefix`` is there."""
     folder, base = os.path.split(prefix)
-    shards, size = set(), 0
+    shards = set()
     for name in os.listdir(folder or "."):
         data = _DATA_FILE.fullmatch(name[len(base) :]) if name.startswith(base) else None
         if data:
             shards.add((int(data.group("shard")), int(data.group("shards"))))
-            size += os.path.getsize(os.path.join(folder, name))
     counts = {count for _, count in shards}
-    if len(counts) != 1 or len(shards) != counts.pop():
-        return False
-    dtypes = reader.get_variable_to_dtype_map()
-    need = sum(
-        int(np.prod(shape)) * dtypes[key].size
-        for key, shape in reader.get_variable_to_shape_map().items()
-        if dtypes[key] != tf.string
-    )
-    return size >= need
+    return len(counts) == 1 and len(shards) == counts.pop()
 
 
-def readable(prefix: str) -> bool:
-    """Whether the checkpoint ``prefix`` can be read: its index file reads, and its data
-    files are there, whole."""
+def readable(prefix: str, whole: bool = False) -> bool:
+    """Whether the checkpoint ``prefix`` can be read: its index file reads and its data
+    files are there, and with ``whole`` every value reads (the data files are read
+    through: what a trainer checks before it resumes, once).
+    """
     try:
-        return _data_complete(prefix, tf.train.load_checkpoint(prefix))
+        reader = tf.train.load_checkpoint(prefix)
+        if not _data_files_there(prefix):
+            return False
+        if whole:
+            for key in reader.get_variable_to_shape_map():
+                reader.get_tensor(key)
+        return True
     except (*UNREADABLE, OSError):
         return False
 
@@ -132,8 +130,24 @@ def found_checkpoints(directory: str, name: Optional[str] = None) -> List[str]:
     return [path for _, path in sorted(found)]
 
 
-def _read_index(directory: str) -> Tuple[Optional[str], Optional[str]]:
-    """What the ``checkpoint`` index of ``directory`` names, or why it cannot be used.
+def _lists_newest(fields: Dict[str, list]) -> bool:
+    """Whether ``tf.train.CheckpointManager`` lists the newest checkpoint of an index
+    (``fields``: its values by field), as it must to resume from it: last of the listed
+    ones, with a time after the last preserved checkpoint's (each no later than now),
+    the time of all of them when none is given."""
+    listed = fields["all_model_checkpoint_paths"]
+    times = fields["all_model_checkpoint_timestamps"]
+    preserved = min((fields["last_preserved_timestamp"] or [0.0])[-1], time.time())
+    if not listed or listed[-1] != fields["model_checkpoint_path"][0]:
+        return False
+    if times and len(times) != len(listed):
+        return False
+    return min(times[-1] if times else preserved, time.time()) > preserved
+
+
+def _read_index(directory: str, whole: bool = False) -> Tuple[Optional[str], Optional[str]]:
+    """What the ``checkpoint`` index of ``directory`` names, or why it cannot be used
+    (``whole``: ``readable``'s).
 
     Returns:
       ``(latest, None)`` for an index whose newest checkpoint can be read (its path),
@@ -154,14 +168,22 @@ def _read_index(directory: str) -> Tuple[Optional[str], Optional[str]]:
     matches = [_INDEX_LINE.fullmatch(line) for line in lines]
     if not all(matches):
         return None, "is not a checkpoint index"
-    latest = [m.group("path") for m in matches if m.group("field") == "model_checkpoint_path"]
+    fields = collections.defaultdict(list)
+    for m in matches:
+        if m.group("path_field"):
+            fields[m.group("path_field")].append(m.group("path"))
+        else:
+            fields[m.group("time_field")].append(float(m.group("time")))
+    latest = fields["model_checkpoint_path"]
     if len(latest) != 1:
         return None, "names no newest checkpoint"
     prefix = os.path.join(directory, latest[0])
     if not os.path.exists(prefix + ".index"):
         return None, "names %s, which is missing" % latest[0]
-    if not readable(prefix):
+    if not readable(prefix, whole):
         return None, "names %s, which cannot be read" % latest[0]
+    if not _lists_newest(fields):
+        return None, "does not list %s as tf.train.CheckpointManager reads it" % latest[0]
     return prefix, None
 
 
@@ -171,7 +193,9 @@ def latest_checkpoint(directory: str) -> Optional[str]:
     readable checkpoint of the folder by the step in its name (None: none).
 
     Only the folder's trainer rewrites a broken index (``Checkpointer``); a command that
-    reads a run (eval, decode, inference) sees the same checkpoints through this.
+    reads a run (eval, decode, inference) sees the same checkpoints through this, except
+    that it checks only that a checkpoint's index file reads and its data files are
+    there (``readable``): a truncated data file shows when it is restored.
     """
     latest, _ = _read_index(directory)
     if latest:
@@ -197,7 +221,7 @@ def _rebuilt_view(directory: str, name: str) -> Tuple[List[str], Optional[str]]:
                 % (directory, ", ".join(os.path.basename(p) for p in others), name)
             )
         return [], None
-    newest = next(filter(readable, reversed(own)), None)
+    newest = next((p for p in reversed(own) if readable(p, whole=True)), None)
     return (own[: own.index(newest) + 1] if newest else own), newest
 
 
@@ -220,7 +244,7 @@ def _repair_index(directory: str, name: str) -> None:
     """Rewrites the ``checkpoint`` index of a trainer's folder when it cannot be used,
     from the checkpoint files named ``name`` there (``_rebuilt_view``), atomically and
     with one log line; an unusable index with no checkpoint beside it is removed."""
-    _, problem = _read_index(directory)
+    _, problem = _read_index(directory, whole=True)
     if problem is None or (problem == "is missing" and not found_checkpoints(directory)):
         return
     view, newest = _rebuilt_view(directory, name)
@@ -262,19 +286,13 @@ def _shape(shape) -> str:
     return str(tuple(shape))
 
 
-# What to do about a checkpoint of another model (another entry point's or model type's),
-# and about one of other shapes, for a command that reads a run and for a resume.
+# What to do about a checkpoint of another model, for a command that reads a run and for
+# a resume.
 _FIXES = {
-    False: (
-        "give a checkpoint of this entry point and model type",
-        "give the flags it was trained with (a run without hparams.json needs them on the "
-        "command line), or a checkpoint of this run",
-    ),
-    True: (
-        "give this run a folder of its own",
-        "its hparams.json records the flags it was trained with: run with those, or give "
-        "this run a new folder",
-    ),
+    False: "give the flags it was trained with (a run without hparams.json needs them on the "
+    "command line), or a checkpoint of a run of this entry point",
+    True: "its hparams.json records the flags it was trained with: run with those, or give "
+    "this run a folder of its own",
 }
 
 
@@ -290,8 +308,9 @@ def _another_model(path, model, saved, variables, missing, fix) -> CheckpointMis
     instead = [key for key in theirs if key not in ours]
     paths, variable = missing[0]
     return CheckpointMismatchError(
-        "%s holds another model than this %s.%s (another entry point's or model type's): "
-        "%d of its %d variables are not in it, such as %s with shape %s%s; %s"
+        "%s holds another model than this %s.%s: %d of its %d variables are not in it, "
+        "such as %s with shape %s%s: the run was trained with other model flags, another "
+        "model type or another entry point; %s"
         % (
             path,
             type(model).__module__,
@@ -331,7 +350,7 @@ def check_checkpoint(
       CheckpointMismatchError: naming the checkpoint, a variable and both shapes.
       tf.errors.OpError: the checkpoint cannot be read.
     """
-    another, other_shapes = _FIXES[resuming]
+    fix = _FIXES[resuming]
     saved = tf.train.load_checkpoint(path).get_variable_to_shape_map()
     variables = _model_variables(model)
     held = []
@@ -340,7 +359,7 @@ def check_checkpoint(
         held.append((keys[0] if keys else None, variable))
     missing = [(paths, v) for (paths, v), (key, _) in zip(variables, held) if key is None]
     if missing:
-        raise _another_model(path, model, saved, variables, missing, another)
+        raise _another_model(path, model, saved, variables, missing, fix)
     if check is not None:
         check(path)
     for key, variable in held:
@@ -348,7 +367,7 @@ def check_checkpoint(
             raise CheckpointMismatchError(
                 "%s holds %s with shape %s, this model's has shape %s: the run was trained "
                 "with other model flags; %s"
-                % (path, key, _shape(saved[key + _VALUE]), _shape(variable.shape), other_shapes)
+                % (path, key, _shape(saved[key + _VALUE]), _shape(variable.shape), fix)
             )
 
 
@@ -570,7 +589,7 @@ class Checkpointer:
         """The checkpoints of ``directory``, oldest first."""
         if self.scratch is None:
             return list(self.manager.checkpoints)
-        if _read_index(self.directory)[0]:  # what the chief's manager lists
+        if _read_index(self.directory, whole=True)[0]:  # what the chief's manager lists
             return list(tf.train.get_checkpoint_state(self.directory).all_model_checkpoint_paths)
         return _rebuilt_view(self.directory, self._name)[0]
 
