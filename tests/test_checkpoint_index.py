@@ -4,8 +4,11 @@ and never writes over a trained checkpoint; and a checkpoint of another entry po
 shape is refused in one line, by the library and by each command."""
 
 import hashlib
+import json
 import os
 import pathlib
+import re
+import shutil
 import tempfile
 
 import hosts
@@ -16,8 +19,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acvi_tf import checkpoints
+from acvi_tf import config as config_lib
+from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
+from nmt import run_nmt
+from pointer_generator import run_summarization, summarize
+from pointer_generator import vocab as vocab_lib
+from video_caption import run_captioning
 
+SAMPLES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data_prep", "samples")
 # The checkpoint names of the summarizer, NMT and the captioner.
 NAMES = ("model.ckpt", "translate.ckpt", "ckpt")
 STEPS = (4, 6, 8)
@@ -196,7 +206,7 @@ INDEX = st.one_of(
 )
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(content=INDEX)
 def test_any_index_resumes_from_a_trained_checkpoint_and_writes_over_none(content):
     """Fuzz: whatever the index holds, a resume restores one of the trained checkpoints
@@ -220,57 +230,54 @@ def test_any_index_resumes_from_a_trained_checkpoint_and_writes_over_none(conten
         assert kept == {k: v for k, v in before.items() if k in kept}
 
 
-def _host_model(host):
-    build, batch, outputs = hosts.HOST_SETUPS[host]
-    model = build(None, 0)
-    outputs(model, batch())
-    return model
-
-
 @pytest.fixture(scope="module")
 def host_checkpoints(tmp_path_factory):
-    """A checkpoint of each host's tiny model, in a folder of its own, by host."""
+    """Each host's tiny model, and a checkpoint of it in a folder of its own, by host."""
     root = tmp_path_factory.mktemp("hosts")
-    found = {}
+    models, paths = {}, {}
     for host, name in zip(hosts.HOSTS, NAMES):
-        saver = _checkpointer(root / host, name, _host_model(host))
+        build, batch, outputs = hosts.HOST_SETUPS[host]
+        models[host] = build(None, 0)
+        outputs(models[host], batch())
+        saver = _checkpointer(root / host, name, models[host])
         saver.step.assign(3)
-        found[host] = saver.save()
-    return found
+        paths[host] = saver.save()
+    return models, paths
 
 
-@pytest.mark.parametrize("host", hosts.HOSTS)
 def test_another_hosts_checkpoint_is_one_error_naming_a_variable_and_its_shape(
-    host_checkpoints, host
+    host_checkpoints,
 ):
-    model = _host_model(host)
-    for other, path in host_checkpoints.items():
-        if other == host:
-            checkpoints.restore_model(tf.train.Checkpoint(model=model), path)
-            continue
-        with pytest.raises(checkpoints.CheckpointMismatchError) as error:
-            checkpoints.restore_model(tf.train.Checkpoint(model=model), path)
-        message = str(error.value)
-        assert message.startswith(
-            "%s holds another model than this %s.%s"
-            % (path, type(model).__module__, type(model).__name__)
-        )
-        assert "such as model/" in message and "with shape (" in message
-        assert "or a checkpoint of a run of this entry point" in message
+    models, paths = host_checkpoints
+    for host, model in models.items():
+        kind = "%s.%s" % (type(model).__module__, type(model).__name__)
+        for other, path in paths.items():
+            if other == host:
+                checkpoints.restore_model(tf.train.Checkpoint(model=model), path)
+                continue
+            with pytest.raises(
+                checkpoints.CheckpointMismatchError,
+                match=r"^%s holds another model than this %s: \d+ of its \d+ variables are not "
+                r"in it, such as model/\S+ with shape \([\d, ]*\)(, and it holds model/\S+ with "
+                r"shape \([\d, ]*\) instead)?: the run was trained with other "
+                r"model flags, another model type or another entry point; .*or a checkpoint of "
+                r"a run of this entry point$" % (re.escape(path), re.escape(kind)),
+            ):
+                checkpoints.restore_model(tf.train.Checkpoint(model=model), path)
 
 
 @pytest.mark.parametrize("indexed", [True, False], ids=["with its index", "without"])
 def test_a_folder_of_another_hosts_checkpoints_is_never_trained_over(
     host_checkpoints, tmp_path, indexed
 ):
-    source = pathlib.Path(host_checkpoints["nmt"]).parent
+    source = pathlib.Path(host_checkpoints[1]["nmt"]).parent
     directory = tmp_path / "train"
     directory.mkdir()
     for name in os.listdir(source):
         if name != "checkpoint" or indexed:
             (directory / name).write_bytes((source / name).read_bytes())
     before = sorted(os.listdir(directory)), _hashes(directory)
-    saver = _checkpointer(directory, "model.ckpt", _host_model("summarizer"))
+    saver = _checkpointer(directory, "model.ckpt", host_checkpoints[0]["summarizer"])
     match = (
         r"translate.ckpt-3 holds another model than this pointer_generator.*a folder of its own"
         if indexed
@@ -292,3 +299,127 @@ def test_a_checkpoint_of_other_shapes_names_the_variable_and_both_shapes(tmp_pat
         r"model's has shape \(7, 5\): the run was trained with other model flags; give the flags",
     ):
         checkpoints.restore_model(tf.train.Checkpoint(model=wider), saver.latest)
+
+
+# ----------------------------------------------------------------------------------------
+# The commands, on runs built without training
+
+
+def _summarizer_flags(root, *argv):
+    corpus = os.path.join(SAMPLES, "debian_descriptions")
+    settings = [
+        "--data_path=%s" % os.path.join(corpus, "chunked", "train_*"),
+        "--vocab_path=%s" % os.path.join(corpus, "vocab"),
+        "--log_root=%s" % root,
+        "--exp_name=exp",
+        "--hidden_dim=4",
+        "--emb_dim=4",
+        "--vocab_size=50",
+        "--batch_size=2",
+        "--max_steps=8",
+        "--checkpoint_secs=3600",
+    ]
+    return config_lib.parse(run_summarization.define_flags, ["x", *settings, *argv])
+
+
+@pytest.fixture(scope="module")
+def summarizer_run(tmp_path_factory):
+    """A summarizer run at its last step: its record, and model.ckpt-4, -6 and -8 with
+    other embeddings each (as the train command writes them, without its training)."""
+    root = tmp_path_factory.mktemp("summarizer")
+    config = _summarizer_flags(root)
+    acvi_flags.write_flag_record(str(root / "exp"), config)
+    vocab = vocab_lib.Vocab(config.vocab_path, config.vocab_size, True)
+    model = run_summarization._build_model(config, vocab)
+    optimizer = run_summarization._optimizer(config)
+    optimizer.build(model.trainable_variables)
+    train_dir = str(root / "exp" / "train")
+    saver = run_summarization._checkpointer(config, train_dir, model, optimizer, vocab)
+    for step in STEPS:
+        saver.step.assign(step)
+        model.embedding.embeddings.assign_add(tf.ones_like(model.embedding.embeddings))
+        saver.save()
+    return root
+
+
+def _copy(run, tmp_path):
+    shutil.copytree(run, tmp_path / "run")
+    return tmp_path / "run"
+
+
+def test_a_rerun_of_the_summarizer_without_its_index_resumes_and_overwrites_nothing(
+    summarizer_run, tmp_path, absl_caplog
+):
+    root = _copy(summarizer_run, tmp_path)
+    train = root / "exp" / "train"
+    os.remove(train / "checkpoint")  # the checkpoint files copied without their index
+    before = _hashes(train)
+    run_summarization.run(_summarizer_flags(root))
+    assert _hashes(train) == before
+    assert (
+        "%s is missing; rewrote it from the checkpoint files there (model.ckpt-4, "
+        "model.ckpt-6, model.ckpt-8), newest readable: model.ckpt-8" % (train / "checkpoint")
+    ) in absl_caplog.text
+    assert "Restored %s (step 8)" % (train / "model.ckpt-8") in absl_caplog.text
+
+
+def test_eval_and_decode_of_a_checkpoint_other_than_the_record_name_the_shapes(
+    summarizer_run, tmp_path
+):
+    root = _copy(summarizer_run, tmp_path)
+    record = root / "exp" / "hparams.json"
+    record.write_text(json.dumps(dict(json.loads(record.read_text()), hidden_dim=6)))
+    data = "--data_path=%s" % os.path.join(SAMPLES, "debian_descriptions", "chunked", "val_*")
+    for mode in ("eval", "decode"):
+        argv = ["x", "--mode=" + mode, data, "--log_root=%s" % root, "--exp_name=exp"]
+        with pytest.raises(
+            checkpoints.CheckpointMismatchError,
+            match=r"train/model.ckpt-8 holds model/\S+ with shape \(\d+, 4\), this model's has "
+            r"shape \(\d+, 6\): the run was trained with other model flags",
+        ):
+            run_summarization.run(config_lib.parse(run_summarization.define_flags, argv))
+
+
+@pytest.mark.parametrize("indexed", [True, False], ids=["with its index", "without"])
+def test_the_train_command_refuses_a_folder_of_another_hosts_checkpoints(
+    host_checkpoints, tmp_path, indexed
+):
+    source = pathlib.Path(host_checkpoints[1]["nmt"]).parent
+    train = tmp_path / "exp" / "train"
+    shutil.copytree(source, train, ignore=None if indexed else shutil.ignore_patterns("checkpoint"))
+    before = sorted(os.listdir(train)), _hashes(train)
+    with pytest.raises(checkpoints.CheckpointMismatchError, match="translate.ckpt-3"):
+        run_summarization.run(_summarizer_flags(tmp_path))
+    assert (sorted(os.listdir(train)), _hashes(train)) == before
+
+
+def test_inference_commands_refuse_another_hosts_checkpoint(
+    host_checkpoints, summarizer_run, tmp_path
+):
+    paths = host_checkpoints[1]
+    another = r"holds another model than this %s: \d+ of its \d+ variables are not in it"
+    en_de = os.path.join(SAMPLES, "debian_en_de")
+    nmt_argv = ["--src=en", "--tgt=de", "--vocab_prefix=%s" % os.path.join(en_de, "vocab")]
+    nmt_argv += ["--out_dir=%s" % (tmp_path / "nmt"), "--num_units=4"]
+    nmt_argv += ["--inference_input_file=%s" % os.path.join(en_de, "dev.en")]
+    nmt_argv += ["--ckpt=%s" % paths["summarizer"]]
+    with pytest.raises(checkpoints.CheckpointMismatchError, match=another % "nmt.model.NMTModel"):
+        run_nmt.run(config_lib.parse(run_nmt.define_flags, ["x", *nmt_argv]))
+    raw = tmp_path / "raw.txt"
+    raw.write_text("an article\n")
+    argv = ["x", "--log_root=%s" % summarizer_run, "--exp_name=exp", "--input=%s" % raw]
+    argv += ["--output=%s" % (tmp_path / "out.txt"), "--ckpt=%s" % paths["nmt"]]
+    with pytest.raises(
+        checkpoints.CheckpointMismatchError,
+        match=another % "pointer_generator.model.PointerGenerator",
+    ):
+        summarize.run(config_lib.parse(summarize.define_flags, argv))
+    shapes = os.path.join(SAMPLES, "moving_shapes")
+    argv = ["x", "--mode=decode", "--data_dir=%s" % shapes]
+    argv += ["--features=%s" % os.path.join(shapes, "features.h5")]
+    argv += ["--out_dir=%s" % (tmp_path / "vc"), "--encoder_units=4", "--decoder_units=4"]
+    argv += ["--ckpt=%s" % paths["summarizer"]]
+    with pytest.raises(
+        checkpoints.CheckpointMismatchError, match=another % "video_caption.model.Captioner"
+    ):
+        run_captioning.run(config_lib.parse(run_captioning.define_flags, argv))
