@@ -361,6 +361,10 @@ def test_a_rerun_of_the_summarizer_without_its_index_resumes_and_overwrites_noth
         "model.ckpt-6, model.ckpt-8), newest readable: model.ckpt-8" % (train / "checkpoint")
     ) in absl_caplog.text
     assert "Restored %s (step 8)" % (train / "model.ckpt-8") in absl_caplog.text
+    (train / "checkpoint").write_bytes(b"\x80" * 10)  # and random bytes, once more
+    run_summarization.run(_summarizer_flags(root))
+    assert _hashes(train) == before
+    assert "%s is not text; rewrote it" % (train / "checkpoint") in absl_caplog.text
 
 
 def test_eval_and_decode_of_a_checkpoint_other_than_the_record_name_the_shapes(
@@ -380,17 +384,58 @@ def test_eval_and_decode_of_a_checkpoint_other_than_the_record_name_the_shapes(
             run_summarization.run(config_lib.parse(run_summarization.define_flags, argv))
 
 
-@pytest.mark.parametrize("indexed", [True, False], ids=["with its index", "without"])
+def _nmt_train(root):
+    en_de = os.path.join(SAMPLES, "debian_en_de")
+    argv = ["--src=en", "--tgt=de", "--vocab_prefix=%s" % os.path.join(en_de, "vocab")]
+    argv += ["--train_prefix=%s" % os.path.join(en_de, "train"), "--num_units=4"]
+    argv += ["--dev_prefix=%s" % os.path.join(en_de, "dev"), "--out_dir=%s" % root]
+    run_nmt.run(config_lib.parse(run_nmt.define_flags, ["x", *argv]))
+
+
+def _captioner_argv(root, *argv):
+    shapes = os.path.join(SAMPLES, "moving_shapes")
+    return config_lib.parse(
+        run_captioning.define_flags,
+        [
+            "x",
+            "--data_dir=%s" % shapes,
+            "--features=%s" % os.path.join(shapes, "features.h5"),
+            "--out_dir=%s" % root,
+            "--encoder_units=4",
+            "--decoder_units=4",
+            *argv,
+        ],
+    )
+
+
+# Each train command, the folder it keeps its checkpoints in under the run's, and the
+# host whose checkpoints the test puts there.
+TRAIN_COMMANDS = {
+    "summarizer": (lambda root: run_summarization.run(_summarizer_flags(root)), "exp/train", "nmt"),
+    "nmt": (_nmt_train, ".", "captioner"),
+    "captioner": (lambda root: run_captioning.run(_captioner_argv(root)), "train", "summarizer"),
+}
+
+
+@pytest.mark.parametrize(
+    "host, index",
+    [(host, b"\xff\xfe") for host in TRAIN_COMMANDS] + [("summarizer", None)],
+    ids=["%s, garbage index" % host for host in TRAIN_COMMANDS] + ["summarizer, its index"],
+)
 def test_the_train_command_refuses_a_folder_of_another_hosts_checkpoints(
-    host_checkpoints, tmp_path, indexed
+    host_checkpoints, tmp_path, host, index
 ):
-    source = pathlib.Path(host_checkpoints[1]["nmt"]).parent
-    train = tmp_path / "exp" / "train"
-    shutil.copytree(source, train, ignore=None if indexed else shutil.ignore_patterns("checkpoint"))
+    train_command, folder, other = TRAIN_COMMANDS[host]
+    source = pathlib.Path(host_checkpoints[1][other])
+    train = tmp_path / folder
+    shutil.copytree(source.parent, train, dirs_exist_ok=True)
+    if index is not None:
+        (train / "checkpoint").write_bytes(index)
     before = sorted(os.listdir(train)), _hashes(train)
-    with pytest.raises(checkpoints.CheckpointMismatchError, match="translate.ckpt-3"):
-        run_summarization.run(_summarizer_flags(tmp_path))
-    assert (sorted(os.listdir(train)), _hashes(train)) == before
+    with pytest.raises(checkpoints.CheckpointMismatchError, match=re.escape(source.name)):
+        train_command(tmp_path)
+    after = [name for name in sorted(os.listdir(train)) if name != "hparams.json"]
+    assert (after, _hashes(train)) == before
 
 
 def test_inference_commands_refuse_another_hosts_checkpoint(
@@ -414,12 +459,8 @@ def test_inference_commands_refuse_another_hosts_checkpoint(
         match=another % "pointer_generator.model.PointerGenerator",
     ):
         summarize.run(config_lib.parse(summarize.define_flags, argv))
-    shapes = os.path.join(SAMPLES, "moving_shapes")
-    argv = ["x", "--mode=decode", "--data_dir=%s" % shapes]
-    argv += ["--features=%s" % os.path.join(shapes, "features.h5")]
-    argv += ["--out_dir=%s" % (tmp_path / "vc"), "--encoder_units=4", "--decoder_units=4"]
-    argv += ["--ckpt=%s" % paths["summarizer"]]
+    argv = ["--mode=decode", "--ckpt=%s" % paths["summarizer"]]
     with pytest.raises(
         checkpoints.CheckpointMismatchError, match=another % "video_caption.model.Captioner"
     ):
-        run_captioning.run(config_lib.parse(run_captioning.define_flags, argv))
+        run_captioning.run(_captioner_argv(tmp_path / "vc", *argv))
