@@ -30,7 +30,7 @@ from video_caption import run_captioning
 SAMPLES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data_prep", "samples")
 # The checkpoint names of the summarizer, NMT and the captioner.
 NAMES = ("model.ckpt", "translate.ckpt", "ckpt")
-STEPS = (4, 6, 8)
+STEPS = (8, 9, 10)  # as text, 10 sorts first: the step in a name is a number
 
 
 def _model():
@@ -74,37 +74,37 @@ def _truncate(path):
 # Each state of the index (or of the newest checkpoint it names), with the step the
 # checkpointer resumes from and the problem its one warning names.
 STATES = {
-    "missing": (lambda d, name: os.remove(d / "checkpoint"), 8, "is missing"),
-    "empty": (lambda d, name: (d / "checkpoint").write_bytes(b""), 8, "is empty"),
+    "missing": (lambda d, name: os.remove(d / "checkpoint"), 10, "is missing"),
+    "empty": (lambda d, name: (d / "checkpoint").write_bytes(b""), 10, "is empty"),
     "random bytes": (
         lambda d, name: (d / "checkpoint").write_bytes(bytes(range(200, 256)) * 3),
-        8,
+        10,
         "is not text",
     ),
     "other text": (
         lambda d, name: (d / "checkpoint").write_text("model_checkpoint_path: x y\n"),
-        8,
+        10,
         "is not a checkpoint index",
     ),
     "a deleted checkpoint": (
-        lambda d, name: [os.remove(p) for p in d.glob(name + "-8.*")],
-        6,
-        "names %s-8, which is missing",
+        lambda d, name: [os.remove(p) for p in d.glob(name + "-10.*")],
+        9,
+        "names %s-10, which is missing",
     ),
     "the newest only": (
-        lambda d, name: (d / "checkpoint").write_text('model_checkpoint_path: "%s-8"\n' % name),
-        8,
-        "does not list %s-8 as tf.train.CheckpointManager reads it",
+        lambda d, name: (d / "checkpoint").write_text('model_checkpoint_path: "%s-10"\n' % name),
+        10,
+        "does not list %s-10 as tf.train.CheckpointManager reads it",
     ),
     "a truncated index file": (
-        lambda d, name: _truncate(d / ("%s-8.index" % name)),
-        6,
-        "names %s-8, which cannot be read",
+        lambda d, name: _truncate(d / ("%s-10.index" % name)),
+        9,
+        "names %s-10, which cannot be read",
     ),
     "a truncated data file": (
-        lambda d, name: _truncate(d / ("%s-8.data-00000-of-00001" % name)),
-        6,
-        "names %s-8, which cannot be read",
+        lambda d, name: _truncate(d / ("%s-10.data-00000-of-00001" % name)),
+        9,
+        "names %s-10, which cannot be read",
     ),
 }
 
@@ -120,7 +120,7 @@ def test_a_resume_rebuilds_an_unusable_index_and_keeps_every_checkpoint(
     damage(directory, name)
     before = _hashes(directory)
     # a reader does not read the data files through, the trainer does
-    seen = 8 if state == "a truncated data file" else step
+    seen = 10 if state == "a truncated data file" else step
     assert checkpoints.latest_checkpoint(str(directory)).endswith("%s-%d" % (name, seen))
     absl_caplog.set_level("WARNING")
     resumed = _checkpointer(directory, name)
@@ -147,11 +147,11 @@ def test_readers_see_the_same_checkpoint_and_leave_the_index_alone(tmp_path):
     directory = tmp_path / "train"
     _trained(directory, "ckpt")
     (directory / "checkpoint").write_bytes(b"\xff\xfe")
-    assert checkpoints.latest_checkpoint(str(directory)).endswith("ckpt-8")
+    assert checkpoints.latest_checkpoint(str(directory)).endswith("ckpt-10")
     assert (directory / "checkpoint").read_bytes() == b"\xff\xfe"
     restored = []
     for path in checkpoints.newest_checkpoints(str(directory), restored.append, poll_secs=0):
-        assert path.endswith("ckpt-8") and restored == [path]
+        assert path.endswith("ckpt-10") and restored == [path]
         break
     assert checkpoints.latest_checkpoint(str(tmp_path / "absent")) is None
 
@@ -177,7 +177,7 @@ def test_a_folder_of_unreadable_checkpoints_is_still_one_error(tmp_path):
     for step in STEPS:
         _truncate(directory / ("ckpt-%d.index" % step))
     before = _hashes(directory)
-    with pytest.raises(checkpoints.CheckpointError, match=r"ckpt-8, ckpt-6, ckpt-4\)"):
+    with pytest.raises(checkpoints.CheckpointError, match=r"ckpt-10, ckpt-9, ckpt-8\)"):
         _checkpointer(directory, "ckpt").restore_latest()
     assert _hashes(directory) == before
 
@@ -188,15 +188,15 @@ INDEX = st.one_of(
     st.lists(
         st.sampled_from(
             [
-                'model_checkpoint_path: "ckpt-8"',
-                'model_checkpoint_path: "ckpt-6"',
+                'model_checkpoint_path: "ckpt-10"',
+                'model_checkpoint_path: "ckpt-9"',
                 'model_checkpoint_path: "ckpt-3"',
-                'all_model_checkpoint_paths: "ckpt-4"',
-                'all_model_checkpoint_paths: "ckpt-9"',
+                'all_model_checkpoint_paths: "ckpt-8"',
+                'all_model_checkpoint_paths: "ckpt-7"',
                 "all_model_checkpoint_timestamps: 1e9",
                 "last_preserved_timestamp: 2e9",
                 'model_checkpoint_path: "',
-                "model_checkpoint_path: ckpt-8",
+                "model_checkpoint_path: ckpt-10",
                 "",
                 "}",
             ]
