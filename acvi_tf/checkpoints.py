@@ -145,9 +145,10 @@ def _lists_newest(fields: Dict[str, list]) -> bool:
     return min(times[-1] if times else preserved, time.time()) > preserved
 
 
-def _read_index(directory: str, whole: bool = False) -> Tuple[Optional[str], Optional[str]]:
-    """What the ``checkpoint`` index of ``directory`` names, or why it cannot be used
-    (``whole``: ``readable``'s).
+def _read_index(directory: str, trainer: bool = False) -> Tuple[Optional[str], Optional[str]]:
+    """What the ``checkpoint`` index of ``directory`` names, or why it cannot be used:
+    for a reader, a newest checkpoint that is there (``readable``); for a trainer, one
+    that reads through and that ``tf.train.CheckpointManager`` lists.
 
     Returns:
       ``(latest, None)`` for an index whose newest checkpoint can be read (its path),
@@ -180,9 +181,9 @@ def _read_index(directory: str, whole: bool = False) -> Tuple[Optional[str], Opt
     prefix = os.path.join(directory, latest[0])
     if not os.path.exists(prefix + ".index"):
         return None, "names %s, which is missing" % latest[0]
-    if not readable(prefix, whole):
+    if not readable(prefix, whole=trainer):
         return None, "names %s, which cannot be read" % latest[0]
-    if not _lists_newest(fields):
+    if trainer and not _lists_newest(fields):
         return None, "does not list %s as tf.train.CheckpointManager reads it" % latest[0]
     return prefix, None
 
@@ -244,7 +245,7 @@ def _repair_index(directory: str, name: str) -> None:
     """Rewrites the ``checkpoint`` index of a trainer's folder when it cannot be used,
     from the checkpoint files named ``name`` there (``_rebuilt_view``), atomically and
     with one log line; an unusable index with no checkpoint beside it is removed."""
-    _, problem = _read_index(directory, whole=True)
+    _, problem = _read_index(directory, trainer=True)
     if problem is None or (problem == "is missing" and not found_checkpoints(directory)):
         return
     view, newest = _rebuilt_view(directory, name)
@@ -589,7 +590,7 @@ class Checkpointer:
         """The checkpoints of ``directory``, oldest first."""
         if self.scratch is None:
             return list(self.manager.checkpoints)
-        if _read_index(self.directory, whole=True)[0]:  # what the chief's manager lists
+        if _read_index(self.directory, trainer=True)[0]:  # what the chief's manager lists
             return list(tf.train.get_checkpoint_state(self.directory).all_model_checkpoint_paths)
         return _rebuilt_view(self.directory, self._name)[0]
 
