@@ -333,7 +333,7 @@ def summarizer_run(tmp_path_factory):
     optimizer.build(model.trainable_variables)
     train_dir = str(root / "exp" / "train")
     saver = run_summarization._checkpointer(config, train_dir, model, optimizer, vocab)
-    for step in STEPS:
+    for step in (4, 6, 8):
         saver.step.assign(step)
         model.embedding.embeddings.assign_add(tf.ones_like(model.embedding.embeddings))
         saver.save()
