@@ -265,7 +265,7 @@ def _repair_index(directory: str, name: str) -> None:
     )
 
 
-def _model_variables(model) -> List[Tuple[List[str], tf.Variable]]:
+def _model_variables(model: tf.Module) -> List[Tuple[List[str], tf.Variable]]:
     """Each variable ``model`` has now, with the paths a ``tf.train.Checkpoint(model=...)``
     may hold it under (``model/encoder/kernel``), the one it writes first (breadth first,
     as TensorFlow names them)."""
@@ -284,6 +284,7 @@ def _model_variables(model) -> List[Tuple[List[str], tf.Variable]]:
 
 
 def _shape(shape) -> str:
+    """``(7, 2)``: a shape as the messages give it."""
     return str(tuple(shape))
 
 
@@ -331,7 +332,7 @@ def _another_model(path, model, saved, variables, missing, fix) -> CheckpointMis
 
 def check_checkpoint(
     path: str,
-    model,
+    model: tf.Module,
     check: Optional[Callable[[str], None]] = None,
     resuming: bool = False,
 ) -> None:
