@@ -192,8 +192,8 @@ def test_a_checkpoint_of_another_model_shape_is_named_not_skipped(tmp_path):
     saver.save()
     with pytest.raises(
         checkpoints.CheckpointMismatchError,
-        match=r"ckpt-0 holds model/layer_with_weights-0/embeddings with shape \(7, 2\), this model's has "
-        r"shape \(9, 2\): the run was trained with other model flags",
+        match=r"ckpt-0 holds model/layer_with_weights-0/embeddings with shape \(7, 2\), this "
+        r"model's has shape \(9, 2\): the run was trained with other model flags",
     ):
         _checkpointer(tmp_path, _model(rows=9)).restore_latest()
 
