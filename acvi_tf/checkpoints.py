@@ -13,7 +13,15 @@ by. Every host saves, resumes and keeps its best model through it, so that:
 - the best score, and how many scores since have not beaten it, survive a restart, so
   a resumed run replaces the best model only with a better one and early stopping
   counts on;
-- a checkpoint of other vocabulary sizes is refused with one line naming both sizes;
+- a folder whose ``checkpoint`` index is missing, empty, garbage or names a checkpoint
+  that is gone or cannot be read is seen through its checkpoint files (newest readable
+  first, by the step in the name): the trainer rewrites the index from them, with one
+  log line, so a copied run resumes instead of starting afresh over its checkpoints
+  (``latest_checkpoint`` gives every other command the same view);
+- a checkpoint of another model (another entry point's, another model type's), of other
+  vocabulary sizes or of other shapes is refused before anything is restored, in one
+  line naming the checkpoint, a variable and both shapes (``check_checkpoint``), and a
+  folder that holds only another entry point's checkpoints is never trained over;
 - the folder a trainer owns loses the ``*_temp`` folders of saves a kill interrupted
   (``remove_interrupted_saves``).
 
@@ -22,14 +30,14 @@ through ``newest_checkpoints``, which waits for the next one and steps over a ch
 that disappears between listing and restoring.
 """
 
+import collections
+import functools
 import json
 import os
 import re
 import shutil
 import time
-from traceback import walk_tb
-from types import TracebackType
-from typing import Callable, Dict, Iterator, Optional, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 import tensorflow as tf
 from absl import logging
@@ -38,18 +46,24 @@ from acvi_tf import errors, files
 
 _VALUE = "/.ATTRIBUTES/VARIABLE_VALUE"
 BEST_RECORD = "best.json"
+# The index TensorFlow keeps in a checkpoint folder: which checkpoints it holds, newest last.
+INDEX = "checkpoint"
 
 # What reading a damaged or vanished checkpoint raises: TensorFlow's errors, and
 # IndexError from the reader of a truncated data file ("Read less bytes than requested").
 UNREADABLE = (tf.errors.OpError, IndexError)
 
-
-# TensorFlow's message when a checkpoint's variable has another shape than the model's.
-_SHAPE_MISMATCH = re.compile(
-    r"incompatible tensor with shape (?P<saved>\(.*?\)) when attempting to restore "
-    r"variable with shape (?P<new>\(.*?\)) and name (?P<name>[^ ]+?)\.?$",
-    re.M,
+# A checkpoint's index file: ``<name>-<step>.index``, and ``<name>-<step>_<tag>.index``
+# for one written beside a step's (the summarizer's ``model.ckpt-8_cov_init``).
+_CHECKPOINT_FILE = re.compile(r"(?P<name>.+)-(?P<step>\d+)(?P<tag>_\w+)?\.index")
+# A line of the index: a checkpoint's path (quoted, without escapes) or a timestamp.
+_INDEX_LINE = re.compile(
+    r'\s*(?:(?P<path_field>model_checkpoint_path|all_model_checkpoint_paths)\s*:\s*"(?P<path>[^"\\]+)"'
+    r"|(?P<time_field>all_model_checkpoint_timestamps|last_preserved_timestamp)\s*:\s*"
+    r"(?P<time>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?))\s*"
 )
+# The data files of a checkpoint with the prefix before it.
+_DATA_FILE = re.compile(r"\.data-(?P<shard>\d{5})-of-(?P<shards>\d{5})")
 
 
 def _value(variable: tf.Variable) -> float:
@@ -58,57 +72,325 @@ def _value(variable: tf.Variable) -> float:
 
 
 class CheckpointMismatchError(errors.UserError, ValueError):
-    """A checkpoint was trained with other vocabulary sizes than the flags give."""
+    """A checkpoint holds another model than the command's, or the same model with other
+    vocabulary sizes or shapes."""
 
 
 class CheckpointError(errors.UserError, RuntimeError):
     """No checkpoint of a folder can be read; the message names the folder and the fix."""
 
 
-def _shape_mismatch(path: str, error: Exception, fix: str) -> Optional[CheckpointMismatchError]:
-    """The ``CheckpointMismatchError`` of a restore that failed on a variable of another
-    shape (None for any other error), naming the variable, both shapes and ``fix``."""
-    shapes = _SHAPE_MISMATCH.search(str(error))
-    if not shapes:
-        return None
-    return CheckpointMismatchError(
-        "%s holds %s with shape %s, this model's has shape %s: the run was trained with "
-        "other model flags; %s"
-        % (path, shapes.group("name"), shapes.group("saved"), shapes.group("new"), fix)
+def _data_files_there(prefix: str) -> bool:
+    """Whether every data file of the checkpoint ``prefix`` is there."""
+    folder, base = os.path.split(prefix)
+    shards = set()
+    for name in os.listdir(folder or "."):
+        data = _DATA_FILE.fullmatch(name[len(base) :]) if name.startswith(base) else None
+        if data:
+            shards.add((int(data.group("shard")), int(data.group("shards"))))
+    counts = {count for _, count in shards}
+    return len(counts) == 1 and len(shards) == counts.pop()
+
+
+def readable(prefix: str, whole: bool = False) -> bool:
+    """Whether the checkpoint ``prefix`` can be read: its index file reads and its data
+    files are there, and with ``whole`` every value reads (the data files are read
+    through: what a trainer checks before it resumes, once).
+    """
+    try:
+        reader = tf.train.load_checkpoint(prefix)
+        if not _data_files_there(prefix):
+            return False
+        if whole:
+            for key in reader.get_variable_to_shape_map():
+                reader.get_tensor(key)
+        return True
+    except (*UNREADABLE, OSError):
+        return False
+
+
+def found_checkpoints(directory: str, name: Optional[str] = None) -> List[str]:
+    """The checkpoints in ``directory`` by their index files, whatever its ``checkpoint``
+    index says, oldest first by the step in the name.
+
+    Args:
+      directory: the folder.
+      name: only the checkpoints of this prefix (``model.ckpt``); None: every one.
+
+    Returns:
+      Their paths, without the ``.index``.
+    """
+    found = []
+    names = os.listdir(directory) if os.path.isdir(directory) else []
+    for file_name in names:
+        match = _CHECKPOINT_FILE.fullmatch(file_name)
+        if match and name in (None, match.group("name")):
+            key = (int(match.group("step")), match.group("tag") or "", file_name)
+            found.append((key, os.path.join(directory, file_name[: -len(".index")])))
+    return [path for _, path in sorted(found)]
+
+
+def _lists_newest(fields: Dict[str, list]) -> bool:
+    """Whether ``tf.train.CheckpointManager`` lists the newest checkpoint of an index
+    (``fields``: its values by field), as it must to resume from it: last of the listed
+    ones, with a time after the last preserved checkpoint's (each no later than now),
+    the time of all of them when none is given."""
+    listed = fields["all_model_checkpoint_paths"]
+    times = fields["all_model_checkpoint_timestamps"]
+    preserved = min((fields["last_preserved_timestamp"] or [0.0])[-1], time.time())
+    if not listed or listed[-1] != fields["model_checkpoint_path"][0]:
+        return False
+    if times and len(times) != len(listed):
+        return False
+    return min(times[-1] if times else preserved, time.time()) > preserved
+
+
+def _read_index(directory: str, trainer: bool = False) -> Tuple[Optional[str], Optional[str]]:
+    """What the ``checkpoint`` index of ``directory`` names, or why it cannot be used:
+    for a reader, a newest checkpoint that is there (``readable``); for a trainer, one
+    that reads through and that ``tf.train.CheckpointManager`` lists.
+
+    Returns:
+      ``(latest, None)`` for an index whose newest checkpoint can be read (its path),
+      ``(None, problem)`` otherwise (``problem`` completes "the index ...").
+    """
+    path = os.path.join(directory, INDEX)
+    try:
+        with open(path, "rb") as f:
+            content = f.read()
+    except FileNotFoundError:
+        return None, "is missing"
+    try:
+        lines = [line for line in content.decode("utf-8").splitlines() if line.strip()]
+    except UnicodeDecodeError:
+        return None, "is not text"
+    if not lines:
+        return None, "is empty"
+    matches = [_INDEX_LINE.fullmatch(line) for line in lines]
+    if not all(matches):
+        return None, "is not a checkpoint index"
+    fields = collections.defaultdict(list)
+    for m in matches:
+        if m.group("path_field"):
+            fields[m.group("path_field")].append(m.group("path"))
+        else:
+            fields[m.group("time_field")].append(float(m.group("time")))
+    latest = fields["model_checkpoint_path"]
+    if len(latest) != 1:
+        return None, "names no newest checkpoint"
+    prefix = os.path.join(directory, latest[0])
+    if not os.path.exists(prefix + ".index"):
+        return None, "names %s, which is missing" % latest[0]
+    if not readable(prefix, whole=trainer):
+        return None, "names %s, which cannot be read" % latest[0]
+    if trainer and not _lists_newest(fields):
+        return None, "does not list %s as tf.train.CheckpointManager reads it" % latest[0]
+    return prefix, None
+
+
+def latest_checkpoint(directory: str) -> Optional[str]:
+    """``tf.train.latest_checkpoint`` that never fails on the folder's index: the
+    checkpoint the index names as the newest when it can be read, else the newest
+    readable checkpoint of the folder by the step in its name (None: none).
+
+    Only the folder's trainer rewrites a broken index (``Checkpointer``); a command that
+    reads a run (eval, decode, inference) sees the same checkpoints through this, except
+    that it checks only that a checkpoint's index file reads and its data files are
+    there (``readable``): a truncated data file shows when it is restored.
+    """
+    latest, _ = _read_index(directory)
+    if latest:
+        return latest
+    return next(filter(readable, reversed(found_checkpoints(directory))), None)
+
+
+def _rebuilt_view(directory: str, name: str) -> Tuple[List[str], Optional[str]]:
+    """The checkpoints named ``name`` in ``directory`` that a rebuilt index lists, oldest
+    first: every one up to the newest readable one, which is last (all of them when none
+    can be read), and that newest readable one (None: none).
+
+    Raises:
+      CheckpointMismatchError: the folder holds checkpoints of other names only.
+    """
+    own = found_checkpoints(directory, name)
+    if not own:
+        others = found_checkpoints(directory)
+        if others:
+            raise CheckpointMismatchError(
+                "%s holds %s and no checkpoint named %s-<step> as this command writes them: "
+                "they are another entry point's; give this run a folder of its own"
+                % (directory, ", ".join(os.path.basename(p) for p in others), name)
+            )
+        return [], None
+    newest = next((p for p in reversed(own) if readable(p, whole=True)), None)
+    return (own[: own.index(newest) + 1] if newest else own), newest
+
+
+def write_index(directory: str, paths: List[str]) -> None:
+    """Writes the ``checkpoint`` index of ``directory`` atomically: the checkpoints
+    ``paths`` (in the folder, oldest first), the last one the newest, each named
+    relative to the folder, so the run can move, and with the time of its index file
+    (``tf.train.CheckpointManager`` lists only those written after the last preserved
+    one, set earlier)."""
+    names = [os.path.basename(p) for p in paths]
+    times = [os.path.getmtime(p + ".index") for p in paths]
+    lines = ['model_checkpoint_path: "%s"' % names[-1]]
+    lines += ['all_model_checkpoint_paths: "%s"' % name for name in names]
+    lines += ["all_model_checkpoint_timestamps: %r" % t for t in times]
+    lines.append("last_preserved_timestamp: %r" % (min(times) - 1.0))
+    files.atomic_write_text(os.path.join(directory, INDEX), "\n".join(lines) + "\n")
+
+
+def _repair_index(directory: str, name: str) -> None:
+    """Rewrites the ``checkpoint`` index of a trainer's folder when it cannot be used,
+    from the checkpoint files named ``name`` there (``_rebuilt_view``), atomically and
+    with one log line; an unusable index with no checkpoint beside it is removed."""
+    _, problem = _read_index(directory, trainer=True)
+    if problem is None or (problem == "is missing" and not found_checkpoints(directory)):
+        return
+    view, newest = _rebuilt_view(directory, name)
+    index = os.path.join(directory, INDEX)
+    if not view:
+        os.remove(index)
+        logging.warning("Removed %s: it %s and the folder holds no checkpoint", index, problem)
+        return
+    write_index(directory, view)
+    logging.warning(
+        "The checkpoint index %s %s; rewrote it from the checkpoint files there (%s), "
+        "newest readable: %s",
+        index,
+        problem,
+        ", ".join(os.path.basename(p) for p in view),
+        os.path.basename(newest) if newest else "none",
     )
 
 
-def _expect_partial(traceback: TracebackType) -> None:
-    """Marks the restore that raised as partial, as ``expect_partial()`` does a finished
-    one: otherwise TensorFlow lists every value it left, one warning line each, when the
-    half-done restore is collected (in the frames of ``traceback``)."""
-    for frame, _ in walk_tb(traceback):
-        for value in frame.f_locals.values():
-            if type(value).__name__ == "_CheckpointRestoreCoordinator":
-                value.expect_partial = True
+def _model_variables(model: tf.Module) -> List[Tuple[List[str], tf.Variable]]:
+    """Each variable ``model`` has now, with the paths a ``tf.train.Checkpoint(model=...)``
+    may hold it under (``model/encoder/kernel``), the one it writes first (breadth first,
+    as TensorFlow names them)."""
+    found = {}
+    queue, seen = collections.deque([(model, "model")]), {id(model)}
+    while queue:
+        trackable, path = queue.popleft()
+        for child_name, child in tf.train.TrackableView.children(trackable).items():
+            child_path = path + "/" + child_name
+            if isinstance(child, tf.Variable):
+                found.setdefault(id(child), ([], child))[0].append(child_path)
+            elif id(child) not in seen:
+                seen.add(id(child))
+                queue.append((child, child_path))
+    return list(found.values())
 
 
-def restore_model(checkpoint: tf.train.Checkpoint, path: str) -> None:
-    """Restores ``path`` into ``checkpoint``'s objects for a command that uses a trained
-    run (eval, decode, inference, export); what the checkpoint holds beyond them (the
-    optimizer's state) is left out.
+def _shape(shape) -> str:
+    """``(7, 2)``: a shape as the messages give it."""
+    return str(tuple(shape))
+
+
+# What to do about a checkpoint of another model, for a command that reads a run and for
+# a resume.
+_FIXES = {
+    False: "give the flags it was trained with (a run without hparams.json needs them on the "
+    "command line), or a checkpoint of a run of this entry point",
+    True: "its hparams.json records the flags it was trained with: run with those, or give "
+    "this run a folder of its own",
+}
+
+
+def _another_model(path, model, saved, variables, missing, fix) -> CheckpointMismatchError:
+    """The error for a checkpoint (``saved``: its shapes by key) that lacks ``missing``
+    of the ``variables`` of ``model``, naming one and a variable it holds instead."""
+    ours = {p for paths, _ in variables for p in paths}
+    theirs = sorted(
+        key[: -len(_VALUE)]
+        for key in saved
+        if key.startswith("model/") and key.endswith(_VALUE) and "/.OPTIMIZER_SLOT/" not in key
+    )
+    instead = [key for key in theirs if key not in ours]
+    paths, variable = missing[0]
+    return CheckpointMismatchError(
+        "%s holds another model than this %s.%s: %d of its %d variables are not in it, "
+        "such as %s with shape %s%s: the run was trained with other model flags, another "
+        "model type or another entry point; %s"
+        % (
+            path,
+            type(model).__module__,
+            type(model).__name__,
+            len(missing),
+            len(variables),
+            paths[0],
+            _shape(variable.shape),
+            ", and it holds %s with shape %s instead"
+            % (instead[0], _shape(saved[instead[0] + _VALUE]))
+            if instead
+            else "",
+            fix,
+        )
+    )
+
+
+def check_checkpoint(
+    path: str,
+    model: tf.Module,
+    check: Optional[Callable[[str], None]] = None,
+    resuming: bool = False,
+) -> None:
+    """Refuses a checkpoint that cannot be restored into ``model``, before anything is:
+    one that lacks variables of the model (another entry point's or model type's), then
+    what ``check`` refuses (the host's vocabulary sizes), then one that holds a variable
+    with another shape.
+
+    Args:
+      path: the checkpoint.
+      model: the model it is about to be restored into, under ``model`` in the
+        ``tf.train.Checkpoint``; variables it has not made yet are not checked.
+      check: ``path -> None``, the host's own check (``check_vocabulary``).
+      resuming: whether a trainer resumes from it (the fix the message gives).
 
     Raises:
-      CheckpointMismatchError: a variable of another shape, named with both shapes.
+      CheckpointMismatchError: naming the checkpoint, a variable and both shapes.
+      tf.errors.OpError: the checkpoint cannot be read.
     """
-    try:
-        checkpoint.restore(path).expect_partial()
-    except ValueError as e:
-        _expect_partial(e.__traceback__)
-        mismatch = _shape_mismatch(
-            path,
-            e,
-            "give the flags it was trained with (a run without hparams.json needs them on "
-            "the command line), or a checkpoint of this run",
-        )
-        if mismatch is None:
-            raise
-        raise mismatch from e
+    fix = _FIXES[resuming]
+    saved = tf.train.load_checkpoint(path).get_variable_to_shape_map()
+    variables = _model_variables(model)
+    held = []
+    for paths, variable in variables:
+        keys = [p for p in paths if p + _VALUE in saved]
+        held.append((keys[0] if keys else None, variable))
+    missing = [(paths, v) for (paths, v), (key, _) in zip(variables, held) if key is None]
+    if missing:
+        raise _another_model(path, model, saved, variables, missing, fix)
+    if check is not None:
+        check(path)
+    for key, variable in held:
+        if list(saved[key + _VALUE]) != variable.shape.as_list():
+            raise CheckpointMismatchError(
+                "%s holds %s with shape %s, this model's has shape %s: the run was trained "
+                "with other model flags; %s"
+                % (path, key, _shape(saved[key + _VALUE]), _shape(variable.shape), fix)
+            )
+
+
+def restore_model(
+    checkpoint: tf.train.Checkpoint, path: str, check: Optional[Callable[[str], None]] = None
+) -> None:
+    """Restores ``path`` into ``checkpoint``'s objects for a command that uses a trained
+    run (eval, decode, inference, export), after ``check_checkpoint``; what the checkpoint
+    holds beyond them (the optimizer's state) is left out.
+
+    Args:
+      checkpoint: a ``tf.train.Checkpoint`` with the ``model`` (and what else the command
+        restores).
+      path: the checkpoint.
+      check: ``path -> None``, the host's own check (``check_vocabulary``).
+
+    Raises:
+      CheckpointMismatchError: another model, or a variable of another size or shape.
+    """
+    check_checkpoint(path, checkpoint.model, check)
+    checkpoint.restore(path).expect_partial()
 
 
 def check_vocabulary(checkpoint_path: str, expected: Dict[str, Tuple[int, str]]) -> None:
@@ -176,8 +458,7 @@ def newest_checkpoints(
     done = None
     waiting = False
     while True:
-        state = tf.train.get_checkpoint_state(directory)
-        newest = state.model_checkpoint_path if state else None
+        newest = latest_checkpoint(directory)
         if newest is None or newest == done:
             if not waiting:
                 logging.info("Waiting for a new checkpoint in %s", directory)
@@ -225,8 +506,8 @@ class Checkpointer:
         ``tf.distribute`` requires, but a worker's saves go there and are removed at
         once, while it restores from ``directory`` like the chief and keeps the same
         best score in memory.
-      **objects: what the latest checkpoints hold besides ``step`` (``model``,
-        ``optimizer``, ...); the best model holds ``model`` and ``step``.
+      **objects: what the latest checkpoints hold besides ``step``: ``model``, and
+        ``optimizer`` and the like; the best model holds ``model`` and ``step``.
     """
 
     def __init__(
@@ -247,12 +528,8 @@ class Checkpointer:
         self.check = check or (lambda path: None)
         self.scratch = scratch
         self.checkpoint = tf.train.Checkpoint(step=step, **objects)
-        self.manager = tf.train.CheckpointManager(
-            self.checkpoint,
-            directory if scratch is None else os.path.join(scratch, "latest"),
-            max_to_keep=max_to_keep,
-            checkpoint_name=checkpoint_name,
-        )
+        self._max_to_keep = max_to_keep
+        self._name = checkpoint_name
         self._saved_step = None
         # optimizers whose learning rate is a variable (not a schedule): a checkpoint
         # restores it, and the run's own (its flags') must win
@@ -262,15 +539,10 @@ class Checkpointer:
             if isinstance(getattr(o, "_learning_rate", None), tf.Variable)
         ]
         self.best_dir = best_dir
-        self.best_manager = None
+        self._best_to_keep = best_to_keep
+        self._best_name = best_name or checkpoint_name
         self.best = {}
         if best_dir is not None:
-            self.best_manager = tf.train.CheckpointManager(
-                tf.train.Checkpoint(model=objects["model"], step=step),
-                best_dir if scratch is None else os.path.join(scratch, "best"),
-                max_to_keep=best_to_keep,
-                checkpoint_name=best_name or checkpoint_name,
-            )
             record = os.path.join(best_dir, BEST_RECORD)
             if os.path.exists(record):
                 self.best = files.read_json(
@@ -279,11 +551,38 @@ class Checkpointer:
                     "the best)",
                 )
 
+    def _manager(self, checkpoint, directory, sub, max_to_keep, name):
+        """The ``tf.train.CheckpointManager`` of ``directory`` on the chief, after
+        ``_repair_index``; of the worker's ``scratch/sub`` on another worker."""
+        if self.scratch is not None:
+            directory = os.path.join(self.scratch, sub)
+        else:
+            _repair_index(directory, name)
+        return tf.train.CheckpointManager(
+            checkpoint, directory, max_to_keep=max_to_keep, checkpoint_name=name
+        )
+
+    @functools.cached_property
+    def manager(self) -> tf.train.CheckpointManager:
+        """The latest checkpoints' manager, made on first use: a job that only reads
+        ``directory`` (an eval job, which keeps the best model) never rewrites its index."""
+        return self._manager(
+            self.checkpoint, self.directory, "latest", self._max_to_keep, self._name
+        )
+
+    @functools.cached_property
+    def best_manager(self) -> Optional[tf.train.CheckpointManager]:
+        """The best model's manager (None: the run keeps none), made on first use."""
+        if self.best_dir is None:
+            return None
+        best = tf.train.Checkpoint(model=self.checkpoint.model, step=self.step)
+        return self._manager(best, self.best_dir, "best", self._best_to_keep, self._best_name)
+
     @property
     def latest(self) -> Optional[str]:
         """The newest checkpoint's path, or None."""
         if self.scratch is not None:
-            return tf.train.latest_checkpoint(self.directory)
+            return latest_checkpoint(self.directory)
         return self.manager.latest_checkpoint
 
     @property
@@ -295,8 +594,9 @@ class Checkpointer:
         """The checkpoints of ``directory``, oldest first."""
         if self.scratch is None:
             return list(self.manager.checkpoints)
-        state = tf.train.get_checkpoint_state(self.directory)
-        return list(state.all_model_checkpoint_paths) if state else []
+        if _read_index(self.directory, trainer=True)[0]:  # what the chief's manager lists
+            return list(tf.train.get_checkpoint_state(self.directory).all_model_checkpoint_paths)
+        return _rebuilt_view(self.directory, self._name)[0]
 
     def _save_to_scratch(self, manager: tf.train.CheckpointManager) -> None:
         """A worker's part in a save, written to its scratch folder and removed."""
@@ -313,16 +613,11 @@ class Checkpointer:
         for number, path in enumerate(candidates):
             rates = [_value(o._learning_rate) for o in self._rates]
             try:
-                self.check(path)
+                check_checkpoint(path, self.checkpoint.model, self.check, resuming=True)
                 self.checkpoint.restore(path).expect_partial()
             except (*UNREADABLE, ValueError) as e:
-                if isinstance(e, CheckpointMismatchError):
+                if isinstance(e, CheckpointMismatchError):  # readable, of another model
                     raise
-                mismatch = _shape_mismatch(
-                    path, e, "its hparams.json records them: run with those, or give a new folder"
-                )
-                if mismatch:  # a readable checkpoint of another model: no fallback
-                    raise mismatch from e
                 later = candidates[number + 1] if number + 1 < len(candidates) else None
                 logging.warning(
                     "Cannot read checkpoint %s (%s); %s",

@@ -542,11 +542,14 @@ def infer(config, vocabs):
     """Translates ``--inference_input_file``; BLEU against ``--inference_ref_file``."""
     src_vocab, tgt_vocab = vocabs
     model = build(config, src_vocab, tgt_vocab)
-    path = config.ckpt or tf.train.latest_checkpoint(config.out_dir)
+    path = config.ckpt or checkpoints.latest_checkpoint(config.out_dir)
     if path is None:
         raise app.UsageError("no checkpoint in %s; give --ckpt" % config.out_dir)
-    _check_vocabulary(config, path, src_vocab, tgt_vocab)
-    checkpoints.restore_model(tf.train.Checkpoint(model=model), path)
+    checkpoints.restore_model(
+        tf.train.Checkpoint(model=model),
+        path,
+        check=lambda p: _check_vocabulary(config, p, src_vocab, tgt_vocab),
+    )
     log_search(config)
     translator = translator_lib.Translator(
         model,
@@ -588,7 +591,7 @@ def run(config):
     config = apply_preset(config)
     if not config.out_dir:
         raise app.UsageError("--out_dir is required")
-    resuming = tf.train.latest_checkpoint(config.out_dir) is not None
+    resuming = checkpoints.latest_checkpoint(config.out_dir) is not None
     if config.inference_input_file or resuming:
         config = acvi_flags.run_config(config, config.out_dir, MODEL_FLAGS, COMMAND_FLAGS)
     for name in ("src", "tgt", "vocab_prefix"):

@@ -126,13 +126,16 @@ def load_translator(config):
     model = run_nmt.build(config, src_vocab, tgt_vocab)
     path = (
         config.ckpt
-        or tf.train.latest_checkpoint(os.path.join(config.out_dir, "best_bleu"))
-        or tf.train.latest_checkpoint(config.out_dir)
+        or checkpoints.latest_checkpoint(os.path.join(config.out_dir, "best_bleu"))
+        or checkpoints.latest_checkpoint(config.out_dir)
     )
     if path is None:
         raise app.UsageError("no checkpoint in %s; train first or give --ckpt" % config.out_dir)
-    run_nmt._check_vocabulary(config, path, src_vocab, tgt_vocab)
-    checkpoints.restore_model(tf.train.Checkpoint(model=model), path)
+    checkpoints.restore_model(
+        tf.train.Checkpoint(model=model),
+        path,
+        check=lambda p: run_nmt._check_vocabulary(config, p, src_vocab, tgt_vocab),
+    )
     logging.info("Restored the model from %s", path)
     run_nmt.log_search(config)
     searcher = translator_lib.Translator(

@@ -727,18 +727,20 @@ def _convert_or_restore(config, model, checkpointer, train_dir, vocab):
         _start_coverage(config, model, checkpointer)
         path = checkpointer.checkpoint.write(latest + "_cov_init")
     else:
-        best = tf.train.latest_checkpoint(os.path.join(os.path.dirname(train_dir), "eval"))
+        best = checkpoints.latest_checkpoint(os.path.join(os.path.dirname(train_dir), "eval"))
         if not best:
             raise app.UsageError("no best model in eval/; run --mode=eval first")
-        _check_vocabulary(config, best, vocab)
-        tf.train.Checkpoint(model=model, step=checkpointer.step).restore(best).expect_partial()
+        checkpoints.restore_model(
+            tf.train.Checkpoint(model=model, step=checkpointer.step),
+            best,
+            check=lambda path: _check_vocabulary(config, path, vocab),
+        )
         checkpointer.checkpoint.optimizer = _optimizer(config)
         path = checkpointer.checkpoint.write(
             os.path.join(train_dir, os.path.basename(best).replace("bestmodel", "model.ckpt"))
         )
-    kept = [os.path.basename(p) for p in checkpointer.manager.checkpoints if p != path]
-    name = os.path.basename(path)
-    tf.compat.v1.train.update_checkpoint_state(train_dir, name, kept + [name])
+    kept = [p for p in checkpointer.manager.checkpoints if p != path]
+    checkpoints.write_index(train_dir, kept + [path])
     logging.info("Saved %s; training resumes from it", path)
     return model
 
@@ -847,8 +849,9 @@ def evaluate(config, vocab, train_dir, eval_dir, phases):
         return eval_fns[coverage_on](batch)
 
     def restore(path):
-        _check_vocabulary(config, path, vocab)
-        checkpoints.restore_model(checkpointer.checkpoint, path)
+        checkpoints.restore_model(
+            checkpointer.checkpoint, path, check=lambda p: _check_vocabulary(config, p, vocab)
+        )
 
     running_avg, summarizers = None, {}
     for path in checkpoints.newest_checkpoints(train_dir, restore):
@@ -908,11 +911,14 @@ def decode(config, vocab, train_dir, phases):
     config = decode_config(config)
     model = _build_model(config, vocab)
     checkpoint = tf.train.Checkpoint(model=model)
-    latest = tf.train.latest_checkpoint(train_dir)
+    latest = checkpoints.latest_checkpoint(train_dir)
     if latest is None:
         raise app.UsageError("no checkpoint in %s to decode with" % train_dir)
-    _check_vocabulary(config, latest, vocab)
-    checkpoints.restore_model(checkpoint, latest)
+
+    def check(path):
+        _check_vocabulary(config, path, vocab)
+
+    checkpoints.restore_model(checkpoint, latest, check=check)
     step = checkpoints.checkpoint_step(latest)
     coverage_on = config.coverage or curriculum.phase_at(phases, step).coverage
     summarizer = decode_lib.Summarizer(
@@ -974,10 +980,10 @@ def decode(config, vocab, train_dir, phases):
     last_load = time.time()
     for count, batch in enumerate(batcher.batches(), start=1):
         if time.time() - last_load > 60:  # the original reloads every 60 s
-            newest = tf.train.latest_checkpoint(train_dir)
+            newest = checkpoints.latest_checkpoint(train_dir)
             if newest not in (None, latest):
                 try:
-                    checkpoint.restore(newest).expect_partial()
+                    checkpoints.restore_model(checkpoint, newest, check=check)
                     latest = newest
                 except checkpoints.UNREADABLE as e:  # deleted by the trainer since listed
                     logging.warning("Keeping %s: cannot read %s (%s)", latest, newest, e)
@@ -996,7 +1002,7 @@ def run(config):
     if not config.data_path or not config.log_root:
         raise app.UsageError("--data_path and --log_root are required")
     train_dir, eval_dir = _experiment_dirs(config)
-    resuming = config.mode == "train" and tf.train.latest_checkpoint(train_dir) is not None
+    resuming = config.mode == "train" and checkpoints.latest_checkpoint(train_dir) is not None
     if config.mode != "train" or resuming:
         config = acvi_flags.run_config(
             config, os.path.dirname(train_dir), MODEL_FLAGS, COMMAND_FLAGS

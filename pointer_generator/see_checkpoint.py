@@ -234,10 +234,10 @@ def _transfer_plan(model, tf_version):
 def resolve_checkpoint(path):
     """The checkpoint prefix for ``path``, a prefix or a directory with a state file."""
     if os.path.isdir(path):
-        latest = tf.train.latest_checkpoint(path)
+        latest = checkpoints.latest_checkpoint(path)
         if latest is None:
             raise SeeCheckpointError(
-                "%s is a directory without a 'checkpoint' state file; "
+                "%s is a directory without a checkpoint; "
                 "pass the checkpoint prefix (e.g. .../model-238410)" % path
             )
         return latest

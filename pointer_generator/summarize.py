@@ -123,8 +123,8 @@ def best_checkpoint(config, ckpt=None):
     root = os.path.join(config.log_root, config.exp_name)
     path = (
         ckpt
-        or tf.train.latest_checkpoint(os.path.join(root, "eval"))
-        or tf.train.latest_checkpoint(os.path.join(root, "train"))
+        or checkpoints.latest_checkpoint(os.path.join(root, "eval"))
+        or checkpoints.latest_checkpoint(os.path.join(root, "train"))
     )
     if path is None:
         raise app.UsageError("%s holds no checkpoint (train/ or eval/); train first" % root)
@@ -141,8 +141,11 @@ def load_summarizer(config, vocab, ckpt=None):
     run_summarization.check_beam(config, vocab)
     model = run_summarization._build_model(config, vocab)
     path = best_checkpoint(config, ckpt)
-    run_summarization._check_vocabulary(config, path, vocab)
-    checkpoints.restore_model(tf.train.Checkpoint(model=model), path)
+    checkpoints.restore_model(
+        tf.train.Checkpoint(model=model),
+        path,
+        check=lambda p: run_summarization._check_vocabulary(config, p, vocab),
+    )
     step = checkpoints.checkpoint_step(path)
     coverage_on = (
         config.coverage or curriculum.phase_at(run_summarization._phases(config), step).coverage

@@ -125,7 +125,8 @@ def _events(folder, tag):
 
 def test_the_eval_job_scores_each_new_checkpoint_once(corpus, tmp_path, monkeypatch):
     # checkpoints at steps 2 and 4; the eval job first sees only step 2, then a listed
-    # step 3 the trainer has already deleted, then step 4 (the last)
+    # step 3 the trainer has already deleted (the newest left is step 2, scored: it waits),
+    # then step 4 (the last)
     _run(corpus, tmp_path, max_steps=4, context="sa", checkpoint_steps=2)
     train_dir = tmp_path / "exp" / "train"
     (train_dir / "model.ckpt-2_temp").mkdir()  # an interrupted save of the trainer's
@@ -134,18 +135,25 @@ def test_the_eval_job_scores_each_new_checkpoint_once(corpus, tmp_path, monkeypa
     ckpt = {n: str(train_dir / ("model.ckpt-%d" % n)) for n in (2, 3, 4)}
     later = [[ckpt[2], ckpt[3]], [ckpt[2], ckpt[3], ckpt[4]]]
     waits = []
+    unsaved = tmp_path / "unsaved"  # step 4's files, until the trainer "saves" them
+    unsaved.mkdir()
+    for path in train_dir.glob("model.ckpt-4.*"):
+        path.rename(unsaved / path.name)
 
     def trainer_saves(seconds):
         waits.append(seconds)
         if not later:
             raise AssertionError("the eval job waits after the last step's checkpoint")
         paths = later.pop(0)
+        if ckpt[4] in paths:  # the checkpoint's files first, then the index
+            for path in unsaved.iterdir():
+                path.rename(train_dir / path.name)
         tf.compat.v1.train.update_checkpoint_state(str(train_dir), paths[-1], paths)
 
     tf.compat.v1.train.update_checkpoint_state(str(train_dir), ckpt[2], [ckpt[2]])
     monkeypatch.setattr(checkpoints.time, "sleep", trainer_saves)
     looks = []
-    look = tf.train.get_checkpoint_state
+    look = checkpoints.latest_checkpoint
 
     def counted_look(directory):
         looks.append(directory)
@@ -153,7 +161,7 @@ def test_the_eval_job_scores_each_new_checkpoint_once(corpus, tmp_path, monkeypa
             raise AssertionError("the eval job keeps looking without waiting")
         return look(directory)
 
-    monkeypatch.setattr(checkpoints.tf.train, "get_checkpoint_state", counted_look)
+    monkeypatch.setattr(checkpoints, "latest_checkpoint", counted_look)
     _run(
         corpus,
         tmp_path,

@@ -517,16 +517,17 @@ def restore(exp):
     config = exp.config
     path = (
         config.ckpt
-        or tf.train.latest_checkpoint(os.path.join(config.out_dir, "best"))
-        or tf.train.latest_checkpoint(os.path.join(config.out_dir, "train"))
+        or checkpoints.latest_checkpoint(os.path.join(config.out_dir, "best"))
+        or checkpoints.latest_checkpoint(os.path.join(config.out_dir, "train"))
     )
     if path is None:
         raise app.UsageError(
             "no checkpoint in %s/best or %s/train; train first or give "
             "--ckpt" % (config.out_dir, config.out_dir)
         )
-    _check_vocabulary(path, exp)
-    checkpoints.restore_model(tf.train.Checkpoint(model=exp.model), path)
+    checkpoints.restore_model(
+        tf.train.Checkpoint(model=exp.model), path, check=lambda p: _check_vocabulary(p, exp)
+    )
     logging.info("Restored %s", path)
     logging.info("Captioning with %s", acvi_flags.describe(config, SEARCH_FLAGS))
     return path
@@ -602,7 +603,7 @@ def run(config):
     """Runs ``--mode`` on the command's frozen flags (an ``acvi_tf.config.Config``);
     returns its result."""
     _require(config, "out_dir")
-    resuming = tf.train.latest_checkpoint(os.path.join(config.out_dir, "train")) is not None
+    resuming = checkpoints.latest_checkpoint(os.path.join(config.out_dir, "train")) is not None
     if config.mode != "train" or resuming:
         config = acvi_flags.run_config(config, config.out_dir, MODEL_FLAGS, COMMAND_FLAGS)
     _require(config, "data_dir", "features")
