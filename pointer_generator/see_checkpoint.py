@@ -451,6 +451,12 @@ def run(config):
         raise app.UsageError(
             "See et al.'s checkpoints are soft-attention models: --context must be sa"
         )
+    held = checkpoints.latest_checkpoint(config.out_dir)
+    if held:
+        raise SeeCheckpointError(
+            "--out_dir=%s already holds checkpoints (newest: %s), which the import would "
+            "mix with or write over; import into an empty folder" % (config.out_dir, held)
+        )
     vocab = vocab_lib.Vocab(config.vocab_path, config.vocab_size, "vocab_size" in config.given)
     model = build_see_model(vocab.size(), config.hidden_dim, config.emb_dim, config.pointer_gen)
     try:

@@ -290,15 +290,18 @@ def test_cli_writes_a_checkpoint_that_training_resumes_from(tmp_path):
     train_dir = tmp_path / "logs" / "see" / "train"
     model_flags = ["--vocab_path=%s" % vocab_path, "--vocab_size=%d" % V]
     model_flags += ["--hidden_dim=%d" % H, "--emb_dim=%d" % E]
-    see_checkpoint.run(
-        config_lib.parse(
-            see_checkpoint.define_flags,
-            ["see_checkpoint", "--tf1_checkpoint=%s" % tf1_dir, "--out_dir=%s" % train_dir]
-            + model_flags,
-        )
+    command = config_lib.parse(
+        see_checkpoint.define_flags,
+        ["see_checkpoint", "--tf1_checkpoint=%s" % tf1_dir, "--out_dir=%s" % train_dir]
+        + model_flags,
     )
+    see_checkpoint.run(command)
     latest = tf.train.latest_checkpoint(str(train_dir))
     assert latest == os.path.join(str(train_dir), "model.ckpt-%d" % STEP)
+    written = {p.name: p.read_bytes() for p in train_dir.iterdir()}
+    with pytest.raises(see_checkpoint.SeeCheckpointError, match="already holds checkpoints"):
+        see_checkpoint.run(command)  # a second import would write over the first
+    assert {p.name: p.read_bytes() for p in train_dir.iterdir()} == written
     fv = config_lib.parse(
         run_summarization.define_flags, ["run_summarization", "--context=sa"] + model_flags
     )
