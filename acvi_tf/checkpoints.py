@@ -204,6 +204,30 @@ def latest_checkpoint(directory: str) -> Optional[str]:
     return next(filter(readable, reversed(found_checkpoints(directory))), None)
 
 
+def checkpoint_to_use(given: Optional[str], best_dir: str, train_dir: str) -> Optional[str]:
+    """The checkpoint an inference command restores: ``given`` (``--ckpt``), else the best
+    model's, else the newest training checkpoint, with a warning that no validation has
+    chosen it (None: none at all).
+
+    Args:
+      given: the ``--ckpt`` flag's value, or None.
+      best_dir: the run's best-model folder.
+      train_dir: the run's training checkpoints' folder.
+    """
+    path = given or latest_checkpoint(best_dir)
+    if path:
+        return path
+    path = latest_checkpoint(train_dir)
+    if path:
+        logging.warning(
+            "%s holds no best model (no validation is recorded yet), so this uses the newest "
+            "training checkpoint, %s; rerun the training command to validate it first",
+            best_dir,
+            path,
+        )
+    return path
+
+
 def _rebuilt_view(directory: str, name: str) -> Tuple[List[str], Optional[str]]:
     """The checkpoints named ``name`` in ``directory`` that a rebuilt index lists, oldest
     first: every one up to the newest readable one, which is last (all of them when none

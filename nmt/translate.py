@@ -124,10 +124,8 @@ def load_translator(config):
         vocabs.append(data.Vocab(path))
     src_vocab, tgt_vocab = vocabs
     model = run_nmt.build(config, src_vocab, tgt_vocab)
-    path = (
-        config.ckpt
-        or checkpoints.latest_checkpoint(os.path.join(config.out_dir, "best_bleu"))
-        or checkpoints.latest_checkpoint(config.out_dir)
+    path = checkpoints.checkpoint_to_use(
+        config.ckpt, os.path.join(config.out_dir, "best_bleu"), config.out_dir
     )
     if path is None:
         raise app.UsageError("no checkpoint in %s; train first or give --ckpt" % config.out_dir)

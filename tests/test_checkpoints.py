@@ -233,3 +233,22 @@ def test_a_damaged_newest_checkpoint_restores_the_one_before(kind, damage, where
         np.testing.assert_array_equal(
             resumed.checkpoint.model.layers[0].embeddings.numpy(), np.full([7, 2], float(step))
         )
+
+
+def test_inference_takes_the_given_then_the_best_then_a_training_checkpoint_with_a_warning(
+    tmp_path, absl_caplog
+):
+    best, train = str(tmp_path / "best"), str(tmp_path / "train")
+    assert checkpoints.checkpoint_to_use(None, best, train) is None
+    checkpointer = _checkpointer(tmp_path, _model())
+    checkpointer.step.assign(3)
+    trained = checkpointer.save()
+    absl_caplog.clear()
+    assert checkpoints.checkpoint_to_use(None, best, train) == trained
+    assert [r.levelname for r in absl_caplog.records] == ["WARNING"]
+    assert "holds no best model" in absl_caplog.text and trained in absl_caplog.text
+    checkpointer.save_best(1.0, higher_is_better=True)
+    absl_caplog.clear()
+    chosen = checkpoints.checkpoint_to_use(None, best, train)
+    assert os.path.dirname(chosen) == best and not absl_caplog.records
+    assert checkpoints.checkpoint_to_use("given", best, train) == "given"

@@ -515,10 +515,8 @@ def _line_step(line):
 def restore(exp):
     """Restores ``--ckpt``, else best/, else the latest training checkpoint; its path."""
     config = exp.config
-    path = (
-        config.ckpt
-        or checkpoints.latest_checkpoint(os.path.join(config.out_dir, "best"))
-        or checkpoints.latest_checkpoint(os.path.join(config.out_dir, "train"))
+    path = checkpoints.checkpoint_to_use(
+        config.ckpt, os.path.join(config.out_dir, "best"), os.path.join(config.out_dir, "train")
     )
     if path is None:
         raise app.UsageError(
