@@ -540,6 +540,8 @@ def write_flag_record(out_dir, config, name="hparams.json", resume_model_flags=N
     values = config.record()
     if resume_model_flags is not None:
         compare_flag_record(out_dir, config, resume_model_flags, name)
+    else:
+        _refuse_another_commands_record(out_dir, values, name)
     if not chief:
         return values
     record = dict(values, _tensorflow=tf.__version__, _command=" ".join(sys.argv))
@@ -548,6 +550,24 @@ def write_flag_record(out_dir, config, name="hparams.json", resume_model_flags=N
     )
     logging.vlog(1, "flags: %s", values)
     return values
+
+
+def _refuse_another_commands_record(out_dir, values, name):
+    """Refuses a new run in a folder whose record holds flags this command does not
+    have: another entry point's run (an NMT ``--out_dir`` given a captioner's folder),
+    whose record the new run would write over.
+
+    Raises:
+      FlagChangeError: naming the record, a few of its foreign flags and the fix.
+    """
+    recorded = read_flag_record(out_dir, name)
+    foreign = sorted(n for n in recorded or {} if not n.startswith("_") and n not in values)
+    if foreign:
+        raise FlagChangeError(
+            "%s records the flags %s, which this command does not have: the folder holds "
+            "another command's run, which this one would write over; give a new folder"
+            % (os.path.join(out_dir, name), ", ".join("--" + n for n in foreign[:3]))
+        )
 
 
 def read_flag_record(run_dir: str, name: str = RECORD) -> Optional[dict]:

@@ -1,6 +1,7 @@
 """Shared absl flags: defaults, validators, and the layer they build."""
 
 import importlib
+import json
 import math
 import os
 import re
@@ -285,6 +286,20 @@ def test_a_resume_refuses_a_changed_model_flag_and_logs_the_others(tmp_path, abs
     # a new run (no resume) is not compared, and its record replaces the old one
     acvi_flags.write_flag_record(str(tmp_path), _parse("--context=sa"))
     acvi_flags.compare_flag_record(str(tmp_path), _parse("--context=sa"), ())
+
+
+def test_a_new_run_refuses_a_folder_that_holds_another_commands_record(tmp_path):
+    record = tmp_path / "hparams.json"
+    acvi_flags.write_flag_record(str(tmp_path), _parse("--kl_weight=0.01"))
+    theirs = dict(json.loads(record.read_text()), encoder_units=512, decoder_units=512)
+    record.write_text(json.dumps(theirs))
+    with pytest.raises(
+        acvi_flags.FlagChangeError,
+        match=r"hparams.json records the flags --decoder_units, --encoder_units, which this "
+        r"command does not have",
+    ):
+        acvi_flags.write_flag_record(str(tmp_path), _parse("--context=sa"))
+    assert json.loads(record.read_text()) == theirs
 
 
 def test_the_flag_values_are_logged_at_verbosity_1_only(tmp_path, absl_caplog):
