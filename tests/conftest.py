@@ -56,6 +56,18 @@ def absl_caplog(caplog):
     logger.propagate = propagate
 
 
+def write_parallel_slices(sample, root, counts, langs):
+    """The first ``counts[split]`` lines of each ``sample/split.lang`` file, written to
+    ``root/split.lang``: a small corpus cut from a shipped one."""
+    os.makedirs(root, exist_ok=True)
+    for split, count in counts.items():
+        for lang in langs:
+            with open(os.path.join(sample, "%s.%s" % (split, lang)), encoding="utf-8") as f:
+                lines = f.readlines()[:count]
+            with open(os.path.join(root, "%s.%s" % (split, lang)), "w", encoding="utf-8") as f:
+                f.writelines(lines)
+
+
 def write_video(path, num_frames=30, width=64, height=48, colour=(255, 0, 0)):
     """Writes a clip of a coloured square moving right on grey; returns the path used.
 

@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from conftest import write_parallel_slices
+
 pytestmark = pytest.mark.slow  # scheduled first (conftest.py)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -44,12 +46,7 @@ def _summarization(out):
 def _translation(out):
     data = os.path.join(SAMPLES, "pig_latin")
     root = os.path.dirname(out)  # slices: 20 steps need no more, the final eval is cheap
-    for split, count in (("train", 640), ("dev", 8)):
-        for lang in ("src", "tgt"):
-            with open(os.path.join(data, "%s.%s" % (split, lang)), encoding="utf-8") as f:
-                lines = f.readlines()[:count]
-            with open(os.path.join(root, "%s.%s" % (split, lang)), "w", encoding="utf-8") as f:
-                f.writelines(lines)
+    write_parallel_slices(data, root, dict(train=640, dev=8), ("src", "tgt"))
     args = [
         "nmt.run_nmt",
         "--src=src",

@@ -23,6 +23,8 @@ from pointer_generator import decode as decode_lib
 from pointer_generator import run_summarization
 from video_caption import run_captioning
 
+from conftest import write_parallel_slices
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLES = os.path.join(ROOT, "data_prep", "samples")
 PG_DATA = os.path.join(SAMPLES, "debian_descriptions")
@@ -88,13 +90,7 @@ def _vc(out):
 def _nmt_corpus(root):
     """200 training and 10 dev pairs of the En-De sample, with its vocabularies."""
     sample = os.path.join(SAMPLES, "debian_en_de")
-    os.makedirs(root)
-    for split, count in (("train", 200), ("dev", 10)):
-        for lang in ("en", "de"):
-            with open(os.path.join(sample, "%s.%s" % (split, lang)), encoding="utf-8") as f:
-                lines = f.readlines()[:count]
-            with open(os.path.join(root, "%s.%s" % (split, lang)), "w", encoding="utf-8") as f:
-                f.writelines(lines)
+    write_parallel_slices(sample, root, dict(train=200, dev=10), ("en", "de"))
     for lang in ("en", "de"):
         shutil.copy(os.path.join(sample, "vocab." + lang), root)
     return root
@@ -274,6 +270,18 @@ def test_a_multi_worker_trainer_leaves_the_signals_to_the_system(tmp_path, monke
     assert [signal.getsignal(s) for s in stops.SIGNALS] == previous
 
 
+def _stopped_summarizer_command(run, *flags):
+    """Runs the summarizer in process on ``run``'s folder with ``flags``, which a SIGTERM
+    must stop with status 143; returns the folder's flags."""
+    argv = [a for a in run.argv if a.split("=")[0] in ("--log_root", "--exp_name")]
+    with pytest.raises(stops.Stopped) as stopped:
+        run_summarization.run(
+            config_lib.parse(run_summarization.define_flags, ["command", *argv, *flags])
+        )
+    assert stopped.value.code == 143
+    return argv
+
+
 @pytest.mark.slow
 def test_a_stopped_single_pass_decode_keeps_its_finished_articles(
     stopped_runs, monkeypatch, absl_caplog
@@ -289,19 +297,14 @@ def test_a_stopped_single_pass_decode_keeps_its_finished_articles(
             os.kill(os.getpid(), signal.SIGTERM)
 
     monkeypatch.setattr(decode_lib, "_write_pair", write_then_stop)
-    argv = [a for a in run.argv if a.split("=")[0] in ("--log_root", "--exp_name")]
-    decode = [
+    argv = _stopped_summarizer_command(
+        run,
         "--mode=decode",
         "--single_pass",
         "--data_path=" + os.path.join(PG_DATA, "chunked", "test_000.bin"),
         "--beam_size=2",
         "--decode_batch_size=2",
-    ]
-    with pytest.raises(stops.Stopped) as stopped:
-        run_summarization.run(
-            config_lib.parse(run_summarization.define_flags, ["decode", *argv, *decode])
-        )
-    assert stopped.value.code == 143
+    )
     assert "Stopped by SIGTERM; rerun the same command to resume" in absl_caplog.messages
     (decode_dir,) = [
         os.path.join(root, d)
@@ -325,18 +328,13 @@ def test_a_stopped_eval_job_keeps_the_best_model_it_scored(stopped_runs, monkeyp
         signal.raise_signal(signal.SIGTERM)
 
     monkeypatch.setattr(checkpoints.time, "sleep", stop_while_waiting)
-    argv = [a for a in run.argv if a.split("=")[0] in ("--log_root", "--exp_name")]
-    evaluate = [
+    _stopped_summarizer_command(
+        run,
         "--mode=eval",
         "--data_path=" + os.path.join(PG_DATA, "chunked", "val_000.bin"),
         "--eval_max_batches=1",
         "--max_steps=5000",
-    ]
-    with pytest.raises(stops.Stopped) as stopped:
-        run_summarization.run(
-            config_lib.parse(run_summarization.define_flags, ["eval", *argv, *evaluate])
-        )
-    assert stopped.value.code == 143
+    )
     assert absl_caplog.messages[-1] == "Stopped by SIGTERM; rerun the same command to resume"
     eval_dir = os.path.join(os.path.dirname(train_dir), "eval")
     best = tf.train.latest_checkpoint(eval_dir)
