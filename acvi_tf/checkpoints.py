@@ -204,7 +204,12 @@ def latest_checkpoint(directory: str) -> Optional[str]:
     return next(filter(readable, reversed(found_checkpoints(directory))), None)
 
 
-def checkpoint_to_use(given: Optional[str], best_dir: str, train_dir: str) -> Optional[str]:
+def checkpoint_to_use(
+    given: Optional[str],
+    best_dir: str,
+    train_dir: str,
+    to_validate: str = "rerun the training command to validate it first",
+) -> Optional[str]:
     """The checkpoint an inference command restores: ``given`` (``--ckpt``), else the best
     model's, else the newest training checkpoint, with a warning that no validation has
     chosen it (None: none at all).
@@ -213,6 +218,7 @@ def checkpoint_to_use(given: Optional[str], best_dir: str, train_dir: str) -> Op
       given: the ``--ckpt`` flag's value, or None.
       best_dir: the run's best-model folder.
       train_dir: the run's training checkpoints' folder.
+      to_validate: how the run gets a best model, for the warning.
     """
     path = given or latest_checkpoint(best_dir)
     if path:
@@ -221,9 +227,10 @@ def checkpoint_to_use(given: Optional[str], best_dir: str, train_dir: str) -> Op
     if path:
         logging.warning(
             "%s holds no best model (no validation is recorded yet), so this uses the newest "
-            "training checkpoint, %s; rerun the training command to validate it first",
+            "training checkpoint, %s; %s",
             best_dir,
             path,
+            to_validate,
         )
     return path
 

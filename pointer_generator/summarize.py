@@ -121,10 +121,11 @@ def corpus_tokenizer(vocab_path):
 def best_checkpoint(config, ckpt=None):
     """``ckpt``, else the eval job's best model, else the newest training checkpoint."""
     root = os.path.join(config.log_root, config.exp_name)
-    path = (
-        ckpt
-        or checkpoints.latest_checkpoint(os.path.join(root, "eval"))
-        or checkpoints.latest_checkpoint(os.path.join(root, "train"))
+    path = checkpoints.checkpoint_to_use(
+        ckpt,
+        os.path.join(root, "eval"),
+        os.path.join(root, "train"),
+        "run the eval job (--mode=eval) beside training to keep a best model",
     )
     if path is None:
         raise app.UsageError("%s holds no checkpoint (train/ or eval/); train first" % root)
