@@ -46,6 +46,8 @@ from acvi_tf import errors, files
 
 _VALUE = "/.ATTRIBUTES/VARIABLE_VALUE"
 BEST_RECORD = "best.json"
+# The folder of a run's best model and its record, in every host (``best_dir``).
+BEST_DIR = "best"
 # The index TensorFlow keeps in a checkpoint folder: which checkpoints it holds, newest last.
 INDEX = "checkpoint"
 
@@ -233,6 +235,24 @@ def checkpoint_to_use(
             to_validate,
         )
     return path
+
+
+def best_dir(run_dir: str, old: Optional[str] = None) -> str:
+    """The folder of a run's best model: ``run_dir/best`` in every host, or the host's
+    former folder ``run_dir/old`` (the summarizer's ``eval``, NMT's ``best_bleu``) for a
+    run trained before, while that one holds a best model and ``best`` does not exist: the
+    run resumes, and its commands restore, where it left off.
+
+    Args:
+      run_dir: the run's folder (``--out_dir``; ``log_root/exp_name``).
+      old: the host's former best-model folder, relative to ``run_dir`` (None: none).
+    """
+    new = os.path.join(run_dir, BEST_DIR)
+    if old and not os.path.exists(new):
+        former = os.path.join(run_dir, old)
+        if os.path.exists(os.path.join(former, BEST_RECORD)) or found_checkpoints(former):
+            return former
+    return new
 
 
 def _rebuilt_view(directory: str, name: str) -> Tuple[List[str], Optional[str]]:
@@ -447,6 +467,66 @@ def check_vocabulary(checkpoint_path: str, expected: Dict[str, Tuple[int, str]])
             )
 
 
+def vocabulary_check(expected: Dict[str, Tuple[int, str]]) -> Callable[[str], None]:
+    """The ``check`` of a host's checkpoints: ``check_vocabulary`` with the host's tables.
+
+    Args:
+      expected: variable path in the checkpoint -> ``(rows, the flags that give them)``,
+        as ``check_vocabulary`` takes it.
+    """
+    return functools.partial(check_vocabulary, expected=expected)
+
+
+def _saved_step(path: str) -> Optional[int]:
+    """The global step a checkpoint holds (None: it holds none, as a converted one)."""
+    reader = tf.train.load_checkpoint(path)
+    key = "step" + _VALUE
+    return int(reader.get_tensor(key)) if reader.has_tensor(key) else None
+
+
+def restore_for_inference(
+    model: tf.Module,
+    train_dir: str,
+    best: Optional[str] = None,
+    given: Optional[str] = None,
+    check: Optional[Callable[[str], None]] = None,
+    to_validate: str = "rerun the training command to validate it first",
+    to_train: str = "train first or give --ckpt",
+) -> Tuple[str, Optional[int]]:
+    """Restores a run's model for a command that uses it (eval, decode, inference,
+    export): ``given`` (``--ckpt``), else the best model of ``best``, else the newest
+    checkpoint of ``train_dir`` (``checkpoint_to_use``), after ``check_checkpoint`` with
+    ``check``; what the checkpoint holds beyond the model (the optimizer) is left out.
+
+    Args:
+      model: the built model.
+      train_dir: the folder of the run's training checkpoints.
+      best: the run's best-model folder (``best_dir``); None: the newest checkpoint.
+      given: the ``--ckpt`` flag's value, or None.
+      check: ``path -> None``, the host's ``vocabulary_check``.
+      to_validate: how the run gets a best model, for the warning when it has none.
+      to_train: what to do when there is no checkpoint at all, for the error.
+
+    Returns:
+      ``(path, step)``: the checkpoint restored and its global step (None: it holds none).
+
+    Raises:
+      CheckpointError: no checkpoint to restore.
+      CheckpointMismatchError: another model, or a variable of another size or shape.
+    """
+    if best is None:
+        path = given or latest_checkpoint(train_dir)
+    else:
+        path = checkpoint_to_use(given, best, train_dir, to_validate)
+    if path is None:
+        folders = train_dir if best is None else "%s or %s" % (best, train_dir)
+        raise CheckpointError("no checkpoint in %s; %s" % (folders, to_train))
+    restore_model(tf.train.Checkpoint(model=model), path, check)
+    step = _saved_step(path)
+    logging.info("Restored %s%s", path, "" if step is None else " (step %d)" % step)
+    return path, step
+
+
 def remove_interrupted_saves(directory: str) -> None:
     """Removes the ``<prefix>_temp`` folders TensorFlow writes a checkpoint's shards to
     before it renames them into place, left behind when a save was killed.
@@ -628,6 +708,12 @@ class Checkpointer:
         if _read_index(self.directory, trainer=True)[0]:  # what the chief's manager lists
             return list(tf.train.get_checkpoint_state(self.directory).all_model_checkpoint_paths)
         return _rebuilt_view(self.directory, self._name)[0]
+
+    def restore(self, path: str) -> None:
+        """Restores ``path`` into the model and step (and what else this holds) for a job
+        that reads the run (an eval job), after ``check_checkpoint`` with ``check``; the
+        optimizer's state is left out (``restore_model``)."""
+        restore_model(self.checkpoint, path, self.check)
 
     def _save_to_scratch(self, manager: tf.train.CheckpointManager) -> None:
         """A worker's part in a save, written to its scratch folder and removed."""

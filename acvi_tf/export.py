@@ -1,5 +1,5 @@
 """What the hosts' export commands share: their flags, the in-graph tokeniser a corpus
-allows, and an atomic SavedModel write.
+allows, an atomic SavedModel write, and the command itself (``export_run``).
 
 A host's export module (``pointer_generator.export``, ``nmt.export``,
 ``video_caption.export``) is a ``tf.Module`` whose ``tf.function`` signatures take raw
@@ -10,12 +10,14 @@ strings (or frame features); loading it needs TensorFlow and tensorflow-text onl
 import os
 import shutil
 import tempfile
-from typing import Callable, Mapping
+from typing import Callable, Dict, Mapping, Tuple
 
 import tensorflow as tf
-from absl import app, flags
+from absl import app, flags, logging
 
+from acvi_tf import flags as acvi_flags
 from acvi_tf import graph_tokenizer, progress
+from acvi_tf.config import Config
 
 
 def define_flags(flag_values: flags.FlagValues, text_input: bool = True) -> None:
@@ -79,6 +81,36 @@ def refuse_existing(export_dir: str, overwrite: bool) -> None:
             "%s exists; give a new --export_dir (e.g. the next version number) or --overwrite"
             % os.path.abspath(export_dir)
         )
+
+
+def export_run(
+    config: Config,
+    load_config: Callable[[], Config],
+    build: Callable[[Config], Tuple[tf.Module, Dict[str, Callable]]],
+    what: str,
+) -> tf.Module:
+    """A host's export command: refuses an existing ``--export_dir`` first, then builds
+    the served module from the run's settings (without XLA) and saves it (``save``).
+
+    Args:
+      config: the export command's ``Config`` (``--export_dir``, ``--overwrite``).
+      load_config: ``() -> the run's Config`` (its record with the command's settings).
+      build: ``run's Config -> (module, its signatures by name)``.
+      what: what the module serves, for the log (``translator``).
+
+    Returns:
+      The module saved.
+
+    Raises:
+      app.UsageError: ``--export_dir`` exists and ``--overwrite`` is not given.
+    """
+    refuse_existing(config.export_dir, config.overwrite)
+    model_config = load_config().replace(jit_compile=False)
+    acvi_flags.configure_runtime(model_config)
+    module, signatures = build(model_config)
+    path = save(module, config.export_dir, signatures, config.overwrite)
+    logging.info("Exported the %s to %s", what, path)
+    return module
 
 
 def save(

@@ -18,15 +18,17 @@ tokenised as the corpus was; BPE is still applied in the graph. The search runs 
 XLA.
 """
 
+from typing import Callable, Dict, Tuple
+
 import tensorflow as tf
-from absl import flags, logging
+from absl import flags
 
 from acvi_tf import config as config_lib
 from acvi_tf import export as export_lib
-from acvi_tf import flags as acvi_flags
 from acvi_tf import graph_bpe
+from acvi_tf.config import Config
 from acvi_tf.formats import nmt_text
-from nmt import translate
+from nmt import experiment, translate
 
 _SENTENCES = tf.TensorSpec([None], tf.string)
 
@@ -88,29 +90,24 @@ class ServedTranslator(tf.Module):
         return dict(tokens=tf.strings.reduce_join(tokens, axis=1, separator=" "))
 
 
-def run(config):
-    """Exports the run in ``--out_dir`` to ``--export_dir``."""
-    export_lib.refuse_existing(config.export_dir, config.overwrite)
-    given = dict(beam_width=config.beam_width, infer_batch_size=config.infer_batch_size)
-    model_config = translate.run_config(config.out_dir, given).replace(
-        ckpt=config.ckpt, jit_compile=False
-    )
-    acvi_flags.configure_runtime(model_config)
-    record, settings, codes = translate.corpus_record(model_config)
-    tokenize = export_lib.graph_tokenizer_for(record, settings, config.pretokenized)
-    translator, src_vocab, tgt_vocab = translate.load_translator(model_config)
+def _served(config: Config, pretokenized: bool) -> Tuple[ServedTranslator, Dict[str, Callable]]:
+    """The served translator of the run ``config`` describes, and its signatures."""
+    record, settings, codes = translate.corpus_record(config)
+    tokenize = export_lib.graph_tokenizer_for(record, settings, pretokenized)
+    translator, src_vocab, tgt_vocab = experiment.load_decoder(config, config.ckpt)
     module = ServedTranslator(translator, src_vocab, tgt_vocab, tokenize, codes)
-    path = export_lib.save(
-        module,
-        config.export_dir,
-        {
-            "serving_default": module.translate,
-            "tokenize": module.tokenize,
-        },
-        config.overwrite,
+    return module, {"serving_default": module.translate, "tokenize": module.tokenize}
+
+
+def run(config: Config) -> ServedTranslator:
+    """Exports the run in ``--out_dir`` to ``--export_dir``."""
+    given = dict(beam_width=config.beam_width, infer_batch_size=config.infer_batch_size)
+    return export_lib.export_run(
+        config,
+        lambda: translate.run_config(config.out_dir, given).replace(ckpt=config.ckpt),
+        lambda model_config: _served(model_config, config.pretokenized),
+        "translator",
     )
-    logging.info("Exported the translator to %s", path)
-    return module
 
 
 if __name__ == "__main__":

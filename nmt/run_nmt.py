@@ -7,8 +7,9 @@ luong234 decay, beam 10) or ``iwslt15`` (tensorflow/nmt's ``iwslt15.json``: 512 
 scaled Luong). Explicit flags override the preset.
 
 Training writes ``out_dir/translate.ckpt-<step>`` (5 kept), the best dev-BLEU model in
-``out_dir/best_bleu/``, TensorBoard logs in ``out_dir/train_log`` and the translations of
-dev and test in ``out_dir/output_{dev,test}``. With ``--inference_input_file`` it
+``out_dir/best/`` (a run trained before has it in ``out_dir/best_bleu/``, still read),
+TensorBoard logs in ``out_dir/train_log`` and the translations of dev and test in
+``out_dir/output_{dev,test}``. With ``--inference_input_file`` it
 translates a file instead (and scores it if ``--inference_ref_file`` is given). Inference
 and a resume take the run's settings from ``out_dir/hparams.json``
 (``acvi_flags.run_config``); the model's flags need not be repeated.
@@ -21,7 +22,7 @@ import time
 import tensorflow as tf
 from absl import app, flags, logging
 
-from acvi_tf import checkpoints, distribute, files, losses, objective, summaries, transformer
+from acvi_tf import checkpoints, distribute, files, losses, objective, summaries
 from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf import progress as progress_lib
@@ -30,9 +31,7 @@ from acvi_tf import training as training_lib
 from acvi_tf.compat import keras
 from acvi_tf.formats import bpe, nmt_text
 from acvi_tf.metrics import bleu as bleu_lib
-from nmt import data, hparams, schedule
-from nmt import model as model_lib
-from nmt import translator as translator_lib
+from nmt import data, experiment, hparams, schedule
 
 # Flags of this entry point that decide the model's variables (and the optimizer's).
 MODEL_FLAGS = (
@@ -57,8 +56,6 @@ COMMAND_FLAGS = (
     "ckpt",
     "attention_images",
 )
-# The search settings an inference logs.
-SEARCH_FLAGS = ("infer_mode", "beam_width", "length_penalty_weight", "infer_batch_size")
 
 
 def define_flags(fv=flags.FLAGS):
@@ -70,9 +67,7 @@ def define_flags(fv=flags.FLAGS):
     flags.DEFINE_string(
         "train_prefix", None, "Train prefix: files prefix.src and prefix.tgt.", flag_values=fv
     )
-    flags.DEFINE_string(
-        "dev_prefix", None, "Dev prefix (BLEU picks best_bleu on it).", flag_values=fv
-    )
+    flags.DEFINE_string("dev_prefix", None, "Dev prefix (BLEU picks best/ on it).", flag_values=fv)
     flags.DEFINE_string("test_prefix", None, "Test prefix.", flag_values=fv)
     flags.DEFINE_string(
         "vocab_prefix",
@@ -231,28 +226,6 @@ def apply_preset(config):
     return config.replace(**hparams.preset_values(config.hparams_preset, config.given))
 
 
-def check_search(config):
-    """Refuses a beam search of no width.
-
-    Raises:
-      acvi_tf.flags.DecodeSettingError: ``--infer_mode=beam_search`` with
-        ``--beam_width=0``.
-    """
-    if config.infer_mode == "beam_search" and config.beam_width <= 0:
-        raise acvi_flags.DecodeSettingError(
-            "--infer_mode=beam_search needs --beam_width > 0, got --beam_width=%d; give "
-            "--beam_width=10 (the ACVI paper's) or another width" % config.beam_width
-        )
-
-
-def log_search(config):
-    """Logs the search settings of an inference in one line, each with its source."""
-    logging.info(
-        "Translating with %s; at most twice each source's length",
-        acvi_flags.describe(config, SEARCH_FLAGS),
-    )
-
-
 def learning_rate_schedule(config):
     """The ``--decay_scheme`` schedule (a constant when there is none)."""
     return schedule.decay_schedule(
@@ -315,48 +288,6 @@ def _evaluate(config, model, name, prefix, vocabs, translator, writer, step, wri
     return score, nll
 
 
-def build(config, src_vocab, tgt_vocab):
-    """The model the flags describe, built."""
-    if config.model_type == "transformer":
-        model = transformer.TransformerModel(
-            src_vocab.size(),
-            tgt_vocab.size(),
-            config.num_units,
-            config.num_layers,
-            config.num_heads,
-            config.dropout,
-        )
-        model(
-            {
-                k: tf.ones([1, 1] if spec.shape.rank == 2 else [1], tf.int32)
-                for k, spec in BATCH_SIGNATURE.items()
-            }
-        )
-        return model
-    model = model_lib.NMTModel(
-        src_vocab.size(),
-        tgt_vocab.size(),
-        config.num_units,
-        config.num_encoder_layers or config.num_layers,
-        config.num_decoder_layers or config.num_layers,
-        config.encoder_type,
-        config.attention,
-        config.output_attention,
-        config.pass_hidden_state,
-        config.dropout,
-        config.init_weight,
-        acvi_flags.context_layer_from_flags(config),
-        jit_compile=config.jit_compile,
-        seed=config.seed,
-    )
-    dummy = {
-        k: tf.ones([1, 1] if spec.shape.rank == 2 else [1], tf.int32)
-        for k, spec in BATCH_SIGNATURE.items()
-    }
-    model(dummy)
-    return model
-
-
 def make_train_step(config, model, optimizer):
     """The training step: loss, gradients clipped to ``--max_gradient_norm``, update.
 
@@ -402,7 +333,7 @@ def _train(config, vocabs, strategy, step_var):
     src_vocab, tgt_vocab = vocabs
     chief = distribute.is_chief(strategy)
     write_dir = distribute.worker_scratch_dir(config.out_dir, strategy)
-    model = build(config, src_vocab, tgt_vocab)
+    model = experiment.build_model(config, src_vocab, tgt_vocab)
     optimizer = (
         keras.optimizers.SGD(learning_rate_schedule(config))
         if config.optimizer == "sgd"
@@ -413,8 +344,8 @@ def _train(config, vocabs, strategy, step_var):
         step_var,
         max_to_keep=5,
         checkpoint_name="translate.ckpt",
-        best_dir=os.path.join(config.out_dir, "best_bleu"),
-        check=lambda path: _check_vocabulary(config, path, src_vocab, tgt_vocab),
+        best_dir=experiment.best_dir(config),
+        check=experiment.vocabulary_check(config, src_vocab, tgt_vocab),
         scratch=None if chief else write_dir,
         model=model,
         optimizer=optimizer,
@@ -438,14 +369,7 @@ def _train(config, vocabs, strategy, step_var):
         pad_to=((config.src_max_len, config.tgt_max_len) if config.jit_compile else None),
         source=source,
     )
-    translator = translator_lib.Translator(
-        model,
-        tgt_vocab,
-        config.infer_mode,
-        config.beam_width,
-        config.length_penalty_weight,
-        config.jit_compile,
-    )
+    translator = experiment.build_decoder(config, model, tgt_vocab)
     writer = (
         tf.summary.create_file_writer(os.path.join(config.out_dir, "train_log"))
         if chief
@@ -512,23 +436,6 @@ def _train(config, vocabs, strategy, step_var):
     return checkpointer.best_value if checkpointer.best_value is not None else -1.0
 
 
-def _check_vocabulary(config, checkpoint_path, src_vocab, tgt_vocab):
-    """A clear error when ``checkpoint_path`` was trained with other vocabularies."""
-    checkpoints.check_vocabulary(
-        checkpoint_path,
-        {
-            "model/src_embedding/embeddings": (
-                src_vocab.size(),
-                "--vocab_prefix=%s.%s" % (config.vocab_prefix, config.src),
-            ),
-            "model/tgt_embedding/embeddings": (
-                tgt_vocab.size(),
-                "--vocab_prefix=%s.%s" % (config.vocab_prefix, config.tgt),
-            ),
-        },
-    )
-
-
 def _describe(batch, src_vocab):
     """The batch's first source sentence, to find a skipped batch in the data."""
     ids = batch["src"][0, : int(batch["src_len"][0])].numpy()
@@ -541,24 +448,10 @@ def _describe(batch, src_vocab):
 def infer(config, vocabs):
     """Translates ``--inference_input_file``; BLEU against ``--inference_ref_file``."""
     src_vocab, tgt_vocab = vocabs
-    model = build(config, src_vocab, tgt_vocab)
-    path = config.ckpt or checkpoints.latest_checkpoint(config.out_dir)
-    if path is None:
-        raise app.UsageError("no checkpoint in %s; give --ckpt" % config.out_dir)
-    checkpoints.restore_model(
-        tf.train.Checkpoint(model=model),
-        path,
-        check=lambda p: _check_vocabulary(config, p, src_vocab, tgt_vocab),
-    )
-    log_search(config)
-    translator = translator_lib.Translator(
-        model,
-        tgt_vocab,
-        config.infer_mode,
-        config.beam_width,
-        config.length_penalty_weight,
-        config.jit_compile,
-    )
+    model = experiment.build_model(config, src_vocab, tgt_vocab)
+    experiment.restore(config, model, src_vocab, tgt_vocab, config.ckpt, best=False)
+    experiment.log_search(config)
+    translator = experiment.build_decoder(config, model, tgt_vocab)
     lines = nmt_text.read_lines(config.inference_input_file)
     progress = progress_lib.Progress(len(lines), "translated sentences")
     hypotheses = translator.translate(lines, src_vocab, config.infer_batch_size, progress)
@@ -597,7 +490,7 @@ def run(config):
     for name in ("src", "tgt", "vocab_prefix"):
         if not getattr(config, name):
             raise app.UsageError("--%s is required" % name)
-    check_search(config)
+    experiment.check_search(config)
     strategy = acvi_flags.configure_runtime(config, trains=not config.inference_input_file)
     os.makedirs(config.out_dir, exist_ok=True)
     if not config.inference_input_file:  # inference leaves the run's record as it is
@@ -607,10 +500,7 @@ def run(config):
             resume_model_flags=MODEL_FLAGS if resuming else None,
             chief=distribute.is_chief(strategy),
         )
-    vocabs = []
-    for suffix in (config.src, config.tgt):
-        _, path = nmt_text.check_vocab("%s.%s" % (config.vocab_prefix, suffix), config.out_dir)
-        vocabs.append(data.Vocab(path))
+    vocabs = experiment.load_vocabs(config)
     if config.inference_input_file:
         return infer(config, vocabs)
     for name in ("train_prefix", "dev_prefix"):

@@ -25,14 +25,16 @@ tokeniser: ``--pretokenized`` exports a model that takes text already tokenised 
 corpus was (tokens separated by spaces) instead. The beam search runs without XLA.
 """
 
+from typing import Callable, Dict, Optional, Tuple
+
 import tensorflow as tf
-from absl import flags, logging
+from absl import flags
 
 from acvi_tf import config as config_lib
 from acvi_tf import export as export_lib
-from acvi_tf import flags as acvi_flags
+from acvi_tf.config import Config
 from acvi_tf.formats import see_vocab
-from pointer_generator import summarize
+from pointer_generator import experiment, summarize
 from pointer_generator import vocab as vocab_lib
 
 _DOCUMENTS = tf.TensorSpec([None], tf.string)
@@ -158,36 +160,32 @@ class ServedSummarizer(tf.Module):
         return dict(tokens=tf.strings.reduce_join(self._tokenize(texts), axis=1, separator=" "))
 
 
-def run(config):
-    """Exports the run named by ``--log_root``/``--exp_name`` to ``--export_dir``."""
-    export_lib.refuse_existing(config.export_dir, config.overwrite)
-    given = {name: config[name] for name in summarize.DECODE_FLAGS}
-    model_config = summarize.run_config(config.log_root, config.exp_name, given)
-    model_config = model_config.replace(jit_compile=False)
-    acvi_flags.configure_runtime(model_config)
+def _served(
+    config: Config, ckpt: Optional[str], pretokenized: bool
+) -> Tuple[ServedSummarizer, Dict[str, Callable]]:
+    """The served summarizer of the run ``config`` describes, and its signatures."""
     tokenize = export_lib.graph_tokenizer_for(
-        *summarize.corpus_record(model_config.vocab_path), config.pretokenized
+        *summarize.corpus_record(config.vocab_path), pretokenized
     )
-    vocab = vocab_lib.Vocab(model_config.vocab_path, model_config.vocab_size, size_given=False)
-    summarizer = summarize.load_summarizer(model_config, vocab, config.ckpt)
-    module = ServedSummarizer(
-        summarizer,
-        model_config.max_enc_steps,
-        model_config.pointer_gen,
-        tokenize,
+    vocab = vocab_lib.Vocab(config.vocab_path, config.vocab_size, size_given=False)
+    summarizer = experiment.load_decoder(config, vocab, ckpt)
+    module = ServedSummarizer(summarizer, config.max_enc_steps, config.pointer_gen, tokenize)
+    return module, {
+        "serving_default": module.summarize,
+        "summarize_with_attention": module.summarize_with_attention,
+        "tokenize": module.tokenize,
+    }
+
+
+def run(config: Config) -> ServedSummarizer:
+    """Exports the run named by ``--log_root``/``--exp_name`` to ``--export_dir``."""
+    given = {name: config[name] for name in summarize.DECODE_FLAGS}
+    return export_lib.export_run(
+        config,
+        lambda: summarize.run_config(config.log_root, config.exp_name, given),
+        lambda model_config: _served(model_config, config.ckpt, config.pretokenized),
+        "summarizer",
     )
-    path = export_lib.save(
-        module,
-        config.export_dir,
-        {
-            "serving_default": module.summarize,
-            "summarize_with_attention": module.summarize_with_attention,
-            "tokenize": module.tokenize,
-        },
-        config.overwrite,
-    )
-    logging.info("Exported the summarizer to %s", path)
-    return module
 
 
 if __name__ == "__main__":

@@ -3,11 +3,13 @@
 Every flag of See et al.'s ``run_summarization.py`` keeps its name, default and meaning;
 the ACVI flags come from ``acvi_tf.flags``. Additions: ``--optimizer``, ``--max_steps``,
 ``--phases`` / ``--coverage_steps`` (the curriculum in one process),
-``--checkpoint_secs`` and ``--eval_max_batches``. Layout, as the original:
+``--checkpoint_secs`` and ``--eval_max_batches``. Layout: the original's
 ``log_root/exp_name/train`` (checkpoints ``model.ckpt-<step>``, TensorBoard) and
-``log_root/exp_name/eval`` (``bestmodel-<step>``, ``best.json``; each checkpoint's
-validation loss and See's running average for TensorBoard). The eval job, decode mode and
-a resume take the run's settings from its ``hparams.json`` (``acvi_flags.run_config``);
+``log_root/exp_name/eval`` (each checkpoint's validation loss and See's running average
+for TensorBoard); the best model in ``log_root/exp_name/best``, as in every host
+(``bestmodel-<step>``, ``best.json``; the ``eval`` folder of a run trained before still
+serves). The eval job, decode mode and a resume take the run's settings from its
+``hparams.json`` (``acvi_flags.run_config``);
 the model's flags need not be repeated.
 """
 
@@ -26,11 +28,9 @@ from acvi_tf import training as training_lib
 from acvi_tf.compat import keras
 from acvi_tf.formats import bin_files
 from pointer_generator import batcher as batcher_lib
-from pointer_generator import curriculum
+from pointer_generator import curriculum, experiment
 from pointer_generator import decode as decode_lib
 from pointer_generator import losses as losses_lib
-from pointer_generator import model as model_lib
-from pointer_generator import transformer as transformer_lib
 from pointer_generator import vocab as vocab_lib
 
 
@@ -306,9 +306,7 @@ def define_flags(fv=flags.FLAGS):
     acvi_flags.require_dropout("transformer_dropout", fv)
 
 
-MODEL_SIGNATURE = {
-    name: spec for name, spec in batcher_lib.BATCH_SIGNATURE.items() if spec.dtype != tf.string
-}
+MODEL_SIGNATURE = experiment.MODEL_SIGNATURE
 RUNNING_AVG_DECAY = 0.99
 # Flags of this entry point that decide the model's variables (and the optimizer's).
 MODEL_FLAGS = (
@@ -356,16 +354,6 @@ def _experiment_dirs(config):
     return os.path.join(root, "train"), os.path.join(root, "eval")
 
 
-def _phases(config):
-    if config.phases:
-        try:
-            return curriculum.parse_phases(config.phases, config.coverage_steps)
-        except curriculum.PhaseError as e:
-            raise app.UsageError(str(e)) from e
-    end = config.max_steps or 2**62
-    return [curriculum.Phase(0, end, config.max_enc_steps, config.max_dec_steps, config.coverage)]
-
-
 def derived_min_dec_steps(max_dec_steps: int) -> int:
     """See et al.'s 35 where the maximum allows it (100 and up), else 35% of it, rounded
     down: never above the maximum."""
@@ -403,7 +391,7 @@ def decode_config(config):
     Raises:
       acvi_tf.flags.DecodeSettingError: a given minimum exceeds the maximum.
     """
-    final = _phases(config)[-1]
+    final = experiment.phases(config)[-1]
     lengths = {
         name: config[name] if name in config.given else getattr(final, name)
         for name in ("max_enc_steps", "max_dec_steps")
@@ -446,60 +434,6 @@ def decode_settings(config, checkpoint_path: str) -> dict:
         vocab_sha256=files.sha256(config.vocab_path),
         flags={name: value for name, value in config.record().items() if name not in own},
     )
-
-
-def check_beam(config, vocab):
-    """Refuses a ``--beam_size`` whose 2K candidates per hypothesis outnumber the words
-    of the vocabulary.
-
-    Raises:
-      acvi_tf.flags.DecodeSettingError: naming the beam, the vocabulary and the fix.
-    """
-    if 2 * config.beam_size > vocab.size():
-        raise acvi_flags.DecodeSettingError(
-            "--beam_size=%d proposes %d candidates per hypothesis, more than the %d words "
-            "of the vocabulary (%s); use --beam_size=%d or less"
-            % (
-                config.beam_size,
-                2 * config.beam_size,
-                vocab.size(),
-                config.vocab_path,
-                vocab.size() // 2,
-            )
-        )
-
-
-def _build_model(config, vocab):
-    if config.model_type == "transformer":
-        model = transformer_lib.TransformerSummarizer(
-            vocab.size(),
-            config.transformer_units,
-            config.transformer_layers,
-            config.transformer_heads,
-            config.transformer_dropout,
-            max_len=config.max_dec_steps + 1,
-        )  # the decode-time prefix buffer
-    else:
-        model = model_lib.PointerGenerator(
-            vocab.size(),
-            config.hidden_dim,
-            config.emb_dim,
-            config.pointer_gen,
-            context_layer=acvi_flags.context_layer_from_flags(config),
-            rand_unif_init_mag=config.rand_unif_init_mag,
-            trunc_norm_init_std=config.trunc_norm_init_std,
-            attention_masking=config.attention_masking,
-            jit_compile=config.jit_compile,
-        )
-    # Build every variable now so checkpoints always hold the same set.
-    dummy = {
-        name: tf.ones(
-            [1, 1] if spec.shape.rank == 2 else [1] if spec.shape.rank == 1 else [], spec.dtype
-        )
-        for name, spec in MODEL_SIGNATURE.items()
-    }
-    model(dummy, coverage_on=True)
-    return model
 
 
 def _optimizer(config):
@@ -575,19 +509,6 @@ def _describe(batch):
     )
 
 
-def _check_vocabulary(config, checkpoint_path, vocab):
-    """A clear error when ``checkpoint_path`` was trained with another vocabulary size."""
-    checkpoints.check_vocabulary(
-        checkpoint_path,
-        {
-            "model/embedding/embeddings": (
-                vocab.size(),
-                "--vocab_path=%s --vocab_size=%d" % (config.vocab_path, config.vocab_size),
-            )
-        },
-    )
-
-
 def _write_projector_config(train_dir, vocab):
     metadata = os.path.join(train_dir, "vocab_metadata.tsv")
     vocab.write_metadata(metadata)
@@ -618,7 +539,7 @@ def _checkpointer(config, train_dir, model, optimizer, vocab, run_variables=None
         step,
         max_to_keep=3,
         checkpoint_name="model.ckpt",
-        check=lambda path: _check_vocabulary(config, path, vocab),
+        check=experiment.vocabulary_check(config, vocab),
         scratch=scratch,
         model=model,
         optimizer=optimizer,
@@ -651,7 +572,7 @@ def train(config, vocab, train_dir, phases, strategy=None):
 
 def _train(config, vocab, train_dir, phases, strategy, run_variables):
     chief = distribute.is_chief(strategy)
-    model = _build_model(config, vocab)
+    model = experiment.build_model(config, vocab)
     optimizer = _optimizer(config)
     optimizer.build(model.trainable_variables)
     scratch = None if chief else distribute.worker_scratch_dir(train_dir, strategy)
@@ -727,14 +648,13 @@ def _convert_or_restore(config, model, checkpointer, train_dir, vocab):
         _start_coverage(config, model, checkpointer)
         path = checkpointer.checkpoint.write(latest + "_cov_init")
     else:
-        best = checkpoints.latest_checkpoint(os.path.join(os.path.dirname(train_dir), "eval"))
+        best = checkpoints.latest_checkpoint(experiment.best_dir(config))
         if not best:
-            raise app.UsageError("no best model in eval/; run --mode=eval first")
-        checkpoints.restore_model(
-            tf.train.Checkpoint(model=model, step=checkpointer.step),
-            best,
-            check=lambda path: _check_vocabulary(config, path, vocab),
-        )
+            raise app.UsageError(
+                "no best model in %s; run --mode=eval first" % experiment.best_dir(config)
+            )
+        _, step = experiment.restore(config, model, vocab, ckpt=best)
+        checkpointer.step.assign(step)
         checkpointer.checkpoint.optimizer = _optimizer(config)
         path = checkpointer.checkpoint.write(
             os.path.join(train_dir, os.path.basename(best).replace("bestmodel", "model.ckpt"))
@@ -763,17 +683,13 @@ def _write_samples(config, model, vocab, phase, batch, step, summarizers, count=
             shortest,
             "given" if "min_dec_steps" in config.given else "derived",
         )
-        summarizers[phase] = decode_lib.Summarizer(
+        summarizers[phase] = experiment.build_decoder(
+            config,
             model,
             vocab,
-            config.beam_size,
-            phase.max_dec_steps,
-            shortest,
             phase.coverage,
-            config.initial_state_attention,
-            config.length_normalization,
-            config.gnmt_alpha,
-            config.jit_compile,
+            max_dec_steps=phase.max_dec_steps,
+            min_dec_steps=shortest,
         )
     # only the first ``count`` articles are shown: decode only those
     batch = {
@@ -801,7 +717,7 @@ def _write_samples(config, model, vocab, phase, batch, step, summarizers, count=
 
 def evaluate(config, vocab, train_dir, eval_dir, phases):
     """The concurrent eval job: each new checkpoint of ``train/`` on the same validation
-    batches, the best one kept in ``eval/``.
+    batches, its TensorBoard logs in ``eval/``, the best model kept in ``best/``.
 
     See's job reloads the latest checkpoint before every batch and keeps the model whose
     running-average loss (decay 0.99, started on the first batch) is lowest, so it scores
@@ -814,12 +730,19 @@ def evaluate(config, vocab, train_dir, eval_dir, phases):
     for phase in phases:  # a given minimum must fit every phase's samples
         min_dec_steps(config, phase.max_dec_steps, "phase %d-%d's" % (phase.start, phase.end))
     lock = trainer_lib.lock_folder(eval_dir, job="eval job")  # held while the job runs
-    checkpoints.remove_interrupted_saves(eval_dir)
-    model = _build_model(config, vocab)
+    best_dir = experiment.best_dir(config)
+    checkpoints.remove_interrupted_saves(best_dir)
+    model = experiment.build_model(config, vocab)
     step = tf.Variable(0, dtype=tf.int64)
-    # reads train/ (never writes there) and keeps the best model in eval/
+    # reads train/ (never writes there) and keeps the best model in best/
     checkpointer = checkpoints.Checkpointer(
-        train_dir, step, best_dir=eval_dir, best_name="bestmodel", best_to_keep=3, model=model
+        train_dir,
+        step,
+        best_dir=best_dir,
+        best_name="bestmodel",
+        best_to_keep=3,
+        check=experiment.vocabulary_check(config, vocab),
+        model=model,
     )
     writer = tf.summary.create_file_writer(eval_dir)
     total = min(phases[-1].end, config.max_steps or phases[-1].end)
@@ -848,13 +771,8 @@ def evaluate(config, vocab, train_dir, eval_dir, phases):
             eval_fns[coverage_on] = losses
         return eval_fns[coverage_on](batch)
 
-    def restore(path):
-        checkpoints.restore_model(
-            checkpointer.checkpoint, path, check=lambda p: _check_vocabulary(config, p, vocab)
-        )
-
     running_avg, summarizers = None, {}
-    for path in checkpoints.newest_checkpoints(train_dir, restore):
+    for path in checkpoints.newest_checkpoints(train_dir, checkpointer.restore):
         phase = curriculum.phase_at(phases, int(step))
         batcher = batcher_lib.Batcher(
             config.data_path,
@@ -906,32 +824,16 @@ def evaluate(config, vocab, train_dir, eval_dir, phases):
             return checkpointer.best_value
 
 
-def decode(config, vocab, train_dir, phases):
+def decode(config, vocab, train_dir):
     """Decode mode: batched beam search with the latest training checkpoint."""
     config = decode_config(config)
-    model = _build_model(config, vocab)
-    checkpoint = tf.train.Checkpoint(model=model)
-    latest = checkpoints.latest_checkpoint(train_dir)
-    if latest is None:
-        raise app.UsageError("no checkpoint in %s to decode with" % train_dir)
-
-    def check(path):
-        _check_vocabulary(config, path, vocab)
-
-    checkpoints.restore_model(checkpoint, latest, check=check)
-    step = checkpoints.checkpoint_step(latest)
-    coverage_on = config.coverage or curriculum.phase_at(phases, step).coverage
-    summarizer = decode_lib.Summarizer(
+    model = experiment.build_model(config, vocab)
+    latest, step = experiment.restore(config, model, vocab, best=False)
+    summarizer = experiment.build_decoder(
+        config,
         model,
         vocab,
-        config.beam_size,
-        config.max_dec_steps,
-        config.min_dec_steps,
-        coverage_on,
-        config.initial_state_attention,
-        config.length_normalization,
-        config.gnmt_alpha,
-        config.jit_compile,
+        experiment.coverage_at(config, step),
         record_attention=not config.single_pass,
     )
     root = os.path.dirname(train_dir)
@@ -983,7 +885,7 @@ def decode(config, vocab, train_dir, phases):
             newest = checkpoints.latest_checkpoint(train_dir)
             if newest not in (None, latest):
                 try:
-                    checkpoints.restore_model(checkpoint, newest, check=check)
+                    experiment.restore(config, model, vocab, ckpt=newest)
                     latest = newest
                 except checkpoints.UNREADABLE as e:  # deleted by the trainer since listed
                     logging.warning("Keeping %s: cannot read %s (%s)", latest, newest, e)
@@ -1014,8 +916,8 @@ def run(config):
         tf.debugging.enable_check_numerics()
     vocab = vocab_lib.Vocab(config.vocab_path, config.vocab_size, "vocab_size" in config.given)
     if config.mode != "train":
-        check_beam(config, vocab)
-    phases = _phases(config)
+        experiment.check_beam(config, vocab)
+    phases = experiment.phases(config)
     if config.mode == "train":
         acvi_flags.write_flag_record(
             os.path.dirname(train_dir),
@@ -1026,7 +928,7 @@ def run(config):
         return train(config, vocab, train_dir, phases, strategy)
     with stops.AtOnce("; rerun the same command to resume"):  # a stop keeps what is done
         if config.mode == "decode":
-            return decode(config, vocab, train_dir, phases)
+            return decode(config, vocab, train_dir)
         os.makedirs(eval_dir, exist_ok=True)
         return evaluate(config, vocab, train_dir, eval_dir, phases)
 

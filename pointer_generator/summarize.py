@@ -5,12 +5,12 @@ reads one document per line (``--input``, a file or ``-`` for standard input), t
 each the way the run's corpus was built (its ``corpus.json`` next to the vocabulary,
 written by ``data_prep.summarization``; Treebank and lowercase without one), decodes
 ``--decode_batch_size`` documents per batched beam search with the run's best model (the
-eval job's ``bestmodel``, else the newest training checkpoint, or ``--ckpt``) and writes
-one summary per line (``--output``, default standard output): the decoded tokens joined
-by spaces, as ``--mode=decode`` writes them (there one sentence per line). An empty line
-gives an empty summary. The model is the one the run's ``hparams.json`` records; the
-decode flags default to the run's (``--min_dec_steps`` to one derived from the maximum)
-and may be given here.
+eval job's ``bestmodel`` in ``best/``, else the newest training checkpoint, or
+``--ckpt``) and writes one summary per line (``--output``, default standard output): the
+decoded tokens joined by spaces, as ``--mode=decode`` writes them (there one sentence per
+line). An empty line gives an empty summary. The model is the one the run's
+``hparams.json`` records; the decode flags default to the run's (``--min_dec_steps`` to
+one derived from the maximum) and may be given here.
 
 Usage::
 
@@ -20,18 +20,19 @@ Usage::
 """
 
 import os
+from typing import Any, Callable, Dict, List, Tuple
 
-import tensorflow as tf
-from absl import app, flags, logging
+from absl import flags, logging
 
-from acvi_tf import checkpoints, errors, files, text
 from acvi_tf import config as config_lib
+from acvi_tf import files, inference, text
 from acvi_tf import flags as acvi_flags
 from acvi_tf import progress as progress_lib
+from acvi_tf.config import Config
 from acvi_tf.formats import see_vocab
 from pointer_generator import batcher as batcher_lib
-from pointer_generator import curriculum, run_summarization
 from pointer_generator import decode as decode_lib
+from pointer_generator import experiment, run_summarization
 from pointer_generator import vocab as vocab_lib
 
 CORPUS_RECORD = "corpus.json"
@@ -41,7 +42,7 @@ CORPUS_FIX = "rebuild the corpus with data_prep.summarization, or restore the fi
 DECODE_FLAGS = ("beam_size", "min_dec_steps", "max_dec_steps", "max_enc_steps", "decode_batch_size")
 
 
-def define_run_flags(fv=flags.FLAGS):
+def define_run_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     """Defines the flags that name a trained run and its decoding settings on ``fv``
     (shared with ``pointer_generator.export``)."""
     flags.DEFINE_string("log_root", None, "The run's --log_root.", flag_values=fv)
@@ -49,7 +50,7 @@ def define_run_flags(fv=flags.FLAGS):
     flags.DEFINE_string(
         "ckpt",
         None,
-        "Checkpoint (default: eval/'s best model, else train/'s newest).",
+        "Checkpoint (default: best/'s best model, else train/'s newest).",
         flag_values=fv,
     )
     for name, help_text, lower_bound in (
@@ -67,18 +68,13 @@ def define_run_flags(fv=flags.FLAGS):
     flags.mark_flags_as_required(["log_root", "exp_name"], flag_values=fv)
 
 
-def define_flags(fv=flags.FLAGS):
+def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     """Defines the command's flags on ``fv``."""
     define_run_flags(fv)
-    flags.DEFINE_string(
-        "input", "-", "Documents, one per line; - is standard input.", flag_values=fv
-    )
-    flags.DEFINE_string(
-        "output", "-", "Summaries, one per line; - is standard output.", flag_values=fv
-    )
+    inference.define_io_flags(fv, "Documents", "Summaries")
 
 
-def run_config(log_root, exp_name, given):
+def run_config(log_root: str, exp_name: str, given: Dict[str, Any]) -> Config:
     """The run's settings as its ``hparams.json`` records them, with ``given`` on top,
     and the decode's lengths (``run_summarization.decode_config``).
 
@@ -100,7 +96,7 @@ def run_config(log_root, exp_name, given):
     return run_summarization.decode_config(config)
 
 
-def corpus_record(vocab_path):
+def corpus_record(vocab_path: str) -> Tuple[str, Dict[str, Any]]:
     """The path of the corpus record next to the vocabulary, and its settings
     (``tokenizer``, ``lowercase``; Treebank and lowercase without one)."""
     record = os.path.join(os.path.dirname(os.path.abspath(vocab_path)), CORPUS_RECORD)
@@ -112,66 +108,18 @@ def corpus_record(vocab_path):
     return record, settings
 
 
-def corpus_tokenizer(vocab_path):
+def corpus_tokenizer(vocab_path: str) -> Callable[[str], str]:
     """The tokenizer of the corpus the vocabulary belongs to (its ``corpus.json``)."""
     _, settings = corpus_record(vocab_path)
     return text.tokenizer(settings["tokenizer"], settings["lowercase"])
 
 
-def best_checkpoint(config, ckpt=None):
-    """``ckpt``, else the eval job's best model, else the newest training checkpoint."""
-    root = os.path.join(config.log_root, config.exp_name)
-    path = checkpoints.checkpoint_to_use(
-        ckpt,
-        os.path.join(root, "eval"),
-        os.path.join(root, "train"),
-        "run the eval job (--mode=eval) beside training to keep a best model",
-    )
-    if path is None:
-        raise app.UsageError("%s holds no checkpoint (train/ or eval/); train first" % root)
-    return path
-
-
-def load_summarizer(config, vocab, ckpt=None):
-    """The run's model with its best weights (or ``ckpt``'s), as a batched beam-search
-    ``Summarizer``.
-
-    Raises:
-      acvi_tf.flags.DecodeSettingError: the beam is too wide for the vocabulary.
-    """
-    run_summarization.check_beam(config, vocab)
-    model = run_summarization._build_model(config, vocab)
-    path = best_checkpoint(config, ckpt)
-    checkpoints.restore_model(
-        tf.train.Checkpoint(model=model),
-        path,
-        check=lambda p: run_summarization._check_vocabulary(config, p, vocab),
-    )
-    step = checkpoints.checkpoint_step(path)
-    coverage_on = (
-        config.coverage or curriculum.phase_at(run_summarization._phases(config), step).coverage
-    )
-    logging.info("Restored the model from %s (step %d)", path, step)
-    return decode_lib.Summarizer(
-        model,
-        vocab,
-        config.beam_size,
-        config.max_dec_steps,
-        config.min_dec_steps,
-        coverage_on,
-        config.initial_state_attention,
-        config.length_normalization,
-        config.gnmt_alpha,
-        config.jit_compile,
-        record_attention=False,
-    )
-
-
-class InputError(errors.UserError, ValueError):
-    """The documents cannot be read; the message names the line and the fix."""
-
-
-def summarize(documents, summarizer, tokenize, config):
+def summarize(
+    documents: List[str],
+    summarizer: decode_lib.Summarizer,
+    tokenize: Callable[[str], str],
+    config: Config,
+) -> List[str]:
     """Summaries of tokenised ``documents`` (raw strings), in order."""
     pad_id = summarizer.vocab.word2id(see_vocab.PAD_TOKEN)
     tokens = [tokenize(document) if document.strip() else "" for document in documents]
@@ -198,19 +146,20 @@ def summarize(documents, summarizer, tokenize, config):
     return summaries
 
 
-def run(config):
+def run(config: Config) -> List[str]:
     """Summarises ``--input`` into ``--output``; returns the summaries."""
     given = {name: config[name] for name in DECODE_FLAGS}
     model_config = run_config(config.log_root, config.exp_name, given)
     acvi_flags.configure_runtime(model_config)
     vocab = vocab_lib.Vocab(model_config.vocab_path, model_config.vocab_size, size_given=False)
-    summarizer = load_summarizer(model_config, vocab, config.ckpt)
-    documents = files.read_input_lines(config.input, InputError)
-    summaries = summarize(
-        documents, summarizer, corpus_tokenizer(model_config.vocab_path), model_config
+    summarizer = experiment.load_decoder(model_config, vocab, config.ckpt)
+    tokenize = corpus_tokenizer(model_config.vocab_path)
+    return inference.map_lines(
+        config.input,
+        config.output,
+        lambda documents: summarize(documents, summarizer, tokenize, model_config),
+        "summaries",
     )
-    files.write_output_lines(config.output, summaries, documents, "summaries")
-    return summaries
 
 
 if __name__ == "__main__":

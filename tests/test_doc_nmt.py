@@ -64,7 +64,7 @@ def test_wmt16_build_then_the_bpe_run(tmp_path):
             _write(str(tmp_path / ("%s.%s" % (WMT16_BUILD.flag(flag), lang))), lines)
     _run(WMT16_BUILD, tmp_path)
     _run(WMT16, tmp_path)
-    assert (tmp_path / WMT16.flag("out_dir") / "best_bleu").is_dir()
+    assert (tmp_path / WMT16.flag("out_dir") / "best").is_dir()
 
 
 def test_the_shipped_debian_sample_run(tmp_path):
@@ -79,4 +79,4 @@ def test_the_shipped_debian_sample_run(tmp_path):
             _write(str(tmp_path / "first_20" / ("%s.%s" % (shipped, lang))), lines)
         paths[shipped] = "first_20/" + shipped
     _run(DEBIAN, tmp_path, paths)
-    assert (tmp_path / DEBIAN.flag("out_dir") / "best_bleu").is_dir()
+    assert (tmp_path / DEBIAN.flag("out_dir") / "best").is_dir()

@@ -76,7 +76,7 @@ def test_the_summarizer_page_trains_scores_summarises_serves_and_shards(
     articles = _own_corpus(tmp_path)
     _run(TRAIN, tmp_path)
     best = _run(EVALUATE, tmp_path)
-    assert best > 0 and (tmp_path / "logs" / "acvi" / "eval" / "best.json").exists()
+    assert best > 0 and (tmp_path / "logs" / "acvi" / "best" / "best.json").exists()
     assert doc_commands.not_run(TENSORBOARD)
     tags = _tensorboard_tags(tmp_path / TENSORBOARD.words[-1])
     assert "loss" in tags["train"] and "running_avg_loss/decay=0.990000" in tags["eval"]

@@ -199,7 +199,7 @@ def _bad_inputs(tmp):
         ("header.tsv", "article\tabstract\n"),
         ("pairs.tsv", "en\tit\n"),
         ("captions.csv", "clip,caption\n"),
-        ("nmt/best_bleu/best.json", '{"score": 3'),
+        ("nmt/best/best.json", '{"score": 3'),
         ("pg/run/hparams.json", '{"hidden_dim": '),
         ("export/saved_model.pb", ""),
         ("nmtrun/hparams.json", json.dumps(dict(vocab_prefix=str(tmp / "corpus" / "vocab")))),
@@ -223,7 +223,7 @@ USER_ERRORS = [
     (
         "pointer_generator.run_summarization",
         ["--mode=decode", "--data_path={tmp}/x", "--vocab_path=" + VOCAB, "--log_root={tmp}"],
-        "no checkpoint in {tmp}/train to decode with",
+        "no checkpoint in {tmp}/train; train first (--mode=train)",
     ),
     (
         "pointer_generator.run_summarization",
@@ -250,7 +250,7 @@ USER_ERRORS = [
     (
         "nmt.run_nmt",
         [*NMT_RUN, "--vocab_prefix=%s/vocab" % PIG_LATIN, *NMT_DATA],
-        "{tmp}/nmt/best_bleu/best.json is not valid JSON",
+        "{tmp}/nmt/best/best.json is not valid JSON",
     ),
     (
         "nmt.run_nmt",

@@ -18,7 +18,7 @@ from acvi_tf.formats.bin_files import read_bin_file
 from data_prep import summarization
 from pointer_generator import batcher as batcher_lib
 from pointer_generator import decode as decode_lib
-from pointer_generator import export, run_summarization, summarize
+from pointer_generator import experiment, export, run_summarization, summarize
 from pointer_generator import vocab as vocab_lib
 
 pytestmark = pytest.mark.slow  # scheduled first (conftest.py)
@@ -161,7 +161,7 @@ def test_the_graph_batch_equals_the_batcher_s(raw_run):
     config = summarize.run_config(str(root), "run", {})
     vocab = vocab_lib.Vocab(str(root / "corpus" / "vocab"), 0)
     module = export.ServedSummarizer(
-        summarize.load_summarizer(config, vocab),
+        experiment.load_decoder(config, vocab),
         30,
         True,
         export_lib.graph_tokenizer_for(*summarize.corpus_record(config.vocab_path), False),
@@ -207,7 +207,7 @@ def test_a_pretokenized_export_of_the_shipped_corpus_equals_decode(tmp_path):
     test = [a for a, _ in read_bin_file(os.path.join(SAMPLE, "chunked", "test_000.bin"))]
     vocab_words = vocab_lib.Vocab(vocab, 2000)
     given = dict(beam_size=2, min_dec_steps=1)
-    summarizer = summarize.load_summarizer(
+    summarizer = experiment.load_decoder(
         summarize.run_config(str(tmp_path), "run", given), vocab_words
     )
     batches = [test[i : i + 100] for i in range(0, len(test), 100)]

@@ -1,5 +1,5 @@
 """The NMT entry point end to end on a slice of the shipped En-De sample, in process on
-its own flags (``run_nmt.define_flags``): train with evaluation and best_bleu, resume,
+its own flags (``run_nmt.define_flags``): train with evaluation and best/, resume,
 then translate a file with BLEU and attention images; and once as a command, for its
 one-line errors."""
 
@@ -79,7 +79,7 @@ def test_train_evaluate_and_translate(corpus, tmp_path, absl_caplog):
     assert _run(corpus, out) >= 0.0
     assert json.loads((out / "hparams.json").read_text())["num_units"] == 16
     assert tf.train.latest_checkpoint(str(out)).endswith("translate.ckpt-10")
-    assert tf.train.latest_checkpoint(str(out / "best_bleu")) is not None
+    assert tf.train.latest_checkpoint(str(out / "best")) is not None
     assert len((out / "output_dev").read_text().splitlines()) == 10
     assert any(f.startswith("events") for f in os.listdir(out / "train_log"))
     inference = [
@@ -131,9 +131,11 @@ def test_transformer_model_type_trains_and_resumes_keeping_a_better_best(corpus,
     out = tmp_path / "transformer"
     model = ["--model_type=transformer", "--num_layers=1", "--num_heads=2"]
     assert _run(corpus, out, *model, "--num_train_steps=5", "--steps_per_external_eval=5") >= 0.0
-    assert tf.train.latest_checkpoint(str(out / "best_bleu")).endswith("translate.ckpt-5")
+    assert tf.train.latest_checkpoint(str(out / "best")).endswith("translate.ckpt-5")
     assert len((out / "output_dev").read_text().splitlines()) == 10
-    # a resumed run replaces the best model only with a better one
+    # a run trained before kept its best model in best_bleu/: a resume keeps it there, and
+    # replaces it only with a better one
+    (out / "best").rename(out / "best_bleu")
     record = out / "best_bleu" / "best.json"
     best = json.loads(record.read_text())
     record.write_text(json.dumps(dict(best, value=1000.0)))
@@ -141,7 +143,7 @@ def test_transformer_model_type_trains_and_resumes_keeping_a_better_best(corpus,
     assert best == 1000.0
     assert tf.train.latest_checkpoint(str(out)).endswith("translate.ckpt-10")
     assert tf.train.latest_checkpoint(str(out / "best_bleu")).endswith("translate.ckpt-5")
-    assert json.loads(record.read_text())["stale"] == 1
+    assert json.loads(record.read_text())["stale"] == 1 and not (out / "best").exists()
 
 
 def test_preset_fills_the_flags_not_given():
@@ -198,6 +200,6 @@ def test_a_bleu_tie_keeps_the_model_with_the_lower_dev_perplexity(corpus, tmp_pa
     out = tmp_path / "tie"
     # two validations of an untrained model: BLEU 0.0 both times, the NLL falling
     assert _run(corpus, out, "--num_train_steps=4", "--steps_per_external_eval=2") == 0.0
-    best = json.loads((out / "best_bleu" / "best.json").read_text())
+    best = json.loads((out / "best" / "best.json").read_text())
     assert (best["value"], best["step"]) == (0.0, 4) and best["dev_nll"] > 0.0
-    assert tf.train.latest_checkpoint(str(out / "best_bleu")).endswith("translate.ckpt-4")
+    assert tf.train.latest_checkpoint(str(out / "best")).endswith("translate.ckpt-4")

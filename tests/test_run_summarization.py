@@ -98,9 +98,13 @@ def test_eval_job_and_restore_best_model(corpus, tmp_path):
         data_path=str(corpus / "val_*"),
         eval_max_batches=2,
     )
-    eval_dir = tmp_path / "exp" / "eval"
-    best = tf.train.latest_checkpoint(str(eval_dir))
+    best_dir = tmp_path / "exp" / "best"
+    best = tf.train.latest_checkpoint(str(best_dir))
     assert best.endswith("bestmodel-4")
+    # a run trained before kept its best model in eval/, See's folder: still read
+    for path in best_dir.iterdir():
+        path.rename(tmp_path / "exp" / "eval" / path.name)
+    best_dir.rmdir()
     _run(corpus, tmp_path, context="sa", restore_best_model=True)
     restored = tf.train.latest_checkpoint(str(tmp_path / "exp" / "train"))
     assert restored.endswith("model.ckpt-4")
@@ -130,8 +134,8 @@ def test_the_eval_job_scores_each_new_checkpoint_once(corpus, tmp_path, monkeypa
     _run(corpus, tmp_path, max_steps=4, context="sa", checkpoint_steps=2)
     train_dir = tmp_path / "exp" / "train"
     (train_dir / "model.ckpt-2_temp").mkdir()  # an interrupted save of the trainer's
-    (tmp_path / "exp" / "eval").mkdir()
-    (tmp_path / "exp" / "eval" / "bestmodel-1_temp").mkdir()  # and one of an eval job
+    (tmp_path / "exp" / "best").mkdir()
+    (tmp_path / "exp" / "best" / "bestmodel-1_temp").mkdir()  # and one of an eval job
     ckpt = {n: str(train_dir / ("model.ckpt-%d" % n)) for n in (2, 3, 4)}
     later = [[ckpt[2], ckpt[3]], [ckpt[2], ckpt[3], ckpt[4]]]
     waits = []
@@ -180,12 +184,13 @@ def test_the_eval_job_scores_each_new_checkpoint_once(corpus, tmp_path, monkeypa
         assert [step for step, _ in _events(eval_dir, tag)] == [2, 4], tag
     [(_, summary)] = _events(eval_dir, "val_summaries")[-1:]
     assert "reference: name10" in summary and "decoded: w" in summary
-    best = json.loads((eval_dir / "best.json").read_text())
+    best_dir = tmp_path / "exp" / "best"
+    best = json.loads((best_dir / "best.json").read_text())
     assert best["batches"] == 3
     assert best["value"] == pytest.approx(min(value for _, value in scored), rel=1e-6)
-    assert tf.train.latest_checkpoint(str(eval_dir)).endswith("bestmodel-%d" % best["step"])
+    assert tf.train.latest_checkpoint(str(best_dir)).endswith("bestmodel-%d" % best["step"])
     # the eval job cleans its own folder, never the trainer's
-    assert not (eval_dir / "bestmodel-1_temp").exists()
+    assert not (best_dir / "bestmodel-1_temp").exists()
     assert (train_dir / "model.ckpt-2_temp").exists()
     _run(corpus, tmp_path, max_steps=5, context="sa")  # a trainer cleans its folder
     assert not (train_dir / "model.ckpt-2_temp").exists()

@@ -336,9 +336,9 @@ def test_a_stopped_eval_job_keeps_the_best_model_it_scored(stopped_runs, monkeyp
         "--max_steps=5000",
     )
     assert absl_caplog.messages[-1] == "Stopped by SIGTERM; rerun the same command to resume"
-    eval_dir = os.path.join(os.path.dirname(train_dir), "eval")
-    best = tf.train.latest_checkpoint(eval_dir)
+    best_dir = os.path.join(os.path.dirname(train_dir), "best")
+    best = tf.train.latest_checkpoint(best_dir)
     assert checkpoints.checkpoint_step(best) == checkpoints.checkpoint_step(
         tf.train.latest_checkpoint(train_dir)
     )
-    assert os.path.exists(os.path.join(eval_dir, checkpoints.BEST_RECORD))
+    assert os.path.exists(os.path.join(best_dir, checkpoints.BEST_RECORD))

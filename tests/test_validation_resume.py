@@ -221,10 +221,10 @@ def test_nmt_validates_the_last_step_a_kill_left_out(tmp_path, monkeypatch):
         with pytest.raises(Killed):
             run_nmt.run(config)
     assert tf.train.latest_checkpoint(str(out)).endswith("ckpt-2")
-    assert not (out / "best_bleu").exists()
+    assert not (out / "best").exists()
     run_nmt.run(config)  # at the last step: validates it, and stops
-    assert _recorded(out / "best_bleu") == 2
-    assert tf.train.latest_checkpoint(str(out / "best_bleu")).endswith("ckpt-2")
+    assert _recorded(out / "best") == 2
+    assert tf.train.latest_checkpoint(str(out / "best")).endswith("ckpt-2")
 
 
 @pytest.mark.slow  # two launches of the command

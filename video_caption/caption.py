@@ -19,79 +19,51 @@ Usage::
 
 import os
 import tempfile
+from typing import Any, Dict, List
 
 from absl import flags
 
 from acvi_tf import config as config_lib
-from acvi_tf import errors, files
 from acvi_tf import flags as acvi_flags
+from acvi_tf import inference
 from acvi_tf import progress as progress_lib
+from acvi_tf.config import Config
 from acvi_tf.formats import frame_features
+from video_caption import experiment, run_captioning
 from video_caption import features as features_lib
-from video_caption import run_captioning
 
 
-class InputError(errors.UserError, ValueError):
-    """The video list cannot be read; the message names the line and the fix."""
-
-
-def define_run_flags(fv=flags.FLAGS):
+def define_run_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     """Defines the flags that name a trained run and its search settings on ``fv``
     (shared with ``video_caption.export``)."""
-    flags.DEFINE_string("out_dir", None, "The run's --out_dir.", flag_values=fv)
-    flags.DEFINE_string(
-        "ckpt", None, "Checkpoint (default: best/'s, else the newest).", flag_values=fv
-    )
-    flags.DEFINE_integer(
-        "beam_size", None, "Beam width. Default: the run's.", lower_bound=1, flag_values=fv
-    )
-    flags.DEFINE_integer(
-        "decode_batch_size",
-        None,
-        "Videos per search. Default: the run's.",
-        lower_bound=1,
-        flag_values=fv,
-    )
-    flags.mark_flag_as_required("out_dir", flag_values=fv)
+    inference.define_run_flags(fv, "best/", "beam_size", 1, "decode_batch_size", "Videos")
 
 
-def define_flags(fv=flags.FLAGS):
+def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     """Defines the command's flags on ``fv``."""
     define_run_flags(fv)
-    flags.DEFINE_string(
-        "input", "-", "Video paths, one per line; - is standard input.", flag_values=fv
-    )
-    flags.DEFINE_string(
-        "output", "-", "Captions, one per line; - is standard output.", flag_values=fv
-    )
+    inference.define_io_flags(fv, "Video paths", "Captions")
 
 
-def run_config(out_dir, given):
+def run_config(out_dir: str, given: Dict[str, Any]) -> Config:
     """The run's settings as its ``hparams.json`` records them, with ``given`` on top."""
-    return acvi_flags.recorded_config(
-        run_captioning.define_flags,
-        out_dir,
-        "--out_dir",
-        "video_caption.run_captioning",
-        run_captioning.MODEL_FLAGS,
-        run_captioning.COMMAND_FLAGS,
-        **given,
-        out_dir=out_dir,
-    )
+    return inference.run_config(run_captioning, out_dir, **given)
 
 
-def extract(videos, settings, folder):
+def extract(videos: List[str], settings: Dict[str, Any], folder: str) -> str:
     """Features of ``videos`` with the training store's ``settings``, into ``folder``
     under the names ``000000``, ``000001``, ... (the videos' own names may repeat).
 
     Raises:
-      InputError: a video is missing, or could not be decoded.
+      acvi_tf.inference.InputError: a video is missing, or could not be decoded.
     """
     video_dir = os.path.join(folder, "videos")
     os.makedirs(video_dir)
     for index, path in enumerate(videos):
         if not os.path.isfile(path):
-            raise InputError("video %d of the input, %s, is not a file" % (index + 1, path))
+            raise inference.InputError(
+                "video %d of the input, %s, is not a file" % (index + 1, path)
+            )
         extension = os.path.splitext(path)[1].lower()
         os.symlink(os.path.abspath(path), os.path.join(video_dir, "%06d%s" % (index, extension)))
     store = os.path.join(folder, "features")
@@ -107,14 +79,14 @@ def extract(videos, settings, folder):
     )
     if stats.failed:
         names = sorted(clip for clip, _, _ in stats.failed)
-        raise InputError(
+        raise inference.InputError(
             "%d video(s) could not be decoded: %s"
             % (len(names), ", ".join(videos[int(name)] for name in names[:10]))
         )
     return store
 
 
-def caption(videos, exp):
+def caption(videos: List[str], exp: experiment.Experiment) -> List[str]:
     """Captions of the video files ``videos`` with the restored run ``exp``, in order."""
     if not videos:
         return []
@@ -131,19 +103,23 @@ def caption(videos, exp):
     return [captions[name] for name in names]
 
 
-def run(config):
+def _caption_lines(lines: List[str], exp: experiment.Experiment) -> List[str]:
+    """A caption for each line's video (stripped), an empty one for a blank line."""
+    videos = [line.strip() for line in lines]
+    by_video = iter(caption([v for v in videos if v], exp))
+    return [next(by_video) if video else "" for video in videos]
+
+
+def run(config: Config) -> List[str]:
     """Captions the videos of ``--input`` into ``--output``; returns the captions."""
     given = dict(beam_size=config.beam_size, decode_batch_size=config.decode_batch_size)
     model_config = run_config(config.out_dir, given).replace(ckpt=config.ckpt)
     acvi_flags.configure_runtime(model_config)
-    exp = run_captioning.Experiment(model_config)
-    run_captioning.restore(exp)
-    videos = [line.strip() for line in files.read_input_lines(config.input, InputError)]
-    captions = caption([v for v in videos if v], exp)
-    by_video = iter(captions)
-    lines = [next(by_video) if video else "" for video in videos]
-    files.write_output_lines(config.output, lines, videos, "captions")
-    return lines
+    exp = experiment.Experiment(model_config)
+    exp.restore()
+    return inference.map_lines(
+        config.input, config.output, lambda lines: _caption_lines(lines, exp), "captions"
+    )
 
 
 if __name__ == "__main__":

@@ -17,14 +17,16 @@ video and running the CNN stay outside: extract the features with
 Loading needs TensorFlow only. The search runs without XLA.
 """
 
+from typing import Callable, Dict, Tuple
+
 import tensorflow as tf
-from absl import flags, logging
+from absl import flags
 
 from acvi_tf import config as config_lib
 from acvi_tf import export as export_lib
-from acvi_tf import flags as acvi_flags
+from acvi_tf.config import Config
 from video_caption import caption as caption_lib
-from video_caption import data, run_captioning
+from video_caption import data, experiment
 
 
 def define_flags(fv=flags.FLAGS):
@@ -98,24 +100,23 @@ class ServedCaptioner(tf.Module):
         )
 
 
-def run(config):
+def _served(config: Config) -> Tuple[ServedCaptioner, Dict[str, Callable]]:
+    """The served captioner of the run ``config`` describes, and its signature."""
+    exp = experiment.Experiment(config)
+    exp.restore()
+    module = ServedCaptioner(exp.decoder, config.num_frames, exp.statistics)
+    return module, {"serving_default": module.caption}
+
+
+def run(config: Config) -> ServedCaptioner:
     """Exports the run in ``--out_dir`` to ``--export_dir``."""
-    export_lib.refuse_existing(config.export_dir, config.overwrite)
     given = dict(beam_size=config.beam_size, decode_batch_size=config.decode_batch_size)
-    model_config = caption_lib.run_config(config.out_dir, given)
-    model_config = model_config.replace(ckpt=config.ckpt, jit_compile=False)
-    acvi_flags.configure_runtime(model_config)
-    exp = run_captioning.Experiment(model_config)
-    path = run_captioning.restore(exp)
-    module = ServedCaptioner(exp.decoder, model_config.num_frames, exp.statistics)
-    saved = export_lib.save(
-        module,
-        config.export_dir,
-        {"serving_default": module.caption},
-        config.overwrite,
+    return export_lib.export_run(
+        config,
+        lambda: caption_lib.run_config(config.out_dir, given).replace(ckpt=config.ckpt),
+        _served,
+        "captioner",
     )
-    logging.info("Exported the captioner (%s) to %s", path, saved)
-    return module
 
 
 if __name__ == "__main__":

@@ -50,14 +50,12 @@ from acvi_tf import flags as acvi_flags
 from acvi_tf import trainer as trainer_lib
 from acvi_tf import training as training_lib
 from acvi_tf.compat import keras
-from acvi_tf.formats import frame_features
 from acvi_tf.metrics import captions as caption_metrics
-from video_caption import data
-from video_caption import decode as decode_lib
+from video_caption import data, experiment
 from video_caption import model as model_lib
 
 MODES = ("train", "eval", "decode")
-REPORTED = ("Bleu_4", "METEOR", "ROUGE_L", "CIDEr")
+REPORTED = experiment.REPORTED
 # Flags of this entry point that decide the model's variables (and the optimizer's).
 MODEL_FLAGS = (
     "emb_dim",
@@ -71,8 +69,6 @@ MODEL_FLAGS = (
 # Flags of this entry point that belong to each command, never taken from the run's
 # record: the mode, where the run is, and what eval and decode read and write.
 COMMAND_FLAGS = ("mode", "out_dir", "ckpt", "decode_split", "eval_splits", "attention_images")
-# The search settings eval and decode log.
-SEARCH_FLAGS = ("beam_size", "max_decode_len", "length_normalization", "decode_batch_size")
 
 
 def define_flags(fv=flags.FLAGS):
@@ -209,118 +205,6 @@ def _require(config, *names):
             raise app.UsageError("--%s is required" % name)
 
 
-class Experiment:
-    """The data, model and folders of one run, built from parsed flags."""
-
-    def __init__(self, config):
-        self.config = config
-        self.vocab = data.Vocab(os.path.join(config.data_dir, "vocab.txt"), config.vocab_size)
-        self.store = frame_features.open_features(config.features)
-        self._sets = {}
-        self._statistics = None
-        self.model = model_lib.Captioner(
-            self.vocab.size(),
-            config.encoder_units,
-            config.decoder_units,
-            config.emb_dim,
-            config.attention_units,
-            config.output_units or None,
-            config.dropout,
-            acvi_flags.context_layer_from_flags(config),
-            jit_compile=config.jit_compile,
-        )
-        self.model(
-            data.make_batch([np.zeros([1, self.store.dim], np.float32)], [1], [[data.UNK_ID]])
-        )
-        self.decoder = decode_lib.CaptionDecoder(
-            self.model,
-            self.vocab,
-            config.beam_size,
-            config.max_decode_len,
-            config.length_normalization,
-            config.jit_compile,
-        )
-
-    def split(self, name):
-        """The ``data.ClipSet`` of a split (loaded once, standardized if asked)."""
-        if name not in self._sets:
-            path = os.path.join(self.config.data_dir, name + ".jsonl")
-            records = data.read_split(path)
-            if name == "train":
-                clip_set = data.ClipSet(
-                    records, self.store, self.config.num_frames, source=self.config.features
-                )
-                if self.config.feature_norm == "standardize":
-                    self._statistics = clip_set.feature_statistics()
-                    clip_set.standardize(*self._statistics)
-            else:
-                clip_set = self.clip_set(records, self.store, self.config.features)
-            self._sets[name] = clip_set
-        return self._sets[name]
-
-    @property
-    def statistics(self):
-        """The training frames' per-dimension ``(mean [D], std [D])`` that standardise
-        every split (``--feature_norm=standardize``; None otherwise)."""
-        if self.config.feature_norm != "standardize":
-            return None
-        self.split("train")
-        return self._statistics
-
-    def clip_set(self, records, store, source):
-        """A ``data.ClipSet`` of other clips, standardized with the training frames'
-        statistics when the run is (as every split but train is)."""
-        clip_set = data.ClipSet(records, store, self.config.num_frames, source=source)
-        if self.config.feature_norm == "standardize":
-            clip_set.standardize(*self.statistics)  # always the training frames'
-
-        return clip_set
-
-    def perplexity(self, name):
-        """Per-token perplexity of a split's captions (teacher forcing, no dropout)."""
-        clip_set = self.split(name)
-        total_nll, total_tokens = 0.0, 0.0
-        for batch in clip_set.caption_batches(
-            clip_set.caption_pairs(self.vocab), self.config.decode_batch_size
-        ):
-            out = self.model(batch)
-            nll, count = losses.sequence_loss(
-                out["logits"],
-                batch["caption_out"],
-                batch["caption_len"],
-                token_nll=out.get("token_nll"),
-            )
-            total_nll += float(nll) * int(batch["caption_len"].shape[0])
-            total_tokens += float(count)
-        return losses.perplexity(total_nll, total_tokens)
-
-    def score(self, name):
-        """``(metrics, captions, attentions)`` of beam-search captions of a split."""
-        clip_set = self.split(name)
-        captions, attentions = self.decoder.caption_set(clip_set, self.config.decode_batch_size)
-        metrics = caption_metrics.caption_metrics(
-            clip_set.references(), captions, names=self.metric_names()
-        )
-        return metrics, captions, attentions
-
-    def metric_names(self):
-        """``--metrics`` in the order of ``REPORTED``."""
-        return [name for name in REPORTED if name in self.config.metrics]
-
-
-def _check_vocabulary(checkpoint_path, exp):
-    """A clear error when ``checkpoint_path`` was trained with another vocabulary."""
-    checkpoints.check_vocabulary(
-        checkpoint_path,
-        {
-            "model/embedding/embeddings": (
-                exp.vocab.size(),
-                "--data_dir=%s --vocab_size=%d" % (exp.config.data_dir, exp.config.vocab_size),
-            )
-        },
-    )
-
-
 def most_common_caption(records):
     """The most frequent tokenized training caption: the constant-caption baseline."""
     counts = collections.Counter(c for r in records for c in r["captions"])
@@ -399,12 +283,12 @@ def train(exp, strategy, step_var):
         if config.optimizer == "adam"
         else keras.optimizers.Adadelta(config.learning_rate)
     )
-    best_dir = os.path.join(config.out_dir, "best")
+    best_dir = experiment.best_dir(config)
     checkpointer = checkpoints.Checkpointer(
-        os.path.join(config.out_dir, "train"),
+        experiment.train_dir(config),
         step_var,
         best_dir=best_dir,
-        check=lambda path: _check_vocabulary(path, exp),
+        check=experiment.vocabulary_check(config, exp.vocab),
         scratch=None if chief else distribute.worker_scratch_dir(config.out_dir, strategy),
         model=model,
         optimizer=optimizer,
@@ -512,28 +396,9 @@ def _line_step(line):
         return float("inf")
 
 
-def restore(exp):
-    """Restores ``--ckpt``, else best/, else the latest training checkpoint; its path."""
-    config = exp.config
-    path = checkpoints.checkpoint_to_use(
-        config.ckpt, os.path.join(config.out_dir, "best"), os.path.join(config.out_dir, "train")
-    )
-    if path is None:
-        raise app.UsageError(
-            "no checkpoint in %s/best or %s/train; train first or give "
-            "--ckpt" % (config.out_dir, config.out_dir)
-        )
-    checkpoints.restore_model(
-        tf.train.Checkpoint(model=exp.model), path, check=lambda p: _check_vocabulary(p, exp)
-    )
-    logging.info("Restored %s", path)
-    logging.info("Captioning with %s", acvi_flags.describe(config, SEARCH_FLAGS))
-    return path
-
-
 def evaluate(exp):
     """Perplexity and caption metrics of the restored model on ``--eval_splits``."""
-    path = restore(exp)
+    path = exp.restore()
     results = {}
     for name in exp.config.eval_splits:
         metrics, _, _ = exp.score(name)
@@ -550,7 +415,7 @@ def evaluate(exp):
 def decode(exp):
     """Captions ``--decode_split``, scores them and the constant-caption baseline."""
     config = exp.config
-    path = restore(exp)
+    path = exp.restore()
     name = config.decode_split
     metrics, captions, attentions = exp.score(name)
     clip_set = exp.split(name)
@@ -613,7 +478,7 @@ def run(config):
     strategy = acvi_flags.configure_runtime(config, trains=config.mode == "train")
     os.makedirs(config.out_dir, exist_ok=True)
     if config.mode != "train":
-        exp = Experiment(config)
+        exp = experiment.Experiment(config)
         return evaluate(exp) if config.mode == "eval" else decode(exp)
     acvi_flags.write_flag_record(
         config.out_dir,
@@ -624,7 +489,7 @@ def run(config):
     # the global step is the process's own (a plain variable), the model's mirrored
     step_var = tf.Variable(0, dtype=tf.int64, name="global_step")
     with strategy.scope():
-        best = train(Experiment(config), strategy, step_var)
+        best = train(experiment.Experiment(config), strategy, step_var)
     print("best validation %s %.4f" % (config.best_metric, best))
     return best
 

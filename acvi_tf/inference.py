@@ -1,0 +1,113 @@
+"""What the inference commands of the hosts share: ``summarize``, ``translate`` and
+``caption`` read one input a line and write one output a line, and the last two name
+their run by ``--out_dir`` with the same flags.
+"""
+
+from types import ModuleType
+from typing import Any, Callable, List
+
+from absl import flags
+
+from acvi_tf import errors, files
+from acvi_tf import flags as acvi_flags
+from acvi_tf.config import Config
+
+
+class InputError(errors.UserError, ValueError):
+    """A command's input lines cannot be read; the message names the line and the fix."""
+
+
+def define_run_flags(
+    fv: flags.FlagValues, best: str, beam: str, beam_lower_bound: int, batch: str, items: str
+) -> None:
+    """Defines on ``fv`` the flags that name a trained run by ``--out_dir`` and its search
+    settings: ``--ckpt``, the beam flag and the batch flag (both default to the run's).
+
+    Args:
+      fv: the command's flags.
+      best: the run's best-model folder, for ``--ckpt``'s help (``best/``).
+      beam: the training command's beam flag (``beam_width``).
+      beam_lower_bound: its least value (0: greedy search allowed).
+      batch: the training command's inference batch flag (``infer_batch_size``).
+      items: what one search takes, plural (``Sentences``).
+    """
+    flags.DEFINE_string("out_dir", None, "The run's --out_dir.", flag_values=fv)
+    flags.DEFINE_string(
+        "ckpt", None, "Checkpoint (default: %s's, else the newest)." % best, flag_values=fv
+    )
+    flags.DEFINE_integer(
+        beam,
+        None,
+        "Beam width. Default: the run's.",
+        lower_bound=beam_lower_bound,
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        batch, None, "%s per search. Default: the run's." % items, lower_bound=1, flag_values=fv
+    )
+    flags.mark_flag_as_required("out_dir", flag_values=fv)
+
+
+def define_io_flags(fv: flags.FlagValues, inputs: str, outputs: str) -> None:
+    """Defines ``--input`` and ``--output`` on ``fv``: files of one item a line, ``-``
+    (the default) for standard input and output.
+
+    Args:
+      fv: the command's flags.
+      inputs: what an input line holds, plural (``Sentences``).
+      outputs: what an output line holds, plural (``Translations``).
+    """
+    flags.DEFINE_string(
+        "input", "-", "%s, one per line; - is standard input." % inputs, flag_values=fv
+    )
+    flags.DEFINE_string(
+        "output", "-", "%s, one per line; - is standard output." % outputs, flag_values=fv
+    )
+
+
+def run_config(entry_point: ModuleType, out_dir: str, **given: Any) -> Config:
+    """The settings of the run in ``out_dir`` as its ``hparams.json`` records them, with
+    ``given`` on top (``acvi_flags.recorded_config``).
+
+    Args:
+      entry_point: the training module (``nmt.run_nmt``), with its ``define_flags``,
+        ``MODEL_FLAGS`` and ``COMMAND_FLAGS``.
+      out_dir: the run's folder.
+      **given: the command's settings (None: not given).
+
+    Raises:
+      app.UsageError: the run has no ``hparams.json``.
+    """
+    return acvi_flags.recorded_config(
+        entry_point.define_flags,
+        out_dir,
+        "--out_dir",
+        entry_point.__name__,
+        entry_point.MODEL_FLAGS,
+        entry_point.COMMAND_FLAGS,
+        **given,
+        out_dir=out_dir,
+    )
+
+
+def map_lines(
+    input_path: str, output_path: str, convert: Callable[[List[str]], List[str]], what: str
+) -> List[str]:
+    """Reads ``input_path``, converts its lines and writes one output a line.
+
+    Args:
+      input_path: the ``--input`` file, or ``-``.
+      output_path: the ``--output`` file, or ``-``.
+      convert: the input lines -> one output for each.
+      what: what an output is, plural (``translations``).
+
+    Returns:
+      The outputs.
+
+    Raises:
+      InputError: a line is not UTF-8.
+    """
+    lines = files.read_input_lines(input_path, InputError)
+    outputs = convert(lines)
+    files.write_output_lines(output_path, outputs, lines, what)
+    return outputs

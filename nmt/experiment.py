@@ -1,0 +1,181 @@
+"""NMT as a library: its run's vocabularies, model, checkpoint checks and translator,
+built from a ``Config`` (``run_nmt``'s flags, or a run's record of them).
+
+The commands (``run_nmt``, ``translate``, ``export``) parse their flags and call these;
+the summarizer and the video captioner have the same functions under the same names.
+"""
+
+from typing import Callable, Optional, Tuple
+
+import tensorflow as tf
+from absl import logging
+
+from acvi_tf import checkpoints, transformer
+from acvi_tf import flags as acvi_flags
+from acvi_tf.compat import keras
+from acvi_tf.config import Config
+from acvi_tf.formats import nmt_text
+from nmt import data
+from nmt import model as model_lib
+from nmt import translator as translator_lib
+
+# Where a run trained before every host kept its best model in ``best/`` has it.
+OLD_BEST_DIR = "best_bleu"
+# The search settings an inference logs.
+SEARCH_FLAGS = ("infer_mode", "beam_width", "length_penalty_weight", "infer_batch_size")
+
+
+def best_dir(config: Config) -> str:
+    """The folder of the run's best dev-BLEU model (``checkpoints.best_dir``)."""
+    return checkpoints.best_dir(config.out_dir, OLD_BEST_DIR)
+
+
+def load_vocabs(config: Config) -> Tuple[data.Vocab, data.Vocab]:
+    """The source and target vocabularies, ``--vocab_prefix`` with ``--src`` and
+    ``--tgt`` (``nmt_text.check_vocab``: special tokens first, else a fixed copy in the
+    run's folder)."""
+    vocabs = []
+    for suffix in (config.src, config.tgt):
+        _, path = nmt_text.check_vocab("%s.%s" % (config.vocab_prefix, suffix), config.out_dir)
+        vocabs.append(data.Vocab(path))
+    return vocabs[0], vocabs[1]
+
+
+def check_search(config: Config) -> None:
+    """Refuses a beam search of no width.
+
+    Raises:
+      acvi_tf.flags.DecodeSettingError: ``--infer_mode=beam_search`` with
+        ``--beam_width=0``.
+    """
+    if config.infer_mode == "beam_search" and config.beam_width <= 0:
+        raise acvi_flags.DecodeSettingError(
+            "--infer_mode=beam_search needs --beam_width > 0, got --beam_width=%d; give "
+            "--beam_width=10 (the ACVI paper's) or another width" % config.beam_width
+        )
+
+
+def _dummy_batch() -> dict:
+    """A batch of one one-token pair, to build every variable."""
+    return {
+        k: tf.ones([1, 1] if spec.shape.rank == 2 else [1], tf.int32)
+        for k, spec in data.BATCH_SIGNATURE.items()
+    }
+
+
+def build_model(config: Config, src_vocab: data.Vocab, tgt_vocab: data.Vocab) -> keras.Model:
+    """The model the flags describe (``--model_type``), with every variable built."""
+    if config.model_type == "transformer":
+        model = transformer.TransformerModel(
+            src_vocab.size(),
+            tgt_vocab.size(),
+            config.num_units,
+            config.num_layers,
+            config.num_heads,
+            config.dropout,
+        )
+    else:
+        model = model_lib.NMTModel(
+            src_vocab.size(),
+            tgt_vocab.size(),
+            config.num_units,
+            config.num_encoder_layers or config.num_layers,
+            config.num_decoder_layers or config.num_layers,
+            config.encoder_type,
+            config.attention,
+            config.output_attention,
+            config.pass_hidden_state,
+            config.dropout,
+            config.init_weight,
+            acvi_flags.context_layer_from_flags(config),
+            jit_compile=config.jit_compile,
+            seed=config.seed,
+        )
+    model(_dummy_batch())
+    return model
+
+
+def vocabulary_check(
+    config: Config, src_vocab: data.Vocab, tgt_vocab: data.Vocab
+) -> Callable[[str], None]:
+    """The check that refuses a checkpoint trained with other vocabularies, naming
+    ``--vocab_prefix`` (``checkpoints.vocabulary_check``)."""
+    return checkpoints.vocabulary_check(
+        {
+            "model/src_embedding/embeddings": (
+                src_vocab.size(),
+                "--vocab_prefix=%s.%s" % (config.vocab_prefix, config.src),
+            ),
+            "model/tgt_embedding/embeddings": (
+                tgt_vocab.size(),
+                "--vocab_prefix=%s.%s" % (config.vocab_prefix, config.tgt),
+            ),
+        }
+    )
+
+
+def restore(
+    config: Config,
+    model: keras.Model,
+    src_vocab: data.Vocab,
+    tgt_vocab: data.Vocab,
+    ckpt: Optional[str] = None,
+    best: bool = True,
+) -> Tuple[str, Optional[int]]:
+    """Restores the run's model: ``ckpt``, else (with ``best``) the best dev-BLEU model,
+    else the newest checkpoint (``checkpoints.restore_for_inference``).
+
+    Returns:
+      The checkpoint's path and its step.
+
+    Raises:
+      acvi_tf.checkpoints.CheckpointError: the run holds no checkpoint.
+      acvi_tf.checkpoints.CheckpointMismatchError: a checkpoint of another model.
+    """
+    return checkpoints.restore_for_inference(
+        model,
+        config.out_dir,
+        best=best_dir(config) if best else None,
+        given=ckpt,
+        check=vocabulary_check(config, src_vocab, tgt_vocab),
+    )
+
+
+def log_search(config: Config) -> None:
+    """Logs the search settings of an inference in one line, each with its source."""
+    logging.info(
+        "Translating with %s; at most twice each source's length",
+        acvi_flags.describe(config, SEARCH_FLAGS),
+    )
+
+
+def build_decoder(
+    config: Config, model: keras.Model, tgt_vocab: data.Vocab
+) -> translator_lib.Translator:
+    """The search of the run's inference flags over ``model``."""
+    return translator_lib.Translator(
+        model,
+        tgt_vocab,
+        config.infer_mode,
+        config.beam_width,
+        config.length_penalty_weight,
+        config.jit_compile,
+    )
+
+
+def load_decoder(
+    config: Config, ckpt: Optional[str] = None
+) -> Tuple[translator_lib.Translator, data.Vocab, data.Vocab]:
+    """The run's model with its best weights (or ``ckpt``'s) as a ``Translator``, and
+    the source and target vocabularies: what the inference commands translate with.
+
+    Raises:
+      acvi_tf.flags.DecodeSettingError: a beam search of no width.
+      acvi_tf.checkpoints.CheckpointError: the run holds no checkpoint.
+    """
+    check_search(config)
+    src_vocab, tgt_vocab = load_vocabs(config)
+    model = build_model(config, src_vocab, tgt_vocab)
+    restore(config, model, src_vocab, tgt_vocab, ckpt)
+    log_search(config)
+    return build_decoder(config, model, tgt_vocab), src_vocab, tgt_vocab

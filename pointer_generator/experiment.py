@@ -1,0 +1,209 @@
+"""The summarizer as a library: its run's folders, model, checkpoint checks and decoder,
+built from a ``Config`` (``run_summarization``'s flags, or a run's record of them).
+
+The commands (``run_summarization``, ``summarize``, ``export``) parse their flags and
+call these; the video captioner and NMT have the same functions under the same names.
+"""
+
+import os
+from typing import Callable, List, Optional, Tuple
+
+import tensorflow as tf
+from absl import app
+
+from acvi_tf import checkpoints
+from acvi_tf import flags as acvi_flags
+from acvi_tf.compat import keras
+from acvi_tf.config import Config
+from pointer_generator import batcher as batcher_lib
+from pointer_generator import curriculum
+from pointer_generator import decode as decode_lib
+from pointer_generator import model as model_lib
+from pointer_generator import transformer as transformer_lib
+from pointer_generator import vocab as vocab_lib
+
+# What the model reads of a batch: the batcher's tensors but the strings.
+MODEL_SIGNATURE = {
+    name: spec for name, spec in batcher_lib.BATCH_SIGNATURE.items() if spec.dtype != tf.string
+}
+# Where a run trained before every host kept its best model in ``best/`` has it (See's).
+OLD_BEST_DIR = "eval"
+# How a run gets a best model, for the warning of a command that finds none.
+TO_VALIDATE = "run the eval job (--mode=eval) beside training to keep a best model"
+
+
+def run_dir(config: Config) -> str:
+    """The run's folder, ``log_root/exp_name``."""
+    return os.path.join(config.log_root, config.exp_name)
+
+
+def train_dir(config: Config) -> str:
+    """The folder of the run's training checkpoints and TensorBoard logs."""
+    return os.path.join(run_dir(config), "train")
+
+
+def best_dir(config: Config) -> str:
+    """The folder of the run's best model (``checkpoints.best_dir``)."""
+    return checkpoints.best_dir(run_dir(config), OLD_BEST_DIR)
+
+
+def phases(config: Config) -> List[curriculum.Phase]:
+    """The run's curriculum: ``--phases``, else one phase of the flags' lengths.
+
+    Raises:
+      app.UsageError: ``--phases`` cannot be parsed.
+    """
+    if config.phases:
+        try:
+            return curriculum.parse_phases(config.phases, config.coverage_steps)
+        except curriculum.PhaseError as e:
+            raise app.UsageError(str(e)) from e
+    end = config.max_steps or 2**62
+    return [curriculum.Phase(0, end, config.max_enc_steps, config.max_dec_steps, config.coverage)]
+
+
+def check_beam(config: Config, vocab: vocab_lib.Vocab) -> None:
+    """Refuses a ``--beam_size`` whose 2K candidates per hypothesis outnumber the words
+    of the vocabulary.
+
+    Raises:
+      acvi_tf.flags.DecodeSettingError: naming the beam, the vocabulary and the fix.
+    """
+    if 2 * config.beam_size > vocab.size():
+        raise acvi_flags.DecodeSettingError(
+            "--beam_size=%d proposes %d candidates per hypothesis, more than the %d words "
+            "of the vocabulary (%s); use --beam_size=%d or less"
+            % (
+                config.beam_size,
+                2 * config.beam_size,
+                vocab.size(),
+                config.vocab_path,
+                vocab.size() // 2,
+            )
+        )
+
+
+def build_model(config: Config, vocab: vocab_lib.Vocab) -> keras.Model:
+    """The model the flags describe (``--model_type``), with every variable built, so
+    its checkpoints always hold the same set."""
+    if config.model_type == "transformer":
+        model = transformer_lib.TransformerSummarizer(
+            vocab.size(),
+            config.transformer_units,
+            config.transformer_layers,
+            config.transformer_heads,
+            config.transformer_dropout,
+            max_len=config.max_dec_steps + 1,
+        )  # the decode-time prefix buffer
+    else:
+        model = model_lib.PointerGenerator(
+            vocab.size(),
+            config.hidden_dim,
+            config.emb_dim,
+            config.pointer_gen,
+            context_layer=acvi_flags.context_layer_from_flags(config),
+            rand_unif_init_mag=config.rand_unif_init_mag,
+            trunc_norm_init_std=config.trunc_norm_init_std,
+            attention_masking=config.attention_masking,
+            jit_compile=config.jit_compile,
+        )
+    dummy = {
+        name: tf.ones(
+            [1, 1] if spec.shape.rank == 2 else [1] if spec.shape.rank == 1 else [], spec.dtype
+        )
+        for name, spec in MODEL_SIGNATURE.items()
+    }
+    model(dummy, coverage_on=True)
+    return model
+
+
+def vocabulary_check(config: Config, vocab: vocab_lib.Vocab) -> Callable[[str], None]:
+    """The check that refuses a checkpoint trained with another vocabulary size, naming
+    ``--vocab_path`` and ``--vocab_size`` (``checkpoints.vocabulary_check``)."""
+    given = "--vocab_path=%s --vocab_size=%d" % (config.vocab_path, config.vocab_size)
+    return checkpoints.vocabulary_check({"model/embedding/embeddings": (vocab.size(), given)})
+
+
+def restore(
+    config: Config,
+    model: keras.Model,
+    vocab: vocab_lib.Vocab,
+    ckpt: Optional[str] = None,
+    best: bool = True,
+) -> Tuple[str, Optional[int]]:
+    """Restores the run's model: ``ckpt``, else (with ``best``) the best model, else the
+    newest training checkpoint (``checkpoints.restore_for_inference``).
+
+    Returns:
+      The checkpoint's path and its step.
+
+    Raises:
+      acvi_tf.checkpoints.CheckpointError: the run holds no checkpoint.
+      acvi_tf.checkpoints.CheckpointMismatchError: a checkpoint of another model.
+    """
+    return checkpoints.restore_for_inference(
+        model,
+        train_dir(config),
+        best=best_dir(config) if best else None,
+        given=ckpt,
+        check=vocabulary_check(config, vocab),
+        to_validate=TO_VALIDATE,
+        to_train="train first (--mode=train)" + (" or give --ckpt" if best else ""),
+    )
+
+
+def coverage_at(config: Config, step: Optional[int]) -> bool:
+    """Whether the model decodes with coverage at ``step``: ``--coverage``, else the
+    curriculum's phase of the step (None: the first phase)."""
+    return config.coverage or curriculum.phase_at(phases(config), step or 0).coverage
+
+
+def build_decoder(
+    config: Config,
+    model: keras.Model,
+    vocab: vocab_lib.Vocab,
+    coverage_on: bool,
+    record_attention: bool = True,
+    max_dec_steps: Optional[int] = None,
+    min_dec_steps: Optional[int] = None,
+) -> decode_lib.Summarizer:
+    """The batched beam search of the run's decode flags over ``model``.
+
+    Args:
+      config: the run's ``Config`` (a decode's: ``run_summarization.decode_config``).
+      model: the built (and restored) model.
+      vocab: the run's vocabulary.
+      coverage_on: whether the model decodes with coverage (``coverage_at``).
+      record_attention: whether each result holds its attention distributions.
+      max_dec_steps: the longest summary (default: ``--max_dec_steps``).
+      min_dec_steps: the shortest summary (default: ``--min_dec_steps``).
+    """
+    return decode_lib.Summarizer(
+        model,
+        vocab,
+        config.beam_size,
+        config.max_dec_steps if max_dec_steps is None else max_dec_steps,
+        config.min_dec_steps if min_dec_steps is None else min_dec_steps,
+        coverage_on,
+        config.initial_state_attention,
+        config.length_normalization,
+        config.gnmt_alpha,
+        config.jit_compile,
+        record_attention=record_attention,
+    )
+
+
+def load_decoder(
+    config: Config, vocab: vocab_lib.Vocab, ckpt: Optional[str] = None
+) -> decode_lib.Summarizer:
+    """The run's model with its best weights (or ``ckpt``'s) as a batched beam search
+    without attention records: what the inference commands decode with.
+
+    Raises:
+      acvi_tf.flags.DecodeSettingError: the beam is too wide for the vocabulary.
+      acvi_tf.checkpoints.CheckpointError: the run holds no checkpoint.
+    """
+    check_beam(config, vocab)
+    model = build_model(config, vocab)
+    _, step = restore(config, model, vocab, ckpt)
+    return build_decoder(config, model, vocab, coverage_at(config, step), record_attention=False)

@@ -1,0 +1,193 @@
+"""The video captioner as a library: its run's folders, vocabulary, model, checkpoint
+checks, decoder and data splits, built from a ``Config`` (``run_captioning``'s flags, or a
+run's record of them).
+
+The commands (``run_captioning``, ``caption``, ``export``) parse their flags and call
+these; the summarizer and NMT have the same functions under the same names.
+"""
+
+import os
+from typing import Callable, Optional, Tuple
+
+import numpy as np
+from absl import logging
+
+from acvi_tf import checkpoints, losses
+from acvi_tf import flags as acvi_flags
+from acvi_tf.compat import keras
+from acvi_tf.config import Config
+from acvi_tf.formats import frame_features
+from acvi_tf.metrics import captions as caption_metrics
+from video_caption import data
+from video_caption import decode as decode_lib
+from video_caption import model as model_lib
+
+# The caption metrics, in the order every report gives them.
+REPORTED = ("Bleu_4", "METEOR", "ROUGE_L", "CIDEr")
+# The search settings eval and decode log.
+SEARCH_FLAGS = ("beam_size", "max_decode_len", "length_normalization", "decode_batch_size")
+
+
+def train_dir(config: Config) -> str:
+    """The folder of the run's training checkpoints."""
+    return os.path.join(config.out_dir, "train")
+
+
+def best_dir(config: Config) -> str:
+    """The folder of the run's best model (``checkpoints.best_dir``)."""
+    return checkpoints.best_dir(config.out_dir)
+
+
+def build_model(config: Config, vocab: data.Vocab, feature_dim: int) -> keras.Model:
+    """The model the flags describe, with every variable built, for frame features of
+    ``feature_dim`` values."""
+    model = model_lib.Captioner(
+        vocab.size(),
+        config.encoder_units,
+        config.decoder_units,
+        config.emb_dim,
+        config.attention_units,
+        config.output_units or None,
+        config.dropout,
+        acvi_flags.context_layer_from_flags(config),
+        jit_compile=config.jit_compile,
+    )
+    model(data.make_batch([np.zeros([1, feature_dim], np.float32)], [1], [[data.UNK_ID]]))
+    return model
+
+
+def vocabulary_check(config: Config, vocab: data.Vocab) -> Callable[[str], None]:
+    """The check that refuses a checkpoint trained with another vocabulary, naming
+    ``--data_dir`` and ``--vocab_size`` (``checkpoints.vocabulary_check``)."""
+    given = "--data_dir=%s --vocab_size=%d" % (config.data_dir, config.vocab_size)
+    return checkpoints.vocabulary_check({"model/embedding/embeddings": (vocab.size(), given)})
+
+
+def restore(
+    config: Config,
+    model: keras.Model,
+    vocab: data.Vocab,
+    ckpt: Optional[str] = None,
+    best: bool = True,
+) -> Tuple[str, Optional[int]]:
+    """Restores the run's model: ``ckpt``, else (with ``best``) the best model, else the
+    newest training checkpoint (``checkpoints.restore_for_inference``).
+
+    Returns:
+      The checkpoint's path and its step.
+
+    Raises:
+      acvi_tf.checkpoints.CheckpointError: the run holds no checkpoint.
+      acvi_tf.checkpoints.CheckpointMismatchError: a checkpoint of another model.
+    """
+    return checkpoints.restore_for_inference(
+        model,
+        train_dir(config),
+        best=best_dir(config) if best else None,
+        given=ckpt,
+        check=vocabulary_check(config, vocab),
+    )
+
+
+def build_decoder(
+    config: Config, model: keras.Model, vocab: data.Vocab
+) -> decode_lib.CaptionDecoder:
+    """The beam search of the run's decode flags over ``model``."""
+    return decode_lib.CaptionDecoder(
+        model,
+        vocab,
+        config.beam_size,
+        config.max_decode_len,
+        config.length_normalization,
+        config.jit_compile,
+    )
+
+
+class Experiment:
+    """The data, model and decoder of one run, built from its ``Config``.
+
+    Args:
+      config: ``run_captioning``'s flags, or a run's record of them.
+    """
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.vocab = data.Vocab(os.path.join(config.data_dir, "vocab.txt"), config.vocab_size)
+        self.store = frame_features.open_features(config.features)
+        self._sets = {}
+        self._statistics = None
+        self.model = build_model(config, self.vocab, self.store.dim)
+        self.decoder = build_decoder(config, self.model, self.vocab)
+
+    def restore(self) -> str:
+        """Restores ``--ckpt``, else the best model, else the newest training checkpoint
+        (``restore``), and logs the search settings; returns the checkpoint's path."""
+        path, _ = restore(self.config, self.model, self.vocab, self.config.ckpt)
+        logging.info("Captioning with %s", acvi_flags.describe(self.config, SEARCH_FLAGS))
+        return path
+
+    def split(self, name):
+        """The ``data.ClipSet`` of a split (loaded once, standardized if asked)."""
+        if name not in self._sets:
+            path = os.path.join(self.config.data_dir, name + ".jsonl")
+            records = data.read_split(path)
+            if name == "train":
+                clip_set = data.ClipSet(
+                    records, self.store, self.config.num_frames, source=self.config.features
+                )
+                if self.config.feature_norm == "standardize":
+                    self._statistics = clip_set.feature_statistics()
+                    clip_set.standardize(*self._statistics)
+            else:
+                clip_set = self.clip_set(records, self.store, self.config.features)
+            self._sets[name] = clip_set
+        return self._sets[name]
+
+    @property
+    def statistics(self):
+        """The training frames' per-dimension ``(mean [D], std [D])`` that standardise
+        every split (``--feature_norm=standardize``; None otherwise)."""
+        if self.config.feature_norm != "standardize":
+            return None
+        self.split("train")
+        return self._statistics
+
+    def clip_set(self, records, store, source):
+        """A ``data.ClipSet`` of other clips, standardized with the training frames'
+        statistics when the run is (as every split but train is)."""
+        clip_set = data.ClipSet(records, store, self.config.num_frames, source=source)
+        if self.config.feature_norm == "standardize":
+            clip_set.standardize(*self.statistics)  # always the training frames'
+
+        return clip_set
+
+    def perplexity(self, name):
+        """Per-token perplexity of a split's captions (teacher forcing, no dropout)."""
+        clip_set = self.split(name)
+        total_nll, total_tokens = 0.0, 0.0
+        for batch in clip_set.caption_batches(
+            clip_set.caption_pairs(self.vocab), self.config.decode_batch_size
+        ):
+            out = self.model(batch)
+            nll, count = losses.sequence_loss(
+                out["logits"],
+                batch["caption_out"],
+                batch["caption_len"],
+                token_nll=out.get("token_nll"),
+            )
+            total_nll += float(nll) * int(batch["caption_len"].shape[0])
+            total_tokens += float(count)
+        return losses.perplexity(total_nll, total_tokens)
+
+    def score(self, name):
+        """``(metrics, captions, attentions)`` of beam-search captions of a split."""
+        clip_set = self.split(name)
+        captions, attentions = self.decoder.caption_set(clip_set, self.config.decode_batch_size)
+        metrics = caption_metrics.caption_metrics(
+            clip_set.references(), captions, names=self.metric_names()
+        )
+        return metrics, captions, attentions
+
+    def metric_names(self):
+        """``--metrics`` in the order of ``REPORTED``."""
+        return [name for name in REPORTED if name in self.config.metrics]
