@@ -10,7 +10,7 @@ import served
 from acvi_tf import config as config_lib
 from acvi_tf.formats import frame_features
 from data_prep import captions as captions_builder
-from video_caption import export, run_captioning
+from video_caption import experiment, export, run_captioning
 from video_caption import features as features_lib
 
 from conftest import write_video
@@ -84,7 +84,7 @@ def test_the_exported_captioner_captions_frames_as_decode_does(tmp_path):
     assert captions[:-1] == [expected[name] for name in test] and captions[-1] == ""
     assert all(captions[:-1])
     # the graph's features are the decode's: sampled, standardised, padded
-    exp = run_captioning.Experiment(parse("--mode=decode"))
+    exp = experiment.Experiment(parse("--mode=decode"))
     clip_set = exp.split("test")
     got, num_frames = module.features(
         np.asarray(padded[:-1], np.float32), np.asarray(counts[:-1], np.int32)

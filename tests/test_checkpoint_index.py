@@ -23,7 +23,7 @@ from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
 from nmt import run_nmt
-from pointer_generator import run_summarization, summarize
+from pointer_generator import experiment, run_summarization, summarize
 from pointer_generator import vocab as vocab_lib
 from video_caption import run_captioning
 
@@ -328,7 +328,7 @@ def summarizer_run(tmp_path_factory):
     config = _summarizer_flags(root)
     acvi_flags.write_flag_record(str(root / "exp"), config)
     vocab = vocab_lib.Vocab(config.vocab_path, config.vocab_size, True)
-    model = run_summarization._build_model(config, vocab)
+    model = experiment.build_model(config, vocab)
     optimizer = run_summarization._optimizer(config)
     optimizer.build(model.trainable_variables)
     train_dir = str(root / "exp" / "train")

@@ -252,3 +252,50 @@ def test_inference_takes_the_given_then_the_best_then_a_training_checkpoint_with
     chosen = checkpoints.checkpoint_to_use(None, best, train)
     assert os.path.dirname(chosen) == best and not absl_caplog.records
     assert checkpoints.checkpoint_to_use("given", best, train) == "given"
+
+
+def test_a_run_trained_before_keeps_its_best_model_in_the_hosts_former_folder(tmp_path):
+    run = str(tmp_path)
+    assert checkpoints.best_dir(run, "eval") == str(tmp_path / "best")
+    (tmp_path / "eval").mkdir()  # the summarizer's eval job's TensorBoard logs only
+    (tmp_path / "eval" / "events.out.tfevents.1").write_text("")
+    assert checkpoints.best_dir(run, "eval") == str(tmp_path / "best")
+    model = _model()
+    model.layers[0].embeddings.assign(tf.fill([7, 2], 4.0))
+    former = checkpoints.Checkpointer(
+        str(tmp_path / "train"),
+        tf.Variable(12, dtype=tf.int64),
+        best_dir=str(tmp_path / "eval"),
+        model=model,
+    )
+    former.save_best(1.0)
+    assert checkpoints.best_dir(run, "eval") == str(tmp_path / "eval")
+    restored = _model()
+    path, step = checkpoints.restore_for_inference(
+        restored, str(tmp_path / "train"), checkpoints.best_dir(run, "eval")
+    )
+    assert (os.path.dirname(path), step) == (str(tmp_path / "eval"), 12)
+    np.testing.assert_array_equal(restored.layers[0].embeddings.numpy(), np.full([7, 2], 4.0))
+    (tmp_path / "best").mkdir()  # a best/ folder wins once there is one
+    assert checkpoints.best_dir(run, "eval") == str(tmp_path / "best")
+
+
+def test_an_inference_restore_checks_the_vocabulary_and_names_the_folders_it_looked_in(
+    tmp_path, absl_caplog
+):
+    train, best = str(tmp_path / "train"), str(tmp_path / "best")
+    with pytest.raises(
+        checkpoints.CheckpointError,
+        match="^no checkpoint in %s or %s; train first$" % (best, train),
+    ):
+        checkpoints.restore_for_inference(_model(), train, best, to_train="train first")
+    saver = _checkpointer(tmp_path, _model())
+    saver.step.assign(3)
+    trained = saver.save()
+    table = "model/layer_with_weights-0/embeddings"
+    check = checkpoints.vocabulary_check({table: (9, "--vocab_size=9")})
+    with pytest.raises(checkpoints.CheckpointMismatchError, match="--vocab_size=9 gives 9"):
+        checkpoints.restore_for_inference(_model(9), train, check=check)
+    absl_caplog.clear()
+    assert checkpoints.restore_for_inference(_model(), train) == (trained, 3)
+    assert "Restored %s (step 3)" % trained in absl_caplog.messages

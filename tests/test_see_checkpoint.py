@@ -11,8 +11,8 @@ from references import np_sigmoid
 from acvi_tf import config as config_lib
 from acvi_tf import context as context_lib
 from acvi_tf.compat import keras
+from pointer_generator import experiment, run_summarization, see_checkpoint
 from pointer_generator import model as model_lib
-from pointer_generator import run_summarization, see_checkpoint
 from pointer_generator import vocab as vocab_lib
 
 V, E, H = 20, 4, 3
@@ -306,7 +306,7 @@ def test_cli_writes_a_checkpoint_that_training_resumes_from(tmp_path):
         run_summarization.define_flags, ["run_summarization", "--context=sa"] + model_flags
     )
     vocab = vocab_lib.Vocab(str(vocab_path), V)
-    model = run_summarization._build_model(fv, vocab)
+    model = experiment.build_model(fv, vocab)
     optimizer = run_summarization._optimizer(fv)
     optimizer.build(model.trainable_variables)
     checkpointer = run_summarization._checkpointer(fv, str(train_dir), model, optimizer, vocab)
