@@ -33,7 +33,7 @@ from nmt import experiment, translate
 _SENTENCES = tf.TensorSpec([None], tf.string)
 
 
-def define_flags(fv=flags.FLAGS):
+def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     """Defines the command's flags on ``fv``."""
     translate.define_run_flags(fv)
     export_lib.define_flags(fv)

@@ -18,6 +18,7 @@ and a resume take the run's settings from ``out_dir/hparams.json``
 import functools
 import os
 import time
+from typing import Optional, Tuple
 
 import tensorflow as tf
 from absl import app, flags, logging
@@ -29,6 +30,7 @@ from acvi_tf import progress as progress_lib
 from acvi_tf import trainer as trainer_lib
 from acvi_tf import training as training_lib
 from acvi_tf.compat import keras
+from acvi_tf.config import Config
 from acvi_tf.formats import bpe, nmt_text
 from acvi_tf.metrics import bleu as bleu_lib
 from nmt import data, experiment, hparams, schedule
@@ -58,7 +60,7 @@ COMMAND_FLAGS = (
 )
 
 
-def define_flags(fv=flags.FLAGS):
+def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     """Defines this command's flags (and the shared ones when missing) on ``fv``."""
     if "context" not in fv:
         acvi_flags.define_flags(fv)
@@ -221,12 +223,12 @@ def define_flags(fv=flags.FLAGS):
 BATCH_SIGNATURE = data.BATCH_SIGNATURE
 
 
-def apply_preset(config):
+def apply_preset(config: Config) -> Config:
     """``config`` with the preset's values on every flag the command line did not give."""
     return config.replace(**hparams.preset_values(config.hparams_preset, config.given))
 
 
-def learning_rate_schedule(config):
+def learning_rate_schedule(config: Config) -> keras.optimizers.schedules.LearningRateSchedule:
     """The ``--decay_scheme`` schedule (a constant when there is none)."""
     return schedule.decay_schedule(
         config.learning_rate, config.decay_scheme, config.num_train_steps
@@ -321,7 +323,9 @@ def make_train_step(config, model, optimizer):
     )
 
 
-def train(config, vocabs, strategy):
+def train(
+    config: Config, vocabs: Tuple[data.Vocab, data.Vocab], strategy: tf.distribute.Strategy
+) -> float:
     """The training loop with tensorflow/nmt's evaluation schedule, under ``strategy``."""
     # the global step is the process's own (a plain variable), the model's mirrored
     step_var = tf.Variable(0, dtype=tf.int64, name="global_step")
@@ -445,7 +449,7 @@ def _describe(batch, src_vocab):
     )
 
 
-def infer(config, vocabs):
+def infer(config: Config, vocabs: Tuple[data.Vocab, data.Vocab]) -> Optional[float]:
     """Translates ``--inference_input_file``; BLEU against ``--inference_ref_file``."""
     src_vocab, tgt_vocab = vocabs
     model = experiment.build_model(config, src_vocab, tgt_vocab)
@@ -472,7 +476,7 @@ def infer(config, vocabs):
     return None
 
 
-def run(config):
+def run(config: Config) -> Optional[float]:
     """Trains, or translates ``--inference_input_file``, on the command's frozen flags
     (an ``acvi_tf.config.Config``).
 

@@ -9,7 +9,7 @@ import os
 from typing import Callable, List, Optional, Tuple
 
 import tensorflow as tf
-from absl import app
+from absl import app, logging
 
 from acvi_tf import checkpoints
 from acvi_tf import flags as acvi_flags
@@ -28,6 +28,9 @@ MODEL_SIGNATURE = {
 }
 # Where a run trained before every host kept its best model in ``best/`` has it (See's).
 OLD_BEST_DIR = "eval"
+# See et al.'s default shortest summary, at their default longest of 100: a decode that
+# is not given --min_dec_steps uses 35, or 35% of a shorter maximum.
+SEE_MIN_DEC_STEPS = 35
 # How a run gets a best model, for the warning of a command that finds none.
 TO_VALIDATE = "run the eval job (--mode=eval) beside training to keep a best model"
 
@@ -60,6 +63,65 @@ def phases(config: Config) -> List[curriculum.Phase]:
             raise app.UsageError(str(e)) from e
     end = config.max_steps or 2**62
     return [curriculum.Phase(0, end, config.max_enc_steps, config.max_dec_steps, config.coverage)]
+
+
+def derived_min_dec_steps(max_dec_steps: int) -> int:
+    """See et al.'s 35 where the maximum allows it (100 and up), else 35% of it, rounded
+    down: never above the maximum."""
+    return min(SEE_MIN_DEC_STEPS, SEE_MIN_DEC_STEPS * max_dec_steps // 100)
+
+
+def min_dec_steps(config: Config, max_dec_steps: int, where: str) -> int:
+    """The shortest summary of a decode whose longest is ``max_dec_steps``: the given
+    ``--min_dec_steps``, else ``derived_min_dec_steps``.
+
+    Args:
+      config: the command's ``Config``.
+      max_dec_steps: the decode's longest summary.
+      where: where that maximum comes from, for the message.
+
+    Raises:
+      acvi_tf.flags.DecodeSettingError: the given minimum exceeds the maximum.
+    """
+    if "min_dec_steps" not in config.given:
+        return derived_min_dec_steps(max_dec_steps)
+    if config.min_dec_steps > max_dec_steps:
+        raise acvi_flags.DecodeSettingError(
+            "--min_dec_steps=%d exceeds max_dec_steps=%d (%s), so every summary would run "
+            "to the maximum; give --min_dec_steps=%d or less, or leave it out to derive it"
+            % (config.min_dec_steps, max_dec_steps, where, max_dec_steps)
+        )
+    return config.min_dec_steps
+
+
+def decode_config(config: Config) -> Config:
+    """``config`` with the lengths a decode of the run uses, logged in one line: the
+    given ``--max_enc_steps`` and ``--max_dec_steps``, else the run's final phase's (its
+    record's without ``--phases``), and ``min_dec_steps``.
+
+    Raises:
+      acvi_tf.flags.DecodeSettingError: a given minimum exceeds the maximum.
+    """
+    final = phases(config)[-1]
+    lengths = {
+        name: config[name] if name in config.given else getattr(final, name)
+        for name in ("max_enc_steps", "max_dec_steps")
+    }
+    derived = {
+        name: "the run's final phase"
+        for name in lengths
+        if config.phases and name not in config.given
+    }
+    where = "given" if "max_dec_steps" in config.given else "the run's"
+    config = config.replace(**lengths)
+    config = config.replace(min_dec_steps=min_dec_steps(config, config.max_dec_steps, where))
+    derived["min_dec_steps"] = "See's %d, at most %d%% of max_dec_steps" % (
+        SEE_MIN_DEC_STEPS,
+        SEE_MIN_DEC_STEPS,
+    )
+    names = ("max_enc_steps", "max_dec_steps", "min_dec_steps", "beam_size")
+    logging.info("Decoding with %s", acvi_flags.describe(config, names, derived))
+    return config
 
 
 def check_beam(config: Config, vocab: vocab_lib.Vocab) -> None:
@@ -170,7 +232,7 @@ def build_decoder(
     """The batched beam search of the run's decode flags over ``model``.
 
     Args:
-      config: the run's ``Config`` (a decode's: ``run_summarization.decode_config``).
+      config: the run's ``Config`` (a decode's: ``decode_config``).
       model: the built (and restored) model.
       vocab: the run's vocabulary.
       coverage_on: whether the model decodes with coverage (``coverage_at``).

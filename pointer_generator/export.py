@@ -40,7 +40,7 @@ from pointer_generator import vocab as vocab_lib
 _DOCUMENTS = tf.TensorSpec([None], tf.string)
 
 
-def define_flags(fv=flags.FLAGS):
+def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     """Defines the command's flags on ``fv``."""
     summarize.define_run_flags(fv)
     export_lib.define_flags(fv)

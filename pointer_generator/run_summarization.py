@@ -15,6 +15,7 @@ the model's flags need not be repeated.
 
 import os
 import time
+from typing import List, Optional, Union
 
 import numpy as np
 import tensorflow as tf
@@ -26,6 +27,7 @@ from acvi_tf import flags as acvi_flags
 from acvi_tf import trainer as trainer_lib
 from acvi_tf import training as training_lib
 from acvi_tf.compat import keras
+from acvi_tf.config import Config
 from acvi_tf.formats import bin_files
 from pointer_generator import batcher as batcher_lib
 from pointer_generator import curriculum, experiment
@@ -34,7 +36,7 @@ from pointer_generator import losses as losses_lib
 from pointer_generator import vocab as vocab_lib
 
 
-def define_flags(fv=flags.FLAGS):
+def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     """Defines this command's flags (and the shared ones when missing) on ``fv``."""
     if "context" not in fv:
         acvi_flags.define_flags(fv)
@@ -338,9 +340,6 @@ COMMAND_FLAGS = (
     "shard_index",
     "decode_max_batches",
 )
-# See et al.'s default shortest summary, at their default longest of 100: a decode that
-# is not given --min_dec_steps uses 35, or 35% of a shorter maximum.
-SEE_MIN_DEC_STEPS = 35
 
 
 def _experiment_dirs(config):
@@ -354,65 +353,6 @@ def _experiment_dirs(config):
     return os.path.join(root, "train"), os.path.join(root, "eval")
 
 
-def derived_min_dec_steps(max_dec_steps: int) -> int:
-    """See et al.'s 35 where the maximum allows it (100 and up), else 35% of it, rounded
-    down: never above the maximum."""
-    return min(SEE_MIN_DEC_STEPS, SEE_MIN_DEC_STEPS * max_dec_steps // 100)
-
-
-def min_dec_steps(config, max_dec_steps: int, where: str) -> int:
-    """The shortest summary of a decode whose longest is ``max_dec_steps``: the given
-    ``--min_dec_steps``, else ``derived_min_dec_steps``.
-
-    Args:
-      config: the command's ``Config``.
-      max_dec_steps: the decode's longest summary.
-      where: where that maximum comes from, for the message.
-
-    Raises:
-      acvi_tf.flags.DecodeSettingError: the given minimum exceeds the maximum.
-    """
-    if "min_dec_steps" not in config.given:
-        return derived_min_dec_steps(max_dec_steps)
-    if config.min_dec_steps > max_dec_steps:
-        raise acvi_flags.DecodeSettingError(
-            "--min_dec_steps=%d exceeds max_dec_steps=%d (%s), so every summary would run "
-            "to the maximum; give --min_dec_steps=%d or less, or leave it out to derive it"
-            % (config.min_dec_steps, max_dec_steps, where, max_dec_steps)
-        )
-    return config.min_dec_steps
-
-
-def decode_config(config):
-    """``config`` with the lengths a decode of the run uses, logged in one line: the
-    given ``--max_enc_steps`` and ``--max_dec_steps``, else the run's final phase's (its
-    record's without ``--phases``), and ``min_dec_steps``.
-
-    Raises:
-      acvi_tf.flags.DecodeSettingError: a given minimum exceeds the maximum.
-    """
-    final = experiment.phases(config)[-1]
-    lengths = {
-        name: config[name] if name in config.given else getattr(final, name)
-        for name in ("max_enc_steps", "max_dec_steps")
-    }
-    derived = {
-        name: "the run's final phase"
-        for name in lengths
-        if config.phases and name not in config.given
-    }
-    where = "given" if "max_dec_steps" in config.given else "the run's"
-    config = config.replace(**lengths)
-    config = config.replace(min_dec_steps=min_dec_steps(config, config.max_dec_steps, where))
-    derived["min_dec_steps"] = "See's %d, at most %d%% of max_dec_steps" % (
-        SEE_MIN_DEC_STEPS,
-        SEE_MIN_DEC_STEPS,
-    )
-    names = ("max_enc_steps", "max_dec_steps", "min_dec_steps", "beam_size")
-    logging.info("Decoding with %s", acvi_flags.describe(config, names, derived))
-    return config
-
-
 def decode_settings(config, checkpoint_path: str) -> dict:
     """What a single-pass decode's output depends on besides its data, for its folder's
     ``manifest.json``: the checkpoint (its name and the SHA-256 of its index, which holds
@@ -421,7 +361,7 @@ def decode_settings(config, checkpoint_path: str) -> dict:
     things are, how it runs) and ``--vocab_path`` (its content counts instead).
 
     Args:
-      config: the decode's ``Config`` (``decode_config``'s).
+      config: the decode's ``Config`` (``experiment.decode_config``'s).
       checkpoint_path: the checkpoint it decodes with.
 
     Returns:
@@ -561,7 +501,13 @@ def _start_coverage(config, model, checkpointer):
     return optimizer
 
 
-def train(config, vocab, train_dir, phases, strategy=None):
+def train(
+    config: Config,
+    vocab: vocab_lib.Vocab,
+    train_dir: str,
+    phases: List[curriculum.Phase],
+    strategy: Optional[tf.distribute.Strategy] = None,
+) -> keras.Model:
     """The training loop across curriculum phases under ``strategy`` (default: the
     current one); resumes from the latest checkpoint."""
     strategy = strategy or tf.distribute.get_strategy()
@@ -673,7 +619,7 @@ def _write_samples(config, model, vocab, phase, batch, step, summarizers, count=
     ``summarizers`` caches one ``decode.Summarizer`` per curriculum phase.
     """
     if phase not in summarizers:
-        shortest = min_dec_steps(config, phase.max_dec_steps, "the phase's")
+        shortest = experiment.min_dec_steps(config, phase.max_dec_steps, "the phase's")
         logging.info(
             "Sample summaries of phase %d-%d: max_dec_steps=%d (the phase's), "
             "min_dec_steps=%d (%s)",
@@ -715,7 +661,13 @@ def _write_samples(config, model, vocab, phase, batch, step, summarizers, count=
         )
 
 
-def evaluate(config, vocab, train_dir, eval_dir, phases):
+def evaluate(
+    config: Config,
+    vocab: vocab_lib.Vocab,
+    train_dir: str,
+    eval_dir: str,
+    phases: List[curriculum.Phase],
+) -> Optional[float]:
     """The concurrent eval job: each new checkpoint of ``train/`` on the same validation
     batches, its TensorBoard logs in ``eval/``, the best model kept in ``best/``.
 
@@ -728,7 +680,9 @@ def evaluate(config, vocab, train_dir, eval_dir, phases):
     under See's name. The job ends once it has scored the checkpoint of the last step.
     """
     for phase in phases:  # a given minimum must fit every phase's samples
-        min_dec_steps(config, phase.max_dec_steps, "phase %d-%d's" % (phase.start, phase.end))
+        experiment.min_dec_steps(
+            config, phase.max_dec_steps, "phase %d-%d's" % (phase.start, phase.end)
+        )
     lock = trainer_lib.lock_folder(eval_dir, job="eval job")  # held while the job runs
     best_dir = experiment.best_dir(config)
     checkpoints.remove_interrupted_saves(best_dir)
@@ -824,9 +778,9 @@ def evaluate(config, vocab, train_dir, eval_dir, phases):
             return checkpointer.best_value
 
 
-def decode(config, vocab, train_dir):
+def decode(config: Config, vocab: vocab_lib.Vocab, train_dir: str) -> Optional[dict]:
     """Decode mode: batched beam search with the latest training checkpoint."""
-    config = decode_config(config)
+    config = experiment.decode_config(config)
     model = experiment.build_model(config, vocab)
     latest, step = experiment.restore(config, model, vocab, best=False)
     summarizer = experiment.build_decoder(
@@ -895,7 +849,7 @@ def decode(config, vocab, train_dir):
             return None
 
 
-def run(config):
+def run(config: Config) -> Union[keras.Model, float, dict, None]:
     """Runs ``--mode`` on the command's frozen flags (an ``acvi_tf.config.Config``).
 
     Returns:

@@ -76,7 +76,7 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
 
 def run_config(log_root: str, exp_name: str, given: Dict[str, Any]) -> Config:
     """The run's settings as its ``hparams.json`` records them, with ``given`` on top,
-    and the decode's lengths (``run_summarization.decode_config``).
+    and the decode's lengths (``experiment.decode_config``).
 
     Raises:
       app.UsageError: the run has no ``hparams.json``.
@@ -93,7 +93,7 @@ def run_config(log_root: str, exp_name: str, given: Dict[str, Any]) -> Config:
         log_root=log_root,  # where the run is now
         exp_name=exp_name,
     )
-    return run_summarization.decode_config(config)
+    return experiment.decode_config(config)
 
 
 def corpus_record(vocab_path: str) -> Tuple[str, Dict[str, Any]]:

@@ -29,7 +29,7 @@ from video_caption import caption as caption_lib
 from video_caption import data, experiment
 
 
-def define_flags(fv=flags.FLAGS):
+def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     """Defines the command's flags on ``fv``."""
     caption_lib.define_run_flags(fv)
     export_lib.define_flags(fv, text_input=False)

@@ -39,6 +39,7 @@ import collections
 import functools
 import json
 import os
+from typing import Dict, List, Union
 
 import numpy as np
 import tensorflow as tf
@@ -50,6 +51,7 @@ from acvi_tf import flags as acvi_flags
 from acvi_tf import trainer as trainer_lib
 from acvi_tf import training as training_lib
 from acvi_tf.compat import keras
+from acvi_tf.config import Config
 from acvi_tf.metrics import captions as caption_metrics
 from video_caption import data, experiment
 from video_caption import model as model_lib
@@ -71,7 +73,7 @@ MODEL_FLAGS = (
 COMMAND_FLAGS = ("mode", "out_dir", "ckpt", "decode_split", "eval_splits", "attention_images")
 
 
-def define_flags(fv=flags.FLAGS):
+def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     """Defines this command's flags (and the shared ones when missing) on ``fv``."""
     if "context" not in fv:
         acvi_flags.define_flags(fv)
@@ -205,7 +207,7 @@ def _require(config, *names):
             raise app.UsageError("--%s is required" % name)
 
 
-def most_common_caption(records):
+def most_common_caption(records: List[dict]) -> str:
     """The most frequent tokenized training caption: the constant-caption baseline."""
     counts = collections.Counter(c for r in records for c in r["captions"])
     return min(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0]
@@ -273,7 +275,9 @@ def make_train_step(model, optimizer, config):
     )
 
 
-def train(exp, strategy, step_var):
+def train(
+    exp: experiment.Experiment, strategy: tf.distribute.Strategy, step_var: tf.Variable
+) -> float:
     """The training loop under ``strategy`` (the model built in its scope); returns the
     best validation ``--best_metric``."""
     config, model = exp.config, exp.model
@@ -396,7 +400,7 @@ def _line_step(line):
         return float("inf")
 
 
-def evaluate(exp):
+def evaluate(exp: experiment.Experiment) -> Dict[str, dict]:
     """Perplexity and caption metrics of the restored model on ``--eval_splits``."""
     path = exp.restore()
     results = {}
@@ -412,7 +416,7 @@ def evaluate(exp):
     return results
 
 
-def decode(exp):
+def decode(exp: experiment.Experiment) -> dict:
     """Captions ``--decode_split``, scores them and the constant-caption baseline."""
     config = exp.config
     path = exp.restore()
@@ -462,7 +466,7 @@ def decode(exp):
     return report
 
 
-def run(config):
+def run(config: Config) -> Union[float, dict]:
     """Runs ``--mode`` on the command's frozen flags (an ``acvi_tf.config.Config``);
     returns its result."""
     _require(config, "out_dir")
