@@ -27,7 +27,9 @@ by. Every host saves, resumes and keeps its best model through it, so that:
 
 A job that follows a training run (an eval job, a decoder) takes each new checkpoint once
 through ``newest_checkpoints``, which waits for the next one and steps over a checkpoint
-that disappears between listing and restoring.
+that disappears between listing and restoring. A command that uses a trained run restores
+it through ``restore_for_inference``: the given checkpoint, else the best model (in
+``best/``, ``best_dir``), else the newest one, checked before it is restored.
 """
 
 import collections

@@ -7,7 +7,7 @@ these; the summarizer and NMT have the same functions under the same names.
 """
 
 import os
-from typing import Callable, Optional, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 from absl import logging
@@ -126,7 +126,7 @@ class Experiment:
         logging.info("Captioning with %s", acvi_flags.describe(self.config, SEARCH_FLAGS))
         return path
 
-    def split(self, name):
+    def split(self, name: str) -> data.ClipSet:
         """The ``data.ClipSet`` of a split (loaded once, standardized if asked)."""
         if name not in self._sets:
             path = os.path.join(self.config.data_dir, name + ".jsonl")
@@ -144,7 +144,7 @@ class Experiment:
         return self._sets[name]
 
     @property
-    def statistics(self):
+    def statistics(self) -> Optional[Tuple[np.ndarray, np.ndarray]]:
         """The training frames' per-dimension ``(mean [D], std [D])`` that standardise
         every split (``--feature_norm=standardize``; None otherwise)."""
         if self.config.feature_norm != "standardize":
@@ -152,7 +152,7 @@ class Experiment:
         self.split("train")
         return self._statistics
 
-    def clip_set(self, records, store, source):
+    def clip_set(self, records: List[dict], store: Mapping, source: str) -> data.ClipSet:
         """A ``data.ClipSet`` of other clips, standardized with the training frames'
         statistics when the run is (as every split but train is)."""
         clip_set = data.ClipSet(records, store, self.config.num_frames, source=source)
@@ -161,7 +161,7 @@ class Experiment:
 
         return clip_set
 
-    def perplexity(self, name):
+    def perplexity(self, name: str) -> float:
         """Per-token perplexity of a split's captions (teacher forcing, no dropout)."""
         clip_set = self.split(name)
         total_nll, total_tokens = 0.0, 0.0
@@ -179,7 +179,7 @@ class Experiment:
             total_tokens += float(count)
         return losses.perplexity(total_nll, total_tokens)
 
-    def score(self, name):
+    def score(self, name: str) -> Tuple[Dict[str, float], Dict[str, str], Dict[str, np.ndarray]]:
         """``(metrics, captions, attentions)`` of beam-search captions of a split."""
         clip_set = self.split(name)
         captions, attentions = self.decoder.caption_set(clip_set, self.config.decode_batch_size)
@@ -188,6 +188,6 @@ class Experiment:
         )
         return metrics, captions, attentions
 
-    def metric_names(self):
+    def metric_names(self) -> List[str]:
         """``--metrics`` in the order of ``REPORTED``."""
         return [name for name in REPORTED if name in self.config.metrics]
