@@ -14,7 +14,7 @@ the scorers work unchanged under a ``mixed_float16`` policy.
 """
 
 import math
-from typing import Callable, Optional, Union
+from typing import Callable, Optional, Sequence, Union
 
 import tensorflow as tf
 
@@ -78,7 +78,8 @@ def coverage_feature(coverage: tf.Tensor, w_c: tf.Tensor):
     return coverage[..., tf.newaxis] * w_c[0], grad
 
 
-def _check_choice(name, value, choices):
+def check_choice(name: str, value: object, choices: Sequence[object]) -> None:
+    """Raises ``ValueError`` naming ``name`` unless ``value`` is one of ``choices``."""
     if value not in choices:
         raise ValueError("%s must be one of %s, got %r" % (name, choices, value))
 
@@ -92,7 +93,7 @@ class _Scorer(keras.layers.Layer):
 
     def __init__(self, mask_mode: str = "neg_inf", **kwargs) -> None:
         super().__init__(**kwargs)
-        _check_choice("mask_mode", mask_mode, MASK_MODES)
+        check_choice("mask_mode", mask_mode, MASK_MODES)
         self.mask_mode = mask_mode
 
     def prepare(self, memory: tf.Tensor) -> tf.Tensor:
@@ -266,7 +267,7 @@ class MultiplicativeScorer(_Scorer):
         **kwargs,
     ) -> None:
         super().__init__(mask_mode=mask_mode, **kwargs)
-        _check_choice("mode", mode, MULTIPLICATIVE_MODES)
+        check_choice("mode", mode, MULTIPLICATIVE_MODES)
         if mode == "general" and (units is None or units <= 0):
             raise ValueError(
                 "MultiplicativeScorer(mode='general') needs positive units, got %r" % (units,)

@@ -25,6 +25,7 @@ from typing import Optional, Tuple, Union
 
 import tensorflow as tf
 
+from acvi_tf import attention as attention_lib
 from acvi_tf import context as context_lib
 from acvi_tf.compat import keras
 
@@ -65,7 +66,7 @@ class VEDContext(context_lib.ContextLayer):
         **kwargs,
     ) -> None:
         super().__init__(**kwargs)
-        context_lib._check_choice("prior", prior, PRIORS)
+        attention_lib.check_choice("prior", prior, PRIORS)
         self.latent_dim = int(latent_dim)
         self.prior = prior
         self.temperature = float(temperature)

@@ -10,9 +10,11 @@
   context ``c_t`` from the context layer (SA: ``sum_i a_t,i h_i``; ACVI: a sample), the
   attention vector ``W_c [h_t; c_t]`` (bias-free, no tanh, as the TF1 and TFA wrappers),
   and, with ``output_attention``, the output projection reads the attention vector.
-  With ``--context=variational`` (Deng et al.) input feeding keeps the soft attention
-  vector and the output is also evaluated with the sampled (or every) source state in
-  place of ``c_t``; decoding uses ``sum_i a_t,i p(y_t | h_i)``.
+  The context layer's sentence latent (VED's ``z``; width 0 for the others) joins every
+  decoder input; its ``token_losses`` turn the gold words' log-likelihoods into the
+  per-step loss and its ``output_distribution`` gives a decoding step's ``log p(y_t)``
+  (Deng et al.'s variational attention evaluates the output at the sampled or every
+  source state in place of ``c_t``).
 * Initial decoder state: with ``pass_hidden_state`` the encoder's final states
   (forward, backward per bidirectional layer) go to the decoder layers in order.
 * Every weight is ``uniform(-init_weight, init_weight)``, drawn from its own seed; input
@@ -26,7 +28,7 @@ import tensorflow as tf
 
 from acvi_tf import attention as attention_lib
 from acvi_tf import context as context_lib
-from acvi_tf import decoding, recurrent, variational
+from acvi_tf import decoding, recurrent
 from acvi_tf.compat import keras
 
 ENCODER_TYPES = ("uni", "bi")
@@ -191,17 +193,17 @@ class NMTModel(keras.Model):
     def start(self, src, src_len, training=False):
         """Runs the encoder; returns the per-batch constants and the initial state."""
         memory, mask, states = self.encode(src, src_len, training)
+        # the sentence latent reads the encoder's final h (every layer, both directions)
+        z, kl_z = self.context_layer.sentence_latent(
+            tf.concat([h for h, _ in states], axis=-1), training=training
+        )
         constants = dict(
             keys=self.scorer.prepare(memory),
             mask=mask,
             prepared=self.context_layer.prepare(memory, mask),
+            z=z,
+            kl_z=kl_z,
         )
-        # VED: a sentence latent from the encoder's final h (every layer, both directions)
-        z, constants["kl_z"] = self.context_layer.sentence_latent(
-            tf.concat([h for h, _ in states], axis=-1), training=training
-        )
-        if z is not None:
-            constants["z"] = z
         state = dict(
             cells=states, attention=tf.zeros([tf.shape(src)[0], self.num_units], memory.dtype)
         )
@@ -209,11 +211,7 @@ class NMTModel(keras.Model):
 
     def step(self, y_emb, state, constants, training=False, use_gumbel=None):
         """One decoder step: ``(output, state, attn, context)`` for embedded inputs [B, E]."""
-        x = tf.concat(
-            [y_emb, state["attention"]]  # input feeding
-            + ([constants["z"]] if "z" in constants else []),
-            axis=-1,
-        )
+        x = tf.concat([y_emb, state["attention"], constants["z"]], axis=-1)  # input feeding
         new_cells = []
         for cell, cell_state in zip(self.cells, state["cells"]):
             x, cell_state = cell(self._input_dropout(x, training=training), cell_state)
@@ -235,15 +233,17 @@ class NMTModel(keras.Model):
         """
         if not self.output_attention:  # the context does not reach the output
             return self.output_projection(top)
-        return self.output_projection(self.attention_layer(variational.state_context(top, context)))
+        return self.output_projection(self.attention_layer(context_lib.state_context(top, context)))
 
     def log_probs(self, output, state, attn, context, constants):
         """``log p(y_t)`` [B, V] of a decoding step from ``step``'s results."""
-        if not self.context_layer.latent_alignment:
-            return tf.nn.log_softmax(tf.cast(self.output_projection(output), tf.float32))
+        del context
         top = state["cells"][-1][0]
-        return self.context_layer.decode_log_probs(
-            lambda c: self.vocab_logits(top, c), context, attn, constants["prepared"]
+        return self.context_layer.output_distribution(
+            self.output_projection(output),
+            lambda c: self.vocab_logits(top, c),
+            attn,
+            constants["prepared"],
         )
 
     def decode_step(self, tokens, state, constants):
@@ -258,9 +258,8 @@ class NMTModel(keras.Model):
         Returns:
           dict: ``logits`` [B, T, V], ``attn`` [B, T, S], ``kl`` [B, T], ``kl_z`` [B]
           (VED's sentence-latent KL; zeros otherwise), ``prepared`` (the context layer's
-          ``PreparedMemory``); with a latent alignment also
-          ``token_nll`` [B, T] (the loss in place of the cross-entropy, see
-          ``variational.VariationalAttentionContext.alignment_losses``).
+          ``PreparedMemory``) and, when the batch holds ``tgt_out``, ``token_nll``
+          [B, T] (the per-step loss of the gold words, ``ContextLayer.token_losses``).
         """
         constants, state = self.start(batch["src"], batch["src_len"], training)
         tgt_emb = self.tgt_embedding(batch["tgt_in"])
@@ -290,23 +289,27 @@ class NMTModel(keras.Model):
             kl_z=constants["kl_z"],
             prepared=constants["prepared"],
         )
-        if self.context_layer.latent_alignment:
-            gold = batch["tgt_out"]
-            q = self.context_layer.posterior(
-                constants["prepared"],
-                self.tgt_embedding(gold),
-                tf.sequence_mask(batch["tgt_len"], tf.shape(gold)[1]),
-                training,
-            )
-            out["token_nll"], out["kl"] = self.context_layer.alignment_losses(
-                lambda c: variational.gold_log_likelihood(self.vocab_logits(tops, c), gold),
-                variational.gold_log_likelihood(out["logits"], gold),
+        if "tgt_out" in batch:  # the per-step loss of the gold words
+            out["token_nll"], out["kl"] = self.context_layer.token_losses(
+                self._gold(batch, out["logits"], tops),
                 attns,
-                q,
+                out["kl"],
                 constants["prepared"],
                 training,
             )
         return out
+
+    def _gold(self, batch, logits, tops):
+        """The gold words as the output layer scores them (``context.GoldTarget``)."""
+        gold = batch["tgt_out"]
+        return context_lib.GoldTarget(
+            soft_log_likelihood=context_lib.gold_log_likelihood(logits, gold),
+            log_likelihood=lambda c: context_lib.gold_log_likelihood(
+                self.vocab_logits(tops, c), gold
+            ),
+            embedded=lambda: self.tgt_embedding(gold),
+            mask=tf.sequence_mask(batch["tgt_len"], tf.shape(gold)[1]),
+        )
 
 
 def _run_stack(layers, x, mask, training):

@@ -6,14 +6,16 @@
   the LSTM's ``h`` and ``c`` alike (the pointer-generator's reduce-state layers; the paper
   does not say).
 * Decoder step t: the LSTM reads ``[E y_{t-1}; c_{t-1}]`` (the previous context, zeros at
-  t = 0; with ``--context=ved`` also the sentence latent ``z``), giving ``s_t``; additive
+  t = 0) and the context layer's sentence latent ``z`` (VED's; width 0 for the others),
+  giving ``s_t``; additive
   attention (eq. 1, ``W_h`` and ``W_s`` to ``attention_units``) gives ``a_t``; the
   context layer gives ``c_t`` (SA: ``sum_i a_t,i h_i``; ACVI: a sample, or its mean at
   decode time).
-* Output (eq. 4): ``P_t = softmax(V' tanh(V [s_t; c_t] + b) + b')``. With
-  ``--context=variational`` (Deng et al.) the loop keeps the soft context and eq. (4)
-  is also evaluated at the sampled (or every) frame state ``h_z`` in place of ``c_t``;
-  decoding uses ``sum_i a_t,i P_t(. | h_i)``.
+* Output (eq. 4): ``P_t = softmax(V' tanh(V [s_t; c_t] + b) + b')``. The context
+  layer's ``token_losses`` turn the gold words' log-likelihoods into the per-step loss
+  and its ``output_distribution`` gives a decoding step's ``log P_t`` (Deng et al.'s
+  variational attention evaluates eq. (4) at the sampled or every frame state ``h_z``
+  in place of ``c_t``).
 * Dropout (rate ``dropout``, training only) on the non-recurrent connections, as in
   Zaremba et al., which the paper cites: the encoder's input frames, the decoder LSTM's
   input and ``[s_t; c_t]`` before eq. 4.
@@ -24,7 +26,7 @@ import tensorflow as tf
 
 from acvi_tf import attention as attention_lib
 from acvi_tf import context as context_lib
-from acvi_tf import decoding, recurrent, variational
+from acvi_tf import decoding, recurrent
 from acvi_tf.compat import keras
 
 
@@ -85,23 +87,23 @@ class Captioner(keras.Model):
 
         Returns:
           ``(constants, state)``: what every step reads (``keys``, ``prepared``, ``mask``,
-          VED's sentence latent ``z`` and its ``kl_z`` [B]) and the initial decoder state
+          the sentence latent ``z`` and its ``kl_z`` [B]) and the initial decoder state
           (``h``, ``c``, previous ``context``).
         """
         mask = tf.sequence_mask(num_frames, tf.shape(features)[1])
         features = self.dropout(tf.cast(features, self.compute_dtype), training=training)
         memory, fw_h, fw_c, bw_h, bw_c = self.encoder(features, mask=mask, training=training)
+        # the sentence latent reads the final encoder states
+        z, kl_z = self.context_layer.sentence_latent(
+            tf.concat([fw_h, bw_h], axis=-1), training=training
+        )
         constants = dict(
             keys=self.scorer.prepare(memory),
             mask=mask,
             prepared=self.context_layer.prepare(memory, mask),
+            z=z,
+            kl_z=kl_z,
         )
-        # VED: a sentence latent from the final encoder states joins every decoder input
-        z, constants["kl_z"] = self.context_layer.sentence_latent(
-            tf.concat([fw_h, bw_h], axis=-1), training=training
-        )
-        if z is not None:
-            constants["z"] = z
         state = dict(
             h=self.reduce_h(tf.concat([fw_h, bw_h], axis=-1)),
             c=self.reduce_c(tf.concat([fw_c, bw_c], axis=-1)),
@@ -122,7 +124,7 @@ class Captioner(keras.Model):
         Returns:
           ``(output, state, attn)``: ``[s_t; c_t]`` [B, H + 2U], the new state and ``a_t``.
         """
-        inputs = [y_emb, state["context"]] + ([constants["z"]] if "z" in constants else [])
+        inputs = [y_emb, state["context"], constants["z"]]
         x = self.dropout(tf.concat(inputs, axis=-1), training=training)
         s, (h, c) = self.cell(x, [state["h"], state["c"]])
         attn = self.scorer(
@@ -139,11 +141,12 @@ class Captioner(keras.Model):
 
     def log_probs(self, output, attn, prepared):
         """``log P_t`` [B, V] of a decoding step from ``step``'s output and attention."""
-        if not self.context_layer.latent_alignment:
-            return tf.nn.log_softmax(tf.cast(self.logits(output), tf.float32))
-        s, context = output[..., : self.decoder_units], output[..., self.decoder_units :]
-        return self.context_layer.decode_log_probs(
-            lambda c: self.logits(variational.state_context(s, c)), context, attn, prepared
+        s = output[..., : self.decoder_units]
+        return self.context_layer.output_distribution(
+            self.logits(output),
+            lambda c: self.logits(context_lib.state_context(s, c)),
+            attn,
+            prepared,
         )
 
     def decode_step(self, tokens, state, constants):
@@ -158,9 +161,9 @@ class Captioner(keras.Model):
         Returns:
           dict: ``logits`` [B, T, V], ``attn`` [B, T, K] (float32), ``kl`` [B, T] and
           ``kl_z`` [B] (VED's sentence-latent KL; zeros otherwise), ``prepared`` (the
-          context layer's ``PreparedMemory``); with a latent
-          alignment also ``token_nll`` [B, T] (the loss in place of the cross-entropy,
-          see ``variational.VariationalAttentionContext.alignment_losses``).
+          context layer's ``PreparedMemory``) and, when the batch holds ``caption_out``,
+          ``token_nll`` [B, T] (the per-step loss of the gold words,
+          ``ContextLayer.token_losses``).
         """
         constants, state = self.start(batch["features"], batch["num_frames"], training)
         emb = self.embedding(batch["caption_in"])
@@ -190,26 +193,28 @@ class Captioner(keras.Model):
             kl_z=constants["kl_z"],
             prepared=constants["prepared"],
         )
-        if self.context_layer.latent_alignment:
-            gold = batch["caption_out"]
-            states = outputs[..., : self.decoder_units]
-            q = self.context_layer.posterior(
-                constants["prepared"],
-                self.embedding(gold),
-                tf.sequence_mask(batch["caption_len"], tf.shape(gold)[1]),
-                training,
-            )
-            out["token_nll"], out["kl"] = self.context_layer.alignment_losses(
-                lambda c: variational.gold_log_likelihood(
-                    self.logits(variational.state_context(states, c), training), gold
-                ),
-                variational.gold_log_likelihood(out["logits"], gold),
+        if "caption_out" in batch:  # the per-step loss of the gold words
+            out["token_nll"], out["kl"] = self.context_layer.token_losses(
+                self._gold(batch, out["logits"], outputs, training),
                 attns,
-                q,
+                out["kl"],
                 constants["prepared"],
                 training,
             )
         return out
+
+    def _gold(self, batch, logits, outputs, training):
+        """The gold words as eq. (4) scores them (``context.GoldTarget``)."""
+        gold = batch["caption_out"]
+        states = outputs[..., : self.decoder_units]
+        return context_lib.GoldTarget(
+            soft_log_likelihood=context_lib.gold_log_likelihood(logits, gold),
+            log_likelihood=lambda c: context_lib.gold_log_likelihood(
+                self.logits(context_lib.state_context(states, c), training), gold
+            ),
+            embedded=lambda: self.embedding(gold),
+            mask=tf.sequence_mask(batch["caption_len"], tf.shape(gold)[1]),
+        )
 
 
 def attention_penalty(attn, caption_len, num_frames):
