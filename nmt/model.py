@@ -190,9 +190,11 @@ class NMTModel(keras.Model):
             states = [[zeros, zeros] for _ in self.cells]
         return outputs, mask, states
 
-    def start(self, src, src_len, training=False):
-        """Runs the encoder; returns the per-batch constants and the initial state."""
-        memory, mask, states = self.encode(src, src_len, training)
+    def start(self, inputs, training=False):
+        """Runs the encoder on ``inputs`` (``src`` [B, S], ``src_len`` [B]); returns the
+        per-batch constants and the initial state (``decoding.DecodingModel``)."""
+        src = inputs["src"]
+        memory, mask, states = self.encode(src, inputs["src_len"], training)
         # the sentence latent reads the encoder's final h (every layer, both directions)
         z, kl_z = self.context_layer.sentence_latent(
             tf.concat([h for h, _ in states], axis=-1), training=training
@@ -261,7 +263,7 @@ class NMTModel(keras.Model):
           ``PreparedMemory``) and, when the batch holds ``tgt_out``, ``token_nll``
           [B, T] (the per-step loss of the gold words, ``ContextLayer.token_losses``).
         """
-        constants, state = self.start(batch["src"], batch["src_len"], training)
+        constants, state = self.start(batch, training)
         tgt_emb = self.tgt_embedding(batch["tgt_in"])
 
         def step(y_t, state, prepared_t):

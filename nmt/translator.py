@@ -39,7 +39,7 @@ class Translator:
 
         @tf.function(input_signature=signature, autograph=False, jit_compile=jit_compile or None)
         def translate(src, src_len):
-            constants, state = model.start(src, src_len)
+            constants, state = model.start(dict(src=src, src_len=src_len))
             # The output width follows the padded shape (a compile-time constant under
             # XLA); the search stops at tensorflow/nmt's limit, twice the longest source.
             max_steps = 2 * tf.shape(src)[1]
@@ -70,7 +70,7 @@ class Translator:
 
         @tf.function(input_signature=signature, autograph=False)
         def align(src, src_len):
-            constants, state = model.start(src, src_len)
+            constants, state = model.start(dict(src=src, src_len=src_len))
             return decoding.beam_search(
                 decoding.model_step(model, constants),
                 state,

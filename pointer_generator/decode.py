@@ -79,22 +79,12 @@ class Summarizer:
 
         def search(batch, record):
             constants, state = model.start(batch, initial_state_attention)
-            articles = tf.shape(batch["enc_batch"])[0]
-
-            def step(tokens, state, t, constants):
-                del t
-                return model.decode_step(
-                    tokens,
-                    state,
-                    constants,
-                    max_art_oovs=batch["max_art_oovs"],
-                    coverage_on=coverage_on,
-                )
-
             return decoding.beam_search(
-                step,
+                decoding.model_step(
+                    model, max_art_oovs=batch["max_art_oovs"], coverage_on=coverage_on
+                ),
                 state,
-                articles,
+                tf.shape(batch["enc_batch"])[0],
                 beam_size,
                 max_dec_steps,
                 self.start_id,

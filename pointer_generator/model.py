@@ -289,8 +289,9 @@ class PointerGenerator(keras.Model):
         p_gen_logit = tf.squeeze(self.p_gen_layer(tf.concat([context, c, h, x], axis=-1)), axis=-1)
         return p_gen_logit, self.vocab_at(h, context)
 
-    def start(self, batch, initial_state_attention=True):
-        """Runs the encoder for decoding.
+    def start(self, inputs, initial_state_attention=True):
+        """Runs the encoder for decoding (``decoding.DecodingModel``) on ``inputs``, a
+        batch's ``enc_batch``, ``enc_padding_mask`` and ``enc_batch_extend_vocab``.
 
         With ``initial_state_attention`` (the original's decode graph) the first step's
         previous context is attention over the reduced encoder state, and that attention
@@ -305,15 +306,15 @@ class PointerGenerator(keras.Model):
           state (``h``, ``c``, zero ``coverage``, the previous ``context`` and the
           attention ``attn`` that the first step adds to the coverage).
         """
-        mask = batch["enc_padding_mask"]
-        memory, (h, c), summary = self.encode_with_summary(batch["enc_batch"], mask)
+        mask = inputs["enc_padding_mask"]
+        memory, (h, c), summary = self.encode_with_summary(inputs["enc_batch"], mask)
         keys = self.scorer.prepare(memory)
         prepared = self.context_layer.prepare(memory, mask)
         constants = dict(
             keys=keys,
             prepared=prepared,
             mask=mask,
-            enc_batch_extend_vocab=batch["enc_batch_extend_vocab"],
+            enc_batch_extend_vocab=inputs["enc_batch_extend_vocab"],
             z=self.context_layer.sentence_latent(summary)[0],
         )
         if initial_state_attention:

@@ -9,6 +9,7 @@ registers at run time goes through the same checks.
 """
 
 import functools
+import inspect
 
 import hosts
 import numpy as np
@@ -55,14 +56,13 @@ def _beam(host, model, batch, beam_size=2, max_steps=4):
     """Beam search of the batch through the shared decoding protocol (``start``,
     ``decode_step``; the summarizer's scores are probabilities and its options the
     batch's article OOVs and the coverage switch)."""
+    assert isinstance(model, decoding.DecodingModel)
     options, probabilities = {}, False
+    constants, state = model.start(batch)
     if host == "summarizer":
-        constants, state = model.start(batch)
         options, probabilities = dict(max_art_oovs=1, coverage_on=True), True
         start_stop = (2, 3)  # [START], [STOP] in See's vocabulary
     else:
-        inputs = ("src", "src_len") if host == "nmt" else ("features", "num_frames")
-        constants, state = model.start(*(batch[name] for name in inputs))
         start_stop = (1, 2) if host == "nmt" else (vc_data.BOS_ID, vc_data.EOS_ID)
     step = decoding.model_step(model, decoding.tile_beam(constants, beam_size), **options)
     return decoding.beam_search(
@@ -78,7 +78,7 @@ def _beam(host, model, batch, beam_size=2, max_steps=4):
 
 
 def _has_kl(layer):
-    """Whether a mechanism's KL can be non-zero: its own per-step KL on random inputs, or
+    """Whether a new layer's KL can be non-zero: its own per-step KL on random inputs, or
     a ``token_losses`` of its own (which replaces the loop's KL)."""
     if type(layer).token_losses is not context.ContextLayer.token_losses:
         return True
@@ -113,6 +113,10 @@ def test_a_mechanism_registered_at_run_time_trains_and_decodes_in_every_host(mon
     for host in hosts.HOSTS:
         (tmp_path / host).mkdir()
         _trains_decodes_and_restores(host, "uniform", tmp_path / host, 2, 1.0)
+        build, make_batch, _ = hosts.HOST_SETUPS[host]
+        rows = build(registry.make_context_layer("uniform"), seed=5)(make_batch())["attn"]
+        for row in rows.numpy().reshape(-1, rows.shape[-1]):  # even over real positions
+            np.testing.assert_allclose(row[row > 0], 1 / np.sum(row > 0), rtol=1e-6)
 
 
 def _trains_decodes_and_restores(host, mode, tmp_path, steps, fall):
@@ -134,7 +138,8 @@ def _trains_decodes_and_restores(host, mode, tmp_path, steps, fall):
         if step == 0:
             kl = out["kl"].numpy()
             assert kl.shape == tuple(out["attn"].shape[:2]) and np.all(np.isfinite(kl))
-            assert (np.abs(kl).max() > 0) == _has_kl(model.context_layer), kl
+            has_kl = _has_kl(registry.make_context_layer(mode, **OPTIONS))
+            assert (np.abs(kl).max() > 0) == has_kl, kl
             # the context layer's own statistics reach the host's logs (ACVI's sigma)
             statistics = model.context_layer.statistics(out["prepared"])
             assert set(statistics) <= set(logs), (sorted(statistics), sorted(logs))
@@ -164,6 +169,15 @@ def _trains_decodes_and_restores(host, mode, tmp_path, steps, fall):
     for again in (_beam(host, model, batch), _beam(host, restored, batch)):
         np.testing.assert_array_equal(again["ids"], ids)
         np.testing.assert_allclose(again["scores"], decoded["scores"], rtol=1e-5)
+
+
+def test_every_host_model_has_the_decoding_protocols_signatures():
+    for build, _, _ in hosts.HOST_SETUPS.values():
+        model = build(None, seed=1)
+        assert isinstance(model, decoding.DecodingModel)
+        assert list(inspect.signature(model.start).parameters)[0] == "inputs"
+        step = list(inspect.signature(model.decode_step).parameters)
+        assert step[:3] == ["tokens", "state", "constants"], step
 
 
 @pytest.mark.parametrize("host", hosts.HOSTS)

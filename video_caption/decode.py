@@ -43,7 +43,7 @@ class CaptionDecoder:
 
         @tf.function(input_signature=signature, autograph=False, jit_compile=jit_compile or None)
         def search(features, num_frames):
-            constants, state = model.start(features, num_frames)
+            constants, state = model.start(dict(features=features, num_frames=num_frames))
             return decoding.beam_search(
                 decoding.model_step(model, decoding.tile_beam(constants, beam_size)),
                 state,

@@ -77,12 +77,12 @@ class Captioner(keras.Model):
         self.vocab_projection = keras.layers.Dense(vocab_size, name="V_prime")
         self.dropout = keras.layers.Dropout(dropout)
 
-    def start(self, features, num_frames, training=False):
-        """Encodes the frames.
+    def start(self, inputs, training=False):
+        """Encodes the frames (``decoding.DecodingModel``).
 
         Args:
-          features: [B, K, D] frame features (zero rows past ``num_frames``).
-          num_frames: [B] real frames per clip.
+          inputs: ``features`` [B, K, D], the frame features (zero rows past
+            ``num_frames``), and ``num_frames`` [B], the real frames per clip.
           training: apply dropout.
 
         Returns:
@@ -90,7 +90,8 @@ class Captioner(keras.Model):
           the sentence latent ``z`` and its ``kl_z`` [B]) and the initial decoder state
           (``h``, ``c``, previous ``context``).
         """
-        mask = tf.sequence_mask(num_frames, tf.shape(features)[1])
+        features = inputs["features"]
+        mask = tf.sequence_mask(inputs["num_frames"], tf.shape(features)[1])
         features = self.dropout(tf.cast(features, self.compute_dtype), training=training)
         memory, fw_h, fw_c, bw_h, bw_c = self.encoder(features, mask=mask, training=training)
         # the sentence latent reads the final encoder states
@@ -165,7 +166,7 @@ class Captioner(keras.Model):
           ``token_nll`` [B, T] (the per-step loss of the gold words,
           ``ContextLayer.token_losses``).
         """
-        constants, state = self.start(batch["features"], batch["num_frames"], training)
+        constants, state = self.start(batch, training)
         emb = self.embedding(batch["caption_in"])
 
         def step(y_t, state, prepared_t):
