@@ -23,6 +23,7 @@ The output projection over the vocabulary and the ACVI KL run after the decoder 
 """
 
 import random
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import tensorflow as tf
 
@@ -47,7 +48,7 @@ class LSTMBias(keras.initializers.Initializer):
       seed: seed of the draw.
     """
 
-    def __init__(self, init_weight, seed):
+    def __init__(self, init_weight: float, seed: int) -> None:
         self.init_weight = init_weight
         self.seed = seed
 
@@ -59,7 +60,7 @@ class LSTMBias(keras.initializers.Initializer):
         gate_i, _, gates_co = tf.split(bias, [shape[0] // 4, shape[0] // 4, -1])
         return tf.concat([gate_i, tf.ones_like(gate_i), gates_co], axis=0)
 
-    def get_config(self):
+    def get_config(self) -> Dict[str, Any]:
         return {"init_weight": self.init_weight, "seed": self.seed}
 
 
@@ -85,22 +86,22 @@ class NMTModel(keras.Model):
 
     def __init__(
         self,
-        src_vocab_size,
-        tgt_vocab_size,
-        num_units=256,
-        num_encoder_layers=2,
-        num_decoder_layers=2,
-        encoder_type="bi",
-        attention="luong",
-        output_attention=True,
-        pass_hidden_state=True,
-        dropout=0.2,
-        init_weight=0.1,
-        context_layer=None,
-        jit_compile=False,
-        seed=None,
-        **kwargs,
-    ):
+        src_vocab_size: int,
+        tgt_vocab_size: int,
+        num_units: int = 256,
+        num_encoder_layers: int = 2,
+        num_decoder_layers: int = 2,
+        encoder_type: str = "bi",
+        attention: str = "luong",
+        output_attention: bool = True,
+        pass_hidden_state: bool = True,
+        dropout: float = 0.2,
+        init_weight: float = 0.1,
+        context_layer: Optional[context_lib.ContextLayer] = None,
+        jit_compile: bool = False,
+        seed: Optional[int] = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         if encoder_type not in ENCODER_TYPES:
             raise ValueError("encoder_type must be one of %s" % (ENCODER_TYPES,))
@@ -173,7 +174,9 @@ class NMTModel(keras.Model):
         )
         self._input_dropout = keras.layers.Dropout(dropout)
 
-    def encode(self, src, src_len, training=False):
+    def encode(
+        self, src: tf.Tensor, src_len: tf.Tensor, training: bool = False
+    ) -> Tuple[tf.Tensor, tf.Tensor, List[List[tf.Tensor]]]:
         """Encoder states [B, S, D] and the decoder's initial per-layer ``[h, c]`` states."""
         mask = tf.sequence_mask(src_len, tf.shape(src)[1])
         x = self.src_embedding(src)
@@ -190,7 +193,9 @@ class NMTModel(keras.Model):
             states = [[zeros, zeros] for _ in self.cells]
         return outputs, mask, states
 
-    def start(self, inputs, training=False):
+    def start(
+        self, inputs: Dict[str, tf.Tensor], training: bool = False
+    ) -> Tuple[Dict[str, Any], Dict[str, Any]]:
         """Runs the encoder on ``inputs`` (``src`` [B, S], ``src_len`` [B]); returns the
         per-batch constants and the initial state (``decoding.DecodingModel``)."""
         src = inputs["src"]
@@ -211,7 +216,14 @@ class NMTModel(keras.Model):
         )
         return constants, state
 
-    def step(self, y_emb, state, constants, training=False, use_gumbel=None):
+    def step(
+        self,
+        y_emb: tf.Tensor,
+        state: Dict[str, Any],
+        constants: Dict[str, Any],
+        training: bool = False,
+        use_gumbel: Optional[Union[bool, tf.Tensor]] = None,
+    ) -> Tuple[tf.Tensor, Dict[str, Any], tf.Tensor, tf.Tensor]:
         """One decoder step: ``(output, state, attn, context)`` for embedded inputs [B, E]."""
         x = tf.concat([y_emb, state["attention"], constants["z"]], axis=-1)  # input feeding
         new_cells = []
@@ -228,7 +240,7 @@ class NMTModel(keras.Model):
         output = attention_vector if self.output_attention else x
         return output, dict(cells=new_cells, attention=attention_vector), attn, context
 
-    def vocab_logits(self, top, context):
+    def vocab_logits(self, top: tf.Tensor, context: tf.Tensor) -> tf.Tensor:
         """Output logits from the top decoder state and a context (any leading dims).
 
         ``context`` may carry one more axis than ``top`` (every source position).
@@ -237,7 +249,14 @@ class NMTModel(keras.Model):
             return self.output_projection(top)
         return self.output_projection(self.attention_layer(context_lib.state_context(top, context)))
 
-    def log_probs(self, output, state, attn, context, constants):
+    def log_probs(
+        self,
+        output: tf.Tensor,
+        state: Dict[str, Any],
+        attn: tf.Tensor,
+        context: tf.Tensor,
+        constants: Dict[str, Any],
+    ) -> tf.Tensor:
         """``log p(y_t)`` [B, V] of a decoding step from ``step``'s results."""
         del context
         top = state["cells"][-1][0]
@@ -248,13 +267,20 @@ class NMTModel(keras.Model):
             constants["prepared"],
         )
 
-    def decode_step(self, tokens, state, constants):
+    def decode_step(
+        self, tokens: tf.Tensor, state: Dict[str, Any], constants: Dict[str, Any]
+    ) -> Tuple[tf.Tensor, Dict[str, Any], Dict[str, tf.Tensor]]:
         """One search step (``acvi_tf.decoding``'s protocol): the previous tokens [B] ->
         ``(log p(y_t) [B, V], state, {"attn": a_t})``."""
         output, state, attn, context = self.step(self.tgt_embedding(tokens), state, constants)
         return self.log_probs(output, state, attn, context, constants), state, {"attn": attn}
 
-    def call(self, batch, training=False, use_gumbel=None):
+    def call(
+        self,
+        batch: Dict[str, tf.Tensor],
+        training: bool = False,
+        use_gumbel: Optional[Union[bool, tf.Tensor]] = None,
+    ) -> Dict[str, Any]:
         """Teacher-forced decoding of ``tgt_in``.
 
         Returns:

@@ -21,6 +21,8 @@ gives ``P_vocab`` when decoding (Deng et al.'s variational attention evaluates
 ``P_vocab`` at the sampled or every encoder state in place of ``c*_t``).
 """
 
+from typing import Any, Dict, List, Optional, Tuple, Union
+
 import tensorflow as tf
 
 from acvi_tf import attention, decoding, recurrent
@@ -51,17 +53,17 @@ class PointerGenerator(keras.Model):
 
     def __init__(
         self,
-        vocab_size,
-        hidden_dim=256,
-        emb_dim=128,
-        pointer_gen=True,
-        context_layer=None,
-        rand_unif_init_mag=0.02,
-        trunc_norm_init_std=1e-4,
-        attention_masking="renormalize",
-        jit_compile=False,
-        **kwargs,
-    ):
+        vocab_size: int,
+        hidden_dim: int = 256,
+        emb_dim: int = 128,
+        pointer_gen: bool = True,
+        context_layer: Optional[context_lib.ContextLayer] = None,
+        rand_unif_init_mag: float = 0.02,
+        trunc_norm_init_std: float = 1e-4,
+        attention_masking: str = "renormalize",
+        jit_compile: bool = False,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.vocab_size = vocab_size
         self.hidden_dim = hidden_dim
@@ -115,12 +117,16 @@ class PointerGenerator(keras.Model):
             name="output_projection",
         )
 
-    def encode(self, enc_batch, enc_padding_mask):
+    def encode(
+        self, enc_batch: tf.Tensor, enc_padding_mask: tf.Tensor
+    ) -> Tuple[tf.Tensor, List[tf.Tensor]]:
         """Encoder states [B, N, 2H] and the reduced initial decoder state ``[h, c]``."""
         memory, state, _ = self.encode_with_summary(enc_batch, enc_padding_mask)
         return memory, state
 
-    def encode_with_summary(self, enc_batch, enc_padding_mask):
+    def encode_with_summary(
+        self, enc_batch: tf.Tensor, enc_padding_mask: tf.Tensor
+    ) -> Tuple[tf.Tensor, List[tf.Tensor], tf.Tensor]:
         """``encode`` plus the summary ``[h_fw; h_bw]`` [B, 2H] of the final states."""
         mask = tf.cast(enc_padding_mask, tf.bool)
         memory, fw_h, fw_c, bw_h, bw_c = self.encoder(self.embedding(enc_batch), mask=mask)
@@ -130,17 +136,17 @@ class PointerGenerator(keras.Model):
 
     def decoder_step(
         self,
-        y_t,
-        prev_context,
-        state,
-        coverage,
-        memory_mask,
-        keys,
-        prepared,
-        z,
-        training=False,
-        use_gumbel=None,
-    ):
+        y_t: tf.Tensor,
+        prev_context: tf.Tensor,
+        state: List[tf.Tensor],
+        coverage: Optional[tf.Tensor],
+        memory_mask: tf.Tensor,
+        keys: tf.Tensor,
+        prepared: context_lib.PreparedMemory,
+        z: tf.Tensor,
+        training: bool = False,
+        use_gumbel: Optional[Union[bool, tf.Tensor]] = None,
+    ) -> Tuple[tf.Tensor, List[tf.Tensor], tf.Tensor, Optional[tf.Tensor], tf.Tensor]:
         """One step of the attention decoder in the original order (steps 1-5 above).
 
         Args:
@@ -175,7 +181,13 @@ class PointerGenerator(keras.Model):
             coverage = coverage + attn
         return context, state, attn, coverage, x
 
-    def call(self, batch, training=False, coverage_on=False, use_gumbel=None):
+    def call(
+        self,
+        batch: Dict[str, tf.Tensor],
+        training: bool = False,
+        coverage_on: bool = False,
+        use_gumbel: Optional[Union[bool, tf.Tensor]] = None,
+    ) -> Dict[str, Any]:
         """Runs the encoder and the teacher-forced decoder over ``dec_batch``.
 
         Args:
@@ -275,12 +287,14 @@ class PointerGenerator(keras.Model):
             mask=batch["dec_padding_mask"],
         )
 
-    def vocab_at(self, h, context):
+    def vocab_at(self, h: tf.Tensor, context: tf.Tensor) -> tf.Tensor:
         """Vocabulary logits ``V' (W_o [h_t; context] + b_o) + b'``; ``context`` may have
         one more axis than ``h`` (every source position)."""
         return self.vocab_projection(self.output_projection(context_lib.state_context(h, context)))
 
-    def project(self, context, c, h, x):
+    def project(
+        self, context: tf.Tensor, c: tf.Tensor, h: tf.Tensor, x: tf.Tensor
+    ) -> Tuple[tf.Tensor, tf.Tensor]:
         """``p_gen`` logit and vocabulary logits from step outputs (any leading dims).
 
         ``p_gen = sigmoid(w [c*_t; c_t; h_t; x_t] + b)`` and the two linear output layers
@@ -289,7 +303,9 @@ class PointerGenerator(keras.Model):
         p_gen_logit = tf.squeeze(self.p_gen_layer(tf.concat([context, c, h, x], axis=-1)), axis=-1)
         return p_gen_logit, self.vocab_at(h, context)
 
-    def start(self, inputs, initial_state_attention=True):
+    def start(
+        self, inputs: Dict[str, tf.Tensor], initial_state_attention: bool = True
+    ) -> Tuple[Dict[str, Any], Dict[str, tf.Tensor]]:
         """Runs the encoder for decoding (``decoding.DecodingModel``) on ``inputs``, a
         batch's ``enc_batch``, ``enc_padding_mask`` and ``enc_batch_extend_vocab``.
 
@@ -328,7 +344,14 @@ class PointerGenerator(keras.Model):
         state = dict(h=h, c=c, coverage=tf.zeros(tf.shape(mask)), context=context, attn=attn)
         return constants, state
 
-    def decode_step(self, tokens, state, constants, max_art_oovs, coverage_on):
+    def decode_step(
+        self,
+        tokens: tf.Tensor,
+        state: Dict[str, tf.Tensor],
+        constants: Dict[str, Any],
+        max_art_oovs: Union[int, tf.Tensor],
+        coverage_on: bool,
+    ) -> Tuple[tf.Tensor, Dict[str, tf.Tensor], Dict[str, tf.Tensor]]:
         """One decoding step: the final distribution over the extended vocabulary.
 
         The original's decode graph runs one step per call, so it recomputes the previous

@@ -22,6 +22,8 @@
 The vocabulary projection and the ACVI KL run once on all steps after the loop.
 """
 
+from typing import Any, Dict, Optional, Tuple, Union
+
 import tensorflow as tf
 
 from acvi_tf import attention as attention_lib
@@ -47,17 +49,17 @@ class Captioner(keras.Model):
 
     def __init__(
         self,
-        vocab_size,
-        encoder_units=1000,
-        decoder_units=1000,
-        embedding_dim=256,
-        attention_units=100,
-        output_units=None,
-        dropout=0.5,
-        context_layer=None,
-        jit_compile=False,
-        **kwargs,
-    ):
+        vocab_size: int,
+        encoder_units: int = 1000,
+        decoder_units: int = 1000,
+        embedding_dim: int = 256,
+        attention_units: int = 100,
+        output_units: Optional[int] = None,
+        dropout: float = 0.5,
+        context_layer: Optional[context_lib.ContextLayer] = None,
+        jit_compile: bool = False,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.vocab_size = vocab_size
         self.encoder_units = encoder_units
@@ -77,7 +79,9 @@ class Captioner(keras.Model):
         self.vocab_projection = keras.layers.Dense(vocab_size, name="V_prime")
         self.dropout = keras.layers.Dropout(dropout)
 
-    def start(self, inputs, training=False):
+    def start(
+        self, inputs: Dict[str, tf.Tensor], training: bool = False
+    ) -> Tuple[Dict[str, Any], Dict[str, tf.Tensor]]:
         """Encodes the frames (``decoding.DecodingModel``).
 
         Args:
@@ -112,7 +116,14 @@ class Captioner(keras.Model):
         )
         return constants, state
 
-    def step(self, y_emb, state, constants, training=False, use_gumbel=None):
+    def step(
+        self,
+        y_emb: tf.Tensor,
+        state: Dict[str, tf.Tensor],
+        constants: Dict[str, Any],
+        training: bool = False,
+        use_gumbel: Optional[Union[bool, tf.Tensor]] = None,
+    ) -> Tuple[tf.Tensor, Dict[str, tf.Tensor], tf.Tensor]:
         """One decoder step.
 
         Args:
@@ -136,11 +147,13 @@ class Captioner(keras.Model):
         )
         return tf.concat([s, context], axis=-1), dict(h=h, c=c, context=context), attn
 
-    def logits(self, output, training=False):
+    def logits(self, output: tf.Tensor, training: bool = False) -> tf.Tensor:
         """Eq. (4) before the softmax: ``V' tanh(V [s_t; c_t] + b) + b'`` (any leading dims)."""
         return self.vocab_projection(self.output_hidden(self.dropout(output, training=training)))
 
-    def log_probs(self, output, attn, prepared):
+    def log_probs(
+        self, output: tf.Tensor, attn: tf.Tensor, prepared: context_lib.PreparedMemory
+    ) -> tf.Tensor:
         """``log P_t`` [B, V] of a decoding step from ``step``'s output and attention."""
         s = output[..., : self.decoder_units]
         return self.context_layer.output_distribution(
@@ -150,13 +163,20 @@ class Captioner(keras.Model):
             prepared,
         )
 
-    def decode_step(self, tokens, state, constants):
+    def decode_step(
+        self, tokens: tf.Tensor, state: Dict[str, tf.Tensor], constants: Dict[str, Any]
+    ) -> Tuple[tf.Tensor, Dict[str, tf.Tensor], Dict[str, tf.Tensor]]:
         """One search step (``acvi_tf.decoding``'s protocol): the previous words [B] ->
         ``(log P_t [B, V], state, {"attn": a_t})``."""
         output, state, attn = self.step(self.embedding(tokens), state, constants)
         return self.log_probs(output, attn, constants["prepared"]), state, {"attn": attn}
 
-    def call(self, batch, training=False, use_gumbel=None):
+    def call(
+        self,
+        batch: Dict[str, tf.Tensor],
+        training: bool = False,
+        use_gumbel: Optional[Union[bool, tf.Tensor]] = None,
+    ) -> Dict[str, Any]:
         """Teacher-forced decoding of ``caption_in``.
 
         Returns:
@@ -218,7 +238,7 @@ class Captioner(keras.Model):
         )
 
 
-def attention_penalty(attn, caption_len, num_frames):
+def attention_penalty(attn: tf.Tensor, caption_len: tf.Tensor, num_frames: tf.Tensor) -> tf.Tensor:
     """arctic-capgen-vid's doubly-stochastic term ``sum_i (1 - sum_t a_t,i)^2`` per clip.
 
     Only real caption steps and real frames count. Returns [B] float32.
