@@ -21,7 +21,7 @@ of the ACVI paper unless marked "journal".
 """
 
 import math
-from typing import Callable, Dict, NamedTuple, Optional, Tuple, Union
+from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 import tensorflow as tf
@@ -425,7 +425,7 @@ class VarianceNetwork(keras.layers.Layer):
         kind: str = "mlp",
         log_var_min: float = DEFAULT_LOG_VAR_MIN,
         log_var_max: float = DEFAULT_LOG_VAR_MAX,
-        **kwargs,
+        **kwargs: Any,
     ) -> None:
         kwargs["dtype"] = "float32"
         super().__init__(**kwargs)
@@ -515,7 +515,7 @@ class ACVIContext(ContextLayer):
         log_var_min: float = DEFAULT_LOG_VAR_MIN,
         log_var_max: float = DEFAULT_LOG_VAR_MAX,
         seed: Optional[int] = None,
-        **kwargs,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         check_choice("variance_net", variance_net, VARIANCE_NETS)

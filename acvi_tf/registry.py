@@ -9,7 +9,7 @@ and the tests' mechanisms all come from ``CONTEXTS``.
 """
 
 import dataclasses
-from typing import Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from acvi_tf import context, structured, variational, ved
 
@@ -117,7 +117,7 @@ def make_context_layer(
     structured_penalty: float = 0.005,
     ved_options: Optional[dict] = None,
     variational_options: Optional[dict] = None,
-    **acvi_options,
+    **acvi_options: Any,
 ) -> context.ContextLayer:
     """Builds the context layer for ``--context=mode``.
 

@@ -24,7 +24,7 @@ network and ``alignment_losses``, and its ``output_distribution`` mixes over the
 alignment at decode time.
 """
 
-from typing import Callable, Optional, Tuple, Union
+from typing import Any, Callable, Optional, Tuple, Union
 
 import tensorflow as tf
 
@@ -143,7 +143,7 @@ class InferenceNetwork(keras.layers.Layer):
       jit_compile: build the LSTMs in the form XLA compiles (``acvi_tf.recurrent``).
     """
 
-    def __init__(self, units: int, jit_compile: bool = False, **kwargs) -> None:
+    def __init__(self, units: int, jit_compile: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.units = units
         self.jit_compile = jit_compile
@@ -224,7 +224,7 @@ class VariationalAttentionContext(context_lib.SoftAttentionContext):
         kl_weight: float = 1.0,
         seed: Optional[int] = None,
         jit_compile: bool = False,
-        **kwargs,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         attention_lib.check_choice("variational_mode", mode, VARIATIONAL_MODES)

@@ -21,7 +21,7 @@ project's context-layer contract:
   (``--kl_annealing=tanh`` is the original's schedule).
 """
 
-from typing import Optional, Tuple, Union
+from typing import Any, Optional, Tuple, Union
 
 import tensorflow as tf
 
@@ -63,7 +63,7 @@ class VEDContext(context_lib.ContextLayer):
         temperature: float = 1.0,
         kl_weight: float = 0.1,
         seed: Optional[int] = None,
-        **kwargs,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         attention_lib.check_choice("prior", prior, PRIORS)
