@@ -194,9 +194,9 @@ class ContextLayer(keras.layers.Layer):
     """Shared plumbing: one- or many-step inputs, float32 math, compute-dtype output.
 
     ``normalizer`` is None when the attention distribution is the scorer's masked
-    softmax (SA, ACVI); a mechanism with its own distribution over the source (structured
-    attention) sets it to a ``(scores, mask) -> weights`` callable, which hosts pass on
-    to their scorer. The defaults of ``sentence_latent``, ``token_losses`` and
+    softmax; a mechanism with its own distribution over the source sets it to a
+    ``(scores, mask) -> weights`` callable, which hosts pass on to their scorer. The
+    defaults of ``sentence_latent``, ``token_losses`` and
     ``output_distribution`` are soft attention's: no sentence latent, the cross-entropy of
     the gold words, the softmax of the output layer.
     """
