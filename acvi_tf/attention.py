@@ -14,7 +14,7 @@ the scorers work unchanged under a ``mixed_float16`` policy.
 """
 
 import math
-from typing import Callable, Optional, Union
+from typing import Any, Callable, Optional, Sequence, Union
 
 import tensorflow as tf
 
@@ -56,7 +56,7 @@ def masked_softmax(scores: tf.Tensor, mask: tf.Tensor, mask_mode: str = "neg_inf
 
 
 @tf.custom_gradient
-def coverage_feature(coverage: tf.Tensor, w_c: tf.Tensor):
+def coverage_feature(coverage: tf.Tensor, w_c: tf.Tensor) -> tf.Tensor:
     """See's coverage term ``w_c cov_i``: [..., N] and [1, U] -> [..., N, U].
 
     The value is a broadcast product, exactly what a dense layer on a size-1 input axis
@@ -78,7 +78,8 @@ def coverage_feature(coverage: tf.Tensor, w_c: tf.Tensor):
     return coverage[..., tf.newaxis] * w_c[0], grad
 
 
-def _check_choice(name, value, choices):
+def check_choice(name: str, value: object, choices: Sequence[object]) -> None:
+    """Raises ``ValueError`` naming ``name`` unless ``value`` is one of ``choices``."""
     if value not in choices:
         raise ValueError("%s must be one of %s, got %r" % (name, choices, value))
 
@@ -90,9 +91,9 @@ class _Scorer(keras.layers.Layer):
     queries [B, T, Q], and may override ``prepare`` and ``score_mask``.
     """
 
-    def __init__(self, mask_mode: str = "neg_inf", **kwargs) -> None:
+    def __init__(self, mask_mode: str = "neg_inf", **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        _check_choice("mask_mode", mask_mode, MASK_MODES)
+        check_choice("mask_mode", mask_mode, MASK_MODES)
         self.mask_mode = mask_mode
 
     def prepare(self, memory: tf.Tensor) -> tf.Tensor:
@@ -175,7 +176,7 @@ class AdditiveScorer(_Scorer):
     """
 
     def __init__(
-        self, units: int, use_coverage: bool = False, mask_mode: str = "neg_inf", **kwargs
+        self, units: int, use_coverage: bool = False, mask_mode: str = "neg_inf", **kwargs: Any
     ) -> None:
         super().__init__(mask_mode=mask_mode, **kwargs)
         if units <= 0:
@@ -263,10 +264,10 @@ class MultiplicativeScorer(_Scorer):
         scale: bool = False,
         mask_mode: str = "neg_inf",
         kernel_initializer: Union[str, keras.initializers.Initializer] = "glorot_uniform",
-        **kwargs,
+        **kwargs: Any,
     ) -> None:
         super().__init__(mask_mode=mask_mode, **kwargs)
-        _check_choice("mode", mode, MULTIPLICATIVE_MODES)
+        check_choice("mode", mode, MULTIPLICATIVE_MODES)
         if mode == "general" and (units is None or units <= 0):
             raise ValueError(
                 "MultiplicativeScorer(mode='general') needs positive units, got %r" % (units,)
@@ -327,7 +328,7 @@ class ScaledDotProductScorer(_Scorer):
       mask_mode: see ``masked_softmax``.
     """
 
-    def __init__(self, causal: bool = False, mask_mode: str = "neg_inf", **kwargs) -> None:
+    def __init__(self, causal: bool = False, mask_mode: str = "neg_inf", **kwargs: Any) -> None:
         super().__init__(mask_mode=mask_mode, **kwargs)
         self.causal = causal
 

@@ -9,7 +9,11 @@ changing the layer it builds and nothing else:
   ``(context, kl)`` for one decoder step (probs [B, N] -> context [B, D], kl [B]) or for
   many steps at once (probs [B, T, N] -> context [B, T, D], kl [B, T]);
 * ``draw`` and ``kl_divergence`` are its two halves, for decoder loops that feed the
-  context back and compute the KL of all steps at once after the loop.
+  context back and compute the KL of all steps at once after the loop;
+* ``sentence_latent`` gives the latent every decoder input carries (width 0 by default),
+  ``token_losses`` the per-step loss of the gold sequence after the teacher-forced loop
+  and ``output_distribution`` a decoding step's distribution over the vocabulary: a host
+  calls all three unconditionally, and a mechanism with a latent there overrides them.
 
 ``kl`` is the per-step KL term before ``kl_weight``; masking padded decoder steps and
 normalising like the task's NLL is the host's job. Equations refer to the arXiv version
@@ -17,12 +21,12 @@ of the ACVI paper unless marked "journal".
 """
 
 import math
-from typing import Dict, NamedTuple, Optional, Tuple, Union
+from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 import tensorflow as tf
 
-from acvi_tf.attention import masked_softmax
+from acvi_tf.attention import check_choice, masked_softmax
 from acvi_tf.compat import keras
 from acvi_tf.loop_gradients import DeferredContractions
 
@@ -80,11 +84,6 @@ class PreparedMemory(NamedTuple):
     component_kl: Optional[tf.Tensor] = None
     prior_mean: Optional[tf.Tensor] = None
     step_inputs: Optional[dict] = None
-
-
-def _check_choice(name, value, choices):
-    if value not in choices:
-        raise ValueError("%s must be one of %s, got %r" % (name, choices, value))
 
 
 def random_generator(seed: Optional[int]) -> tf.random.Generator:
@@ -152,27 +151,124 @@ def sampler_kl(probs: tf.Tensor, prepared: PreparedMemory) -> tf.Tensor:
     return 0.5 * tf.reduce_sum(variance + tf.square(mean) - 1.0 - tf.math.log(variance), axis=-1)
 
 
+class GoldTarget(NamedTuple):
+    """The gold target sequence as a host's output layer scores it (``token_losses``).
+
+    Attributes:
+      soft_log_likelihood: ``log p(y_t | s_t, c_t)`` [B, T] of the gold words at the
+        contexts the decoder loop drew, float32.
+      log_likelihood: callable, contexts [B, T, D] -> ``log p(y_t | s_t, context)``
+        [B, T] of the gold words (the host's output layer with its states bound).
+      embedded: callable, no arguments -> the embedded gold words [B, T, E] (called only
+        by a mechanism that reads the target, such as an inference network).
+      mask: [B, T], 1/True at real target steps.
+    """
+
+    soft_log_likelihood: tf.Tensor
+    log_likelihood: Callable[[tf.Tensor], tf.Tensor]
+    embedded: Callable[[], tf.Tensor]
+    mask: tf.Tensor
+
+
+def gold_log_likelihood(logits: tf.Tensor, gold: tf.Tensor) -> tf.Tensor:
+    """``log softmax(logits)[gold]`` in float32: [..., V] and [...] ids -> [...]."""
+    return -tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=gold, logits=tf.cast(logits, tf.float32)
+    )
+
+
+def state_context(state: tf.Tensor, context: tf.Tensor) -> tf.Tensor:
+    """``[state; context]`` with ``state`` broadcast over the extra axes of ``context``.
+
+    The hosts' output layers read ``[s_t; c_t]``; evaluating them at every source position
+    pairs one state [..., H] with many contexts [..., N, D].
+    """
+    state = tf.cast(state, context.dtype)
+    for _ in range(context.shape.rank - state.shape.rank):
+        state = state[..., tf.newaxis, :]
+    shape = tf.concat([tf.shape(context)[:-1], tf.shape(state)[-1:]], axis=0)
+    return tf.concat([tf.broadcast_to(state, shape), context], axis=-1)
+
+
 class ContextLayer(keras.layers.Layer):
     """Shared plumbing: one- or many-step inputs, float32 math, compute-dtype output.
 
     ``normalizer`` is None when the attention distribution is the scorer's masked
-    softmax (SA, ACVI); a mechanism with its own distribution over the source (structured
-    attention) sets it to a ``(scores, mask) -> weights`` callable, which hosts pass on
-    to their scorer. ``latent_alignment`` marks ``variational.VariationalAttentionContext``.
+    softmax; a mechanism with its own distribution over the source sets it to a
+    ``(scores, mask) -> weights`` callable, which hosts pass on to their scorer. The
+    defaults of ``sentence_latent``, ``token_losses`` and
+    ``output_distribution`` are soft attention's: no sentence latent, the cross-entropy of
+    the gold words, the softmax of the output layer.
     """
 
     num_samples = 1
     normalizer = None
-    # True for a categorical alignment latent (Deng et al.): the host calls
-    # ``alignment_losses`` after its decoder loop and ``decode_log_probs`` when decoding.
-    latent_alignment = False
 
     def sentence_latent(
         self, summary: tf.Tensor, training: bool = False
-    ) -> Tuple[Optional[tf.Tensor], tf.Tensor]:
-        """A sentence latent for the decoder input (VED only): ``(z or None, KL_z [B])``."""
+    ) -> Tuple[tf.Tensor, tf.Tensor]:
+        """The latent that joins every decoder input, and its KL.
+
+        Args:
+          summary: the encoder's summary of the source [B, S].
+          training: sample the latent (otherwise its mean).
+
+        Returns:
+          ``(z [B, L], KL_z [B])``: here ``L = 0`` and a zero KL, so the decoder input
+          is unchanged.
+        """
         del training
-        return None, tf.zeros(tf.shape(summary)[:1])
+        batch = tf.shape(summary)[:1]
+        return tf.zeros(tf.concat([batch, [0]], 0), self.compute_dtype), tf.zeros(batch)
+
+    def token_losses(
+        self,
+        gold: GoldTarget,
+        attention_probs: tf.Tensor,
+        kl: tf.Tensor,
+        prepared: PreparedMemory,
+        training: bool = False,
+    ) -> Tuple[tf.Tensor, tf.Tensor]:
+        """The per-step loss of the gold sequence after the teacher-forced loop.
+
+        Args:
+          gold: the gold words as the host's output layer scores them.
+          attention_probs: ``a_t`` [B, T, N] of the loop.
+          kl: the loop's per-step KL [B, T] (``kl_divergence``).
+          prepared: this batch's ``PreparedMemory``.
+          training: the training objective (otherwise the evaluation one).
+
+        Returns:
+          ``(token_nll [B, T], kl [B, T])`` that the host's loss reads: here
+          ``-gold.soft_log_likelihood`` and ``kl`` as given.
+        """
+        del attention_probs, prepared, training
+        return -gold.soft_log_likelihood, kl
+
+    def output_distribution(
+        self,
+        logits: tf.Tensor,
+        logits_at: Callable[[tf.Tensor], tf.Tensor],
+        attention_probs: tf.Tensor,
+        prepared: PreparedMemory,
+        log: bool = True,
+    ) -> tf.Tensor:
+        """A decoding step's distribution over the vocabulary, float32 [R, V].
+
+        Args:
+          logits: the output layer's logits at the step's context [R, V].
+          logits_at: callable, contexts [R, D] or [R, N, D] -> logits [R, (N,) V] (the
+            output layer with the step's state bound, ``state_context``).
+          attention_probs: ``a_t`` [R, N].
+          prepared: the (beam-tiled) ``PreparedMemory``.
+          log: log-probabilities (otherwise probabilities).
+
+        Returns:
+          Here the (log-)softmax of ``logits``.
+        """
+        del logits_at, attention_probs, prepared
+        logits = tf.cast(logits, tf.float32)
+        return tf.nn.log_softmax(logits) if log else tf.nn.softmax(logits)
 
     def regularization(self) -> tf.Tensor:
         """A penalty on the layer's own parameters for the training loss (0 by default)."""
@@ -329,11 +425,11 @@ class VarianceNetwork(keras.layers.Layer):
         kind: str = "mlp",
         log_var_min: float = DEFAULT_LOG_VAR_MIN,
         log_var_max: float = DEFAULT_LOG_VAR_MAX,
-        **kwargs,
+        **kwargs: Any,
     ) -> None:
         kwargs["dtype"] = "float32"
         super().__init__(**kwargs)
-        _check_choice("variance_net", kind, VARIANCE_NETS)
+        check_choice("variance_net", kind, VARIANCE_NETS)
         self.kind = kind
         self.log_var_min = float(log_var_min)
         self.log_var_max = float(log_var_max)
@@ -419,14 +515,14 @@ class ACVIContext(ContextLayer):
         log_var_min: float = DEFAULT_LOG_VAR_MIN,
         log_var_max: float = DEFAULT_LOG_VAR_MAX,
         seed: Optional[int] = None,
-        **kwargs,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        _check_choice("variance_net", variance_net, VARIANCE_NETS)
-        _check_choice("sampling", sampling, SAMPLINGS)
-        _check_choice("noise", noise, NOISES)
-        _check_choice("kl", kl, KL_ESTIMATORS)
-        _check_choice("decode", decode, DECODE_MODES)
+        check_choice("variance_net", variance_net, VARIANCE_NETS)
+        check_choice("sampling", sampling, SAMPLINGS)
+        check_choice("noise", noise, NOISES)
+        check_choice("kl", kl, KL_ESTIMATORS)
+        check_choice("decode", decode, DECODE_MODES)
         if not 0.0 <= gumbel_fraction <= 1.0:
             raise ValueError("gumbel_fraction must be in [0, 1], got %r" % (gumbel_fraction,))
         if gumbel_temperature <= 0:

@@ -21,7 +21,17 @@ over the number of tokens including [START]), ``"gnmt"`` (Wu et al. 2016: over
 ``((5 + length) / 6) ** alpha``), or ``"none"``.
 """
 
-from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple, Union
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Dict,
+    Optional,
+    Protocol,
+    Tuple,
+    Union,
+    runtime_checkable,
+)
 
 import tensorflow as tf
 
@@ -42,22 +52,71 @@ def _normalize(total, length, mode, alpha):
     return total
 
 
-def model_step(model: Any, constants: Any, **options) -> Callable:
-    """The search step of a model that follows the decoding protocol.
+@runtime_checkable
+class DecodingModel(Protocol):
+    """What a host model implements to be decoded: ``start`` once per batch of inputs,
+    then ``decode_step`` once per generated token (``model_step`` makes the searches'
+    step of it).
 
-    A host model decodes through ``start(...) -> (constants, state)`` and
-    ``decode_step(tokens, state, constants, **options) -> (scores [B, V], state, extras)``;
-    ``beam_search``, ``greedy_search`` and ``gnmt_beam_search`` take the result. The
-    scores are log-probabilities, except the summarizer's: probabilities over its
-    extended vocabulary (``beam_search(probabilities=True)`` takes the log of the
-    candidates only, as See's beam does); its ``options`` are the batch's
-    ``max_art_oovs`` and the coverage switch.
+    The NMT model and the captioner score with log-probabilities over the vocabulary;
+    the summarizer with probabilities over its extended vocabulary, of which
+    ``beam_search(probabilities=True)`` takes the log of the 2K candidates only, as See's
+    beam does. What else a step gives (attention, ``p_gen``) is in its extras dict.
+    """
+
+    def start(self, inputs: Dict[str, tf.Tensor]) -> Tuple[Any, Any]:
+        """Encodes a batch.
+
+        Args:
+          inputs: the host's input tensors by name (the NMT model's ``src`` and
+            ``src_len``, the captioner's ``features`` and ``num_frames``, the
+            summarizer's batch).
+
+        Returns:
+          ``(constants, state)``: nests of [B, ...] tensors every step reads, and the
+          initial decoder state.
+        """
+
+    def decode_step(
+        self, tokens: tf.Tensor, state: Any, constants: Any, **options: Any
+    ) -> Tuple[tf.Tensor, Any, Dict[str, tf.Tensor]]:
+        """One step.
+
+        Args:
+          tokens: the previous tokens [R].
+          state: the decoder state, [R, ...] tensors.
+          constants: ``start``'s constants, tiled to R rows.
+          **options: the host's decoding options (the summarizer's ``max_art_oovs`` and
+            ``coverage_on``).
+
+        Returns:
+          ``(scores [R, V], state, extras)``.
+        """
+
+
+def model_step(model: DecodingModel, constants: Any = None, **options: Any) -> Callable:
+    """The search step of a ``DecodingModel``.
+
+    ``beam_search``, ``greedy_search`` and ``gnmt_beam_search`` take the result.
 
     Args:
       model: the model.
-      constants: its ``start`` constants (tiled with ``tile_beam`` for a beam).
+      constants: its ``start`` constants (tiled with ``tile_beam`` for a beam); None
+        gives a step that takes them as its fourth argument (``beam_search``'s
+        ``constants``).
       **options: passed to every ``decode_step`` call.
+
+    Returns:
+      ``(tokens, state, t) -> (scores, state, extras)``, or ``(tokens, state, t,
+      constants) -> ...`` without ``constants``.
     """
+    if constants is None:
+
+        def step_with(tokens, state, t, constants):
+            del t
+            return model.decode_step(tokens, state, constants, **options)
+
+        return step_with
 
     def step(tokens, state, t):
         del t
@@ -186,6 +245,24 @@ def _where_rows(row_mask, old, new):
     """``old`` where ``row_mask`` [R] is True, else ``new``; both [R, ...]."""
     mask = tf.reshape(row_mask, tf.concat([[-1], tf.ones([tf.rank(new) - 1], tf.int32)], 0))
     return tf.where(mask, old, new)
+
+
+def last_tokens(seq: tf.Tensor, t: tf.Tensor, start_id: int) -> tf.Tensor:
+    """The tokens [B, K] the hypotheses ``seq`` [B, K, T] end in before step ``t``
+    (``start_id`` at step 0): what a beam search feeds its step."""
+    return tf.where(t > 0, tf.gather(seq, tf.maximum(t - 1, 0), axis=2), start_id)
+
+
+def parent_rows(parents: tf.Tensor, beam_size: int) -> tf.Tensor:
+    """The flat rows [B*K] of the hypotheses that ``parents`` [B, K] (an index into each
+    input's K hypotheses) name, in a beam's [B*K, ...] state."""
+    batch = tf.shape(parents)[0]
+    return tf.reshape(parents + tf.range(batch)[:, tf.newaxis] * beam_size, [-1])
+
+
+def gather_rows(structure: Any, rows: tf.Tensor) -> Any:
+    """Every [R, ...] tensor of a nest at ``rows`` (a beam's state after a step)."""
+    return tf.nest.map_structure(lambda x: tf.gather(x, rows), structure)
 
 
 def write_step(history: tf.Tensor, t: tf.Tensor, value: tf.Tensor) -> tf.Tensor:
@@ -338,8 +415,7 @@ def beam_search(
     def body(v):
         t = v["step"]
         batch = tf.shape(v["done"])[0]
-        last = tf.gather(v["alive_seq"], tf.maximum(t - 1, 0), axis=2)
-        last = tf.where(t > 0, last, start_id)
+        last = last_tokens(v["alive_seq"], t, start_id)
         carried = v.get("constants", const_carried)
 
         def every_row():
@@ -394,8 +470,7 @@ def beam_search(
 
         def extend(indices):
             """Parent rows [B*K], sequences, extras and totals of candidates [B, K]."""
-            parents = tf.gather(order // width, indices, batch_dims=1)
-            rows = tf.reshape(parents + tf.range(batch)[:, tf.newaxis] * k, [-1])
+            rows = parent_rows(tf.gather(order // width, indices, batch_dims=1), k)
 
             def from_parent(history):
                 flat = tf.reshape(history, tf.concat([[batch * k], tf.shape(history)[2:]], 0))
@@ -418,7 +493,7 @@ def beam_search(
 
         live_idx, live_valid = first_k(tf.logical_and(live, walked))
         rows, alive_seq, alive_extras, alive_logp = extend(live_idx)
-        alive_state = tf.nest.map_structure(lambda x: tf.gather(x, rows), new_state)
+        alive_state = gather_rows(new_state, rows)
 
         # Results fill slots fin_count, fin_count + 1, ... of each input's K slots:
         # slot j takes the (j - fin_count)-th new result, if there is one.
@@ -540,7 +615,7 @@ def _retire(v, k, stop_id, length_normalization, gnmt_alpha):
     }
     out.update(
         step=v["step"],
-        state=tf.nest.map_structure(lambda x: tf.gather(x, going_rows), v["state"]),
+        state=gather_rows(v["state"], going_rows),
         constants=[tf.gather(x, going_rows) for x in v["constants"]],
         results=_store(v["results"], done["index"], chosen),
     )

@@ -55,16 +55,8 @@ def define_flags(flag_values=flags.FLAGS):
     flags.DEFINE_enum(
         "context",
         "acvi",
-        list(registry.CONTEXT_MODES),
-        "How the decoder forms its context vector: 'sa' soft attention (the original "
-        "models), 'acvi' amortized context vector inference (the paper), 'structured' "
-        "structured attention (Kim et al. 2017: linear-chain CRF marginals over the "
-        "source, the paper's eq. 20), 'ved' the variational encoder-decoder with "
-        "variational attention (Bahuleyan et al. 2018: a Gaussian sentence latent fed to "
-        "every decoder step and a Gaussian context around the soft-attention one), "
-        "'variational' Deng et al.'s categorical "
-        "variational attention (an inference network over source and target, "
-        "KL(q || attention), the output layer at the sampled or every source state).",
+        list(registry.context_names()),
+        "How the decoder forms its context vector: %s." % registry.describe_contexts(),
         flag_values=fv,
     )
     flags.DEFINE_enum(

@@ -72,7 +72,7 @@ def gnmt_beam_search(
 
     def body(v):
         t = v["step"]
-        last = tf.where(t > 0, tf.gather(v["seq"], tf.maximum(t - 1, 0), axis=2), start_id)
+        last = decoding.last_tokens(v["seq"], t, start_id)
         log_probs, new_state, _ = step_fn(tf.reshape(last, [-1]), v["state"], t)
         vocab = tf.shape(log_probs)[-1]
         log_probs = tf.reshape(tf.cast(log_probs, tf.float32), [batch, k, vocab])
@@ -86,7 +86,6 @@ def gnmt_beam_search(
         top_scores, top = tf.math.top_k(tf.reshape(scores, [batch, k * vocab]), k)
         parents, tokens = top // vocab, top % vocab
         was_finished = tf.gather(v["finished"], parents, batch_dims=1)
-        rows = tf.reshape(parents + tf.range(batch)[:, tf.newaxis] * k, [-1])
         seq = tf.gather(v["seq"], parents, batch_dims=1)
         return [
             dict(
@@ -99,7 +98,7 @@ def gnmt_beam_search(
                 ),
                 finished=tf.logical_or(was_finished, tf.equal(tokens, stop_id)),
                 scores=top_scores,
-                state=tf.nest.map_structure(lambda x: tf.gather(x, rows), new_state),
+                state=decoding.gather_rows(new_state, decoding.parent_rows(parents, k)),
             )
         ]
 

@@ -1,14 +1,15 @@
 """The context mechanisms that ``--context`` chooses from: one entry per mechanism.
 
 A mechanism is a ``context.ContextLayer`` subclass in a module of its own plus one entry
-in ``CONTEXTS``: its ``--context`` name and a builder that makes the layer from the
-``ContextOptions`` the flags give. The hosts build whatever ``make_context_layer`` returns
-and talk to it only through the ``ContextLayer`` contract, so a new mechanism that draws
-a context and a KL needs no host change.
+in ``CONTEXTS``: its ``--context`` name, a builder that makes the layer from the
+``ContextOptions`` the flags give and a one-line description. The hosts build whatever
+``make_context_layer`` returns and talk to it only through the ``ContextLayer`` contract,
+so a new mechanism needs no host change; ``--context``'s choices and help, the docs' list
+and the tests' mechanisms all come from ``CONTEXTS``.
 """
 
 import dataclasses
-from typing import Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from acvi_tf import context, structured, variational, ved
 
@@ -63,15 +64,51 @@ def _variational(options: ContextOptions) -> context.ContextLayer:
     )
 
 
-# --context name -> builder.
-CONTEXTS: Dict[str, Callable[[ContextOptions], context.ContextLayer]] = {
-    "sa": _soft_attention,
-    "acvi": _acvi,
-    "structured": _structured,
-    "ved": _ved,
-    "variational": _variational,
+@dataclasses.dataclass(frozen=True)
+class Mechanism:
+    """One ``--context`` choice.
+
+    Attributes:
+      build: makes the layer, named ``context``, from the flags' ``ContextOptions``.
+      description: what the mechanism does, in one line (``--context``'s help).
+    """
+
+    build: Callable[[ContextOptions], context.ContextLayer]
+    description: str
+
+
+# --context name -> mechanism.
+CONTEXTS: Dict[str, Mechanism] = {
+    "sa": Mechanism(_soft_attention, "soft attention (the original models)"),
+    "acvi": Mechanism(_acvi, "amortized context vector inference (the paper)"),
+    "structured": Mechanism(
+        _structured,
+        "structured attention (Kim et al. 2017: linear-chain CRF marginals over the source, "
+        "the paper's eq. 20)",
+    ),
+    "ved": Mechanism(
+        _ved,
+        "the variational encoder-decoder with variational attention (Bahuleyan et al. "
+        "2018: a Gaussian sentence latent fed to every decoder step and a Gaussian context "
+        "around the soft-attention one)",
+    ),
+    "variational": Mechanism(
+        _variational,
+        "Deng et al.'s categorical variational attention (an inference network over source "
+        "and target, KL(q || attention), the output layer at the sampled or every source "
+        "state)",
+    ),
 }
-CONTEXT_MODES = tuple(CONTEXTS)
+
+
+def context_names() -> Tuple[str, ...]:
+    """The registered ``--context`` names, in registration order."""
+    return tuple(CONTEXTS)
+
+
+def describe_contexts() -> str:
+    """``'name' description, ...`` for every registered mechanism (``--context``'s help)."""
+    return ", ".join("'%s' %s" % (name, m.description) for name, m in CONTEXTS.items())
 
 
 def make_context_layer(
@@ -80,12 +117,12 @@ def make_context_layer(
     structured_penalty: float = 0.005,
     ved_options: Optional[dict] = None,
     variational_options: Optional[dict] = None,
-    **acvi_options,
+    **acvi_options: Any,
 ) -> context.ContextLayer:
     """Builds the context layer for ``--context=mode``.
 
     Args:
-      mode: a key of ``CONTEXTS``.
+      mode: a registered name (``context_names``).
       structured_scale: ``lambda`` of structured attention.
       structured_penalty: weight of structured attention's L2 penalty on its CRF.
       ved_options: ``VEDContext`` arguments (``kl_weight`` and ``seed`` come from
@@ -101,7 +138,7 @@ def make_context_layer(
       ValueError: ``mode`` is not a registered mechanism.
     """
     if mode not in CONTEXTS:
-        raise ValueError("context must be one of %s, got %r" % (CONTEXT_MODES, mode))
+        raise ValueError("context must be one of %s, got %r" % (context_names(), mode))
     options = ContextOptions(
         structured_scale=structured_scale,
         structured_penalty=structured_penalty,
@@ -109,4 +146,4 @@ def make_context_layer(
         variational=variational_options,
         acvi=acvi_options,
     )
-    return CONTEXTS[mode](options)
+    return CONTEXTS[mode].build(options)

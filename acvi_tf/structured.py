@@ -21,7 +21,7 @@ positions have ``p_i = 0`` and do not enter the chain. There is no KL term; the
 original's L2 penalty ``lambda2 ||A||^2`` (0.005) is the layer's ``regularization``.
 """
 
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 import tensorflow as tf
 
@@ -87,7 +87,7 @@ class StructuredAttentionContext(context_lib.ContextLayer):
     """
 
     def __init__(
-        self, scale: float = DEFAULT_LAMBDA, penalty: float = DEFAULT_PENALTY, **kwargs
+        self, scale: float = DEFAULT_LAMBDA, penalty: float = DEFAULT_PENALTY, **kwargs: Any
     ) -> None:
         super().__init__(**kwargs)
         self.scale = scale

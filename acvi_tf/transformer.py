@@ -141,10 +141,12 @@ class TransformerModel(keras.Model):
         return self.input_dropout(x, training=training)
 
     def start(
-        self, src: tf.Tensor, src_len: tf.Tensor, training: bool = False
+        self, inputs: Dict[str, tf.Tensor], training: bool = False
     ) -> Tuple[Dict[str, tf.Tensor], Dict[str, tf.Tensor]]:
-        """Encodes the source; returns the constants and the empty decoding state."""
-        mask = tf.sequence_mask(src_len, tf.shape(src)[1])
+        """Encodes the source (``inputs``: ``src`` [B, S], ``src_len`` [B]); returns the
+        constants and the empty decoding state."""
+        src = inputs["src"]
+        mask = tf.sequence_mask(inputs["src_len"], tf.shape(src)[1])
         x = self._embed(self.src_embedding(src), training)
         for block in self.encoder_blocks:
             x, _ = block(x, mask, training=training)
@@ -210,7 +212,7 @@ class TransformerModel(keras.Model):
     ) -> Dict[str, tf.Tensor]:
         """Teacher-forced decoding: ``logits`` [B, T, V], ``attn`` [B, T, S], zero ``kl``."""
         del use_gumbel
-        constants, _ = self.start(batch["src"], batch["src_len"], training)
+        constants, _ = self.start(batch, training)
         outputs, probs = self._decode(self.tgt_embedding(batch["tgt_in"]), constants, training)
         return dict(
             logits=self.output_projection(outputs),

@@ -18,12 +18,13 @@ The pieces of harvardnlp/var-attn's categorical variational attention, host-inde
 
 ``VariationalAttentionContext`` puts these into the hosts' context contract: inside the
 decoder loop it is soft attention (input feeding reads the soft context, so the decoder
-state stays deterministic, as in var-attn); after the loop the host calls
-``alignment_losses`` with its output layer as a function of the context, and at decode
-time ``decode_log_probs``.
+state stays deterministic, as in var-attn); its ``token_losses``, which every host calls
+after the loop with its output layer as a function of the context, run the inference
+network and ``alignment_losses``, and its ``output_distribution`` mixes over the
+alignment at decode time.
 """
 
-from typing import Callable, Optional, Tuple, Union
+from typing import Any, Callable, Optional, Tuple, Union
 
 import tensorflow as tf
 
@@ -142,7 +143,7 @@ class InferenceNetwork(keras.layers.Layer):
       jit_compile: build the LSTMs in the form XLA compiles (``acvi_tf.recurrent``).
     """
 
-    def __init__(self, units: int, jit_compile: bool = False, **kwargs) -> None:
+    def __init__(self, units: int, jit_compile: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.units = units
         self.jit_compile = jit_compile
@@ -175,26 +176,6 @@ class InferenceNetwork(keras.layers.Layer):
         return config
 
 
-def gold_log_likelihood(logits: tf.Tensor, gold: tf.Tensor) -> tf.Tensor:
-    """``log softmax(logits)[gold]`` in float32: [..., V] and [...] ids -> [...]."""
-    return -tf.nn.sparse_softmax_cross_entropy_with_logits(
-        labels=gold, logits=tf.cast(logits, tf.float32)
-    )
-
-
-def state_context(state: tf.Tensor, context: tf.Tensor) -> tf.Tensor:
-    """``[state; context]`` with ``state`` broadcast over the extra axes of ``context``.
-
-    The hosts' output layers read ``[s_t; c_t]``; evaluating them at every source position
-    pairs one state [..., H] with many contexts [..., N, D].
-    """
-    state = tf.cast(state, context.dtype)
-    for _ in range(context.shape.rank - state.shape.rank):
-        state = state[..., tf.newaxis, :]
-    shape = tf.concat([tf.shape(context)[:-1], tf.shape(state)[-1:]], axis=0)
-    return tf.concat([tf.broadcast_to(state, shape), context], axis=-1)
-
-
 def at_every_position(
     log_likelihood: Callable[[tf.Tensor], tf.Tensor],
     memory: tf.Tensor,
@@ -220,8 +201,9 @@ class VariationalAttentionContext(context_lib.SoftAttentionContext):
     """``--context=variational``: Deng et al.'s categorical alignment in a host.
 
     The decoder loop sees soft attention (``draw`` is the soft context, the in-loop KL is
-    zero). After the loop the host runs ``posterior`` on the teacher-forced target and
-    ``alignment_losses`` with its output layer, which replace its cross-entropy and KL.
+    zero). After the loop ``token_losses`` runs ``posterior`` on the teacher-forced
+    target and ``alignment_losses`` with the host's output layer, which replace the
+    cross-entropy and KL.
 
     Args:
       mode: ``"sample"`` (REINFORCE, one alignment per step, the soft prediction as
@@ -234,8 +216,6 @@ class VariationalAttentionContext(context_lib.SoftAttentionContext):
       jit_compile: build the inference network in the form XLA compiles.
     """
 
-    latent_alignment = True
-
     def __init__(
         self,
         mode: str = "sample",
@@ -244,11 +224,11 @@ class VariationalAttentionContext(context_lib.SoftAttentionContext):
         kl_weight: float = 1.0,
         seed: Optional[int] = None,
         jit_compile: bool = False,
-        **kwargs,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        context_lib._check_choice("variational_mode", mode, VARIATIONAL_MODES)
-        context_lib._check_choice("variational_decode", decode, VARIATIONAL_DECODES)
+        attention_lib.check_choice("variational_mode", mode, VARIATIONAL_MODES)
+        attention_lib.check_choice("variational_decode", decode, VARIATIONAL_DECODES)
         self.mode = mode
         self.inference_units = int(inference_units)
         self.decode = decode
@@ -316,30 +296,51 @@ class VariationalAttentionContext(context_lib.SoftAttentionContext):
         surrogate = reinforce_surrogate(log_p, soft_log_likelihood, log_q, kl)
         return surrogate - kl, kl
 
-    def decode_log_probs(
+    def token_losses(
         self,
-        logits: Callable[[tf.Tensor], tf.Tensor],
-        context: tf.Tensor,
-        attn: tf.Tensor,
+        gold: context_lib.GoldTarget,
+        attention_probs: tf.Tensor,
+        kl: tf.Tensor,
         prepared: context_lib.PreparedMemory,
-    ) -> tf.Tensor:
-        """The output distribution of one decoding step, ``log p(y_t)`` [R, V].
+        training: bool = False,
+    ) -> Tuple[tf.Tensor, tf.Tensor]:
+        """``alignment_losses`` with the posterior of the gold target (``kl`` is the
+        loop's zero KL, replaced by ``KL(q_t || a_t)``)."""
+        del kl
+        q = self.posterior(prepared, gold.embedded(), gold.mask, training)
+        return self.alignment_losses(
+            gold.log_likelihood,
+            gold.soft_log_likelihood,
+            attention_probs,
+            q,
+            prepared,
+            training,
+        )
 
-        Args:
-          logits: callable, contexts [R, D] or [R, N, D] -> vocabulary logits [R, (N,) V]
-            (the host's output layer with the step's state bound, ``state_context``).
-          context: [R, D] the soft context.
-          attn: [R, N] the prior.
-          prepared: the (beam-tiled) ``PreparedMemory``.
+    def output_distribution(
+        self,
+        logits: tf.Tensor,
+        logits_at: Callable[[tf.Tensor], tf.Tensor],
+        attention_probs: tf.Tensor,
+        prepared: context_lib.PreparedMemory,
+        log: bool = True,
+    ) -> tf.Tensor:
+        """The output distribution of one decoding step, float32 [R, V].
+
+        ``decode="soft"``: the log-softmax of ``logits`` (the output layer at the soft
+        context); ``"marginal"``: ``sum_i a_t,i p(y_t | x_i)`` from ``logits_at`` at
+        every encoder state. Arguments as ``ContextLayer.output_distribution``.
         """
         if self.decode == "soft":
-            return tf.nn.log_softmax(tf.cast(logits(context), tf.float32))
-        every = tf.nn.log_softmax(
-            tf.cast(logits(tf.cast(prepared.memory, context.dtype)), tf.float32)
-        )  # [R, N, V]
-        log_prior = tf.math.log(tf.cast(attn, tf.float32) + _TINY)
-        log_prior += (1.0 - prepared.mask) * -1e9
-        return tf.reduce_logsumexp(log_prior[..., tf.newaxis] + every, axis=1)
+            log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32))
+        else:
+            every = tf.nn.log_softmax(
+                tf.cast(logits_at(tf.cast(prepared.memory, logits.dtype)), tf.float32)
+            )  # [R, N, V]
+            log_prior = tf.math.log(tf.cast(attention_probs, tf.float32) + _TINY)
+            log_prior += (1.0 - prepared.mask) * -1e9
+            log_probs = tf.reduce_logsumexp(log_prior[..., tf.newaxis] + every, axis=1)
+        return log_probs if log else tf.exp(log_probs)
 
     def get_config(self) -> dict:
         config = super().get_config()

@@ -21,10 +21,11 @@ project's context-layer contract:
   (``--kl_annealing=tanh`` is the original's schedule).
 """
 
-from typing import Optional, Tuple, Union
+from typing import Any, Optional, Tuple, Union
 
 import tensorflow as tf
 
+from acvi_tf import attention as attention_lib
 from acvi_tf import context as context_lib
 from acvi_tf.compat import keras
 
@@ -62,10 +63,10 @@ class VEDContext(context_lib.ContextLayer):
         temperature: float = 1.0,
         kl_weight: float = 0.1,
         seed: Optional[int] = None,
-        **kwargs,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        context_lib._check_choice("prior", prior, PRIORS)
+        attention_lib.check_choice("prior", prior, PRIORS)
         self.latent_dim = int(latent_dim)
         self.prior = prior
         self.temperature = float(temperature)

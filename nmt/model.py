@@ -10,9 +10,11 @@
   context ``c_t`` from the context layer (SA: ``sum_i a_t,i h_i``; ACVI: a sample), the
   attention vector ``W_c [h_t; c_t]`` (bias-free, no tanh, as the TF1 and TFA wrappers),
   and, with ``output_attention``, the output projection reads the attention vector.
-  With ``--context=variational`` (Deng et al.) input feeding keeps the soft attention
-  vector and the output is also evaluated with the sampled (or every) source state in
-  place of ``c_t``; decoding uses ``sum_i a_t,i p(y_t | h_i)``.
+  The context layer's sentence latent (VED's ``z``; width 0 for the others) joins every
+  decoder input; its ``token_losses`` turn the gold words' log-likelihoods into the
+  per-step loss and its ``output_distribution`` gives a decoding step's ``log p(y_t)``
+  (Deng et al.'s variational attention evaluates the output at the sampled or every
+  source state in place of ``c_t``).
 * Initial decoder state: with ``pass_hidden_state`` the encoder's final states
   (forward, backward per bidirectional layer) go to the decoder layers in order.
 * Every weight is ``uniform(-init_weight, init_weight)``, drawn from its own seed; input
@@ -21,12 +23,13 @@ The output projection over the vocabulary and the ACVI KL run after the decoder 
 """
 
 import random
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import tensorflow as tf
 
 from acvi_tf import attention as attention_lib
 from acvi_tf import context as context_lib
-from acvi_tf import decoding, recurrent, variational
+from acvi_tf import decoding, recurrent
 from acvi_tf.compat import keras
 
 ENCODER_TYPES = ("uni", "bi")
@@ -45,7 +48,7 @@ class LSTMBias(keras.initializers.Initializer):
       seed: seed of the draw.
     """
 
-    def __init__(self, init_weight, seed):
+    def __init__(self, init_weight: float, seed: int) -> None:
         self.init_weight = init_weight
         self.seed = seed
 
@@ -57,7 +60,7 @@ class LSTMBias(keras.initializers.Initializer):
         gate_i, _, gates_co = tf.split(bias, [shape[0] // 4, shape[0] // 4, -1])
         return tf.concat([gate_i, tf.ones_like(gate_i), gates_co], axis=0)
 
-    def get_config(self):
+    def get_config(self) -> Dict[str, Any]:
         return {"init_weight": self.init_weight, "seed": self.seed}
 
 
@@ -83,22 +86,22 @@ class NMTModel(keras.Model):
 
     def __init__(
         self,
-        src_vocab_size,
-        tgt_vocab_size,
-        num_units=256,
-        num_encoder_layers=2,
-        num_decoder_layers=2,
-        encoder_type="bi",
-        attention="luong",
-        output_attention=True,
-        pass_hidden_state=True,
-        dropout=0.2,
-        init_weight=0.1,
-        context_layer=None,
-        jit_compile=False,
-        seed=None,
-        **kwargs,
-    ):
+        src_vocab_size: int,
+        tgt_vocab_size: int,
+        num_units: int = 256,
+        num_encoder_layers: int = 2,
+        num_decoder_layers: int = 2,
+        encoder_type: str = "bi",
+        attention: str = "luong",
+        output_attention: bool = True,
+        pass_hidden_state: bool = True,
+        dropout: float = 0.2,
+        init_weight: float = 0.1,
+        context_layer: Optional[context_lib.ContextLayer] = None,
+        jit_compile: bool = False,
+        seed: Optional[int] = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         if encoder_type not in ENCODER_TYPES:
             raise ValueError("encoder_type must be one of %s" % (ENCODER_TYPES,))
@@ -171,7 +174,9 @@ class NMTModel(keras.Model):
         )
         self._input_dropout = keras.layers.Dropout(dropout)
 
-    def encode(self, src, src_len, training=False):
+    def encode(
+        self, src: tf.Tensor, src_len: tf.Tensor, training: bool = False
+    ) -> Tuple[tf.Tensor, tf.Tensor, List[List[tf.Tensor]]]:
         """Encoder states [B, S, D] and the decoder's initial per-layer ``[h, c]`` states."""
         mask = tf.sequence_mask(src_len, tf.shape(src)[1])
         x = self.src_embedding(src)
@@ -188,32 +193,39 @@ class NMTModel(keras.Model):
             states = [[zeros, zeros] for _ in self.cells]
         return outputs, mask, states
 
-    def start(self, src, src_len, training=False):
-        """Runs the encoder; returns the per-batch constants and the initial state."""
-        memory, mask, states = self.encode(src, src_len, training)
+    def start(
+        self, inputs: Dict[str, tf.Tensor], training: bool = False
+    ) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+        """Runs the encoder on ``inputs`` (``src`` [B, S], ``src_len`` [B]); returns the
+        per-batch constants and the initial state (``decoding.DecodingModel``)."""
+        src = inputs["src"]
+        memory, mask, states = self.encode(src, inputs["src_len"], training)
+        # the sentence latent reads the encoder's final h (every layer, both directions)
+        z, kl_z = self.context_layer.sentence_latent(
+            tf.concat([h for h, _ in states], axis=-1), training=training
+        )
         constants = dict(
             keys=self.scorer.prepare(memory),
             mask=mask,
             prepared=self.context_layer.prepare(memory, mask),
+            z=z,
+            kl_z=kl_z,
         )
-        # VED: a sentence latent from the encoder's final h (every layer, both directions)
-        z, constants["kl_z"] = self.context_layer.sentence_latent(
-            tf.concat([h for h, _ in states], axis=-1), training=training
-        )
-        if z is not None:
-            constants["z"] = z
         state = dict(
             cells=states, attention=tf.zeros([tf.shape(src)[0], self.num_units], memory.dtype)
         )
         return constants, state
 
-    def step(self, y_emb, state, constants, training=False, use_gumbel=None):
+    def step(
+        self,
+        y_emb: tf.Tensor,
+        state: Dict[str, Any],
+        constants: Dict[str, Any],
+        training: bool = False,
+        use_gumbel: Optional[Union[bool, tf.Tensor]] = None,
+    ) -> Tuple[tf.Tensor, Dict[str, Any], tf.Tensor, tf.Tensor]:
         """One decoder step: ``(output, state, attn, context)`` for embedded inputs [B, E]."""
-        x = tf.concat(
-            [y_emb, state["attention"]]  # input feeding
-            + ([constants["z"]] if "z" in constants else []),
-            axis=-1,
-        )
+        x = tf.concat([y_emb, state["attention"], constants["z"]], axis=-1)  # input feeding
         new_cells = []
         for cell, cell_state in zip(self.cells, state["cells"]):
             x, cell_state = cell(self._input_dropout(x, training=training), cell_state)
@@ -228,41 +240,56 @@ class NMTModel(keras.Model):
         output = attention_vector if self.output_attention else x
         return output, dict(cells=new_cells, attention=attention_vector), attn, context
 
-    def vocab_logits(self, top, context):
+    def vocab_logits(self, top: tf.Tensor, context: tf.Tensor) -> tf.Tensor:
         """Output logits from the top decoder state and a context (any leading dims).
 
         ``context`` may carry one more axis than ``top`` (every source position).
         """
         if not self.output_attention:  # the context does not reach the output
             return self.output_projection(top)
-        return self.output_projection(self.attention_layer(variational.state_context(top, context)))
+        return self.output_projection(self.attention_layer(context_lib.state_context(top, context)))
 
-    def log_probs(self, output, state, attn, context, constants):
+    def log_probs(
+        self,
+        output: tf.Tensor,
+        state: Dict[str, Any],
+        attn: tf.Tensor,
+        context: tf.Tensor,
+        constants: Dict[str, Any],
+    ) -> tf.Tensor:
         """``log p(y_t)`` [B, V] of a decoding step from ``step``'s results."""
-        if not self.context_layer.latent_alignment:
-            return tf.nn.log_softmax(tf.cast(self.output_projection(output), tf.float32))
+        del context
         top = state["cells"][-1][0]
-        return self.context_layer.decode_log_probs(
-            lambda c: self.vocab_logits(top, c), context, attn, constants["prepared"]
+        return self.context_layer.output_distribution(
+            self.output_projection(output),
+            lambda c: self.vocab_logits(top, c),
+            attn,
+            constants["prepared"],
         )
 
-    def decode_step(self, tokens, state, constants):
+    def decode_step(
+        self, tokens: tf.Tensor, state: Dict[str, Any], constants: Dict[str, Any]
+    ) -> Tuple[tf.Tensor, Dict[str, Any], Dict[str, tf.Tensor]]:
         """One search step (``acvi_tf.decoding``'s protocol): the previous tokens [B] ->
         ``(log p(y_t) [B, V], state, {"attn": a_t})``."""
         output, state, attn, context = self.step(self.tgt_embedding(tokens), state, constants)
         return self.log_probs(output, state, attn, context, constants), state, {"attn": attn}
 
-    def call(self, batch, training=False, use_gumbel=None):
+    def call(
+        self,
+        batch: Dict[str, tf.Tensor],
+        training: bool = False,
+        use_gumbel: Optional[Union[bool, tf.Tensor]] = None,
+    ) -> Dict[str, Any]:
         """Teacher-forced decoding of ``tgt_in``.
 
         Returns:
           dict: ``logits`` [B, T, V], ``attn`` [B, T, S], ``kl`` [B, T], ``kl_z`` [B]
           (VED's sentence-latent KL; zeros otherwise), ``prepared`` (the context layer's
-          ``PreparedMemory``); with a latent alignment also
-          ``token_nll`` [B, T] (the loss in place of the cross-entropy, see
-          ``variational.VariationalAttentionContext.alignment_losses``).
+          ``PreparedMemory``) and, when the batch holds ``tgt_out``, ``token_nll``
+          [B, T] (the per-step loss of the gold words, ``ContextLayer.token_losses``).
         """
-        constants, state = self.start(batch["src"], batch["src_len"], training)
+        constants, state = self.start(batch, training)
         tgt_emb = self.tgt_embedding(batch["tgt_in"])
 
         def step(y_t, state, prepared_t):
@@ -290,23 +317,27 @@ class NMTModel(keras.Model):
             kl_z=constants["kl_z"],
             prepared=constants["prepared"],
         )
-        if self.context_layer.latent_alignment:
-            gold = batch["tgt_out"]
-            q = self.context_layer.posterior(
-                constants["prepared"],
-                self.tgt_embedding(gold),
-                tf.sequence_mask(batch["tgt_len"], tf.shape(gold)[1]),
-                training,
-            )
-            out["token_nll"], out["kl"] = self.context_layer.alignment_losses(
-                lambda c: variational.gold_log_likelihood(self.vocab_logits(tops, c), gold),
-                variational.gold_log_likelihood(out["logits"], gold),
+        if "tgt_out" in batch:  # the per-step loss of the gold words
+            out["token_nll"], out["kl"] = self.context_layer.token_losses(
+                self._gold(batch, out["logits"], tops),
                 attns,
-                q,
+                out["kl"],
                 constants["prepared"],
                 training,
             )
         return out
+
+    def _gold(self, batch, logits, tops):
+        """The gold words as the output layer scores them (``context.GoldTarget``)."""
+        gold = batch["tgt_out"]
+        return context_lib.GoldTarget(
+            soft_log_likelihood=context_lib.gold_log_likelihood(logits, gold),
+            log_likelihood=lambda c: context_lib.gold_log_likelihood(
+                self.vocab_logits(tops, c), gold
+            ),
+            embedded=lambda: self.tgt_embedding(gold),
+            mask=tf.sequence_mask(batch["tgt_len"], tf.shape(gold)[1]),
+        )
 
 
 def _run_stack(layers, x, mask, training):

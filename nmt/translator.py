@@ -1,5 +1,8 @@
 """Batched greedy or beam-search translation with an ``NMTModel``."""
 
+from typing import Any, Callable, List, Optional, Sequence, Tuple
+
+import numpy as np
 import tensorflow as tf
 
 from acvi_tf import decoding, gnmt_beam_search
@@ -30,8 +33,14 @@ class Translator:
     """
 
     def __init__(
-        self, model, tgt_vocab, infer_mode, beam_width, length_penalty_weight, jit_compile=False
-    ):
+        self,
+        model: decoding.DecodingModel,
+        tgt_vocab: Any,
+        infer_mode: str,
+        beam_width: int,
+        length_penalty_weight: float,
+        jit_compile: bool = False,
+    ) -> None:
         self.model = model
         self.tgt_vocab = tgt_vocab
         self.length_multiple = XLA_LENGTH_MULTIPLE if jit_compile else 1
@@ -39,7 +48,7 @@ class Translator:
 
         @tf.function(input_signature=signature, autograph=False, jit_compile=jit_compile or None)
         def translate(src, src_len):
-            constants, state = model.start(src, src_len)
+            constants, state = model.start(dict(src=src, src_len=src_len))
             # The output width follows the padded shape (a compile-time constant under
             # XLA); the search stops at tensorflow/nmt's limit, twice the longest source.
             max_steps = 2 * tf.shape(src)[1]
@@ -70,7 +79,7 @@ class Translator:
 
         @tf.function(input_signature=signature, autograph=False)
         def align(src, src_len):
-            constants, state = model.start(src, src_len)
+            constants, state = model.start(dict(src=src, src_len=src_len))
             return decoding.beam_search(
                 decoding.model_step(model, constants),
                 state,
@@ -85,7 +94,7 @@ class Translator:
         self.search = translate
         self._align = align
 
-    def alignment(self, src_line, src_vocab):
+    def alignment(self, src_line: str, src_vocab: Any) -> Tuple[List[str], np.ndarray]:
         """``(target tokens, attention [T, S])`` of a greedy translation of one sentence."""
         batch = next(iter(data.infer_dataset([src_line], src_vocab, 1)))
         out = self._align(batch["src"], batch["src_len"])
@@ -93,7 +102,13 @@ class Translator:
         tokens = self.tgt_vocab.decode(out["ids"][0, :length].numpy().tolist())
         return tokens, out["attn"][0, :length].numpy()
 
-    def translate(self, src_lines, src_vocab, batch_size, progress=None):
+    def translate(
+        self,
+        src_lines: Sequence[str],
+        src_vocab: Any,
+        batch_size: int,
+        progress: Optional[Callable[[int], None]] = None,
+    ) -> List[str]:
         """Translations (token strings) of ``src_lines``, in order; ``progress`` (e.g. an
         ``acvi_tf.progress.Progress``) is told the count done after each batch."""
         outputs = []

@@ -18,7 +18,7 @@ import os
 import re
 import shutil
 import time
-from typing import List
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import tensorflow as tf
@@ -59,18 +59,18 @@ class Summarizer:
 
     def __init__(
         self,
-        model,
-        vocab,
-        beam_size=4,
-        max_dec_steps=120,
-        min_dec_steps=35,
-        coverage_on=False,
-        initial_state_attention=True,
-        length_normalization="average",
-        gnmt_alpha=0.6,
-        jit_compile=False,
-        record_attention=True,
-    ):
+        model: decoding.DecodingModel,
+        vocab: vocab_lib.Vocab,
+        beam_size: int = 4,
+        max_dec_steps: int = 120,
+        min_dec_steps: int = 35,
+        coverage_on: bool = False,
+        initial_state_attention: bool = True,
+        length_normalization: str = "average",
+        gnmt_alpha: float = 0.6,
+        jit_compile: bool = False,
+        record_attention: bool = True,
+    ) -> None:
         self.model = model
         self.vocab = vocab
         self.start_id = vocab.word2id(see_vocab.START_DECODING)
@@ -79,22 +79,12 @@ class Summarizer:
 
         def search(batch, record):
             constants, state = model.start(batch, initial_state_attention)
-            articles = tf.shape(batch["enc_batch"])[0]
-
-            def step(tokens, state, t, constants):
-                del t
-                return model.decode_step(
-                    tokens,
-                    state,
-                    constants,
-                    max_art_oovs=batch["max_art_oovs"],
-                    coverage_on=coverage_on,
-                )
-
             return decoding.beam_search(
-                step,
+                decoding.model_step(
+                    model, max_art_oovs=batch["max_art_oovs"], coverage_on=coverage_on
+                ),
                 state,
-                articles,
+                tf.shape(batch["enc_batch"])[0],
                 beam_size,
                 max_dec_steps,
                 self.start_id,
@@ -121,7 +111,7 @@ class Summarizer:
             self.search if record_attention else compiled(True)
         )  # traced on first use only
 
-    def decode(self, batch):
+    def decode(self, batch: Dict[str, Any]) -> List[Dict[str, Any]]:
         """Beam-search summaries of a batch of articles (NumPy results).
 
         Returns:
@@ -145,12 +135,12 @@ class Summarizer:
         return results
 
 
-def as_text(value):
+def as_text(value: Union[bytes, str]) -> str:
     """A batch's string field as text (the batcher gives bytes)."""
     return value.decode("utf-8") if isinstance(value, bytes) else value
 
 
-def split_sentences(words):
+def split_sentences(words: Sequence[str]) -> List[str]:
     """The original's split of a decoded summary: a sentence ends after every "."."""
     sentences, current = [], []
     for word in words:
@@ -164,8 +154,13 @@ def split_sentences(words):
 
 
 def decode_dir_name(
-    data_path, max_enc_steps, beam_size, min_dec_steps, max_dec_steps, checkpoint_path
-):
+    data_path: str,
+    max_enc_steps: int,
+    beam_size: int,
+    min_dec_steps: int,
+    max_dec_steps: int,
+    checkpoint_path: str,
+) -> str:
     """``decode_{split}_{E}maxenc_{B}beam_{m}mindec_{M}maxdec_ckpt-N`` as the original."""
     split = next((s for s in ("train", "val", "test") if s in data_path), None)
     if split is None:
@@ -324,15 +319,15 @@ def _has_pair(decode_dir, index):
 
 
 def decode_single_pass(
-    summarizer,
-    batcher,
-    decode_dir,
-    overwrite=False,
-    total=None,
-    with_meteor=True,
-    settings=None,
-    shard=(0, 1),
-):
+    summarizer: Summarizer,
+    batcher: batcher_lib.Batcher,
+    decode_dir: str,
+    overwrite: bool = False,
+    total: Optional[int] = None,
+    with_meteor: bool = True,
+    settings: Optional[Dict[str, Any]] = None,
+    shard: Tuple[int, int] = (0, 1),
+) -> Optional[Dict[str, Any]]:
     """Decodes every article once, writes See's folder and scores it (``score_folder``).
 
     An interrupted run (the folder exists, no ``metrics.json``) is resumed: articles
@@ -461,7 +456,14 @@ def _merge_lock(decode_dir):
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def lead_baseline(batcher, decode_dir, num_sentences, in_vocab, overwrite=False, with_meteor=True):
+def lead_baseline(
+    batcher: batcher_lib.Batcher,
+    decode_dir: str,
+    num_sentences: int,
+    in_vocab: Callable[[str], bool],
+    overwrite: bool = False,
+    with_meteor: bool = True,
+) -> Dict[str, Any]:
     """The lead-N baseline (first N article sentences) in the same folder layout and scores."""
     if os.path.exists(decode_dir) and not overwrite:
         raise FileExistsError(
@@ -481,7 +483,14 @@ def lead_baseline(batcher, decode_dir, num_sentences, in_vocab, overwrite=False,
     return score_folder(decode_dir, articles, references, hypotheses, in_vocab, with_meteor)
 
 
-def score_folder(decode_dir, articles, references, hypotheses, in_vocab, with_meteor=True):
+def score_folder(
+    decode_dir: str,
+    articles: Sequence[str],
+    references: Sequence[List[str]],
+    hypotheses: Sequence[List[str]],
+    in_vocab: Callable[[str], bool],
+    with_meteor: bool = True,
+) -> Dict[str, Any]:
     """ROUGE-1.5.5, METEOR (exact and full), novel-word and OOV-adoption rates.
 
     Writes ``ROUGE_results.txt`` (the original's report) and ``metrics.json`` (everything)
@@ -572,7 +581,7 @@ def _score_line(metrics, decode_dir, seconds):
     )
 
 
-def rouge_report(scored):
+def rouge_report(scored: Any) -> str:
     """The original's ``ROUGE_results.txt`` text: F, recall, precision with 95% CIs,
     under a line that says which tool scored (``scored``: ``rouge_lib.rouge``'s)."""
     notes = []
@@ -596,7 +605,9 @@ def rouge_report(scored):
     return "\n".join(lines)
 
 
-def decode_examples(summarizer, batch, decode_dir):
+def decode_examples(
+    summarizer: Summarizer, batch: Dict[str, Any], decode_dir: str
+) -> List[Dict[str, Any]]:
     """The non-single-pass output: log each example, write ``attn_vis_data.json``."""
     os.makedirs(decode_dir, exist_ok=True)
     results = summarizer.decode(batch)

@@ -14,15 +14,18 @@ Only steps 1-5 feed the recurrence, so they are all the loop does. ``p_gen`` (fr
 ``[c*_t; c_t; h_t; x_t]``), the output projection ``W_o [h_t; c*_t] + b_o``, the 50k-word
 vocabulary projection, the copy mixture and the ACVI KL run once over all steps after the
 loop. ACVI's sample feeds p_gen, the output projection and the next input projection;
-copying and coverage use ``a_t``. With ``--context=variational`` (Deng et al.) the loop,
-p_gen and the copy distribution keep the soft attention, and ``P_vocab`` is also
-evaluated with the sampled (or every) encoder state in place of ``c*_t``; decoding mixes
-``sum_i a_t,i P_vocab(. | h_i)`` into the final distribution.
+copying and coverage use ``a_t``. The context layer's sentence latent (VED's ``z``;
+width 0 for the others) joins the input projection, its ``token_losses`` turn the gold
+summary's log-probabilities into the per-step loss, and its ``output_distribution``
+gives ``P_vocab`` when decoding (Deng et al.'s variational attention evaluates
+``P_vocab`` at the sampled or every encoder state in place of ``c*_t``).
 """
+
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import tensorflow as tf
 
-from acvi_tf import attention, decoding, recurrent, variational
+from acvi_tf import attention, decoding, recurrent
 from acvi_tf import context as context_lib
 from acvi_tf.compat import keras
 from pointer_generator import losses as losses_lib
@@ -50,17 +53,17 @@ class PointerGenerator(keras.Model):
 
     def __init__(
         self,
-        vocab_size,
-        hidden_dim=256,
-        emb_dim=128,
-        pointer_gen=True,
-        context_layer=None,
-        rand_unif_init_mag=0.02,
-        trunc_norm_init_std=1e-4,
-        attention_masking="renormalize",
-        jit_compile=False,
-        **kwargs,
-    ):
+        vocab_size: int,
+        hidden_dim: int = 256,
+        emb_dim: int = 128,
+        pointer_gen: bool = True,
+        context_layer: Optional[context_lib.ContextLayer] = None,
+        rand_unif_init_mag: float = 0.02,
+        trunc_norm_init_std: float = 1e-4,
+        attention_masking: str = "renormalize",
+        jit_compile: bool = False,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.vocab_size = vocab_size
         self.hidden_dim = hidden_dim
@@ -114,12 +117,16 @@ class PointerGenerator(keras.Model):
             name="output_projection",
         )
 
-    def encode(self, enc_batch, enc_padding_mask):
+    def encode(
+        self, enc_batch: tf.Tensor, enc_padding_mask: tf.Tensor
+    ) -> Tuple[tf.Tensor, List[tf.Tensor]]:
         """Encoder states [B, N, 2H] and the reduced initial decoder state ``[h, c]``."""
         memory, state, _ = self.encode_with_summary(enc_batch, enc_padding_mask)
         return memory, state
 
-    def encode_with_summary(self, enc_batch, enc_padding_mask):
+    def encode_with_summary(
+        self, enc_batch: tf.Tensor, enc_padding_mask: tf.Tensor
+    ) -> Tuple[tf.Tensor, List[tf.Tensor], tf.Tensor]:
         """``encode`` plus the summary ``[h_fw; h_bw]`` [B, 2H] of the final states."""
         mask = tf.cast(enc_padding_mask, tf.bool)
         memory, fw_h, fw_c, bw_h, bw_c = self.encoder(self.embedding(enc_batch), mask=mask)
@@ -129,17 +136,17 @@ class PointerGenerator(keras.Model):
 
     def decoder_step(
         self,
-        y_t,
-        prev_context,
-        state,
-        coverage,
-        memory_mask,
-        keys,
-        prepared,
-        training=False,
-        use_gumbel=None,
-        z=None,
-    ):
+        y_t: tf.Tensor,
+        prev_context: tf.Tensor,
+        state: List[tf.Tensor],
+        coverage: Optional[tf.Tensor],
+        memory_mask: tf.Tensor,
+        keys: tf.Tensor,
+        prepared: context_lib.PreparedMemory,
+        z: tf.Tensor,
+        training: bool = False,
+        use_gumbel: Optional[Union[bool, tf.Tensor]] = None,
+    ) -> Tuple[tf.Tensor, List[tf.Tensor], tf.Tensor, Optional[tf.Tensor], tf.Tensor]:
         """One step of the attention decoder in the original order (steps 1-5 above).
 
         Args:
@@ -150,16 +157,16 @@ class PointerGenerator(keras.Model):
           memory_mask: [B, N] encoder padding mask.
           keys: ``scorer.prepare(memory)``.
           prepared: ``context_layer.prepare(memory, mask)``.
+          z: the context layer's sentence latent [B, L], joined to the input (L = 0
+            without one).
           training: sample the context (ACVI).
           use_gumbel: ACVI's Gumbel path switch.
-          z: VED's sentence latent [B, L], joined to the input (None: no latent).
 
         Returns:
           ``(context, state, attn, coverage, x)``: the new context, ``[h, c]``, the
           attention ``a_t``, the updated coverage (None when off) and the projected input.
         """
-        inputs = [y_t, prev_context] + ([z] if z is not None else [])
-        x = self.input_projection(tf.concat(inputs, axis=-1))
+        x = self.input_projection(tf.concat([y_t, prev_context, z], axis=-1))
         _, state = self.cell(x, state)
         h, c = state
         attn = self.scorer(
@@ -174,12 +181,19 @@ class PointerGenerator(keras.Model):
             coverage = coverage + attn
         return context, state, attn, coverage, x
 
-    def call(self, batch, training=False, coverage_on=False, use_gumbel=None):
+    def call(
+        self,
+        batch: Dict[str, tf.Tensor],
+        training: bool = False,
+        coverage_on: bool = False,
+        use_gumbel: Optional[Union[bool, tf.Tensor]] = None,
+    ) -> Dict[str, Any]:
         """Runs the encoder and the teacher-forced decoder over ``dec_batch``.
 
         Args:
-          batch: a dict with ``enc_batch``, ``enc_padding_mask`` and ``dec_batch`` (see
-            ``batcher.BATCH_SIGNATURE``).
+          batch: a dict with ``enc_batch``, ``enc_padding_mask`` and ``dec_batch``, and
+            for ``token_nll`` ``target_batch``, ``dec_padding_mask`` and
+            ``enc_batch_extend_vocab`` (see ``batcher.BATCH_SIGNATURE``).
           training: sample the context (ACVI).
           coverage_on: use the coverage feature and compute the coverage loss terms.
           use_gumbel: ACVI's Gumbel path switch (a bool tensor from the schedule).
@@ -187,8 +201,10 @@ class PointerGenerator(keras.Model):
         Returns:
           A dict of [B, T, ...] tensors: ``attn``, ``context``, ``p_gen_logit``,
           ``vocab_logits``, ``coverage_terms`` (``sum_i min(a_t,i, cov_t,i)``), ``kl``,
-          ``kl_z`` [B] (VED's sentence latent; zeros otherwise) and the ``prepared``
-          memory of the context layer.
+          ``kl_z`` [B] (VED's sentence latent; zeros otherwise), the ``prepared``
+          memory of the context layer and, when the batch holds ``target_batch``,
+          ``token_nll`` (the per-step loss of the gold summary,
+          ``ContextLayer.token_losses``).
         """
         mask = batch["enc_padding_mask"]
         memory, state, summary = self.encode_with_summary(batch["enc_batch"], mask)
@@ -210,9 +226,9 @@ class PointerGenerator(keras.Model):
                 mask,
                 keys,
                 prepared_t,
+                z,
                 training=training,
                 use_gumbel=use_gumbel,
-                z=z,
             )
             covered = no_coverage
             if coverage_on:
@@ -241,17 +257,21 @@ class PointerGenerator(keras.Model):
         out["kl"] = self.context_layer.kl_divergence(out["context"], out["attn"], prepared)
         out["kl_z"] = kl_z
         out["prepared"] = prepared
-        if self.context_layer.latent_alignment:
-            out["token_nll"], out["kl"] = self._alignment_losses(batch, out, training)
+        if "target_batch" in batch:  # the per-step loss of the gold summary
+            out["token_nll"], out["kl"] = self.context_layer.token_losses(
+                self._gold(batch, out), out["attn"], out["kl"], prepared, training
+            )
         return out
 
-    def _alignment_losses(self, batch, out, training):
-        """Deng et al.'s per-step ``(token_nll, kl)`` (``--context=variational``)."""
+    def _gold(self, batch, out):
+        """The gold summary as the output layer scores it (``context.GoldTarget``): the
+        final distribution's log-probability with the copy mechanism, the vocabulary's
+        without."""
         target = batch["target_batch"]
 
         def gold(vocab_logits):
             if not self.pointer_gen:
-                return variational.gold_log_likelihood(vocab_logits, target)
+                return context_lib.gold_log_likelihood(vocab_logits, target)
             return losses_lib.gold_log_probs(
                 vocab_logits,
                 out["attn"],
@@ -260,27 +280,21 @@ class PointerGenerator(keras.Model):
                 target,
             )
 
-        q = self.context_layer.posterior(
-            out["prepared"],
-            self.embedding(tf.where(target >= self.vocab_size, 0, target)),
-            batch["dec_padding_mask"],
-            training,
-        )
-        return self.context_layer.alignment_losses(
-            lambda c: gold(self.vocab_at(out["h"], c)),
-            gold(out["vocab_logits"]),
-            out["attn"],
-            q,
-            out["prepared"],
-            training,
+        return context_lib.GoldTarget(
+            soft_log_likelihood=gold(out["vocab_logits"]),
+            log_likelihood=lambda c: gold(self.vocab_at(out["h"], c)),
+            embedded=lambda: self.embedding(tf.where(target >= self.vocab_size, 0, target)),
+            mask=batch["dec_padding_mask"],
         )
 
-    def vocab_at(self, h, context):
+    def vocab_at(self, h: tf.Tensor, context: tf.Tensor) -> tf.Tensor:
         """Vocabulary logits ``V' (W_o [h_t; context] + b_o) + b'``; ``context`` may have
         one more axis than ``h`` (every source position)."""
-        return self.vocab_projection(self.output_projection(variational.state_context(h, context)))
+        return self.vocab_projection(self.output_projection(context_lib.state_context(h, context)))
 
-    def project(self, context, c, h, x):
+    def project(
+        self, context: tf.Tensor, c: tf.Tensor, h: tf.Tensor, x: tf.Tensor
+    ) -> Tuple[tf.Tensor, tf.Tensor]:
         """``p_gen`` logit and vocabulary logits from step outputs (any leading dims).
 
         ``p_gen = sigmoid(w [c*_t; c_t; h_t; x_t] + b)`` and the two linear output layers
@@ -289,8 +303,11 @@ class PointerGenerator(keras.Model):
         p_gen_logit = tf.squeeze(self.p_gen_layer(tf.concat([context, c, h, x], axis=-1)), axis=-1)
         return p_gen_logit, self.vocab_at(h, context)
 
-    def start(self, batch, initial_state_attention=True):
-        """Runs the encoder for decoding.
+    def start(
+        self, inputs: Dict[str, tf.Tensor], initial_state_attention: bool = True
+    ) -> Tuple[Dict[str, Any], Dict[str, tf.Tensor]]:
+        """Runs the encoder for decoding (``decoding.DecodingModel``) on ``inputs``, a
+        batch's ``enc_batch``, ``enc_padding_mask`` and ``enc_batch_extend_vocab``.
 
         With ``initial_state_attention`` (the original's decode graph) the first step's
         previous context is attention over the reduced encoder state, and that attention
@@ -300,23 +317,22 @@ class PointerGenerator(keras.Model):
 
         Returns:
           ``(constants, state)``: the per-article tensors every step reads (``keys``,
-          ``prepared``, ``mask``, ``enc_batch_extend_vocab``) and the initial decoder
+          ``prepared``, ``mask``, ``enc_batch_extend_vocab``, the sentence latent ``z``)
+          and the initial decoder
           state (``h``, ``c``, zero ``coverage``, the previous ``context`` and the
           attention ``attn`` that the first step adds to the coverage).
         """
-        mask = batch["enc_padding_mask"]
-        memory, (h, c), summary = self.encode_with_summary(batch["enc_batch"], mask)
+        mask = inputs["enc_padding_mask"]
+        memory, (h, c), summary = self.encode_with_summary(inputs["enc_batch"], mask)
         keys = self.scorer.prepare(memory)
         prepared = self.context_layer.prepare(memory, mask)
         constants = dict(
             keys=keys,
             prepared=prepared,
             mask=mask,
-            enc_batch_extend_vocab=batch["enc_batch_extend_vocab"],
+            enc_batch_extend_vocab=inputs["enc_batch_extend_vocab"],
+            z=self.context_layer.sentence_latent(summary)[0],
         )
-        z, _ = self.context_layer.sentence_latent(summary)
-        if z is not None:
-            constants["z"] = z
         if initial_state_attention:
             attn = self.scorer(
                 tf.concat([c, h], axis=-1), keys, mask, normalizer=self.context_layer.normalizer
@@ -328,7 +344,14 @@ class PointerGenerator(keras.Model):
         state = dict(h=h, c=c, coverage=tf.zeros(tf.shape(mask)), context=context, attn=attn)
         return constants, state
 
-    def decode_step(self, tokens, state, constants, max_art_oovs, coverage_on):
+    def decode_step(
+        self,
+        tokens: tf.Tensor,
+        state: Dict[str, tf.Tensor],
+        constants: Dict[str, Any],
+        max_art_oovs: Union[int, tf.Tensor],
+        coverage_on: bool,
+    ) -> Tuple[tf.Tensor, Dict[str, tf.Tensor], Dict[str, tf.Tensor]]:
         """One decoding step: the final distribution over the extended vocabulary.
 
         The original's decode graph runs one step per call, so it recomputes the previous
@@ -366,18 +389,17 @@ class PointerGenerator(keras.Model):
             constants["mask"],
             constants["keys"],
             constants["prepared"],
-            z=constants.get("z"),
+            constants["z"],
         )
         p_gen_logit, vocab_logits = self.project(context, c, h, x)
         p_gen = tf.sigmoid(tf.cast(p_gen_logit, tf.float32))
-        if self.context_layer.latent_alignment:
-            vocab_dists = tf.exp(
-                self.context_layer.decode_log_probs(
-                    lambda ctx: self.vocab_at(h, ctx), context, attn, constants["prepared"]
-                )
-            )
-        else:
-            vocab_dists = tf.nn.softmax(tf.cast(vocab_logits, tf.float32))
+        vocab_dists = self.context_layer.output_distribution(
+            vocab_logits,
+            lambda ctx: self.vocab_at(h, ctx),
+            attn,
+            constants["prepared"],
+            log=False,
+        )
         final = losses_lib.final_distribution(
             vocab_dists[:, tf.newaxis],
             attn[:, tf.newaxis],

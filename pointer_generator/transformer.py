@@ -78,12 +78,12 @@ class TransformerSummarizer(keras.Model):
             coverage_terms=tf.zeros(steps),
         )
 
-    def start(self, batch, initial_state_attention=True):
+    def start(self, inputs, initial_state_attention=True):
         """Encodes the articles: ``(constants, state)`` for ``decode_step`` (no recurrent
         state to attend from, so ``initial_state_attention`` has no use here)."""
         del initial_state_attention
-        src, src_len = self._source(batch)
-        return self.transformer.start(src, src_len)
+        src, src_len = self._source(inputs)
+        return self.transformer.start(dict(src=src, src_len=src_len))
 
     def decode_step(self, tokens, state, constants, max_art_oovs, coverage_on):
         """One step: probabilities over the extended vocabulary (0 for article OOVs)."""

@@ -205,7 +205,7 @@ def _nmt_reference(model, batch, eps):
     Luong's attention vector ``W_c [s_t; c_t]`` uses the sample ``c_t``; it is the
     output layer's input and is fed to the next step.
     """
-    constants, state = model.start(batch["src"], batch["src_len"])
+    constants, state = model.start(batch)
     prepared = constants["prepared"]
     embedded = model.tgt_embedding(batch["tgt_in"])
     cells, fed = state["cells"], state["attention"]
@@ -224,20 +224,19 @@ def _nmt_reference(model, batch, eps):
     return tf.stack(logits, axis=1)
 
 
-def _run_against_reference(model, batch, noise, steps, source, reference):
+def _run_against_reference(model, batch, noise, steps, reference):
     """A training-mode run's outputs, and the logits of ``reference`` from its noise.
 
     Args:
       model, batch: the host model and its batch.
       noise: the ``recorded_noise`` list.
       steps: decoder steps of the batch.
-      source: ``model.start``'s arguments.
       reference: ``(model, batch, eps) -> logits``, the host wired as the paper says.
     """
     out = model(batch, training=True)
     eps = _step_noise(noise, steps)
     expected = reference(model, batch, eps)
-    sample, mean = _hand_sample(out["attn"], model.start(*source)[0]["prepared"], eps)
+    sample, mean = _hand_sample(out["attn"], model.start(batch)[0]["prepared"], eps)
     _assert_noise_matters(sample, mean)
     return out, expected
 
@@ -251,7 +250,6 @@ def nmt_run(recorded_noise):
         batch,
         recorded_noise,
         batch["tgt_in"].shape[1],
-        (batch["src"], batch["src_len"]),
         _nmt_reference,
     )
 
@@ -274,7 +272,7 @@ def _vc_reference(model, batch, eps):
     The decoder LSTM reads ``[E y_{t-1}; c_{t-1}]`` and eq. (4) reads ``[s_t; c_t]``, with
     ``c`` the sample.
     """
-    constants, state = model.start(batch["features"], batch["num_frames"])
+    constants, state = model.start(batch)
     prepared = constants["prepared"]
     embedded = model.embedding(batch["caption_in"])
     h, c, previous = state["h"], state["c"], state["context"]
@@ -300,7 +298,6 @@ def vc_run(recorded_noise):
         batch,
         recorded_noise,
         batch["caption_in"].shape[1],
-        (batch["features"], batch["num_frames"]),
         _vc_reference,
     )
 

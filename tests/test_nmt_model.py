@@ -42,7 +42,7 @@ def test_decoder_step_matches_numpy(batch, attention):
     model(batch)
     if attention == "scaled_luong":
         model.scorer.g.assign(1.7)
-    constants, state = model.start(batch["src"], batch["src_len"])
+    constants, state = model.start(batch)
     memory = model.encode(batch["src"], batch["src_len"])[0].numpy()
     y = model.tgt_embedding(batch["tgt_in"][:, 0])
     state["attention"] = tf.constant(np.random.default_rng(2).normal(size=(2, U)), tf.float32)

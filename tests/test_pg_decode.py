@@ -126,6 +126,7 @@ def _original_decode_step(model, tokens, state, constants, coverage_on):
         constants["mask"],
         constants["keys"],
         constants["prepared"],
+        constants["z"],
     )
     return dict(h=h, c=c, coverage=coverage), context, attn
 

@@ -57,7 +57,7 @@ def test_one_decoder_step_matches_numpy(model, batch):
     keys = model.scorer.prepare(memory)
     prepared = model.context_layer.prepare(memory, mask)
     ctx, (h1, c1), attn, new_cov, x = model.decoder_step(
-        y, prev_ctx, [h0, c0], coverage, mask, keys, prepared
+        y, prev_ctx, [h0, c0], coverage, mask, keys, prepared, tf.zeros([B, 0])
     )
 
     wx, bx = (w.numpy() for w in model.input_projection.weights)

@@ -3,7 +3,9 @@ project's modules import without cycles, and a new mechanism registered in one p
 in all three hosts."""
 
 import ast
+import inspect
 import os
+import re
 
 import hosts
 import numpy as np
@@ -14,20 +16,37 @@ from acvi_tf import context, registry, structured, variational, ved
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGES = ("acvi_tf", "nmt", "pointer_generator", "video_caption", "data_prep")
+MODULES = dict(context=context, structured=structured, variational=variational, ved=ved)
 
 
-def test_every_name_builds_its_mechanism_named_context():
-    expected = dict(
-        sa=context.SoftAttentionContext,
-        acvi=context.ACVIContext,
-        structured=structured.StructuredAttentionContext,
-        ved=ved.VEDContext,
-        variational=variational.VariationalAttentionContext,
-    )
-    assert registry.CONTEXT_MODES == tuple(expected)
-    for name, cls in expected.items():
+def _documented_mechanisms():
+    """``--context`` name -> layer class path of docs/library.md's table of mechanisms."""
+    with open(os.path.join(ROOT, "docs", "library.md"), encoding="utf-8") as f:
+        text = f.read()
+    table = text.split("| `--context` | layer |\n|---|---|\n", 1)[1].split("\n\n", 1)[0]
+    return dict(re.findall(r"^\| `([^`]+)` \| `([^`]+)` \|$", table, re.M))
+
+
+def test_the_docs_list_every_registered_mechanism_and_its_layer():
+    documented = _documented_mechanisms()
+    assert tuple(documented) == registry.context_names()
+    for name, path in documented.items():
+        module, cls = path.split(".")
         layer = registry.make_context_layer(name)
-        assert type(layer) is cls and layer.name == "context"
+        assert type(layer) is getattr(MODULES[module], cls) and layer.name == "context"
+
+
+def test_the_base_class_names_none_of_the_mechanisms():
+    source = inspect.getsource(context.ContextLayer)
+    for name in registry.context_names():
+        cls = type(registry.make_context_layer(name))
+        assert cls is context.SoftAttentionContext or cls.__name__ not in source, cls
+
+
+def test_the_context_help_lists_every_mechanism():
+    help_text = registry.describe_contexts()
+    assert [m for m in re.findall(r"'(\w+)' ", help_text)] == list(registry.context_names())
+    assert "'ved' the variational encoder-decoder" in help_text
 
 
 def test_options_reach_their_mechanism():
@@ -143,6 +162,18 @@ def test_packages_import_only_the_library_and_themselves():
     assert crossing == []
 
 
+def test_no_host_imports_a_particular_mechanism():
+    """The hosts reach every mechanism through the ``ContextLayer`` contract alone."""
+    mechanisms = {"acvi_tf.structured", "acvi_tf.variational", "acvi_tf.ved"}
+    importing = [
+        (module, sorted(mechanisms & set(targets)))
+        for module, targets in _import_graph().items()
+        if module.split(".")[0] in ("pointer_generator", "nmt", "video_caption")
+        and mechanisms & set(targets)
+    ]
+    assert importing == []
+
+
 class ScaledContext(context.ContextLayer):
     """A mechanism outside the library: ``c_t = scale * sum_i a_t,i h_i`` with the KL
     ``|c_t|^2 / 2``. It only draws a context and a KL."""
@@ -166,7 +197,11 @@ def test_a_registered_mechanism_runs_in_every_host(host, monkeypatch):
     exactly what soft attention computes, at scale 3 its context reaches the outputs, and
     the host reports its KL and trains every weight through it."""
     monkeypatch.setitem(
-        registry.CONTEXTS, "scaled", lambda options: ScaledContext(name="context", **options.acvi)
+        registry.CONTEXTS,
+        "scaled",
+        registry.Mechanism(
+            lambda options: ScaledContext(name="context", **options.acvi), "a scaled context"
+        ),
     )
     build, make_batch, outputs = hosts.HOST_SETUPS[host]
     batch = make_batch()

@@ -181,7 +181,7 @@ def test_imported_model_computes_the_original(tmp_path, tf_version, coverage, ab
     for token in rng.integers(2, V, size=(3, B)):
         y = model.embedding(token)
         context, (h, c), attn, cov, x = model.decoder_step(
-            y, context, [h, c], cov, mask, keys, prepared
+            y, context, [h, c], cov, mask, keys, prepared, tf.zeros([B, 0])
         )
         p_gen_logit, vocab_logits = model.project(context, c, h, x)
         ref = _original_step(

@@ -131,7 +131,7 @@ def test_nmt_beam_search_equals_the_beam_search_decoder(beam_width, alpha):
         ours = translator_lib.Translator(model, None, "beam_search", beam_width, alpha).search(
             tf.constant(src), tf.constant(src_len)
         )
-        constants, state = model.start(tf.constant(src), tf.constant(src_len))
+        constants, state = model.start(dict(src=tf.constant(src), src_len=tf.constant(src_len)))
         tiled = tf.nest.map_structure(
             lambda t: None if t is None else tfa.seq2seq.tile_batch(t, beam_width), constants
         )

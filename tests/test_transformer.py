@@ -46,7 +46,7 @@ def test_incremental_steps_equal_the_teacher_forced_pass():
     model = _model()
     batch = _batch(np.random.default_rng(1))
     logits = model(batch)["logits"].numpy()
-    constants, state = model.start(batch["src"], batch["src_len"])
+    constants, state = model.start(batch)
     for t in range(batch["tgt_in"].shape[1]):
         output, state, _, _ = model.step(
             model.tgt_embedding(batch["tgt_in"][:, t]), state, constants

@@ -63,7 +63,7 @@ def _captioner_setup(mode):
 
 def _captioner_every(model, batch):
     """log p(gold | h_i) at every frame, stepping the decoder by hand."""
-    constants, state = model.start(batch["features"], batch["num_frames"])
+    constants, state = model.start(batch)
     memory = constants["prepared"].memory
     gold = batch["caption_out"].numpy()
     every, attns = [], []
@@ -112,7 +112,7 @@ def test_captioner_reinforce_trains_the_inference_network_and_decodes_the_margin
         loss = tf.reduce_sum(out["token_nll"] + out["kl"])
     grads = tape.gradient(loss, model.context_layer.trainable_variables)
     assert grads and all(g is not None and np.any(g.numpy() != 0) for g in grads)
-    constants, state = model.start(batch["features"], batch["num_frames"])
+    constants, state = model.start(batch)
     output, _, attn = model.step(model.embedding(tf.constant([2, 2])), state, constants)
     got = np.exp(model.log_probs(output, attn, constants["prepared"]).numpy())
     memory = constants["prepared"].memory
@@ -142,7 +142,7 @@ def test_nmt_exact_marginal_and_decoding_distribution():
         tgt_len=np.array([4, 2], np.int32),
     )
     out = model(batch)
-    constants, state = model.start(src, src_len)
+    constants, state = model.start(dict(src=src, src_len=src_len))
     memory = constants["prepared"].memory
     every, attns = [], []
     for t in range(4):

@@ -40,7 +40,7 @@ def test_decoder_step_matches_numpy():
     model = _small_model()
     batch = _batch(rng)
     model(batch)
-    constants, state = model.start(batch["features"], batch["num_frames"])
+    constants, state = model.start(batch)
     state["context"] = tf.constant(rng.normal(size=[2, 12]).astype(np.float32))
     tokens = tf.constant([5, 9])
     output, new_state, attn = model.step(model.embedding(tokens), state, constants)
@@ -79,7 +79,7 @@ def test_teacher_forcing_equals_stepping_and_ignores_padded_frames():
     model = _small_model()
     batch = _batch(rng)
     out = model(batch)
-    constants, state = model.start(batch["features"], batch["num_frames"])
+    constants, state = model.start(batch)
     for t in range(batch["caption_in"].shape[1]):
         output, state, attn = model.step(
             model.embedding(batch["caption_in"][:, t]), state, constants

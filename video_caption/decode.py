@@ -5,6 +5,9 @@ lowest total negative log-likelihood, with no length normalisation; that is the 
 here (``length_normalization="none"``). The beam itself is ``acvi_tf.decoding``'s.
 """
 
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import numpy as np
 import tensorflow as tf
 
 from acvi_tf import decoding
@@ -30,20 +33,20 @@ class CaptionDecoder:
 
     def __init__(
         self,
-        model,
-        vocab,
-        beam_size=5,
-        max_length=50,
-        length_normalization="none",
-        jit_compile=False,
-    ):
+        model: decoding.DecodingModel,
+        vocab: data.Vocab,
+        beam_size: int = 5,
+        max_length: int = 50,
+        length_normalization: str = "none",
+        jit_compile: bool = False,
+    ) -> None:
         self.model = model
         self.vocab = vocab
         signature = [tf.TensorSpec([None, None, None], tf.float32), tf.TensorSpec([None], tf.int32)]
 
         @tf.function(input_signature=signature, autograph=False, jit_compile=jit_compile or None)
         def search(features, num_frames):
-            constants, state = model.start(features, num_frames)
+            constants, state = model.start(dict(features=features, num_frames=num_frames))
             return decoding.beam_search(
                 decoding.model_step(model, decoding.tile_beam(constants, beam_size)),
                 state,
@@ -58,7 +61,9 @@ class CaptionDecoder:
 
         self.search = search
 
-    def caption(self, features, num_frames):
+    def caption(
+        self, features: tf.Tensor, num_frames: tf.Tensor
+    ) -> List[Tuple[List[str], np.ndarray]]:
         """Captions of a batch.
 
         Args:
@@ -77,7 +82,9 @@ class CaptionDecoder:
             results.append((words, attn[:length]))
         return results
 
-    def caption_set(self, clip_set, batch_size, progress=None):
+    def caption_set(
+        self, clip_set: Any, batch_size: int, progress: Optional[Callable[[int], None]] = None
+    ) -> Tuple[Dict[str, str], Dict[str, np.ndarray]]:
         """``{clip: caption}`` and ``{clip: attention}`` for every clip of a ``ClipSet``;
         ``progress`` (e.g. an ``acvi_tf.progress.Progress``) is told the count done after
         each batch."""

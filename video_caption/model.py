@@ -6,25 +6,29 @@
   the LSTM's ``h`` and ``c`` alike (the pointer-generator's reduce-state layers; the paper
   does not say).
 * Decoder step t: the LSTM reads ``[E y_{t-1}; c_{t-1}]`` (the previous context, zeros at
-  t = 0; with ``--context=ved`` also the sentence latent ``z``), giving ``s_t``; additive
+  t = 0) and the context layer's sentence latent ``z`` (VED's; width 0 for the others),
+  giving ``s_t``; additive
   attention (eq. 1, ``W_h`` and ``W_s`` to ``attention_units``) gives ``a_t``; the
   context layer gives ``c_t`` (SA: ``sum_i a_t,i h_i``; ACVI: a sample, or its mean at
   decode time).
-* Output (eq. 4): ``P_t = softmax(V' tanh(V [s_t; c_t] + b) + b')``. With
-  ``--context=variational`` (Deng et al.) the loop keeps the soft context and eq. (4)
-  is also evaluated at the sampled (or every) frame state ``h_z`` in place of ``c_t``;
-  decoding uses ``sum_i a_t,i P_t(. | h_i)``.
+* Output (eq. 4): ``P_t = softmax(V' tanh(V [s_t; c_t] + b) + b')``. The context
+  layer's ``token_losses`` turn the gold words' log-likelihoods into the per-step loss
+  and its ``output_distribution`` gives a decoding step's ``log P_t`` (Deng et al.'s
+  variational attention evaluates eq. (4) at the sampled or every frame state ``h_z``
+  in place of ``c_t``).
 * Dropout (rate ``dropout``, training only) on the non-recurrent connections, as in
   Zaremba et al., which the paper cites: the encoder's input frames, the decoder LSTM's
   input and ``[s_t; c_t]`` before eq. 4.
 The vocabulary projection and the ACVI KL run once on all steps after the loop.
 """
 
+from typing import Any, Dict, Optional, Tuple, Union
+
 import tensorflow as tf
 
 from acvi_tf import attention as attention_lib
 from acvi_tf import context as context_lib
-from acvi_tf import decoding, recurrent, variational
+from acvi_tf import decoding, recurrent
 from acvi_tf.compat import keras
 
 
@@ -45,17 +49,17 @@ class Captioner(keras.Model):
 
     def __init__(
         self,
-        vocab_size,
-        encoder_units=1000,
-        decoder_units=1000,
-        embedding_dim=256,
-        attention_units=100,
-        output_units=None,
-        dropout=0.5,
-        context_layer=None,
-        jit_compile=False,
-        **kwargs,
-    ):
+        vocab_size: int,
+        encoder_units: int = 1000,
+        decoder_units: int = 1000,
+        embedding_dim: int = 256,
+        attention_units: int = 100,
+        output_units: Optional[int] = None,
+        dropout: float = 0.5,
+        context_layer: Optional[context_lib.ContextLayer] = None,
+        jit_compile: bool = False,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.vocab_size = vocab_size
         self.encoder_units = encoder_units
@@ -75,33 +79,36 @@ class Captioner(keras.Model):
         self.vocab_projection = keras.layers.Dense(vocab_size, name="V_prime")
         self.dropout = keras.layers.Dropout(dropout)
 
-    def start(self, features, num_frames, training=False):
-        """Encodes the frames.
+    def start(
+        self, inputs: Dict[str, tf.Tensor], training: bool = False
+    ) -> Tuple[Dict[str, Any], Dict[str, tf.Tensor]]:
+        """Encodes the frames (``decoding.DecodingModel``).
 
         Args:
-          features: [B, K, D] frame features (zero rows past ``num_frames``).
-          num_frames: [B] real frames per clip.
+          inputs: ``features`` [B, K, D], the frame features (zero rows past
+            ``num_frames``), and ``num_frames`` [B], the real frames per clip.
           training: apply dropout.
 
         Returns:
           ``(constants, state)``: what every step reads (``keys``, ``prepared``, ``mask``,
-          VED's sentence latent ``z`` and its ``kl_z`` [B]) and the initial decoder state
+          the sentence latent ``z`` and its ``kl_z`` [B]) and the initial decoder state
           (``h``, ``c``, previous ``context``).
         """
-        mask = tf.sequence_mask(num_frames, tf.shape(features)[1])
+        features = inputs["features"]
+        mask = tf.sequence_mask(inputs["num_frames"], tf.shape(features)[1])
         features = self.dropout(tf.cast(features, self.compute_dtype), training=training)
         memory, fw_h, fw_c, bw_h, bw_c = self.encoder(features, mask=mask, training=training)
+        # the sentence latent reads the final encoder states
+        z, kl_z = self.context_layer.sentence_latent(
+            tf.concat([fw_h, bw_h], axis=-1), training=training
+        )
         constants = dict(
             keys=self.scorer.prepare(memory),
             mask=mask,
             prepared=self.context_layer.prepare(memory, mask),
+            z=z,
+            kl_z=kl_z,
         )
-        # VED: a sentence latent from the final encoder states joins every decoder input
-        z, constants["kl_z"] = self.context_layer.sentence_latent(
-            tf.concat([fw_h, bw_h], axis=-1), training=training
-        )
-        if z is not None:
-            constants["z"] = z
         state = dict(
             h=self.reduce_h(tf.concat([fw_h, bw_h], axis=-1)),
             c=self.reduce_c(tf.concat([fw_c, bw_c], axis=-1)),
@@ -109,7 +116,14 @@ class Captioner(keras.Model):
         )
         return constants, state
 
-    def step(self, y_emb, state, constants, training=False, use_gumbel=None):
+    def step(
+        self,
+        y_emb: tf.Tensor,
+        state: Dict[str, tf.Tensor],
+        constants: Dict[str, Any],
+        training: bool = False,
+        use_gumbel: Optional[Union[bool, tf.Tensor]] = None,
+    ) -> Tuple[tf.Tensor, Dict[str, tf.Tensor], tf.Tensor]:
         """One decoder step.
 
         Args:
@@ -122,7 +136,7 @@ class Captioner(keras.Model):
         Returns:
           ``(output, state, attn)``: ``[s_t; c_t]`` [B, H + 2U], the new state and ``a_t``.
         """
-        inputs = [y_emb, state["context"]] + ([constants["z"]] if "z" in constants else [])
+        inputs = [y_emb, state["context"], constants["z"]]
         x = self.dropout(tf.concat(inputs, axis=-1), training=training)
         s, (h, c) = self.cell(x, [state["h"], state["c"]])
         attn = self.scorer(
@@ -133,36 +147,46 @@ class Captioner(keras.Model):
         )
         return tf.concat([s, context], axis=-1), dict(h=h, c=c, context=context), attn
 
-    def logits(self, output, training=False):
+    def logits(self, output: tf.Tensor, training: bool = False) -> tf.Tensor:
         """Eq. (4) before the softmax: ``V' tanh(V [s_t; c_t] + b) + b'`` (any leading dims)."""
         return self.vocab_projection(self.output_hidden(self.dropout(output, training=training)))
 
-    def log_probs(self, output, attn, prepared):
+    def log_probs(
+        self, output: tf.Tensor, attn: tf.Tensor, prepared: context_lib.PreparedMemory
+    ) -> tf.Tensor:
         """``log P_t`` [B, V] of a decoding step from ``step``'s output and attention."""
-        if not self.context_layer.latent_alignment:
-            return tf.nn.log_softmax(tf.cast(self.logits(output), tf.float32))
-        s, context = output[..., : self.decoder_units], output[..., self.decoder_units :]
-        return self.context_layer.decode_log_probs(
-            lambda c: self.logits(variational.state_context(s, c)), context, attn, prepared
+        s = output[..., : self.decoder_units]
+        return self.context_layer.output_distribution(
+            self.logits(output),
+            lambda c: self.logits(context_lib.state_context(s, c)),
+            attn,
+            prepared,
         )
 
-    def decode_step(self, tokens, state, constants):
+    def decode_step(
+        self, tokens: tf.Tensor, state: Dict[str, tf.Tensor], constants: Dict[str, Any]
+    ) -> Tuple[tf.Tensor, Dict[str, tf.Tensor], Dict[str, tf.Tensor]]:
         """One search step (``acvi_tf.decoding``'s protocol): the previous words [B] ->
         ``(log P_t [B, V], state, {"attn": a_t})``."""
         output, state, attn = self.step(self.embedding(tokens), state, constants)
         return self.log_probs(output, attn, constants["prepared"]), state, {"attn": attn}
 
-    def call(self, batch, training=False, use_gumbel=None):
+    def call(
+        self,
+        batch: Dict[str, tf.Tensor],
+        training: bool = False,
+        use_gumbel: Optional[Union[bool, tf.Tensor]] = None,
+    ) -> Dict[str, Any]:
         """Teacher-forced decoding of ``caption_in``.
 
         Returns:
           dict: ``logits`` [B, T, V], ``attn`` [B, T, K] (float32), ``kl`` [B, T] and
           ``kl_z`` [B] (VED's sentence-latent KL; zeros otherwise), ``prepared`` (the
-          context layer's ``PreparedMemory``); with a latent
-          alignment also ``token_nll`` [B, T] (the loss in place of the cross-entropy,
-          see ``variational.VariationalAttentionContext.alignment_losses``).
+          context layer's ``PreparedMemory``) and, when the batch holds ``caption_out``,
+          ``token_nll`` [B, T] (the per-step loss of the gold words,
+          ``ContextLayer.token_losses``).
         """
-        constants, state = self.start(batch["features"], batch["num_frames"], training)
+        constants, state = self.start(batch, training)
         emb = self.embedding(batch["caption_in"])
 
         def step(y_t, state, prepared_t):
@@ -190,29 +214,31 @@ class Captioner(keras.Model):
             kl_z=constants["kl_z"],
             prepared=constants["prepared"],
         )
-        if self.context_layer.latent_alignment:
-            gold = batch["caption_out"]
-            states = outputs[..., : self.decoder_units]
-            q = self.context_layer.posterior(
-                constants["prepared"],
-                self.embedding(gold),
-                tf.sequence_mask(batch["caption_len"], tf.shape(gold)[1]),
-                training,
-            )
-            out["token_nll"], out["kl"] = self.context_layer.alignment_losses(
-                lambda c: variational.gold_log_likelihood(
-                    self.logits(variational.state_context(states, c), training), gold
-                ),
-                variational.gold_log_likelihood(out["logits"], gold),
+        if "caption_out" in batch:  # the per-step loss of the gold words
+            out["token_nll"], out["kl"] = self.context_layer.token_losses(
+                self._gold(batch, out["logits"], outputs, training),
                 attns,
-                q,
+                out["kl"],
                 constants["prepared"],
                 training,
             )
         return out
 
+    def _gold(self, batch, logits, outputs, training):
+        """The gold words as eq. (4) scores them (``context.GoldTarget``)."""
+        gold = batch["caption_out"]
+        states = outputs[..., : self.decoder_units]
+        return context_lib.GoldTarget(
+            soft_log_likelihood=context_lib.gold_log_likelihood(logits, gold),
+            log_likelihood=lambda c: context_lib.gold_log_likelihood(
+                self.logits(context_lib.state_context(states, c), training), gold
+            ),
+            embedded=lambda: self.embedding(gold),
+            mask=tf.sequence_mask(batch["caption_len"], tf.shape(gold)[1]),
+        )
 
-def attention_penalty(attn, caption_len, num_frames):
+
+def attention_penalty(attn: tf.Tensor, caption_len: tf.Tensor, num_frames: tf.Tensor) -> tf.Tensor:
     """arctic-capgen-vid's doubly-stochastic term ``sum_i (1 - sum_t a_t,i)^2`` per clip.
 
     Only real caption steps and real frames count. Returns [B] float32.
