@@ -27,8 +27,7 @@ BENCHMARKS_MD = os.path.join(ROOT, "BENCHMARKS.md")
 RESULTS = os.path.join(ROOT, "bench", "results")
 sys.path.insert(0, ROOT)
 
-from acvi_tf import files  # noqa: E402 (the project root goes on the path first)
-from acvi_tf import flags as acvi_flags  # noqa: E402
+from acvi_tf import builders, files  # noqa: E402 (the project root goes on the path first)
 
 # BENCHMARKS.md's order: the scripts, then each script's results by key.
 SCRIPTS = (
@@ -119,7 +118,7 @@ def precision_name(precision):
 
 def settings(flag_values):
     """The precision and compilation flags of a run: "" or ", mixed_bfloat16, XLA" etc."""
-    policy = acvi_flags.precision_policy(flag_values.mixed_precision)
+    policy = builders.precision_policy(flag_values.mixed_precision)
     return "".join(
         text
         for text, on in ((", " + policy, policy != "float32"), (", XLA", flag_values.jit_compile))

@@ -27,7 +27,7 @@ from absl import app, flags
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from acvi_tf import attention, registry
+from acvi_tf import attention, builders, registry
 from acvi_tf import flags as acvi_flags
 
 import _report as report
@@ -104,7 +104,7 @@ def _make_pass(size, options):
 
 def main(argv):
     del argv
-    acvi_flags.configure_runtime(FLAGS)
+    builders.configure_runtime(FLAGS)
     rows = []
     for size_name in FLAGS.sizes:
         size = SIZES[size_name]

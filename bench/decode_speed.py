@@ -43,6 +43,7 @@ from absl import app, flags, logging
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from acvi_tf import builders
 from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
 from pointer_generator import batcher as batcher_lib
@@ -145,11 +146,11 @@ def _build(model, batch):
 
 def _copy_in_precision(model, batch):
     """``model`` built again under ``--compare_precision``'s policy, with its weights."""
-    keras.mixed_precision.set_global_policy(acvi_flags.precision_policy(FLAGS.compare_precision))
+    keras.mixed_precision.set_global_policy(builders.precision_policy(FLAGS.compare_precision))
     copy = _model(model.vocab_size)
     _build(copy, batch)
     copy.set_weights(model.get_weights())
-    keras.mixed_precision.set_global_policy(acvi_flags.precision_policy(FLAGS.mixed_precision))
+    keras.mixed_precision.set_global_policy(builders.precision_policy(FLAGS.mixed_precision))
     return copy
 
 
@@ -235,7 +236,7 @@ def _spread(values):
 
 def main(argv):
     del argv
-    acvi_flags.configure_runtime(FLAGS)
+    builders.configure_runtime(FLAGS)
     keras.utils.set_random_seed(1)
     trained = FLAGS.size == "trained"
     if trained:

@@ -34,9 +34,9 @@ from absl import app, flags
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from acvi_tf import builders, registry
 from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
-from acvi_tf import registry
 from acvi_tf.compat import keras
 from nmt import (
     hparams,
@@ -162,7 +162,7 @@ def _captioning_step(layer):
 
 def main(argv):
     del argv
-    acvi_flags.configure_runtime(FLAGS)
+    builders.configure_runtime(FLAGS)
     tf.get_logger().setLevel("ERROR")
     for task in FLAGS.tasks:
         _time_task(task)
@@ -180,7 +180,7 @@ def _time_task(task):
     precisions = FLAGS.precisions or [FLAGS.mixed_precision]
     for precision in precisions:
         # a layer keeps the policy it was built under
-        keras.mixed_precision.set_global_policy(acvi_flags.precision_policy(precision))
+        keras.mixed_precision.set_global_policy(builders.precision_policy(precision))
         for name, options in chosen.items():
             keras.utils.set_random_seed(1)
             options = dict(options)

@@ -49,6 +49,7 @@ import _profile
 
 from acvi_tf import (
     attention,
+    builders,
     loop_gradients,
     registry,
 )
@@ -232,7 +233,7 @@ def _batch(vocab, batch, n, t):
 
 def main(argv):
     del argv
-    acvi_flags.configure_runtime(FLAGS)
+    builders.configure_runtime(FLAGS)
     vocab, emb, hidden, batch_size, n, t = SIZES[FLAGS.size]
     batch = {
         k: v
@@ -253,7 +254,7 @@ def main(argv):
     precisions = FLAGS.precisions or [FLAGS.mixed_precision]
     for precision in precisions:
         # a layer keeps the policy it was built under
-        keras.mixed_precision.set_global_policy(acvi_flags.precision_policy(precision))
+        keras.mixed_precision.set_global_policy(builders.precision_policy(precision))
         for name in chosen:
             keras.utils.set_random_seed(1)
             if name in ABLATIONS:
@@ -296,9 +297,7 @@ def main(argv):
     peaks = {
         precision: matmul_peak(
             4096 if report.has_gpu() else 2048,
-            dtype=keras.mixed_precision.Policy(
-                acvi_flags.precision_policy(precision)
-            ).compute_dtype,
+            dtype=keras.mixed_precision.Policy(builders.precision_policy(precision)).compute_dtype,
         )
         for precision in precisions
     }

@@ -21,10 +21,9 @@ XLA.
 import tensorflow as tf
 from absl import flags, logging
 
+from acvi_tf import builders, graph_bpe
 from acvi_tf import config as config_lib
 from acvi_tf import export as export_lib
-from acvi_tf import flags as acvi_flags
-from acvi_tf import graph_bpe
 from acvi_tf.formats import nmt_text
 from nmt import translate
 
@@ -95,7 +94,7 @@ def run(config):
     model_config = translate.run_config(config.out_dir, given).replace(
         ckpt=config.ckpt, jit_compile=False
     )
-    acvi_flags.configure_runtime(model_config)
+    builders.configure_runtime(model_config)
     record, settings, codes = translate.corpus_record(model_config)
     tokenize = export_lib.graph_tokenizer_for(record, settings, config.pretokenized)
     translator, src_vocab, tgt_vocab = translate.load_translator(model_config)

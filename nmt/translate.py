@@ -23,7 +23,7 @@ import os
 import tensorflow as tf
 from absl import app, flags, logging
 
-from acvi_tf import checkpoints, errors, files, text
+from acvi_tf import builders, checkpoints, errors, files, text
 from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf import progress as progress_lib
@@ -163,7 +163,7 @@ def run(config):
     """Translates ``--input`` into ``--output``; returns the translations."""
     given = dict(beam_width=config.beam_width, infer_batch_size=config.infer_batch_size)
     model_config = run_config(config.out_dir, given).replace(ckpt=config.ckpt)
-    acvi_flags.configure_runtime(model_config)
+    builders.configure_runtime(model_config)
     sentences = files.read_input_lines(config.input, InputError)
     translations = translate(sentences, model_config)
     files.write_output_lines(config.output, translations, sentences, "translations")

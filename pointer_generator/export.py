@@ -28,9 +28,9 @@ corpus was (tokens separated by spaces) instead. The beam search runs without XL
 import tensorflow as tf
 from absl import flags, logging
 
+from acvi_tf import builders
 from acvi_tf import config as config_lib
 from acvi_tf import export as export_lib
-from acvi_tf import flags as acvi_flags
 from acvi_tf.formats import see_vocab
 from pointer_generator import summarize
 from pointer_generator import vocab as vocab_lib
@@ -164,7 +164,7 @@ def run(config):
     given = {name: config[name] for name in summarize.DECODE_FLAGS}
     model_config = summarize.run_config(config.log_root, config.exp_name, given)
     model_config = model_config.replace(jit_compile=False)
-    acvi_flags.configure_runtime(model_config)
+    builders.configure_runtime(model_config)
     tokenize = export_lib.graph_tokenizer_for(
         *summarize.corpus_record(model_config.vocab_path), config.pretokenized
     )

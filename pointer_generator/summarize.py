@@ -24,7 +24,7 @@ import os
 import tensorflow as tf
 from absl import app, flags, logging
 
-from acvi_tf import checkpoints, errors, files, text
+from acvi_tf import builders, checkpoints, errors, files, text
 from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf import progress as progress_lib
@@ -202,7 +202,7 @@ def run(config):
     """Summarises ``--input`` into ``--output``; returns the summaries."""
     given = {name: config[name] for name in DECODE_FLAGS}
     model_config = run_config(config.log_root, config.exp_name, given)
-    acvi_flags.configure_runtime(model_config)
+    builders.configure_runtime(model_config)
     vocab = vocab_lib.Vocab(model_config.vocab_path, model_config.vocab_size, size_given=False)
     summarizer = load_summarizer(model_config, vocab, config.ckpt)
     documents = files.read_input_lines(config.input, InputError)

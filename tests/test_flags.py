@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tensorflow.python.framework import config as tf_config
 
+from acvi_tf import builders, context, kl_schedule
 from acvi_tf import config as config_lib
-from acvi_tf import context, kl_schedule
 from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
 
@@ -29,7 +29,7 @@ def _parse(*argv):
 
 def test_defaults_are_the_arxiv_model_with_the_studys_kl():
     fv = _parse()
-    layer = acvi_flags.context_layer_from_flags(fv)
+    layer = builders.context_layer(fv)
     assert isinstance(layer, context.ACVIContext)
     config = layer.get_config()
     assert (
@@ -47,14 +47,11 @@ def test_defaults_are_the_arxiv_model_with_the_studys_kl():
 
 def test_unset_kl_weight_gives_each_mechanism_its_own():
     weights = {
-        mode: acvi_flags.context_layer_from_flags(_parse("--context=" + mode)).kl_weight
+        mode: builders.context_layer(_parse("--context=" + mode)).kl_weight
         for mode in ("acvi", "ved", "variational")
     }
     assert weights == {"acvi": context.ACVI_KL_WEIGHT, "ved": 0.1, "variational": 1.0}
-    assert (
-        acvi_flags.context_layer_from_flags(_parse("--context=ved", "--kl_weight=0.5")).kl_weight
-        == 0.5
-    )
+    assert builders.context_layer(_parse("--context=ved", "--kl_weight=0.5")).kl_weight == 0.5
 
 
 def test_flags_reach_the_layer():
@@ -71,7 +68,7 @@ def test_flags_reach_the_layer():
         "--acvi_log_var_max=2",
         "--seed=5",
     )
-    config = acvi_flags.context_layer_from_flags(fv).get_config()
+    config = builders.context_layer(fv).get_config()
     assert (
         config["variance_net"],
         config["gumbel_fraction"],
@@ -85,9 +82,7 @@ def test_flags_reach_the_layer():
         config["log_var_max"],
         config["seed"],
     ) == ("relu", 0.1, 0.3, "per_component", 3, "bound", 0.25, "sample", -4.0, 2.0, 5)
-    assert isinstance(
-        acvi_flags.context_layer_from_flags(_parse("--context=sa")), context.SoftAttentionContext
-    )
+    assert isinstance(builders.context_layer(_parse("--context=sa")), context.SoftAttentionContext)
 
 
 @pytest.mark.parametrize(
@@ -111,9 +106,9 @@ def test_bad_values_are_rejected_with_a_message(argv, match):
 
 
 def test_kl_schedule_flags():
-    assert acvi_flags.kl_schedule_from_flags(_parse()) == kl_schedule.KLSchedule()
+    assert builders.kl_schedule(_parse()) == kl_schedule.KLSchedule()
     fv = _parse("--kl_annealing=linear", "--kl_anneal_steps=50", "--kl_free_bits=0.5")
-    assert acvi_flags.kl_schedule_from_flags(fv) == kl_schedule.KLSchedule("linear", 50, 0.5)
+    assert builders.kl_schedule(fv) == kl_schedule.KLSchedule("linear", 50, 0.5)
     with pytest.raises(flags.IllegalFlagValueError, match="kl_free_bits"):
         _parse("--kl_free_bits=-1")
 
@@ -128,7 +123,7 @@ def test_kl_schedule_flags():
     ],
 )
 def test_mc_with_eq25_sampling_warns_once(argv, warns, caplog):
-    acvi_flags.context_layer_from_flags(_parse(*argv))
+    builders.context_layer(_parse(*argv))
     said = [r for r in caplog.records if "--acvi_kl=mc" in r.getMessage()]
     assert len(said) == int(warns)
     assert all("docs/acvi.md" in r.getMessage() for r in said)
@@ -253,16 +248,16 @@ def _helpshort(module):
 def test_configure_runtime_sets_precision_seed_and_determinism():
     fv = _parse("--mixed_precision=float16", "--seed=3")
     try:
-        acvi_flags.configure_runtime(fv)
+        builders.configure_runtime(fv)
         assert keras.mixed_precision.global_policy().name == "mixed_float16"
         first = tf.random.uniform([3]).numpy()
-        acvi_flags.configure_runtime(fv)
+        builders.configure_runtime(fv)
         assert (tf.random.uniform([3]).numpy() == first).all()
         assert not tf_config.is_op_determinism_enabled()
-        acvi_flags.configure_runtime(_parse("--deterministic"))
+        builders.configure_runtime(_parse("--deterministic"))
         assert tf_config.is_op_determinism_enabled()
         assert keras.mixed_precision.global_policy().name == "float32"
-        acvi_flags.configure_runtime(_parse("--mixed_precision=bfloat16"))
+        builders.configure_runtime(_parse("--mixed_precision=bfloat16"))
         assert keras.mixed_precision.global_policy().name == "mixed_bfloat16"
     finally:
         tf_config.disable_op_determinism()
@@ -373,6 +368,6 @@ def test_any_flag_value_parses_to_a_usable_one_or_one_flag_error(values):
     for name in values:
         assert math.isfinite(fv[name]), name
     try:
-        acvi_flags.context_layer_from_flags(fv)
+        builders.context_layer(fv)
     except ValueError as e:  # a combination the layer refuses, said in its own words
         assert str(e)

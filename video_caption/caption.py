@@ -22,8 +22,8 @@ import tempfile
 
 from absl import flags
 
+from acvi_tf import builders, errors, files
 from acvi_tf import config as config_lib
-from acvi_tf import errors, files
 from acvi_tf import flags as acvi_flags
 from acvi_tf import progress as progress_lib
 from acvi_tf.formats import frame_features
@@ -135,7 +135,7 @@ def run(config):
     """Captions the videos of ``--input`` into ``--output``; returns the captions."""
     given = dict(beam_size=config.beam_size, decode_batch_size=config.decode_batch_size)
     model_config = run_config(config.out_dir, given).replace(ckpt=config.ckpt)
-    acvi_flags.configure_runtime(model_config)
+    builders.configure_runtime(model_config)
     exp = run_captioning.Experiment(model_config)
     run_captioning.restore(exp)
     videos = [line.strip() for line in files.read_input_lines(config.input, InputError)]

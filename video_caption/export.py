@@ -20,9 +20,9 @@ Loading needs TensorFlow only. The search runs without XLA.
 import tensorflow as tf
 from absl import flags, logging
 
+from acvi_tf import builders
 from acvi_tf import config as config_lib
 from acvi_tf import export as export_lib
-from acvi_tf import flags as acvi_flags
 from video_caption import caption as caption_lib
 from video_caption import data, run_captioning
 
@@ -104,7 +104,7 @@ def run(config):
     given = dict(beam_size=config.beam_size, decode_batch_size=config.decode_batch_size)
     model_config = caption_lib.run_config(config.out_dir, given)
     model_config = model_config.replace(ckpt=config.ckpt, jit_compile=False)
-    acvi_flags.configure_runtime(model_config)
+    builders.configure_runtime(model_config)
     exp = run_captioning.Experiment(model_config)
     path = run_captioning.restore(exp)
     module = ServedCaptioner(exp.decoder, model_config.num_frames, exp.statistics)
