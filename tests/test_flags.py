@@ -144,38 +144,55 @@ def test_gumbel_fraction_needs_the_number_of_training_steps():
         fv(["prog", "--acvi_gumbel_fraction=0.1"])
 
 
-def _entry_points():
-    """The project's commands: every module with a ``__main__`` block."""
+PACKAGES = ("acvi_tf", "pointer_generator", "nmt", "video_caption", "data_prep")
+
+
+def _modules():
+    """``(module, source)`` of every module of the project's packages, and of each bench
+    script by its file name (bench/ is a folder of scripts, not a package)."""
     found = []
-    for package in ("acvi_tf", "pointer_generator", "nmt", "video_caption", "data_prep"):
+    for package in PACKAGES:
         for folder, _, names in os.walk(os.path.join(ROOT, package)):
-            for name in sorted(names):
+            for name in sorted(n for n in names if n.endswith(".py")):
                 path = os.path.join(folder, name)
-                if name.endswith(".py") and 'if __name__ == "__main__":' in open(path).read():
-                    found.append(os.path.relpath(path, ROOT)[: -len(".py")].replace(os.sep, "."))
+                module = os.path.relpath(path, ROOT)[: -len(".py")].replace(os.sep, ".")
+                found.append((module.removesuffix(".__init__"), open(path).read()))
+    for name in sorted(os.listdir(os.path.join(ROOT, "bench"))):
+        if name.endswith(".py"):
+            found.append((name[: -len(".py")], open(os.path.join(ROOT, "bench", name)).read()))
     return found
 
 
-def test_importing_the_entry_points_defines_no_flag():
-    """Flags exist only once a command's ``define_flags`` runs (a fresh process, so this
-    suite's own definitions do not count); each command defines them in ``define_flags``
-    and runs through ``config.run_command``."""
-    modules = _entry_points()
-    assert {"nmt.run_nmt", "data_prep.pig_latin", "pointer_generator.lead_baseline"} <= set(modules)
+def _entry_points():
+    """The project's commands: every module of the packages with a ``__main__`` block."""
+    return [
+        module
+        for module, source in _modules()
+        if module.split(".")[0] in PACKAGES and 'if __name__ == "__main__":' in source
+    ]
+
+
+def test_importing_a_module_defines_no_flag():
+    """Flags exist only once a command's ``define_flags`` runs: importing every module of
+    the project, the bench scripts too, defines none (a fresh process, so this suite's
+    own definitions do not count); each command and bench script defines them in
+    ``define_flags`` and runs through ``config.run_command``."""
+    modules = dict(_modules())
+    assert {"nmt.run_nmt", "data_prep.pig_latin", "acvi_tf.builders", "train_step"} <= set(modules)
     code = (
-        "from absl import flags\n"
+        "import sys\n"
+        + "sys.path.insert(0, 'bench')\n"
+        + "from absl import flags\n"
         + "".join("import %s\n" % module for module in modules)
-        + "by_module = flags.FLAGS.flags_by_module_dict()\n"
-        + "print(sorted(m for m in by_module if m.split('.')[0] in %r))\n"
-        % ({m.split(".")[0] for m in modules},)
+        + "print(sorted(set(flags.FLAGS.flags_by_module_dict()) & %r))\n" % set(modules)
     )
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
     )
     assert done.stdout.strip().splitlines()[-1] == "[]"
-    for module in modules:
-        if module != "pointer_generator.results_table":  # positional arguments, no flags
-            source = open(os.path.join(ROOT, *module.split(".")) + ".py").read()
+    for module, source in modules.items():
+        # bench/'s helpers (_report: its __main__ renders BENCHMARKS.md) take no flags
+        if 'if __name__ == "__main__":' in source and not module.startswith("_"):
             assert "config_lib.run_command(define_flags, run" in source, module
 
 
@@ -184,8 +201,6 @@ def test_helpshort_of_every_command_lists_every_flag_it_defines():
     those a helper module defines for it (the builders' ``--tokenizer``, the export's
     run flags) and the shared ones."""
     for module in _entry_points():
-        if module == "pointer_generator.results_table":  # positional arguments, no flags
-            continue
         define_flags = importlib.import_module(module).define_flags
         flag_values = flags.FlagValues()
         config_lib.define_command_flags(define_flags, flag_values, "main.py")
@@ -206,8 +221,6 @@ def test_every_learning_rate_must_be_positive_and_every_dropout_below_1():
     entry point that defines such a float flag refuses it at parse time, in one line."""
     checked = []
     for module in _entry_points():
-        if module == "pointer_generator.results_table":  # positional arguments, no flags
-            continue
         define_flags = importlib.import_module(module).define_flags
         fv = flags.FlagValues()
         define_flags(fv)
