@@ -63,7 +63,6 @@ from acvi_tf import config as config_lib
 from acvi_tf import errors, files
 from acvi_tf.formats import frame_features, video_folder
 from data_prep import splits as splits_lib
-from data_prep import summarization
 
 SPLITS = ("train", "val", "test")
 VOCAB_FILE = "vocab.txt"
@@ -346,7 +345,7 @@ def split_clips(clips: Dict[str, dict]) -> Dict[str, List[Clip]]:
     """The clips of ``group_clips`` in their own split or their hash's, in hash order."""
     splits = {split: [] for split in SPLITS}
     for name, entry in clips.items():
-        key = summarization.key_hash(name)
+        key = splits_lib.key_hash(name)
         split = entry["split"] or splits_lib.split_of(key, SPLITS)
         splits[split].append(
             Clip(name, name, key, tuple(entry["captions"]), tuple(entry["references"]))

@@ -1,18 +1,33 @@
-"""The stable hash split every demo corpus uses: 90% / 5% / 5% by a hash of a key, and
-the rule every builder follows before it writes: no split ends up empty unless
-``--allow_empty`` names it.
+"""The stable hash split every demo corpus uses: 90% / 5% / 5% by a hash of a key
+(``key_hash``), and the rule every builder follows before it writes: no split ends up
+empty unless ``--allow_empty`` names it. Also the builders' tokenizer batch.
 """
 
+import hashlib
 from typing import Mapping, Optional, Sequence
 
 from absl import flags
 
 from acvi_tf import errors
 
+TOKENIZE_BATCH = 1000  # records per tokenizer call and progress update
+
 
 class EmptySplitError(errors.UserError, ValueError):
     """A build would write a split with nothing in it; the message names the split, the
     counts and the fix."""
+
+
+def key_hash(key: str) -> int:
+    """The stable hash of a record's key, which decides its split and the caps.
+
+    Args:
+      key: the record's key (a file name, an id).
+
+    Returns:
+      ``int(sha1(key).hexdigest(), 16)``.
+    """
+    return int(hashlib.sha1(key.encode("utf-8")).hexdigest(), 16)
 
 
 def split_of(hash_value, names):

@@ -50,7 +50,6 @@ Usage::
 import collections
 import csv
 import dataclasses
-import hashlib
 import itertools
 import json
 import os
@@ -69,7 +68,6 @@ from data_prep import splits as splits_lib
 SPLITS = ("train", "val", "test")
 FORMATS = ("jsonl", "tsv", "csv", "lines")
 CHUNK_SIZE = 1000
-TOKENIZE_BATCH = 1000  # records per tokenizer call and progress update
 CORPUS_RECORD = "corpus.json"
 
 CHUNK_NAME = re.compile(r"^(train|val|test)_\d{3,}\.bin$")
@@ -289,11 +287,6 @@ def _source(record, where, article_field, abstract_field, id_field, split_field)
 # ----------------------------------------------------------------------------- pairs
 
 
-def key_hash(key: str) -> int:
-    """``int(sha1(key).hexdigest(), 16)``, the stable key of the split and the caps."""
-    return int(hashlib.sha1(key.encode("utf-8")).hexdigest(), 16)
-
-
 def make_pairs(
     sources: Iterable[Source],
     tokenize: Callable[[Sequence[str]], List[str]],
@@ -303,7 +296,7 @@ def make_pairs(
 ) -> List[Pair]:
     """Turns sources into tokenised pairs: empties, duplicates and long articles out.
 
-    The sources are read first; then ``TOKENIZE_BATCH`` of them at a time are checked
+    The sources are read first; then ``splits_lib.TOKENIZE_BATCH`` of them at a time are checked
     and their texts tokenised in one ``tokenize`` call, with a progress line.
 
     Args:
@@ -322,8 +315,8 @@ def make_pairs(
     sources = list(sources)
     progress = progress_lib.Progress(len(sources), "tokenised records")
     seen, pairs = set(), []
-    for start in range(0, len(sources), TOKENIZE_BATCH):
-        batch = sources[start : start + TOKENIZE_BATCH]
+    for start in range(0, len(sources), splits_lib.TOKENIZE_BATCH):
+        batch = sources[start : start + splits_lib.TOKENIZE_BATCH]
         texts = [_texts(source, seen, stats, skip_empty) for source in batch]
         pairs += _tokenised_pairs([t for t in texts if t], tokenize, max_article_tokens, stats)
         progress(start + len(batch))
@@ -369,7 +362,9 @@ def _tokenised_pairs(texts, tokenize, max_article_tokens, stats):
         if max_article_tokens and len(article.split(" ")) > max_article_tokens:
             stats.too_long_dropped += 1
             continue
-        pairs.append(Pair(source.key, article, abstract, key_hash(source.key), source.split))
+        pairs.append(
+            Pair(source.key, article, abstract, splits_lib.key_hash(source.key), source.split)
+        )
     return pairs
 
 
@@ -392,14 +387,6 @@ def count_words(counter: collections.Counter, pair: Pair) -> None:
     abstract_tokens = [token for token in pair.abstract.split(" ") if token not in marks]
     tokens = [token.strip() for token in pair.article.split(" ") + abstract_tokens]
     counter.update(token for token in tokens if token)
-
-
-def build_vocab(train_pairs: Iterable[Pair]) -> collections.Counter:
-    """See's vocab counts of the train split (``count_words`` over every pair)."""
-    counter = collections.Counter()
-    for pair in train_pairs:
-        count_words(counter, pair)
-    return counter
 
 
 def write_chunks(

@@ -73,7 +73,6 @@ from acvi_tf import progress as progress_lib
 from acvi_tf.formats import bpe as bpe_lib
 from acvi_tf.formats import nmt_text
 from data_prep import splits as splits_lib
-from data_prep import summarization
 
 SPLITS = ("train", "dev", "test")
 EVAL_SPLITS = ("dev", "test")
@@ -219,7 +218,7 @@ def make_pairs(
 ) -> List[Pair]:
     """Tokenises, deduplicates and filters the pairs.
 
-    The sources are read first; then both sides of ``summarization.TOKENIZE_BATCH`` of
+    The sources are read first; then both sides of ``splits_lib.TOKENIZE_BATCH`` of
     them at a time are tokenised in one ``tokenize`` call, with a progress line.
 
     Args:
@@ -240,8 +239,8 @@ def make_pairs(
     sources = list(sources)
     progress = progress_lib.Progress(len(sources), "tokenised pairs")
     seen, pairs = set(), []
-    for start in range(0, len(sources), summarization.TOKENIZE_BATCH):
-        batch = sources[start : start + summarization.TOKENIZE_BATCH]
+    for start in range(0, len(sources), splits_lib.TOKENIZE_BATCH):
+        batch = sources[start : start + splits_lib.TOKENIZE_BATCH]
         tokens = tokenize([source.src for source in batch] + [source.tgt for source in batch])
         for source, pair_tokens in zip(batch, zip(tokens[: len(batch)], tokens[len(batch) :])):
             pair = _kept(source, pair_tokens, seen, stats, max_len, skip_empty, keep_splits)
@@ -276,7 +275,7 @@ def _kept(source, tokens, seen, stats, max_len, skip_empty, keep_splits):
 
 
 def _pair(source: Source, tokens) -> Pair:
-    return Pair(source.key, tokens[0], tokens[1], summarization.key_hash(source.key), source.split)
+    return Pair(source.key, tokens[0], tokens[1], splits_lib.key_hash(source.key), source.split)
 
 
 def split_pairs(

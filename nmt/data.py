@@ -36,10 +36,6 @@ BATCH_SIGNATURE = {
     "tgt_out": tf.TensorSpec([None, None], tf.int32),
     "tgt_len": tf.TensorSpec([None], tf.int32),
 }
-INFER_SIGNATURE = {
-    "src": tf.TensorSpec([None, None], tf.int32),
-    "src_len": tf.TensorSpec([None], tf.int32),
-}
 _PADDING_VALUES = {"src": EOS_ID, "src_len": 0, "tgt_in": EOS_ID, "tgt_out": EOS_ID, "tgt_len": 0}
 _SEQUENCE_FIELDS = ("src", "tgt_in", "tgt_out")
 _DEFAULT_BUCKET_WIDTH = 10  # tensorflow/nmt's width when there is no src_max_len
@@ -154,11 +150,6 @@ def make_examples(pairs, src_vocab, tgt_vocab, src_max_len=None, tgt_max_len=Non
             "%d examples; %d truncated to %s tokens", len(examples), truncated, " / ".join(limits)
         )
     return examples
-
-
-def count_tokens(examples):
-    """Target tokens including each ``</s>``: the perplexity denominator."""
-    return sum(len(example["tgt_out"]) for example in examples)
 
 
 def bucket_width(src_max_len, num_buckets):
@@ -325,7 +316,7 @@ def infer_dataset(
       length_multiple: pad the width of every batch to a multiple of this.
 
     Returns:
-      A ``tf.data.Dataset`` of dicts shaped as ``INFER_SIGNATURE``.
+      A ``tf.data.Dataset`` of dicts: ``src`` ``[batch, time]`` and ``src_len`` ``[batch]``, int32.
     """
     if not src_lines:
         raise NmtDataError("no source lines to translate; check the input file")

@@ -207,11 +207,6 @@ class ClipSet:
         real = np.arange(self.features.shape[1])[None] < self.num_frames[:, None]
         self.features[real] = (self.features[real] - mean) / std
 
-    @property
-    def feature_dim(self):
-        """D, the size of a frame feature."""
-        return self.features.shape[-1]
-
     def references(self):
         """``{clip: [raw reference, ...]}`` for scoring."""
         return {r["clip"]: list(r["references"]) for r in self.records}
