@@ -37,6 +37,7 @@ Usage: python bench/peers.py [--peer=keras,tfa] [--rounds=7] [--batch=128] [--sr
 import os
 import statistics
 import sys
+from typing import Any, Dict, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -126,7 +127,7 @@ def _tfa():
     return tfa
 
 
-def random_batch(size, src_steps, tgt_steps):
+def random_batch(size: int, src_steps: int, tgt_steps: int) -> Dict[str, tf.Tensor]:
     """A random NMT batch, its lengths from 3/4 of the longest to the longest.
 
     Args:
@@ -155,7 +156,7 @@ def random_batch(size, src_steps, tgt_steps):
     }
 
 
-def our_model(batch):
+def our_model(batch: Dict[str, tf.Tensor]) -> nmt_model.NMTModel:
     """The ``acvi_paper`` NMT model without dropout, built on ``batch``."""
     model = nmt_model.NMTModel(
         SRC_VOCAB,
@@ -182,7 +183,7 @@ class KerasEncoder:
       batch: a batch to build the layers on.
     """
 
-    def __init__(self, model, batch):
+    def __init__(self, model: nmt_model.NMTModel, batch: Dict[str, tf.Tensor]) -> None:
         units = model.num_units
         self.embedding = keras.layers.Embedding(SRC_VOCAB, units)
         self.encoder = keras.layers.Bidirectional(
@@ -194,14 +195,14 @@ class KerasEncoder:
             self.encoder.trainable_variables
         )
 
-    def copy_weights(self, model):
+    def copy_weights(self, model: nmt_model.NMTModel) -> None:
         """Sets every weight to its counterpart's in ``model``."""
         self.embedding.set_weights(model.src_embedding.get_weights())
         self.encoder.set_weights(
             model.forward_layers[0].get_weights() + model.backward_layers[0].get_weights()
         )
 
-    def __call__(self, src, src_len):
+    def __call__(self, src: tf.Tensor, src_len: tf.Tensor) -> Tuple[tf.Tensor, list]:
         """Encoder outputs [B, S, 2 units] and the final ``[[h, c] forward, [h, c] backward]``."""
         mask = tf.sequence_mask(src_len, tf.shape(src)[1])
         outputs, fw_h, fw_c, bw_h, bw_c = self.encoder(self.embedding(src), mask=mask)
@@ -217,7 +218,7 @@ class TfaNMT:
       batch: a batch to build the layers on.
     """
 
-    def __init__(self, model, tfa, batch):
+    def __init__(self, model: nmt_model.NMTModel, tfa: Any, batch: Dict[str, tf.Tensor]) -> None:
         self.tfa = tfa
         units = model.num_units
         self.encoder = KerasEncoder(model, batch)
@@ -242,7 +243,7 @@ class TfaNMT:
             v for layer in self._decoder_layers for v in layer.trainable_variables
         ]
 
-    def copy_weights(self, model):
+    def copy_weights(self, model: nmt_model.NMTModel) -> None:
         """Sets every weight to its counterpart's in ``model``."""
         self.encoder.copy_weights(model)
         ours = [
@@ -266,7 +267,7 @@ class TfaNMT:
         cell_state = tf.nest.pack_sequence_as(state.cell_state, tf.nest.flatten(states))
         return state.clone(cell_state=tf.nest.map_structure(tile, cell_state))
 
-    def loss(self, batch):
+    def loss(self, batch: Dict[str, tf.Tensor]) -> tf.Tensor:
         """tensorflow/nmt's loss: the masked cross-entropy summed, over the batch size."""
         decoder = self.tfa.seq2seq.BasicDecoder(self.cell, self.tfa.seq2seq.TrainingSampler())
         outputs, _, _ = decoder(
@@ -277,7 +278,9 @@ class TfaNMT:
         logits = self.projection(outputs.rnn_output)
         return losses.sequence_loss(logits, batch["tgt_out"], batch["tgt_len"])[0]
 
-    def beam_search(self, src, src_len, beam_width, length_penalty_weight):
+    def beam_search(
+        self, src: tf.Tensor, src_len: tf.Tensor, beam_width: int, length_penalty_weight: float
+    ) -> tf.Tensor:
         """The best beam's ids [B, T] (``</s>`` and what follows it to be cut)."""
         decoder = _unwrapped_state(self.tfa.seq2seq.BeamSearchDecoder)(
             self.cell,
@@ -398,7 +401,7 @@ def _compare_train_step(config, model, peer, batch):
     )
 
 
-def identical_translations(ours, theirs):
+def identical_translations(ours: tf.Tensor, theirs: tf.Tensor) -> Tuple[int, int]:
     """How many translations are the same in ``Translator.search``'s results and the
     ``BeamSearchDecoder``'s best beams.
 

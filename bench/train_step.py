@@ -198,7 +198,7 @@ MODEL_ABLATIONS = {
 }
 
 
-def step_flops(vocab, emb, hidden, batch, n, t):
+def step_flops(vocab: int, emb: int, hidden: int, batch: int, n: int, t: int) -> float:
     """Analytic FLOPs of one training step (multiply-adds x 2, forward x 3)."""
     h2 = 2 * hidden
     encoder = 2 * n * 4 * hidden * (emb + hidden)  # two LSTM directions
@@ -215,7 +215,7 @@ def step_flops(vocab, emb, hidden, batch, n, t):
     return 3 * 2 * batch * (encoder + keys + t * per_step)
 
 
-def matmul_peak(n=2048, repeats=5, dtype=tf.float32):
+def matmul_peak(n: int = 2048, repeats: int = 5, dtype: tf.DType = tf.float32) -> float:
     """Measured matmul throughput (FLOP/s) in ``dtype``, median of ``repeats``."""
     a = tf.cast(tf.random.normal([n, n]), dtype)
     b = tf.cast(tf.random.normal([n, n]), dtype)

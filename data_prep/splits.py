@@ -4,7 +4,7 @@ empty unless ``--allow_empty`` names it. Also the builders' tokenizer batch.
 """
 
 import hashlib
-from typing import Mapping, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
 
 from absl import flags
 
@@ -30,7 +30,7 @@ def key_hash(key: str) -> int:
     return int(hashlib.sha1(key.encode("utf-8")).hexdigest(), 16)
 
 
-def split_of(hash_value, names):
+def split_of(hash_value: int, names: Sequence[str]) -> str:
     """``names[0]`` if ``hash_value % 100 < 90``, ``names[1]`` if ``< 95``, else ``names[2]``."""
     bucket = hash_value % 100
     if bucket < 90:
@@ -38,7 +38,9 @@ def split_of(hash_value, names):
     return names[1] if bucket < 95 else names[2]
 
 
-def split_by_hash(items, names, caps=None):
+def split_by_hash(
+    items: Iterable[Any], names: Sequence[str], caps: Optional[Mapping[str, Optional[int]]] = None
+) -> Dict[str, List[Any]]:
     """Splits items (with a ``hash_value``) and keeps each split in ascending hash order.
 
     Args:

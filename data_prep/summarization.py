@@ -177,7 +177,13 @@ def _split_value(value, where: str) -> Optional[str]:
     return value
 
 
-def read_jsonl(path, article_field, abstract_field, id_field=None, split_field=None):
+def read_jsonl(
+    path: str,
+    article_field: str,
+    abstract_field: str,
+    id_field: Optional[str] = None,
+    split_field: Optional[str] = None,
+) -> Iterator[Source]:
     """``Source`` pairs of a JSON-lines file: one object per line (blank lines skipped).
 
     Raises:
@@ -196,7 +202,14 @@ def read_jsonl(path, article_field, abstract_field, id_field=None, split_field=N
         yield _source(record, where, article_field, abstract_field, id_field, split_field)
 
 
-def read_table(path, delimiter, article_field, abstract_field, id_field=None, split_field=None):
+def read_table(
+    path: str,
+    delimiter: str,
+    article_field: str,
+    abstract_field: str,
+    id_field: Optional[str] = None,
+    split_field: Optional[str] = None,
+) -> Iterator[Source]:
     """``Source`` pairs of a TSV or CSV file whose first row names the columns.
 
     Raises:
@@ -240,7 +253,7 @@ def _logical_rows(numbered, delimiter):
         yield start, pending
 
 
-def read_aligned(article_path, abstract_path):
+def read_aligned(article_path: str, abstract_path: str) -> Iterator[Source]:
     """``Source`` pairs of two aligned files: line i of each is one pair.
 
     Raises:
@@ -551,7 +564,7 @@ def input_format(path: str, given: Optional[str]) -> str:
     return _EXTENSIONS[extension]
 
 
-def read_sources(config) -> Iterator[Source]:
+def read_sources(config: config_lib.Config) -> Iterator[Source]:
     """The ``Source`` pairs the flags name, split by input file where given."""
     inputs = [(config.input, None)] if config.input else []
     inputs += [(config[split + "_input"], split) for split in SPLITS if config[split + "_input"]]
@@ -584,7 +597,7 @@ def read_sources(config) -> Iterator[Source]:
             yield dataclasses.replace(source, split=split) if split else source
 
 
-def build(config) -> Stats:
+def build(config: config_lib.Config) -> Stats:
     """Reads the flags' inputs and writes the corpus into ``--out_dir``."""
     stats = Stats()
     pairs = make_pairs(
@@ -600,7 +613,7 @@ def build(config) -> Stats:
     return stats
 
 
-def define_flags(fv=flags.FLAGS):
+def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     """Defines the command's flags on ``fv``."""
     flags.DEFINE_string(
         "input", None, "The pairs: JSON lines, TSV, CSV, or articles.", flag_values=fv
@@ -665,7 +678,7 @@ def define_flags(fv=flags.FLAGS):
     flags.mark_flag_as_required("out_dir", flag_values=fv)
 
 
-def run(config):
+def run(config: config_lib.Config) -> Stats:
     """Builds the corpus and prints the summary."""
     stats = build(config)
     print("Built %s\n%s" % (config.out_dir, stats.summary()))
