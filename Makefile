@@ -135,8 +135,8 @@ demo: venv sysdeps
 	@echo
 	@echo "Test split of $(DEMO_DATA) (400 Debian descriptions -> synopses):"
 	@$(VPY) -m pointer_generator.results_table \
-		ACVI=$$(ls -d demo_logs/$(DEMO_EXP)/decode_test_* | head -1) \
-		lead-1=demo_logs/$(DEMO_EXP)/lead1_test
+		--column=ACVI=$$(ls -d demo_logs/$(DEMO_EXP)/decode_test_* | head -1) \
+		--column=lead-1=demo_logs/$(DEMO_EXP)/lead1_test
 	@echo
 	@echo "Checkpoints, decoded summaries and TensorBoard logs: demo_logs/$(DEMO_EXP)/"
 	@echo "View them with: $(VENV)/bin/tensorboard --logdir demo_logs/$(DEMO_EXP)"

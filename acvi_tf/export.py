@@ -15,8 +15,7 @@ from typing import Callable, Dict, Mapping, Tuple
 import tensorflow as tf
 from absl import app, flags, logging
 
-from acvi_tf import flags as acvi_flags
-from acvi_tf import graph_tokenizer, progress
+from acvi_tf import builders, graph_tokenizer, progress
 from acvi_tf.config import Config
 
 
@@ -106,7 +105,7 @@ def export_run(
     """
     refuse_existing(config.export_dir, config.overwrite)
     model_config = load_config().replace(jit_compile=False)
-    acvi_flags.configure_runtime(model_config)
+    builders.configure_runtime(model_config)
     module, signatures = build(model_config)
     path = save(module, config.export_dir, signatures, config.overwrite)
     logging.info("Exported the %s to %s", what, path)

@@ -18,7 +18,7 @@ from typing import Callable, Dict, Iterable, Optional, Tuple
 import tensorflow as tf
 from absl import logging
 
-from acvi_tf import checkpoints, errors, stops, training
+from acvi_tf import checkpoints, errors, progress, stops, training
 
 # The file a trainer holds locked in its checkpoint folder while it runs.
 LOCK_FILE = "trainer.lock"
@@ -143,7 +143,7 @@ class Trainer:
         self.loss_key = loss_key
         self.tokens_key = tokens_key
         self.guard = training.NonFiniteGuard(nan_policy, writer)
-        self.progress = training.Progress(total_steps) if tokens_key else None
+        self.progress = progress.Progress(total_steps, longest=300.0) if tokens_key else None
         self.summary_every = summary_every
         self.checkpoint_every = checkpoint_every
         self.checkpoint_secs = checkpoint_secs

@@ -1,8 +1,7 @@
-"""Training utilities every host shares: the compiled training step, the NaN guard and
-the progress line (the loop that uses them: ``acvi_tf.trainer``)."""
+"""Training utilities every host shares: the compiled training step and the NaN guard
+(the loop that uses them: ``acvi_tf.trainer``)."""
 
 import math
-import time
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -293,72 +292,3 @@ class NonFiniteGuard:
             with self.writer.as_default(step=step):
                 tf.summary.scalar("train/skipped_batches", self.skipped)
         return False
-
-
-class Progress:
-    """A throttled progress line: step, loss, steps/s, tokens/s and ETA.
-
-    The lines come every ``every_secs`` at first, then further apart as training goes
-    on: a quarter of the time trained so far apart, at most ``longest_secs`` (a
-    4-minute run logs 10 lines, an hour 23, then one every 5 minutes).
-
-    Args:
-      total_steps: the step training ends at (0: unknown, no ETA).
-      every_secs: the least time between two lines, in seconds.
-      clock: the time in seconds (``time.time``; tests give their own).
-      longest_secs: the most time between two lines, in seconds.
-    """
-
-    def __init__(
-        self,
-        total_steps: int,
-        every_secs: float = 10.0,
-        clock: Callable[[], float] = time.time,
-        longest_secs: float = 300.0,
-    ) -> None:
-        self.total_steps = total_steps
-        self.every_secs = every_secs
-        self.longest_secs = longest_secs
-        self.clock = clock
-        self._last_time = self._start = clock()
-        self._last_step = None
-        self._tokens = 0
-
-    def update(self, step: int, tokens: int, **scalars) -> Optional[Tuple[float, float]]:
-        """Counts ``tokens`` for this step; logs a line when ``every_secs`` have passed.
-
-        Returns:
-          ``(steps_per_sec, tokens_per_sec)`` when a line was logged, else None.
-        """
-        self._tokens += tokens
-        if self._last_step is None:
-            self._last_step, self._last_time, self._tokens = step, self.clock(), 0
-            self._start = self._last_time
-            return None
-        now = self.clock()
-        elapsed = now - self._last_time
-        wait = min(max(self.every_secs, (now - self._start) / 4), self.longest_secs)
-        if elapsed < wait:
-            return None
-        steps_per_sec = (step - self._last_step) / elapsed
-        tokens_per_sec = self._tokens / elapsed
-        eta = ""
-        if self.total_steps and steps_per_sec > 0:
-            eta = ", ETA %s" % _duration((self.total_steps - step) / steps_per_sec)
-        logging.info(
-            "step %d%s: %s, %.2f steps/s, %.0f tokens/s%s",
-            step,
-            "/%d" % self.total_steps if self.total_steps else "",
-            ", ".join("%s %.4f" % kv for kv in scalars.items()),
-            steps_per_sec,
-            tokens_per_sec,
-            eta,
-        )
-        self._last_step, self._last_time, self._tokens = step, now, 0
-        return steps_per_sec, tokens_per_sec
-
-
-def _duration(seconds):
-    seconds = int(seconds)
-    hours, rest = divmod(seconds, 3600)
-    return "%dh%02dm%02ds" % (hours, rest // 60, rest % 60)

@@ -10,6 +10,7 @@ import collections
 import glob
 import os
 import tempfile
+from typing import Any, Callable, List, Mapping, Tuple
 
 import tensorflow as tf
 from tensorflow.tsl.profiler.protobuf import xplane_pb2
@@ -31,7 +32,9 @@ def _kernel_events(space):
                 yield op_name, op_type, event.duration_ps * 1e-12
 
 
-def op_times(call, steps=2):
+def op_times(
+    call: Callable[[], Any], steps: int = 2
+) -> Tuple[collections.Counter, collections.Counter]:
     """Profiles ``steps`` calls of ``call``.
 
     Returns:
@@ -57,7 +60,9 @@ def op_times(call, steps=2):
     return by_type, by_part
 
 
-def table(profiles, top=12):
+def table(
+    profiles: Mapping[str, Tuple[collections.Counter, collections.Counter]], top: int = 12
+) -> Tuple[List[str], List[List[str]]]:
     """A table of ``profiles`` (label -> ``op_times``'s result) side by side: the total,
     each part of ``PARTS``, then the ``top`` op types by their largest time, in seconds
     of op time per call.

@@ -21,14 +21,14 @@ import statistics
 import subprocess
 import sys
 import time
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCHMARKS_MD = os.path.join(ROOT, "BENCHMARKS.md")
 RESULTS = os.path.join(ROOT, "bench", "results")
 sys.path.insert(0, ROOT)
 
-from acvi_tf import files  # noqa: E402 (the project root goes on the path first)
-from acvi_tf import flags as acvi_flags  # noqa: E402
+from acvi_tf import builders, files  # noqa: E402 (the project root goes on the path first)
 
 # BENCHMARKS.md's order: the scripts, then each script's results by key.
 SCRIPTS = (
@@ -42,7 +42,7 @@ SCRIPTS = (
 )
 
 
-def machine():
+def machine() -> str:
     """'CPU model, N cores[, GPU name]' for the machine running the benchmark."""
     cpu = platform.processor() or platform.machine()
     try:
@@ -65,14 +65,14 @@ def machine():
     return description
 
 
-def has_gpu():
+def has_gpu() -> bool:
     """Whether TensorFlow sees a GPU."""
     import tensorflow as tf
 
     return bool(tf.config.list_physical_devices("GPU"))
 
 
-def ratio_cell(times, baseline):
+def ratio_cell(times: Sequence[float], baseline: Sequence[float]) -> str:
     """ "median (min-max)" of the per-round ratios ``times[r] / baseline[r]``.
 
     Rounds are interleaved, so the two times of a round saw the same load on the machine;
@@ -82,7 +82,9 @@ def ratio_cell(times, baseline):
     return "%.3f (%.2f-%.2f)" % (statistics.median(ratios), min(ratios), max(ratios))
 
 
-def time_interleaved(calls, repeats, min_seconds=0.0):
+def time_interleaved(
+    calls: Mapping[str, Callable[[], Any]], repeats: int, min_seconds: float = 0.0
+) -> Tuple[Dict[str, List[float]], Dict[str, List[float]]]:
     """Times each of ``calls`` (name -> function of no arguments) over ``repeats`` rounds,
     interleaved (A B C ... then C B A ...: the order flips every round), after one untimed
     round: a function's first call after the others were traced ran up to 10x slower.
@@ -112,14 +114,14 @@ def time_interleaved(calls, repeats, min_seconds=0.0):
     return wall, cpu
 
 
-def precision_name(precision):
+def precision_name(precision: str) -> str:
     """A ``--mixed_precision`` value as a table names it."""
     return "float32" if precision == "none" else precision
 
 
-def settings(flag_values):
+def settings(flag_values: Any) -> str:
     """The precision and compilation flags of a run: "" or ", mixed_bfloat16, XLA" etc."""
-    policy = acvi_flags.precision_policy(flag_values.mixed_precision)
+    policy = builders.precision_policy(flag_values.mixed_precision)
     return "".join(
         text
         for text, on in ((", " + policy, policy != "float32"), (", XLA", flag_values.jit_compile))
@@ -127,7 +129,7 @@ def settings(flag_values):
     )
 
 
-def git_revision():
+def git_revision() -> str:
     """Short hash of HEAD, with '+dirty' when tracked files other than the results and
     BENCHMARKS.md (which the benchmarks themselves write) have uncommitted changes."""
 
@@ -149,14 +151,14 @@ def git_revision():
     return revision + ("+dirty" if changed else "")
 
 
-def markdown_table(header, rows):
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """A GitHub-markdown table."""
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
 
 
-def result_key(config=()):
+def result_key(config: Sequence[str] = ()) -> str:
     """The results file name of this script run with ``config`` (its settings that change
     what is measured) on this kind of device: ``[a-z0-9_.-]``."""
     script = os.path.splitext(os.path.basename(sys.argv[0]))[0]
@@ -165,7 +167,7 @@ def result_key(config=()):
     return re.sub(r"[^a-z0-9_.]+", "-", text.lower()).strip("-")
 
 
-def load(config=()):
+def load(config: Sequence[str] = ()) -> Optional[dict]:
     """The kept result of this script with ``config`` (a dict), or None."""
     path = os.path.join(RESULTS, result_key(config) + ".json")
     if not os.path.exists(path):
@@ -174,7 +176,14 @@ def load(config=()):
         return json.load(f)
 
 
-def emit(title, header, rows, notes=(), config=(), data=None):
+def emit(
+    title: str,
+    header: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    notes: Sequence[str] = (),
+    config: Sequence[str] = (),
+    data: Any = None,
+) -> None:
     """Prints the table, keeps it as ``bench/results/<key>.json``, renders BENCHMARKS.md.
 
     Args:
@@ -225,7 +234,7 @@ def _section(result):
     return "\n".join(lines)
 
 
-def render():
+def render() -> None:
     """Writes BENCHMARKS.md from every file in ``bench/results/``."""
     results = []
     for path in glob.glob(os.path.join(RESULTS, "*.json")):

@@ -46,10 +46,6 @@ BUILDS = {
     "translation with BPE": "translation",
     "translation: reading and tokenising only": "pairs",
 }
-flags.DEFINE_integer("pairs", 5000, "Pairs per build.", lower_bound=1)
-flags.DEFINE_integer("bpe_merges", 8000, "The translation build's BPE merges.", lower_bound=1)
-flags.DEFINE_integer("repeats", 3, "Timed rounds (one build of each tokenizer per round).")
-FLAGS = flags.FLAGS
 
 _GLUED_LEFT = re.compile(r" ([.,;:!?)\]%]|n't|'s|'re|'ve|'ll|'d|'m|'')(?= |$)")
 _GLUED_RIGHT = re.compile(r"(^| )([(\[$]|``) ")
@@ -98,16 +94,31 @@ def translation_pairs(count: int) -> list:
     return pairs[:count]
 
 
-def _builds(folder: str) -> dict:
-    """``(builder, tokenizer) -> a build of FLAGS.pairs pairs into folder``."""
+def define_flags(fv: flags.FlagValues) -> None:
+    """Defines this benchmark's flags on ``fv``.
+
+    Args:
+      fv: where the flags go.
+    """
+    flags.DEFINE_integer("pairs", 5000, "Pairs per build.", lower_bound=1, flag_values=fv)
+    flags.DEFINE_integer(
+        "bpe_merges", 8000, "The translation build's BPE merges.", lower_bound=1, flag_values=fv
+    )
+    flags.DEFINE_integer(
+        "repeats", 3, "Timed rounds (one build of each tokenizer per round).", flag_values=fv
+    )
+
+
+def _builds(folder: str, pairs: int, bpe_merges: int) -> dict:
+    """``(builder, tokenizer) -> a build of ``pairs`` pairs into folder``."""
     jsonl = os.path.join(folder, "summarization.jsonl")
     with open(jsonl, "w", encoding="utf-8") as f:
-        for article, abstract in summarization_pairs(FLAGS.pairs):
+        for article, abstract in summarization_pairs(pairs):
             f.write(json.dumps(dict(article=article, abstract=abstract)) + "\n")
     parallel = os.path.join(folder, "translation.tsv")
     with open(parallel, "w", encoding="utf-8") as f:
         f.write("en\tde\n")
-        f.writelines("%s\t%s\n" % pair for pair in translation_pairs(FLAGS.pairs))
+        f.writelines("%s\t%s\n" % pair for pair in translation_pairs(pairs))
     builds = {}
     for tokenizer in TOKENIZERS:
         argv = ["x", "--input=%s" % jsonl, "--tokenizer=" + tokenizer]
@@ -115,7 +126,7 @@ def _builds(folder: str) -> dict:
         config = config_lib.parse(summarization.define_flags, argv)
         builds["summarization", tokenizer] = lambda config=config: summarization.build(config)
         argv = ["x", "--src=en", "--tgt=de", "--input=%s" % parallel, "--tokenizer=" + tokenizer]
-        argv += ["--bpe_merges=%d" % FLAGS.bpe_merges]
+        argv += ["--bpe_merges=%d" % bpe_merges]
         argv.append("--out_dir=%s" % os.path.join(folder, "translation-" + tokenizer))
         config = config_lib.parse(translation.define_flags, argv)
         builds["translation", tokenizer] = lambda config=config: translation.build(config)
@@ -148,22 +159,26 @@ def _row(name, wall, cpu):
     ]
 
 
-def main(argv):
-    del argv
+def run(config: config_lib.Config) -> None:
+    """Times the builds and writes the results table.
+
+    Args:
+      config: the parsed flags (``define_flags``).
+    """
     logging.set_verbosity(logging.WARNING)  # not the builds' progress lines
     first_call = _first_call_seconds()
     rows, data = [], {}
     with tempfile.TemporaryDirectory(prefix="bench-builders-") as folder:
-        builds = _builds(folder)
+        builds = _builds(folder, config.pairs, config.bpe_merges)
         for name, builder in BUILDS.items():
             runs = {tokenizer: builds[builder, tokenizer] for tokenizer in TOKENIZERS}
-            wall, cpu = report.time_interleaved(runs, FLAGS.repeats)
+            wall, cpu = report.time_interleaved(runs, config.repeats)
             rows.append(_row(name, wall, cpu))
             data[builder] = dict(wall_s=wall, cpu_s=cpu)
     report.emit(
         "The builders' tokenisers: tftext in batches against Treebank",
         [
-            "build (%d pairs)" % FLAGS.pairs,
+            "build (%d pairs)" % config.pairs,
             "treebank: CPU s / wall s",
             "tftext: CPU s / wall s",
             "tftext / treebank, CPU",
@@ -174,12 +189,12 @@ def main(argv):
             "Builds from reading to written files, medians of %d interleaved rounds; the "
             "ratios are per round (median and range). tftext's first call in the process "
             "(importing tensorflow-text and tracing the graph) took %.1f s, once, before "
-            "the rounds." % (FLAGS.repeats, first_call)
+            "the rounds." % (config.repeats, first_call)
         ],
-        config=("%d pairs" % FLAGS.pairs, "bpe %d" % FLAGS.bpe_merges),
+        config=("%d pairs" % config.pairs, "bpe %d" % config.bpe_merges),
         data=data,
     )
 
 
 if __name__ == "__main__":
-    app.run(main)
+    config_lib.run_command(define_flags, run)

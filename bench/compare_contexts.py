@@ -48,11 +48,13 @@ import re
 import subprocess
 import sys
 import tempfile
+from typing import Optional, Tuple
 
 import numpy as np
 from absl import app, flags
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from acvi_tf import config as config_lib
 from acvi_tf import files
 
 import _report
@@ -114,8 +116,22 @@ def _run(args, log_path):
         return log.read()
 
 
-def captioning(context, seed, steps, out_dir):
-    """``(validation NLL per token, validation CIDEr-D)`` of one captioning run."""
+def captioning(
+    context: str, seed: int, steps: int, out_dir: str, data: Optional[str] = None
+) -> Tuple[float, float]:
+    """One captioning run on the shipped Moving Shapes sample.
+
+    Args:
+      context: the variant (a key of ``VARIANTS``).
+      seed: the run's ``--seed``.
+      steps: training steps.
+      out_dir: the run's folder (its log: ``out_dir.log``).
+      data: another corpus; the captioner has none (None).
+
+    Returns:
+      ``(validation NLL per token, validation CIDEr-D)``.
+    """
+    del data  # the shipped sample only
     sample = os.path.join(SAMPLES, "moving_shapes")
     common = [
         "--data_dir=" + sample,
@@ -160,12 +176,25 @@ def captioning(context, seed, steps, out_dir):
     return math.log(val["perplexity"]), val["CIDEr"]
 
 
-def translation(context, seed, steps, out_dir):
-    """``(dev NLL per token, dev BLEU)`` of one Pig Latin (or ``--translation_data``) run."""
+def translation(
+    context: str, seed: int, steps: int, out_dir: str, data: Optional[str] = None
+) -> Tuple[float, float]:
+    """One translation run on Pig Latin (or ``--translation_data``).
+
+    Args:
+      context: the variant (a key of ``VARIANTS``).
+      seed: the run's ``--seed``.
+      steps: training steps.
+      out_dir: the run's folder (its log: ``out_dir.log``).
+      data: ``--translation_data`` (``DIR,SRC,TGT``); None: the shipped Pig Latin.
+
+    Returns:
+      ``(dev NLL per token, dev BLEU)``.
+    """
     sample = os.path.join(SAMPLES, "pig_latin")
     src, tgt = "src", "tgt"
-    if flags.FLAGS.translation_data:
-        sample, src, tgt = flags.FLAGS.translation_data.split(",")
+    if data:
+        sample, src, tgt = data.split(",")
     log = out_dir + ".log"
     output = _run(
         [
@@ -194,9 +223,22 @@ def translation(context, seed, steps, out_dir):
     return float(nll), float(bleu)
 
 
-def summarization(context, seed, steps, out_dir):
-    """``(validation NLL per token, test ROUGE-L F1)`` of one Debian-descriptions run."""
-    sample = flags.FLAGS.summarization_data or os.path.join(SAMPLES, "debian_descriptions")
+def summarization(
+    context: str, seed: int, steps: int, out_dir: str, data: Optional[str] = None
+) -> Tuple[float, float]:
+    """One summarization run on the Debian descriptions (or ``--summarization_data``).
+
+    Args:
+      context: the variant (a key of ``VARIANTS``, or ``transformer``).
+      seed: the run's ``--seed``.
+      steps: training steps.
+      out_dir: the run's folder (its log: ``out_dir.log``).
+      data: ``--summarization_data``; None: the shipped sample.
+
+    Returns:
+      ``(validation NLL per token, test ROUGE-L F1)``.
+    """
+    sample = data or os.path.join(SAMPLES, "debian_descriptions")
     chunks = os.path.join(sample, "chunked")
     if context == "transformer":
         model = [
@@ -270,7 +312,7 @@ TASKS = {
 }
 
 
-def _one_run(run_task, variant, seed, steps, root):
+def _one_run(run_task, variant, seed, steps, root, data):
     """``(NLL, metric)`` of one run, read back from its JSON record when it has one."""
     name = os.path.join(root, "%s_seed%s" % (variant, seed))
     record = name + ".json"
@@ -278,7 +320,7 @@ def _one_run(run_task, variant, seed, steps, root):
         with open(record, encoding="utf-8") as f:
             saved = json.load(f)
         return saved["nll"], saved["metric"]
-    nll, metric = run_task(variant, int(seed), steps, name)
+    nll, metric = run_task(variant, int(seed), steps, name, data)
     files.atomic_write_text(
         record,
         json.dumps(
@@ -315,31 +357,75 @@ def _cells(entry):
     return cells + [seeds, entry["revision"], entry["tensorflow"]]
 
 
-def main(argv):
-    del argv
-    fv = flags.FLAGS
-    run_task, metric = TASKS[fv.task]
-    known = set(VARIANTS) | ({"transformer"} if fv.task == "summarization" else set())
-    unknown = sorted(set(fv.contexts) - known)
+def define_flags(fv: flags.FlagValues) -> None:
+    """Defines this benchmark's flags on ``fv``.
+
+    Args:
+      fv: where the flags go.
+    """
+    flags.DEFINE_enum(
+        "task", "captioning", list(TASKS), "Which host and demo corpus.", flag_values=fv
+    )
+    flags.DEFINE_integer(
+        "steps", 400, "Training steps of every run.", lower_bound=1, flag_values=fv
+    )
+    flags.DEFINE_list(
+        "contexts",
+        list(VARIANTS),
+        "Variants (VARIANTS); with --task=summarization also 'transformer'.",
+        flag_values=fv,
+    )
+    flags.DEFINE_list("seeds", ["1", "2", "3"], "Seeds.", flag_values=fv)
+    flags.DEFINE_string(
+        "out_dir", None, "Where the runs go (default: a temporary folder).", flag_values=fv
+    )
+    flags.DEFINE_string(
+        "translation_data",
+        None,
+        "--task=translation: 'DIR,SRC,TGT', a "
+        "folder with {vocab,train,dev}.{SRC,TGT}, e.g. data_prep/samples/"
+        "debian_en_de,en,de (default: the shipped Pig Latin words).",
+        flag_values=fv,
+    )
+    flags.DEFINE_string(
+        "summarization_data",
+        None,
+        "--task=summarization: a finished_files "
+        "folder with chunked/ and vocab, e.g. the whole Debian corpus from "
+        "data_prep.debian_descriptions (default: the shipped sample).",
+        flag_values=fv,
+    )
+
+
+def run(config: config_lib.Config) -> None:
+    """Trains and scores every variant with every seed (runs kept from before are read
+    back) and writes the results table.
+
+    Args:
+      config: the parsed flags (``define_flags``).
+    """
+    run_task, metric = TASKS[config.task]
+    known = set(VARIANTS) | ({"transformer"} if config.task == "summarization" else set())
+    unknown = sorted(set(config.contexts) - known)
     if unknown:
         raise app.UsageError(
             "--contexts: unknown for --task=%s: %s (choose from %s)"
-            % (fv.task, ", ".join(unknown), ", ".join(sorted(known)))
+            % (config.task, ", ".join(unknown), ", ".join(sorted(known)))
         )
-    root = fv.out_dir or tempfile.mkdtemp(prefix="compare_contexts_")
+    root = config.out_dir or tempfile.mkdtemp(prefix="compare_contexts_")
     os.makedirs(root, exist_ok=True)
-    data = fv.translation_data if fv.task == "translation" else fv.summarization_data
+    data = config.translation_data if config.task == "translation" else config.summarization_data
     corpus = os.path.basename(os.path.normpath(data.split(",")[0])) if data else "shipped"
-    config = (fv.task, corpus, "%dsteps" % fv.steps)
-    previous = _report.load(config) or {}
+    key = (config.task, corpus, "%dsteps" % config.steps)
+    previous = _report.load(key) or {}
     kept = previous.get("data", {})
     revision = _report.git_revision()
     # the runs' TensorFlow: another version draws other initial weights
     stack = importlib.metadata.version("tensorflow")
-    for variant in fv.contexts:
+    for variant in config.contexts:
         seeds = {}
-        for seed in fv.seeds:
-            loss, score = seeds[seed] = _one_run(run_task, variant, seed, fv.steps, root)
+        for seed in config.seeds:
+            loss, score = seeds[seed] = _one_run(run_task, variant, seed, config.steps, root, data)
             print(
                 "%s seed %s: validation NLL %.4f, %s %.4f" % (variant, seed, loss, metric, score),
                 flush=True,
@@ -350,7 +436,8 @@ def main(argv):
     for variant in sorted(kept, key=order.index):
         rows.append([variant, *_cells(kept[variant])])
     _report.emit(
-        "Context mechanisms compared: %s on the %s corpus, %d steps" % (fv.task, corpus, fv.steps),
+        "Context mechanisms compared: %s on the %s corpus, %d steps"
+        % (config.task, corpus, config.steps),
         ["variant", "validation NLL / token", metric, "seeds", "revision", "TensorFlow"],
         rows,
         notes=[
@@ -361,33 +448,10 @@ def main(argv):
         ]
         # what the earlier runs noted about the corpus (how it was built) stays
         + previous.get("notes", [])[1:],
-        config=config,
+        config=key,
         data=kept,
     )
 
 
 if __name__ == "__main__":
-    flags.DEFINE_enum("task", "captioning", list(TASKS), "Which host and demo corpus.")
-    flags.DEFINE_integer("steps", 400, "Training steps of every run.", lower_bound=1)
-    flags.DEFINE_list(
-        "contexts",
-        list(VARIANTS),
-        "Variants (VARIANTS); with --task=summarization also 'transformer'.",
-    )
-    flags.DEFINE_list("seeds", ["1", "2", "3"], "Seeds.")
-    flags.DEFINE_string("out_dir", None, "Where the runs go (default: a temporary folder).")
-    flags.DEFINE_string(
-        "translation_data",
-        None,
-        "--task=translation: 'DIR,SRC,TGT', a "
-        "folder with {vocab,train,dev}.{SRC,TGT}, e.g. data_prep/samples/"
-        "debian_en_de,en,de (default: the shipped Pig Latin words).",
-    )
-    flags.DEFINE_string(
-        "summarization_data",
-        None,
-        "--task=summarization: a finished_files "
-        "folder with chunked/ and vocab, e.g. the whole Debian corpus from "
-        "data_prep.debian_descriptions (default: the shipped sample).",
-    )
-    app.run(main)
+    config_lib.run_command(define_flags, run)

@@ -23,20 +23,15 @@ import sys
 import time
 
 import tensorflow as tf
-from absl import app, flags
+from absl import flags
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from acvi_tf import attention, registry
+from acvi_tf import attention, builders, registry
+from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 
 import _report as report
-
-flags.DEFINE_integer("repeats", 7, "Timed passes per variant (after one warm-up).")
-flags.DEFINE_integer("dec_steps", 20, "Decoder steps per pass.")
-flags.DEFINE_list("sizes", ["paper", "small"], "Sizes to run: paper, small.")
-FLAGS = flags.FLAGS
-acvi_flags.define_flags(FLAGS)  # the shared flags: precision, XLA, seed
 
 # (batch, source positions, encoder state size, attention size)
 SIZES = {"paper": (16, 400, 512, 512), "small": (8, 50, 64, 64)}
@@ -52,8 +47,22 @@ VARIANTS = {
 }
 
 
-def _make_pass(size, options):
-    """A compiled forward+backward pass of the attention block over dec_steps steps."""
+def define_flags(fv: flags.FlagValues) -> None:
+    """Defines this benchmark's flags and the shared ones (precision, XLA, seed) on ``fv``.
+
+    Args:
+      fv: where the flags go.
+    """
+    flags.DEFINE_integer(
+        "repeats", 7, "Timed passes per variant (after one warm-up).", flag_values=fv
+    )
+    flags.DEFINE_integer("dec_steps", 20, "Decoder steps per pass.", flag_values=fv)
+    flags.DEFINE_list("sizes", ["paper", "small"], "Sizes to run: paper, small.", flag_values=fv)
+    acvi_flags.define_flags(fv)
+
+
+def _make_pass(size, options, steps, jit_compile):
+    """A compiled forward+backward pass of the attention block over ``steps`` decoder steps."""
     batch, positions, dim, units = size
     options = dict(options)
     kl_in_loop = options.pop("kl_in_loop", False)
@@ -64,10 +73,9 @@ def _make_pass(size, options):
         tf.random.stateless_uniform([batch], [3, 4], positions // 2, positions + 1, tf.int32),
         positions,
     )
-    steps = FLAGS.dec_steps
     queries = tf.random.stateless_normal([steps, batch, dim], [5, 6])
 
-    @tf.function(jit_compile=FLAGS.jit_compile or None)
+    @tf.function(jit_compile=jit_compile or None)
     def train_pass():
         with tf.GradientTape() as tape:
             tape.watch(memory)
@@ -102,17 +110,24 @@ def _make_pass(size, options):
     return train_pass
 
 
-def main(argv):
-    del argv
-    acvi_flags.configure_runtime(FLAGS)
+def run(config: config_lib.Config) -> None:
+    """Times every variant's pass at every size and writes the results table.
+
+    Args:
+      config: the parsed flags (``define_flags``).
+    """
+    builders.configure_runtime(config)
     rows = []
-    for size_name in FLAGS.sizes:
+    for size_name in config.sizes:
         size = SIZES[size_name]
-        passes = {name: _make_pass(size, options) for name, options in VARIANTS.items()}
+        passes = {
+            name: _make_pass(size, options, config.dec_steps, config.jit_compile)
+            for name, options in VARIANTS.items()
+        }
         for fn in passes.values():  # trace and warm up
             fn()
         times = {name: [] for name in passes}
-        for _ in range(FLAGS.repeats):
+        for _ in range(config.repeats):
             for name, fn in passes.items():
                 start = time.perf_counter()
                 fn()[1].numpy()
@@ -132,7 +147,7 @@ def main(argv):
         "size",
         "B x N x D x A",
         "variant",
-        "median ms / pass (%d steps, fwd+bwd)" % FLAGS.dec_steps,
+        "median ms / pass (%d steps, fwd+bwd)" % config.dec_steps,
         "ratio to sa (range)",
     ]
     report.emit(
@@ -141,11 +156,11 @@ def main(argv):
         rows,
         notes=[
             "%d interleaved repeats per variant; process peak RSS %.0f MB%s."
-            % (FLAGS.repeats, peak_mb, report.settings(FLAGS))
+            % (config.repeats, peak_mb, report.settings(config))
         ],
-        config=(*FLAGS.sizes, report.settings(FLAGS)),
+        config=(*config.sizes, report.settings(config)),
     )
 
 
 if __name__ == "__main__":
-    app.run(main)
+    config_lib.run_command(define_flags, run)

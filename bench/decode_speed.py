@@ -39,10 +39,12 @@ import time
 
 import numpy as np
 import tensorflow as tf
-from absl import app, flags, logging
+from absl import flags, logging
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from acvi_tf import builders
+from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
 from pointer_generator import batcher as batcher_lib
@@ -53,36 +55,62 @@ from pointer_generator import vocab as vocab_lib
 
 import _report as report
 
-flags.DEFINE_enum("size", "paper", ["trained", "paper", "small"], "Model (see above).")
-flags.DEFINE_enum(
-    "compare_precision",
-    None,
-    ["float16", "bfloat16"],
-    "Also decode batched with a copy of the model built under this --mixed_precision, "
-    "and compare its time and summaries with the float32 model's.",
-)
-flags.DEFINE_integer("articles", 16, "Articles to decode batched (random-weight sizes).")
-flags.DEFINE_integer(
-    "single_articles", 16, "How many of them to decode one at a time as well (and compare)."
-)
-flags.DEFINE_integer("decode_batch_size", 16, "Articles per batched call.")
-flags.DEFINE_integer("article_len", 400, "Tokens per article (random-weight sizes).")
-flags.DEFINE_integer("beam_size", 5, "Beam width (trained: the demo's 4 unless given).")
-flags.DEFINE_integer("max_dec_steps", 120, "Longest summary (trained: 20 unless given).")
-flags.DEFINE_integer("min_dec_steps", 35, "Shortest summary (trained: 3 unless given).")
-flags.DEFINE_integer("rounds", 3, "Interleaved timed rounds of both modes.")
-flags.DEFINE_integer("train_steps", 300, "Adam steps of the trained model.")
-flags.DEFINE_boolean(
-    "coverage", False, "Decode with the coverage feature (the paper's final models)."
-)
-FLAGS = flags.FLAGS
-acvi_flags.define_flags(FLAGS)  # the shared flags: precision, XLA, seed
 CNN_DM_TEST_ARTICLES = 11490
 
 SIZES = {"paper": (50000, 128, 256), "small": (5000, 64, 128), "trained": (10000, 64, 128)}
 SAMPLE = os.path.join(report.ROOT, "data_prep", "samples", "debian_descriptions")
 TRAINED_ENC_STEPS, TRAINED_DEC_STEPS = 80, 20
 TRAINED_DECODE = dict(beam_size=4, max_dec_steps=20, min_dec_steps=3)  # the demo's
+
+
+def define_flags(fv: flags.FlagValues) -> None:
+    """Defines this benchmark's flags and the shared ones (precision, XLA, seed) on ``fv``.
+
+    Args:
+      fv: where the flags go.
+    """
+    flags.DEFINE_enum(
+        "size", "paper", ["trained", "paper", "small"], "Model (see above).", flag_values=fv
+    )
+    flags.DEFINE_enum(
+        "compare_precision",
+        None,
+        ["float16", "bfloat16"],
+        "Also decode batched with a copy of the model built under this --mixed_precision, "
+        "and compare its time and summaries with the float32 model's.",
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "articles", 16, "Articles to decode batched (random-weight sizes).", flag_values=fv
+    )
+    flags.DEFINE_integer(
+        "single_articles",
+        16,
+        "How many of them to decode one at a time as well (and compare).",
+        flag_values=fv,
+    )
+    flags.DEFINE_integer("decode_batch_size", 16, "Articles per batched call.", flag_values=fv)
+    flags.DEFINE_integer(
+        "article_len", 400, "Tokens per article (random-weight sizes).", flag_values=fv
+    )
+    flags.DEFINE_integer(
+        "beam_size", 5, "Beam width (trained: the demo's 4 unless given).", flag_values=fv
+    )
+    flags.DEFINE_integer(
+        "max_dec_steps", 120, "Longest summary (trained: 20 unless given).", flag_values=fv
+    )
+    flags.DEFINE_integer(
+        "min_dec_steps", 35, "Shortest summary (trained: 3 unless given).", flag_values=fv
+    )
+    flags.DEFINE_integer("rounds", 3, "Interleaved timed rounds of both modes.", flag_values=fv)
+    flags.DEFINE_integer("train_steps", 300, "Adam steps of the trained model.", flag_values=fv)
+    flags.DEFINE_boolean(
+        "coverage",
+        False,
+        "Decode with the coverage feature (the paper's final models).",
+        flag_values=fv,
+    )
+    acvi_flags.define_flags(fv)
 
 
 class _Vocab:
@@ -101,9 +129,9 @@ class _Vocab:
         return "w%d" % word_id
 
 
-def _random_articles(vocab_size):
+def _random_articles(config, vocab_size):
     rng = np.random.default_rng(0)
-    n, length = FLAGS.articles, FLAGS.article_len
+    n, length = config.articles, config.article_len
     enc = rng.integers(4, vocab_size, size=(n, length)).astype(np.int32)
     ext = enc.copy()
     ext[:, ::50] = vocab_size  # one article OOV, repeated
@@ -117,18 +145,18 @@ def _random_articles(vocab_size):
     )
 
 
-def _random_model():
+def _random_model(config):
     """``(model, vocab, articles)``: random weights at ``--size``, random articles."""
-    vocab_size, emb, hidden = SIZES[FLAGS.size]
-    return _model(vocab_size), _Vocab(vocab_size), _random_articles(vocab_size)
+    vocab_size, emb, hidden = SIZES[config.size]
+    return _model(config, vocab_size), _Vocab(vocab_size), _random_articles(config, vocab_size)
 
 
-def _model(vocab_size):
+def _model(config, vocab_size):
     """A pointer-generator of ``--size`` (weights random until trained or copied)."""
-    _, emb, hidden = SIZES[FLAGS.size]
-    options = {} if FLAGS.size == "trained" else dict(trunc_norm_init_std=0.05)
+    _, emb, hidden = SIZES[config.size]
+    options = {} if config.size == "trained" else dict(trunc_norm_init_std=0.05)
     return model_lib.PointerGenerator(
-        vocab_size, hidden, emb, jit_compile=FLAGS.jit_compile, **options
+        vocab_size, hidden, emb, jit_compile=config.jit_compile, **options
     )
 
 
@@ -143,17 +171,17 @@ def _build(model, batch):
     )
 
 
-def _copy_in_precision(model, batch):
+def _copy_in_precision(config, model, batch):
     """``model`` built again under ``--compare_precision``'s policy, with its weights."""
-    keras.mixed_precision.set_global_policy(acvi_flags.precision_policy(FLAGS.compare_precision))
-    copy = _model(model.vocab_size)
+    keras.mixed_precision.set_global_policy(builders.precision_policy(config.compare_precision))
+    copy = _model(config, model.vocab_size)
     _build(copy, batch)
     copy.set_weights(model.get_weights())
-    keras.mixed_precision.set_global_policy(acvi_flags.precision_policy(FLAGS.mixed_precision))
+    keras.mixed_precision.set_global_policy(builders.precision_policy(config.mixed_precision))
     return copy
 
 
-def _sample_batches(pattern, vocab, batch_size, single_pass):
+def _sample_batches(config, pattern, vocab, batch_size, single_pass):
     return batcher_lib.Batcher(
         os.path.join(SAMPLE, "chunked", pattern),
         vocab,
@@ -161,15 +189,15 @@ def _sample_batches(pattern, vocab, batch_size, single_pass):
         TRAINED_ENC_STEPS,
         TRAINED_DEC_STEPS,
         single_pass=single_pass,
-        seed=FLAGS.seed,
+        seed=config.seed,
     ).batches()
 
 
-def _trained_model():
+def _trained_model(config):
     """``(model, vocab, articles)``: ``--train_steps`` Adam steps on the Debian sample's
     training split, and its whole test split as one batch (padded to its longest)."""
     vocab = vocab_lib.Vocab(os.path.join(SAMPLE, "vocab"), SIZES["trained"][0])
-    model = _model(vocab.size())
+    model = _model(config, vocab.size())
     optimizer = keras.optimizers.Adam(3e-3)
     fields = decode_lib.DECODE_FIELDS + ("dec_batch", "target_batch", "dec_padding_mask")
 
@@ -183,17 +211,17 @@ def _trained_model():
         return loss
 
     start = time.perf_counter()
-    for step, batch in enumerate(_sample_batches("train_*", vocab, 16, single_pass=False)):
+    for step, batch in enumerate(_sample_batches(config, "train_*", vocab, 16, single_pass=False)):
         loss = train_step({k: batch[k] for k in fields})
-        if step + 1 == FLAGS.train_steps:
+        if step + 1 == config.train_steps:
             break
     logging.info(
         "trained %d steps in %.0f s, last loss %.3f",
-        FLAGS.train_steps,
+        config.train_steps,
         time.perf_counter() - start,
         float(loss),
     )
-    (test,) = _sample_batches("test_*", vocab, 400, single_pass=True)
+    (test,) = _sample_batches(config, "test_*", vocab, 400, single_pass=True)
     articles = {k: test[k] for k in decode_lib.DECODE_FIELDS + ("art_oovs",)}
     return model, vocab, articles
 
@@ -233,16 +261,20 @@ def _spread(values):
     return "%.3g (%.3g-%.3g)" % (statistics.median(values), min(values), max(values))
 
 
-def main(argv):
-    del argv
-    acvi_flags.configure_runtime(FLAGS)
+def run(config: config_lib.Config) -> None:
+    """Decodes batched and one article at a time, interleaved, and writes the results table.
+
+    Args:
+      config: the parsed flags (``define_flags``).
+    """
+    builders.configure_runtime(config)
     keras.utils.set_random_seed(1)
-    trained = FLAGS.size == "trained"
+    trained = config.size == "trained"
     if trained:
-        for name, value in TRAINED_DECODE.items():
-            if not FLAGS[name].present:
-                FLAGS[name].value = value
-    model, vocab, batch = _trained_model() if trained else _random_model()
+        config = config.replace(
+            **{name: value for name, value in TRAINED_DECODE.items() if name not in config.given}
+        )
+    model, vocab, batch = _trained_model(config) if trained else _random_model(config)
     articles = len(batch["enc_batch"])
     _build(model, batch)
 
@@ -250,24 +282,28 @@ def main(argv):
         return decode_lib.Summarizer(
             model,
             vocab,
-            FLAGS.beam_size,
-            FLAGS.max_dec_steps,
-            FLAGS.min_dec_steps,
-            coverage_on=FLAGS.coverage,
-            jit_compile=FLAGS.jit_compile,
+            config.beam_size,
+            config.max_dec_steps,
+            config.min_dec_steps,
+            coverage_on=config.coverage,
+            jit_compile=config.jit_compile,
             record_attention=False,
         )  # as single_pass decodes
 
     summarizer = summarizer_of(model)
-    half = summarizer_of(_copy_in_precision(model, batch)) if FLAGS.compare_precision else None
-    per_call = min(FLAGS.decode_batch_size, articles)
-    single = min(FLAGS.single_articles, articles)
+    half = (
+        summarizer_of(_copy_in_precision(config, model, batch))
+        if config.compare_precision
+        else None
+    )
+    per_call = min(config.decode_batch_size, articles)
+    single = min(config.single_articles, articles)
     _decode_all(summarizer, batch, per_call, per_call)  # trace both shapes first
     _decode_all(summarizer, batch, 1, 1)
     if half:
         _decode_all(half, batch, per_call, per_call)
     times = dict(batched_cpu=[], batched_wall=[], single_cpu=[], single_wall=[], half_cpu=[])
-    for _ in range(FLAGS.rounds):
+    for _ in range(config.rounds):
         batched_ids, cpu, wall, batched_mib = _decode_all(summarizer, batch, per_call, articles)
         times["batched_cpu"].append(cpu / articles)
         times["batched_wall"].append(wall / articles)
@@ -283,13 +319,13 @@ def main(argv):
     wall_ratios = [s / b for s, b in zip(times["single_wall"], times["batched_wall"])]
     batched_wall = statistics.median(times["batched_wall"])
     model_name = (
-        "trained %d steps" % FLAGS.train_steps if trained else "%s, random weights" % FLAGS.size
+        "trained %d steps" % config.train_steps if trained else "%s, random weights" % config.size
     )
     rows = [
         [
             model_name,
             "%d x %d tok" % (articles, batch["enc_batch"].shape[1]),
-            "%d/%d/%d" % (FLAGS.beam_size, FLAGS.max_dec_steps, FLAGS.min_dec_steps),
+            "%d/%d/%d" % (config.beam_size, config.max_dec_steps, config.min_dec_steps),
             "%.1f (%d-%d)" % (np.mean(lengths), min(lengths), max(lengths)),
             _spread([1e3 * t for t in times["single_cpu"]]),
             _spread([1e3 * t for t in times["batched_cpu"]]),
@@ -316,12 +352,12 @@ def main(argv):
     ]
     if half:
         header += [
-            "CPU ms / summary, batched in %s" % FLAGS.compare_precision,
-            "%s / float32, CPU time" % FLAGS.compare_precision,
+            "CPU ms / summary, batched in %s" % config.compare_precision,
+            "%s / float32, CPU time" % config.compare_precision,
             "summaries equal to float32's",
         ]
     header += ["peak GPU MiB (one / batched)"] if batched_mib is not None else []
-    settings = report.settings(FLAGS)[2:] or "float32, no XLA"
+    settings = report.settings(config)[2:] or "float32, no XLA"
     report.emit(
         "Beam-search decoding",
         header,
@@ -331,20 +367,20 @@ def main(argv):
             "speed-ups are the per-round ratios; process peak RSS %d MB."
             % (
                 settings,
-                ", coverage" if FLAGS.coverage else "",
-                FLAGS.rounds,
+                ", coverage" if config.coverage else "",
+                config.rounds,
                 resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
             )
         ],
         config=(
-            FLAGS.size,
-            "coverage" if FLAGS.coverage else "",
-            "and " + FLAGS.compare_precision if FLAGS.compare_precision else "",
-            report.settings(FLAGS),
+            config.size,
+            "coverage" if config.coverage else "",
+            "and " + config.compare_precision if config.compare_precision else "",
+            report.settings(config),
         ),
         data=times,
     )
 
 
 if __name__ == "__main__":
-    app.run(main)
+    config_lib.run_command(define_flags, run)

@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 import tensorflow as tf
-from absl import app, flags
+from absl import flags
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -33,13 +33,25 @@ from nmt import run_nmt
 
 import _report as report
 
-flags.DEFINE_integer("repeats", 10, "Timed rounds (one step of each strategy per round).")
-flags.DEFINE_integer(
-    "cpu_devices", 2, "Logical CPU devices of the mirrored row when there is no GPU.", lower_bound=2
-)
-FLAGS = flags.FLAGS
-
 VOCAB, UNITS, BATCH, LENGTH = 8000, 256, 128, 30
+
+
+def define_flags(fv: flags.FlagValues) -> None:
+    """Defines this benchmark's flags on ``fv``.
+
+    Args:
+      fv: where the flags go.
+    """
+    flags.DEFINE_integer(
+        "repeats", 10, "Timed rounds (one step of each strategy per round).", flag_values=fv
+    )
+    flags.DEFINE_integer(
+        "cpu_devices",
+        2,
+        "Logical CPU devices of the mirrored row when there is no GPU.",
+        lower_bound=2,
+        flag_values=fv,
+    )
 
 
 def _batch():
@@ -71,14 +83,19 @@ def _step(strategy, batch):
     return lambda: float(step(batch, *args)["train_loss"])
 
 
-def main(argv):
-    del argv
+def run(config: config_lib.Config) -> None:
+    """Times one NMT training step under each strategy, interleaved, and writes the results
+    table.
+
+    Args:
+      config: the parsed flags (``define_flags``).
+    """
     tf.get_logger().setLevel("ERROR")
     gpus = tf.config.list_physical_devices("GPU")
     if not gpus:
         tf.config.set_logical_device_configuration(
             tf.config.list_physical_devices("CPU")[0],
-            [tf.config.LogicalDeviceConfiguration()] * FLAGS.cpu_devices,
+            [tf.config.LogicalDeviceConfiguration()] * config.cpu_devices,
         )
     mirrored = distribute.make_strategy("mirrored", None if gpus else 0)
     batch = {k: tf.constant(v) for k, v in _batch().items()}
@@ -88,7 +105,7 @@ def main(argv):
     }
     wall = {name: [] for name in steps}
     cpu = {name: [] for name in steps}
-    for _ in range(FLAGS.repeats):
+    for _ in range(config.repeats):
         for name, run in steps.items():
             start, start_cpu = time.perf_counter(), time.process_time()
             run()
@@ -105,17 +122,18 @@ def main(argv):
         ]
         for name in steps
     ]
-    devices = "%d GPU(s)" % len(gpus) if gpus else "%d logical CPU devices" % FLAGS.cpu_devices
+    devices = "%d GPU(s)" % len(gpus) if gpus else "%d logical CPU devices" % config.cpu_devices
     report.emit(
         "tf.distribute: one NMT training step on one device and mirrored",
         ["strategy", "median ms / step", "median CPU ms / step", "wall ratio", "CPU ratio"],
         rows,
         notes=[
             "%d units, bi encoder, ACVI; batch %d, %d/%d tokens, vocab %d; mirrored over %s; "
-            "%d interleaved rounds." % (UNITS, BATCH, LENGTH, LENGTH, VOCAB, devices, FLAGS.repeats)
+            "%d interleaved rounds."
+            % (UNITS, BATCH, LENGTH, LENGTH, VOCAB, devices, config.repeats)
         ],
     )
 
 
 if __name__ == "__main__":
-    app.run(main)
+    config_lib.run_command(define_flags, run)

@@ -18,10 +18,11 @@ import time
 
 import numpy as np
 import tensorflow as tf
-from absl import app, flags
+from absl import flags
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from acvi_tf import config as config_lib
 from acvi_tf import recurrent
 from acvi_tf.compat import keras
 
@@ -33,14 +34,22 @@ HOSTS = {
     "translator": (128, 50, 256, 256),
     "captioner": (64, 24, 1024, 1000),
 }
-flags.DEFINE_integer("repeats", 7, "Timed passes per form.", lower_bound=1)
-flags.DEFINE_list("hosts", list(HOSTS), "Sizes to time.")
-flags.register_validator(
-    "hosts",
-    lambda names: set(names) <= set(HOSTS),
-    message="--hosts: choose from %s" % ", ".join(HOSTS),
-)
-FLAGS = flags.FLAGS
+
+
+def define_flags(fv: flags.FlagValues) -> None:
+    """Defines this benchmark's flags on ``fv``.
+
+    Args:
+      fv: where the flags go.
+    """
+    flags.DEFINE_integer("repeats", 7, "Timed passes per form.", lower_bound=1, flag_values=fv)
+    flags.DEFINE_list("hosts", list(HOSTS), "Sizes to time.", flag_values=fv)
+    flags.register_validator(
+        "hosts",
+        lambda names: set(names) <= set(HOSTS),
+        message="--hosts: choose from %s" % ", ".join(HOSTS),
+        flag_values=fv,
+    )
 
 
 def _pass(layer, x, mask):
@@ -52,7 +61,7 @@ def _pass(layer, x, mask):
     return outputs, tape.gradient(loss, [x] + layer.trainable_weights)
 
 
-def _time_host(batch, steps, inputs, units):
+def _time_host(batch, steps, inputs, units, repeats):
     """Median seconds per pass of each form, and the per-round times."""
     rng = np.random.default_rng(0)
     x = tf.constant(rng.normal(size=(batch, steps, inputs)), tf.float32)
@@ -79,21 +88,25 @@ def _time_host(batch, steps, inputs, units):
     ):
         np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4)
     times = {name: [] for name in forms}
-    for repeat in range(FLAGS.repeats + 1):
-        for name, run in passes.items():
+    for repeat in range(repeats + 1):
+        for name, call in passes.items():
             start = time.perf_counter()
-            tf.nest.map_structure(lambda t: t.numpy(), run())
+            tf.nest.map_structure(lambda t: t.numpy(), call())
             if repeat:
                 times[name].append(time.perf_counter() - start)
     return times
 
 
-def main(argv):
-    del argv
+def run(config: config_lib.Config) -> None:
+    """Times both LSTM forms at every host size and writes the results table.
+
+    Args:
+      config: the parsed flags (``define_flags``).
+    """
     rows = []
-    for host in FLAGS.hosts:
+    for host in config.hosts:
         batch, steps, inputs, units = HOSTS[host]
-        times = _time_host(batch, steps, inputs, units)
+        times = _time_host(batch, steps, inputs, units, config.repeats)
         for name, values in times.items():
             rows.append(
                 [
@@ -107,7 +120,7 @@ def main(argv):
     notes = [
         "Bidirectional, lengths drawn from 3/4 to all of the source steps; one forward "
         "and backward pass (gradients for the inputs and all weights); %d interleaved "
-        "passes per form." % FLAGS.repeats
+        "passes per form." % config.repeats
     ]
     report.emit(
         "Encoder LSTM forward and backward",
@@ -120,9 +133,9 @@ def main(argv):
         ],
         rows,
         notes,
-        config=FLAGS.hosts,
+        config=config.hosts,
     )
 
 
 if __name__ == "__main__":
-    app.run(main)
+    config_lib.run_command(define_flags, run)

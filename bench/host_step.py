@@ -30,13 +30,13 @@ import sys
 
 import numpy as np
 import tensorflow as tf
-from absl import app, flags
+from absl import flags
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from acvi_tf import builders, registry
 from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
-from acvi_tf import registry
 from acvi_tf.compat import keras
 from nmt import (
     hparams,
@@ -48,18 +48,6 @@ from video_caption import run_captioning
 
 import _report as report
 
-flags.DEFINE_list("tasks", ["translation", "captioning"], "Hosts to time, in order.")
-flags.DEFINE_integer("repeats", 5, "Timed steps per variant.", lower_bound=1)
-flags.DEFINE_list("variants", [], "Variants to time (default: all); sa is always timed.")
-flags.DEFINE_list(
-    "precisions",
-    [],
-    "--mixed_precision values to build every variant in, timed interleaved and compared "
-    "with the first (e.g. none,bfloat16); default: --mixed_precision's.",
-)
-FLAGS = flags.FLAGS
-acvi_flags.define_flags(FLAGS)  # the shared flags: precision, XLA, seed
-
 VARIANTS = {
     "sa": dict(mode="sa"),
     "acvi collapsed": dict(mode="acvi"),
@@ -67,25 +55,51 @@ VARIANTS = {
     "acvi gumbel": dict(mode="acvi", sampling="gumbel"),
     "acvi relu": dict(mode="acvi", variance_net="relu"),
 }
-flags.register_validator(
-    "tasks",
-    lambda names: set(names) <= {"translation", "captioning"},
-    message="--tasks: translation and/or captioning",
-)
-flags.register_validator(
-    "precisions",
-    lambda names: set(names) <= set(acvi_flags.PRECISION_POLICIES),
-    message="--precisions: values of --mixed_precision",
-)
-flags.register_validator(
-    "variants",
-    lambda names: set(names) <= set(VARIANTS),
-    message="--variants: unknown name (see VARIANTS in this script)",
-)
 # translation: src vocab, tgt vocab, batch, source tokens, target tokens
 NMT_SIZE = (17191, 7709, 128, 50, 50)
 # captioning: vocab, batch, frames, feature dim, caption tokens, LSTM units, emb, attention
 VC_SIZE = (16000, 64, 24, 1024, 20, 1000, 256, 100)
+
+
+def define_flags(fv: flags.FlagValues) -> None:
+    """Defines this benchmark's flags on ``fv``.
+
+    Args:
+      fv: where the flags go.
+    """
+    flags.DEFINE_list(
+        "tasks", ["translation", "captioning"], "Hosts to time, in order.", flag_values=fv
+    )
+    flags.DEFINE_integer("repeats", 5, "Timed steps per variant.", lower_bound=1, flag_values=fv)
+    flags.DEFINE_list(
+        "variants", [], "Variants to time (default: all); sa is always timed.", flag_values=fv
+    )
+    flags.DEFINE_list(
+        "precisions",
+        [],
+        "--mixed_precision values to build every variant in, timed interleaved and compared "
+        "with the first (e.g. none,bfloat16); default: --mixed_precision's.",
+        flag_values=fv,
+    )
+    flags.register_validator(
+        "tasks",
+        lambda names: set(names) <= {"translation", "captioning"},
+        message="--tasks: translation and/or captioning",
+        flag_values=fv,
+    )
+    flags.register_validator(
+        "precisions",
+        lambda names: set(names) <= set(acvi_flags.PRECISION_POLICIES),
+        message="--precisions: values of --mixed_precision",
+        flag_values=fv,
+    )
+    flags.register_validator(
+        "variants",
+        lambda names: set(names) <= set(VARIANTS),
+        message="--variants: unknown name (see VARIANTS in this script)",
+        flag_values=fv,
+    )
+    acvi_flags.define_flags(fv)
 
 
 def _translation_batch():
@@ -101,7 +115,7 @@ def _translation_batch():
     )
 
 
-def _translation_step(layer):
+def _translation_step(layer, jit_compile):
     """NMT's training step with ``layer``, and the batch it runs on."""
     preset = hparams.PRESETS["acvi_paper"]
     src_vocab, tgt_vocab = NMT_SIZE[:2]
@@ -115,23 +129,21 @@ def _translation_step(layer):
         preset["attention"],
         dropout=preset["dropout"],
         context_layer=layer,
-        jit_compile=FLAGS.jit_compile,
+        jit_compile=jit_compile,
     )
     batch = _translation_batch()
     model(batch)
     optimizer = keras.optimizers.SGD(preset["learning_rate"])
     optimizer.build(model.trainable_variables)
-    config = config_lib.parse(
-        run_nmt.define_flags, ["host_step", "--jit_compile=%s" % FLAGS.jit_compile]
-    )
+    config = config_lib.parse(run_nmt.define_flags, ["host_step", "--jit_compile=%s" % jit_compile])
     return run_nmt.make_train_step(config, model, optimizer), batch
 
 
-def _captioning_step(layer):
+def _captioning_step(layer, jit_compile):
     """The captioner's training step with ``layer``, and the batch it runs on."""
     vocab, batch_size, frames, dim, words, units, emb, attention = VC_SIZE
     config = config_lib.parse(
-        run_captioning.define_flags, ["host_step", "--jit_compile=%s" % FLAGS.jit_compile]
+        run_captioning.define_flags, ["host_step", "--jit_compile=%s" % jit_compile]
     )
     model = vc_model.Captioner(
         vocab,
@@ -141,7 +153,7 @@ def _captioning_step(layer):
         attention,
         dropout=0.5,
         context_layer=layer,
-        jit_compile=FLAGS.jit_compile,
+        jit_compile=jit_compile,
     )
     rng = np.random.default_rng(0)
     captions = rng.integers(4, vocab, size=(batch_size, words)).astype(np.int32)
@@ -160,32 +172,37 @@ def _captioning_step(layer):
     return run_captioning.make_train_step(model, optimizer, config), batch
 
 
-def main(argv):
-    del argv
-    acvi_flags.configure_runtime(FLAGS)
+def run(config: config_lib.Config) -> None:
+    """Times every chosen variant of each host's training step and writes the results
+    tables.
+
+    Args:
+      config: the parsed flags (``define_flags``).
+    """
+    builders.configure_runtime(config)
     tf.get_logger().setLevel("ERROR")
-    for task in FLAGS.tasks:
-        _time_task(task)
+    for task in config.tasks:
+        _time_task(config, task)
 
 
-def _time_task(task):
+def _time_task(config, task):
     """Times every chosen variant of ``task``'s training step; keeps the table."""
     make_step = _translation_step if task == "translation" else _captioning_step
     steps, memory = {}, {}
     chosen = {
         name: VARIANTS[name]
         for name in VARIANTS
-        if name == "sa" or not FLAGS.variants or name in FLAGS.variants
+        if name == "sa" or not config.variants or name in config.variants
     }
-    precisions = FLAGS.precisions or [FLAGS.mixed_precision]
+    precisions = config.precisions or [config.mixed_precision]
     for precision in precisions:
         # a layer keeps the policy it was built under
-        keras.mixed_precision.set_global_policy(acvi_flags.precision_policy(precision))
+        keras.mixed_precision.set_global_policy(builders.precision_policy(precision))
         for name, options in chosen.items():
             keras.utils.set_random_seed(1)
             options = dict(options)
             layer = registry.make_context_layer(options.pop("mode"), seed=1, **options)
-            step, batch = make_step(layer)  # the same batch for every variant
+            step, batch = make_step(layer, config.jit_compile)  # the same batch for every variant
             if report.has_gpu():
                 tf.config.experimental.reset_memory_stats("GPU:0")
             step(batch, tf.constant(False), tf.constant(0, tf.int64))  # trace, compile
@@ -204,7 +221,7 @@ def _time_task(task):
             )
             for key, step in steps.items()
         },
-        FLAGS.repeats,
+        config.repeats,
     )
     rows = []
     for (name, precision), values in times.items():
@@ -277,23 +294,23 @@ def _time_task(task):
         "%s%s; %d interleaved steps per variant; process peak RSS %d MB."
         % (
             size,
-            report.settings(FLAGS),
-            FLAGS.repeats,
+            report.settings(config),
+            config.repeats,
             resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
         )
     ]
     title = "%s training step%s" % (
         "NMT" if task == "translation" else "Captioner",
-        ": sa, " + ", ".join(FLAGS.variants) if FLAGS.variants else "",
+        ": sa, " + ", ".join(config.variants) if config.variants else "",
     )
-    config = (
+    key = (
         task,
-        *FLAGS.variants,
-        "precisions " + " ".join(precisions) if FLAGS.precisions else "",
-        report.settings(FLAGS),
+        *config.variants,
+        "precisions " + " ".join(precisions) if config.precisions else "",
+        report.settings(config),
     )
-    report.emit(title, header, rows, notes, config=config)
+    report.emit(title, header, rows, notes, config=key)
 
 
 if __name__ == "__main__":
-    app.run(main)
+    config_lib.run_command(define_flags, run)

@@ -37,10 +37,11 @@ Usage: python bench/peers.py [--peer=keras,tfa] [--rounds=7] [--batch=128] [--sr
 import os
 import statistics
 import sys
+from typing import Any, Dict, Tuple
 
 import numpy as np
 import tensorflow as tf
-from absl import app, flags
+from absl import flags
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -77,22 +78,44 @@ ORIGINAL_NOTES = [
     "one at a time) | 3.8x faster |",
 ]
 
-flags.DEFINE_list("peer", list(PEERS), "Peers to time: keras and/or tfa (tf215 lane).")
-flags.DEFINE_integer("rounds", 7, "Timed interleaved rounds per comparison.", lower_bound=1)
-flags.DEFINE_integer("batch", 128, "Sentences per batch (training and decoding).", lower_bound=1)
-flags.DEFINE_integer("src_len", 50, "Source tokens (the longest sentence).", lower_bound=2)
-flags.DEFINE_integer("tgt_len", 50, "Target tokens (the longest sentence).", lower_bound=2)
-flags.DEFINE_integer("beam_width", PRESET["beam_width"], "Beam width.", lower_bound=1)
-flags.DEFINE_float(
-    "length_penalty_weight",
-    1.0,
-    "GNMT length penalty alpha (tensorflow/nmt's default is 0, no penalty).",
-    lower_bound=0.0,
-)
-flags.register_validator(
-    "peer", lambda names: set(names) <= set(PEERS), message="--peer: keras and/or tfa"
-)
-FLAGS = flags.FLAGS
+
+def define_flags(fv: flags.FlagValues) -> None:
+    """Defines this benchmark's flags on ``fv``.
+
+    Args:
+      fv: where the flags go.
+    """
+    flags.DEFINE_list(
+        "peer", list(PEERS), "Peers to time: keras and/or tfa (tf215 lane).", flag_values=fv
+    )
+    flags.DEFINE_integer(
+        "rounds", 7, "Timed interleaved rounds per comparison.", lower_bound=1, flag_values=fv
+    )
+    flags.DEFINE_integer(
+        "batch", 128, "Sentences per batch (training and decoding).", lower_bound=1, flag_values=fv
+    )
+    flags.DEFINE_integer(
+        "src_len", 50, "Source tokens (the longest sentence).", lower_bound=2, flag_values=fv
+    )
+    flags.DEFINE_integer(
+        "tgt_len", 50, "Target tokens (the longest sentence).", lower_bound=2, flag_values=fv
+    )
+    flags.DEFINE_integer(
+        "beam_width", PRESET["beam_width"], "Beam width.", lower_bound=1, flag_values=fv
+    )
+    flags.DEFINE_float(
+        "length_penalty_weight",
+        1.0,
+        "GNMT length penalty alpha (tensorflow/nmt's default is 0, no penalty).",
+        lower_bound=0.0,
+        flag_values=fv,
+    )
+    flags.register_validator(
+        "peer",
+        lambda names: set(names) <= set(PEERS),
+        message="--peer: keras and/or tfa",
+        flag_values=fv,
+    )
 
 
 def _tfa():
@@ -104,7 +127,7 @@ def _tfa():
     return tfa
 
 
-def random_batch(size, src_steps, tgt_steps):
+def random_batch(size: int, src_steps: int, tgt_steps: int) -> Dict[str, tf.Tensor]:
     """A random NMT batch, its lengths from 3/4 of the longest to the longest.
 
     Args:
@@ -133,7 +156,7 @@ def random_batch(size, src_steps, tgt_steps):
     }
 
 
-def our_model(batch):
+def our_model(batch: Dict[str, tf.Tensor]) -> nmt_model.NMTModel:
     """The ``acvi_paper`` NMT model without dropout, built on ``batch``."""
     model = nmt_model.NMTModel(
         SRC_VOCAB,
@@ -160,7 +183,7 @@ class KerasEncoder:
       batch: a batch to build the layers on.
     """
 
-    def __init__(self, model, batch):
+    def __init__(self, model: nmt_model.NMTModel, batch: Dict[str, tf.Tensor]) -> None:
         units = model.num_units
         self.embedding = keras.layers.Embedding(SRC_VOCAB, units)
         self.encoder = keras.layers.Bidirectional(
@@ -172,14 +195,14 @@ class KerasEncoder:
             self.encoder.trainable_variables
         )
 
-    def copy_weights(self, model):
+    def copy_weights(self, model: nmt_model.NMTModel) -> None:
         """Sets every weight to its counterpart's in ``model``."""
         self.embedding.set_weights(model.src_embedding.get_weights())
         self.encoder.set_weights(
             model.forward_layers[0].get_weights() + model.backward_layers[0].get_weights()
         )
 
-    def __call__(self, src, src_len):
+    def __call__(self, src: tf.Tensor, src_len: tf.Tensor) -> Tuple[tf.Tensor, list]:
         """Encoder outputs [B, S, 2 units] and the final ``[[h, c] forward, [h, c] backward]``."""
         mask = tf.sequence_mask(src_len, tf.shape(src)[1])
         outputs, fw_h, fw_c, bw_h, bw_c = self.encoder(self.embedding(src), mask=mask)
@@ -195,7 +218,7 @@ class TfaNMT:
       batch: a batch to build the layers on.
     """
 
-    def __init__(self, model, tfa, batch):
+    def __init__(self, model: nmt_model.NMTModel, tfa: Any, batch: Dict[str, tf.Tensor]) -> None:
         self.tfa = tfa
         units = model.num_units
         self.encoder = KerasEncoder(model, batch)
@@ -220,7 +243,7 @@ class TfaNMT:
             v for layer in self._decoder_layers for v in layer.trainable_variables
         ]
 
-    def copy_weights(self, model):
+    def copy_weights(self, model: nmt_model.NMTModel) -> None:
         """Sets every weight to its counterpart's in ``model``."""
         self.encoder.copy_weights(model)
         ours = [
@@ -244,7 +267,7 @@ class TfaNMT:
         cell_state = tf.nest.pack_sequence_as(state.cell_state, tf.nest.flatten(states))
         return state.clone(cell_state=tf.nest.map_structure(tile, cell_state))
 
-    def loss(self, batch):
+    def loss(self, batch: Dict[str, tf.Tensor]) -> tf.Tensor:
         """tensorflow/nmt's loss: the masked cross-entropy summed, over the batch size."""
         decoder = self.tfa.seq2seq.BasicDecoder(self.cell, self.tfa.seq2seq.TrainingSampler())
         outputs, _, _ = decoder(
@@ -255,7 +278,9 @@ class TfaNMT:
         logits = self.projection(outputs.rnn_output)
         return losses.sequence_loss(logits, batch["tgt_out"], batch["tgt_len"])[0]
 
-    def beam_search(self, src, src_len, beam_width, length_penalty_weight):
+    def beam_search(
+        self, src: tf.Tensor, src_len: tf.Tensor, beam_width: int, length_penalty_weight: float
+    ) -> tf.Tensor:
         """The best beam's ids [B, T] (``</s>`` and what follows it to be cut)."""
         decoder = _unwrapped_state(self.tfa.seq2seq.BeamSearchDecoder)(
             self.cell,
@@ -293,7 +318,7 @@ def _unwrapped_state(decoder_class):
     return Decoder
 
 
-def _interleaved(runs):
+def _interleaved(runs, rounds):
     """CPU and wall seconds per call of each of ``runs`` (name -> callable), per round
     (``report.time_interleaved``, each round at least ``MIN_SAMPLE_S`` of calls per form,
     every result fetched from the device)."""
@@ -303,7 +328,7 @@ def _interleaved(runs):
         return lambda: tf.nest.map_structure(lambda t: t.numpy(), run(), expand_composites=True)
 
     wall, cpu = report.time_interleaved(
-        {name: fetched(run) for name, run in runs.items()}, FLAGS.rounds, MIN_SAMPLE_S
+        {name: fetched(run) for name, run in runs.items()}, rounds, MIN_SAMPLE_S
     )
     return cpu, wall
 
@@ -335,11 +360,11 @@ def _check(name, difference, tolerance):
         raise AssertionError("%s: the peer differs from ours by %.2g" % (name, difference))
 
 
-def _compare_train_step(model, peer, batch):
+def _compare_train_step(config, model, peer, batch):
     """Row for the training step: ours (``run_nmt``'s) against tfa's decoder."""
     peer.copy_weights(model)
-    config = config_lib.parse(run_nmt.define_flags, ["peers"])
-    ours_step = run_nmt.make_train_step(config, model, keras.optimizers.SGD(1.0))
+    nmt_config = config_lib.parse(run_nmt.define_flags, ["peers"])
+    ours_step = run_nmt.make_train_step(nmt_config, model, keras.optimizers.SGD(1.0))
     peer_optimizer = keras.optimizers.SGD(1.0)
     variables = peer.trainable_variables
 
@@ -365,18 +390,18 @@ def _compare_train_step(model, peer, batch):
     norm = _relative_difference(checks["ours"][0]["grad_norm"], checks["peer"][0]["grad_norm"])
     _check("training loss", loss, 1e-5)
     _check("gradient norm", norm, 1e-4)
-    cpu, wall = _interleaved(runs)
+    cpu, wall = _interleaved(runs, config.rounds)
     return _result(
         "NMT training step (forward, backward, clip, SGD) vs `tfa.seq2seq` "
         "`AttentionWrapper` + `BasicDecoder`",
-        "batch %d, %d/%d tokens" % (FLAGS.batch, FLAGS.src_len, FLAGS.tgt_len),
+        "batch %d, %d/%d tokens" % (config.batch, config.src_len, config.tgt_len),
         cpu,
         wall,
         "loss (2 steps) rel. diff %.1g, gradient norm %.1g" % (loss, norm),
     )
 
 
-def identical_translations(ours, theirs):
+def identical_translations(ours: tf.Tensor, theirs: tf.Tensor) -> Tuple[int, int]:
     """How many translations are the same in ``Translator.search``'s results and the
     ``BeamSearchDecoder``'s best beams.
 
@@ -395,10 +420,10 @@ def identical_translations(ours, theirs):
     return same, len(expected)
 
 
-def _compare_beam_search(model, peer, batch):
+def _compare_beam_search(config, model, peer, batch):
     """Row for beam search: ``Translator``'s against ``BeamSearchDecoder``."""
     peer.copy_weights(model)
-    width, alpha = FLAGS.beam_width, FLAGS.length_penalty_weight
+    width, alpha = config.beam_width, config.length_penalty_weight
     ours = translator_lib.Translator(model, None, "beam_search", width, alpha).search
     theirs = tf.function(lambda src, src_len: peer.beam_search(src, src_len, width, alpha))
     src, src_len = batch["src"], batch["src_len"]
@@ -408,12 +433,12 @@ def _compare_beam_search(model, peer, batch):
     lengths = out["lengths"].numpy()
     if same != total:
         raise AssertionError("beam search: %d of %d translations differ" % (total - same, total))
-    cpu, wall = _interleaved(runs)
+    cpu, wall = _interleaved(runs, config.rounds)
     return _result(
         "NMT beam search (beam %d, GNMT length penalty %g) vs `tfa.seq2seq.BeamSearchDecoder`"
         % (width, alpha),
         "batch %d, %d source tokens, up to %d steps"
-        % (FLAGS.batch, FLAGS.src_len, 2 * FLAGS.src_len),
+        % (config.batch, config.src_len, 2 * config.src_len),
         cpu,
         wall,
         "ids identical, %d/%d sentences (lengths %d-%d)"
@@ -440,11 +465,11 @@ def _dense(gradients):
     return [tf.convert_to_tensor(g) for g in gradients]
 
 
-def _compare_encoder(model, batch):
+def _compare_encoder(config, model, batch):
     """Row for the encoder: ours (``ProjectedLSTM``) against ``Bidirectional(LSTM)``."""
     peer = KerasEncoder(model, batch)
     src, src_len = batch["src"], batch["src_len"]
-    mask = tf.sequence_mask(src_len, FLAGS.src_len, dtype=tf.float32)[:, :, None]
+    mask = tf.sequence_mask(src_len, config.src_len, dtype=tf.float32)[:, :, None]
 
     def ours():
         outputs, _, states = model.encode(src, src_len, training=True)
@@ -468,24 +493,24 @@ def _compare_encoder(model, batch):
     grads = _relative_difference(_dense(ours_grads), _dense(peer_grads))
     _check("encoder outputs", outputs, 1e-5)
     _check("encoder gradients", grads, 1e-4)
-    cpu, wall = _interleaved(runs)
+    cpu, wall = _interleaved(runs, config.rounds)
     return _result(
         "NMT encoder (embedding, bi LSTM), forward + backward: `ProjectedLSTM` vs keras "
         "`Bidirectional(LSTM)`",
-        "batch %d, %d tokens, %d units" % (FLAGS.batch, FLAGS.src_len, model.num_units),
+        "batch %d, %d tokens, %d units" % (config.batch, config.src_len, model.num_units),
         cpu,
         wall,
         "outputs and states rel. diff %.1g, gradients %.1g" % (outputs, grads),
     )
 
 
-def _compare_attention(model, batch):
+def _compare_attention(config, model, batch):
     """Row for Luong attention over all target steps: ours against ``keras.layers.Attention``."""
     rng = np.random.default_rng(1)
     units = model.num_units
-    query = tf.constant(rng.normal(size=(FLAGS.batch, FLAGS.tgt_len, units)), tf.float32)
-    memory = tf.constant(rng.normal(size=(FLAGS.batch, FLAGS.src_len, 2 * units)), tf.float32)
-    mask = tf.sequence_mask(batch["src_len"], FLAGS.src_len)
+    query = tf.constant(rng.normal(size=(config.batch, config.tgt_len, units)), tf.float32)
+    memory = tf.constant(rng.normal(size=(config.batch, config.src_len, 2 * units)), tf.float32)
+    mask = tf.sequence_mask(batch["src_len"], config.src_len)
     keys_layer = keras.layers.Dense(units, use_bias=False)
     attention = keras.layers.Attention()
     output_layer = keras.layers.Dense(units, use_bias=False)
@@ -516,24 +541,29 @@ def _compare_attention(model, batch):
     grads = _relative_difference(ours_grads, peer_grads)
     _check("attention outputs", outputs, 1e-5)
     _check("attention gradients", grads, 1e-4)
-    cpu, wall = _interleaved(runs)
+    cpu, wall = _interleaved(runs, config.rounds)
     return _result(
         "Luong attention block (general score, context, W_c [h; c]) over all target steps, "
         "forward + backward: ours vs `keras.layers.Attention`",
         "batch %d, %d queries x %d keys, %d units"
-        % (FLAGS.batch, FLAGS.tgt_len, FLAGS.src_len, units),
+        % (config.batch, config.tgt_len, config.src_len, units),
         cpu,
         wall,
         "outputs rel. diff %.1g, gradients %.1g" % (outputs, grads),
     )
 
 
-def main(argv):
-    del argv
+def run(config: config_lib.Config) -> None:
+    """Compares the chosen peers with this project's NMT parts (equal results, interleaved
+    times) and writes the results table.
+
+    Args:
+      config: the parsed flags (``define_flags``).
+    """
     tf.get_logger().setLevel("ERROR")
     keras.utils.set_random_seed(1)
     tfa = _tfa()
-    peers = list(FLAGS.peer)
+    peers = list(config.peer)
     lane_notes = []
     if "tfa" in peers and tfa is None:
         message = (
@@ -546,16 +576,16 @@ def main(argv):
         peers.remove("tfa")
     if not peers:
         return
-    batch = random_batch(FLAGS.batch, FLAGS.src_len, FLAGS.tgt_len)
+    batch = random_batch(config.batch, config.src_len, config.tgt_len)
     model = our_model(batch)
     results = []
     if "tfa" in peers:
         peer = TfaNMT(model, tfa, batch)
-        results.append(_compare_train_step(model, peer, batch))
-        results.append(_compare_beam_search(model, peer, batch))
+        results.append(_compare_train_step(config, model, peer, batch))
+        results.append(_compare_beam_search(config, model, peer, batch))
     if "keras" in peers:
-        results.append(_compare_encoder(model, batch))
-        results.append(_compare_attention(model, batch))
+        results.append(_compare_encoder(config, model, batch))
+        results.append(_compare_attention(config, model, batch))
     notes = [
         "`acvi_paper` model (%d units, bidirectional encoder, %d decoder layers, Luong "
         "attention with input feeding), vocabularies %d/%d (IWSLT'15 En-Vi), random "
@@ -569,7 +599,7 @@ def main(argv):
             SRC_VOCAB,
             TGT_VOCAB,
             tf.__version__,
-            FLAGS.rounds,
+            config.rounds,
             MIN_SAMPLE_S,
         )
     ]
@@ -599,4 +629,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    config_lib.run_command(define_flags, run)

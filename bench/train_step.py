@@ -41,7 +41,7 @@ import time
 
 import numpy as np
 import tensorflow as tf
-from absl import app, flags
+from absl import flags
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -49,6 +49,7 @@ import _profile
 
 from acvi_tf import (
     attention,
+    builders,
     loop_gradients,
     registry,
 )
@@ -61,30 +62,6 @@ from pointer_generator import run_summarization
 
 import _report as report
 
-flags.DEFINE_enum("size", "paper", ["paper", "small"], "Model and batch size.")
-flags.DEFINE_integer("repeats", 5, "Timed steps per variant.", lower_bound=1)
-flags.DEFINE_list(
-    "variants", [], "Variants to time (default: all but the ablations); sa is always timed."
-)
-flags.DEFINE_enum(
-    "coverage_settings", "both", ["both", "no", "yes"], "Time without coverage, with it, or both."
-)
-flags.DEFINE_list(
-    "precisions",
-    [],
-    "--mixed_precision values to build every variant in, timed interleaved and compared "
-    "with the first (e.g. none,bfloat16); default: --mixed_precision's.",
-)
-flags.DEFINE_integer(
-    "profile_steps",
-    0,
-    "Also profile this many steps of every variant (TensorFlow's profiler) and keep "
-    "where their op time goes, by part of the model and by op type.",
-    lower_bound=0,
-)
-FLAGS = flags.FLAGS
-acvi_flags.define_flags(FLAGS)  # the shared flags: precision, XLA, seed
-
 COVERAGE_SETTINGS = {"both": (False, True), "no": (False,), "yes": (True,)}
 # vocab, emb, hidden, batch, article tokens, summary tokens
 SIZES = {"paper": (50000, 128, 256, 16, 400, 100), "small": (5000, 64, 128, 8, 100, 25)}
@@ -95,6 +72,58 @@ VARIANTS = {
     "acvi gumbel": dict(mode="acvi", sampling="gumbel"),
     "acvi relu": dict(mode="acvi", variance_net="relu"),  # the journal's variance network
 }
+
+
+def define_flags(fv: flags.FlagValues) -> None:
+    """Defines this benchmark's flags on ``fv``.
+
+    Args:
+      fv: where the flags go.
+    """
+    flags.DEFINE_enum("size", "paper", ["paper", "small"], "Model and batch size.", flag_values=fv)
+    flags.DEFINE_integer("repeats", 5, "Timed steps per variant.", lower_bound=1, flag_values=fv)
+    flags.DEFINE_list(
+        "variants",
+        [],
+        "Variants to time (default: all but the ablations); sa is always timed.",
+        flag_values=fv,
+    )
+    flags.DEFINE_enum(
+        "coverage_settings",
+        "both",
+        ["both", "no", "yes"],
+        "Time without coverage, with it, or both.",
+        flag_values=fv,
+    )
+    flags.DEFINE_list(
+        "precisions",
+        [],
+        "--mixed_precision values to build every variant in, timed interleaved and compared "
+        "with the first (e.g. none,bfloat16); default: --mixed_precision's.",
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "profile_steps",
+        0,
+        "Also profile this many steps of every variant (TensorFlow's profiler) and keep "
+        "where their op time goes, by part of the model and by op type.",
+        lower_bound=0,
+        flag_values=fv,
+    )
+    flags.register_validator(
+        "precisions",
+        lambda names: set(names) <= set(acvi_flags.PRECISION_POLICIES),
+        message="--precisions: values of --mixed_precision (%s)"
+        % ", ".join(acvi_flags.PRECISION_POLICIES),
+        flag_values=fv,
+    )
+    flags.register_validator(
+        "variants",
+        lambda names: set(names) <= set(VARIANTS) | set(ABLATIONS),
+        message="--variants: unknown name (see VARIANTS and ABLATIONS in this script)",
+        flag_values=fv,
+    )
+    acvi_flags.define_flags(fv)
 
 
 class _NoKL(context_lib.ACVIContext):
@@ -167,20 +196,9 @@ MODEL_ABLATIONS = {
     "ablation: acvi keras lstm encoder": _keras_lstm_encoder,
     "ablation: sa dense coverage": _dense_coverage,
 }
-flags.register_validator(
-    "precisions",
-    lambda names: set(names) <= set(acvi_flags.PRECISION_POLICIES),
-    message="--precisions: values of --mixed_precision (%s)"
-    % ", ".join(acvi_flags.PRECISION_POLICIES),
-)
-flags.register_validator(
-    "variants",
-    lambda names: set(names) <= set(VARIANTS) | set(ABLATIONS),
-    message="--variants: unknown name (see VARIANTS and ABLATIONS in this script)",
-)
 
 
-def step_flops(vocab, emb, hidden, batch, n, t):
+def step_flops(vocab: int, emb: int, hidden: int, batch: int, n: int, t: int) -> float:
     """Analytic FLOPs of one training step (multiply-adds x 2, forward x 3)."""
     h2 = 2 * hidden
     encoder = 2 * n * 4 * hidden * (emb + hidden)  # two LSTM directions
@@ -197,7 +215,7 @@ def step_flops(vocab, emb, hidden, batch, n, t):
     return 3 * 2 * batch * (encoder + keys + t * per_step)
 
 
-def matmul_peak(n=2048, repeats=5, dtype=tf.float32):
+def matmul_peak(n: int = 2048, repeats: int = 5, dtype: tf.DType = tf.float32) -> float:
     """Measured matmul throughput (FLOP/s) in ``dtype``, median of ``repeats``."""
     a = tf.cast(tf.random.normal([n, n]), dtype)
     b = tf.cast(tf.random.normal([n, n]), dtype)
@@ -230,10 +248,15 @@ def _batch(vocab, batch, n, t):
     )
 
 
-def main(argv):
-    del argv
-    acvi_flags.configure_runtime(FLAGS)
-    vocab, emb, hidden, batch_size, n, t = SIZES[FLAGS.size]
+def run(config: config_lib.Config) -> None:
+    """Times every chosen variant's training step (and profiles it with
+    ``--profile_steps``) and writes the results table.
+
+    Args:
+      config: the parsed flags (``define_flags``).
+    """
+    builders.configure_runtime(config)
+    vocab, emb, hidden, batch_size, n, t = SIZES[config.size]
     batch = {
         k: v
         for k, v in _batch(vocab, batch_size, n, t).items()
@@ -242,18 +265,18 @@ def main(argv):
     tf.get_logger().setLevel("ERROR")  # one trace per variant is the point, not a warning
     # run_summarization's defaults, as its command has
     summarizer = config_lib.parse(
-        run_summarization.define_flags, ["train_step", "--jit_compile=%s" % FLAGS.jit_compile]
+        run_summarization.define_flags, ["train_step", "--jit_compile=%s" % config.jit_compile]
     )
     steps, memory, gumbel = {}, {}, {}
     chosen = [
         name
         for name in list(VARIANTS) + list(ABLATIONS)
-        if name == "sa" or name in (FLAGS.variants or VARIANTS)
+        if name == "sa" or name in (config.variants or VARIANTS)
     ]
-    precisions = FLAGS.precisions or [FLAGS.mixed_precision]
+    precisions = config.precisions or [config.mixed_precision]
     for precision in precisions:
         # a layer keeps the policy it was built under
-        keras.mixed_precision.set_global_policy(acvi_flags.precision_policy(precision))
+        keras.mixed_precision.set_global_policy(builders.precision_policy(precision))
         for name in chosen:
             keras.utils.set_random_seed(1)
             if name in ABLATIONS:
@@ -264,7 +287,7 @@ def main(argv):
                 options = dict(VARIANTS[name])
                 layer = registry.make_context_layer(options.pop("mode"), seed=1, **options)
             model = model_lib.PointerGenerator(
-                vocab, hidden, emb, context_layer=layer, jit_compile=FLAGS.jit_compile
+                vocab, hidden, emb, context_layer=layer, jit_compile=config.jit_compile
             )
             if name in MODEL_ABLATIONS:
                 MODEL_ABLATIONS[name](model, hidden)
@@ -272,7 +295,7 @@ def main(argv):
             model(batch, coverage_on=True)
             optimizer.build(model.trainable_variables)
             gumbel[name] = layer.gumbel_active(0, 1)  # True for sampling="gumbel" only
-            for coverage in COVERAGE_SETTINGS[FLAGS.coverage_settings]:
+            for coverage in COVERAGE_SETTINGS[config.coverage_settings]:
                 step = run_summarization.make_train_step(summarizer, model, optimizer, coverage)
                 if report.has_gpu():
                     tf.config.experimental.reset_memory_stats("GPU:0")
@@ -289,16 +312,14 @@ def main(argv):
             )
             for key, step in steps.items()
         },
-        FLAGS.repeats,
+        config.repeats,
     )
-    if FLAGS.profile_steps:
-        _emit_profile(steps, batch, gumbel, precisions)
+    if config.profile_steps:
+        _emit_profile(config, steps, batch, gumbel, precisions)
     peaks = {
         precision: matmul_peak(
             4096 if report.has_gpu() else 2048,
-            dtype=keras.mixed_precision.Policy(
-                acvi_flags.precision_policy(precision)
-            ).compute_dtype,
+            dtype=keras.mixed_precision.Policy(builders.precision_policy(precision)).compute_dtype,
         )
         for precision in precisions
     }
@@ -308,7 +329,7 @@ def main(argv):
         median = float(np.median(values))
         baseline = ("sa", precision, coverage)
         rows.append(
-            [FLAGS.size, name]
+            [config.size, name]
             + ([report.precision_name(precision)] if len(precisions) > 1 else [])
             + [
                 "yes" if coverage else "no",
@@ -348,7 +369,7 @@ def main(argv):
         + ["GFLOP/s", "of matmul peak"]
         + (["peak GPU MiB"] if memory else [])
     )
-    vocab_, emb_, hidden_, b_, n_, t_ = SIZES[FLAGS.size]
+    vocab_, emb_, hidden_, b_, n_, t_ = SIZES[config.size]
     notes = [
         "Batch %d, %d/%d tokens, vocab %d, emb %d, hidden %d%s; %d interleaved steps "
         "per variant; analytic %.1f GFLOP per step; measured matmul peak %s GFLOP/s "
@@ -360,8 +381,8 @@ def main(argv):
             vocab_,
             emb_,
             hidden_,
-            report.settings(FLAGS),
-            FLAGS.repeats,
+            report.settings(config),
+            config.repeats,
             flops / 1e9,
             ", ".join(
                 "%.1f in %s" % (peak / 1e9, report.precision_name(p)) for p, peak in peaks.items()
@@ -373,8 +394,8 @@ def main(argv):
     report.emit(
         "Pointer-generator training step%s%s"
         % (
-            ": sa, " + ", ".join(FLAGS.variants) if FLAGS.variants else "",
-            coverage[FLAGS.coverage_settings],
+            ": sa, " + ", ".join(config.variants) if config.variants else "",
+            coverage[config.coverage_settings],
         ),
         header,
         rows,
@@ -382,16 +403,16 @@ def main(argv):
         # the default variants and coverage settings keep one file, each other choice
         # (an ablation) its own
         config=(
-            FLAGS.size,
-            *FLAGS.variants,
-            "" if FLAGS.coverage_settings == "both" else "coverage " + FLAGS.coverage_settings,
-            "precisions " + " ".join(precisions) if FLAGS.precisions else "",
-            report.settings(FLAGS),
+            config.size,
+            *config.variants,
+            "" if config.coverage_settings == "both" else "coverage " + config.coverage_settings,
+            "precisions " + " ".join(precisions) if config.precisions else "",
+            report.settings(config),
         ),
     )
 
 
-def _emit_profile(steps, batch, gumbel, precisions):
+def _emit_profile(config, steps, batch, gumbel, precisions):
     """Profiles every timed step and keeps the op-time table next to the timing."""
     profiles = {}
     for (name, precision, coverage), step in steps.items():
@@ -404,7 +425,7 @@ def _emit_profile(steps, batch, gumbel, precisions):
             lambda step=step, name=name: float(
                 step(batch, gumbel[name], tf.constant(1, tf.int64))["total_loss"]
             ),
-            FLAGS.profile_steps,
+            config.profile_steps,
         )
     header, rows = _profile.table(profiles)
     report.emit(
@@ -414,18 +435,18 @@ def _emit_profile(steps, batch, gumbel, precisions):
         [
             "Size %s; op times summed over all threads, per step, over %d profiled steps "
             "per variant (TensorFlow's profiler); parts by the first of %s in the op's "
-            "name." % (FLAGS.size, FLAGS.profile_steps, ", ".join(_profile.PARTS))
+            "name." % (config.size, config.profile_steps, ", ".join(_profile.PARTS))
         ],
         config=(
-            FLAGS.size,
+            config.size,
             "profile",
-            *FLAGS.variants,
-            "" if FLAGS.coverage_settings == "both" else "coverage " + FLAGS.coverage_settings,
-            "precisions " + " ".join(precisions) if FLAGS.precisions else "",
-            report.settings(FLAGS),
+            *config.variants,
+            "" if config.coverage_settings == "both" else "coverage " + config.coverage_settings,
+            "precisions " + " ".join(precisions) if config.precisions else "",
+            report.settings(config),
         ),
     )
 
 
 if __name__ == "__main__":
-    app.run(main)
+    config_lib.run_command(define_flags, run)

@@ -54,7 +54,7 @@ import os
 import subprocess
 import sys
 import tempfile
-from typing import Dict, Iterator, List, Sequence, Tuple
+from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from absl import flags, logging
 from nltk.tokenize import wordpunct_tokenize
@@ -63,7 +63,6 @@ from acvi_tf import config as config_lib
 from acvi_tf import errors, files
 from acvi_tf.formats import frame_features, video_folder
 from data_prep import splits as splits_lib
-from data_prep import summarization
 
 SPLITS = ("train", "val", "test")
 VOCAB_FILE = "vocab.txt"
@@ -141,7 +140,9 @@ def write_split_files(output_dir: str, splits: Dict[str, List[Clip]], min_count:
 # ----------------------------------------------------------------------------- readers
 
 
-def read_rows(path: str, clip_field: str, caption_field: str, split_field=None) -> Iterator[dict]:
+def read_rows(
+    path: str, clip_field: str, caption_field: str, split_field: Optional[str] = None
+) -> Iterator[dict]:
     """``{clip, caption, split, where}`` of each row of a CSV, TSV or JSON-lines file.
 
     Raises:
@@ -231,7 +232,9 @@ class Stats:
         return "\n".join(lines)
 
 
-def group_clips(rows, lowercase, skip_empty, stats) -> Dict[str, dict]:
+def group_clips(
+    rows: Iterable[dict], lowercase: bool, skip_empty: bool, stats: Stats
+) -> Dict[str, dict]:
     """The captions of each clip, in file order: clip -> {captions, references, split}."""
     clips = collections.OrderedDict()
     for row in rows:
@@ -260,7 +263,7 @@ def group_clips(rows, lowercase, skip_empty, stats) -> Dict[str, dict]:
     return clips
 
 
-def extract_video_features(config, clips) -> str:
+def extract_video_features(config: config_lib.Config, clips: Mapping[str, dict]) -> str:
     """Extracts the features of the captioned clips' videos into ``<output_dir>/features``.
 
     The builders do not import the captioner, so this runs its command, ``python -m
@@ -346,7 +349,7 @@ def split_clips(clips: Dict[str, dict]) -> Dict[str, List[Clip]]:
     """The clips of ``group_clips`` in their own split or their hash's, in hash order."""
     splits = {split: [] for split in SPLITS}
     for name, entry in clips.items():
-        key = summarization.key_hash(name)
+        key = splits_lib.key_hash(name)
         split = entry["split"] or splits_lib.split_of(key, SPLITS)
         splits[split].append(
             Clip(name, name, key, tuple(entry["captions"]), tuple(entry["references"]))
@@ -362,7 +365,7 @@ def _require_clips(splits: Dict[str, List[Clip]], allow_empty: Sequence[str]) ->
     splits_lib.require_records(counts, allow_empty, what="clips")
 
 
-def build(config) -> Stats:
+def build(config: config_lib.Config) -> Stats:
     """Reads the flags' captions and features (or videos) and writes the dataset."""
     given = [name for name in EXTRACTION_FLAGS if getattr(config, name) is not None]
     if given and not config.videos:
@@ -401,7 +404,7 @@ def build(config) -> Stats:
     return stats
 
 
-def define_flags(fv=flags.FLAGS):
+def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     """Defines the command's flags on ``fv``."""
     flags.DEFINE_string(
         "captions", None, "CSV, TSV or JSON lines: one caption per row.", flag_values=fv
@@ -467,7 +470,7 @@ def define_flags(fv=flags.FLAGS):
     flags.mark_flags_as_mutual_exclusive(["features", "videos"], required=True, flag_values=fv)
 
 
-def run(config):
+def run(config: config_lib.Config) -> Stats:
     """Builds the dataset and prints the summary."""
     stats = build(config)
     print("Built %s\n%s" % (config.output_dir, stats.summary()))

@@ -84,6 +84,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+from typing import Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from absl import app, flags, logging
 
@@ -142,12 +143,12 @@ class PythonTokenizer:
 
     name = "python"
 
-    def tokenize_files(self, paths):
+    def tokenize_files(self, paths: Sequence[str]) -> List[str]:
         """The tokenised text of each file in ``paths``, in order."""
         return [ptb_tokenize(_read_text(path)) for path in paths]
 
 
-def find_java():
+def find_java() -> str:
     """The ``java`` executable on PATH.
 
     Raises:
@@ -163,7 +164,7 @@ def find_java():
     return java
 
 
-def find_corenlp_jar():
+def find_corenlp_jar() -> str:
     """The CoreNLP 3.4.1 jar shipped inside the ``pycocoevalcap`` package.
 
     Raises:
@@ -197,12 +198,12 @@ class JarTokenizer:
 
     name = "ptb_jar"
 
-    def __init__(self, tmp_dir=None):
+    def __init__(self, tmp_dir: Optional[str] = None) -> None:
         self._java = find_java()
         self._jar = find_corenlp_jar()
         self._tmp_dir = tmp_dir
 
-    def tokenize_files(self, paths):
+    def tokenize_files(self, paths: Sequence[str]) -> List[str]:
         """Runs PTBTokenizer once over ``paths``; returns the tokenised texts in order.
 
         Raises:
@@ -255,7 +256,9 @@ class JarTokenizer:
             )
 
 
-def make_tokenizer(name, tmp_dir=None):
+def make_tokenizer(
+    name: str, tmp_dir: Optional[str] = None
+) -> Union[JarTokenizer, PythonTokenizer]:
     """The tokenizer called ``name`` (``ptb_jar`` or ``python``)."""
     if name == "python":
         return PythonTokenizer()
@@ -267,12 +270,12 @@ def make_tokenizer(name, tmp_dir=None):
 # --- See's rules ------------------------------------------------------------------------
 
 
-def hashhex(url):
+def hashhex(url: str) -> str:
     """The hex SHA1 of a URL: the name of its ``.story`` file without the suffix."""
     return hashlib.sha1(url.encode("utf-8")).hexdigest()
 
 
-def fix_missing_period(line):
+def fix_missing_period(line: str) -> str:
     """Appends `` .`` to a line that lacks an end token (See's rule, for image captions).
 
     Args:
@@ -287,7 +290,7 @@ def fix_missing_period(line):
     return line + " ."
 
 
-def get_art_abs(tokenized_story):
+def get_art_abs(tokenized_story: str) -> Tuple[str, str]:
     """See's article and abstract strings of one tokenised story.
 
     Args:
@@ -334,7 +337,7 @@ class StorySource:
     names: frozenset
 
 
-def read_story_source(label, directory):
+def read_story_source(label: str, directory: Optional[str]) -> StorySource:
     """Lists the ``.story`` files of ``directory`` (None: a source that was not given).
 
     Raises:
@@ -349,7 +352,7 @@ def read_story_source(label, directory):
     return StorySource(label, directory, names)
 
 
-def check_story_counts(sources, strict):
+def check_story_counts(sources: Iterable[StorySource], strict: bool) -> List[str]:
     """Compares each folder's ``.story`` count with See's expected count.
 
     Args:
@@ -393,7 +396,7 @@ def check_story_counts(sources, strict):
     return problems
 
 
-def read_url_list(path):
+def read_url_list(path: str) -> List[str]:
     """The URLs of one list file, in order, blank lines skipped.
 
     Raises:
@@ -409,7 +412,9 @@ def read_url_list(path):
         ) from e
 
 
-def resolve_stories(urls, sources):
+def resolve_stories(
+    urls: Sequence[str], sources: Sequence[StorySource]
+) -> Tuple[List[str], List[str]]:
     """Finds the story file of each URL: the CNN folder first, then the Daily Mail one.
 
     Args:
@@ -430,7 +435,7 @@ def resolve_stories(urls, sources):
     return paths, missing
 
 
-def report_missing(split, missing, total, strict):
+def report_missing(split: str, missing: Sequence[str], total: int, strict: bool) -> None:
     """Logs (or, with ``strict``, raises on) the URLs of ``split`` whose story is missing.
 
     Raises:
@@ -468,7 +473,12 @@ def _batches(items, size):
         yield batch
 
 
-def iter_examples(split, story_paths, tokenizer, batch_size):
+def iter_examples(
+    split: str,
+    story_paths: Sequence[str],
+    tokenizer: Union[JarTokenizer, PythonTokenizer],
+    batch_size: int,
+) -> Iterator[summarization.Pair]:
     """Tokenises stories batch by batch and yields their See examples.
 
     Args:
@@ -500,7 +510,7 @@ class BuildStats:
     chunks: dict = dataclasses.field(default_factory=dict)
     vocab_size: int = 0
 
-    def summary(self):
+    def summary(self) -> str:
         """A multi-line, human-readable account of the build."""
         lines = ["tokenizer: %s" % self.tokenizer]
         lines += ["warning: %s" % problem for problem in self.count_problems]
@@ -521,16 +531,16 @@ class BuildStats:
 
 
 def build(
-    url_lists_dir,
-    out_dir,
-    cnn_stories_dir=None,
-    dm_stories_dir=None,
-    tokenizer=None,
-    strict_counts=False,
-    vocab_size=see_vocab.VOCAB_SIZE,
-    batch_size=TOKENIZER_BATCH_SIZE,
-    allow_empty=(),
-):
+    url_lists_dir: str,
+    out_dir: str,
+    cnn_stories_dir: Optional[str] = None,
+    dm_stories_dir: Optional[str] = None,
+    tokenizer: Optional[Union[JarTokenizer, PythonTokenizer]] = None,
+    strict_counts: bool = False,
+    vocab_size: int = see_vocab.VOCAB_SIZE,
+    batch_size: int = TOKENIZER_BATCH_SIZE,
+    allow_empty: Sequence[str] = (),
+) -> BuildStats:
     """Runs See's pipeline and writes ``finished_files`` into ``out_dir``.
 
     The stories are read, tokenised and written split by split in ``WRITE_ORDER``, one
@@ -620,7 +630,7 @@ def _accept_split(directory, split):
     return chunk_count, len(chunks), False
 
 
-def accept_finished_files(directory):
+def accept_finished_files(directory: str) -> str:
     """Checks an already-finished See ``finished_files/`` and completes its ``chunked/``.
 
     Every record of every ``.bin`` file is read back. A split with only ``{split}.bin``
@@ -661,7 +671,7 @@ def accept_finished_files(directory):
 # --- Command line -----------------------------------------------------------------------
 
 
-def define_flags(fv=flags.FLAGS):
+def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     """Defines the command-line flags.
 
     Called only when the module runs as a program: ``run_summarization`` has its own
@@ -754,7 +764,7 @@ def _run_build(config):
     return "Built %s\n%s" % (config.out_dir, stats.summary())
 
 
-def run(config):
+def run(config: config_lib.Config) -> None:
     """Builds or accepts ``finished_files`` from the flags and prints the summary."""
     story_flags = (config.cnn_stories_dir, config.dm_stories_dir, config.url_lists_dir)
     if config.finished_files and any(flag is not None for flag in story_flags):

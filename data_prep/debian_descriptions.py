@@ -38,6 +38,7 @@ import lzma
 import os
 import shutil
 import subprocess
+from typing import IO, Iterable, Iterator, List, Mapping, Optional, Sequence
 
 from absl import flags, logging
 
@@ -75,12 +76,12 @@ class Record:
     line: int
 
     @property
-    def long_description(self):
+    def long_description(self) -> str:
         """The paragraphs joined by single spaces ('' when there are none)."""
         return " ".join(self.paragraphs)
 
 
-def default_translation_file(pattern=APT_LISTS_GLOB):
+def default_translation_file(pattern: str = APT_LISTS_GLOB) -> str:
     """The ``main`` Translation-en index apt downloaded, preferring the release suite.
 
     Matches are sorted so that a plain suite (``bookworm``) comes before its
@@ -140,7 +141,7 @@ def _lz4_lines(path):
 
 
 @contextlib.contextmanager
-def open_lines(path):
+def open_lines(path: str) -> Iterator[IO[str]]:
     """Opens a plain, gzip, xz or lz4 Translation file as UTF-8 text lines.
 
     The format is recognised by the file's magic bytes, not its name. gzip and xz use the
@@ -206,7 +207,7 @@ def _record(fields, start, path):
     )
 
 
-def parse_records(lines, path="<input>"):
+def parse_records(lines: Iterable[str], path: str = "<input>") -> Iterator[Record]:
     """Parses the records of a Translation-en index.
 
     Args:
@@ -253,7 +254,7 @@ def parse_records(lines, path="<input>"):
         yield _record(fields, start, path)
 
 
-def sources(records):
+def sources(records: Iterable[Record]) -> Iterator[summarization.Source]:
     """The pairs of the records: long description -> synopsis, keyed by package."""
     for record in records:
         yield summarization.Source(
@@ -264,7 +265,9 @@ def sources(records):
         )
 
 
-def make_pairs(records, max_article_tokens, stats):
+def make_pairs(
+    records: Iterable[Record], max_article_tokens: int, stats: summarization.Stats
+) -> List[summarization.Pair]:
     """Tokenised pairs of the records (``summarization.make_pairs``, empties skipped)."""
     return summarization.make_pairs(
         sources(records),
@@ -276,8 +279,13 @@ def make_pairs(records, max_article_tokens, stats):
 
 
 def build(
-    translation_file, out_dir, max_article_tokens=400, caps=None, full_bins=True, allow_empty=()
-):
+    translation_file: str,
+    out_dir: str,
+    max_article_tokens: int = 400,
+    caps: Optional[Mapping[str, Optional[int]]] = None,
+    full_bins: bool = True,
+    allow_empty: Sequence[str] = (),
+) -> summarization.Stats:
     """Reads a Translation-en index and writes the corpus into ``out_dir``.
 
     Args:
@@ -309,7 +317,7 @@ def build(
     return stats
 
 
-def define_flags(fv=flags.FLAGS):
+def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     """Defines the command-line flags.
 
     Called only when the module runs as a program, so that several builders (and their
@@ -356,7 +364,7 @@ def define_flags(fv=flags.FLAGS):
     flags.mark_flag_as_required("out_dir", flag_values=fv)
 
 
-def run(config):
+def run(config: config_lib.Config) -> None:
     """Builds the corpus from the flags and prints the summary."""
     caps = {"train": config.max_train, "val": config.max_val, "test": config.max_test}
     translation_file = config.translation_file or default_translation_file()

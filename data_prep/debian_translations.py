@@ -32,6 +32,7 @@ Usage::
 """
 
 import dataclasses
+from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from absl import flags, logging
 
@@ -54,7 +55,7 @@ class Stats(translation.Stats):
     paragraphs_aligned: int = 0
     paragraphs_mismatched: int = 0
 
-    def summary(self):
+    def summary(self) -> str:
         """A multi-line, human-readable account of the build."""
         lines = [
             "Translation-%s records: %d (%d repeating an earlier md5)"
@@ -68,7 +69,7 @@ class Stats(translation.Stats):
         return "\n".join(lines + [super().summary()])
 
 
-def default_index(lang):
+def default_index(lang: str) -> str:
     """The ``main`` Translation-``lang`` index apt downloaded (release suite first).
 
     Args:
@@ -101,7 +102,7 @@ def _check_record(fields, start, lang, path):
             )
 
 
-def keyed_by_md5(lines, lang, path):
+def keyed_by_md5(lines: Iterable[str], lang: str, path: str) -> Iterator[str]:
     """Presents a Translation-``lang`` index to ``parse_records`` keyed by its md5.
 
     ``parse_records`` reads ``Translation-en`` and keys a record by ``Package``. Field names
@@ -147,7 +148,7 @@ def keyed_by_md5(lines, lang, path):
         _check_record(fields, start, lang, path)
 
 
-def read_descriptions(path, lang, stats):
+def read_descriptions(path: str, lang: str, stats: Stats) -> Dict[str, dd.Record]:
     """Reads a Translation index into md5 -> ``Record`` (first record of each md5).
 
     Args:
@@ -179,7 +180,7 @@ def read_descriptions(path, lang, stats):
     return descriptions
 
 
-def aligned_texts(english, translated, stats):
+def aligned_texts(english: dd.Record, translated: dd.Record, stats: Stats) -> List[Tuple[str, str]]:
     """The (English, translated) raw text pairs of one joined description.
 
     Args:
@@ -200,7 +201,9 @@ def aligned_texts(english, translated, stats):
     return texts
 
 
-def sources(english, translated, stats):
+def sources(
+    english: Mapping[str, dd.Record], translated: Mapping[str, dd.Record], stats: Stats
+) -> Iterator[translation.Source]:
     """The raw pairs of the joined descriptions, keyed by md5, in English-index order."""
     for md5, en_record in english.items():
         other = translated.get(md5)
@@ -211,7 +214,12 @@ def sources(english, translated, stats):
             yield translation.Source(en_text, other_text, md5, "description %s" % md5)
 
 
-def make_pairs(english, translated, max_len, stats):
+def make_pairs(
+    english: Mapping[str, dd.Record],
+    translated: Mapping[str, dd.Record],
+    max_len: int,
+    stats: Stats,
+) -> List[translation.Pair]:
     """Tokenised pairs of the joined descriptions (``translation.make_pairs``, empty
     pairs dropped)."""
     return translation.make_pairs(
@@ -220,16 +228,16 @@ def make_pairs(english, translated, max_len, stats):
 
 
 def build(
-    en_file,
-    lang_file,
-    out_dir,
-    lang="de",
-    max_len=50,
-    caps=None,
-    min_count=1,
-    bpe_merges=8000,
-    allow_empty=(),
-):
+    en_file: str,
+    lang_file: str,
+    out_dir: str,
+    lang: str = "de",
+    max_len: int = 50,
+    caps: Optional[Mapping[str, Optional[int]]] = None,
+    min_count: int = 1,
+    bpe_merges: int = 8000,
+    allow_empty: Sequence[str] = (),
+) -> Stats:
     """Reads both indexes and writes the word-level corpus and its BPE variant.
 
     Args:
@@ -263,7 +271,7 @@ def build(
     return stats
 
 
-def define_flags(fv=flags.FLAGS):
+def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     """Defines the command-line flags.
 
     Called only when the module runs as a program, so that several builders (and their
@@ -326,7 +334,7 @@ def define_flags(fv=flags.FLAGS):
     flags.mark_flag_as_required("out_dir", flag_values=fv)
 
 
-def run(config):
+def run(config: config_lib.Config) -> None:
     """Builds the corpus from the flags and prints the summary."""
     caps = {"train": config.max_train, "dev": config.max_dev, "test": config.max_test}
     en_file = config.en_file or default_index("en")

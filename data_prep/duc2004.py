@@ -65,6 +65,7 @@ import json
 import os
 import re
 import tempfile
+from typing import Dict, List, Mapping, Optional, Sequence
 
 from absl import flags, logging
 
@@ -162,7 +163,7 @@ class Example:
     references: tuple
 
     @property
-    def abstract(self):
+    def abstract(self) -> str:
         """The first reference as See's ``<s> tokens </s>``."""
         return "%s %s %s" % (see_vocab.SENTENCE_START, self.references[0], see_vocab.SENTENCE_END)
 
@@ -183,7 +184,7 @@ class Stats:
     fewer_references: int = 0
     written: int = 0
 
-    def summary(self):
+    def summary(self) -> str:
         """The counts of the build, on one line."""
         return (
             "wrote %d documents; read %d documents in %d sets and %d model files; skipped "
@@ -206,7 +207,7 @@ class Stats:
         )
 
 
-def read_text(path):
+def read_text(path: str) -> str:
     """The contents of ``path`` as text: UTF-8, or Latin-1 when it is not valid UTF-8.
 
     Raises:
@@ -223,7 +224,7 @@ def read_text(path):
         return data.decode("latin-1")
 
 
-def clean_markup(markup):
+def clean_markup(markup: str) -> str:
     """Tags to spaces, entities resolved (unknown ones to spaces), whitespace collapsed."""
     text = html.unescape(_TAG.sub(" ", markup))
     return " ".join(_UNKNOWN_ENTITY.sub(" ", text).split())
@@ -266,7 +267,7 @@ def _single(pattern, body, name, path, line):
     return matches[0]
 
 
-def parse_documents(text, path, docset):
+def parse_documents(text: str, path: str, docset: str) -> List[Document]:
     """Parses the ``<DOC>`` elements of one document file.
 
     Args:
@@ -313,7 +314,7 @@ def _visible_entries(directory):
     return [entry for entry in entries if not entry.name.startswith(".")]
 
 
-def read_documents(docs_dir, stats):
+def read_documents(docs_dir: str, stats: Stats) -> List[Document]:
     """Reads every document of every document-set folder of ``docs_dir``.
 
     Args:
@@ -352,7 +353,7 @@ def read_documents(docs_dir, stats):
     return documents
 
 
-def parse_model_name(name):
+def parse_model_name(name: str) -> Optional[Dict[str, str]]:
     """Splits a model summary file name with ``MODEL_NAME``.
 
     Args:
@@ -385,7 +386,7 @@ def _add_model(by_doc, summary, stats):
         )
 
 
-def read_models(models_dir, stats):
+def read_models(models_dir: str, stats: Stats) -> Dict[str, Dict[str, ModelSummary]]:
     """Reads the one-summary-per-file task-1 model summaries of ``models_dir``.
 
     Args:
@@ -459,7 +460,12 @@ def _example(document, by_doc, stats, expected_references):
     return Example(document.docid, article, references)
 
 
-def pair(documents, by_doc, stats, expected_references=EXPECTED_REFERENCES):
+def pair(
+    documents: Sequence[Document],
+    by_doc: Mapping[str, Mapping[str, ModelSummary]],
+    stats: Stats,
+    expected_references: int = EXPECTED_REFERENCES,
+) -> List[Example]:
     """Tokenises each document with its references, with progress lines; skips and counts
     the unusable ones.
 
@@ -509,7 +515,7 @@ def _write_json_atomically(path, value):
     os.replace(f.name, path)
 
 
-def write_outputs(out_dir, examples):
+def write_outputs(out_dir: str, examples: Sequence[Example]) -> None:
     """Writes ``test.bin``, ``chunked/test_NNN.bin`` and ``references.json``.
 
     Chunks left from an earlier, larger build are removed, so ``out_dir`` matches this one.
@@ -535,7 +541,9 @@ def write_outputs(out_dir, examples):
     )
 
 
-def build(docs_dir, models_dir, out_dir, expected_references=EXPECTED_REFERENCES):
+def build(
+    docs_dir: str, models_dir: str, out_dir: str, expected_references: int = EXPECTED_REFERENCES
+) -> Stats:
     """Reads the DUC 2004 task-1 documents and model summaries and writes the test set.
 
     Args:
@@ -564,7 +572,7 @@ def build(docs_dir, models_dir, out_dir, expected_references=EXPECTED_REFERENCES
     return stats
 
 
-def define_flags(fv=flags.FLAGS):
+def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     """Defines the command-line flags.
 
     Called only when the module runs as a program, so that several builders (and their
@@ -600,7 +608,7 @@ def define_flags(fv=flags.FLAGS):
     flags.mark_flags_as_required(["docs_dir", "models_dir", "out_dir"], flag_values=fv)
 
 
-def run(config):
+def run(config: config_lib.Config) -> None:
     """Builds the DUC 2004 test set from the flags and prints the summary line."""
     stats = build(config.docs_dir, config.models_dir, config.out_dir, config.expected_references)
     print("Built %s: %s" % (config.out_dir, stats.summary()))

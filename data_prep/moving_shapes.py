@@ -64,6 +64,7 @@ import os
 import re
 import subprocess
 import tempfile
+from typing import Dict, List, Tuple
 
 import imageio_ffmpeg
 import numpy as np
@@ -206,7 +207,7 @@ class ClipSpec:
     motion: str
 
 
-def clip_name(index, frames, num_clips=0):
+def clip_name(index: int, frames: int, num_clips: int = 0) -> str:
     """The MSVD-form name of clip ``index`` (1-based): ``shapes0007_0_2``.
 
     Args:
@@ -222,7 +223,7 @@ def clip_name(index, frames, num_clips=0):
     return "%s%0*d_0_%d" % (VIDEO_PREFIX, width, index, end)
 
 
-def deal_specs(num_clips, seed):
+def deal_specs(num_clips: int, seed: int) -> List[ClipSpec]:
     """The ``ClipSpec`` of every clip: the 48 combinations dealt in shuffled rounds.
 
     Args:
@@ -300,7 +301,7 @@ def _trajectory(motion, rng, frames):
     return cx, cy, half
 
 
-def render_frames(spec, frames, size, rng):
+def render_frames(spec: ClipSpec, frames: int, size: int, rng: np.random.Generator) -> np.ndarray:
     """Renders one clip.
 
     Args:
@@ -342,7 +343,7 @@ def _capitalised(text):
     return text[:1].upper() + text[1:]
 
 
-def english_captions(spec, count, rng):
+def english_captions(spec: ClipSpec, count: int, rng: np.random.Generator) -> List[str]:
     """``count`` English descriptions of a clip, from ``TEMPLATES`` and synonym lists.
 
     Args:
@@ -375,7 +376,7 @@ def english_captions(spec, count, rng):
     return captions
 
 
-def german_caption(spec):
+def german_caption(spec: ClipSpec) -> str:
     """The German description of a clip: ``Ein rotes Quadrat wird größer``."""
     noun, ending = GERMAN_SHAPES[spec.shape]
     return "Ein %s%s %s %s" % (
@@ -386,7 +387,9 @@ def german_caption(spec):
     )
 
 
-def csv_rows(name, spec, captions_per_clip, rng):
+def csv_rows(
+    name: str, spec: ClipSpec, captions_per_clip: int, rng: np.random.Generator
+) -> List[List[str]]:
     """The CSV rows of one clip: English captions, one German, one empty English row.
 
     Args:
@@ -420,7 +423,7 @@ def csv_rows(name, spec, captions_per_clip, rng):
 
 
 @functools.lru_cache(maxsize=None)
-def video_format():
+def video_format() -> Tuple[str, str, str, Tuple[str, ...]]:
     """``(codec, pix_fmt, extension, output_params)``: libx264 if ffmpeg has it, else mjpeg."""
     try:
         encoders = subprocess.run(
@@ -440,7 +443,7 @@ def video_format():
     return "mjpeg", "yuvj420p", ".avi", ("-q:v", "3")
 
 
-def write_video(path, video):
+def write_video(path: str, video: np.ndarray) -> None:
     """Writes ``video`` (uint8 [frames, h, w, 3]) to ``path`` atomically at 24 fps.
 
     The codec is ``video_format()``'s; ``path`` should carry its extension.
@@ -489,7 +492,14 @@ def _remove_stale_clips(clips_dir, keep):
             os.unlink(os.path.join(clips_dir, entry))
 
 
-def generate(output_dir, num_clips=200, frames=48, size=112, captions_per_clip=6, seed=0):
+def generate(
+    output_dir: str,
+    num_clips: int = 200,
+    frames: int = 48,
+    size: int = 112,
+    captions_per_clip: int = 6,
+    seed: int = 0,
+) -> Dict[str, dict]:
     """Generates the corpus into ``output_dir``.
 
     Args:
@@ -560,7 +570,7 @@ def generate(output_dir, num_clips=200, frames=48, size=112, captions_per_clip=6
     return attributes
 
 
-def define_flags(fv=flags.FLAGS):
+def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     """Defines the command-line flags.
 
     Called only when the module runs as a program, so that several builders (and their
@@ -584,7 +594,7 @@ def define_flags(fv=flags.FLAGS):
     flags.mark_flag_as_required("output_dir", flag_values=fv)
 
 
-def run(config):
+def run(config: config_lib.Config) -> None:
     """Generates the corpus from the flags and prints what to run next."""
     attributes = generate(
         config.output_dir,

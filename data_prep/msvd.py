@@ -67,6 +67,7 @@ import dataclasses
 import json
 import os
 import re
+from typing import Dict, List, Mapping, Optional, Union
 
 from absl import flags, logging
 
@@ -162,7 +163,7 @@ class Stats:
     vocab_size: int = 0
     min_count: int = 1
 
-    def to_json(self):
+    def to_json(self) -> dict:
         """The stats as a JSON-serialisable dict (the content of ``stats.json``)."""
         return {
             "splits": {
@@ -186,7 +187,7 @@ class Stats:
             "missing_features_examples": self.missing_features_examples,
         }
 
-    def summary(self):
+    def summary(self) -> str:
         """A multi-line, human-readable account of the build."""
         lines = [
             "CSV rows read: %d (%s); dropped: %s"
@@ -226,7 +227,7 @@ class Stats:
         return "\n".join(lines)
 
 
-def clip_key(video_id, start, end):
+def clip_key(video_id: str, start: Union[int, str], end: Union[int, str]) -> str:
     """The clip name ``<VideoID>_<Start>_<End>`` of ``youtube_mapping.txt``."""
     return "%s_%s_%s" % (video_id, start, end)
 
@@ -242,7 +243,7 @@ def _first_undecodable_line(path):
     return 0
 
 
-def read_corpus_csv(path, stats=None):
+def read_corpus_csv(path: str, stats: Optional[Stats] = None) -> Dict[str, List[str]]:
     """Reads the English, non-empty descriptions of the MSR Video Description Corpus CSV.
 
     Args:
@@ -306,13 +307,13 @@ def read_corpus_csv(path, stats=None):
     return descriptions
 
 
-def vid_index(vid):
+def vid_index(vid: str) -> Optional[int]:
     """N of a ``vidN`` name, or None when ``vid`` is not of that form."""
     match = _VID.fullmatch(vid)
     return int(match.group(1)) if match else None
 
 
-def read_mapping(path):
+def read_mapping(path: str) -> Dict[str, int]:
     """Reads ``youtube_mapping.txt``: ``<VideoID>_<Start>_<End> vidN`` lines.
 
     Args:
@@ -359,7 +360,9 @@ def read_mapping(path):
     return mapping
 
 
-def split_of_vid(index, train=TRAIN_CLIPS, val=VAL_CLIPS, test=TEST_CLIPS):
+def split_of_vid(
+    index: int, train: int = TRAIN_CLIPS, val: int = VAL_CLIPS, test: int = TEST_CLIPS
+) -> Optional[str]:
     """The split of clip vid``index``: the first ``train`` indices, the next ``val``, ...
 
     Args:
@@ -392,15 +395,15 @@ def _examples(names, limit):
 
 
 def assign_splits(
-    descriptions,
-    mapping,
-    stats,
-    train=TRAIN_CLIPS,
-    val=VAL_CLIPS,
-    test=TEST_CLIPS,
-    lowercase=True,
-    strict=False,
-):
+    descriptions: Mapping[str, List[str]],
+    mapping: Mapping[str, int],
+    stats: Stats,
+    train: int = TRAIN_CLIPS,
+    val: int = VAL_CLIPS,
+    test: int = TEST_CLIPS,
+    lowercase: bool = True,
+    strict: bool = False,
+) -> Dict[str, List[Clip]]:
     """Tokenises the captions and puts every mapped clip into its split.
 
     Args:
@@ -471,7 +474,9 @@ def assign_splits(
     return splits
 
 
-def check_features(splits, features_path, stats, skip_missing=False):
+def check_features(
+    splits: Dict[str, List[Clip]], features_path: str, stats: Stats, skip_missing: bool = False
+) -> None:
     """Checks that every clip has features under its clip name or its vidN.
 
     Args:
@@ -523,7 +528,9 @@ def check_features(splits, features_path, stats, skip_missing=False):
     )
 
 
-def write_outputs(output_dir, splits, stats, min_count=1):
+def write_outputs(
+    output_dir: str, splits: Mapping[str, List[Clip]], stats: Stats, min_count: int = 1
+) -> None:
     """Writes the split files, ``vocab.txt`` and ``stats.json`` atomically.
 
     Args:
@@ -550,18 +557,18 @@ def write_outputs(output_dir, splits, stats, min_count=1):
 
 
 def build(
-    corpus_csv,
-    mapping,
-    output_dir,
-    features=None,
-    skip_missing_features=False,
-    train_clips=TRAIN_CLIPS,
-    val_clips=VAL_CLIPS,
-    test_clips=TEST_CLIPS,
-    min_count=1,
-    lowercase=True,
-    strict=False,
-):
+    corpus_csv: str,
+    mapping: str,
+    output_dir: str,
+    features: Optional[str] = None,
+    skip_missing_features: bool = False,
+    train_clips: int = TRAIN_CLIPS,
+    val_clips: int = VAL_CLIPS,
+    test_clips: int = TEST_CLIPS,
+    min_count: int = 1,
+    lowercase: bool = True,
+    strict: bool = False,
+) -> Stats:
     """Reads the corpus CSV and the mapping and writes the captioning dataset.
 
     Args:
@@ -607,7 +614,7 @@ def build(
     return stats
 
 
-def define_flags(fv=flags.FLAGS):
+def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     """Defines the command-line flags.
 
     Called only when the module runs as a program, so that several builders (and their
@@ -684,7 +691,7 @@ def define_flags(fv=flags.FLAGS):
     flags.mark_flags_as_required(["corpus_csv", "mapping", "output_dir"], flag_values=fv)
 
 
-def run(config):
+def run(config: config_lib.Config) -> None:
     """Builds the dataset from the flags and prints the summary."""
     stats = build(
         config.corpus_csv,

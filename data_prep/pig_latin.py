@@ -40,10 +40,10 @@ Usage::
 
 import collections
 import dataclasses
-import hashlib
 import os
 import re
 import string
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence
 
 from absl import flags, logging
 
@@ -82,7 +82,7 @@ def _translate_part(part):
     return part[onset:] + part[:onset] + "ay"
 
 
-def pig_latin(word):
+def pig_latin(word: str) -> str:
     """Translates one word to Pig Latin with the rules of the assignment's data.
 
     Rules:
@@ -118,14 +118,9 @@ def pig_latin(word):
     return "-".join(_translate_part(part) for part in word.split("-"))
 
 
-def characters(text):
+def characters(text: str) -> str:
     """``text`` as space-separated characters: ``shop`` -> ``s h o p``."""
     return " ".join(text)
-
-
-def word_hash(word):
-    """``int(sha1(word).hexdigest(), 16)``, the stable key of the split and the caps."""
-    return int(hashlib.sha1(word.encode("utf-8")).hexdigest(), 16)
 
 
 @dataclasses.dataclass
@@ -140,7 +135,7 @@ class Stats:
     words: dict = dataclasses.field(default_factory=dict)
     vocab_size: int = 0
 
-    def summary(self):
+    def summary(self) -> str:
         """A multi-line, human-readable account of the build."""
         lines = [
             "lines read: %d; skipped: %d not [a-z]+(-[a-z]+)*, %d too long, "
@@ -155,7 +150,7 @@ class Stats:
         return "\n".join(lines)
 
 
-def read_words(path, max_word_chars, stats):
+def read_words(path: str, max_word_chars: int, stats: Stats) -> List[str]:
     """Reads the candidate words: the first field of every line of ``path``.
 
     Args:
@@ -192,7 +187,9 @@ def read_words(path, max_word_chars, stats):
     return list(words)
 
 
-def split_words(words, caps=None):
+def split_words(
+    words: Iterable[str], caps: Optional[Mapping[str, Optional[int]]] = None
+) -> Dict[str, List[str]]:
     """Splits words by hash, orders each split by hash and applies the caps.
 
     Args:
@@ -204,7 +201,7 @@ def split_words(words, caps=None):
     """
     caps = caps or {}
     splits = {split: [] for split in SPLITS}
-    for hash_value, word in sorted((word_hash(word), word) for word in words):
+    for hash_value, word in sorted((splits_lib.key_hash(word), word) for word in words):
         splits[splits_lib.split_of(hash_value, SPLITS)].append(word)
     for split, members in splits.items():
         if caps.get(split) is not None:
@@ -212,7 +209,13 @@ def split_words(words, caps=None):
     return splits
 
 
-def build(words_file, out_dir, max_word_chars=20, caps=None, allow_empty=()):
+def build(
+    words_file: str,
+    out_dir: str,
+    max_word_chars: int = 20,
+    caps: Optional[Mapping[str, Optional[int]]] = None,
+    allow_empty: Sequence[str] = (),
+) -> Stats:
     """Reads the words and writes the character-level task into ``out_dir``.
 
     Args:
@@ -233,7 +236,7 @@ def build(words_file, out_dir, max_word_chars=20, caps=None, allow_empty=()):
     stats = Stats()
     words = read_words(words_file, max_word_chars, stats)
     stats.words_before_caps = collections.Counter(
-        splits_lib.split_of(word_hash(w), SPLITS) for w in words
+        splits_lib.split_of(splits_lib.key_hash(w), SPLITS) for w in words
     )
     splits = split_words(words, caps)
     splits_lib.require_records({s: len(m) for s, m in splits.items()}, allow_empty, caps, "words")
@@ -249,7 +252,7 @@ def build(words_file, out_dir, max_word_chars=20, caps=None, allow_empty=()):
     return stats
 
 
-def define_flags(fv=flags.FLAGS):
+def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     """Defines the command-line flags.
 
     Called only when the module runs as a program, so that several builders (and their
@@ -287,7 +290,7 @@ def define_flags(fv=flags.FLAGS):
     flags.mark_flag_as_required("out_dir", flag_values=fv)
 
 
-def run(config):
+def run(config: config_lib.Config) -> None:
     """Builds the task from the flags and prints the summary."""
     caps = {"train": config.max_train, "dev": config.max_dev, "test": config.max_test}
     logging.info("reading %s", config.words_file)

@@ -1,13 +1,16 @@
-"""The stable hash split every demo corpus uses: 90% / 5% / 5% by a hash of a key, and
-the rule every builder follows before it writes: no split ends up empty unless
-``--allow_empty`` names it.
+"""The stable hash split every demo corpus uses: 90% / 5% / 5% by a hash of a key
+(``key_hash``), and the rule every builder follows before it writes: no split ends up
+empty unless ``--allow_empty`` names it. Also the builders' tokenizer batch.
 """
 
-from typing import Mapping, Optional, Sequence
+import hashlib
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
 
 from absl import flags
 
 from acvi_tf import errors
+
+TOKENIZE_BATCH = 1000  # records per tokenizer call and progress update
 
 
 class EmptySplitError(errors.UserError, ValueError):
@@ -15,7 +18,19 @@ class EmptySplitError(errors.UserError, ValueError):
     counts and the fix."""
 
 
-def split_of(hash_value, names):
+def key_hash(key: str) -> int:
+    """The stable hash of a record's key, which decides its split and the caps.
+
+    Args:
+      key: the record's key (a file name, an id).
+
+    Returns:
+      ``int(sha1(key).hexdigest(), 16)``.
+    """
+    return int(hashlib.sha1(key.encode("utf-8")).hexdigest(), 16)
+
+
+def split_of(hash_value: int, names: Sequence[str]) -> str:
     """``names[0]`` if ``hash_value % 100 < 90``, ``names[1]`` if ``< 95``, else ``names[2]``."""
     bucket = hash_value % 100
     if bucket < 90:
@@ -23,7 +38,9 @@ def split_of(hash_value, names):
     return names[1] if bucket < 95 else names[2]
 
 
-def split_by_hash(items, names, caps=None):
+def split_by_hash(
+    items: Iterable[Any], names: Sequence[str], caps: Optional[Mapping[str, Optional[int]]] = None
+) -> Dict[str, List[Any]]:
     """Splits items (with a ``hash_value``) and keeps each split in ascending hash order.
 
     Args:

@@ -50,7 +50,6 @@ Usage::
 import collections
 import csv
 import dataclasses
-import hashlib
 import itertools
 import json
 import os
@@ -69,7 +68,6 @@ from data_prep import splits as splits_lib
 SPLITS = ("train", "val", "test")
 FORMATS = ("jsonl", "tsv", "csv", "lines")
 CHUNK_SIZE = 1000
-TOKENIZE_BATCH = 1000  # records per tokenizer call and progress update
 CORPUS_RECORD = "corpus.json"
 
 CHUNK_NAME = re.compile(r"^(train|val|test)_\d{3,}\.bin$")
@@ -179,7 +177,13 @@ def _split_value(value, where: str) -> Optional[str]:
     return value
 
 
-def read_jsonl(path, article_field, abstract_field, id_field=None, split_field=None):
+def read_jsonl(
+    path: str,
+    article_field: str,
+    abstract_field: str,
+    id_field: Optional[str] = None,
+    split_field: Optional[str] = None,
+) -> Iterator[Source]:
     """``Source`` pairs of a JSON-lines file: one object per line (blank lines skipped).
 
     Raises:
@@ -198,7 +202,14 @@ def read_jsonl(path, article_field, abstract_field, id_field=None, split_field=N
         yield _source(record, where, article_field, abstract_field, id_field, split_field)
 
 
-def read_table(path, delimiter, article_field, abstract_field, id_field=None, split_field=None):
+def read_table(
+    path: str,
+    delimiter: str,
+    article_field: str,
+    abstract_field: str,
+    id_field: Optional[str] = None,
+    split_field: Optional[str] = None,
+) -> Iterator[Source]:
     """``Source`` pairs of a TSV or CSV file whose first row names the columns.
 
     Raises:
@@ -242,7 +253,7 @@ def _logical_rows(numbered, delimiter):
         yield start, pending
 
 
-def read_aligned(article_path, abstract_path):
+def read_aligned(article_path: str, abstract_path: str) -> Iterator[Source]:
     """``Source`` pairs of two aligned files: line i of each is one pair.
 
     Raises:
@@ -289,11 +300,6 @@ def _source(record, where, article_field, abstract_field, id_field, split_field)
 # ----------------------------------------------------------------------------- pairs
 
 
-def key_hash(key: str) -> int:
-    """``int(sha1(key).hexdigest(), 16)``, the stable key of the split and the caps."""
-    return int(hashlib.sha1(key.encode("utf-8")).hexdigest(), 16)
-
-
 def make_pairs(
     sources: Iterable[Source],
     tokenize: Callable[[Sequence[str]], List[str]],
@@ -303,7 +309,7 @@ def make_pairs(
 ) -> List[Pair]:
     """Turns sources into tokenised pairs: empties, duplicates and long articles out.
 
-    The sources are read first; then ``TOKENIZE_BATCH`` of them at a time are checked
+    The sources are read first; then ``splits_lib.TOKENIZE_BATCH`` of them at a time are checked
     and their texts tokenised in one ``tokenize`` call, with a progress line.
 
     Args:
@@ -322,8 +328,8 @@ def make_pairs(
     sources = list(sources)
     progress = progress_lib.Progress(len(sources), "tokenised records")
     seen, pairs = set(), []
-    for start in range(0, len(sources), TOKENIZE_BATCH):
-        batch = sources[start : start + TOKENIZE_BATCH]
+    for start in range(0, len(sources), splits_lib.TOKENIZE_BATCH):
+        batch = sources[start : start + splits_lib.TOKENIZE_BATCH]
         texts = [_texts(source, seen, stats, skip_empty) for source in batch]
         pairs += _tokenised_pairs([t for t in texts if t], tokenize, max_article_tokens, stats)
         progress(start + len(batch))
@@ -369,7 +375,9 @@ def _tokenised_pairs(texts, tokenize, max_article_tokens, stats):
         if max_article_tokens and len(article.split(" ")) > max_article_tokens:
             stats.too_long_dropped += 1
             continue
-        pairs.append(Pair(source.key, article, abstract, key_hash(source.key), source.split))
+        pairs.append(
+            Pair(source.key, article, abstract, splits_lib.key_hash(source.key), source.split)
+        )
     return pairs
 
 
@@ -392,14 +400,6 @@ def count_words(counter: collections.Counter, pair: Pair) -> None:
     abstract_tokens = [token for token in pair.abstract.split(" ") if token not in marks]
     tokens = [token.strip() for token in pair.article.split(" ") + abstract_tokens]
     counter.update(token for token in tokens if token)
-
-
-def build_vocab(train_pairs: Iterable[Pair]) -> collections.Counter:
-    """See's vocab counts of the train split (``count_words`` over every pair)."""
-    counter = collections.Counter()
-    for pair in train_pairs:
-        count_words(counter, pair)
-    return counter
 
 
 def write_chunks(
@@ -564,7 +564,7 @@ def input_format(path: str, given: Optional[str]) -> str:
     return _EXTENSIONS[extension]
 
 
-def read_sources(config) -> Iterator[Source]:
+def read_sources(config: config_lib.Config) -> Iterator[Source]:
     """The ``Source`` pairs the flags name, split by input file where given."""
     inputs = [(config.input, None)] if config.input else []
     inputs += [(config[split + "_input"], split) for split in SPLITS if config[split + "_input"]]
@@ -597,7 +597,7 @@ def read_sources(config) -> Iterator[Source]:
             yield dataclasses.replace(source, split=split) if split else source
 
 
-def build(config) -> Stats:
+def build(config: config_lib.Config) -> Stats:
     """Reads the flags' inputs and writes the corpus into ``--out_dir``."""
     stats = Stats()
     pairs = make_pairs(
@@ -613,7 +613,7 @@ def build(config) -> Stats:
     return stats
 
 
-def define_flags(fv=flags.FLAGS):
+def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     """Defines the command's flags on ``fv``."""
     flags.DEFINE_string(
         "input", None, "The pairs: JSON lines, TSV, CSV, or articles.", flag_values=fv
@@ -678,7 +678,7 @@ def define_flags(fv=flags.FLAGS):
     flags.mark_flag_as_required("out_dir", flag_values=fv)
 
 
-def run(config):
+def run(config: config_lib.Config) -> Stats:
     """Builds the corpus and prints the summary."""
     stats = build(config)
     print("Built %s\n%s" % (config.out_dir, stats.summary()))

@@ -61,7 +61,7 @@ import io
 import itertools
 import json
 import os
-from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence
+from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence
 
 from absl import flags, logging
 from subword_nmt import learn_bpe as learn_bpe_lib
@@ -73,7 +73,6 @@ from acvi_tf import progress as progress_lib
 from acvi_tf.formats import bpe as bpe_lib
 from acvi_tf.formats import nmt_text
 from data_prep import splits as splits_lib
-from data_prep import summarization
 
 SPLITS = ("train", "dev", "test")
 EVAL_SPLITS = ("dev", "test")
@@ -219,7 +218,7 @@ def make_pairs(
 ) -> List[Pair]:
     """Tokenises, deduplicates and filters the pairs.
 
-    The sources are read first; then both sides of ``summarization.TOKENIZE_BATCH`` of
+    The sources are read first; then both sides of ``splits_lib.TOKENIZE_BATCH`` of
     them at a time are tokenised in one ``tokenize`` call, with a progress line.
 
     Args:
@@ -240,8 +239,8 @@ def make_pairs(
     sources = list(sources)
     progress = progress_lib.Progress(len(sources), "tokenised pairs")
     seen, pairs = set(), []
-    for start in range(0, len(sources), summarization.TOKENIZE_BATCH):
-        batch = sources[start : start + summarization.TOKENIZE_BATCH]
+    for start in range(0, len(sources), splits_lib.TOKENIZE_BATCH):
+        batch = sources[start : start + splits_lib.TOKENIZE_BATCH]
         tokens = tokenize([source.src for source in batch] + [source.tgt for source in batch])
         for source, pair_tokens in zip(batch, zip(tokens[: len(batch)], tokens[len(batch) :])):
             pair = _kept(source, pair_tokens, seen, stats, max_len, skip_empty, keep_splits)
@@ -276,7 +275,7 @@ def _kept(source, tokens, seen, stats, max_len, skip_empty, keep_splits):
 
 
 def _pair(source: Source, tokens) -> Pair:
-    return Pair(source.key, tokens[0], tokens[1], summarization.key_hash(source.key), source.split)
+    return Pair(source.key, tokens[0], tokens[1], splits_lib.key_hash(source.key), source.split)
 
 
 def split_pairs(
@@ -315,7 +314,12 @@ def write_lines(path: str, lines: Iterable[str]) -> None:
     files.atomic_write_text(path, "".join(line + "\n" for line in lines))
 
 
-def write_text_corpus(out_dir, texts, languages, min_count=1):
+def write_text_corpus(
+    out_dir: str,
+    texts: Mapping[str, Mapping[str, Sequence[str]]],
+    languages: Sequence[str],
+    min_count: int = 1,
+) -> Dict[str, int]:
     """Writes ``{split}.{lang}`` and ``vocab.{lang}`` for ``texts[split][lang]``; returns
     the number of vocab lines of each language."""
     os.makedirs(out_dir, exist_ok=True)
@@ -376,7 +380,9 @@ def learn_joint_bpe(lines: Sequence[str], merges: int) -> str:
     return codes.getvalue()
 
 
-def apply_bpe(codes: str, texts):
+def apply_bpe(
+    codes: str, texts: Mapping[str, Mapping[str, Sequence[str]]]
+) -> Dict[str, Dict[str, List[str]]]:
     """``texts[split][lang]`` segmented with the BPE ``codes`` (units joined by ``@@ ``),
     with progress lines."""
     bpe = BPE(io.StringIO(codes), separator=bpe_lib.SEPARATOR)
@@ -438,7 +444,9 @@ def write_corpus(
     return stats
 
 
-def write_corpus_record(out_dir, languages, tokenizer_name, lowercase, bpe):
+def write_corpus_record(
+    out_dir: str, languages: Sequence[str], tokenizer_name: str, lowercase: bool, bpe: bool
+) -> None:
     """``corpus.json``: the languages, the tokenizer, the case and whether BPE was made."""
     files.atomic_write_text(
         os.path.join(out_dir, CORPUS_RECORD),
@@ -459,7 +467,7 @@ def write_corpus_record(out_dir, languages, tokenizer_name, lowercase, bpe):
 # ----------------------------------------------------------------------------- command
 
 
-def read_sources(config) -> Iterator[Source]:
+def read_sources(config: config_lib.Config) -> Iterator[Source]:
     """The pairs the flags name, with their input's split where it has one."""
     inputs = []
     if config.input:
@@ -481,7 +489,7 @@ def read_sources(config) -> Iterator[Source]:
             yield dataclasses.replace(source, split=split) if split else source
 
 
-def build(config) -> Stats:
+def build(config: config_lib.Config) -> Stats:
     """Reads the flags' inputs and writes the corpus into ``--out_dir``."""
     if config.src == config.tgt:
         raise ParallelError("--src and --tgt are both %r; give two languages" % config.src)
@@ -514,7 +522,7 @@ def build(config) -> Stats:
     return stats
 
 
-def define_flags(fv=flags.FLAGS):
+def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     """Defines the command's flags on ``fv``."""
     flags.DEFINE_string(
         "src", None, "Source language: a column of the TSV, a file suffix.", flag_values=fv
@@ -574,7 +582,7 @@ def define_flags(fv=flags.FLAGS):
     flags.mark_flags_as_required(["src", "tgt", "out_dir"], flag_values=fv)
 
 
-def run(config):
+def run(config: config_lib.Config) -> Stats:
     """Builds the corpus and prints the summary."""
     stats = build(config)
     print("Built %s\n%s" % (config.out_dir, stats.summary()))

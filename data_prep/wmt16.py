@@ -28,6 +28,7 @@ BLEU).
 
 import dataclasses
 import itertools
+from typing import Iterator, Mapping, Sequence
 
 from absl import flags
 
@@ -39,7 +40,7 @@ from data_prep import translation
 TOKENIZER = "treebank"
 
 
-def sources(src, tgt, prefixes):
+def sources(src: str, tgt: str, prefixes: Mapping[str, str]) -> Iterator[translation.Source]:
     """The raw pairs of every ``PREFIX.src`` / ``PREFIX.tgt``, each with its split.
 
     Args:
@@ -58,7 +59,15 @@ def sources(src, tgt, prefixes):
     )
 
 
-def prepare(src, tgt, prefixes, out_dir, num_merges, min_count=1, allow_empty=()):
+def prepare(
+    src: str,
+    tgt: str,
+    prefixes: Mapping[str, str],
+    out_dir: str,
+    num_merges: int,
+    min_count: int = 1,
+    allow_empty: Sequence[str] = (),
+) -> translation.Stats:
     """Tokenizes every split, learns and applies a joint BPE, writes the vocabularies.
 
     Args:
@@ -103,7 +112,7 @@ def prepare(src, tgt, prefixes, out_dir, num_merges, min_count=1, allow_empty=()
     return stats
 
 
-def define_flags(fv=flags.FLAGS):
+def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     """Defines the command-line flags (only when run as a program)."""
     flags.DEFINE_string("src", "en", "Source language suffix.", flag_values=fv)
     flags.DEFINE_string("tgt", "ro", "Target language suffix.", flag_values=fv)
@@ -127,7 +136,7 @@ def define_flags(fv=flags.FLAGS):
     flags.mark_flags_as_required(["train_prefix", "out_dir"], flag_values=fv)
 
 
-def run(config):
+def run(config: config_lib.Config) -> None:
     """Builds the corpus from the flags and prints the summary."""
     prefixes = {
         split: config[split + "_prefix"]

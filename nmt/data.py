@@ -13,6 +13,7 @@ tensorflow/nmt's ``utils/vocab_utils.py`` and ``utils/iterator_utils.py``:
 """
 
 import itertools
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -36,10 +37,6 @@ BATCH_SIGNATURE = {
     "tgt_out": tf.TensorSpec([None, None], tf.int32),
     "tgt_len": tf.TensorSpec([None], tf.int32),
 }
-INFER_SIGNATURE = {
-    "src": tf.TensorSpec([None, None], tf.int32),
-    "src_len": tf.TensorSpec([None], tf.int32),
-}
 _PADDING_VALUES = {"src": EOS_ID, "src_len": 0, "tgt_in": EOS_ID, "tgt_out": EOS_ID, "tgt_len": 0}
 _SEQUENCE_FIELDS = ("src", "tgt_in", "tgt_out")
 _DEFAULT_BUCKET_WIDTH = 10  # tensorflow/nmt's width when there is no src_max_len
@@ -55,7 +52,7 @@ class Vocab:
       NmtDataError: the file breaks the vocab rules or does not start with the specials.
     """
 
-    def __init__(self, path):
+    def __init__(self, path: str) -> None:
         self.path = path
         self._id_to_word = read_vocab_tokens(path)
         if tuple(self._id_to_word[:3]) != SPECIALS:
@@ -66,15 +63,15 @@ class Vocab:
             )
         self._word_to_id = {word: i for i, word in enumerate(self._id_to_word)}
 
-    def size(self):
+    def size(self) -> int:
         """Number of ids, specials included."""
         return len(self._id_to_word)
 
-    def word2id(self, word):
+    def word2id(self, word: str) -> int:
         """The id of ``word``, or ``UNK_ID``."""
         return self._word_to_id.get(word, UNK_ID)
 
-    def id2word(self, word_id):
+    def id2word(self, word_id: int) -> str:
         """The token of an id; ValueError outside the vocabulary."""
         word_id = int(word_id)
         if not 0 <= word_id < len(self._id_to_word):
@@ -84,15 +81,15 @@ class Vocab:
             )
         return self._id_to_word[word_id]
 
-    def words(self):
+    def words(self) -> List[str]:
         """All tokens in id order."""
         return list(self._id_to_word)
 
-    def encode(self, tokens):
+    def encode(self, tokens: Sequence[str]) -> List[int]:
         """Ids of a token list (unknown tokens give ``UNK_ID``)."""
         return [self.word2id(token) for token in tokens]
 
-    def decode(self, ids):
+    def decode(self, ids: Iterable[int]) -> List[str]:
         """Tokens of an id sequence up to (not including) the first ``</s>``."""
         words = []
         for word_id in ids:
@@ -107,7 +104,13 @@ def _truncate(tokens, max_len):
     return tokens[:max_len] if max_len else tokens
 
 
-def make_examples(pairs, src_vocab, tgt_vocab, src_max_len=None, tgt_max_len=None):
+def make_examples(
+    pairs: Iterable[Tuple[str, str]],
+    src_vocab: Vocab,
+    tgt_vocab: Vocab,
+    src_max_len: Optional[int] = None,
+    tgt_max_len: Optional[int] = None,
+) -> List[Dict[str, List[int]]]:
     """Id sequences of sentence pairs under tensorflow/nmt's training rules.
 
     Pairs with an empty source or target are dropped (and counted in the log); then the
@@ -156,19 +159,14 @@ def make_examples(pairs, src_vocab, tgt_vocab, src_max_len=None, tgt_max_len=Non
     return examples
 
 
-def count_tokens(examples):
-    """Target tokens including each ``</s>``: the perplexity denominator."""
-    return sum(len(example["tgt_out"]) for example in examples)
-
-
-def bucket_width(src_max_len, num_buckets):
+def bucket_width(src_max_len: Optional[int], num_buckets: int) -> int:
     """tensorflow/nmt's bucket width: ceil(src_max_len / num_buckets), else 10."""
     if src_max_len:
         return (src_max_len + num_buckets - 1) // num_buckets
     return _DEFAULT_BUCKET_WIDTH
 
 
-def bucket_key(src_len, tgt_len, src_max_len, num_buckets):
+def bucket_key(src_len: int, tgt_len: int, src_max_len: Optional[int], num_buckets: int) -> int:
     """tensorflow/nmt's bucket of a pair: min(num_buckets, max(src_len // w, tgt_len // w)).
 
     Args:
@@ -231,7 +229,15 @@ def _padded_batch(dataset, batch_size, pad_to=None):
     return dataset.padded_batch(batch_size, padded_shapes=shapes, padding_values=padding)
 
 
-def train_dataset(examples, batch_size, src_max_len, num_buckets, seed, pad_to=None, source=None):
+def train_dataset(
+    examples: Sequence[Dict[str, List[int]]],
+    batch_size: int,
+    src_max_len: Optional[int],
+    num_buckets: int,
+    seed: int,
+    pad_to: Optional[Tuple[int, int]] = None,
+    source: Optional[str] = None,
+) -> tf.data.Dataset:
     """Endless, reshuffled, length-bucketed training batches (tensorflow/nmt's iterator).
 
     Each epoch shuffles the examples with a buffer of ``batch_size * 1000`` (seeded,
@@ -276,7 +282,9 @@ def train_dataset(examples, batch_size, src_max_len, num_buckets, seed, pad_to=N
     return dataset.repeat().prefetch(tf.data.AUTOTUNE)
 
 
-def eval_dataset(examples, batch_size, source=None):
+def eval_dataset(
+    examples: Sequence[Dict[str, List[int]]], batch_size: int, source: Optional[str] = None
+) -> tf.data.Dataset:
     """One pass over the examples in order, padded like ``train_dataset``, no bucketing.
 
     Args:
@@ -302,8 +310,13 @@ def _pad_columns(batch, multiple):
 
 
 def infer_dataset(
-    src_lines, src_vocab, batch_size, src_max_len=None, empty_as_unk=False, length_multiple=1
-):
+    src_lines: Sequence[str],
+    src_vocab: Vocab,
+    batch_size: int,
+    src_max_len: Optional[int] = None,
+    empty_as_unk: bool = False,
+    length_multiple: int = 1,
+) -> tf.data.Dataset:
     """Source batches for decoding, one per ``batch_size`` lines, in order.
 
     tensorflow/nmt's ``get_infer_iterator``: tokens are cut to ``src_max_len`` (None or 0:
@@ -325,7 +338,7 @@ def infer_dataset(
       length_multiple: pad the width of every batch to a multiple of this.
 
     Returns:
-      A ``tf.data.Dataset`` of dicts shaped as ``INFER_SIGNATURE``.
+      A ``tf.data.Dataset`` of dicts: ``src`` ``[batch, time]`` and ``src_len`` ``[batch]``, int32.
     """
     if not src_lines:
         raise NmtDataError("no source lines to translate; check the input file")

@@ -10,7 +10,7 @@ from typing import Callable, Optional, Tuple
 import tensorflow as tf
 from absl import logging
 
-from acvi_tf import checkpoints, transformer
+from acvi_tf import builders, checkpoints, transformer
 from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
 from acvi_tf.config import Config
@@ -87,7 +87,7 @@ def build_model(config: Config, src_vocab: data.Vocab, tgt_vocab: data.Vocab) ->
             config.pass_hidden_state,
             config.dropout,
             config.init_weight,
-            acvi_flags.context_layer_from_flags(config),
+            builders.context_layer(config),
             jit_compile=config.jit_compile,
             seed=config.seed,
         )

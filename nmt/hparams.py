@@ -1,5 +1,7 @@
 """Named groups of tensorflow/nmt settings (``--hparams_preset``); explicit flags win."""
 
+from typing import Any, Dict, Iterable
+
 PRESETS = {
     "acvi_paper": dict(
         num_units=256,
@@ -31,6 +33,6 @@ PRESETS = {
 }
 
 
-def preset_values(preset, given):
+def preset_values(preset: str, given: Iterable[str]) -> Dict[str, Any]:
     """The preset's settings for the flags not in ``given`` (explicit flags win)."""
     return {name: value for name, value in PRESETS.get(preset, {}).items() if name not in given}

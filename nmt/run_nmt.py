@@ -23,7 +23,7 @@ from typing import Optional, Tuple
 import tensorflow as tf
 from absl import app, flags, logging
 
-from acvi_tf import checkpoints, distribute, files, losses, objective, summaries
+from acvi_tf import builders, checkpoints, distribute, files, losses, objective, summaries
 from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf import progress as progress_lib
@@ -298,7 +298,7 @@ def make_train_step(config, model, optimizer):
     """
     context_layer = getattr(model, "context_layer", None)  # None for the Transformer
     num_samples = getattr(context_layer, "num_samples", 1)
-    kl_terms = acvi_flags.kl_schedule_from_flags(config)
+    kl_terms = builders.kl_schedule(config)
 
     def loss_fn(batch, use_gumbel, step):
         # --acvi_num_samples K: the batch repeated K times averages the loss over K samples
@@ -495,7 +495,7 @@ def run(config: Config) -> Optional[float]:
         if not getattr(config, name):
             raise app.UsageError("--%s is required" % name)
     experiment.check_search(config)
-    strategy = acvi_flags.configure_runtime(config, trains=not config.inference_input_file)
+    strategy = builders.configure_runtime(config, trains=not config.inference_input_file)
     os.makedirs(config.out_dir, exist_ok=True)
     if not config.inference_input_file:  # inference leaves the run's record as it is
         acvi_flags.write_flag_record(

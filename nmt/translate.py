@@ -23,9 +23,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from absl import flags, logging
 
+from acvi_tf import builders, files, inference, text
 from acvi_tf import config as config_lib
-from acvi_tf import files, inference, text
-from acvi_tf import flags as acvi_flags
 from acvi_tf import progress as progress_lib
 from acvi_tf.config import Config
 from acvi_tf.formats import bpe
@@ -94,7 +93,7 @@ def run(config: Config) -> List[str]:
     """Translates ``--input`` into ``--output``; returns the translations."""
     given = dict(beam_width=config.beam_width, infer_batch_size=config.infer_batch_size)
     model_config = run_config(config.out_dir, given).replace(ckpt=config.ckpt)
-    acvi_flags.configure_runtime(model_config)
+    builders.configure_runtime(model_config)
     return inference.map_lines(
         config.input,
         config.output,

@@ -15,6 +15,7 @@ generator does the same work in the same order and ``tf.data`` prefetches it:
 """
 
 import random
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -56,8 +57,14 @@ class Example:
     """
 
     def __init__(
-        self, article, abstract_sentences, vocab, max_enc_steps, max_dec_steps, pointer_gen=True
-    ):
+        self,
+        article: str,
+        abstract_sentences: List[str],
+        vocab: vocab_lib.Vocab,
+        max_enc_steps: int,
+        max_dec_steps: int,
+        pointer_gen: bool = True,
+    ) -> None:
         start_id = vocab.word2id(see_vocab.START_DECODING)
         stop_id = vocab.word2id(see_vocab.STOP_DECODING)
         article_words = article.split()[:max_enc_steps]
@@ -92,7 +99,9 @@ def _unusable(article, abstract, sentences):
     return None
 
 
-def decoder_sequences(ids, max_len, start_id, stop_id):
+def decoder_sequences(
+    ids: List[int], max_len: int, start_id: int, stop_id: int
+) -> Tuple[List[int], List[int]]:
     """See's decoder input ``[START] + ids`` and target ``ids + [STOP]``, equal lengths.
 
     When ``[START] + ids`` is longer than ``max_len`` both are cut to ``max_len`` and the
@@ -108,7 +117,9 @@ def decoder_sequences(ids, max_len, start_id, stop_id):
     return dec_input, target
 
 
-def make_batch(examples, pad_id, max_dec_steps, enc_steps=None):
+def make_batch(
+    examples: Sequence[Example], pad_id: int, max_dec_steps: int, enc_steps: Optional[int] = None
+) -> Dict[str, np.ndarray]:
     """Pads examples into the original's batch fields (NumPy arrays).
 
     The encoder side is padded to the longest article of the batch, or to ``enc_steps``
@@ -165,16 +176,16 @@ class Batcher:
 
     def __init__(
         self,
-        data_path,
-        vocab,
-        batch_size,
-        max_enc_steps,
-        max_dec_steps,
-        pointer_gen=True,
-        single_pass=False,
-        seed=111,
-        pad_encoder=False,
-    ):
+        data_path: str,
+        vocab: vocab_lib.Vocab,
+        batch_size: int,
+        max_enc_steps: int,
+        max_dec_steps: int,
+        pointer_gen: bool = True,
+        single_pass: bool = False,
+        seed: int = 111,
+        pad_encoder: bool = False,
+    ) -> None:
         self.paths = bin_files.expand_data_path(data_path)
         self.vocab = vocab
         self.batch_size = batch_size
@@ -186,7 +197,7 @@ class Batcher:
         self.skipped = 0
         self.enc_steps = max_enc_steps if pad_encoder else None
 
-    def pairs(self):
+    def pairs(self) -> Iterator[Tuple[str, List[str]]]:
         """``(article, abstract_sentences)`` of every usable example, in reading order.
 
         Raises:
@@ -230,7 +241,7 @@ class Batcher:
                 ", only every 1,000th is logged from here" if self.skipped == SKIPS_LOGGED else "",
             )
 
-    def examples(self):
+    def examples(self) -> Iterator[Example]:
         """``Example`` objects in reading order."""
         for article, sentences in self.pairs():
             yield Example(
@@ -242,7 +253,7 @@ class Batcher:
                 self.pointer_gen,
             )
 
-    def batches(self):
+    def batches(self) -> Iterator[Dict[str, np.ndarray]]:
         """Padded NumPy batches (dicts keyed as ``BATCH_SIGNATURE``)."""
         pad_id = self.vocab.word2id(see_vocab.PAD_TOKEN)
         if self.single_pass:
@@ -269,7 +280,7 @@ class Batcher:
         for group in groups:
             yield make_batch(group, pad_id, self.max_dec_steps, self.enc_steps)
 
-    def dataset(self):
+    def dataset(self) -> tf.data.Dataset:
         """A prefetching ``tf.data.Dataset`` of the batches, to iterate once.
 
         The first batch is read here, so unusable data raises ``BinFileError`` (with the

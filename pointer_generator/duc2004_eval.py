@@ -20,6 +20,7 @@ import json
 import os
 import re
 import tempfile
+from typing import Dict, List, Mapping
 
 from absl import flags
 
@@ -49,7 +50,7 @@ def _valid_entry(entry):
     )
 
 
-def load_references(path):
+def load_references(path: str) -> List[List[str]]:
     """Reads ``references.json`` of ``data_prep.duc2004``.
 
     Args:
@@ -81,7 +82,7 @@ def load_references(path):
     return references
 
 
-def read_decoded(decode_dir):
+def read_decoded(decode_dir: str) -> List[str]:
     """Reads ``decode_dir/decoded/%06d_decoded.txt`` in index order.
 
     Args:
@@ -129,7 +130,7 @@ def _write_atomically(path, text):
     os.replace(f.name, path)
 
 
-def duc2004_report(metrics):
+def duc2004_report(metrics: Mapping[str, float]) -> str:
     """The text of ``DUC2004_ROUGE_results.txt``: recall with 95% confidence intervals."""
     lines = [
         "DUC 2004 task 1: ROUGE-1.5.5 recall, summaries truncated at 75 bytes (%s), "
@@ -149,7 +150,7 @@ def duc2004_report(metrics):
     return "\n".join(lines) + "\n"
 
 
-def score_duc2004(decode_dir, references_path):
+def score_duc2004(decode_dir: str, references_path: str) -> Dict[str, float]:
     """Scores a decode folder against the DUC 2004 references; writes and returns the scores.
 
     Args:
@@ -201,7 +202,7 @@ def score_duc2004(decode_dir, references_path):
     return metrics
 
 
-def define_flags(fv=flags.FLAGS):
+def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     """Defines the command's flags on ``fv``."""
     flags.DEFINE_string(
         "decode_dir",
@@ -219,7 +220,7 @@ def define_flags(fv=flags.FLAGS):
     flags.mark_flags_as_required(["decode_dir", "references"], flag_values=fv)
 
 
-def run(config):
+def run(config: config_lib.Config) -> None:
     """Scores ``--decode_dir`` and prints the report."""
     metrics = score_duc2004(config.decode_dir, config.references)
     print(duc2004_report(metrics), end="")

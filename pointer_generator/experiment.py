@@ -11,7 +11,7 @@ from typing import Callable, List, Optional, Tuple
 import tensorflow as tf
 from absl import app, logging
 
-from acvi_tf import checkpoints
+from acvi_tf import builders, checkpoints
 from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
 from acvi_tf.config import Config
@@ -163,7 +163,7 @@ def build_model(config: Config, vocab: vocab_lib.Vocab) -> keras.Model:
             config.hidden_dim,
             config.emb_dim,
             config.pointer_gen,
-            context_layer=acvi_flags.context_layer_from_flags(config),
+            context_layer=builders.context_layer(config),
             rand_unif_init_mag=config.rand_unif_init_mag,
             trunc_norm_init_std=config.trunc_norm_init_std,
             attention_masking=config.attention_masking,

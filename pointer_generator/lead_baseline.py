@@ -14,7 +14,7 @@ from pointer_generator import decode as decode_lib
 from pointer_generator import vocab as vocab_lib
 
 
-def define_flags(fv=flags.FLAGS):
+def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     """Defines the command's flags on ``fv``."""
     flags.DEFINE_string("data_path", "", "Glob of the .bin chunks to summarise.", flag_values=fv)
     flags.DEFINE_string("vocab_path", "", "Vocab file (for the OOV adoption rate).", flag_values=fv)
@@ -30,7 +30,7 @@ def define_flags(fv=flags.FLAGS):
     flags.DEFINE_boolean("overwrite", False, "Replace an existing out_dir.", flag_values=fv)
 
 
-def run(config):
+def run(config: config_lib.Config) -> None:
     """Writes and scores the lead-N summaries of ``--data_path``."""
     if not (config.data_path and config.vocab_path and config.out_dir):
         raise app.UsageError("--data_path, --vocab_path and --out_dir are required")

@@ -1,14 +1,15 @@
 """Prints the ``metrics.json`` of decode folders side by side.
 
-``python -m pointer_generator.results_table NAME=DIR [NAME=DIR ...]``
+``python -m pointer_generator.results_table --column=NAME=DIR [--column=NAME=DIR ...]``
 """
 
 import os
-import sys
+from typing import List, Mapping, Tuple
 
-from acvi_tf import errors, files
+from absl import flags
 
-USAGE = "usage: python -m pointer_generator.results_table NAME=DIR [NAME=DIR ...]"
+from acvi_tf import config as config_lib
+from acvi_tf import files
 
 ROWS = (
     ("ROUGE-1 F", "rouge_1_f_score"),
@@ -23,8 +24,15 @@ ROWS = (
 )
 
 
-def table(columns):
-    """Text table of ``[(name, metrics dict)]``; ROUGE and METEOR shown as percentages."""
+def table(columns: List[Tuple[str, Mapping]]) -> str:
+    """The text table of the columns; ROUGE and METEOR shown as percentages.
+
+    Args:
+      columns: ``(name, metrics)`` pairs, ``metrics`` a ``metrics.json``'s dict.
+
+    Returns:
+      The table, one line per row of ``ROWS``.
+    """
     lines = ["%-18s" % "" + "".join("%16s" % name for name, _ in columns)]
     for label, key in ROWS:
         cells = []
@@ -40,22 +48,47 @@ def table(columns):
     return "\n".join(lines)
 
 
-def main(argv):
-    """Prints the table of the ``NAME=DIR`` arguments; a bad one is one ``error:`` line."""
-    if len(argv) < 2 or not all("=" in item for item in argv[1:]):
-        errors.report(ValueError(USAGE))
+def define_flags(fv: flags.FlagValues) -> None:
+    """Defines this command's flags on ``fv``.
+
+    Args:
+      fv: where the flags go.
+    """
+    flags.DEFINE_multi_string(
+        "column",
+        None,
+        "NAME=DIR: a column named NAME with DIR/metrics.json (a decode or lead-baseline "
+        "folder); repeat the flag for each column, in order.",
+        flag_values=fv,
+    )
+    flags.mark_flag_as_required("column", flag_values=fv)
+    flags.register_validator(
+        "column",
+        lambda columns: all("=" in column for column in columns or []),
+        message="--column takes NAME=DIR, e.g. --column=ACVI=logs/acvi/decode_test_...",
+        flag_values=fv,
+    )
+
+
+def run(config: config_lib.Config) -> None:
+    """Prints the table of the ``--column`` folders.
+
+    Args:
+      config: the parsed flags (``define_flags``).
+
+    Raises:
+      files.RecordError: a ``metrics.json`` cannot be read back.
+      OSError: a folder has no ``metrics.json``.
+    """
     columns = []
-    for item in argv[1:]:
-        name, _, folder = item.partition("=")
-        try:
-            metrics = files.read_json(
-                os.path.join(folder, "metrics.json"), "decode the folder again to rewrite it"
-            )
-        except (OSError, files.RecordError) as e:
-            errors.report(e)
+    for column in config.column:
+        name, _, folder = column.partition("=")
+        metrics = files.read_json(
+            os.path.join(folder, "metrics.json"), "decode the folder again to rewrite it"
+        )
         columns.append((name, metrics))
     print(table(columns))
 
 
 if __name__ == "__main__":
-    main(sys.argv)
+    config_lib.run_command(define_flags, run)

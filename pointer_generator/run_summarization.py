@@ -21,7 +21,7 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags, logging
 
-from acvi_tf import checkpoints, distribute, files, objective, stops, summaries
+from acvi_tf import builders, checkpoints, distribute, files, objective, stops, summaries
 from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf import trainer as trainer_lib
@@ -396,7 +396,7 @@ def make_train_step(config, model, optimizer, coverage_on):
     make_train_step``), compiled with XLA under ``--jit_compile``.
     """
     num_samples = model.context_layer.num_samples
-    kl_terms = acvi_flags.kl_schedule_from_flags(config)
+    kl_terms = builders.kl_schedule(config)
 
     def loss_fn(batch, use_gumbel, step):
         tiled = objective.tile_batch(batch, num_samples)
@@ -865,7 +865,7 @@ def run(config: Config) -> Union[keras.Model, float, dict, None]:
         )
     if not config.vocab_path:
         raise app.UsageError("--vocab_path is required")
-    strategy = acvi_flags.configure_runtime(config, trains=config.mode == "train")
+    strategy = builders.configure_runtime(config, trains=config.mode == "train")
     if config.debug:
         tf.debugging.enable_check_numerics()
     vocab = vocab_lib.Vocab(config.vocab_path, config.vocab_size, "vocab_size" in config.given)

@@ -55,7 +55,7 @@ variable the map does not know, and any shape that does not fit the model raise
 
 import dataclasses
 import os
-from typing import Callable, Dict, NamedTuple, Tuple
+from typing import Callable, Dict, Iterable, NamedTuple, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -69,7 +69,7 @@ from pointer_generator import run_summarization
 from pointer_generator import vocab as vocab_lib
 
 
-def define_flags(fv=flags.FLAGS):
+def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     """Defines this command's flags on ``fv``: run_summarization's (the model flags
     ``--vocab_path``, ``--vocab_size``, ``--hidden_dim``, ``--emb_dim``, ``--pointer_gen``,
     ``--context`` mean the same in both tools), ``--tf1_checkpoint`` and ``--out_dir``."""
@@ -137,7 +137,9 @@ class _Transfer:
     optional: str = ""
 
 
-def split_tf1_lstm(weights, biases, input_dim, forget_bias=FORGET_BIAS):
+def split_tf1_lstm(
+    weights: np.ndarray, biases: np.ndarray, input_dim: int, forget_bias: float = FORGET_BIAS
+) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Keras ``LSTMCell`` weights from a TF1 ``LSTMCell``'s fused kernel and bias.
 
     Args:
@@ -231,7 +233,7 @@ def _transfer_plan(model, tf_version):
     ]
 
 
-def resolve_checkpoint(path):
+def resolve_checkpoint(path: str) -> str:
     """The checkpoint prefix for ``path``, a prefix or a directory with a state file."""
     if os.path.isdir(path):
         latest = checkpoints.latest_checkpoint(path)
@@ -249,7 +251,7 @@ def _ignored(name):
     return name == GLOBAL_STEP or "Adagrad" in name
 
 
-def detect_tf_version(names):
+def detect_tf_version(names: Iterable[str]) -> str:
     """ "1.0" or "1.2.1": which LSTM variable names the checkpoint uses.
 
     Args:
@@ -341,7 +343,9 @@ def _read_step(reader, shapes):
     return int(reader.get_tensor(GLOBAL_STEP))
 
 
-def import_see_checkpoint(tf1_checkpoint_path, model):
+def import_see_checkpoint(
+    tf1_checkpoint_path: str, model: model_lib.PointerGenerator
+) -> ImportedCheckpoint:
     """Copies See et al.'s TF1 checkpoint into ``model`` (see the module docstring).
 
     Nothing is assigned unless every check passes.
@@ -385,7 +389,9 @@ def import_see_checkpoint(tf1_checkpoint_path, model):
     return ImportedCheckpoint(path, tf_version, step, coverage)
 
 
-def build_see_model(vocab_size, hidden_dim=256, emb_dim=128, pointer_gen=True):
+def build_see_model(
+    vocab_size: int, hidden_dim: int = 256, emb_dim: int = 128, pointer_gen: bool = True
+) -> model_lib.PointerGenerator:
     """A built soft-attention ``PointerGenerator`` with See's attention masking.
 
     Args:
@@ -410,7 +416,9 @@ def build_see_model(vocab_size, hidden_dim=256, emb_dim=128, pointer_gen=True):
     return model
 
 
-def save_for_run_summarization(model, imported, out_dir):
+def save_for_run_summarization(
+    model: model_lib.PointerGenerator, imported: ImportedCheckpoint, out_dir: str
+) -> str:
     """Writes ``out_dir/model.ckpt-<step>`` and the ``checkpoint`` state file.
 
     The objects are named as ``run_summarization``'s training checkpoints (``model``,
@@ -435,7 +443,7 @@ def save_for_run_summarization(model, imported, out_dir):
     ).save()
 
 
-def run(config):
+def run(config: config_lib.Config) -> None:
     """Imports ``--tf1_checkpoint`` and writes it to ``--out_dir`` for run_summarization.
 
     Args:

@@ -24,8 +24,8 @@ from typing import Any, Callable, Dict, List, Tuple
 
 from absl import flags, logging
 
+from acvi_tf import builders, files, inference, text
 from acvi_tf import config as config_lib
-from acvi_tf import files, inference, text
 from acvi_tf import flags as acvi_flags
 from acvi_tf import progress as progress_lib
 from acvi_tf.config import Config
@@ -150,7 +150,7 @@ def run(config: Config) -> List[str]:
     """Summarises ``--input`` into ``--output``; returns the summaries."""
     given = {name: config[name] for name in DECODE_FLAGS}
     model_config = run_config(config.log_root, config.exp_name, given)
-    acvi_flags.configure_runtime(model_config)
+    builders.configure_runtime(model_config)
     vocab = vocab_lib.Vocab(model_config.vocab_path, model_config.vocab_size, size_given=False)
     summarizer = experiment.load_decoder(model_config, vocab, config.ckpt)
     tokenize = corpus_tokenizer(model_config.vocab_path)

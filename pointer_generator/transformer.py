@@ -11,6 +11,8 @@ no context mechanism: ``--context`` does not apply (its KL is 0), and the attent
 reported for heat maps is the last decoder layer's cross-attention, averaged over heads.
 """
 
+from typing import Any, Dict, Optional, Tuple
+
 import tensorflow as tf
 
 from acvi_tf import context as context_lib
@@ -32,14 +34,14 @@ class TransformerSummarizer(keras.Model):
 
     def __init__(
         self,
-        vocab_size,
-        num_units=256,
-        num_layers=4,
-        num_heads=4,
-        dropout=0.2,
-        max_len=256,
-        **kwargs,
-    ):
+        vocab_size: int,
+        num_units: int = 256,
+        num_layers: int = 4,
+        num_heads: int = 4,
+        dropout: float = 0.2,
+        max_len: int = 256,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.vocab_size = vocab_size
         self.transformer = transformer.TransformerModel(
@@ -62,7 +64,13 @@ class TransformerSummarizer(keras.Model):
             tf.reduce_sum(batch["enc_padding_mask"], axis=1), tf.int32
         )
 
-    def call(self, batch, training=False, coverage_on=False, use_gumbel=None):
+    def call(
+        self,
+        batch: Dict[str, tf.Tensor],
+        training: bool = False,
+        coverage_on: bool = False,
+        use_gumbel: Optional[tf.Tensor] = None,
+    ) -> Dict[str, tf.Tensor]:
         """Teacher-forced decoding; the dict ``losses.compute_losses`` reads."""
         del coverage_on, use_gumbel
         src, src_len = self._source(batch)
@@ -78,14 +86,23 @@ class TransformerSummarizer(keras.Model):
             coverage_terms=tf.zeros(steps),
         )
 
-    def start(self, inputs, initial_state_attention=True):
+    def start(
+        self, inputs: Dict[str, tf.Tensor], initial_state_attention: bool = True
+    ) -> Tuple[Any, Any]:
         """Encodes the articles: ``(constants, state)`` for ``decode_step`` (no recurrent
         state to attend from, so ``initial_state_attention`` has no use here)."""
         del initial_state_attention
         src, src_len = self._source(inputs)
         return self.transformer.start(dict(src=src, src_len=src_len))
 
-    def decode_step(self, tokens, state, constants, max_art_oovs, coverage_on):
+    def decode_step(
+        self,
+        tokens: tf.Tensor,
+        state: Any,
+        constants: Any,
+        max_art_oovs: tf.Tensor,
+        coverage_on: bool,
+    ) -> Tuple[tf.Tensor, Any, Dict[str, tf.Tensor]]:
         """One step: probabilities over the extended vocabulary (0 for article OOVs)."""
         del coverage_on
         tokens = tf.where(tokens >= self.vocab_size, 0, tokens)  # [UNK] id is 0

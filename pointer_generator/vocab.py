@@ -6,6 +6,8 @@ on Keras ``mask_zero``. Article words outside the vocabulary get temporary ids V
 in order of first appearance (the "extended vocabulary" the copy mechanism writes into).
 """
 
+from typing import List, Optional, Sequence, Tuple
+
 from absl import logging
 
 from acvi_tf.formats import vocabulary
@@ -35,7 +37,7 @@ class Vocab:
         or ``max_size`` leaves no word besides the reserved tokens, or the file has none.
     """
 
-    def __init__(self, vocab_file, max_size, size_given=True):
+    def __init__(self, vocab_file: str, max_size: int, size_given: bool = True) -> None:
         words = read_words(vocab_file, max(max_size - len(RESERVED), 0))
         vocabulary.require_a_word(
             vocab_file, RESERVED, len(words), VocabError, max_size, BUILD_HINT
@@ -74,11 +76,11 @@ class Vocab:
         self._word_to_id[word] = len(self._id_to_word)
         self._id_to_word.append(word)
 
-    def word2id(self, word):
+    def word2id(self, word: str) -> int:
         """The id of ``word``, or the [UNK] id."""
         return self._word_to_id.get(word, self._word_to_id[UNKNOWN_TOKEN])
 
-    def id2word(self, word_id):
+    def id2word(self, word_id: int) -> str:
         """The word of an in-vocabulary id; ValueError otherwise."""
         if not 0 <= word_id < len(self._id_to_word):
             raise ValueError(
@@ -86,15 +88,15 @@ class Vocab:
             )
         return self._id_to_word[word_id]
 
-    def size(self):
+    def size(self) -> int:
         """Number of ids, reserved tokens included."""
         return len(self._id_to_word)
 
-    def words(self):
+    def words(self) -> List[str]:
         """All words in id order (for the TensorBoard projector metadata)."""
         return list(self._id_to_word)
 
-    def write_metadata(self, path):
+    def write_metadata(self, path: str) -> None:
         """Writes the one-word-per-line TSV the TensorBoard embedding projector reads."""
         with open(path, "w", encoding="utf-8") as f:
             f.write("word\n")
@@ -102,7 +104,7 @@ class Vocab:
                 f.write(word + "\n")
 
 
-def article2ids(article_words, vocab):
+def article2ids(article_words: Sequence[str], vocab: Vocab) -> Tuple[List[int], List[str]]:
     """Ids of article words, with in-article OOVs numbered from ``vocab.size()``.
 
     Returns:
@@ -122,7 +124,9 @@ def article2ids(article_words, vocab):
     return ids, oovs
 
 
-def abstract2ids(abstract_words, vocab, article_oovs):
+def abstract2ids(
+    abstract_words: Sequence[str], vocab: Vocab, article_oovs: Sequence[str]
+) -> List[int]:
     """Ids of abstract words: article OOVs get their temporary ids, other OOVs [UNK]."""
     ids = []
     unk_id = vocab.word2id(UNKNOWN_TOKEN)
@@ -134,7 +138,9 @@ def abstract2ids(abstract_words, vocab, article_oovs):
     return ids
 
 
-def outputids2words(id_list, vocab, article_oovs):
+def outputids2words(
+    id_list: Sequence[int], vocab: Vocab, article_oovs: Optional[Sequence[str]]
+) -> List[str]:
     """Words of extended-vocabulary ids, reading ids >= V from ``article_oovs``."""
     words = []
     for word_id in id_list:
@@ -151,7 +157,7 @@ def outputids2words(id_list, vocab, article_oovs):
     return words
 
 
-def abstract2sents(abstract):
+def abstract2sents(abstract: str) -> List[str]:
     """The sentences between ``<s>`` and ``</s>`` tags of a See-format abstract."""
     sentences = []
     start = 0
@@ -166,13 +172,13 @@ def abstract2sents(abstract):
         start = end + len(SENTENCE_END)
 
 
-def show_art_oovs(article, vocab):
+def show_art_oovs(article: str, vocab: Vocab) -> str:
     """The article with its OOVs marked ``__word__`` (decode logging)."""
     unk_id = vocab.word2id(UNKNOWN_TOKEN)
     return " ".join("__%s__" % w if vocab.word2id(w) == unk_id else w for w in article.split(" "))
 
 
-def show_abs_oovs(abstract, vocab, article_oovs):
+def show_abs_oovs(abstract: str, vocab: Vocab, article_oovs: Optional[Sequence[str]]) -> str:
     """The abstract with in-article OOVs ``__w__`` and other OOVs ``!!__w__!!``."""
     unk_id = vocab.word2id(UNKNOWN_TOKEN)
     marked = []

@@ -144,7 +144,7 @@ def test_too_long_articles_are_dropped_and_counted(tmp_path):
 def test_hash_split_is_deterministic_and_follows_the_rule():
     for i in range(300):
         name = "package-%d" % i
-        value = summarization.key_hash(name)
+        value = splits.key_hash(name)
         assert value == int(hashlib.sha1(name.encode("utf-8")).hexdigest(), 16)
         bucket = _bucket(name)
         expected = "train" if bucket < 90 else ("val" if bucket < 95 else "test")
@@ -155,7 +155,7 @@ def test_build_writes_each_split_in_hash_order(tmp_path):
     out = str(tmp_path / "out")
     stats = dd.build(_corpus(tmp_path), out)
     for split in summarization.SPLITS:
-        names = sorted(_names(split, 3), key=summarization.key_hash)
+        names = sorted(_names(split, 3), key=splits.key_hash)
         expected = [
             ("long text about %s in %s ." % (n, split), "<s> synopsis of %s </s>" % n)
             for n in names
@@ -174,7 +174,7 @@ def test_caps_keep_the_smallest_hashes_and_remove_stale_chunks(tmp_path, monkeyp
     assert len(os.listdir(os.path.join(out, "chunked"))) == 9
     stats = dd.build(corpus, out, caps={"train": 2, "val": 1, "test": None})
     for split, kept in (("train", 2), ("val", 1), ("test", 5)):
-        smallest = sorted(_names(split, 5), key=summarization.key_hash)[:kept]
+        smallest = sorted(_names(split, 5), key=splits.key_hash)[:kept]
         pairs = _read_split(out, split)
         assert pairs == full[split][:kept]
         assert [abstract for _, abstract in pairs] == [
@@ -224,9 +224,11 @@ def test_vocab_follows_see(tmp_path):
     assert stats.vocab_size == len(lines) == 9
 
 
-def test_build_vocab_drops_sentence_marks_and_empty_tokens():
+def test_the_vocab_counts_drop_sentence_marks_and_empty_tokens():
     pair = summarization.Pair("p", "a  b a", "<s> b </s>", 0)
-    assert summarization.build_vocab([pair]) == collections.Counter({"a": 2, "b": 2})
+    counter = collections.Counter()
+    summarization.count_words(counter, pair)
+    assert counter == collections.Counter({"a": 2, "b": 2})
 
 
 @pytest.mark.parametrize("opener,suffix", [(gzip.open, ".gz"), (lzma.open, ".xz")])

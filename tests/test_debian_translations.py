@@ -11,7 +11,7 @@ from acvi_tf.formats import bpe, nmt_text
 from acvi_tf.text import tokenize
 from data_prep import debian_descriptions as dd
 from data_prep import debian_translations as dt
-from data_prep import splits, summarization, translation
+from data_prep import splits, translation
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLE = os.path.join(ROOT, "data_prep", "samples", "debian_en_de")
@@ -41,9 +41,7 @@ def _write(path, *records):
 def _md5s(split, count):
     """The first ``count`` md5 strings of "dN" whose sha1 bucket falls in ``split``."""
     md5s = (hashlib.md5(b"d%d" % i).hexdigest() for i in itertools.count())
-    wanted = (
-        m for m in md5s if splits.split_of(summarization.key_hash(m), translation.SPLITS) == split
-    )
+    wanted = (m for m in md5s if splits.split_of(splits.key_hash(m), translation.SPLITS) == split)
     return list(itertools.islice(wanted, count))
 
 

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from acvi_tf import builders, distribute, registry, training
 from acvi_tf import config as config_lib
 from acvi_tf import context as context_lib
-from acvi_tf import distribute, registry, training
 from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
 from nmt import model as nmt_lib
@@ -342,7 +342,7 @@ def _devices_lines(caplog):
 def test_a_command_logs_its_devices_once_and_the_strategy_only_where_it_trains(
     absl_caplog, argv, trains, line
 ):
-    strategy = acvi_flags.configure_runtime(_shared(*argv), trains=trains)
+    strategy = builders.configure_runtime(_shared(*argv), trains=trains)
     assert _devices_lines(absl_caplog) == [line]
     assert strategy.num_replicas_in_sync == (2 if "--cpu_devices=2" in argv else 1)
 
@@ -366,10 +366,10 @@ def test_the_devices_line_counts_the_gpus_it_leaves_unused(monkeypatch, mirrored
 
 def test_cpu_devices_is_refused_where_it_cannot_apply(monkeypatch):
     with pytest.raises(distribute.DistributionError, match="add --distribution_strategy=mirr"):
-        acvi_flags.configure_runtime(_shared("--cpu_devices=2"), trains=True)
+        builders.configure_runtime(_shared("--cpu_devices=2"), trains=True)
     # this process's runtime runs with conftest's two CPU devices
     with pytest.raises(distribute.DistributionError, match="already runs with 2 CPU device"):
-        acvi_flags.configure_runtime(
+        builders.configure_runtime(
             _shared("--distribution_strategy=mirrored", "--cpu_devices=3"), trains=True
         )
     listed = tf.config.list_physical_devices
@@ -380,11 +380,11 @@ def test_cpu_devices_is_refused_where_it_cannot_apply(monkeypatch):
     )
     mirrored = ("--distribution_strategy=mirrored", "--cpu_devices=2")
     with pytest.raises(distribute.DistributionError, match="on 1 GPU.*add --num_gpus=0"):
-        acvi_flags.configure_runtime(_shared(*mirrored), trains=True)
-    strategy = acvi_flags.configure_runtime(_shared(*mirrored, "--num_gpus=0"), trains=True)
+        builders.configure_runtime(_shared(*mirrored), trains=True)
+    strategy = builders.configure_runtime(_shared(*mirrored, "--num_gpus=0"), trains=True)
     assert strategy.num_replicas_in_sync == 2
     # a command that does not train leaves the flag alone
-    acvi_flags.configure_runtime(_shared("--cpu_devices=3"))
+    builders.configure_runtime(_shared("--cpu_devices=3"))
 
 
 def _documented_cpu_try(log_root):

@@ -66,7 +66,7 @@ def test_every_command_names_what_exists(command):
     target is the Makefile's; every other tool is installed."""
     found = command.python_module()
     words = command.words
-    if found and found[0] != "pointer_generator.results_table":  # positional arguments
+    if found:
         module, args = found
         _parse(module, args)
         if command.optional:
@@ -94,6 +94,7 @@ def test_the_makefile_runs_commands_that_parse():
         ran = 0
         for line in shown.replace("\\\n", " ").splitlines():
             match = re.search(r"python -m ((?:%s)\.\w+)\s(.*)$" % "|".join(PACKAGES), line)
+            # the results table's folder is a shell substitution
             if match and match.group(1) != "pointer_generator.results_table":
                 _parse(match.group(1), shlex.split(match.group(2)))
                 ran += 1

@@ -132,7 +132,7 @@ def test_the_summarizer_reports_unusable_data_in_one_line(tmp_path):
         ("data_prep.pig_latin", ["--words_file={missing}", "--out_dir={out}"]),
         ("data_prep.wmt16", ["--train_prefix={missing}", "--out_dir={out}"]),
         ("pointer_generator.duc2004_eval", ["--decode_dir={missing}", "--references={missing}"]),
-        ("pointer_generator.results_table", ["model={missing}"]),
+        ("pointer_generator.results_table", ["--column=model={missing}"]),
     ],
 )
 def test_a_builder_or_tool_reports_a_missing_file_in_one_line(tmp_path, command, argv):
@@ -418,10 +418,10 @@ def test_a_full_disk_is_one_line_naming_the_folder(tmp_path, capsys, monkeypatch
         errors.run(out_of_memory)
 
 
-def test_the_results_table_names_a_metrics_file_cut_short(tmp_path, capsys):
+def test_the_results_table_names_a_metrics_file_cut_short(tmp_path):
     (tmp_path / "metrics.json").write_text('{"rouge_1', encoding="utf-8")
-    with pytest.raises(SystemExit) as exit_info:
-        results_table.main(["results_table", "acvi=%s" % tmp_path])
-    err = capsys.readouterr().err
-    assert exit_info.value.code == 2 and len(err.splitlines()) == 1
-    assert err.startswith("error: %s is not valid JSON" % (tmp_path / "metrics.json"))
+    config = config_lib.parse(results_table.define_flags, ["x", "--column=acvi=%s" % tmp_path])
+    with pytest.raises(
+        files.RecordError, match="%s is not valid JSON" % (tmp_path / "metrics.json")
+    ):
+        results_table.run(config)

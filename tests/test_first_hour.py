@@ -21,7 +21,7 @@ import pytest
 import served
 
 from acvi_tf.formats.bin_files import read_bin_file
-from data_prep import splits, summarization
+from data_prep import splits
 
 from conftest import write_video
 
@@ -127,7 +127,7 @@ def _clips_in_every_split(train, val, test):
     clips = []
     for number in range(1000):
         clip = "clip%03d" % number
-        split = splits.split_of(summarization.key_hash(clip), ("train", "val", "test"))
+        split = splits.split_of(splits.key_hash(clip), ("train", "val", "test"))
         if wanted[split]:
             wanted[split] -= 1
             clips.append(clip)

@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tensorflow.python.framework import config as tf_config
 
+from acvi_tf import builders, context, kl_schedule
 from acvi_tf import config as config_lib
-from acvi_tf import context, kl_schedule
 from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
 
@@ -29,7 +29,7 @@ def _parse(*argv):
 
 def test_defaults_are_the_arxiv_model_with_the_studys_kl():
     fv = _parse()
-    layer = acvi_flags.context_layer_from_flags(fv)
+    layer = builders.context_layer(fv)
     assert isinstance(layer, context.ACVIContext)
     config = layer.get_config()
     assert (
@@ -47,14 +47,11 @@ def test_defaults_are_the_arxiv_model_with_the_studys_kl():
 
 def test_unset_kl_weight_gives_each_mechanism_its_own():
     weights = {
-        mode: acvi_flags.context_layer_from_flags(_parse("--context=" + mode)).kl_weight
+        mode: builders.context_layer(_parse("--context=" + mode)).kl_weight
         for mode in ("acvi", "ved", "variational")
     }
     assert weights == {"acvi": context.ACVI_KL_WEIGHT, "ved": 0.1, "variational": 1.0}
-    assert (
-        acvi_flags.context_layer_from_flags(_parse("--context=ved", "--kl_weight=0.5")).kl_weight
-        == 0.5
-    )
+    assert builders.context_layer(_parse("--context=ved", "--kl_weight=0.5")).kl_weight == 0.5
 
 
 def test_flags_reach_the_layer():
@@ -71,7 +68,7 @@ def test_flags_reach_the_layer():
         "--acvi_log_var_max=2",
         "--seed=5",
     )
-    config = acvi_flags.context_layer_from_flags(fv).get_config()
+    config = builders.context_layer(fv).get_config()
     assert (
         config["variance_net"],
         config["gumbel_fraction"],
@@ -85,9 +82,7 @@ def test_flags_reach_the_layer():
         config["log_var_max"],
         config["seed"],
     ) == ("relu", 0.1, 0.3, "per_component", 3, "bound", 0.25, "sample", -4.0, 2.0, 5)
-    assert isinstance(
-        acvi_flags.context_layer_from_flags(_parse("--context=sa")), context.SoftAttentionContext
-    )
+    assert isinstance(builders.context_layer(_parse("--context=sa")), context.SoftAttentionContext)
 
 
 @pytest.mark.parametrize(
@@ -111,9 +106,9 @@ def test_bad_values_are_rejected_with_a_message(argv, match):
 
 
 def test_kl_schedule_flags():
-    assert acvi_flags.kl_schedule_from_flags(_parse()) == kl_schedule.KLSchedule()
+    assert builders.kl_schedule(_parse()) == kl_schedule.KLSchedule()
     fv = _parse("--kl_annealing=linear", "--kl_anneal_steps=50", "--kl_free_bits=0.5")
-    assert acvi_flags.kl_schedule_from_flags(fv) == kl_schedule.KLSchedule("linear", 50, 0.5)
+    assert builders.kl_schedule(fv) == kl_schedule.KLSchedule("linear", 50, 0.5)
     with pytest.raises(flags.IllegalFlagValueError, match="kl_free_bits"):
         _parse("--kl_free_bits=-1")
 
@@ -128,7 +123,7 @@ def test_kl_schedule_flags():
     ],
 )
 def test_mc_with_eq25_sampling_warns_once(argv, warns, caplog):
-    acvi_flags.context_layer_from_flags(_parse(*argv))
+    builders.context_layer(_parse(*argv))
     said = [r for r in caplog.records if "--acvi_kl=mc" in r.getMessage()]
     assert len(said) == int(warns)
     assert all("docs/acvi.md" in r.getMessage() for r in said)
@@ -149,38 +144,55 @@ def test_gumbel_fraction_needs_the_number_of_training_steps():
         fv(["prog", "--acvi_gumbel_fraction=0.1"])
 
 
-def _entry_points():
-    """The project's commands: every module with a ``__main__`` block."""
+PACKAGES = ("acvi_tf", "pointer_generator", "nmt", "video_caption", "data_prep")
+
+
+def _modules():
+    """``(module, source)`` of every module of the project's packages, and of each bench
+    script by its file name (bench/ is a folder of scripts, not a package)."""
     found = []
-    for package in ("acvi_tf", "pointer_generator", "nmt", "video_caption", "data_prep"):
+    for package in PACKAGES:
         for folder, _, names in os.walk(os.path.join(ROOT, package)):
-            for name in sorted(names):
+            for name in sorted(n for n in names if n.endswith(".py")):
                 path = os.path.join(folder, name)
-                if name.endswith(".py") and 'if __name__ == "__main__":' in open(path).read():
-                    found.append(os.path.relpath(path, ROOT)[: -len(".py")].replace(os.sep, "."))
+                module = os.path.relpath(path, ROOT)[: -len(".py")].replace(os.sep, ".")
+                found.append((module.removesuffix(".__init__"), open(path).read()))
+    for name in sorted(os.listdir(os.path.join(ROOT, "bench"))):
+        if name.endswith(".py"):
+            found.append((name[: -len(".py")], open(os.path.join(ROOT, "bench", name)).read()))
     return found
 
 
-def test_importing_the_entry_points_defines_no_flag():
-    """Flags exist only once a command's ``define_flags`` runs (a fresh process, so this
-    suite's own definitions do not count); each command defines them in ``define_flags``
-    and runs through ``config.run_command``."""
-    modules = _entry_points()
-    assert {"nmt.run_nmt", "data_prep.pig_latin", "pointer_generator.lead_baseline"} <= set(modules)
+def _entry_points():
+    """The project's commands: every module of the packages with a ``__main__`` block."""
+    return [
+        module
+        for module, source in _modules()
+        if module.split(".")[0] in PACKAGES and 'if __name__ == "__main__":' in source
+    ]
+
+
+def test_importing_a_module_defines_no_flag():
+    """Flags exist only once a command's ``define_flags`` runs: importing every module of
+    the project, the bench scripts too, defines none (a fresh process, so this suite's
+    own definitions do not count); each command and bench script defines them in
+    ``define_flags`` and runs through ``config.run_command``."""
+    modules = dict(_modules())
+    assert {"nmt.run_nmt", "data_prep.pig_latin", "acvi_tf.builders", "train_step"} <= set(modules)
     code = (
-        "from absl import flags\n"
+        "import sys\n"
+        + "sys.path.insert(0, 'bench')\n"
+        + "from absl import flags\n"
         + "".join("import %s\n" % module for module in modules)
-        + "by_module = flags.FLAGS.flags_by_module_dict()\n"
-        + "print(sorted(m for m in by_module if m.split('.')[0] in %r))\n"
-        % ({m.split(".")[0] for m in modules},)
+        + "print(sorted(set(flags.FLAGS.flags_by_module_dict()) & %r))\n" % set(modules)
     )
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
     )
     assert done.stdout.strip().splitlines()[-1] == "[]"
-    for module in modules:
-        if module != "pointer_generator.results_table":  # positional arguments, no flags
-            source = open(os.path.join(ROOT, *module.split(".")) + ".py").read()
+    for module, source in modules.items():
+        # bench/'s helpers (_report: its __main__ renders BENCHMARKS.md) take no flags
+        if 'if __name__ == "__main__":' in source and not module.startswith("_"):
             assert "config_lib.run_command(define_flags, run" in source, module
 
 
@@ -189,8 +201,6 @@ def test_helpshort_of_every_command_lists_every_flag_it_defines():
     those a helper module defines for it (the builders' ``--tokenizer``, the export's
     run flags) and the shared ones."""
     for module in _entry_points():
-        if module == "pointer_generator.results_table":  # positional arguments, no flags
-            continue
         define_flags = importlib.import_module(module).define_flags
         flag_values = flags.FlagValues()
         config_lib.define_command_flags(define_flags, flag_values, "main.py")
@@ -211,8 +221,6 @@ def test_every_learning_rate_must_be_positive_and_every_dropout_below_1():
     entry point that defines such a float flag refuses it at parse time, in one line."""
     checked = []
     for module in _entry_points():
-        if module == "pointer_generator.results_table":  # positional arguments, no flags
-            continue
         define_flags = importlib.import_module(module).define_flags
         fv = flags.FlagValues()
         define_flags(fv)
@@ -253,16 +261,16 @@ def _helpshort(module):
 def test_configure_runtime_sets_precision_seed_and_determinism():
     fv = _parse("--mixed_precision=float16", "--seed=3")
     try:
-        acvi_flags.configure_runtime(fv)
+        builders.configure_runtime(fv)
         assert keras.mixed_precision.global_policy().name == "mixed_float16"
         first = tf.random.uniform([3]).numpy()
-        acvi_flags.configure_runtime(fv)
+        builders.configure_runtime(fv)
         assert (tf.random.uniform([3]).numpy() == first).all()
         assert not tf_config.is_op_determinism_enabled()
-        acvi_flags.configure_runtime(_parse("--deterministic"))
+        builders.configure_runtime(_parse("--deterministic"))
         assert tf_config.is_op_determinism_enabled()
         assert keras.mixed_precision.global_policy().name == "float32"
-        acvi_flags.configure_runtime(_parse("--mixed_precision=bfloat16"))
+        builders.configure_runtime(_parse("--mixed_precision=bfloat16"))
         assert keras.mixed_precision.global_policy().name == "mixed_bfloat16"
     finally:
         tf_config.disable_op_determinism()
@@ -373,6 +381,6 @@ def test_any_flag_value_parses_to_a_usable_one_or_one_flag_error(values):
     for name in values:
         assert math.isfinite(fv[name]), name
     try:
-        acvi_flags.context_layer_from_flags(fv)
+        builders.context_layer(fv)
     except ValueError as e:  # a combination the layer refuses, said in its own words
         assert str(e)

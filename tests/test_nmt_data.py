@@ -154,7 +154,6 @@ def test_make_examples_rules(vocabs, caplog):
         {"src": [3, 4, 5, 6], "tgt_in": [1, 3, 4, 5], "tgt_out": [3, 4, 5, 2]},
         {"src": [0], "tgt_in": [1, 0], "tgt_out": [0, 2]},
     ]
-    assert data.count_tokens(examples) == 3 + 4 + 2
 
 
 def test_make_examples_without_limits(vocabs, caplog):

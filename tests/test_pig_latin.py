@@ -84,7 +84,7 @@ def test_build_writes_character_lines_and_the_fixed_vocab(tmp_path):
             word = source.replace(" ", "")
             assert target == " ".join(pl.pig_latin(word))
             assert set(source.split() + target.split()) <= set(VOCAB[3:])
-            assert splits.split_of(pl.word_hash(word), translation.SPLITS) == split
+            assert splits.split_of(splits.key_hash(word), translation.SPLITS) == split
             words.add(word)
     assert words == {"the", "shop", "quit", "well-known", "yet"}
     assert _lines(out, "vocab.src") == _lines(out, "vocab.tgt") == VOCAB
@@ -101,7 +101,7 @@ def test_caps_keep_the_smallest_hashes(tmp_path):
     assert stats.words["train"] == 3
     assert stats.words_before_caps["train"] == len(_lines(full, "train.src"))
     assert _lines(capped, "train.src") == _lines(full, "train.src")[:3]
-    hashes = [pl.word_hash(line.replace(" ", "")) for line in _lines(full, "train.src")]
+    hashes = [splits.key_hash(line.replace(" ", "")) for line in _lines(full, "train.src")]
     assert hashes == sorted(hashes)
 
 

@@ -1,5 +1,6 @@
-"""acvi_tf.progress: the progress lines of the raw-input commands."""
+"""acvi_tf.progress: the progress lines of training and of the raw-input commands."""
 
+import pytest
 from absl import logging
 
 from acvi_tf import progress as progress_lib
@@ -47,3 +48,26 @@ def test_a_stage_logs_its_start_and_its_time(monkeypatch):
         "inside",
         "Scoring 3 summaries with ROUGE: done in 3.2 s",
     ]
+
+
+def test_progress_reports_rates_and_eta():
+    clock = iter([0.0, 0.0, 5.0, 10.0])
+    progress = progress_lib.Progress(100, every=10.0, clock=lambda: next(clock))
+    assert progress.update(0, 50) is None  # first call starts the clock
+    assert progress.update(1, 50) is None  # 5 s: too early for a line
+    steps_per_sec, tokens_per_sec = progress.update(2, 50, loss=1.0)
+    assert steps_per_sec == pytest.approx(0.2) and tokens_per_sec == pytest.approx(10.0)
+
+
+def test_progress_lines_come_further_apart_as_training_goes_on():
+    now = [0.0]
+    progress = progress_lib.Progress(0, every=10.0, clock=lambda: now[0], longest=300.0)
+    times = []
+    for second in range(3601):
+        now[0] = float(second)
+        if progress.update(second, 1) is not None:
+            times.append(second)
+    assert times[:7] == [10, 20, 30, 40, 54, 72, 96]  # then a quarter of the time trained
+    assert len([t for t in times if t <= 240]) == 10
+    assert times[-1] - times[-2] == 300  # at most longest apart
+    assert len(times) == 23

@@ -242,7 +242,7 @@ def test_the_summarizer_trains_on_a_built_corpus(tmp_path):
 
 
 def test_tftext_tokenises_a_batch_of_records_per_call_as_one_at_a_time(monkeypatch):
-    monkeypatch.setattr(summarization, "TOKENIZE_BATCH", 2)
+    monkeypatch.setattr(splits, "TOKENIZE_BATCH", 2)
     calls, batched = [], text.batch_tokenizer("tftext")
     tokenize = lambda texts: calls.append(len(texts)) or batched(texts)  # noqa: E731
     sources = [
@@ -270,7 +270,7 @@ def _info_lines(monkeypatch):
 
 
 def test_a_build_logs_its_progress(tmp_path, monkeypatch):
-    monkeypatch.setattr(summarization, "TOKENIZE_BATCH", 2)
+    monkeypatch.setattr(splits, "TOKENIZE_BATCH", 2)
     lines = _info_lines(monkeypatch)
     path = tmp_path / "pairs.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in RECORDS))

@@ -1,4 +1,4 @@
-"""The compiled training step, the NaN guard and the progress line (acvi_tf.training)."""
+"""The compiled training step and the NaN guard (acvi_tf.training)."""
 
 import numpy as np
 import pytest
@@ -14,29 +14,6 @@ def test_non_finite_loss_names_step_and_checkpoint():
         training.check_finite(float("nan"), 7, "/x/train/model.ckpt-5")
     with pytest.raises(training.NonFiniteLossError, match="none saved yet"):
         training.check_finite(float("inf"), 0, None)
-
-
-def test_progress_reports_rates_and_eta():
-    clock = iter([0.0, 0.0, 5.0, 10.0])
-    progress = training.Progress(total_steps=100, every_secs=10.0, clock=lambda: next(clock))
-    assert progress.update(0, 50) is None  # first call starts the clock
-    assert progress.update(1, 50) is None  # 5 s: too early for a line
-    steps_per_sec, tokens_per_sec = progress.update(2, 50, loss=1.0)
-    assert steps_per_sec == pytest.approx(0.2) and tokens_per_sec == pytest.approx(10.0)
-
-
-def test_progress_lines_come_further_apart_as_training_goes_on():
-    now = [0.0]
-    progress = training.Progress(total_steps=0, every_secs=10.0, clock=lambda: now[0])
-    times = []
-    for second in range(3601):
-        now[0] = float(second)
-        if progress.update(second, 1) is not None:
-            times.append(second)
-    assert times[:7] == [10, 20, 30, 40, 54, 72, 96]  # then a quarter of the time trained
-    assert len([t for t in times if t <= 240]) == 10
-    assert times[-1] - times[-2] == 300  # at most longest_secs apart
-    assert len(times) == 23
 
 
 def test_apply_if_finite_leaves_weights_and_optimizer_untouched_on_nan():

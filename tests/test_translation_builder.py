@@ -11,7 +11,7 @@ from absl import logging
 from acvi_tf import config as config_lib
 from acvi_tf import text
 from acvi_tf.formats import nmt_text
-from data_prep import summarization, translation
+from data_prep import splits, translation
 from nmt import run_nmt
 
 PAIRS = [
@@ -134,7 +134,7 @@ def test_nmt_trains_on_a_built_corpus(tmp_path):
 
 
 def test_tftext_with_bpe_tokenises_in_batches_and_logs_its_progress(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(summarization, "TOKENIZE_BATCH", 2)
+    monkeypatch.setattr(splits, "TOKENIZE_BATCH", 2)
     lines = []
     monkeypatch.setattr(logging, "info", lambda fmt, *args: lines.append(fmt % args))
     path = tmp_path / "pairs.tsv"

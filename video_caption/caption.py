@@ -23,9 +23,8 @@ from typing import Any, Dict, List
 
 from absl import flags
 
+from acvi_tf import builders, inference
 from acvi_tf import config as config_lib
-from acvi_tf import flags as acvi_flags
-from acvi_tf import inference
 from acvi_tf import progress as progress_lib
 from acvi_tf.config import Config
 from acvi_tf.formats import frame_features
@@ -114,7 +113,7 @@ def run(config: Config) -> List[str]:
     """Captions the videos of ``--input`` into ``--output``; returns the captions."""
     given = dict(beam_size=config.beam_size, decode_batch_size=config.decode_batch_size)
     model_config = run_config(config.out_dir, given).replace(ckpt=config.ckpt)
-    acvi_flags.configure_runtime(model_config)
+    builders.configure_runtime(model_config)
     exp = experiment.Experiment(model_config)
     exp.restore()
     return inference.map_lines(

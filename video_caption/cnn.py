@@ -20,6 +20,7 @@ Usage::
 import collections
 import math
 import os
+from typing import Any, Callable, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -68,7 +69,7 @@ class CaffeMaxPool2D(keras.layers.Layer):
     dropped.
     """
 
-    def __init__(self, pool_size, strides, pad=0, **kwargs):
+    def __init__(self, pool_size: int, strides: int, pad: int = 0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.pool_size = int(pool_size)
         self.strides = int(strides)
@@ -85,7 +86,7 @@ class CaffeMaxPool2D(keras.layers.Layer):
         out = self._caffe_size(size)
         return max(0, (out - 1) * self.strides + self.pool_size - size - self.pad)
 
-    def call(self, inputs):
+    def call(self, inputs: tf.Tensor) -> tf.Tensor:
         """Pads [batch, H, W, C] inputs as Caffe would and max-pools them."""
         height, width = inputs.shape[1], inputs.shape[2]
         if height is None or width is None:
@@ -94,14 +95,14 @@ class CaffeMaxPool2D(keras.layers.Layer):
         padded = tf.pad(inputs, paddings, constant_values=inputs.dtype.min)
         return tf.nn.max_pool2d(padded, self.pool_size, self.strides, "VALID")
 
-    def compute_output_shape(self, input_shape):
+    def compute_output_shape(self, input_shape: tf.TensorShape) -> tf.TensorShape:
         """[batch, H', W', C] with Caffe's rounded-up H' and W'."""
         shape = tf.TensorShape(input_shape).as_list()
         return tf.TensorShape(
             [shape[0], self._caffe_size(shape[1]), self._caffe_size(shape[2]), shape[3]]
         )
 
-    def get_config(self):
+    def get_config(self) -> dict:
         """The constructor arguments, for Keras serialisation."""
         config = super().get_config()
         config.update(pool_size=self.pool_size, strides=self.strides, pad=self.pad)
@@ -116,13 +117,15 @@ class CaffeLRN(keras.layers.Layer):
     and ``alpha / n``.
     """
 
-    def __init__(self, local_size=5, alpha=1e-4, beta=0.75, **kwargs):
+    def __init__(
+        self, local_size: int = 5, alpha: float = 1e-4, beta: float = 0.75, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.local_size = int(local_size)
         self.alpha = float(alpha)
         self.beta = float(beta)
 
-    def call(self, inputs):
+    def call(self, inputs: tf.Tensor) -> tf.Tensor:
         """Normalises [batch, H, W, C] inputs across channels."""
         return tf.nn.local_response_normalization(
             inputs,
@@ -132,7 +135,7 @@ class CaffeLRN(keras.layers.Layer):
             beta=self.beta,
         )
 
-    def get_config(self):
+    def get_config(self) -> dict:
         """The constructor arguments, for Keras serialisation."""
         config = super().get_config()
         config.update(local_size=self.local_size, alpha=self.alpha, beta=self.beta)
@@ -170,7 +173,7 @@ def _inception(x, name, filters):
     return keras.layers.Concatenate(name=name + "_output")([branch1, branch3, branch5, pool])
 
 
-def googlenet_network():
+def googlenet_network() -> keras.Model:
     """The BVLC GoogLeNet graph from a preprocessed 224x224x3 image to pool5/7x7_s1.
 
     Spatial sizes: conv1 112, pool1 56, conv2 56, pool2 28, inception_3* 28, pool3 14,
@@ -204,7 +207,7 @@ def _weighted_layers(model):
     return [layer for layer in model.layers if layer.weights]
 
 
-def random_init(model, seed=RANDOM_INIT_SEED):
+def random_init(model: keras.Model, seed: int = RANDOM_INIT_SEED) -> None:
     """Gives every convolution/dense kernel of ``model`` a seeded He-normal draw.
 
     Kernels are N(0, 2 / fan_in) (variance preserving through ReLUs), biases zero; other
@@ -286,7 +289,7 @@ def _layer_params(path, name, params):
     )
 
 
-def load_npy_weights(model, path):
+def load_npy_weights(model: keras.Model, path: str) -> None:
     """Loads caffe-tensorflow weights into the convolutions of ``model`` by layer name.
 
     Args:
@@ -331,7 +334,7 @@ def load_npy_weights(model, path):
         )
 
 
-def load_weights(model, path):
+def load_weights(model: keras.Model, path: str) -> None:
     """Loads a weights file into a GoogLeNet built by ``googlenet_network``.
 
     Args:
@@ -361,7 +364,7 @@ def load_weights(model, path):
     logging.info("GoogLeNet weights loaded from %s", path)
 
 
-def googlenet(weights=None):
+def googlenet(weights: Optional[str] = None) -> keras.Model:
     """BVLC GoogLeNet up to ``pool5/7x7_s1`` (224x224x3 Caffe-preprocessed -> 1,024).
 
     Args:
@@ -385,7 +388,7 @@ def googlenet(weights=None):
     return model
 
 
-def inception_v3(weights=None):
+def inception_v3(weights: Optional[str] = None) -> keras.Model:
     """Keras Inception v3 without its classifier, average pooled (299x299x3 -> 2,048).
 
     Args:
@@ -425,13 +428,13 @@ def _check_exists(path):
         )
 
 
-def caffe_preprocess(images):
+def caffe_preprocess(images: tf.Tensor) -> tf.Tensor:
     """BVLC preprocessing: RGB 0..255 -> BGR minus the ImageNet channel means."""
     images = tf.convert_to_tensor(images, tf.float32)
     return images[..., ::-1] - tf.constant(CAFFE_BGR_MEAN, tf.float32)
 
 
-def inception_preprocess(images):
+def inception_preprocess(images: tf.Tensor) -> tf.Tensor:
     """Keras Inception v3 preprocessing: RGB 0..255 -> -1..1."""
     images = tf.convert_to_tensor(images, tf.float32)
     return keras.applications.inception_v3.preprocess_input(images)
@@ -458,7 +461,16 @@ class Extractor:
       model: the Keras model.
     """
 
-    def __init__(self, name, model, input_size, preprocess, dim, batch_size=32, weights=None):
+    def __init__(
+        self,
+        name: str,
+        model: keras.Model,
+        input_size: int,
+        preprocess: Callable[[tf.Tensor], tf.Tensor],
+        dim: int,
+        batch_size: int = 32,
+        weights: Optional[str] = None,
+    ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1, got %d" % batch_size)
         self.name = name
@@ -476,7 +488,7 @@ class Extractor:
     def _forward_batch(self, images):
         return self.model(self._preprocess(images), training=False)
 
-    def extract(self, frames):
+    def extract(self, frames: np.ndarray) -> np.ndarray:
         """Features of every frame.
 
         Args:
@@ -502,7 +514,7 @@ class Extractor:
         return np.concatenate(outputs).astype(np.float32)
 
 
-def build_extractor(name, weights=None, batch_size=32):
+def build_extractor(name: str, weights: Optional[str] = None, batch_size: int = 32) -> Extractor:
     """Builds a registered CNN with its input size and preprocessing.
 
     Args:

@@ -13,6 +13,7 @@ zero-padded and masked.
 """
 
 import json
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -56,7 +57,7 @@ class Vocab:
         has none.
     """
 
-    def __init__(self, path, max_size=0):
+    def __init__(self, path: str, max_size: int = 0) -> None:
         self._id_to_word = list(RESERVED)
         for number, line in files.utf8_lines(path, DataError):
             pieces = line.split()
@@ -78,19 +79,19 @@ class Vocab:
         words = len(self._id_to_word) - len(RESERVED)
         vocabulary.require_a_word(path, RESERVED, words, DataError, max_size, BUILD_HINT)
 
-    def size(self):
+    def size(self) -> int:
         """Number of ids, reserved ones included."""
         return len(self._id_to_word)
 
-    def words(self):
+    def words(self) -> List[str]:
         """All words in id order, the reserved ones first."""
         return list(self._id_to_word)
 
-    def encode(self, caption):
+    def encode(self, caption: str) -> List[int]:
         """Ids of a tokenized caption (space-separated), unknown words as ``<unk>``."""
         return [self._word_to_id.get(w, UNK_ID) for w in caption.split()]
 
-    def decode(self, ids):
+    def decode(self, ids: Iterable[int]) -> List[str]:
         """Words of ``ids`` up to the first ``</s>``, padding and ``<s>`` dropped."""
         words = []
         for i in ids:
@@ -101,7 +102,7 @@ class Vocab:
         return words
 
 
-def read_split(path):
+def read_split(path: str) -> List[dict]:
     """The clip records of one ``<split>.jsonl`` file, in file order.
 
     Blank lines at the end are ignored; blank lines between records are skipped with a
@@ -156,7 +157,9 @@ def read_split(path):
     return records
 
 
-def clip_features(store, record, num_frames, source="features"):
+def clip_features(
+    store: Mapping[str, Any], record: Mapping[str, Any], num_frames: int, source: str = "features"
+) -> Tuple[np.ndarray, int]:
     """``[num_frames, D]`` features of one clip (zero rows past its length) and the length.
 
     Raises:
@@ -188,7 +191,13 @@ class ClipSet:
       source: how to name the store in errors.
     """
 
-    def __init__(self, records, store, num_frames, source="features"):
+    def __init__(
+        self,
+        records: List[dict],
+        store: Mapping[str, Any],
+        num_frames: int,
+        source: str = "features",
+    ) -> None:
         self.records = records
         loaded = [clip_features(store, r, num_frames, source) for r in records]
         self.features = np.stack([f for f, _ in loaded])  # [N, K, D]
@@ -197,26 +206,21 @@ class ClipSet:
         if empty:
             raise DataError("%s: clips with no feature rows: %s" % (source, empty[:10]))
 
-    def feature_statistics(self):
+    def feature_statistics(self) -> Tuple[np.ndarray, np.ndarray]:
         """Per-dimension mean and standard deviation over the real frames: ``([D], [D])``."""
         real = self.features[np.arange(self.features.shape[1])[None] < self.num_frames[:, None]]
         return real.mean(axis=0), np.maximum(real.std(axis=0), 1e-6)
 
-    def standardize(self, mean, std):
+    def standardize(self, mean: np.ndarray, std: np.ndarray) -> None:
         """Maps the real frames to ``(f - mean) / std`` in place (padding stays zero)."""
         real = np.arange(self.features.shape[1])[None] < self.num_frames[:, None]
         self.features[real] = (self.features[real] - mean) / std
 
-    @property
-    def feature_dim(self):
-        """D, the size of a frame feature."""
-        return self.features.shape[-1]
-
-    def references(self):
+    def references(self) -> Dict[str, List[str]]:
         """``{clip: [raw reference, ...]}`` for scoring."""
         return {r["clip"]: list(r["references"]) for r in self.records}
 
-    def clip_batches(self, batch_size):
+    def clip_batches(self, batch_size: int) -> Iterator[Tuple[List[dict], Dict[str, tf.Tensor]]]:
         """Yields ``(records, {features, num_frames})`` for decoding, in split order."""
         for start in range(0, len(self.records), batch_size):
             end = start + batch_size
@@ -228,7 +232,7 @@ class ClipSet:
                 ),
             )
 
-    def caption_pairs(self, vocab, max_caption_len=0):
+    def caption_pairs(self, vocab: Vocab, max_caption_len: int = 0) -> List[Tuple[int, List[int]]]:
         """``(clip index, caption ids)`` for every caption; ``max_caption_len`` > 0 drops
         captions with that many tokens or more (arctic-capgen-vid's ``maxlen``)."""
         pairs = []
@@ -239,7 +243,13 @@ class ClipSet:
                     pairs.append((index, ids))
         return pairs
 
-    def caption_batches(self, pairs, batch_size, rng=None, fixed_length=False):
+    def caption_batches(
+        self,
+        pairs: Sequence[Tuple[int, List[int]]],
+        batch_size: int,
+        rng: Optional[np.random.Generator] = None,
+        fixed_length: bool = False,
+    ) -> Iterator[Dict[str, np.ndarray]]:
         """Yields teacher-forcing batches (``BATCH_SIGNATURE``) of ``pairs``.
 
         Args:
@@ -261,7 +271,12 @@ class ClipSet:
             )
 
 
-def make_batch(features, num_frames, captions, max_words=None):
+def make_batch(
+    features: np.ndarray,
+    num_frames: np.ndarray,
+    captions: Sequence[List[int]],
+    max_words: Optional[int] = None,
+) -> Dict[str, np.ndarray]:
     """A ``BATCH_SIGNATURE`` dict: ``<s> w1 .. wn`` in, ``w1 .. wn </s>`` out, padded to
     the longest caption, or to ``max_words + 1`` when given."""
     length = (max_words or max(len(ids) for ids in captions)) + 1

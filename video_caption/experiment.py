@@ -12,7 +12,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Tuple
 import numpy as np
 from absl import logging
 
-from acvi_tf import checkpoints, losses
+from acvi_tf import builders, checkpoints, losses
 from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
 from acvi_tf.config import Config
@@ -49,7 +49,7 @@ def build_model(config: Config, vocab: data.Vocab, feature_dim: int) -> keras.Mo
         config.attention_units,
         config.output_units or None,
         config.dropout,
-        acvi_flags.context_layer_from_flags(config),
+        builders.context_layer(config),
         jit_compile=config.jit_compile,
     )
     model(data.make_batch([np.zeros([1, feature_dim], np.float32)], [1], [[data.UNK_ID]]))

@@ -41,6 +41,7 @@ import datetime
 import json
 import os
 import time
+from typing import List, Optional, Sequence
 
 import h5py
 import numpy as np
@@ -67,7 +68,7 @@ DTYPES = ("float32", "float16")
 # ----------------------------------------------------------------------------- inputs
 
 
-def read_clip_list(path):
+def read_clip_list(path: str) -> List[str]:
     """Reads clip names: the first field of every non-blank line not starting with "#".
 
     A ``youtube_mapping.txt`` (``<clip> vidN`` lines) is therefore a valid list.
@@ -94,7 +95,7 @@ def read_clip_list(path):
     return list(names)
 
 
-def clip_features(extractor, frames, num_frames):
+def clip_features(extractor: cnn_lib.Extractor, frames: np.ndarray, num_frames: int) -> np.ndarray:
     """Features of the ``num_frames`` equally spaced frames of one decoded clip.
 
     Args:
@@ -112,7 +113,7 @@ def clip_features(extractor, frames, num_frames):
 # ----------------------------------------------------------------------------- writers
 
 
-def read_settings(store_path):
+def read_settings(store_path: str) -> dict:
     """The extraction settings a store made by this command records (``SETTINGS``):
     ``features.json`` of a folder, the root attributes of an HDF5 file.
 
@@ -246,7 +247,7 @@ class Stats:
     frames: int = 0
     seconds: float = 0.0
 
-    def summary(self):
+    def summary(self) -> str:
         """One human-readable line."""
         return "%d videos: %d already done, %d extracted (%d frames), %d failed, %.1f s" % (
             self.videos,
@@ -289,19 +290,19 @@ def _write_failed(path, failed):
 
 
 def extract_features(
-    video_dir,
-    output,
-    cnn="googlenet",
-    cnn_weights=None,
-    max_frames=240,
-    num_frames=24,
-    fmt="npy",
-    batch_size=32,
-    clips=None,
-    log_every=10,
-    extractor=None,
-    dtype="float32",
-):
+    video_dir: str,
+    output: str,
+    cnn: str = "googlenet",
+    cnn_weights: Optional[str] = None,
+    max_frames: int = 240,
+    num_frames: int = 24,
+    fmt: str = "npy",
+    batch_size: int = 32,
+    clips: Optional[Sequence[str]] = None,
+    log_every: int = 10,
+    extractor: Optional[cnn_lib.Extractor] = None,
+    dtype: str = "float32",
+) -> Stats:
     """Extracts and stores the frame features of every video of a folder.
 
     Args:
@@ -389,7 +390,7 @@ def extract_features(
 # ----------------------------------------------------------------------------- command
 
 
-def define_flags(flag_values=flags.FLAGS):
+def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
     """Defines the command-line flags on ``flag_values``.
 
     Called only when the module runs as a program (tests pass their own ``FlagValues``),
@@ -468,7 +469,7 @@ def define_flags(flag_values=flags.FLAGS):
     flags.mark_flags_as_required(["video_dir", "output"], flag_values=fv)
 
 
-def run(config):
+def run(config: config_lib.Config) -> Stats:
     """Runs the extraction and prints the summary.
 
     Returns:
@@ -493,7 +494,7 @@ def run(config):
     return stats
 
 
-def exit_status(stats):
+def exit_status(stats: Stats) -> int:
     """0 when every clip was extracted, 1 when some failed (listed in the failed file)."""
     return 1 if stats.failed else 0
 

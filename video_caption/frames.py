@@ -36,7 +36,7 @@ def _last_lines(text, count=3):
     return " | ".join(lines[-count:])
 
 
-def read_frames(path, max_frames=240):
+def read_frames(path: str, max_frames: int = 240) -> np.ndarray:
     """Decodes the first frames of a video file.
 
     Args:
@@ -82,7 +82,7 @@ def read_frames(path, max_frames=240):
     return np.stack(frames)
 
 
-def sample_indices(num_available, num_frames):
+def sample_indices(num_available: int, num_frames: int) -> np.ndarray:
     """Indices of ``num_frames`` equally spaced frames out of ``num_available``.
 
     The rule of yaoli/arctic-capgen-vid: ``range(num_available)`` is cut into
@@ -132,7 +132,7 @@ def _resize(image, width, height):
     return np.stack(channels, axis=-1).astype(np.float32)
 
 
-def resize_and_crop(frames, size):
+def resize_and_crop(frames: np.ndarray, size: int) -> np.ndarray:
     """Scales the shorter side of every frame to ``size`` and cuts the centre square.
 
     The scale keeps the aspect ratio (the longer side is rounded to whole pixels); the crop

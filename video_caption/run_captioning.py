@@ -45,7 +45,7 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags, logging
 
-from acvi_tf import checkpoints, distribute, files, losses, objective, summaries
+from acvi_tf import builders, checkpoints, distribute, files, losses, objective, summaries
 from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf import trainer as trainer_lib
@@ -236,7 +236,7 @@ def make_train_step(model, optimizer, config):
     """
     context_layer = model.context_layer
     num_samples = context_layer.num_samples
-    kl_terms = acvi_flags.kl_schedule_from_flags(config)
+    kl_terms = builders.kl_schedule(config)
     # arctic's weight decay; no work in the step when it is off (the paper)
     kernels = (
         [v for v in model.trainable_variables if "kernel" in v.name]
@@ -479,7 +479,7 @@ def run(config: Config) -> Union[float, dict]:
             "--best_metric=%s must be one of --metrics=%s"
             % (config.best_metric, ",".join(config.metrics))
         )
-    strategy = acvi_flags.configure_runtime(config, trains=config.mode == "train")
+    strategy = builders.configure_runtime(config, trains=config.mode == "train")
     os.makedirs(config.out_dir, exist_ok=True)
     if config.mode != "train":
         exp = experiment.Experiment(config)

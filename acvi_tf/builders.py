@@ -1,0 +1,151 @@
+"""Builds what a command's flags select: the context layer, the KL schedule and the
+runtime (seed, determinism, precision, distribution strategy).
+
+``acvi_tf.flags`` defines and checks the shared flags; the functions here read the
+parsed ``acvi_tf.config.Config``.
+"""
+
+from typing import Union
+
+import tensorflow as tf
+from absl import logging
+
+from acvi_tf import config as config_lib
+from acvi_tf import context, distribute, registry
+from acvi_tf import flags as acvi_flags
+from acvi_tf import kl_schedule as kl_schedule_lib
+from acvi_tf.compat import keras
+
+
+def _acvi_options(config: config_lib.Config) -> dict:
+    """The ``ACVIContext`` keyword arguments that a command's ``Config`` selects."""
+    options = dict(
+        variance_net=config.acvi_variance_net,
+        sampling=config.acvi_sampling,
+        gumbel_fraction=config.acvi_gumbel_fraction,
+        gumbel_temperature=config.acvi_gumbel_temperature,
+        noise=config.acvi_noise,
+        num_samples=config.acvi_num_samples,
+        kl=config.acvi_kl,
+        decode=config.acvi_decode,
+        log_var_min=config.acvi_log_var_min,
+        log_var_max=config.acvi_log_var_max,
+        seed=config.seed,
+    )
+    if config.kl_weight is not None:
+        options["kl_weight"] = config.kl_weight
+    return options
+
+
+def context_layer(config: config_lib.Config) -> context.ContextLayer:
+    """Builds the context layer that ``--context`` and its options select.
+
+    Args:
+      config: a command's ``Config`` with the shared flags (``acvi_tf.flags``).
+
+    Returns:
+      The mechanism's layer, from ``registry.make_context_layer``.
+    """
+    if config.context == "acvi" and config.acvi_kl == "mc" and config.acvi_sampling == "approx":
+        logging.warning(
+            "--acvi_kl=mc evaluates log q(c) - log p(c) at eq. 25's sample, which is not "
+            "drawn from q: the estimate has no lower bound as sigma shrinks. See "
+            "docs/acvi.md; --acvi_kl=exact is the KL of this sampler."
+        )
+    ved_options = dict(latent_dim=config.ved_latent_dim, prior=config.ved_prior)
+    variational_options = dict(
+        mode=config.variational_mode,
+        inference_units=config.variational_inference_units,
+        decode=config.variational_decode,
+        jit_compile=config.jit_compile,
+    )
+    return registry.make_context_layer(
+        config.context,
+        structured_scale=config.structured_lambda,
+        structured_penalty=config.structured_penalty,
+        ved_options=ved_options,
+        variational_options=variational_options,
+        **_acvi_options(config),
+    )
+
+
+def kl_schedule(config: config_lib.Config) -> kl_schedule_lib.KLSchedule:
+    """Builds the KL schedule of ``--kl_annealing``, ``--kl_anneal_steps`` and
+    ``--kl_free_bits``.
+
+    Args:
+      config: a command's ``Config`` with the shared flags.
+
+    Returns:
+      The ``KLSchedule``.
+    """
+    return kl_schedule_lib.KLSchedule(
+        config.kl_annealing, config.kl_anneal_steps, config.kl_free_bits
+    )
+
+
+def configure_runtime(config: config_lib.Config, trains: bool = False) -> tf.distribute.Strategy:
+    """Applies ``--seed``, ``--deterministic`` and ``--mixed_precision`` to TensorFlow,
+    makes the ``--distribution_strategy`` a training command trains under, and logs the
+    devices the command uses (``distribute.log_devices``).
+
+    Call it once at the start of a command, before any other TensorFlow op (a
+    multi-worker strategy starts its server first, ``--cpu_devices`` splits the CPU) and
+    before any layer is built.
+
+    Args:
+      config: the command's ``acvi_tf.config.Config``.
+      trains: the command trains; False: it runs on one device under the default
+        strategy, whatever the distribution flags say (a decode, an export).
+
+    Returns:
+      The ``tf.distribute.Strategy``.
+
+    Raises:
+      distribute.DistributionError: ``--cpu_devices`` where it cannot apply, or
+        ``make_strategy``'s refusals.
+    """
+    strategy = tf.distribute.get_strategy()
+    if trains:
+        if config.cpu_devices:
+            _check_cpu_devices(config)
+            distribute.use_cpu_devices(config.cpu_devices)
+        strategy = distribute.make_strategy(config.distribution_strategy, config.num_gpus)
+    distribute.log_devices(strategy if trains else None)
+    keras.utils.set_random_seed(config.seed)
+    if config.deterministic:
+        tf.config.experimental.enable_op_determinism()
+    keras.mixed_precision.set_global_policy(precision_policy(config.mixed_precision))
+    return strategy
+
+
+def _check_cpu_devices(config: config_lib.Config) -> None:
+    """Refuses ``--cpu_devices`` unless a ``mirrored`` strategy is to train on the CPU."""
+    if config.distribution_strategy != "mirrored":
+        raise distribute.DistributionError(
+            "--cpu_devices=%d gives --distribution_strategy=mirrored its replicas on the "
+            "CPU; add --distribution_strategy=mirrored (this command has %s)"
+            % (config.cpu_devices, config.distribution_strategy)
+        )
+    gpus = len(tf.config.list_physical_devices("GPU"))
+    if config.num_gpus if config.num_gpus is not None else gpus:
+        raise distribute.DistributionError(
+            "--cpu_devices=%d trains on the CPU, but this command trains on %s GPU(s) "
+            "(TensorFlow sees %d); add --num_gpus=0, or leave --cpu_devices out"
+            % (config.cpu_devices, config.num_gpus or gpus, gpus)
+        )
+
+
+def precision_policy(mixed_precision: Union[str, bool]) -> str:
+    """The Keras policy name of a ``--mixed_precision`` value.
+
+    Args:
+      mixed_precision: a key of ``acvi_tf.flags.PRECISION_POLICIES``; a run recorded
+        before the flag took a precision holds a boolean (true: float16).
+
+    Returns:
+      The policy name, e.g. ``"mixed_bfloat16"``.
+    """
+    if isinstance(mixed_precision, bool):
+        mixed_precision = "float16" if mixed_precision else "none"
+    return acvi_flags.PRECISION_POLICIES[mixed_precision]
