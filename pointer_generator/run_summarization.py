@@ -306,9 +306,7 @@ def define_flags(fv=flags.FLAGS):
     acvi_flags.require_dropout("transformer_dropout", fv)
 
 
-MODEL_SIGNATURE = {
-    name: spec for name, spec in batcher_lib.BATCH_SIGNATURE.items() if spec.dtype != tf.string
-}
+MODEL_SIGNATURE = model_lib.PointerGenerator.batch_signature
 RUNNING_AVG_DECAY = 0.99
 # Flags of this entry point that decide the model's variables (and the optimizer's).
 MODEL_FLAGS = (
