@@ -1,13 +1,14 @@
 """Training-step throughput of the NMT and captioning hosts for SA and the ACVI variants.
 
 ``translation``: the NMT model's real training step (``training.make_train_step``) at
-the paper's size (``--hparams_preset=acvi_paper``: 256 units, a bidirectional encoder and two decoder
-layers, Luong attention, dropout 0.2, SGD; batch 128, 50 source and 50 target tokens,
-IWSLT'15 En-Vi's vocabularies of 17,191 and 7,709 words), in target tokens per second and
-tensorflow/nmt's words per second (source and target).
-``captioning``: the captioner's real training step at the paper's size (1000-unit encoder and decoder LSTMs, 24 frames of 1,024-d GoogLeNet features,
-embedding 256, attention 100, dropout 0.5, batch 64, 20-token captions, a 16,000-word
-vocabulary), in clips per second.
+the paper's size (``--hparams_preset=acvi_paper``: 256 units, a bidirectional encoder and
+two decoder layers, Luong attention, dropout 0.2, SGD; batch 128, 50 source and 50 target
+tokens, IWSLT'15 En-Vi's vocabularies of 17,191 and 7,709 words), in target tokens per
+second and tensorflow/nmt's words per second (source and target).
+``captioning``: the captioner's real training step at the paper's size (1000-unit
+encoder and decoder LSTMs, 24 frames of 1,024-d GoogLeNet features, embedding 256,
+attention 100, dropout 0.5, batch 64, 20-token captions, a 16,000-word vocabulary), in
+clips per second.
 
 Variants (``sa``, ``acvi`` collapsed, per-component, Gumbel-softmax and the journal's
 variance network) are timed interleaved after the trace and one untimed round; the table
