@@ -11,13 +11,19 @@ attention's; zeros for soft attention), ``KL_z`` [B] VED's sentence-latent KL, a
 regularization a penalty on the mechanism's own weights (structured attention's). Both
 KLs go through one ``kl_schedule.KLSchedule`` (warm-up, free bits). With K Monte-Carlo
 samples the host's batch is ``tile_batch``'s K copies, one decoder trajectory each.
+
+A host model's ``compute_loss(batch, outputs, step)`` forms its loss from these:
+``sequence_objective`` is the NMT model's and the captioner's (which adds its own terms
+on top), ``with_context_terms`` adds the terms to the summarizer's See loss.
+``training.make_train_step`` runs ``compute_loss`` under the gradient tape.
 """
 
+import functools
 from typing import Callable, Dict, Optional, Tuple
 
 import tensorflow as tf
 
-from acvi_tf import context, kl_schedule
+from acvi_tf import context, kl_schedule, losses
 
 
 def tile_batch(batch: Dict[str, tf.Tensor], num_samples: int) -> Dict[str, tf.Tensor]:
@@ -30,12 +36,24 @@ def tile_batch(batch: Dict[str, tf.Tensor], num_samples: int) -> Dict[str, tf.Te
     }
 
 
+def token_nll(out: Dict[str, tf.Tensor], cross_entropy: Callable[[], tf.Tensor]) -> tf.Tensor:
+    """The per-step loss [B, T] of the gold words that a host's NLL reduces.
+
+    Args:
+      out: the model's training outputs; their ``token_nll`` [B, T], where they carry
+        one, is the context mechanism's own (variational attention's ELBO terms).
+      cross_entropy: the host's cross-entropy of its outputs [B, T], taken otherwise.
+    """
+    nll = out.get("token_nll")
+    return cross_entropy() if nll is None else nll
+
+
 def context_terms(
     out: Dict[str, tf.Tensor],
     step: tf.Tensor,
     normalise: Callable[[tf.Tensor], tf.Tensor],
     context_layer: Optional[context.ContextLayer] = None,
-    kl_terms: kl_schedule.KLSchedule = kl_schedule.KLSchedule(),
+    kl_terms: Optional[kl_schedule.KLSchedule] = None,
     per_example: Callable[[tf.Tensor], tf.Tensor] = tf.reduce_mean,
 ) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
     """The terms a context mechanism adds to a host's NLL, and what to log of them.
@@ -51,7 +69,7 @@ def context_terms(
       context_layer: the model's context layer (its ``kl_weight`` and
         ``regularization``); None for a model without one (the Transformer), whose
         ``kl`` then carries no weight.
-      kl_terms: the KL schedule.
+      kl_terms: the KL schedule (None: ``KLSchedule()``, every KL as it is).
       per_example: the host's reduction of a per-example [B] tensor to a scalar.
 
     Returns:
@@ -60,6 +78,7 @@ def context_terms(
       ``kl_factor`` (the warm-up factor) for TensorBoard, and the context layer's
       ``statistics`` (ACVI's sigma).
     """
+    kl_terms = kl_terms or kl_schedule.KLSchedule()
     kl_weight = getattr(context_layer, "kl_weight", 0.0)
     loss = kl_terms.term(out["kl"], step, normalise, kl_weight)
     logs = dict(kl=normalise(out["kl"]), kl_z=tf.constant(0.0), kl_factor=kl_terms.factor(step))
@@ -71,3 +90,75 @@ def context_terms(
         loss += kl_terms.term(kl_z, step, per_example)
         logs["kl_z"] = per_example(kl_z)
     return loss, logs
+
+
+def with_context_terms(
+    data_loss: tf.Tensor,
+    out: Dict[str, tf.Tensor],
+    step: tf.Tensor,
+    normalise: Callable[[tf.Tensor], tf.Tensor],
+    context_layer: Optional[context.ContextLayer] = None,
+    kl_terms: Optional[kl_schedule.KLSchedule] = None,
+    per_example: Callable[[tf.Tensor], tf.Tensor] = tf.reduce_mean,
+) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
+    """A host's loss with the context mechanism's terms added.
+
+    Args:
+      data_loss: the host's own loss (its NLL and any terms of its own), a scalar.
+      out, step, normalise, context_layer, kl_terms, per_example: as ``context_terms``.
+
+    Returns:
+      ``(data_loss + terms, logs)``, the logs those of ``context_terms``.
+    """
+    terms, logs = context_terms(out, step, normalise, context_layer, kl_terms, per_example)
+    return data_loss + terms, logs
+
+
+def sequence_objective(
+    out: Dict[str, tf.Tensor],
+    targets: tf.Tensor,
+    lengths: tf.Tensor,
+    step: tf.Tensor,
+    context_layer: Optional[context.ContextLayer] = None,
+    kl_terms: Optional[kl_schedule.KLSchedule] = None,
+    total_key: str = "total",
+    count_key: str = "tokens",
+) -> Dict[str, tf.Tensor]:
+    """tensorflow/nmt's and arctic-capgen-vid's objective with the context terms.
+
+    The NLL of each target sequence summed over its tokens, averaged over the batch
+    (``losses.sequence_loss``), plus ``context_terms`` normalised the same way. With K
+    Monte-Carlo samples (a batch ``tile_batch`` repeated K times) the average is over the
+    K copies too, and the token count is that of one copy.
+
+    Args:
+      out: the model's training outputs: ``logits`` [B, T, V], ``kl`` [B, T], and where
+        the mechanism has them ``token_nll`` [B, T] (the loss in place of the
+        cross-entropy), ``kl_z`` [B] and ``prepared``.
+      targets: [B, T] gold ids.
+      lengths: [B] target lengths.
+      step: the global step (for the KL schedule).
+      context_layer: the model's context layer; None for a model without one.
+      kl_terms: the KL schedule (None: ``KLSchedule()``).
+      total_key, count_key: the names of the total and of the token count.
+
+    Returns:
+      A dict of scalars: under ``total_key`` the loss to minimise, ``nll``, under
+      ``count_key`` the target tokens of one copy of the batch (``</s>`` included), and
+      the logs of ``context_terms``.
+    """
+    nll, count = losses.sequence_loss(
+        out["logits"],
+        targets,
+        lengths,
+        token_nll=token_nll(
+            out,
+            lambda: tf.nn.sparse_softmax_cross_entropy_with_logits(
+                labels=targets, logits=tf.cast(out["logits"], tf.float32)
+            ),
+        ),
+    )
+    per_sequence = functools.partial(losses.per_sequence, lengths=lengths)
+    total, logs = with_context_terms(nll, out, step, per_sequence, context_layer, kl_terms)
+    num_samples = getattr(context_layer, "num_samples", 1)
+    return dict(logs, nll=nll, **{total_key: total, count_key: count / num_samples})

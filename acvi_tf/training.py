@@ -1,5 +1,10 @@
 """Training utilities every host shares: the compiled training step and the NaN guard
-(the loop that uses them: ``acvi_tf.trainer``)."""
+(the loop that uses them: ``acvi_tf.trainer``).
+
+``make_train_step(model, optimizer)`` is every host's step: it runs the model on the
+batch and differentiates the model's own ``compute_loss``; ``make_step_from_loss`` is
+the engine under it, for any loss function.
+"""
 
 import math
 from typing import (
@@ -16,7 +21,7 @@ from typing import (
 import tensorflow as tf
 from absl import logging
 
-from acvi_tf import distribute, errors
+from acvi_tf import distribute, errors, objective
 
 if TYPE_CHECKING:
     from acvi_tf.compat import keras
@@ -74,6 +79,58 @@ def apply_if_finite(
 
 
 def make_train_step(
+    model: "keras.Model",
+    optimizer: "keras.optimizers.Optimizer",
+    max_grad_norm: float = 0.0,
+    jit_compile: bool = False,
+    norm_key: str = "grad_norm",
+    sum_keys: Sequence[str] = (),
+    **call_options: Any,
+) -> Callable[..., Dict[str, tf.Tensor]]:
+    """A host model's training step: its loss, gradients, clipping, guarded update.
+
+    The step repeats the batch for the context layer's ``num_samples`` Monte-Carlo
+    samples (``objective.tile_batch``), runs ``model(batch, training=True,
+    use_gumbel=use_gumbel, **call_options)``, and differentiates the entry
+    ``model.loss_key`` of ``model.compute_loss(batch, outputs, step)``; its input
+    signature is ``model.batch_signature`` (``make_step_from_loss`` does the rest).
+
+    Args:
+      model: a built host model with ``compute_loss``, ``loss_key`` and
+        ``batch_signature``; its ``context_layer`` (if any) gives ``num_samples``.
+      optimizer: a Keras optimizer.
+      max_grad_norm: clip the gradients' global norm to this; 0 or less: no clipping.
+      jit_compile: compile the forward and backward passes with XLA.
+      norm_key: the name of the gradients' (unclipped) global norm in the results.
+      sum_keys: results that count (tokens), summed over the replicas unweighted.
+      **call_options: further options of the model's call (the summarizer's
+        ``coverage_on``).
+
+    Returns:
+      ``train_step(batch, use_gumbel, step) -> results``: ``compute_loss``'s dict with
+      ``norm_key`` added.
+    """
+    num_samples = getattr(getattr(model, "context_layer", None), "num_samples", 1)
+
+    def loss_fn(batch, use_gumbel, step):
+        batch = objective.tile_batch(batch, num_samples)
+        outputs = model(batch, training=True, use_gumbel=use_gumbel, **call_options)
+        results = model.compute_loss(batch, outputs, step)
+        return results[model.loss_key], results
+
+    return make_step_from_loss(
+        loss_fn,
+        model.trainable_variables,
+        optimizer,
+        [model.batch_signature, tf.TensorSpec([], tf.bool), tf.TensorSpec([], tf.int64)],
+        max_grad_norm,
+        jit_compile,
+        norm_key,
+        sum_keys,
+    )
+
+
+def make_step_from_loss(
     loss_fn: Callable[..., Tuple[tf.Tensor, Dict[str, tf.Tensor]]],
     variables: Iterable[tf.Variable],
     optimizer: "keras.optimizers.Optimizer",
@@ -83,7 +140,8 @@ def make_train_step(
     norm_key: str = "grad_norm",
     sum_keys: Sequence[str] = (),
 ) -> Callable[..., Dict[str, tf.Tensor]]:
-    """One training step as a ``tf.function``: loss, gradients, clipping, guarded update.
+    """One training step of ``loss_fn`` as a ``tf.function``: loss, gradients, clipping,
+    guarded update.
 
     The forward and backward passes and the clipping run in an inner function that XLA
     compiles with ``jit_compile`` (one program per batch shape); the optimizer's update
@@ -169,7 +227,7 @@ def _replicated_train_step(
     norm_key,
     sum_keys,
 ):
-    """``make_train_step`` over the replicas of ``strategy`` (see there)."""
+    """``make_step_from_loss`` over the replicas of ``strategy`` (see there)."""
 
     @tf.function(autograph=False, jit_compile=jit_compile or None)
     def weighted_gradients(share, *inputs):

@@ -20,6 +20,7 @@ import numpy as np
 import tensorflow as tf
 
 from acvi_tf import attention as attention_lib
+from acvi_tf import objective
 from acvi_tf.compat import keras
 
 
@@ -218,4 +219,36 @@ class TransformerModel(keras.Model):
             logits=self.output_projection(outputs),
             attn=probs,
             kl=tf.zeros(tf.shape(batch["tgt_in"]), tf.float32),
+        )
+
+    # what ``training.make_train_step`` reads: the batch it takes (NMT's), and the total
+    batch_signature = {
+        "src": tf.TensorSpec([None, None], tf.int32),
+        "src_len": tf.TensorSpec([None], tf.int32),
+        "tgt_in": tf.TensorSpec([None, None], tf.int32),
+        "tgt_out": tf.TensorSpec([None, None], tf.int32),
+        "tgt_len": tf.TensorSpec([None], tf.int32),
+    }
+    loss_key = "train_loss"
+
+    def compute_loss(
+        self, batch: Dict[str, tf.Tensor], outputs: Dict[str, tf.Tensor], step: tf.Tensor
+    ) -> Dict[str, tf.Tensor]:
+        """``NMTModel.compute_loss``'s results, from the NLL alone (no context layer).
+
+        Args:
+          batch: the batch the outputs are of.
+          outputs: ``call``'s training outputs.
+          step: the global step.
+
+        Returns:
+          The total under ``train_loss``, ``nll``, ``predict_count`` and zero KL logs.
+        """
+        return objective.sequence_objective(
+            outputs,
+            batch["tgt_out"],
+            batch["tgt_len"],
+            step,
+            total_key=self.loss_key,
+            count_key="predict_count",
         )

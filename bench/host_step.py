@@ -1,14 +1,14 @@
 """Training-step throughput of the NMT and captioning hosts for SA and the ACVI variants.
 
-``translation``: ``nmt.run_nmt``'s real training step at the paper's size
-(``--hparams_preset=acvi_paper``: 256 units, a bidirectional encoder and two decoder
-layers, Luong attention, dropout 0.2, SGD; batch 128, 50 source and 50 target tokens,
-IWSLT'15 En-Vi's vocabularies of 17,191 and 7,709 words), in target tokens per second and
-tensorflow/nmt's words per second (source and target).
-``captioning``: ``video_caption.run_captioning``'s real training step at the paper's
-size (1000-unit encoder and decoder LSTMs, 24 frames of 1,024-d GoogLeNet features,
-embedding 256, attention 100, dropout 0.5, batch 64, 20-token captions, a 16,000-word
-vocabulary), in clips per second.
+``translation``: the NMT model's real training step (``training.make_train_step``) at
+the paper's size (``--hparams_preset=acvi_paper``: 256 units, a bidirectional encoder and
+two decoder layers, Luong attention, dropout 0.2, SGD; batch 128, 50 source and 50 target
+tokens, IWSLT'15 En-Vi's vocabularies of 17,191 and 7,709 words), in target tokens per
+second and tensorflow/nmt's words per second (source and target).
+``captioning``: the captioner's real training step at the paper's size (1000-unit
+encoder and decoder LSTMs, 24 frames of 1,024-d GoogLeNet features, embedding 256,
+attention 100, dropout 0.5, batch 64, 20-token captions, a 16,000-word vocabulary), in
+clips per second.
 
 Variants (``sa``, ``acvi`` collapsed, per-component, Gumbel-softmax and the journal's
 variance network) are timed interleaved after the trace and one untimed round; the table
@@ -34,17 +34,15 @@ from absl import flags
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from acvi_tf import builders, registry
+from acvi_tf import builders, registry, training
 from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
 from nmt import (
     hparams,
-    run_nmt,
 )
 from nmt import model as nmt_model
 from video_caption import model as vc_model
-from video_caption import run_captioning
 
 import _report as report
 
@@ -135,16 +133,14 @@ def _translation_step(layer, jit_compile):
     model(batch)
     optimizer = keras.optimizers.SGD(preset["learning_rate"])
     optimizer.build(model.trainable_variables)
-    config = config_lib.parse(run_nmt.define_flags, ["host_step", "--jit_compile=%s" % jit_compile])
-    return run_nmt.make_train_step(config, model, optimizer), batch
+    # run_nmt's default --max_gradient_norm
+    step = training.make_train_step(model, optimizer, 5.0, jit_compile)
+    return step, batch
 
 
 def _captioning_step(layer, jit_compile):
     """The captioner's training step with ``layer``, and the batch it runs on."""
     vocab, batch_size, frames, dim, words, units, emb, attention = VC_SIZE
-    config = config_lib.parse(
-        run_captioning.define_flags, ["host_step", "--jit_compile=%s" % jit_compile]
-    )
     model = vc_model.Captioner(
         vocab,
         units,
@@ -169,7 +165,7 @@ def _captioning_step(layer, jit_compile):
     model(batch)
     optimizer = keras.optimizers.Adadelta(1.0)  # arctic-capgen-vid's optimizer
     optimizer.build(model.trainable_variables)
-    return run_captioning.make_train_step(model, optimizer, config), batch
+    return training.make_train_step(model, optimizer, jit_compile=jit_compile), batch
 
 
 def run(config: config_lib.Config) -> None:

@@ -27,7 +27,7 @@ Peers (``--peer``):
 
 Both implementations run without dropout, so that they compute the same function
 (``acvi_paper`` trains with dropout 0.2). The training step is the forward and backward
-pass, global-norm clipping at 5 and an SGD update (ours: ``nmt.run_nmt``'s step). Rows
+pass, global-norm clipping at 5 and an SGD update (ours: ``training.make_train_step``). Rows
 go to BENCHMARKS.md through ``bench/_report.py``.
 
 Usage: python bench/peers.py [--peer=keras,tfa] [--rounds=7] [--batch=128] [--src_len=50]
@@ -45,11 +45,11 @@ from absl import flags
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from acvi_tf import compat, losses
+from acvi_tf import compat, losses, training
 from acvi_tf import config as config_lib
 from acvi_tf.compat import keras
 from acvi_tf.formats import nmt_text
-from nmt import hparams, run_nmt
+from nmt import hparams
 from nmt import model as nmt_model
 from nmt import translator as translator_lib
 
@@ -361,10 +361,11 @@ def _check(name, difference, tolerance):
 
 
 def _compare_train_step(config, model, peer, batch):
-    """Row for the training step: ours (``run_nmt``'s) against tfa's decoder."""
+    """Row for the training step: ours (``training.make_train_step``) against tfa's
+    decoder."""
     peer.copy_weights(model)
-    nmt_config = config_lib.parse(run_nmt.define_flags, ["peers"])
-    ours_step = run_nmt.make_train_step(nmt_config, model, keras.optimizers.SGD(1.0))
+    # run_nmt's default --max_gradient_norm
+    ours_step = training.make_train_step(model, keras.optimizers.SGD(1.0), MAX_GRADIENT_NORM)
     peer_optimizer = keras.optimizers.SGD(1.0)
     variables = peer.trainable_variables
 

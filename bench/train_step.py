@@ -52,6 +52,7 @@ from acvi_tf import (
     builders,
     loop_gradients,
     registry,
+    training,
 )
 from acvi_tf import config as config_lib
 from acvi_tf import context as context_lib
@@ -296,7 +297,13 @@ def run(config: config_lib.Config) -> None:
             optimizer.build(model.trainable_variables)
             gumbel[name] = layer.gumbel_active(0, 1)  # True for sampling="gumbel" only
             for coverage in COVERAGE_SETTINGS[config.coverage_settings]:
-                step = run_summarization.make_train_step(summarizer, model, optimizer, coverage)
+                step = training.make_train_step(
+                    model,
+                    optimizer,
+                    summarizer.max_grad_norm,
+                    summarizer.jit_compile,
+                    coverage_on=coverage,
+                )
                 if report.has_gpu():
                     tf.config.experimental.reset_memory_stats("GPU:0")
                 float(step(batch, gumbel[name], tf.constant(0, tf.int64))["total_loss"])

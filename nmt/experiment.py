@@ -90,6 +90,7 @@ def build_model(config: Config, src_vocab: data.Vocab, tgt_vocab: data.Vocab) ->
             builders.context_layer(config),
             jit_compile=config.jit_compile,
             seed=config.seed,
+            kl_terms=builders.kl_schedule(config),
         )
     model(_dummy_batch())
     return model

@@ -29,8 +29,9 @@ import tensorflow as tf
 
 from acvi_tf import attention as attention_lib
 from acvi_tf import context as context_lib
-from acvi_tf import decoding, recurrent
+from acvi_tf import decoding, kl_schedule, objective, recurrent
 from acvi_tf.compat import keras
+from nmt import data
 
 ENCODER_TYPES = ("uni", "bi")
 ATTENTIONS = ("luong", "scaled_luong")
@@ -82,6 +83,8 @@ class NMTModel(keras.Model):
       jit_compile: build the encoder in the form XLA compiles (``acvi_tf.recurrent``).
       seed: seed of the initial weights; None draws one from Python's ``random``, which
         ``keras.utils.set_random_seed`` seeds.
+      kl_terms: the ``kl_schedule.KLSchedule`` of ``compute_loss`` (None: every KL as
+        it is).
     """
 
     def __init__(
@@ -100,9 +103,11 @@ class NMTModel(keras.Model):
         context_layer: Optional[context_lib.ContextLayer] = None,
         jit_compile: bool = False,
         seed: Optional[int] = None,
+        kl_terms: Optional[kl_schedule.KLSchedule] = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.kl_terms = kl_terms
         if encoder_type not in ENCODER_TYPES:
             raise ValueError("encoder_type must be one of %s" % (ENCODER_TYPES,))
         if attention not in ATTENTIONS:
@@ -337,6 +342,36 @@ class NMTModel(keras.Model):
             ),
             embedded=lambda: self.tgt_embedding(gold),
             mask=tf.sequence_mask(batch["tgt_len"], tf.shape(gold)[1]),
+        )
+
+    # what ``training.make_train_step`` reads: the batch it takes, and the total loss
+    batch_signature = data.BATCH_SIGNATURE
+    loss_key = "train_loss"
+
+    def compute_loss(
+        self, batch: Dict[str, tf.Tensor], outputs: Dict[str, tf.Tensor], step: tf.Tensor
+    ) -> Dict[str, tf.Tensor]:
+        """tensorflow/nmt's loss of ``call``'s outputs with the context terms
+        (``objective.sequence_objective``, with the model's ``kl_terms``).
+
+        Args:
+          batch: the (sample-tiled) batch the outputs are of.
+          outputs: ``call``'s training outputs.
+          step: the global step (for the KL schedule).
+
+        Returns:
+          The scalars to log: the total under ``train_loss``, ``nll``, ``predict_count``
+          (target tokens of one copy of the batch) and the context terms' logs.
+        """
+        return objective.sequence_objective(
+            outputs,
+            batch["tgt_out"],
+            batch["tgt_len"],
+            step,
+            self.context_layer,
+            self.kl_terms,
+            total_key=self.loss_key,
+            count_key="predict_count",
         )
 
 

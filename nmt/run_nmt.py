@@ -15,7 +15,6 @@ and a resume take the run's settings from ``out_dir/hparams.json``
 (``acvi_flags.run_config``); the model's flags need not be repeated.
 """
 
-import functools
 import os
 import time
 from typing import Optional, Tuple
@@ -23,7 +22,7 @@ from typing import Optional, Tuple
 import tensorflow as tf
 from absl import app, flags, logging
 
-from acvi_tf import builders, checkpoints, distribute, files, losses, objective, summaries
+from acvi_tf import builders, checkpoints, distribute, files, losses, summaries
 from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf import progress as progress_lib
@@ -290,39 +289,6 @@ def _evaluate(config, model, name, prefix, vocabs, translator, writer, step, wri
     return score, nll
 
 
-def make_train_step(config, model, optimizer):
-    """The training step: loss, gradients clipped to ``--max_gradient_norm``, update.
-
-    Returns ``train_step(batch, use_gumbel, step) -> results`` (``acvi_tf.training.
-    make_train_step``), compiled with XLA under ``--jit_compile``.
-    """
-    context_layer = getattr(model, "context_layer", None)  # None for the Transformer
-    num_samples = getattr(context_layer, "num_samples", 1)
-    kl_terms = builders.kl_schedule(config)
-
-    def loss_fn(batch, use_gumbel, step):
-        # --acvi_num_samples K: the batch repeated K times averages the loss over K samples
-        batch = objective.tile_batch(batch, num_samples)
-        out = model(batch, training=True, use_gumbel=use_gumbel)
-        nll, count = losses.sequence_loss(
-            out["logits"], batch["tgt_out"], batch["tgt_len"], token_nll=out.get("token_nll")
-        )
-        per_sequence = functools.partial(losses.per_sequence, lengths=batch["tgt_len"])
-        terms, logs = objective.context_terms(out, step, per_sequence, context_layer, kl_terms)
-        loss = nll + terms
-        return loss, dict(logs, train_loss=loss, nll=nll, predict_count=count / num_samples)
-
-    return training_lib.make_train_step(
-        loss_fn,
-        model.trainable_variables,
-        optimizer,
-        [BATCH_SIGNATURE, tf.TensorSpec([], tf.bool), tf.TensorSpec([], tf.int64)],
-        config.max_gradient_norm,
-        config.jit_compile,
-        sum_keys=("predict_count",),
-    )
-
-
 def train(
     config: Config, vocabs: Tuple[data.Vocab, data.Vocab], strategy: tf.distribute.Strategy
 ) -> float:
@@ -357,7 +323,13 @@ def _train(config, vocabs, strategy, step_var):
     checkpointer.restore_latest()
     context_layer = getattr(model, "context_layer", None)  # None for the Transformer
     total = config.num_train_steps
-    train_step = make_train_step(config, model, optimizer)
+    train_step = training_lib.make_train_step(
+        model,
+        optimizer,
+        config.max_gradient_norm,
+        config.jit_compile,
+        sum_keys=("predict_count",),
+    )
 
     source = tuple("%s.%s" % (config.train_prefix, lang) for lang in (config.src, config.tgt))
     pairs = nmt_text.read_parallel(*source)

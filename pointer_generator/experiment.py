@@ -15,7 +15,6 @@ from acvi_tf import builders, checkpoints
 from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
 from acvi_tf.config import Config
-from pointer_generator import batcher as batcher_lib
 from pointer_generator import curriculum
 from pointer_generator import decode as decode_lib
 from pointer_generator import model as model_lib
@@ -23,9 +22,7 @@ from pointer_generator import transformer as transformer_lib
 from pointer_generator import vocab as vocab_lib
 
 # What the model reads of a batch: the batcher's tensors but the strings.
-MODEL_SIGNATURE = {
-    name: spec for name, spec in batcher_lib.BATCH_SIGNATURE.items() if spec.dtype != tf.string
-}
+MODEL_SIGNATURE = model_lib.PointerGenerator.batch_signature
 # Where a run trained before every host kept its best model in ``best/`` has it (See's).
 OLD_BEST_DIR = "eval"
 # See et al.'s default shortest summary, at their default longest of 100: a decode that
@@ -155,8 +152,9 @@ def build_model(config: Config, vocab: vocab_lib.Vocab) -> keras.Model:
             config.transformer_layers,
             config.transformer_heads,
             config.transformer_dropout,
-            max_len=config.max_dec_steps + 1,
-        )  # the decode-time prefix buffer
+            max_len=config.max_dec_steps + 1,  # the decode-time prefix buffer
+            pointer_gen=config.pointer_gen,
+        )
     else:
         model = model_lib.PointerGenerator(
             vocab.size(),
@@ -168,6 +166,8 @@ def build_model(config: Config, vocab: vocab_lib.Vocab) -> keras.Model:
             trunc_norm_init_std=config.trunc_norm_init_std,
             attention_masking=config.attention_masking,
             jit_compile=config.jit_compile,
+            cov_loss_wt=config.cov_loss_wt,
+            kl_terms=builders.kl_schedule(config),
         )
     dummy = {
         name: tf.ones(

@@ -12,6 +12,8 @@ saturated p_gen nor a zero probability can make it NaN (the original's ``-log(P)
 abisee issues #4 and #41).
 """
 
+from typing import Dict, Optional, Union
+
 import tensorflow as tf
 
 from acvi_tf import context as context_lib
@@ -23,7 +25,7 @@ _TINY = 1e-30
 _LOG_ZERO = -1e30
 
 
-def mask_and_avg(values, padding_mask):
+def mask_and_avg(values: tf.Tensor, padding_mask: tf.Tensor) -> tf.Tensor:
     """See's ``_mask_and_avg`` before the batch mean: per example, the mean over its steps.
 
     Args:
@@ -38,13 +40,13 @@ def mask_and_avg(values, padding_mask):
     return tf.math.divide_no_nan(tf.reduce_sum(values * padding_mask, axis=1), lengths)
 
 
-def token_mean(values, padding_mask):
+def token_mean(values: tf.Tensor, padding_mask: tf.Tensor) -> tf.Tensor:
     """``sequence_loss``'s default: the mean over all real tokens of the batch."""
     padding_mask = tf.cast(padding_mask, values.dtype)
     return tf.math.divide_no_nan(tf.reduce_sum(values * padding_mask), tf.reduce_sum(padding_mask))
 
 
-def copy_mass(attn, enc_batch_extend_vocab, ids):
+def copy_mass(attn: tf.Tensor, enc_batch_extend_vocab: tf.Tensor, ids: tf.Tensor) -> tf.Tensor:
     """``sum_{i: x_i = id} a_t,i``: the attention on article positions holding ``ids``.
 
     Args:
@@ -56,7 +58,13 @@ def copy_mass(attn, enc_batch_extend_vocab, ids):
     return tf.reduce_sum(attn * tf.cast(same, attn.dtype), axis=-1)
 
 
-def gold_log_probs(vocab_logits, attn, p_gen_logit, enc_batch_extend_vocab, target_batch):
+def gold_log_probs(
+    vocab_logits: tf.Tensor,
+    attn: tf.Tensor,
+    p_gen_logit: tf.Tensor,
+    enc_batch_extend_vocab: tf.Tensor,
+    target_batch: tf.Tensor,
+) -> tf.Tensor:
     """``log P(target)`` [B, T] under the final distribution, computed in log space."""
     vocab_logits = tf.cast(vocab_logits, tf.float32)
     p_gen_logit = tf.cast(p_gen_logit, tf.float32)
@@ -72,7 +80,31 @@ def gold_log_probs(vocab_logits, attn, p_gen_logit, enc_batch_extend_vocab, targ
     return tf.reduce_logsumexp(tf.stack([generate, copy], axis=-1), axis=-1)
 
 
-def final_distribution(vocab_dists, attn, p_gen, enc_batch_extend_vocab, max_art_oovs):
+def gold_log_likelihood(
+    out: Dict[str, tf.Tensor], batch: Dict[str, tf.Tensor], pointer_gen: bool = True
+) -> tf.Tensor:
+    """``log P(target)`` [B, T] of the model's outputs: under the final distribution
+    (``gold_log_probs``) with ``pointer_gen``, else under the vocabulary softmax."""
+    if pointer_gen:
+        return gold_log_probs(
+            out["vocab_logits"],
+            out["attn"],
+            out["p_gen_logit"],
+            batch["enc_batch_extend_vocab"],
+            batch["target_batch"],
+        )
+    return -tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=batch["target_batch"], logits=tf.cast(out["vocab_logits"], tf.float32)
+    )
+
+
+def final_distribution(
+    vocab_dists: tf.Tensor,
+    attn: tf.Tensor,
+    p_gen: tf.Tensor,
+    enc_batch_extend_vocab: tf.Tensor,
+    max_art_oovs: Union[int, tf.Tensor],
+) -> tf.Tensor:
     """The explicit final distribution over the extended vocabulary (for decoding).
 
     Args:
@@ -98,22 +130,22 @@ def final_distribution(vocab_dists, attn, p_gen, enc_batch_extend_vocab, max_art
 
 
 def compute_losses(
-    out,
-    batch,
-    pointer_gen=True,
-    coverage_on=False,
-    cov_loss_wt=1.0,
-    context_layer=None,
-    num_samples=1,
-    kl_terms=kl_schedule.KLSchedule(),
-    step=0,
-):
+    out: Dict[str, tf.Tensor],
+    batch: Dict[str, tf.Tensor],
+    pointer_gen: bool = True,
+    coverage_on: bool = False,
+    cov_loss_wt: float = 1.0,
+    context_layer: Optional[context_lib.ContextLayer] = None,
+    num_samples: int = 1,
+    kl_terms: Optional[kl_schedule.KLSchedule] = None,
+    step: Union[int, tf.Tensor] = 0,
+) -> Dict[str, tf.Tensor]:
     """The training objective and its parts, normalised as the original does.
 
     Pointer-gen: per example, the mean over its decoder steps, then the batch mean
     (``_mask_and_avg``). Baseline (``pointer_gen=False``): ``sequence_loss``'s token mean.
-    The coverage loss and the context mechanism's terms (``acvi_tf.objective``) take the
-    same normalisation as the NLL. With K Monte-Carlo samples (a batch tiled K times)
+    The coverage loss and the context mechanism's terms (``objective.with_context_terms``)
+    take the same normalisation as the NLL. With K Monte-Carlo samples (a batch tiled K times)
     per-example values are averaged over the samples first.
 
     Args:
@@ -123,7 +155,8 @@ def compute_losses(
       pointer_gen, coverage_on, cov_loss_wt, num_samples: as the flags.
       context_layer: the model's context layer (its ``kl_weight`` and regularization);
         None adds no context terms.
-      kl_terms: the ``KLSchedule`` every KL term enters the loss through.
+      kl_terms: the ``KLSchedule`` every KL term enters the loss through (None: each
+        as it is).
       step: the global step (for the schedule).
 
     Returns:
@@ -132,20 +165,7 @@ def compute_losses(
       warm-up factor), ``total_loss``.
     """
     mask = batch["dec_padding_mask"]
-    if "token_nll" in out:  # variational attention's per-step terms
-        nll = out["token_nll"]
-    elif pointer_gen:
-        nll = -gold_log_probs(
-            out["vocab_logits"],
-            out["attn"],
-            out["p_gen_logit"],
-            batch["enc_batch_extend_vocab"],
-            batch["target_batch"],
-        )
-    else:
-        nll = tf.nn.sparse_softmax_cross_entropy_with_logits(
-            labels=batch["target_batch"], logits=tf.cast(out["vocab_logits"], tf.float32)
-        )
+    nll = objective.token_nll(out, lambda: -gold_log_likelihood(out, batch, pointer_gen))
 
     def normalise(values):
         if not pointer_gen:
@@ -156,10 +176,46 @@ def compute_losses(
     def example_mean(values):
         return tf.reduce_mean(context_lib.average_over_samples(values, num_samples))
 
-    terms, logs = objective.context_terms(
-        out, step, normalise, context_layer, kl_terms, per_example=example_mean
-    )
-    losses = dict(logs, loss=normalise(nll))
+    losses = dict(loss=normalise(nll))
     losses["coverage_loss"] = normalise(out["coverage_terms"]) if coverage_on else tf.constant(0.0)
-    losses["total_loss"] = losses["loss"] + cov_loss_wt * losses["coverage_loss"] + terms
+    see_loss = losses["loss"] + cov_loss_wt * losses["coverage_loss"]
+    losses["total_loss"], logs = objective.with_context_terms(
+        see_loss, out, step, normalise, context_layer, kl_terms, per_example=example_mean
+    )
+    return dict(logs, **losses)
+
+
+def summarizer_losses(
+    batch: Dict[str, tf.Tensor],
+    out: Dict[str, tf.Tensor],
+    step: Union[int, tf.Tensor],
+    pointer_gen: bool = True,
+    cov_loss_wt: float = 1.0,
+    context_layer: Optional[context_lib.ContextLayer] = None,
+    kl_terms: Optional[kl_schedule.KLSchedule] = None,
+) -> Dict[str, tf.Tensor]:
+    """A summarizer's ``compute_loss``: ``compute_losses`` and what a step logs besides.
+
+    The coverage loss is that of ``out["coverage_terms"]``, zeros when the model ran
+    without coverage; ``num_samples`` is the context layer's.
+
+    Args:
+      batch: the (sample-tiled) batch ``out`` is of.
+      out: the model's training outputs (with ``p_gen_logit``).
+      step: the global step (for the schedule).
+      pointer_gen, cov_loss_wt, context_layer, kl_terms: as ``compute_losses``.
+
+    Returns:
+      ``compute_losses``'s scalars (the total under ``total_loss``) with ``p_gen`` (its
+      mean over the real decoder steps) and ``tokens`` (the target tokens of one copy
+      of the batch).
+    """
+    mask = batch["dec_padding_mask"]
+    num_samples = getattr(context_layer, "num_samples", 1)
+    losses = compute_losses(
+        out, batch, pointer_gen, True, cov_loss_wt, context_layer, num_samples, kl_terms, step
+    )
+    p_gen = tf.sigmoid(tf.cast(out["p_gen_logit"], tf.float32))
+    losses["p_gen"] = tf.reduce_sum(p_gen * mask) / tf.reduce_sum(mask)
+    losses["tokens"] = tf.reduce_sum(mask) / num_samples
     return losses

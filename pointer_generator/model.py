@@ -25,9 +25,10 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 
 import tensorflow as tf
 
-from acvi_tf import attention, decoding, recurrent
+from acvi_tf import attention, decoding, kl_schedule, recurrent
 from acvi_tf import context as context_lib
 from acvi_tf.compat import keras
+from pointer_generator import batcher as batcher_lib
 from pointer_generator import losses as losses_lib
 
 
@@ -49,6 +50,9 @@ class PointerGenerator(keras.Model):
       trunc_norm_init_std: std of the embedding, reduce-state and output projections.
       attention_masking: ``"renormalize"`` (See's mask after softmax) or ``"neg_inf"``.
       jit_compile: build the encoder in the form XLA compiles (``acvi_tf.recurrent``).
+      cov_loss_wt: the coverage loss's weight in ``compute_loss``.
+      kl_terms: the ``kl_schedule.KLSchedule`` of ``compute_loss`` (None: every KL as
+        it is).
     """
 
     def __init__(
@@ -62,9 +66,13 @@ class PointerGenerator(keras.Model):
         trunc_norm_init_std: float = 1e-4,
         attention_masking: str = "renormalize",
         jit_compile: bool = False,
+        cov_loss_wt: float = 1.0,
+        kl_terms: Optional[kl_schedule.KLSchedule] = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.cov_loss_wt = cov_loss_wt
+        self.kl_terms = kl_terms
         self.vocab_size = vocab_size
         self.hidden_dim = hidden_dim
         self.pointer_gen = pointer_gen
@@ -409,3 +417,34 @@ class PointerGenerator(keras.Model):
         )[:, 0]
         state = dict(h=h, c=c, coverage=coverage, context=context, attn=attn)
         return final, state, dict(attn=attn, p_gen=p_gen)
+
+    # what ``training.make_train_step`` reads: the batch it takes, and the total loss
+    batch_signature = {
+        name: spec for name, spec in batcher_lib.BATCH_SIGNATURE.items() if spec.dtype != tf.string
+    }
+    loss_key = "total_loss"
+
+    def compute_loss(
+        self, batch: Dict[str, tf.Tensor], outputs: Dict[str, tf.Tensor], step: tf.Tensor
+    ) -> Dict[str, tf.Tensor]:
+        """See's training loss of ``call``'s outputs, with the context terms
+        (``losses.summarizer_losses`` with the model's ``pointer_gen``, ``cov_loss_wt``,
+        context layer and ``kl_terms``).
+
+        Args:
+          batch: the (sample-tiled) batch the outputs are of.
+          outputs: ``call``'s training outputs.
+          step: the global step (for the KL schedule).
+
+        Returns:
+          The scalars to log, the total under ``total_loss``.
+        """
+        return losses_lib.summarizer_losses(
+            batch,
+            outputs,
+            step,
+            self.pointer_gen,
+            self.cov_loss_wt,
+            self.context_layer,
+            self.kl_terms,
+        )

@@ -21,7 +21,7 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags, logging
 
-from acvi_tf import builders, checkpoints, distribute, files, objective, stops, summaries
+from acvi_tf import builders, checkpoints, distribute, files, stops, summaries
 from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf import trainer as trainer_lib
@@ -382,52 +382,6 @@ def _optimizer(config):
     return keras.optimizers.Adagrad(config.lr, initial_accumulator_value=config.adagrad_init_acc)
 
 
-def _diagnostics(out, batch):
-    """p_gen mean over real decoder steps."""
-    mask = batch["dec_padding_mask"]
-    p_gen = tf.sigmoid(tf.cast(out["p_gen_logit"], tf.float32))
-    return {"p_gen": tf.reduce_sum(p_gen * mask) / tf.reduce_sum(mask)}
-
-
-def make_train_step(config, model, optimizer, coverage_on):
-    """The training step of a phase: losses, clipped gradients, guarded update.
-
-    Returns ``train_step(batch, use_gumbel, step) -> losses`` (``acvi_tf.training.
-    make_train_step``), compiled with XLA under ``--jit_compile``.
-    """
-    num_samples = model.context_layer.num_samples
-    kl_terms = builders.kl_schedule(config)
-
-    def loss_fn(batch, use_gumbel, step):
-        tiled = objective.tile_batch(batch, num_samples)
-        out = model(tiled, training=True, coverage_on=coverage_on, use_gumbel=use_gumbel)
-        losses = losses_lib.compute_losses(
-            out,
-            tiled,
-            config.pointer_gen,
-            coverage_on,
-            config.cov_loss_wt,
-            model.context_layer,
-            num_samples,
-            kl_terms,
-            step,
-        )
-        losses.update(_diagnostics(out, tiled), tokens=tf.reduce_sum(batch["dec_padding_mask"]))
-        return losses["total_loss"], losses
-
-    # w_c has no gradient before the coverage phase of a curriculum: left alone.
-    return training_lib.make_train_step(
-        loss_fn,
-        model.trainable_variables,
-        optimizer,
-        [MODEL_SIGNATURE, tf.TensorSpec([], tf.bool), tf.TensorSpec([], tf.int64)],
-        config.max_grad_norm,
-        config.jit_compile,
-        norm_key="global_norm",
-        sum_keys=("tokens",),
-    )
-
-
 def _phase_batcher(config, vocab, phase, seed):
     """The training data (``--data_path``) cut to a curriculum phase's lengths."""
     return batcher_lib.Batcher(
@@ -563,7 +517,16 @@ def _train(config, vocab, train_dir, phases, strategy, run_variables):
             logging.info("Training phase %s (from step %d)", phase, step)
             key = (id(optimizer), phase.coverage)
             if key not in train_steps:
-                train_steps[key] = make_train_step(config, model, optimizer, phase.coverage)
+                # w_c has no gradient before the coverage phase of a curriculum: left alone
+                train_steps[key] = training_lib.make_train_step(
+                    model,
+                    optimizer,
+                    config.max_grad_norm,
+                    config.jit_compile,
+                    norm_key="global_norm",
+                    sum_keys=("tokens",),
+                    coverage_on=phase.coverage,
+                )
             batcher = _phase_batcher(config, vocab, phase, config.seed + step)
             train_step = train_steps[key]
             trainer.train(

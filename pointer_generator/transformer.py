@@ -18,6 +18,8 @@ import tensorflow as tf
 from acvi_tf import context as context_lib
 from acvi_tf import transformer
 from acvi_tf.compat import keras
+from pointer_generator import batcher as batcher_lib
+from pointer_generator import losses as losses_lib
 
 # p_gen = sigmoid(_NO_COPY_LOGIT) is 1.0 in float32 while log(1 - p_gen) stays finite
 _NO_COPY_LOGIT = 100.0
@@ -30,6 +32,8 @@ class TransformerSummarizer(keras.Model):
       vocab_size: V, reserved tokens included (articles and summaries share it).
       num_units, num_layers, num_heads, dropout: the Transformer's sizes.
       max_len: longest summary it can decode.
+      pointer_gen: ``compute_loss`` normalises as the pointer-generator (True) or as
+        the baseline (``losses.compute_losses``).
     """
 
     def __init__(
@@ -40,9 +44,11 @@ class TransformerSummarizer(keras.Model):
         num_heads: int = 4,
         dropout: float = 0.2,
         max_len: int = 256,
+        pointer_gen: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.pointer_gen = pointer_gen
         self.vocab_size = vocab_size
         self.transformer = transformer.TransformerModel(
             vocab_size,
@@ -115,4 +121,28 @@ class TransformerSummarizer(keras.Model):
             probs,
             state,
             dict(attn=tf.cast(attn, tf.float32), p_gen=tf.ones(tf.shape(tokens)[:1])),
+        )
+
+    # what ``training.make_train_step`` reads: the batch it takes, and the total loss
+    batch_signature = {
+        name: spec for name, spec in batcher_lib.BATCH_SIGNATURE.items() if spec.dtype != tf.string
+    }
+    loss_key = "total_loss"
+
+    def compute_loss(
+        self, batch: Dict[str, tf.Tensor], outputs: Dict[str, tf.Tensor], step: tf.Tensor
+    ) -> Dict[str, tf.Tensor]:
+        """``PointerGenerator.compute_loss``'s results for these outputs (no copying, no
+        coverage, soft attention's zero context terms: ``losses.summarizer_losses``).
+
+        Args:
+          batch: the batch the outputs are of.
+          outputs: ``call``'s training outputs.
+          step: the global step.
+
+        Returns:
+          The scalars to log, the total under ``total_loss``.
+        """
+        return losses_lib.summarizer_losses(
+            batch, outputs, step, self.pointer_gen, context_layer=self.context_layer
         )

@@ -8,7 +8,6 @@ three hosts without a line of this file changing; a uniform attention that this 
 registers at run time goes through the same checks.
 """
 
-import functools
 import inspect
 
 import hosts
@@ -16,10 +15,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from acvi_tf import context, decoding, objective, registry
-from acvi_tf import losses as seq_losses
+from acvi_tf import context, decoding, registry
 from acvi_tf.compat import keras
-from pointer_generator import losses as pg_losses
 from video_caption import data as vc_data
 
 # Small sizes for the mechanisms' own networks; everything else at its default.
@@ -28,28 +25,18 @@ OPTIONS = dict(
     variational_options=dict(inference_units=4),
     seed=3,
 )
-TARGETS = dict(nmt=("tgt_out", "tgt_len"), captioner=("caption_out", "caption_len"))
 # Training steps, after which the loss must be below 0.8 of its start. Over build seeds
 # 5-20 the translator's VED loss is at most 0.75 of it after 25 steps, but between 0.69
 # and 0.94 after 15 (with one initializer per weight, and with the shared one before).
 STEPS = dict(summarizer=15, nmt=25, captioner=15)
 
 
-def _loss(host, model, batch, step=0, training=True):
-    """The host's training loss (the NLL its run_* uses plus the context terms), its
-    outputs and what it logs; without ``training`` the deterministic loss of the mean
-    context."""
+def _loss(model, batch, step=0, training=True):
+    """The model's training loss (``compute_loss``), its outputs and what it logs;
+    without ``training`` the deterministic loss of the mean context."""
     out = model(batch, training=training)
-    if host == "summarizer":
-        logs = pg_losses.compute_losses(out, batch, context_layer=model.context_layer)
-        return logs["total_loss"], out, logs
-    target, lengths = TARGETS[host]
-    nll, _ = seq_losses.sequence_loss(
-        out["logits"], batch[target], batch[lengths], token_nll=out.get("token_nll")
-    )
-    normalise = functools.partial(seq_losses.per_sequence, lengths=batch[lengths])
-    terms, logs = objective.context_terms(out, step, normalise, model.context_layer)
-    return nll + terms, out, logs
+    logs = model.compute_loss(batch, out, tf.constant(step, tf.int64))
+    return logs[model.loss_key], out, logs
 
 
 def _beam(host, model, batch, beam_size=2, max_steps=4):
@@ -127,10 +114,10 @@ def _trains_decodes_and_restores(host, mode, tmp_path, steps, fall):
     model = build(registry.make_context_layer(mode, **OPTIONS), seed=5)
     optimizer = keras.optimizers.Adam(0.02)
     model(batch)  # builds the weights
-    before = float(_loss(host, model, batch, training=False)[0])
+    before = float(_loss(model, batch, training=False)[0])
     for step in range(steps):
         with tf.GradientTape() as tape:
-            loss, out, logs = _loss(host, model, batch, step)
+            loss, out, logs = _loss(model, batch, step)
         variables = model.trainable_variables
         grads = tape.gradient(loss, variables)
         assert np.isfinite(float(loss)) and any(g is not None for g in grads)
@@ -147,7 +134,7 @@ def _trains_decodes_and_restores(host, mode, tmp_path, steps, fall):
             if sigma is not None:
                 log_var = float(logs["sigma/mean_log_variance"])
                 assert 0 < float(sigma) and np.isfinite(log_var), (sigma, log_var)
-    after = float(_loss(host, model, batch, training=False)[0])
+    after = float(_loss(model, batch, training=False)[0])
     assert after < fall * before, (before, after)
 
     path = tf.train.Checkpoint(model=model).write(str(tmp_path / "model"))
@@ -191,10 +178,10 @@ def test_acvi_trains_and_decodes_in_bfloat16_in_every_host(host):
     optimizer = keras.optimizers.Adam(0.02)
     model(batch)
     assert all(w.dtype == tf.float32 for w in model.weights)
-    before = float(_loss(host, model, batch, training=False)[0])
+    before = float(_loss(model, batch, training=False)[0])
     for step in range(STEPS[host]):
         with tf.GradientTape() as tape:
-            loss, out, _ = _loss(host, model, batch, step)
+            loss, out, _ = _loss(model, batch, step)
         grads = tape.gradient(loss, model.trainable_variables)
         optimizer.apply_gradients(
             [(g, v) for g, v in zip(grads, model.trainable_variables) if g is not None]
@@ -202,6 +189,6 @@ def test_acvi_trains_and_decodes_in_bfloat16_in_every_host(host):
     logits = out["vocab_logits" if host == "summarizer" else "logits"]
     assert logits.dtype == tf.bfloat16
     assert loss.dtype == out["kl"].dtype == tf.float32
-    assert float(_loss(host, model, batch, training=False)[0]) < 0.8 * before
+    assert float(_loss(model, batch, training=False)[0]) < 0.8 * before
     decoded = _beam(host, model, batch)
     assert decoded["scores"].dtype == tf.float32 and np.all(np.isfinite(decoded["scores"]))

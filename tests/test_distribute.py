@@ -21,12 +21,9 @@ from acvi_tf import context as context_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
 from nmt import model as nmt_lib
-from nmt import run_nmt
 from pointer_generator import model as pg_lib
-from pointer_generator import run_summarization
 from video_caption import data as vc_data
 from video_caption import model as vc_lib
-from video_caption import run_captioning
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -75,7 +72,7 @@ def _toy_step(strategy, batch, max_grad_norm, steps=1, jit_compile=False):
             return tf.reduce_mean(error), dict(loss=tf.reduce_mean(error), count=tf.size(error))
 
         signature = [dict(x=tf.TensorSpec([None, 3]), y=tf.TensorSpec([None]))]
-        step = training.make_train_step(
+        step = training.make_step_from_loss(
             loss_fn,
             model.trainable_variables,
             optimizer,
@@ -184,9 +181,8 @@ def _pg_batch(rng):
 
 def _summarizer(layer):
     model = pg_lib.PointerGenerator(10, hidden_dim=6, emb_dim=4, context_layer=layer)
-    config = config_lib.parse(run_summarization.define_flags, ["x", "--max_grad_norm=0.5"])
-    return model, lambda optimizer: run_summarization.make_train_step(
-        config, model, optimizer, coverage_on=True
+    return model, lambda optimizer: training.make_train_step(
+        model, optimizer, max_grad_norm=0.5, coverage_on=True
     )
 
 
@@ -204,8 +200,7 @@ def _nmt_batch(rng):
 
 def _nmt(layer):
     model = nmt_lib.NMTModel(11, 9, 6, dropout=0.0, init_weight=0.5, context_layer=layer)
-    config = config_lib.parse(run_nmt.define_flags, ["x"])
-    return model, lambda optimizer: run_nmt.make_train_step(config, model, optimizer)
+    return model, lambda optimizer: training.make_train_step(model, optimizer, max_grad_norm=5.0)
 
 
 def _vc_batch(rng):
@@ -215,9 +210,10 @@ def _vc_batch(rng):
 
 
 def _captioner(layer):
-    model = vc_lib.Captioner(11, 4, 5, 3, 3, output_units=6, dropout=0.0, context_layer=layer)
-    config = config_lib.parse(run_captioning.define_flags, ["x", "--weight_decay=0.01"])
-    return model, lambda optimizer: run_captioning.make_train_step(model, optimizer, config)
+    model = vc_lib.Captioner(
+        11, 4, 5, 3, 3, output_units=6, dropout=0.0, context_layer=layer, weight_decay=0.01
+    )
+    return model, lambda optimizer: training.make_train_step(model, optimizer)
 
 
 HOSTS = dict(
@@ -228,7 +224,8 @@ HOSTS = dict(
 
 
 def _host_steps(strategy, host, mode, steps=1):
-    """``steps`` training steps of a host's own ``make_train_step``; the weights after."""
+    """``steps`` training steps of a host model's ``training.make_train_step``; the
+    weights after."""
     build, make_batch = HOSTS[host]
     batch = {k: tf.constant(v) for k, v in make_batch(np.random.default_rng(3)).items()}
     with strategy.scope():

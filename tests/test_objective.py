@@ -8,6 +8,8 @@ import pytest
 import tensorflow as tf
 
 from acvi_tf import context, kl_schedule, losses, objective, registry
+from acvi_tf.compat import keras
+from pointer_generator import model as pg_lib
 
 B, T = 3, 5
 LENGTHS = np.array([5, 2, 4])
@@ -75,3 +77,47 @@ def test_perplexity_stays_inside_float32_for_tensorboard():
     assert losses.perplexity(1.0, 0.0) == pytest.approx(np.e)  # no tokens: per 1
     diverged = losses.perplexity(1e6, 10.0)
     assert np.isfinite(np.float32(diverged)) and diverged == pytest.approx(np.exp(88.0))
+
+
+def test_the_sequence_objective_is_the_nll_plus_the_context_terms():
+    rng = np.random.default_rng(1)
+    out = _out()
+    out["logits"] = rng.normal(size=(B, T, 4)).astype(np.float32)
+    targets = rng.integers(0, 4, (B, T)).astype(np.int32)
+    layer = _Weighted()
+    schedule = kl_schedule.KLSchedule("linear", 100)
+    results = objective.sequence_objective(out, targets, LENGTHS, 50, layer, schedule)
+    log_probs = out["logits"] - np.log(np.exp(out["logits"]).sum(-1, keepdims=True))
+    nll = -np.take_along_axis(log_probs, targets[..., None], -1)[..., 0]
+    terms = 0.3 * 0.5 * _per_sequence_np(out["kl"]) + 0.5 * out["kl_z"].mean() + 0.7
+    np.testing.assert_allclose(float(results["nll"]), _per_sequence_np(nll), rtol=1e-5)
+    np.testing.assert_allclose(float(results["total"]), _per_sequence_np(nll) + terms, rtol=1e-5)
+    assert float(results["tokens"]) == LENGTHS.sum()
+    # a per-step loss of the mechanism's own replaces the cross-entropy
+    out["token_nll"] = np.ones((B, T), np.float32)
+    del out["kl_z"]
+    results = objective.sequence_objective(out, targets, LENGTHS, 50, total_key="loss")
+    assert float(results["loss"]) == pytest.approx(LENGTHS.sum() / B)
+
+
+def test_the_summarizer_s_loss_holds_its_coverage_loss_and_context_terms():
+    rng = np.random.default_rng(0)
+    mask = np.array([[1, 1, 1], [1, 1, 0]], np.float32)
+    batch = dict(
+        enc_batch=rng.integers(4, 9, (2, 3)).astype(np.int32),
+        enc_padding_mask=mask,
+        enc_batch_extend_vocab=rng.integers(4, 9, (2, 3)).astype(np.int32),
+        dec_batch=rng.integers(2, 9, (2, 2)).astype(np.int32),
+        target_batch=rng.integers(4, 9, (2, 2)).astype(np.int32),
+        dec_padding_mask=np.array([[1, 1], [1, 0]], np.float32),
+    )
+    keras.utils.set_random_seed(2)
+    model = pg_lib.PointerGenerator(
+        9, 3, 2, context_layer=_Weighted(), rand_unif_init_mag=0.5, cov_loss_wt=0.5
+    )
+    out = model(batch, training=True, coverage_on=True)
+    losses = model.compute_loss(batch, out, tf.constant(0, tf.int64))
+    assert float(losses["coverage_loss"]) > 0.01
+    # soft attention's KL is zero: the context terms are the regularization
+    expected = losses["loss"] + 0.5 * losses["coverage_loss"] + 0.7
+    np.testing.assert_allclose(float(losses["total_loss"]), float(expected), rtol=1e-6)

@@ -39,7 +39,7 @@ def test_apply_if_finite_leaves_weights_and_optimizer_untouched_on_nan():
 
 
 @pytest.mark.parametrize("jit_compile", [False, True])
-def test_make_train_step_clips_reports_and_leaves_unused_variables(jit_compile):
+def test_a_step_from_a_loss_clips_reports_and_leaves_unused_variables(jit_compile):
     used, unused = tf.Variable([3.0, 4.0]), tf.Variable([7.0])
     optimizer = keras.optimizers.SGD(0.5)
     optimizer.build([used, unused])
@@ -48,7 +48,7 @@ def test_make_train_step_clips_reports_and_leaves_unused_variables(jit_compile):
         loss = x * tf.reduce_sum(used**2)
         return loss, dict(loss=loss)
 
-    step = training.make_train_step(
+    step = training.make_step_from_loss(
         loss_fn,
         [used, unused],
         optimizer,
@@ -65,6 +65,45 @@ def test_make_train_step_clips_reports_and_leaves_unused_variables(jit_compile):
     np.testing.assert_array_equal(unused.numpy(), [7.0])
     step(tf.constant(np.inf, tf.float32))  # not applied
     np.testing.assert_allclose(used.numpy(), [2.7, 3.6], rtol=1e-6)
+
+
+class _Samples:
+    num_samples = 2
+
+
+class _Toy(keras.Model):
+    """A model with what ``make_train_step`` reads: ``compute_loss``, ``loss_key``,
+    ``batch_signature`` and a context layer's ``num_samples``."""
+
+    batch_signature = dict(x=tf.TensorSpec([None, 2], tf.float32))
+    loss_key = "total"
+    context_layer = _Samples()
+
+    def __init__(self):
+        super().__init__()
+        self.dense = keras.layers.Dense(1, use_bias=False, kernel_initializer="ones")
+
+    def call(self, batch, training=False, use_gumbel=None, scale=1.0):
+        assert training and use_gumbel is not None
+        return dict(y=self.dense(batch["x"]) * scale)
+
+    def compute_loss(self, batch, outputs, step):
+        total = tf.reduce_mean(tf.square(outputs["y"])) + tf.cast(step, tf.float32)
+        return dict(total=total, rows=tf.shape(batch["x"])[0])
+
+
+def test_a_model_step_tiles_the_batch_runs_the_call_options_and_compute_loss():
+    model = _Toy()
+    model.dense.build([None, 2])
+    train_step = training.make_train_step(model, keras.optimizers.SGD(0.1), scale=3.0)
+    results = train_step(
+        dict(x=tf.constant([[1.0, 0.0], [1.0, 1.0]])), tf.constant(False), tf.constant(5, tf.int64)
+    )
+    assert int(results["rows"]) == 4  # two samples of each row
+    np.testing.assert_allclose(float(results["total"]), (9.0 + 36.0) / 2 + 5.0, rtol=1e-6)
+    # d/dw mean((3 x.w)^2) = 18 mean(x (x.w)) = [18 * 1.5, 18 * 1]
+    np.testing.assert_allclose(float(results["grad_norm"]), 18 * np.hypot(1.5, 1.0), rtol=1e-6)
+    np.testing.assert_allclose(model.dense.kernel.numpy()[:, 0], [1 - 2.7, 1 - 1.8], rtol=1e-5)
 
 
 def test_nan_policy_skip_counts_and_gives_up_after_a_run_of_skips(tmp_path):

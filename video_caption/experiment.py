@@ -51,6 +51,9 @@ def build_model(config: Config, vocab: data.Vocab, feature_dim: int) -> keras.Mo
         config.dropout,
         builders.context_layer(config),
         jit_compile=config.jit_compile,
+        alpha_c=config.alpha_c,
+        weight_decay=config.weight_decay,
+        kl_terms=builders.kl_schedule(config),
     )
     model(data.make_batch([np.zeros([1, feature_dim], np.float32)], [1], [[data.UNK_ID]]))
     return model

@@ -28,8 +28,9 @@ import tensorflow as tf
 
 from acvi_tf import attention as attention_lib
 from acvi_tf import context as context_lib
-from acvi_tf import decoding, recurrent
+from acvi_tf import decoding, kl_schedule, objective, recurrent
 from acvi_tf.compat import keras
+from video_caption import data
 
 
 class Captioner(keras.Model):
@@ -45,6 +46,12 @@ class Captioner(keras.Model):
       dropout: dropout rate of the non-recurrent connections (paper: 0.5).
       context_layer: an ``acvi_tf.context`` layer; soft attention when None.
       jit_compile: build the encoder in the form XLA compiles (``acvi_tf.recurrent``).
+      alpha_c: the weight of the doubly-stochastic attention penalty in
+        ``compute_loss`` (0: off).
+      weight_decay: the weight of the L2 penalty on every kernel in ``compute_loss``
+        (0: off).
+      kl_terms: the ``kl_schedule.KLSchedule`` of ``compute_loss`` (None: every KL as
+        it is).
     """
 
     def __init__(
@@ -58,9 +65,15 @@ class Captioner(keras.Model):
         dropout: float = 0.5,
         context_layer: Optional[context_lib.ContextLayer] = None,
         jit_compile: bool = False,
+        alpha_c: float = 0.0,
+        weight_decay: float = 0.0,
+        kl_terms: Optional[kl_schedule.KLSchedule] = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.alpha_c = alpha_c
+        self.weight_decay = weight_decay
+        self.kl_terms = kl_terms
         self.vocab_size = vocab_size
         self.encoder_units = encoder_units
         self.decoder_units = decoder_units
@@ -236,6 +249,45 @@ class Captioner(keras.Model):
             embedded=lambda: self.embedding(gold),
             mask=tf.sequence_mask(batch["caption_len"], tf.shape(gold)[1]),
         )
+
+    # what ``training.make_train_step`` reads: the batch it takes, and the total loss
+    batch_signature = data.BATCH_SIGNATURE
+    loss_key = "loss"
+
+    def compute_loss(
+        self, batch: Dict[str, tf.Tensor], outputs: Dict[str, tf.Tensor], step: tf.Tensor
+    ) -> Dict[str, tf.Tensor]:
+        """arctic-capgen-vid's loss of ``call``'s outputs, with the context terms.
+
+        ``objective.sequence_objective`` (with the model's ``kl_terms``) plus ``alpha_c``
+        times the batch mean of ``attention_penalty`` and, when ``weight_decay`` is on,
+        ``weight_decay`` times the squared kernels.
+
+        Args:
+          batch: the (sample-tiled) batch the outputs are of.
+          outputs: ``call``'s training outputs.
+          step: the global step (for the KL schedule).
+
+        Returns:
+          The scalars to log: the total under ``loss``, ``nll``, ``attention_penalty``,
+          ``tokens`` (target tokens of one copy of the batch) and the context terms' logs.
+        """
+        lengths = batch["caption_len"]
+        results = objective.sequence_objective(
+            outputs,
+            batch["caption_out"],
+            lengths,
+            step,
+            self.context_layer,
+            self.kl_terms,
+            total_key=self.loss_key,
+        )
+        penalty = tf.reduce_mean(attention_penalty(outputs["attn"], lengths, batch["num_frames"]))
+        loss = results[self.loss_key] + self.alpha_c * penalty
+        if self.weight_decay > 0:  # arctic's; no work in the step when off (the paper)
+            kernels = [v for v in self.trainable_variables if "kernel" in v.name]
+            loss += self.weight_decay * tf.add_n([tf.reduce_sum(tf.square(k)) for k in kernels])
+        return dict(results, **{self.loss_key: loss}, attention_penalty=penalty)
 
 
 def attention_penalty(attn: tf.Tensor, caption_len: tf.Tensor, num_frames: tf.Tensor) -> tf.Tensor:

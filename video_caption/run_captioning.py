@@ -36,7 +36,6 @@ Typical use (docs/captioner.md)::
 """
 
 import collections
-import functools
 import json
 import os
 from typing import Dict, List, Union
@@ -45,7 +44,7 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags, logging
 
-from acvi_tf import builders, checkpoints, distribute, files, losses, objective, summaries
+from acvi_tf import builders, checkpoints, distribute, files, summaries
 from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf import trainer as trainer_lib
@@ -54,7 +53,6 @@ from acvi_tf.compat import keras
 from acvi_tf.config import Config
 from acvi_tf.metrics import captions as caption_metrics
 from video_caption import data, experiment
-from video_caption import model as model_lib
 
 MODES = ("train", "eval", "decode")
 REPORTED = experiment.REPORTED
@@ -221,60 +219,6 @@ def _frame_labels(num_frames):
     return ["f%d" % (i + 1) for i in range(num_frames)]
 
 
-def make_train_step(model, optimizer, config):
-    """The training step: loss with its extra terms, clipped gradients, update.
-
-    Args:
-      model: a built ``Captioner``.
-      optimizer: a Keras optimizer.
-      config: the parsed flags (``alpha_c``, ``weight_decay``, ``max_grad_norm``,
-        ``jit_compile``).
-
-    Returns:
-      ``train_step(batch, use_gumbel, step) -> results`` (``acvi_tf.training.
-      make_train_step``).
-    """
-    context_layer = model.context_layer
-    num_samples = context_layer.num_samples
-    kl_terms = builders.kl_schedule(config)
-    # arctic's weight decay; no work in the step when it is off (the paper)
-    kernels = (
-        [v for v in model.trainable_variables if "kernel" in v.name]
-        if config.weight_decay > 0
-        else []
-    )
-
-    def loss_fn(batch, use_gumbel, step):
-        # K Monte-Carlo samples: the batch repeated K times averages the loss over them
-        batch = objective.tile_batch(batch, num_samples)
-        out = model(batch, training=True, use_gumbel=use_gumbel)
-        nll, count = losses.sequence_loss(
-            out["logits"],
-            batch["caption_out"],
-            batch["caption_len"],
-            token_nll=out.get("token_nll"),
-        )
-        per_sequence = functools.partial(losses.per_sequence, lengths=batch["caption_len"])
-        terms, logs = objective.context_terms(out, step, per_sequence, context_layer, kl_terms)
-        penalty = tf.reduce_mean(
-            model_lib.attention_penalty(out["attn"], batch["caption_len"], batch["num_frames"])
-        )
-        loss = nll + terms + config.alpha_c * penalty
-        if kernels:
-            loss += config.weight_decay * tf.add_n([tf.reduce_sum(tf.square(k)) for k in kernels])
-        return loss, dict(loss=loss, nll=nll, **logs, attention_penalty=penalty, tokens=count)
-
-    return training_lib.make_train_step(
-        loss_fn,
-        model.trainable_variables,
-        optimizer,
-        [data.BATCH_SIGNATURE, tf.TensorSpec([], tf.bool), tf.TensorSpec([], tf.int64)],
-        config.max_grad_norm,
-        config.jit_compile,
-        sum_keys=("tokens",),
-    )
-
-
 def train(
     exp: experiment.Experiment, strategy: tf.distribute.Strategy, step_var: tf.Variable
 ) -> float:
@@ -299,7 +243,9 @@ def train(
     )
     checkpointer.restore_latest()
     context_layer = model.context_layer
-    train_step = make_train_step(model, optimizer, config)
+    train_step = training_lib.make_train_step(
+        model, optimizer, config.max_grad_norm, config.jit_compile, sum_keys=("tokens",)
+    )
 
     train_set = exp.split("train")
     pairs = train_set.caption_pairs(exp.vocab, config.max_caption_len)
