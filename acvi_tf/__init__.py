@@ -1,8 +1,12 @@
 """acvi_tf: Amortized Context Vector Inference for sequence-to-sequence models.
 
-The shared library of the three ACVI hosts: attention scorers (``attention``), context
-inference layers (``context``; ``registry`` lists the mechanisms ``--context`` picks),
-shared absl flags (``flags``) and metrics (``metrics``).
+The shared library of the three ACVI hosts, one sub-package per layer: ``contexts``
+(the context mechanisms, their registry and their part of the objective), ``layers``
+(the shared LSTM and Transformer), ``training`` (the step, the loop, checkpoints,
+distribution), ``inference`` (decoding, export, the inference commands' shared flags),
+``text`` (tokenisers), ``formats`` (corpus files) and ``metrics``. Beside them: flags
+(``flags``), the objects built from them (``builders``), the frozen run config
+(``config``), errors, files, progress lines and the Keras choice (``compat``).
 Nothing here imports a model package.
 
 Importing the package imports ``quiet`` only (TensorFlow's start-up lines off a
@@ -14,18 +18,18 @@ import importlib
 from acvi_tf import quiet  # noqa: F401  (before anything imports TensorFlow)
 
 _EXPORTS = {
-    "AdditiveScorer": "acvi_tf.attention",
-    "MultiplicativeScorer": "acvi_tf.attention",
-    "ScaledDotProductScorer": "acvi_tf.attention",
-    "masked_softmax": "acvi_tf.attention",
-    "ACVIContext": "acvi_tf.context",
-    "PreparedMemory": "acvi_tf.context",
-    "SoftAttentionContext": "acvi_tf.context",
-    "VarianceNetwork": "acvi_tf.context",
-    "average_over_samples": "acvi_tf.context",
-    "tile_for_samples": "acvi_tf.context",
-    "CONTEXTS": "acvi_tf.registry",
-    "make_context_layer": "acvi_tf.registry",
+    "AdditiveScorer": "acvi_tf.contexts.attention",
+    "MultiplicativeScorer": "acvi_tf.contexts.attention",
+    "ScaledDotProductScorer": "acvi_tf.contexts.attention",
+    "masked_softmax": "acvi_tf.contexts.attention",
+    "ACVIContext": "acvi_tf.contexts.context",
+    "PreparedMemory": "acvi_tf.contexts.context",
+    "SoftAttentionContext": "acvi_tf.contexts.context",
+    "VarianceNetwork": "acvi_tf.contexts.context",
+    "average_over_samples": "acvi_tf.contexts.context",
+    "tile_for_samples": "acvi_tf.contexts.context",
+    "CONTEXTS": "acvi_tf.contexts.registry",
+    "make_context_layer": "acvi_tf.contexts.registry",
 }
 __all__ = sorted(_EXPORTS)
 __version__ = "0.1.0"

@@ -11,10 +11,11 @@ import tensorflow as tf
 from absl import logging
 
 from acvi_tf import config as config_lib
-from acvi_tf import context, distribute, registry
 from acvi_tf import flags as acvi_flags
-from acvi_tf import kl_schedule as kl_schedule_lib
 from acvi_tf.compat import keras
+from acvi_tf.contexts import context, registry
+from acvi_tf.contexts import kl_schedule as kl_schedule_lib
+from acvi_tf.training import distribute
 
 
 def _acvi_options(config: config_lib.Config) -> dict:

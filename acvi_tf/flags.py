@@ -18,8 +18,11 @@ import tensorflow as tf
 from absl import app, flags, logging
 
 from acvi_tf import config as config_lib
-from acvi_tf import context as context_lib
-from acvi_tf import distribute, errors, files, kl_schedule, registry, training, variational
+from acvi_tf import errors, files
+from acvi_tf.contexts import context as context_lib
+from acvi_tf.contexts import kl_schedule, registry, variational
+from acvi_tf.training import distribute
+from acvi_tf.training import step as training_lib
 
 # --mixed_precision's values and the Keras policies they set.
 PRECISION_POLICIES = {"none": "float32", "float16": "mixed_float16", "bfloat16": "mixed_bfloat16"}
@@ -244,7 +247,7 @@ def define_flags(flag_values=flags.FLAGS):
     flags.DEFINE_enum(
         "nan_policy",
         "stop",
-        list(training.NAN_POLICIES),
+        list(training_lib.NAN_POLICIES),
         "A batch with a NaN or infinite loss is never applied; then 'stop' ends training "
         "with the step and the last good checkpoint, 'skip_batch' logs the batch, counts "
         "it in TensorBoard (train/skipped_batches) and goes on (stopping after 100 in a "

@@ -33,8 +33,8 @@ from absl import app, flags, logging
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from acvi_tf import config as config_lib
-from acvi_tf import text
 from acvi_tf.formats import bin_files, see_vocab
+from acvi_tf.text import tokenizers
 from data_prep import summarization, translation
 
 import _report as report
@@ -132,7 +132,7 @@ def _builds(folder: str, pairs: int, bpe_merges: int) -> dict:
         builds["translation", tokenizer] = lambda config=config: translation.build(config)
         builds["pairs", tokenizer] = lambda config=config: translation.make_pairs(
             translation.read_sources(config),
-            text.batch_tokenizer(config.tokenizer, config.lowercase),
+            tokenizers.batch_tokenizer(config.tokenizer, config.lowercase),
             0,
             translation.Stats(),
         )
@@ -142,7 +142,7 @@ def _builds(folder: str, pairs: int, bpe_merges: int) -> dict:
 def _first_call_seconds() -> float:
     """Seconds of tftext's first call in this process: the import and the trace."""
     start = time.perf_counter()
-    from acvi_tf import graph_tokenizer
+    from acvi_tf.text import graph_tokenizer
 
     graph_tokenizer.tokenize_texts(["Warm up."])
     return time.perf_counter() - start

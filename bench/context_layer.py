@@ -27,9 +27,10 @@ from absl import flags
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from acvi_tf import attention, builders, registry
+from acvi_tf import builders
 from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
+from acvi_tf.contexts import attention, registry
 
 import _report as report
 

@@ -6,7 +6,7 @@ On a CPU the replicas are logical devices that share the same cores (``--cpu_dev
 per-replica graph and summing the gradients, with no extra compute to gain. On a machine
 with several GPUs the mirrored row uses all of them, and the ratio is the scaling.
 
-The step is the NMT model's real training step (``training.make_train_step``) with ACVI's
+The step is the NMT model's real training step (``training_lib.make_train_step``) with ACVI's
 default objective: 256 units, a bidirectional encoder, Luong attention, SGD; batch 128,
 30 source and 30 target tokens, vocabularies of 8,000 words. The table gives the median
 wall and CPU milliseconds per step and the per-round ratios to one device (median and
@@ -26,8 +26,10 @@ from absl import flags
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from acvi_tf import config as config_lib
-from acvi_tf import distribute, registry, training
 from acvi_tf.compat import keras
+from acvi_tf.contexts import registry
+from acvi_tf.training import distribute
+from acvi_tf.training import step as training_lib
 from nmt import model as nmt_model
 
 import _report as report
@@ -75,7 +77,7 @@ def _step(strategy, batch):
         model(batch)
         optimizer = keras.optimizers.SGD(1.0)
         optimizer.build(model.trainable_variables)
-        step = training.make_train_step(model, optimizer, 5.0)  # run_nmt's default clipping
+        step = training_lib.make_train_step(model, optimizer, 5.0)  # run_nmt's default clipping
     args = (tf.constant(False), tf.constant(0, tf.int64))
     float(step(batch, *args)["train_loss"])
     return lambda: float(step(batch, *args)["train_loss"])

@@ -4,7 +4,7 @@ Times one forward and backward pass (gradients for the inputs and every weight) 
 bidirectional LSTM over a padded batch at each host's paper size, built two ways with the
 same weights: ``keras.layers.LSTM`` (on CPU its loop computes ``x_t W`` and every
 gradient product inside; on a GPU it runs cuDNN's kernel) and
-``acvi_tf.recurrent.ProjectedLSTM`` (``X W`` before the loop, the recurrent kernel's
+``acvi_tf.layers.recurrent.ProjectedLSTM`` (``X W`` before the loop, the recurrent kernel's
 gradient after it, ``dz U^T`` with ``U^T`` formed once). The two
 are timed interleaved after the trace and one untimed round; their outputs and gradients
 are checked to agree first. Rows go to BENCHMARKS.md.
@@ -23,8 +23,8 @@ from absl import flags
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from acvi_tf import config as config_lib
-from acvi_tf import recurrent
 from acvi_tf.compat import keras
+from acvi_tf.layers import recurrent
 
 import _report as report
 

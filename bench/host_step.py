@@ -1,6 +1,6 @@
 """Training-step throughput of the NMT and captioning hosts for SA and the ACVI variants.
 
-``translation``: the NMT model's real training step (``training.make_train_step``) at
+``translation``: the NMT model's real training step (``training_lib.make_train_step``) at
 the paper's size (``--hparams_preset=acvi_paper``: 256 units, a bidirectional encoder and
 two decoder layers, Luong attention, dropout 0.2, SGD; batch 128, 50 source and 50 target
 tokens, IWSLT'15 En-Vi's vocabularies of 17,191 and 7,709 words), in target tokens per
@@ -34,10 +34,12 @@ from absl import flags
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from acvi_tf import builders, registry, training
+from acvi_tf import builders
 from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
+from acvi_tf.contexts import registry
+from acvi_tf.training import step as training_lib
 from nmt import (
     hparams,
 )
@@ -134,7 +136,7 @@ def _translation_step(layer, jit_compile):
     optimizer = keras.optimizers.SGD(preset["learning_rate"])
     optimizer.build(model.trainable_variables)
     # run_nmt's default --max_gradient_norm
-    step = training.make_train_step(model, optimizer, 5.0, jit_compile)
+    step = training_lib.make_train_step(model, optimizer, 5.0, jit_compile)
     return step, batch
 
 
@@ -165,7 +167,7 @@ def _captioning_step(layer, jit_compile):
     model(batch)
     optimizer = keras.optimizers.Adadelta(1.0)  # arctic-capgen-vid's optimizer
     optimizer.build(model.trainable_variables)
-    return training.make_train_step(model, optimizer, jit_compile=jit_compile), batch
+    return training_lib.make_train_step(model, optimizer, jit_compile=jit_compile), batch
 
 
 def run(config: config_lib.Config) -> None:

@@ -27,7 +27,7 @@ Peers (``--peer``):
 
 Both implementations run without dropout, so that they compute the same function
 (``acvi_paper`` trains with dropout 0.2). The training step is the forward and backward
-pass, global-norm clipping at 5 and an SGD update (ours: ``training.make_train_step``). Rows
+pass, global-norm clipping at 5 and an SGD update (ours: ``training_lib.make_train_step``). Rows
 go to BENCHMARKS.md through ``bench/_report.py``.
 
 Usage: python bench/peers.py [--peer=keras,tfa] [--rounds=7] [--batch=128] [--src_len=50]
@@ -45,10 +45,12 @@ from absl import flags
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from acvi_tf import compat, losses, training
+from acvi_tf import compat
 from acvi_tf import config as config_lib
 from acvi_tf.compat import keras
 from acvi_tf.formats import nmt_text
+from acvi_tf.training import losses
+from acvi_tf.training import step as training_lib
 from nmt import hparams
 from nmt import model as nmt_model
 from nmt import translator as translator_lib
@@ -361,11 +363,11 @@ def _check(name, difference, tolerance):
 
 
 def _compare_train_step(config, model, peer, batch):
-    """Row for the training step: ours (``training.make_train_step``) against tfa's
+    """Row for the training step: ours (``training_lib.make_train_step``) against tfa's
     decoder."""
     peer.copy_weights(model)
     # run_nmt's default --max_gradient_norm
-    ours_step = training.make_train_step(model, keras.optimizers.SGD(1.0), MAX_GRADIENT_NORM)
+    ours_step = training_lib.make_train_step(model, keras.optimizers.SGD(1.0), MAX_GRADIENT_NORM)
     peer_optimizer = keras.optimizers.SGD(1.0)
     variables = peer.trainable_variables
 

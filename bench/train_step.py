@@ -12,12 +12,12 @@ per-round ratios to ``sa`` with the same coverage setting are reported. ``--vari
 picks some, including ablations: three that locate ACVI's extra time, ``ablation: no KL``
 (the KL term replaced by 0), ``ablation: unit variance`` (sigma^2 = 1: no variance
 network, no gradient into sigma^2) and ``ablation: noise off`` (the mean context in
-training; KL and variance network kept); two that measure ``acvi_tf/loop_gradients.py``,
+training; KL and variance network kept); two that measure ``acvi_tf/training/loop_gradients.py``,
 ``ablation: sa in-loop gradients`` and ``ablation: acvi in-loop gradients`` (nothing
 deferred); ``ablation: sa keras lstm encoder`` and ``ablation: acvi keras lstm encoder``
-(the encoder as Keras's ``LSTM`` layer instead of ``acvi_tf.recurrent.ProjectedLSTM``);
+(the encoder as Keras's ``LSTM`` layer instead of ``acvi_tf.layers.recurrent.ProjectedLSTM``);
 and ``ablation: sa dense coverage`` (the coverage term through the ``w_c`` Dense layer
-instead of ``acvi_tf.attention.coverage_feature``).
+instead of ``acvi_tf.contexts.attention.coverage_feature``).
 
 ``--precisions=none,bfloat16`` builds every variant under each precision policy as well
 (float32, mixed_bfloat16) and compares each with the first. Each ratio is the median (and
@@ -55,9 +55,9 @@ from acvi_tf import (
     training,
 )
 from acvi_tf import config as config_lib
-from acvi_tf import context as context_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
+from acvi_tf.contexts import context as context_lib
 from pointer_generator import model as model_lib
 from pointer_generator import run_summarization
 

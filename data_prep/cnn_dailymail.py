@@ -92,7 +92,7 @@ from acvi_tf import config as config_lib
 from acvi_tf import errors
 from acvi_tf import progress as progress_lib
 from acvi_tf.formats import bin_files, see_vocab, vocabulary
-from acvi_tf.text import ptb_tokenize
+from acvi_tf.text.tokenizers import ptb_tokenize
 from data_prep import splits as splits_lib
 from data_prep import summarization
 

@@ -43,7 +43,8 @@ from typing import IO, Iterable, Iterator, List, Mapping, Optional, Sequence
 from absl import flags, logging
 
 from acvi_tf import config as config_lib
-from acvi_tf import errors, text
+from acvi_tf import errors
+from acvi_tf.text import tokenizers
 from data_prep import splits as splits_lib
 from data_prep import summarization
 
@@ -271,7 +272,7 @@ def make_pairs(
     """Tokenised pairs of the records (``summarization.make_pairs``, empties skipped)."""
     return summarization.make_pairs(
         sources(records),
-        text.batch_tokenizer("treebank"),
+        tokenizers.batch_tokenizer("treebank"),
         max_article_tokens,
         stats,
         skip_empty=True,

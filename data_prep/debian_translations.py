@@ -37,7 +37,7 @@ from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, 
 from absl import flags, logging
 
 from acvi_tf import config as config_lib
-from acvi_tf import text
+from acvi_tf.text import tokenizers
 from data_prep import debian_descriptions as dd
 from data_prep import splits as splits_lib
 from data_prep import translation
@@ -223,7 +223,11 @@ def make_pairs(
     """Tokenised pairs of the joined descriptions (``translation.make_pairs``, empty
     pairs dropped)."""
     return translation.make_pairs(
-        sources(english, translated, stats), text.batch_tokenizer("treebank"), max_len, stats, True
+        sources(english, translated, stats),
+        tokenizers.batch_tokenizer("treebank"),
+        max_len,
+        stats,
+        True,
     )
 
 

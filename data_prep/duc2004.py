@@ -41,7 +41,7 @@ Rules, in the order they are applied:
   ``--expected_references`` (4) is kept and warned about (counted). A document whose
   TEXT is empty is skipped (counted): the See batcher would drop it and the decoded
   summaries would no longer line up with ``references.json``.
-4. Tokenisation is ``acvi_tf.text.tokenize``: split into sentences,
+4. Tokenisation is ``acvi_tf.text.tokenizers.tokenize``: split into sentences,
   lowercased, NLTK's ``TreebankWordTokenizer``, tokens joined by single spaces. The
   article is the document text; the ``.bin`` abstract is the first reference as
   ``<s> tokens </s>`` (only so that the See pipeline can read the file; scoring uses all
@@ -73,7 +73,7 @@ from acvi_tf import config as config_lib
 from acvi_tf import errors
 from acvi_tf import progress as progress_lib
 from acvi_tf.formats import bin_files, see_vocab
-from acvi_tf.text import tokenize
+from acvi_tf.text.tokenizers import tokenize
 
 SPLIT = "test"
 CHUNK_SIZE = 1000

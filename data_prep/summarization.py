@@ -15,9 +15,9 @@ Rules, in the order they are applied:
 2. Deduplication: one pair per distinct article text (before tokenisation), the first
    in file order; later ones are dropped (counted) whatever their abstract.
 3. Tokenisation (``--tokenizer``): ``treebank``, NLTK's Treebank tokenizer sentence by
-   sentence (``acvi_tf.text.tokenize``), ``ptb``, the Python port of CoreNLP's
-   PTBTokenizer the CNN/DailyMail builder uses (``acvi_tf.text.ptb_tokenize``), or
-   ``tftext``, the TensorFlow ops an exported model runs (``acvi_tf.graph_tokenizer``),
+   sentence (``acvi_tf.text.tokenizers.tokenize``), ``ptb``, the Python port of CoreNLP's
+   PTBTokenizer the CNN/DailyMail builder uses (``acvi_tf.text.tokenizers.ptb_tokenize``), or
+   ``tftext``, the TensorFlow ops an exported model runs (``acvi_tf.text.graph_tokenizer``),
    one graph call per batch of records; lowercased unless ``--nolowercase``. The
    abstract's lines are its sentences, each written as ``<s> tokens </s>`` as See's
    ``make_datafiles.py`` writes highlights.
@@ -60,9 +60,10 @@ from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence,
 from absl import flags, logging
 
 from acvi_tf import config as config_lib
-from acvi_tf import errors, files, text
+from acvi_tf import errors, files
 from acvi_tf import progress as progress_lib
 from acvi_tf.formats import bin_files, see_vocab
+from acvi_tf.text import tokenizers
 from data_prep import splits as splits_lib
 
 SPLITS = ("train", "val", "test")
@@ -314,7 +315,7 @@ def make_pairs(
 
     Args:
       sources: ``Source`` objects in file order.
-      tokenize: ``texts -> their tokens`` (``acvi_tf.text.batch_tokenizer``).
+      tokenize: ``texts -> their tokens`` (``acvi_tf.text.tokenizers.batch_tokenizer``).
       max_article_tokens: the longest article kept, in tokens (0: every one).
       stats: a ``Stats`` whose counters are updated.
       skip_empty: skip (and count) an empty article or abstract instead of refusing it.
@@ -602,7 +603,7 @@ def build(config: config_lib.Config) -> Stats:
     stats = Stats()
     pairs = make_pairs(
         read_sources(config),
-        text.batch_tokenizer(config.tokenizer, config.lowercase),
+        tokenizers.batch_tokenizer(config.tokenizer, config.lowercase),
         config.max_article_tokens,
         stats,
         config.skip_empty,
@@ -652,7 +653,7 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     flags.DEFINE_string(
         "out_dir", None, "Directory for train/val/test.bin, chunked/ and vocab.", flag_values=fv
     )
-    text.define_flags(fv)
+    tokenizers.define_flags(fv)
     flags.DEFINE_integer(
         "max_article_tokens",
         0,

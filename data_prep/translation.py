@@ -68,10 +68,11 @@ from subword_nmt import learn_bpe as learn_bpe_lib
 from subword_nmt.apply_bpe import BPE
 
 from acvi_tf import config as config_lib
-from acvi_tf import errors, files, text
+from acvi_tf import errors, files
 from acvi_tf import progress as progress_lib
 from acvi_tf.formats import bpe as bpe_lib
 from acvi_tf.formats import nmt_text
+from acvi_tf.text import tokenizers
 from data_prep import splits as splits_lib
 
 SPLITS = ("train", "dev", "test")
@@ -223,7 +224,7 @@ def make_pairs(
 
     Args:
       sources: ``Source`` objects in file order.
-      tokenize: ``texts -> their tokens`` (``acvi_tf.text.batch_tokenizer``).
+      tokenize: ``texts -> their tokens`` (``acvi_tf.text.tokenizers.batch_tokenizer``).
       max_len: the most tokens kept on either side (0: no limit).
       stats: a ``Stats`` whose counters are updated.
       skip_empty: drop (and count) a pair with an empty side instead of refusing it.
@@ -497,7 +498,7 @@ def build(config: config_lib.Config) -> Stats:
     keep_splits = EVAL_SPLITS if config.keep_eval_splits else ()
     pairs = make_pairs(
         read_sources(config),
-        text.batch_tokenizer(config.tokenizer, config.lowercase),
+        tokenizers.batch_tokenizer(config.tokenizer, config.lowercase),
         config.max_len,
         stats,
         config.skip_empty,
@@ -551,7 +552,7 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
             flag_values=fv,
         )
     flags.DEFINE_string("out_dir", None, "Directory of the corpus files.", flag_values=fv)
-    text.define_flags(fv)
+    tokenizers.define_flags(fv)
     flags.DEFINE_integer(
         "max_len",
         0,

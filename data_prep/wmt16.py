@@ -33,7 +33,7 @@ from typing import Iterator, Mapping, Sequence
 from absl import flags
 
 from acvi_tf import config as config_lib
-from acvi_tf import text
+from acvi_tf.text import tokenizers
 from data_prep import splits as splits_lib
 from data_prep import translation
 
@@ -91,7 +91,7 @@ def prepare(
     stats = translation.Stats()
     pairs = translation.make_pairs(
         sources(src, tgt, prefixes),
-        text.batch_tokenizer(TOKENIZER, lowercase=False),
+        tokenizers.batch_tokenizer(TOKENIZER, lowercase=False),
         0,
         stats,
         skip_empty=True,

@@ -10,11 +10,13 @@ from typing import Callable, Optional, Tuple
 import tensorflow as tf
 from absl import logging
 
-from acvi_tf import builders, checkpoints, transformer
+from acvi_tf import builders
 from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
 from acvi_tf.config import Config
 from acvi_tf.formats import nmt_text
+from acvi_tf.layers import transformer
+from acvi_tf.training import checkpoints
 from nmt import data
 from nmt import model as model_lib
 from nmt import translator as translator_lib
@@ -130,8 +132,8 @@ def restore(
       The checkpoint's path and its step.
 
     Raises:
-      acvi_tf.checkpoints.CheckpointError: the run holds no checkpoint.
-      acvi_tf.checkpoints.CheckpointMismatchError: a checkpoint of another model.
+      acvi_tf.training.checkpoints.CheckpointError: the run holds no checkpoint.
+      acvi_tf.training.checkpoints.CheckpointMismatchError: a checkpoint of another model.
     """
     return checkpoints.restore_for_inference(
         model,
@@ -172,7 +174,7 @@ def load_decoder(
 
     Raises:
       acvi_tf.flags.DecodeSettingError: a beam search of no width.
-      acvi_tf.checkpoints.CheckpointError: the run holds no checkpoint.
+      acvi_tf.training.checkpoints.CheckpointError: the run holds no checkpoint.
     """
     check_search(config)
     src_vocab, tgt_vocab = load_vocabs(config)

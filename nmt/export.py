@@ -2,8 +2,8 @@
 
 ``python -m nmt.export --out_dir=runs/mine --export_dir=served/1`` writes a SavedModel
 whose graph holds the whole path of ``nmt.translate``: the corpus's ``tftext``
-tokenisation (``acvi_tf.graph_tokenizer``), its BPE segmentation when it has one
-(``acvi_tf.graph_bpe``, equal to subword-nmt's), the source vocabulary lookup, the run's
+tokenisation (``acvi_tf.text.graph_tokenizer``), its BPE segmentation when it has one
+(``acvi_tf.text.graph_bpe``, equal to subword-nmt's), the source vocabulary lookup, the run's
 greedy or GNMT beam search with its best weights, and the target words joined by spaces
 (``@@`` markers removed). Its signatures:
 
@@ -24,10 +24,10 @@ import tensorflow as tf
 from absl import flags
 
 from acvi_tf import config as config_lib
-from acvi_tf import export as export_lib
-from acvi_tf import graph_bpe
 from acvi_tf.config import Config
 from acvi_tf.formats import nmt_text
+from acvi_tf.inference import export as export_lib
+from acvi_tf.text import graph_bpe
 from nmt import experiment, translate
 
 _SENTENCES = tf.TensorSpec([None], tf.string)
@@ -45,7 +45,7 @@ class ServedTranslator(tf.Module):
     Args:
       translator: an ``nmt.translator.Translator``.
       src_vocab, tgt_vocab: the run's ``nmt.data.Vocab``s.
-      tokenize: ``texts [B] -> tokens [B, (n)]`` (``acvi_tf.export.graph_tokenizer_for``).
+      tokenize: ``texts [B] -> tokens [B, (n)]`` (``acvi_tf.inference.export.graph_tokenizer_for``).
       bpe_codes: the corpus's subword-nmt codes, or None without BPE.
     """
 

@@ -27,10 +27,12 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 
 import tensorflow as tf
 
-from acvi_tf import attention as attention_lib
-from acvi_tf import context as context_lib
-from acvi_tf import decoding, kl_schedule, objective, recurrent
 from acvi_tf.compat import keras
+from acvi_tf.contexts import attention as attention_lib
+from acvi_tf.contexts import context as context_lib
+from acvi_tf.contexts import kl_schedule, objective
+from acvi_tf.inference import decoding
+from acvi_tf.layers import recurrent
 from nmt import data
 
 ENCODER_TYPES = ("uni", "bi")
@@ -79,8 +81,8 @@ class NMTModel(keras.Model):
       pass_hidden_state: initialise the decoder with the encoder's final states.
       dropout: input dropout rate of every LSTM (training only).
       init_weight: range of the uniform initialiser of every weight.
-      context_layer: an ``acvi_tf.context`` layer (soft attention when None).
-      jit_compile: build the encoder in the form XLA compiles (``acvi_tf.recurrent``).
+      context_layer: an ``acvi_tf.contexts.context`` layer (soft attention when None).
+      jit_compile: build the encoder in the form XLA compiles (``acvi_tf.layers.recurrent``).
       seed: seed of the initial weights; None draws one from Python's ``random``, which
         ``keras.utils.set_random_seed`` seeds.
       kl_terms: the ``kl_schedule.KLSchedule`` of ``compute_loss`` (None: every KL as
@@ -275,7 +277,7 @@ class NMTModel(keras.Model):
     def decode_step(
         self, tokens: tf.Tensor, state: Dict[str, Any], constants: Dict[str, Any]
     ) -> Tuple[tf.Tensor, Dict[str, Any], Dict[str, tf.Tensor]]:
-        """One search step (``acvi_tf.decoding``'s protocol): the previous tokens [B] ->
+        """One search step (``acvi_tf.inference.decoding``'s protocol): the previous tokens [B] ->
         ``(log p(y_t) [B, V], state, {"attn": a_t})``."""
         output, state, attn, context = self.step(self.tgt_embedding(tokens), state, constants)
         return self.log_probs(output, state, attn, context, constants), state, {"attn": attn}

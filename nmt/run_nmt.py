@@ -22,16 +22,17 @@ from typing import Optional, Tuple
 import tensorflow as tf
 from absl import app, flags, logging
 
-from acvi_tf import builders, checkpoints, distribute, files, losses, summaries
+from acvi_tf import builders, files
 from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf import progress as progress_lib
-from acvi_tf import trainer as trainer_lib
-from acvi_tf import training as training_lib
 from acvi_tf.compat import keras
 from acvi_tf.config import Config
 from acvi_tf.formats import bpe, nmt_text
 from acvi_tf.metrics import bleu as bleu_lib
+from acvi_tf.training import checkpoints, distribute, losses, summaries
+from acvi_tf.training import step as training_lib
+from acvi_tf.training import trainer as trainer_lib
 from nmt import data, experiment, hparams, schedule
 
 # Flags of this entry point that decide the model's variables (and the optimizer's).

@@ -23,11 +23,13 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from absl import flags, logging
 
-from acvi_tf import builders, files, inference, text
+from acvi_tf import builders, files
 from acvi_tf import config as config_lib
 from acvi_tf import progress as progress_lib
 from acvi_tf.config import Config
 from acvi_tf.formats import bpe
+from acvi_tf.inference import commands
+from acvi_tf.text import tokenizers
 from nmt import experiment, run_nmt
 
 CORPUS_RECORD = "corpus.json"
@@ -38,18 +40,18 @@ CORPUS_FIX = "rebuild the corpus with data_prep.translation, or restore the file
 def define_run_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     """Defines the flags that name a trained run and its search settings on ``fv``
     (shared with ``nmt.export``)."""
-    inference.define_run_flags(fv, "best/", "beam_width", 0, "infer_batch_size", "Sentences")
+    commands.define_run_flags(fv, "best/", "beam_width", 0, "infer_batch_size", "Sentences")
 
 
 def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     """Defines the command's flags on ``fv``."""
     define_run_flags(fv)
-    inference.define_io_flags(fv, "Sentences", "Translations")
+    commands.define_io_flags(fv, "Sentences", "Translations")
 
 
 def run_config(out_dir: str, given: Dict[str, Any]) -> Config:
     """The run's settings as its ``hparams.json`` records them, with ``given`` on top."""
-    return inference.run_config(run_nmt, out_dir, **given)
+    return commands.run_config(run_nmt, out_dir, **given)
 
 
 def corpus_record(config: Config) -> Tuple[str, Dict[str, Any], Optional[str]]:
@@ -73,7 +75,7 @@ def preprocessor(config: Config) -> Callable[[str], str]:
     """``raw line -> the model's source line``: the corpus's tokenizer, then its BPE."""
     _, settings, codes = corpus_record(config)
     segment = bpe.segmenter(codes) if codes else None
-    tokenize = text.tokenizer(settings["tokenizer"], settings["lowercase"])
+    tokenize = tokenizers.tokenizer(settings["tokenizer"], settings["lowercase"])
     return lambda line: segment(tokenize(line)) if segment else tokenize(line)
 
 
@@ -94,7 +96,7 @@ def run(config: Config) -> List[str]:
     given = dict(beam_width=config.beam_width, infer_batch_size=config.infer_batch_size)
     model_config = run_config(config.out_dir, given).replace(ckpt=config.ckpt)
     builders.configure_runtime(model_config)
-    return inference.map_lines(
+    return commands.map_lines(
         config.input,
         config.output,
         lambda sentences: translate(sentences, model_config),

@@ -5,8 +5,8 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 import numpy as np
 import tensorflow as tf
 
-from acvi_tf import decoding, gnmt_beam_search
 from acvi_tf.formats import nmt_text
+from acvi_tf.inference import decoding, gnmt_beam_search
 from nmt import data
 
 # Under XLA, source batches are padded to a multiple of this many tokens: one compiled

@@ -1,6 +1,6 @@
 """Decoding with a trained pointer-generator: batched beam search, output files, ROUGE.
 
-``Summarizer.decode`` runs ``acvi_tf.decoding.beam_search`` on many articles in one
+``Summarizer.decode`` runs ``acvi_tf.inference.decoding.beam_search`` on many articles in one
 compiled call. ``decode_single_pass`` writes See et al.'s folder
 ``decode_{split}_{E}maxenc_{B}beam_{m}mindec_{M}maxdec_ckpt-N/`` with ``reference/`` and
 ``decoded/`` (``%06d_reference.txt`` / ``%06d_decoded.txt``, one sentence per line; a
@@ -24,8 +24,9 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from acvi_tf import decoding, errors, files
+from acvi_tf import errors, files
 from acvi_tf.formats import see_vocab
+from acvi_tf.inference import decoding
 from acvi_tf.metrics import copying
 from acvi_tf.metrics import meteor as meteor_lib
 from acvi_tf.metrics import rouge as rouge_lib

@@ -11,10 +11,11 @@ from typing import Callable, List, Optional, Tuple
 import tensorflow as tf
 from absl import app, logging
 
-from acvi_tf import builders, checkpoints
+from acvi_tf import builders
 from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
 from acvi_tf.config import Config
+from acvi_tf.training import checkpoints
 from pointer_generator import curriculum
 from pointer_generator import decode as decode_lib
 from pointer_generator import model as model_lib
@@ -200,8 +201,8 @@ def restore(
       The checkpoint's path and its step.
 
     Raises:
-      acvi_tf.checkpoints.CheckpointError: the run holds no checkpoint.
-      acvi_tf.checkpoints.CheckpointMismatchError: a checkpoint of another model.
+      acvi_tf.training.checkpoints.CheckpointError: the run holds no checkpoint.
+      acvi_tf.training.checkpoints.CheckpointMismatchError: a checkpoint of another model.
     """
     return checkpoints.restore_for_inference(
         model,
@@ -263,7 +264,7 @@ def load_decoder(
 
     Raises:
       acvi_tf.flags.DecodeSettingError: the beam is too wide for the vocabulary.
-      acvi_tf.checkpoints.CheckpointError: the run holds no checkpoint.
+      acvi_tf.training.checkpoints.CheckpointError: the run holds no checkpoint.
     """
     check_beam(config, vocab)
     model = build_model(config, vocab)

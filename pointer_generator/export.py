@@ -2,7 +2,7 @@
 
 ``python -m pointer_generator.export --log_root=logs --exp_name=mine --export_dir=served/1``
 writes a SavedModel whose graph holds the whole path from text to summary: the corpus's
-``tftext`` tokenisation (``acvi_tf.graph_tokenizer``), truncation to ``--max_enc_steps``,
+``tftext`` tokenisation (``acvi_tf.text.graph_tokenizer``), truncation to ``--max_enc_steps``,
 the vocabulary lookup with each document's own out-of-vocabulary words (the copy
 mechanism's extended vocabulary), the batched beam search of ``--mode=decode`` with the
 run's best weights, and the summary's words joined by spaces. Its signatures:
@@ -31,9 +31,9 @@ import tensorflow as tf
 from absl import flags
 
 from acvi_tf import config as config_lib
-from acvi_tf import export as export_lib
 from acvi_tf.config import Config
 from acvi_tf.formats import see_vocab
+from acvi_tf.inference import export as export_lib
 from pointer_generator import experiment, summarize
 from pointer_generator import vocab as vocab_lib
 
@@ -53,7 +53,7 @@ class ServedSummarizer(tf.Module):
       summarizer: a ``decode.Summarizer``.
       max_enc_steps: document truncation length, in tokens.
       pointer_gen: the model copies (it reads the extended-vocabulary ids).
-      tokenize: ``texts [B] -> tokens [B, (n)]`` (``acvi_tf.export.graph_tokenizer_for``).
+      tokenize: ``texts [B] -> tokens [B, (n)]`` (``acvi_tf.inference.export.graph_tokenizer_for``).
     """
 
     def __init__(self, summarizer, max_enc_steps, pointer_gen, tokenize):

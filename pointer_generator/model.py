@@ -25,9 +25,11 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 
 import tensorflow as tf
 
-from acvi_tf import attention, decoding, kl_schedule, recurrent
-from acvi_tf import context as context_lib
 from acvi_tf.compat import keras
+from acvi_tf.contexts import attention, kl_schedule
+from acvi_tf.contexts import context as context_lib
+from acvi_tf.inference import decoding
+from acvi_tf.layers import recurrent
 from pointer_generator import batcher as batcher_lib
 from pointer_generator import losses as losses_lib
 
@@ -45,11 +47,11 @@ class PointerGenerator(keras.Model):
       hidden_dim: LSTM size H (encoder states are 2H).
       emb_dim: embedding size E.
       pointer_gen: the copy mechanism; False gives the seq2seq + attention baseline.
-      context_layer: an ``acvi_tf.context`` layer; soft attention when None.
+      context_layer: an ``acvi_tf.contexts.context`` layer; soft attention when None.
       rand_unif_init_mag: the LSTMs' uniform initialiser range.
       trunc_norm_init_std: std of the embedding, reduce-state and output projections.
       attention_masking: ``"renormalize"`` (See's mask after softmax) or ``"neg_inf"``.
-      jit_compile: build the encoder in the form XLA compiles (``acvi_tf.recurrent``).
+      jit_compile: build the encoder in the form XLA compiles (``acvi_tf.layers.recurrent``).
       cov_loss_wt: the coverage loss's weight in ``compute_loss``.
       kl_terms: the ``kl_schedule.KLSchedule`` of ``compute_loss`` (None: every KL as
         it is).

@@ -21,14 +21,15 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags, logging
 
-from acvi_tf import builders, checkpoints, distribute, files, stops, summaries
+from acvi_tf import builders, files
 from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
-from acvi_tf import trainer as trainer_lib
-from acvi_tf import training as training_lib
 from acvi_tf.compat import keras
 from acvi_tf.config import Config
 from acvi_tf.formats import bin_files
+from acvi_tf.training import checkpoints, distribute, stops, summaries
+from acvi_tf.training import step as training_lib
+from acvi_tf.training import trainer as trainer_lib
 from pointer_generator import batcher as batcher_lib
 from pointer_generator import curriculum, experiment
 from pointer_generator import decode as decode_lib

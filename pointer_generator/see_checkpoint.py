@@ -61,9 +61,10 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags, logging
 
-from acvi_tf import checkpoints, errors
 from acvi_tf import config as config_lib
-from acvi_tf import context as context_lib
+from acvi_tf import errors
+from acvi_tf.contexts import context as context_lib
+from acvi_tf.training import checkpoints
 from pointer_generator import model as model_lib
 from pointer_generator import run_summarization
 from pointer_generator import vocab as vocab_lib

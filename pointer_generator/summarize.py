@@ -24,12 +24,14 @@ from typing import Any, Callable, Dict, List, Tuple
 
 from absl import flags, logging
 
-from acvi_tf import builders, files, inference, text
+from acvi_tf import builders, files
 from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf import progress as progress_lib
 from acvi_tf.config import Config
 from acvi_tf.formats import see_vocab
+from acvi_tf.inference import commands
+from acvi_tf.text import tokenizers
 from pointer_generator import batcher as batcher_lib
 from pointer_generator import decode as decode_lib
 from pointer_generator import experiment, run_summarization
@@ -71,7 +73,7 @@ def define_run_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
 def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     """Defines the command's flags on ``fv``."""
     define_run_flags(fv)
-    inference.define_io_flags(fv, "Documents", "Summaries")
+    commands.define_io_flags(fv, "Documents", "Summaries")
 
 
 def run_config(log_root: str, exp_name: str, given: Dict[str, Any]) -> Config:
@@ -111,7 +113,7 @@ def corpus_record(vocab_path: str) -> Tuple[str, Dict[str, Any]]:
 def corpus_tokenizer(vocab_path: str) -> Callable[[str], str]:
     """The tokenizer of the corpus the vocabulary belongs to (its ``corpus.json``)."""
     _, settings = corpus_record(vocab_path)
-    return text.tokenizer(settings["tokenizer"], settings["lowercase"])
+    return tokenizers.tokenizer(settings["tokenizer"], settings["lowercase"])
 
 
 def summarize(
@@ -154,7 +156,7 @@ def run(config: Config) -> List[str]:
     vocab = vocab_lib.Vocab(model_config.vocab_path, model_config.vocab_size, size_given=False)
     summarizer = experiment.load_decoder(model_config, vocab, config.ckpt)
     tokenize = corpus_tokenizer(model_config.vocab_path)
-    return inference.map_lines(
+    return commands.map_lines(
         config.input,
         config.output,
         lambda documents: summarize(documents, summarizer, tokenize, model_config),

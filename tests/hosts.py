@@ -7,8 +7,8 @@ the NLL."""
 import numpy as np
 import tensorflow as tf
 
-from acvi_tf import losses as seq_losses
 from acvi_tf.compat import keras
+from acvi_tf.training import losses as seq_losses
 from nmt import model as nmt_lib
 from pointer_generator import losses as pg_losses
 from pointer_generator import model as pg_lib

@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 from references import np_log_normal, np_masked_softmax
 
-from acvi_tf import context
+from acvi_tf.contexts import context
 
 
 def _layer_with_log_var(kl, memory, log_var, **kwargs):

@@ -5,8 +5,8 @@ import pytest
 import tensorflow as tf
 from references import np_masked_softmax
 
-from acvi_tf import attention
 from acvi_tf.compat import keras
+from acvi_tf.contexts import attention
 
 B, N, D, Q = 3, 6, 5, 4
 LENGTHS = [6, 4, 1]

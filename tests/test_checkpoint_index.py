@@ -18,10 +18,10 @@ import tensorflow as tf
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acvi_tf import checkpoints
 from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
+from acvi_tf.training import checkpoints
 from nmt import run_nmt
 from pointer_generator import experiment, run_summarization, summarize
 from pointer_generator import vocab as vocab_lib

@@ -13,8 +13,8 @@ from absl import logging
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acvi_tf import checkpoints
 from acvi_tf.compat import keras
+from acvi_tf.training import checkpoints
 
 
 def _model(rows=7):

@@ -5,8 +5,8 @@ import pytest
 import tensorflow as tf
 from references import np_log_normal, np_masked_softmax
 
-from acvi_tf import attention, context
 from acvi_tf.compat import keras
+from acvi_tf.contexts import attention, context
 
 B, N, D = 2, 5, 3
 LENGTHS = [5, 3]

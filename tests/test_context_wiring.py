@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from acvi_tf import context as context_lib
+from acvi_tf.contexts import context as context_lib
 from pointer_generator import losses as pg_losses
 
 # The hand computations repeat the hosts' float32 products: agreement to rounding.

@@ -3,7 +3,7 @@ batch), reports its KL where it has one, decodes with beam search through the ho
 decoding entry, and survives a save and restore with the same training outputs and the
 same beam-search results.
 
-The mechanisms come from ``acvi_tf.registry``, so a new entry there is tested here in all
+The mechanisms come from ``acvi_tf.contexts.registry``, so a new entry there is tested here in all
 three hosts without a line of this file changing; a uniform attention that this file
 registers at run time goes through the same checks.
 """
@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from acvi_tf import context, decoding, registry
 from acvi_tf.compat import keras
+from acvi_tf.contexts import context, registry
+from acvi_tf.inference import decoding
 from video_caption import data as vc_data
 
 # Small sizes for the mechanisms' own networks; everything else at its default.

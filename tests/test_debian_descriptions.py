@@ -13,8 +13,8 @@ import subprocess
 
 import pytest
 
-from acvi_tf import text
 from acvi_tf.formats.bin_files import read_bin_file
+from acvi_tf.text import tokenizers
 from data_prep import debian_descriptions as dd
 from data_prep import splits, summarization
 
@@ -100,10 +100,10 @@ def test_parse_multi_paragraph_record(tmp_path):
 
 
 def test_tokenize_lowercases_splits_sentences_and_keeps_abbreviations():
-    assert text.tokenize("It's a GTK+ tool (e.g. for KDE). It works, i.e. Fine!") == (
+    assert tokenizers.tokenize("It's a GTK+ tool (e.g. for KDE). It works, i.e. Fine!") == (
         "it 's a gtk+ tool ( e.g. for kde ) . it works , i.e. fine !"
     )
-    assert text.tokenize('Says "Hello world."') == "says `` hello world . ''"
+    assert tokenizers.tokenize('Says "Hello world."') == "says `` hello world . ''"
 
 
 def test_pairs_format_dedup_and_empty_skip(tmp_path):

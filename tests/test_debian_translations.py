@@ -8,7 +8,7 @@ import re
 import pytest
 
 from acvi_tf.formats import bpe, nmt_text
-from acvi_tf.text import tokenize
+from acvi_tf.text.tokenizers import tokenize
 from data_prep import debian_descriptions as dd
 from data_prep import debian_translations as dt
 from data_prep import splits, translation

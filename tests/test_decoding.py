@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from acvi_tf import decoding
+from acvi_tf.inference import decoding
 
 W, S = 7, 5  # output vocabulary and state size of the fake decoder
 START, STOP = 0, 1

@@ -1,4 +1,4 @@
-"""tf.distribute (acvi_tf.distribute, training.make_train_step): one step of a
+"""tf.distribute (acvi_tf.training.distribute, training_lib.make_train_step): one step of a
 MirroredStrategy over two logical CPU devices, and over one, equals one single-device
 step on the same global batch, for a toy model and for every host; ACVI's replicas draw
 their own noise, reproducibly; the ``Devices:`` line and ``--cpu_devices``, also as
@@ -15,11 +15,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from acvi_tf import builders, distribute, registry, training
+from acvi_tf import builders
 from acvi_tf import config as config_lib
-from acvi_tf import context as context_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
+from acvi_tf.contexts import context as context_lib
+from acvi_tf.contexts import registry
+from acvi_tf.training import distribute
+from acvi_tf.training import step as training_lib
 from nmt import model as nmt_lib
 from pointer_generator import model as pg_lib
 from video_caption import data as vc_data
@@ -72,7 +75,7 @@ def _toy_step(strategy, batch, max_grad_norm, steps=1, jit_compile=False):
             return tf.reduce_mean(error), dict(loss=tf.reduce_mean(error), count=tf.size(error))
 
         signature = [dict(x=tf.TensorSpec([None, 3]), y=tf.TensorSpec([None]))]
-        step = training.make_step_from_loss(
+        step = training_lib.make_step_from_loss(
             loss_fn,
             model.trainable_variables,
             optimizer,
@@ -181,7 +184,7 @@ def _pg_batch(rng):
 
 def _summarizer(layer):
     model = pg_lib.PointerGenerator(10, hidden_dim=6, emb_dim=4, context_layer=layer)
-    return model, lambda optimizer: training.make_train_step(
+    return model, lambda optimizer: training_lib.make_train_step(
         model, optimizer, max_grad_norm=0.5, coverage_on=True
     )
 
@@ -200,7 +203,9 @@ def _nmt_batch(rng):
 
 def _nmt(layer):
     model = nmt_lib.NMTModel(11, 9, 6, dropout=0.0, init_weight=0.5, context_layer=layer)
-    return model, lambda optimizer: training.make_train_step(model, optimizer, max_grad_norm=5.0)
+    return model, lambda optimizer: training_lib.make_train_step(
+        model, optimizer, max_grad_norm=5.0
+    )
 
 
 def _vc_batch(rng):
@@ -213,7 +218,7 @@ def _captioner(layer):
     model = vc_lib.Captioner(
         11, 4, 5, 3, 3, output_units=6, dropout=0.0, context_layer=layer, weight_decay=0.01
     )
-    return model, lambda optimizer: training.make_train_step(model, optimizer)
+    return model, lambda optimizer: training_lib.make_train_step(model, optimizer)
 
 
 HOSTS = dict(
@@ -224,7 +229,7 @@ HOSTS = dict(
 
 
 def _host_steps(strategy, host, mode, steps=1):
-    """``steps`` training steps of a host model's ``training.make_train_step``; the
+    """``steps`` training steps of a host model's ``training_lib.make_train_step``; the
     weights after."""
     build, make_batch = HOSTS[host]
     batch = {k: tf.constant(v) for k, v in make_batch(np.random.default_rng(3)).items()}

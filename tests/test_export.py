@@ -12,9 +12,9 @@ import tensorflow as tf
 from absl import logging
 
 from acvi_tf import config as config_lib
-from acvi_tf import export as export_lib
-from acvi_tf import text
 from acvi_tf.formats.bin_files import read_bin_file
+from acvi_tf.inference import export as export_lib
+from acvi_tf.text import tokenizers
 from data_prep import summarization
 from pointer_generator import batcher as batcher_lib
 from pointer_generator import decode as decode_lib
@@ -100,7 +100,7 @@ def raw_run(tmp_path_factory):
     summarization.build(config_lib.parse(summarization.define_flags, argv))
     # enough steps to learn to copy the out-of-vocabulary "qx<i>" words into summaries
     decode_dir = _train_and_decode(root, corpus / "vocab", corpus / "chunked", 150, 2, "--lr=0.5")
-    tokenize = text.tokenizer("tftext")
+    tokenize = tokenizers.tokenizer("tftext")
     by_tokens = {tokenize(r["article"]): r["article"] for r in raw}
     test = [article for article, _ in read_bin_file(str(corpus / "chunked" / "test_000.bin"))]
     assert test and all(a in by_tokens for a in test)  # the builder tokenised with tftext
@@ -141,7 +141,7 @@ def test_the_exported_model_summarises_raw_text_as_decode_does(raw_run, absl_cap
     assert sum("qx" in s for s in summaries) >= len(summaries) // 2  # copied OOV words
     assert answers[-3]["summaries"] == ["", summaries[0]]  # an empty document
     # the builders' tokeniser and the exported graph's agree on tricky strings
-    assert answers[-2]["tokens"] == [text.tokenizer("tftext")(t) for t in TRICKY]
+    assert answers[-2]["tokens"] == [tokenizers.tokenizer("tftext")(t) for t in TRICKY]
     # the attention of each summary word is a distribution over the document's tokens
     with_attention = answers[-1]
     assert with_attention["summaries"] == summaries[:2]
@@ -150,7 +150,7 @@ def test_the_exported_model_summarises_raw_text_as_decode_does(raw_run, absl_cap
         steps = len(summary.split())
         np.testing.assert_allclose(attention[row, :steps].sum(-1), 1.0, atol=1e-5)
     tokens = [t for t in with_attention["tokens"][0] if t]  # "" pads the shorter documents
-    assert tokens == text.tokenizer("tftext")(articles[0]).split()[:30]
+    assert tokens == tokenizers.tokenizer("tftext")(articles[0]).split()[:30]
     assert module is not None
 
 
@@ -166,7 +166,7 @@ def test_the_graph_batch_equals_the_batcher_s(raw_run):
         True,
         export_lib.graph_tokenizer_for(*summarize.corpus_record(config.vocab_path), False),
     )
-    tokenize = text.tokenizer("tftext")
+    tokenize = tokenizers.tokenizer("tftext")
     examples = [batcher_lib.Example(tokenize(a), [], vocab, 30, 6) for a in articles]
     expected = batcher_lib.make_batch(examples, vocab.word2id("[PAD]"), 6)
     assert expected["max_art_oovs"] >= 2  # the "Qx<i>'s" words are out of the vocabulary

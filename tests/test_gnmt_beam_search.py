@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from acvi_tf import decoding, gnmt_beam_search
+from acvi_tf.inference import decoding, gnmt_beam_search
 
 from test_decoding import START, STOP, FakeDecoder, S
 

@@ -8,8 +8,8 @@ import os
 import pytest
 import tensorflow as tf
 
-from acvi_tf import graph_bpe, graph_tokenizer, text
 from acvi_tf.formats import bin_files, bpe
+from acvi_tf.text import graph_bpe, graph_tokenizer, tokenizers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EN_DE = os.path.join(ROOT, "data_prep", "samples", "debian_en_de")
@@ -61,15 +61,15 @@ def _sample_lines():
 )
 def test_the_tftext_rules(raw, tokens):
     assert graph_tokenizer.tokenize_text(raw) == tokens
-    assert text.tokenizer("tftext")(raw) == tokens
+    assert tokenizers.tokenizer("tftext")(raw) == tokens
 
 
 @pytest.mark.parametrize("lowercase", [True, False])
 def test_batches_tokenise_as_one_string_at_a_time(lowercase):
     expected = _one_at_a_time(TRICKY, lowercase)
     assert graph_tokenizer.tokenize_texts(TRICKY, lowercase, batch_size=4) == expected
-    assert text.batch_tokenizer("tftext", lowercase)(TRICKY) == expected
-    assert [text.tokenizer("tftext", lowercase)(x) for x in TRICKY] == expected
+    assert tokenizers.batch_tokenizer("tftext", lowercase)(TRICKY) == expected
+    assert [tokenizers.tokenizer("tftext", lowercase)(x) for x in TRICKY] == expected
     assert expected[-2] == "x" * 100000 + " end ." and expected[-1].count("1,234") == 3000
 
 

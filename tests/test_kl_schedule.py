@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from acvi_tf import kl_schedule
+from acvi_tf.contexts import kl_schedule
 
 
 def test_annealing_factors():

@@ -16,8 +16,8 @@ import pytest
 import tensorflow as tf
 
 from acvi_tf import compat
-from acvi_tf import context as context_lib
 from acvi_tf.compat import keras
+from acvi_tf.contexts import context as context_lib
 from nmt import model as nmt_lib
 from pointer_generator import model as pg_lib
 from video_caption import data as vc_data

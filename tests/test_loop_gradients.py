@@ -4,8 +4,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from acvi_tf import context, decoding, loop_gradients, structured, ved
 from acvi_tf.compat import keras
+from acvi_tf.contexts import context, structured, ved
+from acvi_tf.inference import decoding
+from acvi_tf.training import loop_gradients
 from nmt import model as nmt_model
 from pointer_generator import model as pg_model
 from video_caption import data as vc_data

@@ -8,8 +8,8 @@ import pytest
 import served
 
 from acvi_tf import config as config_lib
-from acvi_tf import text
 from acvi_tf.formats import bpe, nmt_text
+from acvi_tf.text import tokenizers
 from data_prep import translation
 from nmt import export, run_nmt, translate
 
@@ -74,7 +74,7 @@ def test_the_exported_translator_translates_raw_text_as_inference_does(tmp_path)
     assert len(set(translations)) > 1 and not any("@@" in t for t in translations)
     assert answers[-3]["translations"] == ["", translations[0]]
     # the source tokens the model reads: the builder's tokens (and segments)
-    tokenize = text.tokenizer(settings["tokenizer"], settings["lowercase"])
+    tokenize = tokenizers.tokenizer(settings["tokenizer"], settings["lowercase"])
     assert answers[-2]["tokens"] == [prepare(t) if t else "" for t in TRICKY]
     assert answers[-1]["tokens"] == sources and any("@@" in line for line in sources)
     # before BPE, the builder's tftext tokens

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from acvi_tf import context as context_lib
-from acvi_tf import losses
 from acvi_tf.compat import keras
+from acvi_tf.contexts import context as context_lib
 from acvi_tf.formats import nmt_text
+from acvi_tf.training import losses
 from nmt import data
 from nmt import model as model_lib
 from nmt import translator as translator_lib

@@ -1,5 +1,5 @@
-"""acvi_tf.objective: the context mechanism's terms of every host's loss, against NumPy; and
-the capped perplexity (acvi_tf.losses)."""
+"""acvi_tf.contexts.objective: the context mechanism's terms of every host's loss, against
+NumPy; and the capped perplexity (acvi_tf.training.losses)."""
 
 import functools
 
@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from acvi_tf import context, kl_schedule, losses, objective, registry
 from acvi_tf.compat import keras
+from acvi_tf.contexts import context, kl_schedule, objective, registry
+from acvi_tf.training import losses
 from pointer_generator import model as pg_lib
 
 B, T = 3, 5

@@ -281,3 +281,19 @@ def test_every_public_function_of_the_hosts_and_tools_has_type_hints():
                 if _unannotated(node) and name not in allowed
             ]
     assert not missing, "add type hints to:\n" + "\n".join(missing)
+
+
+def test_the_library_keeps_its_layers_in_sub_packages():
+    """At most eight modules at the top of ``acvi_tf`` (docs/library.md's layout); every
+    other module lives in a sub-package."""
+    library = os.path.join(ROOT, "acvi_tf")
+    top = [name for name in os.listdir(library) if name.endswith(".py") and name != "__init__.py"]
+    packages = [
+        name
+        for name in os.listdir(library)
+        if os.path.isfile(os.path.join(library, name, "__init__.py"))
+    ]
+    assert len(top) <= 8, sorted(top)
+    assert {"contexts", "inference", "layers", "training", "text", "formats", "metrics"} <= set(
+        packages
+    )

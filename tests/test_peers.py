@@ -10,7 +10,8 @@ import sys
 import numpy as np
 import pytest
 
-from acvi_tf import compat, losses
+from acvi_tf import compat
+from acvi_tf.training import losses
 from nmt import translator as translator_lib
 
 if compat.TF_VERSION >= (2, 16):

@@ -11,8 +11,8 @@ import tensorflow as tf
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from acvi_tf import context as context_lib
 from acvi_tf.compat import keras
+from acvi_tf.contexts import context as context_lib
 from acvi_tf.formats import bin_files, see_vocab
 from acvi_tf.metrics import rouge as rouge_lib
 from pointer_generator import batcher as batcher_lib

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from acvi_tf import context as context_lib
 from acvi_tf.compat import keras
+from acvi_tf.contexts import context as context_lib
 from pointer_generator import batcher as batcher_lib
 from pointer_generator import losses as losses_lib
 from pointer_generator import model as model_lib

@@ -5,9 +5,9 @@ import pytest
 import tensorflow as tf
 from references import np_lstm, np_sigmoid
 
-from acvi_tf import context as context_lib
-from acvi_tf import registry
 from acvi_tf.compat import keras
+from acvi_tf.contexts import context as context_lib
+from acvi_tf.contexts import registry
 from pointer_generator import losses as losses_lib
 from pointer_generator import model as model_lib
 

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from acvi_tf import recurrent
 from acvi_tf.compat import keras
+from acvi_tf.layers import recurrent
 
 UNITS = 5
 

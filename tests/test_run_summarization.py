@@ -12,11 +12,11 @@ import pytest
 import tensorflow as tf
 from absl import flags
 
-from acvi_tf import checkpoints
 from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
-from acvi_tf import training as training_lib
 from acvi_tf.formats import bin_files
+from acvi_tf.training import checkpoints
+from acvi_tf.training import step as training_lib
 from pointer_generator import decode as decode_lib
 from pointer_generator import losses as losses_lib
 from pointer_generator import run_summarization

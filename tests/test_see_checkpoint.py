@@ -9,8 +9,8 @@ import tensorflow as tf
 from references import np_sigmoid
 
 from acvi_tf import config as config_lib
-from acvi_tf import context as context_lib
 from acvi_tf.compat import keras
+from acvi_tf.contexts import context as context_lib
 from pointer_generator import experiment, run_summarization, see_checkpoint
 from pointer_generator import model as model_lib
 from pointer_generator import vocab as vocab_lib

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from acvi_tf import registry, structured
 from acvi_tf.compat import keras
+from acvi_tf.contexts import registry, structured
 
 
 def _brute_force(unary, transitions, length):

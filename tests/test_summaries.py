@@ -3,7 +3,7 @@
 import numpy as np
 import tensorflow as tf
 
-from acvi_tf import summaries
+from acvi_tf.training import summaries
 
 
 def test_attention_png_and_image_summary(tmp_path):

@@ -10,9 +10,9 @@ import pytest
 from absl import flags, logging
 
 from acvi_tf import config as config_lib
-from acvi_tf import text
 from acvi_tf.formats import see_vocab
 from acvi_tf.formats.bin_files import read_bin_file
+from acvi_tf.text import tokenizers
 from data_prep import splits, summarization
 from pointer_generator import run_summarization
 
@@ -243,7 +243,7 @@ def test_the_summarizer_trains_on_a_built_corpus(tmp_path):
 
 def test_tftext_tokenises_a_batch_of_records_per_call_as_one_at_a_time(monkeypatch):
     monkeypatch.setattr(splits, "TOKENIZE_BATCH", 2)
-    calls, batched = [], text.batch_tokenizer("tftext")
+    calls, batched = [], tokenizers.batch_tokenizer("tftext")
     tokenize = lambda texts: calls.append(len(texts)) or batched(texts)  # noqa: E731
     sources = [
         summarization.Source(r["article"], r["abstract"], str(i), "p:%d" % i)
@@ -251,7 +251,7 @@ def test_tftext_tokenises_a_batch_of_records_per_call_as_one_at_a_time(monkeypat
     ]
     stats = summarization.Stats()
     pairs = summarization.make_pairs(sources, tokenize, 10, stats, skip_empty=True)
-    one = text.tokenizer("tftext")
+    one = tokenizers.tokenizer("tftext")
     expected = []
     for i in (0, 2, 5):
         sentences = [s.strip() for s in TRICKY_RECORDS[i]["abstract"].split("\n") if s.strip()]

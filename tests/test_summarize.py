@@ -12,10 +12,10 @@ import sys
 
 import pytest
 
-from acvi_tf import checkpoints
 from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf.formats.bin_files import read_bin_file
+from acvi_tf.training import checkpoints
 from data_prep import summarization
 from pointer_generator import run_summarization, summarize
 

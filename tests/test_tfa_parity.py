@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from acvi_tf import attention as attention_lib
 from acvi_tf import compat
+from acvi_tf.contexts import attention as attention_lib
 from acvi_tf.formats import nmt_text
 from nmt import model as nmt_lib
 from nmt import translator as translator_lib

@@ -1,4 +1,4 @@
-"""acvi_tf.trainer.Trainer: the loop every host runs, with a step function that only
+"""acvi_tf.training.trainer.Trainer: the loop every host runs, with a step function that only
 counts, so each duty (steps, guard, checkpoints, validation, patience, resume) shows."""
 
 import math
@@ -7,7 +7,8 @@ import os
 import pytest
 import tensorflow as tf
 
-from acvi_tf import checkpoints, trainer, training
+from acvi_tf.training import checkpoints, trainer
+from acvi_tf.training import step as training_lib
 
 
 def _checkpointer(tmp_path):
@@ -92,7 +93,7 @@ def test_a_non_finite_batch_does_not_count_and_stop_names_the_step(tmp_path):
     loop.train(({"loss": x} for x in losses), _Steps(weight))
     assert loop.step == 3 and loop.guard.skipped == 2
     stopping = trainer.Trainer(checkpointer, 10, describe=lambda batch: "batch %r" % batch)
-    with pytest.raises(training.NonFiniteLossError, match="at step 3"):
+    with pytest.raises(training_lib.NonFiniteLossError, match="at step 3"):
         stopping.train([{"loss": float("nan")}], _Steps(weight))
 
 

@@ -1,19 +1,19 @@
-"""The compiled training step and the NaN guard (acvi_tf.training)."""
+"""The compiled training step and the NaN guard (acvi_tf.training.step)."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from acvi_tf import training
 from acvi_tf.compat import keras
+from acvi_tf.training import step as training_lib
 
 
 def test_non_finite_loss_names_step_and_checkpoint():
-    training.check_finite(1.5, 3, None)
-    with pytest.raises(training.NonFiniteLossError, match=r"step 7.*model.ckpt-5"):
-        training.check_finite(float("nan"), 7, "/x/train/model.ckpt-5")
-    with pytest.raises(training.NonFiniteLossError, match="none saved yet"):
-        training.check_finite(float("inf"), 0, None)
+    training_lib.check_finite(1.5, 3, None)
+    with pytest.raises(training_lib.NonFiniteLossError, match=r"step 7.*model.ckpt-5"):
+        training_lib.check_finite(float("nan"), 7, "/x/train/model.ckpt-5")
+    with pytest.raises(training_lib.NonFiniteLossError, match="none saved yet"):
+        training_lib.check_finite(float("inf"), 0, None)
 
 
 def test_apply_if_finite_leaves_weights_and_optimizer_untouched_on_nan():
@@ -26,7 +26,7 @@ def test_apply_if_finite_leaves_weights_and_optimizer_untouched_on_nan():
         with tf.GradientTape() as tape:
             loss = scale * tf.reduce_sum(weight**2)
         grads = tape.gradient(loss, [weight])
-        return training.apply_if_finite(
+        return training_lib.apply_if_finite(
             optimizer, zip(grads, [weight]), loss, tf.linalg.global_norm(grads)
         )
 
@@ -48,7 +48,7 @@ def test_a_step_from_a_loss_clips_reports_and_leaves_unused_variables(jit_compil
         loss = x * tf.reduce_sum(used**2)
         return loss, dict(loss=loss)
 
-    step = training.make_step_from_loss(
+    step = training_lib.make_step_from_loss(
         loss_fn,
         [used, unused],
         optimizer,
@@ -95,7 +95,7 @@ class _Toy(keras.Model):
 def test_a_model_step_tiles_the_batch_runs_the_call_options_and_compute_loss():
     model = _Toy()
     model.dense.build([None, 2])
-    train_step = training.make_train_step(model, keras.optimizers.SGD(0.1), scale=3.0)
+    train_step = training_lib.make_train_step(model, keras.optimizers.SGD(0.1), scale=3.0)
     results = train_step(
         dict(x=tf.constant([[1.0, 0.0], [1.0, 1.0]])), tf.constant(False), tf.constant(5, tf.int64)
     )
@@ -108,13 +108,13 @@ def test_a_model_step_tiles_the_batch_runs_the_call_options_and_compute_loss():
 
 def test_nan_policy_skip_counts_and_gives_up_after_a_run_of_skips(tmp_path):
     writer = tf.summary.create_file_writer(str(tmp_path))
-    guard = training.NonFiniteGuard("skip_batch", writer, max_consecutive_skips=3)
+    guard = training_lib.NonFiniteGuard("skip_batch", writer, max_consecutive_skips=3)
     assert guard.check(1.0, 0, None)
     assert not guard.check(float("nan"), 1, "ckpt-1", lambda: "batch 7")
     assert guard.check(2.0, 1, "ckpt-1") and guard.skipped == 1
     assert not guard.check(float("inf"), 2, "ckpt-1")
     assert not guard.check(float("nan"), 2, "ckpt-1")
-    with pytest.raises(training.NonFiniteLossError, match=r"step 2.*ckpt-1"):
+    with pytest.raises(training_lib.NonFiniteLossError, match=r"step 2.*ckpt-1"):
         guard.check(float("nan"), 2, "ckpt-1")  # the third in a row
     writer.flush()
     values = [
@@ -125,7 +125,7 @@ def test_nan_policy_skip_counts_and_gives_up_after_a_run_of_skips(tmp_path):
         if v.tag == "train/skipped_batches"
     ]
     assert values == [1.0, 2.0, 3.0]
-    with pytest.raises(training.NonFiniteLossError, match="step 4"):
-        training.NonFiniteGuard("stop").check(float("nan"), 4, None)
+    with pytest.raises(training_lib.NonFiniteLossError, match="step 4"):
+        training_lib.NonFiniteGuard("stop").check(float("nan"), 4, None)
     with pytest.raises(ValueError, match="nan_policy"):
-        training.NonFiniteGuard("ignore")
+        training_lib.NonFiniteGuard("ignore")

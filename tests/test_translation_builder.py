@@ -9,8 +9,8 @@ import pytest
 from absl import logging
 
 from acvi_tf import config as config_lib
-from acvi_tf import text
 from acvi_tf.formats import nmt_text
+from acvi_tf.text import tokenizers
 from data_prep import splits, translation
 from nmt import run_nmt
 
@@ -79,8 +79,8 @@ def test_keep_eval_splits_keeps_every_dev_and_test_line_in_file_order(tmp_path):
     stats, out = _build(tmp_path, *argv, "--keep_eval_splits", "--max_len=5")
     assert stats.pairs == dict(train=2, dev=3, test=3)  # train's long pair is dropped
     for split in ("dev", "test"):
-        assert _read(out, split + ".en") == [text.tokenize(en) for en, _ in rows[split]]
-        assert _read(out, split + ".it") == [text.tokenize(it) for _, it in rows[split]]
+        assert _read(out, split + ".en") == [tokenizers.tokenize(en) for en, _ in rows[split]]
+        assert _read(out, split + ".it") == [tokenizers.tokenize(it) for _, it in rows[split]]
     with pytest.raises(translation.ParallelError, match="test.en:2: empty source side"):
         _build(tmp_path, *argv)
 
@@ -143,7 +143,7 @@ def test_tftext_with_bpe_tokenises_in_batches_and_logs_its_progress(tmp_path, mo
     argv = ["--input=%s" % path, "--tokenizer=tftext", "--nolowercase", "--bpe_merges=200"]
     stats, out = _build(tmp_path, *argv, "--max_train=5", "--max_dev=0", "--max_test=0")
     written = list(zip(_read(out, "train.en"), _read(out, "train.it")))
-    one = text.tokenizer("tftext", lowercase=False)
+    one = tokenizers.tokenizer("tftext", lowercase=False)
     assert sorted(written) == sorted({(one(en), one(it)) for en, it in rows})
     # the first line and the last of each stage; the others are at least 10 s apart
     merges = stats.bpe_merges

@@ -16,8 +16,9 @@ import pytest
 import tensorflow as tf
 from test_run_captioning import _dataset
 
-from acvi_tf import checkpoints, files, trainer
 from acvi_tf import config as config_lib
+from acvi_tf import files
+from acvi_tf.training import checkpoints, trainer
 from nmt import run_nmt
 from video_caption import run_captioning
 

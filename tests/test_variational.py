@@ -5,8 +5,8 @@ gradient) against enumeration, alignment sampling, and the inference network."""
 import numpy as np
 import tensorflow as tf
 
-from acvi_tf import variational
 from acvi_tf.compat import keras
+from acvi_tf.contexts import variational
 
 
 def _tiny_model(seed=0):

@@ -7,8 +7,8 @@ import pytest
 import tensorflow as tf
 from references import np_log_softmax
 
-from acvi_tf import registry
 from acvi_tf.compat import keras
+from acvi_tf.contexts import registry
 from nmt import model as nmt_model
 from pointer_generator import losses as pg_losses
 from pointer_generator import model as pg_model

@@ -7,8 +7,8 @@ import pytest
 import tensorflow as tf
 from references import np_masked_softmax, np_sigmoid
 
-from acvi_tf import registry
 from acvi_tf.compat import keras
+from acvi_tf.contexts import registry
 from video_caption import data
 from video_caption import decode as decode_lib
 from video_caption import model as model_lib

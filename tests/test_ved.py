@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from acvi_tf import kl_schedule, registry, ved
 from acvi_tf.compat import keras
+from acvi_tf.contexts import kl_schedule, registry, ved
 
 
 def _np_kl(mean, log_sigma, prior_mean):

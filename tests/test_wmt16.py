@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from acvi_tf import text
 from acvi_tf.formats import bpe, nmt_text
+from acvi_tf.text import tokenizers
 from data_prep import translation, wmt16
 from nmt import data
 
@@ -77,7 +77,7 @@ def test_dev_and_test_keep_every_line_in_file_order(tmp_path):
     assert (stats.duplicates_dropped, stats.empty_dropped) == (1, 1)  # train only
     for split, (en, ro) in (("dev", dev), ("test", test)):
         for lang, lines in (("en", en), ("ro", ro)):
-            tokenized = [text.tokenize(line, lowercase=False) for line in lines]
+            tokenized = [tokenizers.tokenize(line, lowercase=False) for line in lines]
             assert _read(out / ("%s.%s" % (split, lang))) == tokenized
             assert len(_read(out / "bpe" / ("%s.%s" % (split, lang)))) == len(lines)
 

@@ -23,11 +23,12 @@ from typing import Any, Dict, List
 
 from absl import flags
 
-from acvi_tf import builders, inference
+from acvi_tf import builders
 from acvi_tf import config as config_lib
 from acvi_tf import progress as progress_lib
 from acvi_tf.config import Config
 from acvi_tf.formats import frame_features
+from acvi_tf.inference import commands
 from video_caption import experiment, run_captioning
 from video_caption import features as features_lib
 
@@ -35,18 +36,18 @@ from video_caption import features as features_lib
 def define_run_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     """Defines the flags that name a trained run and its search settings on ``fv``
     (shared with ``video_caption.export``)."""
-    inference.define_run_flags(fv, "best/", "beam_size", 1, "decode_batch_size", "Videos")
+    commands.define_run_flags(fv, "best/", "beam_size", 1, "decode_batch_size", "Videos")
 
 
 def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     """Defines the command's flags on ``fv``."""
     define_run_flags(fv)
-    inference.define_io_flags(fv, "Video paths", "Captions")
+    commands.define_io_flags(fv, "Video paths", "Captions")
 
 
 def run_config(out_dir: str, given: Dict[str, Any]) -> Config:
     """The run's settings as its ``hparams.json`` records them, with ``given`` on top."""
-    return inference.run_config(run_captioning, out_dir, **given)
+    return commands.run_config(run_captioning, out_dir, **given)
 
 
 def extract(videos: List[str], settings: Dict[str, Any], folder: str) -> str:
@@ -54,13 +55,13 @@ def extract(videos: List[str], settings: Dict[str, Any], folder: str) -> str:
     under the names ``000000``, ``000001``, ... (the videos' own names may repeat).
 
     Raises:
-      acvi_tf.inference.InputError: a video is missing, or could not be decoded.
+      acvi_tf.inference.commands.InputError: a video is missing, or could not be decoded.
     """
     video_dir = os.path.join(folder, "videos")
     os.makedirs(video_dir)
     for index, path in enumerate(videos):
         if not os.path.isfile(path):
-            raise inference.InputError(
+            raise commands.InputError(
                 "video %d of the input, %s, is not a file" % (index + 1, path)
             )
         extension = os.path.splitext(path)[1].lower()
@@ -78,7 +79,7 @@ def extract(videos: List[str], settings: Dict[str, Any], folder: str) -> str:
     )
     if stats.failed:
         names = sorted(clip for clip, _, _ in stats.failed)
-        raise inference.InputError(
+        raise commands.InputError(
             "%d video(s) could not be decoded: %s"
             % (len(names), ", ".join(videos[int(name)] for name in names[:10]))
         )
@@ -116,7 +117,7 @@ def run(config: Config) -> List[str]:
     builders.configure_runtime(model_config)
     exp = experiment.Experiment(model_config)
     exp.restore()
-    return inference.map_lines(
+    return commands.map_lines(
         config.input, config.output, lambda lines: _caption_lines(lines, exp), "captions"
     )
 

@@ -2,7 +2,7 @@
 
 arctic-capgen-vid decodes with beam 5 up to 50 words and keeps the finished hypothesis of
 lowest total negative log-likelihood, with no length normalisation; that is the default
-here (``length_normalization="none"``). The beam itself is ``acvi_tf.decoding``'s.
+here (``length_normalization="none"``). The beam itself is ``acvi_tf.inference.decoding``'s.
 """
 
 from typing import Any, Callable, Dict, List, Optional, Tuple
@@ -10,7 +10,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import numpy as np
 import tensorflow as tf
 
-from acvi_tf import decoding
+from acvi_tf.inference import decoding
 from video_caption import data
 
 

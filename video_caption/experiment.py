@@ -12,12 +12,13 @@ from typing import Callable, Dict, List, Mapping, Optional, Tuple
 import numpy as np
 from absl import logging
 
-from acvi_tf import builders, checkpoints, losses
+from acvi_tf import builders
 from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
 from acvi_tf.config import Config
 from acvi_tf.formats import frame_features
 from acvi_tf.metrics import captions as caption_metrics
+from acvi_tf.training import checkpoints, losses
 from video_caption import data
 from video_caption import decode as decode_lib
 from video_caption import model as model_lib
@@ -80,8 +81,8 @@ def restore(
       The checkpoint's path and its step.
 
     Raises:
-      acvi_tf.checkpoints.CheckpointError: the run holds no checkpoint.
-      acvi_tf.checkpoints.CheckpointMismatchError: a checkpoint of another model.
+      acvi_tf.training.checkpoints.CheckpointError: the run holds no checkpoint.
+      acvi_tf.training.checkpoints.CheckpointMismatchError: a checkpoint of another model.
     """
     return checkpoints.restore_for_inference(
         model,

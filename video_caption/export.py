@@ -23,8 +23,8 @@ import tensorflow as tf
 from absl import flags
 
 from acvi_tf import config as config_lib
-from acvi_tf import export as export_lib
 from acvi_tf.config import Config
+from acvi_tf.inference import export as export_lib
 from video_caption import caption as caption_lib
 from video_caption import data, experiment
 

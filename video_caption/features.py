@@ -48,10 +48,11 @@ import numpy as np
 from absl import flags, logging
 
 from acvi_tf import config as config_lib
-from acvi_tf import distribute, files
+from acvi_tf import files
 from acvi_tf.files import atomic_write, atomic_write_text
 from acvi_tf.formats.frame_features import FeaturesError
 from acvi_tf.formats.video_folder import VIDEO_EXTENSIONS, find_videos
+from acvi_tf.training import distribute
 from video_caption import cnn as cnn_lib
 from video_caption import frames as frames_lib
 

@@ -26,10 +26,12 @@ from typing import Any, Dict, Optional, Tuple, Union
 
 import tensorflow as tf
 
-from acvi_tf import attention as attention_lib
-from acvi_tf import context as context_lib
-from acvi_tf import decoding, kl_schedule, objective, recurrent
 from acvi_tf.compat import keras
+from acvi_tf.contexts import attention as attention_lib
+from acvi_tf.contexts import context as context_lib
+from acvi_tf.contexts import kl_schedule, objective
+from acvi_tf.inference import decoding
+from acvi_tf.layers import recurrent
 from video_caption import data
 
 
@@ -44,8 +46,8 @@ class Captioner(keras.Model):
       attention_units: size of the additive attention space (paper: 100).
       output_units: size of ``V [s_t; c_t]`` in eq. (4) (default: ``decoder_units``).
       dropout: dropout rate of the non-recurrent connections (paper: 0.5).
-      context_layer: an ``acvi_tf.context`` layer; soft attention when None.
-      jit_compile: build the encoder in the form XLA compiles (``acvi_tf.recurrent``).
+      context_layer: an ``acvi_tf.contexts.context`` layer; soft attention when None.
+      jit_compile: build the encoder in the form XLA compiles (``acvi_tf.layers.recurrent``).
       alpha_c: the weight of the doubly-stochastic attention penalty in
         ``compute_loss`` (0: off).
       weight_decay: the weight of the L2 penalty on every kernel in ``compute_loss``
@@ -179,7 +181,7 @@ class Captioner(keras.Model):
     def decode_step(
         self, tokens: tf.Tensor, state: Dict[str, tf.Tensor], constants: Dict[str, Any]
     ) -> Tuple[tf.Tensor, Dict[str, tf.Tensor], Dict[str, tf.Tensor]]:
-        """One search step (``acvi_tf.decoding``'s protocol): the previous words [B] ->
+        """One search step (``acvi_tf.inference.decoding``'s protocol): the previous words [B] ->
         ``(log P_t [B, V], state, {"attn": a_t})``."""
         output, state, attn = self.step(self.embedding(tokens), state, constants)
         return self.log_probs(output, attn, constants["prepared"]), state, {"attn": attn}

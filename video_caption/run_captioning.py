@@ -44,14 +44,15 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags, logging
 
-from acvi_tf import builders, checkpoints, distribute, files, summaries
+from acvi_tf import builders, files
 from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
-from acvi_tf import trainer as trainer_lib
-from acvi_tf import training as training_lib
 from acvi_tf.compat import keras
 from acvi_tf.config import Config
 from acvi_tf.metrics import captions as caption_metrics
+from acvi_tf.training import checkpoints, distribute, summaries
+from acvi_tf.training import step as training_lib
+from acvi_tf.training import trainer as trainer_lib
 from video_caption import data, experiment
 
 MODES = ("train", "eval", "decode")

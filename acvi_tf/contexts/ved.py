@@ -25,9 +25,9 @@ from typing import Any, Optional, Tuple, Union
 
 import tensorflow as tf
 
-from acvi_tf import attention as attention_lib
-from acvi_tf import context as context_lib
 from acvi_tf.compat import keras
+from acvi_tf.contexts import attention as attention_lib
+from acvi_tf.contexts import context as context_lib
 
 PRIORS = ("hmean", "zero")
 # log sigma is clipped to this range (sigma in [4.5e-5, 2.2e4]), as ACVI clips log sigma^2

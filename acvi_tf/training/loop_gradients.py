@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Callable, Dict, Optional, Sequence
 import tensorflow as tf
 
 if TYPE_CHECKING:
-    from acvi_tf.context import PreparedMemory
+    from acvi_tf.contexts.context import PreparedMemory
 
 
 class DeferredContractions:

@@ -15,8 +15,9 @@ from typing import Callable, Dict, Mapping, Tuple
 import tensorflow as tf
 from absl import app, flags, logging
 
-from acvi_tf import builders, graph_tokenizer, progress
+from acvi_tf import builders, progress
 from acvi_tf.config import Config
+from acvi_tf.text import graph_tokenizer
 
 
 def define_flags(flag_values: flags.FlagValues, text_input: bool = True) -> None:

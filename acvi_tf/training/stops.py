@@ -9,13 +9,13 @@ main thread, where Python runs signal handlers) and puts the previous handlers b
   ``Stopped``, a ``SystemExit`` raised in the main thread: ``finally`` blocks run, an
   atomic write in progress removes its temporary file (``files.atomic_write``), so what
   is written stays whole, and a single-pass decode resumes from its finished articles.
-- ``Deferred`` (a trainer, ``acvi_tf.trainer.Trainer``): the signal is recorded
+- ``Deferred`` (a trainer, ``acvi_tf.training.trainer.Trainer``): the signal is recorded
   (``signum``) and the trainer acts on it between steps: it saves the step and raises
   ``Stopped``.
 
 In both, a second signal ends the process at once (``os._exit``), even in the middle of
 a checkpoint save: TensorFlow writes a checkpoint's files before the ``checkpoint`` index
-names them, so the newest readable checkpoint stays whole (``acvi_tf.checkpoints``).
+names them, so the newest readable checkpoint stays whole (``acvi_tf.training.checkpoints``).
 
 ``SystemDefault`` gives both signals their system default instead: the process ends at
 once, with no line (a multi-worker trainer).

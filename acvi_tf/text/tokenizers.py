@@ -1,7 +1,7 @@
 """The tokenisations of the corpus builders and of the commands that read raw text:
 NLTK's Treebank tokenizer sentence by sentence (``tokenize``), a pure-Python port of
 CoreNLP's PTBTokenizer (``ptb_tokenize``) and ``tftext``, TensorFlow ops that an exported
-model runs in its graph (``acvi_tf.graph_tokenizer``); ``tokenizer`` picks one by the
+model runs in its graph (``acvi_tf.text.graph_tokenizer``); ``tokenizer`` picks one by the
 name a corpus records in its ``corpus.json``, and ``batch_tokenizer`` is the same one for
 a list of texts (the corpus builders'), ``tftext`` in batched graph calls.
 """
@@ -272,9 +272,9 @@ def batch_tokenizer(name: str, lowercase: bool = True) -> Callable[[Sequence[str
 
 
 def _graph_tokenizer():
-    """``acvi_tf.graph_tokenizer``, imported when asked for: tensorflow-text loads its ops
+    """``acvi_tf.text.graph_tokenizer``, imported when asked for: tensorflow-text loads its ops
     library, which the other tokenizers do not need."""
-    from acvi_tf import graph_tokenizer
+    from acvi_tf.text import graph_tokenizer
 
     return graph_tokenizer
 

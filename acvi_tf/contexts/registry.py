@@ -11,7 +11,7 @@ and the tests' mechanisms all come from ``CONTEXTS``.
 import dataclasses
 from typing import Any, Callable, Dict, Optional, Tuple
 
-from acvi_tf import context, structured, variational, ved
+from acvi_tf.contexts import context, structured, variational, ved
 
 
 @dataclasses.dataclass(frozen=True)

@@ -18,7 +18,9 @@ from typing import Callable, Dict, Iterable, Optional, Tuple
 import tensorflow as tf
 from absl import logging
 
-from acvi_tf import checkpoints, errors, progress, stops, training
+from acvi_tf import errors, progress
+from acvi_tf.training import checkpoints, stops
+from acvi_tf.training import step as training_lib
 
 # The file a trainer holds locked in its checkpoint folder while it runs.
 LOCK_FILE = "trainer.lock"
@@ -95,7 +97,7 @@ class Trainer:
       loss_key: the results entry the guard checks and the progress line shows.
       tokens_key: the results entry that counts the step's target tokens, for the
         progress line (None: no progress line); it is not written to TensorBoard.
-      nan_policy: ``training.NAN_POLICIES``.
+      nan_policy: ``training_lib.NAN_POLICIES``.
       summary_every: write every results entry to TensorBoard each this many steps
         (0: never).
       checkpoint_every: save each this many steps (0: not by steps).
@@ -142,7 +144,7 @@ class Trainer:
         self.context_layer = context_layer
         self.loss_key = loss_key
         self.tokens_key = tokens_key
-        self.guard = training.NonFiniteGuard(nan_policy, writer)
+        self.guard = training_lib.NonFiniteGuard(nan_policy, writer)
         self.progress = progress.Progress(total_steps, longest=300.0) if tokens_key else None
         self.summary_every = summary_every
         self.checkpoint_every = checkpoint_every

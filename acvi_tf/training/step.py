@@ -1,5 +1,5 @@
 """Training utilities every host shares: the compiled training step and the NaN guard
-(the loop that uses them: ``acvi_tf.trainer``).
+(the loop that uses them: ``acvi_tf.training.trainer``).
 
 ``make_train_step(model, optimizer)`` is every host's step: it runs the model on the
 batch and differentiates the model's own ``compute_loss``; ``make_step_from_loss`` is
@@ -21,7 +21,9 @@ from typing import (
 import tensorflow as tf
 from absl import logging
 
-from acvi_tf import distribute, errors, objective
+from acvi_tf import errors
+from acvi_tf.contexts import objective
+from acvi_tf.training import distribute
 
 if TYPE_CHECKING:
     from acvi_tf.compat import keras

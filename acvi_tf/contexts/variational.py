@@ -28,10 +28,10 @@ from typing import Any, Callable, Optional, Tuple, Union
 
 import tensorflow as tf
 
-from acvi_tf import attention as attention_lib
-from acvi_tf import context as context_lib
-from acvi_tf import recurrent
 from acvi_tf.compat import keras
+from acvi_tf.contexts import attention as attention_lib
+from acvi_tf.contexts import context as context_lib
+from acvi_tf.layers import recurrent
 
 VARIATIONAL_MODES = ("sample", "enum")
 VARIATIONAL_DECODES = ("marginal", "soft")
@@ -140,7 +140,7 @@ class InferenceNetwork(keras.layers.Layer):
 
     Args:
       units: LSTM size per direction (var-attn: 512, i.e. 1024 per encoder).
-      jit_compile: build the LSTMs in the form XLA compiles (``acvi_tf.recurrent``).
+      jit_compile: build the LSTMs in the form XLA compiles (``acvi_tf.layers.recurrent``).
     """
 
     def __init__(self, units: int, jit_compile: bool = False, **kwargs: Any) -> None:

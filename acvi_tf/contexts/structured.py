@@ -25,7 +25,7 @@ from typing import Any, Optional, Union
 
 import tensorflow as tf
 
-from acvi_tf import context as context_lib
+from acvi_tf.contexts import context as context_lib
 
 DEFAULT_LAMBDA = 2.0  # struct-attn's -lambda
 DEFAULT_PENALTY = 0.005  # struct-attn's -lambda2

@@ -3,7 +3,7 @@
 Shared by the NMT host (``--model_type=transformer`` of ``nmt.run_nmt``) and the
 summarizer (``pointer_generator.transformer``).
 
-Scaled dot-product multi-head attention (``acvi_tf.attention.ScaledDotProductScorer``),
+Scaled dot-product multi-head attention (``acvi_tf.contexts.attention.ScaledDotProductScorer``),
 causal self-attention in the decoder, sinusoidal positions added to embeddings scaled by
 sqrt(d), pre-layer-norm residual blocks with a ReLU feed-forward layer of 4d, dropout on
 every sub-layer output. It has the ``NMTModel`` interface (``call``, ``start``, ``step``,
@@ -19,9 +19,9 @@ from typing import Dict, Optional, Tuple, Union
 import numpy as np
 import tensorflow as tf
 
-from acvi_tf import attention as attention_lib
-from acvi_tf import objective
 from acvi_tf.compat import keras
+from acvi_tf.contexts import attention as attention_lib
+from acvi_tf.contexts import objective
 
 
 def sinusoidal_positions(length: int, depth: int) -> tf.Tensor:
@@ -200,7 +200,7 @@ class TransformerModel(keras.Model):
     def decode_step(
         self, tokens: tf.Tensor, state: Dict[str, tf.Tensor], constants: Dict[str, tf.Tensor]
     ) -> Tuple[tf.Tensor, Dict[str, tf.Tensor], Dict[str, tf.Tensor]]:
-        """One search step (``acvi_tf.decoding``'s protocol): the previous tokens [B] ->
+        """One search step (``acvi_tf.inference.decoding``'s protocol): the previous tokens [B] ->
         ``(log p(y_t) [B, V], state, {"attn": the last layer's cross-attention})``."""
         output, state, attn, context = self.step(self.tgt_embedding(tokens), state, constants)
         return self.log_probs(output, state, attn, context, constants), state, {"attn": attn}

@@ -1,7 +1,7 @@
 """The beam search of tensorflow/nmt: ``tf.contrib.seq2seq.BeamSearchDecoder``'s algorithm.
 
 tensorflow/nmt decodes with ``BeamSearchDecoder`` (``tfa.seq2seq`` in TF2), which differs
-from See et al.'s search in ``acvi_tf.decoding``: finished hypotheses stay in the beam,
+from See et al.'s search in ``acvi_tf.inference.decoding``: finished hypotheses stay in the beam,
 extended by [STOP] at no cost, and compete at every step with the live ones on the
 length-penalised score; the answer is the best of the final beam. In detail, per input:
 
@@ -26,7 +26,7 @@ from typing import Any, Callable, Dict, Optional, Tuple, Union
 
 import tensorflow as tf
 
-from acvi_tf import decoding
+from acvi_tf.inference import decoding
 
 
 def gnmt_beam_search(

@@ -23,7 +23,8 @@ from typing import Callable, Dict, Optional, Tuple
 
 import tensorflow as tf
 
-from acvi_tf import context, kl_schedule, losses
+from acvi_tf.contexts import context, kl_schedule
+from acvi_tf.training import losses
 
 
 def tile_batch(batch: Dict[str, tf.Tensor], num_samples: int) -> Dict[str, tf.Tensor]:

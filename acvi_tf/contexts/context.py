@@ -26,9 +26,9 @@ from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple, Union
 import numpy as np
 import tensorflow as tf
 
-from acvi_tf.attention import check_choice, masked_softmax
 from acvi_tf.compat import keras
-from acvi_tf.loop_gradients import DeferredContractions
+from acvi_tf.contexts.attention import check_choice, masked_softmax
+from acvi_tf.training.loop_gradients import DeferredContractions
 
 VARIANCE_NETS = ("mlp", "relu")
 SAMPLINGS = ("approx", "gumbel")

@@ -1,0 +1,1 @@
+"""Tokenisers: NLTK/Treebank and the in-graph tensorflow-text and BPE ones."""

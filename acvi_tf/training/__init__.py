@@ -1,0 +1,2 @@
+"""The training loop, its compiled step, checkpoints, distribution, clean stops
+and TensorBoard images."""
