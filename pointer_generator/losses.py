@@ -149,7 +149,8 @@ def compute_losses(
     per-example values are averaged over the samples first.
 
     Args:
-      out: the dict ``PointerGenerator.call`` returns.
+      out: the dict ``PointerGenerator.call`` returns for a batch with its gold summary
+        (whose ``token_nll`` [B, T] is the NLL reduced here).
       batch: the batch dict (``target_batch``, ``dec_padding_mask``,
         ``enc_batch_extend_vocab``).
       pointer_gen, coverage_on, cov_loss_wt, num_samples: as the flags.
@@ -165,7 +166,7 @@ def compute_losses(
       warm-up factor), ``total_loss``.
     """
     mask = batch["dec_padding_mask"]
-    nll = objective.token_nll(out, lambda: -gold_log_likelihood(out, batch, pointer_gen))
+    nll = out["token_nll"]
 
     def normalise(values):
         if not pointer_gen:

@@ -77,20 +77,36 @@ class TransformerSummarizer(keras.Model):
         coverage_on: bool = False,
         use_gumbel: Optional[tf.Tensor] = None,
     ) -> Dict[str, tf.Tensor]:
-        """Teacher-forced decoding; the dict ``losses.compute_losses`` reads."""
+        """Teacher-forced decoding; the dict ``losses.compute_losses`` reads.
+
+        Args:
+          batch: ``enc_batch``, ``enc_padding_mask`` and ``dec_batch``, and for
+            ``token_nll`` ``target_batch`` and ``enc_batch_extend_vocab``.
+          training: apply dropout.
+          coverage_on, use_gumbel: unused (no coverage, no context layer).
+
+        Returns:
+          ``PointerGenerator.call``'s dict: ``vocab_logits``, ``attn``, a ``p_gen_logit``
+          of 1, zero ``kl`` and ``coverage_terms`` and, when the batch holds
+          ``target_batch``, ``token_nll`` [B, T] (``losses.gold_log_likelihood``'s,
+          under ``pointer_gen``'s distribution).
+        """
         del coverage_on, use_gumbel
         src, src_len = self._source(batch)
         out = self.transformer(
             dict(src=src, src_len=src_len, tgt_in=batch["dec_batch"]), training=training
         )
         steps = tf.shape(batch["dec_batch"])
-        return dict(
+        out = dict(
             vocab_logits=out["logits"],
             attn=tf.cast(out["attn"], tf.float32),
             p_gen_logit=tf.fill(steps, _NO_COPY_LOGIT),
             kl=out["kl"],
             coverage_terms=tf.zeros(steps),
         )
+        if "target_batch" in batch:
+            out["token_nll"] = -losses_lib.gold_log_likelihood(out, batch, self.pointer_gen)
+        return out
 
     def start(
         self, inputs: Dict[str, tf.Tensor], initial_state_attention: bool = True

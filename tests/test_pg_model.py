@@ -155,6 +155,7 @@ def test_losses_match_a_hand_computation(batch):
         "coverage_terms": rng.uniform(size=(B, T)).astype(np.float32),
         "kl": rng.uniform(size=(B, T)).astype(np.float32),
     }
+    out["token_nll"] = -losses_lib.gold_log_likelihood(out, batch)
     mask = batch["dec_padding_mask"]
     logits, target = out["vocab_logits"].astype(np.float64), batch["target_batch"]
     p_vocab = np.exp(logits - logits.max(-1, keepdims=True))
@@ -190,7 +191,10 @@ def test_losses_match_a_hand_computation(batch):
     )
     # baseline: sequence_loss's token mean of the plain softmax cross-entropy
     in_vocab = dict(batch, target_batch=np.minimum(target, V - 1))
-    baseline = losses_lib.compute_losses(out, in_vocab, pointer_gen=False)
+    softmax_nll = -losses_lib.gold_log_likelihood(out, in_vocab, pointer_gen=False)
+    baseline = losses_lib.compute_losses(
+        dict(out, token_nll=softmax_nll), in_vocab, pointer_gen=False
+    )
     ce = -np.log(np.take_along_axis(p_vocab, in_vocab["target_batch"][..., None], -1)[..., 0])
     np.testing.assert_allclose(baseline["loss"], (ce * mask).sum() / mask.sum(), rtol=1e-5)
     assert float(baseline["coverage_loss"]) == 0.0
@@ -203,6 +207,7 @@ def test_monte_carlo_samples_average_per_example_before_the_batch_mean(batch):
         "p_gen_logit": np.zeros((2 * B, T), np.float32),
         "coverage_terms": np.zeros((2 * B, T), np.float32),
         "kl": np.repeat(np.array([[1.0], [3.0], [5.0], [7.0]], np.float32), T, 1),
+        "token_nll": np.zeros((2 * B, T), np.float32),
     }
     tiled = {k: np.repeat(v, 2, axis=0) for k, v in batch.items()}
     losses = losses_lib.compute_losses(out, tiled, num_samples=2)

@@ -37,18 +37,6 @@ def tile_batch(batch: Dict[str, tf.Tensor], num_samples: int) -> Dict[str, tf.Te
     }
 
 
-def token_nll(out: Dict[str, tf.Tensor], cross_entropy: Callable[[], tf.Tensor]) -> tf.Tensor:
-    """The per-step loss [B, T] of the gold words that a host's NLL reduces.
-
-    Args:
-      out: the model's training outputs; their ``token_nll`` [B, T], where they carry
-        one, is the context mechanism's own (variational attention's ELBO terms).
-      cross_entropy: the host's cross-entropy of its outputs [B, T], taken otherwise.
-    """
-    nll = out.get("token_nll")
-    return cross_entropy() if nll is None else nll
-
-
 def context_terms(
     out: Dict[str, tf.Tensor],
     step: tf.Tensor,
@@ -133,9 +121,10 @@ def sequence_objective(
     K copies too, and the token count is that of one copy.
 
     Args:
-      out: the model's training outputs: ``logits`` [B, T, V], ``kl`` [B, T], and where
-        the mechanism has them ``token_nll`` [B, T] (the loss in place of the
-        cross-entropy), ``kl_z`` [B] and ``prepared``.
+      out: the model's training outputs: ``logits`` [B, T, V], ``token_nll`` [B, T]
+        (the per-step loss of the gold words: the cross-entropy, or the context
+        mechanism's own), ``kl`` [B, T], and where the mechanism has them ``kl_z`` [B]
+        and ``prepared``.
       targets: [B, T] gold ids.
       lengths: [B] target lengths.
       step: the global step (for the KL schedule).
@@ -152,12 +141,7 @@ def sequence_objective(
         out["logits"],
         targets,
         lengths,
-        token_nll=token_nll(
-            out,
-            lambda: tf.nn.sparse_softmax_cross_entropy_with_logits(
-                labels=targets, logits=tf.cast(out["logits"], tf.float32)
-            ),
-        ),
+        token_nll=out["token_nll"],
     )
     per_sequence = functools.partial(losses.per_sequence, lengths=lengths)
     total, logs = with_context_terms(nll, out, step, per_sequence, context_layer, kl_terms)

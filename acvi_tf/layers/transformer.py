@@ -21,6 +21,7 @@ import tensorflow as tf
 
 from acvi_tf.compat import keras
 from acvi_tf.contexts import attention as attention_lib
+from acvi_tf.contexts import context as context_lib
 from acvi_tf.contexts import objective
 
 
@@ -211,15 +212,30 @@ class TransformerModel(keras.Model):
         training: bool = False,
         use_gumbel: Optional[Union[bool, tf.Tensor]] = None,
     ) -> Dict[str, tf.Tensor]:
-        """Teacher-forced decoding: ``logits`` [B, T, V], ``attn`` [B, T, S], zero ``kl``."""
+        """Teacher-forced decoding.
+
+        Args:
+          batch: ``src``, ``src_len`` and ``tgt_in`` [B, T], and for ``token_nll``
+            ``tgt_out`` [B, T].
+          training: apply dropout.
+          use_gumbel: unused (no context layer).
+
+        Returns:
+          ``logits`` [B, T, V], ``attn`` [B, T, S] (the last layer's cross-attention),
+          zero ``kl`` [B, T] and, when the batch holds ``tgt_out``, ``token_nll`` [B, T]
+          (the cross-entropy of the gold words).
+        """
         del use_gumbel
         constants, _ = self.start(batch, training)
         outputs, probs = self._decode(self.tgt_embedding(batch["tgt_in"]), constants, training)
-        return dict(
+        out = dict(
             logits=self.output_projection(outputs),
             attn=probs,
             kl=tf.zeros(tf.shape(batch["tgt_in"]), tf.float32),
         )
+        if "tgt_out" in batch:
+            out["token_nll"] = -context_lib.gold_log_likelihood(out["logits"], batch["tgt_out"])
+        return out
 
     # what ``training.make_train_step`` reads: the batch it takes (NMT's), and the total
     batch_signature = {
