@@ -258,7 +258,7 @@ def _evaluate(config, model, name, prefix, vocabs, translator, writer, step, wri
     for batch in data.eval_dataset(examples, config.batch_size, source):
         out = model(batch)
         nll, count = losses.sequence_loss(
-            out["logits"], batch["tgt_out"], batch["tgt_len"], token_nll=out.get("token_nll")
+            out["logits"], batch["tgt_out"], batch["tgt_len"], token_nll=out["token_nll"]
         )
         total_nll += float(nll) * int(tf.shape(batch["src"])[0])
         total_tokens += float(count)

@@ -43,6 +43,11 @@ def train_dir(config: Config) -> str:
     return os.path.join(run_dir(config), "train")
 
 
+def eval_dir(config: Config) -> str:
+    """The folder of the eval job's TensorBoard logs and lock."""
+    return os.path.join(run_dir(config), "eval")
+
+
 def best_dir(config: Config) -> str:
     """The folder of the run's best model (``checkpoints.best_dir``)."""
     return checkpoints.best_dir(run_dir(config), OLD_BEST_DIR)

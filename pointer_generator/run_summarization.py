@@ -15,7 +15,7 @@ the model's flags need not be repeated.
 
 import os
 import time
-from typing import List, Optional, Union
+from typing import Any, Dict, List, Optional, Union
 
 import numpy as np
 import tensorflow as tf
@@ -343,18 +343,18 @@ COMMAND_FLAGS = (
 )
 
 
-def _experiment_dirs(config):
-    root = os.path.join(config.log_root, config.exp_name)
+def _check_run_dir(config):
+    """Makes the run's ``train/`` folder (``--mode=train``), or checks that the run exists."""
     if config.mode == "train":
-        os.makedirs(os.path.join(root, "train"), exist_ok=True)
-    elif not os.path.isdir(root):
+        os.makedirs(experiment.train_dir(config), exist_ok=True)
+    elif not os.path.isdir(experiment.run_dir(config)):
         raise app.UsageError(
-            "%s does not exist; run --mode=train first (same --log_root and --exp_name)" % root
+            "%s does not exist; run --mode=train first (same --log_root and --exp_name)"
+            % experiment.run_dir(config)
         )
-    return os.path.join(root, "train"), os.path.join(root, "eval")
 
 
-def decode_settings(config, checkpoint_path: str) -> dict:
+def decode_settings(config: Config, checkpoint_path: str) -> Dict[str, Any]:
     """What a single-pass decode's output depends on besides its data, for its folder's
     ``manifest.json``: the checkpoint (its name and the SHA-256 of its index, which holds
     every tensor's checksum), the vocabulary's SHA-256, and ``flags``: every flag of the
@@ -754,7 +754,7 @@ def decode(config: Config, vocab: vocab_lib.Vocab, train_dir: str) -> Optional[d
         experiment.coverage_at(config, step),
         record_attention=not config.single_pass,
     )
-    root = os.path.dirname(train_dir)
+    root = experiment.run_dir(config)
     if config.single_pass:
         batcher = batcher_lib.Batcher(
             config.data_path,
@@ -821,11 +821,12 @@ def run(config: Config) -> Union[keras.Model, float, dict, None]:
     """
     if not config.data_path or not config.log_root:
         raise app.UsageError("--data_path and --log_root are required")
-    train_dir, eval_dir = _experiment_dirs(config)
+    _check_run_dir(config)
+    train_dir = experiment.train_dir(config)
     resuming = config.mode == "train" and checkpoints.latest_checkpoint(train_dir) is not None
     if config.mode != "train" or resuming:
         config = acvi_flags.run_config(
-            config, os.path.dirname(train_dir), MODEL_FLAGS, COMMAND_FLAGS
+            config, experiment.run_dir(config), MODEL_FLAGS, COMMAND_FLAGS
         )
     if not config.vocab_path:
         raise app.UsageError("--vocab_path is required")
@@ -838,7 +839,7 @@ def run(config: Config) -> Union[keras.Model, float, dict, None]:
     phases = experiment.phases(config)
     if config.mode == "train":
         acvi_flags.write_flag_record(
-            os.path.dirname(train_dir),
+            experiment.run_dir(config),
             config,
             resume_model_flags=MODEL_FLAGS if resuming else None,
             chief=distribute.is_chief(strategy),
@@ -847,8 +848,8 @@ def run(config: Config) -> Union[keras.Model, float, dict, None]:
     with stops.AtOnce("; rerun the same command to resume"):  # a stop keeps what is done
         if config.mode == "decode":
             return decode(config, vocab, train_dir)
-        os.makedirs(eval_dir, exist_ok=True)
-        return evaluate(config, vocab, train_dir, eval_dir, phases)
+        os.makedirs(experiment.eval_dir(config), exist_ok=True)
+        return evaluate(config, vocab, train_dir, experiment.eval_dir(config), phases)
 
 
 if __name__ == "__main__":

@@ -19,8 +19,9 @@ Usage::
 
 import os
 import tempfile
-from typing import Any, Dict, List
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
+import numpy as np
 from absl import flags
 
 from acvi_tf import builders
@@ -29,6 +30,7 @@ from acvi_tf import progress as progress_lib
 from acvi_tf.config import Config
 from acvi_tf.formats import frame_features
 from acvi_tf.inference import commands
+from video_caption import decode as decode_lib
 from video_caption import experiment, run_captioning
 from video_caption import features as features_lib
 
@@ -86,39 +88,57 @@ def extract(videos: List[str], settings: Dict[str, Any], folder: str) -> str:
     return store
 
 
-def caption(videos: List[str], exp: experiment.Experiment) -> List[str]:
-    """Captions of the video files ``videos`` with the restored run ``exp``, in order."""
+def caption(
+    videos: List[str],
+    config: Config,
+    decoder: decode_lib.CaptionDecoder,
+    statistics: Optional[Tuple[np.ndarray, np.ndarray]],
+) -> List[str]:
+    """Captions of the video files ``videos``, in order.
+
+    Args:
+      videos: the videos' paths.
+      config: the run's settings (its feature store's, ``--decode_batch_size``).
+      decoder: the restored run's beam search (``experiment.load_decoder``'s).
+      statistics: the training frames' ``(mean, std)`` to standardise with (None: none).
+
+    Raises:
+      acvi_tf.inference.commands.InputError: a video is missing, or could not be decoded.
+    """
     if not videos:
         return []
-    config = exp.config
     settings = features_lib.read_settings(config.features)
     with tempfile.TemporaryDirectory(prefix="caption-") as folder:
         store_path = extract(videos, settings, folder)
         names = ["%06d" % index for index in range(len(videos))]
         records = [dict(clip=name, vid=name, captions=["-"], references=["-"]) for name in names]
         with frame_features.open_features(store_path) as store:
-            clip_set = exp.clip_set(records, store, store_path)
+            clips = experiment.clip_set(config, records, store, store_path, statistics)
             progress = progress_lib.Progress(len(names), "captioned videos")
-            captions, _ = exp.decoder.caption_set(clip_set, config.decode_batch_size, progress)
+            captions, _ = decoder.caption_set(clips, config.decode_batch_size, progress)
     return [captions[name] for name in names]
 
 
-def _caption_lines(lines: List[str], exp: experiment.Experiment) -> List[str]:
+def _caption_lines(lines: List[str], caption_videos: Callable[[List[str]], List[str]]) -> List[str]:
     """A caption for each line's video (stripped), an empty one for a blank line."""
     videos = [line.strip() for line in lines]
-    by_video = iter(caption([v for v in videos if v], exp))
+    by_video = iter(caption_videos([v for v in videos if v]))
     return [next(by_video) if video else "" for video in videos]
 
 
 def run(config: Config) -> List[str]:
     """Captions the videos of ``--input`` into ``--output``; returns the captions."""
     given = dict(beam_size=config.beam_size, decode_batch_size=config.decode_batch_size)
-    model_config = run_config(config.out_dir, given).replace(ckpt=config.ckpt)
+    model_config = run_config(config.out_dir, given)
     builders.configure_runtime(model_config)
-    exp = experiment.Experiment(model_config)
-    exp.restore()
+    decoder, statistics = experiment.load_decoder(model_config, config.ckpt)
     return commands.map_lines(
-        config.input, config.output, lambda lines: _caption_lines(lines, exp), "captions"
+        config.input,
+        config.output,
+        lambda lines: _caption_lines(
+            lines, lambda videos: caption(videos, model_config, decoder, statistics)
+        ),
+        "captions",
     )
 
 

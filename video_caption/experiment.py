@@ -107,8 +107,84 @@ def build_decoder(
     )
 
 
+def load_vocab(config: Config) -> data.Vocab:
+    """The run's caption vocabulary (``--data_dir``'s ``vocab.txt``, ``--vocab_size``)."""
+    return data.Vocab(os.path.join(config.data_dir, "vocab.txt"), config.vocab_size)
+
+
+def split_path(config: Config, name: str) -> str:
+    """The records of the split ``name`` (``--data_dir``'s ``<name>.jsonl``)."""
+    return os.path.join(config.data_dir, name + ".jsonl")
+
+
+def training_statistics(config: Config, store: Mapping) -> Optional[Tuple[np.ndarray, np.ndarray]]:
+    """The training frames' per-dimension ``(mean [D], std [D])`` that standardise every
+    split (``--feature_norm=standardize``; None otherwise).
+
+    Args:
+      config: the run's flags.
+      store: the frame features of ``--features``.
+    """
+    if config.feature_norm != "standardize":
+        return None
+    records = data.read_split(split_path(config, "train"))
+    return data.ClipSet(
+        records, store, config.num_frames, source=config.features
+    ).feature_statistics()
+
+
+def clip_set(
+    config: Config,
+    records: List[dict],
+    store: Mapping,
+    source: str,
+    statistics: Optional[Tuple[np.ndarray, np.ndarray]],
+) -> data.ClipSet:
+    """A ``data.ClipSet`` of clips other than the training split's.
+
+    Args:
+      config: the run's flags (``--num_frames``).
+      records: the clips' records (``data.read_split``'s).
+      store: their frame features.
+      source: the store's name, for error messages.
+      statistics: ``training_statistics`` to standardise the frames with (None: as
+        they are).
+    """
+    clips = data.ClipSet(records, store, config.num_frames, source=source)
+    if statistics is not None:
+        clips.standardize(*statistics)
+    return clips
+
+
+def log_search(config: Config) -> None:
+    """Logs the search settings the run captions with."""
+    logging.info("Captioning with %s", acvi_flags.describe(config, SEARCH_FLAGS))
+
+
+def load_decoder(
+    config: Config, ckpt: Optional[str] = None
+) -> Tuple[decode_lib.CaptionDecoder, Optional[Tuple[np.ndarray, np.ndarray]]]:
+    """The run's model with its best weights (or ``ckpt``'s) as a beam search, and the
+    training frames' statistics: what the inference commands caption with.
+
+    Returns:
+      ``(decoder, statistics)``: the ``CaptionDecoder`` and ``training_statistics``.
+
+    Raises:
+      acvi_tf.training.checkpoints.CheckpointError: the run holds no checkpoint.
+    """
+    vocab = load_vocab(config)
+    with frame_features.open_features(config.features) as store:
+        model = build_model(config, vocab, store.dim)
+        restore(config, model, vocab, ckpt)
+        statistics = training_statistics(config, store)
+    log_search(config)
+    return build_decoder(config, model, vocab), statistics
+
+
 class Experiment:
-    """The data, model and decoder of one run, built from its ``Config``.
+    """The data, model and decoder of one run, built from its ``Config``: what training,
+    evaluation and the decode of a split share.
 
     Args:
       config: ``run_captioning``'s flags, or a run's record of them.
@@ -116,7 +192,7 @@ class Experiment:
 
     def __init__(self, config: Config) -> None:
         self.config = config
-        self.vocab = data.Vocab(os.path.join(config.data_dir, "vocab.txt"), config.vocab_size)
+        self.vocab = load_vocab(config)
         self.store = frame_features.open_features(config.features)
         self._sets = {}
         self._statistics = None
@@ -127,24 +203,25 @@ class Experiment:
         """Restores ``--ckpt``, else the best model, else the newest training checkpoint
         (``restore``), and logs the search settings; returns the checkpoint's path."""
         path, _ = restore(self.config, self.model, self.vocab, self.config.ckpt)
-        logging.info("Captioning with %s", acvi_flags.describe(self.config, SEARCH_FLAGS))
+        log_search(self.config)
         return path
 
     def split(self, name: str) -> data.ClipSet:
         """The ``data.ClipSet`` of a split (loaded once, standardized if asked)."""
         if name not in self._sets:
-            path = os.path.join(self.config.data_dir, name + ".jsonl")
-            records = data.read_split(path)
+            records = data.read_split(split_path(self.config, name))
             if name == "train":
-                clip_set = data.ClipSet(
+                clips = data.ClipSet(
                     records, self.store, self.config.num_frames, source=self.config.features
                 )
                 if self.config.feature_norm == "standardize":
-                    self._statistics = clip_set.feature_statistics()
-                    clip_set.standardize(*self._statistics)
+                    self._statistics = clips.feature_statistics()
+                    clips.standardize(*self._statistics)
             else:
-                clip_set = self.clip_set(records, self.store, self.config.features)
-            self._sets[name] = clip_set
+                clips = clip_set(  # standardised with the training frames' statistics
+                    self.config, records, self.store, self.config.features, self.statistics
+                )
+            self._sets[name] = clips
         return self._sets[name]
 
     @property
@@ -156,28 +233,19 @@ class Experiment:
         self.split("train")
         return self._statistics
 
-    def clip_set(self, records: List[dict], store: Mapping, source: str) -> data.ClipSet:
-        """A ``data.ClipSet`` of other clips, standardized with the training frames'
-        statistics when the run is (as every split but train is)."""
-        clip_set = data.ClipSet(records, store, self.config.num_frames, source=source)
-        if self.config.feature_norm == "standardize":
-            clip_set.standardize(*self.statistics)  # always the training frames'
-
-        return clip_set
-
     def perplexity(self, name: str) -> float:
         """Per-token perplexity of a split's captions (teacher forcing, no dropout)."""
-        clip_set = self.split(name)
+        clips = self.split(name)
         total_nll, total_tokens = 0.0, 0.0
-        for batch in clip_set.caption_batches(
-            clip_set.caption_pairs(self.vocab), self.config.decode_batch_size
+        for batch in clips.caption_batches(
+            clips.caption_pairs(self.vocab), self.config.decode_batch_size
         ):
             out = self.model(batch)
             nll, count = losses.sequence_loss(
                 out["logits"],
                 batch["caption_out"],
                 batch["caption_len"],
-                token_nll=out.get("token_nll"),
+                token_nll=out["token_nll"],
             )
             total_nll += float(nll) * int(batch["caption_len"].shape[0])
             total_tokens += float(count)
@@ -185,10 +253,10 @@ class Experiment:
 
     def score(self, name: str) -> Tuple[Dict[str, float], Dict[str, str], Dict[str, np.ndarray]]:
         """``(metrics, captions, attentions)`` of beam-search captions of a split."""
-        clip_set = self.split(name)
-        captions, attentions = self.decoder.caption_set(clip_set, self.config.decode_batch_size)
+        clips = self.split(name)
+        captions, attentions = self.decoder.caption_set(clips, self.config.decode_batch_size)
         metrics = caption_metrics.caption_metrics(
-            clip_set.references(), captions, names=self.metric_names()
+            clips.references(), captions, names=self.metric_names()
         )
         return metrics, captions, attentions
 

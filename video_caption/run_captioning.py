@@ -417,7 +417,7 @@ def run(config: Config) -> Union[float, dict]:
     """Runs ``--mode`` on the command's frozen flags (an ``acvi_tf.config.Config``);
     returns its result."""
     _require(config, "out_dir")
-    resuming = checkpoints.latest_checkpoint(os.path.join(config.out_dir, "train")) is not None
+    resuming = checkpoints.latest_checkpoint(experiment.train_dir(config)) is not None
     if config.mode != "train" or resuming:
         config = acvi_flags.run_config(config, config.out_dir, MODEL_FLAGS, COMMAND_FLAGS)
     _require(config, "data_dir", "features")
