@@ -18,7 +18,7 @@ tokenised as the corpus was; BPE is still applied in the graph. The search runs 
 XLA.
 """
 
-from typing import Callable, Dict, Tuple
+from typing import Callable, Dict, Optional, Tuple
 
 import tensorflow as tf
 from absl import flags
@@ -28,7 +28,8 @@ from acvi_tf.config import Config
 from acvi_tf.formats import nmt_text
 from acvi_tf.inference import export as export_lib
 from acvi_tf.text import graph_bpe
-from nmt import experiment, translate
+from nmt import data, experiment, translate
+from nmt import translator as translator_lib
 
 _SENTENCES = tf.TensorSpec([None], tf.string)
 
@@ -46,10 +47,17 @@ class ServedTranslator(tf.Module):
       translator: an ``nmt.translator.Translator``.
       src_vocab, tgt_vocab: the run's ``nmt.data.Vocab``s.
       tokenize: ``texts [B] -> tokens [B, (n)]`` (``acvi_tf.inference.export.graph_tokenizer_for``).
-      bpe_codes: the corpus's subword-nmt codes, or None without BPE.
+      bpe_codes: the path of the corpus's subword-nmt codes, or None without BPE.
     """
 
-    def __init__(self, translator, src_vocab, tgt_vocab, tokenize, bpe_codes=None):
+    def __init__(
+        self,
+        translator: translator_lib.Translator,
+        src_vocab: data.Vocab,
+        tgt_vocab: data.Vocab,
+        tokenize: Callable[[tf.Tensor], tf.RaggedTensor],
+        bpe_codes: Optional[str] = None,
+    ) -> None:
         super().__init__(name="translator")
         self._variables = list(translator.model.variables)  # saved with the graph
         self._search = translator.search
@@ -65,7 +73,7 @@ class ServedTranslator(tf.Module):
         return graph_bpe.segment(tokens, self._bpe_ranks)
 
     @tf.function(input_signature=[_SENTENCES])
-    def translate(self, sentences):
+    def translate(self, sentences: tf.Tensor) -> Dict[str, tf.Tensor]:
         """``sentences`` [B] -> ``translations`` [B], ``scores`` [B]."""
         tokens = self._source_tokens(sentences)
         src_len = tf.cast(tokens.row_lengths(), tf.int32)
@@ -84,7 +92,7 @@ class ServedTranslator(tf.Module):
         )
 
     @tf.function(input_signature=[_SENTENCES])
-    def tokenize(self, texts):
+    def tokenize(self, texts: tf.Tensor) -> Dict[str, tf.Tensor]:
         """``texts`` [B] -> ``tokens`` [B], each text's source tokens joined by spaces."""
         tokens = self._source_tokens(texts)
         return dict(tokens=tf.strings.reduce_join(tokens, axis=1, separator=" "))

@@ -23,7 +23,7 @@ The output projection over the vocabulary and the ACVI KL run after the decoder 
 """
 
 import random
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import tensorflow as tf
 
@@ -55,8 +55,16 @@ class LSTMBias(keras.initializers.Initializer):
         self.init_weight = init_weight
         self.seed = seed
 
-    def __call__(self, shape, dtype=None, **kwargs):
-        """The bias of shape ``(4 * units,)``."""
+    def __call__(
+        self, shape: Sequence[int], dtype: Optional[tf.dtypes.DType] = None, **kwargs: Any
+    ) -> tf.Tensor:
+        """The bias of shape ``(4 * units,)``.
+
+        Args:
+          shape: ``(4 * units,)``.
+          dtype: the bias's dtype (None: Keras's default float).
+          **kwargs: what Keras passes an initializer besides; unused.
+        """
         bias = keras.initializers.RandomUniform(-self.init_weight, self.init_weight, self.seed)(
             shape, dtype
         )

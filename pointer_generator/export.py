@@ -34,6 +34,7 @@ from acvi_tf import config as config_lib
 from acvi_tf.config import Config
 from acvi_tf.formats import see_vocab
 from acvi_tf.inference import export as export_lib
+from pointer_generator import decode as decode_lib
 from pointer_generator import experiment, summarize
 from pointer_generator import vocab as vocab_lib
 
@@ -56,7 +57,13 @@ class ServedSummarizer(tf.Module):
       tokenize: ``texts [B] -> tokens [B, (n)]`` (``acvi_tf.inference.export.graph_tokenizer_for``).
     """
 
-    def __init__(self, summarizer, max_enc_steps, pointer_gen, tokenize):
+    def __init__(
+        self,
+        summarizer: decode_lib.Summarizer,
+        max_enc_steps: int,
+        pointer_gen: bool,
+        tokenize: Callable[[tf.Tensor], tf.RaggedTensor],
+    ) -> None:
         super().__init__(name="summarizer")
         vocab = summarizer.vocab
         self._variables = list(summarizer.model.variables)  # saved with the graph
@@ -96,9 +103,19 @@ class ServedSummarizer(tf.Module):
         )
         return ids.with_flat_values(extended), oovs
 
-    def batch(self, documents):
-        """The decode fields of ``batcher.make_batch`` for raw documents, and the tokens,
-        their counts and each document's out-of-vocabulary words."""
+    def batch(
+        self, documents: tf.Tensor
+    ) -> Tuple[Dict[str, tf.Tensor], tf.RaggedTensor, tf.Tensor, tf.RaggedTensor]:
+        """The decode fields of ``batcher.make_batch`` for raw documents.
+
+        Args:
+          documents: [B] raw documents.
+
+        Returns:
+          ``(batch, tokens, lengths, oovs)``: the decode fields, the documents' tokens
+          [B, (n)] (truncated to ``max_enc_steps``), their counts [B] and each
+          document's out-of-vocabulary words [B, (m)] (none without ``pointer_gen``).
+        """
         tokens = self._tokenize(documents)[:, : self._max_enc_steps]
         lengths = tf.cast(tokens.row_lengths(), tf.int32)
         ids = tf.ragged.map_flat_values(self._ids.lookup, tokens)
@@ -142,20 +159,20 @@ class ServedSummarizer(tf.Module):
         )
 
     @tf.function(input_signature=[_DOCUMENTS])
-    def summarize(self, documents):
+    def summarize(self, documents: tf.Tensor) -> Dict[str, tf.Tensor]:
         """``documents`` [B] -> ``summaries`` [B], ``scores`` [B]."""
         _, results, _ = self._decode(documents, self._search)
         return results
 
     @tf.function(input_signature=[_DOCUMENTS])
-    def summarize_with_attention(self, documents):
+    def summarize_with_attention(self, documents: tf.Tensor) -> Dict[str, tf.Tensor]:
         """``summarize`` plus ``tokens`` [B, N], ``attention`` [B, T, N], ``p_gens`` [B, T]."""
         tokens, results, out = self._decode(documents, self._search_with_attention)
         results.update(tokens=tokens.to_tensor(""), attention=out["attn"], p_gens=out["p_gen"])
         return results
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
-    def tokenize(self, texts):
+    def tokenize(self, texts: tf.Tensor) -> Dict[str, tf.Tensor]:
         """``texts`` [B] -> ``tokens`` [B], each text's tokens joined by spaces."""
         return dict(tokens=tf.strings.reduce_join(self._tokenize(texts), axis=1, separator=" "))
 

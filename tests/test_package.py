@@ -176,72 +176,6 @@ def test_packages_import_outside_the_source_tree(package, tmp_path):
     assert result.stdout.strip().startswith(os.path.join(ROOT, package))
 
 
-# Public functions of the hosts still without type hints, by file: the files whose
-# owners have yet to annotate them. No other public function may lack one.
-UNANNOTATED_ELSEWHERE = {
-    "nmt/export.py": (
-        "define_flags ServedTranslator.__init__ ServedTranslator.translate "
-        "ServedTranslator.tokenize run"
-    ),
-    "nmt/model.py": (
-        "LSTMBias.__init__ LSTMBias.__call__ LSTMBias.get_config NMTModel.__init__ "
-        "NMTModel.encode NMTModel.start NMTModel.step NMTModel.vocab_logits "
-        "NMTModel.log_probs NMTModel.decode_step NMTModel.call"
-    ),
-    "nmt/run_nmt.py": (
-        "define_flags apply_preset check_search log_search learning_rate_schedule build "
-        "make_train_step train infer run"
-    ),
-    "nmt/translate.py": (
-        "define_run_flags define_flags run_config corpus_record preprocessor load_translator "
-        "translate run"
-    ),
-    "nmt/translator.py": "Translator.__init__ Translator.alignment Translator.translate",
-    "pointer_generator/decode.py": (
-        "Summarizer.__init__ Summarizer.decode as_text split_sentences decode_dir_name "
-        "decode_single_pass lead_baseline score_folder rouge_report decode_examples"
-    ),
-    "pointer_generator/export.py": (
-        "define_flags ServedSummarizer.__init__ ServedSummarizer.batch "
-        "ServedSummarizer.summarize ServedSummarizer.summarize_with_attention "
-        "ServedSummarizer.tokenize run"
-    ),
-    "pointer_generator/losses.py": (
-        "mask_and_avg token_mean copy_mass gold_log_probs final_distribution compute_losses"
-    ),
-    "pointer_generator/model.py": (
-        "PointerGenerator.__init__ PointerGenerator.encode "
-        "PointerGenerator.encode_with_summary PointerGenerator.decoder_step "
-        "PointerGenerator.call PointerGenerator.vocab_at PointerGenerator.project "
-        "PointerGenerator.start PointerGenerator.decode_step"
-    ),
-    "pointer_generator/run_summarization.py": (
-        "define_flags min_dec_steps decode_config decode_settings check_beam make_train_step "
-        "train evaluate decode run"
-    ),
-    "pointer_generator/summarize.py": (
-        "define_run_flags define_flags run_config corpus_record corpus_tokenizer "
-        "best_checkpoint load_summarizer summarize run"
-    ),
-    "video_caption/caption.py": "define_run_flags define_flags run_config extract caption run",
-    "video_caption/decode.py": (
-        "CaptionDecoder.__init__ CaptionDecoder.caption CaptionDecoder.caption_set"
-    ),
-    "video_caption/export.py": (
-        "define_flags ServedCaptioner.__init__ ServedCaptioner.features ServedCaptioner.caption run"
-    ),
-    "video_caption/model.py": (
-        "Captioner.__init__ Captioner.start Captioner.step Captioner.logits "
-        "Captioner.log_probs Captioner.decode_step Captioner.call attention_penalty"
-    ),
-    "video_caption/run_captioning.py": (
-        "define_flags Experiment.__init__ Experiment.split Experiment.statistics "
-        "Experiment.clip_set Experiment.perplexity Experiment.score Experiment.metric_names "
-        "most_common_caption make_train_step train restore evaluate decode run"
-    ),
-}
-
-
 def _public_functions(path):
     """``(qualified name, node)`` of the module-level functions and the methods of the
     public classes of a module whose names do not start with ``_`` (dunders kept)."""
@@ -274,11 +208,10 @@ def test_every_public_function_of_the_hosts_and_tools_has_type_hints():
     for package in ("pointer_generator", "nmt", "video_caption", "data_prep", "bench"):
         for path in sorted(glob.glob(os.path.join(ROOT, package, "*.py"))):
             relative = os.path.relpath(path, ROOT)
-            allowed = UNANNOTATED_ELSEWHERE.get(relative, "").split()
             missing += [
                 "%s: %s" % (relative, name)
                 for name, node in _public_functions(path)
-                if _unannotated(node) and name not in allowed
+                if _unannotated(node)
             ]
     assert not missing, "add type hints to:\n" + "\n".join(missing)
 

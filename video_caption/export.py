@@ -17,8 +17,9 @@ video and running the CNN stay outside: extract the features with
 Loading needs TensorFlow only. The search runs without XLA.
 """
 
-from typing import Callable, Dict, Tuple
+from typing import Callable, Dict, Optional, Tuple
 
+import numpy as np
 import tensorflow as tf
 from absl import flags
 
@@ -27,6 +28,7 @@ from acvi_tf.config import Config
 from acvi_tf.inference import export as export_lib
 from video_caption import caption as caption_lib
 from video_caption import data, experiment
+from video_caption import decode as decode_lib
 
 
 def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
@@ -45,7 +47,12 @@ class ServedCaptioner(tf.Module):
         standardisation).
     """
 
-    def __init__(self, decoder, num_frames, statistics=None):
+    def __init__(
+        self,
+        decoder: decode_lib.CaptionDecoder,
+        num_frames: int,
+        statistics: Optional[Tuple[np.ndarray, np.ndarray]] = None,
+    ) -> None:
         super().__init__(name="captioner")
         self._variables = list(decoder.model.variables)  # saved with the graph
         self._search = decoder.search
@@ -55,9 +62,17 @@ class ServedCaptioner(tf.Module):
         )
         self._words = tf.constant(decoder.vocab.words())
 
-    def features(self, frames, frame_counts):
+    def features(self, frames: tf.Tensor, frame_counts: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
         """``data.ClipSet``'s features of the clips: K sampled frames, standardised,
-        zero padded, and their counts."""
+        zero padded, and their counts.
+
+        Args:
+          frames: [B, F, D] each clip's frame features, zero padded.
+          frame_counts: [B] each clip's real frames.
+
+        Returns:
+          ``(features [B, K, D], num_frames [B])``.
+        """
         k = self._num_frames
         position = tf.range(k)[tf.newaxis]
         counts = frame_counts[:, tf.newaxis]
@@ -78,7 +93,7 @@ class ServedCaptioner(tf.Module):
             tf.TensorSpec([None], tf.int32),
         ]
     )
-    def caption(self, frames, frame_counts):
+    def caption(self, frames: tf.Tensor, frame_counts: tf.Tensor) -> Dict[str, tf.Tensor]:
         """``frames`` [B, F, D], ``frame_counts`` [B] -> ``captions``, ``scores``,
         ``attention``."""
         features, num_frames = self.features(frames, frame_counts)
@@ -102,9 +117,8 @@ class ServedCaptioner(tf.Module):
 
 def _served(config: Config) -> Tuple[ServedCaptioner, Dict[str, Callable]]:
     """The served captioner of the run ``config`` describes, and its signature."""
-    exp = experiment.Experiment(config)
-    exp.restore()
-    module = ServedCaptioner(exp.decoder, config.num_frames, exp.statistics)
+    decoder, statistics = experiment.load_decoder(config, config.ckpt)
+    module = ServedCaptioner(decoder, config.num_frames, statistics)
     return module, {"serving_default": module.caption}
 
 
