@@ -27,10 +27,14 @@ def _model():
     )
 
 
-def test_decoder_is_causal_and_source_padding_is_ignored():
+def test_decoder_is_causal_ignores_source_padding_and_scores_the_gold_words():
     model = _model()
     batch = _batch(np.random.default_rng(0))
-    logits = model(batch)["logits"].numpy()
+    out = model(batch)
+    logits = out["logits"].numpy().astype(np.float64)
+    log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    gold = np.take_along_axis(log_probs, batch["tgt_out"][..., None], -1)[..., 0]
+    np.testing.assert_allclose(out["token_nll"], -gold, rtol=1e-5)
     changed = dict(batch, tgt_in=batch["tgt_in"].copy())
     changed["tgt_in"][:, 3:] = 5  # the future must not change earlier positions
     np.testing.assert_allclose(model(changed)["logits"][:, :3], logits[:, :3], rtol=1e-5, atol=1e-6)
@@ -104,6 +108,11 @@ def test_summarizer_wrapper_has_no_copy_and_matches_teacher_forcing():
         enc_batch_extend_vocab=tf.constant([[4, 10, 6], [7, 8, 1]]),
     )
     out = model(batch)
+    # no copying: the gold summary's NLL is that of the vocabulary softmax
+    vocab_nll = tf.nn.sparse_softmax_cross_entropy_with_logits(
+        batch["target_batch"], out["vocab_logits"]
+    )
+    np.testing.assert_allclose(out["token_nll"], vocab_nll, rtol=1e-5)
     losses = pg_losses.compute_losses(out, batch, pointer_gen=False)
     assert np.isfinite(float(losses["total_loss"])) and float(losses["kl"]) == 0.0
     constants, state = model.start(batch)
