@@ -98,7 +98,7 @@ def caption(
 
     Args:
       videos: the videos' paths.
-      config: the run's settings (its feature store's, ``--decode_batch_size``).
+      config: the run's settings (``--features``, ``--num_frames``, ``--decode_batch_size``).
       decoder: the restored run's beam search (``experiment.load_decoder``'s).
       statistics: the training frames' ``(mean, std)`` to standardise with (None: none).
 
