@@ -56,13 +56,22 @@ def _normalize(total, length, mode, alpha):
 class DecodingModel(Protocol):
     """What a host model implements to be decoded: ``start`` once per batch of inputs,
     then ``decode_step`` once per generated token (``model_step`` makes the searches'
-    step of it).
+    step of it). Every host's ``decode_step`` takes ``(tokens, state, constants)``: what
+    else a host needs to decode (the summarizer's article OOV count and coverage
+    switch) its ``start`` puts in the constants or the state, as [B, ...] tensors that
+    the searches tile, gather and shrink with the rows.
 
-    The NMT model and the captioner score with log-probabilities over the vocabulary;
-    the summarizer with probabilities over its extended vocabulary, of which
-    ``beam_search(probabilities=True)`` takes the log of the 2K candidates only, as See's
-    beam does. What else a step gives (attention, ``p_gen``) is in its extras dict.
+    ``probability_scores`` says what the scores are, and the searches take it as their
+    ``probabilities``: log-probabilities over the vocabulary (False: the NMT models and
+    the captioner), or probabilities (True: the summarizers, over their extended
+    vocabulary), of which the searches take the log of the candidates they keep only,
+    as See's beam does. The summarizer cannot give log-probabilities and keep See's
+    results bit-exact: float32 log maps distinct small probabilities to one value,
+    which changes the order of ties in top-k. What else a step gives (attention,
+    ``p_gen``) is in its extras dict.
     """
+
+    probability_scores: bool
 
     def start(self, inputs: Dict[str, tf.Tensor]) -> Tuple[Any, Any]:
         """Encodes a batch.
@@ -78,7 +87,7 @@ class DecodingModel(Protocol):
         """
 
     def decode_step(
-        self, tokens: tf.Tensor, state: Any, constants: Any, **options: Any
+        self, tokens: tf.Tensor, state: Any, constants: Any
     ) -> Tuple[tf.Tensor, Any, Dict[str, tf.Tensor]]:
         """One step.
 
@@ -86,25 +95,23 @@ class DecodingModel(Protocol):
           tokens: the previous tokens [R].
           state: the decoder state, [R, ...] tensors.
           constants: ``start``'s constants, tiled to R rows.
-          **options: the host's decoding options (the summarizer's ``max_art_oovs`` and
-            ``coverage_on``).
 
         Returns:
           ``(scores [R, V], state, extras)``.
         """
 
 
-def model_step(model: DecodingModel, constants: Any = None, **options: Any) -> Callable:
+def model_step(model: DecodingModel, constants: Any = None) -> Callable:
     """The search step of a ``DecodingModel``.
 
-    ``beam_search``, ``greedy_search`` and ``gnmt_beam_search`` take the result.
+    ``beam_search``, ``greedy_search`` and ``gnmt_beam_search`` take the result, with
+    ``probabilities=model.probability_scores``.
 
     Args:
       model: the model.
       constants: its ``start`` constants (tiled with ``tile_beam`` for a beam); None
         gives a step that takes them as its fourth argument (``beam_search``'s
         ``constants``).
-      **options: passed to every ``decode_step`` call.
 
     Returns:
       ``(tokens, state, t) -> (scores, state, extras)``, or ``(tokens, state, t,
@@ -114,13 +121,13 @@ def model_step(model: DecodingModel, constants: Any = None, **options: Any) -> C
 
         def step_with(tokens, state, t, constants):
             del t
-            return model.decode_step(tokens, state, constants, **options)
+            return model.decode_step(tokens, state, constants)
 
         return step_with
 
     def step(tokens, state, t):
         del t
-        return model.decode_step(tokens, state, constants, **options)
+        return model.decode_step(tokens, state, constants)
 
     return step
 
