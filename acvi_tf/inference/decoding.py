@@ -326,7 +326,7 @@ class BeamStrategy(Protocol):
 
     def select(
         self, v: Dict[str, Any], scores: tf.Tensor, extras: Dict[str, tf.Tensor], t: tf.Tensor
-    ) -> Tuple[tf.Tensor, Dict[str, Any], Optional[tf.Tensor]]:
+    ) -> Tuple[tf.Tensor, Dict[str, Any]]:
         """One step's new beam.
 
         Args:
@@ -336,9 +336,8 @@ class BeamStrategy(Protocol):
           t: the step.
 
         Returns:
-          ``(parents, v, frozen)``: the hypothesis [B, K] (an index into each input's K)
-          each new hypothesis extends, the new variables, and the inputs [B] whose state
-          stays as it was (None: none).
+          ``(parents, v)``: the hypothesis [B, K] (an index into each input's K) each
+          new hypothesis extends, and the new variables.
         """
 
     def result(self, v: Dict[str, Any], t: tf.Tensor) -> Dict[str, tf.Tensor]:
@@ -441,16 +440,8 @@ def search(
             scores, new_state, extras = every_row()
         else:
             scores, new_state, extras = tf.cond(tf.equal(t, 0), first_rows, every_row)
-        parents, found, frozen = strategy.select(
-            v["search"], scores, extras if record_extras else {}, t
-        )
-        new_state = gather_rows(new_state, parent_rows(parents, k))
-        if frozen is not None:
-            frozen_rows = tf.repeat(frozen, k)
-            new_state = tf.nest.map_structure(
-                lambda old, new: _where_rows(frozen_rows, old, new), v["state"], new_state
-            )
-        new = dict(step=t + 1, state=new_state, search=found)
+        parents, found = strategy.select(v["search"], scores, extras if record_extras else {}, t)
+        new = dict(step=t + 1, state=gather_rows(new_state, parent_rows(parents, k)), search=found)
         if not shrink:
             return [new]
         new.update(constants=v["constants"], index=v["index"], results=v["results"])
@@ -584,8 +575,9 @@ class SeeStrategy:
 
     def select(
         self, v: Dict[str, Any], scores: tf.Tensor, extras: Dict[str, tf.Tensor], t: tf.Tensor
-    ) -> Tuple[tf.Tensor, Dict[str, Any], Optional[tf.Tensor]]:
-        """See's walk over the step's candidates (``BeamStrategy.select``)."""
+    ) -> Tuple[tf.Tensor, Dict[str, Any]]:
+        """See's walk over the step's candidates (``BeamStrategy.select``); a done input's
+        variables stay as they were."""
         k, stop_id = self.beam_size, self.stop_id
         batch = tf.shape(v["done"])[0]
         width = self.candidates_per_hypothesis or 2 * k
@@ -677,7 +669,7 @@ class SeeStrategy:
             fin_count=_where_rows(keep, v["fin_count"], fin_count),
             done=tf.logical_or(keep, done),
         )
-        return parents, new, keep
+        return parents, new
 
     def result(self, v: Dict[str, Any], t: tf.Tensor) -> Dict[str, tf.Tensor]:
         """The best result per input, or its best live hypothesis where none finished

@@ -109,9 +109,9 @@ class GNMTStrategy:
         scores: tf.Tensor,
         extras: Dict[str, tf.Tensor],
         t: tf.Tensor,
-    ) -> Tuple[tf.Tensor, Dict[str, tf.Tensor], None]:
+    ) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
         """The K best candidates on the length-penalised score (``BeamStrategy.select``);
-        no input is frozen."""
+        a done input's finished hypotheses go on being scored, as in tensorflow/nmt."""
         del extras
         k, stop_id = self.beam_size, self.stop_id
         batch = tf.shape(v["done"])[0]
@@ -139,7 +139,7 @@ class GNMTStrategy:
             scores=top_scores,
             done=tf.reduce_all(now_finished, axis=1),
         )
-        return parents, new, None
+        return parents, new
 
     def result(self, v: Dict[str, tf.Tensor], t: tf.Tensor) -> Dict[str, tf.Tensor]:
         """The first hypothesis of the beam (``BeamStrategy.result``)."""
