@@ -208,6 +208,9 @@ class NMTModel(keras.Model):
             states = [[zeros, zeros] for _ in self.cells]
         return outputs, mask, states
 
+    # ``decode_step`` gives log-probabilities (``decoding.DecodingModel``)
+    probability_scores = False
+
     def start(
         self, inputs: Dict[str, tf.Tensor], training: bool = False
     ) -> Tuple[Dict[str, Any], Dict[str, Any]]:

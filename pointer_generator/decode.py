@@ -79,11 +79,9 @@ class Summarizer:
         signature = {name: batcher_lib.BATCH_SIGNATURE[name] for name in DECODE_FIELDS}
 
         def search(batch, record):
-            constants, state = model.start(batch, initial_state_attention)
+            constants, state = model.start(batch, initial_state_attention, coverage_on)
             return decoding.beam_search(
-                decoding.model_step(
-                    model, max_art_oovs=batch["max_art_oovs"], coverage_on=coverage_on
-                ),
+                decoding.model_step(model),
                 state,
                 tf.shape(batch["enc_batch"])[0],
                 beam_size,
@@ -93,7 +91,7 @@ class Summarizer:
                 min_steps=min_dec_steps,
                 length_normalization=length_normalization,
                 gnmt_alpha=gnmt_alpha,
-                probabilities=True,
+                probabilities=model.probability_scores,
                 record_extras=record,
                 constants=constants,
                 shrink=not jit_compile,

@@ -98,6 +98,23 @@ def gold_log_likelihood(
     )
 
 
+def article_oov_slots(inputs: Dict[str, tf.Tensor], rows: tf.Tensor) -> tf.Tensor:
+    """The decoding constant that carries a batch's ``max_art_oovs``: [rows,
+    max_art_oovs] zeros (max_art_oovs 0 where ``inputs`` has none).
+
+    Its width is the extended part of the vocabulary. A shape, unlike a scalar, is tiled
+    and shrunk with the beam's rows, and stays a compile-time constant under XLA.
+
+    Args:
+      inputs: the batch.
+      rows: its number of articles.
+
+    Returns:
+      bool [rows, max_art_oovs].
+    """
+    return tf.zeros([rows, inputs.get("max_art_oovs", 0)], tf.bool)
+
+
 def final_distribution(
     vocab_dists: tf.Tensor,
     attn: tf.Tensor,

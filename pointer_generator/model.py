@@ -313,11 +313,18 @@ class PointerGenerator(keras.Model):
         p_gen_logit = tf.squeeze(self.p_gen_layer(tf.concat([context, c, h, x], axis=-1)), axis=-1)
         return p_gen_logit, self.vocab_at(h, context)
 
+    # ``decode_step`` gives probabilities over the extended vocabulary (see its docstring)
+    probability_scores = True
+
     def start(
-        self, inputs: Dict[str, tf.Tensor], initial_state_attention: bool = True
+        self,
+        inputs: Dict[str, tf.Tensor],
+        initial_state_attention: bool = True,
+        coverage_on: bool = False,
     ) -> Tuple[Dict[str, Any], Dict[str, tf.Tensor]]:
         """Runs the encoder for decoding (``decoding.DecodingModel``) on ``inputs``, a
-        batch's ``enc_batch``, ``enc_padding_mask`` and ``enc_batch_extend_vocab``.
+        batch's ``enc_batch``, ``enc_padding_mask``, ``enc_batch_extend_vocab`` and
+        ``max_art_oovs`` (0 where the batch has none).
 
         With ``initial_state_attention`` (the original's decode graph) the first step's
         previous context is attention over the reduced encoder state, and that attention
@@ -325,12 +332,18 @@ class PointerGenerator(keras.Model):
         The original attends with the coverage feature of an all-zero coverage, which adds
         exactly zero, so this attends without it.
 
+        Args:
+          inputs: the batch's tensors.
+          initial_state_attention: as above.
+          coverage_on: decode with the coverage feature: the state then holds the
+            ``coverage`` (its presence is what switches ``decode_step``'s coverage on).
+
         Returns:
           ``(constants, state)``: the per-article tensors every step reads (``keys``,
-          ``prepared``, ``mask``, ``enc_batch_extend_vocab``, the sentence latent ``z``)
-          and the initial decoder
-          state (``h``, ``c``, zero ``coverage``, the previous ``context`` and the
-          attention ``attn`` that the first step adds to the coverage).
+          ``prepared``, ``mask``, ``enc_batch_extend_vocab``, the sentence latent ``z``,
+          ``article_oovs``) and the initial decoder state (``h``, ``c``, the previous
+          ``context``, the attention ``attn`` that the first step adds to the coverage,
+          and, with ``coverage_on``, a zero ``coverage``).
         """
         mask = inputs["enc_padding_mask"]
         memory, (h, c), summary = self.encode_with_summary(inputs["enc_batch"], mask)
@@ -342,6 +355,7 @@ class PointerGenerator(keras.Model):
             mask=mask,
             enc_batch_extend_vocab=inputs["enc_batch_extend_vocab"],
             z=self.context_layer.sentence_latent(summary)[0],
+            article_oovs=losses_lib.article_oov_slots(inputs, tf.shape(mask)[0]),
         )
         if initial_state_attention:
             attn = self.scorer(
@@ -351,16 +365,13 @@ class PointerGenerator(keras.Model):
         else:
             attn = tf.zeros(tf.shape(mask))
             context = tf.zeros([tf.shape(memory)[0], memory.shape[-1]], self.compute_dtype)
-        state = dict(h=h, c=c, coverage=tf.zeros(tf.shape(mask)), context=context, attn=attn)
+        state = dict(h=h, c=c, context=context, attn=attn)
+        if coverage_on:
+            state["coverage"] = tf.zeros(tf.shape(mask))
         return constants, state
 
     def decode_step(
-        self,
-        tokens: tf.Tensor,
-        state: Dict[str, tf.Tensor],
-        constants: Dict[str, Any],
-        max_art_oovs: Union[int, tf.Tensor],
-        coverage_on: bool,
+        self, tokens: tf.Tensor, state: Dict[str, tf.Tensor], constants: Dict[str, Any]
     ) -> Tuple[tf.Tensor, Dict[str, tf.Tensor], Dict[str, tf.Tensor]]:
         """One decoding step: the final distribution over the extended vocabulary.
 
@@ -376,26 +387,28 @@ class PointerGenerator(keras.Model):
         ACVI's ``decode="sample"`` the next input gets the sample this step used, as in
         training, where the original's graph would draw a fresh one.
 
+        The scores are probabilities (``probability_scores``): the search takes the log
+        of the candidates it keeps only, as See's beam does. A log over the whole
+        extended vocabulary would change See's results, not only cost more: float32 log
+        maps distinct small probabilities to one value, which reorders ties in top-k.
+
         Args:
           tokens: [R] previous tokens, extended-vocabulary ids allowed ([UNK] is fed).
-          state: dict ``h``, ``c``, ``coverage``, ``context``, ``attn``.
+          state: dict ``h``, ``c``, ``context``, ``attn`` and, with coverage on,
+            ``coverage``.
           constants: from ``start`` (tiled to R rows for beam search).
-          max_art_oovs: width of the extended part of the vocabulary.
-          coverage_on: use the coverage feature.
 
         Returns:
           ``(probs [R, V + max_art_oovs], state, extras)`` with extras ``attn`` [R, N]
-          and ``p_gen`` [R]. The beam takes the log of its candidates only.
+          and ``p_gen`` [R].
         """
         tokens = tf.where(tokens >= self.vocab_size, 0, tokens)  # [UNK] id is 0
-        coverage = state["coverage"]
-        if coverage_on:
-            coverage = coverage + state["attn"]
+        coverage = state["coverage"] + state["attn"] if "coverage" in state else None
         context, (h, c), attn, _, x = self.decoder_step(
             self.embedding(tokens),
             state["context"],
             [state["h"], state["c"]],
-            coverage if coverage_on else None,
+            coverage,
             constants["mask"],
             constants["keys"],
             constants["prepared"],
@@ -415,9 +428,11 @@ class PointerGenerator(keras.Model):
             attn[:, tf.newaxis],
             p_gen[:, tf.newaxis],
             constants["enc_batch_extend_vocab"],
-            max_art_oovs,
+            tf.shape(constants["article_oovs"])[1],
         )[:, 0]
-        state = dict(h=h, c=c, coverage=coverage, context=context, attn=attn)
+        state = dict(h=h, c=c, context=context, attn=attn)
+        if coverage is not None:
+            state["coverage"] = coverage
         return final, state, dict(attn=attn, p_gen=p_gen)
 
     # what ``training.make_train_step`` reads: the batch it takes, and the total loss

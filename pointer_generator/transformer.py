@@ -108,31 +108,35 @@ class TransformerSummarizer(keras.Model):
             out["token_nll"] = -losses_lib.gold_log_likelihood(out, batch, self.pointer_gen)
         return out
 
+    # ``decode_step`` gives probabilities over the extended vocabulary, as
+    # ``PointerGenerator.decode_step`` does
+    probability_scores = True
+
     def start(
-        self, inputs: Dict[str, tf.Tensor], initial_state_attention: bool = True
+        self,
+        inputs: Dict[str, tf.Tensor],
+        initial_state_attention: bool = True,
+        coverage_on: bool = False,
     ) -> Tuple[Any, Any]:
         """Encodes the articles: ``(constants, state)`` for ``decode_step`` (no recurrent
-        state to attend from, so ``initial_state_attention`` has no use here)."""
-        del initial_state_attention
+        state to attend from and no coverage, so ``initial_state_attention`` and
+        ``coverage_on`` have no use here)."""
+        del initial_state_attention, coverage_on
         src, src_len = self._source(inputs)
-        return self.transformer.start(dict(src=src, src_len=src_len))
+        constants, state = self.transformer.start(dict(src=src, src_len=src_len))
+        oovs = losses_lib.article_oov_slots(inputs, tf.shape(src)[0])
+        return dict(constants, article_oovs=oovs), state
 
     def decode_step(
-        self,
-        tokens: tf.Tensor,
-        state: Any,
-        constants: Any,
-        max_art_oovs: tf.Tensor,
-        coverage_on: bool,
+        self, tokens: tf.Tensor, state: Any, constants: Any
     ) -> Tuple[tf.Tensor, Any, Dict[str, tf.Tensor]]:
         """One step: probabilities over the extended vocabulary (0 for article OOVs)."""
-        del coverage_on
         tokens = tf.where(tokens >= self.vocab_size, 0, tokens)  # [UNK] id is 0
         output, state, attn, _ = self.transformer.step(
             self.transformer.tgt_embedding(tokens), state, constants
         )
         probs = tf.nn.softmax(tf.cast(self.transformer.output_projection(output), tf.float32))
-        probs = tf.pad(probs, [[0, 0], [0, max_art_oovs]])
+        probs = tf.pad(probs, [[0, 0], [0, tf.shape(constants["article_oovs"])[1]]])
         return (
             probs,
             state,

@@ -42,17 +42,16 @@ def _loss(model, batch, step=0, training=True):
 
 def _beam(host, model, batch, beam_size=2, max_steps=4):
     """Beam search of the batch through the shared decoding protocol (``start``,
-    ``decode_step``; the summarizer's scores are probabilities and its options the
-    batch's article OOVs and the coverage switch)."""
+    ``decode_step``, ``probability_scores``; the summarizer's batch has one article OOV
+    and decodes with coverage)."""
     assert isinstance(model, decoding.DecodingModel)
-    options, probabilities = {}, False
-    constants, state = model.start(batch)
     if host == "summarizer":
-        options, probabilities = dict(max_art_oovs=1, coverage_on=True), True
+        constants, state = model.start(dict(batch, max_art_oovs=1), coverage_on=True)
         start_stop = (2, 3)  # [START], [STOP] in See's vocabulary
     else:
+        constants, state = model.start(batch)
         start_stop = (1, 2) if host == "nmt" else (vc_data.BOS_ID, vc_data.EOS_ID)
-    step = decoding.model_step(model, decoding.tile_beam(constants, beam_size), **options)
+    step = decoding.model_step(model, decoding.tile_beam(constants, beam_size))
     return decoding.beam_search(
         step,
         state,
@@ -61,7 +60,7 @@ def _beam(host, model, batch, beam_size=2, max_steps=4):
         max_steps,
         *start_stop,
         min_steps=1,
-        probabilities=probabilities,
+        probabilities=model.probability_scores,
     )
 
 
@@ -165,7 +164,8 @@ def test_every_host_model_has_the_decoding_protocols_signatures():
         assert isinstance(model, decoding.DecodingModel)
         assert list(inspect.signature(model.start).parameters)[0] == "inputs"
         step = list(inspect.signature(model.decode_step).parameters)
-        assert step[:3] == ["tokens", "state", "constants"], step
+        assert step == ["tokens", "state", "constants"], step
+        assert isinstance(model.probability_scores, bool)
 
 
 @pytest.mark.parametrize("host", hosts.HOSTS)

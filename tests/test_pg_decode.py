@@ -77,14 +77,10 @@ def test_decode_step_without_initial_state_attention_is_the_training_step(
         batch["enc_batch_extend_vocab"],
         batch["target_batch"],
     )
-    constants, state = model.start(batch, initial_state_attention=False)
+    constants, state = model.start(batch, initial_state_attention=False, coverage_on=coverage_on)
     for t in range(batch["dec_batch"].shape[1]):
         probs, state, extras = model.decode_step(
-            tf.constant(batch["dec_batch"][:, t]),
-            state,
-            constants,
-            batch["max_art_oovs"],
-            coverage_on,
+            tf.constant(batch["dec_batch"][:, t]), state, constants
         )
         np.testing.assert_allclose(extras["attn"], out["attn"][:, t], rtol=1e-4, atol=1e-6)
         picked = tf.math.log(tf.gather(probs, batch["target_batch"][:, t], batch_dims=1))
@@ -93,11 +89,9 @@ def test_decode_step_without_initial_state_attention_is_the_training_step(
 
 def test_initial_state_attention_reattends_from_the_incoming_state(model, vocab):
     batch = _batch(vocab, "test_*", 2)
-    constants, state = model.start(batch)
+    constants, state = model.start(batch, coverage_on=True)
     tokens = tf.fill([2], vocab.word2id(see_vocab.START_DECODING))
-    _, new_state, extras = model.decode_step(
-        tokens, state, constants, batch["max_art_oovs"], coverage_on=True
-    )
+    _, new_state, extras = model.decode_step(tokens, state, constants)
     query = tf.concat([state["c"], state["h"]], axis=-1)
     attn0 = model.scorer(
         query, constants["keys"], constants["mask"], coverage=tf.zeros_like(state["coverage"])
@@ -140,20 +134,19 @@ def test_carried_reattention_equals_the_original_decode_graph(vocab, coverage_on
         vocab.size(), hidden_dim=6, emb_dim=5, context_layer=layer, trunc_norm_init_std=0.5
     )
     batch = _batch(vocab, "test_*", 4)
-    constants, state = model.start(batch)
-    original = {k: state[k] for k in ("h", "c", "coverage")}
+    constants, state = model.start(batch, coverage_on=coverage_on)
+    original = dict(h=state["h"], c=state["c"], coverage=tf.zeros(tf.shape(constants["mask"])))
+    carried = ("h", "c", "coverage") if coverage_on else ("h", "c")
     rng = np.random.default_rng(1)
     for _ in range(6):
         tokens = tf.constant(rng.integers(0, vocab.size(), size=4), tf.int32)
-        _, state, extras = model.decode_step(
-            tokens, state, constants, batch["max_art_oovs"], coverage_on
-        )
+        _, state, extras = model.decode_step(tokens, state, constants)
         original, context, attn = _original_decode_step(
             model, tokens, original, constants, coverage_on
         )
         np.testing.assert_allclose(extras["attn"], attn, rtol=1e-5, atol=1e-7)
         np.testing.assert_allclose(state["context"], context, rtol=1e-5, atol=1e-6)
-        for key in ("h", "c", "coverage"):
+        for key in carried:
             np.testing.assert_allclose(state[key], original[key], rtol=1e-5, atol=1e-6)
         # reorder rows between steps, as the beam does when it keeps other parents
         rows = rng.permutation(4)
@@ -161,7 +154,8 @@ def test_carried_reattention_equals_the_original_decode_graph(vocab, coverage_on
             tf.nest.map_structure(lambda x: None if x is None else tf.gather(x, rows), s)
             for s in (state, original, constants)
         )
-    assert coverage_on == bool(np.any(state["coverage"]))
+    assert sorted(state) == sorted(carried + ("context", "attn"))
+    assert not coverage_on or np.any(state["coverage"])
 
 
 def test_batched_decoding_equals_one_article_at_a_time(model, vocab):

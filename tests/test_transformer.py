@@ -115,11 +115,9 @@ def test_summarizer_wrapper_has_no_copy_and_matches_teacher_forcing():
     np.testing.assert_allclose(out["token_nll"], vocab_nll, rtol=1e-5)
     losses = pg_losses.compute_losses(out, batch, pointer_gen=False)
     assert np.isfinite(float(losses["total_loss"])) and float(losses["kl"]) == 0.0
-    constants, state = model.start(batch)
+    constants, state = model.start(dict(batch, max_art_oovs=2))
     for t in range(3):
-        probs, state, extras = model.decode_step(
-            batch["dec_batch"][:, t], state, constants, max_art_oovs=2, coverage_on=False
-        )
+        probs, state, extras = model.decode_step(batch["dec_batch"][:, t], state, constants)
         np.testing.assert_allclose(probs.numpy().sum(-1), 1.0, rtol=1e-5)
         assert np.all(probs.numpy()[:, 10:] == 0.0)  # article OOVs cannot be copied
         np.testing.assert_allclose(

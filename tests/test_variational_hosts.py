@@ -221,8 +221,8 @@ def test_pointer_generator_keeps_the_copy_distribution_and_mixes_p_vocab():
     _check_terms(out, every, out["attn"].numpy(), q, mask, [3, 2], "enum", True)
     losses = pg_losses.compute_losses(out, batch)
     assert np.isfinite(float(losses["total_loss"]))
-    constants, state = model.start(batch)
-    final, _, extras = model.decode_step(tf.constant([2, 2]), state, constants, 1, False)
+    constants, state = model.start(dict(batch, max_art_oovs=1))
+    final, _, extras = model.decode_step(tf.constant([2, 2]), state, constants)
     np.testing.assert_allclose(final.numpy().sum(-1), 1.0, rtol=1e-5)
     copied = (1.0 - extras["p_gen"].numpy()[0]) * extras["attn"].numpy()[0, 2]
     assert final.numpy()[0, vocab] == pytest.approx(copied, rel=1e-5)  # the OOV: copy only

@@ -56,6 +56,7 @@ class CaptionDecoder:
                 data.BOS_ID,
                 data.EOS_ID,
                 length_normalization=length_normalization,
+                probabilities=model.probability_scores,
                 record_extras=True,
             )
 

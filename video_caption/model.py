@@ -94,6 +94,9 @@ class Captioner(keras.Model):
         self.vocab_projection = keras.layers.Dense(vocab_size, name="V_prime")
         self.dropout = keras.layers.Dropout(dropout)
 
+    # ``decode_step`` gives log-probabilities (``decoding.DecodingModel``)
+    probability_scores = False
+
     def start(
         self, inputs: Dict[str, tf.Tensor], training: bool = False
     ) -> Tuple[Dict[str, Any], Dict[str, tf.Tensor]]:

@@ -1,5 +1,9 @@
 """Batched, in-graph beam search and greedy decoding for the three hosts.
 
+``search`` is the beam search driver, over any model's step (``DecodingModel``,
+``model_step``); a ``BeamStrategy`` scores and selects: ``SeeStrategy`` (``beam_search``)
+here, tensorflow/nmt's in ``gnmt_beam_search``.
+
 ``beam_search`` reproduces See et al.'s ``beam_search.py`` for many inputs at once inside
 one ``tf.while_loop``:
 
@@ -56,13 +60,22 @@ def _normalize(total, length, mode, alpha):
 class DecodingModel(Protocol):
     """What a host model implements to be decoded: ``start`` once per batch of inputs,
     then ``decode_step`` once per generated token (``model_step`` makes the searches'
-    step of it).
+    step of it). Every host's ``decode_step`` takes ``(tokens, state, constants)``: what
+    else a host needs to decode (the summarizer's article OOV count and coverage
+    switch) its ``start`` puts in the constants or the state, as [B, ...] tensors that
+    the searches tile, gather and shrink with the rows.
 
-    The NMT model and the captioner score with log-probabilities over the vocabulary;
-    the summarizer with probabilities over its extended vocabulary, of which
-    ``beam_search(probabilities=True)`` takes the log of the 2K candidates only, as See's
-    beam does. What else a step gives (attention, ``p_gen``) is in its extras dict.
+    ``probability_scores`` says what the scores are, and the searches take it as their
+    ``probabilities``: log-probabilities over the vocabulary (False: the NMT models and
+    the captioner), or probabilities (True: the summarizers, over their extended
+    vocabulary), of which the searches take the log of the candidates they keep only,
+    as See's beam does. The summarizer cannot give log-probabilities and keep See's
+    results bit-exact: float32 log maps distinct small probabilities to one value,
+    which changes the order of ties in top-k. What else a step gives (attention,
+    ``p_gen``) is in its extras dict.
     """
+
+    probability_scores: bool
 
     def start(self, inputs: Dict[str, tf.Tensor]) -> Tuple[Any, Any]:
         """Encodes a batch.
@@ -78,7 +91,7 @@ class DecodingModel(Protocol):
         """
 
     def decode_step(
-        self, tokens: tf.Tensor, state: Any, constants: Any, **options: Any
+        self, tokens: tf.Tensor, state: Any, constants: Any
     ) -> Tuple[tf.Tensor, Any, Dict[str, tf.Tensor]]:
         """One step.
 
@@ -86,25 +99,23 @@ class DecodingModel(Protocol):
           tokens: the previous tokens [R].
           state: the decoder state, [R, ...] tensors.
           constants: ``start``'s constants, tiled to R rows.
-          **options: the host's decoding options (the summarizer's ``max_art_oovs`` and
-            ``coverage_on``).
 
         Returns:
           ``(scores [R, V], state, extras)``.
         """
 
 
-def model_step(model: DecodingModel, constants: Any = None, **options: Any) -> Callable:
+def model_step(model: DecodingModel, constants: Any = None) -> Callable:
     """The search step of a ``DecodingModel``.
 
-    ``beam_search``, ``greedy_search`` and ``gnmt_beam_search`` take the result.
+    ``beam_search``, ``greedy_search`` and ``gnmt_beam_search`` take the result, with
+    ``probabilities=model.probability_scores``.
 
     Args:
       model: the model.
       constants: its ``start`` constants (tiled with ``tile_beam`` for a beam); None
         gives a step that takes them as its fourth argument (``beam_search``'s
         ``constants``).
-      **options: passed to every ``decode_step`` call.
 
     Returns:
       ``(tokens, state, t) -> (scores, state, extras)``, or ``(tokens, state, t,
@@ -114,13 +125,13 @@ def model_step(model: DecodingModel, constants: Any = None, **options: Any) -> C
 
         def step_with(tokens, state, t, constants):
             del t
-            return model.decode_step(tokens, state, constants, **options)
+            return model.decode_step(tokens, state, constants)
 
         return step_with
 
     def step(tokens, state, t):
         del t
-        return model.decode_step(tokens, state, constants, **options)
+        return model.decode_step(tokens, state, constants)
 
     return step
 
@@ -294,6 +305,395 @@ def _top_k_log(scores, k, probabilities):
     return (tf.math.log(values) if probabilities else values), ids
 
 
+class BeamStrategy(Protocol):
+    """How a beam search scores and selects its hypotheses: what See's search and
+    tensorflow/nmt's do differently. ``search`` runs either over a step function."""
+
+    def initial(
+        self, batch: Union[tf.Tensor, int], max_steps: Union[tf.Tensor, int], extras: Any
+    ) -> Dict[str, Any]:
+        """The search variables of ``batch`` inputs before the first step.
+
+        Args:
+          batch: B.
+          max_steps: T, the width of the hypotheses' token history.
+          extras: a dict of [B*K, ...] tensors shaped as a step's recorded extras.
+
+        Returns:
+          A dict of [B, ...] tensors holding ``seq`` [B, K, T] (the hypotheses' tokens,
+          what each feeds the next step) and ``done`` [B] (the input's search ended).
+        """
+
+    def select(
+        self, v: Dict[str, Any], scores: tf.Tensor, extras: Dict[str, tf.Tensor], t: tf.Tensor
+    ) -> Tuple[tf.Tensor, Dict[str, Any]]:
+        """One step's new beam.
+
+        Args:
+          v: the search variables.
+          scores: the step's scores [B*K, V].
+          extras: the step's recorded extras ({} unless recorded).
+          t: the step.
+
+        Returns:
+          ``(parents, v)``: the hypothesis [B, K] (an index into each input's K) each
+          new hypothesis extends, and the new variables.
+        """
+
+    def result(self, v: Dict[str, Any], t: tf.Tensor) -> Dict[str, tf.Tensor]:
+        """The answers after ``t`` steps: ``ids`` [B, T] (cut before the first stop),
+        ``lengths`` [B], ``scores`` [B] and the recorded extras."""
+
+
+def search(
+    strategy: BeamStrategy,
+    step_fn: Callable[..., Tuple[tf.Tensor, Any, Dict[str, tf.Tensor]]],
+    initial_state: Any,
+    batch_size: Union[tf.Tensor, int],
+    beam_size: int,
+    max_steps: Union[tf.Tensor, int],
+    start_id: int,
+    record_extras: bool = False,
+    step_limit: Optional[Union[tf.Tensor, int]] = None,
+    constants: Any = None,
+    shrink: bool = False,
+) -> Dict[str, tf.Tensor]:
+    """The beam search driver: a ``strategy`` over a step, in one ``tf.while_loop``.
+
+    Each step feeds every hypothesis's last token to ``step_fn``, lets the strategy
+    choose the new beam, and gathers the state rows of the chosen parents. The loop ends
+    after ``step_limit`` steps or when every input is done; the strategy's ``result``
+    gives the outputs.
+
+    Args:
+      strategy: the scoring and selection.
+      step_fn, initial_state, batch_size, beam_size, max_steps, start_id,
+        record_extras, step_limit, constants: as ``beam_search``'s.
+      shrink: as ``beam_search``'s; the outputs stay the same only with a strategy that
+        freezes a finished input (See's), since an input leaves the loop when done.
+
+    Returns:
+      ``strategy.result``'s dict.
+    """
+    if shrink and constants is None:
+        raise ValueError("shrink needs the step's constants, to drop their finished rows")
+    k = beam_size
+    batch = batch_size
+    state = tile_beam(initial_state, k)
+    const_leaves = tf.nest.flatten(tile_beam(constants, k))
+    const_carried = [x for x in const_leaves if x is not None]
+
+    def call_step(tokens, state, t, carried):
+        if constants is None:
+            return step_fn(tokens, state, t)
+        leaves = iter(carried)
+        return step_fn(
+            tokens,
+            state,
+            t,
+            tf.nest.pack_sequence_as(
+                constants, [None if x is None else next(leaves) for x in const_leaves]
+            ),
+        )
+
+    probe = {}
+    if record_extras:  # one probe step gives the extras' shapes (its results are unused)
+        _, _, probe = call_step(
+            tf.fill([batch * k], start_id), state, tf.constant(0), const_carried
+        )
+    loop_vars = dict(
+        step=tf.constant(0), state=state, search=strategy.initial(batch, max_steps, probe)
+    )
+    if shrink:  # the live inputs' original indices, and the finished inputs' results
+        loop_vars.update(
+            constants=const_carried,
+            index=tf.range(batch),
+            results=_empty_results(strategy.result(loop_vars["search"], loop_vars["step"])),
+        )
+
+    def body(v):
+        t = v["step"]
+        batch = tf.shape(v["search"]["done"])[0]
+        last = last_tokens(v["search"]["seq"], t, start_id)
+        carried = v.get("constants", const_carried)
+
+        def every_row():
+            return call_step(tf.reshape(last, [-1]), v["state"], t, carried)
+
+        def first_rows():
+            """Step 0 on one row per input (its K rows are the same) and tiled."""
+
+            def first(x):
+                return x[::k]
+
+            return tile_beam(
+                call_step(
+                    tf.fill([batch], start_id),
+                    tf.nest.map_structure(first, v["state"]),
+                    t,
+                    [first(x) for x in carried],
+                ),
+                k,
+            )
+
+        if constants is None:  # the step's own constants have B*K rows
+            scores, new_state, extras = every_row()
+        else:
+            scores, new_state, extras = tf.cond(tf.equal(t, 0), first_rows, every_row)
+        parents, found = strategy.select(v["search"], scores, extras if record_extras else {}, t)
+        new = dict(step=t + 1, state=gather_rows(new_state, parent_rows(parents, k)), search=found)
+        if not shrink:
+            return [new]
+        new.update(constants=v["constants"], index=v["index"], results=v["results"])
+        return [
+            tf.cond(
+                tf.reduce_any(found["done"]),
+                lambda: _retire(new, k, strategy),
+                lambda: new,
+            )
+        ]
+
+    limit = max_steps if step_limit is None else tf.minimum(step_limit, max_steps)
+
+    def cond(v):
+        return tf.logical_and(v["step"] < limit, tf.logical_not(tf.reduce_all(v["search"]["done"])))
+
+    if not shrink:
+        final = tf.while_loop(cond, body, [loop_vars])[0]
+        return strategy.result(final["search"], final["step"])
+    invariants = {
+        name: tf.nest.map_structure(
+            lambda x: x.shape if name in ("step", "results") else _any_rows(x.shape), value
+        )
+        for name, value in loop_vars.items()
+    }
+    final = tf.while_loop(cond, body, [loop_vars], shape_invariants=[invariants])[0]
+    return _store(final["results"], final["index"], strategy.result(final["search"], final["step"]))
+
+
+def _any_rows(shape):
+    """``shape`` with any number of rows (the first axis)."""
+    return tf.TensorShape([None]).concatenate(shape[1:])
+
+
+def _empty_results(results):
+    """Zero outputs shaped as ``results`` (a strategy's before any step)."""
+    return tf.nest.map_structure(tf.zeros_like, results)
+
+
+def _store(results, index, chosen):
+    """``results`` with the rows ``index`` [L] replaced by ``chosen`` ([L, ...] each)."""
+    return {
+        name: tf.tensor_scatter_nd_update(value, index[:, tf.newaxis], chosen[name])
+        for name, value in results.items()
+    }
+
+
+def _retire(v, k, strategy):
+    """The loop variables of ``search(shrink=True)`` without its finished inputs, whose
+    results go to ``v["results"]``.
+
+    Only for a strategy that freezes a finished input (See's): its result is then the
+    same at its last step as after the loop.
+    """
+    done = v["search"]["done"]
+    finished = tf.where(done)[:, 0]
+    going = tf.where(tf.logical_not(done))[:, 0]
+    going_rows = tf.reshape(going[:, tf.newaxis] * k + tf.range(k, dtype=tf.int64), [-1])
+
+    def rows(indices):
+        return tf.nest.map_structure(lambda x: tf.gather(x, indices), v["search"])
+
+    return dict(
+        step=v["step"],
+        search=rows(going),
+        index=tf.gather(v["index"], going),
+        state=gather_rows(v["state"], going_rows),
+        constants=[tf.gather(x, going_rows) for x in v["constants"]],
+        results=_store(
+            v["results"],
+            tf.gather(v["index"], finished),
+            strategy.result(rows(finished), v["step"]),
+        ),
+    )
+
+
+class SeeStrategy:
+    """See et al.'s selection (``beam_search``'s): each live hypothesis proposes its
+    ``width`` best tokens; a candidate ending in [STOP] becomes a result (after
+    ``min_steps``), the others fill the beam; an input with ``beam_size`` results or no
+    live hypothesis is done and frozen; its answer is its best normalised result.
+
+    Args:
+      beam_size, stop_id, min_steps, length_normalization, gnmt_alpha,
+        candidates_per_hypothesis, probabilities: as ``beam_search``'s.
+    """
+
+    def __init__(
+        self,
+        beam_size: int,
+        stop_id: int,
+        min_steps: int = 0,
+        length_normalization: str = "average",
+        gnmt_alpha: float = 0.6,
+        candidates_per_hypothesis: Optional[int] = None,
+        probabilities: bool = False,
+    ) -> None:
+        if length_normalization not in LENGTH_NORMALIZATIONS:
+            raise ValueError(
+                "length_normalization must be one of %s, got %r"
+                % (LENGTH_NORMALIZATIONS, length_normalization)
+            )
+        self.beam_size = beam_size
+        self.stop_id = stop_id
+        self.min_steps = min_steps
+        self.length_normalization = length_normalization
+        self.gnmt_alpha = gnmt_alpha
+        self.candidates_per_hypothesis = candidates_per_hypothesis
+        self.probabilities = probabilities
+
+    def initial(
+        self, batch: Union[tf.Tensor, int], max_steps: Union[tf.Tensor, int], extras: Any
+    ) -> Dict[str, Any]:
+        """The beam and the results before the first step (``BeamStrategy.initial``)."""
+        k = self.beam_size
+        empty_extras = {
+            name: tf.zeros(tf.concat([[batch, k, max_steps], tf.shape(x)[1:]], 0), x.dtype)
+            for name, x in extras.items()
+        }
+        return dict(
+            seq=tf.fill([batch, k, max_steps], self.stop_id),
+            alive_logp=tf.zeros([batch, k]),
+            alive_valid=tf.tile(tf.range(k)[tf.newaxis] == 0, [batch, 1]),
+            alive_extras=empty_extras,
+            fin_seq=tf.fill([batch, k, max_steps], self.stop_id),
+            fin_score=tf.fill([batch, k], _NEG_INF),
+            fin_extras=empty_extras,
+            fin_count=tf.zeros([batch], tf.int32),
+            done=tf.zeros([batch], tf.bool),
+        )
+
+    def select(
+        self, v: Dict[str, Any], scores: tf.Tensor, extras: Dict[str, tf.Tensor], t: tf.Tensor
+    ) -> Tuple[tf.Tensor, Dict[str, Any]]:
+        """See's walk over the step's candidates (``BeamStrategy.select``); a done input's
+        variables stay as they were."""
+        k, stop_id = self.beam_size, self.stop_id
+        batch = tf.shape(v["done"])[0]
+        width = self.candidates_per_hypothesis or 2 * k
+        if scores.shape[-1] is not None:
+            width = min(width, scores.shape[-1])
+        top_logp, top_ids = _top_k_log(scores, width, self.probabilities)
+        total = v["alive_logp"][:, :, tf.newaxis] + tf.reshape(top_logp, [batch, k, width])
+        total = tf.where(v["alive_valid"][:, :, tf.newaxis], total, _NEG_INF)
+        # All candidates of an input, best first; top_k keeps the lower index on ties,
+        # as the original's stable sort keeps the order hypothesis-major, token-minor.
+        cand_total, order = tf.math.top_k(tf.reshape(total, [batch, k * width]), k * width)
+        cand_ids = tf.gather(tf.reshape(top_ids, [batch, k * width]), order, batch_dims=1)
+        valid = cand_total > _NEG_INF
+        is_stop = tf.equal(cand_ids, stop_id)
+        live = tf.logical_and(valid, tf.logical_not(is_stop))
+        stop_ok = tf.logical_and(tf.logical_and(valid, is_stop), t >= self.min_steps)
+        # The walk looks at candidate i while fewer than K live hypotheses and fewer
+        # than K results (counting earlier steps') were collected before it.
+        live_before = tf.cumsum(tf.cast(live, tf.int32), axis=1, exclusive=True)
+        stops_before = tf.cumsum(tf.cast(stop_ok, tf.int32), axis=1, exclusive=True)
+        walked = tf.logical_and(live_before < k, v["fin_count"][:, tf.newaxis] + stops_before < k)
+
+        def first_k(mask):
+            """Candidate indices [B, K] of the first K True entries, and which exist."""
+            positions = tf.range(k * width)[tf.newaxis]
+            _, indices = tf.math.top_k(tf.where(mask, -positions, -2 * k * width), k=k)
+            return indices, tf.gather(mask, indices, batch_dims=1)
+
+        def extend(indices):
+            """Parents [B, K], sequences, extras and totals of candidates [B, K]."""
+            parents = tf.gather(order // width, indices, batch_dims=1)
+            rows = parent_rows(parents, k)
+
+            def from_parent(history):
+                flat = tf.reshape(history, tf.concat([[batch * k], tf.shape(history)[2:]], 0))
+                return tf.reshape(tf.gather(flat, rows), tf.shape(history))
+
+            seq = write_step(from_parent(v["seq"]), t, tf.gather(cand_ids, indices, batch_dims=1))
+            extra = {
+                name: write_step(
+                    from_parent(v["alive_extras"][name]),
+                    t,
+                    tf.reshape(
+                        tf.gather(value, rows), tf.concat([[batch, k], tf.shape(value)[1:]], 0)
+                    ),
+                )
+                for name, value in extras.items()
+            }
+            return parents, seq, extra, tf.gather(cand_total, indices, batch_dims=1)
+
+        live_idx, live_valid = first_k(tf.logical_and(live, walked))
+        parents, alive_seq, alive_extras, alive_logp = extend(live_idx)
+
+        # Results fill slots fin_count, fin_count + 1, ... of each input's K slots:
+        # slot j takes the (j - fin_count)-th new result, if there is one.
+        stop_idx, stop_valid = first_k(tf.logical_and(stop_ok, walked))
+        _, stop_seq, stop_extras, stop_total = extend(stop_idx)
+        source = tf.maximum(tf.range(k)[tf.newaxis] - v["fin_count"][:, tf.newaxis], 0)
+        new_result = tf.logical_and(
+            tf.range(k)[tf.newaxis] >= v["fin_count"][:, tf.newaxis],
+            tf.gather(stop_valid, source, batch_dims=1),
+        )
+
+        def place(old, new):
+            moved = tf.gather(new, source, batch_dims=1)
+            mask = tf.reshape(
+                new_result,
+                tf.concat([tf.shape(new_result), tf.ones([tf.rank(old) - 2], tf.int32)], 0),
+            )
+            return tf.where(mask, moved, old)
+
+        score = _normalize(stop_total, t + 1, self.length_normalization, self.gnmt_alpha)
+        fin_count = v["fin_count"] + tf.reduce_sum(tf.cast(new_result, tf.int32), axis=1)
+        done = tf.logical_or(fin_count >= k, tf.logical_not(tf.reduce_any(live_valid, 1)))
+        keep = v["done"]
+        new = dict(
+            seq=_where_rows(keep, v["seq"], alive_seq),
+            alive_logp=_where_rows(keep, v["alive_logp"], alive_logp),
+            alive_valid=_where_rows(keep, v["alive_valid"], live_valid),
+            alive_extras={
+                n: _where_rows(keep, v["alive_extras"][n], alive_extras[n]) for n in alive_extras
+            },
+            fin_seq=_where_rows(keep, v["fin_seq"], place(v["fin_seq"], stop_seq)),
+            fin_score=_where_rows(keep, v["fin_score"], place(v["fin_score"], score)),
+            fin_extras={
+                n: _where_rows(keep, v["fin_extras"][n], place(v["fin_extras"][n], stop_extras[n]))
+                for n in stop_extras
+            },
+            fin_count=_where_rows(keep, v["fin_count"], fin_count),
+            done=tf.logical_or(keep, done),
+        )
+        return parents, new
+
+    def result(self, v: Dict[str, Any], t: tf.Tensor) -> Dict[str, tf.Tensor]:
+        """The best result per input, or its best live hypothesis where none finished
+        (``BeamStrategy.result``)."""
+        has_results = v["fin_count"] > 0
+        alive_score = tf.where(
+            v["alive_valid"],
+            _normalize(v["alive_logp"], t, self.length_normalization, self.gnmt_alpha),
+            _NEG_INF,
+        )
+        scores = tf.where(has_results[:, tf.newaxis], v["fin_score"], alive_score)
+        best = tf.argmax(scores, axis=1, output_type=tf.int32)
+
+        def pick(finished, alive):
+            chosen = _where_rows(has_results, finished, alive)
+            return tf.gather(chosen, best, batch_dims=1)
+
+        ids, lengths = cut_at_stop(pick(v["fin_seq"], v["seq"]), self.stop_id)
+        out = {"ids": ids, "lengths": lengths, "scores": tf.gather(scores, best, batch_dims=1)}
+        for name in v["fin_extras"]:
+            out[name] = pick(v["fin_extras"][name], v["alive_extras"][name])
+        return out
+
+
 def beam_search(
     step_fn: Callable[[tf.Tensor, Any, tf.Tensor], Tuple[tf.Tensor, Any, Dict[str, tf.Tensor]]],
     initial_state: Any,
@@ -357,291 +757,28 @@ def beam_search(
       padded with ``stop_id``), ``lengths`` [B], ``scores`` [B] (normalised), and each
       extra as [B, max_steps, ...] for the chosen hypothesis.
     """
-    if length_normalization not in LENGTH_NORMALIZATIONS:
-        raise ValueError(
-            "length_normalization must be one of %s, got %r"
-            % (LENGTH_NORMALIZATIONS, length_normalization)
-        )
-    if shrink and constants is None:
-        raise ValueError("shrink needs the step's constants, to drop their finished rows")
-    k = beam_size
-    batch = batch_size
-    state = tile_beam(initial_state, k)
-    const_leaves = tf.nest.flatten(tile_beam(constants, k))
-    const_carried = [x for x in const_leaves if x is not None]
-
-    def call_step(tokens, state, t, carried):
-        if constants is None:
-            return step_fn(tokens, state, t)
-        leaves = iter(carried)
-        return step_fn(
-            tokens,
-            state,
-            t,
-            tf.nest.pack_sequence_as(
-                constants, [None if x is None else next(leaves) for x in const_leaves]
-            ),
-        )
-
-    probe = {}
-    if record_extras:  # one probe step gives the extras' shapes (its results are unused)
-        _, _, probe = call_step(
-            tf.fill([batch * k], start_id), state, tf.constant(0), const_carried
-        )
-    empty_extras = {
-        name: tf.zeros(tf.concat([[batch, k, max_steps], tf.shape(x)[1:]], 0), x.dtype)
-        for name, x in probe.items()
-    }
-    loop_vars = dict(
-        step=tf.constant(0),
-        alive_seq=tf.fill([batch, k, max_steps], stop_id),
-        alive_logp=tf.zeros([batch, k]),
-        alive_valid=tf.tile(tf.range(k)[tf.newaxis] == 0, [batch, 1]),
-        state=state,
-        alive_extras=empty_extras,
-        fin_seq=tf.fill([batch, k, max_steps], stop_id),
-        fin_score=tf.fill([batch, k], _NEG_INF),
-        fin_extras=empty_extras,
-        fin_count=tf.zeros([batch], tf.int32),
-        done=tf.zeros([batch], tf.bool),
+    strategy = SeeStrategy(
+        beam_size,
+        stop_id,
+        min_steps,
+        length_normalization,
+        gnmt_alpha,
+        candidates_per_hypothesis,
+        probabilities,
     )
-    if shrink:  # the live inputs' original indices, and the finished inputs' results
-        loop_vars.update(
-            constants=const_carried,
-            index=tf.range(batch),
-            results=_empty_results(batch, max_steps, stop_id, empty_extras),
-        )
-
-    def body(v):
-        t = v["step"]
-        batch = tf.shape(v["done"])[0]
-        last = last_tokens(v["alive_seq"], t, start_id)
-        carried = v.get("constants", const_carried)
-
-        def every_row():
-            return call_step(tf.reshape(last, [-1]), v["state"], t, carried)
-
-        def first_rows():
-            """Step 0 on one row per input (its K rows are the same) and tiled."""
-
-            def first(x):
-                return x[::k]
-
-            return tile_beam(
-                call_step(
-                    tf.fill([batch], start_id),
-                    tf.nest.map_structure(first, v["state"]),
-                    t,
-                    [first(x) for x in carried],
-                ),
-                k,
-            )
-
-        if constants is None:  # the step's own constants have B*K rows
-            scores, new_state, extras = every_row()
-        else:
-            scores, new_state, extras = tf.cond(tf.equal(t, 0), first_rows, every_row)
-        extras = extras if record_extras else {}
-        width = candidates_per_hypothesis or 2 * k
-        if scores.shape[-1] is not None:
-            width = min(width, scores.shape[-1])
-        top_logp, top_ids = _top_k_log(scores, width, probabilities)
-        total = v["alive_logp"][:, :, tf.newaxis] + tf.reshape(top_logp, [batch, k, width])
-        total = tf.where(v["alive_valid"][:, :, tf.newaxis], total, _NEG_INF)
-        # All candidates of an input, best first; top_k keeps the lower index on ties,
-        # as the original's stable sort keeps the order hypothesis-major, token-minor.
-        cand_total, order = tf.math.top_k(tf.reshape(total, [batch, k * width]), k * width)
-        cand_ids = tf.gather(tf.reshape(top_ids, [batch, k * width]), order, batch_dims=1)
-        valid = cand_total > _NEG_INF
-        is_stop = tf.equal(cand_ids, stop_id)
-        live = tf.logical_and(valid, tf.logical_not(is_stop))
-        stop_ok = tf.logical_and(tf.logical_and(valid, is_stop), t >= min_steps)
-        # The walk looks at candidate i while fewer than K live hypotheses and fewer
-        # than K results (counting earlier steps') were collected before it.
-        live_before = tf.cumsum(tf.cast(live, tf.int32), axis=1, exclusive=True)
-        stops_before = tf.cumsum(tf.cast(stop_ok, tf.int32), axis=1, exclusive=True)
-        walked = tf.logical_and(live_before < k, v["fin_count"][:, tf.newaxis] + stops_before < k)
-
-        def first_k(mask):
-            """Candidate indices [B, K] of the first K True entries, and which exist."""
-            positions = tf.range(k * width)[tf.newaxis]
-            _, indices = tf.math.top_k(tf.where(mask, -positions, -2 * k * width), k=k)
-            return indices, tf.gather(mask, indices, batch_dims=1)
-
-        def extend(indices):
-            """Parent rows [B*K], sequences, extras and totals of candidates [B, K]."""
-            rows = parent_rows(tf.gather(order // width, indices, batch_dims=1), k)
-
-            def from_parent(history):
-                flat = tf.reshape(history, tf.concat([[batch * k], tf.shape(history)[2:]], 0))
-                return tf.reshape(tf.gather(flat, rows), tf.shape(history))
-
-            seq = write_step(
-                from_parent(v["alive_seq"]), t, tf.gather(cand_ids, indices, batch_dims=1)
-            )
-            extra = {
-                name: write_step(
-                    from_parent(v["alive_extras"][name]),
-                    t,
-                    tf.reshape(
-                        tf.gather(value, rows), tf.concat([[batch, k], tf.shape(value)[1:]], 0)
-                    ),
-                )
-                for name, value in extras.items()
-            }
-            return rows, seq, extra, tf.gather(cand_total, indices, batch_dims=1)
-
-        live_idx, live_valid = first_k(tf.logical_and(live, walked))
-        rows, alive_seq, alive_extras, alive_logp = extend(live_idx)
-        alive_state = gather_rows(new_state, rows)
-
-        # Results fill slots fin_count, fin_count + 1, ... of each input's K slots:
-        # slot j takes the (j - fin_count)-th new result, if there is one.
-        stop_idx, stop_valid = first_k(tf.logical_and(stop_ok, walked))
-        _, stop_seq, stop_extras, stop_total = extend(stop_idx)
-        source = tf.maximum(tf.range(k)[tf.newaxis] - v["fin_count"][:, tf.newaxis], 0)
-        new_result = tf.logical_and(
-            tf.range(k)[tf.newaxis] >= v["fin_count"][:, tf.newaxis],
-            tf.gather(stop_valid, source, batch_dims=1),
-        )
-
-        def place(old, new):
-            moved = tf.gather(new, source, batch_dims=1)
-            mask = tf.reshape(
-                new_result,
-                tf.concat([tf.shape(new_result), tf.ones([tf.rank(old) - 2], tf.int32)], 0),
-            )
-            return tf.where(mask, moved, old)
-
-        score = _normalize(stop_total, t + 1, length_normalization, gnmt_alpha)
-        fin_count = v["fin_count"] + tf.reduce_sum(tf.cast(new_result, tf.int32), axis=1)
-        done = tf.logical_or(fin_count >= k, tf.logical_not(tf.reduce_any(live_valid, 1)))
-        keep, keep_rows = v["done"], tf.repeat(v["done"], k)
-        new = dict(
-            step=t + 1,
-            alive_seq=_where_rows(keep, v["alive_seq"], alive_seq),
-            alive_logp=_where_rows(keep, v["alive_logp"], alive_logp),
-            alive_valid=_where_rows(keep, v["alive_valid"], live_valid),
-            state=tf.nest.map_structure(
-                lambda old, new: _where_rows(keep_rows, old, new), v["state"], alive_state
-            ),
-            alive_extras={
-                n: _where_rows(keep, v["alive_extras"][n], alive_extras[n]) for n in alive_extras
-            },
-            fin_seq=_where_rows(keep, v["fin_seq"], place(v["fin_seq"], stop_seq)),
-            fin_score=_where_rows(keep, v["fin_score"], place(v["fin_score"], score)),
-            fin_extras={
-                n: _where_rows(keep, v["fin_extras"][n], place(v["fin_extras"][n], stop_extras[n]))
-                for n in stop_extras
-            },
-            fin_count=_where_rows(keep, v["fin_count"], fin_count),
-            done=tf.logical_or(keep, done),
-        )
-        if not shrink:
-            return [new]
-        new.update(constants=v["constants"], index=v["index"], results=v["results"])
-        return [
-            tf.cond(
-                tf.reduce_any(new["done"]),
-                lambda: _retire(new, k, stop_id, length_normalization, gnmt_alpha),
-                lambda: new,
-            )
-        ]
-
-    limit = max_steps if step_limit is None else step_limit
-
-    def cond(v):
-        return tf.logical_and(v["step"] < limit, tf.logical_not(tf.reduce_all(v["done"])))
-
-    if not shrink:
-        final = tf.while_loop(cond, body, [loop_vars])[0]
-        return _choose(final, stop_id, length_normalization, gnmt_alpha)
-    invariants = {
-        name: tf.nest.map_structure(
-            lambda x: x.shape if name in ("step", "results") else _any_rows(x.shape), value
-        )
-        for name, value in loop_vars.items()
-    }
-    final = tf.while_loop(cond, body, [loop_vars], shape_invariants=[invariants])[0]
-    return _store(
-        final["results"],
-        final["index"],
-        _choose(final, stop_id, length_normalization, gnmt_alpha),
+    return search(
+        strategy,
+        step_fn,
+        initial_state,
+        batch_size,
+        beam_size,
+        max_steps,
+        start_id,
+        record_extras,
+        step_limit,
+        constants,
+        shrink,
     )
-
-
-def _any_rows(shape):
-    """``shape`` with any number of rows (the first axis)."""
-    return tf.TensorShape([None]).concatenate(shape[1:])
-
-
-def _empty_results(batch, max_steps, stop_id, empty_extras):
-    """``_choose``'s outputs for ``batch`` inputs, before any is stored."""
-    results = dict(
-        ids=tf.fill([batch, max_steps], stop_id),
-        lengths=tf.zeros([batch], tf.int32),
-        scores=tf.zeros([batch]),
-    )
-    results.update({name: value[:, 0] for name, value in empty_extras.items()})
-    return results
-
-
-def _store(results, index, chosen):
-    """``results`` with the rows ``index`` [L] replaced by ``chosen`` ([L, ...] each)."""
-    return {
-        name: tf.tensor_scatter_nd_update(value, index[:, tf.newaxis], chosen[name])
-        for name, value in results.items()
-    }
-
-
-def _retire(v, k, stop_id, length_normalization, gnmt_alpha):
-    """The loop variables of ``beam_search(shrink=True)`` without its finished inputs,
-    whose chosen results go to ``v["results"]``.
-
-    A finished input's alive score never decides its result (it has results, or no live
-    hypothesis), so choosing at its last step is choosing after the loop.
-    """
-    finished = tf.where(v["done"])[:, 0]
-    going = tf.where(tf.logical_not(v["done"]))[:, 0]
-    going_rows = tf.reshape(going[:, tf.newaxis] * k + tf.range(k, dtype=tf.int64), [-1])
-    per_input = [name for name in v if name not in ("step", "state", "constants", "results")]
-
-    done = {
-        name: tf.nest.map_structure(lambda x: tf.gather(x, finished), v[name]) for name in per_input
-    }
-    chosen = _choose(dict(done, step=v["step"]), stop_id, length_normalization, gnmt_alpha)
-    out = {
-        name: tf.nest.map_structure(lambda x: tf.gather(x, going), v[name]) for name in per_input
-    }
-    out.update(
-        step=v["step"],
-        state=gather_rows(v["state"], going_rows),
-        constants=[tf.gather(x, going_rows) for x in v["constants"]],
-        results=_store(v["results"], done["index"], chosen),
-    )
-    return out
-
-
-def _choose(v, stop_id, length_normalization, gnmt_alpha):
-    """The best result per input (the best live hypothesis where none finished)."""
-    has_results = v["fin_count"] > 0
-    alive_score = tf.where(
-        v["alive_valid"],
-        _normalize(v["alive_logp"], v["step"], length_normalization, gnmt_alpha),
-        _NEG_INF,
-    )
-    scores = tf.where(has_results[:, tf.newaxis], v["fin_score"], alive_score)
-    best = tf.argmax(scores, axis=1, output_type=tf.int32)
-
-    def pick(finished, alive):
-        chosen = _where_rows(has_results, finished, alive)
-        return tf.gather(chosen, best, batch_dims=1)
-
-    ids, lengths = cut_at_stop(pick(v["fin_seq"], v["alive_seq"]), stop_id)
-    out = {"ids": ids, "lengths": lengths, "scores": tf.gather(scores, best, batch_dims=1)}
-    for name in v["fin_extras"]:
-        out[name] = pick(v["fin_extras"][name], v["alive_extras"][name])
-    return out
 
 
 def greedy_search(

@@ -57,59 +57,95 @@ def gnmt_beam_search(
       A dict: ``ids`` [B, max_steps] (the answer, cut before its first [STOP] and padded
       with ``stop_id``), ``lengths`` [B] and ``scores`` [B] (length-penalised).
     """
-    k = beam_size
-    batch = batch_size
-    first = tf.range(k)[tf.newaxis] == 0
-    loop_vars = dict(
-        step=tf.constant(0),
-        seq=tf.fill([batch, k, max_steps], stop_id),
-        log_probs=tf.where(tf.tile(first, [batch, 1]), 0.0, float("-inf")),
-        lengths=tf.zeros([batch, k], tf.int32),
-        finished=tf.tile(tf.logical_not(first), [batch, 1]),
-        scores=tf.zeros([batch, k]),
-        state=decoding.tile_beam(initial_state, k),
+    return decoding.search(
+        GNMTStrategy(beam_size, stop_id, alpha),
+        step_fn,
+        initial_state,
+        batch_size,
+        beam_size,
+        max_steps,
+        start_id,
+        step_limit=step_limit,
     )
 
-    def body(v):
-        t = v["step"]
-        last = decoding.last_tokens(v["seq"], t, start_id)
-        log_probs, new_state, _ = step_fn(tf.reshape(last, [-1]), v["state"], t)
-        vocab = tf.shape(log_probs)[-1]
-        log_probs = tf.reshape(tf.cast(log_probs, tf.float32), [batch, k, vocab])
+
+class GNMTStrategy:
+    """tensorflow/nmt's selection (``decoding.BeamStrategy``): every hypothesis proposes
+    every token, finished ones only [STOP] at no cost; the ``beam_size`` best on the
+    length-penalised score form the new beam; an input is done when its whole beam is
+    finished, and its answer is the first hypothesis of the beam.
+
+    Args:
+      beam_size: K.
+      stop_id: the [STOP] id.
+      alpha: the length penalty weight.
+    """
+
+    def __init__(self, beam_size: int, stop_id: int, alpha: Union[tf.Tensor, float]) -> None:
+        self.beam_size = beam_size
+        self.stop_id = stop_id
+        self.alpha = alpha
+
+    def initial(
+        self, batch: Union[tf.Tensor, int], max_steps: Union[tf.Tensor, int], extras: Any
+    ) -> Dict[str, tf.Tensor]:
+        """One live hypothesis per input, the others finished at ``-inf``
+        (``BeamStrategy.initial``; ``extras`` are not recorded)."""
+        del extras
+        k = self.beam_size
+        first = tf.range(k)[tf.newaxis] == 0
+        return dict(
+            seq=tf.fill([batch, k, max_steps], self.stop_id),
+            log_probs=tf.where(tf.tile(first, [batch, 1]), 0.0, float("-inf")),
+            lengths=tf.zeros([batch, k], tf.int32),
+            finished=tf.tile(tf.logical_not(first), [batch, 1]),
+            scores=tf.zeros([batch, k]),
+            done=tf.zeros([batch], tf.bool),
+        )
+
+    def select(
+        self,
+        v: Dict[str, tf.Tensor],
+        scores: tf.Tensor,
+        extras: Dict[str, tf.Tensor],
+        t: tf.Tensor,
+    ) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
+        """The K best candidates on the length-penalised score (``BeamStrategy.select``);
+        a done input's finished hypotheses go on being scored, as in tensorflow/nmt."""
+        del extras
+        k, stop_id = self.beam_size, self.stop_id
+        batch = tf.shape(v["done"])[0]
+        vocab = tf.shape(scores)[-1]
+        log_probs = tf.reshape(tf.cast(scores, tf.float32), [batch, k, vocab])
         is_stop = tf.equal(tf.range(vocab), stop_id)
         finished = v["finished"][:, :, tf.newaxis]
         stop_only = tf.where(is_stop, 0.0, tf.float32.min)
         total = v["log_probs"][:, :, tf.newaxis] + tf.where(finished, stop_only, log_probs)
         grows = tf.logical_and(tf.logical_not(finished), tf.logical_not(is_stop))
         lengths = v["lengths"][:, :, tf.newaxis] + tf.cast(grows, tf.int32)
-        scores = total / length_penalty(lengths, alpha)
-        top_scores, top = tf.math.top_k(tf.reshape(scores, [batch, k * vocab]), k)
+        penalised = total / length_penalty(lengths, self.alpha)
+        top_scores, top = tf.math.top_k(tf.reshape(penalised, [batch, k * vocab]), k)
         parents, tokens = top // vocab, top % vocab
         was_finished = tf.gather(v["finished"], parents, batch_dims=1)
-        seq = tf.gather(v["seq"], parents, batch_dims=1)
-        return [
-            dict(
-                step=t + 1,
-                seq=decoding.write_step(seq, t, tokens),
-                log_probs=tf.gather(tf.reshape(total, [batch, k * vocab]), top, batch_dims=1),
-                lengths=(
-                    tf.gather(v["lengths"], parents, batch_dims=1)
-                    + tf.cast(tf.logical_not(was_finished), tf.int32)
-                ),
-                finished=tf.logical_or(was_finished, tf.equal(tokens, stop_id)),
-                scores=top_scores,
-                state=decoding.gather_rows(new_state, decoding.parent_rows(parents, k)),
-            )
-        ]
+        now_finished = tf.logical_or(was_finished, tf.equal(tokens, stop_id))
+        new = dict(
+            seq=decoding.write_step(tf.gather(v["seq"], parents, batch_dims=1), t, tokens),
+            log_probs=tf.gather(tf.reshape(total, [batch, k * vocab]), top, batch_dims=1),
+            lengths=(
+                tf.gather(v["lengths"], parents, batch_dims=1)
+                + tf.cast(tf.logical_not(was_finished), tf.int32)
+            ),
+            finished=now_finished,
+            scores=top_scores,
+            done=tf.reduce_all(now_finished, axis=1),
+        )
+        return parents, new
 
-    limit = max_steps if step_limit is None else tf.minimum(step_limit, max_steps)
-
-    def cond(v):
-        return tf.logical_and(v["step"] < limit, tf.logical_not(tf.reduce_all(v["finished"])))
-
-    final = tf.while_loop(cond, body, [loop_vars])[0]
-    ids, lengths = decoding.cut_at_stop(final["seq"][:, 0], stop_id)
-    return dict(ids=ids, lengths=lengths, scores=final["scores"][:, 0])
+    def result(self, v: Dict[str, tf.Tensor], t: tf.Tensor) -> Dict[str, tf.Tensor]:
+        """The first hypothesis of the beam (``BeamStrategy.result``)."""
+        del t
+        ids, lengths = decoding.cut_at_stop(v["seq"][:, 0], self.stop_id)
+        return dict(ids=ids, lengths=lengths, scores=v["scores"][:, 0])
 
 
 def length_penalty(lengths: tf.Tensor, alpha: Union[tf.Tensor, float]) -> Union[tf.Tensor, float]:

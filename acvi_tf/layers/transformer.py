@@ -142,6 +142,9 @@ class TransformerModel(keras.Model):
         x = embedded * math.sqrt(self.num_units) + self.positions[tf.newaxis, :length]
         return self.input_dropout(x, training=training)
 
+    # ``decode_step`` gives log-probabilities (``decoding.DecodingModel``)
+    probability_scores = False
+
     def start(
         self, inputs: Dict[str, tf.Tensor], training: bool = False
     ) -> Tuple[Dict[str, tf.Tensor], Dict[str, tf.Tensor]]:
