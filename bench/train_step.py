@@ -47,17 +47,14 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import _profile
 
-from acvi_tf import (
-    attention,
-    builders,
-    loop_gradients,
-    registry,
-    training,
-)
+from acvi_tf import builders
 from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
+from acvi_tf.contexts import attention, registry
 from acvi_tf.contexts import context as context_lib
+from acvi_tf.training import loop_gradients
+from acvi_tf.training import step as training_lib
 from pointer_generator import model as model_lib
 from pointer_generator import run_summarization
 
@@ -261,7 +258,7 @@ def run(config: config_lib.Config) -> None:
     batch = {
         k: v
         for k, v in _batch(vocab, batch_size, n, t).items()
-        if k in run_summarization.MODEL_SIGNATURE
+        if k in model_lib.PointerGenerator.batch_signature
     }
     tf.get_logger().setLevel("ERROR")  # one trace per variant is the point, not a warning
     # run_summarization's defaults, as its command has
@@ -297,7 +294,7 @@ def run(config: config_lib.Config) -> None:
             optimizer.build(model.trainable_variables)
             gumbel[name] = layer.gumbel_active(0, 1)  # True for sampling="gumbel" only
             for coverage in COVERAGE_SETTINGS[config.coverage_settings]:
-                step = training.make_train_step(
+                step = training_lib.make_train_step(
                     model,
                     optimizer,
                     summarizer.max_grad_norm,

@@ -309,7 +309,6 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     acvi_flags.require_dropout("transformer_dropout", fv)
 
 
-MODEL_SIGNATURE = experiment.MODEL_SIGNATURE
 RUNNING_AVG_DECAY = 0.99
 # Flags of this entry point that decide the model's variables (and the optimizer's).
 MODEL_FLAGS = (
@@ -532,7 +531,9 @@ def _train(config, vocab, train_dir, phases, strategy, run_variables):
             train_step = train_steps[key]
             trainer.train(
                 batcher.dataset(),
-                lambda batch, *step: train_step({k: batch[k] for k in MODEL_SIGNATURE}, *step),
+                lambda batch, *step: train_step(
+                    {k: batch[k] for k in experiment.MODEL_SIGNATURE}, *step
+                ),
                 until=phase.end,
             )
             trainer.save()
@@ -671,7 +672,7 @@ def evaluate(
         if coverage_on not in eval_fns:
 
             @tf.function(
-                input_signature=[MODEL_SIGNATURE],
+                input_signature=[experiment.MODEL_SIGNATURE],
                 autograph=False,
                 jit_compile=config.jit_compile or None,
             )
@@ -705,7 +706,7 @@ def evaluate(
         sums, batches, first = {}, 0, None
         for batch in batcher.dataset().take(config.eval_max_batches or -1):
             first = batch if first is None else first
-            results = eval_step({k: batch[k] for k in MODEL_SIGNATURE}, phase.coverage)
+            results = eval_step({k: batch[k] for k in experiment.MODEL_SIGNATURE}, phase.coverage)
             for name, value in results.items():
                 sums[name] = sums.get(name, 0.0) + float(value)
             loss = float(results["loss"])
