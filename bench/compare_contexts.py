@@ -27,18 +27,28 @@ estimates the KL of the sampler; and soft attention and the default ACVI
 (``acvi-bound-0.001``) trained with ``--mixed_precision=bfloat16`` (``-bfloat16``), the
 accuracy cost of that precision. Each run's numbers go to
 ``<out_dir>/<variant>_seed<seed>.json`` first, so an interrupted study resumes where it
-stopped. The table (mean and standard deviation over the seeds, with the revision and the
-TensorFlow version of each variant's runs) is printed and kept in ``bench/results/``, one
-file per task, corpus and step count; a run of some variants replaces their rows there
-and keeps the others', and BENCHMARKS.md is generated from it.
+stopped. Each variant's runs are then kept as a record in
+``bench/results/compare_contexts/`` (``bench/tables.py``): the runs' revision, TensorFlow
+version, seeds, flags and per-seed numbers. A record is never rewritten; a rerun adds
+one, and the docs' tables name the records they quote. The table printed and kept in
+``bench/results/`` (one file per task, corpus and step count, from which BENCHMARKS.md is
+generated) shows each variant's latest record: mean and standard deviation over the
+seeds, with the revision and the TensorFlow version.
+
+Runs made elsewhere (``<dir>/<variant>_seed<seed>.json``) become records by running this
+script on their folder with the same ``--task``, corpus, ``--steps``, ``--contexts`` and
+``--seeds``: every run is read back, none is trained. Run files that do not name their
+revision take ``--revision``.
 
 Usage::
 
   python bench/compare_contexts.py [--task=captioning|translation|summarization] \\
       [--steps=400] [--contexts=sa,acvi-exact,...] [--seeds=1,2,3] [--out_dir=DIR] \\
-      [--summarization_data=FINISHED_FILES] [--translation_data=DIR,SRC,TGT]
+      [--summarization_data=FINISHED_FILES] [--translation_data=DIR,SRC,TGT] \\
+      [--revision=REV]
 """
 
+import datetime
 import glob
 import importlib.metadata
 import json
@@ -54,6 +64,8 @@ import numpy as np
 from absl import app, flags
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tables
+
 from acvi_tf import config as config_lib
 from acvi_tf import files
 
@@ -305,6 +317,13 @@ def summarization(
     return float(np.mean(losses)), scores["rouge_l_f_score"]
 
 
+NOTE = (
+    "Mean +- standard deviation over the seeds of each variant's latest record in "
+    "bench/results/compare_contexts/ (a rerun adds a record; the docs' tables name the "
+    "records they quote). Each row names the revision and the TensorFlow version of its "
+    "runs: another TensorFlow draws other initial weights, so compare rows of one version."
+)
+
 TASKS = {
     "captioning": (captioning, "validation CIDEr-D"),
     "translation": (translation, "dev BLEU"),
@@ -312,49 +331,56 @@ TASKS = {
 }
 
 
-def _one_run(run_task, variant, seed, steps, root, data):
-    """``(NLL, metric)`` of one run, read back from its JSON record when it has one."""
+def _one_run(run_task, variant, seed, steps, root, data, stamp):
+    """One run's numbers (``nll``, ``metric``, ``revision``, ``tensorflow``, ``date``),
+    read back from its JSON file when it has one; ``stamp`` holds the last three for a
+    new run, and for a file written before runs kept them."""
     name = os.path.join(root, "%s_seed%s" % (variant, seed))
-    record = name + ".json"
-    if os.path.exists(record):
-        with open(record, encoding="utf-8") as f:
-            saved = json.load(f)
-        return saved["nll"], saved["metric"]
+    path = name + ".json"
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            return dict(stamp, **json.load(f))
     nll, metric = run_task(variant, int(seed), steps, name, data)
-    files.atomic_write_text(
-        record,
-        json.dumps(
-            dict(
-                variant=variant,
-                seed=int(seed),
-                steps=steps,
-                flags=_variant_flags(variant, steps),
-                nll=nll,
-                metric=metric,
-            )
-        )
-        + "\n",
+    run = dict(
+        variant=variant,
+        seed=int(seed),
+        steps=steps,
+        flags=_variant_flags(variant, steps),
+        nll=nll,
+        metric=metric,
+        **stamp,
     )
-    return nll, metric
+    files.atomic_write_text(path, json.dumps(run) + "\n")
+    return run
 
 
-def _cells(entry):
-    """A kept variant's table cells: NLL and metric (mean +- std), seeds, revision and
-    TensorFlow version.
-
-    ``entry`` holds ``seeds`` (seed -> ``[NLL, metric]``), or, for results kept from
-    before per-seed numbers were recorded, the two cells themselves in ``cells``.
-    """
-    if "seeds" in entry:
-        losses, scores = zip(*entry["seeds"].values())
-        cells = [
-            "%.4f +- %.4f" % (np.mean(losses), np.std(losses)),
-            "%.4f +- %.4f" % (np.mean(scores), np.std(scores)),
-        ]
-        seeds = ",".join(entry["seeds"])
-    else:
-        cells, seeds = entry["cells"], entry["seed_list"]
-    return cells + [seeds, entry["revision"], entry["tensorflow"]]
+def _records(key, variant, runs, steps):
+    """Keeps a variant's runs (seed -> run) as records, one per revision and TensorFlow
+    version of the runs; returns the latest one's id."""
+    groups = {}
+    for seed, run in runs.items():
+        groups.setdefault((run["revision"], run["tensorflow"]), {})[int(seed)] = run
+    latest = None
+    for (revision, stack), group in sorted(
+        groups.items(), key=lambda g: max(r["date"] for r in g[1].values())
+    ):
+        record = dict(
+            task=key[0],
+            corpus=key[1],
+            steps=steps,
+            variant=variant,
+            revision=revision,
+            tensorflow=stack,
+            seeds=sorted(group),
+            date=max(run["date"] for run in group.values()),
+            flags=group[min(group)]["flags"],
+            runs=[
+                dict(seed=seed, nll=group[seed]["nll"], metric=group[seed]["metric"])
+                for seed in sorted(group)
+            ],
+        )
+        latest = tables.write_record(record)
+    return latest
 
 
 def define_flags(fv: flags.FlagValues) -> None:
@@ -395,6 +421,13 @@ def define_flags(fv: flags.FlagValues) -> None:
         "data_prep.debian_descriptions (default: the shipped sample).",
         flag_values=fv,
     )
+    flags.DEFINE_string(
+        "revision",
+        None,
+        "The revision that ran the runs read back from --out_dir whose files name none "
+        "(runs made by an earlier compare_contexts); default: this checkout's.",
+        flag_values=fv,
+    )
 
 
 def run(config: config_lib.Config) -> None:
@@ -418,38 +451,36 @@ def run(config: config_lib.Config) -> None:
     corpus = os.path.basename(os.path.normpath(data.split(",")[0])) if data else "shipped"
     key = (config.task, corpus, "%dsteps" % config.steps)
     previous = _report.load(key) or {}
-    kept = previous.get("data", {})
-    revision = _report.git_revision()
+    # variant -> the id of its latest record
+    latest = previous.get("data", {})
     # the runs' TensorFlow: another version draws other initial weights
-    stack = importlib.metadata.version("tensorflow")
+    stamp = dict(
+        revision=config.revision or _report.git_revision(),
+        tensorflow=importlib.metadata.version("tensorflow"),
+        date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    )
     for variant in config.contexts:
-        seeds = {}
+        runs = {}
         for seed in config.seeds:
-            loss, score = seeds[seed] = _one_run(run_task, variant, seed, config.steps, root, data)
+            runs[seed] = _one_run(run_task, variant, seed, config.steps, root, data, stamp)
             print(
-                "%s seed %s: validation NLL %.4f, %s %.4f" % (variant, seed, loss, metric, score),
+                "%s seed %s: validation NLL %.4f, %s %.4f"
+                % (variant, seed, runs[seed]["nll"], metric, runs[seed]["metric"]),
                 flush=True,
             )
-        kept[variant] = dict(seeds=seeds, revision=revision, tensorflow=stack)
-    rows = []
+        latest[variant] = _records(key, variant, runs, config.steps)
     order = list(VARIANTS) + ["transformer"]
-    for variant in sorted(kept, key=order.index):
-        rows.append([variant, *_cells(kept[variant])])
+    latest = {variant: latest[variant] for variant in sorted(latest, key=order.index)}
     _report.emit(
         "Context mechanisms compared: %s on the %s corpus, %d steps"
         % (config.task, corpus, config.steps),
         ["variant", "validation NLL / token", metric, "seeds", "revision", "TensorFlow"],
-        rows,
-        notes=[
-            "Mean +- standard deviation over the seeds. A run of some variants replaces "
-            "their rows and keeps the others'. Each row names the revision and the "
-            "TensorFlow version of its runs: another TensorFlow draws other initial "
-            "weights, so compare rows of one version."
-        ]
+        tables.benchmark_rows(latest),
+        notes=[NOTE]
         # what the earlier runs noted about the corpus (how it was built) stays
         + previous.get("notes", [])[1:],
         config=key,
-        data=kept,
+        data=latest,
     )
 
 
