@@ -334,12 +334,17 @@ TASKS = {
 def _one_run(run_task, variant, seed, steps, root, data, stamp):
     """One run's numbers (``nll``, ``metric``, ``revision``, ``tensorflow``, ``date``),
     read back from its JSON file when it has one; ``stamp`` holds the last three for a
-    new run, and for a file written before runs kept them."""
+    new run, and for a file written before runs kept them (written into it)."""
     name = os.path.join(root, "%s_seed%s" % (variant, seed))
     path = name + ".json"
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:
-            return dict(stamp, **json.load(f))
+            run = json.load(f)
+        if not set(stamp) <= set(run):
+            # a run made by an earlier compare_contexts: it keeps the stamp from now on
+            run = dict(run, **{k: v for k, v in stamp.items() if k not in run})
+            files.atomic_write_text(path, json.dumps(run) + "\n")
+        return run
     nll, metric = run_task(variant, int(seed), steps, name, data)
     run = dict(
         variant=variant,

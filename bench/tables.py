@@ -78,7 +78,7 @@ def dumps(record: dict) -> str:
     return "{\n" + ",\n".join(lines) + "\n}\n"
 
 
-def write_record(record: dict, folder: str = RECORDS) -> str:
+def write_record(record: dict, folder: Optional[str] = None) -> str:
     """Keeps ``record`` under ``folder`` without touching any record there.
 
     A record with the same name and the same runs is already kept; one with the same name
@@ -87,11 +87,12 @@ def write_record(record: dict, folder: str = RECORDS) -> str:
     Args:
       record: its ``task``, ``corpus``, ``steps``, ``variant``, ``revision``,
         ``tensorflow``, ``seeds`` and ``runs``, and what else it keeps.
-      folder: the records' root folder.
+      folder: the records' root folder; None: ``RECORDS``.
 
     Returns:
       The record's id: its path under ``folder`` without ``.json``.
     """
+    folder = folder or RECORDS
     subfolder = folder_name(record["task"], record["corpus"], record["steps"])
     os.makedirs(os.path.join(folder, subfolder), exist_ok=True)
     name, count = record_name(record), 1
@@ -107,8 +108,10 @@ def write_record(record: dict, folder: str = RECORDS) -> str:
         count += 1
 
 
-def load_records(folder: str = RECORDS) -> Dict[str, dict]:
-    """Every record under ``folder``, by id (its path there without ``.json``)."""
+def load_records(folder: Optional[str] = None) -> Dict[str, dict]:
+    """Every record under ``folder`` (None: ``RECORDS``), by id (its path there without
+    ``.json``)."""
+    folder = folder or RECORDS
     records = {}
     for subfolder in sorted(os.listdir(folder)):
         for name in sorted(os.listdir(os.path.join(folder, subfolder))):
