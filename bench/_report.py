@@ -7,6 +7,8 @@ any), the git revision, the table and notes, and optionally a ``reading`` (the
 interpretation, written by hand after the run). A new run of the same configuration
 replaces its file (and drops the reading, which was about the old numbers); BENCHMARKS.md
 is then generated from all files, so it holds the latest result of every benchmark.
+``bench/compare_contexts.py`` also keeps every variant's runs as records that no run
+replaces (``bench/tables.py``); its results file shows the latest record of each.
 ``python bench/_report.py`` regenerates it by hand.
 """
 

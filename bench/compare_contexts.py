@@ -474,8 +474,12 @@ def run(config: config_lib.Config) -> None:
                 flush=True,
             )
         latest[variant] = _records(key, variant, runs, config.steps)
+    # VARIANTS' order; a variant since dropped from VARIANTS keeps its row, last
     order = list(VARIANTS) + ["transformer"]
-    latest = {variant: latest[variant] for variant in sorted(latest, key=order.index)}
+    latest = {
+        variant: latest[variant]
+        for variant in sorted(latest, key=lambda v: order.index(v) if v in order else len(order))
+    }
     _report.emit(
         "Context mechanisms compared: %s on the %s corpus, %d steps"
         % (config.task, corpus, config.steps),

@@ -190,9 +190,16 @@ class Pick:
         ]
         if len(found) != 1:
             raise RecordError(
-                "%s: %d records of %s at revision %s with seeds %s (want 1): run "
+                "%s: %d records of %s on %s at revision %s with seeds %s (want 1): run "
                 "bench/compare_contexts.py or name the record's revision and seeds"
-                % (RECORDS, len(found), "/".join(map(str, self.corpus)), self.revision, self.seeds)
+                % (
+                    os.path.relpath(RECORDS, ROOT),
+                    len(found),
+                    self.variant,
+                    "/".join(map(str, self.corpus)),
+                    self.revision,
+                    self.seeds,
+                )
             )
         return records[found[0]]
 
