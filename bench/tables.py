@@ -34,7 +34,7 @@ from acvi_tf import errors, files  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RECORDS = os.path.join(ROOT, "bench", "results", "compare_contexts")
-DOCS = ("README.md", os.path.join("docs", "acvi.md"))
+DOCS = ("README.md", os.path.join("docs", "acvi.md"), os.path.join("docs", "performance.md"))
 _BLOCK = re.compile(r"^<!-- table: ([\w-]+) -->\n(.*?)^<!-- /table -->$", re.M | re.S)
 
 
@@ -204,14 +204,19 @@ class Pick:
         return records[found[0]]
 
 
-def _stat(record: dict, which: str, digits: int, scale: int = 1) -> str:
-    """``mean ± std`` of ``which`` times ``scale``, to ``digits`` decimals (half up at an
+def _rounded(record: dict, which: str, digits: int, scale: int) -> List[decimal.Decimal]:
+    """``[mean, std]`` of ``which`` times ``scale``, to ``digits`` decimals (half up at an
     exact tie of a kept cell)."""
     quantum = decimal.Decimal(1).scaleb(-digits)
-    mean, std = _cell_numbers(record, which)
-    return "%s ± %s" % tuple(
-        (x * scale).quantize(quantum, rounding=decimal.ROUND_HALF_UP) for x in (mean, std)
-    )
+    return [
+        (x * scale).quantize(quantum, rounding=decimal.ROUND_HALF_UP)
+        for x in _cell_numbers(record, which)
+    ]
+
+
+def _stat(record: dict, which: str, digits: int, scale: int = 1) -> str:
+    """``mean ± std`` of ``which`` times ``scale``, to ``digits`` decimals."""
+    return "%s ± %s" % tuple(_rounded(record, which, digits, scale))
 
 
 # (task, corpus, steps) of the study's corpora
@@ -483,6 +488,29 @@ def paper_comparison(records: Dict[str, dict]) -> str:
     return _table(header + ["ACVI against SA here"], rows)
 
 
+# bfloat16's accuracy cost: (label, corpus, metric decimals, revision of the float32
+# runs, of the bfloat16 runs)
+_PRECISION = (
+    ("Debian descriptions, test ROUGE-L F1", DEBIAN, 3, "66b5e6a", "ab7c823"),
+    ("Pig Latin, dev BLEU", PIG_LATIN, 1, "66b5e6a", "7bc3012-dirty"),
+    ("moving shapes, validation CIDEr-D", SHAPES, 2, "66b5e6a", "ab7c823"),
+)
+
+
+def bfloat16_accuracy(records: Dict[str, dict]) -> str:
+    """Soft attention and the default trained in float32 and in bfloat16: the metrics."""
+    rows = []
+    for label, corpus, digits, float32, bfloat16 in _PRECISION:
+        cells = [label]
+        for variant in ("sa", "acvi-bound-0.001"):
+            pair = (Pick(corpus, variant, float32), Pick(corpus, variant + "-bfloat16", bfloat16))
+            means = [_rounded(pick.find(records), "metric", digits, 1)[0] for pick in pair]
+            cells.append("%s / %s" % tuple(means))
+        rows.append(cells)
+    header = ["corpus, metric", "SA float32 / bfloat16", "ACVI default float32 / bfloat16"]
+    return _table(header, rows)
+
+
 # name in the docs' markers -> the function that builds the table from the records
 TABLES: Dict[str, Callable[[Dict[str, dict]], str]] = {
     "paper-comparison": paper_comparison,
@@ -491,6 +519,7 @@ TABLES: Dict[str, Callable[[Dict[str, dict]], str]] = {
     "acvi-eight-seeds": eight_seeds,
     "acvi-free-bits": free_bits,
     "acvi-larger-corpora": larger_corpora,
+    "bfloat16-accuracy": bfloat16_accuracy,
 }
 
 

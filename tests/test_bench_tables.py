@@ -40,7 +40,8 @@ def test_a_digit_changed_in_a_record_or_a_doc_is_found(records, tmp_path):
     changed = copy.deepcopy(records)
     changed["translation-shipped-400steps/sa-8de5d81-tf2.21.0-seeds1-8"]["runs"][0]["metric"] = 96.6
     # the README's Pig Latin row and the eight-seed table of docs/acvi.md quote it
-    assert sorted(tables.stale(records=changed)) == [os.path.join(ROOT, doc) for doc in tables.DOCS]
+    stale = sorted(tables.stale(records=changed))
+    assert stale == [os.path.join(ROOT, "README.md"), os.path.join(ROOT, "docs", "acvi.md")]
     for doc in tables.DOCS:
         os.makedirs(tmp_path / os.path.dirname(doc), exist_ok=True)
         shutil.copy(os.path.join(ROOT, doc), tmp_path / doc)
