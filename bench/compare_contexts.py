@@ -317,6 +317,7 @@ def summarization(
     return float(np.mean(losses)), scores["rouge_l_f_score"]
 
 
+DATE = "%Y-%m-%d %H:%M UTC"
 NOTE = (
     "Mean +- standard deviation over the seeds of each variant's latest record in "
     "bench/results/compare_contexts/ (a rerun adds a record; the docs' tables name the "
@@ -334,15 +335,18 @@ TASKS = {
 def _one_run(run_task, variant, seed, steps, root, data, stamp):
     """One run's numbers (``nll``, ``metric``, ``revision``, ``tensorflow``, ``date``),
     read back from its JSON file when it has one; ``stamp`` holds the last three for a
-    new run, and for a file written before runs kept them (written into it)."""
+    new run, and the revision and TensorFlow version for a file written before runs kept
+    them (written into it, with the file's date)."""
     name = os.path.join(root, "%s_seed%s" % (variant, seed))
     path = name + ".json"
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:
             run = json.load(f)
         if not set(stamp) <= set(run):
-            # a run made by an earlier compare_contexts: it keeps the stamp from now on
-            run = dict(run, **{k: v for k, v in stamp.items() if k not in run})
+            # a run made by an earlier compare_contexts, dated by its file: it keeps the
+            # stamp from now on
+            made = datetime.datetime.fromtimestamp(os.path.getmtime(path), datetime.timezone.utc)
+            run = {**stamp, "date": made.strftime(DATE), **run}
             files.atomic_write_text(path, json.dumps(run) + "\n")
         return run
     nll, metric = run_task(variant, int(seed), steps, name, data)
@@ -462,7 +466,7 @@ def run(config: config_lib.Config) -> None:
     stamp = dict(
         revision=config.revision or _report.git_revision(),
         tensorflow=importlib.metadata.version("tensorflow"),
-        date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        date=datetime.datetime.now(datetime.timezone.utc).strftime(DATE),
     )
     for variant in config.contexts:
         runs = {}

@@ -120,6 +120,7 @@ def test_runs_made_elsewhere_become_records_and_a_rerun_adds_one(tmp_path, monke
     for seed, bleu in ((1, 94.0), (2, 90.0)):
         run = dict(variant="sa", seed=seed, steps=400, flags=["--context=sa"], nll=0.5, metric=bleu)
         (runs / ("sa_seed%d.json" % seed)).write_text(json.dumps(run))
+        os.utime(runs / ("sa_seed%d.json" % seed), (86400 * seed, 86400 * seed))
     trained = []
 
     def translation(variant, seed, steps, out_dir, data):
@@ -136,6 +137,7 @@ def test_runs_made_elsewhere_become_records_and_a_rerun_adds_one(tmp_path, monke
     old = "translation-shipped-400steps/sa-abc1234-tf"
     [old_id] = tables.load_records()
     assert old_id.startswith(old) and old_id.endswith("-seeds1-2") and not trained
+    assert tables.load_records()[old_id]["date"] == "1970-01-03 00:00 UTC"  # the latest run's
     with open(os.path.join(tables.RECORDS, old_id + ".json"), encoding="utf-8") as f:
         old_text = f.read()
     compare_contexts.run(config_lib.parse(compare_contexts.define_flags, argv + ["--seeds=1,2,3"]))
