@@ -327,8 +327,10 @@ def define_flags(flag_values=flags.FLAGS):
     )
     flags.register_multi_flags_validator(
         ["acvi_kl", "acvi_sampling", "acvi_gumbel_fraction"],
-        lambda d: d["acvi_kl"] != "exact"
-        or (d["acvi_sampling"] == "approx" and d["acvi_gumbel_fraction"] == 0.0),
+        lambda d: (
+            d["acvi_kl"] != "exact"
+            or (d["acvi_sampling"] == "approx" and d["acvi_gumbel_fraction"] == 0.0)
+        ),
         message="--acvi_kl=exact is the KL of eq. 25's Gaussian, and Gumbel-softmax or "
         "mixture sampling does not draw from it: use --acvi_kl=mc or bound, or "
         "--acvi_sampling=approx without --acvi_gumbel_fraction.",
