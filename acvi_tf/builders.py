@@ -47,11 +47,13 @@ def context_layer(config: config_lib.Config) -> context.ContextLayer:
     Returns:
       The mechanism's layer, from ``registry.make_context_layer``.
     """
-    if config.context == "acvi" and config.acvi_kl == "mc" and config.acvi_sampling == "approx":
+    if config.context == "acvi" and config.acvi_kl == "mc" and config.acvi_sampling != "mixture":
         logging.warning(
-            "--acvi_kl=mc evaluates log q(c) - log p(c) at eq. 25's sample, which is not "
-            "drawn from q: the estimate has no lower bound as sigma shrinks. See "
-            "docs/acvi.md; --acvi_kl=exact is the KL of this sampler."
+            "--acvi_kl=mc evaluates log q(c) - log p(c) at a sample that is not drawn "
+            "from q (--acvi_sampling=%s), so it does not estimate KL[q || p]; under eq. "
+            "25 it has no lower bound as sigma shrinks. --acvi_sampling=mixture draws "
+            "from q (docs/acvi.md).",
+            config.acvi_sampling,
         )
     ved_options = dict(latent_dim=config.ved_latent_dim, prior=config.ved_prior)
     variational_options = dict(

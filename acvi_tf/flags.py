@@ -139,7 +139,10 @@ def define_flags(flag_values=flags.FLAGS):
         list(context_lib.SAMPLINGS),
         "ACVI sampling: 'approx' weights the component samples by the attention "
         "probabilities (eq. 25); 'gumbel' by a Gumbel-softmax sample (journal eq. 22) "
-        "for the whole run.",
+        "for the whole run; 'mixture' draws from the posterior q itself (a component "
+        "from the attention, then its Gaussian), with a score-function gradient for "
+        "the choice: with --acvi_kl=mc or bound at --kl_weight=1 the loss is a bound "
+        "on log p(y) (docs/acvi.md).",
         flag_values=fv,
     )
     flags.DEFINE_float(
@@ -177,9 +180,11 @@ def define_flags(flag_values=flags.FLAGS):
         context_lib.ACVI_KL,
         list(context_lib.KL_ESTIMATORS),
         "ACVI's KL term: 'mc' log q(c) - log p(c) at the sample (the paper's words; "
-        "consistent with --acvi_sampling=gumbel only), 'bound' the closed-form upper "
-        "bound sum_i a_i KL[N(h_i, s_i^2) || N(0, I)], 'exact' the closed-form KL of the "
-        "Gaussian eq. 25 samples from, N(sum_i a_i h_i, sum_i a_i^2 s_i^2), to N(0, I).",
+        "an unbiased estimate of KL[q || p] with --acvi_sampling=mixture only), 'bound' "
+        "the closed-form upper bound sum_i a_i KL[N(h_i, s_i^2) || N(0, I)] of "
+        "KL[q || p], 'exact' the closed-form KL of the Gaussian eq. 25 samples from, "
+        "N(sum_i a_i h_i, sum_i a_i^2 s_i^2), to N(0, I) (--acvi_sampling=approx "
+        "without a Gumbel phase only).",
         flag_values=fv,
     )
     flags.DEFINE_float(
@@ -316,7 +321,26 @@ def define_flags(flag_values=flags.FLAGS):
         lambda d: d["acvi_sampling"] == "approx" or d["acvi_gumbel_fraction"] == 0.0,
         message="--acvi_gumbel_fraction schedules Gumbel-softmax at the end of an "
         "--acvi_sampling=approx run; with --acvi_sampling=gumbel every step "
-        "already uses it, so leave the fraction at 0.",
+        "already uses it, and --acvi_sampling=mixture never does, so leave the "
+        "fraction at 0.",
+        flag_values=fv,
+    )
+    flags.register_multi_flags_validator(
+        ["acvi_kl", "acvi_sampling", "acvi_gumbel_fraction"],
+        lambda d: (
+            d["acvi_kl"] != "exact"
+            or (d["acvi_sampling"] == "approx" and d["acvi_gumbel_fraction"] == 0.0)
+        ),
+        message="--acvi_kl=exact is the KL of eq. 25's Gaussian, and Gumbel-softmax or "
+        "mixture sampling does not draw from it: use --acvi_kl=mc or bound, or "
+        "--acvi_sampling=approx without --acvi_gumbel_fraction.",
+        flag_values=fv,
+    )
+    flags.register_multi_flags_validator(
+        ["acvi_sampling", "kl_free_bits"],
+        lambda d: d["acvi_sampling"] != "mixture" or not d["kl_free_bits"],
+        message="--acvi_sampling=mixture weights its choice's gradient by the plain KL, "
+        "so it cannot train with --kl_free_bits; leave it at 0.",
         flag_values=fv,
     )
 

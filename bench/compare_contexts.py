@@ -74,6 +74,7 @@ import _report
 SAMPLES = os.path.join(_report.ROOT, "data_prep", "samples")
 _WARMUP = ["--kl_annealing=linear"]
 _WEIGHT_1 = ["--context=acvi", "--kl_weight=1"]
+_MIXTURE = ["--context=acvi", "--acvi_sampling=mixture"]
 VARIANTS = {
     "sa": ["--context=sa"],
     "acvi-mc": _WEIGHT_1 + ["--acvi_kl=mc"],
@@ -89,6 +90,11 @@ VARIANTS = {
     "acvi-bound-freebits-1": _WEIGHT_1 + ["--acvi_kl=bound", "--kl_free_bits=1"],
     "acvi-bound-freebits-8": _WEIGHT_1 + ["--acvi_kl=bound", "--kl_free_bits=8"],
     "acvi-gumbel-mc": _WEIGHT_1 + ["--acvi_sampling=gumbel", "--acvi_kl=mc"],
+    # sampling from the mixture q itself: at weight 1 a lower bound on log p(y)
+    "acvi-mixture-mc": _WEIGHT_1 + ["--acvi_sampling=mixture", "--acvi_kl=mc"],
+    "acvi-mixture-bound": _WEIGHT_1 + ["--acvi_sampling=mixture", "--acvi_kl=bound"],
+    "acvi-mixture-mc-0.001": _MIXTURE + ["--acvi_kl=mc", "--kl_weight=0.001"],
+    "acvi-mixture-bound-0.001": _MIXTURE + ["--acvi_kl=bound", "--kl_weight=0.001"],
     # the precision: soft attention and the default ACVI in bfloat16 (float32 above)
     "sa-bfloat16": ["--context=sa", "--mixed_precision=bfloat16"],
     "acvi-bound-0.001-bfloat16": [

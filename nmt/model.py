@@ -337,7 +337,7 @@ class NMTModel(keras.Model):
         )
         if "tgt_out" in batch:  # the per-step loss of the gold words
             out["token_nll"], out["kl"] = self.context_layer.token_losses(
-                self._gold(batch, out["logits"], tops),
+                self._gold(batch, out["logits"], tops, contexts),
                 attns,
                 out["kl"],
                 constants["prepared"],
@@ -345,7 +345,7 @@ class NMTModel(keras.Model):
             )
         return out
 
-    def _gold(self, batch, logits, tops):
+    def _gold(self, batch, logits, tops, contexts):
         """The gold words as the output layer scores them (``context.GoldTarget``)."""
         gold = batch["tgt_out"]
         return context_lib.GoldTarget(
@@ -355,6 +355,7 @@ class NMTModel(keras.Model):
             ),
             embedded=lambda: self.tgt_embedding(gold),
             mask=tf.sequence_mask(batch["tgt_len"], tf.shape(gold)[1]),
+            contexts=contexts,
         )
 
     # what ``training.make_train_step`` reads: the batch it takes, and the total loss

@@ -295,6 +295,7 @@ class PointerGenerator(keras.Model):
             log_likelihood=lambda c: gold(self.vocab_at(out["h"], c)),
             embedded=lambda: self.embedding(tf.where(target >= self.vocab_size, 0, target)),
             mask=batch["dec_padding_mask"],
+            contexts=out["context"],
         )
 
     def vocab_at(self, h: tf.Tensor, context: tf.Tensor) -> tf.Tensor:

@@ -197,6 +197,29 @@ def test_gumbel_at_low_temperature_samples_the_mixture_and_its_kl(dim):
 
 
 @pytest.mark.parametrize("dim", [1, 2])
+def test_mixture_sampling_draws_from_q_so_mc_averages_to_the_true_kl(dim):
+    layer, h, a, var = _mixture_setup(dim)
+    mixture = context.ACVIContext(sampling="mixture", kl="mc", seed=5)
+    mixture.prepare(h[None])
+    mixture.set_weights(layer.get_weights())
+    num = 100000
+    _, kl = mixture(
+        np.tile(a, (num, 1)), mixture.prepare(np.repeat(h[None], num, 0)), training=True
+    )
+    kl = kl.numpy()
+    truth = _true_kl(h.astype(np.float64), a, var)
+    assert abs(kl.mean() - truth) < 4.5 * kl.std() / np.sqrt(num) + 1e-3, (kl.mean(), truth)
+
+
+@pytest.mark.parametrize(
+    "options", [dict(sampling="gumbel"), dict(sampling="mixture"), dict(gumbel_fraction=0.1)]
+)
+def test_exact_is_refused_where_eq_25_does_not_draw(options):
+    with pytest.raises(ValueError, match="exact"):
+        context.ACVIContext(kl="exact", **options)
+
+
+@pytest.mark.parametrize("dim", [1, 2])
 def test_bound_is_exact_formula_and_above_the_true_kl(dim):
     _, h, a, var = _mixture_setup(dim)
     layer, _, _, _ = _mixture_setup(dim)
@@ -418,7 +441,9 @@ def test_relu_variance_net_gives_variance_at_least_one(batch):
 def test_runs_under_xla(batch, noise, kl):
     memory, mask, probs = batch
     scorer = attention.AdditiveScorer(4, use_coverage=True)
-    layer = context.ACVIContext(noise=noise, kl=kl, seed=4, gumbel_fraction=0.5)
+    # exact has no Gumbel phase (refused); the mixture sampler runs in its place
+    options = dict(sampling="mixture") if kl == "exact" else dict(gumbel_fraction=0.5)
+    layer = context.ACVIContext(noise=noise, kl="mc" if kl == "exact" else kl, seed=4, **options)
     query = tf.constant(np.random.default_rng(9).normal(size=(B, 6)), tf.float32)
 
     def step(training, step_number):

@@ -91,6 +91,12 @@ def test_every_mechanism_trains_and_restores_in_every_host(host, mode, tmp_path)
     _trains_decodes_and_restores(host, mode, tmp_path, STEPS[host], 0.8)
 
 
+@pytest.mark.parametrize("host,kl", [("summarizer", "mc"), ("nmt", "bound"), ("captioner", "mc")])
+def test_acvi_sampling_from_the_mixture_trains_at_weight_one_in_every_host(host, kl, tmp_path):
+    options = dict(OPTIONS, sampling="mixture", kl=kl, kl_weight=1.0)
+    _trains_decodes_and_restores(host, "acvi", tmp_path, STEPS[host], 0.9, options)
+
+
 def test_a_mechanism_registered_at_run_time_trains_and_decodes_in_every_host(monkeypatch, tmp_path):
     monkeypatch.setitem(
         registry.CONTEXTS,
@@ -106,12 +112,14 @@ def test_a_mechanism_registered_at_run_time_trains_and_decodes_in_every_host(mon
             np.testing.assert_allclose(row[row > 0], 1 / np.sum(row > 0), rtol=1e-6)
 
 
-def _trains_decodes_and_restores(host, mode, tmp_path, steps, fall):
-    """Trains ``mode`` in ``host`` for ``steps`` steps, after which the loss must be below
-    ``fall`` times its start, then checks its KL, statistics, checkpoint and decoding."""
+def _trains_decodes_and_restores(host, mode, tmp_path, steps, fall, options=None):
+    """Trains ``mode`` (built with ``options``, default ``OPTIONS``) in ``host`` for
+    ``steps`` steps, after which the loss must be below ``fall`` times its start, then
+    checks its KL, statistics, checkpoint and decoding."""
+    options = options or OPTIONS
     build, make_batch, _ = hosts.HOST_SETUPS[host]
     batch = make_batch()
-    model = build(registry.make_context_layer(mode, **OPTIONS), seed=5)
+    model = build(registry.make_context_layer(mode, **options), seed=5)
     optimizer = keras.optimizers.Adam(0.02)
     model(batch)  # builds the weights
     before = float(_loss(model, batch, training=False)[0])
@@ -125,7 +133,7 @@ def _trains_decodes_and_restores(host, mode, tmp_path, steps, fall):
         if step == 0:
             kl = out["kl"].numpy()
             assert kl.shape == tuple(out["attn"].shape[:2]) and np.all(np.isfinite(kl))
-            has_kl = _has_kl(registry.make_context_layer(mode, **OPTIONS))
+            has_kl = _has_kl(registry.make_context_layer(mode, **options))
             assert (np.abs(kl).max() > 0) == has_kl, kl
             # the context layer's own statistics reach the host's logs (ACVI's sigma)
             statistics = model.context_layer.statistics(out["prepared"])
@@ -138,7 +146,7 @@ def _trains_decodes_and_restores(host, mode, tmp_path, steps, fall):
     assert after < fall * before, (before, after)
 
     path = tf.train.Checkpoint(model=model).write(str(tmp_path / "model"))
-    restored = build(registry.make_context_layer(mode, **OPTIONS), seed=6)
+    restored = build(registry.make_context_layer(mode, **options), seed=6)
     restored(batch)  # builds the weights, then the checkpoint replaces them
     tf.train.Checkpoint(model=restored).read(path).assert_existing_objects_matched()
     expected, got = model(batch), restored(batch)

@@ -99,6 +99,10 @@ def test_flags_reach_the_layer():
         (["--acvi_log_var_max=inf"], "--acvi_log_var_max must be a finite number"),
         (["--acvi_log_var_min=2", "--acvi_log_var_max=1"], "smaller than"),
         (["--acvi_sampling=gumbel", "--acvi_gumbel_fraction=0.1"], "leave the fraction at 0"),
+        (["--acvi_sampling=mixture", "--acvi_gumbel_fraction=0.1"], "leave the fraction at 0"),
+        (["--acvi_kl=exact", "--acvi_sampling=mixture"], "acvi_kl=exact"),
+        (["--acvi_kl=exact", "--acvi_gumbel_fraction=0.1"], "acvi_kl=exact"),
+        (["--acvi_sampling=mixture", "--kl_free_bits=1"], "kl_free_bits"),
     ],
 )
 def test_bad_values_are_rejected_with_a_message(argv, match):
@@ -118,12 +122,13 @@ def test_kl_schedule_flags():
     "argv, warns",
     [
         (["--context=acvi", "--acvi_kl=mc"], True),
-        (["--context=acvi", "--acvi_kl=mc", "--acvi_sampling=gumbel"], False),
+        (["--context=acvi", "--acvi_kl=mc", "--acvi_sampling=gumbel"], True),
+        (["--context=acvi", "--acvi_kl=mc", "--acvi_sampling=mixture"], False),
         (["--context=acvi", "--acvi_kl=exact"], False),
         (["--context=sa", "--acvi_kl=mc"], False),
     ],
 )
-def test_mc_with_eq25_sampling_warns_once(argv, warns, caplog):
+def test_mc_without_mixture_sampling_warns_once(argv, warns, caplog):
     builders.context_layer(_parse(*argv))
     said = [r for r in caplog.records if "--acvi_kl=mc" in r.getMessage()]
     assert len(said) == int(warns)

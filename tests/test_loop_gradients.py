@@ -68,6 +68,7 @@ LAYERS = {
     "acvi": lambda: context.ACVIContext(seed=3),
     "acvi per_component": lambda: context.ACVIContext(noise="per_component", seed=3),
     "acvi bound": lambda: context.ACVIContext(kl="bound", seed=3),
+    "acvi mixture": lambda: context.ACVIContext(sampling="mixture", seed=3),
     "acvi decode sample": lambda: context.ACVIContext(decode="sample", seed=3),
     "structured": lambda: structured.StructuredAttentionContext(),
     "ved": lambda: ved.VEDContext(seed=3),

@@ -234,7 +234,7 @@ class Captioner(keras.Model):
         )
         if "caption_out" in batch:  # the per-step loss of the gold words
             out["token_nll"], out["kl"] = self.context_layer.token_losses(
-                self._gold(batch, out["logits"], outputs, training),
+                self._gold(batch, out["logits"], outputs, contexts, training),
                 attns,
                 out["kl"],
                 constants["prepared"],
@@ -242,7 +242,7 @@ class Captioner(keras.Model):
             )
         return out
 
-    def _gold(self, batch, logits, outputs, training):
+    def _gold(self, batch, logits, outputs, contexts, training):
         """The gold words as eq. (4) scores them (``context.GoldTarget``)."""
         gold = batch["caption_out"]
         states = outputs[..., : self.decoder_units]
@@ -253,6 +253,7 @@ class Captioner(keras.Model):
             ),
             embedded=lambda: self.embedding(gold),
             mask=tf.sequence_mask(batch["caption_len"], tf.shape(gold)[1]),
+            contexts=contexts,
         )
 
     # what ``training.make_train_step`` reads: the batch it takes, and the total loss

@@ -31,7 +31,7 @@ from acvi_tf.contexts.attention import check_choice, masked_softmax
 from acvi_tf.training.loop_gradients import DeferredContractions
 
 VARIANCE_NETS = ("mlp", "relu")
-SAMPLINGS = ("approx", "gumbel")
+SAMPLINGS = ("approx", "gumbel", "mixture")
 NOISES = ("collapsed", "per_component")
 KL_ESTIMATORS = ("mc", "bound", "exact")
 DECODE_MODES = ("mean", "sample")
@@ -151,6 +151,42 @@ def sampler_kl(probs: tf.Tensor, prepared: PreparedMemory) -> tf.Tensor:
     return 0.5 * tf.reduce_sum(variance + tf.square(mean) - 1.0 - tf.math.log(variance), axis=-1)
 
 
+def returns_to_go(values: tf.Tensor, mask: tf.Tensor) -> tf.Tensor:
+    """``sum_{t' >= t} m_t' v_t'`` at real steps, 0 at padded ones: [B, T] -> [B, T]."""
+    mask = tf.cast(mask, tf.float32)
+    return tf.cumsum(values * mask, axis=1, reverse=True) * mask
+
+
+def leave_one_out_baseline(
+    returns: tf.Tensor, mask: tf.Tensor, group_size: Optional[int] = None
+) -> tf.Tensor:
+    """A control variate for the score of step t's choice from the other trajectories.
+
+    Rows are grouped by ``group_size`` consecutive rows (the K samples of one example;
+    None: the whole batch is one group). Row r's baseline at step t is the mean return per
+    remaining step of the other rows of its group that reach step t, times row r's own
+    number of remaining steps; 0 where no other row reaches t. It reads no draw of row
+    r, so subtracting it leaves the score-function estimate unbiased.
+
+    Args:
+      returns: ``returns_to_go`` [B, T].
+      mask: [B, T], 1/True at real steps.
+      group_size: rows per group; B must be a multiple of it.
+
+    Returns:
+      [B, T] float32.
+    """
+    mask = tf.cast(mask, tf.float32)
+    remaining = returns_to_go(mask, mask)
+    per_step = returns / tf.maximum(remaining, 1.0)
+    shape = tf.shape(returns)
+    group = shape[0] if group_size is None else group_size
+    grouped = tf.reshape(tf.stack([per_step, mask]), [2, -1, group, shape[1]])
+    totals = tf.reduce_sum(grouped, axis=2, keepdims=True) - grouped
+    others = tf.reshape(tf.math.divide_no_nan(totals[0], totals[1]), shape)
+    return others * remaining
+
+
 class GoldTarget(NamedTuple):
     """The gold target sequence as a host's output layer scores it (``token_losses``).
 
@@ -162,12 +198,15 @@ class GoldTarget(NamedTuple):
       embedded: callable, no arguments -> the embedded gold words [B, T, E] (called only
         by a mechanism that reads the target, such as an inference network).
       mask: [B, T], 1/True at real target steps.
+      contexts: the contexts the decoder loop drew [B, T, D] (where
+        ``soft_log_likelihood`` was evaluated).
     """
 
     soft_log_likelihood: tf.Tensor
     log_likelihood: Callable[[tf.Tensor], tf.Tensor]
     embedded: Callable[[], tf.Tensor]
     mask: tf.Tensor
+    contexts: tf.Tensor
 
 
 def gold_log_likelihood(logits: tf.Tensor, gold: tf.Tensor) -> tf.Tensor:
@@ -470,9 +509,12 @@ class ACVIContext(ContextLayer):
     Args:
       variance_net: ``"mlp"`` (eq. 18: ``log sigma^2 = W2 relu(W1 h + b1) + b2``, hidden
         size dim(h)) or ``"relu"`` (journal eq. 17: ``log sigma^2 = relu(W h + b)``).
-      sampling: ``"approx"`` (eq. 25: ``c_t = sum_i a_t,i (h_i + sigma_i eps_t,i)``) or
+      sampling: ``"approx"`` (eq. 25: ``c_t = sum_i a_t,i (h_i + sigma_i eps_t,i)``),
         ``"gumbel"`` (journal eq. 22: the weights are a relaxed one-hot sample ``z_t``
-        with logits ``log a_t``) for the whole run.
+        with logits ``log a_t``) for the whole run, or ``"mixture"``: a draw from ``q``
+        itself, the component ``I_t ~ Cat(a_t)`` (Gumbel-max) and then
+        ``c_t = h_I + sigma_I eps_t``. The discrete choice has no pathwise gradient;
+        ``token_losses`` adds its score-function term (``choice_surrogate``).
       gumbel_fraction: with ``sampling="approx"``, use Gumbel-softmax for this last
         fraction of training steps (journal: 0.1; arXiv: 0, never).
       gumbel_temperature: temperature of the relaxed one-hot sample (journal: 0.5).
@@ -485,14 +527,17 @@ class ACVIContext(ContextLayer):
         ``kl_weight``'s, ``ACVI_KL_WEIGHT``, come from its study):
 
         * ``"mc"``: the single-sample estimate ``log q(c_t) - log p(c_t)`` at the drawn
-          sample (the paper's words). It estimates ``KL[q || p]`` only for samples
-          drawn from ``q`` (``sampling="gumbel"``); eq. 25's sample is not, and there
-          the estimate has no lower bound as sigma shrinks.
+          sample (the paper's words). Its mean is ``KL[q || p]`` only for samples drawn
+          from ``q`` (``sampling="mixture"``). Neither eq. 25's sample nor a relaxed
+          Gumbel-softmax sample (temperature > 0) is drawn from ``q``; under eq. 25 the
+          estimate has no lower bound as sigma shrinks.
         * ``"bound"``: the closed-form upper bound
-          ``sum_i a_t,i KL[N(h_i, sigma_i^2) || N(0, I)]`` (convexity of KL).
+          ``sum_i a_t,i KL[N(h_i, sigma_i^2) || N(0, I)]`` of ``KL[q || p]`` (convexity
+          of KL); not a bound of the KL of eq. 25's Gaussian.
         * ``"exact"``: the closed-form KL of the distribution eq. 25 draws from,
-          ``N(sum_i a_t,i h_i, diag(sum_i a_t,i^2 sigma_i^2))``, to ``N(0, I)``:
-          exact for ``sampling="approx"`` and never negative.
+          ``N(sum_i a_t,i h_i, diag(sum_i a_t,i^2 sigma_i^2))``, to ``N(0, I)``: exact
+          for ``sampling="approx"`` without a Gumbel phase, and refused with the other
+          samplers, whose draws are not from that Gaussian.
       kl_weight: the weight hosts put on the KL term in the loss.
       decode: without ``training``: ``"mean"`` returns ``sum_i a_t,i h_i``;
         ``"sample"`` samples as in training. With ``"mean"`` the ``"mc"`` KL is the
@@ -531,6 +576,14 @@ class ACVIContext(ContextLayer):
             raise ValueError("num_samples must be a positive integer, got %r" % (num_samples,))
         if kl_weight < 0:
             raise ValueError("kl_weight must be >= 0, got %r" % (kl_weight,))
+        if sampling != "approx" and gumbel_fraction > 0:
+            raise ValueError("gumbel_fraction schedules a Gumbel phase of sampling='approx' only")
+        if kl == "exact" and (sampling != "approx" or gumbel_fraction > 0):
+            raise ValueError(
+                "kl='exact' is the KL of eq. 25's Gaussian, and sampling=%r%s does not draw "
+                "from it: use kl='mc' or 'bound'"
+                % (sampling, " with a Gumbel phase" if gumbel_fraction > 0 else "")
+            )
         if not log_var_min < log_var_max:
             raise ValueError(
                 "log_var_min (%r) must be < log_var_max (%r)" % (log_var_min, log_var_max)
@@ -557,21 +610,23 @@ class ACVIContext(ContextLayer):
         base = super().prepare(memory, memory_mask)
         h = base.memory
         log_var = self.variance_network(h)
-        variance = tf.exp(log_var)
-        if self.kl == "mc":
+        prepared = base._replace(variance=tf.exp(log_var))
+        if self.kl == "mc" or self.sampling == "mixture":  # log q(c) is evaluated
             # float64: near the clip the expanded quadratic form of log N(c | h_i, s_i^2)
             # adds and subtracts terms of about 1e6 nats, and float32 lost 1.5 of them.
             log_var64, h64 = tf.cast(log_var, tf.float64), tf.cast(h, tf.float64)
             precision = tf.exp(-log_var64)
             scaled_mean = h64 * precision
             log_norm = -0.5 * tf.reduce_sum(_LOG_2PI + log_var64 + h64 * scaled_mean, axis=-1)
-            return base._replace(
-                variance=variance, precision=precision, scaled_mean=scaled_mean, log_norm=log_norm
+            prepared = prepared._replace(
+                precision=precision, scaled_mean=scaled_mean, log_norm=log_norm
             )
-        if self.kl == "exact":
-            return base._replace(variance=variance)
-        component_kl = 0.5 * tf.reduce_sum(variance + tf.square(h) - 1.0 - log_var, axis=-1)
-        return base._replace(variance=variance, component_kl=component_kl)
+        if self.kl == "bound":
+            component_kl = 0.5 * tf.reduce_sum(
+                prepared.variance + tf.square(h) - 1.0 - log_var, axis=-1
+            )
+            prepared = prepared._replace(component_kl=component_kl)
+        return prepared
 
     def statistics(self, prepared: Optional[PreparedMemory]) -> Dict[str, tf.Tensor]:
         """The mean ``log sigma^2`` and the mean ``sigma`` over real source positions
@@ -636,8 +691,32 @@ class ACVIContext(ContextLayer):
             logits / self.gumbel_temperature, mask[:, tf.newaxis], mask_mode="neg_inf"
         )
 
+    def component_choice(
+        self,
+        probs: tf.Tensor,
+        mask: tf.Tensor,
+        seed: Optional[tf.Tensor] = None,
+        uniform: Optional[tf.Tensor] = None,
+    ) -> tf.Tensor:
+        """One-hot ``I_t ~ Cat(a_t)`` over real positions, by Gumbel-max.
+
+        Args and noise as ``gumbel_weights``; the same uniform noise gives the same
+        choice, so a loop can rebuild it from the stacked attention.
+
+        Returns:
+          [B, T, N] one-hot float32 weights (no gradient reaches ``probs``).
+        """
+        if uniform is None:
+            uniform = self._uniform(tf.shape(probs), seed)
+        logits = tf.math.log(tf.maximum(probs, _TINY_PROB)) - tf.math.log(-tf.math.log(uniform))
+        logits = tf.where(tf.cast(mask[:, tf.newaxis], tf.bool), logits, -np.inf)
+        return tf.one_hot(tf.argmax(logits, axis=-1), tf.shape(probs)[-1])
+
     def _mixture_weights(self, probs, mask, use_gumbel, seed=None, uniform=None):
-        """The sample's mixture weights: ``a_t``, or ``z_t`` where ``use_gumbel``."""
+        """The sample's mixture weights: ``a_t``, ``z_t`` where ``use_gumbel``, or the
+        one-hot component choice of ``sampling="mixture"``."""
+        if self.sampling == "mixture":
+            return self.component_choice(probs, mask, seed, uniform)
         if use_gumbel is None:
             use_gumbel = self.sampling == "gumbel"
         if isinstance(use_gumbel, bool):
@@ -655,9 +734,10 @@ class ACVIContext(ContextLayer):
     ) -> DeferredContractions:
         """Defers the mean's and, for collapsed noise, the noise scale's contraction.
 
-        When the Gumbel path may be on, its uniform noise for every step is drawn here
-        and read by the steps, so that ``bind`` rebuilds the weights ``z_t`` from the
-        stacked attention.
+        When the Gumbel path may be on, or the component choice of
+        ``sampling="mixture"`` is made, its uniform noise for every step is drawn here and
+        read by the steps, so that ``bind`` rebuilds the weights from the stacked
+        attention.
         """
         if not (training or self.decode == "sample"):
             return super().defer_contractions(prepared, steps)
@@ -666,7 +746,7 @@ class ACVIContext(ContextLayer):
             use_gumbel = self.sampling == "gumbel"
         static = tf.get_static_value(use_gumbel)
         extra = {}
-        if static is None or bool(static):
+        if self.sampling == "mixture" or static is None or bool(static):
             shape = tf.shape(prepared.mask)
             extra["gumbel_uniform"] = self._uniform(tf.stack([steps, shape[0], shape[1]]), None)
 
@@ -708,6 +788,61 @@ class ACVIContext(ContextLayer):
         eps = self._normal(tf.stack([batch, steps, tf.shape(probs)[2], dim]), noise_seed)
         noise = tf.expand_dims(tf.sqrt(prepared.variance), 1) * eps
         return mean + tf.squeeze(tf.matmul(weights[..., tf.newaxis, :], noise), -2)
+
+    def choice_surrogate(
+        self, contexts: tf.Tensor, probs: tf.Tensor, prepared: PreparedMemory
+    ) -> tf.Tensor:
+        """Zero in value; its gradient is ``grad log q(c_t)`` through ``a_t`` alone, [B, T].
+
+        For ``c_t ~ q`` the gradient of ``E_q[f(c_t)]`` is the pathwise gradient of
+        ``f(h_I + sigma_I eps)`` at the drawn component (the components' parameters)
+        plus ``E_q[f(c_t) grad_a log q(c_t)]`` (the mixture weights). The score
+        ``grad_a log q(c_t) = sum_i grad a_t,i N(c_t | h_i, sigma_i^2) / q(c_t)`` is the
+        expectation of ``grad log a_t,I`` given ``c_t``, so it has no more variance.
+
+        Args:
+          contexts: the drawn ``c_t`` [B, T, D].
+          probs: ``a_t`` [B, T, N].
+          prepared: a ``PreparedMemory`` with the mixture's density terms.
+        """
+        fixed = prepared._replace(
+            log_norm=tf.stop_gradient(prepared.log_norm),
+            precision=tf.stop_gradient(prepared.precision),
+            scaled_mean=tf.stop_gradient(prepared.scaled_mean),
+        )
+        log_q = self.log_posterior(tf.stop_gradient(tf.cast(contexts, tf.float32)), probs, fixed)
+        return log_q - tf.stop_gradient(log_q)
+
+    def token_losses(
+        self,
+        gold: GoldTarget,
+        attention_probs: tf.Tensor,
+        kl: tf.Tensor,
+        prepared: PreparedMemory,
+        training: bool = False,
+    ) -> Tuple[tf.Tensor, tf.Tensor]:
+        """The cross-entropy and KL, with the choice's score-function terms in training
+        with ``sampling="mixture"``.
+
+        The host minimises ``sum_t (-log p(y_t) + w KL_t)`` (normalised and weighted its
+        own way, linearly per step). Step t's choice changes every term from t on, so
+        its score (``choice_surrogate``) is weighted by the returns to go of both terms,
+        less ``leave_one_out_baseline``'s: ``-(R^y_t - b^y_t) score_t`` joins the
+        cross-entropy and ``(R^KL_t - b^KL_t) score_t`` the KL, where the host's weight
+        and warm-up multiply it. Both are zero in value, so the loss reads as before.
+        Arguments and returns as ``ContextLayer.token_losses``.
+        """
+        token_nll, kl = super().token_losses(gold, attention_probs, kl, prepared, training)
+        if not (training and self.sampling == "mixture"):
+            return token_nll, kl
+        score = self.choice_surrogate(gold.contexts, attention_probs, prepared)
+        group = self.num_samples if self.num_samples > 1 else None
+
+        def advantage(values):
+            returns = returns_to_go(values, gold.mask)
+            return tf.stop_gradient(returns - leave_one_out_baseline(returns, gold.mask, group))
+
+        return token_nll - advantage(-token_nll) * score, kl + advantage(kl) * score
 
     def log_posterior(
         self, context: tf.Tensor, probs: tf.Tensor, prepared: PreparedMemory
