@@ -109,3 +109,23 @@ def test_an_unknown_form_is_refused():
         kl_schedule.KLSchedule(free_bits=1.0, free_bits_form="batch").term(
             tf.ones([2]), 0, tf.reduce_mean
         )
+
+
+def test_the_example_form_never_costs_less_than_the_minibatch_form():
+    """mean_b max(λ, KL_bj) >= max(λ, mean_b KL_bj) (Jensen), equal when every entry of a
+    step lies on one side of λ."""
+    lengths = MASK.sum(1).astype(np.int32)
+    normalise = functools.partial(losses.per_sequence, lengths=lengths)
+    mask = tf.constant(MASK)
+
+    def cost(kl, free_bits, form):
+        schedule = kl_schedule.KLSchedule(free_bits=free_bits, free_bits_form=form)
+        return float(schedule.term(tf.constant(kl), 0, normalise, mask=mask))
+
+    for free_bits in (0.3, 1.0, 1.5, 3.0, 5.0):
+        assert cost(KL, free_bits, "example") >= cost(KL, free_bits, "minibatch") - 1e-6
+    assert cost(KL, 1.5, "example") > cost(KL, 1.5, "minibatch") + 0.1
+    # each step's real entries all below 1.5 (steps 0 and 2) or all above (1 and 3)
+    one_side = np.array([[0.5, 2.0, 0.1, 3.0], [0.2, 3.0, 9.0, 9.0], [1.0, 4.0, 0.4, 0.0]])
+    one_side = one_side.astype(np.float32)
+    assert cost(one_side, 1.5, "example") == pytest.approx(cost(one_side, 1.5, "minibatch"))
