@@ -73,8 +73,8 @@ def context_layer(config: config_lib.Config) -> context.ContextLayer:
 
 
 def kl_schedule(config: config_lib.Config) -> kl_schedule_lib.KLSchedule:
-    """Builds the KL schedule of ``--kl_annealing``, ``--kl_anneal_steps`` and
-    ``--kl_free_bits``.
+    """Builds the KL schedule of ``--kl_annealing``, ``--kl_anneal_steps``,
+    ``--kl_free_bits`` and ``--kl_free_bits_form``.
 
     Args:
       config: a command's ``Config`` with the shared flags.
@@ -83,7 +83,7 @@ def kl_schedule(config: config_lib.Config) -> kl_schedule_lib.KLSchedule:
       The ``KLSchedule``.
     """
     return kl_schedule_lib.KLSchedule(
-        config.kl_annealing, config.kl_anneal_steps, config.kl_free_bits
+        config.kl_annealing, config.kl_anneal_steps, config.kl_free_bits, config.kl_free_bits_form
     )
 
 

@@ -216,8 +216,18 @@ def define_flags(flag_values=flags.FLAGS):
         "kl_free_bits",
         0.0,
         "Free bits (Kingma et al. 2016): KL below this many nats "
-        "per decoder step (per example for VED's sentence latent) is not penalised.",
+        "per decoder step (per example for VED's sentence latent) is not penalised, "
+        "in the form --kl_free_bits_form names.",
         lower_bound=0.0,
+        flag_values=fv,
+    )
+    flags.DEFINE_enum(
+        "kl_free_bits_form",
+        "minibatch",
+        list(kl_schedule.FREE_BITS_FORMS),
+        "--kl_free_bits per decoder step: 'minibatch' (Kingma et al.) floors the step's KL "
+        "averaged over the batch, sum_t max(free_bits, mean_b KL_bt); 'example' floors "
+        "each example's, sum_t mean_b max(free_bits, KL_bt).",
         flag_values=fv,
     )
     flags.DEFINE_enum(

@@ -87,8 +87,10 @@ VARIANTS = {
     "acvi-exact-0.01": ["--context=acvi", "--acvi_kl=exact", "--kl_weight=0.01"],
     "acvi-bound-0.001": ["--context=acvi", "--acvi_kl=bound", "--kl_weight=0.001"],
     "acvi-noise-only": ["--context=acvi", "--kl_weight=0"],
-    "acvi-bound-freebits-1": _WEIGHT_1 + ["--acvi_kl=bound", "--kl_free_bits=1"],
-    "acvi-bound-freebits-8": _WEIGHT_1 + ["--acvi_kl=bound", "--kl_free_bits=8"],
+    "acvi-bound-freebits-1": _WEIGHT_1
+    + ["--acvi_kl=bound", "--kl_free_bits=1", "--kl_free_bits_form=example"],
+    "acvi-bound-freebits-8": _WEIGHT_1
+    + ["--acvi_kl=bound", "--kl_free_bits=8", "--kl_free_bits_form=example"],
     "acvi-gumbel-mc": _WEIGHT_1 + ["--acvi_sampling=gumbel", "--acvi_kl=mc"],
     # sampling from the mixture q itself: at weight 1 a lower bound on log p(y)
     "acvi-mixture-mc": _WEIGHT_1 + ["--acvi_sampling=mixture", "--acvi_kl=mc"],

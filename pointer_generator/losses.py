@@ -198,7 +198,7 @@ def compute_losses(
     losses["coverage_loss"] = normalise(out["coverage_terms"]) if coverage_on else tf.constant(0.0)
     see_loss = losses["loss"] + cov_loss_wt * losses["coverage_loss"]
     losses["total_loss"], logs = objective.with_context_terms(
-        see_loss, out, step, normalise, context_layer, kl_terms, per_example=example_mean
+        see_loss, out, step, normalise, context_layer, kl_terms, example_mean, mask
     )
     return dict(logs, **losses)
 

@@ -196,7 +196,9 @@ def test_hosts_give_the_gradients_of_the_loop_without_deferral(host):
     results = []
     for defer in (False, True):
         keras.utils.set_random_seed(2)
-        layer = context.ACVIContext(sampling="gumbel", seed=2)
+        # eq. 25's layer, put on the Gumbel path by the switch as in a run's Gumbel phase:
+        # a host that drops the switch anywhere in its loop falls back to eq. 25 there
+        layer = context.ACVIContext(seed=2)
         if not defer:
             layer.defer_contractions = _nothing_deferred(layer.defer_contractions)
         model = make_model(layer)

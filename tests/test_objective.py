@@ -38,14 +38,31 @@ class _Weighted(context.SoftAttentionContext):
         return tf.constant(0.7)
 
 
-@pytest.mark.parametrize("free_bits", [0.0, 1.0])
-def test_terms_are_weighted_scheduled_normalised_kls_plus_the_regularization(free_bits):
+def _floored_np(kl, kl_z, free_bits, form):
+    """The KLs as the schedule floors them, in NumPy: ``form``'s free bits over the
+    real steps (``LENGTHS``); a sentence latent is one group of B examples."""
+    if form == "example":
+        return np.maximum(kl, free_bits), np.maximum(kl_z, free_bits)
+    mask = np.arange(T)[None] < LENGTHS[:, None]
+    step_averages = (kl * mask).sum(0) / mask.sum(0)
+    assert (step_averages < free_bits).any() and (step_averages >= free_bits).any()
+    kl = np.where(step_averages < free_bits, free_bits, kl)
+    return kl, kl_z if kl_z.mean() >= free_bits else np.full_like(kl_z, free_bits)
+
+
+@pytest.mark.parametrize(
+    "free_bits, form", [(0.0, "example"), (1.5, "example"), (1.5, "minibatch")]
+)
+def test_terms_are_weighted_scheduled_normalised_kls_plus_the_regularization(free_bits, form):
     out = _out()
     layer = _Weighted()
-    schedule = kl_schedule.KLSchedule("linear", 100, free_bits)
+    schedule = kl_schedule.KLSchedule("linear", 100, free_bits, form)
     per_sequence = functools.partial(losses.per_sequence, lengths=LENGTHS)
-    loss, logs = objective.context_terms(out, 25, per_sequence, layer, schedule)
-    kl, kl_z = np.maximum(out["kl"], free_bits), np.maximum(out["kl_z"], free_bits)
+    mask = tf.sequence_mask(LENGTHS, T, dtype=tf.float32)
+    loss, logs = objective.context_terms(
+        out, 25, per_sequence, layer, schedule, tf.reduce_mean, mask
+    )
+    kl, kl_z = _floored_np(out["kl"], out["kl_z"], free_bits, form)
     expected = 0.3 * 0.25 * _per_sequence_np(kl) + 0.25 * kl_z.mean() + 0.7
     np.testing.assert_allclose(float(loss), expected, rtol=1e-6)
     np.testing.assert_allclose(float(logs["kl"]), _per_sequence_np(out["kl"]), rtol=1e-6)
@@ -121,3 +138,28 @@ def test_the_summarizer_s_loss_holds_its_coverage_loss_and_context_terms():
     # soft attention's KL is zero: the context terms are the regularization
     expected = losses["loss"] + 0.5 * losses["coverage_loss"] + 0.7
     np.testing.assert_allclose(float(losses["total_loss"]), float(expected), rtol=1e-6)
+    # Kingma et al.'s free bits average each decoder step's KL over its real examples
+    # only: the padded 9 would lift step 1's average (0.2 over the real row) above 1
+    model.kl_terms = kl_schedule.KLSchedule(free_bits=1.0)
+    padded = dict(out, kl=tf.constant([[0.5, 0.2], [0.4, 9.0]]))
+    del padded["kl_z"]  # the model's zeros: the floor would add a constant 1 nat
+    losses = model.compute_loss(batch, padded, tf.constant(0, tf.int64))
+    expected += 0.3 * 1.0  # every real step floored to 1 nat, averaged the summarizer's way
+    np.testing.assert_allclose(float(losses["total_loss"]), float(expected), rtol=1e-6)
+
+
+def test_the_sequence_objective_floors_the_averages_of_real_steps_only():
+    """The minibatch free bits average each step over the sequences that reach it."""
+    kl = np.array([[0.5, 0.2, 0.1, 0.1, 0.1], [0.4, 9.0, 9.0, 9.0, 9.0], [2.0] * 5], np.float32)
+    out = dict(_out(with_sentence_latent=False), kl=kl)
+    out["logits"] = np.zeros((B, T, 4), np.float32)
+    out["token_nll"] = np.zeros((B, T), np.float32)
+    targets = np.zeros((B, T), np.int32)
+    schedule = kl_schedule.KLSchedule(free_bits=1.0)
+    results = objective.sequence_objective(out, targets, LENGTHS, 0, _Weighted(), schedule)
+    # step 0 (average 2.9 / 3) is floored, 1 (11.2 / 3), 2 and 3 (2.1 / 2) are not, and
+    # 4 is: 0.1 over its one real row, where the padded 9 would make it 11.1 / 3
+    floored = kl.copy()
+    floored[:, [0, 4]] = 1.0
+    expected = 0.3 * _per_sequence_np(floored) + 0.7
+    np.testing.assert_allclose(float(results["total"]), expected, rtol=1e-6)

@@ -44,6 +44,7 @@ def context_terms(
     context_layer: Optional[context.ContextLayer] = None,
     kl_terms: Optional[kl_schedule.KLSchedule] = None,
     per_example: Callable[[tf.Tensor], tf.Tensor] = tf.reduce_mean,
+    mask: Optional[tf.Tensor] = None,
 ) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
     """The terms a context mechanism adds to a host's NLL, and what to log of them.
 
@@ -60,6 +61,8 @@ def context_terms(
         ``kl`` then carries no weight.
       kl_terms: the KL schedule (None: ``KLSchedule()``, every KL as it is).
       per_example: the host's reduction of a per-example [B] tensor to a scalar.
+      mask: [B, T], the real (1) and padded (0) decoder steps, for the schedule's
+        minibatch free bits (``KLSchedule.term``); None: every step is real.
 
     Returns:
       ``(loss, logs)``: the scalar to add to the NLL, and ``kl`` (``KL_c`` reduced like
@@ -69,7 +72,7 @@ def context_terms(
     """
     kl_terms = kl_terms or kl_schedule.KLSchedule()
     kl_weight = getattr(context_layer, "kl_weight", 0.0)
-    loss = kl_terms.term(out["kl"], step, normalise, kl_weight)
+    loss = kl_terms.term(out["kl"], step, normalise, kl_weight, mask)
     logs = dict(kl=normalise(out["kl"]), kl_z=tf.constant(0.0), kl_factor=kl_terms.factor(step))
     if context_layer is not None:
         loss += context_layer.regularization()
@@ -89,17 +92,19 @@ def with_context_terms(
     context_layer: Optional[context.ContextLayer] = None,
     kl_terms: Optional[kl_schedule.KLSchedule] = None,
     per_example: Callable[[tf.Tensor], tf.Tensor] = tf.reduce_mean,
+    mask: Optional[tf.Tensor] = None,
 ) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
     """A host's loss with the context mechanism's terms added.
 
     Args:
       data_loss: the host's own loss (its NLL and any terms of its own), a scalar.
-      out, step, normalise, context_layer, kl_terms, per_example: as ``context_terms``.
+      out, step, normalise, context_layer, kl_terms, per_example, mask: as
+        ``context_terms``.
 
     Returns:
       ``(data_loss + terms, logs)``, the logs those of ``context_terms``.
     """
-    terms, logs = context_terms(out, step, normalise, context_layer, kl_terms, per_example)
+    terms, logs = context_terms(out, step, normalise, context_layer, kl_terms, per_example, mask)
     return data_loss + terms, logs
 
 
@@ -144,6 +149,9 @@ def sequence_objective(
         token_nll=out["token_nll"],
     )
     per_sequence = functools.partial(losses.per_sequence, lengths=lengths)
-    total, logs = with_context_terms(nll, out, step, per_sequence, context_layer, kl_terms)
+    mask = tf.sequence_mask(lengths, tf.shape(out["kl"])[1], dtype=tf.float32)
+    total, logs = with_context_terms(
+        nll, out, step, per_sequence, context_layer, kl_terms, mask=mask
+    )
     num_samples = getattr(context_layer, "num_samples", 1)
     return dict(logs, nll=nll, **{total_key: total, count_key: count / num_samples})
