@@ -38,6 +38,13 @@ class _Weighted(context.SoftAttentionContext):
         return tf.constant(0.7)
 
 
+class _WeightedWithLatent(_Weighted):
+    """The same with a sentence latent of its own, whose KL ``kl_z`` enters the loss."""
+
+    def sentence_latent(self, summary, training=False):
+        return super().sentence_latent(summary, training)
+
+
 def _floored_np(kl, kl_z, free_bits, form):
     """The KLs as the schedule floors them, in NumPy: ``form``'s free bits over the
     real steps (``LENGTHS``); a sentence latent is one group of B examples."""
@@ -55,7 +62,7 @@ def _floored_np(kl, kl_z, free_bits, form):
 )
 def test_terms_are_weighted_scheduled_normalised_kls_plus_the_regularization(free_bits, form):
     out = _out()
-    layer = _Weighted()
+    layer = _WeightedWithLatent()
     schedule = kl_schedule.KLSchedule("linear", 100, free_bits, form)
     per_sequence = functools.partial(losses.per_sequence, lengths=LENGTHS)
     mask = tf.sequence_mask(LENGTHS, T, dtype=tf.float32)
@@ -103,7 +110,7 @@ def test_the_sequence_objective_is_the_nll_plus_the_context_terms():
     out["logits"] = rng.normal(size=(B, T, 4)).astype(np.float32)
     out["token_nll"] = rng.uniform(size=(B, T)).astype(np.float32)
     targets = rng.integers(0, 4, (B, T)).astype(np.int32)
-    layer = _Weighted()
+    layer = _WeightedWithLatent()
     schedule = kl_schedule.KLSchedule("linear", 100)
     results = objective.sequence_objective(out, targets, LENGTHS, 50, layer, schedule)
     nll = _per_sequence_np(out["token_nll"])
@@ -141,8 +148,9 @@ def test_the_summarizer_s_loss_holds_its_coverage_loss_and_context_terms():
     # Kingma et al.'s free bits average each decoder step's KL over its real examples
     # only: the padded 9 would lift step 1's average (0.2 over the real row) above 1
     model.kl_terms = kl_schedule.KLSchedule(free_bits=1.0)
+    # the model's zero kl_z stays out: a mechanism without a sentence latent has no KL_z
+    # for the floor to lift to a constant 1 nat
     padded = dict(out, kl=tf.constant([[0.5, 0.2], [0.4, 9.0]]))
-    del padded["kl_z"]  # the model's zeros: the floor would add a constant 1 nat
     losses = model.compute_loss(batch, padded, tf.constant(0, tf.int64))
     expected += 0.3 * 1.0  # every real step floored to 1 nat, averaged the summarizer's way
     np.testing.assert_allclose(float(losses["total_loss"]), float(expected), rtol=1e-6)

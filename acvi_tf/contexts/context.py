@@ -243,6 +243,11 @@ class ContextLayer(keras.layers.Layer):
     num_samples = 1
     normalizer = None
 
+    @property
+    def has_sentence_latent(self) -> bool:
+        """Whether ``sentence_latent`` is a mechanism's own (its KL then enters the loss)."""
+        return type(self).sentence_latent is not ContextLayer.sentence_latent
+
     def sentence_latent(
         self, summary: tf.Tensor, training: bool = False
     ) -> Tuple[tf.Tensor, tf.Tensor]:

@@ -78,7 +78,7 @@ def context_terms(
         loss += context_layer.regularization()
         logs.update(context_layer.statistics(out.get("prepared")))
     kl_z = out.get("kl_z")
-    if kl_z is not None:
+    if kl_z is not None and getattr(context_layer, "has_sentence_latent", False):
         loss += kl_terms.term(kl_z, step, per_example)
         logs["kl_z"] = per_example(kl_z)
     return loss, logs
