@@ -97,6 +97,9 @@ VARIANTS = {
     "acvi-mixture-bound": _WEIGHT_1 + ["--acvi_sampling=mixture", "--acvi_kl=bound"],
     "acvi-mixture-mc-0.001": _MIXTURE + ["--acvi_kl=mc", "--kl_weight=0.001"],
     "acvi-mixture-bound-0.001": _MIXTURE + ["--acvi_kl=bound", "--kl_weight=0.001"],
+    # the same, decoding (and scoring) with a sampled context instead of the mean
+    "acvi-mixture-bound-0.001-sample": _MIXTURE
+    + ["--acvi_kl=bound", "--kl_weight=0.001", "--acvi_decode=sample"],
     # the precision: soft attention and the default ACVI in bfloat16 (float32 above)
     "sa-bfloat16": ["--context=sa", "--mixed_precision=bfloat16"],
     "acvi-bound-0.001-bfloat16": [
