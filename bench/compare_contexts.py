@@ -21,9 +21,12 @@ taken literally), each with and without a linear KL warm-up over the first half 
 steps; ``bound`` and ``exact`` at weight 0.01, ``bound`` at 0.001; the sampled context
 with no KL term (``acvi-noise-only``, which separates the noise's effect from the KL's);
 ``bound`` at weight 1 with free bits (Kingma et al., 2016) of 1 and 8 nats per decoder
-step (``acvi-bound-freebits-1``, ``-8``: KL below the floor costs nothing); and
-Gumbel-softmax sampling for the whole run with ``mc``, the one pairing where ``mc``
-estimates the KL of the sampler; and soft attention and the default ACVI
+step (``acvi-bound-freebits-1``, ``-8``: KL below the floor costs nothing);
+Gumbel-softmax sampling for the whole run with ``mc`` (``acvi-gumbel-mc``); sampling from
+the mixture posterior itself with ``mc`` and ``bound`` at weights 1 and 0.001
+(``acvi-mixture-*``; at weight 1 a lower bound on ``log p(y)``, docs/acvi.md), and
+``bound`` at 0.001 decoding with a sampled context (``-sample``); and soft attention and
+the default ACVI
 (``acvi-bound-0.001``) trained with ``--mixed_precision=bfloat16`` (``-bfloat16``), the
 accuracy cost of that precision. Each run's numbers go to
 ``<out_dir>/<variant>_seed<seed>.json`` first, so an interrupted study resumes where it
