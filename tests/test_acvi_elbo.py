@@ -50,6 +50,20 @@ def _log_lik(y, w, s):
     return log_likelihood
 
 
+def _step_losses(layer, contexts, probs, prepared, log_likelihood):
+    """The layer's ``token_nll + kl`` [draws, T] of the drawn contexts [draws, T, 1]."""
+    kl = layer.kl_divergence(contexts, probs, prepared)
+    gold = context.GoldTarget(
+        soft_log_likelihood=log_likelihood(contexts),
+        log_likelihood=log_likelihood,
+        embedded=None,
+        mask=tf.ones(tf.shape(contexts)[:2]),
+        contexts=contexts,
+    )
+    token_nll, kl = layer.token_losses(gold, probs, kl, prepared, training=True)
+    return token_nll + kl
+
+
 def _objective(layer, logits, h, log_var, y, w, s, draws, use_gumbel=None):
     """Per-draw ``-(token_nll + kl)`` [draws] and the loss, for one decoder step."""
     _pin_variance(layer, log_var)
@@ -57,17 +71,7 @@ def _objective(layer, logits, h, log_var, y, w, s, draws, use_gumbel=None):
     probs = tf.broadcast_to(tf.nn.softmax(tf.cast(logits, tf.float32)), [draws, 1, h.shape[0]])
     prepared = layer.prepare(memory)
     contexts = layer.draw(probs, prepared, training=True, use_gumbel=use_gumbel)
-    kl = layer.kl_divergence(contexts, probs, prepared)
-    log_likelihood = _log_lik(y, w, s)
-    gold = context.GoldTarget(
-        soft_log_likelihood=log_likelihood(contexts),
-        log_likelihood=log_likelihood,
-        embedded=None,
-        mask=tf.ones([draws, 1]),
-        contexts=contexts,
-    )
-    token_nll, kl = layer.token_losses(gold, probs, kl, prepared, training=True)
-    per_draw = -(token_nll + kl)[:, 0]
+    per_draw = -_step_losses(layer, contexts, probs, prepared, _log_lik(y, w, s))[:, 0]
     return per_draw, -tf.reduce_mean(per_draw)
 
 
@@ -209,17 +213,8 @@ def _two_step_objective(layer, logits, h, log_var, draws):
     second = tf.nn.softmax(tf.constant(U2, tf.float32) + V * c1 * tf.constant(E, tf.float32))
     c2 = layer.draw(second, prepared, training=True)
     contexts, probs = tf.concat([c1, c2], 1), tf.concat([first, second], 1)
-    kl = layer.kl_divergence(contexts, probs, prepared)
-    log_likelihood = _log_lik(Y, W, S)
-    gold = context.GoldTarget(
-        soft_log_likelihood=log_likelihood(contexts),
-        log_likelihood=log_likelihood,
-        embedded=None,
-        mask=tf.ones([draws, 2]),
-        contexts=contexts,
-    )
-    token_nll, kl = layer.token_losses(gold, probs, kl, prepared, training=True)
-    return tf.reduce_mean(tf.reduce_sum(token_nll + kl, 1))
+    losses = _step_losses(layer, contexts, probs, prepared, _log_lik(Y, W, S))
+    return tf.reduce_mean(tf.reduce_sum(losses, 1))
 
 
 def _two_step_enumerated(kl, logits, h, log_var):
