@@ -25,7 +25,8 @@ step (``acvi-bound-freebits-1``, ``-8``: KL below the floor costs nothing);
 Gumbel-softmax sampling for the whole run with ``mc`` (``acvi-gumbel-mc``); sampling from
 the mixture posterior itself with ``mc`` and ``bound`` at weights 1 and 0.001
 (``acvi-mixture-*``; at weight 1 a lower bound on ``log p(y)``, docs/acvi.md), and
-``bound`` at 0.001 decoding with a sampled context (``-sample``); and soft attention and
+``bound`` at 0.001 with 4 samples per example (``-k4``) and decoding with a sampled
+context (``-sample``); and soft attention and
 the default ACVI
 (``acvi-bound-0.001``) trained with ``--mixed_precision=bfloat16`` (``-bfloat16``), the
 accuracy cost of that precision. Each run's numbers go to
@@ -100,6 +101,9 @@ VARIANTS = {
     "acvi-mixture-bound": _WEIGHT_1 + ["--acvi_sampling=mixture", "--acvi_kl=bound"],
     "acvi-mixture-mc-0.001": _MIXTURE + ["--acvi_kl=mc", "--kl_weight=0.001"],
     "acvi-mixture-bound-0.001": _MIXTURE + ["--acvi_kl=bound", "--kl_weight=0.001"],
+    # the same with 4 samples per example (each sample's baseline: the other three)
+    "acvi-mixture-bound-0.001-k4": _MIXTURE
+    + ["--acvi_kl=bound", "--kl_weight=0.001", "--acvi_num_samples=4"],
     # the same, decoding (and scoring) with a sampled context instead of the mean
     "acvi-mixture-bound-0.001-sample": _MIXTURE
     + ["--acvi_kl=bound", "--kl_weight=0.001", "--acvi_decode=sample"],
