@@ -25,7 +25,8 @@ step (``acvi-bound-freebits-1``, ``-8``: KL below the floor costs nothing);
 Gumbel-softmax sampling for the whole run with ``mc`` (``acvi-gumbel-mc``); sampling from
 the mixture posterior itself with ``mc`` and ``bound`` at weights 1 and 0.001
 (``acvi-mixture-*``; at weight 1 a lower bound on ``log p(y)``, docs/acvi.md), and
-``bound`` at 0.001 with 4 samples per example (``-k4``) and decoding with a sampled
+``mc`` at weight 1 and ``bound`` at 0.001 with 4 samples per example (``-k4``), the
+latter also decoding with a sampled
 context (``-sample``); and soft attention and
 the default ACVI
 (``acvi-bound-0.001``) trained with ``--mixed_precision=bfloat16`` (``-bfloat16``), the
@@ -101,7 +102,9 @@ VARIANTS = {
     "acvi-mixture-bound": _WEIGHT_1 + ["--acvi_sampling=mixture", "--acvi_kl=bound"],
     "acvi-mixture-mc-0.001": _MIXTURE + ["--acvi_kl=mc", "--kl_weight=0.001"],
     "acvi-mixture-bound-0.001": _MIXTURE + ["--acvi_kl=bound", "--kl_weight=0.001"],
-    # the same with 4 samples per example (each sample's baseline: the other three)
+    # with 4 samples per example (each sample's baseline: the other three)
+    "acvi-mixture-mc-k4": _WEIGHT_1
+    + ["--acvi_sampling=mixture", "--acvi_kl=mc", "--acvi_num_samples=4"],
     "acvi-mixture-bound-0.001-k4": _MIXTURE
     + ["--acvi_kl=bound", "--kl_weight=0.001", "--acvi_num_samples=4"],
     # the same, decoding (and scoring) with a sampled context instead of the mean
