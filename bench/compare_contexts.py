@@ -24,12 +24,10 @@ with no KL term (``acvi-noise-only``, which separates the noise's effect from th
 step (``acvi-bound-freebits-1``, ``-8``: KL below the floor costs nothing);
 Gumbel-softmax sampling for the whole run with ``mc`` (``acvi-gumbel-mc``); sampling from
 the mixture posterior itself with ``mc`` and ``bound`` at weights 1 and 0.001
-(``acvi-mixture-*``; at weight 1 a lower bound on ``log p(y)``, docs/acvi.md), and
-``mc`` at weight 1 and ``bound`` at 0.001 with 4 samples per example (``-k4``), the
-latter also decoding with a sampled
-context (``-sample``); and soft attention and
-the default ACVI
-(``acvi-bound-0.001``) trained with ``--mixed_precision=bfloat16`` (``-bfloat16``), the
+(``acvi-mixture-*``; at weight 1 a lower bound on ``log p(y)``, docs/acvi.md), ``mc``
+at weight 1 and ``bound`` at 0.001 with 4 samples per example (``-k4``), and ``bound`` at
+0.001 decoding with a sampled context (``-sample``); and soft attention and the default
+ACVI (``acvi-bound-0.001``) trained with ``--mixed_precision=bfloat16`` (``-bfloat16``), the
 accuracy cost of that precision. Each run's numbers go to
 ``<out_dir>/<variant>_seed<seed>.json`` first, so an interrupted study resumes where it
 stopped. Each variant's runs are then kept as a record in
