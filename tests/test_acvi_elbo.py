@@ -170,30 +170,36 @@ def _gradient_estimates(layer, loss_fn, variables, batches):
     return rows.mean(0), rows.std(0, ddof=1) / math.sqrt(batches)
 
 
-def _enumerated_gradient(objective, variables):
-    with tf.GradientTape() as tape:
-        value = -objective()
-    return np.concatenate([g.numpy().ravel() for g in tape.gradient(value, variables)])
-
-
-@pytest.mark.parametrize("kl", ["mc", "bound"])
-def test_the_mixture_gradient_averages_to_the_enumerated_gradient(kl):
-    logits, h, log_var = (tf.Variable(v, dtype=tf.float32) for v in (LOGITS, H, LOG_VAR))
-    variables = [logits, h, log_var]
+def _assert_gradient_matches_enumeration(kl, seed, sampled_loss, enumerated_objective):
+    """The mean gradient of ``sampled_loss(layer, logits, h, log_var)`` over 60 x 1000
+    draws of the mixture sampler equals the gradient of ``-enumerated_objective(logits,
+    h, log_var)`` (float64, ``h`` and ``log_var`` per position) within 4 standard errors."""
+    variables = [tf.Variable(v, dtype=tf.float32) for v in (LOGITS, H, LOG_VAR)]
     mean, error = _gradient_estimates(
-        _layer("mixture", kl, seed=3),
-        lambda layer: _objective(layer, logits, h, log_var, Y, W, S, draws=1000)[1],
+        _layer("mixture", kl, seed=seed),
+        lambda layer: sampled_loss(layer, *variables),
         variables,
         batches=60,
     )
     exact = [tf.Variable(v, dtype=tf.float64) for v in (LOGITS, H[:, 0], LOG_VAR[:, 0])]
-    enumerated = _enumerated_gradient(
-        lambda: _enumerated(
-            ("mixture", kl), tf.nn.softmax(exact[0]), exact[1], tf.exp(exact[2]), Y, W, S
-        ),
-        exact,
-    )
+    with tf.GradientTape() as tape:
+        value = -enumerated_objective(*exact)
+    enumerated = np.concatenate([g.numpy().ravel() for g in tape.gradient(value, exact)])
     assert np.all(np.abs(mean - enumerated) < 4 * error + 1e-3), (mean, error, enumerated)
+
+
+@pytest.mark.parametrize("kl", ["mc", "bound"])
+def test_the_mixture_gradient_averages_to_the_enumerated_gradient(kl):
+    _assert_gradient_matches_enumeration(
+        kl,
+        3,
+        lambda layer, logits, h, log_var: _objective(
+            layer, logits, h, log_var, Y, W, S, draws=1000
+        )[1],
+        lambda logits, h, log_var: _enumerated(
+            ("mixture", kl), tf.nn.softmax(logits), h, tf.exp(log_var), Y, W, S
+        ),
+    )
 
 
 # Two steps: the second step's attention logits move with the first context,
@@ -237,14 +243,11 @@ def _two_step_enumerated(kl, logits, h, log_var):
 
 @pytest.mark.parametrize("kl", ["mc", "bound"])
 def test_the_first_choice_is_credited_with_the_later_steps(kl):
-    logits, h, log_var = (tf.Variable(v, dtype=tf.float32) for v in (LOGITS, H, LOG_VAR))
-    variables = [logits, h, log_var]
-    mean, error = _gradient_estimates(
-        _layer("mixture", kl, seed=5),
-        lambda layer: _two_step_objective(layer, logits, h, log_var, draws=1000),
-        variables,
-        batches=60,
+    _assert_gradient_matches_enumeration(
+        kl,
+        5,
+        lambda layer, logits, h, log_var: _two_step_objective(
+            layer, logits, h, log_var, draws=1000
+        ),
+        lambda logits, h, log_var: _two_step_enumerated(kl, logits, h, log_var),
     )
-    exact = [tf.Variable(v, dtype=tf.float64) for v in (LOGITS, H[:, 0], LOG_VAR[:, 0])]
-    enumerated = _enumerated_gradient(lambda: _two_step_enumerated(kl, *exact), exact)
-    assert np.all(np.abs(mean - enumerated) < 4 * error + 1e-3), (mean, error, enumerated)
