@@ -142,7 +142,8 @@ def define_flags(flag_values=flags.FLAGS):
         "for the whole run; 'mixture' draws from the posterior q itself (a component "
         "from the attention, then its Gaussian), with a score-function gradient for "
         "the choice: with --acvi_kl=mc or bound at --kl_weight=1 the loss is a bound "
-        "on log p(y) (docs/acvi.md).",
+        "on log p(y); with --acvi_num_samples >= 2 each sample's baseline is the "
+        "example's other samples, which learns far better (docs/acvi.md).",
         flag_values=fv,
     )
     flags.DEFINE_float(
