@@ -670,6 +670,12 @@ class ACVIContext(ContextLayer):
             return self.generator.uniform(shape, minval=tiny, maxval=1.0)
         return tf.random.stateless_uniform(shape, seed, minval=tiny, maxval=1.0)
 
+    def _perturbed_logits(self, probs, seed, uniform):
+        """``log a_t + g``, g standard Gumbel noise (``-log(-log u)``), [B, T, N]."""
+        if uniform is None:
+            uniform = self._uniform(tf.shape(probs), seed)
+        return tf.math.log(tf.maximum(probs, _TINY_PROB)) - tf.math.log(-tf.math.log(uniform))
+
     def gumbel_weights(
         self,
         probs: tf.Tensor,
@@ -688,10 +694,7 @@ class ACVIContext(ContextLayer):
         Returns:
           [B, T, N] weights on the simplex, zero at padded positions.
         """
-        if uniform is None:
-            uniform = self._uniform(tf.shape(probs), seed)
-        gumbel = -tf.math.log(-tf.math.log(uniform))
-        logits = tf.math.log(tf.maximum(probs, _TINY_PROB)) + gumbel
+        logits = self._perturbed_logits(probs, seed, uniform)
         return masked_softmax(
             logits / self.gumbel_temperature, mask[:, tf.newaxis], mask_mode="neg_inf"
         )
@@ -711,9 +714,7 @@ class ACVIContext(ContextLayer):
         Returns:
           [B, T, N] one-hot float32 weights (no gradient reaches ``probs``).
         """
-        if uniform is None:
-            uniform = self._uniform(tf.shape(probs), seed)
-        logits = tf.math.log(tf.maximum(probs, _TINY_PROB)) - tf.math.log(-tf.math.log(uniform))
+        logits = self._perturbed_logits(probs, seed, uniform)
         logits = tf.where(tf.cast(mask[:, tf.newaxis], tf.bool), logits, -np.inf)
         return tf.one_hot(tf.argmax(logits, axis=-1), tf.shape(probs)[-1])
 
