@@ -23,6 +23,7 @@ whitespace characters and empty lines (an empty line is one empty token there).
 
 from typing import Iterable, Sequence, Union
 
+import numpy as np
 from sacrebleu.metrics import BLEU
 
 REF_LENGTH_RULES = ("shortest", "closest")
@@ -38,6 +39,71 @@ def _reference_lists(references):
             raise ValueError("sentence %d has no reference" % index)
         lists.append(refs)
     return lists
+
+
+def sentence_statistics(
+    references: Sequence[Union[str, Sequence[str]]],
+    hypotheses: Iterable[str],
+    ref_length: str = "shortest",
+) -> np.ndarray:
+    """BLEU's sufficient statistics of each sentence, as sacrebleu counts them.
+
+    Args:
+      references: one entry per hypothesis: a reference string, or a list of them.
+      hypotheses: the translations, tokens separated by spaces (BPE already removed).
+      ref_length: ``"shortest"`` (tensorflow/nmt) or ``"closest"`` (multi-bleu.perl);
+        see the module docstring.
+
+    Returns:
+      ``[N, 10]`` integers, one row per sentence: the hypothesis length, the reference
+      length, the clipped n-gram matches for n = 1..4, the hypothesis n-grams for n = 1..4.
+
+    Raises:
+      ValueError: empty corpus, count mismatch, a sentence without references, or an
+        unknown ``ref_length``.
+    """
+    if ref_length not in REF_LENGTH_RULES:
+        raise ValueError("ref_length must be one of %s, got %r" % (REF_LENGTH_RULES, ref_length))
+    hypotheses = list(hypotheses)
+    ref_lists = _reference_lists(references)
+    if not hypotheses:
+        raise ValueError("no hypotheses to score")
+    if len(ref_lists) != len(hypotheses):
+        raise ValueError(
+            "%d hypotheses but %d references; give one reference entry per "
+            "hypothesis" % (len(hypotheses), len(ref_lists))
+        )
+    most = max(len(refs) for refs in ref_lists)
+    streams = [[refs[k] if k < len(refs) else None for refs in ref_lists] for k in range(most)]
+    # sacrebleu's own significance tests read the statistics through this method
+    rows = np.array(_metric()._extract_corpus_statistics(hypotheses, streams), dtype=np.int64)
+    if ref_length == "shortest":
+        rows[:, 1] = [min(len(ref.split()) for ref in refs) for refs in ref_lists]
+    return rows
+
+
+def bleu_of_statistics(rows: np.ndarray, smooth_method: str = "none") -> float:
+    """BLEU-4 of the summed statistics of ``sentence_statistics``' rows, in [0, 100].
+
+    Args:
+      rows: ``[N, 10]`` rows (the corpus, or a resample of it) or one ``[10]`` row.
+      smooth_method: sacrebleu's smoothing: ``"none"`` (corpus BLEU) or ``"exp"`` (its
+        sentence BLEU's default).
+
+    Returns:
+      The BLEU score as a float.
+    """
+    sums = np.asarray(rows).reshape(-1, 2 + 2 * _MAX_ORDER).sum(axis=0)
+    return float(
+        BLEU.compute_bleu(
+            correct=[int(c) for c in sums[2 : 2 + _MAX_ORDER]],
+            total=[int(t) for t in sums[2 + _MAX_ORDER :]],
+            sys_len=int(sums[0]),
+            ref_len=int(sums[1]),
+            smooth_method=smooth_method,
+            max_ngram_order=_MAX_ORDER,
+        ).score
+    )
 
 
 def corpus_bleu(
@@ -60,36 +126,14 @@ def corpus_bleu(
       ValueError: empty corpus, count mismatch, a sentence without references, or an
         unknown ``ref_length``.
     """
-    if ref_length not in REF_LENGTH_RULES:
-        raise ValueError("ref_length must be one of %s, got %r" % (REF_LENGTH_RULES, ref_length))
-    hypotheses = list(hypotheses)
-    ref_lists = _reference_lists(references)
-    if not hypotheses:
-        raise ValueError("no hypotheses to score")
-    if len(ref_lists) != len(hypotheses):
-        raise ValueError(
-            "%d hypotheses but %d references; give one reference entry per "
-            "hypothesis" % (len(hypotheses), len(ref_lists))
-        )
-    most = max(len(refs) for refs in ref_lists)
-    streams = [[refs[k] if k < len(refs) else None for refs in ref_lists] for k in range(most)]
-    metric = BLEU(
+    return bleu_of_statistics(sentence_statistics(references, hypotheses, ref_length))
+
+
+def _metric():
+    return BLEU(
         tokenize="none",
         smooth_method="none",
         lowercase=False,
         force=True,
         max_ngram_order=_MAX_ORDER,
     )
-    stats = metric.corpus_score(hypotheses, streams)
-    if ref_length == "closest":
-        return float(stats.score)
-    shortest = sum(min(len(ref.split()) for ref in refs) for refs in ref_lists)
-    rescored = BLEU.compute_bleu(
-        correct=list(stats.counts),
-        total=list(stats.totals),
-        sys_len=stats.sys_len,
-        ref_len=shortest,
-        smooth_method="none",
-        max_ngram_order=_MAX_ORDER,
-    )
-    return float(rescored.score)

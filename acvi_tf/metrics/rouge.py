@@ -185,6 +185,14 @@ def rouge_perl(
       pyrouge's dict: ``rouge_{1,2,3,4,l,w_1.2,s*,su*}_{f_score,recall,precision}`` and
       their 95% interval ends ``..._cb`` and ``..._ce``.
     """
+    rouge, output = _rouge155_output(references, hypotheses, rouge_args)
+    return rouge.output_to_dict(output)
+
+
+def _rouge155_output(references, hypotheses, rouge_args):
+    """``(pyrouge's Rouge155, ROUGE-1.5.5's report)`` of ``hypotheses`` against
+    ``references`` (as ``rouge_perl`` takes them) with pyrouge's default options and
+    ``rouge_args``."""
     _check_lengths(references, hypotheses)
     home = rouge155_home()
     from pyrouge import Rouge155
@@ -222,7 +230,7 @@ def rouge_perl(
             raise RuntimeError(
                 "ROUGE-1.5.5 failed (%s): %s" % (" ".join(command), result.stderr.strip())
             )
-        return rouge.output_to_dict(result.stdout)
+        return rouge, result.stdout
 
 
 def _write_html(path, sentences, rouge155):
@@ -242,23 +250,109 @@ def rouge_python(
     Returns:
       ``{rouge_{1,2,l}_{f_score,recall,precision}: float}``.
     """
+    each = rouge_python_per_example(references, hypotheses)
+    return {key: sum(scores[key] for scores in each) / len(each) for key in each[0]}
+
+
+def rouge_python_per_example(
+    references: Sequence[Union[str, Sequence]], hypotheses: Sequence[Union[str, Sequence[str]]]
+) -> List[Dict[str, float]]:
+    """``rouge_python``'s scores of each document (the mean over its references).
+
+    Returns:
+      One ``{rouge_{1,2,l}_{f_score,recall,precision}: float}`` per document.
+    """
     _check_lengths(references, hypotheses)
     from rouge_score import rouge_scorer
 
     names = {"rouge1": "rouge_1", "rouge2": "rouge_2", "rougeLsum": "rouge_l"}
     scorer = rouge_scorer.RougeScorer(list(names), use_stemmer=True)
-    totals = {"%s_%s" % (r, m): 0.0 for r in ROUGE_TYPES for m in MEASURES}
     report = progress.Progress(len(hypotheses), "scored summaries", delay=_DELAY)
+    each = []
     for done, (entry, hypothesis) in enumerate(zip(references, hypotheses), 1):
         refs = _as_references(entry)
+        totals = {"%s_%s" % (r, m): 0.0 for r in ROUGE_TYPES for m in MEASURES}
         for reference in refs:
             scores = scorer.score("\n".join(reference), "\n".join(_as_summary(hypothesis)))
             for name, ours in names.items():
                 totals[ours + "_f_score"] += scores[name].fmeasure / len(refs)
                 totals[ours + "_recall"] += scores[name].recall / len(refs)
                 totals[ours + "_precision"] += scores[name].precision / len(refs)
+        each.append(totals)
         report(done)
-    return {key: value / len(hypotheses) for key, value in totals.items()}
+    return each
+
+
+# ROUGE-1.5.5's line (option -d) of one summary's ROUGE-1, ROUGE-2 or ROUGE-L:
+# "<system> ROUGE-<n> Eval <task>.<system> R:<recall> P:<precision> F:<F>"
+_EVAL_LINE = re.compile(r"^\S+ ROUGE-([12L]) Eval (\d+)\.\S+ R:(\S+) P:(\S+) F:(\S+)$", re.M)
+
+
+def rouge_perl_per_example(
+    references: Sequence[Union[str, Sequence]], hypotheses: Sequence[Union[str, Sequence[str]]]
+) -> List[Dict[str, float]]:
+    """ROUGE-1, ROUGE-2 and ROUGE-L of each document as ROUGE-1.5.5 reports them (its
+    option ``-d``, five decimals), with ``rouge_perl``'s options; ROUGE-1.5.5's corpus
+    score is their mean.
+
+    Args:
+      references: one entry per document: a summary, or a list of summaries.
+      hypotheses: one summary per document.
+
+    Returns:
+      One ``{rouge_{1,2,l}_{f_score,recall,precision}: float}`` per document.
+    """
+    _, output = _rouge155_output(references, hypotheses, "-d")
+    each = [{} for _ in hypotheses]
+    for kind, task, recall, precision, f_score in _EVAL_LINE.findall(output):
+        scores = each[int(task) - 1]  # tasks count the documents from 1, in file order
+        prefix = "rouge_%s_" % kind.lower()
+        scores[prefix + "f_score"] = float(f_score)
+        scores[prefix + "recall"] = float(recall)
+        scores[prefix + "precision"] = float(precision)
+    return each
+
+
+class RougePerExample(NamedTuple):
+    """What ``rouge_per_example`` returns.
+
+    Attributes:
+      scores: one dict per document, keys as ``rouge_python_per_example`` names them.
+      tool: ``"ROUGE-1.5.5"`` or ``"rouge-score"``.
+      stand_ins: how many distinct words were scored through ASCII stand-ins.
+      fallback: why ``rouge-score`` scored; None with ROUGE-1.5.5.
+    """
+
+    scores: List[Dict[str, float]]
+    tool: str
+    stand_ins: int
+    fallback: Optional[str]
+
+
+def rouge_per_example(
+    references: Sequence[Union[str, Sequence]], hypotheses: Sequence[Union[str, Sequence[str]]]
+) -> RougePerExample:
+    """Each document's ROUGE-1, ROUGE-2 and ROUGE-L with the tool ``rouge`` would use:
+    ROUGE-1.5.5 (``rouge_perl_per_example``) or else ``rouge-score``, on the text with
+    ASCII stand-ins; logs a fallback.
+
+    Args:
+      references: one entry per document: a summary, or a list of summaries.
+      hypotheses: one summary per document.
+
+    Returns:
+      A ``RougePerExample``.
+    """
+    references, hypotheses, stand_ins = ascii_stand_ins(references, hypotheses)
+    fallback = _fallback_reason(references)
+    if fallback is None:
+        scores = rouge_perl_per_example(references, hypotheses)
+        return RougePerExample(scores, "ROUGE-1.5.5", len(stand_ins), None)
+    logging.warning(
+        "ROUGE-1.5.5 cannot score these summaries: %s; scoring with rouge-score", fallback
+    )
+    scores = rouge_python_per_example(references, hypotheses)
+    return RougePerExample(scores, "rouge-score", len(stand_ins), fallback)
 
 
 class Rouge(NamedTuple):
