@@ -68,6 +68,42 @@ def caption_metrics(
     unknown = set(names) - set(METRIC_NAMES)
     if unknown:
         raise ValueError("unknown metrics %s; choose from %s" % (sorted(unknown), METRIC_NAMES))
+    gts, res = _checked(references, hypotheses)
+    with progress.stage("Scoring %d captions with %s" % (len(gts), ", ".join(names))):
+        return _scores(gts, res, tokenize, names)
+
+
+def cider_per_caption(
+    references: Mapping[Any, Sequence[str]], hypotheses: Mapping[Any, str], tokenize: bool = True
+) -> Dict[Any, float]:
+    """CIDEr-D of each clip's caption as ``caption_metrics`` computes the corpus CIDEr-D:
+    document frequencies from the references of all the clips given, x10; the corpus
+    score is the mean of these.
+
+    Args:
+      references: ``{clip: [raw reference caption, ...]}``.
+      hypotheses: ``{clip: generated caption}``; the same keys as ``references``.
+      tokenize: PTB-tokenise both sides first.
+
+    Returns:
+      ``{clip: CIDEr-D}``.
+
+    Raises:
+      ValueError: as ``caption_metrics``.
+    """
+    from pycocoevalcap.cider.cider import Cider
+
+    gts, res = _checked(references, hypotheses)
+    if tokenize:
+        gts, res = ptb_tokenize(gts), ptb_tokenize(res)
+    keys = list(gts)
+    _, scores = Cider().compute_score({k: gts[k] for k in keys}, {k: res[k] for k in keys})
+    return {key: float(score) for key, score in zip(keys, scores)}
+
+
+def _checked(references, hypotheses):
+    """``(gts, res)``: pycocoevalcap's dicts of the clips in sorted order, after checking
+    that ``references`` and ``hypotheses`` pair up."""
     if set(references) != set(hypotheses):
         missing = sorted(set(references) ^ set(hypotheses), key=str)[:5]
         raise ValueError(
@@ -84,8 +120,7 @@ def caption_metrics(
     # scores zero either way
     gts = {k: list(references[k]) for k in keys}
     res = {k: [hypotheses[k] if hypotheses[k].strip() else "."] for k in keys}
-    with progress.stage("Scoring %d captions with %s" % (len(keys), ", ".join(names))):
-        return _scores(gts, res, tokenize, names)
+    return gts, res
 
 
 def _scores(gts, res, tokenize, names):
