@@ -3,6 +3,7 @@
 import math
 
 import pytest
+import sacrebleu
 from nltk.translate import bleu_score as nltk_bleu
 
 from acvi_tf.formats import bpe
@@ -113,3 +114,15 @@ def test_argument_errors():
         bleu.corpus_bleu([[]], ["a"])
     with pytest.raises(ValueError, match="ref_length"):
         bleu.corpus_bleu(["a"], ["a"], ref_length="average")
+
+
+def test_sentence_statistics_count_each_sentence():
+    rows = bleu.sentence_statistics([["a b c d e", "a b"], "x y"], ["a b c a", "x z"])
+    # lengths (the shortest reference), clipped matches for n = 1..4, n-grams for n = 1..4
+    assert rows.tolist() == [[4, 2, 3, 2, 1, 0, 4, 3, 2, 1], [2, 2, 1, 0, 0, 0, 2, 1, 0, 0]]
+    closest = bleu.sentence_statistics([["a b c d e", "a b"]], ["a b c a"], ref_length="closest")
+    assert closest[0, 1] == 5
+    assert bleu.bleu_of_statistics(rows[1], sentence=True) == pytest.approx(
+        sacrebleu.sentence_bleu("x z", ["x y"], tokenize="none").score
+    )
+    assert bleu.bleu_of_statistics(rows[0]) == 0.0

@@ -102,3 +102,14 @@ def test_raw_text_is_ptb_tokenized_on_both_sides(capfd, absl_caplog):
 def test_mismatched_clips_are_an_error():
     with pytest.raises(ValueError, match="clip3"):
         captions.caption_metrics(REFERENCES, {"clip1": "a", "clip2": "b"})
+
+
+def test_cider_d_per_caption_averages_to_the_corpus_score():
+    each = captions.cider_per_caption(REFERENCES, HYPOTHESES, tokenize=False)
+    assert set(each) == set(REFERENCES)
+    assert np.mean(list(each.values())) == pytest.approx(_cider_d(REFERENCES, HYPOTHESES))
+    # the document frequencies are the whole set's: one clip scored alone gets 0
+    alone = captions.cider_per_caption(
+        {"clip2": REFERENCES["clip2"]}, {"clip2": HYPOTHESES["clip2"]}, tokenize=False
+    )
+    assert alone["clip2"] == 0.0 < each["clip2"] < each["clip1"]

@@ -349,6 +349,11 @@ USER_ERRORS = [
         "the video folder {tmp}/none is not a folder",
     ),
     (
+        "acvi_tf.inference.compare",
+        ["--a={tmp}/empty.src", "--b={tmp}/none"],
+        "{tmp}/none does not exist; give a decode folder or a translation file",
+    ),
+    (
         "pointer_generator.duc2004_eval",
         ["--decode_dir={tmp}/none", "--references={tmp}/none"],
         "cannot read --references {tmp}/none",

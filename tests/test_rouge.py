@@ -104,3 +104,25 @@ def test_a_reference_with_no_word_falls_back_to_rouge_score(absl_caplog):
     assert scored.scores["rouge_1_f_score"] == pytest.approx(0.5)
     warnings = [r.getMessage() for r in absl_caplog.records if r.levelname == "WARNING"]
     assert len(warnings) == 1 and scored.fallback in warnings[0]
+
+
+def test_per_example_scores_are_rouge_155s_of_each_document():
+    each = rouge.rouge_perl_per_example(REFERENCES, HYPOTHESES)
+    corpus = rouge.rouge_perl(REFERENCES, HYPOTHESES)
+    alone = [rouge.rouge_perl([r], [h]) for r, h in zip(REFERENCES, HYPOTHESES)]
+    for kind in rouge.ROUGE_TYPES:
+        for measure in rouge.MEASURES:
+            key = "%s_%s" % (kind, measure)
+            for i in range(len(HYPOTHESES)):
+                assert each[i][key] == pytest.approx(alone[i][key], abs=1e-5), (i, key)
+            mean = sum(scores[key] for scores in each) / len(each)
+            assert mean == pytest.approx(corpus[key], abs=2e-5), key
+    assert each[0]["rouge_1_f_score"] != each[1]["rouge_1_f_score"]
+
+
+def test_per_example_scores_fall_back_to_rouge_score(monkeypatch):
+    monkeypatch.setattr(rouge, "perl_rouge_available", lambda: False)
+    monkeypatch.setattr(rouge, "_unavailable_reason", lambda: "no perl here")
+    scored = rouge.rouge_per_example(REFERENCES, HYPOTHESES)
+    assert scored.tool == "rouge-score" and scored.fallback
+    assert scored.scores == rouge.rouge_python_per_example(REFERENCES, HYPOTHESES)

@@ -363,8 +363,12 @@ def _mean_bootstraps(scores_a, scores_b, keys, samples, seed):
 def _score_nmt(decodes, samples, seed):
     stats_a = bleu_lib.sentence_statistics(decodes.references, decodes.a)
     stats_b = bleu_lib.sentence_statistics(decodes.references, decodes.b)
-    scores_a = [{"sentence_bleu": bleu_lib.bleu_of_statistics(row, "exp")} for row in stats_a]
-    scores_b = [{"sentence_bleu": bleu_lib.bleu_of_statistics(row, "exp")} for row in stats_b]
+    scores_a = [
+        {"sentence_bleu": bleu_lib.bleu_of_statistics(row, sentence=True)} for row in stats_a
+    ]
+    scores_b = [
+        {"sentence_bleu": bleu_lib.bleu_of_statistics(row, sentence=True)} for row in stats_b
+    ]
     corpus = bootstrap_lib.paired_bootstrap(
         stats_a, stats_b, bleu_lib.bleu_of_statistics, samples, seed
     )
@@ -373,21 +377,28 @@ def _score_nmt(decodes, samples, seed):
         scores_a,
         scores_b,
         {"bleu": corpus},
-        "sacrebleu's statistics, tokenized BLEU-4 (sentence BLEU with exponential smoothing)",
+        "tokenized BLEU-4 from sacrebleu's statistics; sentence BLEU as its sentence_bleu",
     )
 
 
 def _score_captioner(decodes, samples, seed):
-    references = dict(zip(decodes.ids, decodes.references))
-    cider_a = captions_lib.cider_per_caption(references, dict(zip(decodes.ids, decodes.a)))
-    cider_b = captions_lib.cider_per_caption(references, dict(zip(decodes.ids, decodes.b)))
-    scores_a = [{"cider_d": cider_a[i]} for i in decodes.ids]
-    scores_b = [{"cider_d": cider_b[i]} for i in decodes.ids]
+    # one run of the PTB tokenizer (one Java start) for the references and both systems;
+    # an empty caption goes in as "." (the tokenizer needs a token a line) and scores 0
+    texts = {("reference", i): refs for i, refs in zip(decodes.ids, decodes.references)}
+    for name, outputs in (("a", decodes.a), ("b", decodes.b)):
+        texts.update({(name, i): [c if c.strip() else "."] for i, c in zip(decodes.ids, outputs)})
+    tokens = captions_lib.ptb_tokenize(texts)
+    references = {i: tokens["reference", i] for i in decodes.ids}
+    scores = []
+    for name in ("a", "b"):
+        hypotheses = {i: tokens[name, i][0] for i in decodes.ids}
+        cider = captions_lib.cider_per_caption(references, hypotheses, tokenize=False)
+        scores.append([{"cider_d": cider[i]} for i in decodes.ids])
     return Scored(
         [("CIDEr-D", "cider_d")],
-        scores_a,
-        scores_b,
-        _mean_bootstraps(scores_a, scores_b, ["cider_d"], samples, seed),
+        scores[0],
+        scores[1],
+        _mean_bootstraps(scores[0], scores[1], ["cider_d"], samples, seed),
         "pycocoevalcap's CIDEr-D after the PTB tokenizer",
     )
 

@@ -82,13 +82,14 @@ def sentence_statistics(
     return rows
 
 
-def bleu_of_statistics(rows: np.ndarray, smooth_method: str = "none") -> float:
+def bleu_of_statistics(rows: np.ndarray, sentence: bool = False) -> float:
     """BLEU-4 of the summed statistics of ``sentence_statistics``' rows, in [0, 100].
 
     Args:
       rows: ``[N, 10]`` rows (the corpus, or a resample of it) or one ``[10]`` row.
-      smooth_method: sacrebleu's smoothing: ``"none"`` (corpus BLEU) or ``"exp"`` (its
-        sentence BLEU's default).
+      sentence: sentence BLEU as sacrebleu's ``sentence_bleu`` computes it (exponential
+        smoothing, only the n-gram orders the sentence has); False: corpus BLEU, no
+        smoothing.
 
     Returns:
       The BLEU score as a float.
@@ -100,7 +101,8 @@ def bleu_of_statistics(rows: np.ndarray, smooth_method: str = "none") -> float:
             total=[int(t) for t in sums[2 + _MAX_ORDER :]],
             sys_len=int(sums[0]),
             ref_len=int(sums[1]),
-            smooth_method=smooth_method,
+            smooth_method="exp" if sentence else "none",
+            effective_order=sentence,
             max_ngram_order=_MAX_ORDER,
         ).score
     )

@@ -1,0 +1,163 @@
+"""acvi_tf.inference.compare on hand-made decodes: summaries in the decode folders'
+layout, translation files, captions; the page's order, the JSON against direct
+computations, and the refusal of two different test sets."""
+
+import json
+import re
+
+import numpy as np
+import pytest
+import sacrebleu
+
+from acvi_tf import config as config_lib
+from acvi_tf.inference import compare
+from acvi_tf.metrics import bleu, bootstrap, captions, rouge
+
+REFERENCES = [
+    ["police killed the gunman .", "the city was calm ."],
+    ["the cat sat on the mat ."],
+    ["stocks fell sharply on monday ."],
+    ["a storm hit the coast ."],
+]
+SUMMARIES_A = [["the gunman was killed ."], ["a dog ran ."], ["stocks fell on monday ."]]
+SUMMARIES_A.append(["a storm hit the coast ."])
+SUMMARIES_B = [["police killed the gunman ."], ["the cat sat on a mat ."], ["markets went up ."]]
+SUMMARIES_B.append(["a storm hit the coast ."])
+
+
+def write_decode(folder, references, summaries):
+    """A decode folder as the summarizer and See et al.'s code write it."""
+    for kind, texts in (("reference", references), ("decoded", summaries)):
+        (folder / kind).mkdir(parents=True)
+        for i, sentences in enumerate(texts):
+            path = folder / kind / ("%06d_%s.txt" % (i, kind))
+            path.write_text("\n".join(sentences) + "\n", encoding="utf-8")
+    return str(folder)
+
+
+def run(*argv):
+    config = config_lib.parse(compare.define_flags, ["compare", "--samples=200", *argv])
+    return compare.run(config)
+
+
+def rows(page):
+    """``(id, class)`` of the page's example rows, in page order."""
+    return re.findall(r"<tr class='example (\w+)' data-id='(\w+)'", page)
+
+
+def test_summaries_ranked_by_difference_and_scored_by_rouge_155(tmp_path):
+    a = write_decode(tmp_path / "a", REFERENCES, SUMMARIES_A)
+    # See et al.'s code writes "<" and ">" HTML-safe; the references still match
+    b = write_decode(tmp_path / "b", REFERENCES, SUMMARIES_B)
+    record = run("--a=" + a, "--b=" + b, "--out=%s" % (tmp_path / "out"))
+    saved = json.loads((tmp_path / "out" / compare.JSON_FILE).read_text())
+    assert saved == json.loads(json.dumps(record))
+    assert record["task"] == "summarizer" and record["scorer"] == "ROUGE-1.5.5"
+    flat = [" ".join(s) for s in SUMMARIES_A]
+    alone = rouge.rouge_perl(REFERENCES[:2], flat[:2])
+    mean_a = np.mean([e["scores_a"]["rouge_1_f_score"] for e in record["per_example"][:2]])
+    assert mean_a == pytest.approx(alone["rouge_1_f_score"], abs=2e-5)
+    for kind in ("rouge_1_f_score", "rouge_2_f_score", "rouge_l_f_score"):
+        a_scores = np.array([e["scores_a"][kind] for e in record["per_example"]])
+        b_scores = np.array([e["scores_b"][kind] for e in record["per_example"]])
+        expected = bootstrap.paired_bootstrap(a_scores, b_scores, samples=200)
+        corpus = next(row for row in record["corpus"] if row["key"] == kind)
+        assert corpus == dict(metric=corpus["metric"], key=kind, **expected._asdict())
+    page = (tmp_path / "out" / compare.HTML_FILE).read_text()
+    # example 2 is B's largest loss, 1 its largest win; 0 and 3 tie on ROUGE-1
+    assert rows(page) == [("loss", "000002"), ("win", "000001"), ("tie", "000000")] + [
+        ("tie", "000003")
+    ]
+    assert "http" not in page and "<script" not in page
+    assert "markets went up ." in page and "police killed the gunman .\nthe city" in page
+
+
+def test_html_safe_references_match_and_the_page_holds_the_largest(tmp_path):
+    a = write_decode(tmp_path / "a", [["growth > 5 % ."], ["x y z ."]], [["growth"], ["x y z ."]])
+    b = write_decode(
+        tmp_path / "b", [["growth &gt; 5 % ."], ["x y z ."]], [["growth 5 %"], ["x y z ."]]
+    )
+    record = run("--a=" + a, "--b=" + b, "--out=%s" % (tmp_path / "out"), "--html_examples=1")
+    assert record["per_example"][0]["reference"] == ["growth > 5 % ."]
+    page = (tmp_path / "out" / compare.HTML_FILE).read_text()
+    assert [i for _, i in rows(page)] == ["000000"]
+    assert "growth &gt; 5 % ." in page  # the text ">", escaped once
+
+
+def test_two_test_sets_are_refused_naming_both_and_the_first_difference(tmp_path):
+    a = write_decode(tmp_path / "a", REFERENCES, SUMMARIES_A)
+    changed = REFERENCES[:2] + [["stocks rose on monday ."]] + REFERENCES[3:]
+    b = write_decode(tmp_path / "b", changed, SUMMARIES_B)
+    with pytest.raises(compare.CompareError, match="%s and %s do not hold" % (a, b)) as refused:
+        run("--a=" + a, "--b=" + b, "--out=%s" % (tmp_path / "out"))
+    assert "example 000002" in str(refused.value)
+    short = write_decode(tmp_path / "short", REFERENCES[:3], SUMMARIES_B[:3])
+    with pytest.raises(compare.CompareError, match="%s holds 4 examples, %s 3" % (a, short)):
+        run("--a=" + a, "--b=" + short, "--out=%s" % (tmp_path / "out"))
+    assert not (tmp_path / "out").exists()
+
+
+NMT_REFERENCES = ["the cat sat on the mat today", "there is a dog in the big garden"]
+NMT_REFERENCES.append("he reads the news every morning")
+NMT_A = ["the cat sat on a mat today", "a dog is in the big garden", "he reads news"]
+NMT_B = ["the cat sat on the mat today", "a dog is in a garden", "he reads the news each day"]
+
+
+def test_translations_bootstrap_corpus_bleu_and_rank_sentence_bleu(tmp_path):
+    paths = {}
+    for name, lines in (("ref", NMT_REFERENCES), ("src", ["s1", "s2", "s3"]), ("a", NMT_A)):
+        paths[name] = tmp_path / name
+        paths[name].write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    (tmp_path / "b").write_text("".join(line + "\n" for line in NMT_B), encoding="utf-8")
+    argv = ["--reference=%s" % paths["ref"], "--source=%s" % paths["src"]]
+    record = run("--a=%s" % paths["a"], "--b=%s" % (tmp_path / "b"), *argv, "--out=%s" % tmp_path)
+    (corpus,) = record["corpus"]
+    assert corpus["a"] == pytest.approx(bleu.corpus_bleu(NMT_REFERENCES, NMT_A))
+    assert corpus["b"] == pytest.approx(bleu.corpus_bleu(NMT_REFERENCES, NMT_B))
+    differences = []
+    for example, reference, a, b in zip(record["per_example"], NMT_REFERENCES, NMT_A, NMT_B):
+        scores = [sacrebleu.sentence_bleu(x, [reference], tokenize="none").score for x in (a, b)]
+        assert [example["scores_a"]["sentence_bleu"], example["scores_b"]["sentence_bleu"]] == (
+            pytest.approx(scores)
+        )
+        differences.append(scores[1] - scores[0])
+    page = (tmp_path / compare.HTML_FILE).read_text()
+    assert [int(i) for _, i in rows(page)] == list(np.argsort(-np.abs(differences)))
+    assert len(set(np.abs(differences))) == 3
+    assert [e["source"] for e in record["per_example"]] == ["s1", "s2", "s3"]
+
+
+def test_captions_by_cider_d_with_the_test_sets_frequencies(tmp_path):
+    references = {
+        "clip1": ["a man is playing a guitar", "a person plays the guitar"],
+        "clip2": ["a cat is eating food", "the cat eats"],
+        "clip3": ["a woman is slicing an onion", "someone cuts an onion"],
+    }
+    split = tmp_path / "test.jsonl"
+    split.write_text(
+        "".join(json.dumps(dict(clip=c, references=r)) + "\n" for c, r in references.items())
+    )
+    outputs = {
+        "a": {"clip1": "a man plays", "clip2": "a dog is eating", "clip3": ""},
+        "b": {"clip1": "a man is playing a guitar", "clip2": "a cat", "clip3": "a woman cuts"},
+    }
+    for name, captions_of in outputs.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "captions.json").write_text(json.dumps(captions_of))
+    record = run(
+        "--a=%s" % (tmp_path / "a"),
+        "--b=%s" % (tmp_path / "b"),
+        "--reference=%s" % split,
+        "--out=%s" % (tmp_path / "out"),
+    )
+    expected = captions.caption_metrics(references, outputs["b"], names=("CIDEr",))["CIDEr"]
+    assert record["corpus"][0]["b"] == pytest.approx(expected)
+    assert [e["id"] for e in record["per_example"]] == ["clip1", "clip2", "clip3"]
+    assert record["per_example"][2]["scores_a"]["cider_d"] == 0.0  # an empty caption
+
+
+def test_decodes_of_different_kinds_are_refused(tmp_path):
+    a = write_decode(tmp_path / "a", REFERENCES, SUMMARIES_A)
+    (tmp_path / "b.txt").write_text("x\n")
+    with pytest.raises(compare.CompareError, match="is a summarizer decode folder but"):
+        run("--a=" + a, "--b=%s" % (tmp_path / "b.txt"), "--out=%s" % (tmp_path / "out"))
