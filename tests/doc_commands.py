@@ -231,6 +231,9 @@ RUN_BY = {
         "test_doc_captioner.py::test_msvd_features_splits_training_decoding_captions",
     ),
     ("docs/data.md", 6): ("test_doc_nmt.py::test_wmt16_build_then_the_bpe_run",),
+    ("docs/compare.md", 0): (
+        "test_compare.py::test_the_pages_commands_compare_each_kind_of_decode",
+    ),
     ("docs/summarizer.md", 0): (
         "test_doc_summarizer.py::test_the_summarizer_page_trains_scores_summarises_serves_and_shards",
     ),

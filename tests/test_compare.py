@@ -5,6 +5,7 @@ computations, and the refusal of two different test sets."""
 import json
 import re
 
+import doc_commands
 import numpy as np
 import pytest
 import sacrebleu
@@ -127,31 +128,38 @@ def test_translations_bootstrap_corpus_bleu_and_rank_sentence_bleu(tmp_path):
     assert [e["source"] for e in record["per_example"]] == ["s1", "s2", "s3"]
 
 
-def test_captions_by_cider_d_with_the_test_sets_frequencies(tmp_path):
-    references = {
-        "clip1": ["a man is playing a guitar", "a person plays the guitar"],
-        "clip2": ["a cat is eating food", "the cat eats"],
-        "clip3": ["a woman is slicing an onion", "someone cuts an onion"],
-    }
-    split = tmp_path / "test.jsonl"
+CLIP_REFERENCES = {
+    "clip1": ["a man is playing a guitar", "a person plays the guitar"],
+    "clip2": ["a cat is eating food", "the cat eats"],
+    "clip3": ["a woman is slicing an onion", "someone cuts an onion"],
+}
+CAPTIONS = {
+    "a": {"clip1": "a man plays", "clip2": "a dog is eating", "clip3": ""},
+    "b": {"clip1": "a man is playing a guitar", "clip2": "a cat", "clip3": "a woman cuts"},
+}
+
+
+def write_captions(split, folder_a, folder_b):
+    """The split's records at ``split``, the captioner's decodes in the two folders."""
+    split.parent.mkdir(parents=True, exist_ok=True)
     split.write_text(
-        "".join(json.dumps(dict(clip=c, references=r)) + "\n" for c, r in references.items())
+        "".join(json.dumps(dict(clip=c, references=r)) + "\n" for c, r in CLIP_REFERENCES.items())
     )
-    outputs = {
-        "a": {"clip1": "a man plays", "clip2": "a dog is eating", "clip3": ""},
-        "b": {"clip1": "a man is playing a guitar", "clip2": "a cat", "clip3": "a woman cuts"},
-    }
-    for name, captions_of in outputs.items():
-        (tmp_path / name).mkdir()
-        (tmp_path / name / "captions.json").write_text(json.dumps(captions_of))
+    for folder, captions_of in ((folder_a, CAPTIONS["a"]), (folder_b, CAPTIONS["b"])):
+        folder.mkdir(parents=True)
+        (folder / "captions.json").write_text(json.dumps(captions_of))
+
+
+def test_captions_by_cider_d_with_the_test_sets_frequencies(tmp_path):
+    write_captions(tmp_path / "test.jsonl", tmp_path / "a", tmp_path / "b")
     record = run(
         "--a=%s" % (tmp_path / "a"),
         "--b=%s" % (tmp_path / "b"),
-        "--reference=%s" % split,
+        "--reference=%s" % (tmp_path / "test.jsonl"),
         "--out=%s" % (tmp_path / "out"),
     )
-    expected = captions.caption_metrics(references, outputs["b"], names=("CIDEr",))["CIDEr"]
-    assert record["corpus"][0]["b"] == pytest.approx(expected)
+    expected = captions.caption_metrics(CLIP_REFERENCES, CAPTIONS["b"], names=("CIDEr",))
+    assert record["corpus"][0]["b"] == pytest.approx(expected["CIDEr"])
     assert [e["id"] for e in record["per_example"]] == ["clip1", "clip2", "clip3"]
     assert record["per_example"][2]["scores_a"]["cider_d"] == 0.0  # an empty caption
 
@@ -161,3 +169,27 @@ def test_decodes_of_different_kinds_are_refused(tmp_path):
     (tmp_path / "b.txt").write_text("x\n")
     with pytest.raises(compare.CompareError, match="is a summarizer decode folder but"):
         run("--a=" + a, "--b=%s" % (tmp_path / "b.txt"), "--out=%s" % (tmp_path / "out"))
+
+
+def write_lines(path, lines):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+
+
+def test_the_pages_commands_compare_each_kind_of_decode(tmp_path):
+    """docs/compare.md's commands, on decodes made at the paths they name."""
+    summaries, translations, captioned = doc_commands.block("docs/compare.md", 0)
+    write_decode(tmp_path / summaries.flag("a"), REFERENCES, SUMMARIES_A)
+    write_decode(tmp_path / summaries.flag("b"), REFERENCES, SUMMARIES_B)
+    for flag, lines in (("a", NMT_A), ("b", NMT_B), ("reference", NMT_REFERENCES)):
+        write_lines(tmp_path / translations.flag(flag), lines)
+    write_lines(tmp_path / translations.flag("source"), ["s1", "s2", "s3"])
+    write_captions(*(tmp_path / captioned.flag(f) for f in ("reference", "a", "b")))
+    for command, task in (
+        (summaries, "summarizer"),
+        (translations, "nmt"),
+        (captioned, "captioner"),
+    ):
+        record = doc_commands.run_in_process(command.text, str(tmp_path))
+        assert record["task"] == task and record["examples"] in (3, 4)
+        assert (tmp_path / command.flag("out") / compare.HTML_FILE).is_file()

@@ -16,6 +16,10 @@ the reference length r is then chosen by ``ref_length``:
 
 With one reference per sentence, the case of the paper's corpora, both give the same r.
 
+``sentence_statistics`` gives each sentence's statistics (lengths, clipped matches and
+n-gram counts) and ``bleu_of_statistics`` the BLEU of their sums: ``corpus_bleu`` is the
+BLEU of all of them, a bootstrap resample's BLEU that of its rows.
+
 Tokens are split on any whitespace (sacrebleu, multi-bleu.perl). tensorflow/nmt splits
 the stripped line on single spaces, which only differs for runs of spaces, other
 whitespace characters and empty lines (an empty line is one empty token there).
