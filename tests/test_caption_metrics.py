@@ -15,8 +15,14 @@ def _ngrams(words, n):
     return collections.Counter(tuple(words[i : i + n]) for i in range(len(words) - n + 1))
 
 
-def _cider_d(references, hypotheses, sigma=6.0):
-    """CIDEr-D from its definition (Vedantam et al. 2015; coco-caption's variant)."""
+def _cider_d(references, hypotheses):
+    """CIDEr-D from its definition, the mean over the clips."""
+    return float(np.mean(_cider_d_each(references, hypotheses)))
+
+
+def _cider_d_each(references, hypotheses, sigma=6.0):
+    """CIDEr-D of each clip, in sorted order, from its definition (Vedantam et al. 2015;
+    coco-caption's variant)."""
     keys = sorted(references)
     refs = {k: [r.split() for r in references[k]] for k in keys}
     hyps = {k: hypotheses[k].split() for k in keys}
@@ -48,7 +54,7 @@ def _cider_d(references, hypotheses, sigma=6.0):
                 total += dot * math.exp(-(delta**2) / (2 * sigma**2))
             per_n.append(total / len(refs[k]))
         scores.append(np.mean(per_n) * 10.0)
-    return float(np.mean(scores))
+    return scores
 
 
 REFERENCES = {
@@ -106,8 +112,9 @@ def test_mismatched_clips_are_an_error():
 
 def test_cider_d_per_caption_averages_to_the_corpus_score():
     each = captions.cider_per_caption(REFERENCES, HYPOTHESES, tokenize=False)
-    assert set(each) == set(REFERENCES)
-    assert np.mean(list(each.values())) == pytest.approx(_cider_d(REFERENCES, HYPOTHESES))
+    expected = _cider_d_each(REFERENCES, HYPOTHESES)
+    assert [each[clip] for clip in sorted(REFERENCES)] == pytest.approx(expected)
+    assert len(set(expected)) == 3
     # the document frequencies are the whole set's: one clip scored alone gets 0
     alone = captions.cider_per_caption(
         {"clip2": REFERENCES["clip2"]}, {"clip2": HYPOTHESES["clip2"]}, tokenize=False

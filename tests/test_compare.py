@@ -115,6 +115,9 @@ def test_translations_bootstrap_corpus_bleu_and_rank_sentence_bleu(tmp_path):
     (corpus,) = record["corpus"]
     assert corpus["a"] == pytest.approx(bleu.corpus_bleu(NMT_REFERENCES, NMT_A))
     assert corpus["b"] == pytest.approx(bleu.corpus_bleu(NMT_REFERENCES, NMT_B))
+    stats = [bleu.sentence_statistics(NMT_REFERENCES, x) for x in (NMT_A, NMT_B)]
+    expected = bootstrap.paired_bootstrap(*stats, bleu.bleu_of_statistics, samples=200)
+    assert corpus == dict(metric="BLEU", key="bleu", **expected._asdict())
     differences = []
     for example, reference, a, b in zip(record["per_example"], NMT_REFERENCES, NMT_A, NMT_B):
         scores = [sacrebleu.sentence_bleu(x, [reference], tokenize="none").score for x in (a, b)]
