@@ -126,3 +126,11 @@ def test_per_example_scores_fall_back_to_rouge_score(monkeypatch):
     scored = rouge.rouge_per_example(REFERENCES, HYPOTHESES)
     assert scored.tool == "rouge-score" and scored.fallback
     assert scored.scores == rouge.rouge_python_per_example(REFERENCES, HYPOTHESES)
+
+
+def test_a_document_without_per_example_scores_is_an_error(monkeypatch):
+    lines = "\n".join("1 ROUGE-%s Eval 1.1 R:0.50000 P:0.50000 F:0.50000" % kind for kind in "12L")
+    monkeypatch.setattr(rouge, "_rouge155_output", lambda *args: (None, lines))
+    assert rouge.rouge_perl_per_example(["a b"], ["a c"])[0]["rouge_l_f_score"] == 0.5
+    with pytest.raises(RuntimeError, match="no ROUGE-1, ROUGE-2 and ROUGE-L of document 1"):
+        rouge.rouge_perl_per_example(["a b", "c"], ["a c", "c"])

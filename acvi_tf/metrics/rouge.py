@@ -301,6 +301,9 @@ def rouge_perl_per_example(
 
     Returns:
       One ``{rouge_{1,2,l}_{f_score,recall,precision}: float}`` per document.
+
+    Raises:
+      RuntimeError: ROUGE-1.5.5 failed, or printed no score of a document.
     """
     _, output = _rouge155_output(references, hypotheses, "-d")
     each = [{} for _ in hypotheses]
@@ -310,6 +313,11 @@ def rouge_perl_per_example(
         scores[prefix + "f_score"] = float(f_score)
         scores[prefix + "recall"] = float(recall)
         scores[prefix + "precision"] = float(precision)
+    unscored = [i for i, scores in enumerate(each) if len(scores) != 3 * len(MEASURES)]
+    if unscored:
+        raise RuntimeError(
+            "ROUGE-1.5.5 printed no ROUGE-1, ROUGE-2 and ROUGE-L of document %d" % unscored[0]
+        )
     return each
 
 
