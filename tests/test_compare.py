@@ -54,6 +54,7 @@ def test_summaries_ranked_by_difference_and_scored_by_rouge_155(tmp_path):
     saved = json.loads((tmp_path / "out" / compare.JSON_FILE).read_text())
     assert saved == json.loads(json.dumps(record))
     assert record["task"] == "summarizer" and record["scorer"] == "ROUGE-1.5.5"
+    assert all(e["source"] is None for e in record["per_example"])
     flat = [" ".join(s) for s in SUMMARIES_A]
     alone = rouge.rouge_perl(REFERENCES[:2], flat[:2])
     mean_a = np.mean([e["scores_a"]["rouge_1_f_score"] for e in record["per_example"][:2]])
@@ -163,7 +164,11 @@ def test_captions_by_cider_d_with_the_test_sets_frequencies(tmp_path):
     )
     expected = captions.caption_metrics(CLIP_REFERENCES, CAPTIONS["b"], names=("CIDEr",))
     assert record["corpus"][0]["b"] == pytest.approx(expected["CIDEr"])
-    assert [e["id"] for e in record["per_example"]] == ["clip1", "clip2", "clip3"]
+    assert [(e["id"], e["source"]) for e in record["per_example"]] == [
+        ("clip1", "clip1"),
+        ("clip2", "clip2"),
+        ("clip3", "clip3"),
+    ]
     assert record["per_example"][2]["scores_a"]["cider_d"] == 0.0  # an empty caption
 
 
