@@ -1,2 +1,3 @@
 """What the hosts' inference shares: decoding (the protocol, beam search, greedy),
-the SavedModel export and the commands' flags and line I/O."""
+the SavedModel export, the commands' flags and line I/O, and the side-by-side
+comparison of two decodes (``compare``)."""
