@@ -48,7 +48,6 @@ def rows(page):
 
 def test_summaries_ranked_by_difference_and_scored_by_rouge_155(tmp_path):
     a = write_decode(tmp_path / "a", REFERENCES, SUMMARIES_A)
-    # See et al.'s code writes "<" and ">" HTML-safe; the references still match
     b = write_decode(tmp_path / "b", REFERENCES, SUMMARIES_B)
     record = run("--a=" + a, "--b=" + b, "--out=%s" % (tmp_path / "out"))
     saved = json.loads((tmp_path / "out" / compare.JSON_FILE).read_text())
@@ -74,10 +73,10 @@ def test_summaries_ranked_by_difference_and_scored_by_rouge_155(tmp_path):
     assert "markets went up ." in page and "police killed the gunman .\nthe city" in page
 
 
-def test_html_safe_references_match_and_the_page_holds_the_largest(tmp_path):
+def test_text_is_escaped_once_and_the_page_holds_the_largest(tmp_path):
     a = write_decode(tmp_path / "a", [["growth > 5 % ."], ["x y z ."]], [["growth"], ["x y z ."]])
     b = write_decode(
-        tmp_path / "b", [["growth &gt; 5 % ."], ["x y z ."]], [["growth 5 %"], ["x y z ."]]
+        tmp_path / "b", [["growth > 5 % ."], ["x y z ."]], [["growth 5 %"], ["x y z ."]]
     )
     record = run("--a=" + a, "--b=" + b, "--out=%s" % (tmp_path / "out"), "--html_examples=1")
     assert record["per_example"][0]["reference"] == ["growth > 5 % ."]

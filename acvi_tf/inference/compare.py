@@ -5,8 +5,8 @@ reads what the hosts' decodes write:
 
 * the summarizer's decode folder, ``decoded/NNNNNN_decoded.txt`` and
   ``reference/NNNNNN_reference.txt`` (one sentence a line; See et al.'s original code
-  writes the same layout, with ``<`` and ``>`` as ``&lt;`` and ``&gt;``, read back as
-  ``<`` and ``>``): per-example ROUGE-1, ROUGE-2 and ROUGE-L F with ROUGE-1.5.5
+  writes the same layout and the same raw text: its ``make_html_safe`` returns its input
+  unchanged): per-example ROUGE-1, ROUGE-2 and ROUGE-L F with ROUGE-1.5.5
   (``rouge_per_example``; ``rouge-score`` where ROUGE-1.5.5 cannot score);
 * a translation file, one sentence a line (``nmt.run_nmt``'s ``output_test``, or its
   ``--inference_output_file``), with ``--reference`` the reference file and optionally
@@ -51,8 +51,6 @@ _KINDS = {
     "nmt": "a translation file",
     "captioner": "a captioner decode",
 }
-# See et al.'s decode writes text "HTML-safe": only these two characters are replaced.
-_HTML_SAFE = (("&lt;", "<"), ("&gt;", ">"))
 
 
 class CompareError(errors.UserError, ValueError):
@@ -160,12 +158,6 @@ def detect_task(path: str) -> str:
     raise CompareError("%s does not exist; give a decode folder or a translation file" % path)
 
 
-def _html_unsafe(text):
-    for entity, character in _HTML_SAFE:
-        text = text.replace(entity, character)
-    return text
-
-
 def _summaries(folder, kind):
     """``{index: [sentence, ...]}`` of ``folder/<kind>/NNNNNN_<kind>.txt``."""
     pattern = re.compile(r"^(\d+)_%s\.txt$" % kind)
@@ -175,7 +167,7 @@ def _summaries(folder, kind):
         match = pattern.match(name)
         if match:
             with open(os.path.join(path, name), encoding="utf-8") as f:
-                lines = [_html_unsafe(line) for line in f.read().splitlines() if line.strip()]
+                lines = [line for line in f.read().splitlines() if line.strip()]
             found[int(match.group(1))] = lines
     return found
 
