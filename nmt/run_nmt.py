@@ -156,7 +156,7 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     )
     flags.DEFINE_integer(
         "histogram_steps",
-        100,
+        50,
         "TensorBoard histograms of the posterior on the first dev pairs every this many "
         "steps (0: none).",
         lower_bound=0,
@@ -164,7 +164,7 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     )
     flags.DEFINE_integer(
         "image_steps",
-        200,
+        100,
         "TensorBoard attention and sigma images and the greedy translation of the first "
         "dev pair every this many steps (0: none).",
         lower_bound=0,

@@ -239,7 +239,7 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     )
     flags.DEFINE_integer(
         "histogram_steps",
-        25,
+        50,
         "Train mode: TensorBoard histograms of the posterior on the first articles of "
         "--summary_data_path every this many steps (0: none).",
         lower_bound=0,
@@ -247,7 +247,7 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     )
     flags.DEFINE_integer(
         "image_steps",
-        100,
+        250,
         "Train mode: TensorBoard attention and sigma images and the greedy summary of the "
         "first article of --summary_data_path every this many steps (0: none).",
         lower_bound=0,

@@ -159,14 +159,14 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     integer("summary_steps", 10, "TensorBoard scalars every this many steps.", 1)
     integer(
         "histogram_steps",
-        20,
+        40,
         "TensorBoard histograms of the posterior on the first validation captions every "
         "this many steps (0: none).",
         0,
     )
     integer(
         "image_steps",
-        100,
+        200,
         "TensorBoard attention and sigma images and the greedy caption of the first "
         "validation clip every this many steps (0: none).",
         0,
