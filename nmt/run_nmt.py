@@ -404,7 +404,7 @@ def _train(config, vocabs, strategy, step_var):
 
     posterior = (
         _posterior_summaries(config, model, vocabs, translator, writer)
-        if chief and context_layer is not None
+        if chief and context_layer is not None and (config.histogram_steps or config.image_steps)
         else None
     )
 

@@ -13,6 +13,7 @@ serves). The eval job, decode mode and a resume take the run's settings from its
 the model's flags need not be repeated.
 """
 
+import glob
 import os
 import time
 from typing import Any, Dict, List, Optional, Union
@@ -511,14 +512,18 @@ def _train(config, vocab, train_dir, phases, strategy, run_variables):
     writer = tf.summary.create_file_writer(train_dir) if chief else tf.summary.create_noop_writer()
     total = min(phases[-1].end, config.max_steps or phases[-1].end)
 
-    posterior = _posterior_summaries(config, vocab, model, phases[-1], checkpointer, writer)
+    posterior = (
+        _posterior_summaries(config, vocab, model, phases[-1], checkpointer, writer)
+        if chief and (config.histogram_steps or config.image_steps)
+        else None
+    )
 
     def log_learning_rate(step, results, batch):
         del results, batch
         if step % config.summary_steps == 0:
             with writer.as_default(step=step):
                 tf.summary.scalar("learning_rate", optimizer.learning_rate)
-        if chief:
+        if posterior is not None:
             posterior(step)
 
     with trainer_lib.Trainer(
@@ -575,17 +580,29 @@ def _posterior_summaries(config, vocab, model, last_phase, checkpointer, writer)
     ``--summary_data_path`` (default ``--data_path``) in file order, cut to the last
     phase's lengths; the images and the greedy summary are of the first. Coverage
     follows the run's switch."""
+    path = config.summary_data_path or config.data_path
+    if config.summary_data_path and not glob.glob(path):
+        raise app.UsageError(
+            "--summary_data_path=%r matches no file; give a glob of .bin chunks such as "
+            "'finished_files/chunked/val_*'" % path
+        )
     batch = next(
         batcher_lib.Batcher(
-            config.summary_data_path or config.data_path,
+            path,
             vocab,
             SUMMARY_ARTICLES,
             last_phase.max_enc_steps,
             last_phase.max_dec_steps,
             config.pointer_gen,
             single_pass=True,
-        ).batches()
+        ).batches(),
+        None,
     )
+    if batch is None:
+        raise bin_files.BinFileError(
+            "%s: no usable article for the TensorBoard posterior summaries; point "
+            "--summary_data_path at other .bin chunks" % path
+        )
     inputs = {name: tf.constant(batch[name]) for name in experiment.MODEL_SIGNATURE}
     forward = summaries.posterior_forward(
         model, inputs, inputs["dec_padding_mask"], p_gen=config.pointer_gen

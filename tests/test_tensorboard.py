@@ -9,6 +9,7 @@ import shutil
 import numpy as np
 import pytest
 import tensorflow as tf
+from absl import app
 
 from acvi_tf import config as config_lib
 from acvi_tf.training import summaries
@@ -100,6 +101,16 @@ def _captioner(tmp_path):
 def test_a_short_run_writes_the_posterior_summaries(tmp_path, run):
     folder, histograms = run(tmp_path)
     assert _posterior(_tags(folder)) == _expected(histograms)
+
+
+def test_a_summary_data_path_that_matches_nothing_is_refused(tmp_path):
+    data = os.path.join(SAMPLES, "debian_descriptions")
+    argv = ["run_summarization", "--mode=train", "--log_root=%s" % tmp_path, "--exp_name=e"]
+    argv += ["--data_path=%s/chunked/train_000.bin" % data, "--vocab_path=%s/vocab" % data]
+    argv += ["--summary_data_path=%s/none_*" % tmp_path, "--hidden_dim=4", "--emb_dim=4"]
+    config = config_lib.parse(run_summarization.define_flags, argv + ["--max_steps=1"])
+    with pytest.raises(app.UsageError, match="--summary_data_path=.*none_.* matches no file"):
+        run_summarization.run(config)
 
 
 def _view(sigma=True):

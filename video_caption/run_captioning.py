@@ -289,7 +289,11 @@ def train(
         metrics = _validate(exp, writer, step, record=chief)
         return metrics[config.best_metric], metrics
 
-    posterior = _posterior_summaries(exp, writer) if chief else None
+    posterior = (
+        _posterior_summaries(exp, writer)
+        if chief and (config.histogram_steps or config.image_steps)
+        else None
+    )
 
     with trainer_lib.Trainer(
         checkpointer,
@@ -324,6 +328,12 @@ def _posterior_summaries(exp, writer):
     config = exp.config
     clips = exp.split("val")
     pairs = clips.caption_pairs(exp.vocab)[:SUMMARY_CAPTIONS]
+    if not pairs:
+        raise data.DataError(
+            "no validation caption in %s is usable for the TensorBoard posterior summaries "
+            "(every one is empty after the vocabulary); check the split's captions or set "
+            "--histogram_steps=0 --image_steps=0" % config.data_dir
+        )
     batch = next(clips.caption_batches(pairs, len(pairs)))
     steps = batch["caption_in"].shape[1]
     greedy = decode_lib.CaptionDecoder(exp.model, exp.vocab, 1, config.max_decode_len)

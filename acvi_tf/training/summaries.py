@@ -146,8 +146,8 @@ def posterior_forward(
 ) -> Callable[..., PosteriorView]:
     """A compiled inference-mode pass of ``model`` over a fixed ``batch``.
 
-    Inference mode draws no random number (the context is the posterior's mean, no
-    dropout), so the summaries leave the training run's random streams as they are.
+    Inference mode: no dropout, and the context as decoding forms it (ACVI: the
+    posterior's mean unless its ``decode`` is ``"sample"``).
 
     Args:
       model: a host model whose ``call(batch, training=False, **options)`` gives
