@@ -579,7 +579,7 @@ def _posterior_summaries(config, vocab, model, last_phase, checkpointer, writer)
     """``summaries.PosteriorSummaries`` of the first ``SUMMARY_ARTICLES`` articles of
     ``--summary_data_path`` (default ``--data_path``) in file order, cut to the last
     phase's lengths; the images and the greedy summary are of the first. Coverage
-    follows the run's switch."""
+    follows the run's switch. None when ``--data_path`` holds no usable article."""
     path = config.summary_data_path or config.data_path
     if config.summary_data_path and not glob.glob(path):
         raise app.UsageError(
@@ -598,6 +598,8 @@ def _posterior_summaries(config, vocab, model, last_phase, checkpointer, writer)
         ).batches(),
         None,
     )
+    if batch is None and not config.summary_data_path:
+        return None  # the training batcher reports the unusable --data_path
     if batch is None:
         raise bin_files.BinFileError(
             "%s: no usable article for the TensorBoard posterior summaries; point "
@@ -624,9 +626,7 @@ def _posterior_summaries(config, vocab, model, last_phase, checkpointer, writer)
                 coverage(),
                 record_attention=False,
                 max_dec_steps=last_phase.max_dec_steps,
-                min_dec_steps=experiment.min_dec_steps(
-                    config, last_phase.max_dec_steps, "the last phase's"
-                ),
+                min_dec_steps=experiment.derived_min_dec_steps(last_phase.max_dec_steps),
             )
         words = decoders[coverage()].decode(first)[0]["words"]
         return "**article**: %s  \nreference: %s  \ndecoded (greedy): %s" % (
