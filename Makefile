@@ -121,7 +121,8 @@ DEMO_DECODE := --beam_size=4 --max_enc_steps=80 --max_dec_steps=20 --min_dec_ste
 demo: venv sysdeps
 	@echo "== Training (pointer_generator.run_summarization --mode=train) in demo_logs/$(DEMO_EXP)"
 	@$(VPY) -m pointer_generator.run_summarization --mode=train --optimizer=adam \
-		--data_path='$(DEMO_DATA)/chunked/train_*' $(DEMO_MODEL)
+		--data_path='$(DEMO_DATA)/chunked/train_*' \
+		--summary_data_path='$(DEMO_DATA)/chunked/val_*' $(DEMO_MODEL)
 	@echo "== The eval job on the validation split (--mode=eval)"
 	@$(VPY) -m pointer_generator.run_summarization --mode=eval --eval_max_batches=20 \
 		--data_path='$(DEMO_DATA)/chunked/val_*' $(DEMO_MODEL)

@@ -155,6 +155,22 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
         flag_values=fv,
     )
     flags.DEFINE_integer(
+        "histogram_steps",
+        50,
+        "TensorBoard histograms of the posterior on the first dev pairs every this many "
+        "steps (0: none).",
+        lower_bound=0,
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "image_steps",
+        100,
+        "TensorBoard attention and sigma images and the greedy translation of the first "
+        "dev pair every this many steps (0: none).",
+        lower_bound=0,
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
         "steps_per_external_eval",
         None,
         "BLEU on dev/test every this many steps (default 10 x steps_per_stats x 5, as "
@@ -221,6 +237,8 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
 
 
 BATCH_SIGNATURE = data.BATCH_SIGNATURE
+# The dev pairs of the posterior histograms (the first is the images' pair).
+SUMMARY_PAIRS = 8
 
 
 def apply_preset(config: Config) -> Config:
@@ -384,6 +402,17 @@ def _train(config, vocabs, strategy, step_var):
                     tf.summary.scalar(name, value)
         stats.update(nll=0.0, count=0.0, words=0, start=time.time())
 
+    posterior = (
+        _posterior_summaries(config, model, vocabs, translator, writer)
+        if chief and context_layer is not None and (config.histogram_steps or config.image_steps)
+        else None
+    )
+
+    def after_step(step, results, batch):
+        log_stats(step, results, batch)
+        if posterior is not None:
+            posterior(step)
+
     def validate(step):
         evaluation = (vocabs, translator, writer, step, write_dir)
         dev_bleu, dev_nll = _evaluate(config, model, "dev", config.dev_prefix, *evaluation)
@@ -406,11 +435,42 @@ def _train(config, vocabs, strategy, step_var):
         metric="dev BLEU",
         tie_key="dev_nll",  # equal BLEU (0.0 early on): the lower dev perplexity wins
         describe=lambda batch: _describe(batch, src_vocab),
-        after_step=log_stats,
+        after_step=after_step,
     ) as trainer:
         trainer.train(dataset, train_step)
     writer.flush()
     return checkpointer.best_value if checkpointer.best_value is not None else -1.0
+
+
+def _posterior_summaries(config, model, vocabs, translator, writer):
+    """``summaries.PosteriorSummaries`` of the first ``SUMMARY_PAIRS`` dev pairs; the
+    images and the greedy translation are of the first."""
+    src_vocab, tgt_vocab = vocabs
+    source = ("%s.%s" % (config.dev_prefix, config.src), "%s.%s" % (config.dev_prefix, config.tgt))
+    pairs = nmt_text.read_parallel(*source)
+    examples = data.make_examples(pairs, src_vocab, tgt_vocab)[:SUMMARY_PAIRS]
+    batch = next(iter(data.eval_dataset(examples, SUMMARY_PAIRS, source)))
+    steps = tf.shape(batch["tgt_out"])[1]
+    first_source = " ".join(src_vocab.decode(examples[0]["src"]))
+    first_target = tgt_vocab.decode(examples[0]["tgt_out"])
+
+    def decode():
+        tokens, _ = translator.alignment(first_source, src_vocab)
+        return "SRC: %s\n\nREF: %s\n\nNMT (greedy): %s" % (
+            first_source,
+            " ".join(first_target),
+            " ".join(tokens),
+        )
+
+    return summaries.PosteriorSummaries(
+        writer,
+        summaries.posterior_forward(model, batch, tf.sequence_mask(batch["tgt_len"], steps)),
+        first_source.split(),
+        first_target + [nmt_text.EOS],
+        decode,
+        config.histogram_steps,
+        config.image_steps,
+    )
 
 
 def _describe(batch, src_vocab):

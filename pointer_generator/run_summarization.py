@@ -13,6 +13,7 @@ serves). The eval job, decode mode and a resume take the run's settings from its
 the model's flags need not be repeated.
 """
 
+import glob
 import os
 import time
 from typing import Any, Dict, List, Optional, Union
@@ -237,6 +238,29 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
         lower_bound=1,
         flag_values=fv,
     )
+    flags.DEFINE_integer(
+        "histogram_steps",
+        50,
+        "Train mode: TensorBoard histograms of the posterior on the first articles of "
+        "--summary_data_path every this many steps (0: none).",
+        lower_bound=0,
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "image_steps",
+        250,
+        "Train mode: TensorBoard attention and sigma images and the greedy summary of the "
+        "first article of --summary_data_path every this many steps (0: none).",
+        lower_bound=0,
+        flag_values=fv,
+    )
+    flags.DEFINE_string(
+        "summary_data_path",
+        "",
+        "Train mode: .bin files (a glob) whose first articles the histograms and images "
+        "show, e.g. the validation chunks (default: --data_path).",
+        flag_values=fv,
+    )
 
     flags.DEFINE_integer(
         "decode_batch_size",
@@ -310,6 +334,8 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
 
 
 RUNNING_AVG_DECAY = 0.99
+# The articles of the posterior histograms (the first is the images' article).
+SUMMARY_ARTICLES = 8
 # Flags of this entry point that decide the model's variables (and the optimizer's).
 MODEL_FLAGS = (
     "model_type",
@@ -486,11 +512,19 @@ def _train(config, vocab, train_dir, phases, strategy, run_variables):
     writer = tf.summary.create_file_writer(train_dir) if chief else tf.summary.create_noop_writer()
     total = min(phases[-1].end, config.max_steps or phases[-1].end)
 
+    posterior = (
+        _posterior_summaries(config, vocab, model, phases[-1], checkpointer, writer)
+        if chief and (config.histogram_steps or config.image_steps)
+        else None
+    )
+
     def log_learning_rate(step, results, batch):
         del results, batch
         if step % config.summary_steps == 0:
             with writer.as_default(step=step):
                 tf.summary.scalar("learning_rate", optimizer.learning_rate)
+        if posterior is not None:
+            posterior(step)
 
     with trainer_lib.Trainer(
         checkpointer,
@@ -539,6 +573,77 @@ def _train(config, vocab, train_dir, phases, strategy, run_variables):
             trainer.save()
     writer.flush()
     return model
+
+
+def _posterior_summaries(config, vocab, model, last_phase, checkpointer, writer):
+    """``summaries.PosteriorSummaries`` of the first ``SUMMARY_ARTICLES`` articles of
+    ``--summary_data_path`` (default ``--data_path``) in file order, cut to the last
+    phase's lengths; the images and the greedy summary are of the first. Coverage
+    follows the run's switch. None when ``--data_path`` holds no usable article."""
+    path = config.summary_data_path or config.data_path
+    if config.summary_data_path and not glob.glob(path):
+        raise app.UsageError(
+            "--summary_data_path=%r matches no file; give a glob of .bin chunks such as "
+            "'finished_files/chunked/val_*'" % path
+        )
+    batch = next(
+        batcher_lib.Batcher(
+            path,
+            vocab,
+            SUMMARY_ARTICLES,
+            last_phase.max_enc_steps,
+            last_phase.max_dec_steps,
+            config.pointer_gen,
+            single_pass=True,
+        ).batches(),
+        None,
+    )
+    if batch is None and not config.summary_data_path:
+        return None  # the training batcher reports the unusable --data_path
+    if batch is None:
+        raise bin_files.BinFileError(
+            "%s: no usable article for the TensorBoard posterior summaries; point "
+            "--summary_data_path at other .bin chunks" % path
+        )
+    inputs = {name: tf.constant(batch[name]) for name in experiment.MODEL_SIGNATURE}
+    forward = summaries.posterior_forward(
+        model, inputs, inputs["dec_padding_mask"], p_gen=config.pointer_gen
+    )
+    oovs = [decode_lib.as_text(w) for w in batch["art_oovs"][0]]
+    enc_len, dec_len = int(batch["enc_lens"][0]), int(batch["dec_padding_mask"][0].sum())
+    first = {name: value if np.ndim(value) == 0 else value[:1] for name, value in batch.items()}
+    decoders = {}
+
+    def coverage():
+        return bool(checkpointer.checkpoint.coverage_started)
+
+    def decode():
+        if coverage() not in decoders:
+            decoders[coverage()] = experiment.build_decoder(
+                config.replace(beam_size=1),
+                model,
+                vocab,
+                coverage(),
+                record_attention=False,
+                max_dec_steps=last_phase.max_dec_steps,
+                min_dec_steps=experiment.derived_min_dec_steps(last_phase.max_dec_steps),
+            )
+        words = decoders[coverage()].decode(first)[0]["words"]
+        return "**article**: %s  \nreference: %s  \ndecoded (greedy): %s" % (
+            " ".join(decode_lib.as_text(batch["original_articles"][0]).split()[:60]),
+            decode_lib.as_text(batch["original_abstracts"][0]),
+            " ".join(words),
+        )
+
+    return summaries.PosteriorSummaries(
+        writer,
+        lambda: forward(coverage_on=coverage()),
+        decode_lib.as_text(batch["original_articles"][0]).split()[:enc_len],
+        vocab_lib.outputids2words(batch["target_batch"][0, :dec_len].tolist(), vocab, oovs),
+        decode,
+        config.histogram_steps,
+        config.image_steps,
+    )
 
 
 def _convert_or_restore(config, model, checkpointer, train_dir, vocab):

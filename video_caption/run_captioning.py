@@ -54,6 +54,7 @@ from acvi_tf.training import checkpoints, distribute, summaries
 from acvi_tf.training import step as training_lib
 from acvi_tf.training import trainer as trainer_lib
 from video_caption import data, experiment
+from video_caption import decode as decode_lib
 
 MODES = ("train", "eval", "decode")
 REPORTED = experiment.REPORTED
@@ -70,6 +71,8 @@ MODEL_FLAGS = (
 # Flags of this entry point that belong to each command, never taken from the run's
 # record: the mode, where the run is, and what eval and decode read and write.
 COMMAND_FLAGS = ("mode", "out_dir", "ckpt", "decode_split", "eval_splits", "attention_images")
+# The validation captions of the posterior histograms (the first is the images' clip).
+SUMMARY_CAPTIONS = 8
 
 
 def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
@@ -153,7 +156,21 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
         1,
     )
     integer("checkpoint_steps", 1000, "Save a checkpoint every this many steps.", 1)
-    integer("summary_steps", 100, "TensorBoard scalars every this many steps.", 1)
+    integer("summary_steps", 10, "TensorBoard scalars every this many steps.", 1)
+    integer(
+        "histogram_steps",
+        40,
+        "TensorBoard histograms of the posterior on the first validation captions every "
+        "this many steps (0: none).",
+        0,
+    )
+    integer(
+        "image_steps",
+        200,
+        "TensorBoard attention and sigma images and the greedy caption of the first "
+        "validation clip every this many steps (0: none).",
+        0,
+    )
     integer(
         "patience",
         0,
@@ -272,6 +289,12 @@ def train(
         metrics = _validate(exp, writer, step, record=chief)
         return metrics[config.best_metric], metrics
 
+    posterior = (
+        _posterior_summaries(exp, writer)
+        if chief and (config.histogram_steps or config.image_steps)
+        else None
+    )
+
     with trainer_lib.Trainer(
         checkpointer,
         config.max_steps,
@@ -285,6 +308,7 @@ def train(
         metric=config.best_metric,
         patience=config.patience,
         describe=lambda batch: "batch of %d captions" % len(batch["caption_len"]),
+        after_step=posterior and (lambda step, results, batch: posterior(step)),
     ) as trainer:
         while not trainer.finished:
             # a new order every pass, seeded by the step it starts at (so a resume reshuffles
@@ -296,6 +320,46 @@ def train(
             trainer.train(batches, train_step)
     writer.flush()
     return checkpointer.best_value if checkpointer.best_value is not None else -1.0
+
+
+def _posterior_summaries(exp, writer):
+    """``summaries.PosteriorSummaries`` of the first ``SUMMARY_CAPTIONS`` validation
+    captions in split order; the images and the greedy caption are of the first."""
+    config = exp.config
+    clips = exp.split("val")
+    pairs = clips.caption_pairs(exp.vocab)[:SUMMARY_CAPTIONS]
+    if not pairs:
+        raise data.DataError(
+            "no validation caption in %s is usable for the TensorBoard posterior summaries "
+            "(every one is empty after the vocabulary); check the split's captions or set "
+            "--histogram_steps=0 --image_steps=0" % config.data_dir
+        )
+    batch = next(clips.caption_batches(pairs, len(pairs)))
+    steps = batch["caption_in"].shape[1]
+    greedy = decode_lib.CaptionDecoder(exp.model, exp.vocab, 1, config.max_decode_len)
+    first = clips.records[pairs[0][0]]
+
+    def decode():
+        features, num_frames = batch["features"][:1], batch["num_frames"][:1]
+        words, _ = greedy.caption(features, num_frames)[0]
+        return "**%s** (greedy): %s  \nreference: %s" % (
+            first["clip"],
+            " ".join(words),
+            " ".join(exp.vocab.decode(pairs[0][1])),
+        )
+
+    forward = summaries.posterior_forward(
+        exp.model, batch, tf.sequence_mask(batch["caption_len"], steps)
+    )
+    return summaries.PosteriorSummaries(
+        writer,
+        forward,
+        _frame_labels(int(batch["num_frames"][0])),
+        exp.vocab.decode(pairs[0][1]) + ["</s>"],
+        decode,
+        config.histogram_steps,
+        config.image_steps,
+    )
 
 
 def _validate(exp, writer, step, record=True):
