@@ -235,30 +235,47 @@ def rouge_python(
 ) -> Dict[str, float]:
     """Scores with Google's ``rouge-score`` (Porter stemming, summary-level ROUGE-L).
 
-    Per-document F, recall and precision averaged over documents; with several
-    references a document's scores are the mean over them (ROUGE-1.5.5 pools the counts
-    instead, so multi-reference numbers differ slightly). No confidence intervals.
+    Per-document F, recall and precision (``rouge_per_document``) averaged over
+    documents; with several references a document's scores are the mean over them
+    (ROUGE-1.5.5 pools the counts instead, so multi-reference numbers differ slightly).
+    No confidence intervals.
 
     Returns:
       ``{rouge_{1,2,l}_{f_score,recall,precision}: float}``.
+    """
+    scores = rouge_per_document(references, hypotheses)
+    return {key: sum(s[key] for s in scores) / len(scores) for key in scores[0]}
+
+
+def rouge_per_document(
+    references: Sequence[Union[str, Sequence]], hypotheses: Sequence[Union[str, Sequence[str]]]
+) -> List[Dict[str, float]]:
+    """Each document's ``rouge-score`` measures (Porter stemming, summary-level ROUGE-L,
+    the mean over a document's references), the texts as given (``rouge`` gives them
+    ASCII stand-ins first; see ``ascii_stand_ins``).
+
+    Returns:
+      One ``{rouge_{1,2,l}_{f_score,recall,precision}: float}`` per hypothesis.
     """
     _check_lengths(references, hypotheses)
     from rouge_score import rouge_scorer
 
     names = {"rouge1": "rouge_1", "rouge2": "rouge_2", "rougeLsum": "rouge_l"}
     scorer = rouge_scorer.RougeScorer(list(names), use_stemmer=True)
-    totals = {"%s_%s" % (r, m): 0.0 for r in ROUGE_TYPES for m in MEASURES}
     report = progress.Progress(len(hypotheses), "scored summaries", delay=_DELAY)
+    documents = []
     for done, (entry, hypothesis) in enumerate(zip(references, hypotheses), 1):
         refs = _as_references(entry)
+        totals = {"%s_%s" % (r, m): 0.0 for r in ROUGE_TYPES for m in MEASURES}
         for reference in refs:
             scores = scorer.score("\n".join(reference), "\n".join(_as_summary(hypothesis)))
             for name, ours in names.items():
                 totals[ours + "_f_score"] += scores[name].fmeasure / len(refs)
                 totals[ours + "_recall"] += scores[name].recall / len(refs)
                 totals[ours + "_precision"] += scores[name].precision / len(refs)
+        documents.append(totals)
         report(done)
-    return {key: value / len(hypotheses) for key, value in totals.items()}
+    return documents
 
 
 class Rouge(NamedTuple):
