@@ -97,7 +97,7 @@ class Summarizer:
                 constants=constants,
                 shrink=not jit_compile,
             )
-            return dict(out, **posterior(constants)) if record else out
+            return dict(out, **decoding.posterior(constants)) if record else out
 
         def compiled(record):
             return tf.function(
@@ -123,7 +123,7 @@ class Summarizer:
         Returns:
           A list, one dict per article: ``ids`` (extended-vocabulary ids), ``words``,
           and with ``record_attention`` or ``record`` ``attn`` [len, N] and ``p_gens``
-          [len], and for ACVI ``sigma`` [N] (``posterior``) and with its bound on the KL
+          [len], and for ACVI ``sigma`` [N] (``decoding.posterior``) and with its bound on the KL
           ``kl`` [len] (the bound's term of each step).
         """
         search = self.search_with_attention if record else self.search
@@ -146,21 +146,6 @@ class Summarizer:
                 result["kl"] = result["attn"] @ out["component_kl"][i]
             results.append(result)
         return results
-
-
-def posterior(constants: Any) -> Dict[str, tf.Tensor]:
-    """What ``start``'s constants hold of ACVI's posterior, per source position:
-    ``sigma`` [B, N], the mean over dimensions of sigma_i, and with the bound on the KL
-    ``component_kl`` [B, N], KL[N(h_i, sigma_i^2) || N(0, I)] (a step's bound term is
-    its attention times these). Empty for the other mechanisms (their ``prepared``
-    holds no variance)."""
-    prepared = constants.get("prepared") if isinstance(constants, dict) else None
-    found = {}
-    if getattr(prepared, "variance", None) is not None:
-        found["sigma"] = tf.reduce_mean(tf.sqrt(prepared.variance), axis=-1)
-    if getattr(prepared, "component_kl", None) is not None:
-        found["component_kl"] = prepared.component_kl
-    return found
 
 
 def as_text(value: Union[bytes, str]) -> str:

@@ -2,14 +2,12 @@
 opened in headless Chromium (Debian's ``chromium``), checked through the page's DOM, its
 network log and a screenshot."""
 
-import html
 import itertools
-import json
 import os
 import re
 import shutil
-import subprocess
 
+import browser
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -26,18 +24,7 @@ from pointer_generator import vocab as vocab_lib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLE = os.path.join(ROOT, "data_prep", "samples", "debian_descriptions")
-CHROMIUM = "/usr/bin/chromium"
 ARTICLES, DETAILED, BATCH, MAX_ENC, MAX_DEC = 6, 4, 3, 30, 10
-
-
-def _browser():
-    """Debian's Chromium, or a skip (a failure under ``ACVI_REQUIRE_BROWSER=1``)."""
-    if os.access(CHROMIUM, os.X_OK):
-        return CHROMIUM
-    reason = "%s is missing (Debian: apt-get install chromium)" % CHROMIUM
-    if os.environ.get("ACVI_REQUIRE_BROWSER") == "1":
-        pytest.fail(reason + ", and ACVI_REQUIRE_BROWSER=1 requires it")
-    pytest.skip(reason)
 
 
 @pytest.fixture(scope="module")
@@ -83,114 +70,21 @@ def decoded(tmp_path_factory):
     )
 
 
-def _page_data(path):
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    found = re.search(
-        r'<script type="application/json" id="report-data">(.*?)</script>', text, re.S
-    )
-    return text, json.loads(found.group(1))
-
-
-def _run_chromium(tmp_path, url, *args):
-    command = [
-        _browser(),
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--user-data-dir=%s" % (tmp_path / "profile"),
-        *args,
-        url,
-    ]
-    return subprocess.run(command, capture_output=True, text=True, timeout=60, check=True).stdout
-
-
-def _page_requests(net_log):
-    """The URLs that the page requested: every URL request in a Chromium net log except
-    the browser's own (those whose job starts with no initiating origin)."""
-    with open(net_log, encoding="utf-8") as f:
-        log = json.load(f)
-    url_request = log["constants"]["logSourceType"]["URL_REQUEST"]
-    urls, browsers = {}, set()
-    for event in log["events"]:
-        source, params = event["source"], event.get("params", {})
-        if source["type"] != url_request:
-            continue
-        if "url" in params:
-            urls.setdefault(source["id"], params["url"])
-        if params.get("initiator") == "not an origin":
-            browsers.add(source["id"])
-    return sorted(url for source, url in urls.items() if source not in browsers)
-
-
-# Appended to a copy of the page: selects example 0's output token STEP, sorts by score
-# (twice), filters by OOV count and by text, and writes what the DOM then shows into #test-result.
-PROBE = """<script>
-(() => {
-  const ids = (sel, attr) => [...document.querySelectorAll(sel)].map((e) => e.dataset[attr]);
-  const out = {};
-  document.querySelector('#examples tr.example[data-index="0"]').click();
-  document.querySelector('#output .out-tok[data-step="STEP"]').click();
-  out.top = ids("#source .src-tok.top", "index").map(Number);
-  out.topWords = [...document.querySelectorAll("#source .src-tok.top")].map((e) => e.textContent);
-  out.selected = ids("#output .out-tok.selected", "step").map(Number);
-  out.sigmaBars = document.querySelectorAll("#sigma-chart .sigma-bar").length;
-  out.klBars = document.querySelectorAll("#kl-chart .kl-bar").length;
-  const header = document.querySelector('#columns th[data-key="s:ROUGE-L F1"]');
-  header.click();
-  out.first = ids("#examples tbody tr", "score").map(Number);
-  header.click();
-  out.second = ids("#examples tbody tr", "score").map(Number);
-  const shown = () => [...document.querySelectorAll("#examples tbody tr")]
-    .filter((r) => !r.hidden).map((r) => Number(r.dataset.index)).sort((a, b) => a - b);
-  const set = (id, value) => {
-    document.getElementById(id).value = value;
-    document.getElementById(id).dispatchEvent(new Event("input"));
-  };
-  set("oov-min", "1");
-  out.withOovs = shown();
-  set("oov-min", "");
-  set("filter-text", "WORD");
-  out.withWord = shown();
-  out.note = document.getElementById("detail-note").textContent;
-  const pre = document.createElement("pre");
-  pre.id = "test-result";
-  pre.textContent = JSON.stringify(out);
-  document.body.appendChild(pre);
-})();
-</script>
-"""
-
-
-def _clearest_step(attn):
+def clearest_step(attn):
     """The step whose TOP_K-th and next weights are furthest apart, and that gap."""
     k = report_lib.TOP_K
     gaps = [np.sort(row)[::-1][k - 1] - np.sort(row)[::-1][k] for row in attn]
     return int(np.argmax(gaps)), float(np.max(gaps))
 
 
-@pytest.mark.slow
 def test_the_report_opens_in_chromium_and_shows_the_decodes_attention(decoded, tmp_path):
-    folder = decoded["folder"]
-    text, data = _page_data(os.path.join(folder, "report.html"))
+    path = os.path.join(decoded["folder"], "report.html")
+    _, data = browser.page_data(path)
     attn = decoded["results"][0]["attn"]
-    step, gap = _clearest_step(attn)
+    step, gap = clearest_step(attn)
     assert gap > 2e-3  # the page's 3 decimals keep the order of the largest weights
     word = max(data["rows"][0]["text"].split(), key=len)  # the text filter finds substrings
-    probe = tmp_path / "probe.html"
-    probe.write_text(
-        text + PROBE.replace("STEP", str(step)).replace("WORD", word), encoding="utf-8"
-    )
-    net_log = tmp_path / "net.json"
-    dom = _run_chromium(tmp_path, probe.as_uri(), "--log-net-log=%s" % net_log, "--dump-dom")
-    result = json.loads(
-        html.unescape(re.search(r'<pre id="test-result">(.*?)</pre>', dom).group(1))
-    )
+    result, requests = browser.probe(path, tmp_path, 0, step, word)
 
     expected = np.argsort(-attn[step], kind="stable")[: report_lib.TOP_K]
     assert sorted(result["top"]) == sorted(expected.tolist())
@@ -204,17 +98,8 @@ def test_the_report_opens_in_chromium_and_shows_the_decodes_attention(decoded, t
     assert result["withOovs"] == [r["i"] for r in data["rows"] if r["oov"] >= 1]
     assert result["withWord"] == [r["i"] for r in data["rows"] if word in r["text"]]
     assert "embedded for %d of %d examples" % (DETAILED, ARTICLES) in result["note"]
-    assert _page_requests(net_log) == []
-
-    shot = tmp_path / "report.png"
-    _run_chromium(
-        tmp_path,
-        "file://" + folder + "/report.html",
-        "--screenshot=%s" % shot,
-        "--window-size=1200,900",
-    )
-    with open(shot, "rb") as f:
-        png = f.read()
+    assert requests == []
+    png = browser.screenshot(path, tmp_path)
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10000
 
 
@@ -222,18 +107,18 @@ def test_the_net_log_check_sees_a_page_request(tmp_path):
     page = tmp_path / "page.html"
     page.write_text('<img src="http://192.0.2.1/x.png">', encoding="utf-8")
     net_log = tmp_path / "net.json"
-    _run_chromium(tmp_path, page.as_uri(), "--log-net-log=%s" % net_log, "--dump-dom")
-    assert _page_requests(net_log) == ["http://192.0.2.1/x.png"]
+    browser.run_chromium(tmp_path, page.as_uri(), "--log-net-log=%s" % net_log, "--dump-dom")
+    assert browser.page_requests(net_log) == ["http://192.0.2.1/x.png"]
 
 
 def test_the_page_names_no_outside_resource(decoded):
-    text, _ = _page_data(os.path.join(decoded["folder"], "report.html"))
+    text, _ = browser.page_data(os.path.join(decoded["folder"], "report.html"))
     assert not re.search(r"(src|href)\s*=|url\(|@import|<link|fetch\(|XMLHttpRequest", text)
 
 
 def test_the_report_lists_every_summary_with_its_rouge_and_copying(decoded):
     folder = decoded["folder"]
-    _, data = _page_data(os.path.join(folder, "report.html"))
+    _, data = browser.page_data(os.path.join(folder, "report.html"))
     assert [r["i"] for r in data["rows"]] == list(range(ARTICLES))
     assert sorted(data["details"], key=int) == [str(i) for i in range(DETAILED)]
     assert data["metrics"]["rouge_l_f_score"] == decoded["metrics"]["rouge_l_f_score"]
@@ -257,7 +142,7 @@ def test_the_report_lists_every_summary_with_its_rouge_and_copying(decoded):
 
 
 def test_the_detail_holds_the_decodes_attention_p_gen_sigma_and_kl(decoded):
-    _, data = _page_data(os.path.join(decoded["folder"], "report.html"))
+    _, data = browser.page_data(os.path.join(decoded["folder"], "report.html"))
     model, batch, result = decoded["model"], decoded["batch"], decoded["results"][0]
     detail = data["details"]["0"]
     n = int(batch["enc_lens"][0])
@@ -296,10 +181,10 @@ def test_a_resumed_decode_writes_the_report_with_its_detail(decoded, tmp_path):
         with_meteor=False,
         report_examples=DETAILED,
     )
-    _, data = _page_data(os.path.join(folder, "report.html"))
+    _, data = browser.page_data(os.path.join(folder, "report.html"))
     assert len(data["rows"]) == ARTICLES and len(data["details"]) == DETAILED
     with open(os.path.join(decoded["folder"], "report.html"), encoding="utf-8") as f:
-        assert _page_data(os.path.join(folder, "report.html"))[0] == f.read()
+        assert browser.page_data(os.path.join(folder, "report.html"))[0] == f.read()
 
 
 def test_rouge_per_document_is_rouge_score_and_averages_to_rouge_python():

@@ -40,6 +40,18 @@ def _reference_lists(references):
     return lists
 
 
+# What ``sentence_bleu`` is, for a report's label.
+SENTENCE_BLEU = "sentence BLEU from sacrebleu (exponential smoothing, the tokens as given)"
+
+
+def sentence_bleu(reference: str, hypothesis: str) -> float:
+    """One tokenized sentence's BLEU-4 in [0, 100] (``SENTENCE_BLEU``): sacrebleu's
+    ``sentence_score`` with ``tokenize='none'``, exponential smoothing and the effective
+    n-gram order of a short sentence; 0 for an empty hypothesis."""
+    metric = BLEU(tokenize="none", lowercase=False, effective_order=True)
+    return float(metric.sentence_score(hypothesis, [reference]).score)
+
+
 def corpus_bleu(
     references: Sequence[Union[str, Sequence[str]]],
     hypotheses: Iterable[str],
