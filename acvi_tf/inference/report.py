@@ -53,6 +53,7 @@ def example_row(
     scores: Dict[str, float],
     source: Optional[Sequence[str]] = None,
     in_vocab: Optional[Callable[[str], bool]] = None,
+    name: Optional[str] = None,
 ) -> Dict[str, Any]:
     """One example's line of the report's list.
 
@@ -62,6 +63,7 @@ def example_row(
       scores: the example's scores by display name; the first is the list's score.
       source: the source tokens, for the copy rate (None: not shown).
       in_vocab: ``word -> bool``, for the OOV count (None: not shown).
+      name: the example's own name (a clip), shown with its number.
 
     Returns:
       A JSON-ready dict.
@@ -73,6 +75,7 @@ def example_row(
         copy=_rounded(copy_rate(source, output)) if source is not None else None,
         oov=oov_count(source, output, in_vocab) if source is not None and in_vocab else None,
         text=" ".join(output),
+        name=name,
     )
 
 
@@ -332,7 +335,7 @@ function select(index) {
   rowsById[index].classList.add("chosen");
   const row = D.rows.find((r) => r.i === index), d = D.details[index];
   current = d || null;
-  $("detail-title").textContent = "Example " + index;
+  $("detail-title").textContent = "Example " + index + (row.name ? " (" + row.name + ")" : "");
   $("example-scores").textContent =
     Object.entries(row.s).map(([k, v]) => k + " " + num(v)).join(", ");
   $("detail-missing").textContent = d ? "" :

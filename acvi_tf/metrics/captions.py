@@ -88,6 +88,28 @@ def caption_metrics(
         return _scores(gts, res, tokenize, names)
 
 
+def cider_per_clip(
+    references: Mapping[Any, Sequence[str]], hypotheses: Mapping[Any, str]
+) -> Dict[Any, float]:
+    """Each clip's CIDEr-D (coco-caption's ``Cider`` on PTB-tokenised captions, scaled by
+    10 as ``caption_metrics``' CIDEr, whose value is their mean; the n-gram weights come
+    from all of ``references``).
+
+    Args:
+      references, hypotheses: as ``caption_metrics`` takes them (the same keys).
+
+    Returns:
+      ``{clip: CIDEr-D}``.
+    """
+    from pycocoevalcap.cider.cider import Cider
+
+    keys = sorted(references, key=str)
+    gts = ptb_tokenize({k: list(references[k]) for k in keys})
+    res = ptb_tokenize({k: [hypotheses[k] if hypotheses[k].strip() else "."] for k in keys})
+    _, scores = Cider().compute_score(gts, res)
+    return {k: float(s) for k, s in zip(keys, scores)}
+
+
 def _scores(gts, res, tokenize, names):
     """``caption_metrics``' scores of the checked references ``gts`` and captions ``res``."""
     from pycocoevalcap.bleu.bleu import Bleu
