@@ -189,7 +189,7 @@ def test_a_resumed_decode_writes_the_report_with_its_detail(decoded, tmp_path):
 
 def test_rouge_per_document_is_rouge_score_and_averages_to_rouge_python():
     refs = [["the cat sat ."], ["a dog ran", "to the park ."], ["zebras run fast ."]]
-    hyps = [["the cat ran ."], ["the dog ran to a park ."], ["nothing here ."]]
+    hyps = [["the cat ran on the mat ."], ["the dog ran to a park ."], ["nothing here ."]]
     from rouge_score import rouge_scorer
 
     scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeLsum"], use_stemmer=True)
