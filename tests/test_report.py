@@ -16,6 +16,7 @@ from acvi_tf.compat import keras
 from acvi_tf.contexts import context as context_lib
 from acvi_tf.formats import bin_files
 from acvi_tf.inference import report as report_lib
+from acvi_tf.metrics import captions as caption_lib
 from acvi_tf.metrics import rouge as rouge_lib
 from pointer_generator import batcher as batcher_lib
 from pointer_generator import decode as decode_lib
@@ -207,3 +208,16 @@ def test_rouge_per_document_is_rouge_score_and_averages_to_rouge_python():
 def test_sparse_rows_keep_the_weights_that_round_to_a_thousandth():
     rows = report_lib.sparse_rows(np.array([[0.0004, 0.25, 0.7496], [1.0, 0.0, 0.0]]))
     assert rows == [[1, 250, 2, 750], [0, 1000]]
+
+
+def test_cider_per_clip_averages_to_the_corpus_cider():
+    references = {
+        "a": ["a man is playing a guitar", "someone plays the guitar"],
+        "b": ["a cat is eating", "the cat eats its food"],
+        "c": ["a woman is cooking"],
+    }
+    hypotheses = {"a": "a man plays a guitar", "b": "a dog is eating", "c": "a man is cooking"}
+    per_clip = caption_lib.cider_per_clip(references, hypotheses)
+    corpus = caption_lib.caption_metrics(references, hypotheses, names=["CIDEr"])["CIDEr"]
+    assert np.mean(list(per_clip.values())) == pytest.approx(corpus)
+    assert per_clip["a"] > per_clip["c"] > per_clip["b"] > 0
