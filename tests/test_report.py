@@ -10,12 +10,14 @@ import shutil
 import browser
 import numpy as np
 import pytest
+import sacrebleu
 import tensorflow as tf
 
 from acvi_tf.compat import keras
 from acvi_tf.contexts import context as context_lib
 from acvi_tf.formats import bin_files
 from acvi_tf.inference import report as report_lib
+from acvi_tf.metrics import bleu as bleu_lib
 from acvi_tf.metrics import captions as caption_lib
 from acvi_tf.metrics import rouge as rouge_lib
 from pointer_generator import batcher as batcher_lib
@@ -221,3 +223,15 @@ def test_cider_per_clip_averages_to_the_corpus_cider():
     corpus = caption_lib.caption_metrics(references, hypotheses, names=["CIDEr"])["CIDEr"]
     assert np.mean(list(per_clip.values())) == pytest.approx(corpus)
     assert per_clip["a"] > per_clip["c"] > per_clip["b"] > 0
+
+
+def test_sentence_bleu_is_sacrebleus_on_the_tokens_as_given():
+    pairs = [
+        ("the cat sat on the mat .", "the cat sat on a mat ."),
+        ("ein Haus am See", "ein Haus"),
+        ("a b c d e f", "a b c d e f g h"),
+    ]
+    for reference, hypothesis in pairs:
+        theirs = sacrebleu.sentence_bleu(hypothesis, [reference], tokenize="none").score
+        assert bleu_lib.sentence_bleu(reference, hypothesis) == pytest.approx(theirs)
+        assert theirs > 0
