@@ -123,8 +123,8 @@ class Summarizer:
         Returns:
           A list, one dict per article: ``ids`` (extended-vocabulary ids), ``words``,
           and with ``record_attention`` or ``record`` ``attn`` [len, N] and ``p_gens``
-          [len], and for ACVI ``sigma`` [N] (``decoding.posterior``) and with its bound on the KL
-          ``kl`` [len] (the bound's term of each step).
+          [len], and for ACVI ``sigma`` [N] (``decoding.posterior``) and, with its bound
+          on the KL, ``kl`` [len] (each step's bound term).
         """
         search = self.search_with_attention if record else self.search
         out = {
