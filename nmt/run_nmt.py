@@ -29,6 +29,7 @@ from acvi_tf import progress as progress_lib
 from acvi_tf.compat import keras
 from acvi_tf.config import Config
 from acvi_tf.formats import bpe, nmt_text
+from acvi_tf.inference import report as report_lib
 from acvi_tf.metrics import bleu as bleu_lib
 from acvi_tf.training import checkpoints, distribute, losses, summaries
 from acvi_tf.training import step as training_lib
@@ -57,6 +58,7 @@ COMMAND_FLAGS = (
     "inference_ref_file",
     "ckpt",
     "attention_images",
+    "report_examples",
 )
 
 
@@ -228,6 +230,14 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
         0,
         "Inference: also write attention heat maps "
         "(PNG) of the first N translations into out_dir/attention/.",
+        lower_bound=0,
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "report_examples",
+        report_lib.DEFAULT_DETAIL,
+        "Inference: the first this many sentences carry their attention (and ACVI's sigma "
+        "and KL) in report.html next to the output; every sentence is listed.",
         lower_bound=0,
         flag_values=fv,
     )
@@ -501,12 +511,55 @@ def infer(config: Config, vocabs: Tuple[data.Vocab, data.Vocab]) -> Optional[flo
         path = os.path.join(config.out_dir, "attention", "%06d.png" % i)
         with files.atomic_write(path, binary=True) as f:
             f.write(summaries.attention_png(alignment, line.split(), tokens))
+    references = score = None
     if config.inference_ref_file:
-        score = _bleu(config, nmt_text.read_lines(config.inference_ref_file), hypotheses)
+        references = nmt_text.read_lines(config.inference_ref_file)
+        score = _bleu(config, references, hypotheses)
         logging.info("BLEU %.1f", score)
         print("BLEU %.2f" % score)
-        return score
-    return None
+    report = os.path.join(os.path.dirname(os.path.abspath(output)), "report.html")
+    _write_report(config, translator, src_vocab, sources, hypotheses, references, score, report)
+    return score
+
+
+REPORT_NOTES = (
+    "Detail: the greedy translation (a beam of 1) with its attention, which --infer_mode="
+    "beam_search's listed translation can differ from.",
+    "KL per step: recorded for ACVI with --acvi_kl=bound (each step's bound term); the "
+    "other KL estimators are not recorded by inference.",
+)
+
+
+def _write_report(config, translator, src_vocab, sources, hypotheses, references, score, path):
+    """Writes the inference's ``report.html`` (``acvi_tf.inference.report``): every
+    translation with its sentence BLEU (with references), the first
+    ``--report_examples`` with their attention."""
+    plain = bpe.remove_bpe if config.subword_option == "bpe" else (lambda line: line)
+    rows, details = [], {}
+    for i, (source, hypothesis) in enumerate(zip(sources, hypotheses)):
+        scores = {}
+        if references:
+            scores["sentence BLEU"] = bleu_lib.sentence_bleu(
+                plain(references[i]), plain(hypothesis)
+            )
+        rows.append(report_lib.example_row(i, plain(hypothesis).split(), scores))
+        if i < config.report_examples:
+            found = translator.inspect(source, src_vocab)
+            details[i] = report_lib.example_detail(
+                source.split(),
+                found["words"],
+                references[i] if references else "",
+                found["attn"],
+                sigma=found.get("sigma"),
+                kl=found.get("kl"),
+            )
+    metrics = dict(num_sentences=len(hypotheses))
+    label = "none (no --inference_ref_file)"
+    if references:
+        metrics["bleu"] = score
+        label = bleu_lib.SENTENCE_BLEU
+    report_lib.write_report(path, config.out_dir, metrics, rows, details, label, REPORT_NOTES)
+    logging.info("Wrote %s", path)
 
 
 def run(config: Config) -> Optional[float]:

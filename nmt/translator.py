@@ -1,6 +1,6 @@
 """Batched greedy or beam-search translation with an ``NMTModel``."""
 
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -80,7 +80,7 @@ class Translator:
         @tf.function(input_signature=signature, autograph=False)
         def align(src, src_len):
             constants, state = model.start(dict(src=src, src_len=src_len))
-            return decoding.beam_search(
+            out = decoding.beam_search(
                 decoding.model_step(model, constants),
                 state,
                 tf.shape(src)[0],
@@ -90,17 +90,35 @@ class Translator:
                 nmt_text.EOS_ID,
                 record_extras=True,
             )
+            return dict(out, **decoding.posterior(constants))
 
         self.search = translate
         self._align = align
 
     def alignment(self, src_line: str, src_vocab: Any) -> Tuple[List[str], np.ndarray]:
         """``(target tokens, attention [T, S])`` of a greedy translation of one sentence."""
+        found = self.inspect(src_line, src_vocab)
+        return found["words"], found["attn"]
+
+    def inspect(self, src_line: str, src_vocab: Any) -> Dict[str, Any]:
+        """A greedy translation of one sentence with what its steps recorded (NumPy).
+
+        Returns:
+          ``words`` (the target tokens), ``attn`` [T, S], and for ACVI ``sigma`` [S]
+          (``decoding.posterior``) and with its bound on the KL ``kl`` [T] (each step's
+          bound term).
+        """
         batch = next(iter(data.infer_dataset([src_line], src_vocab, 1)))
-        out = self._align(batch["src"], batch["src_len"])
-        length = int(out["lengths"][0])
-        tokens = self.tgt_vocab.decode(out["ids"][0, :length].numpy().tolist())
-        return tokens, out["attn"][0, :length].numpy()
+        out = {k: v.numpy()[0] for k, v in self._align(batch["src"], batch["src_len"]).items()}
+        length = int(out["lengths"])
+        found = dict(
+            words=self.tgt_vocab.decode(out["ids"][:length].tolist()), attn=out["attn"][:length]
+        )
+        if "sigma" in out:
+            found["sigma"] = out["sigma"]
+        if "component_kl" in out:
+            found["kl"] = found["attn"] @ out["component_kl"]
+        return found
 
     def translate(
         self,

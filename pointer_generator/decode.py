@@ -27,6 +27,7 @@ from absl import logging
 from acvi_tf import errors, files
 from acvi_tf.formats import see_vocab
 from acvi_tf.inference import decoding
+from acvi_tf.inference import report as report_lib
 from acvi_tf.metrics import copying
 from acvi_tf.metrics import meteor as meteor_lib
 from acvi_tf.metrics import rouge as rouge_lib
@@ -80,7 +81,7 @@ class Summarizer:
 
         def search(batch, record):
             constants, state = model.start(batch, initial_state_attention, coverage_on)
-            return decoding.beam_search(
+            out = decoding.beam_search(
                 decoding.model_step(model),
                 state,
                 tf.shape(batch["enc_batch"])[0],
@@ -96,6 +97,7 @@ class Summarizer:
                 constants=constants,
                 shrink=not jit_compile,
             )
+            return dict(out, **decoding.posterior(constants)) if record else out
 
         def compiled(record):
             return tf.function(
@@ -110,16 +112,24 @@ class Summarizer:
             self.search if record_attention else compiled(True)
         )  # traced on first use only
 
-    def decode(self, batch: Dict[str, Any]) -> List[Dict[str, Any]]:
+    def decode(self, batch: Dict[str, Any], record: bool = False) -> List[Dict[str, Any]]:
         """Beam-search summaries of a batch of articles (NumPy results).
+
+        Args:
+          batch: the batcher's batch.
+          record: record the attention and p_gen (and the posterior's) even without
+            ``record_attention``.
 
         Returns:
           A list, one dict per article: ``ids`` (extended-vocabulary ids), ``words``,
-          and with ``record_attention`` ``attn`` [len, N] and ``p_gens`` [len].
+          and with ``record_attention`` or ``record`` ``attn`` [len, N] and ``p_gens``
+          [len], and for ACVI ``sigma`` [N] (``decoding.posterior``) and, with its bound
+          on the KL, ``kl`` [len] (each step's bound term).
         """
+        search = self.search_with_attention if record else self.search
         out = {
             name: value.numpy()  # one copy each, not one per article
-            for name, value in self.search({name: batch[name] for name in DECODE_FIELDS}).items()
+            for name, value in search({name: batch[name] for name in DECODE_FIELDS}).items()
         }
         art_oovs = np.asarray(batch["art_oovs"])
         results = []
@@ -130,6 +140,10 @@ class Summarizer:
             if "attn" in out:
                 result["attn"] = out["attn"][i, :length]
                 result["p_gens"] = out["p_gen"][i, :length]
+            if "sigma" in out:
+                result["sigma"] = out["sigma"][i]
+            if "component_kl" in out:
+                result["kl"] = result["attn"] @ out["component_kl"][i]
             results.append(result)
         return results
 
@@ -326,6 +340,7 @@ def decode_single_pass(
     with_meteor: bool = True,
     settings: Optional[Dict[str, Any]] = None,
     shard: Tuple[int, int] = (0, 1),
+    report_examples: int = report_lib.DEFAULT_DETAIL,
 ) -> Optional[Dict[str, Any]]:
     """Decodes every article once, writes See's folder and scores it (``score_folder``).
 
@@ -340,6 +355,10 @@ def decode_single_pass(
     The shard that finds every article's files written, its own last, scores the
     folder; the others return None. Running any shard again scores a complete folder.
 
+    The first ``report_examples`` articles are decoded with their attention, p_gen and
+    (ACVI) posterior recorded, each written to ``report/%06d.json`` before its pair, so
+    that ``report.html`` (``score_folder``) shows them, resumed or not.
+
     Args:
       summarizer: a ``Summarizer``.
       batcher: a ``single_pass`` ``Batcher`` (its batch size is the articles per call).
@@ -351,6 +370,7 @@ def decode_single_pass(
         checkpoint, the hashes of the checkpoint and the vocabulary, ``flags`` (a dict
         of the flags that change the output).
       shard: ``(index, count)`` of this process among the decode's shards.
+      report_examples: how many articles carry per-token detail in ``report.html``.
 
     Returns:
       The metrics dict of ``score_folder``, or None while other shards have articles
@@ -374,8 +394,11 @@ def decode_single_pass(
         done += len(articles) - first
         if all(_has_pair(decode_dir, i) for i in range(first, len(articles))):
             continue  # decoded before an interruption
-        for i, result in enumerate(summarizer.decode(batch)):
+        results = summarizer.decode(batch, record=first < report_examples)
+        for i, result in enumerate(results):
             reference = as_text(batch["original_abstract_sents"][i]).split("\n")
+            if first + i < report_examples:
+                _write_detail(decode_dir, first + i, batch, i, result)
             _write_pair(decode_dir, first + i, reference, split_sentences(result["words"]))
         new += len(articles) - first
         rate = new / max(time.time() - start, 1e-9)
@@ -418,6 +441,39 @@ def decode_single_pass(
             lambda w: summarizer.vocab.word2id(w) != 0,
             with_meteor,
         )
+
+
+REPORT_DETAIL = "report"
+
+
+def _write_detail(decode_dir, index, batch, row, result):
+    """Writes an article's ``report/%06d.json``: the per-token detail of ``report.html``."""
+    source = as_text(batch["original_articles"][row]).split()[: int(batch["enc_lens"][row])]
+    detail = report_lib.example_detail(
+        source,
+        result["words"],
+        " ".join(as_text(batch["original_abstract_sents"][row]).split("\n")),
+        result.get("attn"),
+        result.get("p_gens"),
+        result.get("sigma"),
+        result.get("kl"),
+    )
+    path = os.path.join(decode_dir, REPORT_DETAIL, "%06d.json" % index)
+    files.atomic_write_text(path, json.dumps(detail, ensure_ascii=False))
+
+
+def _read_details(decode_dir, count):
+    """The ``report/%06d.json`` details of a decode folder's first ``count`` articles,
+    by article number (those written)."""
+    folder = os.path.join(decode_dir, REPORT_DETAIL)
+    names = sorted(os.listdir(folder)) if os.path.isdir(folder) else []
+    details = {}
+    for name in names:
+        match = re.fullmatch(r"(\d{6})\.json", name)
+        if match and int(match.group(1)) < count:
+            fix = "remove it; the report then shows that article without detail"
+            details[int(match.group(1))] = files.read_json(os.path.join(folder, name), fix)
+    return details
 
 
 def _log_existing(decode_dir, shard):
@@ -492,8 +548,9 @@ def score_folder(
 ) -> Dict[str, Any]:
     """ROUGE-1.5.5, METEOR (exact and full), novel-word and OOV-adoption rates.
 
-    Writes ``ROUGE_results.txt`` (the original's report) and ``metrics.json`` (everything)
-    into ``decode_dir`` and TensorBoard scalars next to them.
+    Writes ``ROUGE_results.txt`` (the original's report), ``report.html``
+    (``write_report``) and ``metrics.json`` (everything, last: a decode folder without it
+    is resumed) into ``decode_dir`` and TensorBoard scalars next to them.
 
     Args:
       decode_dir: the decode folder.
@@ -544,6 +601,7 @@ def score_folder(
         articles, flat_hyps, flat_refs, in_vocab
     )
     metrics["num_summaries"] = len(hypotheses)
+    write_report(decode_dir, articles, references, hypotheses, in_vocab, metrics)
     _write_text(
         os.path.join(decode_dir, "metrics.json"),
         json.dumps(metrics, indent=2, sort_keys=True).splitlines(),
@@ -554,6 +612,61 @@ def score_folder(
                 tf.summary.scalar("eval/" + name, value)
     logging.info("%s", _score_line(metrics, decode_dir, time.time() - start))
     return metrics
+
+
+# What the report's list scores each summary with.
+REPORT_SCORES = (("ROUGE-L F1", "rouge_l_f_score"), ("ROUGE-1 F1", "rouge_1_f_score"))
+REPORT_SCORE_LABEL = (
+    "per-summary ROUGE-L and ROUGE-1 F1 from rouge-score (Porter stemming, summary-level "
+    "ROUGE-L, the text with the ASCII stand-ins the corpus scores use), whichever tool "
+    "scored the corpus"
+)
+REPORT_NOTES = (
+    "Copy rate: the share of a summary's tokens found in its article; OOVs: the summary's "
+    "tokens that are article words outside the vocabulary.",
+    "KL per step: recorded for ACVI with --acvi_kl=bound (each step's bound term, its "
+    "attention times each source position's KL); the other KL estimators are sampled in "
+    "training and not recorded by the decode.",
+)
+
+
+def write_report(
+    decode_dir: str,
+    articles: Sequence[str],
+    references: Sequence[List[str]],
+    hypotheses: Sequence[List[str]],
+    in_vocab: Callable[[str], bool],
+    metrics: Dict[str, Any],
+) -> None:
+    """Writes ``decode_dir/report.html`` (``acvi_tf.inference.report``): ``metrics``, every
+    summary with its ``REPORT_SCORES``, length, copy rate and OOVs, and the per-token
+    detail that the decode wrote to ``report/`` (``decode_single_pass``).
+
+    Args:
+      decode_dir, articles, references, hypotheses, in_vocab: as ``score_folder``'s.
+      metrics: the folder's metrics.
+    """
+    refs, hyps, _ = rouge_lib.ascii_stand_ins(references, hypotheses)
+    per_summary = rouge_lib.rouge_python_per_example(refs, hyps)
+    rows = [
+        report_lib.example_row(
+            i,
+            " ".join(hypothesis).split(),
+            {name: scores[key] for name, key in REPORT_SCORES},
+            article.split(),
+            in_vocab,
+        )
+        for i, (article, hypothesis, scores) in enumerate(zip(articles, hypotheses, per_summary))
+    ]
+    report_lib.write_report(
+        os.path.join(decode_dir, "report.html"),
+        os.path.basename(os.path.normpath(decode_dir)),
+        metrics,
+        rows,
+        _read_details(decode_dir, len(rows)),
+        REPORT_SCORE_LABEL,
+        REPORT_NOTES,
+    )
 
 
 def _score_line(metrics, decode_dir, seconds):
@@ -607,7 +720,8 @@ def rouge_report(scored: Any) -> str:
 def decode_examples(
     summarizer: Summarizer, batch: Dict[str, Any], decode_dir: str
 ) -> List[Dict[str, Any]]:
-    """The non-single-pass output: log each example, write ``attn_vis_data.json``."""
+    """The non-single-pass output: log each example, write ``attn_vis_data.json`` (the
+    first example) and ``report.html`` (every example of the batch, with its detail)."""
     os.makedirs(decode_dir, exist_ok=True)
     results = summarizer.decode(batch)
     vocab = summarizer.vocab
@@ -636,4 +750,18 @@ def decode_examples(
         "p_gens": first["p_gens"].tolist(),
     }
     files.atomic_write_text(os.path.join(decode_dir, "attn_vis_data.json"), json.dumps(data))
+    articles, references, hypotheses = [], [], []
+    for i, result in enumerate(results):
+        _write_detail(decode_dir, i, batch, i, result)
+        articles.append(as_text(batch["original_articles"][i]))
+        references.append(as_text(batch["original_abstract_sents"][i]).split("\n"))
+        hypotheses.append(split_sentences(result["words"]))
+    write_report(
+        decode_dir,
+        articles,
+        references,
+        hypotheses,
+        lambda w: vocab.word2id(w) != 0,
+        {"num_summaries": len(results)},
+    )
     return results

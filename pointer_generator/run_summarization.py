@@ -28,6 +28,7 @@ from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
 from acvi_tf.config import Config
 from acvi_tf.formats import bin_files
+from acvi_tf.inference import report as report_lib
 from acvi_tf.training import checkpoints, distribute, stops, summaries
 from acvi_tf.training import step as training_lib
 from acvi_tf.training import trainer as trainer_lib
@@ -279,6 +280,15 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
         flag_values=fv,
     )
     flags.DEFINE_integer(
+        "report_examples",
+        report_lib.DEFAULT_DETAIL,
+        "Single-pass decode: the first this many articles carry their attention, p_gen "
+        "and (ACVI) sigma and KL in the decode folder's report.html; every article is "
+        "listed with its scores.",
+        lower_bound=0,
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
         "num_shards",
         None,
         "Single-pass decode in several processes or machines: the number of shards, each "
@@ -365,6 +375,7 @@ COMMAND_FLAGS = (
     "num_shards",
     "shard_index",
     "decode_max_batches",
+    "report_examples",
 )
 
 
@@ -892,6 +903,7 @@ def decode(config: Config, vocab: vocab_lib.Vocab, train_dir: str) -> Optional[d
             total=total,
             settings=decode_settings(config, latest),
             shard=distribute.decode_shard(config.num_shards, config.shard_index),
+            report_examples=config.report_examples,
         )
     batcher = batcher_lib.Batcher(
         config.data_path,

@@ -5,6 +5,7 @@ import json
 import os
 import shutil
 
+import browser
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -12,6 +13,7 @@ from absl import app, flags
 
 from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
+from acvi_tf.metrics import captions as caption_metrics
 from video_caption import run_captioning
 
 WORDS = ["red", "blue", "square", "circle"]
@@ -110,6 +112,7 @@ def test_decode_and_a_resume_read_the_model_from_the_record(tmp_path, absl_caplo
         captions.append(json.loads(path.read_text()))
         assert report["split"] == "test" and set(report["model"]) == {"ROUGE_L"}
     assert captions[0] == captions[1] and len(captions[0]) == 2
+    _check_report(tmp_path / "run" / "decode_test", captions[0], tmp_path / "browser")
     assert (
         "Captioning with beam_size=2 (given), max_decode_len=50 (the run's), "
         "length_normalization=none (the run's), decode_batch_size=100 (the run's)"
@@ -130,6 +133,23 @@ def test_decode_and_a_resume_read_the_model_from_the_record(tmp_path, absl_caplo
     run_captioning.run(_flags(run, "--max_steps=2"))
     record = json.loads((tmp_path / "run" / "hparams.json").read_text())
     assert (record["encoder_units"], record["num_frames"], record["batch_size"]) == (4, 3, 4)
+
+
+def _check_report(folder, captions, tmp_path):
+    """The decode's report.html: every caption with its CIDEr-D, in a browser."""
+    tmp_path.mkdir()
+    result, data, example, _ = browser.check_page(str(folder / "report.html"), tmp_path)
+    clips = [row["name"] for row in data["rows"]]
+    assert sorted(clips) == sorted(captions)
+    assert [row["text"] for row in data["rows"]] == [captions[c] for c in clips]
+    lines = (folder.parent.parent / "test.jsonl").read_text().splitlines()
+    references = {r["clip"]: r["references"] for r in map(json.loads, lines)}
+    cider = caption_metrics.caption_metrics(references, captions, names=["CIDEr"])["CIDEr"]
+    scores = [row["s"]["CIDEr-D"] for row in data["rows"]]
+    assert np.mean(scores) == pytest.approx(cider, abs=1e-3)
+    assert data["details"][str(example)]["source"] == ["f1", "f2", "f3"]
+    assert result["sigmaBars"] == 3  # ACVI, the default
+    assert result["klBars"] == len(data["details"][str(example)]["output"])
 
 
 def test_a_mirrored_run_trains_validates_and_resumes(tmp_path):

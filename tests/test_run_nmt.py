@@ -9,7 +9,9 @@ import shutil
 import subprocess
 import sys
 
+import browser
 import pytest
+import sacrebleu
 import tensorflow as tf
 
 from acvi_tf import config as config_lib
@@ -101,6 +103,7 @@ def test_train_evaluate_and_translate(corpus, tmp_path, absl_caplog):
     assert repeated == score
     assert (out / "output_infer").read_text() == (tmp_path / "dev.hyp").read_text()
     assert sorted(os.listdir(out / "attention")) == ["000000.png", "000001.png"]
+    _check_report(out / "report.html", corpus, tmp_path / "browser")
     # translating leaves the training run's record as it was
     assert json.loads((out / "hparams.json").read_text())["inference_input_file"] is None
     # a flag that would change the model is refused, naming it: by a resume, and by an
@@ -125,6 +128,22 @@ def test_train_evaluate_and_translate(corpus, tmp_path, absl_caplog):
     ckpt = "--ckpt=%s" % tf.train.latest_checkpoint(str(out))
     with pytest.raises(acvi_flags.DecodeSettingError, match="needs --beam_width > 0, got"):
         _with_record(tmp_path, ckpt, *inference[:3], "--beam_width=0")
+
+
+def _check_report(path, corpus, tmp_path):
+    """The inference's report.html: every translation with its sentence BLEU, in a browser."""
+    tmp_path.mkdir()
+    result, data, example, _ = browser.check_page(str(path), tmp_path)
+    hypotheses = (path.parent / "output_infer").read_text(encoding="utf-8").splitlines()
+    references = (corpus / "dev.de").read_text(encoding="utf-8").splitlines()
+    assert [r["text"] for r in data["rows"]] == hypotheses
+    for row, ref, hyp in zip(data["rows"], references, hypotheses):
+        bleu = sacrebleu.sentence_bleu(hyp, [ref], tokenize="none").score
+        assert row["s"]["sentence BLEU"] == pytest.approx(bleu, abs=6e-4)
+    sources = (corpus / "dev.en").read_text(encoding="utf-8").splitlines()
+    assert data["details"][str(example)]["source"] == sources[example].split()
+    assert result["sigmaBars"] == len(sources[example].split())  # ACVI
+    assert result["klBars"] == len(data["details"][str(example)]["output"])  # --acvi_kl=bound
 
 
 def test_transformer_model_type_trains_and_resumes_keeping_a_better_best(corpus, tmp_path):

@@ -49,6 +49,8 @@ from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
 from acvi_tf.config import Config
+from acvi_tf.inference import decoding
+from acvi_tf.inference import report as report_lib
 from acvi_tf.metrics import captions as caption_metrics
 from acvi_tf.training import checkpoints, distribute, summaries
 from acvi_tf.training import step as training_lib
@@ -70,7 +72,15 @@ MODEL_FLAGS = (
 )
 # Flags of this entry point that belong to each command, never taken from the run's
 # record: the mode, where the run is, and what eval and decode read and write.
-COMMAND_FLAGS = ("mode", "out_dir", "ckpt", "decode_split", "eval_splits", "attention_images")
+COMMAND_FLAGS = (
+    "mode",
+    "out_dir",
+    "ckpt",
+    "decode_split",
+    "eval_splits",
+    "attention_images",
+    "report_examples",
+)
 # The validation captions of the posterior histograms (the first is the images' clip).
 SUMMARY_CAPTIONS = 8
 
@@ -206,6 +216,12 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     )
     flags.DEFINE_list("eval_splits", ["val", "test"], "eval: the splits.", flag_values=fv)
     integer("attention_images", 0, "decode: heat maps (PNG) of the first N clips.")
+    integer(
+        "report_examples",
+        report_lib.DEFAULT_DETAIL,
+        "decode: the first N clips carry their attention over the frames (and ACVI's "
+        "sigma and KL) in report.html; every clip is listed with its CIDEr-D.",
+    )
     acvi_flags.require_total_steps(
         ["patience"],
         lambda d: not d["patience"],
@@ -472,9 +488,71 @@ def decode(exp: experiment.Experiment) -> dict:
                         title=record["clip"],
                     )
                 )
+    _write_report(exp, folder, clip_set, captions, attentions, report)
     print(text, end="")
     logging.info("Wrote %s", folder)
     return report
+
+
+REPORT_NOTES = (
+    "Source: the sampled frames by index (f1 is the first); no thumbnails.",
+    "KL per step: recorded for ACVI with --acvi_kl=bound (each step's bound term); the "
+    "other KL estimators are not recorded by the decode.",
+)
+
+
+def _write_report(exp, folder, clip_set, captions, attentions, metrics):
+    """Writes the decode's ``report.html`` (``acvi_tf.inference.report``): every caption
+    with its CIDEr-D, the first ``--report_examples`` with their attention over the
+    frames."""
+    references = clip_set.references()
+    cider = caption_metrics.cider_per_caption(references, captions)
+    records = clip_set.records
+    rows = [
+        report_lib.example_row(
+            i, captions[r["clip"]].split(), {"CIDEr-D": cider[r["clip"]]}, name=r["clip"]
+        )
+        for i, r in enumerate(records)
+    ]
+    count = exp.config.report_examples
+    posteriors = _posteriors(exp, clip_set, count)
+    details = {}
+    for i, record in enumerate(records[:count]):
+        clip, attn = record["clip"], attentions[record["clip"]]
+        posterior = posteriors[clip]
+        kl = attn @ posterior["component_kl"] if "component_kl" in posterior else None
+        details[i] = report_lib.example_detail(
+            _frame_labels(attn.shape[1]),
+            captions[clip].split(),
+            " | ".join(references[clip]),
+            attn,
+            sigma=posterior.get("sigma"),
+            kl=kl,
+        )
+    shown = dict(metrics["model"], clips=metrics["clips"], checkpoint=metrics["checkpoint"])
+    report_lib.write_report(
+        os.path.join(folder, "report.html"),
+        folder,
+        shown,
+        rows,
+        details,
+        "CIDEr-D of each caption (coco-caption, PTB-tokenised; their mean is CIDEr)",
+        REPORT_NOTES,
+    )
+
+
+def _posteriors(exp, clip_set, count):
+    """``{clip: decoding.posterior's arrays}`` of a split's first ``count`` clips (or
+    more: whole batches), from the encoder run again on their features."""
+    found = {}
+    for records, batch in clip_set.clip_batches(exp.config.decode_batch_size):
+        if len(found) >= count:
+            break
+        inputs = dict(features=batch["features"], num_frames=batch["num_frames"])
+        arrays = {k: v.numpy() for k, v in decoding.posterior(exp.model.start(inputs)[0]).items()}
+        for j, record in enumerate(records):
+            found[record["clip"]] = {k: v[j] for k, v in arrays.items()}
+    return found
 
 
 def run(config: Config) -> Union[float, dict]:

@@ -112,6 +112,18 @@ def bleu_of_statistics(rows: np.ndarray, sentence: bool = False) -> float:
     )
 
 
+# What ``sentence_bleu`` is, for a report's label.
+SENTENCE_BLEU = (
+    "sentence BLEU from sacrebleu's statistics (exponential smoothing, the tokens as given)"
+)
+
+
+def sentence_bleu(reference: str, hypothesis: str) -> float:
+    """One tokenized sentence's BLEU-4 in [0, 100] (``SENTENCE_BLEU``), as sacrebleu's
+    ``sentence_bleu`` computes it; 0 for an empty hypothesis."""
+    return bleu_of_statistics(sentence_statistics([reference], [hypothesis])[0], sentence=True)
+
+
 def corpus_bleu(
     references: Sequence[Union[str, Sequence[str]]],
     hypotheses: Iterable[str],

@@ -243,9 +243,10 @@ def rouge_python(
 ) -> Dict[str, float]:
     """Scores with Google's ``rouge-score`` (Porter stemming, summary-level ROUGE-L).
 
-    Per-document F, recall and precision averaged over documents; with several
-    references a document's scores are the mean over them (ROUGE-1.5.5 pools the counts
-    instead, so multi-reference numbers differ slightly). No confidence intervals.
+    Per-document F, recall and precision (``rouge_python_per_example``) averaged over
+    documents; with several references a document's scores are the mean over them
+    (ROUGE-1.5.5 pools the counts instead, so multi-reference numbers differ slightly).
+    No confidence intervals.
 
     Returns:
       ``{rouge_{1,2,l}_{f_score,recall,precision}: float}``.

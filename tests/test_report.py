@@ -1,0 +1,223 @@
+"""``report.html``: a real tiny decode of the shipped Debian descriptions sample with ACVI,
+opened in headless Chromium (Debian's ``chromium``), checked through the page's DOM, its
+network log and a screenshot."""
+
+import itertools
+import os
+import re
+import shutil
+
+import browser
+import numpy as np
+import pytest
+import sacrebleu
+import tensorflow as tf
+
+from acvi_tf.compat import keras
+from acvi_tf.contexts import context as context_lib
+from acvi_tf.formats import bin_files
+from acvi_tf.inference import report as report_lib
+from acvi_tf.metrics import bleu as bleu_lib
+from acvi_tf.metrics import rouge as rouge_lib
+from pointer_generator import batcher as batcher_lib
+from pointer_generator import decode as decode_lib
+from pointer_generator import model as model_lib
+from pointer_generator import vocab as vocab_lib
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SAMPLE = os.path.join(ROOT, "data_prep", "samples", "debian_descriptions")
+ARTICLES, DETAILED, BATCH, MAX_ENC, MAX_DEC = 6, 4, 3, 30, 10
+
+
+@pytest.fixture(scope="module")
+def decoded(tmp_path_factory):
+    """A single-pass decode of the sample's first test articles by a tiny ACVI model."""
+    root = tmp_path_factory.mktemp("report")
+    pairs = itertools.islice(
+        bin_files.read_bin_file(os.path.join(SAMPLE, "chunked", "test_000.bin")), ARTICLES
+    )
+    bin_files.write_chunked(str(root / "data"), "test", pairs)
+    vocab = vocab_lib.Vocab(os.path.join(SAMPLE, "vocab"), 300)
+    keras.utils.set_random_seed(0)
+    model = model_lib.PointerGenerator(
+        vocab.size(),
+        hidden_dim=8,
+        emb_dim=6,
+        context_layer=context_lib.ACVIContext(seed=1),
+        rand_unif_init_mag=0.5,
+        trunc_norm_init_std=0.5,
+    )
+    summarizer = decode_lib.Summarizer(
+        model, vocab, beam_size=2, max_dec_steps=MAX_DEC, min_dec_steps=3, record_attention=False
+    )
+    batcher = batcher_lib.Batcher(
+        str(root / "data" / "test_*"), vocab, BATCH, MAX_ENC, MAX_DEC, single_pass=True
+    )
+    summarizer.decode(next(batcher.batches()), record=True)  # builds the model
+    for weight in model.scorer.trainable_variables:  # peaked attention: clear largest weights
+        weight.assign(weight * 10.0)
+    folder = str(root / "decode_test")
+    metrics = decode_lib.decode_single_pass(
+        summarizer, batcher, folder, with_meteor=False, report_examples=DETAILED
+    )
+    batch = next(batcher.batches())
+    return dict(
+        folder=folder,
+        metrics=metrics,
+        model=model,
+        batch=batch,
+        results=summarizer.decode(batch, record=True),
+        batcher=batcher,
+        summarizer=summarizer,
+    )
+
+
+def clearest_step(attn):
+    """The step whose TOP_K-th and next weights are furthest apart, and that gap."""
+    k = report_lib.TOP_K
+    gaps = [np.sort(row)[::-1][k - 1] - np.sort(row)[::-1][k] for row in attn]
+    return int(np.argmax(gaps)), float(np.max(gaps))
+
+
+def test_the_report_opens_in_chromium_and_shows_the_decodes_attention(decoded, tmp_path):
+    path = os.path.join(decoded["folder"], "report.html")
+    _, data = browser.page_data(path)
+    attn = decoded["results"][0]["attn"]
+    step, gap = clearest_step(attn)
+    assert gap > 2e-3  # the page's 3 decimals keep the order of the largest weights
+    word = max(data["rows"][0]["text"].split(), key=len)  # the text filter finds substrings
+    result, requests = browser.probe(path, tmp_path, 0, step, word)
+
+    expected = np.argsort(-attn[step], kind="stable")[: report_lib.TOP_K]
+    assert sorted(result["top"]) == sorted(expected.tolist())
+    source = decode_lib.as_text(decoded["batch"]["original_articles"][0]).split()
+    assert result["topWords"] == [source[i] for i in sorted(expected)]
+    assert result["selected"] == [step]
+    assert result["sigmaBars"] == int(decoded["batch"]["enc_lens"][0])
+    assert result["klBars"] == len(decoded["results"][0]["words"])
+    scores = sorted(r["s"]["ROUGE-L F1"] for r in data["rows"])
+    assert result["first"] == scores[::-1] and result["second"] == scores
+    assert result["withOovs"] == [r["i"] for r in data["rows"] if r["oov"] >= 1]
+    assert result["withWord"] == [r["i"] for r in data["rows"] if word in r["text"]]
+    assert "embedded for %d of %d examples" % (DETAILED, ARTICLES) in result["note"]
+    assert requests == []
+    png = browser.screenshot(path, tmp_path)
+    assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10000
+
+
+def test_the_net_log_check_sees_a_page_request(tmp_path):
+    page = tmp_path / "page.html"
+    page.write_text('<img src="http://192.0.2.1/x.png">', encoding="utf-8")
+    net_log = tmp_path / "net.json"
+    browser.run_chromium(tmp_path, page.as_uri(), "--log-net-log=%s" % net_log, "--dump-dom")
+    assert browser.page_requests(net_log) == ["http://192.0.2.1/x.png"]
+
+
+def test_the_page_names_no_outside_resource(decoded):
+    text, _ = browser.page_data(os.path.join(decoded["folder"], "report.html"))
+    assert not re.search(r"(src|href)\s*=|url\(|@import|<link|fetch\(|XMLHttpRequest", text)
+
+
+def test_the_report_lists_every_summary_with_its_rouge_and_copying(decoded):
+    folder = decoded["folder"]
+    _, data = browser.page_data(os.path.join(folder, "report.html"))
+    assert [r["i"] for r in data["rows"]] == list(range(ARTICLES))
+    assert sorted(data["details"], key=int) == [str(i) for i in range(DETAILED)]
+    assert data["metrics"]["rouge_l_f_score"] == decoded["metrics"]["rouge_l_f_score"]
+    read = decode_lib._read_lines
+    refs = [read(decode_lib._pair_path(folder, "reference", i)) for i in range(ARTICLES)]
+    hyps = [read(decode_lib._pair_path(folder, "decoded", i)) for i in range(ARTICLES)]
+    from rouge_score import rouge_scorer
+
+    scorer = rouge_scorer.RougeScorer(["rougeLsum", "rouge1"], use_stemmer=True)
+    for row, ref, hyp in zip(data["rows"], refs, hyps):
+        scores = scorer.score("\n".join(ref), "\n".join(hyp))
+        assert row["s"]["ROUGE-L F1"] == pytest.approx(scores["rougeLsum"].fmeasure, abs=6e-4)
+        assert row["s"]["ROUGE-1 F1"] == pytest.approx(scores["rouge1"].fmeasure, abs=6e-4)
+    vocab = decoded["summarizer"].vocab
+    articles = [a.split() for a, _ in bin_files.read_bin_file(decoded["batcher"].paths[0])]
+    for row, article, hyp in zip(data["rows"], articles, hyps):
+        words = " ".join(hyp).split()
+        assert row["len"] == len(words)
+        assert row["copy"] == pytest.approx(np.mean([w in article for w in words]), abs=6e-4)
+        assert row["oov"] == sum(w in article and vocab.word2id(w) == 0 for w in words)
+
+
+def test_the_detail_holds_the_decodes_attention_p_gen_sigma_and_kl(decoded):
+    _, data = browser.page_data(os.path.join(decoded["folder"], "report.html"))
+    model, batch, result = decoded["model"], decoded["batch"], decoded["results"][0]
+    detail = data["details"]["0"]
+    n = int(batch["enc_lens"][0])
+    assert detail["source"] == decode_lib.as_text(batch["original_articles"][0]).split()[:n]
+    assert detail["output"] == result["words"]
+    dense = np.zeros((len(detail["output"]), n))
+    for t, row in enumerate(detail["attn"]):
+        dense[t, row[0::2]] = np.array(row[1::2]) / 1000
+    np.testing.assert_allclose(dense, result["attn"][:, :n], atol=5e-4 + 1e-9)
+    np.testing.assert_allclose(detail["p_gen"], result["p_gens"], atol=5e-4 + 1e-9)
+    constants, _ = model.start(batch)
+    prepared = constants["prepared"]
+    sigma = tf.reduce_mean(tf.sqrt(prepared.variance), axis=-1)[0, :n]
+    np.testing.assert_allclose(detail["sigma"][:n], sigma, atol=5e-4 + 1e-6)
+    bound = model.context_layer.kl_steps(
+        None, tf.constant(result["attn"][tf.newaxis]), _row(prepared, 0)
+    )[0]
+    np.testing.assert_allclose(detail["kl"], bound, rtol=1e-3, atol=5e-4 + 1e-6)
+
+
+def _row(prepared, i):
+    """Article ``i``'s slice of a ``PreparedMemory``."""
+    return type(prepared)(*(None if x is None else x[i : i + 1] for x in prepared))
+
+
+def test_a_resumed_decode_writes_the_report_with_its_detail(decoded, tmp_path):
+    folder = str(tmp_path / "decode_test")  # the same name, so the same page
+    shutil.copytree(decoded["folder"], folder)
+    for name in ("metrics.json", "report.html"):
+        os.remove(os.path.join(folder, name))
+    os.remove(decode_lib._pair_path(folder, "decoded", ARTICLES - 1))
+    decode_lib.decode_single_pass(
+        decoded["summarizer"],
+        decoded["batcher"],
+        folder,
+        with_meteor=False,
+        report_examples=DETAILED,
+    )
+    _, data = browser.page_data(os.path.join(folder, "report.html"))
+    assert len(data["rows"]) == ARTICLES and len(data["details"]) == DETAILED
+    with open(os.path.join(decoded["folder"], "report.html"), encoding="utf-8") as f:
+        assert browser.page_data(os.path.join(folder, "report.html"))[0] == f.read()
+
+
+def test_per_document_rouge_score_averages_to_rouge_python():
+    refs = [["the cat sat ."], ["a dog ran", "to the park ."], ["zebras run fast ."]]
+    hyps = [["the cat ran on the mat ."], ["the dog ran to a park ."], ["nothing here ."]]
+    from rouge_score import rouge_scorer
+
+    scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeLsum"], use_stemmer=True)
+    documents = rouge_lib.rouge_python_per_example(refs, hyps)
+    for ref, hyp, ours in zip(refs, hyps, documents):
+        theirs = scorer.score("\n".join(ref), "\n".join(hyp))
+        assert ours["rouge_2_recall"] == theirs["rouge2"].recall
+        assert ours["rouge_l_f_score"] == theirs["rougeLsum"].fmeasure
+    mean = rouge_lib.rouge_python(refs, hyps)
+    assert mean["rouge_1_f_score"] == pytest.approx(
+        np.mean([d["rouge_1_f_score"] for d in documents])
+    )
+
+
+def test_sparse_rows_keep_the_weights_that_round_to_a_thousandth():
+    rows = report_lib.sparse_rows(np.array([[0.0004, 0.25, 0.7496], [1.0, 0.0, 0.0]]))
+    assert rows == [[1, 250, 2, 750], [0, 1000]]
+
+
+def test_sentence_bleu_is_sacrebleus_on_the_tokens_as_given():
+    pairs = [
+        ("the cat sat on the mat .", "the cat sat on a mat ."),
+        ("ein Haus am See", "ein Haus"),
+        ("a b c d e f", "a b c d e f g h"),
+    ]
+    for reference, hypothesis in pairs:
+        theirs = sacrebleu.sentence_bleu(hypothesis, [reference], tokenize="none").score
+        assert bleu_lib.sentence_bleu(reference, hypothesis) == pytest.approx(theirs)
+        assert theirs > 0
