@@ -35,7 +35,7 @@ IN_LANE := import sys; sys.exit("%d.%d" % sys.version_info[:2] not in "$(PY_VERS
 # The commands quiet TensorFlow's start-up lines themselves (acvi_tf/quiet.py); a
 # TF_CPP_MIN_LOG_LEVEL set here would be the user's, and bring them back.
 
-.PHONY: test lint demo demo-captions bench bench-tfa bench-gpu venv sysdeps check-gpu-lock clean
+.PHONY: test lint demo demo-captions bench bench-tfa bench-gpu venv sysdeps browser check-gpu-lock clean
 
 venv: $(STAMP)
 	@$(VPY) -c 'import acvi_tf.quiet, sys, tensorflow as tf; print("Lane $(LANE): TensorFlow %s on Python %d.%d in $(VENV); GPUs TensorFlow sees: %d" % (tf.__version__, *sys.version_info[:2], len(tf.config.list_physical_devices("GPU"))))'
@@ -95,8 +95,20 @@ sysdeps:
 TEST_WORKERS ?= 2
 test: export TF_NUM_INTRAOP_THREADS ?= 1
 test: export TF_NUM_INTEROP_THREADS ?= 1
-test: venv sysdeps
+test: venv sysdeps browser
 	$(VPY) -m pytest -n $(TEST_WORKERS) tests
+
+# Debian's Chromium, in which tests/test_report.py opens the decodes' report.html; where
+# it cannot be installed (not root, no apt) those checks skip and say why.
+browser:
+	@if [ ! -x /usr/bin/chromium ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "Installing system package: chromium (the report tests' browser)"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null || exit 1; \
+		else \
+			echo "make: no /usr/bin/chromium: the report tests' browser checks skip ('sudo apt-get install chromium' runs them)"; \
+		fi; \
+	fi
 
 # ruff's lint and format checks, configured in pyproject.toml (`ruff format .` fixes the
 # format).
