@@ -86,6 +86,14 @@ class PreparedMemory(NamedTuple):
     step_inputs: Optional[dict] = None
 
 
+def position_scale(variance: tf.Tensor) -> tf.Tensor:
+    """ACVI's scale per source position, ``s_i = sqrt(mean_d sigma_i,d^2)`` (the root mean
+    square over dimensions), [..., N] for ``variance`` [..., N, D]: the picture of sigma
+    that the decode reports and TensorBoard show. Eq. 25's noise at step t then has the
+    root-mean-square scale ``sqrt(sum_i a_t,i^2 s_i^2)``."""
+    return tf.sqrt(tf.reduce_mean(variance, axis=-1))
+
+
 def random_generator(seed: Optional[int]) -> tf.random.Generator:
     """A layer's own ``tf.random.Generator``: seeded, or nondeterministic for None."""
     if seed is None:

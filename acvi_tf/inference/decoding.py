@@ -39,6 +39,8 @@ from typing import (
 
 import tensorflow as tf
 
+from acvi_tf.contexts import context as context_lib
+
 if TYPE_CHECKING:
     from acvi_tf.contexts.context import ContextLayer, PreparedMemory
 
@@ -107,14 +109,14 @@ class DecodingModel(Protocol):
 
 def posterior(constants: Any) -> Dict[str, tf.Tensor]:
     """What a ``DecodingModel``'s ``start`` constants hold of ACVI's posterior, per
-    source position: ``sigma`` [B, N], the mean over dimensions of sigma_i, and with the
+    source position: ``sigma`` [B, N] (``context.position_scale``), and with the
     bound on the KL ``component_kl`` [B, N], KL[N(h_i, sigma_i^2) || N(0, I)] (a step's
     bound term is its attention times these). Empty for the other mechanisms (their
     ``prepared`` holds no variance)."""
     prepared = constants.get("prepared") if isinstance(constants, dict) else None
     found = {}
     if getattr(prepared, "variance", None) is not None:
-        found["sigma"] = tf.reduce_mean(tf.sqrt(prepared.variance), axis=-1)
+        found["sigma"] = context_lib.position_scale(prepared.variance)
     if getattr(prepared, "component_kl", None) is not None:
         found["component_kl"] = prepared.component_kl
     return found

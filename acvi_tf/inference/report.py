@@ -356,7 +356,7 @@ function select(index) {
     $("output").append(s, " ");
   });
   $("reference").textContent = d.reference;
-  bars("sigma-box", "Posterior scale sigma per source position (mean over dimensions)",
+  bars("sigma-box", "Posterior scale sigma per source position (root mean square over dimensions)",
     d.sigma, "sigma-bar", "data-index");
   bars("kl-box", "KL per decoder step", d.kl, "kl-bar", "data-step");
   if (d.output.length) selectStep(0);

@@ -13,6 +13,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import tensorflow as tf
 
+from acvi_tf.contexts import context as context_lib
+
 
 def heat_map_png(
     values: np.ndarray,
@@ -132,7 +134,7 @@ def posterior_tensors(
         kl=tf.cast(outputs["kl"], tf.float32),
     )
     if prepared.variance is not None:
-        tensors["sigma"] = tf.sqrt(tf.reduce_mean(prepared.variance, axis=-1))
+        tensors["sigma"] = context_lib.position_scale(prepared.variance)
     if p_gen_logit is not None:
         tensors["p_gen"] = tf.sigmoid(tf.cast(p_gen_logit, tf.float32))
     return tensors
