@@ -5,6 +5,7 @@ computations, and the refusal of two different test sets."""
 import json
 import re
 
+import browser
 import doc_commands
 import numpy as np
 import pytest
@@ -200,3 +201,23 @@ def test_the_pages_commands_compare_each_kind_of_decode(tmp_path):
         record = doc_commands.run_in_process(command.text, str(tmp_path))
         assert record["task"] == task and record["examples"] in (3, 4)
         assert (tmp_path / command.flag("out") / compare.HTML_FILE).is_file()
+
+
+def test_the_page_in_chromium_lists_the_largest_differences_first_and_requests_nothing(
+    tmp_path,
+):
+    a = write_decode(tmp_path / "a", REFERENCES, SUMMARIES_A)
+    b = write_decode(tmp_path / "b", REFERENCES, SUMMARIES_B)
+    record = run("--a=" + a, "--b=" + b, "--out=%s" % (tmp_path / "out"))
+    page = tmp_path / "out" / compare.HTML_FILE
+    net_log = tmp_path / "net.json"
+    dom = browser.run_chromium(tmp_path, page.as_uri(), "--log-net-log=%s" % net_log, "--dump-dom")
+    shown = [
+        float(d)
+        for d in re.findall(r'<tr class="example \w+" data-id="\d+" data-difference="([^"]+)"', dom)
+    ]
+    expected = [e["difference"]["rouge_1_f_score"] for e in record["per_example"]]
+    assert shown == sorted(expected, key=lambda d: -abs(d))
+    assert browser.page_requests(net_log) == []
+    png = browser.screenshot(str(page), tmp_path)
+    assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10000
