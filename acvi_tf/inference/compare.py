@@ -24,7 +24,6 @@ the scores and the bootstrap at the top, then the examples of largest difference
 A difference is always B's score minus A's.
 """
 
-import html
 import json
 import os
 import re
@@ -37,6 +36,7 @@ from acvi_tf import config as config_lib
 from acvi_tf import errors, files
 from acvi_tf.config import Config
 from acvi_tf.formats import bpe
+from acvi_tf.inference import report as report_lib
 from acvi_tf.metrics import bleu as bleu_lib
 from acvi_tf.metrics import bootstrap as bootstrap_lib
 from acvi_tf.metrics import captions as captions_lib
@@ -474,101 +474,6 @@ def ranked(per_example: Sequence[Dict[str, Any]], key: str) -> List[Dict[str, An
     return [per_example[i] for i in order]
 
 
-# The page's own style; the decode report's page keeps its own.
-_CSS = """
-body{font:14px sans-serif;margin:1em 2em}
-table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 6px;vertical-align:top}
-td.text{white-space:pre-wrap;max-width:30em}
-tr.win td.diff{background:#d7f0d7}tr.loss td.diff{background:#f6d5d5}
-"""
-
-
-def comparison_html(record: Dict[str, Any], limit: int) -> str:
-    """``comparison.html``: one page without scripts or network access.
-
-    At the top (``#corpus``) each corpus metric of A and B, the difference B - A, its 95%
-    bootstrap interval and p-value; then (``#examples``) the ``limit`` examples of
-    largest difference in the first metric, each a row ``tr.example`` (class ``win``
-    where B scores higher, ``loss`` where lower) with its scores, source, both outputs
-    and the reference.
-
-    Args:
-      record: what ``comparison`` returns.
-      limit: most examples listed.
-    """
-    e = html.escape
-    key = record["metrics"][0]["key"]
-    head = [
-        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>A vs B</title>",
-        "<style>%s</style></head><body>" % _CSS,
-        "<h1>Comparison of %d examples</h1>" % record["examples"],
-        "<p>A: <code id='path-a'>%s</code><br>B: <code id='path-b'>%s</code><br>"
-        "per-example scores: %s</p>" % (e(record["a"]), e(record["b"]), e(record["scorer"])),
-        "<table id='corpus'><tr><th>metric</th><th>A</th><th>B</th><th>B - A</th>"
-        "<th>95% interval</th><th>p-value</th></tr>",
-    ]
-    for row in record["corpus"]:
-        head.append(
-            "<tr><td>%s</td><td>%.4f</td><td>%.4f</td><td>%+.4f</td><td>[%+.4f, %+.4f]</td>"
-            "<td>%.3f</td></tr>"
-            % (
-                e(row["metric"]),
-                row["a"],
-                row["b"],
-                row["difference"],
-                row["low"],
-                row["high"],
-                row["p_value"],
-            )
-        )
-    samples = record["corpus"][0]
-    head.append(
-        "</table><p>Paired bootstrap: %d resamples of the examples (seed %d); the p-value is "
-        "the share of resamples whose difference does not keep the observed sign.</p>"
-        % (samples["samples"], samples["seed"])
-    )
-    shown = ranked(record["per_example"], key)[:limit]
-    head.append(
-        "<h2>The %d examples of largest %s difference</h2>"
-        % (len(shown), e(record["metrics"][0]["label"]))
-    )
-    labels = [m["label"] for m in record["metrics"]]
-    head.append(
-        "<table id='examples'><tr><th>example</th>%s<th>source</th><th>A</th><th>B</th>"
-        "<th>reference</th></tr>"
-        % "".join("<th>%s<br>A / B / B - A</th>" % e(label) for label in labels)
-    )
-    for example in shown:
-        difference = example["difference"][key]
-        cells = "".join(
-            "<td class='diff'>%.4f / %.4f / %+.4f</td>"
-            % (
-                example["scores_a"][m["key"]],
-                example["scores_b"][m["key"]],
-                example["difference"][m["key"]],
-            )
-            for m in record["metrics"]
-        )
-        head.append(
-            "<tr class='example %s' data-id='%s' data-difference='%r'><td>%s</td>%s"
-            "<td class='text'>%s</td><td class='text'>%s</td><td class='text'>%s</td>"
-            "<td class='text'>%s</td></tr>"
-            % (
-                "win" if difference > 0 else "loss" if difference < 0 else "tie",
-                e(example["id"]),
-                difference,
-                e(example["id"]),
-                cells,
-                e(example["source"] or ""),
-                e(example["a"]),
-                e(example["b"]),
-                e("\n".join(example["reference"])),
-            )
-        )
-    head.append("</table></body></html>\n")
-    return "\n".join(head)
-
-
 def _out_folder(config):
     """``--out``, else ``compare_<A>_<B>``: each decode's name, with its folder's name
     in front when the two names are the same (``output_test`` of two runs)."""
@@ -603,7 +508,11 @@ def run(config: Config) -> Dict[str, Any]:
     record = comparison(config, decodes, score(decodes, config.samples, config.seed))
     files.atomic_write_text(os.path.join(out, JSON_FILE), json.dumps(record, indent=1) + "\n")
     files.atomic_write_text(
-        os.path.join(out, HTML_FILE), comparison_html(record, config.html_examples)
+        os.path.join(out, HTML_FILE),
+        report_lib.comparison_page(
+            record,
+            ranked(record["per_example"], record["metrics"][0]["key"])[: config.html_examples],
+        ),
     )
     for row in record["corpus"]:
         logging.info(

@@ -1,4 +1,8 @@
-"""``report.html``: one self-contained page (inline CSS and JavaScript, no external URL)
+"""The pages a person opens from disk, self-contained (inline CSS and JavaScript, no
+external URL): ``report.html`` of one decode, and ``comparison_page``, the side-by-side
+page of two decodes (``acvi_tf.inference.compare``).
+
+``report.html``: one self-contained page (inline CSS and JavaScript, no external URL)
 that shows a decode: the run's metrics, every example with its scores (sortable,
 filterable), and for the examples that carry per-token detail the source shaded by the
 attention of the output token under the pointer (See et al.'s ``attn_vis`` idea), the
@@ -17,6 +21,7 @@ output tokens ``#output .out-tok`` carry ``data-step`` and ``data-pgen``, the se
 has the class ``selected``.
 """
 
+import html
 import json
 import math
 from typing import Any, Callable, Dict, List, Optional, Sequence
@@ -389,3 +394,97 @@ if (first) select(first.i);
 </script>
 </body></html>
 """
+
+
+# The comparison page's style.
+_COMPARISON_CSS = """
+body{font:14px sans-serif;margin:1em 2em}
+table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 6px;vertical-align:top}
+td.text{white-space:pre-wrap;max-width:30em}
+tr.win td.diff{background:#d7f0d7}tr.loss td.diff{background:#f6d5d5}
+"""
+
+
+def comparison_page(record: Dict[str, Any], shown: Sequence[Dict[str, Any]]) -> str:
+    """``comparison.html`` of ``acvi_tf.inference.compare``: one page without scripts or
+    network access.
+
+    At the top (``#corpus``) each corpus metric of A and B, the difference B - A, its 95%
+    bootstrap interval and p-value; then (``#examples``) the examples ``shown``, each a
+    row ``tr.example`` (class ``win`` where B scores higher in the first metric, ``loss``
+    where lower) with its scores, source, both outputs and the reference.
+
+    Args:
+      record: the comparison's record (``comparison.json``).
+      shown: the examples to list, in the page's order.
+    """
+    e = html.escape
+    key = record["metrics"][0]["key"]
+    head = [
+        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>A vs B</title>",
+        "<style>%s</style></head><body>" % _COMPARISON_CSS,
+        "<h1>Comparison of %d examples</h1>" % record["examples"],
+        "<p>A: <code id='path-a'>%s</code><br>B: <code id='path-b'>%s</code><br>"
+        "per-example scores: %s</p>" % (e(record["a"]), e(record["b"]), e(record["scorer"])),
+        "<table id='corpus'><tr><th>metric</th><th>A</th><th>B</th><th>B - A</th>"
+        "<th>95% interval</th><th>p-value</th></tr>",
+    ]
+    for row in record["corpus"]:
+        head.append(
+            "<tr><td>%s</td><td>%.4f</td><td>%.4f</td><td>%+.4f</td><td>[%+.4f, %+.4f]</td>"
+            "<td>%.3f</td></tr>"
+            % (
+                e(row["metric"]),
+                row["a"],
+                row["b"],
+                row["difference"],
+                row["low"],
+                row["high"],
+                row["p_value"],
+            )
+        )
+    samples = record["corpus"][0]
+    head.append(
+        "</table><p>Paired bootstrap: %d resamples of the examples (seed %d); the p-value is "
+        "the share of resamples whose difference does not keep the observed sign.</p>"
+        % (samples["samples"], samples["seed"])
+    )
+    head.append(
+        "<h2>The %d examples of largest %s difference</h2>"
+        % (len(shown), e(record["metrics"][0]["label"]))
+    )
+    labels = [m["label"] for m in record["metrics"]]
+    head.append(
+        "<table id='examples'><tr><th>example</th>%s<th>source</th><th>A</th><th>B</th>"
+        "<th>reference</th></tr>"
+        % "".join("<th>%s<br>A / B / B - A</th>" % e(label) for label in labels)
+    )
+    for example in shown:
+        difference = example["difference"][key]
+        cells = "".join(
+            "<td class='diff'>%.4f / %.4f / %+.4f</td>"
+            % (
+                example["scores_a"][m["key"]],
+                example["scores_b"][m["key"]],
+                example["difference"][m["key"]],
+            )
+            for m in record["metrics"]
+        )
+        head.append(
+            "<tr class='example %s' data-id='%s' data-difference='%r'><td>%s</td>%s"
+            "<td class='text'>%s</td><td class='text'>%s</td><td class='text'>%s</td>"
+            "<td class='text'>%s</td></tr>"
+            % (
+                "win" if difference > 0 else "loss" if difference < 0 else "tie",
+                e(example["id"]),
+                difference,
+                e(example["id"]),
+                cells,
+                e(example["source"] or ""),
+                e(example["a"]),
+                e(example["b"]),
+                e("\n".join(example["reference"])),
+            )
+        )
+    head.append("</table></body></html>\n")
+    return "\n".join(head)
