@@ -29,6 +29,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 import numpy as np
 
 from acvi_tf import files
+from acvi_tf.metrics import copying
 
 # Examples whose per-token detail a report embeds unless told otherwise.
 DEFAULT_DETAIL = 200
@@ -42,14 +43,7 @@ def copy_rate(source: Sequence[str], output: Sequence[str]) -> Optional[float]:
     """The share of output tokens that occur in the source (None for an empty output)."""
     if not output:
         return None
-    present = set(source)
-    return sum(1 for w in output if w in present) / len(output)
-
-
-def oov_count(source: Sequence[str], output: Sequence[str], in_vocab: Callable[[str], bool]):
-    """How many output tokens are source words outside the vocabulary (copied)."""
-    oovs = {w for w in source if not in_vocab(w)}
-    return sum(1 for w in output if w in oovs)
+    return 1.0 - copying.novel_word_rate([source], [output])
 
 
 def example_row(
@@ -78,7 +72,9 @@ def example_row(
         s={name: _rounded(v) for name, v in scores.items()},
         len=len(output),
         copy=_rounded(copy_rate(source, output)) if source is not None else None,
-        oov=oov_count(source, output, in_vocab) if source is not None and in_vocab else None,
+        oov=copying.oov_count(source, output, in_vocab)
+        if source is not None and in_vocab
+        else None,
         text=" ".join(output),
         name=name,
     )

@@ -57,10 +57,19 @@ def oov_adoption_rate(
     """
     generated = reference = 0
     for article, summary, ref in zip(articles, summaries, references):
-        oovs = {w for w in _tokens(article) if not in_vocab(w)}
-        generated += sum(1 for w in _tokens(summary) if w in oovs)
-        reference += sum(1 for w in _tokens(ref) if w in oovs)
+        generated += oov_count(article, summary, in_vocab)
+        reference += oov_count(article, ref, in_vocab)
     return generated / reference if reference else None
+
+
+def oov_count(
+    article: Union[str, Sequence[str]],
+    text: Union[str, Sequence[str]],
+    in_vocab: Callable[[str], bool],
+) -> int:
+    """How many tokens of ``text`` are article words outside the vocabulary (copied)."""
+    oovs = {w for w in _tokens(article) if not in_vocab(w)}
+    return sum(1 for w in _tokens(text) if w in oovs)
 
 
 def lead_sentences(article: Union[str, Sequence[str]], n: int) -> List[str]:
