@@ -518,12 +518,7 @@ def run(config: Config) -> Dict[str, Any]:
         logging.info(
             "%s: A %.4f, B %.4f, B - A %+.4f (95%% interval %+.4f to %+.4f, p-value %.3f)",
             row["metric"],
-            row["a"],
-            row["b"],
-            row["difference"],
-            row["low"],
-            row["high"],
-            row["p_value"],
+            *report_lib.corpus_numbers(row),
         )
     logging.info("Wrote %s and %s in %s", JSON_FILE, HTML_FILE, out)
     return record

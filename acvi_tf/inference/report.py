@@ -24,7 +24,7 @@ has the class ``selected``.
 import html
 import json
 import math
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -401,6 +401,12 @@ tr.win td.diff{background:#d7f0d7}tr.loss td.diff{background:#f6d5d5}
 """
 
 
+def corpus_numbers(row: Dict[str, Any]) -> Tuple[float, ...]:
+    """A comparison's corpus metric as shown in the log and on the page: A, B, B - A, the
+    interval's two ends and the p-value."""
+    return tuple(row[key] for key in ("a", "b", "difference", "low", "high", "p_value"))
+
+
 def comparison_page(record: Dict[str, Any], shown: Sequence[Dict[str, Any]]) -> str:
     """``comparison.html`` of ``acvi_tf.inference.compare``: one page without scripts or
     network access.
@@ -428,16 +434,7 @@ def comparison_page(record: Dict[str, Any], shown: Sequence[Dict[str, Any]]) -> 
     for row in record["corpus"]:
         head.append(
             "<tr><td>%s</td><td>%.4f</td><td>%.4f</td><td>%+.4f</td><td>[%+.4f, %+.4f]</td>"
-            "<td>%.3f</td></tr>"
-            % (
-                e(row["metric"]),
-                row["a"],
-                row["b"],
-                row["difference"],
-                row["low"],
-                row["high"],
-                row["p_value"],
-            )
+            "<td>%.3f</td></tr>" % ((e(row["metric"]),) + corpus_numbers(row))
         )
     samples = record["corpus"][0]
     head.append(
