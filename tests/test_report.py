@@ -17,6 +17,7 @@ from acvi_tf.compat import keras
 from acvi_tf.contexts import context as context_lib
 from acvi_tf.contexts import registry, ved
 from acvi_tf.formats import bin_files
+from acvi_tf.inference import decoding
 from acvi_tf.inference import report as report_lib
 from acvi_tf.metrics import bleu as bleu_lib
 from acvi_tf.metrics import rouge as rouge_lib
@@ -359,3 +360,17 @@ def test_a_ved_decode_shows_its_kl_and_scale_per_step(decoded, tmp_path):
     assert result["titles"] == [None, labels["scale"], labels["kl"]]
     assert result["scaleBars"] == result["klBars"] == len(results[0]["words"])
     assert result["posteriorNote"] == labels["note"]
+
+
+def test_an_examples_posterior_is_cut_to_its_source_and_decoded_steps():
+    found = dict(sigma=np.arange(5.0), kl=np.arange(6.0), scale=np.ones(6), ids=np.arange(6))
+    picked = decoding.example_posterior(found, 2)
+    assert sorted(picked) == ["kl", "scale", "sigma"]
+    assert picked["kl"].tolist() == [0.0, 1.0] and len(picked["sigma"]) == 5
+    detail = report_lib.example_detail(["a", "b", "c"], ["x", "y"], "x y", **picked)
+    assert detail["sigma"] == [0.0, 1.0, 2.0] and detail["scale"] == [1.0, 1.0]
+
+
+def test_pad_steps_batches_sequences_of_decoded_steps():
+    padded = decoding.pad_steps([np.ones((2, 3)), np.full((1, 3), 2.0)])
+    assert padded.tolist() == [[[1.0] * 3, [1.0] * 3], [[2.0] * 3, [0.0] * 3]]
