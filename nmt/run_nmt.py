@@ -525,8 +525,7 @@ def infer(config: Config, vocabs: Tuple[data.Vocab, data.Vocab]) -> Optional[flo
 REPORT_NOTES = (
     "Detail: the greedy translation (a beam of 1) with its attention, which --infer_mode="
     "beam_search's listed translation can differ from.",
-    "KL per step: recorded for ACVI with --acvi_kl=bound (each step's bound term); the "
-    "other KL estimators are not recorded by inference.",
+    report_lib.POSTERIOR_NOTE,
 )
 
 
@@ -552,6 +551,8 @@ def _write_report(config, translator, src_vocab, sources, hypotheses, references
                 found["attn"],
                 sigma=found.get("sigma"),
                 kl=found.get("kl"),
+                scale=found.get("scale"),
+                labels=found["labels"],
             )
     metrics = dict(num_sentences=len(hypotheses))
     label = "none (no --inference_ref_file)"

@@ -90,7 +90,7 @@ class Translator:
                 nmt_text.EOS_ID,
                 record_extras=True,
             )
-            return dict(out, **decoding.posterior(constants))
+            return dict(out, **decoding.posterior(model, constants, out["attn"]))
 
         self.search = translate
         self._align = align
@@ -104,9 +104,9 @@ class Translator:
         """A greedy translation of one sentence with what its steps recorded (NumPy).
 
         Returns:
-          ``words`` (the target tokens), ``attn`` [T, S], and for ACVI ``sigma`` [S]
-          (``decoding.posterior``) and with its bound on the KL ``kl`` [T] (each step's
-          bound term).
+          ``words`` (the target tokens), ``attn`` [T, S], what the context mechanism
+          shows of its posterior (``decoding.example_posterior``: ``sigma`` [S], ``kl``
+          and ``scale`` [T]) and ``labels`` (``report_labels``).
         """
         batch = next(iter(data.infer_dataset([src_line], src_vocab, 1)))
         out = {k: v.numpy()[0] for k, v in self._align(batch["src"], batch["src_len"]).items()}
@@ -114,10 +114,8 @@ class Translator:
         found = dict(
             words=self.tgt_vocab.decode(out["ids"][:length].tolist()), attn=out["attn"][:length]
         )
-        if "sigma" in out:
-            found["sigma"] = out["sigma"]
-        if "component_kl" in out:
-            found["kl"] = found["attn"] @ out["component_kl"]
+        found.update(decoding.example_posterior(out, length))
+        found["labels"] = decoding.posterior_labels(self.model)
         return found
 
     def translate(

@@ -97,7 +97,9 @@ class Summarizer:
                 constants=constants,
                 shrink=not jit_compile,
             )
-            return dict(out, **decoding.posterior(constants)) if record else out
+            if not record:
+                return out
+            return dict(out, **decoding.posterior(model, constants, out["attn"]))
 
         def compiled(record):
             return tf.function(
@@ -123,8 +125,9 @@ class Summarizer:
         Returns:
           A list, one dict per article: ``ids`` (extended-vocabulary ids), ``words``,
           and with ``record_attention`` or ``record`` ``attn`` [len, N] and ``p_gens``
-          [len], and for ACVI ``sigma`` [N] (``decoding.posterior``) and, with its bound
-          on the KL, ``kl`` [len] (each step's bound term).
+          [len], what the context mechanism shows of its posterior
+          (``decoding.example_posterior``: ``sigma`` [N], ``kl`` and ``scale`` [len]) and
+          ``labels`` (``report_labels``).
         """
         search = self.search_with_attention if record else self.search
         out = {
@@ -140,10 +143,9 @@ class Summarizer:
             if "attn" in out:
                 result["attn"] = out["attn"][i, :length]
                 result["p_gens"] = out["p_gen"][i, :length]
-            if "sigma" in out:
-                result["sigma"] = out["sigma"][i]
-            if "component_kl" in out:
-                result["kl"] = result["attn"] @ out["component_kl"][i]
+                row = {name: value[i] for name, value in out.items()}
+                result.update(decoding.example_posterior(row, length))
+                result["labels"] = decoding.posterior_labels(self.model)
             results.append(result)
         return results
 
@@ -457,6 +459,8 @@ def _write_detail(decode_dir, index, batch, row, result):
         result.get("p_gens"),
         result.get("sigma"),
         result.get("kl"),
+        result.get("scale"),
+        result.get("labels"),
     )
     path = os.path.join(decode_dir, REPORT_DETAIL, "%06d.json" % index)
     files.atomic_write_text(path, json.dumps(detail, ensure_ascii=False))
@@ -624,9 +628,7 @@ REPORT_SCORE_LABEL = (
 REPORT_NOTES = (
     "Copy rate: the share of a summary's tokens found in its article; OOVs: the summary's "
     "tokens that are article words outside the vocabulary.",
-    "KL per step: recorded for ACVI with --acvi_kl=bound (each step's bound term, its "
-    "attention times each source position's KL); the other KL estimators are sampled in "
-    "training and not recorded by the decode.",
+    report_lib.POSTERIOR_NOTE,
 )
 
 

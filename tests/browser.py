@@ -26,6 +26,12 @@ PROBE = """<script>
   out.selected = ids("#output .out-tok.selected", "step").map(Number);
   out.sigmaBars = document.querySelectorAll("#sigma-chart .sigma-bar").length;
   out.klBars = document.querySelectorAll("#kl-chart .kl-bar").length;
+  out.scaleBars = document.querySelectorAll("#scale-chart .scale-bar").length;
+  out.titles = ["sigma", "scale", "kl"].map((n) => {
+    const title = document.querySelector("#" + n + "-box h2");
+    return title ? title.textContent : null;
+  });
+  out.posteriorNote = document.getElementById("posterior-note").textContent;
   const header = document.querySelectorAll("#columns th")[1];
   header.click();
   out.first = ids("#examples tbody tr", "score").map(Number);

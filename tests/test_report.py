@@ -15,7 +15,9 @@ import tensorflow as tf
 
 from acvi_tf.compat import keras
 from acvi_tf.contexts import context as context_lib
+from acvi_tf.contexts import registry, ved
 from acvi_tf.formats import bin_files
+from acvi_tf.inference import decoding
 from acvi_tf.inference import report as report_lib
 from acvi_tf.metrics import bleu as bleu_lib
 from acvi_tf.metrics import rouge as rouge_lib
@@ -95,6 +97,9 @@ def test_the_report_opens_in_chromium_and_shows_the_decodes_attention(decoded, t
     assert result["selected"] == [step]
     assert result["sigmaBars"] == int(decoded["batch"]["enc_lens"][0])
     assert result["klBars"] == len(decoded["results"][0]["words"])
+    labels = data["details"]["0"]["labels"]
+    assert result["titles"] == [labels["sigma"], None, labels["kl"]]
+    assert labels["kl"].startswith("KL per step: bound") and result["scaleBars"] == 0
     scores = sorted(r["s"]["ROUGE-L F1"] for r in data["rows"])
     assert result["first"] == scores[::-1] and result["second"] == scores
     assert result["withOovs"] == [r["i"] for r in data["rows"] if r["oov"] >= 1]
@@ -221,3 +226,151 @@ def test_sentence_bleu_is_sacrebleus_on_the_tokens_as_given():
         theirs = sacrebleu.sentence_bleu(hypothesis, [reference], tokenize="none").score
         assert bleu_lib.sentence_bleu(reference, hypothesis) == pytest.approx(theirs)
         assert theirs > 0
+
+
+def _small_source():
+    """Encoder states [2, 5, 4] (the second row padded after 3), their mask, and the
+    attention of 3 decoder steps [2, 3, 5]."""
+    rng = np.random.default_rng(0)
+    memory = rng.normal(size=(2, 5, 4)).astype(np.float32)
+    mask = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], np.float32)
+    probs = np.exp(2.0 * rng.normal(size=(2, 3, 5))) * mask[:, None]
+    return memory, mask, (probs / probs.sum(-1, keepdims=True)).astype(np.float32)
+
+
+def _acvi_kl_numpy(kl, memory, variance, probs):
+    """ACVI's KL per step in NumPy: eq. 25's Gaussian's for "exact", otherwise the bound."""
+    h, var, a = (np.asarray(x, np.float64) for x in (memory, variance, probs))
+    if kl == "exact":
+        mean, spread = a @ h, np.square(a) @ var
+        return 0.5 * np.sum(spread + mean**2 - 1.0 - np.log(spread), axis=-1)
+    per_position = 0.5 * np.sum(var + h**2 - 1.0 - np.log(var), axis=-1)
+    return np.einsum("...tn,...n->...t", a, per_position)
+
+
+def _ved_numpy(layer, memory, mask, probs):
+    """VED's attention KL and scale per step in NumPy, from the layer's weights."""
+    h, a = np.asarray(memory, np.float64), np.asarray(probs, np.float64)
+    mean = a @ h
+    hidden = np.tanh(mean @ layer.sigma_hidden.kernel.numpy() + layer.sigma_hidden.bias.numpy())
+    log_sigma = hidden @ layer.sigma_out.kernel.numpy() + layer.sigma_out.bias.numpy()
+    log_sigma = np.clip(log_sigma, ved.LOG_SIGMA_MIN, ved.LOG_SIGMA_MAX)
+    prior = 0.0
+    if layer.prior == "hmean":
+        prior = (h * mask[..., None]).sum(-2, keepdims=True) / mask.sum(-1)[..., None, None]
+    kl = -0.5 * np.sum(1.0 + 2.0 * log_sigma - (mean - prior) ** 2 - np.exp(2 * log_sigma), -1)
+    return kl, np.sqrt(np.mean(np.exp(2.0 * log_sigma), axis=-1))
+
+
+@pytest.mark.parametrize("kl", context_lib.KL_ESTIMATORS)
+def test_acvi_reports_sigma_and_a_kl_that_is_deterministic_given_the_attention(kl):
+    memory, mask, probs = _small_source()
+    layer = context_lib.ACVIContext(kl=kl, seed=1)
+    prepared = layer.prepare(tf.constant(memory), tf.constant(mask))
+    found = {k: v.numpy() for k, v in layer.report_posterior(tf.constant(probs), prepared).items()}
+    variance = prepared.variance.numpy()
+    assert set(found) == {"sigma", "kl"}
+    expected = _acvi_kl_numpy(kl, memory, variance, probs)
+    np.testing.assert_allclose(found["kl"], expected, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(found["sigma"], np.sqrt(variance.mean(-1)), rtol=1e-6)
+    shown = "exact" if kl == "exact" else "bound"  # mc's estimate is sampled: its bound
+    assert layer.report_labels()["kl"].startswith("KL per step: %s," % shown)
+
+
+@pytest.mark.parametrize("prior", ved.PRIORS)
+def test_ved_reports_its_attention_kl_and_scale_per_step(prior):
+    memory, mask, probs = _small_source()
+    layer = ved.VEDContext(latent_dim=3, prior=prior, seed=1)
+    prepared = layer.prepare(tf.constant(memory), tf.constant(mask))
+    found = {k: v.numpy() for k, v in layer.report_posterior(tf.constant(probs), prepared).items()}
+    kl, scale = _ved_numpy(layer, memory, mask, probs)
+    assert set(found) == {"kl", "scale"}
+    np.testing.assert_allclose(found["kl"], kl, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(found["scale"], scale, rtol=1e-5)
+    assert ("h_bar" in layer.report_labels()["kl"]) == (prior == "hmean")
+
+
+# What each mechanism's report shows of its posterior, or the words of its note.
+REPORTED = {"acvi": {"sigma", "kl"}, "ved": {"kl", "scale"}}
+NOTES = {"variational": "gold target", "structured": "no latent KL", "sa": "No latent variable"}
+
+
+@pytest.mark.parametrize("name", registry.context_names())
+def test_every_mechanism_names_what_its_report_shows_or_says_why_not(name):
+    memory, mask, probs = _small_source()
+    layer = registry.make_context_layer(
+        name, ved_options=dict(latent_dim=3), variational_options=dict(inference_units=4)
+    )
+    found = layer.report_posterior(tf.constant(probs), layer.prepare(memory, mask))
+    labels = layer.report_labels()
+    assert set(found) == REPORTED.get(name, set()) == set(labels) - {"note"}
+    for key, value in found.items():
+        assert value.shape == ((2, 5) if key == "sigma" else (2, 3))
+    assert NOTES.get(name, "") in labels.get("note", "")
+
+
+def _decode_examples(context_layer, decoded, folder):
+    """``decode_examples`` of the decoded batch by a fresh tiny summarizer with
+    ``context_layer``; returns ``(the model, the results, the page's data)``."""
+    vocab = decoded["summarizer"].vocab
+    keras.utils.set_random_seed(0)
+    model = model_lib.PointerGenerator(
+        vocab.size(),
+        hidden_dim=8,
+        emb_dim=6,
+        context_layer=context_layer,
+        rand_unif_init_mag=0.5,
+        trunc_norm_init_std=0.5,
+    )
+    summarizer = decode_lib.Summarizer(model, vocab, beam_size=2, max_dec_steps=MAX_DEC)
+    results = decode_lib.decode_examples(summarizer, decoded["batch"], str(folder))
+    return model, results, browser.page_data(str(folder / "report.html"))[1]
+
+
+def test_a_decode_with_the_exact_kl_reports_it_per_step(decoded, tmp_path):
+    layer = context_lib.ACVIContext(kl="exact", seed=1)
+    model, results, data = _decode_examples(layer, decoded, tmp_path)
+    batch = decoded["batch"]
+    prepared = model.start(batch)[0]["prepared"]
+    for i, result in enumerate(results):
+        detail, n = data["details"][str(i)], int(batch["enc_lens"][i])
+        memory, variance = prepared.memory.numpy()[i, :n], prepared.variance.numpy()[i, :n]
+        expected = _acvi_kl_numpy("exact", memory, variance, result["attn"][:, :n])
+        assert len(detail["kl"]) == len(detail["output"]) and len(detail["sigma"]) == n
+        np.testing.assert_allclose(detail["kl"], expected, rtol=1e-3, atol=5e-4 + 1e-6)
+        assert detail["labels"] == layer.report_labels()
+
+
+def test_a_ved_decode_shows_its_kl_and_scale_per_step(decoded, tmp_path):
+    layer = ved.VEDContext(latent_dim=3, seed=1)
+    model, results, data = _decode_examples(layer, decoded, tmp_path / "decode")
+    batch = decoded["batch"]
+    prepared = model.start(batch)[0]["prepared"]
+    for i, result in enumerate(results):
+        detail, n = data["details"][str(i)], int(batch["enc_lens"][i])
+        mask = np.ones([1, n], np.float32)
+        memory = prepared.memory.numpy()[i : i + 1, :n]
+        kl, scale = _ved_numpy(layer, memory, mask, result["attn"][None, :, :n])
+        assert "sigma" not in detail and len(detail["scale"]) == len(detail["output"])
+        np.testing.assert_allclose(detail["kl"], kl[0], rtol=1e-3, atol=5e-4 + 1e-6)
+        np.testing.assert_allclose(detail["scale"], scale[0], rtol=1e-3, atol=5e-4 + 1e-6)
+    labels = data["details"]["0"]["labels"]
+    page = str(tmp_path / "decode" / "report.html")
+    result, _ = browser.probe(page, tmp_path, 0, 0, data["rows"][0]["text"].split()[0])
+    assert result["titles"] == [None, labels["scale"], labels["kl"]]
+    assert result["scaleBars"] == result["klBars"] == len(results[0]["words"])
+    assert result["posteriorNote"] == labels["note"]
+
+
+def test_an_examples_posterior_is_cut_to_its_source_and_decoded_steps():
+    found = dict(sigma=np.arange(5.0), kl=np.arange(6.0), scale=np.ones(6), ids=np.arange(6))
+    picked = decoding.example_posterior(found, 2)
+    assert sorted(picked) == ["kl", "scale", "sigma"]
+    assert picked["kl"].tolist() == [0.0, 1.0] and len(picked["sigma"]) == 5
+    detail = report_lib.example_detail(["a", "b", "c"], ["x", "y"], "x y", **picked)
+    assert detail["sigma"] == [0.0, 1.0, 2.0] and detail["scale"] == [1.0, 1.0]
+
+
+def test_pad_steps_batches_sequences_of_decoded_steps():
+    padded = decoding.pad_steps([np.ones((2, 3)), np.full((1, 3), 2.0)])
+    assert padded.tolist() == [[[1.0] * 3, [1.0] * 3], [[2.0] * 3, [0.0] * 3]]

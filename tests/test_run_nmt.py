@@ -142,8 +142,11 @@ def _check_report(path, corpus, tmp_path):
         assert row["s"]["sentence BLEU"] == pytest.approx(bleu, abs=6e-4)
     sources = (corpus / "dev.en").read_text(encoding="utf-8").splitlines()
     assert data["details"][str(example)]["source"] == sources[example].split()
+    detail = data["details"][str(example)]
     assert result["sigmaBars"] == len(sources[example].split())  # ACVI
-    assert result["klBars"] == len(data["details"][str(example)]["output"])  # --acvi_kl=bound
+    assert result["klBars"] == len(detail["output"]) == len(detail["kl"])  # --acvi_kl=bound
+    assert result["titles"] == [detail["labels"]["sigma"], None, detail["labels"]["kl"]]
+    assert detail["labels"]["kl"].startswith("KL per step: bound")
 
 
 def test_transformer_model_type_trains_and_resumes_keeping_a_better_best(corpus, tmp_path):

@@ -496,8 +496,7 @@ def decode(exp: experiment.Experiment) -> dict:
 
 REPORT_NOTES = (
     "Source: the sampled frames by index (f1 is the first); no thumbnails.",
-    "KL per step: recorded for ACVI with --acvi_kl=bound (each step's bound term); the "
-    "other KL estimators are not recorded by the decode.",
+    report_lib.POSTERIOR_NOTE,
 )
 
 
@@ -515,19 +514,17 @@ def _write_report(exp, folder, clip_set, captions, attentions, metrics):
         for i, r in enumerate(records)
     ]
     count = exp.config.report_examples
-    posteriors = _posteriors(exp, clip_set, count)
+    posteriors = _posteriors(exp, clip_set, count, attentions)
     details = {}
     for i, record in enumerate(records[:count]):
         clip, attn = record["clip"], attentions[record["clip"]]
-        posterior = posteriors[clip]
-        kl = attn @ posterior["component_kl"] if "component_kl" in posterior else None
         details[i] = report_lib.example_detail(
             _frame_labels(attn.shape[1]),
             captions[clip].split(),
             " | ".join(references[clip]),
             attn,
-            sigma=posterior.get("sigma"),
-            kl=kl,
+            labels=decoding.posterior_labels(exp.model),
+            **posteriors[clip],
         )
     shown = dict(metrics["model"], clips=metrics["clips"], checkpoint=metrics["checkpoint"])
     report_lib.write_report(
@@ -541,17 +538,21 @@ def _write_report(exp, folder, clip_set, captions, attentions, metrics):
     )
 
 
-def _posteriors(exp, clip_set, count):
-    """``{clip: decoding.posterior's arrays}`` of a split's first ``count`` clips (or
-    more: whole batches), from the encoder run again on their features."""
+def _posteriors(exp, clip_set, count, attentions):
+    """``{clip: decoding.example_posterior}`` of a split's first ``count`` clips (or
+    more: whole batches), from the encoder run again on their features and their
+    captions' ``attentions``."""
     found = {}
     for records, batch in clip_set.clip_batches(exp.config.decode_batch_size):
         if len(found) >= count:
             break
         inputs = dict(features=batch["features"], num_frames=batch["num_frames"])
-        arrays = {k: v.numpy() for k, v in decoding.posterior(exp.model.start(inputs)[0]).items()}
+        attn = [attentions[record["clip"]] for record in records]
+        values = decoding.posterior(exp.model, exp.model.start(inputs)[0], decoding.pad_steps(attn))
+        arrays = {k: v.numpy() for k, v in values.items()}
         for j, record in enumerate(records):
-            found[record["clip"]] = {k: v[j] for k, v in arrays.items()}
+            row = {k: v[j] for k, v in arrays.items()}
+            found[record["clip"]] = decoding.example_posterior(row, len(attn[j]))
     return found
 
 

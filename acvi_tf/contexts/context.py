@@ -13,7 +13,9 @@ changing the layer it builds and nothing else:
 * ``sentence_latent`` gives the latent every decoder input carries (width 0 by default),
   ``token_losses`` the per-step loss of the gold sequence after the teacher-forced loop
   and ``output_distribution`` a decoding step's distribution over the vocabulary: a host
-  calls all three unconditionally, and a mechanism with a latent there overrides them.
+  calls all three unconditionally, and a mechanism with a latent there overrides them;
+* ``report_posterior`` and ``report_labels`` give what a decode report shows of the
+  posterior per decoder step and source position, and name it (nothing by default).
 
 ``kl`` is the per-step KL term before ``kl_weight``; masking padded decoder steps and
 normalising like the task's NLL is the host's job. Equations refer to the arXiv version
@@ -92,6 +94,20 @@ def position_scale(variance: tf.Tensor) -> tf.Tensor:
     that the decode reports and TensorBoard show. Eq. 25's noise at step t then has the
     root-mean-square scale ``sqrt(sum_i a_t,i^2 s_i^2)``."""
     return tf.sqrt(tf.reduce_mean(variance, axis=-1))
+
+
+def component_kl(memory: tf.Tensor, log_variance: tf.Tensor) -> tf.Tensor:
+    """``KL[N(h_i, diag sigma_i^2) || N(0, I)] = 1/2 sum_d (sigma^2 + h^2 - 1 - log sigma^2)``
+    per source position: [..., N, D] -> [..., N] (the terms of ACVI's bound)."""
+    return 0.5 * tf.reduce_sum(
+        tf.exp(log_variance) + tf.square(memory) - 1.0 - log_variance, axis=-1
+    )
+
+
+def mixture_kl_bound(probs: tf.Tensor, kl_per_position: tf.Tensor) -> tf.Tensor:
+    """``sum_i a_t,i KL_i``, the convexity bound of ``KL[q(c_t) || N(0, I)]``: probs
+    [B, T, N] and ``component_kl`` [B, N] -> [B, T]."""
+    return tf.einsum("btn,bn->bt", probs, kl_per_position)
 
 
 def random_generator(seed: Optional[int]) -> tf.random.Generator:
@@ -331,6 +347,29 @@ class ContextLayer(keras.layers.Layer):
         by default); every host logs them through ``objective.context_terms``."""
         del prepared
         return {}
+
+    def report_posterior(
+        self, attention_probs: tf.Tensor, prepared: PreparedMemory
+    ) -> Dict[str, tf.Tensor]:
+        """What a decode report shows of the posterior, from a decoded sequence's
+        attention (nothing by default: no latent variable).
+
+        Args:
+          attention_probs: ``a_t`` of the decoded steps [B, T, N].
+          prepared: ``prepare``'s result for the source batch.
+
+        Returns:
+          Float32 tensors by name, each where the mechanism defines it at decode time:
+          ``sigma`` [B, N], the posterior's scale per source position; ``kl`` [B, T],
+          the KL per decoder step; ``scale`` [B, T], the posterior's scale per step.
+        """
+        del attention_probs, prepared
+        return {}
+
+    def report_labels(self) -> Dict[str, str]:
+        """What each of ``report_posterior``'s values is, by name, in words for the page;
+        ``note``: a line on what the mechanism does not show, and why."""
+        return {"note": "No latent variable: no posterior scale or KL per step."}
 
     def prepare(self, memory: tf.Tensor, memory_mask: Optional[tf.Tensor] = None) -> PreparedMemory:
         """Caches the encoder states and padding mask for this source batch.
@@ -635,10 +674,7 @@ class ACVIContext(ContextLayer):
                 precision=precision, scaled_mean=scaled_mean, log_norm=log_norm
             )
         if self.kl == "bound":
-            component_kl = 0.5 * tf.reduce_sum(
-                prepared.variance + tf.square(h) - 1.0 - log_var, axis=-1
-            )
-            prepared = prepared._replace(component_kl=component_kl)
+            prepared = prepared._replace(component_kl=component_kl(h, log_var))
         return prepared
 
     def statistics(self, prepared: Optional[PreparedMemory]) -> Dict[str, tf.Tensor]:
@@ -877,10 +913,41 @@ class ACVIContext(ContextLayer):
         logits = tf.where(real, log_weights + log_components, _MASKED_LOGIT)
         return tf.cast(tf.reduce_logsumexp(logits, axis=-1), tf.float32)
 
+    def report_posterior(
+        self, attention_probs: tf.Tensor, prepared: PreparedMemory
+    ) -> Dict[str, tf.Tensor]:
+        """``sigma`` (``position_scale``) and the KL per step that is deterministic given
+        ``a_t``: ``kl="exact"``'s ``sampler_kl``, otherwise the bound
+        (``mixture_kl_bound``), which also stands in for ``kl="mc"``'s sampled estimate.
+        Arguments and returns as ``ContextLayer.report_posterior``."""
+        probs = tf.cast(attention_probs, tf.float32)
+        if self.kl == "exact":
+            kl = sampler_kl(probs, prepared)
+        else:
+            terms = prepared.component_kl
+            if terms is None:
+                terms = component_kl(prepared.memory, tf.math.log(prepared.variance))
+            kl = mixture_kl_bound(probs, terms)
+        return {"sigma": position_scale(prepared.variance), "kl": kl}
+
+    def report_labels(self) -> Dict[str, str]:
+        """Names the scale and which KL ``report_posterior`` gives for ``kl``."""
+        kl = {
+            "exact": "KL per step: exact, KL(N(sum_i a_t,i h_i, sum_i a_t,i^2 sigma_i^2) || "
+            "N(0, I)), eq. 25's Gaussian (--acvi_kl=exact)",
+            "bound": "KL per step: bound, sum_i a_t,i KL(N(h_i, sigma_i^2) || N(0, I)) "
+            "(--acvi_kl=bound)",
+            "mc": "KL per step: bound, sum_i a_t,i KL(N(h_i, sigma_i^2) || N(0, I)), an upper "
+            "bound of KL(q || N(0, I)); --acvi_kl=mc's single-sample estimate has no "
+            "deterministic value and no closed form",
+        }[self.kl]
+        sigma = "Posterior scale per source position: sqrt(mean_d sigma_i,d^2)"
+        return {"sigma": sigma, "kl": kl}
+
     def kl_steps(self, context: tf.Tensor, probs: tf.Tensor, prepared: PreparedMemory) -> tf.Tensor:
         """Per-step KL term [B, T] for the sampled ``context`` [B, T, D]."""
         if self.kl == "bound":
-            return tf.einsum("btn,bn->bt", probs, prepared.component_kl)
+            return mixture_kl_bound(probs, prepared.component_kl)
         if self.kl == "exact":
             return sampler_kl(probs, prepared)
         log_prior = -0.5 * tf.reduce_sum(_LOG_2PI + tf.square(context), axis=-1)

@@ -21,7 +21,7 @@ positions have ``p_i = 0`` and do not enter the chain. There is no KL term; the
 original's L2 penalty ``lambda2 ||A||^2`` (0.005) is the layer's ``regularization``.
 """
 
-from typing import Any, Optional, Union
+from typing import Any, Dict, Optional, Union
 
 import tensorflow as tf
 
@@ -136,6 +136,14 @@ class StructuredAttentionContext(context_lib.ContextLayer):
         """Zero KL [B, T]: the CRF is not a latent variable of the objective."""
         del context, prepared
         return tf.zeros(tf.shape(probs)[:2])
+
+    def report_labels(self) -> Dict[str, str]:
+        """Says why the report shows no posterior: the CRF adds no KL term."""
+        return {
+            "note": "Structured attention: the context is an expectation under the CRF's "
+            "marginals (the attention shown), with no latent KL, so no KL per step or "
+            "posterior scale."
+        }
 
     def get_config(self) -> dict:
         config = super().get_config()

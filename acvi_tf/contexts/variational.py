@@ -24,7 +24,7 @@ network and ``alignment_losses``, and its ``output_distribution`` mixes over the
 alignment at decode time.
 """
 
-from typing import Any, Callable, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Optional, Tuple, Union
 
 import tensorflow as tf
 
@@ -341,6 +341,14 @@ class VariationalAttentionContext(context_lib.SoftAttentionContext):
             log_prior += (1.0 - prepared.mask) * -1e9
             log_probs = tf.reduce_logsumexp(log_prior[..., tf.newaxis] + every, axis=1)
         return log_probs if log else tf.exp(log_probs)
+
+    def report_labels(self) -> Dict[str, str]:
+        """Says why the report shows no KL: the posterior needs the gold target."""
+        return {
+            "note": "Variational attention: the posterior q(z_t | x, y) reads the gold "
+            "target, so a decode has no KL of its output; the attention shown is the "
+            "alignment's prior a_t."
+        }
 
     def get_config(self) -> dict:
         config = super().get_config()

@@ -21,7 +21,7 @@ project's context-layer contract:
   (``--kl_annealing=tanh`` is the original's schedule).
 """
 
-from typing import Any, Optional, Tuple, Union
+from typing import Any, Dict, Optional, Tuple, Union
 
 import tensorflow as tf
 
@@ -142,6 +142,32 @@ class VEDContext(context_lib.ContextLayer):
         if prior_mean is not None:
             prior_mean = prior_mean[:, tf.newaxis]
         return gaussian_kl(mean, self._log_sigma(mean), prior_mean)
+
+    def report_posterior(
+        self, attention_probs: tf.Tensor, prepared: context_lib.PreparedMemory
+    ) -> Dict[str, tf.Tensor]:
+        """The attention KL per step (``kl_steps``) and the scale of ``q(a_t)`` per step,
+        ``sqrt(mean_d sigma_t,d^2)``: at decode time ``q(a_t) = N(c_t, sigma_t^2)``
+        reads only the decoded steps' soft context. Arguments and returns as
+        ``ContextLayer.report_posterior``."""
+        probs = tf.cast(attention_probs, tf.float32)
+        mean = context_lib.expected_context(probs, prepared.memory)
+        variance = tf.exp(2.0 * self._log_sigma(mean))
+        return {
+            "kl": self.kl_steps(mean, probs, prepared),
+            "scale": context_lib.position_scale(variance),
+        }
+
+    def report_labels(self) -> Dict[str, str]:
+        """Names the attention KL against this layer's prior, and the step scale."""
+        prior = "N(h_bar, I), h_bar the mean encoder state" if self.prior == "hmean" else "N(0, I)"
+        return {
+            "kl": "KL per step: KL(N(c_t, sigma_t^2) || %s) of the variational attention" % prior,
+            "scale": "Posterior scale per decoder step: sqrt(mean_d sigma_t,d^2) of "
+            "q(a_t) = N(c_t, sigma_t^2)",
+            "note": "The sentence latent z is decoded at its mean; its KL is one per "
+            "sentence and not shown.",
+        }
 
     def get_config(self) -> dict:
         config = super().get_config()

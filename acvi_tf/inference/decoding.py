@@ -32,14 +32,14 @@ from typing import (
     Dict,
     Optional,
     Protocol,
+    Sequence,
     Tuple,
     Union,
     runtime_checkable,
 )
 
+import numpy as np
 import tensorflow as tf
-
-from acvi_tf.contexts import context as context_lib
 
 if TYPE_CHECKING:
     from acvi_tf.contexts.context import ContextLayer, PreparedMemory
@@ -107,19 +107,56 @@ class DecodingModel(Protocol):
         """
 
 
-def posterior(constants: Any) -> Dict[str, tf.Tensor]:
-    """What a ``DecodingModel``'s ``start`` constants hold of ACVI's posterior, per
-    source position: ``sigma`` [B, N] (``context.position_scale``), and with the
-    bound on the KL ``component_kl`` [B, N], KL[N(h_i, sigma_i^2) || N(0, I)] (a step's
-    bound term is its attention times these). Empty for the other mechanisms (their
-    ``prepared`` holds no variance)."""
+# ``ContextLayer.report_posterior``'s values per source position and per decoder step.
+POSITION_VALUES = ("sigma",)
+STEP_VALUES = ("kl", "scale")
+
+
+def posterior(model: DecodingModel, constants: Any, attention: tf.Tensor) -> Dict[str, tf.Tensor]:
+    """What a decode report shows of a model's context mechanism's posterior for decoded
+    sequences: ``model.context_layer.report_posterior`` of their attention on the
+    ``prepared`` memory of ``start``'s constants (empty for a model without them, such
+    as a Transformer).
+
+    Args:
+      model: the model.
+      constants: ``start``'s constants for the batch (not tiled for a beam).
+      attention: the decoded steps' attention [B, T, N] (a search's ``attn``).
+
+    Returns:
+      Tensors by name: ``POSITION_VALUES`` [B, N] and ``STEP_VALUES`` [B, T].
+    """
+    layer = getattr(model, "context_layer", None)
     prepared = constants.get("prepared") if isinstance(constants, dict) else None
-    found = {}
-    if getattr(prepared, "variance", None) is not None:
-        found["sigma"] = context_lib.position_scale(prepared.variance)
-    if getattr(prepared, "component_kl", None) is not None:
-        found["component_kl"] = prepared.component_kl
-    return found
+    if layer is None or prepared is None:
+        return {}
+    return layer.report_posterior(attention, prepared)
+
+
+def posterior_labels(model: DecodingModel) -> Dict[str, str]:
+    """``model.context_layer.report_labels()``, the words for ``posterior``'s values
+    (empty for a model without a context layer)."""
+    layer = getattr(model, "context_layer", None)
+    return layer.report_labels() if layer is not None else {}
+
+
+def pad_steps(sequences: Sequence[np.ndarray]) -> np.ndarray:
+    """Per-step arrays of several sequences [T_j, N] as one batch [B, max T_j, N] (float32,
+    zeros after each sequence's end), e.g. decoded attention for ``posterior``."""
+    width = sequences[0].shape[1]
+    padded = np.zeros((len(sequences), max(len(x) for x in sequences), width), np.float32)
+    for row, values in enumerate(sequences):
+        padded[row, : len(values)] = values
+    return padded
+
+
+def example_posterior(found: Dict[str, np.ndarray], length: int) -> Dict[str, np.ndarray]:
+    """One sequence's share of ``posterior``'s values (NumPy, its row taken): the
+    per-position values whole, the per-step ones cut to the ``length`` decoded steps;
+    other entries of ``found`` are left out."""
+    picked = {name: found[name] for name in POSITION_VALUES if name in found}
+    picked.update({name: found[name][:length] for name in STEP_VALUES if name in found})
+    return picked
 
 
 def model_step(model: DecodingModel, constants: Any = None) -> Callable:

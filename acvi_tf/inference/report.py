@@ -6,8 +6,10 @@ page of two decodes (``acvi_tf.inference.compare``).
 that shows a decode: the run's metrics, every example with its scores (sortable,
 filterable), and for the examples that carry per-token detail the source shaded by the
 attention of the output token under the pointer (See et al.'s ``attn_vis`` idea), the
-output shaded by p_gen, the reference, and the posterior's sigma per source position and
-the KL per decoder step where the decode recorded them.
+output shaded by p_gen, the reference, and what the context mechanism defines of its
+posterior at decode time (``ContextLayer.report_posterior``), each chart titled by the
+mechanism's own label: the scale per source position, the scale per decoder step (a row
+under the output) and the KL per decoder step; a mechanism without them says why.
 
 A host builds one ``example_row`` per example (small: scores, length, copy rate, OOVs, the
 output text) and an ``example_detail`` for at most ``DEFAULT_DETAIL`` of them (the
@@ -37,6 +39,11 @@ DEFAULT_DETAIL = 200
 TOP_K = 3
 # Decimals kept of the embedded weights (attention, p_gen, sigma, KL).
 DECIMALS = 3
+# The hosts' note on the posterior's charts.
+POSTERIOR_NOTE = (
+    "Posterior scale and KL per step: what the context mechanism defines at decode time, "
+    "each chart titled with the quantity it shows; a mechanism without them says why."
+)
 
 
 def copy_rate(source: Sequence[str], output: Sequence[str]) -> Optional[float]:
@@ -88,6 +95,8 @@ def example_detail(
     p_gen: Optional[np.ndarray] = None,
     sigma: Optional[np.ndarray] = None,
     kl: Optional[np.ndarray] = None,
+    scale: Optional[np.ndarray] = None,
+    labels: Optional[Dict[str, str]] = None,
 ) -> Dict[str, Any]:
     """One example's per-token detail, JSON-ready.
 
@@ -99,13 +108,20 @@ def example_detail(
       p_gen: [T] generation probabilities (the summarizer).
       sigma: [N] the posterior's scale per source position (latent mechanisms).
       kl: [T] the KL per decoder step.
+      scale: [T] the posterior's scale per decoder step.
+      labels: what ``sigma``, ``kl`` and ``scale`` are, and a ``note``
+        (``ContextLayer.report_labels``).
     """
     detail = dict(source=list(source), output=list(output), reference=reference)
     if attn is not None:
         detail["attn"] = sparse_rows(np.asarray(attn)[: len(output), : len(source)])
-    for name, values in (("p_gen", p_gen), ("sigma", sigma), ("kl", kl)):
+    if sigma is not None:
+        sigma = np.asarray(sigma)[: len(source)]
+    for name, values in (("p_gen", p_gen), ("sigma", sigma), ("kl", kl), ("scale", scale)):
         if values is not None:
             detail[name] = [_rounded(v) for v in np.asarray(values, np.float64).ravel()]
+    if labels:
+        detail["labels"] = dict(labels)
     return detail
 
 
@@ -205,8 +221,9 @@ OOVs <input id="oov-min" type="number"> to <input id="oov-max" type="number">
 its largest weights)</span></h2><div id="source" class="tokens"></div>
 <h2>Output <span class="note">(hover or click a token; blue: generated, p_gen near 1;
 white: copied, p_gen near 0)</span></h2><div id="output" class="tokens"></div>
+<div id="scale-box"></div>
 <h2>Reference</h2><div id="reference"></div>
-<div id="sigma-box"></div><div id="kl-box"></div>
+<p id="posterior-note" class="note"></p><div id="sigma-box"></div><div id="kl-box"></div>
 </section>
 <script type="application/json" id="report-data">__DATA__</script>
 <script>
@@ -342,7 +359,8 @@ function select(index) {
   $("detail-missing").textContent = d ? "" :
     "No per-token detail for this example (beyond the examples the decode embedded).";
   for (const id of ["source", "output", "reference"]) $(id).textContent = "";
-  if (!d) { $("output").textContent = row.text; bars("sigma-box"); bars("kl-box"); return; }
+  showPosterior(d);
+  if (!d) { $("output").textContent = row.text; return; }
   d.source.forEach((w, k) => {
     const s = el("span", w, "src-tok"); s.dataset.index = k; $("source").append(s, " ");
   });
@@ -357,10 +375,16 @@ function select(index) {
     $("output").append(s, " ");
   });
   $("reference").textContent = d.reference;
-  bars("sigma-box", "Posterior scale sigma per source position (root mean square over dimensions)",
-    d.sigma, "sigma-bar", "data-index");
-  bars("kl-box", "KL per decoder step", d.kl, "kl-bar", "data-step");
   if (d.output.length) selectStep(0);
+}
+function showPosterior(d) {
+  const labels = (d && d.labels) || {};
+  $("posterior-note").textContent = labels.note || "";
+  bars("sigma-box", labels.sigma || "Posterior scale per source position",
+    d && d.sigma, "sigma-bar", "data-index");
+  bars("scale-box", labels.scale || "Posterior scale per decoder step",
+    d && d.scale, "scale-bar", "data-step");
+  bars("kl-box", labels.kl || "KL per decoder step", d && d.kl, "kl-bar", "data-step");
 }
 function selectStep(t) {
   const d = current;
@@ -376,7 +400,7 @@ function selectStep(t) {
     s.dataset.weight = w[k]; s.classList.toggle("top", chosen.has(k));
     s.style.background = "rgba(255,130,0," + (w[k] / top) + ")";
   }
-  for (const r of document.querySelectorAll(".kl-bar")) {
+  for (const r of document.querySelectorAll(".kl-bar, .scale-bar")) {
     r.setAttribute("fill", Number(r.dataset.step) === t ? "#b32" : "#4a78b5");
   }
 }
