@@ -300,7 +300,7 @@ def _evaluate(config, model, name, prefix, vocabs, translator, writer, step, wri
         os.path.join(write_dir, "output_" + name), "".join(h + "\n" for h in hypotheses)
     )
     score = _bleu(config, [tgt for _, tgt in pairs], hypotheses)
-    tokens, alignment = translator.alignment(pairs[0][0], src_vocab)
+    tokens, alignment = translator.alignment(pairs[0][0], src_vocab, hypotheses[0])
     with writer.as_default(step=step):
         tf.summary.scalar("%s_ppl" % name, ppl)
         tf.summary.scalar("%s_bleu" % name, score)
@@ -507,7 +507,7 @@ def infer(config: Config, vocabs: Tuple[data.Vocab, data.Vocab]) -> Optional[flo
     logging.info("Wrote %d translations to %s", len(hypotheses), output)
     sources = nmt_text.read_lines(config.inference_input_file)
     for i, line in enumerate(sources[: config.attention_images]):
-        tokens, alignment = translator.alignment(line, src_vocab)
+        tokens, alignment = translator.alignment(line, src_vocab, hypotheses[i])
         path = os.path.join(config.out_dir, "attention", "%06d.png" % i)
         with files.atomic_write(path, binary=True) as f:
             f.write(summaries.attention_png(alignment, line.split(), tokens))
@@ -523,8 +523,8 @@ def infer(config: Config, vocabs: Tuple[data.Vocab, data.Vocab]) -> Optional[flo
 
 
 REPORT_NOTES = (
-    "Detail: the greedy translation (a beam of 1) with its attention, which --infer_mode="
-    "beam_search's listed translation can differ from.",
+    "Detail: the listed translation with its attention, from a teacher-forced pass of it "
+    "(the attention its search computed).",
     report_lib.POSTERIOR_NOTE,
 )
 
@@ -543,7 +543,7 @@ def _write_report(config, translator, src_vocab, sources, hypotheses, references
             )
         rows.append(report_lib.example_row(i, plain(hypothesis).split(), scores))
         if i < config.report_examples:
-            found = translator.inspect(source, src_vocab)
+            found = translator.inspect(source, src_vocab, hypothesis)
             details[i] = report_lib.example_detail(
                 source.split(),
                 found["words"],

@@ -92,16 +92,36 @@ class Translator:
             )
             return dict(out, **decoding.posterior(model, constants, out["attn"]))
 
+        @tf.function(input_signature=signature + signature[:1], autograph=False)
+        def force(src, src_len, tgt_in):
+            out = model(dict(src=src, src_len=src_len, tgt_in=tgt_in), training=False)
+            prepared = dict(prepared=out.get("prepared"))
+            return dict(attn=out["attn"], **decoding.posterior(model, prepared, out["attn"]))
+
         self.search = translate
         self._align = align
+        self._force = force
 
-    def alignment(self, src_line: str, src_vocab: Any) -> Tuple[List[str], np.ndarray]:
-        """``(target tokens, attention [T, S])`` of a greedy translation of one sentence."""
-        found = self.inspect(src_line, src_vocab)
+    def alignment(
+        self, src_line: str, src_vocab: Any, translation: Optional[str] = None
+    ) -> Tuple[List[str], np.ndarray]:
+        """``(target tokens, attention [T, S])`` of one sentence's ``translation`` (None:
+        the greedy one), as ``inspect`` finds them."""
+        found = self.inspect(src_line, src_vocab, translation)
         return found["words"], found["attn"]
 
-    def inspect(self, src_line: str, src_vocab: Any) -> Dict[str, Any]:
-        """A greedy translation of one sentence with what its steps recorded (NumPy).
+    def inspect(
+        self, src_line: str, src_vocab: Any, translation: Optional[str] = None
+    ) -> Dict[str, Any]:
+        """One sentence's translation with what its decoder steps computed (NumPy).
+
+        Args:
+          src_line: the source sentence (tokens).
+          src_vocab: the source ``data.Vocab``.
+          translation: a translation of it (tokens, e.g. ``translate``'s), whose steps
+            are recomputed by one teacher-forced pass: step t's attention depends only on
+            the tokens before t, so they equal what the search computed for it. None:
+            the greedy translation, with what the search recorded.
 
         Returns:
           ``words`` (the target tokens), ``attn`` [T, S], what the context mechanism
@@ -109,11 +129,18 @@ class Translator:
           and ``scale`` [T]) and ``labels`` (``report_labels``).
         """
         batch = next(iter(data.infer_dataset([src_line], src_vocab, 1)))
-        out = {k: v.numpy()[0] for k, v in self._align(batch["src"], batch["src_len"]).items()}
-        length = int(out["lengths"])
-        found = dict(
-            words=self.tgt_vocab.decode(out["ids"][:length].tolist()), attn=out["attn"][:length]
-        )
+        if translation is None:
+            out = self._align(batch["src"], batch["src_len"])
+            out = {k: v.numpy()[0] for k, v in out.items()}
+            length = int(out["lengths"])
+            words = self.tgt_vocab.decode(out["ids"][:length].tolist())
+        else:
+            words = translation.split()
+            tgt_in = tf.constant([[nmt_text.SOS_ID] + self.tgt_vocab.encode(words)], tf.int32)
+            out = self._force(batch["src"], batch["src_len"], tgt_in)
+            out = {k: v.numpy()[0] for k, v in out.items()}
+            length = len(words)
+        found = dict(words=words, attn=out["attn"][:length])
         found.update(decoding.example_posterior(out, length))
         found["labels"] = decoding.posterior_labels(self.model)
         return found

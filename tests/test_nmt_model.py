@@ -153,27 +153,60 @@ def test_acvi_context_trains_with_the_model(batch):
     assert len(names) == len(model.trainable_variables)
 
 
+def _vocab(folder, name, size):
+    (folder / name).write_text(
+        "\n".join(list(nmt_text.SPECIALS) + ["%s%d" % (name, i) for i in range(size - 3)])
+    )
+    return data.Vocab(str(folder / name))
+
+
+def _built(model, line, src_vocab):
+    model(
+        next(iter(data.infer_dataset([line], src_vocab, 1)))
+        | dict(tgt_in=np.zeros([1, 2], np.int32), tgt_len=np.array([2], np.int32))
+    )
+    return model
+
+
 def test_xla_translation_equals_the_plain_one(tmp_path):
     # Under XLA the batches are padded to a multiple of 16 tokens and the search runs in
     # buffers of twice that width; masking and the data-dependent step limit must keep
     # every translation the same.
-    def vocab(name, size):
-        (tmp_path / name).write_text(
-            "\n".join(list(nmt_text.SPECIALS) + ["%s%d" % (name, i) for i in range(size - 3)])
-        )
-        return data.Vocab(str(tmp_path / name))
-
-    src_vocab, tgt_vocab = vocab("src", S_VOCAB), vocab("tgt", T_VOCAB)
+    src_vocab, tgt_vocab = _vocab(tmp_path, "src", S_VOCAB), _vocab(tmp_path, "tgt", T_VOCAB)
     keras.utils.set_random_seed(2)
     model = model_lib.NMTModel(S_VOCAB, T_VOCAB, U, dropout=0.0, jit_compile=True)
     rng = np.random.default_rng(3)
     lines = [" ".join(rng.choice(src_vocab.words()[3:], size=n)) for n in (3, 7, 18, 5)]
-    model(
-        next(iter(data.infer_dataset(lines[:1], src_vocab, 1)))
-        | dict(tgt_in=np.zeros([1, 2], np.int32), tgt_len=np.array([2], np.int32))
-    )
+    _built(model, lines[0], src_vocab)
     plain = translator_lib.Translator(model, tgt_vocab, "beam_search", 3, 0.5)
     compiled = translator_lib.Translator(model, tgt_vocab, "beam_search", 3, 0.5, jit_compile=True)
     expected = plain.translate(lines, src_vocab, 2)
     assert compiled.translate(lines, src_vocab, 2) == expected
     assert max(len(line.split()) for line in expected) > 16  # the limit is data-dependent
+
+
+@pytest.mark.parametrize("kl", ["exact", "bound"])
+def test_a_translation_inspected_by_teacher_forcing_equals_its_search_record(tmp_path, kl):
+    # the report's detail of a listed (beam) translation is one teacher-forced pass of it:
+    # for the greedy translation it must equal what the greedy search recorded
+    src_vocab, tgt_vocab = _vocab(tmp_path, "src", S_VOCAB), _vocab(tmp_path, "tgt", T_VOCAB)
+    keras.utils.set_random_seed(4)
+    acvi = context_lib.ACVIContext(kl=kl, seed=4)
+    model = model_lib.NMTModel(
+        S_VOCAB, T_VOCAB, U, dropout=0.0, init_weight=1.0, context_layer=acvi
+    )
+    line = " ".join(np.random.default_rng(5).choice(src_vocab.words()[3:], size=6))
+    translator = translator_lib.Translator(
+        _built(model, line, src_vocab), tgt_vocab, "greedy", 1, 0.0
+    )
+    searched = translator.inspect(line, src_vocab)
+    assert len(searched["words"]) >= 2
+    forced = translator.inspect(line, src_vocab, " ".join(searched["words"]))
+    assert forced["words"] == searched["words"]
+    for name in ("attn", "sigma", "kl"):
+        assert forced[name].shape == searched[name].shape
+        np.testing.assert_allclose(forced[name], searched[name], rtol=1e-5, atol=1e-6)
+    # another translation gets its own steps: one step per token, attention that differs
+    other = translator.inspect(line, src_vocab, " ".join(reversed(searched["words"])))
+    assert other["attn"].shape == searched["attn"].shape
+    assert np.abs(other["attn"][1:] - searched["attn"][1:]).max() > 1e-3

@@ -89,6 +89,7 @@ def test_train_evaluate_and_translate(corpus, tmp_path, absl_caplog):
         "--inference_ref_file=%s" % (corpus / "dev.de"),
         "--infer_mode=beam_search",
         "--beam_width=3",
+        "--length_penalty_weight=1.0",  # so that the 10-step model's beams are not empty
     ]
     absl_caplog.clear()
     score = _with_record(out, *inference, "--inference_output_file=%s" % (tmp_path / "dev.hyp"))
@@ -96,7 +97,7 @@ def test_train_evaluate_and_translate(corpus, tmp_path, absl_caplog):
     assert len((tmp_path / "dev.hyp").read_text().splitlines()) == 10
     assert (
         "Translating with infer_mode=beam_search (given), beam_width=3 (given), "
-        "length_penalty_weight=0.0 (the run's), infer_batch_size=8 (the run's)"
+        "length_penalty_weight=1.0 (given), infer_batch_size=8 (the run's)"
     ) in absl_caplog.text
     # the same with the model's flags repeated
     repeated = _run(corpus, out, *inference, "--attention_images=2")
@@ -143,6 +144,7 @@ def _check_report(path, corpus, tmp_path):
     sources = (corpus / "dev.en").read_text(encoding="utf-8").splitlines()
     assert data["details"][str(example)]["source"] == sources[example].split()
     detail = data["details"][str(example)]
+    assert detail["output"] == hypotheses[example].split()  # the beam's, not a greedy one
     assert result["sigmaBars"] == len(sources[example].split())  # ACVI
     assert result["klBars"] == len(detail["output"]) == len(detail["kl"])  # --acvi_kl=bound
     assert result["titles"] == [detail["labels"]["sigma"], None, detail["labels"]["kl"]]
