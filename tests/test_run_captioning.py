@@ -119,14 +119,18 @@ def test_decode_and_a_resume_read_the_model_from_the_record(tmp_path, absl_caplo
         assert report["split"] == "test" and set(report["model"]) == {"ROUGE_L"}
     assert captions[0] == captions[1] and len(captions[0]) == 2
     assert "Frames: indices (no --video_dir); f1 is the first sampled frame." in pages[0]["notes"]
-    assert "Frames: indices for 1 clip(s) with no video in --video_dir (clip10_0_1)." in (
-        pages[1]["notes"]
+    assert (
+        "Frames: indices for 1 clip(s) with no video in --video_dir (clip10_0_1)."
+        in (pages[1]["notes"])
     )
     assert any(n.startswith("Frames: indices for clip clip11_0_1: ") for n in pages[1]["notes"])
     for page in pages:
         assert not any("frames" in detail for detail in page["details"].values())
     run_captioning.run(_flags("--mode=decode", run, "--video_dir=" + videos))
     _check_report(folder, captions[0], tmp_path / "browser")
+    not_a_folder = str(folder / "captions.json")
+    with pytest.raises(app.UsageError, match="--video_dir=%s is not a folder" % not_a_folder):
+        run_captioning.run(_flags("--mode=decode", run, "--video_dir=" + not_a_folder))
     assert (
         "Captioning with beam_size=2 (given), max_decode_len=50 (the run's), "
         "length_normalization=none (the run's), decode_batch_size=100 (the run's)"
