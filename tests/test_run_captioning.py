@@ -22,12 +22,12 @@ WORDS = ["red", "blue", "square", "circle"]
 
 
 def _dataset(root):
-    """12 clips whose caption names the colour and shape the features encode."""
+    """13 clips whose caption names the colour and shape the features encode."""
     rng = np.random.default_rng(0)
     features = root / "features"
     features.mkdir()
     splits = {"train": [], "val": [], "test": []}
-    for i in range(12):
+    for i in range(13):
         colour, shape = WORDS[i % 2], WORDS[2 + (i // 2) % 2]
         rows = rng.normal(size=[5 + i % 2, 6]).astype(np.float32)
         rows[:, 0] += 3.0 * (i % 2)
@@ -107,23 +107,28 @@ def test_decode_and_a_resume_read_the_model_from_the_record(tmp_path, absl_caplo
     common += ["--best_metric=ROUGE_L", "--beam_size=2", "--num_frames=5", *model]
     run_captioning.run(_flags(*common, "--batch_size=4", "--max_steps=2"))
     folder = tmp_path / "run" / "decode_test"
-    videos = _videos(tmp_path / "videos", clip10_0_1=12, clip11_0_1=16)
-    broken = _videos(tmp_path / "broken", clip11_0_1=0)
+    videos = _videos(tmp_path / "videos", clip10_0_1=12, clip11_0_1=16, clip12_0_1=5)
+    broken = _videos(tmp_path / "broken", clip11_0_1=0, clip12_0_1=3)
     captions, pages = [], []
-    # the run's folder only, then every flag repeated (videos: one missing, one unreadable)
+    # the run's folder only, then every flag repeated (videos: one missing, one unreadable,
+    # one shorter than the features)
     for argv in ([run], [*common, "--video_dir=" + broken]):
         absl_caplog.clear()
         report = run_captioning.run(_flags("--mode=decode", *argv))
         captions.append(json.loads((folder / "captions.json").read_text()))
         pages.append(browser.page_data(folder / "report.html")[1])
         assert report["split"] == "test" and set(report["model"]) == {"ROUGE_L"}
-    assert captions[0] == captions[1] and len(captions[0]) == 2
+    assert captions[0] == captions[1] and len(captions[0]) == 3
     assert "Frames: indices (no --video_dir); f1 is the first sampled frame." in pages[0]["notes"]
     assert (
         "Frames: indices for 1 clip(s) with no video in --video_dir (clip10_0_1)."
         in (pages[1]["notes"])
     )
     assert any(n.startswith("Frames: indices for clip clip11_0_1: ") for n in pages[1]["notes"])
+    assert (
+        "Frames: indices for clip clip12_0_1: its video gives 3 sampled frames, its features 5."
+        in pages[1]["notes"]
+    )
     for page in pages:
         assert not any("frames" in detail for detail in page["details"].values())
     run_captioning.run(_flags("--mode=decode", run, "--video_dir=" + videos))
