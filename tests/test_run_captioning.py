@@ -131,6 +131,9 @@ def test_decode_and_a_resume_read_the_model_from_the_record(tmp_path, absl_caplo
     )
     for page in pages:
         assert not any("frames" in detail for detail in page["details"].values())
+    # the extraction's settings as video_caption.features records them
+    settings = json.dumps(dict(num_frames=6, max_frames=14))
+    (tmp_path / "features" / "features.json").write_text(settings)
     run_captioning.run(_flags("--mode=decode", run, "--video_dir=" + videos))
     _check_report(folder, captions[0], tmp_path / "browser")
     not_a_folder = str(folder / "captions.json")
@@ -178,7 +181,11 @@ def _check_report(folder, captions, tmp_path):
     assert result["frames"] == [0, 1, 2, 3, 4] and set(result["top"]) <= set(result["frames"])
     assert result["images"] == detail["frames"]
     assert all(uri.startswith("data:image/jpeg;base64,") for uri in detail["frames"])
-    assert "Frames: thumbnails (64 px on the shorter side)" in data["notes"][0]
+    assert data["notes"][0].startswith(
+        "Frames: thumbnails (64 px on the shorter side) of the frames the features were "
+        "computed from: 6 equally spaced of the first 14 of each video in --video_dir="
+    )
+    assert data["notes"][0].endswith("videos, sampled again to --num_frames=5.")
 
 
 def _videos(folder, **frame_counts):

@@ -588,10 +588,17 @@ def _frame_strips(config, clip_set, details):
         videos = find_videos(config.video_dir, clips.values())
     except FeaturesError:
         videos = {}
+    resampled = store_frames > config.num_frames
     notes = [
         "Frames: thumbnails (%d px on the shorter side) of the frames the features were "
-        "computed from: %d equally spaced of the first %d of each video in --video_dir=%s."
-        % (THUMBNAIL_SIZE, store_frames, max_frames, config.video_dir)
+        "computed from: %d equally spaced of the first %d of each video in --video_dir=%s%s."
+        % (
+            THUMBNAIL_SIZE,
+            store_frames,
+            max_frames,
+            config.video_dir,
+            ", sampled again to --num_frames=%d" % config.num_frames if resampled else "",
+        )
     ]
     missing = [clip for clip in clips.values() if clip not in videos]
     if missing:
