@@ -128,6 +128,7 @@ def test_thumbnail_keeps_the_aspect_and_never_enlarges():
     frame = np.zeros((48, 64, 3), np.uint8)
     assert frames.thumbnail(frame, 24).shape == (24, 32, 3)
     assert frames.thumbnail(frame[:, :30], 24).shape == (38, 24, 3)
+    assert frames.thumbnail(np.zeros((240, 320, 3), np.uint8), 64).shape == (64, 85, 3)
     assert frames.thumbnail(frame, 64) is frame
 
 

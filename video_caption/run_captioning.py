@@ -14,8 +14,9 @@ Modes (``--mode``):
 * ``eval``: perplexity and the caption metrics of a checkpoint on ``--eval_splits``.
 * ``decode``: captions of ``--decode_split`` into ``out_dir/decode_<split>/``
   (``captions.json``, ``metrics.json``, ``results.txt``, attention heat maps of the first
-  ``--attention_images`` clips), with the most-common-training-caption baseline scored
-  beside them.
+  ``--attention_images`` clips, ``report.html``: with ``--video_dir``, its attention is
+  over thumbnails of the sampled frames), with the most-common-training-caption baseline
+  scored beside them.
 
 Eval, decode and a resume take the run's settings from ``out_dir/hparams.json``
 (``acvi_flags.run_config``); the model's flags need not be repeated.
