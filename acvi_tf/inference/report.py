@@ -371,7 +371,7 @@ function bars(boxId, title, values, cls, attr) {
 }
 function frame(uri, label) {
   const s = el("span", undefined, "src-tok frame"), img = el("img");
-  img.src = uri; img.alt = label; img.title = label;
+  img.setAttribute("src", uri); img.alt = label; img.title = label;
   s.append(img, label);
   return s;
 }
