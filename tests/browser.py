@@ -24,6 +24,8 @@ PROBE = """<script>
   out.top = ids("#source .src-tok.top", "index").map(Number);
   out.topWords = [...document.querySelectorAll("#source .src-tok.top")].map((e) => e.textContent);
   out.selected = ids("#output .out-tok.selected", "step").map(Number);
+  out.frames = ids("#source .src-tok.frame", "index").map(Number);
+  out.images = [...document.querySelectorAll("#source .src-tok.frame img")].map((e) => e.src);
   out.sigmaBars = document.querySelectorAll("#sigma-chart .sigma-bar").length;
   out.klBars = document.querySelectorAll("#kl-chart .kl-bar").length;
   out.scaleBars = document.querySelectorAll("#scale-chart .scale-bar").length;

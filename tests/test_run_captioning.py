@@ -16,18 +16,20 @@ from acvi_tf import flags as acvi_flags
 from acvi_tf.metrics import captions as caption_metrics
 from video_caption import run_captioning
 
+from conftest import write_video
+
 WORDS = ["red", "blue", "square", "circle"]
 
 
 def _dataset(root):
-    """12 clips whose caption names the colour and shape the features encode."""
+    """13 clips whose caption names the colour and shape the features encode."""
     rng = np.random.default_rng(0)
     features = root / "features"
     features.mkdir()
     splits = {"train": [], "val": [], "test": []}
-    for i in range(12):
+    for i in range(13):
         colour, shape = WORDS[i % 2], WORDS[2 + (i // 2) % 2]
-        rows = rng.normal(size=[3 + i % 2, 6]).astype(np.float32)
+        rows = rng.normal(size=[5 + i % 2, 6]).astype(np.float32)
         rows[:, 0] += 3.0 * (i % 2)
         rows[:, 1] += 3.0 * ((i // 2) % 2)
         np.save(features / ("clip%d_0_1.npy" % i), rows)
@@ -102,17 +104,41 @@ def test_decode_and_a_resume_read_the_model_from_the_record(tmp_path, absl_caplo
     run = "--out_dir=" + str(tmp_path / "run")
     model = ["--encoder_units=4", "--decoder_units=3", "--emb_dim=5", "--attention_units=3"]
     common = ["--data_dir=" + data_dir, "--features=" + features, run, "--metrics=ROUGE_L"]
-    common += ["--best_metric=ROUGE_L", "--beam_size=2", "--num_frames=3", *model]
+    common += ["--best_metric=ROUGE_L", "--beam_size=2", "--num_frames=5", *model]
     run_captioning.run(_flags(*common, "--batch_size=4", "--max_steps=2"))
-    captions = []
-    for argv in ([run], common):  # the run's folder only, then every flag repeated
+    folder = tmp_path / "run" / "decode_test"
+    videos = _videos(tmp_path / "videos", clip10_0_1=12, clip11_0_1=16, clip12_0_1=5)
+    broken = _videos(tmp_path / "broken", clip11_0_1=0, clip12_0_1=3)
+    captions, pages = [], []
+    # the run's folder only, then every flag repeated (videos: one missing, one unreadable,
+    # one shorter than the features)
+    for argv in ([run], [*common, "--video_dir=" + broken]):
         absl_caplog.clear()
         report = run_captioning.run(_flags("--mode=decode", *argv))
-        path = tmp_path / "run" / "decode_test" / "captions.json"
-        captions.append(json.loads(path.read_text()))
+        captions.append(json.loads((folder / "captions.json").read_text()))
+        pages.append(browser.page_data(folder / "report.html")[1])
         assert report["split"] == "test" and set(report["model"]) == {"ROUGE_L"}
-    assert captions[0] == captions[1] and len(captions[0]) == 2
-    _check_report(tmp_path / "run" / "decode_test", captions[0], tmp_path / "browser")
+    assert captions[0] == captions[1] and len(captions[0]) == 3
+    assert "Frames: indices (no --video_dir); f1 is the first sampled frame." in pages[0]["notes"]
+    assert (
+        "Frames: indices for 1 clip(s) with no video in --video_dir (clip10_0_1)."
+        in (pages[1]["notes"])
+    )
+    assert any(n.startswith("Frames: indices for clip clip11_0_1: ") for n in pages[1]["notes"])
+    assert (
+        "Frames: indices for clip clip12_0_1: its video gives 3 sampled frames, its features 5."
+        in pages[1]["notes"]
+    )
+    for page in pages:
+        assert not any("frames" in detail for detail in page["details"].values())
+    # the extraction's settings as video_caption.features records them
+    settings = json.dumps(dict(num_frames=6, max_frames=14))
+    (tmp_path / "features" / "features.json").write_text(settings)
+    run_captioning.run(_flags("--mode=decode", run, "--video_dir=" + videos))
+    _check_report(folder, captions[0], tmp_path / "browser")
+    not_a_folder = str(folder / "captions.json")
+    with pytest.raises(app.UsageError, match="--video_dir=%s is not a folder" % not_a_folder):
+        run_captioning.run(_flags("--mode=decode", run, "--video_dir=" + not_a_folder))
     assert (
         "Captioning with beam_size=2 (given), max_decode_len=50 (the run's), "
         "length_normalization=none (the run's), decode_batch_size=100 (the run's)"
@@ -132,7 +158,7 @@ def test_decode_and_a_resume_read_the_model_from_the_record(tmp_path, absl_caplo
     # sizes would not restore) and keeps the record's values
     run_captioning.run(_flags(run, "--max_steps=2"))
     record = json.loads((tmp_path / "run" / "hparams.json").read_text())
-    assert (record["encoder_units"], record["num_frames"], record["batch_size"]) == (4, 3, 4)
+    assert (record["encoder_units"], record["num_frames"], record["batch_size"]) == (4, 5, 4)
 
 
 def _check_report(folder, captions, tmp_path):
@@ -147,9 +173,31 @@ def _check_report(folder, captions, tmp_path):
     cider = caption_metrics.caption_metrics(references, captions, names=["CIDEr"])["CIDEr"]
     scores = [row["s"]["CIDEr-D"] for row in data["rows"]]
     assert np.mean(scores) == pytest.approx(cider, abs=1e-3)
-    assert data["details"][str(example)]["source"] == ["f1", "f2", "f3"]
-    assert result["sigmaBars"] == 3  # ACVI, the default
-    assert result["klBars"] == len(data["details"][str(example)]["output"])
+    detail = data["details"][str(example)]
+    assert detail["source"] == ["f1", "f2", "f3", "f4", "f5"]
+    assert result["sigmaBars"] == 5  # ACVI, the default
+    assert result["klBars"] == len(detail["output"])
+    # the strip: a thumbnail per frame, the selected word's top weights outlined on them
+    assert result["frames"] == [0, 1, 2, 3, 4] and set(result["top"]) <= set(result["frames"])
+    assert result["images"] == detail["frames"]
+    assert all(uri.startswith("data:image/jpeg;base64,") for uri in detail["frames"])
+    assert data["notes"][0].startswith(
+        "Frames: thumbnails (64 px on the shorter side) of the frames the features were "
+        "computed from: 6 equally spaced of the first 14 of each video in --video_dir="
+    )
+    assert data["notes"][0].endswith("videos, sampled again to --num_frames=5.")
+
+
+def _videos(folder, **frame_counts):
+    """Writes ``<clip>.mp4`` (or .avi) of each clip with that many frames (0: a file that
+    is no video) into ``folder``; returns its path."""
+    folder.mkdir()
+    for clip, count in frame_counts.items():
+        if count:
+            write_video(folder / clip, num_frames=count)
+        else:
+            (folder / (clip + ".mp4")).write_bytes(b"not a video" * 50)
+    return str(folder)
 
 
 def test_a_mirrored_run_trains_validates_and_resumes(tmp_path):

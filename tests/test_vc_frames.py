@@ -3,7 +3,9 @@
 import numpy as np
 import pytest
 
-from video_caption import frames
+from acvi_tf.inference import report
+from data_prep import moving_shapes
+from video_caption import data, frames
 
 from conftest import write_video
 
@@ -97,3 +99,45 @@ def test_resize_and_crop_portrait_float_and_identity():
     np.testing.assert_array_equal(frames.resize_and_crop(square, 16), square)
     with pytest.raises(ValueError, match=r"\[n, H, W, 3\]"):
         frames.resize_and_crop(np.zeros((16, 16, 3)), 8)
+
+
+def test_feature_thumbnails_are_the_frames_behind_the_feature_rows(video):
+    # the clip's square moves right one pixel a frame: its left edge is the frame number
+    decoded = frames.read_frames(video)
+    thumbs = frames.feature_thumbnails(video, 4, 4, 240, 24)
+    indices = frames.sample_indices(30, 4)  # 0, 8, 16, 23
+    assert [t.shape for t in thumbs] == [(24, 32, 3)] * 4
+    for j, index in enumerate(indices):
+        np.testing.assert_array_equal(thumbs[j], frames.thumbnail(decoded[index], 24))
+        red = np.flatnonzero(thumbs[j][12].astype(int)[:, 0] > 200)
+        assert abs(red.mean() - (index + 7.5) / 2) <= 1
+    # features of 8 frames read as 5 rows: data.clip_features samples the rows again
+    store = {"clip": frames.sample_indices(30, 8)[:, None].astype(np.float32)}
+    rows, count = data.clip_features(store, dict(clip="clip", vid="vid1"), 5)
+    again = frames.feature_thumbnails(video, 8, 5, 240, 24)
+    assert len(again) == count == 5
+    for thumb, index in zip(again, rows[:, 0].astype(int)):
+        np.testing.assert_array_equal(thumb, frames.thumbnail(decoded[index], 24))
+    # only the first max_frames are sampled
+    short = frames.feature_thumbnails(video, 4, 4, 10, 24)
+    for thumb, index in zip(short, frames.sample_indices(10, 4)):
+        np.testing.assert_array_equal(thumb, frames.thumbnail(decoded[index], 24))
+
+
+def test_thumbnail_keeps_the_aspect_and_never_enlarges():
+    frame = np.zeros((48, 64, 3), np.uint8)
+    assert frames.thumbnail(frame, 24).shape == (24, 32, 3)
+    assert frames.thumbnail(frame[:, :30], 24).shape == (38, 24, 3)
+    assert frames.thumbnail(np.zeros((240, 320, 3), np.uint8), 64).shape == (64, 85, 3)
+    assert frames.thumbnail(frame, 64) is frame
+
+
+def test_demo_clip_thumbnails_are_small(tmp_path):
+    """docs/captioner.md: under 2 KB of page per thumbnail of a 112-px demo clip."""
+    attributes = moving_shapes.generate(str(tmp_path), num_clips=2, frames=48, captions_per_clip=1)
+    for clip in attributes.values():
+        path = str(tmp_path / clip["video"])
+        thumbs = frames.feature_thumbnails(path, 24, 24, 240, 64)
+        assert len(thumbs) == 24 and thumbs[0].shape == (64, 64, 3)
+        sizes = [len(report.image_uri(t)) for t in thumbs]
+        assert 1000 < max(sizes) < 2000

@@ -8,7 +8,9 @@ CNN at its input size. This module does the video side, without TensorFlow:
   system ffmpeg needed) and stops after ``max_frames`` frames;
 * ``sample_indices`` picks the K frames with the rule of yaoli/arctic-capgen-vid;
 * ``resize_and_crop`` scales the shorter side to the CNN's size and cuts the centre
-  square, deterministically (Pillow's bilinear filter).
+  square, deterministically (Pillow's bilinear filter);
+* ``feature_thumbnails`` gives small images of the frames behind a clip's feature rows,
+  for the captioner's ``report.html``.
 
 Usage::
 
@@ -18,12 +20,16 @@ Usage::
 """
 
 import os
+from typing import List
 
 import imageio_ffmpeg
 import numpy as np
 from PIL import Image
 
 from acvi_tf import errors
+
+# The MSVD setting: only the first frames of a clip are decoded.
+MAX_FRAMES = 240
 
 
 class VideoError(errors.UserError, ValueError):
@@ -36,7 +42,7 @@ def _last_lines(text, count=3):
     return " | ".join(lines[-count:])
 
 
-def read_frames(path: str, max_frames: int = 240) -> np.ndarray:
+def read_frames(path: str, max_frames: int = MAX_FRAMES) -> np.ndarray:
     """Decodes the first frames of a video file.
 
     Args:
@@ -167,3 +173,62 @@ def resize_and_crop(frames: np.ndarray, size: int) -> np.ndarray:
             resized = _resize(frames[i], new_width, new_height)
         out[i] = resized[top : top + size, left : left + size]
     return out
+
+
+def feature_frame_indices(num_available: int, store_frames: int, num_frames: int) -> np.ndarray:
+    """Indices of the decoded frames behind a clip's feature rows as the captioner reads
+    them: ``video_caption.features`` keeps ``sample_indices(num_available, store_frames)``,
+    and ``video_caption.data`` samples those rows again with ``sample_indices`` where there
+    are more than ``num_frames``. Attention column j is the frame at index j.
+
+    Args:
+      num_available: how many frames were decoded (at most the extraction's max_frames).
+      store_frames: the K the features were extracted with.
+      num_frames: the captioner's K.
+
+    Returns:
+      int64 indices, ascending, of length ``min(num_available, store_frames, num_frames)``.
+    """
+    indices = sample_indices(num_available, store_frames)
+    if len(indices) > num_frames:
+        indices = indices[sample_indices(len(indices), num_frames)]
+    return indices
+
+
+def thumbnail(frame: np.ndarray, size: int) -> np.ndarray:
+    """One uint8 [H, W, 3] frame scaled (Pillow's bilinear filter) so that its shorter side
+    is ``size`` pixels, the aspect ratio kept; a frame no larger is returned unchanged.
+
+    Returns:
+      uint8 [h, w, 3] with ``min(h, w) == min(size, min(H, W))``.
+    """
+    height, width = frame.shape[:2]
+    scale = size / min(height, width)
+    if scale >= 1:
+        return frame
+    shape = (max(1, int(round(width * scale))), max(1, int(round(height * scale))))
+    return np.asarray(Image.fromarray(frame, "RGB").resize(shape, Image.BILINEAR))
+
+
+def feature_thumbnails(
+    path: str, store_frames: int, num_frames: int, max_frames: int, size: int
+) -> List[np.ndarray]:
+    """Thumbnails of the frames behind a clip's feature rows (``feature_frame_indices``),
+    decoded from its video as ``video_caption.features`` decodes it.
+
+    Args:
+      path: the clip's video file.
+      store_frames: the K the features were extracted with.
+      num_frames: the captioner's K.
+      max_frames: the extraction's max_frames.
+      size: the thumbnails' shorter side in pixels (``thumbnail``).
+
+    Returns:
+      uint8 [h, w, 3] images, one per feature row (attention column).
+
+    Raises:
+      VideoError: the video cannot be decoded.
+    """
+    frames = read_frames(path, max_frames)
+    indices = feature_frame_indices(len(frames), store_frames, num_frames)
+    return [thumbnail(frames[i], size) for i in indices]

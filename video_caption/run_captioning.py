@@ -14,8 +14,9 @@ Modes (``--mode``):
 * ``eval``: perplexity and the caption metrics of a checkpoint on ``--eval_splits``.
 * ``decode``: captions of ``--decode_split`` into ``out_dir/decode_<split>/``
   (``captions.json``, ``metrics.json``, ``results.txt``, attention heat maps of the first
-  ``--attention_images`` clips), with the most-common-training-caption baseline scored
-  beside them.
+  ``--attention_images`` clips, ``report.html``: with ``--video_dir``, its attention is
+  over thumbnails of the sampled frames), with the most-common-training-caption baseline
+  scored beside them.
 
 Eval, decode and a resume take the run's settings from ``out_dir/hparams.json``
 (``acvi_flags.run_config``); the model's flags need not be repeated.
@@ -49,6 +50,8 @@ from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
 from acvi_tf.config import Config
+from acvi_tf.formats.frame_features import FeaturesError
+from acvi_tf.formats.video_folder import find_videos
 from acvi_tf.inference import decoding
 from acvi_tf.inference import report as report_lib
 from acvi_tf.metrics import captions as caption_metrics
@@ -57,6 +60,8 @@ from acvi_tf.training import step as training_lib
 from acvi_tf.training import trainer as trainer_lib
 from video_caption import data, experiment
 from video_caption import decode as decode_lib
+from video_caption import features as features_lib
+from video_caption import frames as frames_lib
 
 MODES = ("train", "eval", "decode")
 REPORTED = experiment.REPORTED
@@ -80,6 +85,7 @@ COMMAND_FLAGS = (
     "eval_splits",
     "attention_images",
     "report_examples",
+    "video_dir",
 )
 # The validation captions of the posterior histograms (the first is the images' clip).
 SUMMARY_CAPTIONS = 8
@@ -221,6 +227,13 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
         report_lib.DEFAULT_DETAIL,
         "decode: the first N clips carry their attention over the frames (and ACVI's "
         "sigma and KL) in report.html; every clip is listed with its CIDEr-D.",
+    )
+    string(
+        "video_dir",
+        None,
+        "decode: the folder of the clips' videos (<clip>.mp4, .avi, ... as "
+        "video_caption.features reads it); report.html then shows the sampled frames of "
+        "the --report_examples clips as thumbnails (default: frame indices).",
     )
     acvi_flags.require_total_steps(
         ["patience"],
@@ -494,10 +507,9 @@ def decode(exp: experiment.Experiment) -> dict:
     return report
 
 
-REPORT_NOTES = (
-    "Source: the sampled frames by index (f1 is the first); no thumbnails.",
-    report_lib.POSTERIOR_NOTE,
-)
+# The shorter side of the report's frame thumbnails, in pixels.
+THUMBNAIL_SIZE = 64
+REPORT_NOTES = (report_lib.POSTERIOR_NOTE,)
 
 
 def _write_report(exp, folder, clip_set, captions, attentions, metrics):
@@ -526,6 +538,7 @@ def _write_report(exp, folder, clip_set, captions, attentions, metrics):
             labels=decoding.posterior_labels(exp.model),
             **posteriors[clip],
         )
+    notes = _frame_strips(exp.config, clip_set, details)
     shown = dict(metrics["model"], clips=metrics["clips"], checkpoint=metrics["checkpoint"])
     report_lib.write_report(
         os.path.join(folder, "report.html"),
@@ -534,8 +547,84 @@ def _write_report(exp, folder, clip_set, captions, attentions, metrics):
         rows,
         details,
         "CIDEr-D of each caption (coco-caption, PTB-tokenised; their mean is CIDEr)",
-        REPORT_NOTES,
+        notes + list(REPORT_NOTES),
     )
+
+
+def _check_video_dir(config):
+    if config.video_dir and not os.path.isdir(config.video_dir):
+        raise app.UsageError(
+            "--video_dir=%s is not a folder; give the folder of the clips' videos, or leave "
+            "it out to show frame indices" % config.video_dir
+        )
+
+
+def _extraction_settings(config):
+    """``(K, max_frames)`` of the features' extraction: those ``--features`` records,
+    else ``--num_frames`` and ``frames.MAX_FRAMES``."""
+    try:
+        settings = features_lib.read_settings(config.features)
+    except FeaturesError:
+        settings = {}
+    return (
+        int(settings.get("num_frames", config.num_frames)),
+        int(settings.get("max_frames", frames_lib.MAX_FRAMES)),
+    )
+
+
+def _frame_strips(config, clip_set, details):
+    """Adds to ``details`` (by clip index) the thumbnails of the frames behind their
+    attention columns, read from ``--video_dir`` one clip at a time; returns the report's
+    notes on the frames (which clips show indices, and why)."""
+    if not config.video_dir:
+        return ["Frames: indices (no --video_dir); f1 is the first sampled frame."]
+    store_frames, max_frames = _extraction_settings(config)
+    clips = {i: clip_set.records[i]["clip"] for i in details}
+    try:
+        videos = find_videos(config.video_dir, clips.values())
+    except FeaturesError:
+        videos = {}
+    resampled = store_frames > config.num_frames
+    notes = [
+        "Frames: thumbnails (%d px on the shorter side) of the frames the features were "
+        "computed from: %d equally spaced of the first %d of each video in --video_dir=%s%s."
+        % (
+            THUMBNAIL_SIZE,
+            store_frames,
+            max_frames,
+            config.video_dir,
+            ", sampled again to --num_frames=%d" % config.num_frames if resampled else "",
+        )
+    ]
+    missing = [clip for clip in clips.values() if clip not in videos]
+    if missing:
+        notes.append(
+            "Frames: indices for %d clip(s) with no video in --video_dir (%s)."
+            % (len(missing), ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else ""))
+        )
+    sampling = (store_frames, config.num_frames, max_frames, THUMBNAIL_SIZE)
+    for i, clip in clips.items():
+        if clip in videos:
+            rows = int(clip_set.num_frames[i])
+            notes += _add_thumbnails(details[i], clip, videos[clip], rows, sampling)
+    return notes
+
+
+def _add_thumbnails(detail, clip, path, rows, sampling):
+    """Gives one example's detail the thumbnails of its video (``sampling``: the
+    arguments of ``frames.feature_thumbnails`` after the path); returns a note where it
+    shows indices instead."""
+    try:
+        images = frames_lib.feature_thumbnails(path, *sampling)
+    except frames_lib.VideoError as e:
+        return ["Frames: indices for clip %s: %s." % (clip, e)]
+    if len(images) != rows:
+        return [
+            "Frames: indices for clip %s: its video gives %d sampled frames, its features %d."
+            % (clip, len(images), rows)
+        ]
+    report_lib.add_frames(detail, images)
+    return []
 
 
 def _posteriors(exp, clip_set, count, attentions):
@@ -572,6 +661,7 @@ def run(config: Config) -> Union[float, dict]:
     strategy = builders.configure_runtime(config, trains=config.mode == "train")
     os.makedirs(config.out_dir, exist_ok=True)
     if config.mode != "train":
+        _check_video_dir(config)
         exp = experiment.Experiment(config)
         return evaluate(exp) if config.mode == "eval" else decode(exp)
     acvi_flags.write_flag_record(

@@ -20,15 +20,19 @@ The page's DOM is stable for tests: rows ``#examples tbody tr.example`` carry
 ``data-detail``; source tokens ``#source .src-tok`` carry ``data-index`` and
 ``data-weight``, the ``TOP_K`` largest weights of the selected step get the class ``top``;
 output tokens ``#output .out-tok`` carry ``data-step`` and ``data-pgen``, the selected one
-has the class ``selected``.
+has the class ``selected``. A detail with ``frames`` (``add_frames``: the captioner's
+thumbnails) shows each source token as ``.src-tok.frame``, its image above its label.
 """
 
+import base64
 import html
+import io
 import json
 import math
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
+from PIL import Image
 
 from acvi_tf import files
 from acvi_tf.metrics import copying
@@ -44,6 +48,8 @@ POSTERIOR_NOTE = (
     "Posterior scale and KL per step: what the context mechanism defines at decode time, "
     "each chart titled with the quantity it shows; a mechanism without them says why."
 )
+# JPEG quality of the embedded frame thumbnails.
+THUMBNAIL_QUALITY = 70
 
 
 def copy_rate(source: Sequence[str], output: Sequence[str]) -> Optional[float]:
@@ -132,6 +138,37 @@ def sparse_rows(matrix: np.ndarray) -> List[List[int]]:
     return [[int(x) for i in np.flatnonzero(row) for x in (i, row[i])] for row in scaled]
 
 
+def image_uri(image: np.ndarray) -> str:
+    """A uint8 [H, W, 3] image as a ``data:image/jpeg;base64,...`` URI (quality
+    ``THUMBNAIL_QUALITY``), for a page that fetches nothing."""
+    buffer = io.BytesIO()
+    Image.fromarray(np.asarray(image, np.uint8), "RGB").save(
+        buffer, "JPEG", quality=THUMBNAIL_QUALITY
+    )
+    return "data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def add_frames(detail: Dict[str, Any], images: Sequence[np.ndarray]) -> Dict[str, Any]:
+    """Gives an ``example_detail`` thumbnails of its first source positions: the page then
+    shows source token j as ``images[j]`` labelled with the token (the tokens past the
+    images, e.g. padding, as text), shaded and outlined like source tokens.
+
+    Args:
+      detail: an ``example_detail``.
+      images: uint8 [H, W, 3] images, at most one per source token.
+
+    Returns:
+      ``detail``, with ``frames``: the images' ``image_uri``.
+
+    Raises:
+      ValueError: more images than source tokens.
+    """
+    if len(images) > len(detail["source"]):
+        raise ValueError("%d images for %d source tokens" % (len(images), len(detail["source"])))
+    detail["frames"] = [image_uri(image) for image in images]
+    return detail
+
+
 def _rounded(value):
     if value is None or not math.isfinite(float(value)):
         return None
@@ -196,6 +233,8 @@ table{border-collapse:collapse}td,th{padding:2px 6px;border-bottom:1px solid #dd
 #filters input{width:64px}#filters #filter-text{width:160px}
 .tokens{line-height:1.9}.tokens span{padding:1px 2px;border-radius:2px}
 .src-tok.top{outline:2px solid #b32;font-weight:bold}
+.src-tok.frame{display:inline-block;text-align:center;font-size:11px;padding:3px;margin:1px}
+.src-tok.frame img{display:block}
 .out-tok{cursor:pointer}.out-tok.selected{outline:2px solid #124;font-weight:bold}
 .note{color:#555}svg{background:#fafafa;border:1px solid #ddd}
 </style></head><body>
@@ -347,6 +386,12 @@ function bars(boxId, title, values, cls, attr) {
   label.setAttribute("x", 2); label.setAttribute("y", H + 12); label.setAttribute("font-size", 10);
   label.textContent = "max " + top; svg.appendChild(label); box.appendChild(svg);
 }
+function frame(uri, label) {
+  const s = el("span", undefined, "src-tok frame"), img = el("img");
+  img.setAttribute("src", uri); img.alt = label; img.title = label;
+  s.append(img, label);
+  return s;
+}
 let current = null;
 function select(index) {
   for (const tr of document.querySelectorAll("#examples tr.chosen")) tr.classList.remove("chosen");
@@ -362,7 +407,8 @@ function select(index) {
   showPosterior(d);
   if (!d) { $("output").textContent = row.text; return; }
   d.source.forEach((w, k) => {
-    const s = el("span", w, "src-tok"); s.dataset.index = k; $("source").append(s, " ");
+    const s = d.frames && d.frames[k] ? frame(d.frames[k], w) : el("span", w, "src-tok");
+    s.dataset.index = k; $("source").append(s, " ");
   });
   d.output.forEach((w, t) => {
     const s = el("span", w, "out-tok"); s.dataset.step = t;
