@@ -605,7 +605,7 @@ def score_folder(
         articles, flat_hyps, flat_refs, in_vocab
     )
     metrics["num_summaries"] = len(hypotheses)
-    write_report(decode_dir, articles, references, hypotheses, in_vocab, metrics)
+    write_report(decode_dir, articles, hypotheses, scored.per_document, in_vocab, metrics)
     _write_text(
         os.path.join(decode_dir, "metrics.json"),
         json.dumps(metrics, indent=2, sort_keys=True).splitlines(),
@@ -620,10 +620,9 @@ def score_folder(
 
 # What the report's list scores each summary with.
 REPORT_SCORES = (("ROUGE-L F1", "rouge_l_f_score"), ("ROUGE-1 F1", "rouge_1_f_score"))
+# What they are, given the tool that scored (``rouge_lib.Rouge.tool``).
 REPORT_SCORE_LABEL = (
-    "per-summary ROUGE-L and ROUGE-1 F1 from rouge-score (Porter stemming, summary-level "
-    "ROUGE-L, the text with the ASCII stand-ins the corpus scores use), whichever tool "
-    "scored the corpus"
+    "per-summary ROUGE-L and ROUGE-1 F1 from %s, the same run as the corpus scores (their mean)"
 )
 REPORT_NOTES = (
     "Copy rate: the share of a summary's tokens found in its article; OOVs: the summary's "
@@ -635,8 +634,8 @@ REPORT_NOTES = (
 def write_report(
     decode_dir: str,
     articles: Sequence[str],
-    references: Sequence[List[str]],
     hypotheses: Sequence[List[str]],
+    per_summary: Sequence[Dict[str, float]],
     in_vocab: Callable[[str], bool],
     metrics: Dict[str, Any],
 ) -> None:
@@ -645,11 +644,10 @@ def write_report(
     detail that the decode wrote to ``report/`` (``decode_single_pass``).
 
     Args:
-      decode_dir, articles, references, hypotheses, in_vocab: as ``score_folder``'s.
-      metrics: the folder's metrics.
+      decode_dir, articles, hypotheses, in_vocab: as ``score_folder``'s.
+      per_summary: each summary's ROUGE scores (``rouge_lib.Rouge.per_document``).
+      metrics: the folder's metrics, ``rouge_tool`` among them.
     """
-    refs, hyps, _ = rouge_lib.ascii_stand_ins(references, hypotheses)
-    per_summary = rouge_lib.rouge_python_per_example(refs, hyps)
     rows = [
         report_lib.example_row(
             i,
@@ -666,7 +664,7 @@ def write_report(
         metrics,
         rows,
         _read_details(decode_dir, len(rows)),
-        REPORT_SCORE_LABEL,
+        REPORT_SCORE_LABEL % metrics["rouge_tool"],
         REPORT_NOTES,
     )
 
@@ -758,12 +756,13 @@ def decode_examples(
         articles.append(as_text(batch["original_articles"][i]))
         references.append(as_text(batch["original_abstract_sents"][i]).split("\n"))
         hypotheses.append(split_sentences(result["words"]))
+    scored = rouge_lib.rouge(references, hypotheses)
     write_report(
         decode_dir,
         articles,
-        references,
         hypotheses,
+        scored.per_document,
         lambda w: vocab.word2id(w) != 0,
-        {"num_summaries": len(results)},
+        {"num_summaries": len(results), "rouge_tool": scored.tool},
     )
     return results

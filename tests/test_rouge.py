@@ -118,14 +118,21 @@ def test_per_example_scores_are_rouge_155s_of_each_document():
             mean = sum(scores[key] for scores in each) / len(each)
             assert mean == pytest.approx(corpus[key], abs=2e-5), key
     assert each[0]["rouge_1_f_score"] != each[1]["rouge_1_f_score"]
+    # rouge() gets the corpus and the documents from one run, -d changing neither
+    scored = rouge.rouge(REFERENCES, HYPOTHESES)
+    assert scored.tool == "ROUGE-1.5.5" and scored.per_document == each
+    assert {k: v for k, v in scored.scores.items() if not k.endswith(("_cb", "_ce"))} == {
+        k: v for k, v in corpus.items() if not k.endswith(("_cb", "_ce"))
+    }
 
 
 def test_per_example_scores_fall_back_to_rouge_score(monkeypatch):
     monkeypatch.setattr(rouge, "perl_rouge_available", lambda: False)
     monkeypatch.setattr(rouge, "_unavailable_reason", lambda: "no perl here")
-    scored = rouge.rouge_per_example(REFERENCES, HYPOTHESES)
+    scored = rouge.rouge(REFERENCES, HYPOTHESES)
     assert scored.tool == "rouge-score" and scored.fallback
-    assert scored.scores == rouge.rouge_python_per_example(REFERENCES, HYPOTHESES)
+    assert scored.per_document == rouge.rouge_python_per_example(REFERENCES, HYPOTHESES)
+    assert scored.scores == rouge.rouge_python(REFERENCES, HYPOTHESES)
 
 
 def test_a_document_without_per_example_scores_is_an_error(monkeypatch):

@@ -7,7 +7,7 @@ reads what the hosts' decodes write:
   ``reference/NNNNNN_reference.txt`` (one sentence a line; See et al.'s original code
   writes the same layout and the same raw text: its ``make_html_safe`` returns its input
   unchanged): per-example ROUGE-1, ROUGE-2 and ROUGE-L F with ROUGE-1.5.5
-  (``rouge_per_example``; ``rouge-score`` where ROUGE-1.5.5 cannot score);
+  (``rouge``'s per-document scores; ``rouge-score`` where ROUGE-1.5.5 cannot score);
 * a translation file, one sentence a line (``nmt.run_nmt``'s ``output_test``, or its
   ``--inference_output_file``), with ``--reference`` the reference file and optionally
   ``--source`` the source file: per-sentence BLEU statistics, tokenized as tensorflow/nmt
@@ -325,11 +325,11 @@ _ROUGE_METRICS = [
 
 
 def _score_summarizer(decodes, samples, seed):
-    scored_a = rouge_lib.rouge_per_example(decodes.references, decodes.a)
-    scored_b = rouge_lib.rouge_per_example(decodes.references, decodes.b)
+    scored_a = rouge_lib.rouge(decodes.references, decodes.a)
+    scored_b = rouge_lib.rouge(decodes.references, decodes.b)
     keys = [key for _, key in _ROUGE_METRICS]
-    scores_a = [{k: s[k] for k in keys} for s in scored_a.scores]
-    scores_b = [{k: s[k] for k in keys} for s in scored_b.scores]
+    scores_a = [{k: s[k] for k in keys} for s in scored_a.per_document]
+    scores_b = [{k: s[k] for k in keys} for s in scored_b.per_document]
     tools = sorted({scored_a.tool, scored_b.tool})
     return Scored(
         _ROUGE_METRICS,

@@ -251,7 +251,11 @@ def rouge_python(
     Returns:
       ``{rouge_{1,2,l}_{f_score,recall,precision}: float}``.
     """
-    each = rouge_python_per_example(references, hypotheses)
+    return _mean(rouge_python_per_example(references, hypotheses))
+
+
+def _mean(each):
+    """The mean over documents of per-document scores."""
     return {key: sum(scores[key] for scores in each) / len(each) for key in each[0]}
 
 
@@ -284,6 +288,8 @@ def rouge_python_per_example(
     return each
 
 
+# ROUGE-1.5.5's option that prints each document's scores
+PER_DOCUMENT_ARG = "-d"
 # ROUGE-1.5.5's line (option -d) of one summary's ROUGE-1, ROUGE-2 or ROUGE-L:
 # "<system> ROUGE-<n> Eval <task>.<system> R:<recall> P:<precision> F:<F>"
 _EVAL_LINE = re.compile(r"^\S+ ROUGE-([12L]) Eval (\d+)\.\S+ R:(\S+) P:(\S+) F:(\S+)$", re.M)
@@ -306,8 +312,13 @@ def rouge_perl_per_example(
     Raises:
       RuntimeError: ROUGE-1.5.5 failed, or printed no score of a document.
     """
-    _, output = _rouge155_output(references, hypotheses, "-d")
-    each = [{} for _ in hypotheses]
+    _, output = _rouge155_output(references, hypotheses, PER_DOCUMENT_ARG)
+    return _per_document(output, len(hypotheses))
+
+
+def _per_document(output, count):
+    """The ``count`` documents' scores in ROUGE-1.5.5's report of a ``-d`` run."""
+    each = [{} for _ in range(count)]
     for kind, task, recall, precision, f_score in _EVAL_LINE.findall(output):
         scores = each[int(task) - 1]  # tasks count the documents from 1, in file order
         prefix = "rouge_%s_" % kind.lower()
@@ -322,48 +333,6 @@ def rouge_perl_per_example(
     return each
 
 
-class RougePerExample(NamedTuple):
-    """What ``rouge_per_example`` returns.
-
-    Attributes:
-      scores: one dict per document, keys as ``rouge_python_per_example`` names them.
-      tool: ``"ROUGE-1.5.5"`` or ``"rouge-score"``.
-      stand_ins: how many distinct words were scored through ASCII stand-ins.
-      fallback: why ``rouge-score`` scored; None with ROUGE-1.5.5.
-    """
-
-    scores: List[Dict[str, float]]
-    tool: str
-    stand_ins: int
-    fallback: Optional[str]
-
-
-def rouge_per_example(
-    references: Sequence[Union[str, Sequence]], hypotheses: Sequence[Union[str, Sequence[str]]]
-) -> RougePerExample:
-    """Each document's ROUGE-1, ROUGE-2 and ROUGE-L with the tool ``rouge`` would use:
-    ROUGE-1.5.5 (``rouge_perl_per_example``) or else ``rouge-score``, on the text with
-    ASCII stand-ins; logs a fallback.
-
-    Args:
-      references: one entry per document: a summary, or a list of summaries.
-      hypotheses: one summary per document.
-
-    Returns:
-      A ``RougePerExample``.
-    """
-    references, hypotheses, stand_ins = ascii_stand_ins(references, hypotheses)
-    fallback = _fallback_reason(references)
-    if fallback is None:
-        scores = rouge_perl_per_example(references, hypotheses)
-        return RougePerExample(scores, "ROUGE-1.5.5", len(stand_ins), None)
-    logging.warning(
-        "ROUGE-1.5.5 cannot score these summaries: %s; scoring with rouge-score", fallback
-    )
-    scores = rouge_python_per_example(references, hypotheses)
-    return RougePerExample(scores, "rouge-score", len(stand_ins), fallback)
-
-
 class Rouge(NamedTuple):
     """What ``rouge`` returns.
 
@@ -372,12 +341,16 @@ class Rouge(NamedTuple):
       tool: ``"ROUGE-1.5.5"`` or ``"rouge-score"`` (no confidence intervals).
       stand_ins: how many distinct words were scored through ASCII stand-ins.
       fallback: why ``rouge-score`` scored; None with ROUGE-1.5.5.
+      per_document: each document's ROUGE-1, ROUGE-2 and ROUGE-L F, recall and
+        precision from the same run (``rouge_perl_per_example``'s or
+        ``rouge_python_per_example``'s); ``scores``' are their mean.
     """
 
     scores: Dict[str, float]
     tool: str
     stand_ins: int
     fallback: Optional[str]
+    per_document: List[Dict[str, float]]
 
 
 def rouge(
@@ -386,8 +359,8 @@ def rouge(
     rouge_args: Optional[str] = None,
 ) -> Rouge:
     """ROUGE-1.5.5 when it can run and score the references, otherwise ``rouge-score``,
-    both on the text with ASCII stand-ins (``ascii_stand_ins``); logs the stand-ins and a
-    fallback once.
+    both on the text with ASCII stand-ins (``ascii_stand_ins``), the corpus and each
+    document in one run; logs the stand-ins and a fallback once.
 
     Args:
       references: one entry per document: a summary, or a list of summaries.
@@ -408,13 +381,15 @@ def rouge(
         )
     fallback = _fallback_reason(references)
     if fallback is None:
-        return Rouge(
-            rouge_perl(references, hypotheses, rouge_args), "ROUGE-1.5.5", len(stand_ins), None
-        )
+        args = " ".join(filter(None, [rouge_args, PER_DOCUMENT_ARG]))
+        rouge155, output = _rouge155_output(references, hypotheses, args)
+        each = _per_document(output, len(hypotheses))
+        return Rouge(rouge155.output_to_dict(output), "ROUGE-1.5.5", len(stand_ins), None, each)
     logging.warning(
         "ROUGE-1.5.5 cannot score these summaries: %s; scoring with rouge-score", fallback
     )
-    return Rouge(rouge_python(references, hypotheses), "rouge-score", len(stand_ins), fallback)
+    each = rouge_python_per_example(references, hypotheses)
+    return Rouge(_mean(each), "rouge-score", len(stand_ins), fallback, each)
 
 
 def _fallback_reason(references):
