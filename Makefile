@@ -158,7 +158,8 @@ demo: venv sysdeps
 # path: 200 clips written as MSVD (videos, corpus CSV, youtube_mapping.txt), their frame
 # features (GoogLeNet, randomly initialised: no weights can be downloaded here), the
 # splits, training with ACVI and validation CIDEr, and beam-search captions of the test
-# clips scored with BLEU-4, METEOR, ROUGE-L and CIDEr-D next to the constant caption.
+# clips scored with BLEU-4, METEOR, ROUGE-L and CIDEr-D next to the constant caption,
+# with report.html showing thumbnails of the frames each word attends to.
 # 10 to 15 minutes on 2 cores, most of it feature extraction.
 VC_EXP := demo_logs/captions_$(shell date +%Y%m%d_%H%M%S)
 VC_MODEL := --data_dir=$(VC_EXP)/data --features=$(VC_EXP)/features --out_dir=$(VC_EXP)/acvi \
@@ -175,7 +176,7 @@ demo-captions: venv sysdeps
 	$(VPY) -m video_caption.run_captioning --mode=train $(VC_MODEL) --max_steps=800 \
 		--valid_every=200 --checkpoint_steps=200
 	$(VPY) -m video_caption.run_captioning --mode=decode $(VC_MODEL) --decode_split=test \
-		--attention_images=5
+		--attention_images=5 --video_dir=$(VC_EXP)/corpus/clips
 	@echo
 	@echo "Clips, features, checkpoints, captions and TensorBoard logs: $(VC_EXP)/"
 	@echo "View them with: $(VENV)/bin/tensorboard --logdir $(VC_EXP)/acvi"
