@@ -189,7 +189,9 @@ def write_report(
     Args:
       path: the ``report.html`` to write.
       title: the page's heading (the decode folder).
-      metrics: the run's metrics (``metrics.json``'s), shown at the top.
+      metrics: the run's metrics (``metrics.json``'s), shown at the top, less the ends of
+        confidence intervals (``*_cb``, ``*_ce``: metrics.json and ROUGE_results.txt
+        hold them).
       rows: ``example_row`` for every example.
       details: ``example_detail`` by example index, for those that carry detail.
       score_label: what the list's scores are (tool and measure).
@@ -197,7 +199,11 @@ def write_report(
     """
     data = dict(
         title=title,
-        metrics={k: v for k, v in metrics.items() if isinstance(v, (int, float, str))},
+        metrics={
+            k: v
+            for k, v in metrics.items()
+            if isinstance(v, (int, float, str)) and not k.endswith(("_cb", "_ce"))
+        },
         rows=list(rows),
         details={str(k): v for k, v in details.items()},
         score_label=score_label,
