@@ -150,6 +150,12 @@ def log_search(config: Config) -> None:
         "Translating with %s; at most twice each source's length",
         acvi_flags.describe(config, SEARCH_FLAGS),
     )
+    if config.infer_mode == "greedy" and "beam_width" in config.given:
+        logging.warning(
+            "--beam_width=%d is unused: infer_mode is greedy; add --infer_mode=beam_search "
+            "for a beam search",
+            config.beam_width,
+        )
 
 
 def build_decoder(

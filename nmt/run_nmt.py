@@ -228,8 +228,8 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     flags.DEFINE_integer(
         "attention_images",
         0,
-        "Inference: also write attention heat maps "
-        "(PNG) of the first N translations into out_dir/attention/.",
+        "Inference: also write attention heat maps (PNG) of the first N translations "
+        "into attention/ beside the output file (out_dir by default).",
         lower_bound=0,
         flag_values=fv,
     )
@@ -390,6 +390,7 @@ def _train(config, vocabs, strategy, step_var):
         if step % config.steps_per_stats:
             return
         elapsed = time.time() - stats["start"]
+        step_time, wps = elapsed / config.steps_per_stats, stats["words"] / elapsed
         ppl = losses.perplexity(stats["nll"], stats["count"])
         rate = optimizer.learning_rate
         lr = float(tf.convert_to_tensor(rate(optimizer.iterations) if callable(rate) else rate))
@@ -397,8 +398,8 @@ def _train(config, vocabs, strategy, step_var):
             "step %d lr %g step-time %.2fs wps %.2fK ppl %.2f gN %.2f kl %.3f bleu %.1f",
             step,
             lr,
-            elapsed / config.steps_per_stats,
-            stats["words"] / elapsed / 1000,
+            step_time,
+            wps / 1000,
             ppl,
             float(results["grad_norm"]),
             float(results["kl"]),
@@ -407,6 +408,8 @@ def _train(config, vocabs, strategy, step_var):
         with writer.as_default(step=step):
             tf.summary.scalar("lr", lr)
             tf.summary.scalar("train_ppl", ppl)
+            tf.summary.scalar("step_time", step_time)
+            tf.summary.scalar("words_per_second", wps)
             for name, value in results.items():
                 if name not in ("nll", "predict_count"):  # train_ppl shows them
                     tf.summary.scalar(name, value)
@@ -506,9 +509,10 @@ def infer(config: Config, vocabs: Tuple[data.Vocab, data.Vocab]) -> Optional[flo
     files.atomic_write_text(output, "".join(h + "\n" for h in hypotheses))
     logging.info("Wrote %d translations to %s", len(hypotheses), output)
     sources = nmt_text.read_lines(config.inference_input_file)
+    folder = os.path.dirname(os.path.abspath(output))  # the images and report go beside it
     for i, line in enumerate(sources[: config.attention_images]):
         tokens, alignment = translator.alignment(line, src_vocab, hypotheses[i])
-        path = os.path.join(config.out_dir, "attention", "%06d.png" % i)
+        path = os.path.join(folder, "attention", "%06d.png" % i)
         with files.atomic_write(path, binary=True) as f:
             f.write(summaries.attention_png(alignment, line.split(), tokens))
     references = score = None
@@ -517,7 +521,7 @@ def infer(config: Config, vocabs: Tuple[data.Vocab, data.Vocab]) -> Optional[flo
         score = _bleu(config, references, hypotheses)
         logging.info("BLEU %.1f", score)
         print("BLEU %.2f" % score)
-    report = os.path.join(os.path.dirname(os.path.abspath(output)), "report.html")
+    report = os.path.join(folder, "report.html")
     _write_report(config, translator, src_vocab, sources, hypotheses, references, score, report)
     return score
 

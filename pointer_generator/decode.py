@@ -622,7 +622,9 @@ def score_folder(
 REPORT_SCORES = (("ROUGE-L F1", "rouge_l_f_score"), ("ROUGE-1 F1", "rouge_1_f_score"))
 # What they are, given the tool that scored (``rouge_lib.Rouge.tool``).
 REPORT_SCORE_LABEL = (
-    "per-summary ROUGE-L and ROUGE-1 F1 from %s, the same run as the corpus scores (their mean)"
+    "per-summary ROUGE-L and ROUGE-1 F1 from %s, the run that scored the corpus (ROUGE-1.5.5 "
+    "reports the mean of 1,000 bootstrap resamples of them, within resampling noise of "
+    "their plain mean)"
 )
 REPORT_NOTES = (
     "Copy rate: the share of a summary's tokens found in its article; OOVs: the summary's "

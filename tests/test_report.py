@@ -133,8 +133,8 @@ def test_the_report_lists_every_summary_with_its_rouge_and_copying(decoded):
     read = decode_lib._read_lines
     refs = [read(decode_lib._pair_path(folder, "reference", i)) for i in range(ARTICLES)]
     hyps = [read(decode_lib._pair_path(folder, "decoded", i)) for i in range(ARTICLES)]
-    # each summary's scores are the corpus tool's score of it alone; they average to the
-    # corpus score
+    # each summary's scores are the corpus tool's score of it alone; their mean is within
+    # resampling noise of ROUGE-1.5.5's corpus score (the mean of its bootstrap resamples)
     tool = decoded["metrics"]["rouge_tool"]
     assert data["score_label"].startswith("per-summary ROUGE-L and ROUGE-1 F1 from " + tool)
     for row, ref, hyp in zip(data["rows"], refs, hyps):
@@ -142,8 +142,9 @@ def test_the_report_lists_every_summary_with_its_rouge_and_copying(decoded):
         assert alone.tool == tool
         assert row["s"]["ROUGE-L F1"] == pytest.approx(alone.scores["rouge_l_f_score"], abs=6e-4)
         assert row["s"]["ROUGE-1 F1"] == pytest.approx(alone.scores["rouge_1_f_score"], abs=6e-4)
-    mean = np.mean([row["s"]["ROUGE-L F1"] for row in data["rows"]])
-    assert mean == pytest.approx(decoded["metrics"]["rouge_l_f_score"], abs=6e-4)
+    each = np.array([row["s"]["ROUGE-L F1"] for row in data["rows"]])
+    noise = 5 * each.std() / np.sqrt(len(each) * 1000)
+    assert each.mean() == pytest.approx(decoded["metrics"]["rouge_l_f_score"], abs=noise + 6e-4)
     vocab = decoded["summarizer"].vocab
     articles = [a.split() for a, _ in bin_files.read_bin_file(decoded["batcher"].paths[0])]
     for row, article, hyp in zip(data["rows"], articles, hyps):

@@ -16,7 +16,7 @@ import tensorflow as tf
 
 from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
-from nmt import hparams, run_nmt, schedule
+from nmt import experiment, hparams, run_nmt, schedule
 
 pytestmark = pytest.mark.slow  # scheduled first (conftest.py)
 
@@ -92,9 +92,13 @@ def test_train_evaluate_and_translate(corpus, tmp_path, absl_caplog):
         "--length_penalty_weight=1.0",  # so that the 10-step model's beams are not empty
     ]
     absl_caplog.clear()
-    score = _with_record(out, *inference, "--inference_output_file=%s" % (tmp_path / "dev.hyp"))
+    output = "--inference_output_file=%s" % (tmp_path / "dev.hyp")
+    score = _with_record(out, *inference, output, "--attention_images=1")
     assert score >= 0.0
     assert len((tmp_path / "dev.hyp").read_text().splitlines()) == 10
+    # the heat maps and the report go beside the output file
+    assert os.listdir(tmp_path / "attention") == ["000000.png"]
+    assert (tmp_path / "report.html").exists() and not (out / "attention").exists()
     assert (
         "Translating with infer_mode=beam_search (given), beam_width=3 (given), "
         "length_penalty_weight=1.0 (given), infer_batch_size=8 (the run's)"
@@ -227,3 +231,17 @@ def test_a_bleu_tie_keeps_the_model_with_the_lower_dev_perplexity(corpus, tmp_pa
     best = json.loads((out / "best" / "best.json").read_text())
     assert (best["value"], best["step"]) == (0.0, 4) and best["dev_nll"] > 0.0
     assert tf.train.latest_checkpoint(str(out / "best")).endswith("translate.ckpt-4")
+
+
+@pytest.mark.parametrize(
+    "mode, given, warned",
+    [("greedy", True, True), ("greedy", False, False), ("beam_search", True, False)],
+)
+def test_a_beam_width_given_to_a_greedy_search_is_said_to_be_unused(
+    absl_caplog, mode, given, warned
+):
+    values = dict(infer_mode=mode, beam_width=4, length_penalty_weight=0.0, infer_batch_size=8)
+    experiment.log_search(config_lib.Config(values, ["beam_width"] if given else []))
+    said = [r.getMessage() for r in absl_caplog.records if r.levelname == "WARNING"]
+    expected = "--beam_width=4 is unused: infer_mode is greedy; add --infer_mode=beam_search"
+    assert [m for m in said if m.startswith(expected)] == ([said[0]] if warned else [])

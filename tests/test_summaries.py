@@ -1,5 +1,7 @@
 """Attention heat maps render to PNG and to a TensorBoard image summary."""
 
+import warnings
+
 import numpy as np
 import tensorflow as tf
 
@@ -18,3 +20,10 @@ def test_attention_png_and_image_summary(tmp_path):
     writer.flush()
     events = list(tmp_path.iterdir())
     assert events and events[0].stat().st_size > len(png) // 2
+
+
+def test_an_empty_output_draws_one_blank_row_without_warnings():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        png = summaries.attention_png(np.zeros([0, 4]), ["a", "b", "c", "d"], [])
+    assert tf.image.decode_png(png).shape[0] > 100

@@ -299,8 +299,11 @@ def rouge_perl_per_example(
     references: Sequence[Union[str, Sequence]], hypotheses: Sequence[Union[str, Sequence[str]]]
 ) -> List[Dict[str, float]]:
     """ROUGE-1, ROUGE-2 and ROUGE-L of each document as ROUGE-1.5.5 reports them (its
-    option ``-d``, five decimals), with ``rouge_perl``'s options; ROUGE-1.5.5's corpus
-    score is their mean.
+    option ``-d``, five decimals), with ``rouge_perl``'s options. ROUGE-1.5.5's corpus
+    score is not their plain mean but the mean of its ``-r 1000`` bootstrap resamples'
+    means (``computeAverages`` in ROUGE-1.5.5.pl reports the resampling average; the line
+    that would report the plain one is commented out): the two differ by resampling
+    noise, up to a few times their standard deviation over ``sqrt(documents * 1000)``.
 
     Args:
       references: one entry per document: a summary, or a list of summaries.
@@ -343,7 +346,8 @@ class Rouge(NamedTuple):
       fallback: why ``rouge-score`` scored; None with ROUGE-1.5.5.
       per_document: each document's ROUGE-1, ROUGE-2 and ROUGE-L F, recall and
         precision from the same run (``rouge_perl_per_example``'s or
-        ``rouge_python_per_example``'s); ``scores``' are their mean.
+        ``rouge_python_per_example``'s). ``rouge-score``'s ``scores`` are their mean,
+        ROUGE-1.5.5's the mean of its bootstrap resamples (``rouge_perl_per_example``).
     """
 
     scores: Dict[str, float]

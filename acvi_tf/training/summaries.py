@@ -30,7 +30,8 @@ def heat_map_png(
     Args:
       values: [len(target_tokens), >= len(source_tokens)] non-negative values (padding
         columns beyond the source are dropped).
-      source_tokens, target_tokens: the words labelling the axes.
+      source_tokens, target_tokens: the words labelling the axes (no target token: one
+        blank row labelled "(empty)").
       title: optional figure title.
       vmax: the colour scale's top (None: the largest value); its bottom is 0.
       cmap: the matplotlib colour map.
@@ -39,6 +40,8 @@ def heat_map_png(
       The PNG file contents.
     """
     values = np.asarray(values)[: len(target_tokens), : len(source_tokens)]
+    if not len(target_tokens):  # an empty output: one blank row keeps the axes valid
+        target_tokens, values = ["(empty)"], np.zeros([1, len(source_tokens)])
     width = max(4.0, 0.35 * len(source_tokens) + 1.5)
     height = max(3.0, 0.35 * len(target_tokens) + 1.5)
     figure, axes = plt.subplots(figsize=(width, height))
