@@ -20,7 +20,10 @@ The page's DOM is stable for tests: rows ``#examples tbody tr.example`` carry
 ``data-detail``; source tokens ``#source .src-tok`` carry ``data-index`` and
 ``data-weight``, the ``TOP_K`` largest weights of the selected step get the class ``top``;
 output tokens ``#output .out-tok`` carry ``data-step`` and ``data-pgen``, the selected one
-has the class ``selected``. A detail with ``frames`` (``add_frames``: the captioner's
+has the class ``selected``. The range filters ``#filters .range`` carry ``data-key``
+(``score``, ``len``, ``copy``, ``oov``; those no row has are hidden), ``#score-column`` picks
+the score the score range reads, and ``#pgen-legend`` shows only with a detail that has
+p_gen. A detail with ``frames`` (``add_frames``: the captioner's
 thumbnails) shows each source token as ``.src-tok.frame``, its image above its label.
 """
 
