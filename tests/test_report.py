@@ -158,16 +158,6 @@ def test_the_notes_on_detail_say_which_examples_carry_it():
     assert report_lib.missing_note(3, False).endswith("embedded for 3 examples.")
 
 
-def test_the_lead_baselines_report_says_it_is_a_baseline(decoded, tmp_path):
-    folder = str(tmp_path / "lead1")
-    decode_lib.lead_baseline(decoded["batcher"], folder, 1, lambda w: True, with_meteor=False)
-    _, data = browser.page_data(os.path.join(folder, "report.html"))
-    assert len(data["rows"]) == ARTICLES and data["details"] == {}
-    assert decode_lib.LEAD_NOTE % 1 in data["notes"]
-    assert report_lib.POSTERIOR_NOTE not in data["notes"] and data["detail_note"] == ""
-    assert data["missing_note"] == report_lib.missing_note(0, True, decode_lib.REPORT_ELSEWHERE)
-
-
 def test_the_net_log_check_sees_a_page_request(tmp_path):
     page = tmp_path / "page.html"
     page.write_text('<img src="http://192.0.2.1/x.png">', encoding="utf-8")
