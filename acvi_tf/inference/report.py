@@ -245,10 +245,11 @@ def detail_note(detailed: int, total: int, first: bool) -> str:
     (none when none does: the notes say why)."""
     if not detailed:
         return ""
-    return (
-        "The source, reference and per-token detail (attention, p_gen, posterior) are "
-        "embedded for %s%d of %d examples%s."
-        % ("the first " if first else "", detailed, total, " (--report_examples)" if first else "")
+    return "The source, reference and per-token detail are embedded for %s%d of %d examples%s." % (
+        "the first " if first else "",
+        detailed,
+        total,
+        " (--report_examples)" if first else "",
     )
 
 
@@ -296,7 +297,8 @@ table{border-collapse:collapse}td,th{padding:2px 6px;border-bottom:1px solid #dd
 <p id="detail-note" class="note"></p>
 <h2>Examples</h2>
 <div id="filters" title="__FILTER_RULE__">text <input id="filter-text" type="search">
-<span class="range" data-key="score"><select id="score-column"></select>
+<span class="range" data-key="score">
+<select id="score-column" title="the score the range reads"></select>
 <input id="score-min" type="number" step="any">
 to <input id="score-max" type="number" step="any"></span>
 <span class="range" data-key="len">length <input id="len-min" type="number">
