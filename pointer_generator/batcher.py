@@ -10,7 +10,9 @@ generator does the same work in the same order and ``tf.data`` prefetches it:
   decoder input / target construction;
 * bucketing: take ``bucket_cache_size`` batches' worth of examples, sort them by article
   length, cut them into batches and shuffle the batch order (no bucketing with
-  ``single_pass``, as the original's cache of one batch);
+  ``single_pass``, as the original's cache of one batch, nor for a decode without it, which
+  the original runs one article at a time: the pool of a data set smaller than it holds each
+  article several times, and sorting puts the copies in one batch);
 * pad into the original's batch fields.
 """
 
@@ -168,7 +170,9 @@ class Batcher:
       max_enc_steps, max_dec_steps: truncation lengths (per curriculum phase).
       pointer_gen: build extended-vocabulary ids.
       single_pass: read the files once in sorted order, no bucketing, keep the last
-        partial batch; otherwise loop forever over reshuffled files with bucketing.
+        partial batch; otherwise loop forever over reshuffled files.
+      bucketing: sort the batches of a loop over the files by length (training); False:
+        batches in reading order (a decode without ``single_pass``).
       seed: seed of the file-order and batch-order shuffles.
       pad_encoder: pad every article to ``max_enc_steps``, not to the batch's longest
         (``--jit_compile``: XLA compiles one program per shape).
@@ -185,6 +189,7 @@ class Batcher:
         single_pass: bool = False,
         seed: int = 111,
         pad_encoder: bool = False,
+        bucketing: bool = True,
     ) -> None:
         self.paths = bin_files.expand_data_path(data_path)
         self.vocab = vocab
@@ -193,6 +198,7 @@ class Batcher:
         self.max_dec_steps = max_dec_steps
         self.pointer_gen = pointer_gen
         self.single_pass = single_pass
+        self.bucketing = bucketing and not single_pass
         self.rng = random.Random(seed)
         self.skipped = 0
         self.enc_steps = max_enc_steps if pad_encoder else None
@@ -256,7 +262,7 @@ class Batcher:
     def batches(self) -> Iterator[Dict[str, np.ndarray]]:
         """Padded NumPy batches (dicts keyed as ``BATCH_SIGNATURE``)."""
         pad_id = self.vocab.word2id(see_vocab.PAD_TOKEN)
-        if self.single_pass:
+        if not self.bucketing:
             chunk = []
             for example in self.examples():
                 chunk.append(example)

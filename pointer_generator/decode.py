@@ -539,7 +539,8 @@ def lead_baseline(
             articles.append(article)
             references.append(reference)
             hypotheses.append(lead)
-    return score_folder(decode_dir, articles, references, hypotheses, in_vocab, with_meteor)
+    notes = (REPORT_NOTES[0], LEAD_NOTE % num_sentences)
+    return score_folder(decode_dir, articles, references, hypotheses, in_vocab, with_meteor, notes)
 
 
 def score_folder(
@@ -549,6 +550,7 @@ def score_folder(
     hypotheses: Sequence[List[str]],
     in_vocab: Callable[[str], bool],
     with_meteor: bool = True,
+    notes: Optional[Sequence[str]] = None,
 ) -> Dict[str, Any]:
     """ROUGE-1.5.5, METEOR (exact and full), novel-word and OOV-adoption rates.
 
@@ -563,6 +565,7 @@ def score_folder(
       hypotheses: generated summaries, each a list of sentences.
       in_vocab: ``word -> bool`` for the OOV adoption rate.
       with_meteor: run METEOR (each mode starts the jar, which loads its tables).
+      notes: the report's notes (None: ``REPORT_NOTES``, a decode's).
 
     Returns:
       A dict of the measures (ROUGE keys as pyrouge names them), with ``rouge_tool``,
@@ -605,7 +608,7 @@ def score_folder(
         articles, flat_hyps, flat_refs, in_vocab
     )
     metrics["num_summaries"] = len(hypotheses)
-    write_report(decode_dir, articles, hypotheses, scored.per_document, in_vocab, metrics)
+    write_report(decode_dir, articles, hypotheses, scored.per_document, in_vocab, metrics, notes)
     _write_text(
         os.path.join(decode_dir, "metrics.json"),
         json.dumps(metrics, indent=2, sort_keys=True).splitlines(),
@@ -631,6 +634,17 @@ REPORT_NOTES = (
     "tokens that are article words outside the vocabulary.",
     report_lib.POSTERIOR_NOTE,
 )
+# The lead baseline's note, given N.
+LEAD_NOTE = (
+    "A baseline: each summary is its article's first %d sentence(s), with no model, so no "
+    "attention, p_gen or posterior."
+)
+# Where the report's examples without detail have their summary and reference.
+REPORT_ELSEWHERE = (
+    "Its summary and reference are this folder's decoded/ and reference/ files numbered as "
+    "in the list (decoded/000007_decoded.txt for #7); its article is the same example of "
+    "the --data_path files."
+)
 
 
 def write_report(
@@ -640,6 +654,7 @@ def write_report(
     per_summary: Sequence[Dict[str, float]],
     in_vocab: Callable[[str], bool],
     metrics: Dict[str, Any],
+    notes: Optional[Sequence[str]] = None,
 ) -> None:
     """Writes ``decode_dir/report.html`` (``acvi_tf.inference.report``): ``metrics``, every
     summary with its ``REPORT_SCORES``, length, copy rate and OOVs, and the per-token
@@ -649,6 +664,7 @@ def write_report(
       decode_dir, articles, hypotheses, in_vocab: as ``score_folder``'s.
       per_summary: each summary's ROUGE scores (``rouge_lib.Rouge.per_document``).
       metrics: the folder's metrics, ``rouge_tool`` among them.
+      notes: the page's notes (None: ``REPORT_NOTES``).
     """
     rows = [
         report_lib.example_row(
@@ -667,7 +683,8 @@ def write_report(
         rows,
         _read_details(decode_dir, len(rows)),
         REPORT_SCORE_LABEL % metrics["rouge_tool"],
-        REPORT_NOTES,
+        REPORT_NOTES if notes is None else notes,
+        REPORT_ELSEWHERE,
     )
 
 
@@ -719,11 +736,18 @@ def rouge_report(scored: Any) -> str:
     return "\n".join(lines)
 
 
+def _f_scores(scores):
+    """The ROUGE-1, ROUGE-2 and ROUGE-L F scores of a ``rouge_lib.Rouge.scores``, as
+    ``score_folder`` names them."""
+    return {"rouge_%s_f_score" % n: scores["rouge_%s_f_score" % n] for n in ("1", "2", "l")}
+
+
 def decode_examples(
     summarizer: Summarizer, batch: Dict[str, Any], decode_dir: str
 ) -> List[Dict[str, Any]]:
     """The non-single-pass output: log each example, write ``attn_vis_data.json`` (the
-    first example) and ``report.html`` (every example of the batch, with its detail)."""
+    first example) and ``report.html`` (every example of the batch, with its detail, under
+    the batch's ROUGE F scores)."""
     os.makedirs(decode_dir, exist_ok=True)
     results = summarizer.decode(batch)
     vocab = summarizer.vocab
@@ -765,6 +789,6 @@ def decode_examples(
         hypotheses,
         scored.per_document,
         lambda w: vocab.word2id(w) != 0,
-        {"num_summaries": len(results), "rouge_tool": scored.tool},
+        dict(_f_scores(scored.scores), num_summaries=len(results), rouge_tool=scored.tool),
     )
     return results

@@ -914,6 +914,7 @@ def decode(config: Config, vocab: vocab_lib.Vocab, train_dir: str) -> Optional[d
         config.pointer_gen,
         seed=config.seed,
         pad_encoder=config.jit_compile,
+        bucketing=False,
     )
     last_load = time.time()
     for count, batch in enumerate(batcher.batches(), start=1):

@@ -13,8 +13,9 @@ import pytest
 CHROMIUM = "/usr/bin/chromium"
 
 # Appended to a copy of a page: selects example EXAMPLE's output token STEP, sorts by the
-# first score column (twice), filters by OOV count and then by the text WORD, and writes
-# what the DOM then shows into #test-result.
+# first score column (twice), filters by OOV count, by the text WORD and by the last score
+# column from SCORE_MIN, clears the filters, selects the first example without detail, and
+# writes what the DOM shows on the way into #test-result.
 PROBE = """<script>
 (() => {
   const ids = (sel, attr) => [...document.querySelectorAll(sel)].map((e) => e.dataset[attr]);
@@ -34,6 +35,13 @@ PROBE = """<script>
     return title ? title.textContent : null;
   });
   out.posteriorNote = document.getElementById("posterior-note").textContent;
+  out.legend = !document.getElementById("pgen-legend").hidden;
+  out.columns = [...document.querySelectorAll("#columns th")].map((e) => e.textContent);
+  out.ranges = [...document.querySelectorAll("#filters .range")].filter((e) => !e.hidden)
+    .map((e) => e.dataset.key);
+  out.scoreColumns = [...document.querySelectorAll("#score-column option")]
+    .map((e) => e.value);
+  out.filterRule = document.getElementById("filters").title;
   const header = document.querySelectorAll("#columns th")[1];
   header.click();
   out.first = ids("#examples tbody tr", "score").map(Number);
@@ -50,7 +58,20 @@ PROBE = """<script>
   set("oov-min", "");
   set("filter-text", "WORD");
   out.withWord = shown();
+  set("filter-text", "");
+  set("score-column", out.scoreColumns[out.scoreColumns.length - 1] || "");
+  set("score-min", "SCORE_MIN");
+  out.withScore = shown();
+  set("score-min", "");
+  out.cleared = shown();
   out.note = document.getElementById("detail-note").textContent;
+  const bare = document.querySelector('#examples tr.example[data-detail="0"]');
+  if (bare) {
+    bare.click();
+    out.missing = document.getElementById("detail-missing").textContent;
+    out.bareLegend = !document.getElementById("pgen-legend").hidden;
+    out.bareSource = document.getElementById("source").textContent;
+  }
   const pre = document.createElement("pre");
   pre.id = "test-result";
   pre.textContent = JSON.stringify(out);
@@ -117,7 +138,7 @@ def page_requests(net_log):
     return sorted(url for source, url in urls.items() if source not in browsers)
 
 
-def probe(path, tmp_path, example, step, word):
+def probe(path, tmp_path, example, step, word, score_min=0.0):
     """Runs ``PROBE`` on a copy of the page at ``path``.
 
     Returns:
@@ -126,6 +147,7 @@ def probe(path, tmp_path, example, step, word):
     text, _ = page_data(path)
     copy = tmp_path / "probe.html"
     script = PROBE.replace("EXAMPLE", str(example)).replace("STEP", str(step))
+    script = script.replace("SCORE_MIN", repr(float(score_min)))
     copy.write_text(text + script.replace("WORD", word), encoding="utf-8")
     net_log = tmp_path / "net.json"
     dom = run_chromium(tmp_path, copy.as_uri(), "--log-net-log=%s" % net_log, "--dump-dom")
@@ -150,8 +172,9 @@ def check_page(path, tmp_path):
     """Opens a ``report.html`` and checks it against its own embedded data: selecting the
     output token of the example and step whose largest weights stand clearest outlines
     exactly the source tokens of those weights, sorting by the first score orders the
-    examples, the OOV and text filters show the right ones, the page requests nothing
-    and its screenshot is a PNG.
+    examples, the OOV and text filters show the right ones, the copy rate and OOV columns
+    and p_gen's legend show only where the page has them, the page requests nothing and
+    its screenshot is a PNG.
 
     Returns:
       ``(the probe's result, the page's data, the example, the step)``.
@@ -180,6 +203,12 @@ def check_page(path, tmp_path):
     assert result["first"] == scores[::-1] and result["second"] == scores
     assert result["withOovs"] == [r["i"] for r in rows if (r["oov"] or 0) >= 1]
     assert result["withWord"] == [r["i"] for r in rows if word.lower() in r["text"].lower()]
+    # the copy rate and OOV columns and filters where some row has them; p_gen's legend
+    # where the selected example has p_gen
+    for key, label in (("copy", "copy rate"), ("oov", "OOVs")):
+        given = any(r[key] is not None for r in rows)
+        assert (label in result["columns"]) == (key in result["ranges"]) == given
+    assert result["legend"] == ("p_gen" in data["details"][str(example)])
     assert requests == []
     png = screenshot(path, tmp_path)
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10000

@@ -238,6 +238,18 @@ def test_bucketing_sorts_a_pool_by_length_and_shuffles_batch_order(tmp_path, voc
     )
 
 
+def test_a_decode_without_single_pass_batches_distinct_articles(tmp_path, vocab):
+    # 40 articles, smaller than a pool of 4 x 100 batches: a bucketed pool holds each 10
+    # times, sorted together
+    batcher = batcher_lib.Batcher(_corpus(tmp_path), vocab, 4, 50, 8, seed=3, bucketing=False)
+    stream = batcher.batches()
+    batches = [next(stream) for _ in range(12)]
+    for batch in batches:
+        assert len(set(batch["original_abstracts"])) == 4
+    one_pass = sorted(a for b in batches[:10] for a in b["original_abstracts"])
+    assert one_pass == sorted("cat %d" % i for i in range(40))  # a pass, then the next
+
+
 def test_dataset_yields_the_batch_signature(tmp_path, vocab):
     batcher = batcher_lib.Batcher(_corpus(tmp_path), vocab, 4, 50, 8, single_pass=True)
     batch = next(iter(batcher.dataset()))

@@ -5,6 +5,7 @@ import os
 import shutil
 import tempfile
 
+import browser
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 from acvi_tf.compat import keras
 from acvi_tf.contexts import context as context_lib
 from acvi_tf.formats import bin_files, see_vocab
+from acvi_tf.inference import report as report_lib
 from acvi_tf.metrics import rouge as rouge_lib
 from pointer_generator import batcher as batcher_lib
 from pointer_generator import decode as decode_lib
@@ -415,6 +417,12 @@ def test_lead_baseline_is_scored_the_same_way(vocab, corpus, tmp_path):
     assert first.endswith(".") or "." not in first
     assert metrics["novel_word_rate"] == 0.0  # lead sentences copy the article
     assert metrics["num_summaries"] == 7
+    # its report says that it is a baseline, without the posterior's note
+    _, data = browser.page_data(str(tmp_path / "lead" / "report.html"))
+    assert len(data["rows"]) == 7 and data["details"] == {}
+    assert decode_lib.LEAD_NOTE % 1 in data["notes"]
+    assert report_lib.POSTERIOR_NOTE not in data["notes"] and data["detail_note"] == ""
+    assert data["missing_note"] == report_lib.missing_note(0, True, decode_lib.REPORT_ELSEWHERE)
 
 
 def test_examples_mode_writes_attention_visualisation(model, vocab, tmp_path):

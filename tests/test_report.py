@@ -88,7 +88,8 @@ def test_the_report_opens_in_chromium_and_shows_the_decodes_attention(decoded, t
     step, gap = clearest_step(attn)
     assert gap > 2e-3  # the page's 3 decimals keep the order of the largest weights
     word = max(data["rows"][0]["text"].split(), key=len)  # the text filter finds substrings
-    result, requests = browser.probe(path, tmp_path, 0, step, word)
+    threshold = float(np.mean([r["s"]["ROUGE-1 F1"] for r in data["rows"]]))
+    result, requests = browser.probe(path, tmp_path, 0, step, word, threshold)
 
     expected = np.argsort(-attn[step], kind="stable")[: report_lib.TOP_K]
     assert sorted(result["top"]) == sorted(expected.tolist())
@@ -104,10 +105,57 @@ def test_the_report_opens_in_chromium_and_shows_the_decodes_attention(decoded, t
     assert result["first"] == scores[::-1] and result["second"] == scores
     assert result["withOovs"] == [r["i"] for r in data["rows"] if r["oov"] >= 1]
     assert result["withWord"] == [r["i"] for r in data["rows"] if word in r["text"]]
-    assert "embedded for %d of %d examples" % (DETAILED, ARTICLES) in result["note"]
+    assert result["note"] == report_lib.detail_note(DETAILED, ARTICLES, True)
+    assert "the first %d of %d examples" % (DETAILED, ARTICLES) in result["note"]
+    # the score filter ranges over the chosen score column, here the last
+    assert result["scoreColumns"] == ["ROUGE-L F1", "ROUGE-1 F1"]
+    ones = [r["i"] for r in data["rows"] if r["s"]["ROUGE-1 F1"] >= threshold]
+    assert result["withScore"] == ones and 0 < len(ones) < ARTICLES
+    assert result["cleared"] == list(range(ARTICLES))
+    assert result["ranges"] == ["score", "len", "copy", "oov"]
+    assert result["columns"][-4:] == ["copy rate", "OOVs", "detail", "output"]
+    assert result["filterRule"] == report_lib.FILTER_RULE
+    # p_gen's legend with the detail that has p_gen; an example without detail says where
+    # its article and reference are
+    assert result["legend"] and not result["bareLegend"] and result["bareSource"] == ""
+    missing = report_lib.missing_note(DETAILED, True, decode_lib.REPORT_ELSEWHERE)
+    assert result["missing"] == missing
+    assert "first %d examples (--report_examples)" % DETAILED in missing
+    assert "decoded/ and reference/ files" in missing
     assert requests == []
     png = browser.screenshot(path, tmp_path)
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10000
+
+
+def test_a_page_without_copy_rate_oovs_or_p_gen_hides_them(tmp_path):
+    # NMT's and the captioner's rows: no copy rate or OOVs; detail without p_gen; here two
+    # scores, the last missing for example 1
+    scores = [dict(A=0.5, B=0.2), dict(A=0.1, B=None), dict(A=0.3, B=0.9), dict(A=0.2, B=0.6)]
+    rows = [report_lib.example_row(i, ["w%d" % i, "x"], s) for i, s in enumerate(scores)]
+    attn = np.array([[0.6, 0.3, 0.1], [0.1, 0.2, 0.7]])
+    details = {
+        i: report_lib.example_detail(["a", "b", "c"], ["w%d" % i, "x"], "r", attn) for i in (0, 1)
+    }
+    path = str(tmp_path / "report.html")
+    report_lib.write_report(path, "nmt", {"bleu": 1.0}, rows, details, "A and B")
+    result, requests = browser.probe(path, tmp_path, 0, 1, "w2", 0.5)
+    assert result["columns"] == ["#", "A", "B", "length", "detail", "output"]
+    assert result["ranges"] == ["score", "len"] and result["scoreColumns"] == ["A", "B"]
+    # a row without B is hidden only while the B range is set
+    assert result["withScore"] == [2, 3] and result["cleared"] == [0, 1, 2, 3]
+    assert not result["legend"] and not result["bareLegend"]
+    assert result["missing"] == report_lib.missing_note(2, True)
+    assert requests == []
+
+
+def test_the_notes_on_detail_say_which_examples_carry_it():
+    assert report_lib.detail_note(0, 9, True) == ""
+    assert "the first 2 of 9 examples (--report_examples)" in report_lib.detail_note(2, 9, True)
+    assert report_lib.detail_note(2, 9, False).endswith("for 2 of 9 examples.")
+    assert report_lib.missing_note(0, True, "Look there.") == (
+        "Only the output is embedded for this example. Look there."
+    )
+    assert report_lib.missing_note(3, False).endswith("embedded for 3 examples.")
 
 
 def test_the_net_log_check_sees_a_page_request(tmp_path):
@@ -366,6 +414,16 @@ def test_a_ved_decode_shows_its_kl_and_scale_per_step(decoded, tmp_path):
     assert result["titles"] == [None, labels["scale"], labels["kl"]]
     assert result["scaleBars"] == result["klBars"] == len(results[0]["words"])
     assert result["posteriorNote"] == labels["note"]
+    # a decode without --single_pass: the batch's ROUGE F scores head the page
+    assert set(data["metrics"]) == {
+        "rouge_1_f_score",
+        "rouge_2_f_score",
+        "rouge_l_f_score",
+        "num_summaries",
+        "rouge_tool",
+    }
+    mean = np.mean([row["s"]["ROUGE-L F1"] for row in data["rows"]])
+    assert data["metrics"]["rouge_l_f_score"] == pytest.approx(mean, abs=6e-4)
 
 
 def test_an_examples_posterior_is_cut_to_its_source_and_decoded_steps():

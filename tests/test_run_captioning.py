@@ -186,6 +186,7 @@ def _check_report(folder, captions, tmp_path):
         "computed from: 6 equally spaced of the first 14 of each video in --video_dir="
     )
     assert data["notes"][0].endswith("videos, sampled again to --num_frames=5.")
+    assert data["missing_note"].endswith(run_captioning.REPORT_ELSEWHERE % "test")
 
 
 def _videos(folder, **frame_counts):

@@ -510,6 +510,11 @@ def decode(exp: experiment.Experiment) -> dict:
 # The shorter side of the report's frame thumbnails, in pixels.
 THUMBNAIL_SIZE = 64
 REPORT_NOTES = (report_lib.POSTERIOR_NOTE,)
+# Where the report's clips without detail have their caption and references, given the split.
+REPORT_ELSEWHERE = (
+    "Its caption is this folder's captions.json entry for the clip, its references the "
+    "clip's record in --data_dir's %s.jsonl."
+)
 
 
 def _write_report(exp, folder, clip_set, captions, attentions, metrics):
@@ -548,6 +553,7 @@ def _write_report(exp, folder, clip_set, captions, attentions, metrics):
         details,
         "CIDEr-D of each caption (coco-caption, PTB-tokenised; their mean is CIDEr)",
         notes + list(REPORT_NOTES),
+        REPORT_ELSEWHERE % exp.config.decode_split,
     )
 
 

@@ -20,7 +20,10 @@ The page's DOM is stable for tests: rows ``#examples tbody tr.example`` carry
 ``data-detail``; source tokens ``#source .src-tok`` carry ``data-index`` and
 ``data-weight``, the ``TOP_K`` largest weights of the selected step get the class ``top``;
 output tokens ``#output .out-tok`` carry ``data-step`` and ``data-pgen``, the selected one
-has the class ``selected``. A detail with ``frames`` (``add_frames``: the captioner's
+has the class ``selected``. The range filters ``#filters .range`` carry ``data-key``
+(``score``, ``len``, ``copy``, ``oov``; those no row has are hidden), ``#score-column`` picks
+the score the score range reads, and ``#pgen-legend`` shows only with a detail that has
+p_gen. A detail with ``frames`` (``add_frames``: the captioner's
 thumbnails) shows each source token as ``.src-tok.frame``, its image above its label.
 """
 
@@ -47,6 +50,11 @@ DECIMALS = 3
 POSTERIOR_NOTE = (
     "Posterior scale and KL per step: what the context mechanism defines at decode time, "
     "each chart titled with the quantity it shows; a mechanism without them says why."
+)
+# The filters' tooltip: how a range filter treats a row without a value in its column.
+FILTER_RULE = (
+    "A range filter with a bound set hides the rows without a value in its column; with "
+    "both bounds empty it hides none. The score range applies to the score column chosen."
 )
 # JPEG quality of the embedded frame thumbnails.
 THUMBNAIL_QUALITY = 70
@@ -183,8 +191,11 @@ def write_report(
     details: Dict[int, Dict[str, Any]],
     score_label: str,
     notes: Sequence[str] = (),
+    elsewhere: str = "",
 ) -> None:
     """Writes the page atomically.
+
+    Columns and range filters show only the scores, copy rate and OOVs that some row has.
 
     Args:
       path: the ``report.html`` to write.
@@ -196,6 +207,8 @@ def write_report(
       details: ``example_detail`` by example index, for those that carry detail.
       score_label: what the list's scores are (tool and measure).
       notes: lines shown under the metrics (what is recorded, what is not).
+      elsewhere: where an example without detail has its source and reference, shown
+        when one is selected (``missing_note``).
     """
     data = dict(
         title=title,
@@ -208,12 +221,46 @@ def write_report(
         details={str(k): v for k, v in details.items()},
         score_label=score_label,
         notes=list(notes),
+        detail_note=detail_note(len(details), len(rows), _first(details)),
+        missing_note=missing_note(len(details), _first(details), elsewhere),
         top_k=TOP_K,
     )
     # "<" escaped, so that no text of the data closes the script element
     payload = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
-    page = _PAGE.replace("__TITLE__", _escape(title)).replace("__DATA__", payload)
+    page = (
+        _PAGE.replace("__TITLE__", _escape(title))
+        .replace("__FILTER_RULE__", FILTER_RULE)
+        .replace("__DATA__", payload)
+    )
     files.atomic_write_text(path, page)
+
+
+def _first(details):
+    """Whether ``details`` are those of the examples numbered from 0."""
+    return sorted(details) == list(range(len(details)))
+
+
+def detail_note(detailed: int, total: int, first: bool) -> str:
+    """The page's line on which examples carry their source, reference and per-token detail
+    (none when none does: the notes say why)."""
+    if not detailed:
+        return ""
+    return "The source, reference and per-token detail are embedded for %s%d of %d examples%s." % (
+        "the first " if first else "",
+        detailed,
+        total,
+        " (--report_examples)" if first else "",
+    )
+
+
+def missing_note(detailed: int, first: bool, elsewhere: str = "") -> str:
+    """What the page says of an example without detail: that only its output is embedded,
+    which examples carry detail, and ``elsewhere``, where its source and reference are."""
+    text = "Only the output is embedded for this example"
+    if detailed:
+        which = "the first %d examples (--report_examples)" if first else "%d examples"
+        text += "; the source, reference and per-token detail are embedded for " + which % detailed
+    return text + "." + (" " + elsewhere if elsewhere else "")
 
 
 def _escape(text):
@@ -249,13 +296,17 @@ table{border-collapse:collapse}td,th{padding:2px 6px;border-bottom:1px solid #dd
 <ul id="notes" class="note"></ul>
 <p id="detail-note" class="note"></p>
 <h2>Examples</h2>
-<div id="filters">text <input id="filter-text" type="search">
-score <input id="score-min" type="number" step="any">
-to <input id="score-max" type="number" step="any">
-length <input id="len-min" type="number"> to <input id="len-max" type="number">
-copy rate <input id="copy-min" type="number" step="any">
-to <input id="copy-max" type="number" step="any">
-OOVs <input id="oov-min" type="number"> to <input id="oov-max" type="number">
+<div id="filters" title="__FILTER_RULE__">text <input id="filter-text" type="search">
+<span class="range" data-key="score">
+<select id="score-column" title="the score the range reads"></select>
+<input id="score-min" type="number" step="any">
+to <input id="score-max" type="number" step="any"></span>
+<span class="range" data-key="len">length <input id="len-min" type="number">
+to <input id="len-max" type="number"></span>
+<span class="range" data-key="copy">copy rate <input id="copy-min" type="number" step="any">
+to <input id="copy-max" type="number" step="any"></span>
+<span class="range" data-key="oov">OOVs <input id="oov-min" type="number">
+to <input id="oov-max" type="number"></span>
 <span id="shown-count" class="note"></span></div>
 <div id="list"><table id="examples"><thead><tr id="columns"></tr></thead><tbody></tbody>
 </table></div>
@@ -264,8 +315,9 @@ OOVs <input id="oov-min" type="number"> to <input id="oov-max" type="number">
 <p class="note" id="detail-missing"></p>
 <h2>Source <span class="note">(shaded by the attention of the selected output token; outlined:
 its largest weights)</span></h2><div id="source" class="tokens"></div>
-<h2>Output <span class="note">(hover or click a token; blue: generated, p_gen near 1;
-white: copied, p_gen near 0)</span></h2><div id="output" class="tokens"></div>
+<h2>Output <span class="note">(hover or click a token<span id="pgen-legend">; blue:
+generated, p_gen near 1; white: copied, p_gen near 0</span>)</span></h2>
+<div id="output" class="tokens"></div>
 <div id="scale-box"></div>
 <h2>Reference</h2><div id="reference"></div>
 <p id="posterior-note" class="note"></p><div id="sigma-box"></div><div id="kl-box"></div>
@@ -276,9 +328,10 @@ white: copied, p_gen near 0)</span></h2><div id="output" class="tokens"></div>
 const D = JSON.parse(document.getElementById("report-data").textContent);
 const $ = (id) => document.getElementById(id);
 const scoreNames = D.rows.length ? Object.keys(D.rows[0].s) : [];
-const COLUMNS = [["i", "#"]].concat(scoreNames.map((n) => ["s:" + n, n]),
-  [["len", "length"], ["copy", "copy rate"], ["oov", "OOVs"], ["detail", "detail"],
-   ["text", "output"]]);
+const given = (key) => D.rows.some((r) => r[key] !== null && r[key] !== undefined);
+const COLUMNS = [["i", "#"]].concat(scoreNames.map((n) => ["s:" + n, n]), [["len", "length"]],
+  [["copy", "copy rate"], ["oov", "OOVs"]].filter(([key]) => given(key)),
+  [["detail", "detail"], ["text", "output"]]);
 const num = (v) => (v === null || v === undefined ? "\\u2013" : String(v));
 function value(row, key) {
   if (key.startsWith("s:")) return row.s[key.slice(2)];
@@ -300,8 +353,14 @@ function showMetrics() {
   for (const n of D.notes.concat(["List score: " + D.score_label])) {
     $("notes").appendChild(el("li", n));
   }
-  $("detail-note").textContent = "Per-token detail (attention, p_gen, sigma, KL) is embedded for " +
-    Object.keys(D.details).length + " of " + D.rows.length + " examples.";
+  $("detail-note").textContent = D.detail_note;
+}
+function buildFilters() {
+  for (const n of scoreNames) $("score-column").appendChild(el("option", n));
+  const shown = {score: scoreNames.length > 0, len: true, copy: given("copy"), oov: given("oov")};
+  for (const span of document.querySelectorAll("#filters .range")) {
+    span.hidden = !shown[span.dataset.key];
+  }
 }
 const rowsById = {};
 function buildList() {
@@ -354,8 +413,7 @@ function applyFilters() {
   let shown = 0;
   for (const row of D.rows) {
     const ok = (!text || row.text.toLowerCase().includes(text)) &&
-      inRange(scoreNames.length ? row.s[scoreNames[0]] : null,
-        bound("score-min"), bound("score-max")) &&
+      inRange(row.s[$("score-column").value], bound("score-min"), bound("score-max")) &&
       inRange(row.len, bound("len-min"), bound("len-max")) &&
       inRange(row.copy, bound("copy-min"), bound("copy-max")) &&
       inRange(row.oov, bound("oov-min"), bound("oov-max"));
@@ -407,8 +465,8 @@ function select(index) {
   $("detail-title").textContent = "Example " + index + (row.name ? " (" + row.name + ")" : "");
   $("example-scores").textContent =
     Object.entries(row.s).map(([k, v]) => k + " " + num(v)).join(", ");
-  $("detail-missing").textContent = d ? "" :
-    "No per-token detail for this example (beyond the examples the decode embedded).";
+  $("detail-missing").textContent = d ? "" : D.missing_note;
+  $("pgen-legend").hidden = !(d && d.p_gen);
   for (const id of ["source", "output", "reference"]) $(id).textContent = "";
   showPosterior(d);
   if (!d) { $("output").textContent = row.text; return; }
@@ -456,8 +514,8 @@ function selectStep(t) {
     r.setAttribute("fill", Number(r.dataset.step) === t ? "#b32" : "#4a78b5");
   }
 }
-showMetrics(); buildList();
-for (const input of document.querySelectorAll("#filters input")) {
+showMetrics(); buildList(); buildFilters();
+for (const input of document.querySelectorAll("#filters input, #filters select")) {
   input.addEventListener("input", applyFilters);
 }
 applyFilters();
