@@ -526,6 +526,10 @@ def infer(config: Config, vocabs: Tuple[data.Vocab, data.Vocab]) -> Optional[flo
     return score
 
 
+REPORT_ELSEWHERE = (
+    "Its source and reference are line #+1 of --inference_input_file and "
+    "--inference_ref_file (# as in the list, counted from 0)."
+)
 REPORT_NOTES = (
     "Detail: the listed translation with its attention, from a teacher-forced pass of it "
     "(the attention its search computed).",
@@ -563,7 +567,10 @@ def _write_report(config, translator, src_vocab, sources, hypotheses, references
     if references:
         metrics["bleu"] = score
         label = bleu_lib.SENTENCE_BLEU
-    report_lib.write_report(path, config.out_dir, metrics, rows, details, label, REPORT_NOTES)
+    title = os.path.dirname(path)  # the folder of the output file, which holds the page
+    report_lib.write_report(
+        path, title, metrics, rows, details, label, REPORT_NOTES, REPORT_ELSEWHERE
+    )
     logging.info("Wrote %s", path)
 
 

@@ -149,6 +149,8 @@ def _check_report(path, corpus, tmp_path):
     assert data["details"][str(example)]["source"] == sources[example].split()
     detail = data["details"][str(example)]
     assert detail["output"] == hypotheses[example].split()  # the beam's, not a greedy one
+    assert data["title"] == str(path.parent)
+    assert data["missing_note"].endswith(run_nmt.REPORT_ELSEWHERE)
     assert result["sigmaBars"] == len(sources[example].split())  # ACVI
     assert result["klBars"] == len(detail["output"]) == len(detail["kl"])  # --acvi_kl=bound
     assert result["titles"] == [detail["labels"]["sigma"], None, detail["labels"]["kl"]]
