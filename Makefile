@@ -35,7 +35,7 @@ IN_LANE := import sys; sys.exit("%d.%d" % sys.version_info[:2] not in "$(PY_VERS
 # The commands quiet TensorFlow's start-up lines themselves (acvi_tf/quiet.py); a
 # TF_CPP_MIN_LOG_LEVEL set here would be the user's, and bring them back.
 
-.PHONY: test lint demo demo-captions bench bench-tfa bench-gpu venv sysdeps browser check-gpu-lock clean
+.PHONY: test test-fast lint demo demo-captions bench bench-tfa bench-gpu venv sysdeps browser check-gpu-lock clean
 
 venv: $(STAMP)
 	@$(VPY) -c 'import acvi_tf.quiet, sys, tensorflow as tf; print("Lane $(LANE): TensorFlow %s on Python %d.%d in $(VENV); GPUs TensorFlow sees: %d" % (tf.__version__, *sys.version_info[:2], len(tf.config.list_physical_devices("GPU"))))'
@@ -89,14 +89,23 @@ sysdeps:
 	fi
 
 # Two pytest workers (pytest-xdist): most of the suite's time is single-threaded graph
-# tracing, so two processes on two cores take about 40% less wall time than one. Each
-# worker (and each process a test starts) runs TensorFlow on one thread, so that the two
-# do not fight over the cores: 598 s instead of 650 s for the suite on two cores.
+# tracing. Each worker (and each process a test starts) runs TensorFlow on one thread, so
+# that the two do not fight over the cores.
+# The workers share the tests by ``--dist=loadgroup`` (pytest.ini) with the longest first
+# (tests/scheduling.py). The reference lane runs the tests marked ``reference``
+# (conftest.REFERENCE_LANE; docs/testing.md says why). `make test-fast` runs the quick
+# ones (under 2 s each in tests/durations.json) for a loop while developing.
 TEST_WORKERS ?= 2
-test: export TF_NUM_INTRAOP_THREADS ?= 1
-test: export TF_NUM_INTEROP_THREADS ?= 1
+TEST_SELECT := $(if $(filter tf215,$(LANE)),-m reference)
+test test-fast: export TF_NUM_INTRAOP_THREADS ?= 1
+test test-fast: export TF_NUM_INTEROP_THREADS ?= 1
 test: venv sysdeps browser
-	$(VPY) -m pytest -n $(TEST_WORKERS) tests
+	@start=$$(date +%s); $(VPY) -m pytest -n $(TEST_WORKERS) $(TEST_SELECT) tests; status=$$?; \
+	echo "make test ($(LANE) lane): $$(( $$(date +%s) - start )) s of wall time"; exit $$status
+
+test-fast: venv
+	@start=$$(date +%s); $(VPY) -m pytest -n $(TEST_WORKERS) -m quick tests; status=$$?; \
+	echo "make test-fast: $$(( $$(date +%s) - start )) s of wall time"; exit $$status
 
 # Debian's Chromium, in which tests/test_report.py opens the decodes' report.html; where
 # it cannot be installed (not root, no apt) those checks skip and say why.

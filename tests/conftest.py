@@ -4,11 +4,14 @@ references, test videos, the learning tests' tolerance."""
 import math
 import os
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import acvi_tf.quiet  # noqa: F401  (before TensorFlow loads: its start-up lines stay off)
+
+# isort: split
 
 import imageio_ffmpeg
 import numpy as np
 import pytest
+import scheduling
 import tensorflow as tf
 from absl import logging
 
@@ -22,10 +25,56 @@ tf.config.set_logical_device_configuration(
 )
 
 
-def pytest_collection_modifyitems(items):
-    """Tests marked ``slow`` run first (stable order otherwise): with two xdist workers the
-    minute-long ones then start early, instead of one keeping a worker busy at the end
-    while the other has nothing left. ``pytest -m "not slow"`` skips them."""
+def pytest_addoption(parser):
+    parser.addoption(
+        "--store-durations",
+        action="store_true",
+        help="write each test's seconds to tests/durations.json (scheduling.py reads them)",
+    )
+
+
+def pytest_configure(config):
+    if config.getoption("store_durations"):
+        config.pluginmanager.register(scheduling.DurationRecorder(), "acvi-durations")
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadgroup`` (pytest.ini) hands out the longest unit first (scheduling.py)."""
+    if config.getvalue("dist") == "loadgroup":
+        return scheduling.LongestFirstScheduling(config, log)
+    return None
+
+
+# What the reference lane (tf215: TensorFlow 2.15.1 with tensorflow-addons) runs, marked
+# ``reference``: the tests of what differs between the lanes (docs/testing.md says why
+# each) and one run of each host from training to a served SavedModel. The current lane
+# runs everything.
+REFERENCE_LANE = (
+    "tests/test_compat.py",  # the one place that chooses Keras
+    "tests/test_lane_checkpoints.py",  # checkpoints written on either lane restore
+    "tests/test_tfa_parity.py",  # attention and beam search against tensorflow-addons
+    "tests/test_peers.py",  # bench/peers.py's tfa.seq2seq peer
+    "tests/test_package.py",  # the lane's lock file and declared dependencies
+    "tests/test_quiet.py",  # TensorFlow 2.15's own start-up lines
+    "tests/test_graph_text.py",  # the lane's tensorflow-text ops against subword-nmt
+    "tests/test_export.py::test_the_exported_model_summarises_raw_text_as_decode_does",
+    "tests/test_nmt_export.py::test_the_exported_translator_translates_raw_text_as_inference_does",
+    "tests/test_caption_export.py::test_the_exported_captioner_captions_frames_as_decode_does",
+)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Marks the reference lane's tests and the quick ones, groups the tests of a
+    module-scoped fixture (before xdist reads the groups), and runs tests marked ``slow``
+    first where no scheduler orders them (one process)."""
+    durations = scheduling.read_durations()
+    for item in items:
+        if item.nodeid.startswith(REFERENCE_LANE):
+            item.add_marker(pytest.mark.reference)
+        if durations.get(item.nodeid, scheduling.UNKNOWN_SECONDS) < scheduling.QUICK_SECONDS:
+            item.add_marker(pytest.mark.quick)
+    scheduling.group_by_module_fixtures(items)
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
@@ -35,6 +84,26 @@ def _float32_policy():
     keras.mixed_precision.set_global_policy("float32")
     yield
     keras.mixed_precision.set_global_policy("float32")
+
+
+@pytest.fixture(autouse=True)
+def _exact_meteor(request, monkeypatch):
+    """METEOR scores in its exact mode where a command asks for the full one: the same
+    jar and protocol without loading the paraphrase tables (about 6 s of wall and two
+    cores' worth of Java a scoring, in every summarizer decode and captioner
+    validation). Tests marked ``full_meteor`` keep the full mode: ``test_metrics.py``
+    checks it against pycocoevalcap, ``test_pg_decode.py`` orders it after the exact
+    one, ``test_first_hour.py`` runs it through the docs' commands."""
+    if request.node.get_closest_marker("full_meteor"):
+        return
+    from acvi_tf.metrics import meteor
+
+    full = meteor.meteor
+    monkeypatch.setattr(
+        meteor,
+        "meteor",
+        lambda references, hypotheses, mode="full": full(references, hypotheses, "exact"),
+    )
 
 
 @pytest.fixture(autouse=True)

@@ -455,20 +455,6 @@ def run_in_process(text: str, cwd: str) -> Any:
         os.chdir(here)
 
 
-def exact_meteor(monkeypatch: Any) -> None:
-    """Scores METEOR in its exact mode where a command asks for the full one: the same
-    jar and protocol without loading the paraphrase tables (about 9 s of CPU a scoring;
-    ``test_metrics.py`` checks the full mode, ``test_first_hour.py`` runs it)."""
-    from acvi_tf.metrics import meteor
-
-    full = meteor.meteor
-    monkeypatch.setattr(
-        meteor,
-        "meteor",
-        lambda references, hypotheses, mode="full": full(references, hypotheses, "exact"),
-    )
-
-
 def write_sample_pairs(path: str, count: int) -> None:
     """The first ``count`` pairs of the shipped Debian descriptions sample as the JSON
     lines (``article``, ``abstract``) that docs/data.md's summarization builder reads."""

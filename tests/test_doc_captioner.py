@@ -39,11 +39,6 @@ SPLITS = ("train", "val", "test")
 CSV_HEADER = "VideoID,Start,End,WorkerID,Source,AnnotationTime,Language,Description\n"
 
 
-@pytest.fixture(autouse=True)
-def _exact_meteor(monkeypatch):
-    doc_commands.exact_meteor(monkeypatch)
-
-
 def _run(command, cwd):
     return doc_commands.run_in_process(doc_commands.sized(command), str(cwd))
 

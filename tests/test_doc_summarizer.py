@@ -36,11 +36,6 @@ DUC_BUILD, DUC_DECODE, DUC_EVAL = doc_commands.block("docs/data.md", 4)
 OWN_PAIRS = doc_commands.block("docs/data.md", 0)[0]
 
 
-@pytest.fixture(autouse=True)
-def _exact_meteor(monkeypatch):
-    doc_commands.exact_meteor(monkeypatch)
-
-
 def _run(command, cwd, paths=None, flags=()):
     """Runs ``command`` sized (and with ``flags``) in ``cwd``; returns its result."""
     text = doc_commands.with_flags(doc_commands.sized(command, paths), list(flags))

@@ -4,6 +4,8 @@ import pytest
 
 from acvi_tf.metrics import copying, meteor
 
+pytestmark = pytest.mark.full_meteor  # against pycocoevalcap (conftest.py)
+
 REFERENCES = [
     "the cat sat on the mat",
     ["police killed the gunman", "the gunman was shot by police"],

@@ -224,6 +224,7 @@ def test_xla_beam_search_gives_the_same_summaries(model, vocab):
         np.testing.assert_allclose(one["p_gens"], other["p_gens"], rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.full_meteor
 def test_single_pass_writes_the_original_folder_and_scores_it(model, vocab, corpus, tmp_path):
     summarizer = decode_lib.Summarizer(
         model, vocab, beam_size=2, max_dec_steps=6, min_dec_steps=1, record_attention=False

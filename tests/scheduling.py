@@ -1,0 +1,89 @@
+"""How ``make test`` shares the suite between its pytest-xdist workers.
+
+A test that uses a module-scoped fixture of its file goes to the same worker as the
+file's other such tests (an ``xdist_group`` named after the file), so that the fixture is
+built once; every other test is a unit of its own. Each worker that is free takes the
+unit that took longest in the recorded run (``tests/durations.json``: seconds of setup,
+call and teardown per test id), so that the long ones start first and the two workers
+finish together. A test the record lacks counts ``UNKNOWN_SECONDS``.
+
+``pytest --store-durations`` (with or without ``-n``) writes the record anew from the
+run it ends.
+"""
+
+import json
+import os
+from typing import Dict, Iterable
+
+import pytest
+from xdist.scheduler import LoadGroupScheduling
+
+DURATIONS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "durations.json")
+UNKNOWN_SECONDS = 1.0
+# ``make test-fast`` runs the tests that took less than this in the recorded run (marked
+# ``quick`` by conftest.py), and those the record lacks.
+QUICK_SECONDS = 2.0
+
+
+def test_id(nodeid: str) -> str:
+    """``nodeid`` without the ``@group`` suffix that ``--dist loadgroup`` gives it."""
+    name, at, group = nodeid.rpartition("@")
+    return name if at and "]" not in group and "::" not in group else nodeid
+
+
+def read_durations(path: str = DURATIONS) -> Dict[str, float]:
+    """The recorded seconds per test id; empty when there is no record."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return {}
+
+
+def group_by_module_fixtures(items: Iterable[pytest.Item]) -> None:
+    """Marks each test that uses a module-scoped fixture with its file's group."""
+    for item in items:
+        fixtures = getattr(item, "_fixtureinfo", None)
+        if fixtures is None or item.get_closest_marker("xdist_group"):
+            continue
+        if any(
+            definition.scope == "module"
+            for definitions in fixtures.name2fixturedefs.values()
+            for definition in definitions
+        ):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
+class LongestFirstScheduling(LoadGroupScheduling):
+    """``--dist loadgroup`` that hands a free worker the longest unit left."""
+
+    def __init__(self, config: pytest.Config, log=None) -> None:
+        super().__init__(config, log)
+        self.durations = read_durations()
+
+    def _cost(self, unit: Dict[str, bool]) -> float:
+        return sum(self.durations.get(test_id(n), UNKNOWN_SECONDS) for n in unit)
+
+    def _assign_work_unit(self, node) -> None:
+        longest = max(self.workqueue, key=lambda scope: self._cost(self.workqueue[scope]))
+        self.workqueue.move_to_end(longest, last=False)
+        super()._assign_work_unit(node)
+
+
+class DurationRecorder:
+    """Adds up each test's setup, call and teardown seconds; writes them at the end."""
+
+    def __init__(self) -> None:
+        self.seconds: Dict[str, float] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        name = test_id(report.nodeid)
+        self.seconds[name] = round(self.seconds.get(name, 0.0) + report.duration, 2)
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if hasattr(session.config, "workerinput"):
+            return  # the controller writes the record
+        with open(DURATIONS + ".tmp", "w", encoding="utf-8") as f:
+            json.dump(dict(sorted(self.seconds.items())), f, indent=0)
+            f.write("\n")
+        os.replace(DURATIONS + ".tmp", DURATIONS)
