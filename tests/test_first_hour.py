@@ -2,12 +2,23 @@
 pairs, parallel text and captioned videos taken from raw files to a trained model, its
 scores, outputs for new input and a served SavedModel.
 
-Each command runs as the page gives it, in a shell in a fresh folder, with only sizes
-(model, steps, frames, merges: ``doc_commands.sized``) and the inputs' contents put in.
-Each must exit 0 with no traceback and no line of TensorFlow's C++ start-up on its
-output, and the ways of decoding one input must agree: ``--mode=decode``, ``summarize``
-and the served model for the summarizer; ``translate`` and the served model for the
-translator.
+Each command runs as the page gives it, in a fresh folder, with only sizes (model, steps,
+frames, merges: ``doc_commands.sized``) and the inputs' contents put in. Each test runs
+its block's first command, the corpus builder, in a shell as a person types it: it must
+exit 0 with no traceback and no line of TensorFlow's C++ start-up on its output. The
+block's other ``python -m`` commands run in this process (``doc_commands.run_in_process``:
+the entry point's own flags parsed, its ``run(config)`` called), which saves each one's
+start of an interpreter and import of TensorFlow: each must return normally, with no
+traceback and no C++ log line on what it prints. What only a process of its own shows,
+its exit status and the start-up lines of its import, ``test_quiet.py`` checks for every
+host's commands; a command that needs a shell (a pipe, a redirection, ``&&``) would run
+in one. The ways of decoding one input must agree: ``--mode=decode``, ``summarize`` and
+the served model (called from a bare interpreter, ``served.call``) for the summarizer;
+``translate`` and the served model for the translator.
+
+The in-process commands share TensorFlow's global state: each one sets its own seed and
+mixed-precision policy (``builders.configure_runtime``), and the checkpoints and records
+a command reads are on disk, written by the commands before it.
 """
 
 import json
@@ -35,6 +46,13 @@ SAMPLES = os.path.join(ROOT, "data_prep", "samples")
 CPP_LOG = re.compile(r"\.cc:\d+\]|absl::InitializeLog|cuInit")
 
 
+def _check(output, text, where):
+    """``output`` of the command ``text`` has no traceback and no C++ log line."""
+    assert "Traceback" not in output, "%s: %s\n%s" % (where, text, output[-3000:])
+    noise = [line for line in output.splitlines() if CPP_LOG.search(line)]
+    assert not noise, (where, noise[:5])
+
+
 def _shell(cwd, text, where):
     """Runs ``text`` in bash in ``cwd`` as a person would; returns its output."""
     env = dict(
@@ -48,10 +66,20 @@ def _shell(cwd, text, where):
     )
     output = done.stdout + done.stderr
     assert done.returncode == 0, "%s: %s\n%s" % (where, text, output[-3000:])
-    assert "Traceback" not in output, "%s: %s\n%s" % (where, text, output[-3000:])
-    noise = [line for line in output.splitlines() if CPP_LOG.search(line)]
-    assert not noise, (where, noise[:5])
+    _check(output, text, where)
     return output
+
+
+def _in_process(capfd, cwd, command):
+    """Runs ``command``, sized, in ``cwd`` in this process; returns its result."""
+    text = doc_commands.sized(command)
+    capfd.readouterr()
+    try:
+        result = doc_commands.run_in_process(text, str(cwd))
+    except Exception as error:  # which command, with the error's own traceback chained
+        raise AssertionError("%s: %s raised %r" % (command.where, text, error)) from error
+    _check("".join(capfd.readouterr()), text, command.where)
+    return result
 
 
 def _folder(tmp_path):
@@ -65,7 +93,7 @@ def _lines(path):
         return [line.rstrip("\n") for line in f]
 
 
-def test_own_summarization_pairs_to_a_served_model(tmp_path):
+def test_own_summarization_pairs_to_a_served_model(tmp_path, capfd):
     cwd = _folder(tmp_path)
     doc_commands.write_sample_pairs(str(cwd / "pairs.jsonl"), 160)
     build, train, evaluate, decode, summarize, export = doc_commands.block(PAGE, 0)
@@ -73,15 +101,15 @@ def test_own_summarization_pairs_to_a_served_model(tmp_path):
     _shell(cwd, doc_commands.with_flags(build.text, treebank), build.where)
     os.rename(cwd / "finished_files", cwd / "treebank_files")
     for command in (build, train, evaluate, decode):
-        _shell(cwd, doc_commands.sized(command), command.where)
+        _in_process(capfd, cwd, command)
     [decoded] = [d for d in os.listdir(cwd / "logs" / "mine") if d.startswith("decode_test")]
     decode_dir = cwd / "logs" / "mine" / decoded
     assert json.loads((decode_dir / "metrics.json").read_text())["num_summaries"] > 0
     # the test split's articles, as new text
     articles = [a for a, _ in read_bin_file(str(cwd / "finished_files" / "test.bin"))]
     (cwd / "new_articles.txt").write_text("".join(a + "\n" for a in articles))
-    _shell(cwd, doc_commands.sized(summarize), summarize.where)
-    _shell(cwd, doc_commands.sized(export), export.where)
+    _in_process(capfd, cwd, summarize)
+    _in_process(capfd, cwd, export)
     by_decode = [
         " ".join((decode_dir / "decoded" / ("%06d_decoded.txt" % i)).read_text().split())
         for i in range(len(articles))
@@ -96,7 +124,7 @@ def test_own_summarization_pairs_to_a_served_model(tmp_path):
     assert (cwd / "treebank_files" / "chunked" / "train_000.bin").exists()
 
 
-def test_own_parallel_text_with_bpe_to_a_served_model(tmp_path):
+def test_own_parallel_text_with_bpe_to_a_served_model(tmp_path, capfd):
     cwd = _folder(tmp_path)
     sample = os.path.join(SAMPLES, "debian_en_de")
     english, german = (
@@ -106,12 +134,12 @@ def test_own_parallel_text_with_bpe_to_a_served_model(tmp_path):
     rows = ["en\tit"] + ["%s\t%s" % pair for pair in list(zip(english, german))[:300]]
     (cwd / "pairs.tsv").write_text("\n".join(rows) + "\n")
     build, train, translate, export = doc_commands.block(PAGE, 1)
-    for command in (build, train):
-        _shell(cwd, doc_commands.sized(command), command.where)
+    _shell(cwd, doc_commands.sized(build), build.where)
+    _in_process(capfd, cwd, train)
     sentences = english[300:310]
     (cwd / "new.en").write_text("".join(s + "\n" for s in sentences))
-    _shell(cwd, doc_commands.sized(translate), translate.where)
-    _shell(cwd, doc_commands.sized(export), export.where)
+    _in_process(capfd, cwd, translate)
+    _in_process(capfd, cwd, export)
     by_translate = _lines(cwd / "new.it")
     [answer], modules = served.call(
         cwd / "served_en_it" / "1", [("serving_default", {"sentences": sentences})]
@@ -134,7 +162,7 @@ def _clips_in_every_split(train, val, test):
     return clips
 
 
-def test_own_captioned_videos_to_captions_of_new_videos(tmp_path):
+def test_own_captioned_videos_to_captions_of_new_videos(tmp_path, capfd):
     cwd = _folder(tmp_path)
     os.mkdir(cwd / "my_videos")
     colours = {"red": (255, 0, 0), "blue": (0, 0, 255), "green": (0, 255, 0)}
@@ -146,9 +174,9 @@ def test_own_captioned_videos_to_captions_of_new_videos(tmp_path):
     (cwd / "captions.csv").write_text("\n".join(rows) + "\n")
     # the block's second recipe, from a feature store: test_doc_captioner.py
     build, train, caption, _, _, _ = doc_commands.block(PAGE, 2)
-    for command in (build, train):
-        _shell(cwd, doc_commands.sized(command), command.where)
+    _shell(cwd, doc_commands.sized(build), build.where)
+    _in_process(capfd, cwd, train)
     videos = sorted(str(cwd / "my_videos" / name) for name in os.listdir(cwd / "my_videos"))
     (cwd / "new_videos.txt").write_text("".join(v + "\n" for v in videos[:2]))
-    _shell(cwd, doc_commands.sized(caption), caption.where)
+    _in_process(capfd, cwd, caption)
     assert len(_lines(cwd / "captions.txt")) == 2
