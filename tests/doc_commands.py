@@ -277,7 +277,7 @@ _MAKE = "builds the lane's environment and runs %s; the tests parse its commands
 NOT_RUN = {
     "make demo": _MAKE % "the demo (minutes; test_the_makefile_runs_commands_that_parse)",
     "make test": _MAKE % "the whole suite, this test among them",
-    "make LANE=tf215 test": _MAKE % "the whole suite on TensorFlow 2.15",
+    "make LANE=tf215 test": _MAKE % "the reference lane's tests on TensorFlow 2.15",
     "make PYTHON=": _MAKE % "the demo with a chosen interpreter",
     "make LANE=gpu": "needs a Linux machine with an NVIDIA GPU (the gpu lane)",
     ".venv-gpu/bin/python": "asks TensorFlow for the GPUs of a GPU machine's gpu lane",

@@ -1,0 +1,119 @@
+"""The wall time of `make test` (and `make test-fast`) from a fresh clone, as README and
+docs/testing.md state it.
+
+Clones the committed HEAD of this checkout into a new folder, builds the lane's
+environment there (`make venv sysdeps browser`, not timed: pip's cache makes it minutes),
+then times each target as a whole process: wall seconds, and the CPU seconds of every
+process it ran (pytest's workers and the commands the tests start). The pytest summary
+line and the slowest tests come from the target's own output. Each measurement is
+appended as one JSON line to ``bench/results/suite_time.jsonl``; a rerun adds a line and
+never changes one a document quotes.
+
+With ``--store_durations`` the run of ``make test`` also records each test's seconds
+(``pytest --store-durations``) and the record is copied to this checkout's
+``tests/durations.json``, from which ``tests/scheduling.py`` orders the next runs.
+
+Usage: python bench/suite_time.py [--lane=current] [--targets=test,test-fast]
+  [--store_durations] [--keep] (leave the clone in place)
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RECORDS = os.path.join(ROOT, "bench", "results", "suite_time.jsonl")
+SUMMARY = re.compile(r"^=+ (.*(passed|failed).*) in [\d.]+s.*=+$")
+
+
+def _cpu_model() -> str:
+    with open("/proc/cpuinfo", encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.machine()
+
+
+def _timed(command, cwd, env=None):
+    """Runs ``command``; returns (status, wall seconds, CPU seconds of its processes,
+    output)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.monotonic()
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
+    wall = time.monotonic() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return done.returncode, wall, cpu, done.stdout + done.stderr
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--lane", default="current", choices=("current", "tf215"))
+    parser.add_argument("--targets", default="test,test-fast")
+    parser.add_argument("--store_durations", action="store_true")
+    parser.add_argument("--keep", action="store_true")
+    args = parser.parse_args()
+    revision = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    clone = tempfile.mkdtemp(prefix="suite_time-")
+    try:
+        subprocess.run(["git", "clone", "--quiet", ROOT, clone], check=True)
+        lane = ["LANE=%s" % args.lane]
+        built = subprocess.run(
+            ["make", *lane, "venv", "sysdeps", "browser"],
+            cwd=clone,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        environment = [line for line in built.stdout.splitlines() if line.startswith("Lane ")]
+        for target in args.targets.split(","):
+            store = args.store_durations and target == "test"
+            env = dict(os.environ, PYTEST_ADDOPTS="--store-durations") if store else None
+            status, wall, cpu, output = _timed(["make", *lane, target], clone, env)
+            summary = [m.group(1) for m in map(SUMMARY.match, output.splitlines()) if m]
+            slowest = [line for line in output.splitlines() if re.match(r"^\d+\.\d+s ", line)]
+            record = dict(
+                date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                revision=revision,
+                lane=args.lane,
+                target=target,
+                status=status,
+                wall_s=round(wall, 1),
+                cpu_s=round(cpu, 1),
+                pytest=summary[-1] if summary else None,
+                slowest=slowest[:10],
+                machine="%s, %d cores" % (_cpu_model(), os.cpu_count() or 0),
+                environment=environment[-1] if environment else None,
+                how="fresh clone of %s, environment built first (not timed), then `make %s %s`"
+                % (revision, " ".join(lane), target),
+            )
+            os.makedirs(os.path.dirname(RECORDS), exist_ok=True)
+            with open(RECORDS, "a", encoding="utf-8") as f:
+                f.write(json.dumps(record) + "\n")
+            print(
+                "make %s (%s lane): %s, %.0f s wall, %.0f s CPU"
+                % (target, args.lane, record["pytest"], wall, cpu)
+            )
+            if status:
+                print(output[-3000:], file=sys.stderr)
+            elif store:
+                durations = os.path.join("tests", "durations.json")
+                shutil.copy(os.path.join(clone, durations), os.path.join(ROOT, durations))
+    finally:
+        if not args.keep:
+            shutil.rmtree(clone, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,73 @@
+"""How ``make test`` shares the suite (tests/scheduling.py) and what each lane runs
+(conftest.REFERENCE_LANE, docs/testing.md)."""
+
+import os
+import re
+
+import scheduling
+
+import conftest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class _Node:
+    """A worker that records the test indexes it is sent."""
+
+    shutting_down = False
+
+    def __init__(self):
+        self.sent = []
+
+    def send_runtest_some(self, indexes):
+        self.sent.append(indexes)
+
+
+class _Config:
+    """What the scheduler reads of pytest's config: one worker."""
+
+    def getvalue(self, name):
+        return ["popen"] if name == "tx" else None
+
+
+def test_a_free_worker_takes_the_longest_unit_left(monkeypatch):
+    durations = {"t.py::a": 1.0, "t.py::b": 30.0, "u.py::c": 5.0, "u.py::d": 20.0}
+    monkeypatch.setattr(scheduling, "read_durations", lambda: durations)
+    monkeypatch.setattr(scheduling, "UNKNOWN_SECONDS", 0.5)
+    scheduler = scheduling.LongestFirstScheduling(_Config())
+    node = _Node()
+    collection = ["t.py::a", "t.py::b", "u.py::c@u.py", "u.py::d@u.py", "v.py::new"]
+    scheduler.registered_collections[node] = collection
+    scheduler.assigned_work[node] = {}
+    for nodeid in collection:  # the units as loadgroup makes them
+        scheduler.workqueue.setdefault(scheduler._split_scope(nodeid), {})[nodeid] = False
+    assert list(scheduler.workqueue) == ["t.py::a", "t.py::b", "u.py", "v.py::new"]
+    for _ in range(4):
+        scheduler._assign_work_unit(node)
+    # 30 s, the group's 5 + 20 s, 1 s, and the test the record lacks
+    assert node.sent == [[1], [2, 3], [0], [4]]
+    assert not scheduler.workqueue
+
+
+def test_a_group_suffix_is_not_part_of_the_recorded_test_id():
+    assert scheduling.test_id("tests/t.py::x[a]@tests/t.py") == "tests/t.py::x[a]"
+    assert scheduling.test_id("tests/t.py::x[a@b]") == "tests/t.py::x[a@b]"
+    assert scheduling.test_id("tests/t.py::x") == "tests/t.py::x"
+
+
+def test_the_reference_lane_runs_what_docs_testing_md_lists():
+    with open(os.path.join(ROOT, "docs", "testing.md"), encoding="utf-8") as f:
+        page = f.read()
+    section = page.split("### The two lanes")[1].split("###")[0]
+    listed = set()
+    for row in re.findall(r"^\| (`test_.*?) \|", section, re.M):
+        listed.update("tests/" + name for name in re.findall(r"`(test_[^`]+)`", row))
+    assert listed == set(conftest.REFERENCE_LANE)
+
+
+def test_every_reference_entry_names_collected_tests(request):
+    collected = [item.nodeid for item in request.session.items]
+    for entry in conftest.REFERENCE_LANE:
+        assert any(scheduling.test_id(n).startswith(entry) for n in collected) or not any(
+            n.startswith(entry.split("::")[0]) for n in collected
+        ), entry
