@@ -148,6 +148,29 @@ def test_a_page_without_copy_rate_oovs_or_p_gen_hides_them(tmp_path):
     assert requests == []
 
 
+def test_text_that_looks_like_markup_stays_data(tmp_path):
+    """Tokens, sources and references that close the page's script element or look like
+    tags or entities come back from the embedded data as they were written, and the page
+    holds only its own script elements."""
+    hostile = ["</script><script>document.title='pwned'</script>", "<b>x", "&amp;", "<!--"]
+    rows = [report_lib.example_row(0, hostile, {"A": 0.5}, source=hostile)]
+    attn = np.full((len(hostile), len(hostile)), 1.0 / len(hostile))
+    details = {0: report_lib.example_detail(hostile, hostile, " ".join(hostile), attn)}
+    benign = str(tmp_path / "benign.html")
+    report_lib.write_report(
+        benign, "nmt", {}, [report_lib.example_row(0, ["w"], {"A": 0.5})], {}, "A"
+    )
+    path = str(tmp_path / "report.html")
+    report_lib.write_report(path, "</title><script>x</script>", {}, rows, details, "A")
+    text, data = browser.page_data(path)
+    assert [row["text"] for row in data["rows"]] == [" ".join(hostile)]
+    assert data["details"]["0"]["source"] == data["details"]["0"]["output"] == hostile
+    assert data["details"]["0"]["reference"] == " ".join(hostile)
+    own = browser.page_data(benign)[0]
+    assert text.count("</script>") == own.count("</script>")
+    assert text.count("<script") == own.count("<script")
+
+
 def test_the_notes_on_detail_say_which_examples_carry_it():
     assert report_lib.detail_note(0, 9, True) == ""
     assert "the first 2 of 9 examples (--report_examples)" in report_lib.detail_note(2, 9, True)
