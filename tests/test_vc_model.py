@@ -132,6 +132,45 @@ def test_xla_beam_search_gives_the_same_captions(tmp_path):
         np.testing.assert_allclose(attn, xla_attn, rtol=1e-5, atol=1e-6)
 
 
+def test_the_models_own_loss_equals_a_hand_computation():
+    """``Captioner.compute_loss`` against NumPy: each caption's cross-entropy summed over
+    its ``caption_len`` tokens (``</s>`` included) and averaged over the clips, plus
+    ``alpha_c`` times the clips' mean of ``sum_i (1 - sum_t a_t,i)^2`` over real steps and
+    frames, plus ``weight_decay`` times the kernels' squares."""
+    rng = np.random.default_rng(5)
+    keras.utils.set_random_seed(5)
+    model = model_lib.Captioner(
+        vocab_size=11,
+        encoder_units=6,
+        decoder_units=5,
+        embedding_dim=4,
+        attention_units=3,
+        output_units=7,
+        dropout=0.0,
+        alpha_c=0.7,
+        weight_decay=0.01,
+    )
+    batch = _batch(rng, frames=(4, 3), captions=((5, 6, 7, 8), (9, 4)))
+    out = model(batch, training=True)
+    logs = model.compute_loss(batch, out, tf.constant(0, tf.int64))
+    logits = tf.cast(out["logits"], tf.float64).numpy()
+    log_p = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    targets, lengths = np.asarray(batch["caption_out"]), np.asarray(batch["caption_len"])
+    xent = -np.take_along_axis(log_p, targets[..., None], -1)[..., 0]
+    steps = np.arange(targets.shape[1])[None] < lengths[:, None]
+    nll = (xent * steps).sum() / 2
+    attn = out["attn"].numpy().astype(np.float64)
+    frames = np.arange(attn.shape[2])[None] < np.asarray(batch["num_frames"])[:, None]
+    penalty = ((1.0 - (attn * steps[..., None]).sum(1)) ** 2 * frames).sum(-1).mean()
+    squares = sum(
+        np.square(v.numpy()).sum() for v in model.trainable_variables if "kernel" in v.name
+    )
+    np.testing.assert_allclose(logs["nll"], nll, rtol=1e-5)
+    np.testing.assert_allclose(logs["attention_penalty"], penalty, rtol=1e-5)
+    np.testing.assert_allclose(logs["loss"], nll + 0.7 * penalty + 0.01 * squares, rtol=1e-5)
+    assert float(logs["tokens"]) == lengths.sum()
+
+
 def test_attention_penalty_matches_numpy():
     rng = np.random.default_rng(4)
     attn = rng.dirichlet(np.ones(5), size=[3, 6]).astype(np.float32)
