@@ -41,7 +41,6 @@ Usage (from the repository root; on 2 cores about 14 minutes for the control and
     .venv/bin/python bench/mutants.py --only=nmt_loss,beam_search --revision=HEAD~1
 """
 
-import argparse
 import datetime
 import json
 import os
@@ -53,6 +52,11 @@ import sys
 import tempfile
 import time
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
+
+from absl import app, flags
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from acvi_tf import config as config_lib  # noqa: E402 (the project root goes on the path first)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PYTHON = os.path.join(ROOT, ".venv", "bin", "python")
@@ -402,41 +406,49 @@ def record(fields: Dict[str, object]) -> None:
         f.write(json.dumps(fields, ensure_ascii=False) + "\n")
 
 
-def selected(only: str) -> List[Mutant]:
-    """The mutants ``--only`` names (all when empty).
+def selected(names: Sequence[str]) -> List[Mutant]:
+    """The mutants ``--only`` names (all when none).
 
     Args:
-      only: comma-separated names.
+      names: mutant names.
 
     Returns:
       Those mutants, in ``MUTANTS``'s order.
 
     Raises:
-      SystemExit: a name is no mutant's.
+      app.UsageError: a name is no mutant's.
     """
-    if not only:
+    if not names:
         return list(MUTANTS)
-    names = [n for n in only.split(",") if n]
     unknown = sorted(set(names) - {m.name for m in MUTANTS})
     if unknown:
-        sys.exit(
+        raise app.UsageError(
             "--only: no mutant named %s; the mutants: %s"
             % (", ".join(unknown), ", ".join(m.name for m in MUTANTS))
         )
     return [m for m in MUTANTS if m.name in names]
 
 
-def main() -> int:
+def define_flags(fv: flags.FlagValues) -> None:
+    """Defines this script's flags on ``fv``.
+
+    Args:
+      fv: where the flags go.
+    """
+    flags.DEFINE_list("only", [], "Mutant names to run (all: none given).", flag_values=fv)
+    flags.DEFINE_string("revision", "HEAD", "The committed revision to mutate.", flag_values=fv)
+    flags.DEFINE_float("timeout", 1800.0, "Seconds per pytest run.", flag_values=fv)
+
+
+def run(args: config_lib.Config) -> int:
     """Runs the control and the selected mutants; prints one line each.
+
+    Args:
+      args: the flags (``define_flags``).
 
     Returns:
       0 when the control passed and every mutant was caught, else 1.
     """
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", default="", help="comma-separated mutant names (all: empty)")
-    parser.add_argument("--revision", default="HEAD", help="the committed revision to mutate")
-    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per pytest run")
-    args = parser.parse_args()
     mutants = selected(args.only)
     # SIGTERM (and SIGINT, which a background job ignores) unwind through the clean-ups
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -524,4 +536,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    config_lib.run_command(define_flags, run, exit_status=lambda status: status)

@@ -17,7 +17,6 @@ Usage: python bench/suite_time.py [--lane=current] [--targets=test,test-fast]
   [--store_durations] [--keep] (leave the clone in place)
 """
 
-import argparse
 import datetime
 import json
 import os
@@ -29,6 +28,11 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from absl import flags
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from acvi_tf import config as config_lib  # noqa: E402 (the project root goes on the path first)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RECORDS = os.path.join(ROOT, "bench", "results", "suite_time.jsonl")
@@ -55,13 +59,26 @@ def _timed(command, cwd, env=None):
     return done.returncode, wall, cpu, done.stdout + done.stderr
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--lane", default="current", choices=("current", "tf215"))
-    parser.add_argument("--targets", default="test,test-fast")
-    parser.add_argument("--store_durations", action="store_true")
-    parser.add_argument("--keep", action="store_true")
-    args = parser.parse_args()
+def define_flags(fv: flags.FlagValues) -> None:
+    """Defines this script's flags on ``fv``.
+
+    Args:
+      fv: where the flags go.
+    """
+    flags.DEFINE_enum("lane", "current", ["current", "tf215"], "The lane.", flag_values=fv)
+    flags.DEFINE_list("targets", ["test", "test-fast"], "The make targets.", flag_values=fv)
+    flags.DEFINE_boolean(
+        "store_durations", False, "Copy make test's durations record here.", flag_values=fv
+    )
+    flags.DEFINE_boolean("keep", False, "Leave the clone in place.", flag_values=fv)
+
+
+def run(args: config_lib.Config) -> None:
+    """Clones, builds the environment, times each target; appends the records.
+
+    Args:
+      args: the flags (``define_flags``).
+    """
     revision = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
     ).stdout.strip()
@@ -77,7 +94,7 @@ def main() -> None:
             text=True,
         )
         environment = [line for line in built.stdout.splitlines() if line.startswith("Lane ")]
-        for target in args.targets.split(","):
+        for target in args.targets:
             store = args.store_durations and target == "test"
             env = dict(os.environ, PYTEST_ADDOPTS="--store-durations") if store else None
             status, wall, cpu, output = _timed(["make", *lane, target], clone, env)
@@ -116,4 +133,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    config_lib.run_command(define_flags, run)

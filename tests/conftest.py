@@ -68,13 +68,13 @@ def pytest_collection_modifyitems(config, items):
     """Marks the reference lane's tests and the quick ones, groups the tests of a
     module-scoped fixture (before xdist reads the groups), and runs tests marked ``slow``
     first where no scheduler orders them (one process)."""
-    durations = scheduling.read_durations()
+    scheduling.group_by_module_fixtures(items)
+    quick = scheduling.quick_tests(items)
     for item in items:
         if item.nodeid.startswith(REFERENCE_LANE):
             item.add_marker(pytest.mark.reference)
-        if durations.get(item.nodeid, scheduling.UNKNOWN_SECONDS) < scheduling.QUICK_SECONDS:
+        if item.nodeid in quick:
             item.add_marker(pytest.mark.quick)
-    scheduling.group_by_module_fixtures(items)
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 

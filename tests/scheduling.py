@@ -13,15 +13,16 @@ run it ends.
 
 import json
 import os
-from typing import Dict, Iterable
+from typing import Dict, Iterable, Sequence, Set
 
 import pytest
 from xdist.scheduler import LoadGroupScheduling
 
 DURATIONS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "durations.json")
 UNKNOWN_SECONDS = 1.0
-# ``make test-fast`` runs the tests that took less than this in the recorded run (marked
-# ``quick`` by conftest.py), and those the record lacks.
+# ``make test-fast`` runs the tests that took less than this in the recorded run, as did
+# every test of their group (whose first test pays for the group's fixture), and those
+# the record lacks (``quick_tests``; conftest.py marks them ``quick``).
 QUICK_SECONDS = 2.0
 
 
@@ -52,6 +53,26 @@ def group_by_module_fixtures(items: Iterable[pytest.Item]) -> None:
             for definition in definitions
         ):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
+def _unit(item: pytest.Item) -> str:
+    """The unit a worker takes ``item`` in: its group, or itself."""
+    mark = item.get_closest_marker("xdist_group")
+    return mark.args[0] if mark else item.nodeid
+
+
+def quick_tests(items: Sequence[pytest.Item]) -> Set[str]:
+    """The ids of the tests ``make test-fast`` runs (``QUICK_SECONDS``).
+
+    Args:
+      items: the collected tests, grouped (``group_by_module_fixtures``).
+    """
+    durations = read_durations()
+    slowest: Dict[str, float] = {}
+    for item in items:
+        seconds = durations.get(item.nodeid, UNKNOWN_SECONDS)
+        slowest[_unit(item)] = max(slowest.get(_unit(item), 0.0), seconds)
+    return {item.nodeid for item in items if slowest[_unit(item)] < QUICK_SECONDS}
 
 
 class LongestFirstScheduling(LoadGroupScheduling):
