@@ -103,7 +103,7 @@ test: venv sysdeps browser
 	@start=$$(date +%s); $(VPY) -m pytest -n $(TEST_WORKERS) $(TEST_SELECT) tests; status=$$?; \
 	echo "make test ($(LANE) lane): $$(( $$(date +%s) - start )) s of wall time"; exit $$status
 
-test-fast: venv
+test-fast: venv sysdeps browser
 	@start=$$(date +%s); $(VPY) -m pytest -n $(TEST_WORKERS) -m quick tests; status=$$?; \
 	echo "make test-fast: $$(( $$(date +%s) - start )) s of wall time"; exit $$status
 
