@@ -14,18 +14,11 @@ from video_caption import decode as decode_lib
 from video_caption import model as model_lib
 
 
-def _small_model(context_layer=None):
+def _small_model(context_layer=None, **settings):
     keras.utils.set_random_seed(3)
-    return model_lib.Captioner(
-        vocab_size=11,
-        encoder_units=6,
-        decoder_units=5,
-        embedding_dim=4,
-        attention_units=3,
-        output_units=7,
-        dropout=0.5,
-        context_layer=context_layer,
-    )
+    arguments = dict(vocab_size=11, encoder_units=6, decoder_units=5, embedding_dim=4)
+    arguments.update(attention_units=3, output_units=7, dropout=0.5, **settings)
+    return model_lib.Captioner(**arguments, context_layer=context_layer)
 
 
 def _batch(rng, frames=(4, 2), dim=8, captions=((5, 6, 7), (8,))):
@@ -138,18 +131,7 @@ def test_the_models_own_loss_equals_a_hand_computation():
     ``alpha_c`` times the clips' mean of ``sum_i (1 - sum_t a_t,i)^2`` over real steps and
     frames, plus ``weight_decay`` times the kernels' squares."""
     rng = np.random.default_rng(5)
-    keras.utils.set_random_seed(5)
-    model = model_lib.Captioner(
-        vocab_size=11,
-        encoder_units=6,
-        decoder_units=5,
-        embedding_dim=4,
-        attention_units=3,
-        output_units=7,
-        dropout=0.0,
-        alpha_c=0.7,
-        weight_decay=0.01,
-    )
+    model = _small_model(dropout=0.0, alpha_c=0.7, weight_decay=0.01)
     batch = _batch(rng, frames=(4, 3), captions=((5, 6, 7, 8), (9, 4)))
     out = model(batch, training=True)
     logs = model.compute_loss(batch, out, tf.constant(0, tf.int64))
