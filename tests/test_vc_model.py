@@ -17,7 +17,8 @@ from video_caption import model as model_lib
 def _small_model(context_layer=None, **settings):
     keras.utils.set_random_seed(3)
     arguments = dict(vocab_size=11, encoder_units=6, decoder_units=5, embedding_dim=4)
-    arguments.update(attention_units=3, output_units=7, dropout=0.5, **settings)
+    arguments.update(attention_units=3, output_units=7, dropout=0.5)
+    arguments.update(settings)
     return model_lib.Captioner(**arguments, context_layer=context_layer)
 
 
