@@ -1,4 +1,4 @@
-"""Mutation check of the test suite (issue 46): `make test` must fail when one line of the
+"""Mutation check of the test suite: `make test` must fail when one line of the
 code is broken in any of ten places.
 
 Each mutant of ``MUTANTS`` is a one-line change to the committed code, a realistic bug (a
