@@ -2,6 +2,7 @@
 (conftest.REFERENCE_LANE, docs/testing.md)."""
 
 import importlib
+import json
 import os
 import re
 
@@ -73,3 +74,22 @@ def test_every_reference_entry_names_a_test_file_or_function():
         if name:
             module = importlib.import_module(os.path.basename(path)[: -len(".py")])
             assert callable(getattr(module, name, None)), entry
+
+
+def test_the_docs_quote_the_latest_passing_measurement_of_the_suite():
+    with open(os.path.join(ROOT, "bench", "results", "suite_time.jsonl"), encoding="utf-8") as f:
+        records = [json.loads(line) for line in f]
+    latest = {}
+    for record in records:
+        if record["status"] == 0 and record["lane"] == "current":
+            latest[record["target"]] = record
+    with open(os.path.join(ROOT, "docs", "testing.md"), encoding="utf-8") as f:
+        page = " ".join(f.read().split())
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+        readme = f.read()
+    for target, record in latest.items():
+        minutes, seconds = divmod(round(record["wall_s"]), 60)
+        assert "`make %s` %d min %d s" % (target, minutes, seconds) in page, record
+    assert "at revision %s " % latest["test"]["revision"] in page
+    minutes = round(latest["test"]["wall_s"]) // 60
+    assert "run the test suite (%d minutes on 2 cores)" % minutes in readme
