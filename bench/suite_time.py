@@ -20,7 +20,6 @@ Usage: python bench/suite_time.py [--lane=current] [--targets=test,test-fast]
 import datetime
 import json
 import os
-import platform
 import re
 import resource
 import shutil
@@ -31,20 +30,15 @@ import time
 
 from absl import flags
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from acvi_tf import config as config_lib  # noqa: E402 (the project root goes on the path first)
+from acvi_tf import config as config_lib  # noqa: E402
+
+import _report  # noqa: E402 (bench/ and the project root go on the path first)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RECORDS = os.path.join(ROOT, "bench", "results", "suite_time.jsonl")
 SUMMARY = re.compile(r"^=+ (.*(passed|failed).*) in [\d.]+s.*=+$")
-
-
-def _cpu_model() -> str:
-    with open("/proc/cpuinfo", encoding="utf-8") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.machine()
 
 
 def _timed(command, cwd, env=None):
@@ -110,7 +104,7 @@ def run(args: config_lib.Config) -> None:
                 cpu_s=round(cpu, 1),
                 pytest=summary[-1] if summary else None,
                 slowest=slowest[:10],
-                machine="%s, %d cores" % (_cpu_model(), os.cpu_count() or 0),
+                machine=_report.machine(),
                 environment=environment[-1] if environment else None,
                 how="fresh clone of %s, environment built first (not timed), then `make %s %s`"
                 % (revision, " ".join(lane), target),

@@ -18,6 +18,8 @@ from typing import Dict, Iterable, Sequence, Set
 import pytest
 from xdist.scheduler import LoadGroupScheduling
 
+from acvi_tf import files
+
 DURATIONS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "durations.json")
 UNKNOWN_SECONDS = 1.0
 # ``make test-fast`` runs the tests that took less than this in the recorded run, as did
@@ -70,8 +72,8 @@ def quick_tests(items: Sequence[pytest.Item]) -> Set[str]:
     durations = read_durations()
     slowest: Dict[str, float] = {}
     for item in items:
-        seconds = durations.get(item.nodeid, UNKNOWN_SECONDS)
-        slowest[_unit(item)] = max(slowest.get(_unit(item), 0.0), seconds)
+        unit, seconds = _unit(item), durations.get(item.nodeid, UNKNOWN_SECONDS)
+        slowest[unit] = max(slowest.get(unit, 0.0), seconds)
     return {item.nodeid for item in items if slowest[_unit(item)] < QUICK_SECONDS}
 
 
@@ -104,7 +106,5 @@ class DurationRecorder:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if hasattr(session.config, "workerinput"):
             return  # the controller writes the record
-        with open(DURATIONS + ".tmp", "w", encoding="utf-8") as f:
-            json.dump(dict(sorted(self.seconds.items())), f, indent=0)
-            f.write("\n")
-        os.replace(DURATIONS + ".tmp", DURATIONS)
+        record = json.dumps(dict(sorted(self.seconds.items())), indent=0)
+        files.atomic_write_text(DURATIONS, record + "\n")
