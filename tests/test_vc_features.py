@@ -117,10 +117,11 @@ def test_caffe_pooling_and_lrn():
 
 def test_extract_shape_and_preprocessing(gnet):
     frame_batch = np.random.RandomState(0).randint(0, 256, (5, 48, 64, 3)).astype(np.uint8)
-    out = gnet.extract(frame_batch)  # 5 frames: a full batch of 4 and a padded one
+    out = gnet.extract(frame_batch)  # 5 frames: a full pass of 4, then a pass of 1
     assert out.shape == (5, 1024) and out.dtype == np.float32
     assert np.isfinite(out).all() and out.std() > 0
     np.testing.assert_allclose(gnet.extract(frame_batch[3:]), out[3:], rtol=1e-4, atol=1e-3)
+    assert gnet._forward.experimental_get_tracing_count() == 1  # one trace for every count
     bgr = cnn.caffe_preprocess(np.array([[[10.0, 20.0, 30.0]]])).numpy()
     np.testing.assert_allclose(bgr, [[[30 - 104, 20 - 117, 10 - 123]]])
 

@@ -456,8 +456,8 @@ class Extractor:
       weights: the weights file, or None for the random initialisation.
       input_size: the side of the square the frames are resized and cropped to.
       dim: the feature size.
-      batch_size: frames per forward pass (the last batch is padded, so the compiled
-        function is traced once).
+      batch_size: the most frames in one forward pass (the compiled function takes any
+        number up to it, traced once; a video's last pass is as long as its frames).
       model: the Keras model.
     """
 
@@ -482,7 +482,7 @@ class Extractor:
         self._preprocess = preprocess
         self._forward = tf.function(
             self._forward_batch,
-            input_signature=[tf.TensorSpec([batch_size, input_size, input_size, 3], tf.float32)],
+            input_signature=[tf.TensorSpec([None, input_size, input_size, 3], tf.float32)],
         )
 
     def _forward_batch(self, images):
@@ -503,12 +503,7 @@ class Extractor:
         outputs = []
         for start in range(0, count, self.batch_size):
             batch = images[start : start + self.batch_size]
-            real = len(batch)
-            if real < self.batch_size:
-                batch = np.concatenate(
-                    [batch, np.zeros((self.batch_size - real,) + batch.shape[1:], np.float32)]
-                )
-            outputs.append(self._forward(tf.constant(batch)).numpy()[:real])
+            outputs.append(self._forward(tf.constant(batch)).numpy())
         if not outputs:
             return np.zeros((0, self.dim), np.float32)
         return np.concatenate(outputs).astype(np.float32)
