@@ -92,8 +92,8 @@ def _exact_meteor(request, monkeypatch):
     jar and protocol without loading the paraphrase tables (about 6 s of wall and two
     cores' worth of Java a scoring, in every summarizer decode and captioner
     validation). Tests marked ``full_meteor`` keep the full mode: ``test_metrics.py``
-    checks it against pycocoevalcap, ``test_pg_decode.py`` orders it after the exact
-    one, ``test_first_hour.py`` runs it through the docs' commands."""
+    checks it against pycocoevalcap, ``test_pg_decode.py`` scores a single-pass decode
+    with it and orders it after the exact one."""
     if request.node.get_closest_marker("full_meteor"):
         return
     from acvi_tf.metrics import meteor

@@ -36,7 +36,7 @@ from data_prep import splits
 
 from conftest import write_video
 
-pytestmark = [pytest.mark.slow, pytest.mark.full_meteor]  # (conftest.py)
+pytestmark = pytest.mark.slow  # scheduled first (conftest.py)
 
 ROOT = doc_commands.ROOT
 PAGE = "docs/data.md"

@@ -88,7 +88,7 @@ def test_the_shipped_sample_exports_pretokenized_and_translates_as_inference_doe
     run = tmp_path / "run"
     common = ["run_nmt", "--src=en", "--tgt=de", "--vocab_prefix=%s" % (SAMPLE / "bpe" / "vocab")]
     common += ["--subword_option=bpe", "--out_dir=%s" % run, "--num_units=8", "--beam_width=2"]
-    common += ["--infer_mode=beam_search", "--infer_batch_size=100"]
+    common += ["--infer_mode=beam_search", "--infer_batch_size=25"]
     for lang in ("en", "de"):  # 20 dev sentences keep the run's closing validation short
         lines = nmt_text.read_lines(str(SAMPLE / "bpe" / ("dev." + lang)))[:20]
         (tmp_path / ("dev." + lang)).write_text("".join(line + "\n" for line in lines))
@@ -98,9 +98,9 @@ def test_the_shipped_sample_exports_pretokenized_and_translates_as_inference_doe
     ]
     train += ["--num_train_steps=4", "--steps_per_stats=4"]
     run_nmt.run(config_lib.parse(run_nmt.define_flags, common + train))
-    # the first 100 test sentences (an untrained search runs to its step limit)
+    # the first 25 test sentences (an untrained search runs to its step limit)
     segmented = nmt_text.read_lines(str(SAMPLE / "bpe" / "test.en"))
-    (tmp_path / "test.en").write_text("".join(line + "\n" for line in segmented[:100]))
+    (tmp_path / "test.en").write_text("".join(line + "\n" for line in segmented[:25]))
     infer = ["--inference_input_file=%s" % (tmp_path / "test.en")]
     infer.append("--inference_output_file=%s" % (tmp_path / "infer.de"))
     run_nmt.run(config_lib.parse(run_nmt.define_flags, common + infer))
@@ -110,7 +110,7 @@ def test_the_shipped_sample_exports_pretokenized_and_translates_as_inference_doe
     assert not (tmp_path / "refused").exists()
     _export(run, tmp_path / "served", "--pretokenized")
     tokens = nmt_text.read_lines(str(SAMPLE / "test.en"))
-    batches = [tokens[:100]]
+    batches = [tokens[:25]]
     calls = [("serving_default", {"sentences": batch}) for batch in batches]
     calls += [("tokenize", {"texts": tokens})]
     answers, _ = served.call(tmp_path / "served", calls)
