@@ -87,6 +87,21 @@ def _float32_policy():
 
 
 @pytest.fixture(autouse=True)
+def _eager_functions(request):
+    """Tests marked ``eager`` run every ``tf.function`` eagerly: each is about what
+    surrounds a few training steps (a record, a checkpoint, a resume), which run faster
+    untraced; the same steps run traced in the hosts' other tests (docs/testing.md)."""
+    if not request.node.get_closest_marker("eager"):
+        yield
+        return
+    tf.config.run_functions_eagerly(True)
+    try:
+        yield
+    finally:
+        tf.config.run_functions_eagerly(False)
+
+
+@pytest.fixture(autouse=True)
 def _exact_meteor(request, monkeypatch):
     """METEOR scores in its exact mode where a command asks for the full one: the same
     jar and protocol without loading the paraphrase tables (about 6 s of wall and two

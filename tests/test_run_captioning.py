@@ -99,6 +99,7 @@ def test_most_common_caption_breaks_ties_alphabetically():
     assert run_captioning.most_common_caption(records) == "a b"
 
 
+@pytest.mark.eager
 def test_decode_and_a_resume_read_the_model_from_the_record(tmp_path, absl_caplog):
     data_dir, features = _dataset(tmp_path)
     run = "--out_dir=" + str(tmp_path / "run")

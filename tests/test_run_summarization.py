@@ -204,6 +204,7 @@ def three_sa_steps(corpus, tmp_path_factory):
     return root
 
 
+@pytest.mark.eager
 def test_convert_to_coverage_model_then_resume(corpus, three_sa_steps, tmp_path):
     shutil.copytree(three_sa_steps / "exp", tmp_path / "exp")
     train_dir = tmp_path / "exp" / "train"
@@ -224,6 +225,7 @@ def test_convert_to_coverage_model_then_resume(corpus, three_sa_steps, tmp_path)
     assert tf.train.latest_checkpoint(str(train_dir)).endswith("model.ckpt-5")
 
 
+@pytest.mark.eager
 def test_a_resume_takes_new_steps_and_refuses_a_new_model_size(
     corpus, three_sa_steps, tmp_path, caplog
 ):

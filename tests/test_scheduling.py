@@ -1,12 +1,15 @@
-"""How ``make test`` shares the suite (tests/scheduling.py) and what each lane runs
-(conftest.REFERENCE_LANE, docs/testing.md)."""
+"""How ``make test`` shares the suite (tests/scheduling.py), what each lane runs
+(conftest.REFERENCE_LANE, docs/testing.md) and which tests run eagerly."""
 
+import glob
 import importlib
 import json
 import os
 import re
 
+import pytest
 import scheduling
+import tensorflow as tf
 
 import conftest
 
@@ -93,3 +96,26 @@ def test_the_docs_quote_the_latest_passing_measurement_of_the_suite():
     assert "at revision %s " % latest["test"]["revision"] in page
     minutes = round(latest["test"]["wall_s"]) // 60
     assert "run the test suite (%d minutes on 2 cores)" % minutes in readme
+
+
+@pytest.mark.eager
+def test_a_test_marked_eager_runs_its_functions_untraced():
+    assert bool(tf.function(tf.executing_eagerly)())
+
+
+def test_every_other_test_traces_its_functions():
+    assert not bool(tf.function(tf.executing_eagerly)())
+
+
+def test_docs_name_every_file_with_a_test_marked_eager():
+    with open(os.path.join(ROOT, "docs", "testing.md"), encoding="utf-8") as f:
+        page = f.read()
+    marked = []
+    for path in sorted(glob.glob(os.path.join(ROOT, "tests", "test_*.py"))):
+        with open(path, encoding="utf-8") as f:
+            if "@pytest.mark.eager\ndef " in f.read():
+                marked.append(os.path.basename(path))
+    assert "test_run_summarization.py" in marked
+    for name in marked:
+        if name != "test_scheduling.py":
+            assert "`%s`" % name in page, name

@@ -206,6 +206,7 @@ def _nmt_corpus(root):
             (root / ("%s.%s" % (name, lang))).write_text("".join(lines), encoding="utf-8")
 
 
+@pytest.mark.eager
 def test_nmt_validates_the_last_step_a_kill_left_out(tmp_path, monkeypatch):
     _nmt_corpus(tmp_path)
     out = tmp_path / "out"
