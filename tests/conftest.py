@@ -91,14 +91,10 @@ def _eager_functions(request):
     """Tests marked ``eager`` run every ``tf.function`` eagerly: each is about what
     surrounds a few training steps (a record, a checkpoint, a resume), which run faster
     untraced; the same steps run traced in the hosts' other tests (docs/testing.md)."""
-    if not request.node.get_closest_marker("eager"):
-        yield
-        return
-    tf.config.run_functions_eagerly(True)
-    try:
-        yield
-    finally:
-        tf.config.run_functions_eagerly(False)
+    eager = request.node.get_closest_marker("eager") is not None
+    tf.config.run_functions_eagerly(eager)
+    yield
+    tf.config.run_functions_eagerly(False)
 
 
 @pytest.fixture(autouse=True)

@@ -457,7 +457,7 @@ class Extractor:
       input_size: the side of the square the frames are resized and cropped to.
       dim: the feature size.
       batch_size: the most frames in one forward pass (the compiled function takes any
-        number up to it, traced once; a video's last pass is as long as its frames).
+        number, traced once; a video's last pass takes the frames left).
       model: the Keras model.
     """
 
