@@ -1,8 +1,10 @@
 """Shared test setup: quiet TensorFlow, two logical CPU devices, float32 policy, NumPy
 references, test videos, the learning tests' tolerance."""
 
+import contextlib
 import math
 import os
+from typing import Iterator
 
 import acvi_tf.quiet  # noqa: F401  (before TensorFlow loads: its start-up lines stay off)
 
@@ -86,6 +88,18 @@ def _float32_policy():
     keras.mixed_precision.set_global_policy("float32")
 
 
+@contextlib.contextmanager
+def untraced() -> Iterator[None]:
+    """Runs every ``tf.function`` eagerly inside: the ``eager`` marker's mode for the part
+    of a test that is about what surrounds a few steps (a resume, say) after a part that
+    runs traced."""
+    tf.config.run_functions_eagerly(True)
+    try:
+        yield
+    finally:
+        tf.config.run_functions_eagerly(False)
+
+
 @pytest.fixture(autouse=True)
 def _eager_functions(request):
     """Tests marked ``eager`` run every ``tf.function`` eagerly: each is about what
@@ -97,24 +111,36 @@ def _eager_functions(request):
     tf.config.run_functions_eagerly(False)
 
 
-@pytest.fixture(autouse=True)
-def _exact_meteor(request, monkeypatch):
+# Whether the test being set up scores METEOR in its full mode (marked ``full_meteor``).
+_FULL_METEOR = {"on": False}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """Reads the test's ``full_meteor`` marker before any of its fixtures is built, so a
+    module-scoped fixture that decodes scores as its first test does."""
+    _FULL_METEOR["on"] = item.get_closest_marker("full_meteor") is not None
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _exact_meteor():
     """METEOR scores in its exact mode where a command asks for the full one: the same
     jar and protocol without loading the paraphrase tables (about 6 s of wall and two
     cores' worth of Java a scoring, in every summarizer decode and captioner
-    validation). Tests marked ``full_meteor`` keep the full mode: ``test_metrics.py``
-    checks it against pycocoevalcap, ``test_pg_decode.py`` scores a single-pass decode
-    with it and orders it after the exact one."""
-    if request.node.get_closest_marker("full_meteor"):
-        return
+    validation). Session-scoped, so that it holds in every fixture too. Tests marked
+    ``full_meteor`` keep the full mode: ``test_metrics.py`` checks it against
+    pycocoevalcap, ``test_pg_decode.py`` scores a single-pass decode with it and orders
+    it after the exact one."""
     from acvi_tf.metrics import meteor
 
     full = meteor.meteor
-    monkeypatch.setattr(
-        meteor,
-        "meteor",
-        lambda references, hypotheses, mode="full": full(references, hypotheses, "exact"),
-    )
+
+    def scored(references, hypotheses, mode="full"):
+        return full(references, hypotheses, mode if _FULL_METEOR["on"] else "exact")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(meteor, "meteor", scored)
+        yield
 
 
 @pytest.fixture(autouse=True)

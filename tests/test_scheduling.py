@@ -1,5 +1,6 @@
 """How ``make test`` shares the suite (tests/scheduling.py), what each lane runs
-(conftest.REFERENCE_LANE, docs/testing.md) and which tests run eagerly."""
+(conftest.REFERENCE_LANE, docs/testing.md), which tests run eagerly and which METEOR
+mode they score."""
 
 import glob
 import importlib
@@ -10,6 +11,8 @@ import re
 import pytest
 import scheduling
 import tensorflow as tf
+
+from acvi_tf.metrics import meteor
 
 import conftest
 
@@ -107,13 +110,33 @@ def test_every_other_test_traces_its_functions():
     assert not bool(tf.function(tf.executing_eagerly)())
 
 
-def test_docs_name_every_file_with_a_test_marked_eager():
+def test_untraced_runs_functions_eagerly_inside_only():
+    with conftest.untraced():
+        assert bool(tf.function(tf.executing_eagerly)())
+    assert not bool(tf.function(tf.executing_eagerly)())
+
+
+# "cats"/"sitting" match "cat"/"sat" by stem only: the full mode scores higher
+STEMMED = (["the cat sat on the mat"], ["the cats were sitting on the mat"])
+
+
+@pytest.fixture(scope="module")
+def meteor_asked_full_in_a_module_fixture():
+    return meteor.meteor(*STEMMED, "full")[0]
+
+
+def test_a_module_fixture_scores_meteor_in_the_exact_mode(meteor_asked_full_in_a_module_fixture):
+    assert meteor_asked_full_in_a_module_fixture == meteor.meteor(*STEMMED, "exact")[0]
+
+
+def test_docs_name_every_file_that_runs_steps_untraced():
     with open(os.path.join(ROOT, "docs", "testing.md"), encoding="utf-8") as f:
         page = f.read()
     marked = []
     for path in sorted(glob.glob(os.path.join(ROOT, "tests", "test_*.py"))):
         with open(path, encoding="utf-8") as f:
-            if "@pytest.mark.eager\ndef " in f.read():
+            text = f.read()
+            if "@pytest.mark.eager\ndef " in text or "with untraced():" in text:
                 marked.append(os.path.basename(path))
     assert "test_run_summarization.py" in marked
     for name in marked:
