@@ -157,6 +157,8 @@ def _check_report(path, corpus, tmp_path):
     assert detail["labels"]["kl"].startswith("KL per step: bound")
 
 
+# what surrounds the steps; test_transformer.py trains and searches the Transformer traced
+@pytest.mark.eager
 def test_transformer_model_type_trains_and_resumes_keeping_a_better_best(corpus, tmp_path):
     out = tmp_path / "transformer"
     model = ["--model_type=transformer", "--num_layers=1", "--num_heads=2"]
