@@ -36,6 +36,9 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
+    import runs  # the shared trained runs' fixtures (it imports this module's helpers)
+
+    config.pluginmanager.register(runs, "acvi-runs")
     if config.getoption("store_durations"):
         config.pluginmanager.register(scheduling.DurationRecorder(), "acvi-durations")
 
@@ -68,9 +71,9 @@ REFERENCE_LANE = (
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Marks the reference lane's tests and the quick ones, groups the tests of a
-    module-scoped fixture (before xdist reads the groups), and runs tests marked ``slow``
-    first where no scheduler orders them (one process)."""
-    scheduling.group_by_module_fixtures(items)
+    module-scoped fixture or a shared run (before xdist reads the groups), and runs
+    tests marked ``slow`` first where no scheduler orders them (one process)."""
+    scheduling.group_by_shared_fixtures(items)
     quick = scheduling.quick_tests(items)
     for item in items:
         if item.nodeid.startswith(REFERENCE_LANE):

@@ -1,8 +1,9 @@
 """How ``make test`` shares the suite between its pytest-xdist workers.
 
 A test that uses a module-scoped fixture of its file goes to the same worker as the
-file's other such tests (an ``xdist_group`` named after the file), so that the fixture is
-built once; every other test is a unit of its own. Each worker that is free takes the
+file's other such tests (an ``xdist_group`` named after the file), and a test that uses a
+shared run (``runs.py``) to the same worker as the run's other tests, so that each
+fixture is built once; every other test is a unit of its own. Each worker that is free takes the
 unit that took longest in the recorded run (``tests/durations.json``: seconds of setup,
 call and teardown per test id), so that the long ones start first and the two workers
 finish together. A test the record lacks counts ``UNKNOWN_SECONDS``.
@@ -43,17 +44,23 @@ def read_durations(path: str = DURATIONS) -> Dict[str, float]:
         return {}
 
 
-def group_by_module_fixtures(items: Iterable[pytest.Item]) -> None:
-    """Marks each test that uses a module-scoped fixture with its file's group."""
+def group_by_shared_fixtures(items: Iterable[pytest.Item]) -> None:
+    """Marks each test that uses a shared run (a session-scoped fixture of ``runs.py``)
+    with the run's group, and each other test that uses a module-scoped fixture with its
+    file's group."""
     for item in items:
         fixtures = getattr(item, "_fixtureinfo", None)
         if fixtures is None or item.get_closest_marker("xdist_group"):
             continue
-        if any(
-            definition.scope == "module"
-            for definitions in fixtures.name2fixturedefs.values()
-            for definition in definitions
-        ):
+        definitions = [d for ds in fixtures.name2fixturedefs.values() for d in ds]
+        shared = sorted(
+            d.argname
+            for d in definitions
+            if d.scope == "session" and getattr(d.func, "__module__", None) == "runs"
+        )
+        if shared:
+            item.add_marker(pytest.mark.xdist_group("runs.py::" + shared[0]))
+        elif any(d.scope == "module" for d in definitions):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 
 
@@ -67,7 +74,7 @@ def quick_tests(items: Sequence[pytest.Item]) -> Set[str]:
     """The ids of the tests ``make test-fast`` runs (``QUICK_SECONDS``).
 
     Args:
-      items: the collected tests, grouped (``group_by_module_fixtures``).
+      items: the collected tests, grouped (``group_by_shared_fixtures``).
     """
     durations = read_durations()
     slowest: Dict[str, float] = {}

@@ -7,6 +7,7 @@ import importlib
 import json
 import os
 import re
+import types
 
 import pytest
 import scheduling
@@ -15,6 +16,7 @@ import tensorflow as tf
 from acvi_tf.metrics import meteor
 
 import conftest
+import runs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -55,6 +57,62 @@ def test_a_free_worker_takes_the_longest_unit_left(monkeypatch):
     # 30 s, the group's 5 + 20 s, 1 s, and the test the record lacks
     assert node.sent == [[1], [2, 3], [0], [4]]
     assert not scheduler.workqueue
+
+
+class _Item:
+    """A collected test as grouping reads it: its fixtures, ``(name, scope, module)``."""
+
+    def __init__(self, nodeid, *fixtures):
+        self.nodeid, self.group = nodeid, None
+        self._fixtureinfo = types.SimpleNamespace(
+            name2fixturedefs={
+                name: [types.SimpleNamespace(argname=name, scope=scope, func=_defined_in(module))]
+                for name, scope, module in fixtures
+            }
+        )
+
+    def get_closest_marker(self, name):
+        return None
+
+    def add_marker(self, marker):
+        assert marker.name == "xdist_group" and self.group is None
+        self.group = marker.args[0]
+
+
+def _defined_in(module):
+    def fixture():
+        pass
+
+    fixture.__module__ = module
+    return fixture
+
+
+def test_a_shared_run_s_tests_share_a_group_as_a_module_fixture_s_do():
+    run, module = ("captioner_run", "session", "runs"), ("corpus", "module", "test_b")
+    builtin = ("tmp_path_factory", "session", "_pytest.tmpdir")
+    items = [
+        _Item("tests/test_a.py::x", run, builtin),
+        _Item("tests/test_b.py::y", module, run),
+        _Item("tests/test_b.py::z", module),
+        _Item("tests/test_c.py::w", builtin),
+    ]
+    scheduling.group_by_shared_fixtures(items)
+    groups = [item.group for item in items]
+    assert groups == ["runs.py::captioner_run"] * 2 + ["tests/test_b.py", None]
+
+
+def test_docs_name_each_shared_run_and_the_files_that_use_it():
+    with open(os.path.join(ROOT, "docs", "testing.md"), encoding="utf-8") as f:
+        page = f.read()
+    with open(runs.__file__, encoding="utf-8") as f:
+        names = re.findall(r'@pytest\.fixture\(scope="session"\)\ndef (\w+)', f.read())
+    assert "captioner_run" in names
+    for name in names:
+        assert "`%s`" % name in page, name
+        for path in glob.glob(os.path.join(ROOT, "tests", "test_*.py")):
+            with open(path, encoding="utf-8") as f:
+                if re.search(r"def test_\w+\([^)]*\b%s\b" % name, f.read()):
+                    assert "`%s`" % os.path.basename(path) in page, (name, path)
 
 
 def test_a_group_suffix_is_not_part_of_the_recorded_test_id():
