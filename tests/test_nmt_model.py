@@ -139,7 +139,8 @@ def test_loss_and_kl_are_token_sums_over_batch_size(batch, dtype):
 def test_the_models_own_loss_equals_a_hand_computation(batch, context):
     """``NMTModel.compute_loss`` against NumPy: each sequence's cross-entropy summed over
     its ``tgt_len`` target tokens (``</s>`` included) and averaged over the batch (with
-    ACVI, the NLL of its sampled context); without a KL it is the whole loss."""
+    ACVI, the NLL of its sampled context); without a KL it is the whole loss, with ACVI's
+    the loss adds the KL reduced the same way, times its weight."""
     keras.utils.set_random_seed(6)
     layer = context_lib.ACVIContext(seed=6) if context == "acvi" else None
     model = model_lib.NMTModel(S_VOCAB, T_VOCAB, U, dropout=0.0, context_layer=layer)
@@ -153,6 +154,13 @@ def test_the_models_own_loss_equals_a_hand_computation(batch, context):
     np.testing.assert_allclose(logs["nll"], nll, rtol=1e-5)
     if layer is None:
         np.testing.assert_allclose(logs["train_loss"], nll, rtol=1e-5)
+    else:  # plus the weighted KL, summed over each sequence's steps and averaged
+        kl = (tf.cast(out["kl"], tf.float64).numpy() * mask).sum() / 2
+        np.testing.assert_allclose(logs["kl"], kl, rtol=1e-5)
+        assert kl > 0.01 and layer.kl_weight == 0.001 and float(layer.regularization()) == 0.0
+        added = float(logs["train_loss"]) - float(logs["nll"])
+        # to the two float32 roundings of the totals (the term is ~1e-5 of them)
+        assert abs(added - layer.kl_weight * kl) <= 2 * np.spacing(np.float32(nll))
     assert float(logs["predict_count"]) == 6.0
 
 
