@@ -3,10 +3,10 @@
 A test that uses a module-scoped fixture of its file goes to the same worker as the
 file's other such tests (an ``xdist_group`` named after the file), and a test that uses a
 shared run (``runs.py``) to the same worker as the run's other tests, so that each
-fixture is built once; every other test is a unit of its own. Each worker that is free takes the
-unit that took longest in the recorded run (``tests/durations.json``: seconds of setup,
-call and teardown per test id), so that the long ones start first and the two workers
-finish together. A test the record lacks counts ``UNKNOWN_SECONDS``.
+fixture is built once; every other test is a unit of its own. Each worker that is free
+takes the unit that took longest in the recorded run (``tests/durations.json``: seconds
+of setup, call and teardown per test id), so that the long ones start first and the two
+workers finish together. A test the record lacks counts ``UNKNOWN_SECONDS``.
 
 ``pytest --store-durations`` (with or without ``-n``) writes the record anew from the
 run it ends.
