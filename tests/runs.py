@@ -1,4 +1,5 @@
-"""Trained runs that tests of several files share (conftest.py imports the fixtures).
+"""Trained runs that tests of several files share (conftest.py registers this module's
+fixtures).
 
 Each fixture is session-scoped: built once in a worker, in a folder of its own, and only
 read by its tests (a test that changes a run works on a copy). ``scheduling.py`` sends
@@ -36,7 +37,7 @@ def captioner_run(tmp_path_factory):
     from the run's record.
 
     Returns:
-      A dict: ``root``, ``videos`` (the clip files by name), ``store`` (the features),
+      A dict: ``videos`` (the clip files by name), ``store`` (the features),
       ``run`` (the run's folder), ``flags`` (the training command's flags but
       ``--mode``), ``captions`` (the decode's caption per test clip).
     """
@@ -70,4 +71,4 @@ def captioner_run(tmp_path_factory):
     decode = ["run_captioning", "--out_dir=%s" % run, "--mode=decode", "--decode_split=test"]
     run_captioning.run(config_lib.parse(run_captioning.define_flags, decode))
     captions = json.loads((run / "decode_test" / "captions.json").read_text())
-    return dict(root=root, videos=videos, store=store, run=run, flags=flags, captions=captions)
+    return dict(videos=videos, store=store, run=run, flags=flags, captions=captions)
