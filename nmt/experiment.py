@@ -14,7 +14,7 @@ from acvi_tf import builders
 from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
 from acvi_tf.config import Config
-from acvi_tf.formats import nmt_text
+from acvi_tf.formats import bpe, nmt_text
 from acvi_tf.layers import transformer
 from acvi_tf.training import checkpoints
 from nmt import data
@@ -41,6 +41,17 @@ def load_vocabs(config: Config) -> Tuple[data.Vocab, data.Vocab]:
         _, path = nmt_text.check_vocab("%s.%s" % (config.vocab_prefix, suffix), config.out_dir)
         vocabs.append(data.Vocab(path))
     return vocabs[0], vocabs[1]
+
+
+def words(config: Config) -> Callable[[str], str]:
+    """``translation -> its words``: with ``--subword_option=bpe`` the ``@@`` markers
+    removed (tensorflow/nmt's ``format_bpe_text``), else the line as it is. Every file,
+    score and page of translations reads them so."""
+    return bpe.remove_bpe if config.subword_option == "bpe" else _unchanged
+
+
+def _unchanged(line: str) -> str:
+    return line
 
 
 def check_search(config: Config) -> None:

@@ -4,8 +4,9 @@
 whose graph holds the whole path of ``nmt.translate``: the corpus's ``tftext``
 tokenisation (``acvi_tf.text.graph_tokenizer``), its BPE segmentation when it has one
 (``acvi_tf.text.graph_bpe``, equal to subword-nmt's), the source vocabulary lookup, the run's
-greedy or GNMT beam search with its best weights, and the target words joined by spaces
-(``@@`` markers removed). Its signatures:
+greedy or GNMT beam search with its best weights (``--infer_mode``, ``--beam_width`` and
+``--length_penalty_weight`` change it), and the target words joined by spaces (``@@``
+markers removed). Its signatures:
 
 - ``serving_default``: ``sentences`` [B] string -> ``translations`` [B] string,
   ``scores`` [B] float32 (the search's score). An empty sentence gives "".
@@ -109,7 +110,7 @@ def _served(config: Config, pretokenized: bool) -> Tuple[ServedTranslator, Dict[
 
 def run(config: Config) -> ServedTranslator:
     """Exports the run in ``--out_dir`` to ``--export_dir``."""
-    given = dict(beam_width=config.beam_width, infer_batch_size=config.infer_batch_size)
+    given = translate.search_settings(config)
     return export_lib.export_run(
         config,
         lambda: translate.run_config(config.out_dir, given).replace(ckpt=config.ckpt),

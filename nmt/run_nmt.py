@@ -28,7 +28,7 @@ from acvi_tf import flags as acvi_flags
 from acvi_tf import progress as progress_lib
 from acvi_tf.compat import keras
 from acvi_tf.config import Config
-from acvi_tf.formats import bpe, nmt_text
+from acvi_tf.formats import nmt_text
 from acvi_tf.inference import report as report_lib
 from acvi_tf.metrics import bleu as bleu_lib
 from acvi_tf.training import checkpoints, distribute, losses, summaries
@@ -263,11 +263,10 @@ def learning_rate_schedule(config: Config) -> keras.optimizers.schedules.Learnin
     )
 
 
-def _bleu(config, references, hypotheses):
-    if config.subword_option == "bpe":
-        references = [bpe.remove_bpe(r) for r in references]
-        hypotheses = [bpe.remove_bpe(h) for h in hypotheses]
-    return bleu_lib.corpus_bleu(references, hypotheses)
+def _bleu(config, references, translations):
+    """Corpus BLEU of ``translations`` (words) against the lines of a reference file
+    (BPE pieces with ``--subword_option=bpe``)."""
+    return bleu_lib.corpus_bleu([experiment.words(config)(r) for r in references], translations)
 
 
 def _evaluate(config, model, name, prefix, vocabs, translator, writer, step, write_dir):
@@ -293,20 +292,22 @@ def _evaluate(config, model, name, prefix, vocabs, translator, writer, step, wri
     ppl = losses.perplexity(total_nll, total_tokens)
     # a line only when the decode takes long (an untrained model's translations do)
     progress = progress_lib.Progress(len(pairs), "translated %s sentences" % name, delay=10.0)
-    hypotheses = translator.translate(
+    pieces = translator.translate(
         [src for src, _ in pairs], src_vocab, config.infer_batch_size, progress
     )
+    words = experiment.words(config)
+    hypotheses = [words(h) for h in pieces]
     files.atomic_write_text(
         os.path.join(write_dir, "output_" + name), "".join(h + "\n" for h in hypotheses)
     )
     score = _bleu(config, [tgt for _, tgt in pairs], hypotheses)
-    tokens, alignment = translator.alignment(pairs[0][0], src_vocab, hypotheses[0])
+    tokens, alignment = translator.alignment(pairs[0][0], src_vocab, pieces[0])
     with writer.as_default(step=step):
         tf.summary.scalar("%s_ppl" % name, ppl)
         tf.summary.scalar("%s_bleu" % name, score)
-        tf.summary.text(
+        tf.summary.text(  # the source as the model reads it, as the image's columns
             "%s_sample" % name,
-            "SRC: %s\n\nREF: %s\n\nNMT: %s" % (pairs[0][0], pairs[0][1], hypotheses[0]),
+            "SRC: %s\n\nREF: %s\n\nNMT: %s" % (pairs[0][0], words(pairs[0][1]), hypotheses[0]),
         )
         summaries.write_attention_image(
             "%s_attention" % name, alignment, pairs[0][0].split(), tokens, step
@@ -502,16 +503,16 @@ def infer(config: Config, vocabs: Tuple[data.Vocab, data.Vocab]) -> Optional[flo
     experiment.restore(config, model, src_vocab, tgt_vocab, config.ckpt, best=False)
     experiment.log_search(config)
     translator = experiment.build_decoder(config, model, tgt_vocab)
-    lines = nmt_text.read_lines(config.inference_input_file)
-    progress = progress_lib.Progress(len(lines), "translated sentences")
-    hypotheses = translator.translate(lines, src_vocab, config.infer_batch_size, progress)
+    sources = nmt_text.read_lines(config.inference_input_file)
+    progress = progress_lib.Progress(len(sources), "translated sentences")
+    pieces = translator.translate(sources, src_vocab, config.infer_batch_size, progress)
+    hypotheses = [experiment.words(config)(h) for h in pieces]
     output = config.inference_output_file or os.path.join(config.out_dir, "output_infer")
     files.atomic_write_text(output, "".join(h + "\n" for h in hypotheses))
     logging.info("Wrote %d translations to %s", len(hypotheses), output)
-    sources = nmt_text.read_lines(config.inference_input_file)
     folder = os.path.dirname(os.path.abspath(output))  # the images and report go beside it
     for i, line in enumerate(sources[: config.attention_images]):
-        tokens, alignment = translator.alignment(line, src_vocab, hypotheses[i])
+        tokens, alignment = translator.alignment(line, src_vocab, pieces[i])
         path = os.path.join(folder, "attention", "%06d.png" % i)
         with files.atomic_write(path, binary=True) as f:
             f.write(summaries.attention_png(alignment, line.split(), tokens))
@@ -522,7 +523,7 @@ def infer(config: Config, vocabs: Tuple[data.Vocab, data.Vocab]) -> Optional[flo
         logging.info("BLEU %.1f", score)
         print("BLEU %.2f" % score)
     report = os.path.join(folder, "report.html")
-    _write_report(config, translator, src_vocab, sources, hypotheses, references, score, report)
+    _write_report(config, translator, src_vocab, sources, pieces, references, score, report)
     return score
 
 
@@ -537,32 +538,33 @@ REPORT_NOTES = (
 )
 
 
-def _write_report(config, translator, src_vocab, sources, hypotheses, references, score, path):
+def _write_report(config, translator, src_vocab, sources, pieces, references, score, path):
     """Writes the inference's ``report.html`` (``acvi_tf.inference.report``): every
-    translation with its sentence BLEU (with references), the first
-    ``--report_examples`` with their attention."""
-    plain = bpe.remove_bpe if config.subword_option == "bpe" else (lambda line: line)
+    translation (``pieces``, as the model wrote them) in words with its sentence BLEU
+    (with references), the first ``--report_examples`` with their attention over the
+    model's own tokens."""
+    words = experiment.words(config)
     rows, details = [], {}
-    for i, (source, hypothesis) in enumerate(zip(sources, hypotheses)):
+    for i, (source, hypothesis) in enumerate(zip(sources, pieces)):
         scores = {}
         if references:
             scores["sentence BLEU"] = bleu_lib.sentence_bleu(
-                plain(references[i]), plain(hypothesis)
+                words(references[i]), words(hypothesis)
             )
-        rows.append(report_lib.example_row(i, plain(hypothesis).split(), scores))
+        rows.append(report_lib.example_row(i, words(hypothesis).split(), scores))
         if i < config.report_examples:
             found = translator.inspect(source, src_vocab, hypothesis)
             details[i] = report_lib.example_detail(
                 source.split(),
                 found["words"],
-                references[i] if references else "",
+                words(references[i]) if references else "",
                 found["attn"],
                 sigma=found.get("sigma"),
                 kl=found.get("kl"),
                 scale=found.get("scale"),
                 labels=found["labels"],
             )
-    metrics = dict(num_sentences=len(hypotheses))
+    metrics = dict(num_sentences=len(pieces))
     label = "none (no --inference_ref_file)"
     if references:
         metrics["bleu"] = score

@@ -8,7 +8,9 @@ lowercase without one), segments it with the corpus's BPE codes when the run tra
 batched search with the run's best dev-BLEU model (``best/``, else its newest checkpoint, or
 ``--ckpt``) and writes one translation per line (``--output``, default standard
 output), the ``@@`` markers removed. The model and the search are the ones the run's
-``hparams.json`` records; ``--beam_width`` and ``--infer_batch_size`` may be given here.
+``hparams.json`` records; ``--infer_mode``, ``--beam_width``, ``--length_penalty_weight``
+and ``--infer_batch_size`` may be given here (a greedy run searches a beam with
+``--infer_mode=beam_search --beam_width=N``).
 ``nmt.run_nmt --inference_input_file`` stays tensorflow/nmt's command over already
 tokenised text.
 
@@ -41,6 +43,25 @@ def define_run_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     """Defines the flags that name a trained run and its search settings on ``fv``
     (shared with ``nmt.export``)."""
     commands.define_run_flags(fv, "best/", "beam_width", 0, "infer_batch_size", "Sentences")
+    flags.DEFINE_enum(
+        "infer_mode",
+        None,
+        ["greedy", "beam_search"],
+        "Search (beam_search with --beam_width). Default: the run's.",
+        flag_values=fv,
+    )
+    flags.DEFINE_float(
+        "length_penalty_weight",
+        None,
+        "GNMT length penalty alpha of a beam search. Default: the run's.",
+        lower_bound=0.0,
+        flag_values=fv,
+    )
+
+
+def search_settings(config: Config) -> Dict[str, Any]:
+    """The search flags a command gives (``experiment.SEARCH_FLAGS``; None: the run's)."""
+    return {name: getattr(config, name) for name in experiment.SEARCH_FLAGS}
 
 
 def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
@@ -86,15 +107,13 @@ def translate(sentences: List[str], config: Config) -> List[str]:
     sources = [prepare(s) if s.strip() else "" for s in sentences]
     progress = progress_lib.Progress(len(sources), "translated sentences")
     hypotheses = searcher.translate(sources, src_vocab, config.infer_batch_size, progress)
-    if config.subword_option == "bpe":
-        hypotheses = [bpe.remove_bpe(h) for h in hypotheses]
-    return [h if s else "" for h, s in zip(hypotheses, sources)]
+    words = experiment.words(config)
+    return [words(h) if s else "" for h, s in zip(hypotheses, sources)]
 
 
 def run(config: Config) -> List[str]:
     """Translates ``--input`` into ``--output``; returns the translations."""
-    given = dict(beam_width=config.beam_width, infer_batch_size=config.infer_batch_size)
-    model_config = run_config(config.out_dir, given).replace(ckpt=config.ckpt)
+    model_config = run_config(config.out_dir, search_settings(config)).replace(ckpt=config.ckpt)
     builders.configure_runtime(model_config)
     return commands.map_lines(
         config.input,

@@ -64,7 +64,14 @@ def test_wmt16_build_then_the_bpe_run(tmp_path):
             _write(str(tmp_path / ("%s.%s" % (WMT16_BUILD.flag(flag), lang))), lines)
     _run(WMT16_BUILD, tmp_path)
     _run(WMT16, tmp_path)
-    assert (tmp_path / WMT16.flag("out_dir") / "best").is_dir()
+    out = tmp_path / WMT16.flag("out_dir")
+    assert (out / "best").is_dir()
+    # the translations are written in words, as tensorflow/nmt writes them
+    for name, prefix in (("output_dev", "dev_prefix"), ("output_test", "test_prefix")):
+        pieces = _lines(tmp_path / ("%s.%s" % (WMT16.flag(prefix), WMT16.flag("tgt"))))
+        written = _lines(out / name)
+        assert len(written) == len(pieces) and any("@@" in line for line in pieces)
+        assert not any("@@" in line for line in written), written
 
 
 def test_the_shipped_debian_sample_run(tmp_path):

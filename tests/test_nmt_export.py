@@ -17,6 +17,7 @@ pytestmark = pytest.mark.slow  # scheduled first (conftest.py)
 
 SAMPLE = pathlib.Path(__file__).resolve().parent.parent / "data_prep" / "samples" / "debian_en_de"
 WORDS = [("cat", "gatto"), ("dog", "cane"), ("sleeps", "dorme"), ("runs", "corre")]
+BEAM = ("--infer_mode=beam_search", "--beam_width=2")
 TRICKY = ["Don't stop: it's 10:30, the U.S. grew 3.5%!", "“Quoted” — Straße ﬁne …", ""]
 
 
@@ -36,18 +37,19 @@ def _corpus_and_run(root, bpe_merges, tokenizer, steps):
     data = corpus / "bpe" if bpe_merges else corpus
     run = root / "run"
     common = ["run_nmt", "--src=en", "--tgt=it", "--vocab_prefix=%s" % (data / "vocab")]
-    common += ["--out_dir=%s" % run, "--num_units=16", "--beam_width=2"]
-    common += ["--infer_mode=beam_search", "--infer_batch_size=3", "--optimizer=adam"]
+    common += ["--out_dir=%s" % run, "--num_units=16", "--infer_batch_size=3"]
+    common += ["--optimizer=adam"]
     if bpe_merges:
         common.append("--subword_option=bpe")
     train = ["--train_prefix=%s" % (data / "train"), "--dev_prefix=%s" % (data / "dev")]
     train += ["--num_train_steps=%d" % steps, "--steps_per_stats=40", "--learning_rate=0.01"]
     run_nmt.run(config_lib.parse(run_nmt.define_flags, common + train))
-    # the sentences it trained on: more of them, and translated less alike
+    # the sentences it trained on (more of them, and translated less alike), with a beam
+    # search that the greedy run's record does not hold
     infer = ["--inference_input_file=%s" % (data / "train.en")]
-    infer.append("--inference_output_file=%s" % (root / "infer.it"))
+    infer += ["--inference_output_file=%s" % (root / "infer.it"), *BEAM]
     run_nmt.run(config_lib.parse(run_nmt.define_flags, common + infer))
-    outputs = [bpe.remove_bpe(line) for line in nmt_text.read_lines(str(root / "infer.it"))]
+    outputs = nmt_text.read_lines(str(root / "infer.it"))  # in words
     return corpus, data, run, rows, outputs
 
 
@@ -56,14 +58,16 @@ def _export(run, export_dir, *extra):
     return export.run(config_lib.parse(export.define_flags, argv))
 
 
-def test_the_exported_translator_translates_raw_text_as_inference_does(tmp_path):
+def test_the_exported_translator_translates_raw_text_as_inference_does(tmp_path, absl_caplog):
     corpus, data, run, rows, expected = _corpus_and_run(tmp_path, 20, "tftext", 60)
     settings = json.loads((corpus / "corpus.json").read_text())
     prepare = translate.preprocessor(translate.run_config(str(run), {}))
     by_source = {prepare(en): en for en, _ in rows}
     sources = nmt_text.read_lines(str(data / "train.en"))
     raw = [by_source[line] for line in sources]
-    _export(run, tmp_path / "served")
+    absl_caplog.clear()
+    _export(run, tmp_path / "served", *BEAM)
+    assert "infer_mode=beam_search (given), beam_width=2 (given)" in absl_caplog.text
     calls = [("serving_default", {"sentences": raw[i : i + 3]}) for i in range(0, len(raw), 3)]
     calls += [("serving_default", {"sentences": ["", raw[0]]}), ("tokenize", {"texts": TRICKY})]
     calls += [("tokenize", {"texts": raw})]
@@ -104,7 +108,7 @@ def test_the_shipped_sample_exports_pretokenized_and_translates_as_inference_doe
     infer = ["--inference_input_file=%s" % (tmp_path / "test.en")]
     infer.append("--inference_output_file=%s" % (tmp_path / "infer.de"))
     run_nmt.run(config_lib.parse(run_nmt.define_flags, common + infer))
-    expected = [bpe.remove_bpe(line) for line in nmt_text.read_lines(str(tmp_path / "infer.de"))]
+    expected = nmt_text.read_lines(str(tmp_path / "infer.de"))  # in words
     with pytest.raises(Exception, match="--tokenizer=treebank, which has no graph form"):
         _export(run, tmp_path / "refused")
     assert not (tmp_path / "refused").exists()

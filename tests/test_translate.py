@@ -1,6 +1,8 @@
 """nmt.translate: translations of raw sentences equal run_nmt's inference on the same
-sentences as the builder tokenised and segmented them."""
+sentences as the builder tokenised and segmented them, both in words and both searching a
+beam that the greedy run's record does not hold."""
 
+import json
 import os
 import subprocess
 import sys
@@ -20,7 +22,7 @@ WORDS = [
 ]
 
 
-def test_raw_sentences_translate_as_the_run_s_inference_does(tmp_path):
+def test_raw_sentences_translate_as_the_run_s_inference_does(tmp_path, absl_caplog):
     rows = []
     for i in range(60):
         (a, x), (b, y) = WORDS[i % 5], WORDS[(i * 3 + 1) % 5]
@@ -39,10 +41,9 @@ def test_raw_sentences_translate_as_the_run_s_inference_does(tmp_path):
         "--subword_option=bpe",
         "--out_dir=%s" % out,
         "--num_units=8",
-        "--beam_width=2",
-        "--infer_mode=beam_search",
         "--infer_batch_size=3",
     ]
+    beam = ["--infer_mode=beam_search", "--beam_width=2"]
     train = [
         "--train_prefix=%s" % (corpus / "bpe" / "train"),
         "--dev_prefix=%s" % (corpus / "bpe" / "dev"),
@@ -56,10 +57,23 @@ def test_raw_sentences_translate_as_the_run_s_inference_does(tmp_path):
     infer = [
         "--inference_input_file=%s" % (corpus / "bpe" / "test.en"),
         "--inference_output_file=%s" % (tmp_path / "infer.it"),
+        "--inference_ref_file=%s" % (corpus / "bpe" / "test.it"),
     ]
-    # the model's and the search's flags come from the run's record
-    run_nmt.run(config_lib.parse(run_nmt.define_flags, ["run_nmt", "--out_dir=%s" % out, *infer]))
-    expected = [bpe.remove_bpe(line) for line in nmt_text.read_lines(str(tmp_path / "infer.it"))]
+    # the model's flags come from the run's record, the search from the command line
+    run_nmt.run(
+        config_lib.parse(run_nmt.define_flags, ["run_nmt", "--out_dir=%s" % out, *infer, *beam])
+    )
+    expected = nmt_text.read_lines(str(tmp_path / "infer.it"))  # in words, as BLEU read them
+    assert not any("@@" in line for line in expected)
+    # the report lists words and shows each reference in words
+    report = (tmp_path / "report.html").read_text()
+    references = nmt_text.read_lines(str(corpus / "bpe" / "test.it"))
+    assert any("@@" in line for line in references)
+    for line in references:
+        assert (
+            json.dumps(bpe.remove_bpe(line))[1:-1] in report
+            and json.dumps(line)[1:-1] not in report
+        )
     # the same sentences raw, as a user has them
     raw_by_tokens = {}
     for en, _ in rows:
@@ -71,12 +85,16 @@ def test_raw_sentences_translate_as_the_run_s_inference_does(tmp_path):
         "--out_dir=%s" % out,
         "--input=%s" % (tmp_path / "raw.en"),
         "--output=%s" % (tmp_path / "raw.it"),
+        *beam,
     ]
     translations = translate.run(config_lib.parse(translate.define_flags, argv))
+    assert (
+        "Translating with infer_mode=beam_search (given), beam_width=2 (given)" in absl_caplog.text
+    )
     assert raw and translations == expected + [""]  # an empty line: ""
     assert nmt_text.read_lines(str(tmp_path / "raw.it")) == translations
 
-    command = [sys.executable, "-m", "nmt.translate", "--out_dir=%s" % out]
+    command = [sys.executable, "-m", "nmt.translate", "--out_dir=%s" % out, *beam]
     done = subprocess.run(
         command, input=(raw[0] + "\n").encode(), capture_output=True, cwd=ROOT, check=False
     )
