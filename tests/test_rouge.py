@@ -107,6 +107,22 @@ def test_a_reference_with_no_word_falls_back_to_rouge_score(absl_caplog):
     assert len(warnings) == 1 and scored.fallback in warnings[0]
 
 
+def test_tag_like_text_is_scored_as_its_words():
+    """ROUGE-1.5.5 reads a SEE line up to its first ``<``: text with tags scores as the
+    same text with spaces for the brackets, in the corpus and per document."""
+    references = ["<tool> for system", "the <br> tag", "a<b and c>d"]
+    hypotheses = ["a tool for the system", "the <br> tag", "a b and c d"]
+    plain = [
+        [t.replace("<", " ").replace(">", " ") for t in texts] for texts in (references, hypotheses)
+    ]
+    scored = rouge.rouge(references, hypotheses)
+    assert scored.tool == "ROUGE-1.5.5"
+    assert scored.per_document == rouge.rouge_perl_per_example(*plain)
+    assert scored.per_document[1]["rouge_2_f_score"] == 1.0
+    assert scored.per_document[2]["rouge_l_f_score"] == 1.0
+    assert scored.per_document[0]["rouge_1_recall"] == 1.0
+
+
 def test_per_example_scores_are_rouge_155s_of_each_document():
     each = rouge.rouge_perl_per_example(REFERENCES, HYPOTHESES)
     corpus = rouge.rouge_perl(REFERENCES, HYPOTHESES)
@@ -156,5 +172,20 @@ def test_a_document_without_per_example_scores_is_an_error(monkeypatch):
     lines = "\n".join("1 ROUGE-%s Eval 1.1 R:0.50000 P:0.50000 F:0.50000" % kind for kind in "12L")
     monkeypatch.setattr(rouge, "_rouge155_output", lambda *args: (None, lines))
     assert rouge.rouge_perl_per_example(["a b"], ["a c"])[0]["rouge_l_f_score"] == 0.5
-    with pytest.raises(RuntimeError, match="no ROUGE-1, ROUGE-2 and ROUGE-L of document 1"):
+    with pytest.raises(rouge.Rouge155Error, match="no ROUGE-1, ROUGE-2 and ROUGE-L of document 1"):
         rouge.rouge_perl_per_example(["a b", "c"], ["a c", "c"])
+
+
+def test_a_failing_rouge_155_falls_back_to_rouge_score_saying_why(monkeypatch, absl_caplog):
+    def fail(*args):
+        raise rouge.Rouge155Error("ROUGE-1.5.5 failed (ROUGE-1.5.5.pl ...): Illegal division")
+
+    monkeypatch.setattr(rouge, "_rouge155_output", fail)
+    scored = rouge.rouge(REFERENCES, HYPOTHESES)
+    assert scored.tool == "rouge-score"
+    assert (
+        scored.fallback == "it failed (ROUGE-1.5.5 failed (ROUGE-1.5.5.pl ...): Illegal division)"
+    )
+    assert scored.scores == rouge.rouge_python(REFERENCES, HYPOTHESES)
+    warnings = [r.getMessage() for r in absl_caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and scored.fallback in warnings[0]

@@ -47,6 +47,10 @@ class RougeUnavailableError(errors.UserError, RuntimeError):
     """ROUGE-1.5.5 cannot run here; the message says what to install."""
 
 
+class Rouge155Error(RuntimeError):
+    """ROUGE-1.5.5 ran and failed, or printed no score of a document."""
+
+
 def _cache_dir():
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "acvi_tf")
@@ -227,15 +231,20 @@ def _rouge155_output(references, hypotheses, rouge_args):
         )
         result = subprocess.run(command, capture_output=True, text=True, check=False)
         if result.returncode != 0:
-            raise RuntimeError(
+            raise Rouge155Error(
                 "ROUGE-1.5.5 failed (%s): %s" % (" ".join(command), result.stderr.strip())
             )
         return rouge, result.stdout
 
 
 def _write_html(path, sentences, rouge155):
+    """Writes ``sentences`` in pyrouge's SEE format. ROUGE-1.5.5 reads a SEE line's text
+    up to its first ``<`` (a reference ``<tool> for system`` became no text and a division
+    by zero, ``the <br> tag`` became ``the``), and its tokenizer turns every character but
+    ``A-Za-z0-9-`` into a space: each ``<`` is written as that space."""
+    text = "\n".join(sentences).replace("<", " ")
     with open(path, "w", encoding="utf-8") as f:
-        f.write(rouge155.convert_text_to_rouge_format("\n".join(sentences)))
+        f.write(rouge155.convert_text_to_rouge_format(text))
 
 
 def rouge_python(
@@ -313,7 +322,7 @@ def rouge_perl_per_example(
       One ``{rouge_{1,2,l}_{f_score,recall,precision}: float}`` per document.
 
     Raises:
-      RuntimeError: ROUGE-1.5.5 failed, or printed no score of a document.
+      Rouge155Error: ROUGE-1.5.5 failed, or printed no score of a document.
     """
     _, output = _rouge155_output(references, hypotheses, PER_DOCUMENT_ARG)
     return _per_document(output, len(hypotheses))
@@ -330,7 +339,7 @@ def _per_document(output, count):
         scores[prefix + "precision"] = float(precision)
     unscored = [i for i, scores in enumerate(each) if len(scores) != 3 * len(MEASURES)]
     if unscored:
-        raise RuntimeError(
+        raise Rouge155Error(
             "ROUGE-1.5.5 printed no ROUGE-1, ROUGE-2 and ROUGE-L of document %d" % unscored[0]
         )
     return each
@@ -362,9 +371,9 @@ def rouge(
     hypotheses: Sequence[Union[str, Sequence[str]]],
     rouge_args: Optional[str] = None,
 ) -> Rouge:
-    """ROUGE-1.5.5 when it can run and score the references, otherwise ``rouge-score``,
-    both on the text with ASCII stand-ins (``ascii_stand_ins``), the corpus and each
-    document in one run; logs the stand-ins and a fallback once.
+    """ROUGE-1.5.5 when it can run and score the references, otherwise (or where it
+    fails) ``rouge-score``, both on the text with ASCII stand-ins (``ascii_stand_ins``),
+    the corpus and each document in one run; logs the stand-ins and a fallback once.
 
     Args:
       references: one entry per document: a summary, or a list of summaries.
@@ -386,9 +395,13 @@ def rouge(
     fallback = _fallback_reason(references)
     if fallback is None:
         args = " ".join(filter(None, [rouge_args, PER_DOCUMENT_ARG]))
-        rouge155, output = _rouge155_output(references, hypotheses, args)
-        each = _per_document(output, len(hypotheses))
-        return Rouge(rouge155.output_to_dict(output), "ROUGE-1.5.5", len(stand_ins), None, each)
+        try:
+            rouge155, output = _rouge155_output(references, hypotheses, args)
+            each = _per_document(output, len(hypotheses))
+            scores = rouge155.output_to_dict(output)
+            return Rouge(scores, "ROUGE-1.5.5", len(stand_ins), None, each)
+        except Rouge155Error as e:
+            fallback = "it failed (%s)" % str(e).splitlines()[-1][-300:]
     logging.warning(
         "ROUGE-1.5.5 cannot score these summaries: %s; scoring with rouge-score", fallback
     )
