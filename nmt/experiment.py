@@ -149,9 +149,10 @@ def restore(
     return checkpoints.restore_for_inference(
         model,
         config.out_dir,
-        best=best_dir(config) if best else None,
+        best=best_dir(config),
         given=ckpt,
         check=vocabulary_check(config, src_vocab, tgt_vocab),
+        newest=not best,
     )
 
 

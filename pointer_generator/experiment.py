@@ -200,7 +200,8 @@ def restore(
     best: bool = True,
 ) -> Tuple[str, Optional[int]]:
     """Restores the run's model: ``ckpt``, else (with ``best``) the best model, else the
-    newest training checkpoint (``checkpoints.restore_for_inference``).
+    newest training checkpoint (``checkpoints.restore_for_inference``; without ``best``
+    the newest, naming the best model in the log).
 
     Returns:
       The checkpoint's path and its step.
@@ -212,11 +213,12 @@ def restore(
     return checkpoints.restore_for_inference(
         model,
         train_dir(config),
-        best=best_dir(config) if best else None,
+        best=best_dir(config),
         given=ckpt,
         check=vocabulary_check(config, vocab),
         to_validate=TO_VALIDATE,
-        to_train="train first (--mode=train)" + (" or give --ckpt" if best else ""),
+        to_train="train first (--mode=train) or give --ckpt",
+        newest=not best,
     )
 
 

@@ -164,6 +164,13 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
         "<ckpt>_cov_init and exit.",
         flag_values=fv,
     )
+    flags.DEFINE_string(
+        "ckpt",
+        None,
+        "Decode mode: this checkpoint (default: train/'s newest, as See et al.'s decode; "
+        "best/ holds the best model).",
+        flag_values=fv,
+    )
     flags.DEFINE_boolean(
         "restore_best_model",
         False,
@@ -369,6 +376,7 @@ COMMAND_FLAGS = (
     "exp_name",
     "convert_to_coverage_model",
     "restore_best_model",
+    "ckpt",
     "debug",
     "eval_max_batches",
     "decode_overwrite",
@@ -860,10 +868,11 @@ def evaluate(
 
 
 def decode(config: Config, vocab: vocab_lib.Vocab, train_dir: str) -> Optional[dict]:
-    """Decode mode: batched beam search with the latest training checkpoint."""
+    """Decode mode: batched beam search with ``--ckpt``, else the newest training
+    checkpoint (reloaded as the trainer writes new ones, without ``--single_pass``)."""
     config = experiment.decode_config(config)
     model = experiment.build_model(config, vocab)
-    latest, step = experiment.restore(config, model, vocab, best=False)
+    latest, step = experiment.restore(config, model, vocab, config.ckpt, best=False)
     summarizer = experiment.build_decoder(
         config,
         model,
@@ -918,7 +927,7 @@ def decode(config: Config, vocab: vocab_lib.Vocab, train_dir: str) -> Optional[d
     )
     last_load = time.time()
     for count, batch in enumerate(batcher.batches(), start=1):
-        if time.time() - last_load > 60:  # the original reloads every 60 s
+        if not config.ckpt and time.time() - last_load > 60:  # the original reloads every 60 s
             newest = checkpoints.latest_checkpoint(train_dir)
             if newest not in (None, latest):
                 try:

@@ -298,4 +298,41 @@ def test_an_inference_restore_checks_the_vocabulary_and_names_the_folders_it_loo
         checkpoints.restore_for_inference(_model(9), train, check=check)
     absl_caplog.clear()
     assert checkpoints.restore_for_inference(_model(), train) == (trained, 3)
-    assert "Restored %s (step 3)" % trained in absl_caplog.messages
+    assert "Restored %s (step 3): the newest checkpoint" % trained in absl_caplog.messages
+
+
+def test_an_inference_restore_says_which_checkpoint_and_why(tmp_path, absl_caplog):
+    """The best model by default, the newest with ``newest`` (naming the best model and
+    the flag that restores it), ``--ckpt`` over both; each logged with its reason."""
+    train, best = str(tmp_path / "train"), str(tmp_path / "best")
+    model = _model()
+    saver = _checkpointer(tmp_path, model)
+    model.layers[0].embeddings.assign(tf.fill([7, 2], 2.0))
+    saver.step.assign(2)
+    saver.save()
+    saver.save_best(1.0)
+    best_path = checkpoints.latest_checkpoint(best)
+    model.layers[0].embeddings.assign(tf.fill([7, 2], 5.0))
+    saver.step.assign(5)
+    newest = saver.save()
+    cases = [
+        (dict(), best_path, 2.0, "Restored %s (step 2): the best model" % best_path),
+        (dict(newest=True), newest, 5.0, "Restored %s (step 5): the newest checkpoint" % newest),
+        (dict(given=newest), newest, 5.0, "Restored %s (step 5): --ckpt" % newest),
+        (
+            dict(given=best_path, newest=True),
+            best_path,
+            2.0,
+            "Restored %s (step 2): --ckpt" % best_path,
+        ),
+    ]
+    for kwargs, path, value, line in cases:
+        absl_caplog.clear()
+        restored = _model()
+        assert checkpoints.restore_for_inference(restored, train, best, **kwargs)[0] == path
+        np.testing.assert_array_equal(restored.layers[0].embeddings.numpy(), np.full([7, 2], value))
+        named = "The run's best model is %s (step 2); --ckpt=%s restores it" % (
+            best_path,
+            best_path,
+        )
+        assert absl_caplog.messages == [line] + ([named] if kwargs == dict(newest=True) else [])

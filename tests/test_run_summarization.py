@@ -73,7 +73,7 @@ def _ckpt_value(path, key):
     return tf.train.load_checkpoint(path).get_tensor(key)
 
 
-def test_eval_job_and_restore_best_model(corpus, tmp_path):
+def test_eval_job_and_restore_best_model(corpus, tmp_path, absl_caplog):
     _run(corpus, tmp_path, max_steps=4, context="sa")
     record = json.loads((tmp_path / "exp" / "hparams.json").read_text())
     assert (record["context"], record["hidden_dim"], record["max_steps"]) == ("sa", 8, 4)
@@ -103,6 +103,20 @@ def test_eval_job_and_restore_best_model(corpus, tmp_path):
     best_dir = tmp_path / "exp" / "best"
     best = tf.train.latest_checkpoint(str(best_dir))
     assert best.endswith("bestmodel-4")
+    # the decode mode restores --ckpt where given (the newest training checkpoint else)
+    absl_caplog.clear()
+    _run(
+        corpus,
+        tmp_path,
+        context="sa",
+        mode="decode",
+        single_pass=True,
+        data_path=str(corpus / "val_*"),
+        ckpt=best,
+        beam_size=2,
+        max_dec_steps=3,
+    )
+    assert "Restored %s (step 4): --ckpt" % best in absl_caplog.messages
     # a run trained before kept its best model in eval/, See's folder: still read
     for path in best_dir.iterdir():
         path.rename(tmp_path / "exp" / "eval" / path.name)

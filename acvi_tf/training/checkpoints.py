@@ -494,11 +494,13 @@ def restore_for_inference(
     check: Optional[Callable[[str], None]] = None,
     to_validate: str = "rerun the training command to validate it first",
     to_train: str = "train first or give --ckpt",
+    newest: bool = False,
 ) -> Tuple[str, Optional[int]]:
     """Restores a run's model for a command that uses it (eval, decode, inference,
     export): ``given`` (``--ckpt``), else the best model of ``best``, else the newest
     checkpoint of ``train_dir`` (``checkpoint_to_use``), after ``check_checkpoint`` with
     ``check``; what the checkpoint holds beyond the model (the optimizer) is left out.
+    One log line names the checkpoint, its step and why it was chosen.
 
     Args:
       model: the built model.
@@ -508,6 +510,9 @@ def restore_for_inference(
       check: ``path -> None``, the host's ``vocabulary_check``.
       to_validate: how the run gets a best model, for the warning when it has none.
       to_train: what to do when there is no checkpoint at all, for the error.
+      newest: restore the newest checkpoint even where ``best`` holds a best model (the
+        summarizer's decode mode and NMT's inference, as their originals); the log line
+        then names the best model when it is of another step, and how to restore it.
 
     Returns:
       ``(path, step)``: the checkpoint restored and its global step (None: it holds none).
@@ -516,16 +521,26 @@ def restore_for_inference(
       CheckpointError: no checkpoint to restore.
       CheckpointMismatchError: another model, or a variable of another size or shape.
     """
-    if best is None:
+    if given or best is None or newest:
         path = given or latest_checkpoint(train_dir)
+        why = "--ckpt" if given else "the newest checkpoint"
     else:
-        path = checkpoint_to_use(given, best, train_dir, to_validate)
+        path = checkpoint_to_use(None, best, train_dir, to_validate)
+        why = "the newest checkpoint" if path == latest_checkpoint(train_dir) else "the best model"
     if path is None:
-        folders = train_dir if best is None else "%s or %s" % (best, train_dir)
+        folders = train_dir if best is None or newest else "%s or %s" % (best, train_dir)
         raise CheckpointError("no checkpoint in %s; %s" % (folders, to_train))
     restore_model(tf.train.Checkpoint(model=model), path, check)
     step = _saved_step(path)
-    logging.info("Restored %s%s", path, "" if step is None else " (step %d)" % step)
+    logging.info("Restored %s%s: %s", path, "" if step is None else " (step %d)" % step, why)
+    best_path = latest_checkpoint(best) if best and not given else None
+    if best_path and best_path != path and _saved_step(best_path) != step:
+        logging.info(
+            "The run's best model is %s (step %s); --ckpt=%s restores it",
+            best_path,
+            _saved_step(best_path),
+            best_path,
+        )
     return path, step
 
 
