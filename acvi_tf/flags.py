@@ -35,11 +35,18 @@ MODEL_FLAGS = ("context", "acvi_variance_net", "variational_inference_units", "v
 COMMAND_FLAGS = ("distribution_strategy", "num_gpus", "cpu_devices")
 # The run's record, in its folder.
 RECORD = "hparams.json"
+# The record's entry of the fingerprints of the vocabularies the run trained with.
+VOCABULARIES = "_vocabularies"
 
 
 class FlagChangeError(errors.UserError, ValueError):
     """A command gives a flag that decides the model's variables another value than the
     run's record."""
+
+
+class VocabularyChangeError(errors.UserError, ValueError):
+    """A command reads a vocabulary whose words differ from the ones the run trained
+    with (``check_vocabularies``)."""
 
 
 class DecodeSettingError(errors.UserError, ValueError):
@@ -429,14 +436,18 @@ def require_dropout(name: str, flag_values: flags.FlagValues = flags.FLAGS) -> N
     )
 
 
-def write_flag_record(out_dir, config, name="hparams.json", resume_model_flags=None, chief=True):
+def write_flag_record(
+    out_dir, config, name="hparams.json", resume_model_flags=None, chief=True, vocabularies=None
+):
     """Writes the run's settings to ``out_dir/name``: the recorded flags of ``config``
-    (the entry point's and the shared ones), the TensorFlow version and the command line.
+    (the entry point's and the shared ones), the fingerprints of its vocabularies, the
+    TensorFlow version and the command line.
 
     On a resume (``resume_model_flags`` given and a record there), the flags are first
     compared with the record: a changed flag of ``resume_model_flags`` or ``MODEL_FLAGS``
-    is refused, naming the flag, the run's value and the new one; any other change (the
-    learning rate, the steps, the eval cadence) takes effect and is logged.
+    is refused, naming the flag, the run's value and the new one, and so is a vocabulary
+    with other words (``check_vocabularies``); any other change (the learning rate, the
+    steps, the eval cadence) takes effect and is logged.
 
     Args:
       out_dir: the run's folder (created if missing).
@@ -447,26 +458,80 @@ def write_flag_record(out_dir, config, name="hparams.json", resume_model_flags=N
         run.
       chief: False on a multi-worker strategy's other workers, which compare but leave
         the record to the chief.
+      vocabularies: ``check_vocabularies``'s mapping of the run's vocabularies (None:
+        none recorded).
 
     Returns:
       The recorded flag values (a dict).
 
     Raises:
       FlagChangeError: a resume changes a flag that decides the model's variables.
+      VocabularyChangeError: a resume reads a vocabulary with other words.
     """
     values = config.record()
     if resume_model_flags is not None:
         compare_flag_record(out_dir, config, resume_model_flags, name)
+        check_vocabularies(out_dir, vocabularies or {}, name)
     else:
         _refuse_another_commands_record(out_dir, values, name)
     if not chief:
         return values
     record = dict(values, _tensorflow=tf.__version__, _command=" ".join(sys.argv))
+    if vocabularies:
+        record[VOCABULARIES] = {key: found for key, (_, found) in vocabularies.items()}
     files.atomic_write_text(
         os.path.join(out_dir, name), json.dumps(record, indent=2, sort_keys=True) + "\n"
     )
     logging.vlog(1, "flags: %s", values)
     return values
+
+
+def check_vocabularies(run_dir: str, vocabularies: Mapping[str, Any], name: str = RECORD) -> None:
+    """Refuses a vocabulary whose words differ from the ones the run's record holds
+    (``vocabulary.fingerprint``): its ids would give the embedding rows other meanings,
+    though every shape matches. A run without the record's entry is not checked.
+
+    Args:
+      run_dir: the run's folder.
+      vocabularies: the record's key of each vocabulary (``"vocab_path"``) ->
+        ``(where the command read it, as the message names it, its fingerprint)``.
+      name: the record's file name.
+
+    Raises:
+      VocabularyChangeError: naming the record, the vocabulary, both fingerprints and
+        the fix.
+    """
+    recorded = (read_flag_record(run_dir, name) or {}).get(VOCABULARIES) or {}
+    for key, (source, found) in vocabularies.items():
+        trained = recorded.get(key)
+        if trained is not None and trained != found:
+            raise VocabularyChangeError(
+                "%s: the run trained with another vocabulary (%d words, sha256 %s...) than "
+                "%s (%d words, sha256 %s...), so the same ids would mean other words; give "
+                "the vocabulary the run trained with"
+                % (
+                    os.path.join(run_dir, name),
+                    trained["words"],
+                    trained["sha256"][:12],
+                    source,
+                    found["words"],
+                    found["sha256"][:12],
+                )
+            )
+
+
+def vocabulary_checks(
+    run_dir: str, vocabularies: Mapping[str, Any], sizes: Callable[[str], None]
+) -> Callable[[str], None]:
+    """A host's ``check`` of a checkpoint before it is restored: ``sizes`` (its tables'
+    rows, ``checkpoints.vocabulary_check``), then ``check_vocabularies`` of the run's
+    record."""
+
+    def check(path: str) -> None:
+        sizes(path)
+        check_vocabularies(run_dir, vocabularies)
+
+    return check
 
 
 def _refuse_another_commands_record(out_dir, values, name):

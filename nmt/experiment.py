@@ -5,7 +5,7 @@ The commands (``run_nmt``, ``translate``, ``export``) parse their flags and call
 the summarizer and the video captioner have the same functions under the same names.
 """
 
-from typing import Callable, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import tensorflow as tf
 from absl import logging
@@ -14,7 +14,7 @@ from acvi_tf import builders
 from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
 from acvi_tf.config import Config
-from acvi_tf.formats import bpe, nmt_text
+from acvi_tf.formats import bpe, nmt_text, vocabulary
 from acvi_tf.layers import transformer
 from acvi_tf.training import checkpoints
 from nmt import data
@@ -109,12 +109,28 @@ def build_model(config: Config, src_vocab: data.Vocab, tgt_vocab: data.Vocab) ->
     return model
 
 
+def vocabularies(config: Config, src_vocab: data.Vocab, tgt_vocab: data.Vocab) -> Dict[str, Any]:
+    """The run's source and target vocabularies for its record
+    (``acvi_flags.check_vocabularies``)."""
+    return {
+        side: (
+            "--vocab_prefix=%s.%s" % (config.vocab_prefix, lang),
+            vocabulary.fingerprint([vocab.id2word(i) for i in range(vocab.size())]),
+        )
+        for side, lang, vocab in (
+            ("source", config.src, src_vocab),
+            ("target", config.tgt, tgt_vocab),
+        )
+    }
+
+
 def vocabulary_check(
     config: Config, src_vocab: data.Vocab, tgt_vocab: data.Vocab
 ) -> Callable[[str], None]:
-    """The check that refuses a checkpoint trained with other vocabularies, naming
-    ``--vocab_prefix`` (``checkpoints.vocabulary_check``)."""
-    return checkpoints.vocabulary_check(
+    """The check that refuses a checkpoint trained with other vocabularies (other sizes,
+    or other words than the run's record holds), naming ``--vocab_prefix``
+    (``acvi_flags.vocabulary_checks``)."""
+    sizes = checkpoints.vocabulary_check(
         {
             "model/src_embedding/embeddings": (
                 src_vocab.size(),
@@ -126,6 +142,8 @@ def vocabulary_check(
             ),
         }
     )
+    words = vocabularies(config, src_vocab, tgt_vocab)
+    return acvi_flags.vocabulary_checks(config.out_dir, words, sizes)
 
 
 def restore(

@@ -597,14 +597,15 @@ def run(config: Config) -> Optional[float]:
     experiment.check_search(config)
     strategy = builders.configure_runtime(config, trains=not config.inference_input_file)
     os.makedirs(config.out_dir, exist_ok=True)
+    vocabs = experiment.load_vocabs(config)
     if not config.inference_input_file:  # inference leaves the run's record as it is
         acvi_flags.write_flag_record(
             config.out_dir,
             config,
             resume_model_flags=MODEL_FLAGS if resuming else None,
             chief=distribute.is_chief(strategy),
+            vocabularies=experiment.vocabularies(config, *vocabs),
         )
-    vocabs = experiment.load_vocabs(config)
     if config.inference_input_file:
         return infer(config, vocabs)
     for name in ("train_prefix", "dev_prefix"):

@@ -6,7 +6,7 @@ call these; the video captioner and NMT have the same functions under the same n
 """
 
 import os
-from typing import Callable, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import tensorflow as tf
 from absl import app, logging
@@ -15,6 +15,7 @@ from acvi_tf import builders
 from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
 from acvi_tf.config import Config
+from acvi_tf.formats import vocabulary
 from acvi_tf.training import checkpoints
 from pointer_generator import curriculum
 from pointer_generator import decode as decode_lib
@@ -185,11 +186,24 @@ def build_model(config: Config, vocab: vocab_lib.Vocab) -> keras.Model:
     return model
 
 
-def vocabulary_check(config: Config, vocab: vocab_lib.Vocab) -> Callable[[str], None]:
-    """The check that refuses a checkpoint trained with another vocabulary size, naming
-    ``--vocab_path`` and ``--vocab_size`` (``checkpoints.vocabulary_check``)."""
+def vocabularies(config: Config, vocab: vocab_lib.Vocab) -> Dict[str, Any]:
+    """The run's vocabulary for its record (``acvi_flags.check_vocabularies``)."""
     given = "--vocab_path=%s --vocab_size=%d" % (config.vocab_path, config.vocab_size)
-    return checkpoints.vocabulary_check({"model/embedding/embeddings": (vocab.size(), given)})
+    return {
+        "vocab_path": (
+            given,
+            vocabulary.fingerprint([vocab.id2word(i) for i in range(vocab.size())]),
+        )
+    }
+
+
+def vocabulary_check(config: Config, vocab: vocab_lib.Vocab) -> Callable[[str], None]:
+    """The check that refuses a checkpoint trained with another vocabulary (another
+    size, or other words than the run's record holds), naming ``--vocab_path`` and
+    ``--vocab_size`` (``acvi_flags.vocabulary_checks``)."""
+    given = "--vocab_path=%s --vocab_size=%d" % (config.vocab_path, config.vocab_size)
+    sizes = checkpoints.vocabulary_check({"model/embedding/embeddings": (vocab.size(), given)})
+    return acvi_flags.vocabulary_checks(run_dir(config), vocabularies(config, vocab), sizes)
 
 
 def restore(

@@ -155,6 +155,11 @@ def test_decode_and_a_resume_read_the_model_from_the_record(tmp_path, absl_caplo
         acvi_flags.FlagChangeError, match="--encoder_units=4, this command gives --encoder_units=6"
     ):
         run_captioning.run(_flags(*common, "--encoder_units=6", "--max_steps=4"))
+    # the run's words in another order, the same size: refused
+    other = shutil.copytree(data_dir, tmp_path / "other_data")
+    (other / "vocab.txt").write_text("a 8\nblue 4\nred 4\nsquare 4\ncircle 4\n")
+    with pytest.raises(acvi_flags.VocabularyChangeError, match="another vocabulary"):
+        run_captioning.run(_flags("--mode=decode", run, "--data_dir=%s" % other))
     # a resume given the folder only builds the run's model (a model of the defaults'
     # sizes would not restore) and keeps the record's values
     run_captioning.run(_flags(run, "--max_steps=2"))

@@ -5,6 +5,7 @@ one-line errors."""
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -128,6 +129,20 @@ def test_train_evaluate_and_translate(corpus, tmp_path, absl_caplog):
         "--num_units=32, which changes the model; leave --num_units out to use the run's "
         "value, or use a new folder for a new run" % (out / "hparams.json")
     )
+    # target words in another order, the same size: refused by a resume and an inference
+    (tmp_path / "other").mkdir()
+    shutil.copy(corpus / "vocab.en", tmp_path / "other" / "vocab.en")
+    words = (corpus / "vocab.de").read_text(encoding="utf-8").splitlines(True)
+    words[5], words[6] = words[6], words[5]
+    (tmp_path / "other" / "vocab.de").write_text("".join(words), encoding="utf-8")
+    other = "--vocab_prefix=%s" % (tmp_path / "other" / "vocab")
+    record = (out / "hparams.json").read_text()
+    refused = "the run trained with another vocabulary (%d words, sha256 " % len(words)
+    for argv in (["--num_train_steps=12"], inference):
+        with pytest.raises(acvi_flags.VocabularyChangeError, match=re.escape(refused)) as e:
+            _run(corpus, out, other, *argv)
+        assert "than %s.de (%d words" % (other, len(words)) in str(e.value)
+    assert (out / "hparams.json").read_text() == record  # as the refused resume found it
     # a folder that holds only the record names the run too (--ckpt the checkpoint)
     shutil.copy(out / "hparams.json", tmp_path / "hparams.json")
     ckpt = "--ckpt=%s" % tf.train.latest_checkpoint(str(out))

@@ -91,6 +91,21 @@ def test_eval_job_and_restore_best_model(corpus, tmp_path, absl_caplog):
             mode="decode",
             data_path=str(corpus / "val_*"),
         )
+    # the run's words in another order, the same size: the ids would mean other words
+    lines = (corpus / "vocab").read_text().splitlines(True)
+    lines[10], lines[11] = lines[11], lines[10]
+    (tmp_path / "reordered_vocab").write_text("".join(lines))
+    with pytest.raises(acvi_flags.VocabularyChangeError, match="another vocabulary"):
+        _run(
+            corpus,
+            tmp_path,
+            max_steps=4,
+            context="sa",
+            vocab_path=str(tmp_path / "reordered_vocab"),
+            mode="decode",
+            single_pass=True,
+            data_path=str(corpus / "val_*"),
+        )
     _run(
         corpus,
         tmp_path,

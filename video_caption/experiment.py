@@ -7,7 +7,7 @@ these; the summarizer and NMT have the same functions under the same names.
 """
 
 import os
-from typing import Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 from absl import logging
@@ -16,7 +16,7 @@ from acvi_tf import builders
 from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
 from acvi_tf.config import Config
-from acvi_tf.formats import frame_features
+from acvi_tf.formats import frame_features, vocabulary
 from acvi_tf.metrics import captions as caption_metrics
 from acvi_tf.training import checkpoints, losses
 from video_caption import data
@@ -60,11 +60,19 @@ def build_model(config: Config, vocab: data.Vocab, feature_dim: int) -> keras.Mo
     return model
 
 
-def vocabulary_check(config: Config, vocab: data.Vocab) -> Callable[[str], None]:
-    """The check that refuses a checkpoint trained with another vocabulary, naming
-    ``--data_dir`` and ``--vocab_size`` (``checkpoints.vocabulary_check``)."""
+def vocabularies(config: Config, vocab: data.Vocab) -> Dict[str, Any]:
+    """The run's caption vocabulary for its record (``acvi_flags.check_vocabularies``)."""
     given = "--data_dir=%s --vocab_size=%d" % (config.data_dir, config.vocab_size)
-    return checkpoints.vocabulary_check({"model/embedding/embeddings": (vocab.size(), given)})
+    return {"vocab.txt": (given, vocabulary.fingerprint(vocab.words()))}
+
+
+def vocabulary_check(config: Config, vocab: data.Vocab) -> Callable[[str], None]:
+    """The check that refuses a checkpoint trained with another vocabulary (another
+    size, or other words than the run's record holds), naming ``--data_dir`` and
+    ``--vocab_size`` (``acvi_flags.vocabulary_checks``)."""
+    given = "--data_dir=%s --vocab_size=%d" % (config.data_dir, config.vocab_size)
+    sizes = checkpoints.vocabulary_check({"model/embedding/embeddings": (vocab.size(), given)})
+    return acvi_flags.vocabulary_checks(config.out_dir, vocabularies(config, vocab), sizes)
 
 
 def restore(

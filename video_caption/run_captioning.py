@@ -675,6 +675,7 @@ def run(config: Config) -> Union[float, dict]:
         config,
         resume_model_flags=MODEL_FLAGS if resuming else None,
         chief=distribute.is_chief(strategy),
+        vocabularies=experiment.vocabularies(config, experiment.load_vocab(config)),
     )
     # the global step is the process's own (a plain variable), the model's mirrored
     step_var = tf.Variable(0, dtype=tf.int64, name="global_step")

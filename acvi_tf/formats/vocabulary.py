@@ -1,12 +1,23 @@
-"""The rule every host's vocabulary follows: at least one word besides the special
-tokens the host reserves ids for.
+"""What every host's vocabulary shares: at least one word besides the special tokens
+the host reserves ids for, and a fingerprint of its words that a run records.
 
 A vocabulary of special tokens only maps every word to the unknown token, so a model
 trained on it learns nothing and saves a "best" model all the same; the hosts refuse it
 when they read the file, whether the file has no word or ``--vocab_size`` cuts them all.
+A vocabulary of the same size with other words (built with another tokenizer) gives the
+embedding rows other meanings without changing a shape: the fingerprint tells them apart.
 """
 
-from typing import Sequence, Type
+import hashlib
+from typing import Dict, Sequence, Type, Union
+
+
+def fingerprint(words: Sequence[str]) -> Dict[str, Union[int, str]]:
+    """``{"words": N, "sha256": hex}`` of a vocabulary's words in id order: what the
+    model's embedding rows mean. Files that give the same words the same ids (their
+    counts aside) have one fingerprint."""
+    digest = hashlib.sha256("\n".join(words).encode("utf-8")).hexdigest()
+    return dict(words=len(words), sha256=digest)
 
 
 def require_a_word(
