@@ -5,6 +5,7 @@ runtime (seed, determinism, precision, distribution strategy).
 parsed ``acvi_tf.config.Config``.
 """
 
+import os
 from typing import Union
 
 import tensorflow as tf
@@ -105,7 +106,8 @@ def configure_runtime(config: config_lib.Config, trains: bool = False) -> tf.dis
       The ``tf.distribute.Strategy``.
 
     Raises:
-      distribute.DistributionError: ``--cpu_devices`` where it cannot apply, or
+      distribute.DistributionError: ``--cpu_devices`` where it cannot apply or beyond
+        the machine's cores, more replicas than ``--batch_size`` has examples, or
         ``make_strategy``'s refusals.
     """
     strategy = tf.distribute.get_strategy()
@@ -114,6 +116,7 @@ def configure_runtime(config: config_lib.Config, trains: bool = False) -> tf.dis
             _check_cpu_devices(config)
             distribute.use_cpu_devices(config.cpu_devices)
         strategy = distribute.make_strategy(config.distribution_strategy, config.num_gpus)
+        _check_replicas(config, strategy.num_replicas_in_sync)
     distribute.log_devices(strategy if trains else None)
     keras.utils.set_random_seed(config.seed)
     if config.deterministic:
@@ -122,8 +125,22 @@ def configure_runtime(config: config_lib.Config, trains: bool = False) -> tf.dis
     return strategy
 
 
+def _check_replicas(config: config_lib.Config, replicas: int) -> None:
+    """Refuses a global batch with fewer examples than the strategy has replicas: each
+    replica trains on at least one row."""
+    batch_size = getattr(config, "batch_size", None)
+    if batch_size is not None and batch_size < replicas:
+        raise distribute.DistributionError(
+            "--batch_size=%d is the global batch, split over the strategy's %d replicas, "
+            "which need a row each; give --batch_size=%d or more, or fewer replicas"
+            % (batch_size, replicas, replicas)
+        )
+
+
 def _check_cpu_devices(config: config_lib.Config) -> None:
-    """Refuses ``--cpu_devices`` unless a ``mirrored`` strategy is to train on the CPU."""
+    """Refuses ``--cpu_devices`` unless a ``mirrored`` strategy is to train on the CPU,
+    and beyond the machine's cores (each device holds its own copy of the runtime's
+    buffers, and more devices than cores run no faster)."""
     if config.distribution_strategy != "mirrored":
         raise distribute.DistributionError(
             "--cpu_devices=%d gives --distribution_strategy=mirrored its replicas on the "
@@ -136,6 +153,12 @@ def _check_cpu_devices(config: config_lib.Config) -> None:
             "--cpu_devices=%d trains on the CPU, but this command trains on %s GPU(s) "
             "(TensorFlow sees %d); add --num_gpus=0, or leave --cpu_devices out"
             % (config.cpu_devices, config.num_gpus or gpus, gpus)
+        )
+    cores = os.cpu_count() or 1
+    if config.cpu_devices > cores:
+        raise distribute.DistributionError(
+            "--cpu_devices=%d is more logical devices than this machine's %d CPU cores; "
+            "give --cpu_devices=%d or fewer" % (config.cpu_devices, cores, cores)
         )
 
 

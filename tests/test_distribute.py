@@ -24,6 +24,7 @@ from acvi_tf.contexts import registry
 from acvi_tf.training import distribute
 from acvi_tf.training import step as training_lib
 from nmt import model as nmt_lib
+from nmt import run_nmt
 from pointer_generator import model as pg_lib
 from video_caption import data as vc_data
 from video_caption import model as vc_lib
@@ -369,7 +370,14 @@ def test_the_devices_line_counts_the_gpus_it_leaves_unused(monkeypatch, mirrored
 def test_cpu_devices_is_refused_where_it_cannot_apply(monkeypatch):
     with pytest.raises(distribute.DistributionError, match="add --distribution_strategy=mirr"):
         builders.configure_runtime(_shared("--cpu_devices=2"), trains=True)
-    # this process's runtime runs with conftest's two CPU devices
+    # more devices than cores: refused before the runtime is touched
+    monkeypatch.setattr(builders.os, "cpu_count", lambda: 4)
+    with pytest.raises(distribute.DistributionError, match="than this machine's 4 CPU cores"):
+        builders.configure_runtime(
+            _shared("--distribution_strategy=mirrored", "--cpu_devices=5"), trains=True
+        )
+    # this process's runtime runs with conftest's two CPU devices (listing them starts it)
+    assert len(tf.config.list_logical_devices("CPU")) == 2
     with pytest.raises(distribute.DistributionError, match="already runs with 2 CPU device"):
         builders.configure_runtime(
             _shared("--distribution_strategy=mirrored", "--cpu_devices=3"), trains=True
@@ -385,6 +393,12 @@ def test_cpu_devices_is_refused_where_it_cannot_apply(monkeypatch):
         builders.configure_runtime(_shared(*mirrored), trains=True)
     strategy = builders.configure_runtime(_shared(*mirrored, "--num_gpus=0"), trains=True)
     assert strategy.num_replicas_in_sync == 2
+    # a global batch of fewer examples than replicas, before anything is traced
+    one_row = config_lib.parse(
+        run_nmt.define_flags, ["x", *mirrored, "--num_gpus=0", "--batch_size=1"]
+    )
+    with pytest.raises(distribute.DistributionError, match="--batch_size=1 is the global batch"):
+        builders.configure_runtime(one_row, trains=True)
     # a command that does not train leaves the flag alone
     builders.configure_runtime(_shared("--cpu_devices=3"))
 
