@@ -4,6 +4,9 @@ builders' own."""
 
 import json
 import os
+import stat
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -190,6 +193,39 @@ def test_export_refuses_an_existing_folder_and_a_tokenizer_without_a_graph_form(
     finally:
         record.write_text(saved)
     assert not (tmp_path / "new").exists()
+
+
+class _Doubler(tf.Module):
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
+    def double(self, x):
+        return dict(y=2.0 * x)
+
+
+def test_an_export_is_readable_by_others_and_clears_what_a_killed_export_left(tmp_path):
+    """The SavedModel folder has the permissions of a folder made under the umask (not
+    mkdtemp's 0700); a staging folder of this machine whose process is gone is removed,
+    one whose process runs and another machine's are kept."""
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, check=True
+    )
+    prefix = export_lib._staging_prefix()
+    left = tmp_path / ("%s%s-abc" % (prefix, gone.stdout.decode().strip()))
+    running = tmp_path / ("%s%d-def" % (prefix, os.getpid()))
+    elsewhere = tmp_path / (".export-another_machine-%s-ghi" % gone.stdout.decode().strip())
+    for folder in (left, running, elsewhere):
+        (folder / "variables").mkdir(parents=True)
+    module = _Doubler()
+    umask = os.umask(0o022)
+    try:
+        export_lib.save(module, str(tmp_path / "served"), {"serving_default": module.double})
+    finally:
+        os.umask(umask)
+    assert stat.S_IMODE(os.stat(tmp_path / "served").st_mode) == 0o755
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [running.name, elsewhere.name, "served"]
+    )
+    loaded = tf.saved_model.load(str(tmp_path / "served"))
+    assert loaded.signatures["serving_default"](x=tf.constant([1.5]))["y"].numpy() == [3.0]
 
 
 def test_a_pretokenized_export_of_the_shipped_corpus_equals_decode(tmp_path):

@@ -9,6 +9,7 @@ strings (or frame features); loading it needs TensorFlow and tensorflow-text onl
 
 import os
 import shutil
+import socket
 import tempfile
 from typing import Callable, Dict, Mapping, Tuple
 
@@ -119,7 +120,11 @@ def save(
     signatures: Mapping[str, Callable],
     overwrite: bool = False,
 ) -> str:
-    """Saves ``module`` with ``signatures``; the folder appears whole or not at all.
+    """Saves ``module`` with ``signatures``; the folder appears whole or not at all, with
+    the permissions of a folder made under the process's umask (readable by a server of
+    another user under umask 022). It is written in a staging folder beside it, named
+    after this machine and process; staging folders that an export killed on this
+    machine left are removed first.
 
     Args:
       module: the module to save.
@@ -138,7 +143,11 @@ def save(
     refuse_existing(export_dir, overwrite)
     parent = os.path.dirname(export_dir)
     os.makedirs(parent, exist_ok=True)
-    staging = tempfile.mkdtemp(prefix=".export-", dir=parent)
+    _remove_abandoned_staging(parent)
+    staging = tempfile.mkdtemp(prefix="%s%d-" % (_staging_prefix(), os.getpid()), dir=parent)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(staging, 0o777 & ~umask)  # mkdtemp's folder is the owner's only
     try:
         with progress.stage("Tracing the signatures %s" % ", ".join(signatures)):
             traced = {name: f.get_concrete_function() for name, f in signatures.items()}
@@ -150,6 +159,30 @@ def save(
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return export_dir
+
+
+def _staging_prefix() -> str:
+    """``.export-<this machine>-``: the start of this machine's staging folders' names."""
+    return ".export-%s-" % socket.gethostname().replace("-", "_")
+
+
+def _remove_abandoned_staging(parent: str) -> None:
+    """Removes the staging folders in ``parent`` of exports on this machine whose process
+    is gone (killed while it wrote), with a log line each."""
+    prefix = _staging_prefix()
+    for name in sorted(os.listdir(parent)):
+        pid = name[len(prefix) :].split("-")[0]
+        if not (name.startswith(prefix) and pid.isdigit()):
+            continue
+        try:
+            os.kill(int(pid), 0)
+            continue  # its export still runs (or another user's process has the number)
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue
+        shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
+        logging.warning("Removed %s, left by an export that was killed", os.path.join(parent, name))
 
 
 def vocabulary_table(words, default_id: int) -> tf.lookup.StaticHashTable:
