@@ -629,9 +629,39 @@ def run_config(
         if n in recorded and n in values and recorded[n] != values[n]:
             raise _model_change(path, n, recorded[n], values[n])
     own = set(command_flags) | set(COMMAND_FLAGS) | config.given
-    return config.replace(
-        **{n: v for n, v in recorded.items() if n in config.recorded and n not in own}
-    )
+    taken = {n: v for n, v in recorded.items() if n in config.recorded and n not in own}
+    return config.replace(**{n: _record_value(path, n, v, config[n]) for n, v in taken.items()})
+
+
+# What a recorded value must be, by the type of the flag's value in the command.
+_KINDS = ((bool, (bool,), "true or false"), (int, (int,), "a whole number"))
+_KINDS += ((float, (int, float), "a number"), (str, (str,), "a string"))
+_KINDS += ((tuple, (list,), "a list"),)
+# Kinds a flag's record held before the flag changed kind, still read: a run recorded
+# before --mixed_precision took a precision holds a boolean (builders.precision_policy).
+_FORMER_KINDS = {"mixed_precision": (bool,)}
+
+
+def _record_value(path: str, name: str, value: Any, current: Any) -> Any:
+    """``value``, the record's for ``--name``, checked against the kind of the flag's
+    value in the command (``current``; None: not checked): an integer flag refuses
+    ``"sixteen"`` and ``16.5``, a float flag takes ``1`` as ``1.0``.
+
+    Raises:
+      files.RecordError: naming the record, the flag, the value and what it must be.
+    """
+    if current is None or value is None or isinstance(value, _FORMER_KINDS.get(name, ())):
+        return value
+    for kind, accepted, what in _KINDS:
+        if isinstance(current, kind):
+            if not isinstance(value, accepted) or (kind is not bool and isinstance(value, bool)):
+                raise files.RecordError(
+                    "%s: --%s is %s there, not %s as the flag takes; write the value the "
+                    "run trained with, or delete the record and give the run's model flags "
+                    "on the command line" % (path, name, json.dumps(value), what)
+                )
+            return float(value) if kind is float else value
+    return value
 
 
 def recorded_config(

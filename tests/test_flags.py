@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tensorflow.python.framework import config as tf_config
 
-from acvi_tf import builders
+from acvi_tf import builders, files
 from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
@@ -348,6 +348,35 @@ def test_run_config_takes_the_record_under_the_given_flags(tmp_path, absl_caplog
     alone = acvi_flags.run_config(_parse("--seed=3"), str(tmp_path / "old"), ())
     assert (alone.context, alone.seed) == ("acvi", 3)
     assert "hparams.json is missing" in absl_caplog.text
+
+
+def test_a_record_value_of_the_wrong_kind_is_one_error_naming_it(tmp_path):
+    """A hand-edited record: an integer flag refuses a string or a fraction, a float flag
+    takes a whole number, a string flag refuses a number; each error names the file."""
+    acvi_flags.write_flag_record(str(tmp_path), _parse("--ved_latent_dim=7"))
+    path = tmp_path / "hparams.json"
+    record = json.loads(path.read_text())
+    for name, value, what in (
+        ("ved_latent_dim", "sixteen", "a whole number"),
+        ("ved_latent_dim", 16.5, "a whole number"),
+        ("ved_latent_dim", True, "a whole number"),
+        ("context", 3, "a string"),
+        ("kl_free_bits", "0.5", "a number"),
+    ):
+        path.write_text(json.dumps(dict(record, **{name: value})))
+        with pytest.raises(files.RecordError) as e:
+            acvi_flags.run_config(_parse(), str(tmp_path), ())
+        assert str(e.value) == (
+            "%s: --%s is %s there, not %s as the flag takes; write the value the run trained "
+            "with, or delete the record and give the run's model flags on the command line"
+            % (path, name, json.dumps(value), what)
+        )
+    path.write_text(json.dumps(dict(record, kl_free_bits=1)))
+    taken = acvi_flags.run_config(_parse(), str(tmp_path), ()).kl_free_bits
+    assert taken == 1.0 and isinstance(taken, float)
+    # a run recorded before --mixed_precision took a precision holds a boolean
+    path.write_text(json.dumps(dict(record, mixed_precision=True)))
+    assert acvi_flags.run_config(_parse(), str(tmp_path), ()).mixed_precision is True
 
 
 @settings(max_examples=60, deadline=None)
