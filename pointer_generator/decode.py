@@ -18,7 +18,7 @@ import os
 import re
 import shutil
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import IO, Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import tensorflow as tf
@@ -31,6 +31,7 @@ from acvi_tf.inference import report as report_lib
 from acvi_tf.metrics import copying
 from acvi_tf.metrics import meteor as meteor_lib
 from acvi_tf.metrics import rouge as rouge_lib
+from acvi_tf.training import trainer as trainer_lib
 from pointer_generator import batcher as batcher_lib
 from pointer_generator import vocab as vocab_lib
 
@@ -333,6 +334,27 @@ def _has_pair(decode_dir, index):
     return all(os.path.exists(_pair_path(decode_dir, kind, index)) for kind in _KINDS)
 
 
+def lock_shard(decode_dir: str, shard: Tuple[int, int]) -> IO[str]:
+    """Locks a shard of the decode folder for this process: a second decode of the same
+    folder and shard stops in one line; other shards go on. The lock file lies beside the
+    folder (``.<folder>.lock``, ``.<folder>.shard-<i>-of-<n>.lock``), which
+    ``--decode_overwrite`` replaces.
+
+    Args:
+      decode_dir: the decode folder.
+      shard: ``(index, count)`` of this process among the decode's shards.
+
+    Returns:
+      The open lock file; the lock holds until it is closed or the process ends.
+
+    Raises:
+      acvi_tf.training.trainer.FolderInUseError: another process decodes that shard.
+    """
+    index, count = shard
+    part = ".shard-%d-of-%d" % (index, count) if count > 1 else ""
+    return trainer_lib.lock_beside(decode_dir, "decode", part)
+
+
 def decode_single_pass(
     summarizer: Summarizer,
     batcher: batcher_lib.Batcher,
@@ -382,67 +404,72 @@ def decode_single_pass(
     manifest = _manifest(batcher, settings or {})
     if count > 1:  # the shards must cut the data into the same batches
         manifest.update(num_shards=count, decode_batch_size=batcher.batch_size)
-    if _prepare_folder(decode_dir, overwrite, manifest, shared=count > 1):
-        _log_existing(decode_dir, shard)
-    mine = _shard_size(total, batcher.batch_size, index, count) if total else None
-    label = "shard %d of %d: " % (index, count) if count > 1 else ""
-    articles, done, new = [], 0, 0  # all articles read; this shard's done; decoded now
-    start = time.time()
-    for number, batch in enumerate(batcher.batches()):
-        first = len(articles)
-        articles.extend(as_text(a) for a in batch["original_articles"])
-        if number % count != index:
-            continue
-        done += len(articles) - first
-        if all(_has_pair(decode_dir, i) for i in range(first, len(articles))):
-            continue  # decoded before an interruption
-        results = summarizer.decode(batch, record=first < report_examples)
-        for i, result in enumerate(results):
-            reference = as_text(batch["original_abstract_sents"][i]).split("\n")
-            if first + i < report_examples:
-                _write_detail(decode_dir, first + i, batch, i, result)
-            _write_pair(decode_dir, first + i, reference, split_sentences(result["words"]))
-        new += len(articles) - first
-        rate = new / max(time.time() - start, 1e-9)
-        left = mine - done if mine else 0
-        logging.info(
-            "%sdecoded %d%s articles, %.2f articles/s%s",
-            label,
-            done,
-            "/%d" % mine if mine else "",
-            rate,
-            " ETA %.0fs" % (left / rate) if left > 0 and rate else "",
-        )
-    missing = sum(not _has_pair(decode_dir, i) for i in range(len(articles)))
-    if missing:
-        logging.info(
-            "Shard %d of %d is done; %d of %d articles wait for the other shards, and the "
-            "last to finish scores %s",
-            index,
-            count,
-            missing,
-            len(articles),
-            decode_dir,
-        )
-        return None
-    with _merge_lock(decode_dir) if count > 1 else contextlib.nullcontext():
-        scored = os.path.join(decode_dir, "metrics.json")
-        if os.path.exists(scored):  # another shard scored
-            return files.read_json(scored, "remove it, and any shard rescores the folder")
-        references = [
-            _read_lines(_pair_path(decode_dir, "reference", i)) for i in range(len(articles))
-        ]
-        hypotheses = [
-            _read_lines(_pair_path(decode_dir, "decoded", i)) for i in range(len(articles))
-        ]
-        return score_folder(
-            decode_dir,
-            articles,
-            references,
-            hypotheses,
-            lambda w: summarizer.vocab.word2id(w) != 0,
-            with_meteor,
-        )
+    lock = lock_shard(decode_dir, shard)  # held while this shard decodes
+    try:
+        if _prepare_folder(decode_dir, overwrite, manifest, shared=count > 1):
+            _log_existing(decode_dir, shard)
+        mine = _shard_size(total, batcher.batch_size, index, count) if total else None
+        label = "shard %d of %d: " % (index, count) if count > 1 else ""
+        articles, done, new = [], 0, 0  # all articles read; this shard's done; decoded now
+        start = time.time()
+        for number, batch in enumerate(batcher.batches()):
+            first = len(articles)
+            articles.extend(as_text(a) for a in batch["original_articles"])
+            if number % count != index:
+                continue
+            done += len(articles) - first
+            if all(_has_pair(decode_dir, i) for i in range(first, len(articles))):
+                continue  # decoded before an interruption
+            results = summarizer.decode(batch, record=first < report_examples)
+            for i, result in enumerate(results):
+                reference = as_text(batch["original_abstract_sents"][i]).split("\n")
+                if first + i < report_examples:
+                    _write_detail(decode_dir, first + i, batch, i, result)
+                _write_pair(decode_dir, first + i, reference, split_sentences(result["words"]))
+            new += len(articles) - first
+            rate = new / max(time.time() - start, 1e-9)
+            left = mine - done if mine else 0
+            logging.info(
+                "%sdecoded %d%s articles, %.2f articles/s%s",
+                label,
+                done,
+                "/%d" % mine if mine else "",
+                rate,
+                " ETA %.0fs" % (left / rate) if left > 0 and rate else "",
+            )
+        missing = sum(not _has_pair(decode_dir, i) for i in range(len(articles)))
+        if missing:
+            logging.info(
+                "Shard %d of %d is done; %d of %d articles wait for the other shards, and the "
+                "last to finish scores %s",
+                index,
+                count,
+                missing,
+                len(articles),
+                decode_dir,
+            )
+            return None
+        with _merge_lock(decode_dir) if count > 1 else contextlib.nullcontext():
+            scored = os.path.join(decode_dir, "metrics.json")
+            if os.path.exists(scored):  # another shard scored
+                return files.read_json(scored, "remove it, and any shard rescores the folder")
+            references = [
+                _read_lines(_pair_path(decode_dir, "reference", i)) for i in range(len(articles))
+            ]
+            hypotheses = [
+                _read_lines(_pair_path(decode_dir, "decoded", i)) for i in range(len(articles))
+            ]
+            return score_folder(
+                decode_dir,
+                articles,
+                references,
+                hypotheses,
+                lambda w: summarizer.vocab.word2id(w) != 0,
+                with_meteor,
+            )
+
+    finally:
+        lock.close()
 
 
 REPORT_DETAIL = "report"

@@ -17,6 +17,7 @@ from acvi_tf.contexts import context as context_lib
 from acvi_tf.formats import bin_files, see_vocab
 from acvi_tf.inference import report as report_lib
 from acvi_tf.metrics import rouge as rouge_lib
+from acvi_tf.training import trainer as trainer_lib
 from pointer_generator import batcher as batcher_lib
 from pointer_generator import decode as decode_lib
 from pointer_generator import losses as losses_lib
@@ -251,6 +252,18 @@ def test_single_pass_writes_the_original_folder_and_scores_it(model, vocab, corp
     assert "rouge_1_f_score: %.4f with confidence interval" % scores["rouge_1_f_score"] in report
     with pytest.raises(decode_lib.DecodeFolderError, match="finished decode.*decode_overwrite"):
         decode_lib.decode_single_pass(summarizer, batcher, str(decode_dir), settings=settings)
+    # a decode of the folder in progress (its lock held): a second one stops before it
+    # reads the folder; another shard's lock does not stop it
+    held, shard = (
+        decode_lib.lock_shard(str(decode_dir), (0, 1)),
+        decode_lib.lock_shard(str(decode_dir), (1, 2)),
+    )
+    with pytest.raises(trainer_lib.FolderInUseError, match="being written by another decode"):
+        decode_lib.decode_single_pass(summarizer, batcher, str(decode_dir), settings=settings)
+    held.close()
+    with pytest.raises(decode_lib.DecodeFolderError, match="finished decode"):
+        decode_lib.decode_single_pass(summarizer, batcher, str(decode_dir), settings=settings)
+    shard.close()
     # killed after 4 of 7 articles (batches of 3): the rerun decodes batches 2 and 3 only
     written = {p: p.read_text() for p in decode_dir.glob("*/*.txt")}
     for name in (

@@ -14,6 +14,7 @@ from absl import app, flags
 from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf.metrics import captions as caption_metrics
+from acvi_tf.training import trainer as trainer_lib
 from video_caption import run_captioning
 
 from conftest import untraced, write_video
@@ -155,6 +156,11 @@ def test_decode_and_a_resume_read_the_model_from_the_record(tmp_path, absl_caplo
         acvi_flags.FlagChangeError, match="--encoder_units=4, this command gives --encoder_units=6"
     ):
         run_captioning.run(_flags(*common, "--encoder_units=6", "--max_steps=4"))
+    # a decode of the folder in progress (its lock held): a second one stops in one line
+    held = trainer_lib.lock_beside(str(folder), "decode")
+    with pytest.raises(trainer_lib.FolderInUseError, match="being written by another decode"):
+        run_captioning.run(_flags("--mode=decode", run))
+    held.close()
     # the run's words in another order, the same size: refused
     other = shutil.copytree(data_dir, tmp_path / "other_data")
     (other / "vocab.txt").write_text("a 8\nblue 4\nred 4\nsquare 4\ncircle 4\n")

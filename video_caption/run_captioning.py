@@ -457,7 +457,19 @@ def evaluate(exp: experiment.Experiment) -> Dict[str, dict]:
 
 
 def decode(exp: experiment.Experiment) -> dict:
-    """Captions ``--decode_split``, scores them and the constant-caption baseline."""
+    """Captions ``--decode_split``, scores them and the constant-caption baseline, with
+    the decode folder locked (a second decode of it stops in one line)."""
+    config = exp.config
+    lock = trainer_lib.lock_beside(
+        os.path.join(config.out_dir, "decode_" + config.decode_split), "decode"
+    )
+    try:
+        return _decode(exp)
+    finally:
+        lock.close()
+
+
+def _decode(exp):
     config = exp.config
     path = exp.restore()
     name = config.decode_split

@@ -31,7 +31,8 @@ class FolderInUseError(errors.UserError, RuntimeError):
 
 
 def lock_folder(directory: str, job: str = "trainer"):
-    """Locks ``directory`` for this process (released when it exits, however it exits).
+    """Locks ``directory`` for this process (released when it exits, however it exits),
+    with the lock file inside it.
 
     Args:
       directory: the folder the process writes.
@@ -44,7 +45,45 @@ def lock_folder(directory: str, job: str = "trainer"):
       FolderInUseError: another process holds the lock.
     """
     os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, LOCK_FILE)
+    return lock_file(os.path.join(directory, LOCK_FILE), directory, job)
+
+
+def lock_beside(directory: str, job: str, part: str = ""):
+    """Locks ``directory`` for this process with a lock file beside it
+    (``.<name><part>.lock`` in its parent), which a command that replaces the folder
+    leaves alone (``lock_file``).
+
+    Args:
+      directory: the folder the process writes.
+      job: what the process is (``"decode"``), for the error message.
+      part: what of the folder the lock guards (a shard's ``.shard-0-of-2``); "": all.
+
+    Returns:
+      The open lock file; keep it referenced as long as the lock should hold.
+
+    Raises:
+      FolderInUseError: another process holds the lock.
+    """
+    parent, name = os.path.split(os.path.abspath(directory))
+    os.makedirs(parent, exist_ok=True)
+    return lock_file(os.path.join(parent, ".%s%s.lock" % (name, part)), directory, job)
+
+
+def lock_file(path: str, directory: str, job: str):
+    """Locks ``path`` (created if missing) for this process, on behalf of ``directory``;
+    released when the process exits, however it exits.
+
+    Args:
+      path: the lock file.
+      directory: what it guards, for the error message.
+      job: what the process is, for the error message.
+
+    Returns:
+      The open lock file; keep it referenced as long as the lock should hold.
+
+    Raises:
+      FolderInUseError: another process holds the lock.
+    """
     handle = open(path, "a+", encoding="utf-8")
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
