@@ -169,6 +169,32 @@ def split_sentences(words: Sequence[str]) -> List[str]:
     return sentences
 
 
+SPLITS = ("train", "val", "test")
+
+
+def data_split(data_path: str) -> str:
+    """The split a ``--data_path`` holds, for the decode folder's name: the one its file
+    name names as a word (``test_000.bin``, ``test_*``, ``val.bin``), else, as See et al.'s
+    code, the first of train, val and test that the path contains (``validation.bin``).
+    The original reads the whole path only, so ``interval/test_000.bin`` was ``val``.
+
+    Raises:
+      DecodeFolderError: the path names none of them.
+    """
+    words = re.split(r"[^a-z]+", os.path.basename(data_path).lower())
+    named = [split for split in SPLITS if split in words]
+    if len(named) == 1:
+        return named[0]
+    found = next((split for split in SPLITS if split in data_path), None)
+    if found is None:
+        raise DecodeFolderError(
+            "--data_path=%s names no split (train, val or test), which names the decode "
+            "folder as See et al.'s code does; give the files a name such as test_000.bin"
+            % data_path
+        )
+    return found
+
+
 def decode_dir_name(
     data_path: str,
     max_enc_steps: int,
@@ -177,13 +203,13 @@ def decode_dir_name(
     max_dec_steps: int,
     checkpoint_path: str,
 ) -> str:
-    """``decode_{split}_{E}maxenc_{B}beam_{m}mindec_{M}maxdec_ckpt-N`` as the original."""
-    split = next((s for s in ("train", "val", "test") if s in data_path), None)
-    if split is None:
-        raise ValueError(
-            "--data_path=%r must contain 'train', 'val' or 'test' to name the "
-            "decode folder (as in the original)" % data_path
-        )
+    """``decode_{split}_{E}maxenc_{B}beam_{m}mindec_{M}maxdec_ckpt-N`` as the original,
+    the split being ``data_split``'s.
+
+    Raises:
+      DecodeFolderError: ``data_path`` names no split.
+    """
+    split = data_split(data_path)
     step = re.search(r"(\d+)(?:_cov_init)?$", os.path.basename(checkpoint_path))
     return "decode_%s_%dmaxenc_%dbeam_%dmindec_%dmaxdec_ckpt-%s" % (
         split,

@@ -100,6 +100,23 @@ def test_two_test_sets_are_refused_naming_both_and_the_first_difference(tmp_path
     assert not (tmp_path / "out").exists()
 
 
+def test_an_interrupted_decode_is_refused_unless_partial_comparisons_are_allowed(tmp_path):
+    a = write_decode(tmp_path / "a", REFERENCES, SUMMARIES_A)
+    (tmp_path / "a" / "manifest.json").write_text("{}")
+    (tmp_path / "a" / "metrics.json").write_text("{}")  # finished
+    b = write_decode(tmp_path / "b", REFERENCES[:3], SUMMARIES_B[:3])
+    (tmp_path / "b" / "manifest.json").write_text("{}")  # interrupted after 3 of 4
+    with pytest.raises(compare.CompareError) as refused:
+        run("--a=" + a, "--b=" + b, "--out=%s" % (tmp_path / "out"))
+    assert str(refused.value) == (
+        "%s is an interrupted decode (3 summaries, no metrics.json); finish it (its decode "
+        "command resumes), or give --allow_partial to compare the examples both decodes "
+        "hold" % b
+    )
+    record = run("--a=" + a, "--b=" + b, "--out=%s" % (tmp_path / "out"), "--allow_partial")
+    assert [e["id"] for e in record["per_example"]] == ["000000", "000001", "000002"]
+
+
 NMT_REFERENCES = ["the cat sat on the mat today", "there is a dog in the big garden"]
 NMT_REFERENCES.append("he reads the news every morning")
 NMT_A = ["the cat sat on a mat today", "a dog is in the big garden", "he reads news"]

@@ -418,7 +418,20 @@ def test_a_decode_of_non_ascii_summaries_scores_them_as_their_ascii_shapes(tmp_p
 
 def test_split_sentences_after_every_period():
     assert decode_lib.split_sentences("a b . c . d".split()) == ["a b .", "c .", "d"]
-    with pytest.raises(ValueError, match="train', 'val' or 'test'"):
+
+
+def test_the_decode_folder_is_named_after_the_split_the_file_names():
+    for path, split in (
+        ("finished_files/chunked/test_*", "test"),
+        ("interval/test_000.bin", "test"),  # See's rule: "val" (in "interval")
+        ("data/train_runs/val.bin", "val"),
+        ("data/validation.bin", "val"),  # no split word in the name: See's rule
+        ("cnn_dm/test/chunk_*", "test"),
+    ):
+        assert decode_lib.data_split(path) == split, path
+    name = decode_lib.decode_dir_name("interval/test_000.bin", 400, 4, 35, 100, "/r/model.ckpt-7")
+    assert name == "decode_test_400maxenc_4beam_35mindec_100maxdec_ckpt-7"
+    with pytest.raises(decode_lib.DecodeFolderError, match="^--data_path=/data/chunks/\\* names"):
         decode_lib.decode_dir_name("/data/chunks/*", 1, 1, 1, 1, "ckpt-1")
 
 

@@ -116,6 +116,13 @@ def define_flags(fv: flags.FlagValues) -> None:
     flags.DEFINE_boolean(
         "bpe", False, "Translations: remove BPE (@@ ) before scoring.", flag_values=fv
     )
+    flags.DEFINE_boolean(
+        "allow_partial",
+        False,
+        "Summaries: compare an interrupted decode (a manifest.json without metrics.json) "
+        "on the examples both decodes hold.",
+        flag_values=fv,
+    )
     flags.DEFINE_enum(
         "task", "auto", TASKS, "What the decodes are; auto: by their layout.", flag_values=fv
     )
@@ -172,6 +179,18 @@ def _summaries(folder, kind):
     return found
 
 
+# A single-pass decode of this project writes its manifest first and its metrics last
+# (See et al.'s decode folders have neither).
+DECODE_MANIFEST, DECODE_METRICS = "manifest.json", "metrics.json"
+
+
+def _interrupted(folder):
+    """Whether ``folder`` is a decode of this project that has not finished."""
+    return os.path.exists(os.path.join(folder, DECODE_MANIFEST)) and not os.path.exists(
+        os.path.join(folder, DECODE_METRICS)
+    )
+
+
 def _read_summarizer(config):
     pairs = []
     for name in ("a", "b"):
@@ -183,8 +202,25 @@ def _read_summarizer(config):
                 "%s: example %06d has a decoded summary or a reference but not both; "
                 "finish the decode (it resumes) or decode again" % (folder, first)
             )
+        if _interrupted(folder):
+            if not config.allow_partial:
+                raise CompareError(
+                    "%s is an interrupted decode (%d summaries, no %s); finish it (its "
+                    "decode command resumes), or give --allow_partial to compare the "
+                    "examples both decodes hold" % (folder, len(outputs), DECODE_METRICS)
+                )
+            logging.warning("%s is an interrupted decode of %d summaries", folder, len(outputs))
         pairs.append((outputs, references))
     (out_a, ref_a), (out_b, ref_b) = pairs
+    if config.allow_partial:
+        both = sorted(set(out_a) & set(out_b))
+        logging.warning(
+            "Comparing the %d examples both decodes hold (A holds %d, B %d)",
+            len(both),
+            len(out_a),
+            len(out_b),
+        )
+        out_a, out_b = {i: out_a[i] for i in both}, {i: out_b[i] for i in both}
     _check_same_examples(config, sorted(out_a), sorted(out_b))
     indices = sorted(out_a)
     for index in indices:
