@@ -78,6 +78,33 @@ def atomic_write_text(path: str, text: str) -> None:
         f.write(text)
 
 
+@contextlib.contextmanager
+def restored_on(path: str, refusals: Tuple[Type[BaseException], ...]) -> Iterator[None]:
+    """Puts ``path`` back as it was before the ``with`` block (its bytes, or no file) when
+    the block raises one of ``refusals``: what a command wrote before it found that it
+    must refuse the folder (a training run's record, before its trainer refuses the
+    folder's checkpoints) does not stay.
+
+    Args:
+      path: the file the block may write.
+      refusals: the exceptions that mean the command refused the folder.
+    """
+    before = None
+    if os.path.exists(path):
+        with open(path, "rb") as f:
+            before = f.read()
+    try:
+        yield
+    except refusals:
+        if before is None:
+            if os.path.exists(path):
+                os.unlink(path)
+        else:
+            with atomic_write(path, binary=True) as f:
+                f.write(before)
+        raise
+
+
 def utf8_lines(path: str, error: Type[Exception]) -> Iterator[Tuple[int, str]]:
     """Yields ``(line_number, line)`` of a text file, each line checked as UTF-8.
 

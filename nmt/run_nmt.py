@@ -598,7 +598,13 @@ def run(config: Config) -> Optional[float]:
     strategy = builders.configure_runtime(config, trains=not config.inference_input_file)
     os.makedirs(config.out_dir, exist_ok=True)
     vocabs = experiment.load_vocabs(config)
-    if not config.inference_input_file:  # inference leaves the run's record as it is
+    if config.inference_input_file:  # inference leaves the run's record as it is
+        return infer(config, vocabs)
+    for name in ("train_prefix", "dev_prefix"):
+        if not getattr(config, name):
+            raise app.UsageError("--%s is required for training" % name)
+    record = os.path.join(config.out_dir, acvi_flags.RECORD)
+    with files.restored_on(record, (checkpoints.CheckpointMismatchError,)):
         acvi_flags.write_flag_record(
             config.out_dir,
             config,
@@ -606,12 +612,7 @@ def run(config: Config) -> Optional[float]:
             chief=distribute.is_chief(strategy),
             vocabularies=experiment.vocabularies(config, *vocabs),
         )
-    if config.inference_input_file:
-        return infer(config, vocabs)
-    for name in ("train_prefix", "dev_prefix"):
-        if not getattr(config, name):
-            raise app.UsageError("--%s is required for training" % name)
-    best = train(config, vocabs, strategy)
+        best = train(config, vocabs, strategy)
     print("best dev BLEU %.2f" % best)
     return best
 

@@ -966,14 +966,16 @@ def run(config: Config) -> Union[keras.Model, float, dict, None]:
         experiment.check_beam(config, vocab)
     phases = experiment.phases(config)
     if config.mode == "train":
-        acvi_flags.write_flag_record(
-            experiment.run_dir(config),
-            config,
-            resume_model_flags=MODEL_FLAGS if resuming else None,
-            chief=distribute.is_chief(strategy),
-            vocabularies=experiment.vocabularies(config, vocab),
-        )
-        return train(config, vocab, train_dir, phases, strategy)
+        record = os.path.join(experiment.run_dir(config), acvi_flags.RECORD)
+        with files.restored_on(record, (checkpoints.CheckpointMismatchError,)):
+            acvi_flags.write_flag_record(
+                experiment.run_dir(config),
+                config,
+                resume_model_flags=MODEL_FLAGS if resuming else None,
+                chief=distribute.is_chief(strategy),
+                vocabularies=experiment.vocabularies(config, vocab),
+            )
+            return train(config, vocab, train_dir, phases, strategy)
     with stops.AtOnce("; rerun the same command to resume"):  # a stop keeps what is done
         if config.mode == "decode":
             return decode(config, vocab, train_dir)

@@ -430,10 +430,12 @@ def test_the_train_command_refuses_a_folder_of_another_hosts_checkpoints(
     if index is not None:
         (train / "checkpoint").write_bytes(index)
     before = sorted(os.listdir(train)), _hashes(train)
+    records = sorted(tmp_path.rglob("hparams.json"))
     with pytest.raises(checkpoints.CheckpointMismatchError, match=re.escape(source.name)):
         train_command(tmp_path)
-    after = [name for name in sorted(os.listdir(train)) if name != "hparams.json"]
-    assert (after, _hashes(train)) == before
+    # the folder as it was: no record written either
+    assert (sorted(os.listdir(train)), _hashes(train)) == before
+    assert sorted(tmp_path.rglob("hparams.json")) == records
 
 
 def test_inference_commands_refuse_another_hosts_checkpoint(

@@ -64,3 +64,20 @@ def test_a_record_that_cannot_be_read_back_is_one_error_naming_it(tmp_path, cont
         files.read_json(str(path), "delete it")
     path.write_text('{"score": 3}')
     assert files.read_json(str(path), "delete it") == {"score": 3}
+
+
+def test_a_refused_folder_gets_its_file_back_as_it_was(tmp_path):
+    path = tmp_path / "hparams.json"
+    for before in (None, b'{"hidden_dim": 8}'):
+        if before is not None:
+            path.write_bytes(before)
+        with pytest.raises(KeyError):
+            with files.restored_on(str(path), (KeyError,)):
+                files.atomic_write_text(str(path), '{"hidden_dim": 16}')
+                raise KeyError("refused")
+        assert (path.read_bytes() if path.exists() else None) == before
+    with pytest.raises(ValueError):  # not a refusal: what the block wrote stays
+        with files.restored_on(str(path), (KeyError,)):
+            files.atomic_write_text(str(path), "new")
+            raise ValueError("a crash")
+    assert path.read_text() == "new"

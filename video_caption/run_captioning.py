@@ -682,17 +682,19 @@ def run(config: Config) -> Union[float, dict]:
         _check_video_dir(config)
         exp = experiment.Experiment(config)
         return evaluate(exp) if config.mode == "eval" else decode(exp)
-    acvi_flags.write_flag_record(
-        config.out_dir,
-        config,
-        resume_model_flags=MODEL_FLAGS if resuming else None,
-        chief=distribute.is_chief(strategy),
-        vocabularies=experiment.vocabularies(config, experiment.load_vocab(config)),
-    )
-    # the global step is the process's own (a plain variable), the model's mirrored
-    step_var = tf.Variable(0, dtype=tf.int64, name="global_step")
-    with strategy.scope():
-        best = train(experiment.Experiment(config), strategy, step_var)
+    record = os.path.join(config.out_dir, acvi_flags.RECORD)
+    with files.restored_on(record, (checkpoints.CheckpointMismatchError,)):
+        acvi_flags.write_flag_record(
+            config.out_dir,
+            config,
+            resume_model_flags=MODEL_FLAGS if resuming else None,
+            chief=distribute.is_chief(strategy),
+            vocabularies=experiment.vocabularies(config, experiment.load_vocab(config)),
+        )
+        # the global step is the process's own (a plain variable), the model's mirrored
+        step_var = tf.Variable(0, dtype=tf.int64, name="global_step")
+        with strategy.scope():
+            best = train(experiment.Experiment(config), strategy, step_var)
     print("best validation %s %.4f" % (config.best_metric, best))
     return best
 
