@@ -9,6 +9,7 @@ the permissions a plain ``open`` would give (0666 minus the umask), then renamed
 the target with ``os.replace``; a full disk is an ``OSError`` naming the target.
 """
 
+import codecs
 import contextlib
 import hashlib
 import json
@@ -108,11 +109,14 @@ def restored_on(path: str, refusals: Tuple[Type[BaseException], ...]) -> Iterato
 def utf8_lines(path: str, error: Type[Exception]) -> Iterator[Tuple[int, str]]:
     """Yields ``(line_number, line)`` of a text file, each line checked as UTF-8.
 
-    Lines end at ``"\\n"`` (kept). A line that is not UTF-8 raises ``error`` (an exception
-    class) with a message naming the file, the line and the fix.
+    Lines end at ``"\\n"`` (kept). A byte order mark at the start of the file (Windows
+    tools and Excel write one) is dropped. A line that is not UTF-8 raises ``error`` (an
+    exception class) with a message naming the file, the line and the fix.
     """
     with open(path, "rb") as f:
         for number, raw in enumerate(f, start=1):
+            if number == 1 and raw.startswith(codecs.BOM_UTF8):
+                raw = raw[len(codecs.BOM_UTF8) :]
             try:
                 yield number, raw.decode("utf-8")
             except UnicodeDecodeError as e:
@@ -163,13 +167,16 @@ def read_input_lines(path: str, error: Type[Exception]) -> List[str]:
     """The lines of a command's input: a file, or standard input for ``-``.
 
     Lines end at ``"\\n"`` (a ``"\\r"`` before it is dropped too); a final newline adds no
-    empty line. A line that is not UTF-8 raises ``error`` naming the line.
+    empty line; a byte order mark at the start is dropped. A line that is not UTF-8 raises
+    ``error`` naming the line.
     """
     if path == "-":
         raw, name = sys.stdin.buffer.read(), "<stdin>"
     else:
         with open(path, "rb") as f:
             raw, name = f.read(), path
+    if raw.startswith(codecs.BOM_UTF8):
+        raw = raw[len(codecs.BOM_UTF8) :]
     lines = raw.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()

@@ -10,7 +10,8 @@ run's best weights, and the summary's words joined by spaces. Its signatures:
 - ``serving_default``: ``documents`` [B] string -> ``summaries`` [B] string, ``scores``
   [B] float32 (the beam's normalised log-probability). An empty document gives "".
 - ``summarize_with_attention``: the same plus ``tokens`` [B, N] (the document's tokens,
-  "" padded), ``attention`` [B, T, N] and ``p_gens`` [B, T] of each summary word.
+  "" padded), ``attention`` [B, T, N] and ``p_gens`` [B, T] of each summary word (zeros
+  for an empty document, which has none).
 - ``tokenize``: ``texts`` [B] string -> ``tokens`` [B] string, joined by spaces.
 
 Loading needs TensorFlow and tensorflow-text only::
@@ -168,7 +169,12 @@ class ServedSummarizer(tf.Module):
     def summarize_with_attention(self, documents: tf.Tensor) -> Dict[str, tf.Tensor]:
         """``summarize`` plus ``tokens`` [B, N], ``attention`` [B, T, N], ``p_gens`` [B, T]."""
         tokens, results, out = self._decode(documents, self._search_with_attention)
-        results.update(tokens=tokens.to_tensor(""), attention=out["attn"], p_gens=out["p_gen"])
+        empty = tf.equal(tokens.row_lengths(), 0)  # no summary word: no row either
+        results.update(
+            tokens=tokens.to_tensor(""),
+            attention=tf.where(empty[:, None, None], 0.0, out["attn"]),
+            p_gens=tf.where(empty[:, None], 0.0, out["p_gen"]),
+        )
         return results
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])

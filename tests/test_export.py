@@ -136,17 +136,25 @@ def test_the_exported_model_summarises_raw_text_as_decode_does(raw_run, absl_cap
         ("serving_default", {"documents": ["", articles[0]]}),
         ("tokenize", {"texts": TRICKY}),
         ("summarize_with_attention", {"documents": batches[0]}),
+        ("summarize_with_attention", {"documents": ["", articles[0]]}),
     ]
     answers, project_modules = served.call(root / "served" / "1", calls)
     assert project_modules == []
     summaries = [s for answer in answers[: len(batches)] for s in answer["summaries"]]
     assert summaries == _decoded(decode_dir, len(articles))
     assert sum("qx" in s for s in summaries) >= len(summaries) // 2  # copied OOV words
-    assert answers[-3]["summaries"] == ["", summaries[0]]  # an empty document
+    assert answers[-4]["summaries"] == ["", summaries[0]]  # an empty document
     # the builders' tokeniser and the exported graph's agree on tricky strings
-    assert answers[-2]["tokens"] == [tokenizers.tokenizer("tftext")(t) for t in TRICKY]
+    assert answers[-3]["tokens"] == [tokenizers.tokenizer("tftext")(t) for t in TRICKY]
+    # an empty document has no summary word, so no attention or p_gen either
+    empty = answers[-1]
+    assert empty["summaries"] == ["", summaries[0]]
+    assert not np.any(empty["attention"][0]) and not np.any(empty["p_gens"][0])
+    np.testing.assert_allclose(
+        np.sum(empty["attention"][1][: len(summaries[0].split())], -1), 1.0, atol=1e-5
+    )
     # the attention of each summary word is a distribution over the document's tokens
-    with_attention = answers[-1]
+    with_attention = answers[-2]
     assert with_attention["summaries"] == summaries[:2]
     attention = np.asarray(with_attention["attention"])
     for row, summary in enumerate(with_attention["summaries"]):

@@ -81,3 +81,13 @@ def test_a_refused_folder_gets_its_file_back_as_it_was(tmp_path):
             files.atomic_write_text(str(path), "new")
             raise ValueError("a crash")
     assert path.read_text() == "new"
+
+
+def test_a_byte_order_mark_at_the_start_is_dropped(tmp_path, monkeypatch):
+    path = tmp_path / "in.txt"
+    path.write_bytes(b"\xef\xbb\xbfen\tit\r\nsecond\xef\xbb\xbf\n")
+    assert list(files.utf8_lines(str(path), ValueError)) == [
+        (1, "en\tit\r\n"),
+        (2, "second\ufeff\n"),  # only the file's first bytes are a mark
+    ]
+    assert files.read_input_lines(str(path), ValueError) == ["en\tit", "second\ufeff"]

@@ -71,8 +71,8 @@ def _split(out, split):
 
 
 def test_json_lines_with_their_own_splits(tmp_path):
-    path = tmp_path / "pairs.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in RECORDS) + "\n", encoding="utf-8")
+    path = tmp_path / "pairs.jsonl"  # with a byte order mark, as Windows tools write it
+    path.write_text("".join(json.dumps(r) + "\n" for r in RECORDS) + "\n", encoding="utf-8-sig")
     stats, out = _build(tmp_path, "--input=%s" % path, "--id_field=id", "--split_field=split")
     assert stats.duplicates_dropped == 1 and stats.pairs == dict(train=2, val=1, test=1)
     by_article = dict(_split(out, "train"))
@@ -91,9 +91,9 @@ def test_tsv_csv_and_aligned_files_give_the_same_pairs(tmp_path):
     rows = [(r["article"], r["abstract"].replace("\n", " ")) for r in RECORDS]
     tsv = tmp_path / "pairs.tsv"
     tsv.write_text("text\tsummary\n" + "".join("%s\t%s\n" % r for r in rows), encoding="utf-8")
-    csv_path = tmp_path / "pairs.csv"
+    csv_path = tmp_path / "pairs.csv"  # as Excel exports it: a byte order mark first
     csv_path.write_text(
-        "summary,text\n" + "".join('"%s","%s"\n' % (s, a) for a, s in rows), encoding="utf-8"
+        "summary,text\n" + "".join('"%s","%s"\n' % (s, a) for a, s in rows), encoding="utf-8-sig"
     )
     articles, abstracts = tmp_path / "articles.txt", tmp_path / "abstracts.txt"
     articles.write_text("".join(a + "\n" for a, _ in rows), encoding="utf-8")

@@ -15,6 +15,7 @@ import pytest
 from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf.formats.bin_files import read_bin_file
+from acvi_tf.inference import commands
 from acvi_tf.training import checkpoints
 from data_prep import summarization
 from pointer_generator import run_summarization, summarize
@@ -103,6 +104,11 @@ def test_raw_text_summaries_equal_the_decode_of_the_same_articles(trained, tmp_p
     ]
     assert summaries[: len(test)] == decoded and summaries[-1] == ""  # an empty line: ""
     assert (tmp_path / "out.txt").read_text().splitlines() == summaries
+    # an input of no line is an error, not an empty output
+    (tmp_path / "empty.txt").write_text("")
+    argv[3] = "--input=%s" % (tmp_path / "empty.txt")
+    with pytest.raises(commands.InputError, match="empty.txt holds no line, so there is nothing"):
+        summarize.run(config_lib.parse(summarize.define_flags, argv))
 
 
 def test_standard_input_and_output_and_bad_bytes(trained, tmp_path):

@@ -37,7 +37,8 @@ def _read(out, name):
 
 def test_one_tsv_and_aligned_files_give_the_same_corpus(tmp_path):
     tsv = tmp_path / "pairs.tsv"
-    tsv.write_text("it\ten\n" + "".join("%s\t%s\n" % (it, en) for en, it in PAIRS), "utf-8")
+    # with a byte order mark before the header, as Excel writes it
+    tsv.write_text("it\ten\n" + "".join("%s\t%s\n" % (it, en) for en, it in PAIRS), "utf-8-sig")
     (tmp_path / "all.en").write_text("".join(en + "\n" for en, _ in PAIRS), "utf-8")
     (tmp_path / "all.it").write_text("".join(it + "\n" for _, it in PAIRS), "utf-8")
     stats, out_tsv = _build(tmp_path / "a", "--input=%s" % tsv)

@@ -105,9 +105,15 @@ def map_lines(
       The outputs.
 
     Raises:
-      InputError: a line is not UTF-8.
+      InputError: a line is not UTF-8, or the input holds no line.
     """
     lines = files.read_input_lines(input_path, InputError)
+    if not lines:
+        raise InputError(
+            "%s holds no line, so there is nothing to write %s of; give one input a line "
+            "(a blank line gives a blank output)"
+            % ("standard input" if input_path == "-" else input_path, what)
+        )
     outputs = convert(lines)
     files.write_output_lines(output_path, outputs, lines, what)
     return outputs
