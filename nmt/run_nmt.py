@@ -223,7 +223,10 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
         "inference_ref_file", None, "Reference of the inference input: BLEU.", flag_values=fv
     )
     flags.DEFINE_string(
-        "ckpt", None, "Checkpoint for inference (default: the latest).", flag_values=fv
+        "ckpt",
+        None,
+        "Inference: %s (default: latest, as tensorflow/nmt)." % checkpoints.CKPT_HELP,
+        flag_values=fv,
     )
     flags.DEFINE_integer(
         "attention_images",

@@ -167,8 +167,7 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     flags.DEFINE_string(
         "ckpt",
         None,
-        "Decode mode: this checkpoint (default: train/'s newest, as See et al.'s decode; "
-        "best/ holds the best model).",
+        "Decode mode: %s (default: latest, as See et al.'s decode)." % checkpoints.CKPT_HELP,
         flag_values=fv,
     )
     flags.DEFINE_boolean(
@@ -927,7 +926,8 @@ def decode(config: Config, vocab: vocab_lib.Vocab, train_dir: str) -> Optional[d
     )
     last_load = time.time()
     for count, batch in enumerate(batcher.batches(), start=1):
-        if not config.ckpt and time.time() - last_load > 60:  # the original reloads every 60 s
+        reloads = config.ckpt in (None, checkpoints.LATEST_KEY)  # the original's, every 60 s
+        if reloads and time.time() - last_load > 60:
             newest = checkpoints.latest_checkpoint(train_dir)
             if newest not in (None, latest):
                 try:

@@ -32,6 +32,7 @@ from acvi_tf.config import Config
 from acvi_tf.formats import see_vocab
 from acvi_tf.inference import commands
 from acvi_tf.text import tokenizers
+from acvi_tf.training import checkpoints
 from pointer_generator import batcher as batcher_lib
 from pointer_generator import decode as decode_lib
 from pointer_generator import experiment, run_summarization
@@ -52,7 +53,8 @@ def define_run_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     flags.DEFINE_string(
         "ckpt",
         None,
-        "Checkpoint (default: best/'s best model, else train/'s newest).",
+        "Checkpoint: %s (default: best/'s best model, else train/'s newest)."
+        % checkpoints.CKPT_HELP,
         flag_values=fv,
     )
     for name, help_text, lower_bound in (

@@ -325,6 +325,13 @@ def test_an_inference_restore_says_which_checkpoint_and_why(tmp_path, absl_caplo
             2.0,
             "Restored %s (step 2): --ckpt" % best_path,
         ),
+        (
+            dict(given="best", newest=True),
+            best_path,
+            2.0,
+            "Restored %s (step 2): the best model" % best_path,
+        ),
+        (dict(given="latest"), newest, 5.0, "Restored %s (step 5): the newest checkpoint" % newest),
     ]
     for kwargs, path, value, line in cases:
         absl_caplog.clear()
@@ -335,4 +342,7 @@ def test_an_inference_restore_says_which_checkpoint_and_why(tmp_path, absl_caplo
             best_path,
             best_path,
         )
-        assert absl_caplog.messages == [line] + ([named] if kwargs == dict(newest=True) else [])
+        names_best = kwargs in (dict(newest=True), dict(given="latest"))
+        assert absl_caplog.messages == [line] + ([named] if names_best else [])
+    with pytest.raises(checkpoints.CheckpointError, match="--ckpt=best: .* holds no best model"):
+        checkpoints.restore_for_inference(_model(), train, str(tmp_path / "none"), "best")

@@ -116,7 +116,7 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
         "arctic-capgen-vid's FEAT_key_vidID_value_features.pkl.",
     )
     string("out_dir", None, "Experiment folder (checkpoints, logs, decodes).")
-    string("ckpt", None, "eval/decode: this checkpoint (default: best/, else the latest).")
+    string("ckpt", None, "eval/decode: %s (default: best, else latest)." % checkpoints.CKPT_HELP)
     integer("vocab_size", 0, "Keep this many ids, reserved included (0: the whole file).")
     integer(
         "num_frames",

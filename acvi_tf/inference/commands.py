@@ -11,6 +11,7 @@ from absl import flags
 from acvi_tf import errors, files
 from acvi_tf import flags as acvi_flags
 from acvi_tf.config import Config
+from acvi_tf.training import checkpoints
 
 
 class InputError(errors.UserError, ValueError):
@@ -33,7 +34,11 @@ def define_run_flags(
     """
     flags.DEFINE_string("out_dir", None, "The run's --out_dir.", flag_values=fv)
     flags.DEFINE_string(
-        "ckpt", None, "Checkpoint (default: %s's, else the newest)." % best, flag_values=fv
+        "ckpt",
+        None,
+        "Checkpoint: %s (default: %s's best model, else the newest)."
+        % (checkpoints.CKPT_HELP, best),
+        flag_values=fv,
     )
     flags.DEFINE_integer(
         beam,

@@ -486,6 +486,11 @@ def _saved_step(path: str) -> Optional[int]:
     return int(reader.get_tensor(key)) if reader.has_tensor(key) else None
 
 
+# --ckpt's names of a run's two checkpoints; any other value is a checkpoint's path.
+BEST_KEY, LATEST_KEY = "best", "latest"
+CKPT_HELP = "best (the best model), latest (the newest training checkpoint) or a path"
+
+
 def restore_for_inference(
     model: tf.Module,
     train_dir: str,
@@ -506,7 +511,8 @@ def restore_for_inference(
       model: the built model.
       train_dir: the folder of the run's training checkpoints.
       best: the run's best-model folder (``best_dir``); None: the newest checkpoint.
-      given: the ``--ckpt`` flag's value, or None.
+      given: the ``--ckpt`` flag's value: ``best``, ``latest``, a checkpoint's path, or
+        None (the command's default).
       check: ``path -> None``, the host's ``vocabulary_check``.
       to_validate: how the run gets a best model, for the warning when it has none.
       to_train: what to do when there is no checkpoint at all, for the error.
@@ -518,9 +524,18 @@ def restore_for_inference(
       ``(path, step)``: the checkpoint restored and its global step (None: it holds none).
 
     Raises:
-      CheckpointError: no checkpoint to restore.
+      CheckpointError: no checkpoint to restore (``--ckpt=best``: no best model).
       CheckpointMismatchError: another model, or a variable of another size or shape.
     """
+    if given == BEST_KEY:
+        given, newest = None, False
+        if best is None or latest_checkpoint(best) is None:
+            raise CheckpointError(
+                "--ckpt=best: %s holds no best model; %s, or give --ckpt=latest"
+                % (best or train_dir, to_validate)
+            )
+    elif given == LATEST_KEY:
+        given, newest = None, True
     if given or best is None or newest:
         path = given or latest_checkpoint(train_dir)
         why = "--ckpt" if given else "the newest checkpoint"
