@@ -172,44 +172,39 @@ def split_sentences(words: Sequence[str]) -> List[str]:
 SPLITS = ("train", "val", "test")
 
 
-def data_split(data_path: str) -> str:
-    """The split a ``--data_path`` holds, for the decode folder's name: the one its file
-    name names as a word (``test_000.bin``, ``test_*``, ``val.bin``), else, as See et al.'s
-    code, the first of train, val and test that the path contains (``validation.bin``).
-    The original reads the whole path only, so ``interval/test_000.bin`` was ``val``.
+def data_split(data_path: str, given: Optional[str] = None) -> str:
+    """The split a decode of ``data_path`` names its folder after: ``given``
+    (``--decode_split``), else the one the file name names as a word (``test_000.bin``,
+    ``test_*`` and ``val.bin``, as the builders and See et al.'s ``make_datafiles.py`` name
+    them). See et al.'s code looks for the words anywhere in the path, so
+    ``interval/test_000.bin`` was ``val``; a name without a split word is an error here.
 
     Raises:
-      DecodeFolderError: the path names none of them.
+      DecodeFolderError: neither names a split.
     """
+    if given:
+        return given
     words = re.split(r"[^a-z]+", os.path.basename(data_path).lower())
     named = [split for split in SPLITS if split in words]
-    if len(named) == 1:
-        return named[0]
-    found = next((split for split in SPLITS if split in data_path), None)
-    if found is None:
+    if len(named) != 1:
         raise DecodeFolderError(
-            "--data_path=%s names no split (train, val or test), which names the decode "
-            "folder as See et al.'s code does; give the files a name such as test_000.bin"
-            % data_path
+            "--data_path=%s: its file name names %s split (train, val or test), which names "
+            "the decode folder; give --decode_split=test (or train, val)"
+            % (data_path, "more than one" if named else "no")
         )
-    return found
+    return named[0]
 
 
 def decode_dir_name(
-    data_path: str,
+    split: str,
     max_enc_steps: int,
     beam_size: int,
     min_dec_steps: int,
     max_dec_steps: int,
     checkpoint_path: str,
 ) -> str:
-    """``decode_{split}_{E}maxenc_{B}beam_{m}mindec_{M}maxdec_ckpt-N`` as the original,
-    the split being ``data_split``'s.
-
-    Raises:
-      DecodeFolderError: ``data_path`` names no split.
-    """
-    split = data_split(data_path)
+    """``decode_{split}_{E}maxenc_{B}beam_{m}mindec_{M}maxdec_ckpt-N`` as the original
+    (``split``: ``data_split``'s)."""
     step = re.search(r"(\d+)(?:_cov_init)?$", os.path.basename(checkpoint_path))
     return "decode_%s_%dmaxenc_%dbeam_%dmindec_%dmaxdec_ckpt-%s" % (
         split,

@@ -164,6 +164,14 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
         "<ckpt>_cov_init and exit.",
         flag_values=fv,
     )
+    flags.DEFINE_enum(
+        "decode_split",
+        None,
+        list(decode_lib.SPLITS),
+        "Decode mode: the split --data_path holds, which names the decode folder (default: "
+        "the one its file name names, test_000.bin).",
+        flag_values=fv,
+    )
     flags.DEFINE_string(
         "ckpt",
         None,
@@ -376,6 +384,7 @@ COMMAND_FLAGS = (
     "convert_to_coverage_model",
     "restore_best_model",
     "ckpt",
+    "decode_split",
     "debug",
     "eval_max_batches",
     "decode_overwrite",
@@ -895,7 +904,7 @@ def decode(config: Config, vocab: vocab_lib.Vocab, train_dir: str) -> Optional[d
         decode_dir = os.path.join(
             root,
             decode_lib.decode_dir_name(
-                config.data_path,
+                decode_lib.data_split(config.data_path, config.decode_split),
                 config.max_enc_steps,
                 config.beam_size,
                 config.min_dec_steps,

@@ -232,7 +232,7 @@ def test_single_pass_writes_the_original_folder_and_scores_it(model, vocab, corp
     )
     batcher = batcher_lib.Batcher(str(corpus / "test_*"), vocab, 3, 20, 8, single_pass=True)
     decode_dir = tmp_path / decode_lib.decode_dir_name(
-        str(corpus / "test_*"), 20, 2, 1, 6, "/x/model.ckpt-42"
+        decode_lib.data_split(str(corpus / "test_*")), 20, 2, 1, 6, "/x/model.ckpt-42"
     )
     assert decode_dir.name == "decode_test_20maxenc_2beam_1mindec_6maxdec_ckpt-42"
     settings = {"flags": {"beam_size": 2}}
@@ -423,16 +423,20 @@ def test_split_sentences_after_every_period():
 def test_the_decode_folder_is_named_after_the_split_the_file_names():
     for path, split in (
         ("finished_files/chunked/test_*", "test"),
-        ("interval/test_000.bin", "test"),  # See's rule: "val" (in "interval")
+        ("interval/test_000.bin", "test"),  # See's code: "val" (in "interval")
         ("data/train_runs/val.bin", "val"),
-        ("data/validation.bin", "val"),  # no split word in the name: See's rule
-        ("cnn_dm/test/chunk_*", "test"),
     ):
         assert decode_lib.data_split(path) == split, path
-    name = decode_lib.decode_dir_name("interval/test_000.bin", 400, 4, 35, 100, "/r/model.ckpt-7")
+    assert decode_lib.data_split("data/validation.bin", "val") == "val"  # --decode_split
+    name = decode_lib.decode_dir_name("test", 400, 4, 35, 100, "/r/model.ckpt-7")
     assert name == "decode_test_400maxenc_4beam_35mindec_100maxdec_ckpt-7"
-    with pytest.raises(decode_lib.DecodeFolderError, match="^--data_path=/data/chunks/\\* names"):
-        decode_lib.decode_dir_name("/data/chunks/*", 1, 1, 1, 1, "ckpt-1")
+    for path, how in (("data/validation.bin", "no"), ("data/train_test.bin", "more than one")):
+        with pytest.raises(decode_lib.DecodeFolderError) as e:
+            decode_lib.data_split(path)
+        assert str(e.value) == (
+            "--data_path=%s: its file name names %s split (train, val or test), which names "
+            "the decode folder; give --decode_split=test (or train, val)" % (path, how)
+        )
 
 
 def test_lead_baseline_is_scored_the_same_way(vocab, corpus, tmp_path):
