@@ -176,6 +176,30 @@ def test_a_document_without_per_example_scores_is_an_error(monkeypatch):
         rouge.rouge_perl_per_example(["a b", "c"], ["a c", "c"])
 
 
+def test_tag_html_and_url_like_text_counts_as_rouge_score_counts_it():
+    """ROUGE-1.5.5 (through the SEE files) and rouge-score count the same n-grams of text
+    full of ``<``, ``>`` and ``&``: per document, their scores agree."""
+    references = [
+        "<tool> for system admins & users",
+        "see <a href='x.html'>the page</a> now",
+        "visit http://example.com/a?b=c&d=e today",
+        "if a < b and c > d then e",
+    ]
+    hypotheses = [
+        "a tool for system users",
+        "see the page x html now <br>",
+        "visit example com a today",
+        "a < b then c > d",
+    ]
+    perl = rouge.rouge_perl_per_example(references, hypotheses)
+    python = rouge.rouge_python_per_example(references, hypotheses)
+    for i, (ours, theirs) in enumerate(zip(perl, python)):
+        for key in ("rouge_1_recall", "rouge_1_precision", "rouge_2_recall", "rouge_2_precision"):
+            assert ours[key] == pytest.approx(theirs[key], abs=1e-5), (i, key)
+    # the tag's words count as words: all but "br" of the 7 are in the reference
+    assert perl[1]["rouge_1_precision"] == pytest.approx(6 / 7, abs=1e-5)
+
+
 def test_a_failing_rouge_155_falls_back_to_rouge_score_saying_why(monkeypatch, absl_caplog):
     def fail(*args):
         raise rouge.Rouge155Error("ROUGE-1.5.5 failed (ROUGE-1.5.5.pl ...): Illegal division")
