@@ -54,6 +54,37 @@ class DecodeSettingError(errors.UserError, ValueError):
     value and the fix."""
 
 
+class _CommaMultiFlag(flags.MultiFlag):
+    """A repeatable flag whose every value may also list values, comma-separated."""
+
+    def _parse(self, arguments):
+        if isinstance(arguments, str):
+            arguments = [arguments]
+        if arguments is not None:
+            arguments = [
+                part
+                for argument in arguments
+                for part in (argument.split(",") if isinstance(argument, str) else [argument])
+            ]
+        return super()._parse(arguments)
+
+
+def multi_enum_flag(
+    name: str, default: Sequence[str], enum_values: Sequence[str], help_text: str
+) -> flags.Flag:
+    """A flag of several values of ``enum_values``, given comma-separated
+    (``--metrics=Bleu_4,CIDEr``, as absl's list flags take them) or repeated
+    (``--metrics=Bleu_4 --metrics=CIDEr``, as absl's multi flags); for
+    ``flags.DEFINE_flag`` in the module whose flag it is."""
+    return _CommaMultiFlag(
+        flags.EnumParser(list(enum_values)),
+        flags.ArgumentSerializer(),
+        name,
+        list(default),
+        "<%s>, comma-separated or repeated: %s" % ("|".join(enum_values), help_text),
+    )
+
+
 def define_flags(flag_values=flags.FLAGS):
     """Defines the shared flags and their validators on ``flag_values``.
 

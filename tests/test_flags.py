@@ -20,6 +20,7 @@ from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
 from acvi_tf.contexts import context, kl_schedule
+from video_caption import run_captioning
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -419,3 +420,13 @@ def test_any_flag_value_parses_to_a_usable_one_or_one_flag_error(values):
         builders.context_layer(fv)
     except ValueError as e:  # a combination the layer refuses, said in its own words
         assert str(e)
+
+
+def test_a_flag_of_several_values_takes_them_comma_separated_or_repeated():
+    for argv in (["--metrics=Bleu_4,CIDEr"], ["--metrics=Bleu_4", "--metrics=CIDEr"]):
+        parsed = config_lib.parse(run_captioning.define_flags, ["x", *argv])
+        assert parsed.metrics == ("Bleu_4", "CIDEr"), argv
+    default = config_lib.parse(run_captioning.define_flags, ["x"]).metrics
+    assert default == tuple(run_captioning.REPORTED)
+    with pytest.raises(flags.IllegalFlagValueError, match="--metrics=cider: value should be"):
+        config_lib.parse(run_captioning.define_flags, ["x", "--metrics=Bleu_4,cider"])

@@ -193,11 +193,13 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
         "Stop after this many validations without a better "
         "--best_metric (0: never; arctic-capgen-vid: 20).",
     )
-    flags.DEFINE_multi_enum(
-        "metrics",
-        list(REPORTED),
-        list(REPORTED),
-        "Caption metrics computed by validation, eval and decode (METEOR is the slow one).",
+    flags.DEFINE_flag(
+        acvi_flags.multi_enum_flag(
+            "metrics",
+            REPORTED,
+            REPORTED,
+            "Caption metrics computed by validation, eval and decode (METEOR is the slow one).",
+        ),
         flag_values=fv,
     )
     flags.DEFINE_enum(
