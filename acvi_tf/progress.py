@@ -15,7 +15,7 @@ class Progress:
     inputs) or training steps (``update``: the trainer).
 
     Items log on the first call (after ``delay``), then at most every ``every`` seconds,
-    and on the last. Training steps log at most every ``every`` seconds at first, then,
+    and on the last; the time left shows once ``every`` seconds have passed. Training steps log at most every ``every`` seconds at first, then,
     with ``longest`` set, a quarter of the time trained so far apart, at most
     ``longest`` seconds (``every=10, longest=300``: a 4-minute run logs 10 lines, an hour
     23, then one every 5 minutes).
@@ -69,19 +69,17 @@ class Progress:
             return
         self._last = now
         rate = done / max(now - self._start, 1e-9)
-        logging.info(
-            "%s %d/%d %s, %.2f/s, ETA %.0fs",
-            self._verb,
-            done,
-            self.total,
-            self._items,
-            rate,
-            (self.total - done) / rate if rate else float("inf"),
-        )
+        # an ETA once the rate rests on ``every`` seconds of work (the first items of a
+        # build can carry its start), and at the end
+        eta = ""
+        if now - self._start >= self._every or done >= self.total:
+            eta = ", ETA %.0fs" % ((self.total - done) / rate if rate else float("inf"))
+        logging.info("%s %d/%d %s, %.2f/s%s", self._verb, done, self.total, self._items, rate, eta)
 
     def update(self, step: int, tokens: int, **scalars: float) -> Optional[Tuple[float, float]]:
         """Counts ``tokens`` for this training step; logs a line (step, ``scalars``,
-        steps/s, tokens/s, ETA) when the wait is over. The first call starts the clock.
+        steps/s, tokens/s, ETA) when the wait is over, and at the last step (a short run
+        has one line). The first call starts the clock.
 
         Args:
           step: the step just done.
@@ -97,13 +95,13 @@ class Progress:
             self._start = self._last
             return None
         now = self._clock()
-        if not self._due(now):
+        if not self._due(now) and step != self.total:  # the last step always has its line
             return None
-        elapsed = now - self._last
+        elapsed = max(now - self._last, 1e-9)
         steps_per_sec = (step - self._last_step) / elapsed
         tokens_per_sec = self._tokens / elapsed
         eta = ""
-        if self.total and steps_per_sec > 0:
+        if self.total and steps_per_sec > 0 and step < self.total:
             eta = ", ETA %s" % _duration((self.total - step) / steps_per_sec)
         logging.info(
             "step %d%s: %s, %.2f steps/s, %.0f tokens/s%s",

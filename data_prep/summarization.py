@@ -149,8 +149,8 @@ class Stats:
                     split,
                     self.pairs.get(split, 0),
                     self.pairs_before_caps.get(split, 0),
-                    self.median_article_tokens.get(split, "-"),
-                    self.median_abstract_tokens.get(split, "-"),
+                    _number(self.median_article_tokens.get(split, "-")),
+                    _number(self.median_abstract_tokens.get(split, "-")),
                 )
             )
         lines.append("vocab size:                %d" % self.vocab_size)
@@ -503,6 +503,11 @@ def write_outputs(
         written.chunks[split] = len(write_chunks(examples, chunk_dir, split, CHUNK_SIZE))
     written.vocab_size = see_vocab.write_vocab(os.path.join(out_dir, "vocab"), counter, vocab_size)
     return written
+
+
+def _number(value):
+    """A median as people write it: ``46`` and ``43.5``, not ``46`` beside ``43.0``."""
+    return "%g" % value if isinstance(value, (int, float)) else value
 
 
 def _median_tokens(texts, drop=()):

@@ -391,7 +391,7 @@ def _train(config, vocabs, strategy, step_var):
         stats["nll"] += float(results["nll"]) * int(tf.shape(batch["src"])[0])
         stats["count"] += float(results["predict_count"])
         stats["words"] += int(tf.reduce_sum(batch["src_len"]) + tf.reduce_sum(batch["tgt_len"]))
-        if step % config.steps_per_stats:
+        if step % config.steps_per_stats and step != total:  # a short run has its line
             return
         elapsed = time.time() - stats["start"]
         step_time, wps = elapsed / config.steps_per_stats, stats["words"] / elapsed
@@ -523,7 +523,7 @@ def infer(config: Config, vocabs: Tuple[data.Vocab, data.Vocab]) -> Optional[flo
     if config.inference_ref_file:
         references = nmt_text.read_lines(config.inference_ref_file)
         score = _bleu(config, references, hypotheses)
-        logging.info("BLEU %.1f", score)
+        logging.info("BLEU %.2f", score)
         print("BLEU %.2f" % score)
     report = os.path.join(folder, "report.html")
     _write_report(config, translator, src_vocab, sources, pieces, references, score, report)
@@ -548,6 +548,8 @@ def _write_report(config, translator, src_vocab, sources, pieces, references, sc
     model's own tokens."""
     words = experiment.words(config)
     rows, details = [], {}
+    detailed = min(len(pieces), config.report_examples)
+    progress = progress_lib.Progress(detailed, "inspected translations for the report", delay=10)
     for i, (source, hypothesis) in enumerate(zip(sources, pieces)):
         scores = {}
         if references:
@@ -567,6 +569,7 @@ def _write_report(config, translator, src_vocab, sources, pieces, references, sc
                 scale=found.get("scale"),
                 labels=found["labels"],
             )
+            progress(i + 1)
     metrics = dict(num_sentences=len(pieces))
     label = "none (no --inference_ref_file)"
     if references:

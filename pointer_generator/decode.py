@@ -25,6 +25,7 @@ import tensorflow as tf
 from absl import logging
 
 from acvi_tf import errors, files
+from acvi_tf import progress as progress_lib
 from acvi_tf.formats import see_vocab
 from acvi_tf.inference import decoding
 from acvi_tf.inference import report as report_lib
@@ -634,7 +635,8 @@ def score_folder(
         " and METEOR 1.5 (exact, full)" if with_meteor else "",
     )
     start = time.time()
-    scored = rouge_lib.rouge(references, hypotheses)
+    with progress_lib.stage("ROUGE of %d summaries" % len(hypotheses)):
+        scored = rouge_lib.rouge(references, hypotheses)
     report = rouge_report(scored)
     _write_text(os.path.join(decode_dir, "ROUGE_results.txt"), report.splitlines())
     flat_refs = [" ".join(r) for r in references]
@@ -648,7 +650,8 @@ def score_folder(
         metrics["rouge_fallback"] = scored.fallback
     try:
         for mode in meteor_lib.MODES if with_meteor else ():
-            metrics["meteor_" + mode] = meteor_lib.meteor(flat_refs, flat_hyps, mode)[0]
+            with progress_lib.stage("METEOR (%s) of %d summaries" % (mode, len(flat_hyps))):
+                metrics["meteor_" + mode] = meteor_lib.meteor(flat_refs, flat_hyps, mode)[0]
     except meteor_lib.MeteorUnavailableError as e:
         logging.warning("METEOR not computed: %s", e)
     metrics["novel_word_rate"] = copying.novel_word_rate(articles, flat_hyps)

@@ -73,6 +73,8 @@ def test_summaries_ranked_by_difference_and_scored_by_rouge_155(tmp_path):
     ]
     assert "http" not in page and "<script" not in page
     assert "markets went up ." in page and "police killed the gunman .\nthe city" in page
+    assert "B wins on 1, loses on 1 and ties on 2 of the 4 examples." in page
+    assert "<th>source</th>" not in page  # summaries have none
 
 
 def test_text_is_escaped_once_and_the_page_holds_the_largest(tmp_path):
@@ -148,6 +150,7 @@ def test_translations_bootstrap_corpus_bleu_and_rank_sentence_bleu(tmp_path):
     assert [int(i) for _, i in rows(page)] == list(np.argsort(-np.abs(differences)))
     assert len(set(np.abs(differences))) == 3
     assert [e["source"] for e in record["per_example"]] == ["s1", "s2", "s3"]
+    assert "<th>source</th>" in page and "<td class='text'>s2</td>" in page
 
 
 CLIP_REFERENCES = {

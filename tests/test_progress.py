@@ -15,7 +15,7 @@ def test_a_line_first_then_at_most_every_interval_and_at_the_end(monkeypatch):
         now[0] = t
         progress(done)
     assert lines == [
-        "translated 2/10 sentences, 2.00/s, ETA 4s",
+        "translated 2/10 sentences, 2.00/s",  # 1 s of work: too early for an ETA
         "translated 6/10 sentences, 0.92/s, ETA 4s",
         "translated 10/10 sentences, 1.25/s, ETA 0s",
     ]
@@ -71,3 +71,14 @@ def test_progress_lines_come_further_apart_as_training_goes_on():
     assert len([t for t in times if t <= 240]) == 10
     assert times[-1] - times[-2] == 300  # at most longest apart
     assert len(times) == 23
+
+
+def test_a_short_run_logs_its_last_step(monkeypatch):
+    lines = []
+    monkeypatch.setattr(logging, "info", lambda fmt, *args: lines.append(fmt % args))
+    now = [0.0]
+    progress = progress_lib.Progress(20, every=10.0, clock=lambda: now[0])
+    for step in range(21):  # 20 steps in 2 s
+        now[0] = step * 0.1
+        progress.update(step, 8, loss=2.5)
+    assert lines == ["step 20/20: loss 2.5000, 10.00 steps/s, 80 tokens/s"]

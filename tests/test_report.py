@@ -461,3 +461,13 @@ def test_an_examples_posterior_is_cut_to_its_source_and_decoded_steps():
 def test_pad_steps_batches_sequences_of_decoded_steps():
     padded = decoding.pad_steps([np.ones((2, 3)), np.full((1, 3), 2.0)])
     assert padded.tolist() == [[[1.0] * 3, [1.0] * 3], [[2.0] * 3, [0.0] * 3]]
+
+
+def test_the_header_shows_a_count_of_stand_ins_only_when_some_occurred(tmp_path):
+    rows = [report_lib.example_row(0, ["w"], dict(A=0.5))]
+    for count, shown in ((0, False), (3, True)):
+        path = tmp_path / ("report%d.html" % count)
+        metrics = {"rouge_1_f_score": 0.5, "rouge_stand_ins": count}
+        report_lib.write_report(str(path), "decode", metrics, rows, {}, "A")
+        header = browser.page_data(path)[1]["metrics"]
+        assert ("rouge_stand_ins" in header) == shown and header["rouge_1_f_score"] == 0.5

@@ -309,3 +309,13 @@ def test_a_split_left_empty_stops_the_build_unless_allowed(tmp_path):
     assert stats.pairs == dict(train=1, val=0, test=0) and (out / "vocab").exists()
     with pytest.raises(flags.IllegalFlagValueError, match="--allow_empty takes split names"):
         config_lib.parse(summarization.define_flags, argv + ["--allow_empty=dev"])
+
+
+def test_the_summary_writes_medians_alike():
+    stats = summarization.Stats(
+        median_article_tokens=dict(train=43.0, val=43.5), median_abstract_tokens=dict(train=46)
+    )
+    lines = stats.summary().splitlines()
+    assert "median tokens: article 43, abstract 46" in lines[5]
+    assert "median tokens: article 43.5, abstract -" in lines[6]
+    assert "median tokens: article -, abstract -" in lines[7]

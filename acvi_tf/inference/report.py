@@ -183,6 +183,11 @@ def _rounded(value):
     return round(float(value), DECIMALS)
 
 
+# Counts of exceptions in the metrics, which the page shows only when some occurred (the
+# words ROUGE scored through ASCII stand-ins).
+SHOWN_WHEN_NONZERO = ("rouge_stand_ins",)
+
+
 def write_report(
     path: str,
     title: str,
@@ -202,7 +207,7 @@ def write_report(
       title: the page's heading (the decode folder).
       metrics: the run's metrics (``metrics.json``'s), shown at the top, less the ends of
         confidence intervals (``*_cb``, ``*_ce``: metrics.json and ROUGE_results.txt
-        hold them).
+        hold them) and the counts of ``SHOWN_WHEN_NONZERO`` that are 0.
       rows: ``example_row`` for every example.
       details: ``example_detail`` by example index, for those that carry detail.
       score_label: what the list's scores are (tool and measure).
@@ -215,7 +220,9 @@ def write_report(
         metrics={
             k: v
             for k, v in metrics.items()
-            if isinstance(v, (int, float, str)) and not k.endswith(("_cb", "_ce"))
+            if isinstance(v, (int, float, str))
+            and not k.endswith(("_cb", "_ce"))
+            and not (k in SHOWN_WHEN_NONZERO and v == 0)
         },
         rows=list(rows),
         details={str(k): v for k, v in details.items()},
@@ -546,9 +553,11 @@ def comparison_page(record: Dict[str, Any], shown: Sequence[Dict[str, Any]]) -> 
     network access.
 
     At the top (``#corpus``) each corpus metric of A and B, the difference B - A, its 95%
-    bootstrap interval and p-value; then (``#examples``) the examples ``shown``, each a
-    row ``tr.example`` (class ``win`` where B scores higher in the first metric, ``loss``
-    where lower) with its scores, source, both outputs and the reference.
+    bootstrap interval and p-value; B's wins, losses and ties in the first metric over all
+    examples (``#counts``); then (``#examples``) the examples ``shown``, each a row
+    ``tr.example`` (class ``win`` where B scores higher in the first metric, ``loss``
+    where lower) with its scores, its source (a column only where the decodes have
+    sources), both outputs and the reference.
 
     Args:
       record: the comparison's record (``comparison.json``).
@@ -576,15 +585,30 @@ def comparison_page(record: Dict[str, Any], shown: Sequence[Dict[str, Any]]) -> 
         "the share of resamples whose difference does not keep the observed sign.</p>"
         % (samples["samples"], samples["seed"])
     )
+    differences = [example["difference"][key] for example in record["per_example"]]
+    head.append(
+        "<p id='counts'>%s: B wins on %d, loses on %d and ties on %d of the %d examples.</p>"
+        % (
+            e(record["metrics"][0]["label"]),
+            sum(d > 0 for d in differences),
+            sum(d < 0 for d in differences),
+            sum(d == 0 for d in differences),
+            len(differences),
+        )
+    )
     head.append(
         "<h2>The %d examples of largest %s difference</h2>"
         % (len(shown), e(record["metrics"][0]["label"]))
     )
     labels = [m["label"] for m in record["metrics"]]
+    sources = any(example["source"] for example in record["per_example"])
     head.append(
-        "<table id='examples'><tr><th>example</th>%s<th>source</th><th>A</th><th>B</th>"
+        "<table id='examples'><tr><th>example</th>%s%s<th>A</th><th>B</th>"
         "<th>reference</th></tr>"
-        % "".join("<th>%s<br>A / B / B - A</th>" % e(label) for label in labels)
+        % (
+            "".join("<th>%s<br>A / B / B - A</th>" % e(label) for label in labels),
+            "<th>source</th>" if sources else "",
+        )
     )
     for example in shown:
         difference = example["difference"][key]
@@ -597,17 +621,17 @@ def comparison_page(record: Dict[str, Any], shown: Sequence[Dict[str, Any]]) -> 
             )
             for m in record["metrics"]
         )
+        source = "<td class='text'>%s</td>" % e(example["source"] or "") if sources else ""
         head.append(
-            "<tr class='example %s' data-id='%s' data-difference='%r'><td>%s</td>%s"
-            "<td class='text'>%s</td><td class='text'>%s</td><td class='text'>%s</td>"
-            "<td class='text'>%s</td></tr>"
+            "<tr class='example %s' data-id='%s' data-difference='%r'><td>%s</td>%s%s"
+            "<td class='text'>%s</td><td class='text'>%s</td><td class='text'>%s</td></tr>"
             % (
                 "win" if difference > 0 else "loss" if difference < 0 else "tie",
                 e(example["id"]),
                 difference,
                 e(example["id"]),
                 cells,
-                e(example["source"] or ""),
+                source,
                 e(example["a"]),
                 e(example["b"]),
                 e("\n".join(example["reference"])),
