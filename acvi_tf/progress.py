@@ -15,10 +15,11 @@ class Progress:
     inputs) or training steps (``update``: the trainer).
 
     Items log on the first call (after ``delay``), then at most every ``every`` seconds,
-    and on the last; the time left shows once ``every`` seconds have passed. Training steps log at most every ``every`` seconds at first, then,
-    with ``longest`` set, a quarter of the time trained so far apart, at most
-    ``longest`` seconds (``every=10, longest=300``: a 4-minute run logs 10 lines, an hour
-    23, then one every 5 minutes).
+    and on the last; the time left shows once ``every`` seconds have passed. Training
+    steps log at most every ``every`` seconds at first, then, with ``longest`` set, a
+    quarter of the time trained so far apart, at most ``longest`` seconds (``every=10,
+    longest=300``: a 4-minute run logs 10 lines, an hour 23, then one every 5 minutes),
+    and at the last step.
 
     Args:
       total: how many items there are, or the step training ends at (0: unknown, no ETA).
