@@ -32,7 +32,7 @@ PRECISION_POLICIES = {"none": "float32", "float16": "mixed_float16", "bfloat16":
 MODEL_FLAGS = ("context", "acvi_variance_net", "variational_inference_units", "ved_latent_dim")
 # The shared flags that say how a command runs, not what the run is: a command that uses
 # a trained run never takes them from its record (each entry point adds its own).
-COMMAND_FLAGS = ("distribution_strategy", "num_gpus", "cpu_devices")
+COMMAND_FLAGS = ("distribution_strategy", "num_gpus", "cpu_devices", "allow_vocab_change")
 # The run's record, in its folder.
 RECORD = "hparams.json"
 # The record's entry of the fingerprints of the vocabularies the run trained with.
@@ -351,6 +351,13 @@ def define_flags(flag_values=flags.FLAGS):
         lower_bound=1,
         flag_values=fv,
     )
+    flags.DEFINE_boolean(
+        "allow_vocab_change",
+        False,
+        "Use a vocabulary with other words than the run trained with (the same ids then "
+        "mean other words), with a warning, and record it on a resume.",
+        flag_values=fv,
+    )
 
     require_finite(__name__, fv)
     flags.register_validator(
@@ -502,7 +509,7 @@ def write_flag_record(
     values = config.record()
     if resume_model_flags is not None:
         compare_flag_record(out_dir, config, resume_model_flags, name)
-        check_vocabularies(out_dir, vocabularies or {}, name)
+        check_vocabularies(out_dir, vocabularies or {}, name, config.allow_vocab_change)
     else:
         _refuse_another_commands_record(out_dir, values, name)
     if not chief:
@@ -517,7 +524,9 @@ def write_flag_record(
     return values
 
 
-def check_vocabularies(run_dir: str, vocabularies: Mapping[str, Any], name: str = RECORD) -> None:
+def check_vocabularies(
+    run_dir: str, vocabularies: Mapping[str, Any], name: str = RECORD, allow: bool = False
+) -> None:
     """Refuses a vocabulary whose words differ from the ones the run's record holds
     (``vocabulary.fingerprint``): its ids would give the embedding rows other meanings,
     though every shape matches. A run without the record's entry is not checked.
@@ -527,6 +536,7 @@ def check_vocabularies(run_dir: str, vocabularies: Mapping[str, Any], name: str 
       vocabularies: the record's key of each vocabulary (``"vocab_path"``) ->
         ``(where the command read it, as the message names it, its fingerprint)``.
       name: the record's file name.
+      allow: ``--allow_vocab_change``: a warning instead.
 
     Raises:
       VocabularyChangeError: naming the record, the vocabulary, both fingerprints and
@@ -535,32 +545,41 @@ def check_vocabularies(run_dir: str, vocabularies: Mapping[str, Any], name: str 
     recorded = (read_flag_record(run_dir, name) or {}).get(VOCABULARIES) or {}
     for key, (source, found) in vocabularies.items():
         trained = recorded.get(key)
-        if trained is not None and trained != found:
-            raise VocabularyChangeError(
-                "%s: the run trained with another vocabulary (%d words, sha256 %s...) than "
-                "%s (%d words, sha256 %s...), so the same ids would mean other words; give "
-                "the vocabulary the run trained with"
-                % (
-                    os.path.join(run_dir, name),
-                    trained["words"],
-                    trained["sha256"][:12],
-                    source,
-                    found["words"],
-                    found["sha256"][:12],
-                )
+        if trained is None or trained == found:
+            continue
+        message = (
+            "%s: the run trained with another vocabulary (%d words, sha256 %s...) than %s "
+            "(%d words, sha256 %s...), so the same ids would mean other words"
+            % (
+                os.path.join(run_dir, name),
+                trained["words"],
+                trained["sha256"][:12],
+                source,
+                found["words"],
+                found["sha256"][:12],
             )
+        )
+        if not allow:
+            raise VocabularyChangeError(
+                message + "; give the vocabulary the run trained with, or "
+                "--allow_vocab_change to use this one"
+            )
+        logging.warning("%s; using it (--allow_vocab_change)", message)
 
 
 def vocabulary_checks(
-    run_dir: str, vocabularies: Mapping[str, Any], sizes: Callable[[str], None]
+    run_dir: str,
+    vocabularies: Mapping[str, Any],
+    sizes: Callable[[str], None],
+    allow: bool = False,
 ) -> Callable[[str], None]:
     """A host's ``check`` of a checkpoint before it is restored: ``sizes`` (its tables'
     rows, ``checkpoints.vocabulary_check``), then ``check_vocabularies`` of the run's
-    record."""
+    record (``allow``: ``--allow_vocab_change``)."""
 
     def check(path: str) -> None:
         sizes(path)
-        check_vocabularies(run_dir, vocabularies)
+        check_vocabularies(run_dir, vocabularies, allow=allow)
 
     return check
 

@@ -203,7 +203,8 @@ def vocabulary_check(config: Config, vocab: vocab_lib.Vocab) -> Callable[[str], 
     ``--vocab_size`` (``acvi_flags.vocabulary_checks``)."""
     given = "--vocab_path=%s --vocab_size=%d" % (config.vocab_path, config.vocab_size)
     sizes = checkpoints.vocabulary_check({"model/embedding/embeddings": (vocab.size(), given)})
-    return acvi_flags.vocabulary_checks(run_dir(config), vocabularies(config, vocab), sizes)
+    words = vocabularies(config, vocab)
+    return acvi_flags.vocabulary_checks(run_dir(config), words, sizes, config.allow_vocab_change)
 
 
 def restore(

@@ -72,7 +72,8 @@ def vocabulary_check(config: Config, vocab: data.Vocab) -> Callable[[str], None]
     ``--vocab_size`` (``acvi_flags.vocabulary_checks``)."""
     given = "--data_dir=%s --vocab_size=%d" % (config.data_dir, config.vocab_size)
     sizes = checkpoints.vocabulary_check({"model/embedding/embeddings": (vocab.size(), given)})
-    return acvi_flags.vocabulary_checks(config.out_dir, vocabularies(config, vocab), sizes)
+    words = vocabularies(config, vocab)
+    return acvi_flags.vocabulary_checks(config.out_dir, words, sizes, config.allow_vocab_change)
 
 
 def restore(
