@@ -153,6 +153,23 @@ def test_translations_bootstrap_corpus_bleu_and_rank_sentence_bleu(tmp_path):
     assert "<th>source</th>" in page and "<td class='text'>s2</td>" in page
 
 
+def test_bpe_pieces_beside_words_are_refused_unless_bpe_is_removed(tmp_path):
+    paths = {}
+    pieces = ["the c@@ at sat on the mat today", "a d@@ og is in a garden", "he reads"]
+    for name, lines in (("ref", NMT_REFERENCES), ("a", NMT_A), ("b", pieces)):
+        paths[name] = tmp_path / name
+        paths[name].write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    argv = ["--a=%s" % paths["a"], "--b=%s" % paths["b"], "--reference=%s" % paths["ref"]]
+    with pytest.raises(compare.CompareError) as refused:
+        run(*argv, "--out=%s" % (tmp_path / "out"))
+    assert str(refused.value) == (
+        "%s holds BPE pieces (@@) and the other files words, so their n-grams would not "
+        "match; give --bpe to compare words" % paths["b"]
+    )
+    record = run(*argv, "--bpe", "--out=%s" % (tmp_path / "out"))
+    assert record["per_example"][0]["b"] == "the cat sat on the mat today"
+
+
 CLIP_REFERENCES = {
     "clip1": ["a man is playing a guitar", "a person plays the guitar"],
     "clip2": ["a cat is eating food", "the cat eats"],

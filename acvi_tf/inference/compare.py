@@ -261,6 +261,10 @@ def _check_same_examples(config, ids_a, ids_b):
     )
 
 
+def _hold(count):
+    return "holds" if count == 1 else "hold"
+
+
 def _require_reference(config, what):
     if not config.reference:
         raise app.UsageError("--reference is required to compare %s" % what)
@@ -281,6 +285,16 @@ def _read_nmt(config):
                 "%s holds %d lines but %s and %s %d translations; give the files of their "
                 "test set" % (path, len(lines), config.a, config.b, len(a))
             )
+    pieces = [
+        path
+        for path, lines in ((config.a, a), (config.b, b), (config.reference, references))
+        if any(bpe.remove_bpe(line) != line for line in lines)
+    ]
+    if pieces and len(pieces) < 3 and not config.bpe:
+        raise CompareError(
+            "%s %s BPE pieces (@@) and the other files words, so their n-grams would not "
+            "match; give --bpe to compare words" % (" and ".join(pieces), _hold(len(pieces)))
+        )
     if config.bpe:
         a, b = [bpe.remove_bpe(x) for x in a], [bpe.remove_bpe(x) for x in b]
         references = [bpe.remove_bpe(x) for x in references]
