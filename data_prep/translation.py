@@ -143,16 +143,17 @@ class Stats:
             "vocab: %s %d, %s %d (with the 3 special tokens)"
             % (src, self.vocab_size.get(src, 0), tgt, self.vocab_size.get(tgt, 0))
         )
-        lines.append(
-            "bpe: %d merges; vocab %s %d, %s %d"
-            % (
-                self.bpe_merges,
-                src,
-                self.bpe_vocab_size.get(src, 0),
-                tgt,
-                self.bpe_vocab_size.get(tgt, 0),
+        if self.bpe_merges:  # a word-level build has no BPE line
+            lines.append(
+                "bpe: %d merges; vocab %s %d, %s %d"
+                % (
+                    self.bpe_merges,
+                    src,
+                    self.bpe_vocab_size.get(src, 0),
+                    tgt,
+                    self.bpe_vocab_size.get(tgt, 0),
+                )
             )
-        )
         return "\n".join(lines)
 
 

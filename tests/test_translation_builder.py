@@ -49,6 +49,7 @@ def test_one_tsv_and_aligned_files_give_the_same_corpus(tmp_path):
     assert "il gatto dorme ." in _read(out_tsv, "train.it") + _read(out_tsv, "test.it")
     assert _read(out_tsv, "vocab.it")[:3] == list(nmt_text.SPECIALS)
     assert not os.path.exists(out_tsv / "bpe")  # --bpe_merges=0 by default
+    assert "bpe:" not in stats.summary()  # nor a line about it
     record = json.loads((out_tsv / "corpus.json").read_text())
     assert record == dict(src="en", tgt="it", tokenizer="treebank", lowercase=True, bpe=False)
 
