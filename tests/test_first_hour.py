@@ -33,6 +33,7 @@ import served
 
 from acvi_tf.formats.bin_files import read_bin_file
 from data_prep import splits
+from nmt import translate as nmt_translate
 
 from conftest import write_video
 
@@ -96,7 +97,12 @@ def _lines(path):
 def test_own_summarization_pairs_to_a_served_model(tmp_path, capfd):
     cwd = _folder(tmp_path)
     doc_commands.write_sample_pairs(str(cwd / "pairs.jsonl"), 160)
-    build, train, evaluate, decode, summarize, export = doc_commands.block(PAGE, 0)
+    # tag-like text in every abstract, which ROUGE-1.5.5's reader stops at
+    records = [json.loads(line) for line in _lines(cwd / "pairs.jsonl")]
+    for record in records:
+        record["abstract"] = "<tool> for " + record["abstract"]
+    (cwd / "pairs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    build, train, evaluate, decode, summarize, export, lead, compare = doc_commands.block(PAGE, 0)
     treebank = build.variants["Treebank tokens (no raw-text export)"]
     _shell(cwd, doc_commands.with_flags(build.text, treebank), build.where)
     os.rename(cwd / "finished_files", cwd / "treebank_files")
@@ -122,6 +128,12 @@ def test_own_summarization_pairs_to_a_served_model(tmp_path, capfd):
     assert answer["summaries"] == by_decode and modules == []
     assert any(by_decode)
     assert (cwd / "treebank_files" / "chunked" / "train_000.bin").exists()
+    # the references' tags are words to ROUGE-1.5.5, in the decode and the comparison
+    assert json.loads((decode_dir / "metrics.json").read_text())["rouge_tool"] == "ROUGE-1.5.5"
+    _in_process(capfd, cwd, lead)
+    compared = _in_process(capfd, cwd, compare)
+    assert compared["scorer"] == "ROUGE-1.5.5" and compared["examples"] == len(articles)
+    assert all(e["reference"][0].startswith("< tool >") for e in compared["per_example"])
 
 
 def test_own_parallel_text_with_bpe_to_a_served_model(tmp_path, capfd):
@@ -133,19 +145,28 @@ def test_own_parallel_text_with_bpe_to_a_served_model(tmp_path, capfd):
     )
     rows = ["en\tit"] + ["%s\t%s" % pair for pair in list(zip(english, german))[:300]]
     (cwd / "pairs.tsv").write_text("\n".join(rows) + "\n")
-    build, train, translate, export = doc_commands.block(PAGE, 1)
+    build, train, infer, translate, export = doc_commands.block(PAGE, 1)
     _shell(cwd, doc_commands.sized(build), build.where)
     _in_process(capfd, cwd, train)
-    sentences = english[300:310]
+    _in_process(capfd, cwd, infer)
+    # the test split's raw sentences, as new text: translate and the served model read
+    # them raw, the inference tokenised and segmented by the builder
+    run = nmt_translate.run_config(str(cwd / "models" / "en_it"), {})
+    prepare = nmt_translate.preprocessor(run.replace(vocab_prefix=str(cwd / run.vocab_prefix)))
+    raw = {prepare(en): en for en in english[:300]}
+    segmented = _lines(cwd / "en_it" / "bpe" / "test.en")
+    sentences = [raw[line] for line in segmented]
     (cwd / "new.en").write_text("".join(s + "\n" for s in sentences))
     _in_process(capfd, cwd, translate)
     _in_process(capfd, cwd, export)
-    by_translate = _lines(cwd / "new.it")
+    by_inference, by_translate = _lines(cwd / "test.it"), _lines(cwd / "new.it")
     [answer], modules = served.call(
         cwd / "served_en_it" / "1", [("serving_default", {"sentences": sentences})]
     )
-    assert len(by_translate) == len(sentences)
-    assert answer["translations"] == by_translate and modules == []
+    assert len(by_translate) == len(sentences) > 0 and modules == []
+    assert answer["translations"] == by_translate == by_inference  # one beam search, three ways
+    assert any("@@" in line for line in segmented)
+    assert not any("@@" in line for line in by_inference + by_translate)
 
 
 def _clips_in_every_split(train, val, test):
