@@ -32,11 +32,13 @@ PRECISION_POLICIES = {"none": "float32", "float16": "mixed_float16", "bfloat16":
 MODEL_FLAGS = ("context", "acvi_variance_net", "variational_inference_units", "ved_latent_dim")
 # The shared flags that say how a command runs, not what the run is: a command that uses
 # a trained run never takes them from its record (each entry point adds its own).
-COMMAND_FLAGS = ("distribution_strategy", "num_gpus", "cpu_devices", "allow_vocab_change")
+COMMAND_FLAGS = ("distribution_strategy", "num_gpus", "cpu_devices", "allow_data_change")
 # The run's record, in its folder.
 RECORD = "hparams.json"
 # The record's entry of the fingerprints of the vocabularies the run trained with.
 VOCABULARIES = "_vocabularies"
+# The record's entry of the SHA-256 of each file the run trained on, by path.
+TRAINING_DATA = "_training_data"
 
 
 class FlagChangeError(errors.UserError, ValueError):
@@ -352,10 +354,11 @@ def define_flags(flag_values=flags.FLAGS):
         flag_values=fv,
     )
     flags.DEFINE_boolean(
-        "allow_vocab_change",
+        "allow_data_change",
         False,
         "Use a vocabulary with other words than the run trained with (the same ids then "
-        "mean other words), with a warning, and record it on a resume.",
+        "mean other words), or resume on other training data, with a warning; a resume "
+        "records them.",
         flag_values=fv,
     )
 
@@ -475,17 +478,24 @@ def require_dropout(name: str, flag_values: flags.FlagValues = flags.FLAGS) -> N
 
 
 def write_flag_record(
-    out_dir, config, name="hparams.json", resume_model_flags=None, chief=True, vocabularies=None
+    out_dir,
+    config,
+    name="hparams.json",
+    resume_model_flags=None,
+    chief=True,
+    vocabularies=None,
+    training_data=None,
 ):
     """Writes the run's settings to ``out_dir/name``: the recorded flags of ``config``
     (the entry point's and the shared ones), the fingerprints of its vocabularies, the
-    TensorFlow version and the command line.
+    SHA-256 of its training files, the TensorFlow version and the command line.
 
     On a resume (``resume_model_flags`` given and a record there), the flags are first
     compared with the record: a changed flag of ``resume_model_flags`` or ``MODEL_FLAGS``
-    is refused, naming the flag, the run's value and the new one, and so is a vocabulary
-    with other words (``check_vocabularies``); any other change (the learning rate, the
-    steps, the eval cadence) takes effect and is logged.
+    is refused, naming the flag, the run's value and the new one, and so are a vocabulary
+    with other words (``check_vocabularies``) and other training data
+    (``check_training_data``) unless ``--allow_data_change``; any other change (the
+    learning rate, the steps, the eval cadence) takes effect and is logged.
 
     Args:
       out_dir: the run's folder (created if missing).
@@ -498,18 +508,22 @@ def write_flag_record(
         the record to the chief.
       vocabularies: ``check_vocabularies``'s mapping of the run's vocabularies (None:
         none recorded).
+      training_data: the files the run trains on (None: none recorded).
 
     Returns:
       The recorded flag values (a dict).
 
     Raises:
       FlagChangeError: a resume changes a flag that decides the model's variables.
-      VocabularyChangeError: a resume reads a vocabulary with other words.
+      VocabularyChangeError: a resume reads a vocabulary with other words, or other
+        training data.
     """
     values = config.record()
+    hashes = {os.path.abspath(p): files.sha256(p) for p in training_data or ()}
     if resume_model_flags is not None:
         compare_flag_record(out_dir, config, resume_model_flags, name)
-        check_vocabularies(out_dir, vocabularies or {}, name, config.allow_vocab_change)
+        check_vocabularies(out_dir, vocabularies or {}, name, config.allow_data_change)
+        check_training_data(out_dir, hashes, name, config.allow_data_change)
     else:
         _refuse_another_commands_record(out_dir, values, name)
     if not chief:
@@ -517,6 +531,8 @@ def write_flag_record(
     record = dict(values, _tensorflow=tf.__version__, _command=" ".join(sys.argv))
     if vocabularies:
         record[VOCABULARIES] = {key: found for key, (_, found) in vocabularies.items()}
+    if hashes:
+        record[TRAINING_DATA] = hashes
     files.atomic_write_text(
         os.path.join(out_dir, name), json.dumps(record, indent=2, sort_keys=True) + "\n"
     )
@@ -536,7 +552,7 @@ def check_vocabularies(
       vocabularies: the record's key of each vocabulary (``"vocab_path"``) ->
         ``(where the command read it, as the message names it, its fingerprint)``.
       name: the record's file name.
-      allow: ``--allow_vocab_change``: a warning instead.
+      allow: ``--allow_data_change``: a warning instead.
 
     Raises:
       VocabularyChangeError: naming the record, the vocabulary, both fingerprints and
@@ -562,9 +578,52 @@ def check_vocabularies(
         if not allow:
             raise VocabularyChangeError(
                 message + "; give the vocabulary the run trained with, or "
-                "--allow_vocab_change to use this one"
+                "--allow_data_change to use this one"
             )
-        logging.warning("%s; using it (--allow_vocab_change)", message)
+        logging.warning("%s; using it (--allow_data_change)", message)
+
+
+def check_training_data(
+    run_dir: str, hashes: Mapping[str, str], name: str = RECORD, allow: bool = False
+) -> None:
+    """Refuses a resume on other training data than the run's record holds: files of
+    other content, by SHA-256 (a moved or renamed file of the same content passes). A run
+    without the record's entry is not checked.
+
+    Args:
+      run_dir: the run's folder.
+      hashes: the SHA-256 of each file the resume trains on, by path.
+      name: the record's file name.
+      allow: ``--allow_data_change``: a warning instead.
+
+    Raises:
+      VocabularyChangeError: naming the record, a file of one side and the fix.
+    """
+    trained = (read_flag_record(run_dir, name) or {}).get(TRAINING_DATA)
+    if not trained or sorted(trained.values()) == sorted(hashes.values()):
+        return
+    new = [path for path, digest in sorted(hashes.items()) if digest not in trained.values()]
+    gone = [path for path, digest in sorted(trained.items()) if digest not in hashes.values()]
+    record = os.path.join(run_dir, name)
+    if new:
+        message = "%s: %s (sha256 %s...) is none of the %d file(s) the run trained on" % (
+            record,
+            new[0],
+            hashes[new[0]][:12],
+            len(trained),
+        )
+    else:
+        message = "%s: the run trained on %s (sha256 %s...), which this command leaves out" % (
+            record,
+            gone[0],
+            trained[gone[0]][:12],
+        )
+    if not allow:
+        raise VocabularyChangeError(
+            message + "; give the data the run trained on, or --allow_data_change to go on "
+            "with this"
+        )
+    logging.warning("%s; training on it (--allow_data_change)", message)
 
 
 def vocabulary_checks(
@@ -575,7 +634,7 @@ def vocabulary_checks(
 ) -> Callable[[str], None]:
     """A host's ``check`` of a checkpoint before it is restored: ``sizes`` (its tables'
     rows, ``checkpoints.vocabulary_check``), then ``check_vocabularies`` of the run's
-    record (``allow``: ``--allow_vocab_change``)."""
+    record (``allow``: ``--allow_data_change``)."""
 
     def check(path: str) -> None:
         sizes(path)

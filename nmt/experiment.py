@@ -143,7 +143,7 @@ def vocabulary_check(
         }
     )
     words = vocabularies(config, src_vocab, tgt_vocab)
-    return acvi_flags.vocabulary_checks(config.out_dir, words, sizes, config.allow_vocab_change)
+    return acvi_flags.vocabulary_checks(config.out_dir, words, sizes, config.allow_data_change)
 
 
 def restore(

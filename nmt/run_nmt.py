@@ -617,6 +617,9 @@ def run(config: Config) -> Optional[float]:
             resume_model_flags=MODEL_FLAGS if resuming else None,
             chief=distribute.is_chief(strategy),
             vocabularies=experiment.vocabularies(config, *vocabs),
+            training_data=[
+                "%s.%s" % (config.train_prefix, lang) for lang in (config.src, config.tgt)
+            ],
         )
         best = train(config, vocabs, strategy)
     print("best dev BLEU %.2f" % best)

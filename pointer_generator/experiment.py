@@ -204,7 +204,7 @@ def vocabulary_check(config: Config, vocab: vocab_lib.Vocab) -> Callable[[str], 
     given = "--vocab_path=%s --vocab_size=%d" % (config.vocab_path, config.vocab_size)
     sizes = checkpoints.vocabulary_check({"model/embedding/embeddings": (vocab.size(), given)})
     words = vocabularies(config, vocab)
-    return acvi_flags.vocabulary_checks(run_dir(config), words, sizes, config.allow_vocab_change)
+    return acvi_flags.vocabulary_checks(run_dir(config), words, sizes, config.allow_data_change)
 
 
 def restore(

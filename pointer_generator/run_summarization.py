@@ -983,6 +983,7 @@ def run(config: Config) -> Union[keras.Model, float, dict, None]:
                 resume_model_flags=MODEL_FLAGS if resuming else None,
                 chief=distribute.is_chief(strategy),
                 vocabularies=experiment.vocabularies(config, vocab),
+                training_data=sorted(glob.glob(config.data_path)),
             )
             return train(config, vocab, train_dir, phases, strategy)
     with stops.AtOnce("; rerun the same command to resume"):  # a stop keeps what is done

@@ -430,3 +430,41 @@ def test_a_flag_of_several_values_takes_them_comma_separated_or_repeated():
     assert default == tuple(run_captioning.REPORTED)
     with pytest.raises(flags.IllegalFlagValueError, match="--metrics=cider: value should be"):
         config_lib.parse(run_captioning.define_flags, ["x", "--metrics=Bleu_4,cider"])
+
+
+def test_a_resume_on_other_training_data_is_refused_unless_allowed(tmp_path, absl_caplog):
+    data = [tmp_path / "train.en", tmp_path / "train.de"]
+    for path in data:
+        path.write_text("the %s side\n" % path.suffix)
+    run = tmp_path / "run"
+    acvi_flags.write_flag_record(str(run), _parse(), training_data=[str(p) for p in data])
+    record = (run / "hparams.json").read_text()
+    hashes = {str(p): files.sha256(str(p)) for p in data}
+    assert json.loads(record)[acvi_flags.TRAINING_DATA] == hashes
+    # the same content moved elsewhere: the same data
+    moved = tmp_path / "moved.en"
+    moved.write_text(data[0].read_text())
+    same = {str(moved): hashes[str(data[0])], str(data[1]): hashes[str(data[1])]}
+    acvi_flags.check_training_data(str(run), same)
+    data[1].write_text("edited\n")
+    edited = {str(p): files.sha256(str(p)) for p in data}
+    with pytest.raises(acvi_flags.VocabularyChangeError) as refused:
+        acvi_flags.write_flag_record(
+            str(run), _parse(), resume_model_flags=(), training_data=[str(p) for p in data]
+        )
+    assert str(refused.value) == (
+        "%s: %s (sha256 %s...) is none of the 2 file(s) the run trained on; give the data the "
+        "run trained on, or --allow_data_change to go on with this"
+        % (run / "hparams.json", data[1], edited[str(data[1])][:12])
+    )
+    assert (run / "hparams.json").read_text() == record
+    with pytest.raises(acvi_flags.VocabularyChangeError, match="which this command leaves out"):
+        acvi_flags.check_training_data(str(run), {str(data[0]): edited[str(data[0])]})
+    acvi_flags.write_flag_record(
+        str(run),
+        _parse("--allow_data_change"),
+        resume_model_flags=(),
+        training_data=[str(p) for p in data],
+    )
+    assert "training on it (--allow_data_change)" in absl_caplog.text
+    assert json.loads((run / "hparams.json").read_text())[acvi_flags.TRAINING_DATA] == edited

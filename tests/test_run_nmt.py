@@ -144,8 +144,8 @@ def test_train_evaluate_and_translate(corpus, tmp_path, absl_caplog):
         assert "than %s.de (%d words" % (other, len(words)) in str(e.value)
     assert (out / "hparams.json").read_text() == record  # as the refused resume found it
     absl_caplog.clear()  # a deliberate change: a warning, and the inference runs
-    assert _run(corpus, out, other, *inference, "--allow_vocab_change") >= 0.0
-    assert "so the same ids would mean other words; using it (--allow_vocab_change)" in (
+    assert _run(corpus, out, other, *inference, "--allow_data_change") >= 0.0
+    assert "so the same ids would mean other words; using it (--allow_data_change)" in (
         absl_caplog.text
     )
     # a folder that holds only the record names the run too (--ckpt the checkpoint)

@@ -73,7 +73,7 @@ def vocabulary_check(config: Config, vocab: data.Vocab) -> Callable[[str], None]
     given = "--data_dir=%s --vocab_size=%d" % (config.data_dir, config.vocab_size)
     sizes = checkpoints.vocabulary_check({"model/embedding/embeddings": (vocab.size(), given)})
     words = vocabularies(config, vocab)
-    return acvi_flags.vocabulary_checks(config.out_dir, words, sizes, config.allow_vocab_change)
+    return acvi_flags.vocabulary_checks(config.out_dir, words, sizes, config.allow_data_change)
 
 
 def restore(

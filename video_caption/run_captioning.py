@@ -692,6 +692,7 @@ def run(config: Config) -> Union[float, dict]:
             resume_model_flags=MODEL_FLAGS if resuming else None,
             chief=distribute.is_chief(strategy),
             vocabularies=experiment.vocabularies(config, experiment.load_vocab(config)),
+            training_data=[experiment.split_path(config, "train")],
         )
         # the global step is the process's own (a plain variable), the model's mirrored
         step_var = tf.Variable(0, dtype=tf.int64, name="global_step")
