@@ -1,20 +1,29 @@
 """The corpus builders' tokenisers: ``--tokenizer=tftext`` against ``--tokenizer=treebank``
 in the summarization builder and in the translation builder with BPE, on the same raw
-pairs, interleaved in one process.
+pairs, as whole commands and in one process.
 
-Each timed call is a whole build into a temporary folder: reading, tokenising (``tftext``
-in one graph call per 1,000 strings), splitting and writing, and for translation
-learning and applying the joint BPE; a third row times the translation builder's reading
-and tokenising alone (``translation.make_pairs``). The pairs are the shipped samples made
-raw again: their tokens joined back (``"do n't ."`` -> ``"don't."``) and each sentence
-capitalised. Summarization: the Debian descriptions sample's articles and abstracts as
-JSON lines, pair ``i`` from record ``i`` modulo its 4,800 with ``"Package i: "`` in
-front, so that every article is distinct. Translation: the En-De sample's first pairs
-(train, then dev and test) as a TSV.
-``tftext``'s first call in a process imports tensorflow-text and traces the graph; it is
-timed once apart and is not in the rounds (``report.time_interleaved`` runs one untimed
-round). The table gives the median CPU and wall seconds per build and the per-round
-ratios tftext / treebank (median and range).
+The whole-command rows time what a user runs once: ``python -m data_prep.summarization``
+and ``python -m data_prep.translation --bpe_merges=N``, each in a fresh process (this
+Python, from the repository root) writing into a fresh folder, its start, its imports and
+``tftext``'s first call (importing tensorflow-text and tracing the graph) in its time; its
+CPU time is the child's user and system time (``os.wait4``). The in-process rows time the
+same builds called in this process, without those one-off costs: each call is a whole
+build into a temporary folder (reading, tokenising with ``tftext`` in one graph call per
+1,000 strings, splitting and writing, and for translation learning and applying the joint
+BPE); a third in-process row times the translation builder's reading and tokenising alone
+(``translation.make_pairs``). In this process ``tftext``'s first call is timed once
+apart. Both kinds run the tokenizers interleaved (A B, then B A) after one untimed round.
+
+The pairs are the shipped samples made raw again: their tokens joined back
+(``"do n't ."`` -> ``"don't."``) and each sentence capitalised. Summarization: the Debian
+descriptions sample's articles and abstracts as JSON lines, pair ``i`` from record ``i``
+modulo its 4,800 with ``"Package i: "`` in front, so that every article is distinct.
+Translation: the En-De sample's first pairs (train, then dev and test) as a TSV.
+
+The table gives the median CPU and wall seconds per build and the per-round ratios tftext
+/ treebank (median and range). Its results file is ``builders-<pairs>-pairs-bpe-<merges>-
+commands-cpu.json``; the in-process table of earlier runs keeps its own file (without
+``commands``).
 
 Usage: python bench/builders.py [--pairs=5000] [--bpe_merges=8000] [--repeats=3]
 """
@@ -23,10 +32,13 @@ import glob
 import json
 import os
 import re
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from typing import Dict, List, Sequence, Tuple
 
 from absl import app, flags, logging
 
@@ -41,10 +53,16 @@ import _report as report
 
 SAMPLES = os.path.join(report.ROOT, "data_prep", "samples")
 TOKENIZERS = ("treebank", "tftext")
+# row name -> the builder timed as a whole command
+COMMANDS = {
+    "summarization, whole command": "summarization",
+    "translation with BPE, whole command": "translation",
+}
+# row name -> the build timed in this process
 BUILDS = {
-    "summarization": "summarization",
-    "translation with BPE": "translation",
-    "translation: reading and tokenising only": "pairs",
+    "summarization, in one process": "summarization",
+    "translation with BPE, in one process": "translation",
+    "translation: reading and tokenising only, in one process": "pairs",
 }
 
 _GLUED_LEFT = re.compile(r" ([.,;:!?)\]%]|n't|'s|'re|'ve|'ll|'d|'m|'')(?= |$)")
@@ -109,8 +127,17 @@ def define_flags(fv: flags.FlagValues) -> None:
     )
 
 
-def _builds(folder: str, pairs: int, bpe_merges: int) -> dict:
-    """``(builder, tokenizer) -> a build of ``pairs`` pairs into folder``."""
+def _inputs(folder: str, pairs: int) -> Tuple[str, str]:
+    """Writes the raw pairs into ``folder``.
+
+    Args:
+      folder: where the inputs go.
+      pairs: pairs per input.
+
+    Returns:
+      ``(jsonl, tsv)``: the summarization builder's JSON lines and the translation
+      builder's TSV.
+    """
     jsonl = os.path.join(folder, "summarization.jsonl")
     with open(jsonl, "w", encoding="utf-8") as f:
         for article, abstract in summarization_pairs(pairs):
@@ -119,14 +146,39 @@ def _builds(folder: str, pairs: int, bpe_merges: int) -> dict:
     with open(parallel, "w", encoding="utf-8") as f:
         f.write("en\tde\n")
         f.writelines("%s\t%s\n" % pair for pair in translation_pairs(pairs))
+    return jsonl, parallel
+
+
+def _flags(builder: str, tokenizer: str, inputs: Tuple[str, str], bpe_merges: int) -> List[str]:
+    """The flags of one build, but ``--out_dir``: the same for a command and a call.
+
+    Args:
+      builder: ``summarization`` or ``translation``.
+      tokenizer: one of ``TOKENIZERS``.
+      inputs: ``_inputs``' files.
+      bpe_merges: the translation build's BPE merges.
+    """
+    jsonl, parallel = inputs
+    if builder == "summarization":
+        return ["--input=%s" % jsonl, "--tokenizer=" + tokenizer]
+    return [
+        "--src=en",
+        "--tgt=de",
+        "--input=%s" % parallel,
+        "--tokenizer=" + tokenizer,
+        "--bpe_merges=%d" % bpe_merges,
+    ]
+
+
+def _builds(folder: str, inputs: Tuple[str, str], bpe_merges: int) -> dict:
+    """``(builder, tokenizer) -> a build of the inputs into folder``, in this process."""
     builds = {}
     for tokenizer in TOKENIZERS:
-        argv = ["x", "--input=%s" % jsonl, "--tokenizer=" + tokenizer]
+        argv = ["x", *_flags("summarization", tokenizer, inputs, bpe_merges)]
         argv.append("--out_dir=%s" % os.path.join(folder, "summarization-" + tokenizer))
         config = config_lib.parse(summarization.define_flags, argv)
         builds["summarization", tokenizer] = lambda config=config: summarization.build(config)
-        argv = ["x", "--src=en", "--tgt=de", "--input=%s" % parallel, "--tokenizer=" + tokenizer]
-        argv += ["--bpe_merges=%d" % bpe_merges]
+        argv = ["x", *_flags("translation", tokenizer, inputs, bpe_merges)]
         argv.append("--out_dir=%s" % os.path.join(folder, "translation-" + tokenizer))
         config = config_lib.parse(translation.define_flags, argv)
         builds["translation", tokenizer] = lambda config=config: translation.build(config)
@@ -139,6 +191,68 @@ def _builds(folder: str, pairs: int, bpe_merges: int) -> dict:
     return builds
 
 
+def run_command(argv: Sequence[str], out_dir: str) -> Tuple[float, float]:
+    """Runs one build as a user does: a fresh process from the repository root.
+
+    Args:
+      argv: the command, without ``--out_dir``.
+      out_dir: its output folder, new; removed afterwards.
+
+    Returns:
+      ``(wall, cpu)``: its seconds by the clock and its user and system CPU time.
+
+    Raises:
+      RuntimeError: the command failed (its output in the message).
+    """
+    log = out_dir + ".log"
+    start = time.perf_counter()
+    with open(log, "w+", encoding="utf-8") as out:
+        process = subprocess.Popen(
+            [*argv, "--out_dir=%s" % out_dir],
+            cwd=report.ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+        _, status, usage = os.wait4(process.pid, 0)
+        wall = time.perf_counter() - start
+        process.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+        out.seek(0)
+        output = out.read()
+    os.remove(log)
+    shutil.rmtree(out_dir, ignore_errors=True)
+    if process.returncode:
+        raise RuntimeError("%s: exit status %d\n%s" % (" ".join(argv), process.returncode, output))
+    return wall, usage.ru_utime + usage.ru_stime
+
+
+def time_commands(
+    commands: Dict[str, List[str]], folder: str, repeats: int
+) -> Tuple[Dict[str, List[float]], Dict[str, List[float]]]:
+    """Times each of ``commands`` (name -> argv) as ``report.time_interleaved`` times
+    calls: ``repeats`` rounds, the order flipping every round, after one untimed round.
+
+    Args:
+      commands: name -> the command, without ``--out_dir``.
+      folder: where each run gets its fresh output folder.
+      repeats: timed rounds.
+
+    Returns:
+      ``(wall, cpu)``: name -> each round's seconds by the clock and in the command's CPU
+      time.
+    """
+    wall = {name: [] for name in commands}
+    cpu = {name: [] for name in commands}
+    names = list(commands)
+    for repeat in range(repeats + 1):
+        for name in names if repeat % 2 else names[::-1]:
+            out_dir = os.path.join(folder, "command-%s-%d" % (name, repeat))
+            seconds, cpu_seconds = run_command(commands[name], out_dir)
+            if repeat:
+                wall[name].append(seconds)
+                cpu[name].append(cpu_seconds)
+    return wall, cpu
+
+
 def _first_call_seconds() -> float:
     """Seconds of tftext's first call in this process: the import and the trace."""
     start = time.perf_counter()
@@ -148,7 +262,8 @@ def _first_call_seconds() -> float:
     return time.perf_counter() - start
 
 
-def _row(name, wall, cpu):
+def _row(name: str, wall: Dict[str, List[float]], cpu: Dict[str, List[float]]) -> List[str]:
+    """A table row: each tokenizer's median CPU / wall seconds, the per-round ratios."""
     treebank, tftext = TOKENIZERS
     return [
         name,
@@ -156,6 +271,21 @@ def _row(name, wall, cpu):
         "%.2f / %.2f" % (statistics.median(cpu[tftext]), statistics.median(wall[tftext])),
         report.ratio_cell(cpu[tftext], cpu[treebank]),
         report.ratio_cell(wall[tftext], wall[treebank]),
+    ]
+
+
+def _notes(repeats: int, first_call: float) -> List[str]:
+    """The table's notes: how the rounds run, what each kind of row holds."""
+    return [
+        "Medians of %d rounds, the tokenizers interleaved after one untimed round; the "
+        "ratios are per round (median and range)." % repeats,
+        "Whole command: the build as a user runs it once, `python -m data_prep.<builder> "
+        "... --out_dir=<new folder>` in a fresh process, its CPU time the child's user and "
+        "system time: the process start, the imports and tftext's first call (importing "
+        "tensorflow-text and tracing the graph) are in it.",
+        "In one process: the same builds (from reading to written files) as calls in the "
+        "benchmark's process, the tokenising cost without those one-off costs; tftext's "
+        "first call in the process took %.1f s, once, before the rounds." % first_call,
     ]
 
 
@@ -169,14 +299,29 @@ def run(config: config_lib.Config) -> None:
     first_call = _first_call_seconds()
     rows, data = [], {}
     with tempfile.TemporaryDirectory(prefix="bench-builders-") as folder:
-        builds = _builds(folder, config.pairs, config.bpe_merges)
+        inputs = _inputs(folder, config.pairs)
+        for name, builder in COMMANDS.items():
+            commands = {
+                tokenizer: [
+                    sys.executable,
+                    "-m",
+                    "data_prep." + builder,
+                    *_flags(builder, tokenizer, inputs, config.bpe_merges),
+                ]
+                for tokenizer in TOKENIZERS
+            }
+            wall, cpu = time_commands(commands, folder, config.repeats)
+            rows.append(_row(name, wall, cpu))
+            data[builder + " command"] = dict(wall_s=wall, cpu_s=cpu)
+        builds = _builds(folder, inputs, config.bpe_merges)
         for name, builder in BUILDS.items():
             runs = {tokenizer: builds[builder, tokenizer] for tokenizer in TOKENIZERS}
             wall, cpu = report.time_interleaved(runs, config.repeats)
             rows.append(_row(name, wall, cpu))
             data[builder] = dict(wall_s=wall, cpu_s=cpu)
     report.emit(
-        "The builders' tokenisers: tftext in batches against Treebank",
+        "The builders' tokenisers: tftext in batches against Treebank, whole commands and "
+        "in one process",
         [
             "build (%d pairs)" % config.pairs,
             "treebank: CPU s / wall s",
@@ -185,13 +330,8 @@ def run(config: config_lib.Config) -> None:
             "tftext / treebank, wall",
         ],
         rows,
-        notes=[
-            "Builds from reading to written files, medians of %d interleaved rounds; the "
-            "ratios are per round (median and range). tftext's first call in the process "
-            "(importing tensorflow-text and tracing the graph) took %.1f s, once, before "
-            "the rounds." % (config.repeats, first_call)
-        ],
-        config=("%d pairs" % config.pairs, "bpe %d" % config.bpe_merges),
+        notes=_notes(config.repeats, first_call),
+        config=("%d pairs" % config.pairs, "bpe %d" % config.bpe_merges, "commands"),
         data=data,
     )
 

@@ -1,8 +1,10 @@
 """bench/_report.py: each benchmark configuration keeps one results file, a new run
-replaces it, and BENCHMARKS.md is generated from the files (never appended to)."""
+replaces it, and BENCHMARKS.md is generated from the files (never appended to); the docs
+quote the files' cells as they are."""
 
 import json
 import os
+import re
 import sys
 
 import pytest
@@ -62,3 +64,36 @@ def test_scripts_render_in_their_order_and_data_is_kept(report, monkeypatch):
     monkeypatch.setattr(sys, "argv", [os.path.join(ROOT, "bench", "compare_contexts.py")])
     assert _report.load(("translation",))["data"] == {"sa": 1}
     assert _report.load(("captioning",)) is None
+
+
+BUILDERS = os.path.join(ROOT, "bench", "results", "builders-5000-pairs-bpe-8000-commands-cpu.json")
+
+
+def _read(*path):
+    with open(os.path.join(ROOT, *path), encoding="utf-8") as f:
+        return f.read()
+
+
+def test_the_docs_builders_figures_are_the_results_cells():
+    """docs/performance.md's "Building corpora" and docs/data.md quote bench/builders.py's
+    result: every ratio cell, every second and the whole command's figure (what a user's
+    one-off build costs) beside the in-process one; a rerun fails here until they do."""
+    result = json.loads(_read(BUILDERS))
+    ratios = {row[0]: row[3:5] for row in result["rows"]}
+    section = _read("docs", "performance.md").split("## Building corpora\n", 1)[1]
+    section = section.split("\n## ", 1)[0]
+    table = [
+        [cell.strip() for cell in line.strip("|").split("|")]
+        for line in section.splitlines()
+        if line[:2] == "| "
+    ]
+    assert {row[0]: row[1:] for row in table[1:]} == ratios
+    seconds = {s for row in result["rows"] for cell in row[1:3] for s in cell.split(" / ")}
+    [first_call] = re.findall(r"took ([\d.]+) s, once", " ".join(result["notes"]))
+    quoted = re.findall(r"(\d+\.\d+) s\b", section.split("| translation: reading", 1)[1])
+    assert quoted and set(quoted) <= seconds | {first_call}
+    data = " ".join(_read("docs", "data.md").split())
+    whole = ratios["summarization, whole command"][0].split()[0]
+    in_process = ratios["summarization, in one process"][0].split()[0]
+    assert "5,000 pairs takes %s of Treebank's CPU time" % whole in data
+    assert "in one process, without those one-off costs, takes %s " % in_process in data
