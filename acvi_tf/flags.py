@@ -8,11 +8,12 @@ helpers read the command's frozen ``acvi_tf.config.Config``; ``acvi_tf.builders`
 the objects the flags select (the context layer, the KL schedule, the runtime).
 """
 
+import contextlib
 import json
 import math
 import os
 import sys
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence
 
 import tensorflow as tf
 from absl import app, flags, logging
@@ -21,7 +22,7 @@ from acvi_tf import config as config_lib
 from acvi_tf import errors, files
 from acvi_tf.contexts import context as context_lib
 from acvi_tf.contexts import kl_schedule, registry, variational
-from acvi_tf.training import distribute
+from acvi_tf.training import checkpoints, distribute
 from acvi_tf.training import step as training_lib
 
 # --mixed_precision's values and the Keras policies they set.
@@ -538,6 +539,36 @@ def write_flag_record(
     )
     logging.vlog(1, "flags: %s", values)
     return values
+
+
+@contextlib.contextmanager
+def training_record(
+    out_dir: str,
+    config: config_lib.Config,
+    model_flags: Optional[Iterable[str]],
+    chief: bool = True,
+    vocabularies: Optional[Mapping[str, Any]] = None,
+    training_data: Optional[Sequence[str]] = None,
+) -> Iterator[dict]:
+    """A training run's ``write_flag_record`` (``model_flags``: its resume's
+    ``resume_model_flags``, None for a new run), around the training in the ``with``
+    block: when the trainer refuses the folder's checkpoints, the record is put back as
+    it was (``files.restored_on``), so a refused run leaves the folder as it found it.
+
+    Yields:
+      The recorded flag values.
+    """
+    path = os.path.join(out_dir, RECORD)
+    with files.restored_on(path, (checkpoints.CheckpointMismatchError,)):
+        yield write_flag_record(
+            out_dir,
+            config,
+            RECORD,
+            model_flags,
+            chief,
+            vocabularies=vocabularies,
+            training_data=training_data,
+        )
 
 
 def check_vocabularies(

@@ -609,18 +609,14 @@ def run(config: Config) -> Optional[float]:
     for name in ("train_prefix", "dev_prefix"):
         if not getattr(config, name):
             raise app.UsageError("--%s is required for training" % name)
-    record = os.path.join(config.out_dir, acvi_flags.RECORD)
-    with files.restored_on(record, (checkpoints.CheckpointMismatchError,)):
-        acvi_flags.write_flag_record(
-            config.out_dir,
-            config,
-            resume_model_flags=MODEL_FLAGS if resuming else None,
-            chief=distribute.is_chief(strategy),
-            vocabularies=experiment.vocabularies(config, *vocabs),
-            training_data=[
-                "%s.%s" % (config.train_prefix, lang) for lang in (config.src, config.tgt)
-            ],
-        )
+    with acvi_flags.training_record(
+        config.out_dir,
+        config,
+        MODEL_FLAGS if resuming else None,
+        distribute.is_chief(strategy),
+        experiment.vocabularies(config, *vocabs),
+        ["%s.%s" % (config.train_prefix, lang) for lang in (config.src, config.tgt)],
+    ):
         best = train(config, vocabs, strategy)
     print("best dev BLEU %.2f" % best)
     return best

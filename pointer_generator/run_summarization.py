@@ -975,16 +975,14 @@ def run(config: Config) -> Union[keras.Model, float, dict, None]:
         experiment.check_beam(config, vocab)
     phases = experiment.phases(config)
     if config.mode == "train":
-        record = os.path.join(experiment.run_dir(config), acvi_flags.RECORD)
-        with files.restored_on(record, (checkpoints.CheckpointMismatchError,)):
-            acvi_flags.write_flag_record(
-                experiment.run_dir(config),
-                config,
-                resume_model_flags=MODEL_FLAGS if resuming else None,
-                chief=distribute.is_chief(strategy),
-                vocabularies=experiment.vocabularies(config, vocab),
-                training_data=sorted(glob.glob(config.data_path)),
-            )
+        with acvi_flags.training_record(
+            experiment.run_dir(config),
+            config,
+            MODEL_FLAGS if resuming else None,
+            distribute.is_chief(strategy),
+            experiment.vocabularies(config, vocab),
+            sorted(glob.glob(config.data_path)),
+        ):
             return train(config, vocab, train_dir, phases, strategy)
     with stops.AtOnce("; rerun the same command to resume"):  # a stop keeps what is done
         if config.mode == "decode":

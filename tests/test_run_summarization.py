@@ -78,34 +78,26 @@ def test_eval_job_and_restore_best_model(corpus, tmp_path, absl_caplog):
     record = json.loads((tmp_path / "exp" / "hparams.json").read_text())
     assert (record["context"], record["hidden_dim"], record["max_steps"]) == ("sa", 8, 4)
     assert record["attention_masking"] == "renormalize" and "coverage" in record
-    # another vocabulary file of fewer words than the run's --vocab_size=40
-    small = tmp_path / "small_vocab"
-    small.write_text("".join((corpus / "vocab").read_text().splitlines(True)[:26]))
-    with pytest.raises(checkpoints.CheckpointMismatchError, match="--vocab_size=40 gives 30"):
-        _run(
-            corpus,
-            tmp_path,
-            max_steps=4,
-            context="sa",
-            vocab_path=str(small),
-            mode="decode",
-            data_path=str(corpus / "val_*"),
-        )
-    # the run's words in another order, the same size: the ids would mean other words
     lines = (corpus / "vocab").read_text().splitlines(True)
-    lines[10], lines[11] = lines[11], lines[10]
-    (tmp_path / "reordered_vocab").write_text("".join(lines))
-    with pytest.raises(acvi_flags.VocabularyChangeError, match="another vocabulary"):
-        _run(
-            corpus,
-            tmp_path,
-            max_steps=4,
-            context="sa",
-            vocab_path=str(tmp_path / "reordered_vocab"),
-            mode="decode",
-            single_pass=True,
-            data_path=str(corpus / "val_*"),
-        )
+    reordered = lines[:10] + [lines[11], lines[10]] + lines[12:]
+    for vocab, error, message in (
+        # another vocabulary file of fewer words than the run's --vocab_size=40
+        (lines[:26], checkpoints.CheckpointMismatchError, "--vocab_size=40 gives 30"),
+        # the run's words in another order, the same size: the ids would mean other words
+        (reordered, acvi_flags.VocabularyChangeError, "another vocabulary"),
+    ):
+        (tmp_path / "other_vocab").write_text("".join(vocab))
+        with pytest.raises(error, match=message):
+            _run(
+                corpus,
+                tmp_path,
+                max_steps=4,
+                context="sa",
+                vocab_path=str(tmp_path / "other_vocab"),
+                mode="decode",
+                single_pass=True,
+                data_path=str(corpus / "val_*"),
+            )
     _run(
         corpus,
         tmp_path,

@@ -684,16 +684,14 @@ def run(config: Config) -> Union[float, dict]:
         _check_video_dir(config)
         exp = experiment.Experiment(config)
         return evaluate(exp) if config.mode == "eval" else decode(exp)
-    record = os.path.join(config.out_dir, acvi_flags.RECORD)
-    with files.restored_on(record, (checkpoints.CheckpointMismatchError,)):
-        acvi_flags.write_flag_record(
-            config.out_dir,
-            config,
-            resume_model_flags=MODEL_FLAGS if resuming else None,
-            chief=distribute.is_chief(strategy),
-            vocabularies=experiment.vocabularies(config, experiment.load_vocab(config)),
-            training_data=[experiment.split_path(config, "train")],
-        )
+    with acvi_flags.training_record(
+        config.out_dir,
+        config,
+        MODEL_FLAGS if resuming else None,
+        distribute.is_chief(strategy),
+        experiment.vocabularies(config, experiment.load_vocab(config)),
+        [experiment.split_path(config, "train")],
+    ):
         # the global step is the process's own (a plain variable), the model's mirrored
         step_var = tf.Variable(0, dtype=tf.int64, name="global_step")
         with strategy.scope():
