@@ -152,7 +152,7 @@ def read_json(path: str, fix: str, kind: type = dict, error: Type[Exception] = R
         raise error("%s: byte %d is not UTF-8; %s" % (path, e.start + 1, fix)) from e
     except json.JSONDecodeError as e:
         raise error(
-            "%s is not valid JSON (%s at line %d column %d: cut short or edited?); %s"
+            "%s is not valid JSON (%s: line %d column %d; cut short or edited?); %s"
             % (path, e.msg, e.lineno, e.colno, fix)
         ) from e
     if not isinstance(record, kind):

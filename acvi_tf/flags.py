@@ -785,12 +785,13 @@ _FORMER_KINDS = {"mixed_precision": (bool,)}
 def _record_value(path: str, name: str, value: Any, current: Any) -> Any:
     """``value``, the record's for ``--name``, checked against the kind of the flag's
     value in the command (``current``; None: not checked): an integer flag refuses
-    ``"sixteen"`` and ``16.5``, a float flag takes ``1`` as ``1.0``.
+    ``"sixteen"``, ``16.5`` and ``null`` (only a flag without a default can be unset),
+    a float flag takes ``1`` as ``1.0``.
 
     Raises:
       files.RecordError: naming the record, the flag, the value and what it must be.
     """
-    if current is None or value is None or isinstance(value, _FORMER_KINDS.get(name, ())):
+    if current is None or isinstance(value, _FORMER_KINDS.get(name, ())):
         return value
     for kind, accepted, what in _KINDS:
         if isinstance(current, kind):

@@ -186,7 +186,8 @@ def read_tsv(path: str, src: str, tgt: str) -> Iterator[Source]:
         where = "%s:%d" % (path, number)
         if len(cells) != len(header):
             raise ParallelError(
-                "%s: %d cells, but the header has %d (%s)"
+                "%s: %d cells, but the header has %d (%s); give each pair one line, its two "
+                "sentences separated by one tab"
                 % (where, len(cells), len(header), ", ".join(header))
             )
         row = dict(zip(header, cells))
@@ -361,11 +362,13 @@ class _Codes(io.StringIO):
 
 @contextlib.contextmanager
 def _without_progress_bar():
-    """subword-nmt's ``learn_bpe`` without its tqdm bar: the build logs its own lines."""
+    """subword-nmt's ``learn_bpe`` without its tqdm bar and its own line on standard
+    error when it runs out of pairs: the build logs its own lines."""
     bar = learn_bpe_lib.tqdm
     learn_bpe_lib.tqdm = lambda iterable, *args, **kwargs: iterable
     try:
-        yield
+        with contextlib.redirect_stderr(io.StringIO()):
+            yield
     finally:
         learn_bpe_lib.tqdm = bar
 

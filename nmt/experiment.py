@@ -177,7 +177,7 @@ def restore(
 def log_search(config: Config) -> None:
     """Logs the search settings of an inference in one line, each with its source."""
     logging.info(
-        "Translating with %s; at most twice each source's length",
+        "Translating with %s; at most twice the longest source of each batch",
         acvi_flags.describe(config, SEARCH_FLAGS),
     )
     if config.infer_mode == "greedy" and "beam_width" in config.given:

@@ -255,9 +255,9 @@ def test_another_hosts_checkpoint_is_one_error_naming_a_variable_and_its_shape(
                 continue
             with pytest.raises(
                 checkpoints.CheckpointMismatchError,
-                match=r"^%s holds another model than this %s: \d+ of its \d+ variables are not "
-                r"in it, such as model/\S+ with shape \([\d, ]*\)(, and it holds model/\S+ with "
-                r"shape \([\d, ]*\) instead)?: the run was trained with other "
+                match=r"^%s holds another model than this %s: \d+ of the model's \d+ variables "
+                r"are not in it, such as model/\S+ with shape \([\d, ]*\)(, and it holds "
+                r"model/\S+ with shape \([\d, ]*\) instead)?: the run was trained with other "
                 r"model flags, another model type or another entry point; .*or a checkpoint of "
                 r"a run of this entry point$" % (re.escape(path), re.escape(kind)),
             ):
@@ -442,7 +442,7 @@ def test_inference_commands_refuse_another_hosts_checkpoint(
     host_checkpoints, summarizer_run, tmp_path
 ):
     paths = host_checkpoints[1]
-    another = r"holds another model than this %s: \d+ of its \d+ variables are not in it"
+    another = r"holds another model than this %s: \d+ of the model's \d+ variables are not in it"
     en_de = os.path.join(SAMPLES, "debian_en_de")
     nmt_argv = ["--src=en", "--tgt=de", "--vocab_prefix=%s" % os.path.join(en_de, "vocab")]
     nmt_argv += ["--out_dir=%s" % (tmp_path / "nmt"), "--num_units=4"]

@@ -346,3 +346,9 @@ def test_an_inference_restore_says_which_checkpoint_and_why(tmp_path, absl_caplo
         assert absl_caplog.messages == [line] + ([named] if names_best else [])
     with pytest.raises(checkpoints.CheckpointError, match="--ckpt=best: .* holds no best model"):
         checkpoints.restore_for_inference(_model(), train, str(tmp_path / "none"), "best")
+    # a folder: its newest checkpoint; a path of no checkpoint: one error
+    restored = checkpoints.restore_for_inference(_model(), train, best, str(tmp_path / "best"))
+    assert restored == (best_path, 2)
+    for missing in (newest + "9", newest + ".index", str(tmp_path)):
+        with pytest.raises(checkpoints.CheckpointError, match="no checkpoint there"):
+            checkpoints.restore_for_inference(_model(), train, best, missing)

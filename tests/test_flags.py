@@ -361,6 +361,7 @@ def test_a_record_value_of_the_wrong_kind_is_one_error_naming_it(tmp_path):
         ("ved_latent_dim", "sixteen", "a whole number"),
         ("ved_latent_dim", 16.5, "a whole number"),
         ("ved_latent_dim", True, "a whole number"),
+        ("ved_latent_dim", None, "a whole number"),
         ("context", 3, "a string"),
         ("kl_free_bits", "0.5", "a number"),
     ):

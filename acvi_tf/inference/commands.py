@@ -115,8 +115,8 @@ def map_lines(
     lines = files.read_input_lines(input_path, InputError)
     if not lines:
         raise InputError(
-            "%s holds no line, so there is nothing to write %s of; give one input a line "
-            "(a blank line gives a blank output)"
+            "%s holds no line, so there is nothing to write %s of; give the input at least "
+            "one line (a blank line gives a blank output)"
             % ("standard input" if input_path == "-" else input_path, what)
         )
     outputs = convert(lines)

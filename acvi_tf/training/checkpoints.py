@@ -363,7 +363,7 @@ def _another_model(path, model, saved, variables, missing, fix) -> CheckpointMis
     instead = [key for key in theirs if key not in ours]
     paths, variable = missing[0]
     return CheckpointMismatchError(
-        "%s holds another model than this %s.%s: %d of its %d variables are not in it, "
+        "%s holds another model than this %s.%s: %d of the model's %d variables are not in it, "
         "such as %s with shape %s%s: the run was trained with other model flags, another "
         "model type or another entry point; %s"
         % (
@@ -491,6 +491,21 @@ BEST_KEY, LATEST_KEY = "best", "latest"
 CKPT_HELP = "best (the best model), latest (the newest training checkpoint) or a path"
 
 
+def _given_checkpoint(given: str) -> str:
+    """``--ckpt``'s path: a checkpoint's prefix, or a folder's newest checkpoint.
+
+    Raises:
+      CheckpointError: no checkpoint there.
+    """
+    path = latest_checkpoint(given) if tf.io.gfile.isdir(given) else given
+    if path is None or not tf.io.gfile.exists(path + ".index"):
+        raise CheckpointError(
+            "--ckpt=%s: no checkpoint there (a checkpoint's path ends before .index, such "
+            "as train/model.ckpt-30, or names its folder); give best, latest or such a path" % given
+        )
+    return path
+
+
 def restore_for_inference(
     model: tf.Module,
     train_dir: str,
@@ -536,6 +551,8 @@ def restore_for_inference(
             )
     elif given == LATEST_KEY:
         given, newest = None, True
+    elif given:
+        given = _given_checkpoint(given)
     if given or best is None or newest:
         path = given or latest_checkpoint(train_dir)
         why = "--ckpt" if given else "the newest checkpoint"
