@@ -486,6 +486,7 @@ def write_flag_record(
     chief=True,
     vocabularies=None,
     training_data=None,
+    command_flags=(),
 ):
     """Writes the run's settings to ``out_dir/name``: the recorded flags of ``config``
     (the entry point's and the shared ones), the fingerprints of its vocabularies, the
@@ -510,6 +511,8 @@ def write_flag_record(
       vocabularies: ``check_vocabularies``'s mapping of the run's vocabularies (None:
         none recorded).
       training_data: the files the run trains on (None: none recorded).
+      command_flags: the entry point's own command flags, which a resume may change
+        without a log line (``compare_flag_record``).
 
     Returns:
       The recorded flag values (a dict).
@@ -522,7 +525,7 @@ def write_flag_record(
     values = config.record()
     hashes = {os.path.abspath(p): files.sha256(p) for p in training_data or ()}
     if resume_model_flags is not None:
-        compare_flag_record(out_dir, config, resume_model_flags, name)
+        compare_flag_record(out_dir, config, resume_model_flags, name, command_flags)
         check_vocabularies(out_dir, vocabularies or {}, name, config.allow_data_change)
         check_training_data(out_dir, hashes, name, config.allow_data_change)
     else:
@@ -549,6 +552,7 @@ def training_record(
     chief: bool = True,
     vocabularies: Optional[Mapping[str, Any]] = None,
     training_data: Optional[Sequence[str]] = None,
+    command_flags: Iterable[str] = (),
 ) -> Iterator[dict]:
     """A training run's ``write_flag_record`` (``model_flags``: its resume's
     ``resume_model_flags``, None for a new run), around the training in the ``with``
@@ -568,6 +572,7 @@ def training_record(
             chief,
             vocabularies=vocabularies,
             training_data=training_data,
+            command_flags=command_flags,
         )
 
 
@@ -870,16 +875,18 @@ def describe(
     return ", ".join("%s=%s (%s)" % (n, config[n], how(n)) for n in names)
 
 
-def compare_flag_record(out_dir, config, model_flags, name="hparams.json"):
+def compare_flag_record(out_dir, config, model_flags, name="hparams.json", command_flags=()):
     """Compares the flags of a resumed training run with the run's record, if it has
     one: a changed flag of ``model_flags`` or ``MODEL_FLAGS`` is refused; every other
-    change is logged.
+    change of the run's settings is logged (not the command's own flags: where it reads
+    and writes, how it runs).
 
     Args:
       out_dir: the run's folder.
       config: the command's ``acvi_tf.config.Config``.
       model_flags: the entry point's flags that decide the model's variables.
       name: the record's file name.
+      command_flags: the entry point's own command flags (``COMMAND_FLAGS`` besides).
 
     Raises:
       FlagChangeError: naming the flag, the run's value, the new one and the fix.
@@ -894,6 +901,7 @@ def compare_flag_record(out_dir, config, model_flags, name="hparams.json"):
     for n in changed:
         if n in model_flags:
             raise _model_change(path, n, recorded[n], values[n])
+    changed = [n for n in changed if n not in set(command_flags) | set(COMMAND_FLAGS)]
     if changed:
         logging.info(
             "Continuing the run with changed flags: %s",

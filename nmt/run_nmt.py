@@ -616,6 +616,7 @@ def run(config: Config) -> Optional[float]:
         distribute.is_chief(strategy),
         experiment.vocabularies(config, *vocabs),
         ["%s.%s" % (config.train_prefix, lang) for lang in (config.src, config.tgt)],
+        COMMAND_FLAGS,
     ):
         best = train(config, vocabs, strategy)
     print("best dev BLEU %.2f" % best)

@@ -982,6 +982,7 @@ def run(config: Config) -> Union[keras.Model, float, dict, None]:
             distribute.is_chief(strategy),
             experiment.vocabularies(config, vocab),
             sorted(glob.glob(config.data_path)),
+            COMMAND_FLAGS,
         ):
             return train(config, vocab, train_dir, phases, strategy)
     with stops.AtOnce("; rerun the same command to resume"):  # a stop keeps what is done

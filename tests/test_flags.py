@@ -469,3 +469,18 @@ def test_a_resume_on_other_training_data_is_refused_unless_allowed(tmp_path, abs
     )
     assert "training on it (--allow_data_change)" in absl_caplog.text
     assert json.loads((run / "hparams.json").read_text())[acvi_flags.TRAINING_DATA] == edited
+
+
+def test_a_resume_logs_the_changed_settings_not_the_commands_own_flags(tmp_path, absl_caplog):
+    acvi_flags.write_flag_record(str(tmp_path), _parse("--seed=5"))
+    absl_caplog.clear()
+    resumed = _parse("--seed=6", "--allow_data_change", "--num_gpus=0")
+    acvi_flags.write_flag_record(str(tmp_path), resumed, resume_model_flags=(), command_flags=())
+    changes = [m for m in absl_caplog.messages if m.startswith("Continuing the run")]
+    assert changes == ["Continuing the run with changed flags: --seed 5 -> 6"]
+    absl_caplog.clear()  # an entry point's own command flag: no line either
+    again = _parse("--seed=7")
+    acvi_flags.write_flag_record(
+        str(tmp_path), again, resume_model_flags=(), command_flags=["seed"]
+    )
+    assert not [m for m in absl_caplog.messages if m.startswith("Continuing the run")]

@@ -691,6 +691,7 @@ def run(config: Config) -> Union[float, dict]:
         distribute.is_chief(strategy),
         experiment.vocabularies(config, experiment.load_vocab(config)),
         [experiment.split_path(config, "train")],
+        COMMAND_FLAGS,
     ):
         # the global step is the process's own (a plain variable), the model's mirrored
         step_var = tf.Variable(0, dtype=tf.int64, name="global_step")
