@@ -232,7 +232,7 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
         "attention_images",
         0,
         "Inference: also write attention heat maps (PNG) of the first N translations "
-        "into attention/ beside the output file (out_dir by default).",
+        "into <output file>.attention/ (the output file: out_dir/output_infer by default).",
         lower_bound=0,
         flag_values=fv,
     )
@@ -240,7 +240,7 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
         "report_examples",
         report_lib.DEFAULT_DETAIL,
         "Inference: the first this many sentences carry their attention (and ACVI's sigma "
-        "and KL) in report.html next to the output; every sentence is listed.",
+        "and KL) in <output file>.report.html; every sentence is listed.",
         lower_bound=0,
         flag_values=fv,
     )
@@ -252,6 +252,8 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
 BATCH_SIGNATURE = data.BATCH_SIGNATURE
 # The dev pairs of the posterior histograms (the first is the images' pair).
 SUMMARY_PAIRS = 8
+# What an inference writes beside its output file, named after it.
+REPORT_SUFFIX, ATTENTION_SUFFIX = ".report.html", ".attention"
 
 
 def apply_preset(config: Config) -> Config:
@@ -513,10 +515,11 @@ def infer(config: Config, vocabs: Tuple[data.Vocab, data.Vocab]) -> Optional[flo
     output = config.inference_output_file or os.path.join(config.out_dir, "output_infer")
     files.atomic_write_text(output, "".join(h + "\n" for h in hypotheses))
     logging.info("Wrote %d translations to %s", len(hypotheses), output)
-    folder = os.path.dirname(os.path.abspath(output))  # the images and report go beside it
+    # the images and the report go beside the output file, named after it, so that the
+    # inferences of several files into one folder keep theirs
     for i, line in enumerate(sources[: config.attention_images]):
         tokens, alignment = translator.alignment(line, src_vocab, pieces[i])
-        path = os.path.join(folder, "attention", "%06d.png" % i)
+        path = os.path.join(output + ATTENTION_SUFFIX, "%06d.png" % i)
         with files.atomic_write(path, binary=True) as f:
             f.write(summaries.attention_png(alignment, line.split(), tokens))
     references = score = None
@@ -525,7 +528,7 @@ def infer(config: Config, vocabs: Tuple[data.Vocab, data.Vocab]) -> Optional[flo
         score = _bleu(config, references, hypotheses)
         logging.info("BLEU %.2f", score)
         print("BLEU %.2f" % score)
-    report = os.path.join(folder, "report.html")
+    report = output + REPORT_SUFFIX
     _write_report(config, translator, src_vocab, sources, pieces, references, score, report)
     return score
 
@@ -575,7 +578,7 @@ def _write_report(config, translator, src_vocab, sources, pieces, references, sc
     if references:
         metrics["bleu"] = score
         label = bleu_lib.SENTENCE_BLEU
-    title = os.path.dirname(path)  # the folder of the output file, which holds the page
+    title = path[: -len(REPORT_SUFFIX)]  # the output file the page is of
     report_lib.write_report(
         path, title, metrics, rows, details, label, REPORT_NOTES, REPORT_ELSEWHERE
     )

@@ -98,8 +98,9 @@ def test_train_evaluate_and_translate(corpus, tmp_path, absl_caplog):
     assert score >= 0.0
     assert len((tmp_path / "dev.hyp").read_text().splitlines()) == 10
     # the heat maps and the report go beside the output file
-    assert os.listdir(tmp_path / "attention") == ["000000.png"]
-    assert (tmp_path / "report.html").exists() and not (out / "attention").exists()
+    assert os.listdir(tmp_path / "dev.hyp.attention") == ["000000.png"]
+    assert (tmp_path / "dev.hyp.report.html").exists()
+    assert not (out / "output_infer.attention").exists()
     assert (
         "Translating with infer_mode=beam_search (given), beam_width=3 (given), "
         "length_penalty_weight=1.0 (given), infer_batch_size=8 (the run's)"
@@ -108,8 +109,9 @@ def test_train_evaluate_and_translate(corpus, tmp_path, absl_caplog):
     repeated = _run(corpus, out, *inference, "--attention_images=2")
     assert repeated == score
     assert (out / "output_infer").read_text() == (tmp_path / "dev.hyp").read_text()
-    assert sorted(os.listdir(out / "attention")) == ["000000.png", "000001.png"]
-    _check_report(out / "report.html", corpus, tmp_path / "browser")
+    assert sorted(os.listdir(out / "output_infer.attention")) == ["000000.png", "000001.png"]
+    _check_report(out / "output_infer.report.html", corpus, tmp_path / "browser")
+    assert (tmp_path / "dev.hyp.report.html").exists()  # another output's page stays
     # translating leaves the training run's record as it was
     assert json.loads((out / "hparams.json").read_text())["inference_input_file"] is None
     # a flag that would change the model is refused, naming it: by a resume, and by an
@@ -169,7 +171,7 @@ def _check_report(path, corpus, tmp_path):
     assert data["details"][str(example)]["source"] == sources[example].split()
     detail = data["details"][str(example)]
     assert detail["output"] == hypotheses[example].split()  # the beam's, not a greedy one
-    assert data["title"] == str(path.parent)
+    assert data["title"] == str(path.parent / "output_infer")  # the output file's page
     assert data["missing_note"].endswith(run_nmt.REPORT_ELSEWHERE)
     assert result["sigmaBars"] == len(sources[example].split())  # ACVI
     assert result["klBars"] == len(detail["output"]) == len(detail["kl"])  # --acvi_kl=bound

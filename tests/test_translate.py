@@ -66,7 +66,7 @@ def test_raw_sentences_translate_as_the_run_s_inference_does(tmp_path, absl_capl
     expected = nmt_text.read_lines(str(tmp_path / "infer.it"))  # in words, as BLEU read them
     assert not any("@@" in line for line in expected)
     # the report lists words and shows each reference in words
-    report = (tmp_path / "report.html").read_text()
+    report = (tmp_path / "infer.it.report.html").read_text()
     references = nmt_text.read_lines(str(corpus / "bpe" / "test.it"))
     assert any("@@" in line for line in references)
     for line in references:
