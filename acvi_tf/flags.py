@@ -47,9 +47,10 @@ class FlagChangeError(errors.UserError, ValueError):
     run's record."""
 
 
-class VocabularyChangeError(errors.UserError, ValueError):
+class DataChangeError(errors.UserError, ValueError):
     """A command reads a vocabulary whose words differ from the ones the run trained
-    with (``check_vocabularies``)."""
+    with (``check_vocabularies``), or a resume other training data
+    (``check_training_data``)."""
 
 
 class DecodeSettingError(errors.UserError, ValueError):
@@ -519,7 +520,7 @@ def write_flag_record(
 
     Raises:
       FlagChangeError: a resume changes a flag that decides the model's variables.
-      VocabularyChangeError: a resume reads a vocabulary with other words, or other
+      DataChangeError: a resume reads a vocabulary with other words, or other
         training data.
     """
     values = config.record()
@@ -591,7 +592,7 @@ def check_vocabularies(
       allow: ``--allow_data_change``: a warning instead.
 
     Raises:
-      VocabularyChangeError: naming the record, the vocabulary, both fingerprints and
+      DataChangeError: naming the record, the vocabulary, both fingerprints and
         the fix.
     """
     recorded = (read_flag_record(run_dir, name) or {}).get(VOCABULARIES) or {}
@@ -612,7 +613,7 @@ def check_vocabularies(
             )
         )
         if not allow:
-            raise VocabularyChangeError(
+            raise DataChangeError(
                 message + "; give the vocabulary the run trained with, or "
                 "--allow_data_change to use this one"
             )
@@ -633,7 +634,7 @@ def check_training_data(
       allow: ``--allow_data_change``: a warning instead.
 
     Raises:
-      VocabularyChangeError: naming the record, a file of one side and the fix.
+      DataChangeError: naming the record, a file of one side and the fix.
     """
     trained = (read_flag_record(run_dir, name) or {}).get(TRAINING_DATA)
     if not trained or sorted(trained.values()) == sorted(hashes.values()):
@@ -655,7 +656,7 @@ def check_training_data(
             trained[gone[0]][:12],
         )
     if not allow:
-        raise VocabularyChangeError(
+        raise DataChangeError(
             message + "; give the data the run trained on, or --allow_data_change to go on "
             "with this"
         )

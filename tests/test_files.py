@@ -50,9 +50,9 @@ def test_output_lines_log_what_they_hold(tmp_path, absl_caplog):
     [
         (
             b'{"score": 3',
-            r"best.json is not valid JSON \(Expecting ',' delimiter at line 1 column 12",
+            r"best.json is not valid JSON \(Expecting ',' delimiter: line 1 column 12",
         ),
-        (b"", r"best.json is not valid JSON \(Expecting value at line 1 column 1"),
+        (b"", r"best.json is not valid JSON \(Expecting value: line 1 column 1"),
         (b'{"w": "\xff"}', r"best.json: byte 8 is not UTF-8"),
         (b"[1, 2]", r"best.json holds a JSON array where a JSON object belongs"),
     ],

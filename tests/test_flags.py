@@ -449,7 +449,7 @@ def test_a_resume_on_other_training_data_is_refused_unless_allowed(tmp_path, abs
     acvi_flags.check_training_data(str(run), same)
     data[1].write_text("edited\n")
     edited = {str(p): files.sha256(str(p)) for p in data}
-    with pytest.raises(acvi_flags.VocabularyChangeError) as refused:
+    with pytest.raises(acvi_flags.DataChangeError) as refused:
         acvi_flags.write_flag_record(
             str(run), _parse(), resume_model_flags=(), training_data=[str(p) for p in data]
         )
@@ -459,7 +459,7 @@ def test_a_resume_on_other_training_data_is_refused_unless_allowed(tmp_path, abs
         % (run / "hparams.json", data[1], edited[str(data[1])][:12])
     )
     assert (run / "hparams.json").read_text() == record
-    with pytest.raises(acvi_flags.VocabularyChangeError, match="which this command leaves out"):
+    with pytest.raises(acvi_flags.DataChangeError, match="which this command leaves out"):
         acvi_flags.check_training_data(str(run), {str(data[0]): edited[str(data[0])]})
     acvi_flags.write_flag_record(
         str(run),

@@ -164,7 +164,7 @@ def test_decode_and_a_resume_read_the_model_from_the_record(tmp_path, absl_caplo
     # the run's words in another order, the same size: refused
     other = shutil.copytree(data_dir, tmp_path / "other_data")
     (other / "vocab.txt").write_text("a 8\nblue 4\nred 4\nsquare 4\ncircle 4\n")
-    with pytest.raises(acvi_flags.VocabularyChangeError, match="another vocabulary"):
+    with pytest.raises(acvi_flags.DataChangeError, match="another vocabulary"):
         run_captioning.run(_flags("--mode=decode", run, "--data_dir=%s" % other))
     # a resume given the folder only builds the run's model (a model of the defaults'
     # sizes would not restore) and keeps the record's values

@@ -141,7 +141,7 @@ def test_train_evaluate_and_translate(corpus, tmp_path, absl_caplog):
     record = (out / "hparams.json").read_text()
     refused = "the run trained with another vocabulary (%d words, sha256 " % len(words)
     for argv in (["--num_train_steps=12"], inference):
-        with pytest.raises(acvi_flags.VocabularyChangeError, match=re.escape(refused)) as e:
+        with pytest.raises(acvi_flags.DataChangeError, match=re.escape(refused)) as e:
             _run(corpus, out, other, *argv)
         assert "than %s.de (%d words" % (other, len(words)) in str(e.value)
     assert (out / "hparams.json").read_text() == record  # as the refused resume found it

@@ -84,7 +84,7 @@ def test_eval_job_and_restore_best_model(corpus, tmp_path, absl_caplog):
         # another vocabulary file of fewer words than the run's --vocab_size=40
         (lines[:26], checkpoints.CheckpointMismatchError, "--vocab_size=40 gives 30"),
         # the run's words in another order, the same size: the ids would mean other words
-        (reordered, acvi_flags.VocabularyChangeError, "another vocabulary"),
+        (reordered, acvi_flags.DataChangeError, "another vocabulary"),
     ):
         (tmp_path / "other_vocab").write_text("".join(vocab))
         with pytest.raises(error, match=message):
