@@ -15,6 +15,7 @@ the model's flags need not be repeated.
 
 import glob
 import os
+import re
 import time
 from typing import Any, Dict, List, Optional, Union
 
@@ -164,12 +165,18 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
         "<ckpt>_cov_init and exit.",
         flag_values=fv,
     )
-    flags.DEFINE_enum(
+    flags.DEFINE_string(
         "decode_split",
         None,
-        list(decode_lib.SPLITS),
-        "Decode mode: the split --data_path holds, which names the decode folder (default: "
-        "the one its file name names, test_000.bin).",
+        "Decode mode: the name of the split --data_path holds (train, val, test or your "
+        "own, letters, digits, - and _), which names the decode folder (default: the one "
+        "its file name names, test_000.bin).",
+        flag_values=fv,
+    )
+    flags.register_validator(
+        "decode_split",
+        lambda name: name is None or re.fullmatch(r"[A-Za-z0-9_-]+", name) is not None,
+        message="--decode_split names a folder: letters, digits, - and _ only",
         flag_values=fv,
     )
     flags.DEFINE_string(

@@ -9,9 +9,11 @@ import browser
 import numpy as np
 import pytest
 import tensorflow as tf
+from absl import flags
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from acvi_tf import config as config_lib
 from acvi_tf.compat import keras
 from acvi_tf.contexts import context as context_lib
 from acvi_tf.formats import bin_files, see_vocab
@@ -22,6 +24,7 @@ from pointer_generator import batcher as batcher_lib
 from pointer_generator import decode as decode_lib
 from pointer_generator import losses as losses_lib
 from pointer_generator import model as model_lib
+from pointer_generator import run_summarization
 from pointer_generator import vocab as vocab_lib
 
 WORDS = ["the", "cat", "sat", "on", "mat", "a", "dog", "ran", "to", "park", "."]
@@ -428,6 +431,9 @@ def test_the_decode_folder_is_named_after_the_split_the_file_names():
     ):
         assert decode_lib.data_split(path) == split, path
     assert decode_lib.data_split("data/validation.bin", "val") == "val"  # --decode_split
+    assert decode_lib.data_split("data/heldout.bin", "heldout") == "heldout"  # a user's own
+    with pytest.raises(flags.IllegalFlagValueError, match="letters, digits, - and _ only"):
+        config_lib.parse(run_summarization.define_flags, ["x", "--decode_split=a/b"])
     name = decode_lib.decode_dir_name("test", 400, 4, 35, 100, "/r/model.ckpt-7")
     assert name == "decode_test_400maxenc_4beam_35mindec_100maxdec_ckpt-7"
     for path, how in (("data/validation.bin", "no"), ("data/train_test.bin", "more than one")):
