@@ -27,3 +27,18 @@ def test_an_empty_output_draws_one_blank_row_without_warnings():
         warnings.simplefilter("error")
         png = summaries.attention_png(np.zeros([0, 4]), ["a", "b", "c", "d"], [])
     assert tf.image.decode_png(png).shape[0] > 100
+
+
+def test_a_long_sentence_shrinks_the_cells_not_the_image():
+    """An untrained model's output runs to its length limit: 292 tokens over a 118-token
+    source stay within 2,550 pixels a side (24 inches of cells and 1.5 of margin at
+    100 dpi); a short one keeps 0.35-inch cells."""
+    attention = np.ones([292, 118]) / 118
+    long = tf.image.decode_png(summaries.attention_png(attention, *_tokens(118, 292)))
+    assert long.shape[0] <= 2550 and long.shape[1] <= 2550, long.shape
+    short = tf.image.decode_png(summaries.attention_png(np.eye(20), *_tokens(20, 20)))
+    assert short.shape[0] == short.shape[1] == int((20 * 0.35 + 1.5) * 100)
+
+
+def _tokens(source, target):
+    return ["s%d" % i for i in range(source)], ["t%d" % i for i in range(target)]

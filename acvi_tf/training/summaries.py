@@ -4,7 +4,7 @@ attention entropy, the per-step KL and p_gen; images of attention and of the noi
 the decoded text)."""
 
 import io
-from typing import Any, Callable, Dict, NamedTuple, Optional, Sequence, Union
+from typing import Any, Callable, Dict, NamedTuple, Optional, Sequence, Tuple, Union
 
 import matplotlib
 
@@ -14,6 +14,21 @@ import numpy as np
 import tensorflow as tf
 
 from acvi_tf.contexts import context as context_lib
+
+# A heat map's cells are 0.35 inches (labels at 10 points) until its longer axis would
+# pass 24 inches (2,400 pixels at matplotlib's 100 dpi); a longer sentence gets smaller
+# cells and labels instead, down to 3 points. The image stays within 2,550 pixels a side:
+# an untrained model's output of a few hundred tokens would otherwise draw one of tens
+# of megapixels into every validation's summaries.
+_CELL_INCHES = 0.35
+_MAX_CELLS_INCHES = 24.0
+_MARGIN = 1.5  # inches for the labels and the colour bar
+
+
+def _cell_size(tokens: int) -> Tuple[float, float]:
+    """``(cell inches, label points)`` for a heat map of ``tokens`` on its longer axis."""
+    cell = min(_CELL_INCHES, _MAX_CELLS_INCHES / max(tokens, 1))
+    return cell, float(np.clip(cell * 72 * 0.8, 3.0, 10.0))
 
 
 def heat_map_png(
@@ -42,15 +57,16 @@ def heat_map_png(
     values = np.asarray(values)[: len(target_tokens), : len(source_tokens)]
     if not len(target_tokens):  # an empty output: one blank row keeps the axes valid
         target_tokens, values = ["(empty)"], np.zeros([1, len(source_tokens)])
-    width = max(4.0, 0.35 * len(source_tokens) + 1.5)
-    height = max(3.0, 0.35 * len(target_tokens) + 1.5)
+    cell, font = _cell_size(max(len(source_tokens), len(target_tokens)))
+    width = max(4.0, cell * len(source_tokens) + _MARGIN)
+    height = max(3.0, cell * len(target_tokens) + _MARGIN)
     figure, axes = plt.subplots(figsize=(width, height))
     try:
         image = axes.imshow(values, cmap=cmap, vmin=0.0, vmax=vmax, aspect="auto")
         axes.set_xticks(range(len(source_tokens)))
-        axes.set_xticklabels(source_tokens, rotation=90)
+        axes.set_xticklabels(source_tokens, rotation=90, fontsize=font)
         axes.set_yticks(range(len(target_tokens)))
-        axes.set_yticklabels(target_tokens)
+        axes.set_yticklabels(target_tokens, fontsize=font)
         figure.colorbar(image, ax=axes)
         if title:
             axes.set_title(title)
