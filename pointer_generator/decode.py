@@ -232,6 +232,18 @@ def _manifest(batcher, settings):
     return dict(settings, data=data)
 
 
+def refuse_finished(decode_dir: str) -> None:
+    """Refuses a finished decode folder (one with ``metrics.json``).
+
+    Raises:
+      DecodeFolderError: ``decode_dir`` holds a finished decode.
+    """
+    if os.path.exists(os.path.join(decode_dir, "metrics.json")):
+        raise DecodeFolderError(
+            "%s is a finished decode; remove it or pass --decode_overwrite" % decode_dir
+        )
+
+
 def _prepare_folder(decode_dir, overwrite, manifest, shared=False):
     """Creates ``decode_dir``, or checks that an interrupted decode in it may be resumed.
 
@@ -252,10 +264,7 @@ def _prepare_folder(decode_dir, overwrite, manifest, shared=False):
             "folder before the shards start" % decode_dir
         )
     if os.path.exists(decode_dir) and not overwrite:
-        if os.path.exists(os.path.join(decode_dir, "metrics.json")):
-            raise DecodeFolderError(
-                "%s is a finished decode; remove it or pass --decode_overwrite" % decode_dir
-            )
+        refuse_finished(decode_dir)
         if os.path.exists(record) or not shared:
             _check_manifest(decode_dir, record, manifest)
             return True

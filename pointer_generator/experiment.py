@@ -237,6 +237,22 @@ def restore(
     )
 
 
+def checkpoint_to_restore(config: Config, ckpt: Optional[str] = None, best: bool = True) -> str:
+    """The checkpoint ``restore`` with these arguments restores, without restoring it.
+
+    Raises:
+      acvi_tf.training.checkpoints.CheckpointError: the run holds no checkpoint.
+    """
+    return checkpoints.inference_checkpoint(
+        train_dir(config),
+        best=best_dir(config),
+        given=ckpt,
+        to_validate=TO_VALIDATE,
+        to_train="train first (--mode=train) or give --ckpt",
+        newest=not best,
+    )[0]
+
+
 def coverage_at(config: Config, step: Optional[int]) -> bool:
     """Whether the model decodes with coverage at ``step``: ``--coverage``, else the
     curriculum's phase of the step (None: the first phase)."""

@@ -882,10 +882,26 @@ def evaluate(
             return checkpointer.best_value
 
 
+def _decode_dir_name(config: Config, checkpoint_path: str) -> str:
+    """The single-pass decode folder's name for ``checkpoint_path``."""
+    return decode_lib.decode_dir_name(
+        decode_lib.data_split(config.data_path, config.decode_split),
+        config.max_enc_steps,
+        config.beam_size,
+        config.min_dec_steps,
+        config.max_dec_steps,
+        checkpoint_path,
+    )
+
+
 def decode(config: Config, vocab: vocab_lib.Vocab, train_dir: str) -> Optional[dict]:
     """Decode mode: batched beam search with ``--ckpt``, else the newest training
     checkpoint (reloaded as the trainer writes new ones, without ``--single_pass``)."""
     config = experiment.decode_config(config)
+    root = experiment.run_dir(config)
+    if config.single_pass and not config.decode_overwrite:  # refused before the model
+        checkpoint = experiment.checkpoint_to_restore(config, config.ckpt, best=False)
+        decode_lib.refuse_finished(os.path.join(root, _decode_dir_name(config, checkpoint)))
     model = experiment.build_model(config, vocab)
     latest, step = experiment.restore(config, model, vocab, config.ckpt, best=False)
     summarizer = experiment.build_decoder(
@@ -895,7 +911,6 @@ def decode(config: Config, vocab: vocab_lib.Vocab, train_dir: str) -> Optional[d
         experiment.coverage_at(config, step),
         record_attention=not config.single_pass,
     )
-    root = experiment.run_dir(config)
     if config.single_pass:
         batcher = batcher_lib.Batcher(
             config.data_path,
@@ -908,17 +923,7 @@ def decode(config: Config, vocab: vocab_lib.Vocab, train_dir: str) -> Optional[d
             pad_encoder=config.jit_compile,
         )
         total = sum(1 for path in batcher.paths for _ in bin_files.read_bin_file(path))
-        decode_dir = os.path.join(
-            root,
-            decode_lib.decode_dir_name(
-                decode_lib.data_split(config.data_path, config.decode_split),
-                config.max_enc_steps,
-                config.beam_size,
-                config.min_dec_steps,
-                config.max_dec_steps,
-                latest,
-            ),
-        )
+        decode_dir = os.path.join(root, _decode_dir_name(config, latest))
         return decode_lib.decode_single_pass(
             summarizer,
             batcher,

@@ -18,6 +18,7 @@ from acvi_tf.formats import bin_files
 from acvi_tf.training import checkpoints
 from acvi_tf.training import step as training_lib
 from pointer_generator import decode as decode_lib
+from pointer_generator import experiment as pg_experiment
 from pointer_generator import losses as losses_lib
 from pointer_generator import run_summarization
 
@@ -281,7 +282,7 @@ def test_bad_flags_give_clear_errors(corpus, tmp_path):
         _run(corpus, tmp_path, mode="decode", beam_size=21, vocab_size=40)
 
 
-def test_transformer_model_type_trains_evaluates_and_decodes(corpus, tmp_path):
+def test_transformer_model_type_trains_evaluates_and_decodes(corpus, tmp_path, monkeypatch):
     settings = dict(
         model_type="transformer",
         transformer_units=8,
@@ -310,6 +311,11 @@ def test_transformer_model_type_trains_evaluates_and_decodes(corpus, tmp_path):
     decoded = list((tmp_path / "exp").glob("decode_val_*/decoded/*_decoded.txt"))
     assert len(decoded) == 20
     assert all(0 < len(p.read_text().split()) <= 6 for p in decoded)
+    # the same decode again: refused by the folder's name, before a model is built
+    with monkeypatch.context() as patch:
+        patch.setattr(pg_experiment, "build_model", lambda *args: pytest.fail("built"))
+        with pytest.raises(decode_lib.DecodeFolderError, match="finished decode"):
+            _run(corpus, tmp_path, **decode, **settings)
     # interrupted, then resumed with a flag that changes the summaries: refused
     next((tmp_path / "exp").glob("decode_val_*/metrics.json")).unlink()
     with pytest.raises(decode_lib.DecodeFolderError, match=r"in --coverage \(False there, True"):

@@ -506,6 +506,46 @@ def _given_checkpoint(given: str) -> str:
     return path
 
 
+def inference_checkpoint(
+    train_dir: str,
+    best: Optional[str] = None,
+    given: Optional[str] = None,
+    to_validate: str = "rerun the training command to validate it first",
+    to_train: str = "train first or give --ckpt",
+    newest: bool = False,
+) -> Tuple[str, str]:
+    """The checkpoint ``restore_for_inference`` restores with these arguments (see
+    there), without restoring it: a command can check what depends on it first.
+
+    Returns:
+      ``(path, why)``: the checkpoint, and why it is the one (for the log line).
+
+    Raises:
+      CheckpointError: no checkpoint to restore (``--ckpt=best``: no best model).
+    """
+    if given == BEST_KEY:
+        given, newest = None, False
+        if best is None or latest_checkpoint(best) is None:
+            raise CheckpointError(
+                "--ckpt=best: %s holds no best model; %s, or give --ckpt=latest"
+                % (best or train_dir, to_validate)
+            )
+    elif given == LATEST_KEY:
+        given, newest = None, True
+    elif given:
+        given = _given_checkpoint(given)
+    if given or best is None or newest:
+        path = given or latest_checkpoint(train_dir)
+        why = "--ckpt" if given else "the newest checkpoint"
+    else:
+        path = checkpoint_to_use(None, best, train_dir, to_validate)
+        why = "the newest checkpoint" if path == latest_checkpoint(train_dir) else "the best model"
+    if path is None:
+        folders = train_dir if best is None or newest else "%s or %s" % (best, train_dir)
+        raise CheckpointError("no checkpoint in %s; %s" % (folders, to_train))
+    return path, why
+
+
 def restore_for_inference(
     model: tf.Module,
     train_dir: str,
@@ -542,30 +582,12 @@ def restore_for_inference(
       CheckpointError: no checkpoint to restore (``--ckpt=best``: no best model).
       CheckpointMismatchError: another model, or a variable of another size or shape.
     """
-    if given == BEST_KEY:
-        given, newest = None, False
-        if best is None or latest_checkpoint(best) is None:
-            raise CheckpointError(
-                "--ckpt=best: %s holds no best model; %s, or give --ckpt=latest"
-                % (best or train_dir, to_validate)
-            )
-    elif given == LATEST_KEY:
-        given, newest = None, True
-    elif given:
-        given = _given_checkpoint(given)
-    if given or best is None or newest:
-        path = given or latest_checkpoint(train_dir)
-        why = "--ckpt" if given else "the newest checkpoint"
-    else:
-        path = checkpoint_to_use(None, best, train_dir, to_validate)
-        why = "the newest checkpoint" if path == latest_checkpoint(train_dir) else "the best model"
-    if path is None:
-        folders = train_dir if best is None or newest else "%s or %s" % (best, train_dir)
-        raise CheckpointError("no checkpoint in %s; %s" % (folders, to_train))
+    path, why = inference_checkpoint(train_dir, best, given, to_validate, to_train, newest)
+    by_path = bool(given) and given not in (BEST_KEY, LATEST_KEY)
     restore_model(tf.train.Checkpoint(model=model), path, check)
     step = _saved_step(path)
     logging.info("Restored %s%s: %s", path, "" if step is None else " (step %d)" % step, why)
-    best_path = latest_checkpoint(best) if best and not given else None
+    best_path = latest_checkpoint(best) if best and not by_path else None
     if best_path and best_path != path and _saved_step(best_path) != step:
         logging.info(
             "The run's best model is %s (step %s); --ckpt=%s restores it",
