@@ -403,10 +403,9 @@ COMMAND_FLAGS = (
 
 
 def _check_run_dir(config):
-    """Makes the run's ``train/`` folder (``--mode=train``), or checks that the run exists."""
-    if config.mode == "train":
-        os.makedirs(experiment.train_dir(config), exist_ok=True)
-    elif not os.path.isdir(experiment.run_dir(config)):
+    """Checks that the run exists (not ``--mode=train``, which makes it once its record
+    is written: a refused training run leaves no folder behind)."""
+    if config.mode != "train" and not os.path.isdir(experiment.run_dir(config)):
         raise app.UsageError(
             "%s does not exist; run --mode=train first (same --log_root and --exp_name)"
             % experiment.run_dir(config)
@@ -996,6 +995,7 @@ def run(config: Config) -> Union[keras.Model, float, dict, None]:
             sorted(glob.glob(config.data_path)),
             COMMAND_FLAGS,
         ):
+            os.makedirs(train_dir, exist_ok=True)
             return train(config, vocab, train_dir, phases, strategy)
     with stops.AtOnce("; rerun the same command to resume"):  # a stop keeps what is done
         if config.mode == "decode":

@@ -278,6 +278,8 @@ def test_bad_flags_give_clear_errors(corpus, tmp_path):
         _run(corpus, tmp_path, acvi_gumbel_fraction=0.1)
     with pytest.raises(flags.IllegalFlagValueError, match="--lr must be a finite number"):
         _run(corpus, tmp_path, lr=float("nan"))
+    assert not (tmp_path / "exp").exists()  # a refused training run leaves no folder
+    (tmp_path / "exp").mkdir()
     with pytest.raises(acvi_flags.DecodeSettingError, match="--beam_size=21 proposes 42"):
         _run(corpus, tmp_path, mode="decode", beam_size=21, vocab_size=40)
 
