@@ -38,8 +38,12 @@ COMMAND_FLAGS = ("distribution_strategy", "num_gpus", "cpu_devices", "allow_data
 RECORD = "hparams.json"
 # The record's entry of the fingerprints of the vocabularies the run trained with.
 VOCABULARIES = "_vocabularies"
-# The record's entry of the SHA-256 of each file the run trained on, by path.
+# The record's entry of the SHA-256 of each file the run trained on, by path: the files
+# of its newest training command, which a resume is checked against.
 TRAINING_DATA = "_training_data"
+# The record's entry of the data it trained on before (``--allow_data_change``), oldest
+# first, each as ``TRAINING_DATA`` held it.
+EARLIER_TRAINING_DATA = "_earlier_training_data"
 
 
 class FlagChangeError(errors.UserError, ValueError):
@@ -525,10 +529,12 @@ def write_flag_record(
     """
     values = config.record()
     hashes = {os.path.abspath(p): files.sha256(p) for p in training_data or ()}
+    previous = {}
     if resume_model_flags is not None:
         compare_flag_record(out_dir, config, resume_model_flags, name, command_flags)
         check_vocabularies(out_dir, vocabularies or {}, name, config.allow_data_change)
         check_training_data(out_dir, hashes, name, config.allow_data_change)
+        previous = read_flag_record(out_dir, name) or {}
     else:
         _refuse_another_commands_record(out_dir, values, name)
     if not chief:
@@ -538,6 +544,12 @@ def write_flag_record(
         record[VOCABULARIES] = {key: found for key, (_, found) in vocabularies.items()}
     if hashes:
         record[TRAINING_DATA] = hashes
+        earlier = list(previous.get(EARLIER_TRAINING_DATA) or [])
+        trained = previous.get(TRAINING_DATA)
+        if trained and sorted(trained.values()) != sorted(hashes.values()):
+            earlier.append(trained)  # an allowed change keeps what the run trained on
+        if earlier:
+            record[EARLIER_TRAINING_DATA] = earlier
     files.atomic_write_text(
         os.path.join(out_dir, name), json.dumps(record, indent=2, sort_keys=True) + "\n"
     )

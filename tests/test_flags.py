@@ -468,7 +468,27 @@ def test_a_resume_on_other_training_data_is_refused_unless_allowed(tmp_path, abs
         training_data=[str(p) for p in data],
     )
     assert "training on it (--allow_data_change)" in absl_caplog.text
-    assert json.loads((run / "hparams.json").read_text())[acvi_flags.TRAINING_DATA] == edited
+    recorded = json.loads((run / "hparams.json").read_text())
+    assert recorded[acvi_flags.TRAINING_DATA] == edited  # what a resume is checked against
+    assert recorded[acvi_flags.EARLIER_TRAINING_DATA] == [hashes]  # and what it trained on
+    # a resume on the new data keeps the history; another change adds to it
+    acvi_flags.write_flag_record(
+        str(run), _parse(), resume_model_flags=(), training_data=[str(p) for p in data]
+    )
+    assert json.loads((run / "hparams.json").read_text())[acvi_flags.EARLIER_TRAINING_DATA] == [
+        hashes
+    ]
+    data[0].write_text("edited too\n")
+    acvi_flags.write_flag_record(
+        str(run),
+        _parse("--allow_data_change"),
+        resume_model_flags=(),
+        training_data=[str(p) for p in data],
+    )
+    assert json.loads((run / "hparams.json").read_text())[acvi_flags.EARLIER_TRAINING_DATA] == [
+        hashes,
+        edited,
+    ]
 
 
 def test_a_resume_logs_the_changed_settings_not_the_commands_own_flags(tmp_path, absl_caplog):
