@@ -93,6 +93,23 @@ def multi_enum_flag(
     )
 
 
+def define_allow_data_change(fv: flags.FlagValues) -> None:
+    """Defines ``--allow_data_change`` on ``fv`` (every command that restores a run's
+    model or resumes its training takes it).
+
+    Args:
+      fv: the command's flags.
+    """
+    flags.DEFINE_boolean(
+        "allow_data_change",
+        False,
+        "Use a vocabulary with other words than the run trained with (the same ids then "
+        "mean other words), or resume on other training data, with a warning; a resume "
+        "records them.",
+        flag_values=fv,
+    )
+
+
 def define_flags(flag_values=flags.FLAGS):
     """Defines the shared flags and their validators on ``flag_values``.
 
@@ -359,14 +376,7 @@ def define_flags(flag_values=flags.FLAGS):
         lower_bound=1,
         flag_values=fv,
     )
-    flags.DEFINE_boolean(
-        "allow_data_change",
-        False,
-        "Use a vocabulary with other words than the run trained with (the same ids then "
-        "mean other words), or resume on other training data, with a warning; a resume "
-        "records them.",
-        flag_values=fv,
-    )
+    define_allow_data_change(fv)
 
     require_finite(__name__, fv)
     flags.register_validator(

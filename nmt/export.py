@@ -110,7 +110,7 @@ def _served(config: Config, pretokenized: bool) -> Tuple[ServedTranslator, Dict[
 
 def run(config: Config) -> ServedTranslator:
     """Exports the run in ``--out_dir`` to ``--export_dir``."""
-    given = translate.search_settings(config)
+    given = translate.given_settings(config)
     return export_lib.export_run(
         config,
         lambda: translate.run_config(config.out_dir, given).replace(ckpt=config.ckpt),

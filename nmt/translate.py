@@ -59,9 +59,11 @@ def define_run_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     )
 
 
-def search_settings(config: Config) -> Dict[str, Any]:
-    """The search flags a command gives (``experiment.SEARCH_FLAGS``; None: the run's)."""
-    return {name: getattr(config, name) for name in experiment.SEARCH_FLAGS}
+def given_settings(config: Config) -> Dict[str, Any]:
+    """The flags a command gives that replace the run's recorded ones: the search flags
+    (``experiment.SEARCH_FLAGS``; None: the run's) and ``--allow_data_change``."""
+    given = {name: getattr(config, name) for name in experiment.SEARCH_FLAGS}
+    return dict(given, allow_data_change=config.allow_data_change)
 
 
 def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
@@ -113,7 +115,7 @@ def translate(sentences: List[str], config: Config) -> List[str]:
 
 def run(config: Config) -> List[str]:
     """Translates ``--input`` into ``--output``; returns the translations."""
-    model_config = run_config(config.out_dir, search_settings(config)).replace(ckpt=config.ckpt)
+    model_config = run_config(config.out_dir, given_settings(config)).replace(ckpt=config.ckpt)
     builders.configure_runtime(model_config)
     return commands.map_lines(
         config.input,

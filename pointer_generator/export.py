@@ -202,7 +202,7 @@ def _served(
 
 def run(config: Config) -> ServedSummarizer:
     """Exports the run named by ``--log_root``/``--exp_name`` to ``--export_dir``."""
-    given = {name: config[name] for name in summarize.DECODE_FLAGS}
+    given = {name: config[name] for name in summarize.GIVEN_FLAGS}
     return export_lib.export_run(
         config,
         lambda: summarize.run_config(config.log_root, config.exp_name, given),

@@ -42,7 +42,14 @@ CORPUS_RECORD = "corpus.json"
 # What to do about a corpus record that cannot be read.
 CORPUS_FIX = "rebuild the corpus with data_prep.summarization, or restore the file"
 # the flags of this command that replace the run's recorded ones when given
-DECODE_FLAGS = ("beam_size", "min_dec_steps", "max_dec_steps", "max_enc_steps", "decode_batch_size")
+GIVEN_FLAGS = (
+    "beam_size",
+    "min_dec_steps",
+    "max_dec_steps",
+    "max_enc_steps",
+    "decode_batch_size",
+    "allow_data_change",
+)
 
 
 def define_run_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
@@ -69,6 +76,7 @@ def define_run_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
         ("decode_batch_size", "Documents per batched beam search. Default: the run's.", 1),
     ):
         flags.DEFINE_integer(name, None, help_text, lower_bound=lower_bound, flag_values=fv)
+    acvi_flags.define_allow_data_change(fv)
     flags.mark_flags_as_required(["log_root", "exp_name"], flag_values=fv)
 
 
@@ -152,7 +160,7 @@ def summarize(
 
 def run(config: Config) -> List[str]:
     """Summarises ``--input`` into ``--output``; returns the summaries."""
-    given = {name: config[name] for name in DECODE_FLAGS}
+    given = {name: config[name] for name in GIVEN_FLAGS}
     model_config = run_config(config.log_root, config.exp_name, given)
     builders.configure_runtime(model_config)
     vocab = vocab_lib.Vocab(model_config.vocab_path, model_config.vocab_size, size_given=False)

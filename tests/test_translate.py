@@ -7,7 +7,10 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from acvi_tf import config as config_lib
+from acvi_tf import flags as acvi_flags
 from acvi_tf.formats import bpe, nmt_text
 from data_prep import translation
 from nmt import run_nmt, translate
@@ -100,3 +103,17 @@ def test_raw_sentences_translate_as_the_run_s_inference_does(tmp_path, absl_capl
     )
     assert done.returncode == 0, done.stderr.decode()[-2000:]
     assert done.stdout.decode().splitlines() == expected[:1]
+
+    # a vocabulary edited in place (two words swapped: the ids mean other words) is
+    # refused in one line whose fix this command takes, and --allow_data_change uses it
+    vocab = corpus / "bpe" / "vocab.en"
+    words = vocab.read_text(encoding="utf-8").splitlines(True)
+    words[4], words[5] = words[5], words[4]
+    vocab.write_text("".join(words), encoding="utf-8")
+    with pytest.raises(acvi_flags.DataChangeError, match="or --allow_data_change to use"):
+        translate.run(config_lib.parse(translate.define_flags, argv))
+    allowed = translate.run(
+        config_lib.parse(translate.define_flags, argv + ["--allow_data_change"])
+    )
+    assert len(allowed) == len(translations)
+    assert "(--allow_data_change)" in absl_caplog.text

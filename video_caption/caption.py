@@ -47,6 +47,15 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     commands.define_io_flags(fv, "Video paths", "Captions")
 
 
+def given_settings(config: Config) -> Dict[str, Any]:
+    """The flags a command gives that replace the run's recorded ones (None: the run's)."""
+    return dict(
+        beam_size=config.beam_size,
+        decode_batch_size=config.decode_batch_size,
+        allow_data_change=config.allow_data_change,
+    )
+
+
 def run_config(out_dir: str, given: Dict[str, Any]) -> Config:
     """The run's settings as its ``hparams.json`` records them, with ``given`` on top."""
     return commands.run_config(run_captioning, out_dir, **given)
@@ -128,8 +137,7 @@ def _caption_lines(lines: List[str], caption_videos: Callable[[List[str]], List[
 
 def run(config: Config) -> List[str]:
     """Captions the videos of ``--input`` into ``--output``; returns the captions."""
-    given = dict(beam_size=config.beam_size, decode_batch_size=config.decode_batch_size)
-    model_config = run_config(config.out_dir, given)
+    model_config = run_config(config.out_dir, given_settings(config))
     builders.configure_runtime(model_config)
     decoder, statistics = experiment.load_decoder(model_config, config.ckpt)
     return commands.map_lines(

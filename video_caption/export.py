@@ -124,7 +124,7 @@ def _served(config: Config) -> Tuple[ServedCaptioner, Dict[str, Callable]]:
 
 def run(config: Config) -> ServedCaptioner:
     """Exports the run in ``--out_dir`` to ``--export_dir``."""
-    given = dict(beam_size=config.beam_size, decode_batch_size=config.decode_batch_size)
+    given = caption_lib.given_settings(config)
     return export_lib.export_run(
         config,
         lambda: caption_lib.run_config(config.out_dir, given).replace(ckpt=config.ckpt),

@@ -22,7 +22,8 @@ def define_run_flags(
     fv: flags.FlagValues, best: str, beam: str, beam_lower_bound: int, batch: str, items: str
 ) -> None:
     """Defines on ``fv`` the flags that name a trained run by ``--out_dir`` and its search
-    settings: ``--ckpt``, the beam flag and the batch flag (both default to the run's).
+    settings: ``--ckpt``, the beam flag and the batch flag (both default to the run's),
+    and ``--allow_data_change``.
 
     Args:
       fv: the command's flags.
@@ -50,6 +51,7 @@ def define_run_flags(
     flags.DEFINE_integer(
         batch, None, "%s per search. Default: the run's." % items, lower_bound=1, flag_values=fv
     )
+    acvi_flags.define_allow_data_change(fv)
     flags.mark_flag_as_required("out_dir", flag_values=fv)
 
 
