@@ -226,14 +226,7 @@ def restore(
       acvi_tf.training.checkpoints.CheckpointMismatchError: a checkpoint of another model.
     """
     return checkpoints.restore_for_inference(
-        model,
-        train_dir(config),
-        best=best_dir(config),
-        given=ckpt,
-        check=vocabulary_check(config, vocab),
-        to_validate=TO_VALIDATE,
-        to_train="train first (--mode=train) or give --ckpt",
-        newest=not best,
+        model, check=vocabulary_check(config, vocab), **_checkpoint_choice(config, ckpt, best)
     )
 
 
@@ -243,14 +236,19 @@ def checkpoint_to_restore(config: Config, ckpt: Optional[str] = None, best: bool
     Raises:
       acvi_tf.training.checkpoints.CheckpointError: the run holds no checkpoint.
     """
-    return checkpoints.inference_checkpoint(
-        train_dir(config),
+    return checkpoints.inference_checkpoint(**_checkpoint_choice(config, ckpt, best))[0]
+
+
+def _checkpoint_choice(config: Config, ckpt: Optional[str], best: bool) -> Dict[str, Any]:
+    """The arguments that choose the run's checkpoint (``checkpoints.inference_checkpoint``)."""
+    return dict(
+        train_dir=train_dir(config),
         best=best_dir(config),
         given=ckpt,
         to_validate=TO_VALIDATE,
         to_train="train first (--mode=train) or give --ckpt",
         newest=not best,
-    )[0]
+    )
 
 
 def coverage_at(config: Config, step: Optional[int]) -> bool:
