@@ -25,6 +25,8 @@ from acvi_tf.training import stops
 
 # The errors of a write that found no room: a full disk, a full quota.
 NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+# The errors of a write to a folder the user may not write: permissions, a read-only disk.
+NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS)
 # TensorFlow's message when a write (a checkpoint's SaveV2) finds the disk full.
 _TF_NO_SPACE = re.compile(r"(\S+); No space left on device")
 
@@ -39,6 +41,8 @@ def report(error: BaseException) -> NoReturn:
         message = "%s: %s" % (error.filename, error.strerror or error)
         if error.errno in NO_SPACE:
             message += "; free space there, or write to a folder on another disk"
+        elif error.errno in NOT_WRITABLE:
+            message += "; make its folder writable, or write to another folder"
     else:
         message = str(error)
     sys.stderr.write("error: %s\n" % " ".join(message.split("\n")))

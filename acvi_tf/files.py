@@ -16,7 +16,7 @@ import json
 import os
 import sys
 import tempfile
-from typing import IO, Any, Iterator, List, Tuple, Type
+from typing import IO, Any, Iterator, List, Optional, Tuple, Type
 
 from absl import logging
 
@@ -51,15 +51,7 @@ def atomic_write(path: str, binary: bool = False) -> Iterator[IO]:
     Raises:
       OSError: ``path`` cannot be written; a full disk names ``path``.
     """
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    handle = tempfile.NamedTemporaryFile(
-        "wb" if binary else "w",
-        dir=directory,
-        delete=False,
-        prefix=".partial-",
-        encoding=None if binary else "utf-8",
-    )
+    handle = _temporary_beside(path, "wb" if binary else "w", None if binary else "utf-8")
     try:
         with handle:
             yield handle
@@ -71,6 +63,34 @@ def atomic_write(path: str, binary: bool = False) -> Iterator[IO]:
         if isinstance(e, OSError) and e.errno in errors.NO_SPACE and not e.filename:
             raise OSError(e.errno, e.strerror, path) from e
         raise
+
+
+def _temporary_beside(path: str, mode: str, encoding: Optional[str]) -> IO:
+    """An open temporary file in ``path``'s folder (created if missing); a folder that
+    cannot be written is an ``OSError`` naming ``path``, not the temporary file."""
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        os.makedirs(directory, exist_ok=True)
+        return tempfile.NamedTemporaryFile(
+            mode, dir=directory, delete=False, prefix=".partial-", encoding=encoding
+        )
+    except OSError as e:
+        raise OSError(e.errno, e.strerror, path) from e
+
+
+def check_writable(path: str) -> None:
+    """Raises now what writing ``path`` would raise later: a command checks its output
+    file before the work whose result it holds.
+
+    Args:
+      path: the file a command will write.
+
+    Raises:
+      OSError: ``path``'s folder cannot be created or written; names ``path``.
+    """
+    handle = _temporary_beside(path, "wb", None)
+    handle.close()
+    os.unlink(handle.name)
 
 
 def atomic_write_text(path: str, text: str) -> None:

@@ -34,6 +34,9 @@ MODEL_FLAGS = ("context", "acvi_variance_net", "variational_inference_units", "v
 # The shared flags that say how a command runs, not what the run is: a command that uses
 # a trained run never takes them from its record (each entry point adds its own).
 COMMAND_FLAGS = ("distribution_strategy", "num_gpus", "cpu_devices", "allow_data_change")
+# Shared flags that a record never holds: a permission of one command, not a setting of
+# the run.
+UNRECORDED = ("allow_data_change",)
 # The run's record, in its folder.
 RECORD = "hparams.json"
 # The record's entry of the fingerprints of the vocabularies the run trained with.
@@ -537,7 +540,7 @@ def write_flag_record(
       DataChangeError: a resume reads a vocabulary with other words, or other
         training data.
     """
-    values = config.record()
+    values = {n: v for n, v in config.record().items() if n not in UNRECORDED}
     hashes = {os.path.abspath(p): files.sha256(p) for p in training_data or ()}
     previous = {}
     if resume_model_flags is not None:
@@ -711,7 +714,11 @@ def _refuse_another_commands_record(out_dir, values, name):
       FlagChangeError: naming the record, a few of its foreign flags and the fix.
     """
     recorded = read_flag_record(out_dir, name)
-    foreign = sorted(n for n in recorded or {} if not n.startswith("_") and n not in values)
+    foreign = sorted(
+        n
+        for n in recorded or {}
+        if not n.startswith("_") and n not in values and n not in UNRECORDED
+    )
     if foreign:
         raise FlagChangeError(
             "%s records the flags %s, which this command does not have: the folder holds "

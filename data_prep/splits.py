@@ -1,10 +1,11 @@
 """The stable hash split every demo corpus uses: 90% / 5% / 5% by a hash of a key
 (``key_hash``), and the rule every builder follows before it writes: no split ends up
-empty unless ``--allow_empty`` names it. Also the builders' tokenizer batch.
+empty unless ``--allow_empty`` names it, and no input file holds nothing. Also the
+builders' tokenizer batch.
 """
 
 import hashlib
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, TypeVar
 
 from absl import flags
 
@@ -16,6 +17,39 @@ TOKENIZE_BATCH = 1000  # records per tokenizer call and progress update
 class EmptySplitError(errors.UserError, ValueError):
     """A build would write a split with nothing in it; the message names the split, the
     counts and the fix."""
+
+
+_Record = TypeVar("_Record")
+
+
+def from_input(
+    records: Iterable[_Record],
+    path: str,
+    holds: str,
+    split: Optional[str],
+    allow_empty: Sequence[str],
+) -> Iterator[_Record]:
+    """Yields an input file's records, refusing a file that holds none (empty, a header
+    only, blank lines only): its pairs were meant to be somewhere.
+
+    Args:
+      records: what the file's reader yields.
+      path: the file, for the message.
+      holds: what a record of it is, for the message (``a JSON object line``).
+      split: the split the file feeds (``--test_input``), or None.
+      allow_empty: ``--allow_empty``: a file that feeds one of these may hold nothing.
+
+    Raises:
+      EmptySplitError: the file holds no record.
+    """
+    count = 0
+    for count, record in enumerate(records, start=1):
+        yield record
+    if not count and split not in allow_empty:
+        raise EmptySplitError(
+            "%s holds no pair (not %s); give a file with pairs in it%s"
+            % (path, holds, ", or add --allow_empty=%s" % split if split else "")
+        )
 
 
 def key_hash(key: str) -> int:

@@ -570,6 +570,10 @@ def input_format(path: str, given: Optional[str]) -> str:
     return _EXTENSIONS[extension]
 
 
+# What a record of each input format is, for the message of a file that holds none.
+_HOLDS = {"jsonl": "one JSON object line", "lines": "one line"}
+
+
 def read_sources(config: config_lib.Config) -> Iterator[Source]:
     """The ``Source`` pairs the flags name, split by input file where given."""
     inputs = [(config.input, None)] if config.input else []
@@ -599,7 +603,8 @@ def read_sources(config: config_lib.Config) -> Iterator[Source]:
                 config.id_field,
                 config.split_field,
             )
-        for source in sources:
+        holds = _HOLDS.get(fmt, "one row under its header")
+        for source in splits_lib.from_input(sources, path, holds, split, config.allow_empty):
             yield dataclasses.replace(source, split=split) if split else source
 
 

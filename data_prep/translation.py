@@ -490,7 +490,12 @@ def read_sources(config: config_lib.Config) -> Iterator[Source]:
             "(--train_input or --train_prefix, with dev and test)"
         )
     for reader, path, split in inputs:
-        for source in reader(path, config.src, config.tgt):
+        sources = reader(path, config.src, config.tgt)
+        if reader is read_tsv:
+            holds = "one row under its header"
+        else:
+            path, holds = "%s.%s" % (path, config.src), "one line"
+        for source in splits_lib.from_input(sources, path, holds, split, config.allow_empty):
             yield dataclasses.replace(source, split=split) if split else source
 
 

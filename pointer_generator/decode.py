@@ -24,11 +24,12 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from acvi_tf import errors, files
+from acvi_tf import files
 from acvi_tf import progress as progress_lib
 from acvi_tf.formats import see_vocab
 from acvi_tf.inference import decoding
 from acvi_tf.inference import report as report_lib
+from acvi_tf.inference.folders import DecodeFolderError, refuse_finished
 from acvi_tf.metrics import copying
 from acvi_tf.metrics import meteor as meteor_lib
 from acvi_tf.metrics import rouge as rouge_lib
@@ -221,27 +222,11 @@ def _write_text(path, lines):
     files.atomic_write_text(path, "\n".join(lines) + ("\n" if lines else ""))
 
 
-class DecodeFolderError(errors.UserError, ValueError):
-    """A decode folder that this decode must not resume or replace; the message says why."""
-
-
 def _manifest(batcher, settings):
     """What a single-pass decode's output depends on: ``settings`` (the checkpoint, the
     flags) and the data files, by absolute path, each with the SHA-256 of its content."""
     data = {os.path.abspath(p): files.sha256(p) for p in sorted(batcher.paths)}
     return dict(settings, data=data)
-
-
-def refuse_finished(decode_dir: str) -> None:
-    """Refuses a finished decode folder (one with ``metrics.json``).
-
-    Raises:
-      DecodeFolderError: ``decode_dir`` holds a finished decode.
-    """
-    if os.path.exists(os.path.join(decode_dir, "metrics.json")):
-        raise DecodeFolderError(
-            "%s is a finished decode; remove it or pass --decode_overwrite" % decode_dir
-        )
 
 
 def _prepare_folder(decode_dir, overwrite, manifest, shared=False):

@@ -878,6 +878,12 @@ def evaluate(
         checkpointer.save_best(means["loss"], higher_is_better=False, batches=batches)
         if int(step) >= total:  # training is over and its last checkpoint scored
             lock.close()
+            logging.info(
+                "The eval job ends: step %d is the last of the run's training (its phases "
+                "and --max_steps end at step %d)",
+                int(step),
+                total,
+            )
             return checkpointer.best_value
 
 

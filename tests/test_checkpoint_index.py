@@ -277,7 +277,9 @@ def test_a_folder_of_another_hosts_checkpoints_is_never_trained_over(
     before = sorted(os.listdir(directory)), _hashes(directory)
     saver = _checkpointer(directory, "model.ckpt", host_checkpoints[0]["summarizer"])
     match = (
-        r"translate.ckpt-3 holds another model than this pointer_generator.*a folder of its own"
+        r"translate.ckpt-3 holds another model than this pointer_generator.*; resume it with "
+        r"the entry point and the flags it was trained with \(its hparams.json, where the "
+        r"folder has one, records them\), or give this run a folder of its own$"
         if indexed
         else r"train holds translate.ckpt-3 and no checkpoint named model.ckpt-<step>"
     )

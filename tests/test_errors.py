@@ -290,12 +290,12 @@ USER_ERRORS = [
     (
         "data_prep.summarization",
         ["--input={tmp}/header.tsv", "--out_dir={tmp}/built"],
-        "would write 0 pairs to train, val and test (train 0, val 0, test 0)",
+        "{tmp}/header.tsv holds no pair (not one row under its header)",
     ),
     (
         "data_prep.translation",
         ["--src=en", "--tgt=it", "--input={tmp}/pairs.tsv", "--out_dir={tmp}/built"],
-        "would write 0 pairs to train, dev and test",
+        "{tmp}/pairs.tsv holds no pair (not one row under its header)",
     ),
     (
         "data_prep.wmt16",

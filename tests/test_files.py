@@ -5,7 +5,8 @@ import stat
 
 import pytest
 
-from acvi_tf import files
+from acvi_tf import errors, files
+from acvi_tf.inference import commands
 
 
 def test_atomic_write_replaces_only_on_success(tmp_path):
@@ -91,3 +92,48 @@ def test_a_byte_order_mark_at_the_start_is_dropped(tmp_path, monkeypatch):
         (2, "second\ufeff\n"),  # only the file's first bytes are a mark
     ]
     assert files.read_input_lines(str(path), ValueError) == ["en\tit", "second\ufeff"]
+
+
+def _no_writes_in(monkeypatch, directory):
+    """Writes into ``directory`` fail as in a folder of another user (tests run as root,
+    whom permissions do not stop)."""
+    real = files.tempfile.NamedTemporaryFile
+
+    def refused(*args, **kwargs):
+        if os.path.samefile(kwargs["dir"], directory):
+            raise PermissionError(13, "Permission denied", kwargs["dir"] + "/.partial-x1y2")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(files.tempfile, "NamedTemporaryFile", refused)
+
+
+def test_a_folder_that_cannot_be_written_is_named_by_the_target_with_a_fix(
+    tmp_path, monkeypatch, capsys
+):
+    _no_writes_in(monkeypatch, tmp_path)
+    target = str(tmp_path / "out.txt")
+    with pytest.raises(PermissionError) as raised:
+        files.atomic_write_text(target, "x")
+    assert raised.value.filename == target
+    with pytest.raises(SystemExit) as stop:
+        errors.report(raised.value)
+    assert stop.value.code == 2
+    assert capsys.readouterr().err == (
+        "error: %s: Permission denied; make its folder writable, or write to another "
+        "folder\n" % target
+    )
+
+
+def test_an_output_that_cannot_be_written_is_refused_before_the_work(tmp_path, monkeypatch):
+    (tmp_path / "in.txt").write_text("a\nb\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    _no_writes_in(monkeypatch, out)
+    converted = []
+    with pytest.raises(PermissionError, match="out.txt"):
+        commands.map_lines(
+            str(tmp_path / "in.txt"), str(out / "out.txt"), converted.extend, "copies"
+        )
+    assert converted == [] and os.listdir(out) == []
+    commands.map_lines(str(tmp_path / "in.txt"), str(tmp_path / "ok.txt"), list, "copies")
+    assert (tmp_path / "ok.txt").read_text() == "a\nb\n"

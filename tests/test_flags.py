@@ -469,6 +469,7 @@ def test_a_resume_on_other_training_data_is_refused_unless_allowed(tmp_path, abs
     )
     assert "training on it (--allow_data_change)" in absl_caplog.text
     recorded = json.loads((run / "hparams.json").read_text())
+    assert "allow_data_change" not in recorded  # a permission of that command only
     assert recorded[acvi_flags.TRAINING_DATA] == edited  # what a resume is checked against
     assert recorded[acvi_flags.EARLIER_TRAINING_DATA] == [hashes]  # and what it trained on
     # a resume on the new data keeps the history; another change adds to it
@@ -504,3 +505,16 @@ def test_a_resume_logs_the_changed_settings_not_the_commands_own_flags(tmp_path,
         str(tmp_path), again, resume_model_flags=(), command_flags=["seed"]
     )
     assert not [m for m in absl_caplog.messages if m.startswith("Continuing the run")]
+
+
+def test_a_record_of_an_earlier_version_holding_a_command_s_permission_is_this_command_s(
+    tmp_path,
+):
+    acvi_flags.write_flag_record(str(tmp_path), _parse())
+    record = json.loads((tmp_path / "hparams.json").read_text())
+    (tmp_path / "hparams.json").write_text(json.dumps(dict(record, allow_data_change=True)))
+    acvi_flags.write_flag_record(str(tmp_path), _parse())  # not another command's run
+    assert "allow_data_change" not in json.loads((tmp_path / "hparams.json").read_text())
+    (tmp_path / "hparams.json").write_text(json.dumps(dict(record, beam_size=4)))
+    with pytest.raises(acvi_flags.FlagChangeError, match="records the flags --beam_size"):
+        acvi_flags.write_flag_record(str(tmp_path), _parse())

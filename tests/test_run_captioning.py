@@ -13,6 +13,7 @@ from absl import app, flags
 
 from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
+from acvi_tf.inference import folders
 from acvi_tf.metrics import captions as caption_metrics
 from acvi_tf.training import trainer as trainer_lib
 from video_caption import run_captioning
@@ -114,12 +115,21 @@ def test_decode_and_a_resume_read_the_model_from_the_record(tmp_path, absl_caplo
     captions, pages = [], []
     # the run's folder only, then every flag repeated (videos: one missing, one unreadable,
     # one shorter than the features)
-    for argv in ([run], [*common, "--video_dir=" + broken]):
+    for argv in ([run], [*common, "--video_dir=" + broken, "--decode_overwrite"]):
         absl_caplog.clear()
         report = run_captioning.run(_flags("--mode=decode", *argv))
         captions.append(json.loads((folder / "captions.json").read_text()))
         pages.append(browser.page_data(folder / "report.html")[1])
         assert report["split"] == "test" and set(report["model"]) == {"ROUGE_L"}
+        if len(captions) == 1:
+            # a finished decode is kept: refused without --decode_overwrite, whose
+            # decode starts from an empty folder
+            finished = sorted(p.name for p in folder.iterdir())
+            with pytest.raises(folders.DecodeFolderError, match="finished decode.*overwrite"):
+                run_captioning.run(_flags("--mode=decode", run))
+            assert sorted(p.name for p in folder.iterdir()) == finished
+            (folder / "stale.png").write_bytes(b"")
+    assert not (folder / "stale.png").exists()
     assert captions[0] == captions[1] and len(captions[0]) == 3
     assert "Frames: indices (no --video_dir); f1 is the first sampled frame." in pages[0]["notes"]
     assert (
@@ -136,7 +146,7 @@ def test_decode_and_a_resume_read_the_model_from_the_record(tmp_path, absl_caplo
     # the extraction's settings as video_caption.features records them
     settings = json.dumps(dict(num_frames=6, max_frames=14))
     (tmp_path / "features" / "features.json").write_text(settings)
-    run_captioning.run(_flags("--mode=decode", run, "--video_dir=" + videos))
+    run_captioning.run(_flags("--mode=decode", run, "--video_dir=" + videos, "--decode_overwrite"))
     _check_report(folder, captions[0], tmp_path / "browser")
     not_a_folder = str(folder / "captions.json")
     with pytest.raises(app.UsageError, match="--video_dir=%s is not a folder" % not_a_folder):
@@ -165,7 +175,10 @@ def test_decode_and_a_resume_read_the_model_from_the_record(tmp_path, absl_caplo
     other = shutil.copytree(data_dir, tmp_path / "other_data")
     (other / "vocab.txt").write_text("a 8\nblue 4\nred 4\nsquare 4\ncircle 4\n")
     with pytest.raises(acvi_flags.DataChangeError, match="another vocabulary"):
-        run_captioning.run(_flags("--mode=decode", run, "--data_dir=%s" % other))
+        run_captioning.run(
+            _flags("--mode=decode", run, "--data_dir=%s" % other, "--decode_overwrite")
+        )
+    assert (folder / "metrics.json").exists()  # a refused overwrite removes nothing
     # a resume given the folder only builds the run's model (a model of the defaults'
     # sizes would not restore) and keeps the record's values
     run_captioning.run(_flags(run, "--max_steps=2"))

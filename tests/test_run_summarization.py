@@ -151,7 +151,7 @@ def _events(folder, tag):
     return found
 
 
-def test_the_eval_job_scores_each_new_checkpoint_once(corpus, tmp_path, monkeypatch):
+def test_the_eval_job_scores_each_new_checkpoint_once(corpus, tmp_path, monkeypatch, absl_caplog):
     # checkpoints at steps 2 and 4; the eval job first sees only step 2, then a listed
     # step 3 the trainer has already deleted (the newest left is step 2, scored: it waits),
     # then step 4 (the last)
@@ -200,6 +200,10 @@ def test_the_eval_job_scores_each_new_checkpoint_once(corpus, tmp_path, monkeypa
         eval_max_batches=3,
     )
     assert len(waits) == 2
+    assert absl_caplog.messages[-1] == (
+        "The eval job ends: step 4 is the last of the run's training (its phases and "
+        "--max_steps end at step 4)"
+    )
     eval_dir = tmp_path / "exp" / "eval"
     scored = _events(eval_dir, "loss")
     assert [step for step, _ in scored] == [2, 4]

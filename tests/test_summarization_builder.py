@@ -285,6 +285,46 @@ def test_a_build_logs_its_progress(tmp_path, monkeypatch):
     assert lines[1].endswith("/s, ETA 0s")
 
 
+@pytest.mark.parametrize(
+    "name, content, holds",
+    [
+        ("p.jsonl", "", "one JSON object line"),
+        ("p.jsonl", "\n  \n", "one JSON object line"),
+        ("p.tsv", "article\tabstract\n", "one row under its header"),
+        ("p.csv", "article,abstract\n\n", "one row under its header"),
+    ],
+)
+def test_an_input_of_no_pair_is_named(tmp_path, name, content, holds):
+    path = tmp_path / name
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(splits.EmptySplitError) as refused:
+        _build(tmp_path, "--input=%s" % path)
+    assert str(refused.value) == "%s holds no pair (not %s); give a file with pairs in it" % (
+        path,
+        holds,
+    )
+    (tmp_path / "a.txt").write_text("")
+    (tmp_path / "b.txt").write_text("")
+    with pytest.raises(splits.EmptySplitError, match=r"a.txt holds no pair \(not one line\)"):
+        _build(
+            tmp_path,
+            "--input=%s" % (tmp_path / "a.txt"),
+            "--abstract_input=%s" % (tmp_path / "b.txt"),
+        )
+    # a split's own file may be empty where --allow_empty names the split
+    full = tmp_path / "full.jsonl"
+    full.write_text(json.dumps(RECORDS[0]) + "\n", encoding="utf-8")
+    given = ["--train_input=%s" % full, "--test_input=%s" % path]
+    with pytest.raises(splits.EmptySplitError, match="or add --allow_empty=test$"):
+        summarization.build(
+            config_lib.parse(
+                summarization.define_flags, ["x", "--out_dir=%s" % (tmp_path / "o"), *given]
+            )
+        )
+    stats, _ = _build(tmp_path, *given)
+    assert stats.pairs == dict(train=1, val=0, test=0)
+
+
 def test_a_split_left_empty_stops_the_build_unless_allowed(tmp_path):
     """A build that would write no pair to a split writes nothing and names the split;
     --allow_empty or a cap of 0 says the user means it."""

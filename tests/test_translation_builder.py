@@ -103,6 +103,20 @@ def test_bad_input_is_one_line_naming_the_file_and_line(tmp_path, content, messa
         _build(tmp_path, "--input=%s" % path)
 
 
+def test_an_input_of_no_pair_is_named(tmp_path):
+    path = tmp_path / "pairs.tsv"
+    path.write_text("en\tit\n\n", "utf-8")
+    with pytest.raises(splits.EmptySplitError) as refused:
+        _build(tmp_path, "--input=%s" % path)
+    assert str(refused.value) == (
+        "%s holds no pair (not one row under its header); give a file with pairs in it" % path
+    )
+    (tmp_path / "x.en").write_text("")
+    (tmp_path / "x.it").write_text("")
+    with pytest.raises(splits.EmptySplitError, match=r"x.en holds no pair \(not one line\)"):
+        _build(tmp_path, "--input_prefix=%s" % (tmp_path / "x"))
+
+
 def test_skip_empty_and_unaligned_files(tmp_path):
     path = tmp_path / "pairs.tsv"
     path.write_text("en\tit\n\tb\na\tb\n", "utf-8")

@@ -39,6 +39,7 @@ Typical use (docs/captioner.md)::
 import collections
 import json
 import os
+import shutil
 from typing import Dict, List, Union
 
 import numpy as np
@@ -52,7 +53,7 @@ from acvi_tf.compat import keras
 from acvi_tf.config import Config
 from acvi_tf.formats.frame_features import FeaturesError
 from acvi_tf.formats.video_folder import find_videos
-from acvi_tf.inference import decoding
+from acvi_tf.inference import decoding, folders
 from acvi_tf.inference import report as report_lib
 from acvi_tf.metrics import captions as caption_metrics
 from acvi_tf.training import checkpoints, distribute, summaries
@@ -82,6 +83,7 @@ COMMAND_FLAGS = (
     "out_dir",
     "ckpt",
     "decode_split",
+    "decode_overwrite",
     "eval_splits",
     "attention_images",
     "report_examples",
@@ -221,6 +223,13 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     integer("decode_batch_size", 100, "Clips per beam-search call.", 1)
     flags.DEFINE_enum(
         "decode_split", "test", list(data.SPLITS), "decode: the split.", flag_values=fv
+    )
+    flags.DEFINE_boolean(
+        "decode_overwrite",
+        False,
+        "decode: replace a finished decode_<split>/ folder (one with metrics.json), which "
+        "is refused without it.",
+        flag_values=fv,
     )
     flags.DEFINE_list("eval_splits", ["val", "test"], "eval: the splits.", flag_values=fv)
     integer("attention_images", 0, "decode: heat maps (PNG) of the first N clips.")
@@ -458,20 +467,22 @@ def evaluate(exp: experiment.Experiment) -> Dict[str, dict]:
     return results
 
 
-def decode(exp: experiment.Experiment) -> dict:
+def decode(config: Config) -> dict:
     """Captions ``--decode_split``, scores them and the constant-caption baseline, with
-    the decode folder locked (a second decode of it stops in one line)."""
-    config = exp.config
-    lock = trainer_lib.lock_beside(
-        os.path.join(config.out_dir, "decode_" + config.decode_split), "decode"
-    )
+    the decode folder locked (a second decode of it stops in one line); a finished
+    decode folder is refused before the model is built, or replaced with
+    ``--decode_overwrite`` once the new captions are scored."""
+    folder = os.path.join(config.out_dir, "decode_" + config.decode_split)
+    lock = trainer_lib.lock_beside(folder, "decode")
     try:
-        return _decode(exp)
+        if not config.decode_overwrite:
+            folders.refuse_finished(folder)
+        return _decode(experiment.Experiment(config), folder)
     finally:
         lock.close()
 
 
-def _decode(exp):
+def _decode(exp, folder):
     config = exp.config
     path = exp.restore()
     name = config.decode_split
@@ -481,7 +492,8 @@ def _decode(exp):
     baseline = caption_metrics.caption_metrics(
         clip_set.references(), {clip: constant for clip in captions}, names=exp.metric_names()
     )
-    folder = os.path.join(config.out_dir, "decode_" + name)
+    if os.path.isdir(folder):  # --decode_overwrite, now that the new decode is done
+        shutil.rmtree(folder)
     files.atomic_write_text(
         os.path.join(folder, "captions.json"), json.dumps(captions, indent=1, sort_keys=True) + "\n"
     )
@@ -682,8 +694,9 @@ def run(config: Config) -> Union[float, dict]:
     os.makedirs(config.out_dir, exist_ok=True)
     if config.mode != "train":
         _check_video_dir(config)
-        exp = experiment.Experiment(config)
-        return evaluate(exp) if config.mode == "eval" else decode(exp)
+        if config.mode == "decode":
+            return decode(config)
+        return evaluate(experiment.Experiment(config))
     with acvi_flags.training_record(
         config.out_dir,
         config,

@@ -113,6 +113,7 @@ def map_lines(
 
     Raises:
       InputError: a line is not UTF-8, or the input holds no line.
+      OSError: ``output_path`` cannot be written (found before ``convert`` runs).
     """
     lines = files.read_input_lines(input_path, InputError)
     if not lines:
@@ -121,6 +122,8 @@ def map_lines(
             "one line (a blank line gives a blank output)"
             % ("standard input" if input_path == "-" else input_path, what)
         )
+    if output_path != "-":
+        files.check_writable(output_path)
     outputs = convert(lines)
     files.write_output_lines(output_path, outputs, lines, what)
     return outputs

@@ -346,8 +346,9 @@ def _shape(shape) -> str:
 _FIXES = {
     False: "give the flags it was trained with (a run without hparams.json needs them on the "
     "command line), or a checkpoint of a run of this entry point",
-    True: "its hparams.json records the flags it was trained with: run with those, or give "
-    "this run a folder of its own",
+    True: "resume it with the entry point and the flags it was trained with (its "
+    "hparams.json, where the folder has one, records them), or give this run a folder of "
+    "its own",
 }
 
 
@@ -491,17 +492,20 @@ BEST_KEY, LATEST_KEY = "best", "latest"
 CKPT_HELP = "best (the best model), latest (the newest training checkpoint) or a path"
 
 
-def _given_checkpoint(given: str) -> str:
+def _given_checkpoint(given: str, train_dir: str) -> str:
     """``--ckpt``'s path: a checkpoint's prefix, or a folder's newest checkpoint.
 
     Raises:
-      CheckpointError: no checkpoint there.
+      CheckpointError: no checkpoint there; the message gives the run's newest checkpoint
+        (in ``train_dir``) as an example of a path.
     """
     path = latest_checkpoint(given) if tf.io.gfile.isdir(given) else given
     if path is None or not tf.io.gfile.exists(path + ".index"):
+        example = latest_checkpoint(train_dir)
         raise CheckpointError(
-            "--ckpt=%s: no checkpoint there (a checkpoint's path ends before .index, such "
-            "as train/model.ckpt-30, or names its folder); give best, latest or such a path" % given
+            "--ckpt=%s: no checkpoint there (a checkpoint's path ends before .index%s, or "
+            "names its folder); give best, latest or such a path"
+            % (given, ", as in %s" % example if example else "")
         )
     return path
 
@@ -533,7 +537,7 @@ def inference_checkpoint(
     elif given == LATEST_KEY:
         given, newest = None, True
     elif given:
-        given = _given_checkpoint(given)
+        given = _given_checkpoint(given, train_dir)
     if given or best is None or newest:
         path = given or latest_checkpoint(train_dir)
         why = "--ckpt" if given else "the newest checkpoint"
