@@ -29,6 +29,8 @@ from pointer_generator import model as pg_lib
 from video_caption import data as vc_data
 from video_caption import model as vc_lib
 
+from conftest import untraced
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -253,9 +255,12 @@ _SINGLE_DEVICE = {}
 
 def _single_device_steps(host, mode):
     """``_host_steps`` on one device, once per host and mode in this process (under
-    ``zero_noise``, as every caller runs it)."""
+    ``zero_noise``, as every caller runs it), untraced: the reference the strategies'
+    traced steps are compared with (the hosts' traced single-device step runs in their
+    training tests)."""
     if (host, mode) not in _SINGLE_DEVICE:
-        _SINGLE_DEVICE[host, mode] = _host_steps(tf.distribute.get_strategy(), host, mode)
+        with untraced():
+            _SINGLE_DEVICE[host, mode] = _host_steps(tf.distribute.get_strategy(), host, mode)
     return _SINGLE_DEVICE[host, mode]
 
 
@@ -268,19 +273,23 @@ def zero_noise(monkeypatch):
     )
 
 
+# The hosts run ACVI here, not soft attention too: under zero noise ACVI's step is soft
+# attention's (test_context_wiring.py) plus the variance network and the KL, whose
+# variables join the all-reduce, and no context mechanism has code of its own for a
+# strategy. Soft attention trains under strategies in test_multi_worker.py and in the
+# documented CPU try below.
 @pytest.mark.usefixtures("zero_noise")
-@pytest.mark.parametrize("mode", ["sa", "acvi"])
 @pytest.mark.parametrize("host", sorted(HOSTS))
-def test_each_host_trains_the_same_on_two_replicas_and_on_one_device(mirrored, host, mode):
-    replicated = _host_steps(mirrored, host, mode)
-    _assert_same(_single_device_steps(host, mode), replicated, rtol=1e-5, atol=1e-6)
+def test_each_host_trains_the_same_on_two_replicas_and_on_one_device(mirrored, host):
+    replicated = _host_steps(mirrored, host, "acvi")
+    _assert_same(_single_device_steps(host, "acvi"), replicated, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.usefixtures("zero_noise")
 @pytest.mark.parametrize("host", sorted(HOSTS))
 def test_each_host_trains_the_same_on_one_replica_and_on_one_device(one_replica, host):
-    replicated = _host_steps(one_replica, host, "sa")
-    _assert_same(_single_device_steps(host, "sa"), replicated, rtol=1e-5, atol=1e-6)
+    replicated = _host_steps(one_replica, host, "acvi")
+    _assert_same(_single_device_steps(host, "acvi"), replicated, rtol=1e-5, atol=1e-6)
 
 
 def test_acvi_replicas_draw_their_own_noise_reproducibly(mirrored):

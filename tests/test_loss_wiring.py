@@ -1,5 +1,6 @@
-"""The KL schedule's step and the Gumbel phase reach every host's loss, through each host's
-training entry point (``run(config)`` on a shipped sample, a tiny model, 8 steps).
+"""The KL schedule's step and the Gumbel phase reach every host's loss, and the training
+job writes its TensorBoard posterior summaries, through each host's training entry point
+(``run(config)`` on a shipped sample, a tiny model, 8 steps).
 
 Each host trains once with ACVI's ``mc`` KL, a linear warm-up over 4 steps, the
 Gumbel-softmax phase in the last half of the run (temperature 0.1) and log sigma^2 pinned
@@ -20,12 +21,16 @@ perplexity to TensorBoard, not its NLL.
   ``71 D``. Every Gumbel step's KL is then several times every eq. 25 step's, while the
   attention stays spread (sources of at most 10 positions, 8 steps of training); a run
   whose forward pass never samples with Gumbel weights shows no jump.
+* The summaries: histograms every 4 steps, both images of the fixed example and its
+  decoded text every 8, read back from the event files (NMT's stats line as scalars too).
 """
 
+import glob
 import os
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from acvi_tf import config as config_lib
 from acvi_tf.training import step as training_lib
@@ -51,6 +56,11 @@ ACVI_FLAGS = [
     "--acvi_log_var_min=4.9",
     "--acvi_log_var_max=5",
 ]
+# The posterior summaries: histograms at steps 4 and 8, images and text at step 8.
+HISTOGRAM_STEPS, IMAGE_STEPS = 4, 8
+CADENCE = ["--histogram_steps=%d" % HISTOGRAM_STEPS, "--image_steps=%d" % IMAGE_STEPS]
+HISTOGRAMS = ["posterior/attention_entropy", "posterior/kl", "posterior/sigma"]
+IMAGES = ["example/attention", "example/sigma"]
 
 
 def _summarizer(root):
@@ -70,10 +80,12 @@ def _summarizer(root):
         "--max_dec_steps=6",
         "--max_steps=%d" % STEPS,
         "--checkpoint_steps=%d" % STEPS,
+        "--summary_data_path=" + os.path.join(data, "chunked", "val_000.bin"),
     ]
-    config = config_lib.parse(run_summarization.define_flags, ["x", *argv, *ACVI_FLAGS])
+    config = config_lib.parse(run_summarization.define_flags, ["x", *argv, *ACVI_FLAGS, *CADENCE])
     run_summarization.run(config)
-    return config, "loss", "total_loss", {"coverage_loss": config.cov_loss_wt}
+    events = (str(root / "exp" / "train"), HISTOGRAMS + ["posterior/p_gen"])
+    return config, "loss", "total_loss", {"coverage_loss": config.cov_loss_wt}, events
 
 
 def _nmt(root):
@@ -90,10 +102,11 @@ def _nmt(root):
         "--batch_size=4",
         "--num_train_steps=%d" % STEPS,
         "--steps_per_external_eval=%d" % STEPS,
+        "--steps_per_stats=%d" % HISTOGRAM_STEPS,
     ]
-    config = config_lib.parse(run_nmt.define_flags, ["x", *argv, *ACVI_FLAGS])
+    config = config_lib.parse(run_nmt.define_flags, ["x", *argv, *ACVI_FLAGS, *CADENCE])
     run_nmt.run(config)
-    return config, "nll", "train_loss", {}
+    return config, "nll", "train_loss", {}, (str(root / "run" / "train_log"), HISTOGRAMS)
 
 
 def _captioner(root):
@@ -115,10 +128,12 @@ def _captioner(root):
         "--best_metric=Bleu_4",
         "--beam_size=1",
         "--max_decode_len=2",
+        "--summary_steps=%d" % HISTOGRAM_STEPS,
     ]
-    config = config_lib.parse(run_captioning.define_flags, ["x", *argv, *ACVI_FLAGS])
+    config = config_lib.parse(run_captioning.define_flags, ["x", *argv, *ACVI_FLAGS, *CADENCE])
     run_captioning.run(config)
-    return config, "nll", "loss", {"attention_penalty": config.alpha_c}
+    events = (str(root / "train_log"), HISTOGRAMS)
+    return config, "nll", "loss", {"attention_penalty": config.alpha_c}, events
 
 
 HOSTS = dict(summarizer=_summarizer, nmt=_nmt, captioner=_captioner)
@@ -126,9 +141,10 @@ HOSTS = dict(summarizer=_summarizer, nmt=_nmt, captioner=_captioner)
 
 @pytest.fixture(scope="module", params=sorted(HOSTS))
 def run(request, tmp_path_factory):
-    """One host's training run: ``(results, nll key, total key, other terms)``, where
-    ``results[s]`` is the step function's results at step s as floats and ``other
-    terms`` maps the host's further logged terms to their weights in the loss."""
+    """One host's training run: ``(results, nll key, total key, other terms, events)``,
+    where ``results[s]`` is the step function's results at step s as floats, ``other
+    terms`` maps the host's further logged terms to their weights in the loss and
+    ``events`` is ``(the training job's event folder, its histogram tags)``."""
     recorded = []
     make_train_step = training_lib.make_train_step
 
@@ -144,14 +160,14 @@ def run(request, tmp_path_factory):
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(training_lib, "make_train_step", recording)
-        _, nll, total, others = HOSTS[request.param](tmp_path_factory.mktemp(request.param))
+        _, nll, total, others, events = HOSTS[request.param](tmp_path_factory.mktemp(request.param))
     assert len(recorded) == STEPS
-    return recorded, nll, total, others
+    return recorded, nll, total, others, events
 
 
 def test_the_loss_warms_the_kl_up_with_the_training_step(run):
     """``total - nll - others == kl_weight * min(1, s / S) * kl`` at every step s."""
-    results, nll, total, others = run
+    results, nll, total, others, _ = run
     factors = np.minimum(1.0, np.arange(STEPS) / ANNEAL_STEPS)
     kl = np.array([r["kl"] for r in results])
     assert np.all(kl > 1.0), kl  # every step's factor shows in its total
@@ -165,3 +181,27 @@ def test_the_last_half_samples_with_gumbel_softmax_weights(run):
     results = run[0]
     kl = np.array([r["kl"] for r in results])
     assert np.min(kl[GUMBEL_FROM:]) > 2.0 * np.max(kl[:GUMBEL_FROM]) > 0, kl
+
+
+def _tags(folder):
+    """``{(tag, plugin): [steps]}`` of every event file in ``folder``."""
+    tags = {}
+    for path in glob.glob(os.path.join(folder, "events.out.tfevents.*")):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                key = (value.tag, value.metadata.plugin_data.plugin_name)
+                tags.setdefault(key, []).append(event.step)
+    return tags
+
+
+def test_the_run_writes_the_posterior_summaries(run, request):
+    folder, histograms = run[4]
+    tags = _tags(folder)
+    expected = {(tag, "histograms"): [HISTOGRAM_STEPS, STEPS] for tag in histograms}
+    expected.update({(tag, "images"): [IMAGE_STEPS] for tag in IMAGES})
+    expected[("example/decoded", "text")] = [IMAGE_STEPS]
+    posterior = {k: v for k, v in tags.items() if k[0].split("/")[0] in ("posterior", "example")}
+    assert posterior == expected
+    if "nmt" in request.node.callspec.id:  # tensorflow/nmt's stats line, as scalars too
+        for name in ("lr", "step_time", "words_per_second", "train_ppl", "grad_norm"):
+            assert tags[(name, "scalars")] == [HISTOGRAM_STEPS, STEPS], name

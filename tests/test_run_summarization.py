@@ -74,8 +74,21 @@ def _ckpt_value(path, key):
     return tf.train.load_checkpoint(path).get_tensor(key)
 
 
-def test_eval_job_and_restore_best_model(corpus, tmp_path, absl_caplog):
-    _run(corpus, tmp_path, max_steps=4, context="sa")
+@pytest.fixture(scope="module")
+def four_sa_steps(corpus, tmp_path_factory):
+    """A log_root after four plain (uncompiled) training steps with soft attention,
+    checkpointed at steps 2 and 4; a test that changes it works on a copy."""
+    root = tmp_path_factory.mktemp("four_sa_steps")
+    _run(corpus, root, max_steps=4, context="sa", checkpoint_steps=2)
+    return root
+
+
+def _copy(run, tmp_path):
+    shutil.copytree(run / "exp", tmp_path / "exp")
+
+
+def test_eval_job_and_restore_best_model(corpus, four_sa_steps, tmp_path, absl_caplog):
+    _copy(four_sa_steps, tmp_path)
     record = json.loads((tmp_path / "exp" / "hparams.json").read_text())
     assert (record["context"], record["hidden_dim"], record["max_steps"]) == ("sa", 8, 4)
     assert record["attention_masking"] == "renormalize" and "coverage" in record
@@ -151,11 +164,13 @@ def _events(folder, tag):
     return found
 
 
-def test_the_eval_job_scores_each_new_checkpoint_once(corpus, tmp_path, monkeypatch, absl_caplog):
+def test_the_eval_job_scores_each_new_checkpoint_once(
+    corpus, four_sa_steps, tmp_path, monkeypatch, absl_caplog
+):
     # checkpoints at steps 2 and 4; the eval job first sees only step 2, then a listed
     # step 3 the trainer has already deleted (the newest left is step 2, scored: it waits),
     # then step 4 (the last)
-    _run(corpus, tmp_path, max_steps=4, context="sa", checkpoint_steps=2)
+    _copy(four_sa_steps, tmp_path)
     train_dir = tmp_path / "exp" / "train"
     (train_dir / "model.ckpt-2_temp").mkdir()  # an interrupted save of the trainer's
     (tmp_path / "exp" / "best").mkdir()
@@ -220,25 +235,17 @@ def test_the_eval_job_scores_each_new_checkpoint_once(corpus, tmp_path, monkeypa
     # the eval job cleans its own folder, never the trainer's
     assert not (best_dir / "bestmodel-1_temp").exists()
     assert (train_dir / "model.ckpt-2_temp").exists()
-    _run(corpus, tmp_path, max_steps=5, context="sa")  # a trainer cleans its folder
+    _run(corpus, tmp_path, max_steps=4, context="sa")  # a trainer cleans its folder
     assert not (train_dir / "model.ckpt-2_temp").exists()
 
 
-@pytest.fixture(scope="module")
-def three_sa_steps(corpus, tmp_path_factory):
-    """A log_root after three plain (uncompiled) training steps with soft attention."""
-    root = tmp_path_factory.mktemp("three_sa_steps")
-    _run(corpus, root, max_steps=3, context="sa")
-    return root
-
-
 @pytest.mark.eager
-def test_convert_to_coverage_model_then_resume(corpus, three_sa_steps, tmp_path):
-    shutil.copytree(three_sa_steps / "exp", tmp_path / "exp")
+def test_convert_to_coverage_model_then_resume(corpus, four_sa_steps, tmp_path):
+    _copy(four_sa_steps, tmp_path)
     train_dir = tmp_path / "exp" / "train"
     _run(corpus, tmp_path, context="sa", coverage=True, convert_to_coverage_model=True)
     converted = tf.train.latest_checkpoint(str(train_dir))
-    assert converted.endswith("model.ckpt-3_cov_init")
+    assert converted.endswith("model.ckpt-4_cov_init")
     # the checkpoint file names checkpoints relative to the folder, so the run can move
     assert str(tmp_path) not in (train_dir / "checkpoint").read_text()
     keys = tf.train.load_checkpoint(converted).get_variable_to_shape_map()
@@ -255,18 +262,18 @@ def test_convert_to_coverage_model_then_resume(corpus, three_sa_steps, tmp_path)
 
 @pytest.mark.eager
 def test_a_resume_takes_new_steps_and_refuses_a_new_model_size(
-    corpus, three_sa_steps, tmp_path, caplog
+    corpus, four_sa_steps, tmp_path, caplog
 ):
-    shutil.copytree(three_sa_steps / "exp", tmp_path / "exp")
+    _copy(four_sa_steps, tmp_path)
     with pytest.raises(acvi_flags.FlagChangeError, match="--hidden_dim=8, this command gives"):
-        _run(corpus, tmp_path, context="sa", hidden_dim=16, max_steps=4)
+        _run(corpus, tmp_path, context="sa", hidden_dim=16, max_steps=5)
     # the model's flags, the vocabulary and the seed come from the run's record
     argv = ["x", "--data_path=%s" % (corpus / "train_*"), "--log_root=%s" % tmp_path]
-    argv += ["--exp_name=exp", "--max_steps=4"]
+    argv += ["--exp_name=exp", "--max_steps=5"]
     with caplog.at_level("INFO"):
         run_summarization.run(config_lib.parse(run_summarization.define_flags, argv))
-    assert "--max_steps 3 -> 4" in caplog.text
-    assert tf.train.latest_checkpoint(str(tmp_path / "exp" / "train")).endswith("model.ckpt-4")
+    assert "--max_steps 4 -> 5" in caplog.text
+    assert tf.train.latest_checkpoint(str(tmp_path / "exp" / "train")).endswith("model.ckpt-5")
 
 
 def test_bad_flags_give_clear_errors(corpus, tmp_path):
@@ -380,16 +387,16 @@ def test_non_finite_losses_are_skipped_or_stop_training(corpus, tmp_path, monkey
     tf.train.load_checkpoint(good)  # still readable
 
 
-def test_jit_compiled_training_matches_the_uncompiled_one(corpus, three_sa_steps, tmp_path):
+def test_jit_compiled_training_matches_the_uncompiled_one(corpus, four_sa_steps, tmp_path):
     # --jit_compile: XLA forward and backward, articles padded to --max_enc_steps (30 here,
-    # longer than every article, so nothing is truncated differently): after three steps
+    # longer than every article, so nothing is truncated differently): after four steps
     # the weights are those of the plain run, whose batches are padded to their longest.
-    _run(corpus, tmp_path, max_steps=3, context="sa", max_enc_steps=30, jit_compile=True)
+    _run(corpus, tmp_path, max_steps=4, context="sa", max_enc_steps=30, jit_compile=True)
     plain, compiled = (
         tf.train.latest_checkpoint(str(root / "exp" / "train"))
-        for root in (three_sa_steps, tmp_path)
+        for root in (four_sa_steps, tmp_path)
     )
-    assert plain.endswith("-3") and compiled.endswith("-3")
+    assert plain.endswith("-4") and compiled.endswith("-4")
     names = [name for name, _ in tf.train.list_variables(plain) if name.startswith("model/")]
     assert len(names) > 10
     for name in names:

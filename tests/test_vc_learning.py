@@ -35,7 +35,7 @@ SA_SEED_STD = 0.117
 
 
 def _run(*args):
-    # the posterior summaries are tests/test_tensorboard.py's; off here, they cost no time
+    # the posterior summaries are tests/test_loss_wiring.py's; off here, they cost no time
     argv = ["run_captioning", "--histogram_steps=0", "--image_steps=0", *args]
     return run_captioning.run(config_lib.parse(run_captioning.define_flags, argv))
 
