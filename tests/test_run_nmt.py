@@ -78,9 +78,13 @@ def _with_record(out_dir, *argv):
 
 
 def test_train_evaluate_and_translate(corpus, tmp_path, absl_caplog):
+    """Training on two replicas (the two logical CPUs of conftest), validation, inference
+    and its refusals, then a resume on one device: the checkpoints do not depend on the
+    strategy."""
     out = tmp_path / "out"
-    assert _run(corpus, out) >= 0.0
-    assert json.loads((out / "hparams.json").read_text())["num_units"] == 16
+    assert _run(corpus, out, "--distribution_strategy=mirrored", "--num_gpus=0") >= 0.0
+    record = json.loads((out / "hparams.json").read_text())
+    assert (record["num_units"], record["distribution_strategy"]) == (16, "mirrored")
     assert tf.train.latest_checkpoint(str(out)).endswith("translate.ckpt-10")
     assert tf.train.latest_checkpoint(str(out / "best")) is not None
     assert len((out / "output_dev").read_text().splitlines()) == 10
@@ -155,6 +159,11 @@ def test_train_evaluate_and_translate(corpus, tmp_path, absl_caplog):
     ckpt = "--ckpt=%s" % tf.train.latest_checkpoint(str(out))
     with pytest.raises(acvi_flags.DecodeSettingError, match="needs --beam_width > 0, got"):
         _with_record(tmp_path, ckpt, *inference[:3], "--beam_width=0")
+    # the resume names only the folder and the new steps: the rest is the run's record,
+    # but for the strategy, which is each command's own
+    _with_record(out, "--num_train_steps=15", "--steps_per_external_eval=15")
+    assert tf.train.latest_checkpoint(str(out)).endswith("translate.ckpt-15")
+    assert json.loads((out / "hparams.json").read_text())["distribution_strategy"] == "default"
 
 
 def _check_report(path, corpus, tmp_path):
@@ -234,20 +243,6 @@ def test_luong234_is_tensorflow_nmt_staircase():
         0.125,
     ]
     assert schedule.decay_schedule(0.5, "", 100) == 0.5
-
-
-def test_a_mirrored_run_trains_evaluates_and_resumes(corpus, tmp_path):
-    """Two replicas (the two logical CPUs of conftest), then a resume on one device: the
-    checkpoints do not depend on the strategy."""
-    out = tmp_path / "out"
-    assert _run(corpus, out, "--distribution_strategy=mirrored", "--num_gpus=0") >= 0.0
-    assert tf.train.latest_checkpoint(str(out)).endswith("translate.ckpt-10")
-    assert json.loads((out / "hparams.json").read_text())["distribution_strategy"] == "mirrored"
-    # the resume names only the folder and the new steps: the rest is the run's record,
-    # but for the strategy, which is each command's own
-    _with_record(out, "--num_train_steps=15", "--steps_per_external_eval=15")
-    assert tf.train.latest_checkpoint(str(out)).endswith("translate.ckpt-15")
-    assert json.loads((out / "hparams.json").read_text())["distribution_strategy"] == "default"
 
 
 def test_a_bleu_tie_keeps_the_model_with_the_lower_dev_perplexity(corpus, tmp_path):
