@@ -11,7 +11,9 @@ Each configuration's objective, ``-(token_nll + kl)`` per draw through the real 
   and that value is <= log p(y);
 * those it calls surrogates exceed log p(y) on the case of equal components;
 * the gradient of the mixture sampler's loss averages to the enumerated gradient of
-  ``-ELBO`` (one step, and two steps where the first choice moves the second step).
+  ``-ELBO``: one step, its draws in one group or in groups of 16 and 4 (the baseline's
+  groups); two steps where the first choice moves the second step; two steps whose
+  second is padding.
 """
 
 import math
@@ -50,18 +52,21 @@ def _log_lik(y, w, s):
     return log_likelihood
 
 
-def _step_losses(layer, contexts, probs, prepared, log_likelihood):
-    """The layer's ``token_nll + kl`` [draws, T] of the drawn contexts [draws, T, 1]."""
+def _step_losses(layer, contexts, probs, prepared, log_likelihood, mask=None):
+    """The layer's ``token_nll + kl`` [draws, T] of the drawn contexts [draws, T, 1], at
+    the real steps of ``mask`` [draws, T] (all of them by default), 0 at padded ones as
+    a host's sum takes them."""
+    mask = tf.ones(tf.shape(contexts)[:2]) if mask is None else mask
     kl = layer.kl_divergence(contexts, probs, prepared)
     gold = context.GoldTarget(
         soft_log_likelihood=log_likelihood(contexts),
         log_likelihood=log_likelihood,
         embedded=None,
-        mask=tf.ones(tf.shape(contexts)[:2]),
+        mask=mask,
         contexts=contexts,
     )
     token_nll, kl = layer.token_losses(gold, probs, kl, prepared, training=True)
-    return token_nll + kl
+    return (token_nll + kl) * mask
 
 
 def _objective(layer, logits, h, log_var, y, w, s, draws, use_gumbel=None):
@@ -170,13 +175,14 @@ def _gradient_estimates(layer, loss_fn, variables, batches):
     return rows.mean(0), rows.std(0, ddof=1) / math.sqrt(batches)
 
 
-def _assert_gradient_matches_enumeration(kl, seed, sampled_loss, enumerated_objective):
+def _assert_gradient_matches_enumeration(kl, seed, sampled_loss, enumerated_objective, **options):
     """The mean gradient of ``sampled_loss(layer, logits, h, log_var)`` over 60 x 1000
-    draws of the mixture sampler equals the gradient of ``-enumerated_objective(logits,
-    h, log_var)`` (float64, ``h`` and ``log_var`` per position) within 4 standard errors."""
+    draws of the mixture sampler (the layer built with ``options``) equals the gradient
+    of ``-enumerated_objective(logits, h, log_var)`` (float64, ``h`` and ``log_var`` per
+    position) within 4 standard errors."""
     variables = [tf.Variable(v, dtype=tf.float32) for v in (LOGITS, H, LOG_VAR)]
     mean, error = _gradient_estimates(
-        _layer("mixture", kl, seed=seed),
+        _layer("mixture", kl, seed=seed, **options),
         lambda layer: sampled_loss(layer, *variables),
         variables,
         batches=60,
@@ -188,17 +194,27 @@ def _assert_gradient_matches_enumeration(kl, seed, sampled_loss, enumerated_obje
     assert np.all(np.abs(mean - enumerated) < 4 * error + 1e-3), (mean, error, enumerated)
 
 
+# The draws' rows in groups: one group of all 1,000 (one sample per example: the batch's
+# other rows are the baseline), and groups of 4 and 16 consecutive rows (--acvi_num_samples,
+# whose baseline is the example's other samples; a batch of 16 examples with one sample
+# each is one group of 16). A baseline that counts its own row's return shrinks the
+# score term by 1/group: invisible in a group of 1,000, many standard errors in 4 or 16.
+GROUPS = [1, 4, 16]
+
+
+@pytest.mark.parametrize("group", GROUPS)
 @pytest.mark.parametrize("kl", ["mc", "bound"])
-def test_the_mixture_gradient_averages_to_the_enumerated_gradient(kl):
+def test_the_mixture_gradient_averages_to_the_enumerated_gradient(kl, group):
     _assert_gradient_matches_enumeration(
         kl,
         3,
         lambda layer, logits, h, log_var: _objective(
-            layer, logits, h, log_var, Y, W, S, draws=1000
+            layer, logits, h, log_var, Y, W, S, draws=1008
         )[1],
         lambda logits, h, log_var: _enumerated(
             ("mixture", kl), tf.nn.softmax(logits), h, tf.exp(log_var), Y, W, S
         ),
+        num_samples=group,
     )
 
 
@@ -210,7 +226,7 @@ E = np.array([1.0, 0.0, -1.0])
 V = 1.5
 
 
-def _two_step_objective(layer, logits, h, log_var, draws):
+def _two_step_objective(layer, logits, h, log_var, draws, mask=None):
     _pin_variance(layer, log_var)
     memory = tf.broadcast_to(h, [draws, *h.shape])
     prepared = layer.prepare(memory)
@@ -219,7 +235,7 @@ def _two_step_objective(layer, logits, h, log_var, draws):
     second = tf.nn.softmax(tf.constant(U2, tf.float32) + V * c1 * tf.constant(E, tf.float32))
     c2 = layer.draw(second, prepared, training=True)
     contexts, probs = tf.concat([c1, c2], 1), tf.concat([first, second], 1)
-    losses = _step_losses(layer, contexts, probs, prepared, _log_lik(Y, W, S))
+    losses = _step_losses(layer, contexts, probs, prepared, _log_lik(Y, W, S), mask)
     return tf.reduce_mean(tf.reduce_sum(losses, 1))
 
 
@@ -250,4 +266,23 @@ def test_the_first_choice_is_credited_with_the_later_steps(kl):
             layer, logits, h, log_var, draws=1000
         ),
         lambda logits, h, log_var: _two_step_enumerated(kl, logits, h, log_var),
+    )
+
+
+@pytest.mark.parametrize("kl", ["mc", "bound"])
+def test_a_padded_second_step_credits_the_first_choice_with_nothing(kl):
+    """Every row's second step is padding (a target of one token): the objective is the
+    first step's alone, however the layer scores the padded step, so the gradient is the
+    one-step ELBO's. Returns to go that summed the padded step's values would credit the
+    first choice with the second step's terms, which move with it."""
+    mask = tf.constant([[1.0, 0.0]] * 1000)
+    _assert_gradient_matches_enumeration(
+        kl,
+        7,
+        lambda layer, logits, h, log_var: _two_step_objective(
+            layer, logits, h, log_var, draws=1000, mask=mask
+        ),
+        lambda logits, h, log_var: _enumerated(
+            ("mixture", kl), tf.nn.softmax(logits), h, tf.exp(log_var), Y, W, S
+        ),
     )
