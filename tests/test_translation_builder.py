@@ -128,6 +128,8 @@ def test_skip_empty_and_unaligned_files(tmp_path):
         _build(tmp_path, "--input_prefix=%s" % (tmp_path / "x"))
 
 
+# about the corpus, not the graph: the steps run traced in the host's own tests
+@pytest.mark.eager
 def test_nmt_trains_on_a_built_corpus(tmp_path):
     path = tmp_path / "pairs.tsv"
     rows = ["%s %d.\t%s %d." % (en[:-1], i, it[:-1], i) for i in range(40) for en, it in PAIRS[:1]]
