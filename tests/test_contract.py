@@ -26,10 +26,18 @@ OPTIONS = dict(
     variational_options=dict(inference_units=4),
     seed=3,
 )
-# Training steps, after which the loss must be below 0.8 of its start. Over build seeds
-# 5-20 the translator's VED loss is at most 0.75 of it after 25 steps, but between 0.69
-# and 0.94 after 15 (with one initializer per weight, and with the shared one before).
-STEPS = dict(summarizer=15, nmt=25, captioner=15)
+# Training steps, after which the loss must be below 0.8 of its start (0.9 for ACVI's
+# mixture sampler at weight 1), by host and mechanism. The translator's, from the worst
+# ratio over build seeds 5-20: VED 0.75 after 25 steps but up to 0.94 after 15; soft
+# attention, structured and variational attention at most 0.66, 0.64 and 0.69 after 15;
+# ACVI 0.79 after 15, 0.70 after 18 (in bfloat16 too); the mixture sampler 0.91 after 15,
+# 0.87 after 18, 0.75 after 25.
+STEPS = dict(summarizer=15, nmt=15, captioner=15)
+NMT_STEPS = dict(ved=25, acvi=18, bfloat16=18, mixture=25)
+
+
+def _steps(host, mode):
+    return NMT_STEPS.get(mode, STEPS[host]) if host == "nmt" else STEPS[host]
 
 
 def _loss(model, batch, step=0, training=True):
@@ -88,13 +96,13 @@ class UniformAttention(context.SoftAttentionContext):
 @pytest.mark.parametrize("mode", registry.context_names())
 @pytest.mark.parametrize("host", hosts.HOSTS)
 def test_every_mechanism_trains_and_restores_in_every_host(host, mode, tmp_path):
-    _trains_decodes_and_restores(host, mode, tmp_path, STEPS[host], 0.8)
+    _trains_decodes_and_restores(host, mode, tmp_path, _steps(host, mode), 0.8)
 
 
 @pytest.mark.parametrize("host,kl", [("summarizer", "mc"), ("nmt", "bound"), ("captioner", "mc")])
 def test_acvi_sampling_from_the_mixture_trains_at_weight_one_in_every_host(host, kl, tmp_path):
     options = dict(OPTIONS, sampling="mixture", kl=kl, kl_weight=1.0)
-    _trains_decodes_and_restores(host, "acvi", tmp_path, STEPS[host], 0.9, options)
+    _trains_decodes_and_restores(host, "acvi", tmp_path, _steps(host, "mixture"), 0.9, options)
 
 
 def test_a_mechanism_registered_at_run_time_trains_and_decodes_in_every_host(monkeypatch, tmp_path):
@@ -188,7 +196,7 @@ def test_acvi_trains_and_decodes_in_bfloat16_in_every_host(host):
     model(batch)
     assert all(w.dtype == tf.float32 for w in model.weights)
     before = float(_loss(model, batch, training=False)[0])
-    for step in range(STEPS[host]):
+    for step in range(_steps(host, "bfloat16")):
         with tf.GradientTape() as tape:
             loss, out, _ = _loss(model, batch, step)
         grads = tape.gradient(loss, model.trainable_variables)
