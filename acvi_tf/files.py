@@ -16,7 +16,7 @@ import json
 import os
 import sys
 import tempfile
-from typing import IO, Any, Iterator, List, Optional, Tuple, Type
+from typing import IO, Any, Dict, Iterator, List, Optional, Tuple, Type
 
 from absl import logging
 
@@ -78,16 +78,32 @@ def _temporary_beside(path: str, mode: str, encoding: Optional[str]) -> IO:
         raise OSError(e.errno, e.strerror, path) from e
 
 
-def check_writable(path: str) -> None:
-    """Raises now what writing ``path`` would raise later: a command checks its output
-    file before the work whose result it holds.
+class OutputError(errors.UserError, ValueError):
+    """A command's output file cannot be what the flags name; the message says why."""
+
+
+def check_output(path: str, flag: str, inputs: Optional[Dict[str, str]] = None) -> None:
+    """Refuses now an output file that the command could write only after its work, or
+    whose writing would destroy one of its inputs: a command checks its output before the
+    work whose result it holds.
 
     Args:
       path: the file a command will write.
+      flag: the flag that names it (``--output``).
+      inputs: flag -> the files the command reads (``{"--input": ...}``).
 
     Raises:
+      OutputError: ``path`` is a folder, or one of ``inputs``.
       OSError: ``path``'s folder cannot be created or written; names ``path``.
     """
+    if os.path.isdir(path):
+        raise OutputError("%s=%s is a folder; give the path of a file" % (flag, path))
+    for name, read in (inputs or {}).items():
+        if read and os.path.exists(read) and os.path.exists(path) and os.path.samefile(read, path):
+            raise OutputError(
+                "%s=%s is the file %s reads; write to another file, or the outputs would "
+                "replace what they come from" % (flag, path, name)
+            )
     handle = _temporary_beside(path, "wb", None)
     handle.close()
     os.unlink(handle.name)

@@ -515,10 +515,27 @@ def infer(config: Config, vocabs: Tuple[data.Vocab, data.Vocab]) -> Optional[flo
     experiment.log_search(config)
     translator = experiment.build_decoder(config, model, tgt_vocab)
     sources = nmt_text.read_lines(config.inference_input_file)
+    output = config.inference_output_file or os.path.join(config.out_dir, "output_infer")
+    given = ("--inference_input_file", "--inference_ref_file")
+    inputs = dict(zip(given, (config.inference_input_file, config.inference_ref_file)))
+    files.check_output(output, "--inference_output_file", inputs)
+    references = None
+    if config.inference_ref_file:
+        references = nmt_text.read_lines(config.inference_ref_file)
+        if len(references) != len(sources):
+            raise nmt_text.NmtDataError(
+                "%s has %d lines, but --inference_input_file=%s has %d; give one reference "
+                "a line of the input"
+                % (
+                    config.inference_ref_file,
+                    len(references),
+                    config.inference_input_file,
+                    len(sources),
+                )
+            )
     progress = progress_lib.Progress(len(sources), "translated sentences")
     pieces = translator.translate(sources, src_vocab, config.infer_batch_size, progress)
     hypotheses = [experiment.words(config)(h) for h in pieces]
-    output = config.inference_output_file or os.path.join(config.out_dir, "output_infer")
     files.atomic_write_text(output, "".join(h + "\n" for h in hypotheses))
     logging.info("Wrote %d translations to %s", len(hypotheses), output)
     # the images and the report go beside the output file, named after it, so that the
@@ -528,9 +545,8 @@ def infer(config: Config, vocabs: Tuple[data.Vocab, data.Vocab]) -> Optional[flo
         path = os.path.join(output + ATTENTION_SUFFIX, "%06d.png" % i)
         with files.atomic_write(path, binary=True) as f:
             f.write(summaries.attention_png(alignment, line.split(), tokens))
-    references = score = None
-    if config.inference_ref_file:
-        references = nmt_text.read_lines(config.inference_ref_file)
+    score = None
+    if references is not None:
         score = _bleu(config, references, hypotheses)
         logging.info("BLEU %.2f", score)
         print("BLEU %.2f" % score)

@@ -1,6 +1,7 @@
 """Atomic writes keep the old file on failure and give normal permissions."""
 
 import os
+import re
 import stat
 
 import pytest
@@ -137,3 +138,15 @@ def test_an_output_that_cannot_be_written_is_refused_before_the_work(tmp_path, m
     assert converted == [] and os.listdir(out) == []
     commands.map_lines(str(tmp_path / "in.txt"), str(tmp_path / "ok.txt"), list, "copies")
     assert (tmp_path / "ok.txt").read_text() == "a\nb\n"
+    # an output that is a folder, or the input itself (by another path too)
+    for output, message in (
+        (tmp_path, "--output=%s is a folder; give the path of a file" % tmp_path),
+        (
+            tmp_path / "." / "in.txt",
+            "--output=%s is the file --input reads; write to another file"
+            % (tmp_path / "." / "in.txt"),
+        ),
+    ):
+        with pytest.raises(files.OutputError, match="^" + re.escape(message)):
+            commands.map_lines(str(tmp_path / "in.txt"), str(output), converted.extend, "copies")
+    assert converted == [] and (tmp_path / "in.txt").read_text() == "a\nb\n"

@@ -17,6 +17,7 @@ import tensorflow as tf
 
 from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
+from acvi_tf.formats import nmt_text
 from nmt import experiment, hparams, run_nmt, schedule
 
 pytestmark = pytest.mark.slow  # scheduled first (conftest.py)
@@ -154,6 +155,15 @@ def test_train_evaluate_and_translate(corpus, tmp_path, absl_caplog):
     assert "so the same ids would mean other words; using it (--allow_data_change)" in (
         absl_caplog.text
     )
+    # a reference file of another length is refused before anything is translated
+    (tmp_path / "short.de").write_text(
+        "".join((corpus / "dev.de").read_text().splitlines(True)[:9])
+    )
+    short = "--inference_ref_file=%s" % (tmp_path / "short.de")
+    refused = "--inference_output_file=%s" % (tmp_path / "refused.hyp")
+    with pytest.raises(nmt_text.NmtDataError, match="short.de has 9 lines, but .*dev.en has 10"):
+        _with_record(out, *inference[:1], short, *inference[2:], refused)
+    assert not (tmp_path / "refused.hyp").exists()
     # a folder that holds only the record names the run too (--ckpt the checkpoint)
     shutil.copy(out / "hparams.json", tmp_path / "hparams.json")
     ckpt = "--ckpt=%s" % tf.train.latest_checkpoint(str(out))

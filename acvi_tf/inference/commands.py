@@ -113,7 +113,8 @@ def map_lines(
 
     Raises:
       InputError: a line is not UTF-8, or the input holds no line.
-      OSError: ``output_path`` cannot be written (found before ``convert`` runs).
+      files.OutputError, OSError: ``output_path`` cannot be written, or is the input
+        (found before ``convert`` runs).
     """
     lines = files.read_input_lines(input_path, InputError)
     if not lines:
@@ -123,7 +124,7 @@ def map_lines(
             % ("standard input" if input_path == "-" else input_path, what)
         )
     if output_path != "-":
-        files.check_writable(output_path)
+        files.check_output(output_path, "--output", {"--input": input_path})
     outputs = convert(lines)
     files.write_output_lines(output_path, outputs, lines, what)
     return outputs
