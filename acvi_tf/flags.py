@@ -24,6 +24,7 @@ from acvi_tf.contexts import context as context_lib
 from acvi_tf.contexts import kl_schedule, registry, variational
 from acvi_tf.training import checkpoints, distribute
 from acvi_tf.training import step as training_lib
+from acvi_tf.training import trainer as trainer_lib
 
 # --mixed_precision's values and the Keras policies they set.
 PRECISION_POLICIES = {"none": "float32", "float16": "mixed_float16", "bfloat16": "mixed_bfloat16"}
@@ -582,14 +583,16 @@ def training_record(
 ) -> Iterator[dict]:
     """A training run's ``write_flag_record`` (``model_flags``: its resume's
     ``resume_model_flags``, None for a new run), around the training in the ``with``
-    block: when the trainer refuses the folder's checkpoints, the record is put back as
-    it was (``files.restored_on``), so a refused run leaves the folder as it found it.
+    block: when the trainer refuses the folder (its checkpoints are another model's, or
+    another trainer is writing it), the record is put back as it was
+    (``files.restored_on``), so a refused run leaves the folder as it found it.
 
     Yields:
       The recorded flag values.
     """
     path = os.path.join(out_dir, RECORD)
-    with files.restored_on(path, (checkpoints.CheckpointMismatchError,)):
+    refusals = (checkpoints.CheckpointMismatchError, trainer_lib.FolderInUseError)
+    with files.restored_on(path, refusals):
         yield write_flag_record(
             out_dir,
             config,

@@ -18,6 +18,7 @@ import tensorflow as tf
 from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf.formats import nmt_text
+from acvi_tf.training import trainer as trainer_lib
 from nmt import experiment, hparams, run_nmt, schedule
 
 pytestmark = pytest.mark.slow  # scheduled first (conftest.py)
@@ -169,6 +170,13 @@ def test_train_evaluate_and_translate(corpus, tmp_path, absl_caplog):
     ckpt = "--ckpt=%s" % tf.train.latest_checkpoint(str(out))
     with pytest.raises(acvi_flags.DecodeSettingError, match="needs --beam_width > 0, got"):
         _with_record(tmp_path, ckpt, *inference[:3], "--beam_width=0")
+    # a second trainer of a run in training is refused and leaves the run's record as it was
+    record = (out / "hparams.json").read_bytes()
+    held = trainer_lib.lock_folder(str(out))
+    with pytest.raises(trainer_lib.FolderInUseError, match="being written by another trainer"):
+        _with_record(out, "--num_train_steps=15", "--learning_rate=0.5")
+    held.close()
+    assert (out / "hparams.json").read_bytes() == record
     # the resume names only the folder and the new steps: the rest is the run's record,
     # but for the strategy, which is each command's own
     _with_record(out, "--num_train_steps=15", "--steps_per_external_eval=15")
