@@ -767,7 +767,8 @@ def run_config(
     config: config_lib.Config,
     run_dir: str,
     model_flags: Iterable[str],
-    command_flags: Iterable[str] = (),
+    command_flags: Iterable[str],
+    define_flags: Callable[[flags.FlagValues], None],
     name: str = RECORD,
 ) -> config_lib.Config:
     """The settings of a command that uses a trained run (eval, decode, inference,
@@ -777,7 +778,8 @@ def run_config(
     The command's own flags (``command_flags`` and ``COMMAND_FLAGS``: the mode, the data
     it reads, where it writes, how it runs) are never taken from the record. A given flag
     of ``model_flags`` or ``MODEL_FLAGS`` that contradicts the record is refused. Without
-    a record, one warning, and the command's flags are the run's.
+    a record, one warning, and the command's flags are the run's. The record's values
+    pass the flags' own checks (a positive size, a finite rate), as a command line's do.
 
     Args:
       config: the command's ``acvi_tf.config.Config``, parsed with the training entry
@@ -785,6 +787,8 @@ def run_config(
       run_dir: the run's folder, the one holding the record.
       model_flags: the entry point's flags that decide the model's variables.
       command_flags: the entry point's flags that belong to each command.
+      define_flags: the training entry point's ``define_flags(flag_values)``, whose
+        checks the record's values pass.
       name: the record's file name.
 
     Returns:
@@ -792,6 +796,7 @@ def run_config(
 
     Raises:
       FlagChangeError: naming the flag, the run's value, the given one and the fix.
+      files.RecordError: a recorded value of the wrong kind, or one its flag refuses.
     """
     recorded = read_flag_record(run_dir, name)
     path = os.path.join(run_dir, name)
@@ -808,7 +813,33 @@ def run_config(
             raise _model_change(path, n, recorded[n], values[n])
     own = set(command_flags) | set(COMMAND_FLAGS) | config.given
     taken = {n: v for n, v in recorded.items() if n in config.recorded and n not in own}
-    return config.replace(**{n: _record_value(path, n, v, config[n]) for n, v in taken.items()})
+    merged = config.replace(**{n: _record_value(path, n, v, config[n]) for n, v in taken.items()})
+    if taken:
+        _check_flags(define_flags, merged, path)
+    return merged
+
+
+def _check_flags(define_flags, config, path):
+    """Runs the checks of ``define_flags``'s flags on ``config``'s values, which the
+    record at ``path`` gave in part.
+
+    Raises:
+      files.RecordError: a value its flag, or a rule over several flags, refuses.
+    """
+    fv = flags.FlagValues()
+    define_flags(fv)
+    fv.mark_as_parsed()
+    for n in config:
+        if n in fv:
+            value = config[n]
+            fv[n].value = list(value) if isinstance(value, tuple) else value
+    try:
+        fv.validate_all_flags()
+    except flags.IllegalFlagValueError as e:
+        raise files.RecordError(
+            "%s holds a value its flag refuses (%s); put the value the run trained with "
+            "back there" % (path, e)
+        ) from e
 
 
 # What a recorded value must be, by the type of the flag's value in the command.
@@ -881,7 +912,7 @@ def recorded_config(
     defaults = config_lib.parse(define_flags, [trained_with])
     given = {k: v for k, v in given.items() if v is not None}
     config = config_lib.Config(defaults.replace(**given), given=given, recorded=defaults.recorded)
-    return run_config(config, run_dir, model_flags, command_flags)
+    return run_config(config, run_dir, model_flags, command_flags, define_flags)
 
 
 def describe(

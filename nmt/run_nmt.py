@@ -621,7 +621,9 @@ def run(config: Config) -> Optional[float]:
         raise app.UsageError("--out_dir is required")
     resuming = checkpoints.latest_checkpoint(config.out_dir) is not None
     if config.inference_input_file or resuming:
-        config = acvi_flags.run_config(config, config.out_dir, MODEL_FLAGS, COMMAND_FLAGS)
+        config = acvi_flags.run_config(
+            config, config.out_dir, MODEL_FLAGS, COMMAND_FLAGS, define_flags
+        )
     for name in ("src", "tgt", "vocab_prefix"):
         if not getattr(config, name):
             raise app.UsageError("--%s is required" % name)

@@ -980,7 +980,7 @@ def run(config: Config) -> Union[keras.Model, float, dict, None]:
     resuming = config.mode == "train" and checkpoints.latest_checkpoint(train_dir) is not None
     if config.mode != "train" or resuming:
         config = acvi_flags.run_config(
-            config, experiment.run_dir(config), MODEL_FLAGS, COMMAND_FLAGS
+            config, experiment.run_dir(config), MODEL_FLAGS, COMMAND_FLAGS, define_flags
         )
     if not config.vocab_path:
         raise app.UsageError("--vocab_path is required")

@@ -329,7 +329,9 @@ def test_run_config_takes_the_record_under_the_given_flags(tmp_path, absl_caplog
     # the run: non-default model flags, a decode setting, and a command's own flags
     run = _parse("--context=sa", "--ved_latent_dim=7", "--seed=5", "--num_gpus=2")
     acvi_flags.write_flag_record(str(tmp_path), run)
-    config = acvi_flags.run_config(_parse("--seed=9", "--context=sa"), str(tmp_path), ())
+    config = acvi_flags.run_config(
+        _parse("--seed=9", "--context=sa"), str(tmp_path), (), (), acvi_flags.define_flags
+    )
     assert (config.context, config.ved_latent_dim) == ("sa", 7)  # the record's
     assert config.seed == 9  # given, not a model flag: the command line's
     assert config.num_gpus is None  # a shared command flag stays the command's
@@ -340,13 +342,17 @@ def test_run_config_takes_the_record_under_the_given_flags(tmp_path, absl_caplog
         match=r"hparams.json: the run was trained with --ved_latent_dim=7, this command gives "
         r"--ved_latent_dim=8, which changes the model; leave --ved_latent_dim out",
     ):
-        acvi_flags.run_config(_parse("--ved_latent_dim=8"), str(tmp_path), ())
+        acvi_flags.run_config(
+            _parse("--ved_latent_dim=8"), str(tmp_path), (), (), acvi_flags.define_flags
+        )
     # an entry point's command flags are not taken from the record
-    kept = acvi_flags.run_config(_parse(), str(tmp_path), (), ("seed",))
+    kept = acvi_flags.run_config(_parse(), str(tmp_path), (), ("seed",), acvi_flags.define_flags)
     assert (kept.seed, kept.ved_latent_dim) == (111, 7)
     # without a record: one warning, the command's flags
     absl_caplog.clear()
-    alone = acvi_flags.run_config(_parse("--seed=3"), str(tmp_path / "old"), ())
+    alone = acvi_flags.run_config(
+        _parse("--seed=3"), str(tmp_path / "old"), (), (), acvi_flags.define_flags
+    )
     assert (alone.context, alone.seed) == ("acvi", 3)
     assert "hparams.json is missing" in absl_caplog.text
 
@@ -367,18 +373,33 @@ def test_a_record_value_of_the_wrong_kind_is_one_error_naming_it(tmp_path):
     ):
         path.write_text(json.dumps(dict(record, **{name: value})))
         with pytest.raises(files.RecordError) as e:
-            acvi_flags.run_config(_parse(), str(tmp_path), ())
+            acvi_flags.run_config(_parse(), str(tmp_path), (), (), acvi_flags.define_flags)
         assert str(e.value) == (
             "%s: --%s is %s there, not %s as the flag takes; write the value the run trained "
             "with, or delete the record and give the run's model flags on the command line"
             % (path, name, json.dumps(value), what)
         )
     path.write_text(json.dumps(dict(record, kl_free_bits=1)))
-    taken = acvi_flags.run_config(_parse(), str(tmp_path), ()).kl_free_bits
+    taken = acvi_flags.run_config(
+        _parse(), str(tmp_path), (), (), acvi_flags.define_flags
+    ).kl_free_bits
     assert taken == 1.0 and isinstance(taken, float)
+    # a value of the right kind that its flag refuses, as a command line's would be
+    path.write_text(json.dumps(dict(record, ved_latent_dim=-3)))
+    with pytest.raises(files.RecordError) as e:
+        acvi_flags.run_config(_parse(), str(tmp_path), (), (), acvi_flags.define_flags)
+    assert str(e.value) == (
+        "%s holds a value its flag refuses (flag --ved_latent_dim=-3: -3 is not a positive "
+        "integer); put the value the run trained with back there" % path
+    )
     # a run recorded before --mixed_precision took a precision holds a boolean
     path.write_text(json.dumps(dict(record, mixed_precision=True)))
-    assert acvi_flags.run_config(_parse(), str(tmp_path), ()).mixed_precision is True
+    assert (
+        acvi_flags.run_config(
+            _parse(), str(tmp_path), (), (), acvi_flags.define_flags
+        ).mixed_precision
+        is True
+    )
 
 
 @settings(max_examples=60, deadline=None)

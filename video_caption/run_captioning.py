@@ -683,7 +683,9 @@ def run(config: Config) -> Union[float, dict]:
     _require(config, "out_dir")
     resuming = checkpoints.latest_checkpoint(experiment.train_dir(config)) is not None
     if config.mode != "train" or resuming:
-        config = acvi_flags.run_config(config, config.out_dir, MODEL_FLAGS, COMMAND_FLAGS)
+        config = acvi_flags.run_config(
+            config, config.out_dir, MODEL_FLAGS, COMMAND_FLAGS, define_flags
+        )
     _require(config, "data_dir", "features")
     if config.best_metric not in config.metrics:
         raise app.UsageError(
