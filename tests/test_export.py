@@ -2,6 +2,7 @@
 process without this project, gives --mode=decode's summaries; its tokeniser is the
 builders' own."""
 
+import errno
 import json
 import os
 import stat
@@ -264,3 +265,31 @@ def test_a_pretokenized_export_of_the_shipped_corpus_equals_decode(tmp_path):
         tmp_path / "served", [("serving_default", {"documents": batch}) for batch in batches]
     )
     assert [s for answer in answers for s in answer["summaries"]] == expected
+
+
+def test_an_export_that_cannot_be_written_names_its_folder(tmp_path, monkeypatch):
+    """A folder the user may not write, or a full disk, is named by --export_dir, not by
+    the hidden staging folder; no staging folder stays."""
+    module = _Doubler()
+    target = str(tmp_path / "served")
+
+    def refused(prefix, dir):
+        raise PermissionError(13, "Permission denied", os.path.join(dir, prefix + "x1"))
+
+    with monkeypatch.context() as patch:
+        patch.setattr(export_lib.tempfile, "mkdtemp", refused)
+        with pytest.raises(PermissionError) as raised:
+            export_lib.save(module, target, {"serving_default": module.double})
+    assert raised.value.filename == target
+
+    def full(module, staging, signatures):
+        raise tf.errors.ResourceExhaustedError(
+            None, None, "%s/variables/x.data; No space left on device" % staging
+        )
+
+    with monkeypatch.context() as patch:
+        patch.setattr(export_lib.tf.saved_model, "save", full)
+        with pytest.raises(OSError) as raised:
+            export_lib.save(module, target, {"serving_default": module.double})
+    assert (raised.value.errno, raised.value.filename) == (errno.ENOSPC, target)
+    assert os.listdir(tmp_path) == []

@@ -102,7 +102,7 @@ def test_most_common_caption_breaks_ties_alphabetically():
 
 
 @pytest.mark.eager
-def test_decode_and_a_resume_read_the_model_from_the_record(tmp_path, absl_caplog):
+def test_decode_and_a_resume_read_the_model_from_the_record(tmp_path, absl_caplog, monkeypatch):
     data_dir, features = _dataset(tmp_path)
     run = "--out_dir=" + str(tmp_path / "run")
     model = ["--encoder_units=4", "--decoder_units=3", "--emb_dim=5", "--attention_units=3"]
@@ -131,6 +131,16 @@ def test_decode_and_a_resume_read_the_model_from_the_record(tmp_path, absl_caplo
             (folder / "stale.png").write_bytes(b"")
     assert not (folder / "stale.png").exists()
     assert captions[0] == captions[1] and len(captions[0]) == 3
+
+    # a decode cut short before its last file (a full disk, a kill) is not a finished one
+    def no_room(*args):
+        raise OSError(28, "No space left on device", str(folder / "report.html"))
+
+    with monkeypatch.context() as patch:
+        patch.setattr(run_captioning, "_write_report", no_room)
+        with pytest.raises(OSError, match="No space left"):
+            run_captioning.run(_flags("--mode=decode", run, "--decode_overwrite"))
+    assert (folder / "captions.json").exists() and not (folder / "metrics.json").exists()
     assert "Frames: indices (no --video_dir); f1 is the first sampled frame." in pages[0]["notes"]
     assert (
         "Frames: indices for 1 clip(s) with no video in --video_dir (clip10_0_1)."
@@ -146,7 +156,7 @@ def test_decode_and_a_resume_read_the_model_from_the_record(tmp_path, absl_caplo
     # the extraction's settings as video_caption.features records them
     settings = json.dumps(dict(num_frames=6, max_frames=14))
     (tmp_path / "features" / "features.json").write_text(settings)
-    run_captioning.run(_flags("--mode=decode", run, "--video_dir=" + videos, "--decode_overwrite"))
+    run_captioning.run(_flags("--mode=decode", run, "--video_dir=" + videos))  # resumed afresh
     _check_report(folder, captions[0], tmp_path / "browser")
     not_a_folder = str(folder / "captions.json")
     with pytest.raises(app.UsageError, match="--video_dir=%s is not a folder" % not_a_folder):

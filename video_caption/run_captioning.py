@@ -492,7 +492,7 @@ def _decode(exp, folder):
     baseline = caption_metrics.caption_metrics(
         clip_set.references(), {clip: constant for clip in captions}, names=exp.metric_names()
     )
-    if os.path.isdir(folder):  # --decode_overwrite, now that the new decode is done
+    if os.path.isdir(folder):  # an interrupted decode, or one --decode_overwrite replaces
         shutil.rmtree(folder)
     files.atomic_write_text(
         os.path.join(folder, "captions.json"), json.dumps(captions, indent=1, sort_keys=True) + "\n"
@@ -503,9 +503,6 @@ def _decode(exp, folder):
         checkpoint=path,
         split=name,
         clips=len(captions),
-    )
-    files.atomic_write_text(
-        os.path.join(folder, "metrics.json"), json.dumps(report, indent=2) + "\n"
     )
     names = exp.metric_names()
     table = ["%-18s %s" % ("", " ".join("%8s" % m for m in names))]
@@ -528,6 +525,10 @@ def _decode(exp, folder):
                     )
                 )
     _write_report(exp, folder, clip_set, captions, attentions, report)
+    # last: a folder with metrics.json is a finished decode (folders.refuse_finished)
+    files.atomic_write_text(
+        os.path.join(folder, "metrics.json"), json.dumps(report, indent=2) + "\n"
+    )
     print(text, end="")
     logging.info("Wrote %s", folder)
     return report

@@ -16,7 +16,7 @@ from typing import Callable, Dict, Mapping, Tuple
 import tensorflow as tf
 from absl import app, flags, logging
 
-from acvi_tf import builders, progress
+from acvi_tf import builders, errors, progress
 from acvi_tf.config import Config
 from acvi_tf.text import graph_tokenizer
 
@@ -138,13 +138,18 @@ def save(
 
     Raises:
       app.UsageError: ``export_dir`` exists and ``overwrite`` is False.
+      OSError: ``export_dir`` cannot be written (its folder, a full disk); names it,
+        not the staging folder.
     """
     export_dir = os.path.abspath(export_dir)
     refuse_existing(export_dir, overwrite)
     parent = os.path.dirname(export_dir)
-    os.makedirs(parent, exist_ok=True)
-    _remove_abandoned_staging(parent)
-    staging = tempfile.mkdtemp(prefix="%s%d-" % (_staging_prefix(), os.getpid()), dir=parent)
+    try:
+        os.makedirs(parent, exist_ok=True)
+        _remove_abandoned_staging(parent)
+        staging = tempfile.mkdtemp(prefix="%s%d-" % (_staging_prefix(), os.getpid()), dir=parent)
+    except OSError as e:
+        raise OSError(e.errno, e.strerror, export_dir) from e
     umask = os.umask(0)
     os.umask(umask)
     os.chmod(staging, 0o777 & ~umask)  # mkdtemp's folder is the owner's only
@@ -156,6 +161,11 @@ def save(
         if os.path.exists(export_dir):
             shutil.rmtree(export_dir)
         os.replace(staging, export_dir)
+    except Exception as e:
+        full = errors.disk_full(e)
+        if full is None:
+            raise
+        raise OSError(full.errno, full.strerror, export_dir) from e
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return export_dir
