@@ -507,6 +507,24 @@ def _describe(batch, src_vocab):
     )
 
 
+def _check_evaluation_files(config: Config) -> None:
+    """Reads the dev and test files before training, so that a missing or unaligned one
+    stops the run now, not at its first validation hours later.
+
+    Raises:
+      NmtDataError: a file is missing, not UTF-8, or the two sides' line counts differ.
+    """
+    for flag in ("dev_prefix", "test_prefix"):
+        prefix = config[flag]
+        if prefix:
+            try:
+                nmt_text.read_parallel(
+                    *("%s.%s" % (prefix, lang) for lang in (config.src, config.tgt))
+                )
+            except nmt_text.NmtDataError as e:
+                raise nmt_text.NmtDataError("--%s=%s: %s" % (flag, prefix, e)) from e
+
+
 def infer(config: Config, vocabs: Tuple[data.Vocab, data.Vocab]) -> Optional[float]:
     """Translates ``--inference_input_file``; BLEU against ``--inference_ref_file``."""
     src_vocab, tgt_vocab = vocabs
@@ -636,6 +654,7 @@ def run(config: Config) -> Optional[float]:
     for name in ("train_prefix", "dev_prefix"):
         if not getattr(config, name):
             raise app.UsageError("--%s is required for training" % name)
+    _check_evaluation_files(config)
     with acvi_flags.training_record(
         config.out_dir,
         config,

@@ -259,6 +259,12 @@ USER_ERRORS = [
         "no training examples in {tmp}/empty.src and {tmp}/empty.tgt",
     ),
     (
+        "nmt.run_nmt",
+        [*NMT_RUN[:-1], "--out_dir={tmp}/nmt3", "--vocab_prefix=%s/vocab" % PIG_LATIN]
+        + ["--train_prefix=%s/train" % PIG_LATIN, "--dev_prefix={tmp}/nodev"],
+        "--dev_prefix={tmp}/nodev: {tmp}/nodev.src: no such file; check the path",
+    ),
+    (
         "nmt.translate",
         ["--out_dir={tmp}/none", "--input={tmp}/empty.src"],
         "{tmp}/none/hparams.json is missing",
