@@ -801,8 +801,18 @@ def evaluate(
         check=experiment.vocabulary_check(config, vocab),
         model=model,
     )
-    writer = tf.summary.create_file_writer(eval_dir)
     total = min(phases[-1].end, config.max_steps or phases[-1].end)
+    if checkpointer.last_validated >= total:  # a rerun on a finished run
+        lock.close()
+        logging.info(
+            "The eval job ends: %s records the score of step %d, the last of the run's "
+            "training (its phases and --max_steps end at step %d); remove it to score again",
+            os.path.join(best_dir, checkpoints.BEST_RECORD),
+            checkpointer.last_validated,
+            total,
+        )
+        return checkpointer.best_value
+    writer = tf.summary.create_file_writer(eval_dir)
 
     eval_fns = {}
 

@@ -218,3 +218,13 @@ def test_the_eval_job_reads_the_record_and_derives_the_phase_s_minimum(trained, 
     assert (
         "Sample summaries of phase 0-10: max_dec_steps=6 (the phase's), min_dec_steps=2 (derived)"
     ) in absl_caplog.text
+    # again on the finished run: nothing left to score, nothing rescored
+    best = root / "run" / "best" / "best.json"
+    recorded = best.read_text()
+    absl_caplog.clear()
+    assert _run(root, "--mode=eval", data, "--eval_max_batches=1") == loss
+    assert best.read_text() == recorded
+    assert absl_caplog.messages[-1] == (
+        "The eval job ends: %s records the score of step 10, the last of the run's training "
+        "(its phases and --max_steps end at step 10); remove it to score again" % best
+    )
