@@ -13,6 +13,7 @@ serves). The eval job, decode mode and a resume take the run's settings from its
 the model's flags need not be repeated.
 """
 
+import functools
 import glob
 import os
 import re
@@ -839,7 +840,8 @@ def evaluate(
         return eval_fns[coverage_on](batch)
 
     running_avg, summarizers = None, {}
-    for path in checkpoints.newest_checkpoints(train_dir, checkpointer.restore):
+    trained = functools.partial(trainer_lib.in_use, train_dir)
+    for path in checkpoints.newest_checkpoints(train_dir, checkpointer.restore, trained=trained):
         phase = curriculum.phase_at(phases, int(step))
         batcher = batcher_lib.Batcher(
             config.data_path,

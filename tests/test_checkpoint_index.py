@@ -156,6 +156,35 @@ def test_readers_see_the_same_checkpoint_and_leave_the_index_alone(tmp_path):
     assert checkpoints.latest_checkpoint(str(tmp_path / "absent")) is None
 
 
+class _Looked(Exception):
+    pass
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_a_wait_without_a_trainer_says_so_now_and_then(
+    tmp_path, monkeypatch, absl_caplog, training
+):
+    looks = []
+
+    def sleep(seconds):
+        looks.append(seconds)
+        if len(looks) == 121:
+            raise _Looked()
+
+    monkeypatch.setattr(checkpoints.time, "sleep", sleep)
+    with pytest.raises(_Looked):
+        for _ in checkpoints.newest_checkpoints(str(tmp_path), None, trained=lambda: training):
+            pass
+    warnings = [r.getMessage() for r in absl_caplog.records if r.levelname == "WARNING"]
+    said = (
+        "No trainer is writing %s: a new checkpoint comes only once the training command runs"
+        % tmp_path
+    )
+    # at the first look and after every 60 more, until a trainer writes the folder
+    assert [w.startswith(said) for w in warnings] == ([] if training else [True] * 3)
+    assert absl_caplog.messages.count("Waiting for a new checkpoint in %s" % tmp_path) == 1
+
+
 def test_an_unusable_index_without_checkpoints_is_a_new_run(tmp_path, absl_caplog):
     directory = tmp_path / "train"
     directory.mkdir()

@@ -156,6 +156,14 @@ def test_scalars_reach_tensorboard_except_the_token_count(tmp_path):
     assert sorted(tags) == [(2, "loss"), (4, "loss")]
 
 
+def test_in_use_says_whether_a_trainer_holds_the_folder(tmp_path):
+    checkpointer, _ = _checkpointer(tmp_path)
+    assert not trainer.in_use(checkpointer.write_dir)
+    with trainer.Trainer(checkpointer, 5):
+        assert trainer.in_use(checkpointer.write_dir)
+    assert not trainer.in_use(checkpointer.write_dir)
+
+
 def test_a_second_trainer_of_the_same_folder_is_refused(tmp_path):
     checkpointer, _ = _checkpointer(tmp_path)
     with trainer.Trainer(checkpointer, 5):

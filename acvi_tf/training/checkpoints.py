@@ -618,10 +618,15 @@ def remove_interrupted_saves(directory: str) -> None:
             logging.warning("Removed %s, left by a checkpoint save that was interrupted", path)
 
 
+# Looks at the folder between two reminders that no trainer writes it.
+_LOOKS_PER_REMINDER = 60
+
+
 def newest_checkpoints(
     directory: str,
     restore: Callable[[str], None],
     poll_secs: float = 10.0,
+    trained: Optional[Callable[[], bool]] = None,
 ) -> Iterator[str]:
     """Restores and yields the newest checkpoint of a folder each time there is a new one.
 
@@ -637,21 +642,29 @@ def newest_checkpoints(
       directory: the trainer's checkpoint folder.
       restore: ``path -> None``, restores one checkpoint into the job's model.
       poll_secs: seconds between looks while there is no new checkpoint.
+      trained: ``() -> bool``, whether a trainer writes the folder now; while one does
+        not, the wait says so when it starts and every 60 looks (None: not said).
 
     Yields:
       The path of each checkpoint restored, newest first at each look.
     """
     done = None
-    waiting = False
+    looks = 0  # while waiting
     while True:
         newest = latest_checkpoint(directory)
         if newest is None or newest == done:
-            if not waiting:
+            if not looks:
                 logging.info("Waiting for a new checkpoint in %s", directory)
-                waiting = True
+            if trained is not None and not looks % _LOOKS_PER_REMINDER and not trained():
+                logging.warning(
+                    "No trainer is writing %s: a new checkpoint comes only once the training "
+                    "command runs (start it, or stop this job)",
+                    directory,
+                )
+            looks += 1
             time.sleep(poll_secs)
             continue
-        waiting = False
+        looks = 0
         done = newest
         try:
             restore(newest)

@@ -48,6 +48,24 @@ def lock_folder(directory: str, job: str = "trainer"):
     return lock_file(os.path.join(directory, LOCK_FILE), directory, job)
 
 
+def in_use(directory: str) -> bool:
+    """Whether a process holds ``directory``'s ``lock_folder`` lock now.
+
+    Args:
+      directory: the folder a trainer locks.
+    """
+    path = os.path.join(directory, LOCK_FILE)
+    if not os.path.exists(path):
+        return False
+    with open(path, "a+", encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+    return False
+
+
 def lock_beside(directory: str, job: str, part: str = ""):
     """Locks ``directory`` for this process with a lock file beside it
     (``.<name><part>.lock`` in its parent), which a command that replaces the folder
