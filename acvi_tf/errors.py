@@ -43,6 +43,8 @@ def report(error: BaseException) -> NoReturn:
             message += "; free space there, or write to a folder on another disk"
         elif error.errno in NOT_WRITABLE:
             message += "; make its folder writable, or write to another folder"
+        elif error.errno == errno.ENOENT:
+            message += "; check the path given for it, or run the command that writes it first"
     else:
         message = str(error)
     sys.stderr.write("error: %s\n" % " ".join(message.split("\n")))

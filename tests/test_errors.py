@@ -43,7 +43,10 @@ def test_a_missing_file_is_named(capsys, monkeypatch, tmp_path):
         open(tmp_path / "vocab", encoding="utf-8")
 
     code, err = _run(main, capsys, monkeypatch)
-    assert code == 2 and err == "error: %s: No such file or directory\n" % (tmp_path / "vocab")
+    assert code == 2 and err == (
+        "error: %s: No such file or directory; check the path given for it, or run the "
+        "command that writes it first\n" % (tmp_path / "vocab")
+    )
 
 
 def test_a_usage_error_is_one_line_without_the_help_text(capsys, monkeypatch):
