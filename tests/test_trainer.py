@@ -156,6 +156,16 @@ def test_scalars_reach_tensorboard_except_the_token_count(tmp_path):
     assert sorted(tags) == [(2, "loss"), (4, "loss")]
 
 
+def test_a_lock_that_cannot_be_made_names_the_folder_it_guards(tmp_path, monkeypatch):
+    def refused(path, *args, **kwargs):  # a folder of another user (tests run as root)
+        raise PermissionError(13, "Permission denied", path)
+
+    monkeypatch.setattr(trainer, "open", refused, raising=False)
+    with pytest.raises(PermissionError) as raised:
+        trainer.lock_beside(str(tmp_path / "decode_test"), "decode")
+    assert raised.value.filename == str(tmp_path / "decode_test")
+
+
 def test_in_use_says_whether_a_trainer_holds_the_folder(tmp_path):
     checkpointer, _ = _checkpointer(tmp_path)
     assert not trainer.in_use(checkpointer.write_dir)

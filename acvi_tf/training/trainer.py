@@ -101,8 +101,13 @@ def lock_file(path: str, directory: str, job: str):
 
     Raises:
       FolderInUseError: another process holds the lock.
+      OSError: the lock file cannot be made (a folder the user may not write); names
+        ``directory``, not the hidden lock file.
     """
-    handle = open(path, "a+", encoding="utf-8")
+    try:
+        handle = open(path, "a+", encoding="utf-8")
+    except OSError as e:
+        raise OSError(e.errno, e.strerror, directory) from e
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
