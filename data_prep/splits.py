@@ -1,10 +1,12 @@
 """The stable hash split every demo corpus uses: 90% / 5% / 5% by a hash of a key
 (``key_hash``), and the rule every builder follows before it writes: no split ends up
-empty unless ``--allow_empty`` names it, and no input file holds nothing. Also the
-builders' tokenizer batch.
+empty unless ``--allow_empty`` names it, no input file holds nothing, and a corpus
+already in ``--out_dir`` is replaced only with ``--overwrite``. Also the builders'
+tokenizer batch.
 """
 
 import hashlib
+import os
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, TypeVar
 
 from absl import flags
@@ -95,6 +97,45 @@ def split_by_hash(
         if caps.get(name) is not None:
             del members[caps[name] :]
     return splits
+
+
+class CorpusExistsError(errors.UserError, ValueError):
+    """A build would replace a corpus the user built before; the message names it."""
+
+
+def define_overwrite(flag_values: flags.FlagValues) -> None:
+    """Defines ``--overwrite``, which lets a build replace the corpus in ``--out_dir``.
+
+    Args:
+      flag_values: where the flag goes.
+    """
+    flags.DEFINE_boolean(
+        "overwrite",
+        False,
+        "Replace the corpus --out_dir holds (a folder with a corpus.json); without it the "
+        "build refuses such a folder before it reads anything.",
+        flag_values=flag_values,
+    )
+
+
+def refuse_built(out_dir: str, record: str, overwrite: bool) -> None:
+    """Refuses a build into a folder that holds a corpus (its ``record``) unless
+    ``overwrite``: the runs trained on it would no longer find their data.
+
+    Args:
+      out_dir: the build's ``--out_dir``.
+      record: the corpus's record file name (``corpus.json``).
+      overwrite: ``--overwrite``.
+
+    Raises:
+      CorpusExistsError: naming the record and the fix.
+    """
+    path = os.path.join(out_dir, record)
+    if os.path.exists(path) and not overwrite:
+        raise CorpusExistsError(
+            "%s holds a corpus already (%s); give another --out_dir, or --overwrite to "
+            "replace it" % (out_dir, path)
+        )
 
 
 def define_allow_empty(names: Sequence[str], flag_values: flags.FlagValues) -> None:

@@ -610,6 +610,7 @@ def read_sources(config: config_lib.Config) -> Iterator[Source]:
 
 def build(config: config_lib.Config) -> Stats:
     """Reads the flags' inputs and writes the corpus into ``--out_dir``."""
+    splits_lib.refuse_built(config.out_dir, CORPUS_RECORD, config.overwrite)
     stats = Stats()
     pairs = make_pairs(
         read_sources(config),
@@ -686,6 +687,7 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
         "full_bins", True, "Also write {train,val,test}.bin next to chunked/.", flag_values=fv
     )
     splits_lib.define_allow_empty(SPLITS, fv)
+    splits_lib.define_overwrite(fv)
     flags.mark_flag_as_required("out_dir", flag_values=fv)
 
 

@@ -501,6 +501,7 @@ def read_sources(config: config_lib.Config) -> Iterator[Source]:
 
 def build(config: config_lib.Config) -> Stats:
     """Reads the flags' inputs and writes the corpus into ``--out_dir``."""
+    splits_lib.refuse_built(config.out_dir, CORPUS_RECORD, config.overwrite)
     if config.src == config.tgt:
         raise ParallelError("--src and --tgt are both %r; give two languages" % config.src)
     stats = Stats()
@@ -589,6 +590,7 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
         flag_values=fv,
     )
     splits_lib.define_allow_empty(SPLITS, fv)
+    splits_lib.define_overwrite(fv)
     flags.mark_flags_as_required(["src", "tgt", "out_dir"], flag_values=fv)
 
 

@@ -58,9 +58,10 @@ TRICKY_RECORDS = [
 
 
 def _build(tmp_path, *argv):
-    """Builds with ``argv``; these few pairs may leave val and test empty."""
+    """Builds with ``argv``; these few pairs may leave val and test empty, and a test may
+    build again into the same folder."""
     out = tmp_path / "out"
-    argv = ["x", "--out_dir=%s" % out, "--allow_empty=val,test", *argv]
+    argv = ["x", "--out_dir=%s" % out, "--allow_empty=val,test", "--overwrite", *argv]
     config = config_lib.parse(summarization.define_flags, argv)
     return summarization.build(config), out
 
@@ -323,6 +324,26 @@ def test_an_input_of_no_pair_is_named(tmp_path, name, content, holds):
         )
     stats, _ = _build(tmp_path, *given)
     assert stats.pairs == dict(train=1, val=0, test=0)
+
+
+def test_a_corpus_is_replaced_only_with_overwrite(tmp_path):
+    path = tmp_path / "p.jsonl"
+    path.write_text(json.dumps(RECORDS[0]) + "\n", encoding="utf-8")
+    out = tmp_path / "out"
+    argv = ["x", "--input=%s" % path, "--out_dir=%s" % out, "--allow_empty=val,test"]
+    summarization.build(config_lib.parse(summarization.define_flags, argv))
+    before = {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    with pytest.raises(splits.CorpusExistsError) as refused:
+        summarization.build(config_lib.parse(summarization.define_flags, argv + ["--lowercase"]))
+    assert str(refused.value) == (
+        "%s holds a corpus already (%s); give another --out_dir, or --overwrite to replace it"
+        % (out, out / "corpus.json")
+    )
+    assert {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    summarization.build(
+        config_lib.parse(summarization.define_flags, argv + ["--lowercase", "--overwrite"])
+    )
+    assert json.loads((out / "corpus.json").read_text())["lowercase"] is True
 
 
 def test_a_split_left_empty_stops_the_build_unless_allowed(tmp_path):

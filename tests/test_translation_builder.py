@@ -24,10 +24,11 @@ PAIRS = [
 
 
 def _build(tmp_path, *argv):
-    """Builds with ``argv``; these few pairs may leave dev and test empty."""
+    """Builds with ``argv``; these few pairs may leave dev and test empty, and a test may
+    build again into the same folder."""
     out = tmp_path / "out"
-    argv = ["x", "--src=en", "--tgt=it", "--out_dir=%s" % out, "--allow_empty=dev,test", *argv]
-    config = config_lib.parse(translation.define_flags, argv)
+    common = ["x", "--src=en", "--tgt=it", "--out_dir=%s" % out, "--allow_empty=dev,test"]
+    config = config_lib.parse(translation.define_flags, [*common, "--overwrite", *argv])
     return translation.build(config), out
 
 
@@ -101,6 +102,20 @@ def test_bad_input_is_one_line_naming_the_file_and_line(tmp_path, content, messa
     path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
     with pytest.raises(translation.ParallelError, match=message):
         _build(tmp_path, "--input=%s" % path)
+
+
+def test_a_corpus_is_replaced_only_with_overwrite(tmp_path):
+    path = tmp_path / "pairs.tsv"
+    path.write_text("en\tit\n" + "".join("%s\t%s\n" % pair for pair in PAIRS), "utf-8")
+    out = tmp_path / "out"
+    argv = ["x", "--src=en", "--tgt=it", "--input=%s" % path, "--out_dir=%s" % out]
+    argv += ["--allow_empty=dev,test"]
+    translation.build(config_lib.parse(translation.define_flags, argv))
+    before = (out / "train.en").read_bytes()
+    with pytest.raises(splits.CorpusExistsError, match="--overwrite to replace it"):
+        translation.build(config_lib.parse(translation.define_flags, argv + ["--lowercase"]))
+    assert (out / "train.en").read_bytes() == before
+    translation.build(config_lib.parse(translation.define_flags, argv + ["--overwrite"]))
 
 
 def test_an_input_of_no_pair_is_named(tmp_path):
