@@ -302,6 +302,37 @@ def test_an_inference_restore_checks_the_vocabulary_and_names_the_folders_it_loo
     assert "Restored %s (step 3): the newest checkpoint" % trained in absl_caplog.messages
 
 
+def test_an_inference_restore_falls_back_from_a_damaged_newest_checkpoint(tmp_path, absl_caplog):
+    """A damaged data file (a write cut short): the newest readable checkpoint instead,
+    with a warning naming both; a checkpoint the user named is one error line."""
+    train = str(tmp_path / "train")
+    model = _model()
+    saver = _checkpointer(tmp_path, model)
+    for step in (2, 5):
+        model.layers[0].embeddings.assign(tf.fill([7, 2], float(step)))
+        saver.step.assign(step)
+        saver.save()
+    newest, older = [str(tmp_path / "train" / ("ckpt-%d" % s)) for s in (5, 2)]
+    data = newest + ".data-00000-of-00001"
+    with open(data, "r+b") as f:
+        f.truncate(10)
+    restored = _model()
+    assert checkpoints.restore_for_inference(restored, train, newest=True) == (older, 2)
+    np.testing.assert_array_equal(restored.layers[0].embeddings.numpy(), np.full([7, 2], 2.0))
+    assert any(
+        m.startswith("Cannot read checkpoint %s (" % newest)
+        and m.endswith("falling back to %s" % older)
+        for m in absl_caplog.messages
+    )
+    assert "Restored %s (step 2): the newest readable checkpoint" % older in absl_caplog.messages
+    with pytest.raises(
+        checkpoints.CheckpointError,
+        match=r"^%s cannot be read \(.*\); give --ckpt a checkpoint that can, or retrain$"
+        % re.escape(newest),
+    ):
+        checkpoints.restore_for_inference(_model(), train, given=newest)
+
+
 def test_an_inference_restore_says_which_checkpoint_and_why(tmp_path, absl_caplog):
     """The best model by default, the newest with ``newest`` (naming the best model and
     the flag that restores it), ``--ckpt`` over both; each logged with its reason."""

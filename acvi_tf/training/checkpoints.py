@@ -588,7 +588,9 @@ def restore_for_inference(
     """
     path, why = inference_checkpoint(train_dir, best, given, to_validate, to_train, newest)
     by_path = bool(given) and given not in (BEST_KEY, LATEST_KEY)
-    restore_model(tf.train.Checkpoint(model=model), path, check)
+    older = found_checkpoints(train_dir)
+    older = [] if by_path or path not in older else older[: older.index(path)]
+    path, why = _restore_readable(tf.train.Checkpoint(model=model), path, why, check, older)
     step = _saved_step(path)
     logging.info("Restored %s%s: %s", path, "" if step is None else " (step %d)" % step, why)
     best_path = latest_checkpoint(best) if best and not by_path else None
@@ -600,6 +602,34 @@ def restore_for_inference(
             best_path,
         )
     return path, step
+
+
+def _restore_readable(checkpoint, path, why, check, older):
+    """Restores ``path``, or where it cannot be read (a write cut short, a damaged data
+    file) the newest readable of ``older`` (oldest first) with a warning, as a trainer
+    falls back; returns ``(the checkpoint restored, why)``.
+
+    Raises:
+      CheckpointError: none of them can be read; names the one chosen and the fix.
+    """
+    candidates = [path] + older[::-1]
+    for number, candidate in enumerate(candidates):
+        try:
+            restore_model(checkpoint, candidate, check)
+            return candidate, why if not number else "the newest readable checkpoint"
+        except UNREADABLE as e:
+            reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+            if number + 1 == len(candidates):
+                raise CheckpointError(
+                    "%s cannot be read (%s)%s; give --ckpt a checkpoint that can, or retrain"
+                    % (path, reason, ", nor can an older one" if older else "")
+                ) from e
+            logging.warning(
+                "Cannot read checkpoint %s (%s); falling back to %s",
+                candidate,
+                reason,
+                candidates[number + 1],
+            )
 
 
 def remove_interrupted_saves(directory: str) -> None:
