@@ -11,12 +11,13 @@ the target with ``os.replace``; a full disk is an ``OSError`` naming the target.
 
 import codecs
 import contextlib
+import glob
 import hashlib
 import json
 import os
 import sys
 import tempfile
-from typing import IO, Any, Dict, Iterator, List, Optional, Tuple, Type
+from typing import IO, Any, Dict, Iterator, List, Optional, Sequence, Tuple, Type
 
 from absl import logging
 
@@ -82,27 +83,69 @@ class OutputError(errors.UserError, ValueError):
     """A command's output file cannot be what the flags name; the message says why."""
 
 
-def check_output(path: str, flag: str, inputs: Optional[Dict[str, str]] = None) -> None:
+# The files of a trained run (its record, best-model record, checkpoints and their
+# index, its corpus's record) that no command's output may replace.
+RUN_FILES = ("hparams.json", "best.json", "checkpoint", "corpus.json", "*.index", "*.data-*")
+
+
+def run_files(run_dir: str, *more: str) -> List[str]:
+    """The files of the trained run in ``run_dir`` (``RUN_FILES``, in any of its folders)
+    and ``more`` (its vocabularies), which an output must not replace.
+
+    Args:
+      run_dir: the run's folder.
+      *more: further files the run needs; empty ones are left out.
+    """
+    found = [
+        path
+        for pattern in RUN_FILES
+        for path in glob.glob(os.path.join(glob.escape(run_dir), "**", pattern), recursive=True)
+    ]
+    return found + [path for path in more if path]
+
+
+def check_output(
+    path: str,
+    flag: str,
+    inputs: Optional[Dict[str, str]] = None,
+    protected: Sequence[str] = (),
+) -> None:
     """Refuses now an output file that the command could write only after its work, or
-    whose writing would destroy one of its inputs: a command checks its output before the
-    work whose result it holds.
+    whose writing would destroy one of its inputs or of the run's files: a command checks
+    its output before the work whose result it holds.
 
     Args:
       path: the file a command will write.
       flag: the flag that names it (``--output``).
       inputs: flag -> the files the command reads (``{"--input": ...}``).
+      protected: the run's files (``run_files``).
 
     Raises:
-      OutputError: ``path`` is a folder, or one of ``inputs``.
+      OutputError: ``path`` is a folder, one of ``inputs`` or one of ``protected``.
       OSError: ``path``'s folder cannot be created or written; names ``path``.
     """
     if os.path.isdir(path):
         raise OutputError("%s=%s is a folder; give the path of a file" % (flag, path))
+
+    def same(other):
+        return (
+            other
+            and os.path.exists(other)
+            and os.path.exists(path)
+            and os.path.samefile(other, path)
+        )
+
     for name, read in (inputs or {}).items():
-        if read and os.path.exists(read) and os.path.exists(path) and os.path.samefile(read, path):
+        if same(read):
             raise OutputError(
                 "%s=%s is the file %s reads; write to another file, or the outputs would "
                 "replace what they come from" % (flag, path, name)
+            )
+    for kept in protected:
+        if same(kept):
+            raise OutputError(
+                "%s=%s is %s, a file of the trained run; write to another file, or the run "
+                "would lose it" % (flag, path, kept)
             )
     handle = _temporary_beside(path, "wb", None)
     handle.close()

@@ -171,6 +171,7 @@ def run(config: Config) -> List[str]:
         config.output,
         lambda documents: summarize(documents, summarizer, tokenize, model_config),
         "summaries",
+        files.run_files(os.path.join(config.log_root, config.exp_name), model_config.vocab_path),
     )
 
 

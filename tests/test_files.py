@@ -150,3 +150,24 @@ def test_an_output_that_cannot_be_written_is_refused_before_the_work(tmp_path, m
         with pytest.raises(files.OutputError, match="^" + re.escape(message)):
             commands.map_lines(str(tmp_path / "in.txt"), str(output), converted.extend, "copies")
     assert converted == [] and (tmp_path / "in.txt").read_text() == "a\nb\n"
+    # nor a file of the trained run: its record, its checkpoints and index, a vocabulary
+    run = tmp_path / "run"
+    for name in (
+        "hparams.json",
+        "best/best.json",
+        "best/ckpt-3.index",
+        "ckpt-3.data-00000-of-00001",
+        "checkpoint",
+    ):
+        (run / name).parent.mkdir(parents=True, exist_ok=True)
+        (run / name).write_text("kept")
+    (tmp_path / "vocab.de").write_text("kept")
+    protected = files.run_files(str(run), str(tmp_path / "vocab.de"), "")
+    assert len(protected) == 6
+    for kept in protected:
+        with pytest.raises(files.OutputError, match="a file of the trained run; write to another"):
+            commands.map_lines(
+                str(tmp_path / "in.txt"), kept, converted.extend, "copies", protected
+            )
+        assert converted == [] and open(kept).read() == "kept"
+    commands.map_lines(str(tmp_path / "in.txt"), str(run / "out.txt"), list, "copies", protected)

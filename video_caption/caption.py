@@ -24,7 +24,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import numpy as np
 from absl import flags
 
-from acvi_tf import builders
+from acvi_tf import builders, files
 from acvi_tf import config as config_lib
 from acvi_tf import progress as progress_lib
 from acvi_tf.config import Config
@@ -147,6 +147,7 @@ def run(config: Config) -> List[str]:
             lines, lambda videos: caption(videos, model_config, decoder, statistics)
         ),
         "captions",
+        files.run_files(config.out_dir, os.path.join(model_config.data_dir, "vocab.txt")),
     )
 
 

@@ -4,7 +4,7 @@ their run by ``--out_dir`` with the same flags.
 """
 
 from types import ModuleType
-from typing import Any, Callable, List
+from typing import Any, Callable, List, Sequence
 
 from absl import flags
 
@@ -98,7 +98,11 @@ def run_config(entry_point: ModuleType, out_dir: str, **given: Any) -> Config:
 
 
 def map_lines(
-    input_path: str, output_path: str, convert: Callable[[List[str]], List[str]], what: str
+    input_path: str,
+    output_path: str,
+    convert: Callable[[List[str]], List[str]],
+    what: str,
+    protected: Sequence[str] = (),
 ) -> List[str]:
     """Reads ``input_path``, converts its lines and writes one output a line.
 
@@ -107,14 +111,16 @@ def map_lines(
       output_path: the ``--output`` file, or ``-``.
       convert: the input lines -> one output for each.
       what: what an output is, plural (``translations``).
+      protected: the run's files, which the output must not replace
+        (``files.run_files``).
 
     Returns:
       The outputs.
 
     Raises:
       InputError: a line is not UTF-8, or the input holds no line.
-      files.OutputError, OSError: ``output_path`` cannot be written, or is the input
-        (found before ``convert`` runs).
+      files.OutputError, OSError: ``output_path`` cannot be written, or is the input or
+        a file of the run (found before ``convert`` runs).
     """
     lines = files.read_input_lines(input_path, InputError)
     if not lines:
@@ -124,7 +130,7 @@ def map_lines(
             % ("standard input" if input_path == "-" else input_path, what)
         )
     if output_path != "-":
-        files.check_output(output_path, "--output", {"--input": input_path})
+        files.check_output(output_path, "--output", {"--input": input_path}, protected)
     outputs = convert(lines)
     files.write_output_lines(output_path, outputs, lines, what)
     return outputs
