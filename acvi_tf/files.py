@@ -66,17 +66,29 @@ def atomic_write(path: str, binary: bool = False) -> Iterator[IO]:
         raise
 
 
+@contextlib.contextmanager
+def named_as(path: str) -> Iterator[None]:
+    """An ``OSError`` in the block names ``path`` (what the user gave) instead of the file
+    the code made for it (a temporary file, a staging folder, a lock beside it).
+
+    Args:
+      path: the file or folder the error names.
+    """
+    try:
+        yield
+    except OSError as e:
+        raise OSError(e.errno, e.strerror, path) from e
+
+
 def _temporary_beside(path: str, mode: str, encoding: Optional[str]) -> IO:
     """An open temporary file in ``path``'s folder (created if missing); a folder that
     cannot be written is an ``OSError`` naming ``path``, not the temporary file."""
     directory = os.path.dirname(os.path.abspath(path))
-    try:
+    with named_as(path):
         os.makedirs(directory, exist_ok=True)
         return tempfile.NamedTemporaryFile(
             mode, dir=directory, delete=False, prefix=".partial-", encoding=encoding
         )
-    except OSError as e:
-        raise OSError(e.errno, e.strerror, path) from e
 
 
 class OutputError(errors.UserError, ValueError):

@@ -5,7 +5,7 @@ The commands (``run_nmt``, ``translate``, ``export``) parse their flags and call
 the summarizer and the video captioner have the same functions under the same names.
 """
 
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import tensorflow as tf
 from absl import logging
@@ -32,13 +32,18 @@ def best_dir(config: Config) -> str:
     return checkpoints.best_dir(config.out_dir, OLD_BEST_DIR)
 
 
+def vocab_paths(config: Config) -> List[str]:
+    """The source and target vocabulary files ``--vocab_prefix`` names."""
+    return ["%s.%s" % (config.vocab_prefix, lang) for lang in (config.src, config.tgt)]
+
+
 def load_vocabs(config: Config) -> Tuple[data.Vocab, data.Vocab]:
     """The source and target vocabularies, ``--vocab_prefix`` with ``--src`` and
     ``--tgt`` (``nmt_text.check_vocab``: special tokens first, else a fixed copy in the
     run's folder)."""
     vocabs = []
-    for suffix in (config.src, config.tgt):
-        _, path = nmt_text.check_vocab("%s.%s" % (config.vocab_prefix, suffix), config.out_dir)
+    for given in vocab_paths(config):
+        _, path = nmt_text.check_vocab(given, config.out_dir)
         vocabs.append(data.Vocab(path))
     return vocabs[0], vocabs[1]
 

@@ -122,13 +122,7 @@ def run(config: Config) -> List[str]:
         config.output,
         lambda sentences: translate(sentences, model_config),
         "translations",
-        files.run_files(
-            config.out_dir,
-            *(
-                "%s.%s" % (model_config.vocab_prefix, lang)
-                for lang in (model_config.src, model_config.tgt)
-            ),
-        ),
+        files.run_files(config.out_dir, *experiment.vocab_paths(model_config)),
     )
 
 

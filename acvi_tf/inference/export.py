@@ -16,7 +16,7 @@ from typing import Callable, Dict, Mapping, Tuple
 import tensorflow as tf
 from absl import app, flags, logging
 
-from acvi_tf import builders, errors, progress
+from acvi_tf import builders, errors, files, progress
 from acvi_tf.config import Config
 from acvi_tf.text import graph_tokenizer
 
@@ -144,12 +144,10 @@ def save(
     export_dir = os.path.abspath(export_dir)
     refuse_existing(export_dir, overwrite)
     parent = os.path.dirname(export_dir)
-    try:
+    with files.named_as(export_dir):
         os.makedirs(parent, exist_ok=True)
         _remove_abandoned_staging(parent)
         staging = tempfile.mkdtemp(prefix="%s%d-" % (_staging_prefix(), os.getpid()), dir=parent)
-    except OSError as e:
-        raise OSError(e.errno, e.strerror, export_dir) from e
     umask = os.umask(0)
     os.umask(umask)
     os.chmod(staging, 0o777 & ~umask)  # mkdtemp's folder is the owner's only

@@ -18,7 +18,7 @@ from typing import Callable, Dict, Iterable, Optional, Tuple
 import tensorflow as tf
 from absl import logging
 
-from acvi_tf import errors, progress
+from acvi_tf import errors, files, progress
 from acvi_tf.training import checkpoints, stops
 from acvi_tf.training import step as training_lib
 
@@ -104,10 +104,8 @@ def lock_file(path: str, directory: str, job: str):
       OSError: the lock file cannot be made (a folder the user may not write); names
         ``directory``, not the hidden lock file.
     """
-    try:
+    with files.named_as(directory):
         handle = open(path, "a+", encoding="utf-8")
-    except OSError as e:
-        raise OSError(e.errno, e.strerror, directory) from e
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
