@@ -580,16 +580,23 @@ def training_record(
     vocabularies: Optional[Mapping[str, Any]] = None,
     training_data: Optional[Sequence[str]] = None,
     command_flags: Iterable[str] = (),
+    checkpoint_dir: Optional[str] = None,
 ) -> Iterator[dict]:
     """A training run's ``write_flag_record`` (``model_flags``: its resume's
     ``resume_model_flags``, None for a new run), around the training in the ``with``
-    block: when the trainer refuses the folder (its checkpoints are another model's, or
-    another trainer is writing it), the record is put back as it was
+    block. A run whose trainer is alive is refused first, before anything is restored
+    or written; when the trainer refuses the folder later (its checkpoints are another
+    model's, or another trainer took it meanwhile), the record is put back as it was
     (``files.restored_on``), so a refused run leaves the folder as it found it.
+
+    Args:
+      checkpoint_dir: the folder the trainer locks (default ``out_dir``).
 
     Yields:
       The recorded flag values.
     """
+    if chief:
+        trainer_lib.refuse_in_use(checkpoint_dir or out_dir)
     path = os.path.join(out_dir, RECORD)
     refusals = (checkpoints.CheckpointMismatchError, trainer_lib.FolderInUseError)
     with files.restored_on(path, refusals):

@@ -1012,6 +1012,7 @@ def run(config: Config) -> Union[keras.Model, float, dict, None]:
             experiment.vocabularies(config, vocab),
             sorted(glob.glob(config.data_path)),
             COMMAND_FLAGS,
+            checkpoint_dir=train_dir,
         ):
             os.makedirs(train_dir, exist_ok=True)
             return train(config, vocab, train_dir, phases, strategy)

@@ -119,10 +119,15 @@ def test_a_resume_rebuilds_an_unusable_index_and_keeps_every_checkpoint(
     damage, step, problem = STATES[state]
     damage(directory, name)
     before = _hashes(directory)
-    # a reader does not read the data files through, the trainer does
+    # a reader does not read the data files through, the trainer does; a reader says
+    # which checkpoint it skips (a deleted one it cannot see)
+    absl_caplog.set_level("WARNING")
     seen = 10 if state == "a truncated data file" else step
     assert checkpoints.latest_checkpoint(str(directory)).endswith("%s-%d" % (name, seen))
-    absl_caplog.set_level("WARNING")
+    warnings = [r.getMessage() for r in absl_caplog.records if r.levelname == "WARNING"]
+    skipped = "%s cannot be read" % (directory / ("%s-10" % name))
+    assert [skipped in w for w in warnings] == [True] * (state == "a truncated index file")
+    absl_caplog.clear()
     resumed = _checkpointer(directory, name)
     assert resumed.restore_latest().endswith("%s-%d" % (name, step))
     assert int(resumed.step) == step

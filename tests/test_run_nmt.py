@@ -170,13 +170,14 @@ def test_train_evaluate_and_translate(corpus, tmp_path, absl_caplog):
     ckpt = "--ckpt=%s" % tf.train.latest_checkpoint(str(out))
     with pytest.raises(acvi_flags.DecodeSettingError, match="needs --beam_width > 0, got"):
         _with_record(tmp_path, ckpt, *inference[:3], "--beam_width=0")
-    # a second trainer of a run in training is refused and leaves the run's record as it was
-    record = (out / "hparams.json").read_bytes()
+    # a second trainer of a run in training is refused before it restores or writes
+    # anything: the run's record, events and checkpoints stay as they were
     held = trainer_lib.lock_folder(str(out))
+    folder = {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     with pytest.raises(trainer_lib.FolderInUseError, match="being written by another trainer"):
         _with_record(out, "--num_train_steps=15", "--learning_rate=0.5")
     held.close()
-    assert (out / "hparams.json").read_bytes() == record
+    assert {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()} == folder
     # the resume names only the folder and the new steps: the rest is the run's record,
     # but for the strategy, which is each command's own
     _with_record(out, "--num_train_steps=15", "--steps_per_external_eval=15")

@@ -195,7 +195,8 @@ def _read_index(directory: str, trainer: bool = False) -> Tuple[Optional[str], O
 def latest_checkpoint(directory: str) -> Optional[str]:
     """``tf.train.latest_checkpoint`` that never fails on the folder's index: the
     checkpoint the index names as the newest when it can be read, else the newest
-    readable checkpoint of the folder by the step in its name (None: none).
+    readable checkpoint of the folder by the step in its name (None: none), with a
+    warning that names the newer ones it skips.
 
     Only the folder's trainer rewrites a broken index (``Checkpointer``); a command that
     reads a run (eval, decode, inference) sees the same checkpoints through this, except
@@ -205,7 +206,25 @@ def latest_checkpoint(directory: str) -> Optional[str]:
     latest, _ = _read_index(directory)
     if latest:
         return latest
-    return next(filter(readable, reversed(found_checkpoints(directory))), None)
+    skipped = []
+    for path in reversed(found_checkpoints(directory)):
+        if readable(path):
+            if skipped and skipped[0] not in _SKIPPED:
+                _SKIPPED.add(skipped[0])
+                logging.warning(
+                    "%s cannot be read (a save cut short, or a damaged file); this uses the "
+                    "newest checkpoint that can, %s",
+                    ", ".join(skipped),
+                    path,
+                )
+            return path
+        skipped.append(path)
+    return None
+
+
+# The unreadable checkpoints ``latest_checkpoint`` has warned of: once each per process
+# (an eval job looks for new checkpoints every few seconds).
+_SKIPPED = set()
 
 
 def checkpoint_to_use(

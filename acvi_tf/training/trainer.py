@@ -54,16 +54,28 @@ def in_use(directory: str) -> bool:
     Args:
       directory: the folder a trainer locks.
     """
-    path = os.path.join(directory, LOCK_FILE)
-    if not os.path.exists(path):
-        return False
-    with open(path, "a+", encoding="utf-8") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(handle, fcntl.LOCK_UN)
+    try:
+        refuse_in_use(directory)
+    except FolderInUseError:
+        return True
     return False
+
+
+def refuse_in_use(directory: str, job: str = "trainer") -> None:
+    """Refuses ``directory`` while a process holds its ``lock_folder`` lock: the check a
+    command makes before it restores or writes anything there (the lock itself is taken
+    later, where the work starts).
+
+    Args:
+      directory: the folder a trainer locks.
+      job: what holds the lock, for the error message.
+
+    Raises:
+      FolderInUseError: another process holds the lock.
+    """
+    path = os.path.join(directory, LOCK_FILE)
+    if os.path.exists(path):
+        _locked(path, directory, job).close()
 
 
 def lock_beside(directory: str, job: str, part: str = ""):
@@ -104,6 +116,16 @@ def lock_file(path: str, directory: str, job: str):
       OSError: the lock file cannot be made (a folder the user may not write); names
         ``directory``, not the hidden lock file.
     """
+    handle = _locked(path, directory, job)
+    handle.seek(0)
+    handle.truncate()
+    handle.write("pid %d" % os.getpid())
+    handle.flush()
+    return handle
+
+
+def _locked(path: str, directory: str, job: str):
+    """``path`` opened and locked (``lock_file``'s arguments), its holder not written."""
     with files.named_as(directory):
         handle = open(path, "a+", encoding="utf-8")
     try:
@@ -116,10 +138,6 @@ def lock_file(path: str, directory: str, job: str):
             "%s is being written by another %s (%s); wait for it to end, or use "
             "another folder" % (directory, job, holder)
         ) from None
-    handle.seek(0)
-    handle.truncate()
-    handle.write("pid %d" % os.getpid())
-    handle.flush()
     return handle
 
 
