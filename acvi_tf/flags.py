@@ -698,6 +698,21 @@ def check_training_data(
     logging.warning("%s; training on it (--allow_data_change)", message)
 
 
+def vocabulary_source(config: config_lib.Config, names: Sequence[str], path: str) -> str:
+    """How a refusal names where a vocabulary came from: the flags that give it, where
+    the command line gave one of them, else the file the run's record points to (a
+    command that reads the record, such as ``translate``, has no such flag to give).
+
+    Args:
+      config: the command's flags.
+      names: the flags that give the vocabulary (``vocab_path``, ``vocab_size``).
+      path: the vocabulary's file.
+    """
+    if any(name in config.given for name in names):
+        return " ".join("--%s=%s" % (name, getattr(config, name)) for name in names)
+    return "the run's vocabulary file %s" % path
+
+
 def vocabulary_checks(
     run_dir: str,
     vocabularies: Mapping[str, Any],

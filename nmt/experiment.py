@@ -119,7 +119,7 @@ def vocabularies(config: Config, src_vocab: data.Vocab, tgt_vocab: data.Vocab) -
     (``acvi_flags.check_vocabularies``)."""
     return {
         side: (
-            "--vocab_prefix=%s.%s" % (config.vocab_prefix, lang),
+            _source(config, lang),
             vocabulary.fingerprint([vocab.id2word(i) for i in range(vocab.size())]),
         )
         for side, lang, vocab in (
@@ -127,6 +127,12 @@ def vocabularies(config: Config, src_vocab: data.Vocab, tgt_vocab: data.Vocab) -
             ("target", config.tgt, tgt_vocab),
         )
     }
+
+
+def _source(config: Config, lang: str) -> str:
+    """Where a refusal says the ``lang`` vocabulary came from."""
+    path = "%s.%s" % (config.vocab_prefix, lang)
+    return acvi_flags.vocabulary_source(config, ["vocab_prefix"], path)
 
 
 def vocabulary_check(
@@ -137,14 +143,8 @@ def vocabulary_check(
     (``acvi_flags.vocabulary_checks``)."""
     sizes = checkpoints.vocabulary_check(
         {
-            "model/src_embedding/embeddings": (
-                src_vocab.size(),
-                "--vocab_prefix=%s.%s" % (config.vocab_prefix, config.src),
-            ),
-            "model/tgt_embedding/embeddings": (
-                tgt_vocab.size(),
-                "--vocab_prefix=%s.%s" % (config.vocab_prefix, config.tgt),
-            ),
+            "model/src_embedding/embeddings": (src_vocab.size(), _source(config, config.src)),
+            "model/tgt_embedding/embeddings": (tgt_vocab.size(), _source(config, config.tgt)),
         }
     )
     words = vocabularies(config, src_vocab, tgt_vocab)

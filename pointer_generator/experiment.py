@@ -188,7 +188,7 @@ def build_model(config: Config, vocab: vocab_lib.Vocab) -> keras.Model:
 
 def vocabularies(config: Config, vocab: vocab_lib.Vocab) -> Dict[str, Any]:
     """The run's vocabulary for its record (``acvi_flags.check_vocabularies``)."""
-    given = "--vocab_path=%s --vocab_size=%d" % (config.vocab_path, config.vocab_size)
+    given = _source(config)
     return {
         "vocab_path": (
             given,
@@ -197,11 +197,17 @@ def vocabularies(config: Config, vocab: vocab_lib.Vocab) -> Dict[str, Any]:
     }
 
 
+def _source(config: Config) -> str:
+    """Where a refusal says the vocabulary came from."""
+    names = ["vocab_path", "vocab_size"]
+    return acvi_flags.vocabulary_source(config, names, config.vocab_path)
+
+
 def vocabulary_check(config: Config, vocab: vocab_lib.Vocab) -> Callable[[str], None]:
     """The check that refuses a checkpoint trained with another vocabulary (another
     size, or other words than the run's record holds), naming ``--vocab_path`` and
     ``--vocab_size`` (``acvi_flags.vocabulary_checks``)."""
-    given = "--vocab_path=%s --vocab_size=%d" % (config.vocab_path, config.vocab_size)
+    given = _source(config)
     sizes = checkpoints.vocabulary_check({"model/embedding/embeddings": (vocab.size(), given)})
     words = vocabularies(config, vocab)
     return acvi_flags.vocabulary_checks(run_dir(config), words, sizes, config.allow_data_change)

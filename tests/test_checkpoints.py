@@ -253,6 +253,12 @@ def test_inference_takes_the_given_then_the_best_then_a_training_checkpoint_with
     chosen = checkpoints.checkpoint_to_use(None, best, train)
     assert os.path.dirname(chosen) == best and not absl_caplog.records
     assert checkpoints.checkpoint_to_use("given", best, train) == "given"
+    # a best model whose checkpoint is gone is not "no validation recorded"
+    for name in os.listdir(best):
+        if name != checkpoints.BEST_RECORD:
+            os.remove(os.path.join(best, name))
+    assert checkpoints.checkpoint_to_use(None, best, train) == trained
+    assert "best.json records a best model, but its checkpoint is missing" in absl_caplog.text
 
 
 def test_a_run_trained_before_keeps_its_best_model_in_the_hosts_former_folder(tmp_path):

@@ -110,8 +110,11 @@ def test_raw_sentences_translate_as_the_run_s_inference_does(tmp_path, absl_capl
     words = vocab.read_text(encoding="utf-8").splitlines(True)
     words[4], words[5] = words[5], words[4]
     vocab.write_text("".join(words), encoding="utf-8")
-    with pytest.raises(acvi_flags.DataChangeError, match="or --allow_data_change to use"):
+    with pytest.raises(acvi_flags.DataChangeError, match="or --allow_data_change to use") as e:
         translate.run(config_lib.parse(translate.define_flags, argv))
+    # it names the file, not --vocab_prefix, which this command does not take
+    assert "than the run's vocabulary file %s (" % vocab in str(e.value)
+    assert "--vocab_prefix" not in str(e.value)
     allowed = translate.run(
         config_lib.parse(translate.define_flags, argv + ["--allow_data_change"])
     )

@@ -62,16 +62,22 @@ def build_model(config: Config, vocab: data.Vocab, feature_dim: int) -> keras.Mo
 
 def vocabularies(config: Config, vocab: data.Vocab) -> Dict[str, Any]:
     """The run's caption vocabulary for its record (``acvi_flags.check_vocabularies``)."""
-    given = "--data_dir=%s --vocab_size=%d" % (config.data_dir, config.vocab_size)
-    return {"vocab.txt": (given, vocabulary.fingerprint(vocab.words()))}
+    return {"vocab.txt": (_source(config), vocabulary.fingerprint(vocab.words()))}
+
+
+def _source(config: Config) -> str:
+    """Where a refusal says the vocabulary came from."""
+    path = os.path.join(config.data_dir, "vocab.txt")
+    return acvi_flags.vocabulary_source(config, ["data_dir", "vocab_size"], path)
 
 
 def vocabulary_check(config: Config, vocab: data.Vocab) -> Callable[[str], None]:
     """The check that refuses a checkpoint trained with another vocabulary (another
     size, or other words than the run's record holds), naming ``--data_dir`` and
     ``--vocab_size`` (``acvi_flags.vocabulary_checks``)."""
-    given = "--data_dir=%s --vocab_size=%d" % (config.data_dir, config.vocab_size)
-    sizes = checkpoints.vocabulary_check({"model/embedding/embeddings": (vocab.size(), given)})
+    sizes = checkpoints.vocabulary_check(
+        {"model/embedding/embeddings": (vocab.size(), _source(config))}
+    )
     words = vocabularies(config, vocab)
     return acvi_flags.vocabulary_checks(config.out_dir, words, sizes, config.allow_data_change)
 

@@ -247,7 +247,14 @@ def checkpoint_to_use(
     if path:
         return path
     path = latest_checkpoint(train_dir)
-    if path:
+    if path and os.path.exists(os.path.join(best_dir, BEST_RECORD)):
+        logging.warning(
+            "%s records a best model, but its checkpoint is missing or cannot be read, so "
+            "this uses the newest training checkpoint, %s; give --ckpt to choose another",
+            os.path.join(best_dir, BEST_RECORD),
+            path,
+        )
+    elif path:
         logging.warning(
             "%s holds no best model (no validation is recorded yet), so this uses the newest "
             "training checkpoint, %s; %s",
