@@ -370,6 +370,8 @@ def build(config: config_lib.Config) -> Stats:
     given = [name for name in EXTRACTION_FLAGS if getattr(config, name) is not None]
     if given and not config.videos:
         raise CaptionsError("--%s applies only with --videos" % given[0])
+    # stats.json is written last: a build cut short (its feature extraction) resumes
+    splits_lib.refuse_built(config.output_dir, STATS_FILE, config.overwrite, "output_dir")
     stats = Stats()
     rows = read_rows(config.captions, config.clip_field, config.caption_field, config.split_field)
     clips = group_clips(rows, config.lowercase, config.skip_empty, stats)
@@ -466,6 +468,7 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
         "dtype", None, "With --videos: stored precision, float32 or float16.", flag_values=fv
     )
     splits_lib.define_allow_empty(SPLITS, fv)
+    splits_lib.define_overwrite(fv, "output_dir", STATS_FILE)
     flags.mark_flags_as_required(["captions", "output_dir"], flag_values=fv)
     flags.mark_flags_as_mutual_exclusive(["features", "videos"], required=True, flag_values=fv)
 

@@ -103,29 +103,34 @@ class CorpusExistsError(errors.UserError, ValueError):
     """A build would replace a corpus the user built before; the message names it."""
 
 
-def define_overwrite(flag_values: flags.FlagValues) -> None:
-    """Defines ``--overwrite``, which lets a build replace the corpus in ``--out_dir``.
+def define_overwrite(
+    flag_values: flags.FlagValues, folder: str = "out_dir", record: str = "corpus.json"
+) -> None:
+    """Defines ``--overwrite``, which lets a build replace the corpus in its folder.
 
     Args:
       flag_values: where the flag goes.
+      folder: the builder's output folder flag.
+      record: the file a finished build leaves in it.
     """
     flags.DEFINE_boolean(
         "overwrite",
         False,
-        "Replace the corpus --out_dir holds (a folder with a corpus.json); without it the "
-        "build refuses such a folder before it reads anything.",
+        "Replace the corpus --%s holds (a folder with a %s); without it the build refuses "
+        "such a folder before it reads anything." % (folder, record),
         flag_values=flag_values,
     )
 
 
-def refuse_built(out_dir: str, record: str, overwrite: bool) -> None:
+def refuse_built(out_dir: str, record: str, overwrite: bool, folder: str = "out_dir") -> None:
     """Refuses a build into a folder that holds a corpus (its ``record``) unless
     ``overwrite``: the runs trained on it would no longer find their data.
 
     Args:
-      out_dir: the build's ``--out_dir``.
-      record: the corpus's record file name (``corpus.json``).
+      out_dir: the build's output folder.
+      record: the corpus's record file name (``corpus.json``), which a build writes last.
       overwrite: ``--overwrite``.
+      folder: the output folder's flag, for the message.
 
     Raises:
       CorpusExistsError: naming the record and the fix.
@@ -133,8 +138,8 @@ def refuse_built(out_dir: str, record: str, overwrite: bool) -> None:
     path = os.path.join(out_dir, record)
     if os.path.exists(path) and not overwrite:
         raise CorpusExistsError(
-            "%s holds a corpus already (%s); give another --out_dir, or --overwrite to "
-            "replace it" % (out_dir, path)
+            "%s holds a corpus already (%s); give another --%s, or --overwrite to "
+            "replace it" % (out_dir, path, folder)
         )
 
 

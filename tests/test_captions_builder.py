@@ -10,7 +10,7 @@ import pytest
 
 from acvi_tf import config as config_lib
 from acvi_tf.formats import frame_features
-from data_prep import captions, moving_shapes
+from data_prep import captions, moving_shapes, splits
 from video_caption import caption as caption_lib
 from video_caption import cnn, run_captioning
 from video_caption import features as features_lib
@@ -97,6 +97,23 @@ def test_json_lines_with_splits_and_the_captioner_trains(tmp_path):
     ]
     run_captioning.run(config_lib.parse(run_captioning.define_flags, argv))
     assert os.path.exists(tmp_path / "run" / "train" / "checkpoint")
+
+
+def test_a_built_dataset_is_replaced_only_with_overwrite(tmp_path):
+    path = tmp_path / "captions.csv"
+    path.write_text("clip,caption\nred_square,a red square\n")
+    _, out = _build(tmp_path, path)
+    built = {p.name: p.read_bytes() for p in out.iterdir()}
+    path.write_text("clip,caption\nred_square,another caption\n")
+    with pytest.raises(
+        splits.CorpusExistsError,
+        match=r"data holds a corpus already \(.*stats.json\); give another --output_dir, "
+        "or --overwrite to replace it",
+    ):
+        _build(tmp_path, path)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == built
+    _build(tmp_path, path, "--overwrite")
+    assert _records(out, "train")[0]["references"] == ["another caption"]
 
 
 @pytest.mark.parametrize(
