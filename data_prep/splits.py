@@ -9,7 +9,7 @@ import hashlib
 import os
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, TypeVar
 
-from absl import flags
+from absl import flags, logging
 
 from acvi_tf import errors
 
@@ -124,7 +124,9 @@ def define_overwrite(
 
 def refuse_built(out_dir: str, record: str, overwrite: bool, folder: str = "out_dir") -> None:
     """Refuses a build into a folder that holds a corpus (its ``record``) unless
-    ``overwrite``: the runs trained on it would no longer find their data.
+    ``overwrite``: the runs trained on it would no longer find their data. With
+    ``overwrite`` the record goes first, so that a rebuild cut short, whose folder mixes
+    old and new files, is not taken for a finished corpus.
 
     Args:
       out_dir: the build's output folder.
@@ -136,11 +138,15 @@ def refuse_built(out_dir: str, record: str, overwrite: bool, folder: str = "out_
       CorpusExistsError: naming the record and the fix.
     """
     path = os.path.join(out_dir, record)
-    if os.path.exists(path) and not overwrite:
+    if not os.path.exists(path):
+        return
+    if not overwrite:
         raise CorpusExistsError(
             "%s holds a corpus already (%s); give another --%s, or --overwrite to "
             "replace it" % (out_dir, path, folder)
         )
+    os.remove(path)
+    logging.info("replacing the corpus in %s (--overwrite)", out_dir)
 
 
 def define_allow_empty(names: Sequence[str], flag_values: flags.FlagValues) -> None:

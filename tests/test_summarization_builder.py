@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+from unittest import mock
 
 import pytest
 from absl import flags, logging
@@ -326,7 +327,7 @@ def test_an_input_of_no_pair_is_named(tmp_path, name, content, holds):
     assert stats.pairs == dict(train=1, val=0, test=0)
 
 
-def test_a_corpus_is_replaced_only_with_overwrite(tmp_path):
+def test_a_corpus_is_replaced_only_with_overwrite(tmp_path, monkeypatch):
     path = tmp_path / "p.jsonl"
     path.write_text(json.dumps(RECORDS[0]) + "\n", encoding="utf-8")
     out = tmp_path / "out"
@@ -340,9 +341,14 @@ def test_a_corpus_is_replaced_only_with_overwrite(tmp_path):
         % (out, out / "corpus.json")
     )
     assert {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
-    summarization.build(
-        config_lib.parse(summarization.define_flags, argv + ["--lowercase", "--overwrite"])
-    )
+    overwrite = config_lib.parse(summarization.define_flags, argv + ["--lowercase", "--overwrite"])
+    # a rebuild cut short leaves a folder no longer taken for a finished corpus
+    with monkeypatch.context() as patch:
+        patch.setattr(summarization, "write_corpus", mock.Mock(side_effect=KeyboardInterrupt))
+        with pytest.raises(KeyboardInterrupt):
+            summarization.build(overwrite)
+    assert not (out / "corpus.json").exists()
+    summarization.build(overwrite)
     assert json.loads((out / "corpus.json").read_text())["lowercase"] is True
 
 
