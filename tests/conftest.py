@@ -17,6 +17,7 @@ import scheduling
 import tensorflow as tf
 from absl import logging
 
+from acvi_tf import files
 from acvi_tf.compat import keras
 
 # Two logical CPU devices, so that a MirroredStrategy over two replicas runs inside the
@@ -163,6 +164,19 @@ def absl_caplog(caplog):
     caplog.set_level("INFO", logger=logger.name)
     yield caplog
     logger.propagate = propagate
+
+
+def no_writes_in(monkeypatch, directory):
+    """Writes into ``directory`` (``files``' temporary files) fail as in a folder of
+    another user: tests run as root, whom permissions do not stop."""
+    real = files.tempfile.NamedTemporaryFile
+
+    def refused(*args, **kwargs):
+        if os.path.samefile(kwargs["dir"], directory):
+            raise PermissionError(13, "Permission denied", kwargs["dir"] + "/.partial-x1y2")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(files.tempfile, "NamedTemporaryFile", refused)
 
 
 def write_parallel_slices(sample, root, counts, langs):

@@ -9,6 +9,8 @@ import pytest
 from acvi_tf import errors, files
 from acvi_tf.inference import commands
 
+from conftest import no_writes_in
+
 
 def test_atomic_write_replaces_only_on_success(tmp_path):
     target = tmp_path / "sub" / "out.txt"
@@ -95,23 +97,10 @@ def test_a_byte_order_mark_at_the_start_is_dropped(tmp_path, monkeypatch):
     assert files.read_input_lines(str(path), ValueError) == ["en\tit", "second\ufeff"]
 
 
-def _no_writes_in(monkeypatch, directory):
-    """Writes into ``directory`` fail as in a folder of another user (tests run as root,
-    whom permissions do not stop)."""
-    real = files.tempfile.NamedTemporaryFile
-
-    def refused(*args, **kwargs):
-        if os.path.samefile(kwargs["dir"], directory):
-            raise PermissionError(13, "Permission denied", kwargs["dir"] + "/.partial-x1y2")
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(files.tempfile, "NamedTemporaryFile", refused)
-
-
 def test_a_folder_that_cannot_be_written_is_named_by_the_target_with_a_fix(
     tmp_path, monkeypatch, capsys
 ):
-    _no_writes_in(monkeypatch, tmp_path)
+    no_writes_in(monkeypatch, tmp_path)
     target = str(tmp_path / "out.txt")
     with pytest.raises(PermissionError) as raised:
         files.atomic_write_text(target, "x")
@@ -129,7 +118,7 @@ def test_an_output_that_cannot_be_written_is_refused_before_the_work(tmp_path, m
     (tmp_path / "in.txt").write_text("a\nb\n")
     out = tmp_path / "out"
     out.mkdir()
-    _no_writes_in(monkeypatch, out)
+    no_writes_in(monkeypatch, out)
     converted = []
     with pytest.raises(PermissionError, match="out.txt"):
         commands.map_lines(

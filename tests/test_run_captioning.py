@@ -4,6 +4,7 @@ train, resume, eval and decode, runs in test_vc_learning.py on the shipped clips
 import json
 import os
 import shutil
+from unittest import mock
 
 import browser
 import numpy as np
@@ -16,9 +17,9 @@ from acvi_tf import flags as acvi_flags
 from acvi_tf.inference import folders
 from acvi_tf.metrics import captions as caption_metrics
 from acvi_tf.training import trainer as trainer_lib
-from video_caption import run_captioning
+from video_caption import experiment, run_captioning
 
-from conftest import untraced, write_video
+from conftest import no_writes_in, untraced, write_video
 
 WORDS = ["red", "blue", "square", "circle"]
 
@@ -189,6 +190,13 @@ def test_decode_and_a_resume_read_the_model_from_the_record(tmp_path, absl_caplo
             _flags("--mode=decode", run, "--data_dir=%s" % other, "--decode_overwrite")
         )
     assert (folder / "metrics.json").exists()  # a refused overwrite removes nothing
+    # an eval whose results could not be written is refused before it restores anything
+    with monkeypatch.context() as patch:
+        no_writes_in(patch, tmp_path / "run")
+        patch.setattr(experiment.Experiment, "restore", mock.Mock(side_effect=AssertionError))
+        with pytest.raises(PermissionError) as refused:
+            run_captioning.run(_flags("--mode=eval", run, "--eval_splits=val"))
+    assert refused.value.filename == str(tmp_path / "run" / "eval_metrics.json")
     # a resume given the folder only builds the run's model (a model of the defaults'
     # sizes would not restore) and keeps the record's values
     run_captioning.run(_flags(run, "--max_steps=2"))

@@ -452,7 +452,10 @@ def _line_step(line):
 
 
 def evaluate(exp: experiment.Experiment) -> Dict[str, dict]:
-    """Perplexity and caption metrics of the restored model on ``--eval_splits``."""
+    """Perplexity and caption metrics of the restored model on ``--eval_splits``, into
+    ``eval_metrics.json`` (checked writable first)."""
+    output = os.path.join(exp.config.out_dir, "eval_metrics.json")
+    files.check_output(output, "--out_dir's eval_metrics.json")
     path = exp.restore()
     results = {}
     for name in exp.config.eval_splits:
@@ -460,10 +463,7 @@ def evaluate(exp: experiment.Experiment) -> Dict[str, dict]:
         metrics["perplexity"] = exp.perplexity(name)
         results[name] = metrics
         print("%s: %s, perplexity %.2f" % (name, _format(metrics), metrics["perplexity"]))
-    files.atomic_write_text(
-        os.path.join(exp.config.out_dir, "eval_metrics.json"),
-        json.dumps(dict(results, checkpoint=path), indent=2) + "\n",
-    )
+    files.atomic_write_text(output, json.dumps(dict(results, checkpoint=path), indent=2) + "\n")
     return results
 
 
