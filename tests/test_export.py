@@ -202,6 +202,15 @@ def test_export_refuses_an_existing_folder_and_a_tokenizer_without_a_graph_form(
     finally:
         record.write_text(saved)
     assert not (tmp_path / "new").exists()
+    # a corpus without its record is said to be taken for Treebank's, not to record it
+    missing = str(tmp_path / "corpus.json")
+    settings = dict(tokenizer="treebank", lowercase=True)
+    with pytest.raises(Exception) as refused:
+        export_lib.graph_tokenizer_for(missing, settings, False)
+    assert str(refused.value).startswith(
+        "%s is missing, so the corpus is taken to be tokenised with treebank, which has no "
+        "graph form; rebuild the corpus with --tokenizer=tftext" % missing
+    )
 
 
 class _Doubler(tf.Module):

@@ -57,10 +57,16 @@ def graph_tokenizer_for(
     if pretokenized:
         return tf.strings.split
     if settings["tokenizer"] != "tftext":
+        found = (
+            "%s records --tokenizer=%s" % (record, settings["tokenizer"])
+            if os.path.exists(record)
+            else "%s is missing, so the corpus is taken to be tokenised with %s"
+            % (record, settings["tokenizer"])
+        )
         raise app.UsageError(
-            "%s records --tokenizer=%s, which has no graph form; rebuild the corpus with "
-            "--tokenizer=tftext, or export with --pretokenized (the model then takes text "
-            "tokenised as the corpus was)" % (record, settings["tokenizer"])
+            "%s, which has no graph form; rebuild the corpus with --tokenizer=tftext, or "
+            "export with --pretokenized (the model then takes text tokenised as the corpus "
+            "was)" % found
         )
     lowercase = settings["lowercase"]
     return lambda texts: graph_tokenizer.tokenize(texts, lowercase)
