@@ -5,6 +5,7 @@ The commands (``run_nmt``, ``translate``, ``export``) parse their flags and call
 the summarizer and the video captioner have the same functions under the same names.
 """
 
+import os
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import tensorflow as tf
@@ -43,6 +44,20 @@ def load_vocabs(config: Config) -> Tuple[data.Vocab, data.Vocab]:
     run's folder)."""
     vocabs = []
     for given in vocab_paths(config):
+        if not os.path.isfile(given):
+            raise nmt_text.NmtDataError(
+                "%s: no such file (--vocab_prefix=%s, with --src=%s and --tgt=%s); give the "
+                "prefix of the two vocabulary files <prefix>.%s and <prefix>.%s (%s)"
+                % (
+                    given,
+                    config.vocab_prefix,
+                    config.src,
+                    config.tgt,
+                    config.src,
+                    config.tgt,
+                    nmt_text.BUILD_HINT,
+                )
+            )
         _, path = nmt_text.check_vocab(given, config.out_dir)
         vocabs.append(data.Vocab(path))
     return vocabs[0], vocabs[1]

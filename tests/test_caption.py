@@ -30,4 +30,8 @@ def test_new_videos_are_captioned_as_decode_captions_them(captioner_run, tmp_pat
         check=False,
     )
     assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert done.stderr.strip().splitlines()[-1].startswith("error: video 1 of the input, ")
+    assert done.stderr.strip().splitlines()[-1] == (
+        "error: standard input:1: %s is not a file; give one video a line (its path, absolute "
+        "or from the folder the command runs in), or a blank line for none"
+        % (tmp_path / "missing.mp4")
+    )

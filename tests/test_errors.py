@@ -252,6 +252,12 @@ USER_ERRORS = [
     ),
     (
         "nmt.run_nmt",
+        [*NMT_RUN, "--vocab_prefix={tmp}/novocab", *NMT_DATA],
+        "{tmp}/novocab.src: no such file (--vocab_prefix={tmp}/novocab, with --src=src and "
+        "--tgt=tgt); give the prefix of the two vocabulary files",
+    ),
+    (
+        "nmt.run_nmt",
         [*NMT_RUN, "--vocab_prefix=%s/vocab" % PIG_LATIN, *NMT_DATA],
         "{tmp}/nmt/best/best.json is not valid JSON",
     ),

@@ -73,7 +73,8 @@ def extract(videos: List[str], settings: Dict[str, Any], folder: str) -> str:
     for index, path in enumerate(videos):
         if not os.path.isfile(path):
             raise commands.InputError(
-                "video %d of the input, %s, is not a file" % (index + 1, path)
+                "video %d of the input, %s, is not a file; give the path of a video file"
+                % (index + 1, path)
             )
         extension = os.path.splitext(path)[1].lower()
         os.symlink(os.path.abspath(path), os.path.join(video_dir, "%06d%s" % (index, extension)))
@@ -91,7 +92,8 @@ def extract(videos: List[str], settings: Dict[str, Any], folder: str) -> str:
     if stats.failed:
         names = sorted(clip for clip, _, _ in stats.failed)
         raise commands.InputError(
-            "%d video(s) could not be decoded: %s"
+            "%d video(s) could not be decoded: %s; convert them to a format FFmpeg reads "
+            "(mp4, avi, ...) or leave them out"
             % (len(names), ", ".join(videos[int(name)] for name in names[:10]))
         )
     return store
@@ -128,9 +130,19 @@ def caption(
     return [captions[name] for name in names]
 
 
-def _caption_lines(lines: List[str], caption_videos: Callable[[List[str]], List[str]]) -> List[str]:
-    """A caption for each line's video (stripped), an empty one for a blank line."""
+def _caption_lines(
+    lines: List[str], caption_videos: Callable[[List[str]], List[str]], source: str
+) -> List[str]:
+    """A caption for each line's video (stripped), an empty one for a blank line; a line
+    that names no file is refused before any video is read (``source``: the input)."""
     videos = [line.strip() for line in lines]
+    for number, video in enumerate(videos, start=1):
+        if video and not os.path.isfile(video):
+            raise commands.InputError(
+                "%s:%d: %s is not a file; give one video a line (its path, absolute or "
+                "from the folder the command runs in), or a blank line for none"
+                % ("standard input" if source == "-" else source, number, video)
+            )
     by_video = iter(caption_videos([v for v in videos if v]))
     return [next(by_video) if video else "" for video in videos]
 
@@ -144,7 +156,7 @@ def run(config: Config) -> List[str]:
         config.input,
         config.output,
         lambda lines: _caption_lines(
-            lines, lambda videos: caption(videos, model_config, decoder, statistics)
+            lines, lambda videos: caption(videos, model_config, decoder, statistics), config.input
         ),
         "captions",
         files.run_files(config.out_dir, os.path.join(model_config.data_dir, "vocab.txt")),
