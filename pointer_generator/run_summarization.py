@@ -1010,7 +1010,7 @@ def run(config: Config) -> Union[keras.Model, float, dict, None]:
             MODEL_FLAGS if resuming else None,
             distribute.is_chief(strategy),
             experiment.vocabularies(config, vocab),
-            sorted(glob.glob(config.data_path)),
+            bin_files.expand_data_path(config.data_path),  # none: refused here
             COMMAND_FLAGS,
             checkpoint_dir=train_dir,
         ):

@@ -228,6 +228,11 @@ USER_ERRORS = [
         ["--mode=decode", "--data_path={tmp}/x", "--vocab_path=" + VOCAB, "--log_root={tmp}"],
         "no checkpoint in {tmp}/train; train first (--mode=train)",
     ),
+    (  # refused before the run's folder is made
+        "pointer_generator.run_summarization",
+        ["--data_path={tmp}/none_*", "--vocab_path=" + VOCAB, "--log_root={tmp}/built"],
+        "--data_path='{tmp}/none_*' matches no file; give a glob of .bin chunks",
+    ),
     (
         "pointer_generator.run_summarization",
         ["--data_path={tmp}/x", "--vocab_path={tmp}/vocab", "--log_root={tmp}", "--exp_name=e"],
