@@ -698,18 +698,22 @@ def check_training_data(
     logging.warning("%s; training on it (--allow_data_change)", message)
 
 
-def vocabulary_source(config: config_lib.Config, names: Sequence[str], path: str) -> str:
-    """How a refusal names where a vocabulary came from: the flags that give it, where
-    the command line gave one of them, else the file the run's record points to (a
-    command that reads the record, such as ``translate``, has no such flag to give).
+def vocabulary_source(
+    config: config_lib.Config, names: Sequence[str], given: str, path: str
+) -> str:
+    """How a refusal names where a vocabulary came from: ``given`` (its flags, as the
+    host writes them) where the command line gave one of the flags ``names``, else the
+    file the run's record points to (a command that reads the record, such as
+    ``translate``, has no such flag to give).
 
     Args:
       config: the command's flags.
       names: the flags that give the vocabulary (``vocab_path``, ``vocab_size``).
+      given: how the message names those flags' values.
       path: the vocabulary's file.
     """
     if any(name in config.given for name in names):
-        return " ".join("--%s=%s" % (name, getattr(config, name)) for name in names)
+        return given
     return "the run's vocabulary file %s" % path
 
 

@@ -147,7 +147,7 @@ def vocabularies(config: Config, src_vocab: data.Vocab, tgt_vocab: data.Vocab) -
 def _source(config: Config, lang: str) -> str:
     """Where a refusal says the ``lang`` vocabulary came from."""
     path = "%s.%s" % (config.vocab_prefix, lang)
-    return acvi_flags.vocabulary_source(config, ["vocab_prefix"], path)
+    return acvi_flags.vocabulary_source(config, ["vocab_prefix"], "--vocab_prefix=" + path, path)
 
 
 def vocabulary_check(

@@ -199,8 +199,10 @@ def vocabularies(config: Config, vocab: vocab_lib.Vocab) -> Dict[str, Any]:
 
 def _source(config: Config) -> str:
     """Where a refusal says the vocabulary came from."""
-    names = ["vocab_path", "vocab_size"]
-    return acvi_flags.vocabulary_source(config, names, config.vocab_path)
+    given = "--vocab_path=%s --vocab_size=%d" % (config.vocab_path, config.vocab_size)
+    return acvi_flags.vocabulary_source(
+        config, ["vocab_path", "vocab_size"], given, config.vocab_path
+    )
 
 
 def vocabulary_check(config: Config, vocab: vocab_lib.Vocab) -> Callable[[str], None]:

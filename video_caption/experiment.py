@@ -68,7 +68,8 @@ def vocabularies(config: Config, vocab: data.Vocab) -> Dict[str, Any]:
 def _source(config: Config) -> str:
     """Where a refusal says the vocabulary came from."""
     path = os.path.join(config.data_dir, "vocab.txt")
-    return acvi_flags.vocabulary_source(config, ["data_dir", "vocab_size"], path)
+    given = "--data_dir=%s --vocab_size=%d" % (config.data_dir, config.vocab_size)
+    return acvi_flags.vocabulary_source(config, ["data_dir", "vocab_size"], given, path)
 
 
 def vocabulary_check(config: Config, vocab: data.Vocab) -> Callable[[str], None]:
