@@ -32,6 +32,7 @@ def _acvi_options(config: config_lib.Config) -> dict:
         decode=config.acvi_decode,
         log_var_min=config.acvi_log_var_min,
         log_var_max=config.acvi_log_var_max,
+        feed=config.acvi_feed,
         seed=config.seed,
     )
     if config.kl_weight is not None:

@@ -213,6 +213,18 @@ def define_flags(flag_values=flags.FLAGS):
         "example's other samples, which learns far better (docs/acvi.md).",
         flag_values=fv,
     )
+    flags.DEFINE_enum(
+        "acvi_feed",
+        "sample",
+        list(context_lib.FEEDS),
+        "With --acvi_sampling=mixture, what the decoder's next step reads in training: "
+        "'sample' the drawn context (the paper's model; the choice's score-function "
+        "gradient is weighted by the returns to go), 'mean' the expected context, as in "
+        "decoding, so that the draw reaches only its step's output layer and its gradient "
+        "is weighted by that step's reward alone (far lower variance; still a bound on "
+        "log p(y) of that model; docs/acvi.md).",
+        flag_values=fv,
+    )
     flags.DEFINE_float(
         "acvi_gumbel_fraction",
         0.0,
@@ -413,6 +425,13 @@ def define_flags(flag_values=flags.FLAGS):
         message="--acvi_kl=exact is the KL of eq. 25's Gaussian, and Gumbel-softmax or "
         "mixture sampling does not draw from it: use --acvi_kl=mc or bound, or "
         "--acvi_sampling=approx without --acvi_gumbel_fraction.",
+        flag_values=fv,
+    )
+    flags.register_multi_flags_validator(
+        ["acvi_sampling", "acvi_feed"],
+        lambda d: d["acvi_sampling"] == "mixture" or d["acvi_feed"] == "sample",
+        message="--acvi_feed=mean moves --acvi_sampling=mixture's draw out of the decoder "
+        "loop; the other samplers draw no component: add --acvi_sampling=mixture.",
         flag_values=fv,
     )
     flags.register_multi_flags_validator(

@@ -99,9 +99,21 @@ def test_every_mechanism_trains_and_restores_in_every_host(host, mode, tmp_path)
     _trains_decodes_and_restores(host, mode, tmp_path, _steps(host, mode), 0.8)
 
 
-@pytest.mark.parametrize("host,kl", [("summarizer", "mc"), ("nmt", "bound"), ("captioner", "mc")])
-def test_acvi_sampling_from_the_mixture_trains_at_weight_one_in_every_host(host, kl, tmp_path):
-    options = dict(OPTIONS, sampling="mixture", kl=kl, kl_weight=1.0)
+MIXTURES = [
+    ("summarizer", "mc", "sample"),
+    ("nmt", "bound", "sample"),
+    ("captioner", "mc", "sample"),
+    ("summarizer", "bound", "mean"),
+    ("nmt", "mc", "mean"),
+    ("captioner", "bound", "mean"),
+]
+
+
+@pytest.mark.parametrize("host,kl,feed", MIXTURES)
+def test_acvi_sampling_from_the_mixture_trains_at_weight_one_in_every_host(
+    host, kl, feed, tmp_path
+):
+    options = dict(OPTIONS, sampling="mixture", kl=kl, kl_weight=1.0, feed=feed)
     _trains_decodes_and_restores(host, "acvi", tmp_path, _steps(host, "mixture"), 0.9, options)
 
 

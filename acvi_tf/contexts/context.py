@@ -37,6 +37,7 @@ SAMPLINGS = ("approx", "gumbel", "mixture")
 NOISES = ("collapsed", "per_component")
 KL_ESTIMATORS = ("mc", "bound", "exact")
 DECODE_MODES = ("mean", "sample")
+FEEDS = ("sample", "mean")
 
 # The default weight of ACVI's KL term, and the KL term itself; docs/acvi.md gives the
 # study they come from.
@@ -595,6 +596,13 @@ class ACVIContext(ContextLayer):
         ``"sample"`` samples as in training. With ``"mean"`` the ``"mc"`` KL is the
         plug-in value at the mean; ``"bound"`` and ``"exact"`` are deterministic.
       log_var_min, log_var_max: clip range of ``log sigma^2``.
+      feed: with ``sampling="mixture"``, what the decoder's next step reads in
+        training: ``"sample"``, the drawn ``c_t`` (the paper's model: the choice moves
+        every later step, and its score is weighted by the returns to go), or
+        ``"mean"``, the expected context ``sum_i a_t,i h_i``, as in decoding (Deng et
+        al.'s arrangement for variational attention): the draw reaches only the output
+        layer at its step, so the decoder state is deterministic and the choice's score
+        is weighted by that step's terms alone (``output_choice_losses``).
       seed: seed of the layer's ``tf.random.Generator`` (None: nondeterministic).
     """
 
@@ -611,11 +619,18 @@ class ACVIContext(ContextLayer):
         decode: str = "mean",
         log_var_min: float = DEFAULT_LOG_VAR_MIN,
         log_var_max: float = DEFAULT_LOG_VAR_MAX,
+        feed: str = "sample",
         seed: Optional[int] = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         check_choice("variance_net", variance_net, VARIANCE_NETS)
+        check_choice("feed", feed, FEEDS)
+        if feed == "mean" and sampling != "mixture":
+            raise ValueError(
+                "feed='mean' moves sampling='mixture''s draw out of the decoder loop; "
+                "sampling=%r draws no component" % (sampling,)
+            )
         check_choice("sampling", sampling, SAMPLINGS)
         check_choice("noise", noise, NOISES)
         check_choice("kl", kl, KL_ESTIMATORS)
@@ -651,6 +666,7 @@ class ACVIContext(ContextLayer):
         self.decode = decode
         self.log_var_min = float(log_var_min)
         self.log_var_max = float(log_var_max)
+        self.feed = feed
         self.seed = seed
         self.generator = random_generator(seed)
         self.variance_network = VarianceNetwork(
@@ -789,7 +805,7 @@ class ACVIContext(ContextLayer):
         read by the steps, so that ``bind`` rebuilds the weights from the stacked
         attention.
         """
-        if not (training or self.decode == "sample"):
+        if not self._samples_in_loop(training):
             return super().defer_contractions(prepared, steps)
         sources = ["memory"] + (["variance"] if self.noise == "collapsed" else [])
         if use_gumbel is None:
@@ -882,6 +898,8 @@ class ACVIContext(ContextLayer):
         and warm-up multiply it. Both are zero in value, so the loss reads as before.
         Arguments and returns as ``ContextLayer.token_losses``.
         """
+        if training and self.feed == "mean":
+            return self.output_choice_losses(gold, attention_probs, kl, prepared)
         token_nll, kl = super().token_losses(gold, attention_probs, kl, prepared, training)
         if not (training and self.sampling == "mixture"):
             return token_nll, kl
@@ -893,6 +911,44 @@ class ACVIContext(ContextLayer):
             return tf.stop_gradient(returns - leave_one_out_baseline(returns, gold.mask, group))
 
         return token_nll - advantage(-token_nll) * score, kl + advantage(kl) * score
+
+    def output_choice_losses(
+        self,
+        gold: GoldTarget,
+        attention_probs: tf.Tensor,
+        kl: tf.Tensor,
+        prepared: PreparedMemory,
+    ) -> Tuple[tf.Tensor, tf.Tensor]:
+        """The cross-entropy and KL of ``feed="mean"`` in training, [B, T] each.
+
+        The loop fed the expected context, so the state ``s_t`` does not depend on any
+        draw and the ELBO is a sum of per-step terms ``E_q[log p(y_t | s_t, c_t)] - KL_t``.
+        Each step draws ``c_t ~ q`` here and scores it with the host's output layer; the
+        choice's score (``choice_surrogate``) is weighted by that step's reward alone,
+        ``log p(y_t | c_t) - log p(y_t | sum_i a_t,i h_i)``, the prediction at the
+        expected context (the loop's) as the baseline: it reads no draw. ``kl="mc"``
+        is evaluated at the draw, with the step's ``mixture_kl_bound`` as its baseline;
+        ``"bound"`` does not depend on the draw and keeps its pathwise gradient. The
+        values are the sampled ``-log p(y_t | c_t)`` and KL.
+
+        Args:
+          gold: the gold target as the host's output layer scores it.
+          attention_probs: ``a_t`` [B, T, N].
+          kl: the loop's KL [B, T] (``kl_steps``; ``"mc"``'s is replaced).
+          prepared: the mixture's ``PreparedMemory``.
+        """
+        probs = tf.cast(attention_probs, tf.float32)
+        contexts = self.sample(probs, prepared)
+        log_likelihood = gold.log_likelihood(tf.cast(contexts, self.compute_dtype))
+        score = self.choice_surrogate(contexts, probs, prepared)
+        reward = tf.stop_gradient(log_likelihood - gold.soft_log_likelihood)
+        token_nll = -log_likelihood - reward * score
+        if self.kl == "mc":
+            sampled = self.kl_steps(contexts, probs, prepared)
+            terms = component_kl(prepared.memory, tf.math.log(prepared.variance))
+            baseline = mixture_kl_bound(probs, terms)
+            kl = sampled + tf.stop_gradient(sampled - baseline) * score
+        return token_nll, kl
 
     def log_posterior(
         self, context: tf.Tensor, probs: tf.Tensor, prepared: PreparedMemory
@@ -961,10 +1017,17 @@ class ACVIContext(ContextLayer):
         use_gumbel: Optional[Union[bool, tf.Tensor]],
         seed: Optional[tf.Tensor],
     ) -> tf.Tensor:
-        """Context [B, T, D] for probs [B, T, N]: a sample, or the mean when decoding."""
-        if training or self.decode == "sample":
+        """Context [B, T, D] for probs [B, T, N]: a sample, or the mean when decoding
+        (and in training with ``feed="mean"``)."""
+        if self._samples_in_loop(training):
             return self.sample(probs, prepared, use_gumbel, seed)
         return contract(probs, prepared, "memory")
+
+    def _samples_in_loop(self, training: bool) -> bool:
+        """Whether the decoder loop reads a drawn context (else the expected one)."""
+        if training:
+            return self.feed == "sample"
+        return self.decode == "sample"
 
     def get_config(self) -> dict:
         config = super().get_config()
@@ -980,6 +1043,7 @@ class ACVIContext(ContextLayer):
             decode=self.decode,
             log_var_min=self.log_var_min,
             log_var_max=self.log_var_max,
+            feed=self.feed,
             seed=self.seed,
         )
         return config
