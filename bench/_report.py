@@ -35,6 +35,7 @@ from acvi_tf import builders, files  # noqa: E402 (the project root goes on the 
 # BENCHMARKS.md's order: the scripts, then each script's results by key.
 SCRIPTS = (
     "bench/compare_contexts.py",
+    "bench/acvi_gradient_variance.py",
     "bench/train_step.py",
     "bench/host_step.py",
     "bench/context_layer.py",

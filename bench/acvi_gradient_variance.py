@@ -1,0 +1,202 @@
+"""How noisy the gradient of ACVI's mixture sampler is on a real host batch, and what it
+costs: the paper's model (``--acvi_feed=sample``: the draw feeds the next step, the
+choice's score weighted by the returns to go), the same with 4 samples per example (each
+sample's baseline the other three), and ``--acvi_feed=mean`` (the loop reads the
+expected context; the score weighted by its step's reward alone), with soft attention's
+step for the cost.
+
+``--task=translation``: the NMT host on the shipped Pig Latin words. It trains one run
+with the mixture sampler at weight 1 (``--acvi_kl=bound``) for ``--train_steps`` steps
+(the weights every variant is measured at), restores it, takes the first
+``--batch_size`` dev pairs as the batch, and computes the gradient of the training loss
+``--draws`` times per variant, each with its own draws. Dropout is off, so the draws are
+the only noise. For each variant and each group of variables (the attention's
+query/memory layers, and all): the relative variance ``E||g - mean g||^2 / ||mean g||^2``
+of one draw's gradient, the number of draws whose average has as much noise as signal,
+and the milliseconds per gradient (traced, median over the draws, in this process).
+
+The variants estimate the gradients of two objectives (the bound of the paper's model
+and that of the mean-fed one), so the comparison is of each estimator's noise relative
+to its own signal.
+
+Usage: python bench/acvi_gradient_variance.py [--task=translation] [--train_steps=200]
+  [--draws=200] [--batch_size=64] [--seed=1]
+"""
+
+import os
+import sys
+import tempfile
+import time
+
+import numpy as np
+import tensorflow as tf
+from absl import flags
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from acvi_tf import config as config_lib
+from acvi_tf.contexts import objective
+from acvi_tf.formats import nmt_text
+from nmt import data as nmt_data
+from nmt import experiment as nmt_experiment
+from nmt import run_nmt
+
+import _report as report
+
+SAMPLES = os.path.join(report.ROOT, "data_prep", "samples")
+# name -> (the layer's settings, samples per example); every one at --kl_weight=1
+VARIANTS = {
+    "feed sample (the paper's model)": (dict(sampling="mixture", feed="sample"), 1),
+    "feed sample, 4 samples per example": (dict(sampling="mixture", feed="sample"), 4),
+    "feed mean": (dict(sampling="mixture", feed="mean"), 1),
+}
+
+
+def translation(out_dir: str, train_steps: int, batch_size: int, seed: int):
+    """The trained NMT model and a batch of Pig Latin dev pairs.
+
+    Returns:
+      ``(model, batch, which of its trainable variables are the attention's)``.
+    """
+    sample = os.path.join(SAMPLES, "pig_latin")
+    argv = [
+        "run_nmt",
+        "--src=src",
+        "--tgt=tgt",
+        "--vocab_prefix=" + os.path.join(sample, "vocab"),
+        "--train_prefix=" + os.path.join(sample, "train"),
+        "--dev_prefix=" + os.path.join(sample, "dev"),
+        "--out_dir=" + out_dir,
+        "--num_units=64",
+        "--encoder_type=bi",
+        "--dropout=0.0",
+        "--optimizer=adam",
+        "--learning_rate=0.01",
+        "--batch_size=64",
+        "--num_train_steps=%d" % train_steps,
+        "--steps_per_stats=100",
+        "--steps_per_external_eval=%d" % train_steps,
+        "--seed=%d" % seed,
+        "--context=acvi",
+        "--kl_weight=1",
+        "--acvi_kl=bound",
+        "--acvi_sampling=mixture",
+    ]
+    config = config_lib.parse(run_nmt.define_flags, argv)
+    run_nmt.run(config)
+    vocabs = nmt_experiment.load_vocabs(config)
+    model = nmt_experiment.build_model(config, *vocabs)
+    nmt_experiment.restore(config, model, *vocabs, best=False)
+    source = tuple(os.path.join(sample, "dev." + lang) for lang in ("src", "tgt"))
+    examples = nmt_data.make_examples(nmt_text.read_parallel(*source), *vocabs)
+    batch = next(iter(nmt_data.eval_dataset(examples[:batch_size], batch_size, source)))
+    attention = ["attention" in v.name for v in model.trainable_variables]
+    return model, batch, attention
+
+
+TASKS = {"translation": translation}
+
+
+def gradient_draws(model, batch, variables, draws, training=True):
+    """``draws`` gradients of the training loss [draws, P] and the ms each took (without
+    ``training``: the context layer's expected context, no draw)."""
+    step = tf.constant(0, tf.int64)
+
+    @tf.function
+    def gradient(batch):
+        with tf.GradientTape() as tape:
+            out = model(batch, training=training)
+            loss = model.compute_loss(batch, out, step)[model.loss_key]
+        grads = tape.gradient(loss, variables)
+        return tf.concat([tf.reshape(g, [-1]) for g in grads], 0)
+
+    gradient(batch)  # the trace
+    rows, times = [], []
+    for _ in range(draws):
+        start = time.perf_counter()
+        rows.append(gradient(batch).numpy())
+        times.append(1000 * (time.perf_counter() - start))
+    return np.array(rows, np.float64), float(np.median(times))
+
+
+def relative_variance(rows: np.ndarray) -> float:
+    """``E||g - mean g||^2 / ||mean g||^2`` of one row of ``rows`` [draws, P]."""
+    mean = rows.mean(0)
+    return float(np.sum(rows.var(0, ddof=1)) / np.sum(mean * mean))
+
+
+def define_flags(fv: flags.FlagValues) -> None:
+    """Defines this script's flags on ``fv``."""
+    flags.DEFINE_enum("task", "translation", list(TASKS), "The host.", flag_values=fv)
+    flags.DEFINE_integer("train_steps", 200, "Steps of the shared run.", flag_values=fv)
+    flags.DEFINE_integer("draws", 200, "Gradients per variant.", lower_bound=3, flag_values=fv)
+    flags.DEFINE_integer("batch_size", 64, "Dev pairs in the batch.", flag_values=fv)
+    flags.DEFINE_integer("seed", 1, "The run's and the draws' seed.", flag_values=fv)
+
+
+def run(config: config_lib.Config) -> None:
+    """Trains the shared run, measures every variant, keeps the table."""
+    with tempfile.TemporaryDirectory() as out_dir:
+        model, batch, attention = TASKS[config.task](
+            out_dir, config.train_steps, config.batch_size, config.seed
+        )
+    layer = model.context_layer
+    tf.random.set_seed(config.seed)
+    layer.generator.reset_from_seed(config.seed)
+    rows, data = [], {}
+    everything = model.trainable_variables
+    columns = np.concatenate(
+        [np.full(int(np.prod(v.shape)), chosen) for v, chosen in zip(everything, attention)]
+    )
+    for name, (settings, samples) in VARIANTS.items():
+        for key, value in settings.items():
+            setattr(layer, key, value)
+        layer.num_samples = samples
+        tiled = objective.tile_batch(batch, samples)
+        draws, ms = gradient_draws(model, tiled, everything, config.draws)
+        group = dict(attention=relative_variance(draws[:, columns]), all=relative_variance(draws))
+        data[name] = dict(group, ms=ms)
+        rows.append(
+            [
+                name,
+                "%.3g" % group["attention"],
+                "%.3g" % group["all"],
+                "%.0f" % max(1.0, group["attention"]),
+                "%.1f" % ms,
+            ]
+        )
+    layer.num_samples = 1
+    soft = gradient_draws(model, batch, everything, 3, training=False)[1]
+    rows.append(["the expected context, no draw", "0", "0", "1", "%.1f" % soft])
+    report.emit(
+        "The mixture sampler's gradient noise on a %s batch" % config.task,
+        [
+            "estimator",
+            "relative variance, attention",
+            "relative variance, all",
+            "draws for noise = signal (attention)",
+            "ms per gradient",
+        ],
+        rows,
+        notes=[
+            "Relative variance: E||g - mean g||^2 / ||mean g||^2 of one draw's gradient "
+            "over %d draws per variant, at the weights of one run trained %d steps with "
+            "the mixture sampler at weight 1 (--acvi_kl=bound); a batch of %d dev pairs "
+            "(4 samples per example: %d rows); seed %d. The last row is the same model's "
+            "loss and gradient at the expected context (no draw, as soft attention), "
+            "for the cost."
+            % (
+                config.draws,
+                config.train_steps,
+                config.batch_size,
+                4 * config.batch_size,
+                config.seed,
+            )
+        ],
+        config=[config.task],
+        data=data,
+    )
+
+
+if __name__ == "__main__":
+    config_lib.run_command(define_flags, run)
