@@ -25,7 +25,8 @@ step (``acvi-bound-freebits-1``, ``-8``: KL below the floor costs nothing);
 Gumbel-softmax sampling for the whole run with ``mc`` (``acvi-gumbel-mc``); sampling from
 the mixture posterior itself with ``mc`` and ``bound`` at weights 1 and 0.001
 (``acvi-mixture-*``; at weight 1 a lower bound on ``log p(y)``, docs/acvi.md), the same
-at weight 1 with the loop fed the expected context (``-mean``: ``--acvi_feed=mean``), ``mc``
+at weights 1 and 0.001 with the loop fed the expected context (``-mean``:
+``--acvi_feed=mean``), ``mc``
 at weight 1 and ``bound`` at 0.001 with 4 samples per example (``-k4``), and ``bound`` at
 0.001 decoding with a sampled context (``-sample``); and soft attention and the default
 ACVI (``acvi-bound-0.001``) trained with ``--mixed_precision=bfloat16`` (``-bfloat16``), the
@@ -112,6 +113,8 @@ VARIANTS = {
     + ["--acvi_sampling=mixture", "--acvi_kl=mc", "--acvi_feed=mean"],
     "acvi-mixture-bound-mean": _WEIGHT_1
     + ["--acvi_sampling=mixture", "--acvi_kl=bound", "--acvi_feed=mean"],
+    "acvi-mixture-bound-0.001-mean": _MIXTURE
+    + ["--acvi_kl=bound", "--kl_weight=0.001", "--acvi_feed=mean"],
     # the same, decoding (and scoring) with a sampled context instead of the mean
     "acvi-mixture-bound-0.001-sample": _MIXTURE
     + ["--acvi_kl=bound", "--kl_weight=0.001", "--acvi_decode=sample"],
