@@ -33,6 +33,7 @@ def _acvi_options(config: config_lib.Config) -> dict:
         log_var_min=config.acvi_log_var_min,
         log_var_max=config.acvi_log_var_max,
         feed=config.acvi_feed,
+        enumerate_top=config.acvi_enumerate_top,
         seed=config.seed,
     )
     if config.kl_weight is not None:

@@ -225,6 +225,16 @@ def define_flags(flag_values=flags.FLAGS):
         "log p(y) of that model; docs/acvi.md).",
         flag_values=fv,
     )
+    flags.DEFINE_integer(
+        "acvi_enumerate_top",
+        0,
+        "With --acvi_feed=mean: score each step's this many largest-weight components "
+        "exactly at the output layer and draw one of the others (sum and sample); 0 draws "
+        "one component, the source length or more takes the exact expectation. Each costs "
+        "one more output layer per decoder step.",
+        lower_bound=0,
+        flag_values=fv,
+    )
     flags.DEFINE_float(
         "acvi_gumbel_fraction",
         0.0,
@@ -432,6 +442,14 @@ def define_flags(flag_values=flags.FLAGS):
         lambda d: d["acvi_sampling"] == "mixture" or d["acvi_feed"] == "sample",
         message="--acvi_feed=mean moves --acvi_sampling=mixture's draw out of the decoder "
         "loop; the other samplers draw no component: add --acvi_sampling=mixture.",
+        flag_values=fv,
+    )
+    flags.register_multi_flags_validator(
+        ["acvi_feed", "acvi_enumerate_top"],
+        lambda d: d["acvi_feed"] == "mean" or not d["acvi_enumerate_top"],
+        message="--acvi_enumerate_top scores components at their own step's output layer, "
+        "where with --acvi_feed=sample a component moves every later step: add "
+        "--acvi_feed=mean.",
         flag_values=fv,
     )
     flags.register_multi_flags_validator(

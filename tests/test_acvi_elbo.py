@@ -337,3 +337,36 @@ def test_a_mean_fed_step_averages_to_the_one_step_elbo_below_log_evidence():
     derived = float(_enumerated(("mixture", "mc"), a, tf.constant(H[:, 0]), var, Y, W, S))
     assert abs(mean - derived) < 4 * error, (mean, error, derived)
     assert mean < _log_evidence(Y, W, S)
+
+
+# Sum and sample (enumerate_top = k): the k largest-weight components scored exactly, one
+# of the others drawn; unbiased for every k, exact from k = N (here 3).
+@pytest.mark.parametrize("top", [1, 3])
+@pytest.mark.parametrize("kl", ["mc", "bound"])
+def test_sum_and_sample_averages_to_the_enumerated_gradient(kl, top):
+    _assert_gradient_matches_enumeration(
+        kl,
+        3,
+        lambda layer, logits, h, log_var: _objective(
+            layer, logits, h, log_var, Y, W, S, draws=1008
+        )[1],
+        lambda logits, h, log_var: _enumerated(
+            ("mixture", kl), tf.nn.softmax(logits), h, tf.exp(log_var), Y, W, S
+        ),
+        feed="mean",
+        enumerate_top=top,
+    )
+
+
+@pytest.mark.parametrize("kl", ["mc"])
+def test_sum_and_sample_over_two_steps(kl):
+    _assert_gradient_matches_enumeration(
+        kl,
+        5,
+        lambda layer, logits, h, log_var: _two_step_objective(
+            layer, logits, h, log_var, draws=1000
+        ),
+        lambda logits, h, log_var: _two_step_mean_fed_enumerated(kl, logits, h, log_var),
+        feed="mean",
+        enumerate_top=1,
+    )

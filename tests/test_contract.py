@@ -99,21 +99,23 @@ def test_every_mechanism_trains_and_restores_in_every_host(host, mode, tmp_path)
     _trains_decodes_and_restores(host, mode, tmp_path, _steps(host, mode), 0.8)
 
 
+# (host, KL term, what the loop reads, components scored exactly)
 MIXTURES = [
-    ("summarizer", "mc", "sample"),
-    ("nmt", "bound", "sample"),
-    ("captioner", "mc", "sample"),
-    ("summarizer", "bound", "mean"),
-    ("nmt", "mc", "mean"),
-    ("captioner", "bound", "mean"),
+    ("summarizer", "mc", "sample", 0),
+    ("nmt", "bound", "sample", 0),
+    ("captioner", "mc", "sample", 0),
+    ("summarizer", "bound", "mean", 2),
+    ("nmt", "mc", "mean", 0),
+    ("captioner", "mc", "mean", 2),
 ]
 
 
-@pytest.mark.parametrize("host,kl,feed", MIXTURES)
+@pytest.mark.parametrize("host,kl,feed,top", MIXTURES)
 def test_acvi_sampling_from_the_mixture_trains_at_weight_one_in_every_host(
-    host, kl, feed, tmp_path
+    host, kl, feed, top, tmp_path
 ):
     options = dict(OPTIONS, sampling="mixture", kl=kl, kl_weight=1.0, feed=feed)
+    options["enumerate_top"] = top
     _trains_decodes_and_restores(host, "acvi", tmp_path, _steps(host, "mixture"), 0.9, options)
 
 

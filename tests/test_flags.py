@@ -85,8 +85,9 @@ def test_flags_reach_the_layer():
         config["seed"],
     ) == ("relu", 0.1, 0.3, "per_component", 3, "bound", 0.25, "sample", -4.0, 2.0, 5)
     assert isinstance(builders.context_layer(_parse("--context=sa")), context.SoftAttentionContext)
-    mixture = _parse("--acvi_sampling=mixture", "--acvi_feed=mean")
-    assert builders.context_layer(mixture).get_config()["feed"] == "mean"
+    mixture = _parse("--acvi_sampling=mixture", "--acvi_feed=mean", "--acvi_enumerate_top=4")
+    config = builders.context_layer(mixture).get_config()
+    assert (config["feed"], config["enumerate_top"]) == ("mean", 4)
 
 
 @pytest.mark.parametrize(
@@ -107,6 +108,7 @@ def test_flags_reach_the_layer():
         (["--acvi_kl=exact", "--acvi_gumbel_fraction=0.1"], "acvi_kl=exact"),
         (["--acvi_sampling=mixture", "--kl_free_bits=1"], "kl_free_bits"),
         (["--acvi_feed=mean"], "add --acvi_sampling=mixture"),
+        (["--acvi_sampling=mixture", "--acvi_enumerate_top=2"], "add --acvi_feed=mean"),
     ],
 )
 def test_bad_values_are_rejected_with_a_message(argv, match):

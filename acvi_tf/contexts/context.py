@@ -603,6 +603,11 @@ class ACVIContext(ContextLayer):
         al.'s arrangement for variational attention): the draw reaches only the output
         layer at its step, so the decoder state is deterministic and the choice's score
         is weighted by that step's terms alone (``output_choice_losses``).
+      enumerate_top: with ``feed="mean"``, score each step's this many largest-weight
+        components exactly at the output layer and sample one of the others
+        (``sum_and_sample``; 0: one draw from ``q``; the source length or more: the
+        exact expectation over the components). Each costs one more evaluation of the
+        host's output layer per step.
       seed: seed of the layer's ``tf.random.Generator`` (None: nondeterministic).
     """
 
@@ -620,12 +625,20 @@ class ACVIContext(ContextLayer):
         log_var_min: float = DEFAULT_LOG_VAR_MIN,
         log_var_max: float = DEFAULT_LOG_VAR_MAX,
         feed: str = "sample",
+        enumerate_top: int = 0,
         seed: Optional[int] = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         check_choice("variance_net", variance_net, VARIANCE_NETS)
         check_choice("feed", feed, FEEDS)
+        if int(enumerate_top) != enumerate_top or enumerate_top < 0:
+            raise ValueError("enumerate_top must be an integer >= 0, got %r" % (enumerate_top,))
+        if enumerate_top and feed != "mean":
+            raise ValueError(
+                "enumerate_top scores components at their own step's output layer, which "
+                "needs feed='mean' (with feed='sample' a component moves every later step)"
+            )
         if feed == "mean" and sampling != "mixture":
             raise ValueError(
                 "feed='mean' moves sampling='mixture''s draw out of the decoder loop; "
@@ -667,6 +680,7 @@ class ACVIContext(ContextLayer):
         self.log_var_min = float(log_var_min)
         self.log_var_max = float(log_var_max)
         self.feed = feed
+        self.enumerate_top = int(enumerate_top)
         self.seed = seed
         self.generator = random_generator(seed)
         self.variance_network = VarianceNetwork(
@@ -938,6 +952,8 @@ class ACVIContext(ContextLayer):
           prepared: the mixture's ``PreparedMemory``.
         """
         probs = tf.cast(attention_probs, tf.float32)
+        if self.enumerate_top:
+            return self.sum_and_sample(gold, probs, prepared)
         contexts = self.sample(probs, prepared)
         log_likelihood = gold.log_likelihood(tf.cast(contexts, self.compute_dtype))
         score = self.choice_surrogate(contexts, probs, prepared)
@@ -949,6 +965,67 @@ class ACVIContext(ContextLayer):
             baseline = mixture_kl_bound(probs, terms)
             kl = sampled + tf.stop_gradient(sampled - baseline) * score
         return token_nll, kl
+
+    def sum_and_sample(
+        self, gold: GoldTarget, probs: tf.Tensor, prepared: PreparedMemory
+    ) -> Tuple[tf.Tensor, tf.Tensor]:
+        """``output_choice_losses`` with ``enumerate_top`` = k: Liu et al.'s (2019)
+        Rao-Blackwellised "sum and sample" estimate of ``E_q[f(c_t)]`` per step.
+
+        With ``C`` the k components of largest ``a_t,i`` and ``r = 1 - sum_{i in C}
+        a_t,i`` the weight of the others, ``E_q[f] = sum_{i in C} a_t,i E[f(h_i + sigma_i
+        eps)] + r E_{j ~ a_t / r, j not in C}[E[f(h_j + sigma_j eps)]]``. Each ``i`` in
+        ``C`` gets one reparameterised draw, and one ``j`` is drawn from the others; the
+        weights get their gradient directly from the sum, and through ``r`` and the score
+        term ``r (f(c_j) - b_t) grad log(a_t,j / r)`` from the sample (``b_t`` reads no
+        draw: the prediction at the expected context for the likelihood, the bound for
+        ``kl="mc"``). Unbiased for any k; the sample's share of the variance shrinks with
+        ``r^2``, and at k >= the source length it is exact. ``kl="bound"`` keeps its
+        closed form.
+
+        Returns:
+          ``(token_nll, kl)`` [B, T], the negated estimates.
+        """
+        k = self.enumerate_top
+        memory, variance = prepared.memory, prepared.variance
+        # k padding positions of weight 0, so that top_k finds k whatever the source length
+        padded = tf.pad(probs, [[0, 0], [0, 0], [0, k]])
+        memory = tf.pad(memory, [[0, 0], [0, k], [0, 0]])
+        variance = tf.pad(variance, [[0, 0], [0, k], [0, 0]], constant_values=1.0)
+        top, index = tf.math.top_k(padded, k)  # [B, T, k]
+        rest = tf.maximum(1.0 - tf.reduce_sum(top, -1), 0.0)
+        others = padded * (1.0 - tf.reduce_sum(tf.one_hot(index, tf.shape(padded)[-1]), -2))
+        logits = self._perturbed_logits(others, None, None)
+        drawn = tf.argmax(tf.where(others > 0, logits, -np.inf), axis=-1, output_type=tf.int32)
+        log_ratio = tf.math.log(tf.maximum(tf.gather(padded, drawn, batch_dims=2), _TINY_PROB))
+        log_ratio -= tf.math.log(tf.maximum(rest, _TINY_PROB))
+        score = log_ratio - tf.stop_gradient(log_ratio)
+
+        def component(chosen):  # h_i + sigma_i eps [B, T, D] for i = chosen [B, T]
+            mean = tf.gather(memory, chosen, batch_dims=1)
+            scale = tf.sqrt(tf.gather(variance, chosen, batch_dims=1))
+            return mean + scale * self._normal(tf.shape(mean), None)
+
+        contexts = [component(chosen) for chosen in tf.unstack(index, k, axis=-1) + [drawn]]
+
+        def estimate(f, baseline):
+            values = [f(c) for c in contexts]
+            exact = tf.add_n([top[..., m] * values[m] for m in range(k)])
+            sampled = values[-1]
+            advantage = tf.stop_gradient(sampled - baseline)
+            return exact + rest * sampled + rest * advantage * score
+
+        def log_likelihood(c):
+            return gold.log_likelihood(tf.cast(c, self.compute_dtype))
+
+        token_nll = -estimate(log_likelihood, gold.soft_log_likelihood)
+        terms = prepared.component_kl
+        if terms is None:
+            terms = component_kl(prepared.memory, tf.math.log(prepared.variance))
+        bound = mixture_kl_bound(probs, terms)
+        if self.kl != "mc":
+            return token_nll, bound
+        return token_nll, estimate(lambda c: self.kl_steps(c, probs, prepared), bound)
 
     def log_posterior(
         self, context: tf.Tensor, probs: tf.Tensor, prepared: PreparedMemory
@@ -1044,6 +1121,7 @@ class ACVIContext(ContextLayer):
             log_var_min=self.log_var_min,
             log_var_max=self.log_var_max,
             feed=self.feed,
+            enumerate_top=self.enumerate_top,
             seed=self.seed,
         )
         return config
