@@ -2,8 +2,9 @@
 costs: the paper's model (``--acvi_feed=sample``: the draw feeds the next step, the
 choice's score weighted by the returns to go), the same with 4 samples per example (each
 sample's baseline the other three), and ``--acvi_feed=mean`` (the loop reads the
-expected context; the score weighted by its step's reward alone), with soft attention's
-step for the cost.
+expected context; the score weighted by its step's reward alone), the same with each
+step's 4 largest-weight components scored exactly (``--acvi_enumerate_top=4``), with the
+expected context's step for the cost.
 
 ``--task=translation``: the NMT host on the shipped Pig Latin words. It trains one run
 with the mixture sampler at weight 1 (``--acvi_kl=bound``) for ``--train_steps`` steps
@@ -49,6 +50,10 @@ VARIANTS = {
     "feed sample (the paper's model)": (dict(sampling="mixture", feed="sample"), 1),
     "feed sample, 4 samples per example": (dict(sampling="mixture", feed="sample"), 4),
     "feed mean": (dict(sampling="mixture", feed="mean"), 1),
+    "feed mean, 4 largest components scored exactly": (
+        dict(sampling="mixture", feed="mean", enumerate_top=4),
+        1,
+    ),
 }
 
 

@@ -26,7 +26,8 @@ Gumbel-softmax sampling for the whole run with ``mc`` (``acvi-gumbel-mc``); samp
 the mixture posterior itself with ``mc`` and ``bound`` at weights 1 and 0.001
 (``acvi-mixture-*``; at weight 1 a lower bound on ``log p(y)``, docs/acvi.md), the same
 at weights 1 and 0.001 with the loop fed the expected context (``-mean``:
-``--acvi_feed=mean``), ``mc``
+``--acvi_feed=mean``), the last also with the 4 largest-weight components scored exactly
+(``-top4``: ``--acvi_enumerate_top=4``), ``mc``
 at weight 1 and ``bound`` at 0.001 with 4 samples per example (``-k4``), and ``bound`` at
 0.001 decoding with a sampled context (``-sample``); and soft attention and the default
 ACVI (``acvi-bound-0.001``) trained with ``--mixed_precision=bfloat16`` (``-bfloat16``), the
@@ -115,6 +116,12 @@ VARIANTS = {
     + ["--acvi_sampling=mixture", "--acvi_kl=bound", "--acvi_feed=mean"],
     "acvi-mixture-bound-0.001-mean": _MIXTURE
     + ["--acvi_kl=bound", "--kl_weight=0.001", "--acvi_feed=mean"],
+    # and the 4 largest-weight components of each step scored exactly (sum and sample)
+    "acvi-mixture-bound-mean-top4": _WEIGHT_1
+    + ["--acvi_sampling=mixture", "--acvi_kl=bound", "--acvi_feed=mean"]
+    + ["--acvi_enumerate_top=4"],
+    "acvi-mixture-bound-0.001-mean-top4": _MIXTURE
+    + ["--acvi_kl=bound", "--kl_weight=0.001", "--acvi_feed=mean", "--acvi_enumerate_top=4"],
     # the same, decoding (and scoring) with a sampled context instead of the mean
     "acvi-mixture-bound-0.001-sample": _MIXTURE
     + ["--acvi_kl=bound", "--kl_weight=0.001", "--acvi_decode=sample"],
