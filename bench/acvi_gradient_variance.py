@@ -14,7 +14,8 @@ with the mixture sampler at weight 1 (``--acvi_kl=bound``) for ``--train_steps``
 the only noise. For each variant and each group of variables (the attention's
 query/memory layers, and all): the relative variance ``E||g - mean g||^2 / ||mean g||^2``
 of one draw's gradient, the number of draws whose average has as much noise as signal,
-and the milliseconds per gradient (traced, median over the draws, in this process).
+and the CPU milliseconds per gradient (traced, the median over the draws, in this
+process: CPU time, so that other work on the machine does not move it).
 
 The variants estimate the gradients of two objectives (the bound of the paper's model
 and that of the mean-fed one), so the comparison is of each estimator's noise relative
@@ -103,8 +104,8 @@ TASKS = {"translation": translation}
 
 
 def gradient_draws(model, batch, variables, draws, training=True):
-    """``draws`` gradients of the training loss [draws, P] and the ms each took (without
-    ``training``: the context layer's expected context, no draw)."""
+    """``draws`` gradients of the training loss [draws, P] and the CPU ms each took
+    (without ``training``: the context layer's expected context, no draw)."""
     step = tf.constant(0, tf.int64)
 
     @tf.function
@@ -118,9 +119,9 @@ def gradient_draws(model, batch, variables, draws, training=True):
     gradient(batch)  # the trace
     rows, times = [], []
     for _ in range(draws):
-        start = time.perf_counter()
+        start = time.process_time()
         rows.append(gradient(batch).numpy())
-        times.append(1000 * (time.perf_counter() - start))
+        times.append(1000 * (time.process_time() - start))
     return np.array(rows, np.float64), float(np.median(times))
 
 
@@ -180,7 +181,7 @@ def run(config: config_lib.Config) -> None:
             "relative variance, attention",
             "relative variance, all",
             "draws for noise = signal (attention)",
-            "ms per gradient",
+            "CPU ms per gradient",
         ],
         rows,
         notes=[
