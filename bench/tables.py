@@ -475,12 +475,31 @@ _ESTIMATOR = (
     ("`mixture`, `bound`, 0.001, K = 4", "acvi-mixture-bound-0.001-k4", "b50e9d2", "5b21ed9"),
     ("`mixture`, `mc`, 1, K = 1", "acvi-mixture-mc", _MIXTURE_REVISION, _MIXTURE_REVISION),
     ("`mixture`, `mc`, 1, K = 4", "acvi-mixture-mc-k4", "1bd433d", "5b21ed9-dirty"),
+    (
+        "`mixture`, `bound`, 0.001, K = 1, the expected context fed",
+        "acvi-mixture-bound-0.001-mean",
+        "030caab",
+        None,
+    ),
+    (
+        "`mixture`, `bound`, 1, K = 1, the expected context fed",
+        "acvi-mixture-bound-mean",
+        "96f4ebb",
+        None,
+    ),
+    (
+        "`mixture`, `mc`, 1, K = 1, the expected context fed",
+        "acvi-mixture-mc-mean",
+        "96f4ebb",
+        None,
+    ),
 )
 
 
 def mixture_estimator(records: Dict[str, dict]) -> str:
     """The mixture sampler on Pig Latin and the moving shapes with one and with four
-    samples per example, and decoding with a sampled context."""
+    samples per example, decoding with a sampled context, and with the expected context
+    fed to the next step (``--acvi_feed=mean``)."""
     rows = []
     for label, variant, pig_latin, shapes in _ESTIMATOR:
         cells = [label, _metric_and_nll(records, Pick(PIG_LATIN, variant, pig_latin), 3)]
