@@ -337,6 +337,19 @@ def test_an_inference_restore_falls_back_from_a_damaged_newest_checkpoint(tmp_pa
         % re.escape(newest),
     ):
         checkpoints.restore_for_inference(_model(), train, given=newest)
+    # a damaged best model falls back the same way, to the newest readable training one
+    saver.save_best(1.0)
+    best = str(tmp_path / "best")
+    damaged = checkpoints.latest_checkpoint(best)
+    with open(damaged + ".data-00000-of-00001", "r+b") as f:
+        f.truncate(10)
+    absl_caplog.clear()
+    assert checkpoints.restore_for_inference(_model(), train, best) == (older, 2)
+    assert any(
+        m.startswith("Cannot read checkpoint %s (" % damaged)
+        and m.endswith("falling back to %s" % newest)
+        for m in absl_caplog.messages
+    )
 
 
 def test_an_inference_restore_says_which_checkpoint_and_why(tmp_path, absl_caplog):

@@ -614,8 +614,10 @@ def restore_for_inference(
     """
     path, why = inference_checkpoint(train_dir, best, given, to_validate, to_train, newest)
     by_path = bool(given) and given not in (BEST_KEY, LATEST_KEY)
-    older = found_checkpoints(train_dir)
-    older = [] if by_path or path not in older else older[: older.index(path)]
+    # where the chosen one cannot be read: the training checkpoints before it (all of
+    # them after the best model), never another than the one --ckpt names (best, a path)
+    older = [] if given and given != LATEST_KEY else found_checkpoints(train_dir)
+    older = older[: older.index(path)] if path in older else older
     path, why = _restore_readable(tf.train.Checkpoint(model=model), path, why, check, older)
     step = _saved_step(path)
     logging.info("Restored %s%s: %s", path, "" if step is None else " (step %d)" % step, why)
