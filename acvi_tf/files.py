@@ -80,6 +80,27 @@ def named_as(path: str) -> Iterator[None]:
         raise OSError(e.errno, e.strerror, path) from e
 
 
+# The prefix of the temporary file an atomic write renames into place.
+PARTIAL_PREFIX = ".partial-"
+
+
+def remove_partials(directory: str) -> None:
+    """Removes the temporary files that atomic writes killed before their rename left in
+    ``directory`` (a command that writes there alone calls it before it starts), with one
+    log line.
+
+    Args:
+      directory: the folder.
+    """
+    left = sorted(glob.glob(os.path.join(glob.escape(directory), PARTIAL_PREFIX + "*")))
+    for path in left:
+        os.remove(path)
+    if left:
+        logging.info(
+            "removed %d unfinished file(s) of a write that was killed in %s", len(left), directory
+        )
+
+
 def _temporary_beside(path: str, mode: str, encoding: Optional[str]) -> IO:
     """An open temporary file in ``path``'s folder (created if missing); a folder that
     cannot be written is an ``OSError`` naming ``path``, not the temporary file."""
@@ -87,7 +108,7 @@ def _temporary_beside(path: str, mode: str, encoding: Optional[str]) -> IO:
     with named_as(path):
         os.makedirs(directory, exist_ok=True)
         return tempfile.NamedTemporaryFile(
-            mode, dir=directory, delete=False, prefix=".partial-", encoding=encoding
+            mode, dir=directory, delete=False, prefix=PARTIAL_PREFIX, encoding=encoding
         )
 
 

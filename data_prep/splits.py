@@ -11,7 +11,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Seque
 
 from absl import flags, logging
 
-from acvi_tf import errors
+from acvi_tf import errors, files
 
 TOKENIZE_BATCH = 1000  # records per tokenizer call and progress update
 
@@ -126,7 +126,8 @@ def refuse_built(out_dir: str, record: str, overwrite: bool, folder: str = "out_
     """Refuses a build into a folder that holds a corpus (its ``record``) unless
     ``overwrite``: the runs trained on it would no longer find their data. With
     ``overwrite`` the record goes first, so that a rebuild cut short, whose folder mixes
-    old and new files, is not taken for a finished corpus.
+    old and new files, is not taken for a finished corpus. What the writes of a killed
+    build left unfinished (``files.remove_partials``) goes first of all.
 
     Args:
       out_dir: the build's output folder.
@@ -137,6 +138,7 @@ def refuse_built(out_dir: str, record: str, overwrite: bool, folder: str = "out_
     Raises:
       CorpusExistsError: naming the record and the fix.
     """
+    files.remove_partials(out_dir)  # a killed build's unfinished files
     path = os.path.join(out_dir, record)
     if not os.path.exists(path):
         return

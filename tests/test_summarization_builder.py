@@ -348,7 +348,9 @@ def test_a_corpus_is_replaced_only_with_overwrite(tmp_path, monkeypatch):
         with pytest.raises(KeyboardInterrupt):
             summarization.build(overwrite)
     assert not (out / "corpus.json").exists()
+    (out / ".partial-x1y2").write_bytes(b"a write a kill cut short")
     summarization.build(overwrite)
+    assert not (out / ".partial-x1y2").exists()
     assert json.loads((out / "corpus.json").read_text())["lowercase"] is True
 
 
