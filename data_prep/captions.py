@@ -48,12 +48,14 @@ Usage::
 
 import collections
 import csv
+import ctypes
 import dataclasses
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
-import tempfile
 from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from absl import flags, logging
@@ -67,6 +69,9 @@ from data_prep import splits as splits_lib
 SPLITS = ("train", "val", "test")
 VOCAB_FILE = "vocab.txt"
 STATS_FILE = "stats.json"
+# The output folder's links to the videos the extractor reads, while it runs.
+LINKS_DIR = ".video-links"
+_PR_SET_PDEATHSIG = 1  # prctl(2)
 MAX_LISTED = 10
 FEATURES_DIR = "features"  # the store extracted from --videos, in --output_dir
 FAILED_FILE = "failed.txt"  # video_caption.features lists undecodable videos here
@@ -263,11 +268,18 @@ def group_clips(
     return clips
 
 
+def _ends_with_parent() -> None:
+    """In the extractor's process before it starts: on Linux it gets SIGTERM when the
+    build dies, however it dies (a SIGKILL included), instead of writing on alone."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 def extract_video_features(config: config_lib.Config, clips: Mapping[str, dict]) -> str:
     """Extracts the features of the captioned clips' videos into ``<output_dir>/features``.
 
     The builders do not import the captioner, so this runs its command, ``python -m
-    video_caption.features``, on a temporary folder of links to the clips' videos, with
+    video_caption.features``, on a folder of links to the clips' videos (``LINKS_DIR``), with
     the extraction flags that ``config`` gives (``EXTRACTION_FLAGS``).
 
     Args:
@@ -311,7 +323,12 @@ def extract_video_features(config: config_lib.Config, clips: Mapping[str, dict])
     failed_path = os.path.join(store, FAILED_FILE)
     if os.path.exists(failed_path):  # an earlier run's; this run writes its own
         os.unlink(failed_path)
-    with tempfile.TemporaryDirectory(prefix="captions-videos-") as folder:
+    # the extractor reads the captioned clips' videos through links in the output folder
+    # (a killed build's are replaced by the next one)
+    folder = os.path.join(config.output_dir, LINKS_DIR)
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    try:
         for path in present.values():
             os.symlink(os.path.abspath(path), os.path.join(folder, os.path.basename(path)))
         command = [sys.executable, "-m", "video_caption.features"]
@@ -327,7 +344,9 @@ def extract_video_features(config: config_lib.Config, clips: Mapping[str, dict])
             len(present),
             store,
         )
-        status = subprocess.run(command, check=False).returncode
+        status = subprocess.run(command, check=False, preexec_fn=_ends_with_parent).returncode
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
     if status == 1 and os.path.exists(failed_path):
         with open(failed_path, encoding="utf-8") as f:
             failed = [line.rstrip("\n").split("\t") for line in f if line.strip()]
@@ -372,6 +391,7 @@ def build(config: config_lib.Config) -> Stats:
         raise CaptionsError("--%s applies only with --videos" % given[0])
     # stats.json is written last: a build cut short (its feature extraction) resumes
     splits_lib.refuse_built(config.output_dir, STATS_FILE, config.overwrite, "output_dir")
+    files.check_output(os.path.join(config.output_dir, STATS_FILE), "--output_dir")
     stats = Stats()
     rows = read_rows(config.captions, config.clip_field, config.caption_field, config.split_field)
     clips = group_clips(rows, config.lowercase, config.skip_empty, stats)

@@ -4,6 +4,11 @@ the captioner's split files; bad input in one line; the captioner trains on the 
 import json
 import os
 import re
+import signal
+import subprocess
+import sys
+import time
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -15,6 +20,9 @@ from video_caption import caption as caption_lib
 from video_caption import cnn, run_captioning
 from video_caption import features as features_lib
 
+from conftest import no_writes_in, write_video
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLIPS = ["red_square", "blue_circle", "green_star", "cat_video"]
 
 
@@ -225,3 +233,53 @@ def test_a_clip_without_a_video_or_an_undecodable_video_is_one_line(tmp_path):
         _video_build(tmp_path, "broken.csv", tmp_path / "data", *argv)
     with pytest.raises(captions.CaptionsError, match=r"--cnn applies only with --videos"):
         _video_build(tmp_path, "broken.csv", tmp_path / "data", "--features=x", "--cnn=googlenet")
+
+
+def test_an_output_folder_that_cannot_be_written_is_refused_before_the_extraction(
+    tmp_path, monkeypatch
+):
+    (tmp_path / "c.csv").write_text("clip,caption,split\nred,a red square,train\n")
+    (tmp_path / "videos").mkdir()
+    write_video(tmp_path / "videos" / "red.mp4", num_frames=4)
+    out = tmp_path / "data"
+    out.mkdir()
+    no_writes_in(monkeypatch, out)
+    monkeypatch.setattr(captions.subprocess, "run", mock.Mock(side_effect=AssertionError))
+    with pytest.raises(PermissionError) as refused:
+        _video_build(tmp_path, "c.csv", out, "--videos=%s" % (tmp_path / "videos"))
+    assert refused.value.filename == str(out / "stats.json")
+
+
+def test_the_extractor_ends_with_a_build_that_is_killed(tmp_path):
+    """The build's child (the feature extractor) gets SIGTERM when the build dies, a
+    SIGKILL included, instead of writing on into the folder alone."""
+    pid_file = tmp_path / "child.pid"
+    child_code = (
+        "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(60)"
+    )
+    (tmp_path / "build.py").write_text(
+        "import subprocess, sys\n"
+        "from data_prep import captions\n"
+        "subprocess.run([sys.executable, '-c', %r, %r], preexec_fn=captions._ends_with_parent)\n"
+        % (child_code, str(pid_file))
+    )
+    parent = subprocess.Popen([sys.executable, str(tmp_path / "build.py")], cwd=ROOT)
+    deadline = time.monotonic() + 60
+    while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    child = int(pid_file.read_text())
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 10
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child)
+
+
+def _alive(pid):
+    """Whether process ``pid`` runs (a zombie, which its new parent reaps, does not)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
