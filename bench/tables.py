@@ -493,6 +493,18 @@ _ESTIMATOR = (
         "96f4ebb",
         None,
     ),
+    (
+        "`mixture`, `bound`, 0.001, the expected context fed, top 4 summed",
+        "acvi-mixture-bound-0.001-mean-top4",
+        "fbcb9aa",
+        None,
+    ),
+    (
+        "`mixture`, `bound`, 1, the expected context fed, top 4 summed",
+        "acvi-mixture-bound-mean-top4",
+        "fbcb9aa",
+        None,
+    ),
 )
 
 

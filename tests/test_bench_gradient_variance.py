@@ -1,0 +1,31 @@
+"""bench/acvi_gradient_variance.py: its measure of noise, and the table docs/acvi.md
+quotes is the kept result's."""
+
+import json
+import os
+import sys
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+
+import acvi_gradient_variance  # noqa: E402
+
+import _report  # noqa: E402 (bench/ is not a package)
+
+
+def test_the_relative_variance_is_the_noise_of_one_draw_over_the_signal():
+    rng = np.random.default_rng(0)
+    signal = np.array([3.0, -4.0])  # |mean|^2 = 25
+    rows = signal + rng.normal(scale=[1.0, 2.0], size=(20000, 2))  # variance 1 + 4
+    assert abs(acvi_gradient_variance.relative_variance(rows) - 5.0 / 25.0) < 0.01
+
+
+def test_the_page_quotes_the_kept_translation_table():
+    path = os.path.join(_report.RESULTS, "acvi_gradient_variance-translation-cpu.json")
+    with open(path, encoding="utf-8") as f:
+        result = json.load(f)
+    table = _report.markdown_table(result["header"], result["rows"])
+    with open(os.path.join(ROOT, "docs", "acvi.md"), encoding="utf-8") as f:
+        assert "<!-- gradient-variance -->\n%s\n<!-- /gradient-variance -->" % table in f.read()
