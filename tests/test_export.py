@@ -302,3 +302,22 @@ def test_an_export_that_cannot_be_written_names_its_folder(tmp_path, monkeypatch
             export_lib.save(module, target, {"serving_default": module.double})
     assert (raised.value.errno, raised.value.filename) == (errno.ENOSPC, target)
     assert os.listdir(tmp_path) == []
+
+
+def test_an_export_finished_meanwhile_is_not_replaced_without_overwrite(tmp_path, monkeypatch):
+    """Two exports to one new folder: the one that ends second finds the first one's
+    SavedModel there and is refused, as it would have been had it started later."""
+    module = _Doubler()
+    target = tmp_path / "served"
+    real = export_lib.tf.saved_model.save
+
+    def another_export_ends_first(module, staging, signatures):
+        real(module, staging, signatures=signatures)
+        target.mkdir()
+        (target / "saved_model.pb").write_bytes(b"the other export's")
+
+    monkeypatch.setattr(export_lib.tf.saved_model, "save", another_export_ends_first)
+    with pytest.raises(Exception, match="exists; give a new --export_dir"):
+        export_lib.save(module, str(target), {"serving_default": module.double})
+    assert (target / "saved_model.pb").read_bytes() == b"the other export's"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["served"]

@@ -162,7 +162,8 @@ def save(
             traced = {name: f.get_concrete_function() for name, f in signatures.items()}
         with progress.stage("Writing the SavedModel"):
             tf.saved_model.save(module, staging, signatures=traced)
-        if os.path.exists(export_dir):
+        if os.path.exists(export_dir):  # with --overwrite; else another export ended first
+            refuse_existing(export_dir, overwrite)
             shutil.rmtree(export_dir)
         os.replace(staging, export_dir)
     except Exception as e:
