@@ -256,7 +256,7 @@ def checkpoint_to_use(
         )
     elif path:
         logging.warning(
-            "%s holds no best model (no validation is recorded yet), so this uses the newest "
+            "%s holds no best model (none is validated yet, or the folder was removed), so this uses the newest "
             "training checkpoint, %s; %s",
             best_dir,
             path,
