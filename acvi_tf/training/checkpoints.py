@@ -256,8 +256,8 @@ def checkpoint_to_use(
         )
     elif path:
         logging.warning(
-            "%s holds no best model (none is validated yet, or the folder was removed), so this uses the newest "
-            "training checkpoint, %s; %s",
+            "%s holds no best model (none is validated yet, or the folder was removed), so "
+            "this uses the newest training checkpoint, %s; %s",
             best_dir,
             path,
             to_validate,
