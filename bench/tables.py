@@ -479,7 +479,7 @@ _ESTIMATOR = (
         "`mixture`, `bound`, 0.001, K = 1, the expected context fed",
         "acvi-mixture-bound-0.001-mean",
         "030caab",
-        None,
+        "afe812b",
     ),
     (
         "`mixture`, `bound`, 1, K = 1, the expected context fed",
@@ -497,7 +497,7 @@ _ESTIMATOR = (
         "`mixture`, `bound`, 0.001, the expected context fed, top 4 summed",
         "acvi-mixture-bound-0.001-mean-top4",
         "fbcb9aa",
-        None,
+        "afe812b",
     ),
     (
         "`mixture`, `bound`, 1, the expected context fed, top 4 summed",
