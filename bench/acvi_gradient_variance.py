@@ -12,18 +12,21 @@ well as soft attention) for ``--train_steps`` steps, so that the attention is tr
 and peaked, restores it, takes the first
 ``--batch_size`` dev pairs as the batch, and computes the gradient of the training loss
 ``--draws`` times per variant, each with its own draws. Dropout is off, so the draws are
-the only noise. For each variant and each group of variables (the attention's
-query/memory layers, and all): the relative variance ``E||g - mean g||^2 / ||mean g||^2``
-of one draw's gradient, the number of draws whose average has as much noise as signal,
-and the CPU milliseconds per gradient (traced, the median over the draws, in this
-process: CPU time, so that other work on the machine does not move it).
+the only noise. For each variant and each group of variables (the attention scorer's,
+which the choice's score term reaches first, and all): the relative variance
+``E||g - mean g||^2 / ||mean g||^2`` of one draw's gradient, the number of draws whose
+average has as much noise as signal, and the CPU milliseconds per gradient (traced, the
+median over the draws, in this process: CPU time, so that other work on the machine
+does not move it).
 
 The variants estimate the gradients of two objectives (the bound of the paper's model
 and that of the mean-fed one), so the comparison is of each estimator's noise relative
 to its own signal.
 
 ``--task=captioning``: the same with the captioner on the shipped moving-shapes clips (8
-frames, the study's sizes without dropout) and a batch of validation captions.
+frames, the study's sizes without dropout) and a batch of validation captions;
+``--task=summarization`` with the summarizer on the shipped Debian descriptions (the
+study's sizes, no coverage) and a batch of validation pairs.
 
 Usage: python bench/acvi_gradient_variance.py [--task=translation|captioning] [--train_steps=400]
   [--draws=200] [--batch_size=64] [--seed=1]
@@ -33,6 +36,7 @@ import os
 import sys
 import tempfile
 import time
+from typing import List
 
 import numpy as np
 import tensorflow as tf
@@ -42,10 +46,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from acvi_tf import config as config_lib
 from acvi_tf.contexts import objective
-from acvi_tf.formats import nmt_text
+from acvi_tf.formats import bin_files, nmt_text
 from nmt import data as nmt_data
 from nmt import experiment as nmt_experiment
 from nmt import run_nmt
+from pointer_generator import batcher, run_summarization
+from pointer_generator import experiment as pg_experiment
+from pointer_generator import vocab as pg_vocab
 from video_caption import experiment as vc_experiment
 from video_caption import run_captioning
 
@@ -64,11 +71,25 @@ VARIANTS = {
 }
 
 
+# The variables of Bahdanau's scorer, v^T tanh(W_h h_i + W_s s_t + b), by name (the
+# summarizer's and the captioner's); Luong's general scorer is NMT's W.
+BAHDANAU = ("/W_h/", "/attention/W_s/", "/attention/v/")
+
+
+def _scorer(model, *names: str) -> List[bool]:
+    """Which of ``model``'s trainable variables are its attention scorer's: the ones the
+    component choice's score term reaches first."""
+    chosen = [any(name in v.name for name in names) for v in model.trainable_variables]
+    if not any(chosen):
+        raise ValueError("no variable of %s is named %s" % (model.name, " or ".join(names)))
+    return chosen
+
+
 def translation(out_dir: str, train_steps: int, batch_size: int, seed: int):
     """The trained NMT model and a batch of Pig Latin dev pairs.
 
     Returns:
-      ``(model, batch, which of its trainable variables are the attention's)``.
+      ``(model, batch, which of its trainable variables are the scorer's)``.
     """
     sample = os.path.join(SAMPLES, "pig_latin")
     argv = [
@@ -99,15 +120,14 @@ def translation(out_dir: str, train_steps: int, batch_size: int, seed: int):
     source = tuple(os.path.join(sample, "dev." + lang) for lang in ("src", "tgt"))
     examples = nmt_data.make_examples(nmt_text.read_parallel(*source), *vocabs)
     batch = next(iter(nmt_data.eval_dataset(examples[:batch_size], batch_size, source)))
-    attention = ["attention" in v.name for v in model.trainable_variables]
-    return model, batch, attention
+    return model, batch, _scorer(model, "/W/kernel")
 
 
 def captioning(out_dir: str, train_steps: int, batch_size: int, seed: int):
     """The trained captioner and a batch of moving-shapes validation captions.
 
     Returns:
-      ``(model, batch, which of its trainable variables are the attention's)``.
+      ``(model, batch, which of its trainable variables are the scorer's)``.
     """
     sample = os.path.join(SAMPLES, "moving_shapes")
     argv = [
@@ -139,11 +159,57 @@ def captioning(out_dir: str, train_steps: int, batch_size: int, seed: int):
     exp.restore()
     clips = exp.split("val")
     batch = next(iter(clips.caption_batches(clips.caption_pairs(exp.vocab), batch_size)))
-    attention = ["attention" in v.name for v in exp.model.trainable_variables]
-    return exp.model, batch, attention
+    return exp.model, batch, _scorer(exp.model, *BAHDANAU)
 
 
-TASKS = {"translation": translation, "captioning": captioning}
+def summarization(out_dir: str, train_steps: int, batch_size: int, seed: int):
+    """The trained summarizer and a batch of the Debian descriptions' validation pairs.
+
+    Returns:
+      ``(model, batch, which of its trainable variables are the scorer's)``.
+    """
+    sample = os.path.join(SAMPLES, "debian_descriptions")
+    chunks = os.path.join(sample, "chunked")
+    argv = [
+        "run_summarization",
+        "--mode=train",
+        "--data_path=" + os.path.join(chunks, "train_*"),
+        "--vocab_path=" + os.path.join(sample, "vocab"),
+        "--vocab_size=10000",
+        "--log_root=" + out_dir,
+        "--exp_name=run",
+        "--hidden_dim=64",
+        "--emb_dim=32",
+        "--batch_size=16",
+        "--max_enc_steps=80",
+        "--max_dec_steps=20",
+        "--optimizer=adam",
+        "--max_steps=%d" % train_steps,
+        "--seed=%d" % seed,
+        "--context=acvi",
+    ]
+    config = config_lib.parse(run_summarization.define_flags, argv)
+    run_summarization.run(config)
+    vocab = pg_vocab.Vocab(config.vocab_path, config.vocab_size)
+    model = pg_experiment.build_model(config, vocab)
+    pg_experiment.restore(config, model, vocab, best=False)
+    pairs = list(bin_files.read_bin_file(os.path.join(chunks, "val_000.bin")))[:batch_size]
+    examples = [
+        batcher.Example(
+            article,
+            pg_vocab.abstract2sents(abstract),
+            vocab,
+            config.max_enc_steps,
+            config.max_dec_steps,
+        )
+        for article, abstract in pairs
+    ]
+    padded = batcher.make_batch(examples, vocab.word2id("[PAD]"), config.max_dec_steps)
+    batch = {name: tf.constant(padded[name]) for name in batcher.BATCH_SIGNATURE}
+    return model, batch, _scorer(model, *BAHDANAU)
+
+
+TASKS = {"translation": translation, "captioning": captioning, "summarization": summarization}
 
 
 def gradient_draws(model, batch, variables, draws, training=True):
@@ -156,7 +222,7 @@ def gradient_draws(model, batch, variables, draws, training=True):
         with tf.GradientTape() as tape:
             out = model(batch, training=training)
             loss = model.compute_loss(batch, out, step)[model.loss_key]
-        grads = tape.gradient(loss, variables)
+        grads = tape.gradient(loss, variables, unconnected_gradients="zero")
         return tf.concat([tf.reshape(g, [-1]) for g in grads], 0)
 
     gradient(batch)  # the trace
@@ -186,7 +252,7 @@ def define_flags(fv: flags.FlagValues) -> None:
 def run(config: config_lib.Config) -> None:
     """Trains the shared run, measures every variant, keeps the table."""
     with tempfile.TemporaryDirectory() as out_dir:
-        model, batch, attention = TASKS[config.task](
+        model, batch, scorer = TASKS[config.task](
             out_dir, config.train_steps, config.batch_size, config.seed
         )
     layer = model.context_layer
@@ -195,7 +261,7 @@ def run(config: config_lib.Config) -> None:
     rows, data = [], {}
     everything = model.trainable_variables
     columns = np.concatenate(
-        [np.full(int(np.prod(v.shape)), chosen) for v, chosen in zip(everything, attention)]
+        [np.full(int(np.prod(v.shape)), chosen) for v, chosen in zip(everything, scorer)]
     )
     for name, (settings, samples) in VARIANTS.items():
         for key, value in settings.items():
@@ -203,14 +269,14 @@ def run(config: config_lib.Config) -> None:
         layer.num_samples = samples
         tiled = objective.tile_batch(batch, samples)
         draws, ms = gradient_draws(model, tiled, everything, config.draws)
-        group = dict(attention=relative_variance(draws[:, columns]), all=relative_variance(draws))
+        group = dict(scorer=relative_variance(draws[:, columns]), all=relative_variance(draws))
         data[name] = dict(group, ms=ms)
         rows.append(
             [
                 name,
-                "%.3g" % group["attention"],
+                "%.3g" % group["scorer"],
                 "%.3g" % group["all"],
-                "%.0f" % max(1.0, group["attention"]),
+                "%.0f" % max(1.0, group["scorer"]),
                 "%.1f" % ms,
             ]
         )
@@ -221,9 +287,9 @@ def run(config: config_lib.Config) -> None:
         "The mixture sampler's gradient noise on a %s batch" % config.task,
         [
             "estimator",
-            "relative variance, attention",
+            "relative variance, scorer",
             "relative variance, all",
-            "draws for noise = signal (attention)",
+            "draws for noise = signal (scorer)",
             "CPU ms per gradient",
         ],
         rows,
