@@ -177,8 +177,8 @@ def check_output(
     for kept in protected:
         if same(kept):
             raise OutputError(
-                "%s=%s is %s, a file of the trained run; write to another file, or the run "
-                "would lose it" % (flag, path, kept)
+                "%s=%s is %s, a file of the trained run or one it reads; write to another "
+                "file, or the run would lose it" % (flag, path, kept)
             )
     handle = _temporary_beside(path, "wb", None)
     handle.close()

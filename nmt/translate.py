@@ -77,16 +77,21 @@ def run_config(out_dir: str, given: Dict[str, Any]) -> Config:
     return commands.run_config(run_nmt, out_dir, **given)
 
 
+def corpus_files(config: Config) -> Tuple[str, Optional[str]]:
+    """The paths of the corpus record and of the BPE codes (None without BPE) that the
+    run's vocabulary sits beside."""
+    folder = os.path.dirname(os.path.abspath(config.vocab_prefix))
+    if config.subword_option != "bpe":
+        return os.path.join(folder, CORPUS_RECORD), None
+    # the vocabulary is in the corpus's bpe/ folder
+    return os.path.join(os.path.dirname(folder), CORPUS_RECORD), os.path.join(folder, "codes")
+
+
 def corpus_record(config: Config) -> Tuple[str, Dict[str, Any], Optional[str]]:
     """The corpus record's path, its settings (``tokenizer``, ``lowercase``; Treebank and
     lowercase without one) and the BPE codes' path (None without BPE)."""
-    folder = os.path.dirname(os.path.abspath(config.vocab_prefix))
-    codes = None
-    if config.subword_option == "bpe":  # the vocabulary is in the corpus's bpe/ folder
-        codes = os.path.join(folder, "codes")
-        folder = os.path.dirname(folder)
+    record, codes = corpus_files(config)
     settings = dict(tokenizer="treebank", lowercase=True)
-    record = os.path.join(folder, CORPUS_RECORD)
     if os.path.exists(record):
         settings.update(files.read_json(record, CORPUS_FIX))
     else:
@@ -122,7 +127,11 @@ def run(config: Config) -> List[str]:
         config.output,
         lambda sentences: translate(sentences, model_config),
         "translations",
-        files.run_files(config.out_dir, *experiment.vocab_paths(model_config)),
+        files.run_files(
+            config.out_dir,
+            *experiment.vocab_paths(model_config),
+            *filter(None, corpus_files(model_config)),
+        ),
     )
 
 

@@ -108,10 +108,15 @@ def run_config(log_root: str, exp_name: str, given: Dict[str, Any]) -> Config:
     return experiment.decode_config(config)
 
 
+def corpus_record_path(vocab_path: str) -> str:
+    """The path of the corpus record next to the vocabulary."""
+    return os.path.join(os.path.dirname(os.path.abspath(vocab_path)), CORPUS_RECORD)
+
+
 def corpus_record(vocab_path: str) -> Tuple[str, Dict[str, Any]]:
     """The path of the corpus record next to the vocabulary, and its settings
     (``tokenizer``, ``lowercase``; Treebank and lowercase without one)."""
-    record = os.path.join(os.path.dirname(os.path.abspath(vocab_path)), CORPUS_RECORD)
+    record = corpus_record_path(vocab_path)
     settings = dict(tokenizer="treebank", lowercase=True)
     if os.path.exists(record):
         settings.update(files.read_json(record, CORPUS_FIX))
@@ -171,7 +176,11 @@ def run(config: Config) -> List[str]:
         config.output,
         lambda documents: summarize(documents, summarizer, tokenize, model_config),
         "summaries",
-        files.run_files(os.path.join(config.log_root, config.exp_name), model_config.vocab_path),
+        files.run_files(
+            os.path.join(config.log_root, config.exp_name),
+            model_config.vocab_path,
+            corpus_record_path(model_config.vocab_path),
+        ),
     )
 
 

@@ -2,12 +2,22 @@
 the same clips, their features extracted as the training features were (8 frames
 stored, 3 sampled, standardised: the shared ``runs.captioner_run``)."""
 
+import json
 import os
 import subprocess
 import sys
 
+import pytest
+
 from acvi_tf import config as config_lib
-from video_caption import caption
+from acvi_tf import files
+from video_caption import caption, features
+
+
+def _hparams(run):
+    with open(os.path.join(run, "hparams.json"), encoding="utf-8") as f:
+        return json.load(f)
+
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -20,6 +30,12 @@ def test_new_videos_are_captioned_as_decode_captions_them(captioner_run, tmp_pat
     got = caption.run(config_lib.parse(caption.define_flags, argv))
     assert got[0] == captioner_run["captions"]["white"] and got[1] == "" and got[2]
     assert (tmp_path / "out.txt").read_text().splitlines() == got
+    # nor may --output replace the store's settings, which the command reads
+    settings = features.settings_file(_hparams(run)["features"])
+    before = open(settings, "rb").read()
+    with pytest.raises(files.OutputError, match="or one it reads; write to another file"):
+        caption.run(config_lib.parse(caption.define_flags, argv[:3] + ["--output=" + settings]))
+    assert open(settings, "rb").read() == before
 
     done = subprocess.run(
         [sys.executable, "-m", "video_caption.caption", "--out_dir=%s" % run],

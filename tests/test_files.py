@@ -154,7 +154,9 @@ def test_an_output_that_cannot_be_written_is_refused_before_the_work(tmp_path, m
     protected = files.run_files(str(run), str(tmp_path / "vocab.de"), "")
     assert len(protected) == 6
     for kept in protected:
-        with pytest.raises(files.OutputError, match="a file of the trained run; write to another"):
+        with pytest.raises(
+            files.OutputError, match="a file of the trained run or one it reads; write to another"
+        ):
             commands.map_lines(
                 str(tmp_path / "in.txt"), kept, converted.extend, "copies", protected
             )

@@ -13,6 +13,7 @@ import sys
 import pytest
 
 from acvi_tf import config as config_lib
+from acvi_tf import files
 from acvi_tf import flags as acvi_flags
 from acvi_tf.formats.bin_files import read_bin_file
 from acvi_tf.inference import commands
@@ -104,6 +105,12 @@ def test_raw_text_summaries_equal_the_decode_of_the_same_articles(trained, tmp_p
     ]
     assert summaries[: len(test)] == decoded and summaries[-1] == ""  # an empty line: ""
     assert (tmp_path / "out.txt").read_text().splitlines() == summaries
+    # nor may --output replace the corpus record the command reads
+    record = (corpus / "corpus.json").read_bytes()
+    refused = argv[:4] + ["--output=%s" % (corpus / "corpus.json")]
+    with pytest.raises(files.OutputError, match="or one it reads; write to another file"):
+        summarize.run(config_lib.parse(summarize.define_flags, refused))
+    assert (corpus / "corpus.json").read_bytes() == record
     # an input of no line is an error, not an empty output
     (tmp_path / "empty.txt").write_text("")
     argv[3] = "--input=%s" % (tmp_path / "empty.txt")

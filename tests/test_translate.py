@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from acvi_tf import config as config_lib
+from acvi_tf import files
 from acvi_tf import flags as acvi_flags
 from acvi_tf.formats import bpe, nmt_text
 from data_prep import translation
@@ -96,6 +97,14 @@ def test_raw_sentences_translate_as_the_run_s_inference_does(tmp_path, absl_capl
     )
     assert raw and translations == expected + [""]  # an empty line: ""
     assert nmt_text.read_lines(str(tmp_path / "raw.it")) == translations
+    # nor may --output replace a file the command reads: the corpus's record, its codes
+    for kept in (corpus / "corpus.json", corpus / "bpe" / "codes"):
+        before = kept.read_bytes()
+        with pytest.raises(files.OutputError, match="or one it reads; write to another file"):
+            translate.run(
+                config_lib.parse(translate.define_flags, argv[:3] + ["--output=%s" % kept])
+            )
+        assert kept.read_bytes() == before
 
     command = [sys.executable, "-m", "nmt.translate", "--out_dir=%s" % out, *beam]
     done = subprocess.run(

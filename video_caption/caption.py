@@ -159,7 +159,11 @@ def run(config: Config) -> List[str]:
             lines, lambda videos: caption(videos, model_config, decoder, statistics), config.input
         ),
         "captions",
-        files.run_files(config.out_dir, os.path.join(model_config.data_dir, "vocab.txt")),
+        files.run_files(
+            config.out_dir,
+            os.path.join(model_config.data_dir, "vocab.txt"),
+            features_lib.settings_file(model_config.features),
+        ),
     )
 
 

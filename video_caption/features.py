@@ -114,6 +114,14 @@ def clip_features(extractor: cnn_lib.Extractor, frames: np.ndarray, num_frames: 
 # ----------------------------------------------------------------------------- writers
 
 
+def settings_file(store_path: str) -> str:
+    """The file that holds a store's extraction settings (``read_settings``): a folder's
+    ``features.json``, or the HDF5 file itself."""
+    if os.path.isdir(store_path):
+        return os.path.join(store_path, METADATA_FILE)
+    return store_path
+
+
 def read_settings(store_path: str) -> dict:
     """The extraction settings a store made by this command records (``SETTINGS``):
     ``features.json`` of a folder, the root attributes of an HDF5 file.
