@@ -872,8 +872,10 @@ def run_config(
         return config
     values = config.record()
     for n in sorted(config.given & (set(model_flags) | set(MODEL_FLAGS))):
-        if n in recorded and n in values and recorded[n] != values[n]:
-            raise _model_change(path, n, recorded[n], values[n])
+        if n in recorded and n in values:
+            _record_value(path, n, recorded[n], config[n])  # "sixteen" is named as such
+            if recorded[n] != values[n]:
+                raise _model_change(path, n, recorded[n], values[n])
     own = set(command_flags) | set(COMMAND_FLAGS) | config.given
     taken = {n: v for n, v in recorded.items() if n in config.recorded and n not in own}
     merged = config.replace(**{n: _record_value(path, n, v, config[n]) for n, v in taken.items()})
@@ -1027,6 +1029,7 @@ def compare_flag_record(out_dir, config, model_flags, name="hparams.json", comma
     changed = sorted(n for n in values if n in recorded and recorded[n] != values[n])
     for n in changed:
         if n in model_flags:
+            _record_value(path, n, recorded[n], config[n])  # "sixteen" is named as such
             raise _model_change(path, n, recorded[n], values[n])
     changed = [n for n in changed if n not in set(command_flags) | set(COMMAND_FLAGS)]
     if changed:

@@ -384,6 +384,15 @@ def test_a_record_value_of_the_wrong_kind_is_one_error_naming_it(tmp_path):
             "with, or delete the record and give the run's model flags on the command line"
             % (path, name, json.dumps(value), what)
         )
+    # the same where the command line repeats the model flag (a resume of its command)
+    path.write_text(json.dumps(dict(record, ved_latent_dim="sixteen")))
+    given = _parse("--ved_latent_dim=16")
+    for check in (
+        lambda: acvi_flags.run_config(given, str(tmp_path), (), (), acvi_flags.define_flags),
+        lambda: acvi_flags.compare_flag_record(str(tmp_path), given, ()),
+    ):
+        with pytest.raises(files.RecordError, match='--ved_latent_dim is "sixteen" there, not a'):
+            check()
     path.write_text(json.dumps(dict(record, kl_free_bits=1)))
     taken = acvi_flags.run_config(
         _parse(), str(tmp_path), (), (), acvi_flags.define_flags
