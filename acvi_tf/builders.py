@@ -143,10 +143,16 @@ def _check_cpu_devices(config: config_lib.Config) -> None:
     """Refuses ``--cpu_devices`` unless a ``mirrored`` strategy is to train on the CPU,
     and beyond the machine's cores (each device holds its own copy of the runtime's
     buffers, and more devices than cores run no faster)."""
+    cores = os.cpu_count() or 1
+    if config.cpu_devices > cores:
+        raise distribute.DistributionError(
+            "--cpu_devices=%d is more logical devices than this machine's %d CPU cores; "
+            "give --cpu_devices=%d or fewer" % (config.cpu_devices, cores, cores)
+        )
     if config.distribution_strategy != "mirrored":
         raise distribute.DistributionError(
-            "--cpu_devices=%d gives --distribution_strategy=mirrored its replicas on the "
-            "CPU; add --distribution_strategy=mirrored (this command has %s)"
+            "--cpu_devices=%d gives a mirrored strategy's replicas on the CPU, and "
+            "--distribution_strategy=%s has none; add --distribution_strategy=mirrored"
             % (config.cpu_devices, config.distribution_strategy)
         )
     gpus = len(tf.config.list_physical_devices("GPU"))
@@ -155,12 +161,6 @@ def _check_cpu_devices(config: config_lib.Config) -> None:
             "--cpu_devices=%d trains on the CPU, but this command trains on %s GPU(s) "
             "(TensorFlow sees %d); add --num_gpus=0, or leave --cpu_devices out"
             % (config.cpu_devices, config.num_gpus or gpus, gpus)
-        )
-    cores = os.cpu_count() or 1
-    if config.cpu_devices > cores:
-        raise distribute.DistributionError(
-            "--cpu_devices=%d is more logical devices than this machine's %d CPU cores; "
-            "give --cpu_devices=%d or fewer" % (config.cpu_devices, cores, cores)
         )
 
 

@@ -385,6 +385,9 @@ def test_cpu_devices_is_refused_where_it_cannot_apply(monkeypatch):
         builders.configure_runtime(
             _shared("--distribution_strategy=mirrored", "--cpu_devices=5"), trains=True
         )
+    # first, whatever the strategy: adding the strategy would only reach this refusal
+    with pytest.raises(distribute.DistributionError, match="than this machine's 4 CPU cores"):
+        builders.configure_runtime(_shared("--cpu_devices=1000"), trains=True)
     # this process's runtime runs with conftest's two CPU devices (listing them starts it)
     assert len(tf.config.list_logical_devices("CPU")) == 2
     with pytest.raises(distribute.DistributionError, match="already runs with 2 CPU device"):
