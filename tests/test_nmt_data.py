@@ -112,6 +112,14 @@ def test_read_parallel_keeps_lines_as_they_are(tmp_path):
     ]
 
 
+def test_a_byte_order_mark_is_not_part_of_the_first_word(tmp_path):
+    """Windows tools and Excel start a UTF-8 file with one; vocabularies too."""
+    src = write(tmp_path / "a.en", b"\xef\xbb\xbfteacher finds\r\nb\n", binary=True)
+    assert nmt_text.read_lines(src) == ["teacher finds", "b"]
+    vocab = write(tmp_path / "vocab.en", b"\xef\xbb\xbf<unk>\n<s>\n</s>\nteacher\n", binary=True)
+    assert nmt_text.check_vocab(vocab, str(tmp_path / "out")) == (4, vocab)
+
+
 def test_read_parallel_line_count_mismatch(tmp_path):
     src = write(tmp_path / "a.en", "a\nb\nc\n")
     tgt = write(tmp_path / "a.vi", "x\ny\n")

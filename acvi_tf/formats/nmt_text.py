@@ -11,6 +11,7 @@ The rules are those of tensorflow/nmt's ``utils/vocab_utils.py`` and
   (ids 0, 1, 2); ``check_vocab`` writes a repaired copy when it does not.
 """
 
+import codecs
 import os
 from typing import Iterable, List, Tuple
 
@@ -38,8 +39,8 @@ def read_lines(path: str) -> List[str]:
     """The lines of a UTF-8 text file, as ``tf.data.TextLineDataset`` reads them.
 
     Lines end at ``"\\n"``; a ``"\\r"`` just before it is dropped too; a final line
-    without a newline counts. Unicode line separators (U+2028, U+0085, ...) do not end a
-    line, unlike ``str.splitlines``.
+    without a newline counts; a byte order mark at the start is dropped. Unicode line
+    separators (U+2028, U+0085, ...) do not end a line, unlike ``str.splitlines``.
 
     Args:
       path: the file.
@@ -55,6 +56,8 @@ def read_lines(path: str) -> List[str]:
             data = f.read()
     except FileNotFoundError as e:
         raise NmtDataError("%s: no such file; check the path" % path) from e
+    if data.startswith(codecs.BOM_UTF8):  # Windows tools and Excel write one
+        data = data[len(codecs.BOM_UTF8) :]
     raw_lines = data.split(b"\n")
     if raw_lines[-1] == b"":
         raw_lines.pop()
