@@ -5,6 +5,7 @@ builders' own."""
 import errno
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -321,3 +322,28 @@ def test_an_export_finished_meanwhile_is_not_replaced_without_overwrite(tmp_path
         export_lib.save(module, str(target), {"serving_default": module.double})
     assert (target / "saved_model.pb").read_bytes() == b"the other export's"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["served"]
+
+
+def test_overwrite_replaces_only_an_export(tmp_path):
+    """--overwrite replaces a SavedModel's folder, never a run's folder or anything that
+    is not an export (a run's train/ or best/, the run itself, another folder)."""
+    module = _Doubler()
+    run = tmp_path / "run"
+    (run / "best").mkdir(parents=True)
+    for name in ("hparams.json", "best/best.json", "best/checkpoint"):
+        (run / name).write_text("kept")
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "todo.txt").write_text("kept")
+    for target, held in (
+        (run, "it holds %s" % (run / "hparams.json")),
+        (run / "best", "it holds"),
+        (tmp_path / "notes", "no saved_model.pb"),
+    ):
+        with pytest.raises(Exception, match="is not an export \\(%s" % re.escape(held)):
+            export_lib.save(module, str(target), {"serving_default": module.double}, True)
+    assert (run / "hparams.json").read_text() == "kept" and (run / "best" / "best.json").exists()
+    assert (tmp_path / "notes" / "todo.txt").read_text() == "kept"
+    served = str(tmp_path / "served")
+    export_lib.save(module, served, {"serving_default": module.double})
+    export_lib.save(module, served, {"serving_default": module.double}, True)  # an export
+    assert os.path.exists(os.path.join(served, "saved_model.pb"))

@@ -7,6 +7,7 @@ strings (or frame features); loading it needs TensorFlow and tensorflow-text onl
 (``import tensorflow_text`` registers the tokeniser's ops).
 """
 
+import glob
 import os
 import shutil
 import socket
@@ -72,6 +73,10 @@ def graph_tokenizer_for(
     return lambda texts: graph_tokenizer.tokenize(texts, lowercase)
 
 
+# Files of a trained run (its record, best model, checkpoint index) that no SavedModel has.
+_RUN_RECORDS = ("hparams.json", "best.json", "checkpoint")
+
+
 def refuse_existing(export_dir: str, overwrite: bool) -> None:
     """Refuses an existing ``export_dir`` unless ``overwrite``: an export command calls
     it first, before it loads the model.
@@ -81,12 +86,29 @@ def refuse_existing(export_dir: str, overwrite: bool) -> None:
       overwrite: ``--overwrite``.
 
     Raises:
-      app.UsageError: ``export_dir`` exists and ``overwrite`` is False.
+      app.UsageError: ``export_dir`` exists and ``overwrite`` is False, or it holds
+        something other than a SavedModel (a run's folder, its checkpoints), which
+        ``overwrite`` never replaces.
     """
-    if os.path.exists(export_dir) and not overwrite:
+    if not os.path.exists(export_dir):
+        return
+    if not overwrite:
         raise app.UsageError(
             "%s exists; give a new --export_dir (e.g. the next version number) or --overwrite"
             % os.path.abspath(export_dir)
+        )
+    if not os.path.isdir(export_dir) or not os.listdir(export_dir):
+        return
+    run = [
+        path
+        for name in _RUN_RECORDS
+        for path in glob.glob(os.path.join(glob.escape(export_dir), "**", name), recursive=True)
+    ]
+    if run or not os.path.exists(os.path.join(export_dir, "saved_model.pb")):
+        raise app.UsageError(
+            "%s is not an export (%s); --overwrite replaces only a SavedModel's folder, so "
+            "give another --export_dir"
+            % (os.path.abspath(export_dir), "it holds %s" % run[0] if run else "no saved_model.pb")
         )
 
 
