@@ -13,7 +13,7 @@ import json
 import math
 import os
 import sys
-from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterable, Iterator, List, Mapping, Optional, Sequence
 
 import tensorflow as tf
 from absl import app, flags, logging
@@ -690,6 +690,19 @@ def check_vocabularies(
                 "--allow_data_change to use this one"
             )
         logging.warning("%s; using it (--allow_data_change)", message)
+
+
+def trained_on(run_dir: str, name: str = RECORD) -> List[str]:
+    """The training files the run's record names (now and before an allowed change):
+    files a command that uses the run must not write over.
+
+    Args:
+      run_dir: the run's folder.
+      name: the record's file name.
+    """
+    recorded = read_flag_record(run_dir, name) or {}
+    groups = [recorded.get(TRAINING_DATA) or {}, *(recorded.get(EARLIER_TRAINING_DATA) or [])]
+    return sorted({path for group in groups if isinstance(group, dict) for path in group})
 
 
 def check_training_data(

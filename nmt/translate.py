@@ -27,6 +27,7 @@ from absl import flags, logging
 
 from acvi_tf import builders, files
 from acvi_tf import config as config_lib
+from acvi_tf import flags as acvi_flags
 from acvi_tf import progress as progress_lib
 from acvi_tf.config import Config
 from acvi_tf.formats import bpe
@@ -131,6 +132,7 @@ def run(config: Config) -> List[str]:
             config.out_dir,
             *experiment.vocab_paths(model_config),
             *filter(None, corpus_files(model_config)),
+            *acvi_flags.trained_on(config.out_dir),
         ),
     )
 

@@ -180,6 +180,7 @@ def run(config: Config) -> List[str]:
             os.path.join(config.log_root, config.exp_name),
             model_config.vocab_path,
             corpus_record_path(model_config.vocab_path),
+            *acvi_flags.trained_on(os.path.join(config.log_root, config.exp_name)),
         ),
     )
 

@@ -4,6 +4,7 @@ stored, 3 sampled, standardised: the shared ``runs.captioner_run``)."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -30,7 +31,16 @@ def test_new_videos_are_captioned_as_decode_captions_them(captioner_run, tmp_pat
     got = caption.run(config_lib.parse(caption.define_flags, argv))
     assert got[0] == captioner_run["captions"]["white"] and got[1] == "" and got[2]
     assert (tmp_path / "out.txt").read_text().splitlines() == got
-    # nor may --output replace the store's settings, which the command reads
+    # nor may --output replace one of the videos the input names
+    shutil.copy(videos["white"], tmp_path / "white.mp4")
+    (tmp_path / "mine.txt").write_text("%s\n" % (tmp_path / "white.mp4"))
+    video = (tmp_path / "white.mp4").read_bytes()
+    refused = [argv[1], "--input=%s" % (tmp_path / "mine.txt")]
+    refused.append("--output=%s" % (tmp_path / "white.mp4"))
+    with pytest.raises(files.OutputError, match="or one it reads; write to another file"):
+        caption.run(config_lib.parse(caption.define_flags, ["caption", *refused]))
+    assert (tmp_path / "white.mp4").read_bytes() == video
+    # nor the store's settings, which the command reads
     settings = features.settings_file(_hparams(run)["features"])
     before = open(settings, "rb").read()
     with pytest.raises(files.OutputError, match="or one it reads; write to another file"):

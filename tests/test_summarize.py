@@ -105,12 +105,14 @@ def test_raw_text_summaries_equal_the_decode_of_the_same_articles(trained, tmp_p
     ]
     assert summaries[: len(test)] == decoded and summaries[-1] == ""  # an empty line: ""
     assert (tmp_path / "out.txt").read_text().splitlines() == summaries
-    # nor may --output replace the corpus record the command reads
-    record = (corpus / "corpus.json").read_bytes()
-    refused = argv[:4] + ["--output=%s" % (corpus / "corpus.json")]
-    with pytest.raises(files.OutputError, match="or one it reads; write to another file"):
-        summarize.run(config_lib.parse(summarize.define_flags, refused))
-    assert (corpus / "corpus.json").read_bytes() == record
+    # nor may --output replace the corpus record the command reads, or what the run
+    # trained on
+    for kept in (corpus / "corpus.json", corpus / "chunked" / "train_000.bin"):
+        before = kept.read_bytes()
+        refused = argv[:4] + ["--output=%s" % kept]
+        with pytest.raises(files.OutputError, match="or one it reads; write to another file"):
+            summarize.run(config_lib.parse(summarize.define_flags, refused))
+        assert kept.read_bytes() == before
     # an input of no line is an error, not an empty output
     (tmp_path / "empty.txt").write_text("")
     argv[3] = "--input=%s" % (tmp_path / "empty.txt")

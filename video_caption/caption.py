@@ -26,6 +26,7 @@ from absl import flags
 
 from acvi_tf import builders, files
 from acvi_tf import config as config_lib
+from acvi_tf import flags as acvi_flags
 from acvi_tf import progress as progress_lib
 from acvi_tf.config import Config
 from acvi_tf.formats import frame_features
@@ -163,7 +164,9 @@ def run(config: Config) -> List[str]:
             config.out_dir,
             os.path.join(model_config.data_dir, "vocab.txt"),
             features_lib.settings_file(model_config.features),
+            *acvi_flags.trained_on(config.out_dir),
         ),
+        lambda lines: filter(None, (line.strip() for line in lines)),
     )
 
 

@@ -4,7 +4,7 @@ their run by ``--out_dir`` with the same flags.
 """
 
 from types import ModuleType
-from typing import Any, Callable, List, Sequence
+from typing import Any, Callable, Iterable, List, Optional, Sequence
 
 from absl import flags
 
@@ -103,6 +103,7 @@ def map_lines(
     convert: Callable[[List[str]], List[str]],
     what: str,
     protected: Sequence[str] = (),
+    line_files: Optional[Callable[[List[str]], Iterable[str]]] = None,
 ) -> List[str]:
     """Reads ``input_path``, converts its lines and writes one output a line.
 
@@ -113,6 +114,8 @@ def map_lines(
       what: what an output is, plural (``translations``).
       protected: the run's files, which the output must not replace
         (``files.run_files``).
+      line_files: the input lines -> the files they name (a captioner's videos), which
+        the output must not replace either.
 
     Returns:
       The outputs.
@@ -130,7 +133,8 @@ def map_lines(
             % ("standard input" if input_path == "-" else input_path, what)
         )
     if output_path != "-":
-        files.check_output(output_path, "--output", {"--input": input_path}, protected)
+        named = list(line_files(lines)) if line_files else []
+        files.check_output(output_path, "--output", {"--input": input_path}, [*protected, *named])
     outputs = convert(lines)
     files.write_output_lines(output_path, outputs, lines, what)
     return outputs
