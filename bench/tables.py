@@ -465,26 +465,36 @@ _ESTIMATOR = (
         "acvi-mixture-bound-0.001",
         _MIXTURE_REVISION,
         _MIXTURE_REVISION,
+        _MIXTURE_REVISION,
     ),
     (
         "`mixture`, `bound`, 0.001, K = 1, a sampled context at test time",
         "acvi-mixture-bound-0.001-sample",
         "eac6093",
         None,
+        None,
     ),
-    ("`mixture`, `bound`, 0.001, K = 4", "acvi-mixture-bound-0.001-k4", "b50e9d2", "5b21ed9"),
-    ("`mixture`, `mc`, 1, K = 1", "acvi-mixture-mc", _MIXTURE_REVISION, _MIXTURE_REVISION),
-    ("`mixture`, `mc`, 1, K = 4", "acvi-mixture-mc-k4", "1bd433d", "5b21ed9-dirty"),
+    ("`mixture`, `bound`, 0.001, K = 4", "acvi-mixture-bound-0.001-k4", "b50e9d2", "5b21ed9", None),
+    (
+        "`mixture`, `mc`, 1, K = 1",
+        "acvi-mixture-mc",
+        _MIXTURE_REVISION,
+        _MIXTURE_REVISION,
+        _MIXTURE_REVISION,
+    ),
+    ("`mixture`, `mc`, 1, K = 4", "acvi-mixture-mc-k4", "1bd433d", "5b21ed9-dirty", None),
     (
         "`mixture`, `bound`, 0.001, K = 1, the expected context fed",
         "acvi-mixture-bound-0.001-mean",
         "030caab",
         "afe812b",
+        None,
     ),
     (
         "`mixture`, `bound`, 1, K = 1, the expected context fed",
         "acvi-mixture-bound-mean",
         "96f4ebb",
+        None,
         None,
     ),
     (
@@ -492,33 +502,44 @@ _ESTIMATOR = (
         "acvi-mixture-mc-mean",
         "96f4ebb",
         None,
+        None,
     ),
     (
         "`mixture`, `bound`, 0.001, the expected context fed, top 4 summed",
         "acvi-mixture-bound-0.001-mean-top4",
         "fbcb9aa",
         "afe812b",
+        "3bfe824",
     ),
     (
         "`mixture`, `bound`, 1, the expected context fed, top 4 summed",
         "acvi-mixture-bound-mean-top4",
         "fbcb9aa",
         None,
+        None,
     ),
 )
 
 
 def mixture_estimator(records: Dict[str, dict]) -> str:
-    """The mixture sampler on Pig Latin and the moving shapes with one and with four
-    samples per example, decoding with a sampled context, and with the expected context
-    fed to the next step (``--acvi_feed=mean``)."""
+    """The mixture sampler on Pig Latin, the moving shapes and the Debian sample with one
+    and with four samples per example, decoding with a sampled context, and with the
+    expected context fed to the next step (``--acvi_feed=mean``)."""
     rows = []
-    for label, variant, pig_latin, shapes in _ESTIMATOR:
-        cells = [label, _metric_and_nll(records, Pick(PIG_LATIN, variant, pig_latin), 3)]
-        pick = Pick(SHAPES, variant, shapes) if shapes else None
-        rows.append(cells + [_metric_and_nll(records, pick, 3)])
+    for label, variant, *revisions in _ESTIMATOR:
+        cells = [label]
+        for corpus, revision, digits in zip((PIG_LATIN, SHAPES, DEBIAN), revisions, (3, 3, 2)):
+            pick = Pick(corpus, variant, revision) if revision else None
+            cells.append(_metric_and_nll(records, pick, digits))
+        rows.append(cells)
     return _table(
-        ["variant", "Pig Latin dev (400), BLEU", "moving shapes val (400), CIDEr-D"], rows
+        [
+            "variant",
+            "Pig Latin dev (400), BLEU",
+            "moving shapes val (400), CIDEr-D",
+            "Debian sample test (400), ROUGE-L F1 x100",
+        ],
+        rows,
     )
 
 
