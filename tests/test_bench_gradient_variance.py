@@ -6,6 +6,7 @@ import os
 import sys
 
 import numpy as np
+import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
@@ -22,10 +23,12 @@ def test_the_relative_variance_is_the_noise_of_one_draw_over_the_signal():
     assert abs(acvi_gradient_variance.relative_variance(rows) - 5.0 / 25.0) < 0.01
 
 
-def test_the_page_quotes_the_kept_translation_table():
-    path = os.path.join(_report.RESULTS, "acvi_gradient_variance-translation-cpu.json")
+@pytest.mark.parametrize("task", ["translation", "captioning"])
+def test_the_page_quotes_each_kept_table(task):
+    path = os.path.join(_report.RESULTS, "acvi_gradient_variance-%s-cpu.json" % task)
     with open(path, encoding="utf-8") as f:
         result = json.load(f)
     table = _report.markdown_table(result["header"], result["rows"])
+    block = "<!-- gradient-variance: %s -->\n%s\n<!-- /gradient-variance -->" % (task, table)
     with open(os.path.join(ROOT, "docs", "acvi.md"), encoding="utf-8") as f:
-        assert "<!-- gradient-variance -->\n%s\n<!-- /gradient-variance -->" % table in f.read()
+        assert block in f.read()
