@@ -44,6 +44,8 @@ from absl import flags
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import compare_contexts
+
 from acvi_tf import config as config_lib
 from acvi_tf.contexts import objective
 from acvi_tf.formats import bin_files, nmt_text
@@ -86,73 +88,34 @@ def _scorer(model, *names: str) -> List[bool]:
 
 
 def translation(out_dir: str, train_steps: int, batch_size: int, seed: int):
-    """The trained NMT model and a batch of Pig Latin dev pairs.
+    """The trained NMT model (the study's, ``compare_contexts.translation_flags``) and a
+    batch of Pig Latin dev pairs.
 
     Returns:
       ``(model, batch, which of its trainable variables are the scorer's)``.
     """
-    sample = os.path.join(SAMPLES, "pig_latin")
-    argv = [
-        "run_nmt",
-        "--src=src",
-        "--tgt=tgt",
-        "--vocab_prefix=" + os.path.join(sample, "vocab"),
-        "--train_prefix=" + os.path.join(sample, "train"),
-        "--dev_prefix=" + os.path.join(sample, "dev"),
-        "--out_dir=" + out_dir,
-        "--num_units=64",
-        "--encoder_type=bi",
-        "--dropout=0.0",
-        "--optimizer=adam",
-        "--learning_rate=0.01",
-        "--batch_size=64",
-        "--num_train_steps=%d" % train_steps,
-        "--steps_per_stats=100",
-        "--steps_per_external_eval=%d" % train_steps,
-        "--seed=%d" % seed,
-        "--context=acvi",
-    ]
-    config = config_lib.parse(run_nmt.define_flags, argv)
+    argv = ["run_nmt", *compare_contexts.translation_flags(out_dir, seed, train_steps)]
+    config = config_lib.parse(run_nmt.define_flags, argv + ["--context=acvi"])
     run_nmt.run(config)
     vocabs = nmt_experiment.load_vocabs(config)
     model = nmt_experiment.build_model(config, *vocabs)
     nmt_experiment.restore(config, model, *vocabs, best=False)
-    source = tuple(os.path.join(sample, "dev." + lang) for lang in ("src", "tgt"))
+    source = tuple("%s.%s" % (config.dev_prefix, lang) for lang in (config.src, config.tgt))
     examples = nmt_data.make_examples(nmt_text.read_parallel(*source), *vocabs)
     batch = next(iter(nmt_data.eval_dataset(examples[:batch_size], batch_size, source)))
     return model, batch, _scorer(model, "/W/kernel")
 
 
 def captioning(out_dir: str, train_steps: int, batch_size: int, seed: int):
-    """The trained captioner and a batch of moving-shapes validation captions.
+    """The trained captioner (the study's, ``compare_contexts.captioning_flags``, without
+    dropout) and a batch of moving-shapes validation captions.
 
     Returns:
       ``(model, batch, which of its trainable variables are the scorer's)``.
     """
-    sample = os.path.join(SAMPLES, "moving_shapes")
-    argv = [
-        "run_captioning",
-        "--data_dir=" + sample,
-        "--features=" + os.path.join(sample, "features.h5"),
-        "--out_dir=" + out_dir,
-        "--num_frames=8",
-        "--feature_norm=standardize",
-        "--encoder_units=48",
-        "--decoder_units=64",
-        "--emb_dim=32",
-        "--attention_units=32",
-        "--dropout=0.0",
-        "--learning_rate=0.005",
-        "--batch_size=32",
-        "--max_steps=%d" % train_steps,
-        "--valid_every=%d" % train_steps,
-        "--checkpoint_steps=%d" % train_steps,
-        "--metrics=CIDEr",
-        "--best_metric=CIDEr",
-        "--beam_size=1",
-        "--seed=%d" % seed,
-        "--context=acvi",
-    ]
+    argv = ["run_captioning", *compare_contexts.captioning_flags(out_dir, seed)]
+    argv += ["--dropout=0.0", "--max_steps=%d" % train_steps, "--context=acvi"]
+    argv += ["--valid_every=%d" % train_steps, "--checkpoint_steps=%d" % train_steps]
     config = config_lib.parse(run_captioning.define_flags, argv)
     run_captioning.run(config)
     exp = vc_experiment.Experiment(config)
@@ -163,32 +126,19 @@ def captioning(out_dir: str, train_steps: int, batch_size: int, seed: int):
 
 
 def summarization(out_dir: str, train_steps: int, batch_size: int, seed: int):
-    """The trained summarizer and a batch of the Debian descriptions' validation pairs.
+    """The trained summarizer (the study's, ``compare_contexts.summarization_flags``) and
+    a batch of the Debian descriptions' validation pairs.
 
     Returns:
       ``(model, batch, which of its trainable variables are the scorer's)``.
     """
     sample = os.path.join(SAMPLES, "debian_descriptions")
     chunks = os.path.join(sample, "chunked")
-    argv = [
-        "run_summarization",
-        "--mode=train",
-        "--data_path=" + os.path.join(chunks, "train_*"),
-        "--vocab_path=" + os.path.join(sample, "vocab"),
-        "--vocab_size=10000",
-        "--log_root=" + out_dir,
-        "--exp_name=run",
-        "--hidden_dim=64",
-        "--emb_dim=32",
-        "--batch_size=16",
-        "--max_enc_steps=80",
-        "--max_dec_steps=20",
-        "--optimizer=adam",
-        "--max_steps=%d" % train_steps,
-        "--seed=%d" % seed,
-        "--context=acvi",
-    ]
-    config = config_lib.parse(run_summarization.define_flags, argv)
+    argv = ["run_summarization", "--data_path=" + os.path.join(chunks, "train_*")]
+    argv += compare_contexts.summarization_flags(
+        sample, os.path.join(out_dir, "run"), seed, train_steps
+    )
+    config = config_lib.parse(run_summarization.define_flags, argv + ["--context=acvi"])
     run_summarization.run(config)
     vocab = pg_vocab.Vocab(config.vocab_path, config.vocab_size)
     model = pg_experiment.build_model(config, vocab)

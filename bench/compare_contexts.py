@@ -64,7 +64,7 @@ import re
 import subprocess
 import sys
 import tempfile
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 import numpy as np
 from absl import app, flags
@@ -164,24 +164,10 @@ def _run(args, log_path):
         return log.read()
 
 
-def captioning(
-    context: str, seed: int, steps: int, out_dir: str, data: Optional[str] = None
-) -> Tuple[float, float]:
-    """One captioning run on the shipped Moving Shapes sample.
-
-    Args:
-      context: the variant (a key of ``VARIANTS``).
-      seed: the run's ``--seed``.
-      steps: training steps.
-      out_dir: the run's folder (its log: ``out_dir.log``).
-      data: another corpus; the captioner has none (None).
-
-    Returns:
-      ``(validation NLL per token, validation CIDEr-D)``.
-    """
-    del data  # the shipped sample only
+def captioning_flags(out_dir: str, seed: int) -> List[str]:
+    """The study's captioner on the shipped moving shapes: data, sizes, search, metric."""
     sample = os.path.join(SAMPLES, "moving_shapes")
-    common = [
+    return [
         "--data_dir=" + sample,
         "--features=" + os.path.join(sample, "features.h5"),
         "--out_dir=" + out_dir,
@@ -199,7 +185,26 @@ def captioning(
         "--max_decode_len=12",
         "--metrics=CIDEr",
         "--best_metric=CIDEr",
-    ] + _variant_flags(context, steps)
+    ]
+
+
+def captioning(
+    context: str, seed: int, steps: int, out_dir: str, data: Optional[str] = None
+) -> Tuple[float, float]:
+    """One captioning run on the shipped Moving Shapes sample.
+
+    Args:
+      context: the variant (a key of ``VARIANTS``).
+      seed: the run's ``--seed``.
+      steps: training steps.
+      out_dir: the run's folder (its log: ``out_dir.log``).
+      data: another corpus; the captioner has none (None).
+
+    Returns:
+      ``(validation NLL per token, validation CIDEr-D)``.
+    """
+    del data  # the shipped sample only
+    common = captioning_flags(out_dir, seed) + _variant_flags(context, steps)
     log = out_dir + ".log"
     _run(
         [
@@ -224,6 +229,32 @@ def captioning(
     return math.log(val["perplexity"]), val["CIDEr"]
 
 
+def translation_flags(out_dir: str, seed: int, steps: int, data: Optional[str] = None) -> List[str]:
+    """The study's translator: data (``--translation_data``'s ``DIR,SRC,TGT``, else the
+    shipped Pig Latin), sizes, schedule, one validation at the end."""
+    sample, src, tgt = (
+        data.split(",") if data else (os.path.join(SAMPLES, "pig_latin"), "src", "tgt")
+    )
+    return [
+        "--src=" + src,
+        "--tgt=" + tgt,
+        "--vocab_prefix=" + os.path.join(sample, "vocab"),
+        "--train_prefix=" + os.path.join(sample, "train"),
+        "--dev_prefix=" + os.path.join(sample, "dev"),
+        "--out_dir=" + out_dir,
+        "--num_units=64",
+        "--encoder_type=bi",
+        "--dropout=0.0",
+        "--optimizer=adam",
+        "--learning_rate=0.01",
+        "--batch_size=64",
+        "--num_train_steps=%d" % steps,
+        "--steps_per_stats=100",
+        "--steps_per_external_eval=%d" % steps,
+        "--seed=%d" % seed,
+    ]
+
+
 def translation(
     context: str, seed: int, steps: int, out_dir: str, data: Optional[str] = None
 ) -> Tuple[float, float]:
@@ -239,36 +270,30 @@ def translation(
     Returns:
       ``(dev NLL per token, dev BLEU)``.
     """
-    sample = os.path.join(SAMPLES, "pig_latin")
-    src, tgt = "src", "tgt"
-    if data:
-        sample, src, tgt = data.split(",")
     log = out_dir + ".log"
-    output = _run(
-        [
-            "nmt.run_nmt",
-            "--src=" + src,
-            "--tgt=" + tgt,
-            "--vocab_prefix=" + os.path.join(sample, "vocab"),
-            "--train_prefix=" + os.path.join(sample, "train"),
-            "--dev_prefix=" + os.path.join(sample, "dev"),
-            "--out_dir=" + out_dir,
-            "--num_units=64",
-            "--encoder_type=bi",
-            "--dropout=0.0",
-            "--optimizer=adam",
-            "--learning_rate=0.01",
-            "--batch_size=64",
-            "--num_train_steps=%d" % steps,
-            "--steps_per_stats=100",
-            "--steps_per_external_eval=%d" % steps,
-            "--seed=%d" % seed,
-        ]
-        + _variant_flags(context, steps),
-        log,
-    )
+    common = translation_flags(out_dir, seed, steps, data)
+    output = _run(["nmt.run_nmt"] + common + _variant_flags(context, steps), log)
     bleu, nll = re.findall(r"dev: ppl [0-9.]+, bleu ([0-9.]+), nll ([0-9.]+)", output)[-1]
     return float(nll), float(bleu)
+
+
+def summarization_flags(sample: str, out_dir: str, seed: int, steps: int) -> List[str]:
+    """The study's summarizer on the corpus in ``sample`` (its ``vocab``): sizes and
+    schedule, the run in ``out_dir`` (``log_root`` and ``exp_name``)."""
+    return [
+        "--vocab_path=" + os.path.join(sample, "vocab"),
+        "--vocab_size=10000",
+        "--log_root=" + os.path.dirname(out_dir),
+        "--exp_name=" + os.path.basename(out_dir),
+        "--hidden_dim=64",
+        "--emb_dim=32",
+        "--batch_size=16",
+        "--max_enc_steps=80",
+        "--max_dec_steps=20",
+        "--optimizer=adam",
+        "--max_steps=%d" % steps,
+        "--seed=%d" % seed,
+    ]
 
 
 def summarization(
@@ -300,20 +325,7 @@ def summarization(
         ]
     else:
         model = _variant_flags(context, steps)
-    common = [
-        "--vocab_path=" + os.path.join(sample, "vocab"),
-        "--vocab_size=10000",
-        "--log_root=" + os.path.dirname(out_dir),
-        "--exp_name=" + os.path.basename(out_dir),
-        "--hidden_dim=64",
-        "--emb_dim=32",
-        "--batch_size=16",
-        "--max_enc_steps=80",
-        "--max_dec_steps=20",
-        "--optimizer=adam",
-        "--max_steps=%d" % steps,
-        "--seed=%d" % seed,
-    ] + model
+    common = summarization_flags(sample, out_dir, seed, steps) + model
     log = out_dir + ".log"
     module = "pointer_generator.run_summarization"
     _run([module, "--mode=train", "--data_path=" + os.path.join(chunks, "train_*")] + common, log)
