@@ -13,7 +13,8 @@ Each configuration's objective, ``-(token_nll + kl)`` per draw through the real 
 * the gradient of the mixture sampler's loss averages to the enumerated gradient of
   ``-ELBO``: one step, its draws in one group or in groups of 16 and 4 (the baseline's
   groups); two steps where the first choice moves the second step; two steps whose
-  second is padding.
+  second is padding; and with the loop fed the expected context (``feed="mean"``, one
+  draw or sum and sample), one and two steps.
 """
 
 import math
@@ -200,11 +201,23 @@ def _assert_gradient_matches_enumeration(kl, seed, sampled_loss, enumerated_obje
 # each is one group of 16). A baseline that counts its own row's return shrinks the
 # score term by 1/group: invisible in a group of 1,000, many standard errors in 4 or 16.
 GROUPS = [1, 4, 16]
+# feed="mean": the loop reads the expected context, so a draw reaches only its own step's
+# output layer and the ELBO is the sum of the steps' one-step ELBOs (the second step's
+# attention moved by the first step's expected context). enumerate_top = k > 0 sums the
+# k largest-weight components exactly and draws one of the others (sum and sample):
+# unbiased for every k, exact from k = N (here 3).
+TOPS = [0, 1, 3]
+ONE_STEP = [dict(num_samples=group) for group in GROUPS]
+ONE_STEP += [dict(feed="mean", enumerate_top=top) for top in TOPS]
 
 
-@pytest.mark.parametrize("group", GROUPS)
+@pytest.mark.parametrize(
+    "options",
+    ONE_STEP,
+    ids=["group-%d" % g for g in GROUPS] + ["mean-fed-top-%d" % t for t in TOPS],
+)
 @pytest.mark.parametrize("kl", ["mc", "bound"])
-def test_the_mixture_gradient_averages_to_the_enumerated_gradient(kl, group):
+def test_the_mixture_gradient_averages_to_the_enumerated_gradient(kl, options):
     _assert_gradient_matches_enumeration(
         kl,
         3,
@@ -214,7 +227,7 @@ def test_the_mixture_gradient_averages_to_the_enumerated_gradient(kl, group):
         lambda logits, h, log_var: _enumerated(
             ("mixture", kl), tf.nn.softmax(logits), h, tf.exp(log_var), Y, W, S
         ),
-        num_samples=group,
+        **options,
     )
 
 
@@ -285,30 +298,6 @@ def test_a_padded_second_step_credits_the_first_choice_with_nothing(kl):
         lambda logits, h, log_var: _enumerated(
             ("mixture", kl), tf.nn.softmax(logits), h, tf.exp(log_var), Y, W, S
         ),
-    )
-
-
-# feed="mean": the loop reads the expected context, so a draw reaches only its own step's
-# output layer and the ELBO is the sum of the steps' one-step ELBOs, the second step's
-# attention moved by the first step's expected context. enumerate_top = k > 0 sums the k
-# largest-weight components exactly and draws one of the others (sum and sample):
-# unbiased for every k, exact from k = N (here 3).
-MEAN_FED = [("mc", 0), ("bound", 0), ("mc", 1), ("bound", 1), ("mc", 3), ("bound", 3)]
-
-
-@pytest.mark.parametrize("kl,top", MEAN_FED)
-def test_a_mean_fed_gradient_averages_to_the_enumerated_gradient(kl, top):
-    _assert_gradient_matches_enumeration(
-        kl,
-        3,
-        lambda layer, logits, h, log_var: _objective(
-            layer, logits, h, log_var, Y, W, S, draws=1008
-        )[1],
-        lambda logits, h, log_var: _enumerated(
-            ("mixture", kl), tf.nn.softmax(logits), h, tf.exp(log_var), Y, W, S
-        ),
-        feed="mean",
-        enumerate_top=top,
     )
 
 
