@@ -36,7 +36,7 @@ import os
 import sys
 import tempfile
 import time
-from typing import List
+from typing import Dict, List, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -47,6 +47,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import compare_contexts
 
 from acvi_tf import config as config_lib
+from acvi_tf.compat import keras
 from acvi_tf.contexts import objective
 from acvi_tf.formats import bin_files, nmt_text
 from nmt import data as nmt_data
@@ -78,7 +79,11 @@ VARIANTS = {
 BAHDANAU = ("/W_h/", "/attention/W_s/", "/attention/v/")
 
 
-def _scorer(model, *names: str) -> List[bool]:
+# A task's model, its batch and which of its trainable variables are the scorer's.
+Task = Tuple[keras.Model, Dict[str, tf.Tensor], List[bool]]
+
+
+def _scorer(model: keras.Model, *names: str) -> List[bool]:
     """Which of ``model``'s trainable variables are its attention scorer's: the ones the
     component choice's score term reaches first."""
     chosen = [any(name in v.name for name in names) for v in model.trainable_variables]
@@ -87,7 +92,7 @@ def _scorer(model, *names: str) -> List[bool]:
     return chosen
 
 
-def translation(out_dir: str, train_steps: int, batch_size: int, seed: int):
+def translation(out_dir: str, train_steps: int, batch_size: int, seed: int) -> Task:
     """The trained NMT model (the study's, ``compare_contexts.translation_flags``) and a
     batch of Pig Latin dev pairs.
 
@@ -106,7 +111,7 @@ def translation(out_dir: str, train_steps: int, batch_size: int, seed: int):
     return model, batch, _scorer(model, "/W/kernel")
 
 
-def captioning(out_dir: str, train_steps: int, batch_size: int, seed: int):
+def captioning(out_dir: str, train_steps: int, batch_size: int, seed: int) -> Task:
     """The trained captioner (the study's, ``compare_contexts.captioning_flags``, without
     dropout) and a batch of moving-shapes validation captions.
 
@@ -125,7 +130,7 @@ def captioning(out_dir: str, train_steps: int, batch_size: int, seed: int):
     return exp.model, batch, _scorer(exp.model, *BAHDANAU)
 
 
-def summarization(out_dir: str, train_steps: int, batch_size: int, seed: int):
+def summarization(out_dir: str, train_steps: int, batch_size: int, seed: int) -> Task:
     """The trained summarizer (the study's, ``compare_contexts.summarization_flags``) and
     a batch of the Debian descriptions' validation pairs.
 
@@ -162,7 +167,13 @@ def summarization(out_dir: str, train_steps: int, batch_size: int, seed: int):
 TASKS = {"translation": translation, "captioning": captioning, "summarization": summarization}
 
 
-def gradient_draws(model, batch, variables, draws, training=True):
+def gradient_draws(
+    model: keras.Model,
+    batch: Dict[str, tf.Tensor],
+    variables: List[tf.Variable],
+    draws: int,
+    training: bool = True,
+) -> Tuple[np.ndarray, float]:
     """``draws`` gradients of the training loss [draws, P] and the CPU ms each took
     (without ``training``: the context layer's expected context, no draw)."""
     step = tf.constant(0, tf.int64)

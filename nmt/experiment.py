@@ -28,6 +28,10 @@ OLD_BEST_DIR = "best_bleu"
 SEARCH_FLAGS = ("infer_mode", "beam_width", "length_penalty_weight", "infer_batch_size")
 
 
+# The corpus record the builder writes beside its vocabularies (data_prep.translation).
+CORPUS_RECORD = "corpus.json"
+
+
 def best_dir(config: Config) -> str:
     """The folder of the run's best dev-BLEU model (``checkpoints.best_dir``)."""
     return checkpoints.best_dir(config.out_dir, OLD_BEST_DIR)
@@ -36,6 +40,16 @@ def best_dir(config: Config) -> str:
 def vocab_paths(config: Config) -> List[str]:
     """The source and target vocabulary files ``--vocab_prefix`` names."""
     return ["%s.%s" % (config.vocab_prefix, lang) for lang in (config.src, config.tgt)]
+
+
+def corpus_files(config: Config) -> Tuple[str, Optional[str]]:
+    """The paths of the corpus record and of the BPE codes (None without BPE) that the
+    run's vocabulary sits beside."""
+    folder = os.path.dirname(os.path.abspath(config.vocab_prefix))
+    if config.subword_option != "bpe":
+        return os.path.join(folder, CORPUS_RECORD), None
+    # the vocabulary is in the corpus's bpe/ folder
+    return os.path.join(os.path.dirname(folder), CORPUS_RECORD), os.path.join(folder, "codes")
 
 
 def load_vocabs(config: Config) -> Tuple[data.Vocab, data.Vocab]:

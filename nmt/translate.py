@@ -35,7 +35,6 @@ from acvi_tf.inference import commands
 from acvi_tf.text import tokenizers
 from nmt import experiment, run_nmt
 
-CORPUS_RECORD = "corpus.json"
 # What to do about a corpus record that cannot be read.
 CORPUS_FIX = "rebuild the corpus with data_prep.translation, or restore the file"
 
@@ -78,20 +77,10 @@ def run_config(out_dir: str, given: Dict[str, Any]) -> Config:
     return commands.run_config(run_nmt, out_dir, **given)
 
 
-def corpus_files(config: Config) -> Tuple[str, Optional[str]]:
-    """The paths of the corpus record and of the BPE codes (None without BPE) that the
-    run's vocabulary sits beside."""
-    folder = os.path.dirname(os.path.abspath(config.vocab_prefix))
-    if config.subword_option != "bpe":
-        return os.path.join(folder, CORPUS_RECORD), None
-    # the vocabulary is in the corpus's bpe/ folder
-    return os.path.join(os.path.dirname(folder), CORPUS_RECORD), os.path.join(folder, "codes")
-
-
 def corpus_record(config: Config) -> Tuple[str, Dict[str, Any], Optional[str]]:
     """The corpus record's path, its settings (``tokenizer``, ``lowercase``; Treebank and
     lowercase without one) and the BPE codes' path (None without BPE)."""
-    record, codes = corpus_files(config)
+    record, codes = experiment.corpus_files(config)
     settings = dict(tokenizer="treebank", lowercase=True)
     if os.path.exists(record):
         settings.update(files.read_json(record, CORPUS_FIX))
@@ -131,7 +120,7 @@ def run(config: Config) -> List[str]:
         files.run_files(
             config.out_dir,
             *experiment.vocab_paths(model_config),
-            *filter(None, corpus_files(model_config)),
+            *filter(None, experiment.corpus_files(model_config)),
             *acvi_flags.trained_on(config.out_dir),
         ),
     )

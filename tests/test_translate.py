@@ -106,6 +106,12 @@ def test_raw_sentences_translate_as_the_run_s_inference_does(tmp_path, absl_capl
                 config_lib.parse(translate.define_flags, argv[:3] + ["--output=%s" % kept])
             )
         assert kept.read_bytes() == before
+        # and the run's own inference neither
+        inference = ["run_nmt", "--out_dir=%s" % out, infer[0]]
+        inference.append("--inference_output_file=%s" % kept)
+        with pytest.raises(files.OutputError, match="or one it reads; write to another file"):
+            run_nmt.run(config_lib.parse(run_nmt.define_flags, inference))
+        assert kept.read_bytes() == before
 
     command = [sys.executable, "-m", "nmt.translate", "--out_dir=%s" % out, *beam]
     done = subprocess.run(
