@@ -85,7 +85,12 @@ def corpus_record(config: Config) -> Tuple[str, Dict[str, Any], Optional[str]]:
     if os.path.exists(record):
         settings.update(files.read_json(record, CORPUS_FIX))
     else:
-        logging.warning("%s is missing; tokenising with Treebank, lowercased", record)
+        logging.warning(
+            "%s is missing; tokenising with Treebank, lowercased, as corpora built before "
+            "the record were; if the corpus was built with another tokenizer, put the file "
+            "back, or the model reads other tokens than it trained on",
+            record,
+        )
     return record, settings, codes
 
 

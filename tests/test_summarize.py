@@ -237,3 +237,13 @@ def test_the_eval_job_reads_the_record_and_derives_the_phase_s_minimum(trained, 
         "The eval job ends: %s records the score of step 10, the last of the run's training "
         "(its phases and --max_steps end at step 10); remove it to score again" % best
     )
+
+
+def test_a_corpus_without_its_record_is_tokenised_as_before_records_with_a_warning(
+    tmp_path, absl_caplog
+):
+    (tmp_path / "vocab").write_text("the 3\n")
+    record, settings = summarize.corpus_record(str(tmp_path / "vocab"))
+    assert record == str(tmp_path / "corpus.json")
+    assert settings == dict(tokenizer="treebank", lowercase=True)
+    assert "if the corpus was built with another tokenizer, put the file back" in (absl_caplog.text)
