@@ -23,7 +23,7 @@ def test_the_relative_variance_is_the_noise_of_one_draw_over_the_signal():
     assert abs(acvi_gradient_variance.relative_variance(rows) - 5.0 / 25.0) < 0.01
 
 
-@pytest.mark.parametrize("task", ["translation", "captioning"])
+@pytest.mark.parametrize("task", ["translation", "captioning", "summarization"])
 def test_the_page_quotes_each_kept_table(task):
     path = os.path.join(_report.RESULTS, "acvi_gradient_variance-%s-cpu.json" % task)
     with open(path, encoding="utf-8") as f:
