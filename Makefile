@@ -88,15 +88,14 @@ sysdeps:
 		fi; \
 	fi
 
-# Three pytest workers (pytest-xdist) on two cores: most of the suite's time is
-# single-threaded graph tracing, and part of it waiting on the processes, scorers and
-# checkpoints a test waits for, which the third worker fills (docs/testing.md). Each
-# worker (and each process a test starts) runs TensorFlow on one thread.
+# Two pytest workers (pytest-xdist): most of the suite's time is single-threaded graph
+# tracing. Each worker (and each process a test starts) runs TensorFlow on one thread, so
+# that the two do not fight over the cores.
 # The workers share the tests by ``--dist=loadgroup`` (pytest.ini) with the longest first
 # (tests/scheduling.py). The reference lane runs the tests marked ``reference``
 # (conftest.REFERENCE_LANE; docs/testing.md says why). `make test-fast` runs the quick
 # ones (tests/scheduling.py: under 2 s in tests/durations.json) for a loop while developing.
-TEST_WORKERS ?= 3
+TEST_WORKERS ?= 2
 TEST_SELECT := $(if $(filter tf215,$(LANE)),-m reference)
 test test-fast: export TF_NUM_INTRAOP_THREADS ?= 1
 test test-fast: export TF_NUM_INTEROP_THREADS ?= 1

@@ -391,11 +391,12 @@ def build(config: config_lib.Config) -> Stats:
         raise CaptionsError("--%s applies only with --videos" % given[0])
     # stats.json is written last: a build cut short (its feature extraction) resumes
     splits_lib.refuse_built(config.output_dir, STATS_FILE, config.overwrite, "output_dir")
-    files.check_output(os.path.join(config.output_dir, STATS_FILE), "--output_dir")
     stats = Stats()
     rows = read_rows(config.captions, config.clip_field, config.caption_field, config.split_field)
     clips = group_clips(rows, config.lowercase, config.skip_empty, stats)
     _require_clips(split_clips(clips), config.allow_empty)
+    if config.videos:  # the folder is checked before the extraction writes into it
+        files.check_output(os.path.join(config.output_dir, STATS_FILE), "--output_dir")
     features = extract_video_features(config, clips) if config.videos else config.features
     try:
         store = frame_features.open_features(features)
