@@ -953,7 +953,7 @@ class ACVIContext(ContextLayer):
         """
         probs = tf.cast(attention_probs, tf.float32)
         if self.enumerate_top:
-            return self.sum_and_sample(gold, probs, prepared)
+            return self.sum_and_sample(gold, probs, kl, prepared)
         contexts = self.sample(probs, prepared)
         log_likelihood = gold.log_likelihood(tf.cast(contexts, self.compute_dtype))
         score = self.choice_surrogate(contexts, probs, prepared)
@@ -961,13 +961,12 @@ class ACVIContext(ContextLayer):
         token_nll = -log_likelihood - reward * score
         if self.kl == "mc":
             sampled = self.kl_steps(contexts, probs, prepared)
-            terms = component_kl(prepared.memory, tf.math.log(prepared.variance))
-            baseline = mixture_kl_bound(probs, terms)
+            baseline = self._kl_bound(probs, prepared)
             kl = sampled + tf.stop_gradient(sampled - baseline) * score
         return token_nll, kl
 
     def sum_and_sample(
-        self, gold: GoldTarget, probs: tf.Tensor, prepared: PreparedMemory
+        self, gold: GoldTarget, probs: tf.Tensor, kl: tf.Tensor, prepared: PreparedMemory
     ) -> Tuple[tf.Tensor, tf.Tensor]:
         """``output_choice_losses`` with ``enumerate_top`` = k: Liu et al.'s (2019)
         Rao-Blackwellised "sum and sample" estimate of ``E_q[f(c_t)]`` per step.
@@ -980,11 +979,11 @@ class ACVIContext(ContextLayer):
         term ``r (f(c_j) - b_t) grad log(a_t,j / r)`` from the sample (``b_t`` reads no
         draw: the prediction at the expected context for the likelihood, the bound for
         ``kl="mc"``). Unbiased for any k; the sample's share of the variance shrinks with
-        ``r^2``, and at k >= the source length it is exact. ``kl="bound"`` keeps its
-        closed form.
+        ``r^2``, and at k >= the source length it is exact. ``kl="bound"`` keeps the
+        loop's closed form ``kl``; ``"mc"``'s is estimated so.
 
         Returns:
-          ``(token_nll, kl)`` [B, T], the negated estimates.
+          ``(token_nll, kl)`` [B, T], the negated likelihood's estimate and the KL's.
         """
         k = self.enumerate_top
         memory, variance = prepared.memory, prepared.variance
@@ -1019,13 +1018,21 @@ class ACVIContext(ContextLayer):
             return gold.log_likelihood(tf.cast(c, self.compute_dtype))
 
         token_nll = -estimate(log_likelihood, gold.soft_log_likelihood)
+        if self.kl != "mc":
+            return token_nll, kl
+
+        def kl_at(c):
+            return self.kl_steps(c, probs, prepared)
+
+        return token_nll, estimate(kl_at, self._kl_bound(probs, prepared))
+
+    def _kl_bound(self, probs: tf.Tensor, prepared: PreparedMemory) -> tf.Tensor:
+        """``mixture_kl_bound`` [B, T], from the prepared per-position KL where
+        ``kl="bound"`` made it."""
         terms = prepared.component_kl
         if terms is None:
             terms = component_kl(prepared.memory, tf.math.log(prepared.variance))
-        bound = mixture_kl_bound(probs, terms)
-        if self.kl != "mc":
-            return token_nll, bound
-        return token_nll, estimate(lambda c: self.kl_steps(c, probs, prepared), bound)
+        return mixture_kl_bound(probs, terms)
 
     def log_posterior(
         self, context: tf.Tensor, probs: tf.Tensor, prepared: PreparedMemory
@@ -1054,13 +1061,7 @@ class ACVIContext(ContextLayer):
         (``mixture_kl_bound``), which also stands in for ``kl="mc"``'s sampled estimate.
         Arguments and returns as ``ContextLayer.report_posterior``."""
         probs = tf.cast(attention_probs, tf.float32)
-        if self.kl == "exact":
-            kl = sampler_kl(probs, prepared)
-        else:
-            terms = prepared.component_kl
-            if terms is None:
-                terms = component_kl(prepared.memory, tf.math.log(prepared.variance))
-            kl = mixture_kl_bound(probs, terms)
+        kl = sampler_kl(probs, prepared) if self.kl == "exact" else self._kl_bound(probs, prepared)
         return {"sigma": position_scale(prepared.variance), "kl": kl}
 
     def report_labels(self) -> Dict[str, str]:
