@@ -134,19 +134,39 @@ def found_checkpoints(directory: str, name: Optional[str] = None) -> List[str]:
     return [path for _, path in sorted(found)]
 
 
-def _lists_newest(fields: Dict[str, list]) -> bool:
-    """Whether ``tf.train.CheckpointManager`` lists the newest checkpoint of an index
-    (``fields``: its values by field), as it must to resume from it: last of the listed
-    ones, with a time after the last preserved checkpoint's (each no later than now),
-    the time of all of them when none is given."""
+def _listing_problem(fields: Dict[str, list], newest: str) -> Optional[str]:
+    """Why ``tf.train.CheckpointManager`` would not list ``newest``, the newest
+    checkpoint of an index (``fields``: its values by field), as it must to resume from
+    it: last of the listed ones, with a time after the last preserved checkpoint's (each
+    no later than now), the time of all of them when none is given. None: it would."""
     listed = fields["all_model_checkpoint_paths"]
     times = fields["all_model_checkpoint_timestamps"]
     preserved = min((fields["last_preserved_timestamp"] or [0.0])[-1], time.time())
-    if not listed or listed[-1] != fields["model_checkpoint_path"][0]:
-        return False
+    if not listed or listed[-1] != newest:
+        return "does not list %s last among its checkpoints" % newest
     if times and len(times) != len(listed):
-        return False
-    return min(times[-1] if times else preserved, time.time()) > preserved
+        return "gives %d times for its %d checkpoints" % (len(times), len(listed))
+    if min(times[-1] if times else preserved, time.time()) <= preserved:
+        return (
+            "lists %s without a time after its last preserved one, which "
+            "tf.train.CheckpointManager needs" % newest
+        )
+    return None
+
+
+def _newer_checkpoints(directory: str, newest: str) -> List[str]:
+    """The checkpoints of ``directory`` of the same name as ``newest`` (an index's newest,
+    ``model.ckpt-24``) with a later step that read through."""
+    match = _CHECKPOINT_FILE.fullmatch(newest + ".index")
+    if not match:
+        return []
+    step = int(match.group("step"))
+    return [
+        path
+        for path in found_checkpoints(directory, match.group("name"))
+        if int(_CHECKPOINT_FILE.fullmatch(os.path.basename(path) + ".index").group("step")) > step
+        and readable(path, whole=True)
+    ]
 
 
 def _read_index(directory: str, trainer: bool = False) -> Tuple[Optional[str], Optional[str]]:
@@ -187,8 +207,20 @@ def _read_index(directory: str, trainer: bool = False) -> Tuple[Optional[str], O
         return None, "names %s, which is missing" % latest[0]
     if not readable(prefix, whole=trainer):
         return None, "names %s, which cannot be read" % latest[0]
-    if trainer and not _lists_newest(fields):
-        return None, "does not list %s as tf.train.CheckpointManager reads it" % latest[0]
+    if not trainer:
+        return prefix, None
+    problem = _listing_problem(fields, latest[0])
+    if problem:
+        return None, problem
+    newer = [os.path.basename(p) for p in _newer_checkpoints(directory, latest[0])]
+    if newer:  # a resume from it would write over them
+        return None, "names %s, but %s %s newer (to resume from %s, remove %s)" % (
+            latest[0],
+            ", ".join(newer),
+            "is" if len(newer) == 1 else "are",
+            latest[0],
+            "it" if len(newer) == 1 else "them",
+        )
     return prefix, None
 
 
