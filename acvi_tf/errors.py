@@ -125,7 +125,9 @@ def run(main: Callable[[List[str]], None]) -> None:
 
     def guarded(argv):
         try:
-            return main(argv)
+            result = main(argv)
+            stops.check()  # a stop that was raised where Python ignored it
+            return result
         except (UserError, OSError, app.UsageError) as e:
             if isinstance(e, OSError) and not e.filename or _debugging():
                 raise

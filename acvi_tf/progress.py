@@ -8,6 +8,8 @@ from typing import Callable, Iterator, Optional, Tuple
 
 from absl import logging
 
+from acvi_tf.training import stops
+
 
 class Progress:
     """Throttled progress lines with the rate and the time left, for work of a known
@@ -61,7 +63,9 @@ class Progress:
         return now - self._last >= wait
 
     def __call__(self, done: int) -> None:
-        """Reports that ``done`` items of the total are done."""
+        """Reports that ``done`` items of the total are done; raises ``stops.Stopped`` for
+        a stop whose exception was lost (``stops.check``)."""
+        stops.check()
         now = self._clock()
         if self._last is None:
             if now - self._start < self._delay:

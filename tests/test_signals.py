@@ -17,11 +17,13 @@ import pytest
 import tensorflow as tf
 
 from acvi_tf import config as config_lib
+from acvi_tf import errors, progress
 from acvi_tf.training import checkpoints, stops, trainer
 from nmt import run_nmt
 from pointer_generator import decode as decode_lib
 from pointer_generator import run_summarization
-from video_caption import run_captioning
+from video_caption import features, run_captioning
+from video_caption import frames as frames_lib
 
 from conftest import write_parallel_slices
 
@@ -342,3 +344,49 @@ def test_a_stopped_eval_job_keeps_the_best_model_it_scored(stopped_runs, monkeyp
         tf.train.latest_checkpoint(train_dir)
     )
     assert os.path.exists(os.path.join(best_dir, checkpoints.BEST_RECORD))
+
+
+class _Swallowing:
+    """Sends SIGTERM from ``__del__``, where Python prints the exception the handler
+    raises and goes on, as it does in a fork hook while a subprocess starts."""
+
+    def __del__(self):
+        signal.raise_signal(signal.SIGTERM)
+
+
+def _lose_a_stop():
+    _Swallowing()  # deleted at once
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_stop_raised_where_python_ignores_it_is_raised_again(tmp_path, monkeypatch):
+    def exit_now(signum):  # a second signal: the stop was not raised again
+        raise _Exited(signum)
+
+    monkeypatch.setattr(stops, "_exit_now", exit_now)
+    with stops.AtOnce():
+        _lose_a_stop()  # the command goes on
+        with pytest.raises(stops.Stopped) as stopped:  # until its next item
+            progress.Progress(3, "done items")(1)
+    assert stopped.value.code == 143
+
+    # the feature extractor, whose every clip starts a process, stops before the next one
+    for name in ("a", "b", "c"):
+        (tmp_path / (name + ".mp4")).write_bytes(b"x")
+    read = []
+
+    def read_frames(path, max_frames):
+        read.append(path)
+        _lose_a_stop()
+        raise frames_lib.VideoError("not a video")
+
+    monkeypatch.setattr(frames_lib, "read_frames", read_frames)
+    with stops.AtOnce(), pytest.raises(stops.Stopped):
+        features.extract_features(str(tmp_path), str(tmp_path / "out"), extractor=object())
+    assert len(read) == 1
+
+    # a command that returns after it lost its stop ends with the stop's status
+    monkeypatch.setattr(sys, "argv", ["command"])
+    with pytest.raises(SystemExit) as exited:
+        errors.run(lambda argv: _lose_a_stop())
+    assert exited.value.code == 143

@@ -52,7 +52,7 @@ from acvi_tf import files
 from acvi_tf.files import atomic_write, atomic_write_text
 from acvi_tf.formats.frame_features import FeaturesError
 from acvi_tf.formats.video_folder import VIDEO_EXTENSIONS, find_videos
-from acvi_tf.training import distribute
+from acvi_tf.training import distribute, stops
 from video_caption import cnn as cnn_lib
 from video_caption import frames as frames_lib
 
@@ -370,6 +370,8 @@ def extract_features(
             extractor = cnn_lib.build_extractor(cnn, cnn_weights, batch_size)
         loop_start = time.time()
         for count, (clip, path) in enumerate(todo, start=1):
+            stops.check()  # each clip's video reader starts a process, whose fork hooks
+            # would swallow a stop
             try:
                 decoded = frames_lib.read_frames(path, max_frames)
             except frames_lib.VideoError as e:

@@ -13,6 +13,12 @@ main thread, where Python runs signal handlers) and puts the previous handlers b
   (``signum``) and the trainer acts on it between steps: it saves the step and raises
   ``Stopped``.
 
+Python ignores an exception raised where it cannot propagate (it prints "Exception
+ignored in" and goes on): a signal that lands in a fork hook, as each subprocess starts,
+would be lost. ``AtOnce`` keeps its signal, so ``check()`` raises the stop again; the
+loops over long inputs call it per item (``acvi_tf.progress.Progress`` and the feature
+extractor) and ``errors.run`` when the command returns.
+
 In both, a second signal ends the process at once (``os._exit``), even in the middle of
 a checkpoint save: TensorFlow writes a checkpoint's files before the ``checkpoint`` index
 names them, so the newest readable checkpoint stays whole (``acvi_tf.training.checkpoints``).
@@ -98,9 +104,29 @@ class _Handling:
 class AtOnce(_Handling):
     """Stops the command where it is, with one line: ``Stopped by SIGTERM`` and the hint."""
 
+    def __enter__(self):
+        _STOPPING.append(self)
+        return super().__enter__()
+
+    def __exit__(self, *exc_info) -> None:
+        _STOPPING.remove(self)
+        super().__exit__(*exc_info)
+
     def first(self, signum: int) -> None:
         logging.warning("Stopped by %s%s", name(signum), self.hint)
         raise Stopped(signum)
+
+
+# The ``AtOnce`` blocks the process is in, innermost last.
+_STOPPING = []
+
+
+def check() -> None:
+    """Raises ``Stopped`` for a signal an ``AtOnce`` block has handled whose exception was
+    lost (raised where Python ignores exceptions); nothing otherwise."""
+    for handling in _STOPPING:
+        if handling.signum is not None:
+            raise Stopped(handling.signum)
 
 
 class Deferred(_Handling):
