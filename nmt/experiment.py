@@ -52,6 +52,24 @@ def corpus_files(config: Config) -> Tuple[str, Optional[str]]:
     return os.path.join(os.path.dirname(folder), CORPUS_RECORD), os.path.join(folder, "codes")
 
 
+def files_read(config: Config) -> List[str]:
+    """What a command that uses the run reads, beside the run's own files, which its
+    outputs must not replace: the vocabularies, the corpus record and BPE codes, the
+    training files the run's record names and the dev and test files it validates on."""
+    scored = [
+        "%s.%s" % (prefix, lang)
+        for prefix in (config.dev_prefix, config.test_prefix)
+        if prefix
+        for lang in (config.src, config.tgt)
+    ]
+    return [
+        *vocab_paths(config),
+        *filter(None, corpus_files(config)),
+        *acvi_flags.trained_on(config.out_dir),
+        *scored,
+    ]
+
+
 def load_vocabs(config: Config) -> Tuple[data.Vocab, data.Vocab]:
     """The source and target vocabularies, ``--vocab_prefix`` with ``--src`` and
     ``--tgt`` (``nmt_text.check_vocab``: special tokens first, else a fixed copy in the

@@ -536,12 +536,7 @@ def infer(config: Config, vocabs: Tuple[data.Vocab, data.Vocab]) -> Optional[flo
     output = config.inference_output_file or os.path.join(config.out_dir, "output_infer")
     given = ("--inference_input_file", "--inference_ref_file")
     inputs = dict(zip(given, (config.inference_input_file, config.inference_ref_file)))
-    protected = files.run_files(
-        config.out_dir,
-        *experiment.vocab_paths(config),
-        *filter(None, experiment.corpus_files(config)),
-        *acvi_flags.trained_on(config.out_dir),
-    )
+    protected = files.run_files(config.out_dir, *experiment.files_read(config))
     files.check_output(output, "--inference_output_file", inputs, protected)
     references = None
     if config.inference_ref_file:

@@ -27,7 +27,6 @@ from absl import flags, logging
 
 from acvi_tf import builders, files
 from acvi_tf import config as config_lib
-from acvi_tf import flags as acvi_flags
 from acvi_tf import progress as progress_lib
 from acvi_tf.config import Config
 from acvi_tf.formats import bpe
@@ -122,12 +121,7 @@ def run(config: Config) -> List[str]:
         config.output,
         lambda sentences: translate(sentences, model_config),
         "translations",
-        files.run_files(
-            config.out_dir,
-            *experiment.vocab_paths(model_config),
-            *filter(None, experiment.corpus_files(model_config)),
-            *acvi_flags.trained_on(config.out_dir),
-        ),
+        files.run_files(config.out_dir, *experiment.files_read(model_config)),
     )
 
 

@@ -98,8 +98,9 @@ def test_raw_sentences_translate_as_the_run_s_inference_does(tmp_path, absl_capl
     assert raw and translations == expected + [""]  # an empty line: ""
     assert nmt_text.read_lines(str(tmp_path / "raw.it")) == translations
     # nor may --output replace a file the command reads (the corpus's record, its codes)
-    # or the run trained on
-    for kept in (corpus / "corpus.json", corpus / "bpe" / "codes", corpus / "bpe" / "train.it"):
+    # or the run trained or validates on
+    read = ("corpus.json", "bpe/codes", "bpe/train.it", "bpe/dev.en", "bpe/dev.it")
+    for kept in [corpus / name for name in read]:
         before = kept.read_bytes()
         with pytest.raises(files.OutputError, match="or one it reads; write to another file"):
             translate.run(
