@@ -40,12 +40,14 @@ def test_new_videos_are_captioned_as_decode_captions_them(captioner_run, tmp_pat
     with pytest.raises(files.OutputError, match="or one it reads; write to another file"):
         caption.run(config_lib.parse(caption.define_flags, ["caption", *refused]))
     assert (tmp_path / "white.mp4").read_bytes() == video
-    # nor the store's settings, which the command reads
-    settings = features.settings_file(_hparams(run)["features"])
-    before = open(settings, "rb").read()
-    with pytest.raises(files.OutputError, match="or one it reads; write to another file"):
-        caption.run(config_lib.parse(caption.define_flags, argv[:3] + ["--output=" + settings]))
-    assert open(settings, "rb").read() == before
+    # nor a file of the run's feature store: its settings, which the command reads, or a
+    # training clip's features
+    store = _hparams(run)["features"]
+    for kept in (os.path.join(store, features.METADATA_FILE), os.path.join(store, "red.npy")):
+        before = open(kept, "rb").read()
+        with pytest.raises(files.OutputError, match="or one it reads; write to another file"):
+            caption.run(config_lib.parse(caption.define_flags, argv[:3] + ["--output=" + kept]))
+        assert open(kept, "rb").read() == before
 
     done = subprocess.run(
         [sys.executable, "-m", "video_caption.caption", "--out_dir=%s" % run],

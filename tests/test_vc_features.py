@@ -410,3 +410,8 @@ def test_open_features_errors(tmp_path):
     np.savez(bad / "flat.npz", np.zeros((2, 2)))
     with pytest.raises(frame_features.FeaturesError, match="clip flat is stored twice"):
         frame_features.open_features(str(bad))
+    # a clip's file replaced by text (an output written over it) says how to get it back
+    os.remove(bad / "flat.npz")
+    (bad / "flat.npy").write_text("a caption\n")
+    with pytest.raises(frame_features.FeaturesError, match="extract the clip's features again"):
+        frame_features.open_features(str(bad))["flat"]

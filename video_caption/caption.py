@@ -163,7 +163,7 @@ def run(config: Config) -> List[str]:
         files.run_files(
             config.out_dir,
             os.path.join(model_config.data_dir, "vocab.txt"),
-            features_lib.settings_file(model_config.features),
+            *features_lib.store_files(model_config.features),
             *acvi_flags.trained_on(config.out_dir),
         ),
         lambda lines: filter(None, (line.strip() for line in lines)),

@@ -107,7 +107,11 @@ class _FolderStore(FeatureStore):
         try:
             loaded = np.load(file_path, allow_pickle=False)
         except (OSError, ValueError) as e:
-            raise FeaturesError("clip %s: cannot read %s: %s" % (clip, file_path, e)) from e
+            raise FeaturesError(
+                "clip %s: cannot read %s (%s); extract the clip's features again "
+                "(video_caption.features writes the missing ones), or put the file back"
+                % (clip, file_path, e)
+            ) from e
         if isinstance(loaded, np.lib.npyio.NpzFile):
             with loaded:
                 names = list(loaded.files)
