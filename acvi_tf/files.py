@@ -11,6 +11,7 @@ the target with ``os.replace``; a full disk is an ``OSError`` naming the target.
 
 import codecs
 import contextlib
+import fcntl
 import glob
 import hashlib
 import json
@@ -339,3 +340,71 @@ def sha256(path: str) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+class FolderInUseError(errors.UserError, RuntimeError):
+    """Another trainer is writing the run's folder."""
+
+
+def lock_beside(directory: str, job: str, part: str = ""):
+    """Locks ``directory`` for this process with a lock file beside it
+    (``.<name><part>.lock`` in its parent), which a command that replaces the folder
+    leaves alone (``lock_file``).
+
+    Args:
+      directory: the folder the process writes.
+      job: what the process is (``"decode"``), for the error message.
+      part: what of the folder the lock guards (a shard's ``.shard-0-of-2``); "": all.
+
+    Returns:
+      The open lock file; keep it referenced as long as the lock should hold.
+
+    Raises:
+      FolderInUseError: another process holds the lock.
+    """
+    parent, name = os.path.split(os.path.abspath(directory))
+    os.makedirs(parent, exist_ok=True)
+    return lock_file(os.path.join(parent, ".%s%s.lock" % (name, part)), directory, job)
+
+
+def lock_file(path: str, directory: str, job: str):
+    """Locks ``path`` (created if missing) for this process, on behalf of ``directory``;
+    released when the process exits, however it exits.
+
+    Args:
+      path: the lock file.
+      directory: what it guards, for the error message.
+      job: what the process is, for the error message.
+
+    Returns:
+      The open lock file; keep it referenced as long as the lock should hold.
+
+    Raises:
+      FolderInUseError: another process holds the lock.
+      OSError: the lock file cannot be made (a folder the user may not write); names
+        ``directory``, not the hidden lock file.
+    """
+    handle = locked(path, directory, job)
+    handle.seek(0)
+    handle.truncate()
+    handle.write("pid %d" % os.getpid())
+    handle.flush()
+    return handle
+
+
+def locked(path: str, directory: str, job: str):
+    """``path`` opened and locked (``lock_file``'s arguments), its holder not written: a
+    check that closes it at once leaves the holder's line alone."""
+    with named_as(directory):
+        handle = open(path, "a+", encoding="utf-8")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "another process"
+        handle.close()
+        raise FolderInUseError(
+            "%s is being written by another %s (%s); wait for it to end, or use "
+            "another folder" % (directory, job, holder)
+        ) from None
+    return handle

@@ -635,7 +635,7 @@ def training_record(
     if chief:
         trainer_lib.refuse_in_use(checkpoint_dir or out_dir)
     path = os.path.join(out_dir, RECORD)
-    refusals = (checkpoints.CheckpointMismatchError, trainer_lib.FolderInUseError)
+    refusals = (checkpoints.CheckpointMismatchError, files.FolderInUseError)
     with files.restored_on(path, refusals):
         yield write_flag_record(
             out_dir,
@@ -647,6 +647,14 @@ def training_record(
             training_data=training_data,
             command_flags=command_flags,
         )
+
+
+# What a fingerprint's unit (``vocabulary.fingerprint``) says of a changed file: what it
+# is, and what the change would do.
+_VOCABULARY_KINDS = {
+    "words": ("vocabulary", "the same ids would mean other words"),
+    "merges": ("set of BPE codes", "new text would split into other pieces than it trained on"),
+}
 
 
 def check_vocabularies(
@@ -672,22 +680,20 @@ def check_vocabularies(
         trained = recorded.get(key)
         if trained is None or trained == found:
             continue
-        message = (
-            "%s: the run trained with another vocabulary (%d words, sha256 %s...) than %s "
-            "(%d words, sha256 %s...), so the same ids would mean other words"
-            % (
-                os.path.join(run_dir, name),
-                trained["words"],
-                trained["sha256"][:12],
-                source,
-                found["words"],
-                found["sha256"][:12],
-            )
+        unit = "merges" if "merges" in found else "words"
+        what, harm = _VOCABULARY_KINDS[unit]
+        message = "%s: the run trained with another %s (%s) than %s (%s), so %s" % (
+            os.path.join(run_dir, name),
+            what,
+            "%d %s, sha256 %s..." % (trained.get(unit, 0), unit, trained["sha256"][:12]),
+            source,
+            "%d %s, sha256 %s..." % (found[unit], unit, found["sha256"][:12]),
+            harm,
         )
         if not allow:
             raise DataChangeError(
-                message + "; give the vocabulary the run trained with, or "
-                "--allow_data_change to use this one"
+                message + "; give the %s the run trained with, or --allow_data_change to use "
+                "this one" % what
             )
         logging.warning("%s; using it (--allow_data_change)", message)
 

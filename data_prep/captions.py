@@ -390,40 +390,41 @@ def build(config: config_lib.Config) -> Stats:
     if given and not config.videos:
         raise CaptionsError("--%s applies only with --videos" % given[0])
     # stats.json is written last: a build cut short (its feature extraction) resumes
-    splits_lib.refuse_built(config.output_dir, STATS_FILE, config.overwrite, "output_dir")
-    stats = Stats()
-    rows = read_rows(config.captions, config.clip_field, config.caption_field, config.split_field)
-    clips = group_clips(rows, config.lowercase, config.skip_empty, stats)
-    _require_clips(split_clips(clips), config.allow_empty)
-    if config.videos:  # the folder is checked before the extraction writes into it
-        files.check_output(os.path.join(config.output_dir, STATS_FILE), "--output_dir")
-    features = extract_video_features(config, clips) if config.videos else config.features
-    try:
-        store = frame_features.open_features(features)
-    except ValueError as e:  # the store's own error names the path and the fix
-        raise CaptionsError(str(e)) from e
-    with store:
-        missing = [name for name in clips if name not in store]
-    if missing and not config.skip_missing_features:
-        raise CaptionsError(
-            "%d clip(s) have no features in %s: %s; extract them (python -m "
-            "video_caption.features) or pass --skip_missing_features"
-            % (len(missing), features, ", ".join(missing[:MAX_LISTED]))
+    with splits_lib.start_build(config.output_dir, STATS_FILE, config.overwrite, "output_dir"):
+        stats = Stats()
+        fields = (config.clip_field, config.caption_field, config.split_field)
+        rows = read_rows(config.captions, *fields)
+        clips = group_clips(rows, config.lowercase, config.skip_empty, stats)
+        _require_clips(split_clips(clips), config.allow_empty)
+        if config.videos:  # the folder is checked before the extraction writes into it
+            files.check_output(os.path.join(config.output_dir, STATS_FILE), "--output_dir")
+        features = extract_video_features(config, clips) if config.videos else config.features
+        try:
+            store = frame_features.open_features(features)
+        except ValueError as e:  # the store's own error names the path and the fix
+            raise CaptionsError(str(e)) from e
+        with store:
+            missing = [name for name in clips if name not in store]
+        if missing and not config.skip_missing_features:
+            raise CaptionsError(
+                "%d clip(s) have no features in %s: %s; extract them (python -m "
+                "video_caption.features) or pass --skip_missing_features"
+                % (len(missing), features, ", ".join(missing[:MAX_LISTED]))
+            )
+        for name in missing:
+            del clips[name]
+            logging.warning("clip %s has no features in %s; left out", name, features)
+        stats.features = features
+        stats.clips_dropped_missing_features = len(missing)
+        splits = split_clips(clips)
+        _require_clips(splits, config.allow_empty)
+        stats.vocab_size = write_split_files(config.output_dir, splits, config.min_count)
+        stats.clips = {split: len(members) for split, members in splits.items()}
+        stats.captions = {s: sum(len(c.captions) for c in m) for s, m in splits.items()}
+        files.atomic_write_text(
+            os.path.join(config.output_dir, STATS_FILE),
+            json.dumps(dataclasses.asdict(stats), indent=2) + "\n",
         )
-    for name in missing:
-        del clips[name]
-        logging.warning("clip %s has no features in %s; left out", name, features)
-    stats.features = features
-    stats.clips_dropped_missing_features = len(missing)
-    splits = split_clips(clips)
-    _require_clips(splits, config.allow_empty)
-    stats.vocab_size = write_split_files(config.output_dir, splits, config.min_count)
-    stats.clips = {split: len(members) for split, members in splits.items()}
-    stats.captions = {s: sum(len(c.captions) for c in m) for s, m in splits.items()}
-    files.atomic_write_text(
-        os.path.join(config.output_dir, STATS_FILE),
-        json.dumps(dataclasses.asdict(stats), indent=2) + "\n",
-    )
     return stats
 
 

@@ -7,7 +7,7 @@ tokenizer batch.
 
 import hashlib
 import os
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, TypeVar
+from typing import IO, Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, TypeVar
 
 from absl import flags, logging
 
@@ -122,12 +122,12 @@ def define_overwrite(
     )
 
 
-def refuse_built(out_dir: str, record: str, overwrite: bool, folder: str = "out_dir") -> None:
-    """Refuses a build into a folder that holds a corpus (its ``record``) unless
-    ``overwrite``: the runs trained on it would no longer find their data. With
-    ``overwrite`` the record goes first, so that a rebuild cut short, whose folder mixes
-    old and new files, is not taken for a finished corpus. What the writes of a killed
-    build left unfinished (``files.remove_partials``) goes first of all.
+def start_build(out_dir: str, record: str, overwrite: bool, folder: str = "out_dir") -> IO[str]:
+    """Locks ``out_dir`` for a build, and refuses a folder that holds a corpus (its
+    ``record``) unless ``overwrite``: the runs trained on it would no longer find their
+    data. With ``overwrite`` the record goes first, so that a rebuild cut short, whose
+    folder mixes old and new files, is not taken for a finished corpus. What the writes of
+    a killed build left unfinished (``files.remove_partials``) goes first of all.
 
     Args:
       out_dir: the build's output folder.
@@ -135,20 +135,30 @@ def refuse_built(out_dir: str, record: str, overwrite: bool, folder: str = "out_
       overwrite: ``--overwrite``.
       folder: the output folder's flag, for the message.
 
+    Returns:
+      The lock (``files.lock_beside``), which keeps a second build out of the folder until
+      it is closed: the build runs inside ``with start_build(...):``.
+
     Raises:
       CorpusExistsError: naming the record and the fix.
+      files.FolderInUseError: another build writes the folder.
     """
-    files.remove_partials(out_dir)  # a killed build's unfinished files
-    path = os.path.join(out_dir, record)
-    if not os.path.exists(path):
-        return
-    if not overwrite:
-        raise CorpusExistsError(
-            "%s holds a corpus already (%s); give another --%s, or --overwrite to "
-            "replace it" % (out_dir, path, folder)
-        )
-    os.remove(path)
-    logging.info("replacing the corpus in %s (--overwrite)", out_dir)
+    lock = files.lock_beside(out_dir, "corpus build")
+    try:
+        files.remove_partials(out_dir)  # a killed build's unfinished files
+        path = os.path.join(out_dir, record)
+        if os.path.exists(path):
+            if not overwrite:
+                raise CorpusExistsError(
+                    "%s holds a corpus already (%s); give another --%s, or --overwrite to "
+                    "replace it" % (out_dir, path, folder)
+                )
+            os.remove(path)
+            logging.info("replacing the corpus in %s (--overwrite)", out_dir)
+    except BaseException:
+        lock.close()
+        raise
+    return lock
 
 
 def define_allow_empty(names: Sequence[str], flag_values: flags.FlagValues) -> None:

@@ -610,18 +610,18 @@ def read_sources(config: config_lib.Config) -> Iterator[Source]:
 
 def build(config: config_lib.Config) -> Stats:
     """Reads the flags' inputs and writes the corpus into ``--out_dir``."""
-    splits_lib.refuse_built(config.out_dir, CORPUS_RECORD, config.overwrite)
-    stats = Stats()
-    pairs = make_pairs(
-        read_sources(config),
-        tokenizers.batch_tokenizer(config.tokenizer, config.lowercase),
-        config.max_article_tokens,
-        stats,
-        config.skip_empty,
-    )
-    caps = {split: config["max_" + split] for split in SPLITS}
-    write_corpus(pairs, config.out_dir, stats, caps, config.full_bins, config.allow_empty)
-    write_corpus_record(config.out_dir, config.tokenizer, config.lowercase)
+    with splits_lib.start_build(config.out_dir, CORPUS_RECORD, config.overwrite):
+        stats = Stats()
+        pairs = make_pairs(
+            read_sources(config),
+            tokenizers.batch_tokenizer(config.tokenizer, config.lowercase),
+            config.max_article_tokens,
+            stats,
+            config.skip_empty,
+        )
+        caps = {split: config["max_" + split] for split in SPLITS}
+        write_corpus(pairs, config.out_dir, stats, caps, config.full_bins, config.allow_empty)
+        write_corpus_record(config.out_dir, config.tokenizer, config.lowercase)
     return stats
 
 

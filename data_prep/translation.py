@@ -501,35 +501,35 @@ def read_sources(config: config_lib.Config) -> Iterator[Source]:
 
 def build(config: config_lib.Config) -> Stats:
     """Reads the flags' inputs and writes the corpus into ``--out_dir``."""
-    splits_lib.refuse_built(config.out_dir, CORPUS_RECORD, config.overwrite)
-    if config.src == config.tgt:
-        raise ParallelError("--src and --tgt are both %r; give two languages" % config.src)
-    stats = Stats()
-    keep_splits = EVAL_SPLITS if config.keep_eval_splits else ()
-    pairs = make_pairs(
-        read_sources(config),
-        tokenizers.batch_tokenizer(config.tokenizer, config.lowercase),
-        config.max_len,
-        stats,
-        config.skip_empty,
-        keep_splits,
-    )
-    languages = (config.src, config.tgt)
-    caps = {split: config["max_" + split] for split in SPLITS}
-    write_corpus(
-        pairs,
-        config.out_dir,
-        languages,
-        stats,
-        caps,
-        config.min_count,
-        config.bpe_merges,
-        keep_splits,
-        config.allow_empty,
-    )
-    write_corpus_record(
-        config.out_dir, languages, config.tokenizer, config.lowercase, config.bpe_merges
-    )
+    with splits_lib.start_build(config.out_dir, CORPUS_RECORD, config.overwrite):
+        if config.src == config.tgt:
+            raise ParallelError("--src and --tgt are both %r; give two languages" % config.src)
+        stats = Stats()
+        keep_splits = EVAL_SPLITS if config.keep_eval_splits else ()
+        pairs = make_pairs(
+            read_sources(config),
+            tokenizers.batch_tokenizer(config.tokenizer, config.lowercase),
+            config.max_len,
+            stats,
+            config.skip_empty,
+            keep_splits,
+        )
+        languages = (config.src, config.tgt)
+        caps = {split: config["max_" + split] for split in SPLITS}
+        write_corpus(
+            pairs,
+            config.out_dir,
+            languages,
+            stats,
+            caps,
+            config.min_count,
+            config.bpe_merges,
+            keep_splits,
+            config.allow_empty,
+        )
+        write_corpus_record(
+            config.out_dir, languages, config.tokenizer, config.lowercase, config.bpe_merges
+        )
     return stats
 
 

@@ -33,7 +33,6 @@ from acvi_tf.inference.folders import DecodeFolderError, refuse_finished
 from acvi_tf.metrics import copying
 from acvi_tf.metrics import meteor as meteor_lib
 from acvi_tf.metrics import rouge as rouge_lib
-from acvi_tf.training import trainer as trainer_lib
 from pointer_generator import batcher as batcher_lib
 from pointer_generator import vocab as vocab_lib
 
@@ -364,11 +363,11 @@ def lock_shard(decode_dir: str, shard: Tuple[int, int]) -> IO[str]:
       The open lock file; the lock holds until it is closed or the process ends.
 
     Raises:
-      acvi_tf.training.trainer.FolderInUseError: another process decodes that shard.
+      acvi_tf.training.files.FolderInUseError: another process decodes that shard.
     """
     index, count = shard
     part = ".shard-%d-of-%d" % (index, count) if count > 1 else ""
-    return trainer_lib.lock_beside(decode_dir, "decode", part)
+    return files.lock_beside(decode_dir, "decode", part)
 
 
 def decode_single_pass(

@@ -14,12 +14,12 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from acvi_tf import config as config_lib
+from acvi_tf import files
 from acvi_tf.compat import keras
 from acvi_tf.contexts import context as context_lib
 from acvi_tf.formats import bin_files, see_vocab
 from acvi_tf.inference import report as report_lib
 from acvi_tf.metrics import rouge as rouge_lib
-from acvi_tf.training import trainer as trainer_lib
 from pointer_generator import batcher as batcher_lib
 from pointer_generator import decode as decode_lib
 from pointer_generator import losses as losses_lib
@@ -261,7 +261,7 @@ def test_single_pass_writes_the_original_folder_and_scores_it(model, vocab, corp
         decode_lib.lock_shard(str(decode_dir), (0, 1)),
         decode_lib.lock_shard(str(decode_dir), (1, 2)),
     )
-    with pytest.raises(trainer_lib.FolderInUseError, match="being written by another decode"):
+    with pytest.raises(files.FolderInUseError, match="being written by another decode"):
         decode_lib.decode_single_pass(summarizer, batcher, str(decode_dir), settings=settings)
     held.close()
     with pytest.raises(decode_lib.DecodeFolderError, match="finished decode"):

@@ -13,10 +13,10 @@ import tensorflow as tf
 from absl import app, flags
 
 from acvi_tf import config as config_lib
+from acvi_tf import files
 from acvi_tf import flags as acvi_flags
 from acvi_tf.inference import folders
 from acvi_tf.metrics import captions as caption_metrics
-from acvi_tf.training import trainer as trainer_lib
 from video_caption import experiment, run_captioning
 
 from conftest import no_writes_in, untraced, write_video
@@ -178,8 +178,8 @@ def test_decode_and_a_resume_read_the_model_from_the_record(tmp_path, absl_caplo
     ):
         run_captioning.run(_flags(*common, "--encoder_units=6", "--max_steps=4"))
     # a decode of the folder in progress (its lock held): a second one stops in one line
-    held = trainer_lib.lock_beside(str(folder), "decode")
-    with pytest.raises(trainer_lib.FolderInUseError, match="being written by another decode"):
+    held = files.lock_beside(str(folder), "decode")
+    with pytest.raises(files.FolderInUseError, match="being written by another decode"):
         run_captioning.run(_flags("--mode=decode", run))
     held.close()
     # the run's words in another order, the same size: refused

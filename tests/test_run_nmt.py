@@ -16,6 +16,7 @@ import sacrebleu
 import tensorflow as tf
 
 from acvi_tf import config as config_lib
+from acvi_tf import files
 from acvi_tf import flags as acvi_flags
 from acvi_tf.formats import nmt_text
 from acvi_tf.training import trainer as trainer_lib
@@ -174,7 +175,7 @@ def test_train_evaluate_and_translate(corpus, tmp_path, absl_caplog):
     # anything: the run's record, events and checkpoints stay as they were
     held = trainer_lib.lock_folder(str(out))
     folder = {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()}
-    with pytest.raises(trainer_lib.FolderInUseError, match="being written by another trainer"):
+    with pytest.raises(files.FolderInUseError, match="being written by another trainer"):
         _with_record(out, "--num_train_steps=15", "--learning_rate=0.5")
     held.close()
     assert {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()} == folder

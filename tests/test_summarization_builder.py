@@ -11,6 +11,7 @@ import pytest
 from absl import flags, logging
 
 from acvi_tf import config as config_lib
+from acvi_tf import files
 from acvi_tf.formats import see_vocab
 from acvi_tf.formats.bin_files import read_bin_file
 from acvi_tf.text import tokenizers
@@ -342,6 +343,12 @@ def test_a_corpus_is_replaced_only_with_overwrite(tmp_path, monkeypatch):
     )
     assert {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
     overwrite = config_lib.parse(summarization.define_flags, argv + ["--lowercase", "--overwrite"])
+    # nor may a build replace the folder while another build writes it
+    held = files.lock_beside(str(out), "corpus build")
+    with pytest.raises(files.FolderInUseError, match="being written by another corpus build"):
+        summarization.build(overwrite)
+    held.close()
+    assert {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
     # a rebuild cut short leaves a folder no longer taken for a finished corpus
     with monkeypatch.context() as patch:
         patch.setattr(summarization, "write_corpus", mock.Mock(side_effect=KeyboardInterrupt))

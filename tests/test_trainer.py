@@ -7,6 +7,7 @@ import os
 import pytest
 import tensorflow as tf
 
+from acvi_tf import files
 from acvi_tf.training import checkpoints, trainer
 from acvi_tf.training import step as training_lib
 
@@ -160,9 +161,9 @@ def test_a_lock_that_cannot_be_made_names_the_folder_it_guards(tmp_path, monkeyp
     def refused(path, *args, **kwargs):  # a folder of another user (tests run as root)
         raise PermissionError(13, "Permission denied", path)
 
-    monkeypatch.setattr(trainer, "open", refused, raising=False)
+    monkeypatch.setattr(files, "open", refused, raising=False)
     with pytest.raises(PermissionError) as raised:
-        trainer.lock_beside(str(tmp_path / "decode_test"), "decode")
+        files.lock_beside(str(tmp_path / "decode_test"), "decode")
     assert raised.value.filename == str(tmp_path / "decode_test")
 
 
@@ -178,7 +179,7 @@ def test_a_second_trainer_of_the_same_folder_is_refused(tmp_path):
     checkpointer, _ = _checkpointer(tmp_path)
     with trainer.Trainer(checkpointer, 5):
         with pytest.raises(
-            trainer.FolderInUseError,
+            files.FolderInUseError,
             match=r"being written by another trainer \(pid %d\)" % os.getpid(),
         ):
             with trainer.Trainer(checkpointer, 5):

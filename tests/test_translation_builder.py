@@ -9,6 +9,7 @@ import pytest
 from absl import logging
 
 from acvi_tf import config as config_lib
+from acvi_tf import files
 from acvi_tf.formats import nmt_text
 from acvi_tf.text import tokenizers
 from data_prep import splits, translation
@@ -115,7 +116,13 @@ def test_a_corpus_is_replaced_only_with_overwrite(tmp_path):
     with pytest.raises(splits.CorpusExistsError, match="--overwrite to replace it"):
         translation.build(config_lib.parse(translation.define_flags, argv + ["--lowercase"]))
     assert (out / "train.en").read_bytes() == before
-    translation.build(config_lib.parse(translation.define_flags, argv + ["--overwrite"]))
+    overwrite = config_lib.parse(translation.define_flags, argv + ["--overwrite", "--lowercase"])
+    held = files.lock_beside(str(out), "corpus build")  # another build writes the folder
+    with pytest.raises(files.FolderInUseError, match="being written by another corpus build"):
+        translation.build(overwrite)
+    held.close()
+    assert (out / "train.en").read_bytes() == before
+    translation.build(overwrite)
 
 
 def test_an_input_of_no_pair_is_named(tmp_path):

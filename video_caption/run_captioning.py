@@ -473,7 +473,7 @@ def decode(config: Config) -> dict:
     decode folder is refused before the model is built, or replaced with
     ``--decode_overwrite`` once the new captions are scored."""
     folder = os.path.join(config.out_dir, "decode_" + config.decode_split)
-    lock = trainer_lib.lock_beside(folder, "decode")
+    lock = files.lock_beside(folder, "decode")
     try:
         if not config.decode_overwrite:
             folders.refuse_finished(folder)

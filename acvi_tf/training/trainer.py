@@ -8,7 +8,6 @@ stopping. The host keeps only what is its own: its data, its step function, its
 validation and any log lines of its original code base (``after_step``).
 """
 
-import fcntl
 import os
 import shutil
 import sys
@@ -18,16 +17,12 @@ from typing import Callable, Dict, Iterable, Optional, Tuple
 import tensorflow as tf
 from absl import logging
 
-from acvi_tf import errors, files, progress
+from acvi_tf import files, progress
 from acvi_tf.training import checkpoints, stops
 from acvi_tf.training import step as training_lib
 
 # The file a trainer holds locked in its checkpoint folder while it runs.
 LOCK_FILE = "trainer.lock"
-
-
-class FolderInUseError(errors.UserError, RuntimeError):
-    """Another trainer is writing the run's folder."""
 
 
 def lock_folder(directory: str, job: str = "trainer"):
@@ -42,10 +37,10 @@ def lock_folder(directory: str, job: str = "trainer"):
       The open lock file; keep it referenced as long as the lock should hold.
 
     Raises:
-      FolderInUseError: another process holds the lock.
+      files.FolderInUseError: another process holds the lock.
     """
     os.makedirs(directory, exist_ok=True)
-    return lock_file(os.path.join(directory, LOCK_FILE), directory, job)
+    return files.lock_file(os.path.join(directory, LOCK_FILE), directory, job)
 
 
 def in_use(directory: str) -> bool:
@@ -56,7 +51,7 @@ def in_use(directory: str) -> bool:
     """
     try:
         refuse_in_use(directory)
-    except FolderInUseError:
+    except files.FolderInUseError:
         return True
     return False
 
@@ -71,74 +66,11 @@ def refuse_in_use(directory: str, job: str = "trainer") -> None:
       job: what holds the lock, for the error message.
 
     Raises:
-      FolderInUseError: another process holds the lock.
+      files.FolderInUseError: another process holds the lock.
     """
     path = os.path.join(directory, LOCK_FILE)
     if os.path.exists(path):
-        _locked(path, directory, job).close()
-
-
-def lock_beside(directory: str, job: str, part: str = ""):
-    """Locks ``directory`` for this process with a lock file beside it
-    (``.<name><part>.lock`` in its parent), which a command that replaces the folder
-    leaves alone (``lock_file``).
-
-    Args:
-      directory: the folder the process writes.
-      job: what the process is (``"decode"``), for the error message.
-      part: what of the folder the lock guards (a shard's ``.shard-0-of-2``); "": all.
-
-    Returns:
-      The open lock file; keep it referenced as long as the lock should hold.
-
-    Raises:
-      FolderInUseError: another process holds the lock.
-    """
-    parent, name = os.path.split(os.path.abspath(directory))
-    os.makedirs(parent, exist_ok=True)
-    return lock_file(os.path.join(parent, ".%s%s.lock" % (name, part)), directory, job)
-
-
-def lock_file(path: str, directory: str, job: str):
-    """Locks ``path`` (created if missing) for this process, on behalf of ``directory``;
-    released when the process exits, however it exits.
-
-    Args:
-      path: the lock file.
-      directory: what it guards, for the error message.
-      job: what the process is, for the error message.
-
-    Returns:
-      The open lock file; keep it referenced as long as the lock should hold.
-
-    Raises:
-      FolderInUseError: another process holds the lock.
-      OSError: the lock file cannot be made (a folder the user may not write); names
-        ``directory``, not the hidden lock file.
-    """
-    handle = _locked(path, directory, job)
-    handle.seek(0)
-    handle.truncate()
-    handle.write("pid %d" % os.getpid())
-    handle.flush()
-    return handle
-
-
-def _locked(path: str, directory: str, job: str):
-    """``path`` opened and locked (``lock_file``'s arguments), its holder not written."""
-    with files.named_as(directory):
-        handle = open(path, "a+", encoding="utf-8")
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.seek(0)
-        holder = handle.read().strip() or "another process"
-        handle.close()
-        raise FolderInUseError(
-            "%s is being written by another %s (%s); wait for it to end, or use "
-            "another folder" % (directory, job, holder)
-        ) from None
-    return handle
+        files.locked(path, directory, job).close()
 
 
 def _trains_alone() -> bool:
