@@ -900,7 +900,9 @@ def evaluate(
 
 
 def _decode_dir_name(config: Config, checkpoint_path: str) -> str:
-    """The single-pass decode folder's name for ``checkpoint_path``."""
+    """The single-pass decode folder's name for ``checkpoint_path``; a ``--data_path`` of no
+    file is refused first, before its name is read for a split."""
+    bin_files.expand_data_path(config.data_path)
     return decode_lib.decode_dir_name(
         decode_lib.data_split(config.data_path, config.decode_split),
         config.max_enc_steps,

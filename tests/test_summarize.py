@@ -15,6 +15,7 @@ import pytest
 from acvi_tf import config as config_lib
 from acvi_tf import files
 from acvi_tf import flags as acvi_flags
+from acvi_tf.formats import bin_files
 from acvi_tf.formats.bin_files import read_bin_file
 from acvi_tf.inference import commands
 from acvi_tf.training import checkpoints
@@ -165,6 +166,10 @@ def test_decode_reads_the_model_from_the_record_and_derives_min_dec_steps(traine
         "Decoding with max_enc_steps=30 (given), max_dec_steps=6 (given), min_dec_steps=2 "
         "(derived: See's 35, at most 35% of max_dec_steps), beam_size=2 (given)"
     ) in absl_caplog.text
+    # a glob of no file is named as such, not as a file name without a split
+    nothing = "--data_path=%s" % (corpus / "chunked" / "nosuch_*")
+    with pytest.raises(bin_files.BinFileError, match="nosuch_.*' matches no file"):
+        _run(root, "--mode=decode", "--single_pass", nothing, *repeated[-2:-1])
 
 
 def test_contradicting_flags_and_impossible_lengths_are_refused(trained, tmp_path):
