@@ -162,9 +162,10 @@ def build_model(config: Config, src_vocab: data.Vocab, tgt_vocab: data.Vocab) ->
 
 
 def vocabularies(config: Config, src_vocab: data.Vocab, tgt_vocab: data.Vocab) -> Dict[str, Any]:
-    """The run's source and target vocabularies for its record
+    """The run's source and target vocabularies for its record, and the corpus's BPE
+    codes, which split new text into the vocabularies' pieces, where it has them
     (``acvi_flags.check_vocabularies``)."""
-    return {
+    found = {
         side: (
             _source(config, lang),
             vocabulary.fingerprint([vocab.id2word(i) for i in range(vocab.size())]),
@@ -174,6 +175,11 @@ def vocabularies(config: Config, src_vocab: data.Vocab, tgt_vocab: data.Vocab) -
             ("target", config.tgt, tgt_vocab),
         )
     }
+    codes = corpus_files(config)[1]
+    if codes and os.path.isfile(codes):
+        with open(codes, encoding="utf-8") as f:
+            found["bpe_codes"] = (codes, vocabulary.fingerprint(f.read().splitlines(), "merges"))
+    return found
 
 
 def _source(config: Config, lang: str) -> str:

@@ -137,3 +137,13 @@ def test_raw_sentences_translate_as_the_run_s_inference_does(tmp_path, absl_capl
     )
     assert len(allowed) == len(translations)
     assert "(--allow_data_change)" in absl_caplog.text
+    words[4], words[5] = words[5], words[4]  # back as the run trained with it
+    vocab.write_text("".join(words), encoding="utf-8")
+
+    # so are BPE codes cut to half their merges, which split new text into other pieces
+    codes = corpus / "bpe" / "codes"
+    merges = codes.read_text(encoding="utf-8").splitlines(True)
+    codes.write_text("".join(merges[: len(merges) // 2]), encoding="utf-8")
+    with pytest.raises(acvi_flags.DataChangeError, match="another set of BPE codes") as e:
+        translate.run(config_lib.parse(translate.define_flags, argv))
+    assert "than %s (%d merges" % (codes, len(merges) // 2) in str(e.value)

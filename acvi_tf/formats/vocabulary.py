@@ -12,12 +12,13 @@ import hashlib
 from typing import Dict, Sequence, Type, Union
 
 
-def fingerprint(words: Sequence[str]) -> Dict[str, Union[int, str]]:
+def fingerprint(words: Sequence[str], unit: str = "words") -> Dict[str, Union[int, str]]:
     """``{"words": N, "sha256": hex}`` of a vocabulary's words in id order: what the
     model's embedding rows mean. Files that give the same words the same ids (their
-    counts aside) have one fingerprint."""
+    counts aside) have one fingerprint. With ``unit="merges"``, the same of a BPE codes
+    file's lines, which decide how new text splits into the vocabulary's pieces."""
     digest = hashlib.sha256("\n".join(words).encode("utf-8")).hexdigest()
-    return dict(words=len(words), sha256=digest)
+    return {unit: len(words), "sha256": digest}
 
 
 def require_a_word(
