@@ -1,0 +1,68 @@
+"""A pytest plugin for ``bench/suite_profile.py``: one JSON line per test with its CPU
+seconds in the test process (``own``), in the processes it started and waited for
+(``children``) and, of ``own``, in TensorFlow's tracing of ``tf.function`` graphs
+(``trace``), and the programs it started (``launches``). The lines go to the file
+``SUITE_PROFILE_OUT`` names; each xdist worker appends its own."""
+
+import collections
+import json
+import os
+import resource
+import subprocess
+import time
+
+import pytest
+from tensorflow.python.framework import func_graph
+
+_TRACE = {"seconds": 0.0, "depth": 0}
+_LAUNCHES = collections.Counter()
+_trace = func_graph.func_graph_from_py_func
+_popen_init = subprocess.Popen.__init__
+
+
+def _timed_trace(*args, **kwargs):
+    """``func_graph_from_py_func``, its CPU counted once however deep it nests."""
+    _TRACE["depth"] += 1
+    start = time.process_time()
+    try:
+        return _trace(*args, **kwargs)
+    finally:
+        _TRACE["depth"] -= 1
+        if not _TRACE["depth"]:
+            _TRACE["seconds"] += time.process_time() - start
+
+
+def _counted_popen(self, args, *rest, **kwargs):
+    """``Popen.__init__``, counting the program (``python -m <module>`` for Python)."""
+    words = [args] if isinstance(args, (str, bytes)) else list(args)
+    program = os.path.basename(str(words[0]).split()[0]) if words else "?"
+    if program.startswith("python") and len(words) > 2 and words[1] == "-m":
+        program += " -m " + str(words[2])
+    _LAUNCHES[program] += 1
+    _popen_init(self, args, *rest, **kwargs)
+
+
+func_graph.func_graph_from_py_func = _timed_trace
+subprocess.Popen.__init__ = _counted_popen
+
+
+def _cpu(who: int) -> float:
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    own, children = _cpu(resource.RUSAGE_SELF), _cpu(resource.RUSAGE_CHILDREN)
+    trace = _TRACE["seconds"]
+    _LAUNCHES.clear()
+    yield
+    record = dict(
+        id=item.nodeid,
+        own=round(_cpu(resource.RUSAGE_SELF) - own, 3),
+        children=round(_cpu(resource.RUSAGE_CHILDREN) - children, 3),
+        trace=round(_TRACE["seconds"] - trace, 3),
+        launches=dict(_LAUNCHES),
+    )
+    with open(os.environ["SUITE_PROFILE_OUT"], "a", encoding="utf-8") as f:
+        f.write(json.dumps(record) + "\n")

@@ -1,0 +1,38 @@
+"""bench/suite_profile.py: its sums by file, and docs/testing.md quotes its record."""
+
+import json
+import os
+import re
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+
+import suite_profile  # noqa: E402 (bench/ is not a package)
+
+
+def test_each_file_sums_its_tests_most_cpu_first():
+    tests = [
+        dict(id="tests/a.py::x", own=1.0, children=0.5, trace=0.5, launches={"java": 1}),
+        dict(id="tests/b.py::y[1]", own=3.0, children=0.0, trace=2.0, launches={}),
+        dict(id="tests/a.py::z", own=2.0, children=0.0, trace=0.0, launches={"java": 2}),
+    ]
+    summary = suite_profile.summarize(tests)
+    assert summary["totals"] == dict(own=6.0, children=0.5, trace=2.5, tests=3)
+    assert [row["file"] for row in summary["files"]] == ["tests/a.py", "tests/b.py"]
+    assert summary["files"][0] == dict(file="tests/a.py", own=3.0, children=0.5, trace=0.5, tests=2)
+    assert summary["launches"] == {"java": 3}
+
+
+def test_the_testing_page_quotes_the_record_of_its_revision():
+    with open(suite_profile.RECORDS, encoding="utf-8") as f:
+        [record] = [r for r in map(json.loads, f) if r["revision"] == "3fa700c"]
+    with open(os.path.join(ROOT, "docs", "testing.md"), encoding="utf-8") as f:
+        quoted = re.search(r"<!-- suite-profile -->(.*?)<!-- /suite-profile -->", f.read(), re.S)
+    numbers = [float(n.replace(",", "")) for n in re.findall(r"[\d,]+(?= s)", quoted.group(1))]
+    totals = record["totals"]
+    largest = record["files"][0]
+    expected = [totals["own"], totals["trace"], totals["children"], largest["own"]]
+    assert numbers == [round(n) for n in expected]
+    assert "`%s`" % os.path.basename(largest["file"]) in quoted.group(1)
+    assert largest["trace"] == 0.0  # "all of it eager"
