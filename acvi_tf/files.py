@@ -138,6 +138,12 @@ def run_files(run_dir: str, *more: str) -> List[str]:
     return found + [path for path in more if path]
 
 
+def _inside(path: str, folder: str) -> bool:
+    """Whether ``path`` is in ``folder`` (at any depth), links resolved."""
+    real, root = os.path.realpath(path), os.path.realpath(folder)
+    return os.path.commonpath([real, root]) == root
+
+
 def check_output(
     path: str,
     flag: str,
@@ -152,7 +158,7 @@ def check_output(
       path: the file a command will write.
       flag: the flag that names it (``--output``).
       inputs: flag -> the files the command reads (``{"--input": ...}``).
-      protected: the run's files (``run_files``).
+      protected: the run's files (``run_files``); a folder among them, every path in it.
 
     Raises:
       OutputError: ``path`` is a folder, one of ``inputs`` or one of ``protected``.
@@ -180,6 +186,11 @@ def check_output(
             raise OutputError(
                 "%s=%s is %s, a file of the trained run or one it reads; write to another "
                 "file, or the run would lose it" % (flag, path, kept)
+            )
+        if os.path.isdir(kept) and _inside(path, kept):
+            raise OutputError(
+                "%s=%s is in %s, a folder of the trained run or one it reads; write to "
+                "another file, or the run would lose it" % (flag, path, kept)
             )
     handle = _temporary_beside(path, "wb", None)
     handle.close()

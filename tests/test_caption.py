@@ -40,14 +40,18 @@ def test_new_videos_are_captioned_as_decode_captions_them(captioner_run, tmp_pat
     with pytest.raises(files.OutputError, match="or one it reads; write to another file"):
         caption.run(config_lib.parse(caption.define_flags, ["caption", *refused]))
     assert (tmp_path / "white.mp4").read_bytes() == video
-    # nor a file of the run's feature store: its settings, which the command reads, or a
-    # training clip's features
+    # nor a file of the run's feature store: its settings, which the command reads, a
+    # training clip's features, or a new file there, which would be read as a clip's
     store = _hparams(run)["features"]
     for kept in (os.path.join(store, features.METADATA_FILE), os.path.join(store, "red.npy")):
         before = open(kept, "rb").read()
         with pytest.raises(files.OutputError, match="or one it reads; write to another file"):
             caption.run(config_lib.parse(caption.define_flags, argv[:3] + ["--output=" + kept]))
         assert open(kept, "rb").read() == before
+    new = os.path.join(store, "new.npy")
+    with pytest.raises(files.OutputError, match="is in %s, a folder" % store):
+        caption.run(config_lib.parse(caption.define_flags, argv[:3] + ["--output=" + new]))
+    assert not os.path.exists(new)
 
     done = subprocess.run(
         [sys.executable, "-m", "video_caption.caption", "--out_dir=%s" % run],

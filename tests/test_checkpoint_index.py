@@ -103,13 +103,6 @@ STATES = {
         10,
         "lists %s-9 without a time after its last preserved one",
     ),
-    "an older checkpoint, as TensorFlow writes it": (
-        lambda d, name: checkpoints.write_index(
-            str(d), [str(d / ("%s-%d" % (name, step))) for step in (8, 9)]
-        ),
-        10,
-        "names %s-9, but %s-10 is newer (to resume from %s-9, remove it)",
-    ),
     "a truncated index file": (
         lambda d, name: _truncate(d / ("%s-10.index" % name)),
         9,
@@ -138,11 +131,14 @@ def test_a_resume_rebuilds_an_unusable_index_and_keeps_every_checkpoint(
     absl_caplog.set_level("WARNING")
     # a reader takes the newest checkpoint the index names, as TensorFlow does
     seen = 10 if state == "a truncated data file" else step
-    seen = 9 if state.startswith("an older checkpoint") else seen
+    seen = 9 if state == "an older checkpoint without times" else seen
     assert checkpoints.latest_checkpoint(str(directory)).endswith("%s-%d" % (name, seen))
     warnings = [r.getMessage() for r in absl_caplog.records if r.levelname == "WARNING"]
     skipped = "%s cannot be read" % (directory / ("%s-10" % name))
-    assert [skipped in w for w in warnings] == [True] * (state == "a truncated index file")
+    # and which newer one it does not use, for an index that names an older one
+    newer = "though %s-10 is newer" % name
+    warned = state in ("a truncated index file", "an older checkpoint without times")
+    assert [skipped in w or newer in w for w in warnings] == [True] * warned
     absl_caplog.clear()
     resumed = _checkpointer(directory, name)
     assert resumed.restore_latest().endswith("%s-%d" % (name, step))
@@ -162,6 +158,34 @@ def test_a_resume_rebuilds_an_unusable_index_and_keeps_every_checkpoint(
     absl_caplog.clear()  # the rewritten index is used as it is
     assert _checkpointer(directory, name).restore_latest().endswith("%s-%d" % (name, step))
     assert not [r for r in absl_caplog.records if r.levelname == "WARNING"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_an_index_naming_an_older_checkpoint_is_the_user_s_choice(tmp_path, name, absl_caplog):
+    """An index in TensorFlow's own form that names an older checkpoint than the folder
+    holds (a restored backup, a hand edit): a resume from it would write over the newer
+    ones and its first saves delete the oldest, so the trainer refuses and says how to
+    take either; a reader uses it, as TensorFlow's readers do, and says so."""
+    directory = tmp_path / "train"
+    _trained(directory, name)
+    checkpoints.write_index(
+        str(directory), [str(directory / ("%s-%d" % (name, s))) for s in (8, 9)]
+    )
+    before = _hashes(directory), (directory / "checkpoint").read_bytes()
+    absl_caplog.set_level("WARNING")
+    assert checkpoints.latest_checkpoint(str(directory)).endswith("%s-9" % name)
+    [warning] = [r.getMessage() for r in absl_caplog.records if r.levelname == "WARNING"]
+    assert "names %s-9 as the newest checkpoint, though %s-10 is newer" % (name, name) in warning
+    with pytest.raises(checkpoints.CheckpointError) as refused:
+        _checkpointer(directory, name).restore_latest()
+    assert str(refused.value) == (
+        "%s names %s-9 as the newest checkpoint, though %s-10 is newer: a resume from it "
+        "would write over it. Remove it to resume from %s-9, or remove %s to resume from "
+        "%s-10" % (directory / "checkpoint", name, name, name, directory / "checkpoint", name)
+    )
+    assert (_hashes(directory), (directory / "checkpoint").read_bytes()) == before
+    os.remove(directory / "checkpoint")  # the second way out: the newest
+    assert _checkpointer(directory, name).restore_latest().endswith("%s-10" % name)
 
 
 def test_readers_see_the_same_checkpoint_and_leave_the_index_alone(tmp_path):

@@ -413,5 +413,7 @@ def test_open_features_errors(tmp_path):
     # a clip's file replaced by text (an output written over it) says how to get it back
     os.remove(bad / "flat.npz")
     (bad / "flat.npy").write_text("a caption\n")
-    with pytest.raises(frame_features.FeaturesError, match="extract the clip's features again"):
+    with pytest.raises(frame_features.FeaturesError, match="remove it and run video_caption"):
         frame_features.open_features(str(bad))["flat"]
+    with pytest.raises(frame_features.FeaturesError, match="remove it and run video_caption"):
+        frame_features.open_features(str(bad)).dim  # the first clip's file gives the size

@@ -163,7 +163,7 @@ def run(config: Config) -> List[str]:
         files.run_files(
             config.out_dir,
             os.path.join(model_config.data_dir, "vocab.txt"),
-            *features_lib.store_files(model_config.features),
+            model_config.features,  # the store: its files, and any new one in it
             *acvi_flags.trained_on(config.out_dir),
         ),
         lambda lines: filter(None, (line.strip() for line in lines)),

@@ -114,14 +114,6 @@ def clip_features(extractor: cnn_lib.Extractor, frames: np.ndarray, num_frames: 
 # ----------------------------------------------------------------------------- writers
 
 
-def store_files(store_path: str) -> List[str]:
-    """Every file of a store, which a command's output must not replace: the files of a
-    folder (the clips' features and ``features.json``), or the HDF5 file itself."""
-    if os.path.isdir(store_path):
-        return [os.path.join(store_path, name) for name in sorted(os.listdir(store_path))]
-    return [store_path]
-
-
 def read_settings(store_path: str) -> dict:
     """The extraction settings a store made by this command records (``SETTINGS``):
     ``features.json`` of a folder, the root attributes of an HDF5 file.

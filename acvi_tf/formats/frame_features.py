@@ -84,6 +84,15 @@ class FeatureStore(collections.abc.Mapping):
         self.close()
 
 
+def _unreadable(clip: str, path: str, error: Exception) -> FeaturesError:
+    """The error for a clip's file that numpy cannot read, with the way back."""
+    return FeaturesError(
+        "clip %s: cannot read %s (%s); remove it and run video_caption.features over the "
+        "clip's video again (it extracts the clips the store lacks), or put the file back"
+        % (clip, path, error)
+    )
+
+
 class _FolderStore(FeatureStore):
     """``<clip>.npy`` and ``<clip>.npz`` files of one folder."""
 
@@ -107,11 +116,7 @@ class _FolderStore(FeatureStore):
         try:
             loaded = np.load(file_path, allow_pickle=False)
         except (OSError, ValueError) as e:
-            raise FeaturesError(
-                "clip %s: cannot read %s (%s); extract the clip's features again "
-                "(video_caption.features writes the missing ones), or put the file back"
-                % (clip, file_path, e)
-            ) from e
+            raise _unreadable(clip, file_path, e) from e
         if isinstance(loaded, np.lib.npyio.NpzFile):
             with loaded:
                 names = list(loaded.files)
@@ -135,9 +140,7 @@ class _FolderStore(FeatureStore):
                 try:
                     shape = np.load(self._files[first], mmap_mode="r").shape
                 except (OSError, ValueError) as e:
-                    raise FeaturesError(
-                        "clip %s: cannot read %s: %s" % (first, self._files[first], e)
-                    ) from e
+                    raise _unreadable(first, self._files[first], e) from e
                 if len(shape) != 2:
                     raise FeaturesError(
                         "clip %s in %s: features must be 2-D [frames, "

@@ -154,9 +154,10 @@ def _listing_problem(fields: Dict[str, list], newest: str) -> Optional[str]:
     return None
 
 
-def _newer_checkpoints(directory: str, newest: str) -> List[str]:
+def _newer_checkpoints(directory: str, newest: str, whole: bool = True) -> List[str]:
     """The checkpoints of ``directory`` of the same name as ``newest`` (an index's newest,
-    ``model.ckpt-24``) with a later step that read through."""
+    ``model.ckpt-24``) with a later step that can be read (``readable``, with ``whole``),
+    oldest first."""
     match = _CHECKPOINT_FILE.fullmatch(newest + ".index")
     if not match:
         return []
@@ -165,7 +166,7 @@ def _newer_checkpoints(directory: str, newest: str) -> List[str]:
         path
         for path in found_checkpoints(directory, match.group("name"))
         if int(_CHECKPOINT_FILE.fullmatch(os.path.basename(path) + ".index").group("step")) > step
-        and readable(path, whole=True)
+        and readable(path, whole=whole)
     ]
 
 
@@ -210,18 +211,7 @@ def _read_index(directory: str, trainer: bool = False) -> Tuple[Optional[str], O
     if not trainer:
         return prefix, None
     problem = _listing_problem(fields, latest[0])
-    if problem:
-        return None, problem
-    newer = [os.path.basename(p) for p in _newer_checkpoints(directory, latest[0])]
-    if newer:  # a resume from it would write over them
-        return None, "names %s, but %s %s newer (to resume from %s, remove %s)" % (
-            latest[0],
-            ", ".join(newer),
-            "is" if len(newer) == 1 else "are",
-            latest[0],
-            "it" if len(newer) == 1 else "them",
-        )
-    return prefix, None
+    return (None, problem) if problem else (prefix, None)
 
 
 def latest_checkpoint(directory: str) -> Optional[str]:
@@ -237,6 +227,17 @@ def latest_checkpoint(directory: str) -> Optional[str]:
     """
     latest, _ = _read_index(directory)
     if latest:
+        newer = _newer_checkpoints(directory, os.path.basename(latest), whole=False)
+        if newer and latest not in _SKIPPED:
+            _SKIPPED.add(latest)
+            logging.warning(
+                "%s names %s as the newest checkpoint, though %s %s newer; this uses it, as "
+                "the index says (give --ckpt to choose another)",
+                os.path.join(directory, INDEX),
+                os.path.basename(latest),
+                ", ".join(os.path.basename(p) for p in newer),
+                "is" if len(newer) == 1 else "are",
+            )
         return latest
     skipped = []
     for path in reversed(found_checkpoints(directory)):
@@ -355,8 +356,35 @@ def write_index(directory: str, paths: List[str]) -> None:
 def _repair_index(directory: str, name: str) -> None:
     """Rewrites the ``checkpoint`` index of a trainer's folder when it cannot be used,
     from the checkpoint files named ``name`` there (``_rebuilt_view``), atomically and
-    with one log line; an unusable index with no checkpoint beside it is removed."""
-    _, problem = _read_index(directory, trainer=True)
+    with one log line; an unusable index with no checkpoint beside it is removed.
+
+    Raises:
+      CheckpointError: the index names an older checkpoint than the folder holds (a
+        restored backup, a hand edit): which one to resume from is the user's choice.
+    """
+    latest, problem = _read_index(directory, trainer=True)
+    newer = []
+    if latest:
+        newer = [
+            os.path.basename(p) for p in _newer_checkpoints(directory, os.path.basename(latest))
+        ]
+    if newer:  # a resume from it would write over them, and its saves delete the oldest
+        raise CheckpointError(
+            "%s names %s as the newest checkpoint, though %s %s newer: a resume from it "
+            "would write over %s. Remove %s to resume from %s, or remove %s to resume "
+            "from %s"
+            % (
+                os.path.join(directory, INDEX),
+                os.path.basename(latest),
+                ", ".join(newer),
+                "is" if len(newer) == 1 else "are",
+                "it" if len(newer) == 1 else "them",
+                "it" if len(newer) == 1 else "them",
+                os.path.basename(latest),
+                os.path.join(directory, INDEX),
+                newer[-1],
+            )
+        )
     if problem is None or (problem == "is missing" and not found_checkpoints(directory)):
         return
     view, newest = _rebuilt_view(directory, name)
