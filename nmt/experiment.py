@@ -177,8 +177,9 @@ def vocabularies(config: Config, src_vocab: data.Vocab, tgt_vocab: data.Vocab) -
     }
     codes = corpus_files(config)[1]
     if codes and os.path.isfile(codes):
-        with open(codes, encoding="utf-8") as f:
-            found["bpe_codes"] = (codes, vocabulary.fingerprint(f.read().splitlines(), "merges"))
+        with open(codes, encoding="utf-8") as f:  # its merges, after subword-nmt's header
+            merges = [line for line in f.read().splitlines() if not line.startswith("#version")]
+        found["bpe_codes"] = (codes, vocabulary.fingerprint(merges, "merges"))
     return found
 
 
