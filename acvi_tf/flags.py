@@ -623,7 +623,8 @@ def training_record(
     ``resume_model_flags``, None for a new run), around the training in the ``with``
     block. A run whose trainer is alive is refused first, before anything is restored
     or written; when the trainer refuses the folder later (its checkpoints are another
-    model's, or another trainer took it meanwhile), the record is put back as it was
+    model's or cannot be read, its index names an older checkpoint than the folder holds,
+    or another trainer took it meanwhile), the record is put back as it was
     (``files.restored_on``), so a refused run leaves the folder as it found it.
 
     Args:
@@ -635,7 +636,8 @@ def training_record(
     if chief:
         trainer_lib.refuse_in_use(checkpoint_dir or out_dir)
     path = os.path.join(out_dir, RECORD)
-    refusals = (checkpoints.CheckpointMismatchError, files.FolderInUseError)
+    refusals = (checkpoints.CheckpointMismatchError, checkpoints.CheckpointError)
+    refusals += (files.FolderInUseError,)
     with files.restored_on(path, refusals):
         yield write_flag_record(
             out_dir,

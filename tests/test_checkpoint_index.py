@@ -71,6 +71,21 @@ def _truncate(path):
         f.truncate(os.path.getsize(path) // 2)
 
 
+def _index_before_newest(directory, name):
+    """The index as it is when a save is cut short after the checkpoint's files, before
+    the index names it: it names the one before and was written before it."""
+    _older_index(directory, name)
+    newest = os.path.getmtime(directory / ("%s-10.index" % name))
+    os.utime(directory / "checkpoint", (newest - 1, newest - 1))
+
+
+def _older_index(directory, name):
+    """An index in TensorFlow's form that names the checkpoints at steps 8 and 9."""
+    checkpoints.write_index(
+        str(directory), [str(directory / ("%s-%d" % (name, s))) for s in (8, 9)]
+    )
+
+
 # Each state of the index (or of the newest checkpoint it names), with the step the
 # checkpointer resumes from and the problem its one warning names.
 STATES = {
@@ -95,6 +110,11 @@ STATES = {
         lambda d, name: (d / "checkpoint").write_text('model_checkpoint_path: "%s-10"\n' % name),
         10,
         "does not list %s-10 last among its checkpoints",
+    ),
+    "a save cut short before the index named it": (
+        lambda d, name: _index_before_newest(d, name),
+        10,
+        "names %s-9, but %s-10 was saved after it (a save cut short before the index",
     ),
     "an older checkpoint without times": (
         lambda d, name: (d / "checkpoint").write_text(
@@ -131,7 +151,8 @@ def test_a_resume_rebuilds_an_unusable_index_and_keeps_every_checkpoint(
     absl_caplog.set_level("WARNING")
     # a reader takes the newest checkpoint the index names, as TensorFlow does
     seen = 10 if state == "a truncated data file" else step
-    seen = 9 if state == "an older checkpoint without times" else seen
+    cut_short = "a save cut short before the index named it"
+    seen = 9 if state in ("an older checkpoint without times", cut_short) else seen
     assert checkpoints.latest_checkpoint(str(directory)).endswith("%s-%d" % (name, seen))
     warnings = [r.getMessage() for r in absl_caplog.records if r.levelname == "WARNING"]
     skipped = "%s cannot be read" % (directory / ("%s-10" % name))
@@ -168,9 +189,9 @@ def test_an_index_naming_an_older_checkpoint_is_the_user_s_choice(tmp_path, name
     take either; a reader uses it, as TensorFlow's readers do, and says so."""
     directory = tmp_path / "train"
     _trained(directory, name)
-    checkpoints.write_index(
-        str(directory), [str(directory / ("%s-%d" % (name, s))) for s in (8, 9)]
-    )
+    _older_index(directory, name)
+    edited = os.path.getmtime(directory / ("%s-10.index" % name)) + 1  # after the saves
+    os.utime(directory / "checkpoint", (edited, edited))
     before = _hashes(directory), (directory / "checkpoint").read_bytes()
     absl_caplog.set_level("WARNING")
     assert checkpoints.latest_checkpoint(str(directory)).endswith("%s-9" % name)
@@ -540,3 +561,16 @@ def test_inference_commands_refuse_another_hosts_checkpoint(
         checkpoints.CheckpointMismatchError, match=another % "video_caption.model.Captioner"
     ):
         run_captioning.run(_captioner_argv(tmp_path / "vc", *argv))
+
+
+def test_the_train_command_refuses_an_older_checkpoint_s_index_before_it_writes(tmp_path):
+    train = tmp_path / "exp" / "train"
+    _trained(train, "model.ckpt")
+    _older_index(train, "model.ckpt")
+    edited = os.path.getmtime(train / "model.ckpt-10.index") + 1  # after the saves
+    os.utime(train / "checkpoint", (edited, edited))
+    before = sorted(os.listdir(train)), _hashes(train), (train / "checkpoint").read_bytes()
+    with pytest.raises(checkpoints.CheckpointError, match="names model.ckpt-9 as the newest"):
+        TRAIN_COMMANDS["summarizer"][0](tmp_path)
+    after = sorted(os.listdir(train)), _hashes(train), (train / "checkpoint").read_bytes()
+    assert after == before and not list(tmp_path.rglob("hparams.json"))

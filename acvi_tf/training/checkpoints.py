@@ -170,6 +170,19 @@ def _newer_checkpoints(directory: str, newest: str, whole: bool = True) -> List[
     ]
 
 
+def _passed_over(directory: str, latest: str, whole: bool = False) -> List[str]:
+    """The checkpoints newer than ``latest``, the one the index of ``directory`` names,
+    that were saved before the index was written: an index that names an older
+    checkpoint on purpose (a restored backup, a hand edit), not a save cut short before
+    the index named its checkpoint (``_newer_checkpoints``' ``whole``)."""
+    written = os.path.getmtime(os.path.join(directory, INDEX))
+    return [
+        path
+        for path in _newer_checkpoints(directory, os.path.basename(latest), whole)
+        if os.path.getmtime(path + ".index") < written
+    ]
+
+
 def _read_index(directory: str, trainer: bool = False) -> Tuple[Optional[str], Optional[str]]:
     """What the ``checkpoint`` index of ``directory`` names, or why it cannot be used:
     for a reader, a newest checkpoint that is there (``readable``); for a trainer, one
@@ -227,12 +240,13 @@ def latest_checkpoint(directory: str) -> Optional[str]:
     """
     latest, _ = _read_index(directory)
     if latest:
-        newer = _newer_checkpoints(directory, os.path.basename(latest), whole=False)
+        newer = _passed_over(directory, latest)
         if newer and latest not in _SKIPPED:
             _SKIPPED.add(latest)
             logging.warning(
-                "%s names %s as the newest checkpoint, though %s %s newer; this uses it, as "
-                "the index says (give --ckpt to choose another)",
+                "%s names %s as the newest checkpoint, though %s %s newer; a command that "
+                "reads the run uses it, as the index says (give --ckpt to choose another), "
+                "and a training run refuses it",
                 os.path.join(directory, INDEX),
                 os.path.basename(latest),
                 ", ".join(os.path.basename(p) for p in newer),
@@ -353,37 +367,62 @@ def write_index(directory: str, paths: List[str]) -> None:
     files.atomic_write_text(os.path.join(directory, INDEX), "\n".join(lines) + "\n")
 
 
+def _refuse_passed_over(directory: str) -> None:
+    """Refuses a trainer's folder whose ``checkpoint`` index, written after them, names an
+    older checkpoint than the folder holds (a restored backup, a hand edit): a resume from
+    it would write over the newer ones, and its saves delete the oldest, so which one to
+    resume from is the user's choice.
+
+    Args:
+      directory: the folder of the latest checkpoints.
+
+    Raises:
+      CheckpointError: naming the index, the checkpoints and both ways on.
+    """
+    if not os.path.exists(os.path.join(directory, INDEX)):
+        return
+    latest, _ = _read_index(directory, trainer=True)
+    newer = _passed_over(directory, latest, whole=True) if latest else []
+    if not newer:
+        return
+    index = os.path.join(directory, INDEX)
+    them = "it" if len(newer) == 1 else "them"
+    raise CheckpointError(
+        "%s names %s as the newest checkpoint, though %s %s newer: a resume from it would "
+        "write over %s. Remove %s to resume from %s, or remove %s to resume from %s"
+        % (
+            index,
+            os.path.basename(latest),
+            ", ".join(os.path.basename(p) for p in newer),
+            "is" if len(newer) == 1 else "are",
+            them,
+            them,
+            os.path.basename(latest),
+            index,
+            os.path.basename(newer[-1]),
+        )
+    )
+
+
 def _repair_index(directory: str, name: str) -> None:
     """Rewrites the ``checkpoint`` index of a trainer's folder when it cannot be used,
     from the checkpoint files named ``name`` there (``_rebuilt_view``), atomically and
     with one log line; an unusable index with no checkpoint beside it is removed.
 
+    A checkpoint newer than the one the index names that was saved after the index was
+    written is a save cut short before the index named it: the index is rebuilt with it.
+
     Raises:
-      CheckpointError: the index names an older checkpoint than the folder holds (a
-        restored backup, a hand edit): which one to resume from is the user's choice.
+      CheckpointError: ``_refuse_passed_over``'s.
     """
+    _refuse_passed_over(directory)
     latest, problem = _read_index(directory, trainer=True)
-    newer = []
-    if latest:
-        newer = [
-            os.path.basename(p) for p in _newer_checkpoints(directory, os.path.basename(latest))
-        ]
-    if newer:  # a resume from it would write over them, and its saves delete the oldest
-        raise CheckpointError(
-            "%s names %s as the newest checkpoint, though %s %s newer: a resume from it "
-            "would write over %s. Remove %s to resume from %s, or remove %s to resume "
-            "from %s"
-            % (
-                os.path.join(directory, INDEX),
-                os.path.basename(latest),
-                ", ".join(newer),
-                "is" if len(newer) == 1 else "are",
-                "it" if len(newer) == 1 else "them",
-                "it" if len(newer) == 1 else "them",
-                os.path.basename(latest),
-                os.path.join(directory, INDEX),
-                newer[-1],
-            )
+    index = os.path.join(directory, INDEX)
+    newer = _newer_checkpoints(directory, os.path.basename(latest)) if latest else []
+    if newer:  # saved after the index was written, and not named by it: a save cut short
+        problem = (
+            "names %s, but %s was saved after it (a save cut short before the index "
+            "named it)" % (os.path.basename(latest), os.path.basename(newer[-1]))
         )
     if problem is None or (problem == "is missing" and not found_checkpoints(directory)):
         return
