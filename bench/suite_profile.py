@@ -1,7 +1,7 @@
 """Where the suite's CPU goes: each test's CPU in the test process, in the processes it
 starts and in TensorFlow's tracing of graphs, summed by file.
 
-Runs ``pytest -n WORKERS tests`` in this checkout with ``_suite_profile_plugin.py``
+Runs ``pytest -n WORKERS tests`` in this checkout with ``tests/suite_profile_plugin.py``
 (one JSON line per test: ``own``, ``children``, ``trace`` seconds and the programs it
 started), or reads such lines from ``--from_jsonl`` (a run made before), and appends one
 record to ``bench/results/suite_profile.jsonl``: the totals, every file's sums, most
@@ -84,12 +84,12 @@ def _profiled_run(workers: int) -> List[Dict]:
         env = dict(
             os.environ,
             SUITE_PROFILE_OUT=out,
-            PYTHONPATH=os.pathsep.join(filter(None, [os.path.dirname(__file__), ROOT])),
+            PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "tests"), ROOT]),
             TF_NUM_INTRAOP_THREADS="1",
             TF_NUM_INTEROP_THREADS="1",
         )
         command = [sys.executable, "-m", "pytest", "-q", "-n", str(workers), "tests"]
-        subprocess.run(command + ["-p", "_suite_profile_plugin"], cwd=ROOT, env=env)
+        subprocess.run(command + ["-p", "suite_profile_plugin"], cwd=ROOT, env=env)
         with open(out, encoding="utf-8") as f:
             return [json.loads(line) for line in f]
 

@@ -1,8 +1,8 @@
-"""A pytest plugin for ``bench/suite_profile.py``: one JSON line per test with its CPU
-seconds in the test process (``own``), in the processes it started and waited for
-(``children``) and, of ``own``, in TensorFlow's tracing of ``tf.function`` graphs
-(``trace``), and the programs it started (``launches``). The lines go to the file
-``SUITE_PROFILE_OUT`` names; each xdist worker appends its own."""
+"""A pytest plugin for ``bench/suite_profile.py`` (``-p suite_profile_plugin``): one JSON
+line per test with its CPU seconds in the test process (``own``), in the processes it
+started and waited for (``children``) and, of ``own``, in TensorFlow's tracing of
+``tf.function`` graphs (``trace``), and the programs it started (``launches``). The lines
+go to the file ``SUITE_PROFILE_OUT`` names; each xdist worker appends its own."""
 
 import collections
 import json
@@ -10,6 +10,7 @@ import os
 import resource
 import subprocess
 import time
+from typing import Iterator, Optional
 
 import pytest
 from tensorflow.python.framework import func_graph
@@ -52,7 +53,7 @@ def _cpu(who: int) -> float:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_protocol(item, nextitem):
+def pytest_runtest_protocol(item: pytest.Item, nextitem: Optional[pytest.Item]) -> Iterator[None]:
     own, children = _cpu(resource.RUSAGE_SELF), _cpu(resource.RUSAGE_CHILDREN)
     trace = _TRACE["seconds"]
     _LAUNCHES.clear()
