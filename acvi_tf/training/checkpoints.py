@@ -170,17 +170,14 @@ def _newer_checkpoints(directory: str, newest: str, whole: bool = True) -> List[
     ]
 
 
-def _passed_over(directory: str, latest: str, whole: bool = False) -> List[str]:
-    """The checkpoints newer than ``latest``, the one the index of ``directory`` names,
-    that were saved before the index was written: an index that names an older
-    checkpoint on purpose (a restored backup, a hand edit), not a save cut short before
-    the index named its checkpoint (``_newer_checkpoints``' ``whole``)."""
-    written = os.path.getmtime(os.path.join(directory, INDEX))
-    return [
-        path
-        for path in _newer_checkpoints(directory, os.path.basename(latest), whole)
-        if os.path.getmtime(path + ".index") < written
-    ]
+def _saved_before(index: str, paths: List[str]) -> List[str]:
+    """Of ``paths``, checkpoints newer than the one ``index`` names, those saved before
+    the index was written: an index that names an older checkpoint on purpose (a restored
+    backup, a hand edit), not a save cut short before the index named its checkpoint."""
+    if not paths:
+        return []
+    written = os.path.getmtime(index)
+    return [path for path in paths if os.path.getmtime(path + ".index") < written]
 
 
 def _read_index(directory: str, trainer: bool = False) -> Tuple[Optional[str], Optional[str]]:
@@ -240,7 +237,8 @@ def latest_checkpoint(directory: str) -> Optional[str]:
     """
     latest, _ = _read_index(directory)
     if latest:
-        newer = _passed_over(directory, latest)
+        newer = _newer_checkpoints(directory, os.path.basename(latest), whole=False)
+        newer = _saved_before(os.path.join(directory, INDEX), newer)
         if newer and latest not in _SKIPPED:
             _SKIPPED.add(latest)
             logging.warning(
@@ -367,43 +365,6 @@ def write_index(directory: str, paths: List[str]) -> None:
     files.atomic_write_text(os.path.join(directory, INDEX), "\n".join(lines) + "\n")
 
 
-def _refuse_passed_over(directory: str) -> None:
-    """Refuses a trainer's folder whose ``checkpoint`` index, written after them, names an
-    older checkpoint than the folder holds (a restored backup, a hand edit): a resume from
-    it would write over the newer ones, and its saves delete the oldest, so which one to
-    resume from is the user's choice.
-
-    Args:
-      directory: the folder of the latest checkpoints.
-
-    Raises:
-      CheckpointError: naming the index, the checkpoints and both ways on.
-    """
-    if not os.path.exists(os.path.join(directory, INDEX)):
-        return
-    latest, _ = _read_index(directory, trainer=True)
-    newer = _passed_over(directory, latest, whole=True) if latest else []
-    if not newer:
-        return
-    index = os.path.join(directory, INDEX)
-    them = "it" if len(newer) == 1 else "them"
-    raise CheckpointError(
-        "%s names %s as the newest checkpoint, though %s %s newer: a resume from it would "
-        "write over %s. Remove %s to resume from %s, or remove %s to resume from %s"
-        % (
-            index,
-            os.path.basename(latest),
-            ", ".join(os.path.basename(p) for p in newer),
-            "is" if len(newer) == 1 else "are",
-            them,
-            them,
-            os.path.basename(latest),
-            index,
-            os.path.basename(newer[-1]),
-        )
-    )
-
-
 def _repair_index(directory: str, name: str) -> None:
     """Rewrites the ``checkpoint`` index of a trainer's folder when it cannot be used,
     from the checkpoint files named ``name`` there (``_rebuilt_view``), atomically and
@@ -413,12 +374,32 @@ def _repair_index(directory: str, name: str) -> None:
     written is a save cut short before the index named it: the index is rebuilt with it.
 
     Raises:
-      CheckpointError: ``_refuse_passed_over``'s.
+      CheckpointError: the index, written after them, names an older checkpoint than the
+        folder holds (a restored backup, a hand edit): a resume from it would write over
+        the newer ones, and its saves delete the oldest, so which one to resume from is
+        the user's choice; the message names both ways on.
     """
-    _refuse_passed_over(directory)
     latest, problem = _read_index(directory, trainer=True)
     index = os.path.join(directory, INDEX)
     newer = _newer_checkpoints(directory, os.path.basename(latest)) if latest else []
+    passed = _saved_before(index, newer)
+    if passed:
+        them = "it" if len(passed) == 1 else "them"
+        raise CheckpointError(
+            "%s names %s as the newest checkpoint, though %s %s newer: a resume from it "
+            "would write over %s. Remove %s to resume from %s, or remove %s to resume from %s"
+            % (
+                index,
+                os.path.basename(latest),
+                ", ".join(os.path.basename(p) for p in passed),
+                "is" if len(passed) == 1 else "are",
+                them,
+                them,
+                os.path.basename(latest),
+                index,
+                os.path.basename(passed[-1]),
+            )
+        )
     if newer:  # saved after the index was written, and not named by it: a save cut short
         problem = (
             "names %s, but %s was saved after it (a save cut short before the index "
@@ -427,7 +408,6 @@ def _repair_index(directory: str, name: str) -> None:
     if problem is None or (problem == "is missing" and not found_checkpoints(directory)):
         return
     view, newest = _rebuilt_view(directory, name)
-    index = os.path.join(directory, INDEX)
     if not view:
         os.remove(index)
         logging.warning("Removed %s: it %s and the folder holds no checkpoint", index, problem)
