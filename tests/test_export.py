@@ -2,6 +2,7 @@
 process without this project, gives --mode=decode's summaries; its tokeniser is the
 builders' own."""
 
+import collections
 import errno
 import json
 import os
@@ -15,6 +16,7 @@ import pytest
 import served
 import tensorflow as tf
 from absl import logging
+from tensorflow.core.protobuf import saved_model_pb2
 
 from acvi_tf import config as config_lib
 from acvi_tf.formats.bin_files import read_bin_file
@@ -74,6 +76,15 @@ def _train_and_decode(root, vocab, data, steps, decode_batch_size, *extra):
     return root / "run" / decode_dir
 
 
+def _traces(export_dir):
+    """How many graphs of each of the module's functions the SavedModel holds."""
+    saved = saved_model_pb2.SavedModel()
+    with open(os.path.join(export_dir, "saved_model.pb"), "rb") as f:
+        saved.ParseFromString(f.read())
+    names = [f.signature.name for f in saved.meta_graphs[0].graph_def.library.function]
+    return collections.Counter(re.sub(r"^__inference_(.*)_\d+$", r"\1", n) for n in names)
+
+
 def _decoded(decode_dir, count):
     return [
         " ".join((decode_dir / "decoded" / ("%06d_decoded.txt" % i)).read_text().split())
@@ -127,11 +138,13 @@ def test_the_exported_model_summarises_raw_text_as_decode_does(raw_run, absl_cap
         "Restored",
         "Tracing",
         "Tracing",
-        "Writing",
-        "Writing",
         "Exported",
     ], lines
-    assert "Tracing the signatures serving_default, summarize_with_attention, tokenize" in lines
+    signatures = "serving_default, summarize_with_attention, tokenize"
+    assert "Tracing the signatures %s and writing the SavedModel" % signatures in lines
+    # each signature is traced once, by the save, and its graph saved once
+    traces = _traces(root / "served" / "1")
+    assert [traces[f] for f in ("summarize", "summarize_with_attention", "tokenize")] == [1, 1, 1]
     batches = [articles[i : i + 2] for i in range(0, len(articles), 2)]  # the decode's batches
     calls = [("serving_default", {"documents": batch}) for batch in batches]
     calls += [

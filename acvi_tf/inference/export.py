@@ -157,8 +157,8 @@ def save(
     Args:
       module: the module to save.
       export_dir: the SavedModel's folder.
-      signatures: ``tf.function``s with an input signature, by signature name; each is
-        traced here.
+      signatures: ``tf.function``s with an input signature, by signature name; the save
+        traces each.
       overwrite: replace an existing ``export_dir``.
 
     Returns:
@@ -180,10 +180,10 @@ def save(
     os.umask(umask)
     os.chmod(staging, 0o777 & ~umask)  # mkdtemp's folder is the owner's only
     try:
-        with progress.stage("Tracing the signatures %s" % ", ".join(signatures)):
-            traced = {name: f.get_concrete_function() for name, f in signatures.items()}
-        with progress.stage("Writing the SavedModel"):
-            tf.saved_model.save(module, staging, signatures=traced)
+        # the save traces each signature once (one traced before it is traced again there)
+        names = ", ".join(signatures)
+        with progress.stage("Tracing the signatures %s and writing the SavedModel" % names):
+            tf.saved_model.save(module, staging, signatures=dict(signatures))
         if os.path.exists(export_dir):  # with --overwrite; else another export ended first
             refuse_existing(export_dir, overwrite)
             shutil.rmtree(export_dir)
