@@ -190,11 +190,13 @@ def _source(config: Config, lang: str) -> str:
 
 
 def vocabulary_check(
-    config: Config, src_vocab: data.Vocab, tgt_vocab: data.Vocab
+    config: Config, src_vocab: data.Vocab, tgt_vocab: data.Vocab, reads_codes: bool = False
 ) -> Callable[[str], None]:
     """The check that refuses a checkpoint trained with other vocabularies (other sizes,
     or other words than the run's record holds), naming ``--vocab_prefix``
-    (``acvi_flags.vocabulary_checks``)."""
+    (``acvi_flags.vocabulary_checks``); with ``reads_codes`` (a command that segments raw
+    text) other BPE codes too. Training and run_nmt's inference read segmented text, which
+    the codes do not touch."""
     sizes = checkpoints.vocabulary_check(
         {
             "model/src_embedding/embeddings": (src_vocab.size(), _source(config, config.src)),
@@ -202,6 +204,8 @@ def vocabulary_check(
         }
     )
     words = vocabularies(config, src_vocab, tgt_vocab)
+    if not reads_codes:
+        words.pop("bpe_codes", None)
     return acvi_flags.vocabulary_checks(config.out_dir, words, sizes, config.allow_data_change)
 
 
@@ -212,9 +216,12 @@ def restore(
     tgt_vocab: data.Vocab,
     ckpt: Optional[str] = None,
     best: bool = True,
+    reads_codes: bool = False,
 ) -> Tuple[str, Optional[int]]:
     """Restores the run's model: ``ckpt``, else (with ``best``) the best dev-BLEU model,
-    else the newest checkpoint (``checkpoints.restore_for_inference``).
+    else the newest checkpoint (``checkpoints.restore_for_inference``), after
+    ``vocabulary_check`` (``reads_codes``: the command segments raw text with the BPE
+    codes).
 
     Returns:
       The checkpoint's path and its step.
@@ -228,7 +235,7 @@ def restore(
         config.out_dir,
         best=best_dir(config),
         given=ckpt,
-        check=vocabulary_check(config, src_vocab, tgt_vocab),
+        check=vocabulary_check(config, src_vocab, tgt_vocab, reads_codes),
         newest=not best,
     )
 
@@ -274,6 +281,6 @@ def load_decoder(
     check_search(config)
     src_vocab, tgt_vocab = load_vocabs(config)
     model = build_model(config, src_vocab, tgt_vocab)
-    restore(config, model, src_vocab, tgt_vocab, ckpt)
+    restore(config, model, src_vocab, tgt_vocab, ckpt, reads_codes=True)
     log_search(config)
     return build_decoder(config, model, tgt_vocab), src_vocab, tgt_vocab

@@ -147,3 +147,9 @@ def test_raw_sentences_translate_as_the_run_s_inference_does(tmp_path, absl_capl
     with pytest.raises(acvi_flags.DataChangeError, match="another set of BPE codes") as e:
         translate.run(config_lib.parse(translate.define_flags, argv))
     assert "than %s (%d merges" % (codes, len(merges) // 2 - 1) in str(e.value)  # "#version"
+    # run_nmt's inference reads segmented text, which the codes do not touch: it goes on
+    infer[1] = "--inference_output_file=%s" % (tmp_path / "again.it")
+    run_nmt.run(
+        config_lib.parse(run_nmt.define_flags, ["run_nmt", "--out_dir=%s" % out, *infer, *beam])
+    )
+    assert nmt_text.read_lines(str(tmp_path / "again.it")) == expected
