@@ -197,6 +197,9 @@ def test_an_index_naming_an_older_checkpoint_is_the_user_s_choice(tmp_path, name
     assert checkpoints.latest_checkpoint(str(directory)).endswith("%s-9" % name)
     [warning] = [r.getMessage() for r in absl_caplog.records if r.levelname == "WARNING"]
     assert "names %s-9 as the newest checkpoint, though %s-10 is newer" % (name, name) in warning
+    # a reader's log line says why it is the one
+    path, why = checkpoints.inference_checkpoint(str(directory))
+    assert path.endswith("%s-9" % name) and why == "the checkpoint the index names"
     with pytest.raises(checkpoints.CheckpointError) as refused:
         _checkpointer(directory, name).restore_latest()
     assert str(refused.value) == (
@@ -207,6 +210,7 @@ def test_an_index_naming_an_older_checkpoint_is_the_user_s_choice(tmp_path, name
     assert (_hashes(directory), (directory / "checkpoint").read_bytes()) == before
     os.remove(directory / "checkpoint")  # the second way out: the newest
     assert _checkpointer(directory, name).restore_latest().endswith("%s-10" % name)
+    assert checkpoints.inference_checkpoint(str(directory))[1] == "the newest checkpoint"
 
 
 def test_readers_see_the_same_checkpoint_and_leave_the_index_alone(tmp_path):

@@ -645,14 +645,23 @@ def inference_checkpoint(
         given = _given_checkpoint(given, train_dir)
     if given or best is None or newest:
         path = given or latest_checkpoint(train_dir)
-        why = "--ckpt" if given else "the newest checkpoint"
+        why = "--ckpt" if given else _latest_why(train_dir, path)
     else:
         path = checkpoint_to_use(None, best, train_dir, to_validate)
-        why = "the newest checkpoint" if path == latest_checkpoint(train_dir) else "the best model"
+        latest = path == latest_checkpoint(train_dir)
+        why = _latest_why(train_dir, path) if latest else "the best model"
     if path is None:
         folders = train_dir if best is None or newest else "%s or %s" % (best, train_dir)
         raise CheckpointError("no checkpoint in %s; %s" % (folders, to_train))
     return path, why
+
+
+def _latest_why(train_dir: str, path: Optional[str]) -> str:
+    """Why the log names ``path``, the folder's latest checkpoint: the newest, or the
+    one the ``checkpoint`` index names where newer ones are there."""
+    if path and _newer_checkpoints(train_dir, os.path.basename(path), whole=False):
+        return "the checkpoint the index names"
+    return "the newest checkpoint"
 
 
 def restore_for_inference(
