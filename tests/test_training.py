@@ -129,3 +129,39 @@ def test_nan_policy_skip_counts_and_gives_up_after_a_run_of_skips(tmp_path):
         training_lib.NonFiniteGuard("stop").check(float("nan"), 4, None)
     with pytest.raises(ValueError, match="nan_policy"):
         training_lib.NonFiniteGuard("ignore")
+
+
+def test_a_step_is_traced_once_with_the_slots_its_first_update_would_make(tmp_path):
+    """The optimizer's slots exist before the step is traced (a first update that
+    creates them makes TensorFlow trace the step twice), for the variables with a
+    gradient only and in their order, as a first update makes them: checkpoints keep
+    their layout."""
+    first, unused, last = tf.Variable([1.0]), tf.Variable([2.0]), tf.Variable([3.0, 4.0])
+
+    def loss_fn(x):
+        loss = x * (tf.reduce_sum(first) + tf.reduce_sum(last**2))
+        return loss, dict(loss=loss)
+
+    slots = []
+    for build_first in (False, True):
+        optimizer = keras.optimizers.Adam(0.1)
+        variables = [first, unused, last]
+        if build_first:
+            step = training_lib.make_step_from_loss(
+                loss_fn, variables, optimizer, [tf.TensorSpec([], tf.float32)]
+            )
+            for _ in range(3):
+                step(tf.constant(1.0))
+            assert step.experimental_get_tracing_count() == 1
+        else:  # the slots a first update makes
+            optimizer.apply_gradients([(tf.ones_like(v), v) for v in (first, last)])
+        path = tf.train.Checkpoint(optimizer=optimizer).write(str(tmp_path / str(build_first)))
+        slots.append([(name, shape) for name, shape in tf.train.list_variables(path)])
+    assert slots[0] == slots[1]
+    # m and v of ``first``, then of ``last``, by their index in the optimizer's variables
+    assert [shape for name, shape in slots[1] if name.startswith("optimizer/_variables/")] == [
+        [1],
+        [1],
+        [2],
+        [2],
+    ]

@@ -13,6 +13,7 @@ from typing import (
     Callable,
     Dict,
     Iterable,
+    List,
     Optional,
     Sequence,
     Tuple,
@@ -201,6 +202,9 @@ def make_step_from_loss(
             grads, _ = tf.clip_by_global_norm(grads, max_grad_norm, use_norm=norm)
         return loss, grads, dict(results, **{norm_key: norm})
 
+    if not jit_compile:
+        _build_optimizer(optimizer, variables, gradients.get_concrete_function(*input_signature))
+
     # Under XLA every batch shape is its own program anyway; tracing per shape makes the
     # shapes static, which XLA needs for the gradient of a decoder loop (a dynamic shape
     # there becomes a transpose whose permutation is not a compile-time constant).
@@ -216,6 +220,20 @@ def make_step_from_loss(
         return results
 
     return train_step
+
+
+def _build_optimizer(
+    optimizer: "keras.optimizers.Optimizer",
+    variables: List[tf.Variable],
+    gradients: "tf.types.experimental.ConcreteFunction",
+) -> None:
+    """Creates the optimizer's slots before the step is traced, for the variables that
+    have a gradient in ``gradients`` (``(loss, grads, results)``), in their order: what
+    its first update would create, so checkpoints keep their layout. A step whose first
+    run creates the slots is traced twice (once more without the variables' creation).
+    """
+    grads = gradients.structured_outputs[1]
+    optimizer.build([v for g, v in zip(grads, variables) if g is not None])
 
 
 def _replicated_train_step(
