@@ -915,11 +915,16 @@ def _check_flags(define_flags, config, path):
     fv = flags.FlagValues()
     define_flags(fv)
     fv.mark_as_parsed()
-    for n in config:
-        if n in fv:
-            value = config[n]
-            fv[n].value = list(value) if isinstance(value, tuple) else value
     try:
+        for n in config:
+            if n in fv:
+                value = config[n]
+                fv[n].value = list(value) if isinstance(value, tuple) else value
+                if isinstance(fv[n].parser, flags.EnumParser) and isinstance(value, str):
+                    try:  # one of the choices, as on the command line
+                        fv[n].parser.parse(value)
+                    except ValueError as e:
+                        raise flags.IllegalFlagValueError("flag --%s=%s: %s" % (n, value, e)) from e
         fv.validate_all_flags()
     except flags.IllegalFlagValueError as e:
         raise files.RecordError(

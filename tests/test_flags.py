@@ -406,6 +406,13 @@ def test_a_record_value_of_the_wrong_kind_is_one_error_naming_it(tmp_path):
         "%s holds a value its flag refuses (flag --ved_latent_dim=-3: -3 is not a positive "
         "integer); put the value the run trained with back there" % path
     )
+    # and a choice its flag does not offer (it would be refused on a command line)
+    path.write_text(json.dumps(dict(record, context="acvii")))
+    with pytest.raises(files.RecordError) as e:
+        acvi_flags.run_config(_parse(), str(tmp_path), (), (), acvi_flags.define_flags)
+    assert str(e.value).startswith(
+        "%s holds a value its flag refuses (flag --context=acvii: value should be one of <" % path
+    )
     # a run recorded before --mixed_precision took a precision holds a boolean
     path.write_text(json.dumps(dict(record, mixed_precision=True)))
     assert (
