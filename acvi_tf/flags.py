@@ -920,17 +920,29 @@ def _check_flags(define_flags, config, path):
             if n in fv:
                 value = config[n]
                 fv[n].value = list(value) if isinstance(value, tuple) else value
-                if isinstance(fv[n].parser, flags.EnumParser) and isinstance(value, str):
-                    try:  # one of the choices, as on the command line
-                        fv[n].parser.parse(value)
-                    except ValueError as e:
-                        raise flags.IllegalFlagValueError("flag --%s=%s: %s" % (n, value, e)) from e
+                if isinstance(fv[n].parser, flags.EnumParser):
+                    _check_choices(fv[n].parser, n, value)
         fv.validate_all_flags()
     except flags.IllegalFlagValueError as e:
         raise files.RecordError(
             "%s holds a value its flag refuses (%s); put the value the run trained with "
             "back there" % (path, e)
         ) from e
+
+
+def _check_choices(parser: flags.EnumParser, name: str, value: Any) -> None:
+    """Refuses a value of a choice flag (each of a list's) that is not one of its
+    choices, as the command line would.
+
+    Raises:
+      flags.IllegalFlagValueError: naming the flag and the value.
+    """
+    for item in value if isinstance(value, (list, tuple)) else [value]:
+        if isinstance(item, str):  # other kinds: ``_record_value``'s
+            try:
+                parser.parse(item)
+            except ValueError as e:
+                raise flags.IllegalFlagValueError("flag --%s=%s: %s" % (name, item, e)) from e
 
 
 # What a recorded value must be, by the type of the flag's value in the command.

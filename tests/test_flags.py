@@ -423,6 +423,24 @@ def test_a_record_value_of_the_wrong_kind_is_one_error_naming_it(tmp_path):
     )
 
 
+def test_each_recorded_choice_of_a_list_flag_is_checked(tmp_path):
+    """The captioner's ``--metrics`` in its record: a list of choices, each checked."""
+
+    def run_config(metrics):
+        argv = ["x", "--out_dir=%s" % tmp_path, "--data_dir=d", "--features=f"]
+        acvi_flags.write_flag_record(
+            str(tmp_path), config_lib.parse(run_captioning.define_flags, argv)
+        )
+        path = tmp_path / "hparams.json"
+        path.write_text(json.dumps(dict(json.loads(path.read_text()), metrics=metrics)))
+        config = config_lib.parse(run_captioning.define_flags, argv[:2])
+        return acvi_flags.run_config(config, str(tmp_path), (), (), run_captioning.define_flags)
+
+    assert run_config(["ROUGE_L", "CIDEr"]).metrics == ("ROUGE_L", "CIDEr")
+    with pytest.raises(files.RecordError, match=r"\(flag --metrics=Bleu_9: value should be one"):
+        run_config(["ROUGE_L", "Bleu_9"])
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     values=st.dictionaries(
