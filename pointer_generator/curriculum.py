@@ -7,6 +7,8 @@ resumed run where it is, so resuming never repeats or skips a phase.
 
 from typing import List, NamedTuple, Sequence
 
+from absl import logging
+
 from acvi_tf import errors
 
 
@@ -103,3 +105,25 @@ def phase_at(phases: Sequence[Phase], step: int) -> Phase:
         if step < phase.end:
             return phase
     return phases[-1]
+
+
+def training_end(phases: Sequence[Phase], max_steps: int, warn: bool = False) -> int:
+    """The step training stops at: ``max_steps`` (0: none) or the curriculum's end,
+    whichever comes first.
+
+    Args:
+      phases: the curriculum (``parse_phases``; one phase without ``--phases``).
+      max_steps: ``--max_steps``.
+      warn: log a warning where ``max_steps`` is past the curriculum's end (a training
+        command, whose steps past it would not be trained).
+    """
+    end = phases[-1].end
+    if warn and max_steps > end:
+        logging.warning(
+            "--max_steps=%d is past the end of the curriculum (--phases, then "
+            "--coverage_steps) at step %d: training stops there; give longer --phases or "
+            "more --coverage_steps to train further",
+            max_steps,
+            end,
+        )
+    return min(end, max_steps or end)

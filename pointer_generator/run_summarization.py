@@ -544,7 +544,7 @@ def _train(config, vocab, train_dir, phases, strategy, run_variables):
     if chief:
         _write_projector_config(train_dir, vocab)
     writer = tf.summary.create_file_writer(train_dir) if chief else tf.summary.create_noop_writer()
-    total = min(phases[-1].end, config.max_steps or phases[-1].end)
+    total = curriculum.training_end(phases, config.max_steps, warn=True)
 
     posterior = (
         _posterior_summaries(config, vocab, model, phases[-1], checkpointer, writer)
@@ -802,7 +802,7 @@ def evaluate(
         check=experiment.vocabulary_check(config, vocab),
         model=model,
     )
-    total = min(phases[-1].end, config.max_steps or phases[-1].end)
+    total = curriculum.training_end(phases, config.max_steps)
     if checkpointer.last_validated >= total:  # a rerun on a finished run
         lock.close()
         logging.info(

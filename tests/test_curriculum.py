@@ -42,3 +42,17 @@ def test_phase_at_finds_the_phase_of_a_resumed_step():
     assert curriculum.phase_at(phases, 10).max_enc_steps == 8
     assert curriculum.phase_at(phases, 20).coverage
     assert curriculum.phase_at(phases, 99).coverage
+
+
+def test_training_ends_at_max_steps_or_the_curriculum_s_end_and_says_so(absl_caplog):
+    phases = curriculum.parse_phases("0-8:20:6,8-16:30:8", coverage_steps=6)
+    assert curriculum.training_end(phases, 0) == 22
+    assert curriculum.training_end(phases, 10, warn=True) == 10
+    assert not absl_caplog.records
+    assert curriculum.training_end(phases, 45) == 22 and not absl_caplog.records
+    assert curriculum.training_end(phases, 45, warn=True) == 22
+    [record] = absl_caplog.records
+    assert record.levelname == "WARNING" and record.getMessage().startswith(
+        "--max_steps=45 is past the end of the curriculum (--phases, then --coverage_steps) "
+        "at step 22: training stops there"
+    )
