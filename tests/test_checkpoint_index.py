@@ -86,6 +86,13 @@ def _older_index(directory, name):
     )
 
 
+def _older_index_without_times(directory, name):
+    """An index by hand: the checkpoint at step 9 as the newest, and no time."""
+    (directory / "checkpoint").write_text(
+        'model_checkpoint_path: "%s-9"\nall_model_checkpoint_paths: "%s-9"\n' % (name, name)
+    )
+
+
 # Each state of the index (or of the newest checkpoint it names), with the step the
 # checkpointer resumes from and the problem its one warning names.
 STATES = {
@@ -116,13 +123,6 @@ STATES = {
         10,
         "names %s-9, but %s-10 was saved after it (a save cut short before the index",
     ),
-    "an older checkpoint without times": (
-        lambda d, name: (d / "checkpoint").write_text(
-            'model_checkpoint_path: "%s-9"\nall_model_checkpoint_paths: "%s-9"\n' % (name, name)
-        ),
-        10,
-        "lists %s-9 without a time after its last preserved one",
-    ),
     "a truncated index file": (
         lambda d, name: _truncate(d / ("%s-10.index" % name)),
         9,
@@ -151,14 +151,13 @@ def test_a_resume_rebuilds_an_unusable_index_and_keeps_every_checkpoint(
     absl_caplog.set_level("WARNING")
     # a reader takes the newest checkpoint the index names, as TensorFlow does
     seen = 10 if state == "a truncated data file" else step
-    cut_short = "a save cut short before the index named it"
-    seen = 9 if state in ("an older checkpoint without times", cut_short) else seen
+    seen = 9 if state == "a save cut short before the index named it" else seen
     assert checkpoints.latest_checkpoint(str(directory)).endswith("%s-%d" % (name, seen))
     warnings = [r.getMessage() for r in absl_caplog.records if r.levelname == "WARNING"]
     skipped = "%s cannot be read" % (directory / ("%s-10" % name))
     # and which newer one it does not use, for an index that names an older one
     newer = "though %s-10 is newer" % name
-    warned = state in ("a truncated index file", "an older checkpoint without times")
+    warned = state == "a truncated index file"
     assert [skipped in w or newer in w for w in warnings] == [True] * warned
     absl_caplog.clear()
     resumed = _checkpointer(directory, name)
@@ -181,15 +180,19 @@ def test_a_resume_rebuilds_an_unusable_index_and_keeps_every_checkpoint(
     assert not [r for r in absl_caplog.records if r.levelname == "WARNING"]
 
 
+@pytest.mark.parametrize("older_index", [_older_index, _older_index_without_times])
 @pytest.mark.parametrize("name", NAMES)
-def test_an_index_naming_an_older_checkpoint_is_the_user_s_choice(tmp_path, name, absl_caplog):
-    """An index in TensorFlow's own form that names an older checkpoint than the folder
-    holds (a restored backup, a hand edit): a resume from it would write over the newer
-    ones and its first saves delete the oldest, so the trainer refuses and says how to
-    take either; a reader uses it, as TensorFlow's readers do, and says so."""
+def test_an_index_naming_an_older_checkpoint_is_the_user_s_choice(
+    tmp_path, name, older_index, absl_caplog
+):
+    """An index that names an older checkpoint than the folder holds, in TensorFlow's
+    own form or by hand without times (a restored backup, a hand edit): a resume from it
+    would write over the newer ones and its first saves delete the oldest, so the
+    trainer refuses and says how to take either; a reader uses it, as TensorFlow's
+    readers do, and says so. A newer checkpoint that cannot be read is no choice."""
     directory = tmp_path / "train"
     _trained(directory, name)
-    _older_index(directory, name)
+    older_index(directory, name)
     edited = os.path.getmtime(directory / ("%s-10.index" % name)) + 1  # after the saves
     os.utime(directory / "checkpoint", (edited, edited))
     before = _hashes(directory), (directory / "checkpoint").read_bytes()
@@ -208,6 +211,13 @@ def test_an_index_naming_an_older_checkpoint_is_the_user_s_choice(tmp_path, name
         "%s-10" % (directory / "checkpoint", name, name, name, directory / "checkpoint", name)
     )
     assert (_hashes(directory), (directory / "checkpoint").read_bytes()) == before
+    # the newer checkpoint cut short: the index's is the only one to resume from
+    cut = shutil.copytree(directory, tmp_path / "cut")
+    _truncate(cut / ("%s-10.data-00000-of-00001" % name))
+    absl_caplog.clear()
+    assert checkpoints.latest_checkpoint(str(cut)).endswith("%s-9" % name)
+    assert not [r for r in absl_caplog.records if "newer" in r.getMessage()]
+    assert _checkpointer(cut, name).restore_latest().endswith("%s-9" % name)
     os.remove(directory / "checkpoint")  # the second way out: the newest
     assert _checkpointer(directory, name).restore_latest().endswith("%s-10" % name)
     assert checkpoints.inference_checkpoint(str(directory))[1] == "the newest checkpoint"

@@ -186,8 +186,10 @@ def _read_index(directory: str, trainer: bool = False) -> Tuple[Optional[str], O
     that reads through and that ``tf.train.CheckpointManager`` lists.
 
     Returns:
-      ``(latest, None)`` for an index whose newest checkpoint can be read (its path),
-      ``(None, problem)`` otherwise (``problem`` completes "the index ...").
+      ``(latest, None)`` for an index whose newest checkpoint can be read (its path);
+      for a trainer, ``(latest, problem)`` where that checkpoint reads through but the
+      manager would not list it; ``(None, problem)`` otherwise (``problem`` completes
+      "the index ...").
     """
     path = os.path.join(directory, INDEX)
     try:
@@ -220,8 +222,7 @@ def _read_index(directory: str, trainer: bool = False) -> Tuple[Optional[str], O
         return None, "names %s, which cannot be read" % latest[0]
     if not trainer:
         return prefix, None
-    problem = _listing_problem(fields, latest[0])
-    return (None, problem) if problem else (prefix, None)
+    return prefix, _listing_problem(fields, latest[0])
 
 
 def latest_checkpoint(directory: str) -> Optional[str]:
@@ -237,7 +238,7 @@ def latest_checkpoint(directory: str) -> Optional[str]:
     """
     latest, _ = _read_index(directory)
     if latest:
-        newer = _newer_checkpoints(directory, os.path.basename(latest), whole=False)
+        newer = _newer_checkpoints(directory, os.path.basename(latest))
         newer = _saved_before(os.path.join(directory, INDEX), newer)
         if newer and latest not in _SKIPPED:
             _SKIPPED.add(latest)
@@ -659,7 +660,7 @@ def inference_checkpoint(
 def _latest_why(train_dir: str, path: Optional[str]) -> str:
     """Why the log names ``path``, the folder's latest checkpoint: the newest, or the
     one the ``checkpoint`` index names where newer ones are there."""
-    if path and _newer_checkpoints(train_dir, os.path.basename(path), whole=False):
+    if path and _newer_checkpoints(train_dir, os.path.basename(path)):
         return "the checkpoint the index names"
     return "the newest checkpoint"
 
@@ -939,7 +940,8 @@ class Checkpointer:
         """The checkpoints of ``directory``, oldest first."""
         if self.scratch is None:
             return list(self.manager.checkpoints)
-        if _read_index(self.directory, trainer=True)[0]:  # what the chief's manager lists
+        named, problem = _read_index(self.directory, trainer=True)
+        if named and problem is None:  # what the chief's manager lists
             return list(tf.train.get_checkpoint_state(self.directory).all_model_checkpoint_paths)
         return _rebuilt_view(self.directory, self._name)[0]
 
