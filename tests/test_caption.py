@@ -52,6 +52,14 @@ def test_new_videos_are_captioned_as_decode_captions_them(captioner_run, tmp_pat
     with pytest.raises(files.OutputError, match="is in %s, a folder" % store):
         caption.run(config_lib.parse(caption.define_flags, argv[:3] + ["--output=" + new]))
     assert not os.path.exists(new)
+    # nor a file of the run's corpus: the split it validates on, its statistics
+    data_dir = _hparams(run)["data_dir"]
+    for name in ("val.jsonl", "stats.json"):
+        kept = os.path.join(data_dir, name)
+        before = open(kept, "rb").read()
+        with pytest.raises(files.OutputError, match="or one it reads; write to another file"):
+            caption.run(config_lib.parse(caption.define_flags, argv[:3] + ["--output=" + kept]))
+        assert open(kept, "rb").read() == before
 
     done = subprocess.run(
         [sys.executable, "-m", "video_caption.caption", "--out_dir=%s" % run],

@@ -26,7 +26,6 @@ from absl import flags
 
 from acvi_tf import builders, files
 from acvi_tf import config as config_lib
-from acvi_tf import flags as acvi_flags
 from acvi_tf import progress as progress_lib
 from acvi_tf.config import Config
 from acvi_tf.formats import frame_features
@@ -160,12 +159,7 @@ def run(config: Config) -> List[str]:
             lines, lambda videos: caption(videos, model_config, decoder, statistics), config.input
         ),
         "captions",
-        files.run_files(
-            config.out_dir,
-            os.path.join(model_config.data_dir, "vocab.txt"),
-            model_config.features,  # the store: its files, and any new one in it
-            *acvi_flags.trained_on(config.out_dir),
-        ),
+        files.run_files(config.out_dir, *experiment.files_read(model_config)),
         lambda lines: filter(None, (line.strip() for line in lines)),
     )
 

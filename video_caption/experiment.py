@@ -6,6 +6,7 @@ The commands (``run_captioning``, ``caption``, ``export``) parse their flags and
 these; the summarizer and NMT have the same functions under the same names.
 """
 
+import glob
 import os
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
@@ -126,6 +127,19 @@ def build_decoder(
 def load_vocab(config: Config) -> data.Vocab:
     """The run's caption vocabulary (``--data_dir``'s ``vocab.txt``, ``--vocab_size``)."""
     return data.Vocab(os.path.join(config.data_dir, "vocab.txt"), config.vocab_size)
+
+
+def files_read(config: Config) -> List[str]:
+    """What a command that uses the run reads, beside the run's own files, which its
+    outputs must not replace: every file of the corpus (``--data_dir``: its splits,
+    vocabulary and statistics), the feature store (a folder: any path in it) and the
+    training files the run's record names."""
+    corpus = glob.glob(os.path.join(glob.escape(config.data_dir), "*"))
+    return [
+        *sorted(path for path in corpus if os.path.isfile(path)),
+        config.features,
+        *acvi_flags.trained_on(config.out_dir),
+    ]
 
 
 def split_path(config: Config, name: str) -> str:
