@@ -26,18 +26,36 @@ OPTIONS = dict(
     variational_options=dict(inference_units=4),
     seed=3,
 )
-# Training steps, after which the loss must be below 0.8 of its start (0.9 for ACVI's
-# mixture sampler at weight 1), by host and mechanism. The translator's, from the worst
-# ratio over build seeds 5-20: VED 0.75 after 25 steps but up to 0.94 after 15; soft
-# attention, structured and variational attention at most 0.66, 0.64 and 0.69 after 15;
-# ACVI 0.79 after 15, 0.70 after 18 (in bfloat16 too); the mixture sampler 0.91 after 15,
-# 0.87 after 18, 0.75 after 25.
-STEPS = dict(summarizer=15, nmt=15, captioner=15)
-NMT_STEPS = dict(ved=25, acvi=18, bfloat16=18, mixture=25)
+# Training steps and Adam's learning rate, by host and mechanism, after which the loss must
+# be below 0.8 of its start (0.9 for ACVI's mixture sampler at weight 1): at a learning
+# rate of 0.05, the fewest steps whose worst ratio over build seeds 5-14 is at most 0.72
+# (0.8 for the mixture); VED falls slowly in the translator and the captioner (0.85 and
+# 0.73 after 12 steps at 0.05) and keeps 0.02 (the translator's worst ratio over seeds
+# 5-20 was 0.75 after 25 steps there).
+LEARNING_RATE = 0.05
+STEPS = {
+    ("summarizer", "sa"): 5,
+    ("summarizer", "acvi"): 6,
+    ("summarizer", "ved"): 8,
+    ("summarizer", "structured"): 4,
+    ("summarizer", "variational"): 5,
+    ("nmt", "sa"): 7,
+    ("nmt", "acvi"): 9,
+    ("nmt", "structured"): 6,
+    ("nmt", "variational"): 7,
+    ("captioner", "sa"): 5,
+    ("captioner", "acvi"): 10,
+    ("captioner", "structured"): 4,
+    ("captioner", "variational"): 6,
+}
+SLOW_STEPS = {("nmt", "ved"): 25, ("captioner", "ved"): 15}  # at 0.02
 
 
-def _steps(host, mode):
-    return NMT_STEPS.get(mode, STEPS[host]) if host == "nmt" else STEPS[host]
+def _schedule(host, mode):
+    """``(steps, learning rate)`` of ``mode`` in ``host`` (bfloat16 ACVI as float32's)."""
+    if (host, mode) in STEPS:
+        return STEPS[host, mode], LEARNING_RATE
+    return SLOW_STEPS.get((host, mode), 15), 0.02
 
 
 def _loss(model, batch, step=0, training=True):
@@ -96,27 +114,31 @@ class UniformAttention(context.SoftAttentionContext):
 @pytest.mark.parametrize("mode", registry.context_names())
 @pytest.mark.parametrize("host", hosts.HOSTS)
 def test_every_mechanism_trains_and_restores_in_every_host(host, mode, tmp_path):
-    _trains_decodes_and_restores(host, mode, tmp_path, _steps(host, mode), 0.8)
+    steps, learning_rate = _schedule(host, mode)
+    _trains_decodes_and_restores(host, mode, tmp_path, steps, 0.8, learning_rate=learning_rate)
 
 
-# (host, KL term, what the loop reads, components scored exactly)
+# (host, KL term, what the loop reads, components scored exactly, steps, learning rate):
+# worst ratios over build seeds 5-14 of 0.76, 0.77, 0.72 and 0.79 at 0.05 (in the order
+# below); the other two are not below 0.9 after 11 steps at 0.05 (the translator's rises
+# first) and keep 0.02 (the translator's 0.75 after 25 steps over seeds 5-20).
 MIXTURES = [
-    ("summarizer", "mc", "sample", 0),
-    ("nmt", "bound", "sample", 0),
-    ("captioner", "mc", "sample", 0),
-    ("summarizer", "bound", "mean", 2),
-    ("nmt", "mc", "mean", 0),
-    ("captioner", "mc", "mean", 2),
+    ("summarizer", "mc", "sample", 0, 8, 0.05),
+    ("nmt", "bound", "sample", 0, 11, 0.05),
+    ("captioner", "mc", "sample", 0, 15, 0.02),
+    ("summarizer", "bound", "mean", 2, 5, 0.05),
+    ("nmt", "mc", "mean", 0, 25, 0.02),
+    ("captioner", "mc", "mean", 2, 10, 0.05),
 ]
 
 
-@pytest.mark.parametrize("host,kl,feed,top", MIXTURES)
+@pytest.mark.parametrize("host,kl,feed,top,steps,learning_rate", MIXTURES)
 def test_acvi_sampling_from_the_mixture_trains_at_weight_one_in_every_host(
-    host, kl, feed, top, tmp_path
+    host, kl, feed, top, steps, learning_rate, tmp_path
 ):
     options = dict(OPTIONS, sampling="mixture", kl=kl, kl_weight=1.0, feed=feed)
     options["enumerate_top"] = top
-    _trains_decodes_and_restores(host, "acvi", tmp_path, _steps(host, "mixture"), 0.9, options)
+    _trains_decodes_and_restores(host, "acvi", tmp_path, steps, 0.9, options, learning_rate)
 
 
 def test_a_mechanism_registered_at_run_time_trains_and_decodes_in_every_host(monkeypatch, tmp_path):
@@ -134,15 +156,17 @@ def test_a_mechanism_registered_at_run_time_trains_and_decodes_in_every_host(mon
             np.testing.assert_allclose(row[row > 0], 1 / np.sum(row > 0), rtol=1e-6)
 
 
-def _trains_decodes_and_restores(host, mode, tmp_path, steps, fall, options=None):
+def _trains_decodes_and_restores(
+    host, mode, tmp_path, steps, fall, options=None, learning_rate=LEARNING_RATE
+):
     """Trains ``mode`` (built with ``options``, default ``OPTIONS``) in ``host`` for
-    ``steps`` steps, after which the loss must be below ``fall`` times its start, then
-    checks its KL, statistics, checkpoint and decoding."""
+    ``steps`` steps of Adam at ``learning_rate``, after which the loss must be below
+    ``fall`` times its start, then checks its KL, statistics, checkpoint and decoding."""
     options = options or OPTIONS
     build, make_batch, _ = hosts.HOST_SETUPS[host]
     batch = make_batch()
     model = build(registry.make_context_layer(mode, **options), seed=5)
-    optimizer = keras.optimizers.Adam(0.02)
+    optimizer = keras.optimizers.Adam(learning_rate)
     model(batch)  # builds the weights
     before = float(_loss(model, batch, training=False)[0])
     for step in range(steps):
@@ -206,11 +230,12 @@ def test_acvi_trains_and_decodes_in_bfloat16_in_every_host(host):
     build, make_batch, _ = hosts.HOST_SETUPS[host]
     batch = make_batch()
     model = build(registry.make_context_layer("acvi", **OPTIONS), seed=5)
-    optimizer = keras.optimizers.Adam(0.02)
+    steps, learning_rate = _schedule(host, "acvi")  # worst ratios as in float32
+    optimizer = keras.optimizers.Adam(learning_rate)
     model(batch)
     assert all(w.dtype == tf.float32 for w in model.weights)
     before = float(_loss(model, batch, training=False)[0])
-    for step in range(_steps(host, "bfloat16")):
+    for step in range(steps):
         with tf.GradientTape() as tape:
             loss, out, _ = _loss(model, batch, step)
         grads = tape.gradient(loss, model.trainable_variables)
