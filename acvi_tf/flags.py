@@ -591,8 +591,11 @@ def write_flag_record(
     if not chief:
         return values
     record = dict(values, _tensorflow=tf.__version__, _command=" ".join(sys.argv))
-    if vocabularies:
-        record[VOCABULARIES] = {key: found for key, (_, found) in vocabularies.items()}
+    # a resume keeps the recorded fingerprints of what it does not read
+    kept = dict(previous.get(VOCABULARIES) or {})
+    kept.update({key: found for key, (_, found) in (vocabularies or {}).items()})
+    if kept:
+        record[VOCABULARIES] = kept
     if hashes:
         record[TRAINING_DATA] = hashes
         earlier = list(previous.get(EARLIER_TRAINING_DATA) or [])

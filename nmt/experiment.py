@@ -161,10 +161,12 @@ def build_model(config: Config, src_vocab: data.Vocab, tgt_vocab: data.Vocab) ->
     return model
 
 
-def vocabularies(config: Config, src_vocab: data.Vocab, tgt_vocab: data.Vocab) -> Dict[str, Any]:
-    """The run's source and target vocabularies for its record, and the corpus's BPE
-    codes, which split new text into the vocabularies' pieces, where it has them
-    (``acvi_flags.check_vocabularies``)."""
+def vocabularies(
+    config: Config, src_vocab: data.Vocab, tgt_vocab: data.Vocab, codes: bool = True
+) -> Dict[str, Any]:
+    """The run's source and target vocabularies for its record, and with ``codes`` the
+    corpus's BPE codes, which split new text into the vocabularies' pieces, where it has
+    them (``acvi_flags.check_vocabularies``)."""
     found = {
         side: (
             _source(config, lang),
@@ -175,11 +177,11 @@ def vocabularies(config: Config, src_vocab: data.Vocab, tgt_vocab: data.Vocab) -
             ("target", config.tgt, tgt_vocab),
         )
     }
-    codes = corpus_files(config)[1]
-    if codes and os.path.isfile(codes):
-        with open(codes, encoding="utf-8") as f:  # its merges, after subword-nmt's header
+    path = corpus_files(config)[1]
+    if codes and path and os.path.isfile(path):
+        with open(path, encoding="utf-8") as f:  # its merges, after subword-nmt's header
             merges = [line for line in f.read().splitlines() if not line.startswith("#version")]
-        found["bpe_codes"] = (codes, vocabulary.fingerprint(merges, "merges"))
+        found["bpe_codes"] = (path, vocabulary.fingerprint(merges, "merges"))
     return found
 
 
@@ -203,9 +205,7 @@ def vocabulary_check(
             "model/tgt_embedding/embeddings": (tgt_vocab.size(), _source(config, config.tgt)),
         }
     )
-    words = vocabularies(config, src_vocab, tgt_vocab)
-    if not reads_codes:
-        words.pop("bpe_codes", None)
+    words = vocabularies(config, src_vocab, tgt_vocab, codes=reads_codes)
     return acvi_flags.vocabulary_checks(config.out_dir, words, sizes, config.allow_data_change)
 
 

@@ -661,7 +661,8 @@ def run(config: Config) -> Optional[float]:
         config,
         MODEL_FLAGS if resuming else None,
         distribute.is_chief(strategy),
-        experiment.vocabularies(config, *vocabs),
+        # a resume trains on segmented text: the record keeps the codes it was split with
+        experiment.vocabularies(config, *vocabs, codes=not resuming),
         ["%s.%s" % (config.train_prefix, lang) for lang in (config.src, config.tgt)],
         COMMAND_FLAGS,
     ):

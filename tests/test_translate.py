@@ -153,3 +153,11 @@ def test_raw_sentences_translate_as_the_run_s_inference_does(tmp_path, absl_capl
         config_lib.parse(run_nmt.define_flags, ["run_nmt", "--out_dir=%s" % out, *infer, *beam])
     )
     assert nmt_text.read_lines(str(tmp_path / "again.it")) == expected
+    # so does a resume of the training, whose record keeps the codes the run trained with
+    run_nmt.run(
+        config_lib.parse(
+            run_nmt.define_flags, common + train + ["--num_train_steps=5", "--steps_per_stats=1"]
+        )
+    )
+    with pytest.raises(acvi_flags.DataChangeError, match="another set of BPE codes"):
+        translate.run(config_lib.parse(translate.define_flags, argv))
