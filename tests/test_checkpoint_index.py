@@ -207,8 +207,8 @@ def test_an_index_naming_an_older_checkpoint_is_the_user_s_choice(
         _checkpointer(directory, name).restore_latest()
     assert str(refused.value) == (
         "%s names %s-9 as the newest checkpoint, though %s-10 is newer: a resume from it "
-        "would write over it. Remove it to resume from %s-9, or remove %s to resume from "
-        "%s-10" % (directory / "checkpoint", name, name, name, directory / "checkpoint", name)
+        "would write over it. Remove %s-10 to resume from %s-9, or remove %s to resume from "
+        "%s-10" % (directory / "checkpoint", name, name, name, name, directory / "checkpoint", name)
     )
     assert (_hashes(directory), (directory / "checkpoint").read_bytes()) == before
     # the newer checkpoint cut short: the index's is the only one to resume from

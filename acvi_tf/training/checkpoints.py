@@ -385,17 +385,17 @@ def _repair_index(directory: str, name: str) -> None:
     newer = _newer_checkpoints(directory, os.path.basename(latest)) if latest else []
     passed = _saved_before(index, newer)
     if passed:
-        them = "it" if len(passed) == 1 else "them"
+        names = ", ".join(os.path.basename(p) for p in passed)
         raise CheckpointError(
             "%s names %s as the newest checkpoint, though %s %s newer: a resume from it "
             "would write over %s. Remove %s to resume from %s, or remove %s to resume from %s"
             % (
                 index,
                 os.path.basename(latest),
-                ", ".join(os.path.basename(p) for p in passed),
+                names,
                 "is" if len(passed) == 1 else "are",
-                them,
-                them,
+                "it" if len(passed) == 1 else "them",
+                names,
                 os.path.basename(latest),
                 index,
                 os.path.basename(passed[-1]),
