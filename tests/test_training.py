@@ -7,6 +7,8 @@ import tensorflow as tf
 from acvi_tf.compat import keras
 from acvi_tf.training import step as training_lib
 
+from conftest import untraced
+
 
 def test_non_finite_loss_names_step_and_checkpoint():
     training_lib.check_finite(1.5, 3, None)
@@ -129,6 +131,26 @@ def test_nan_policy_skip_counts_and_gives_up_after_a_run_of_skips(tmp_path):
         training_lib.NonFiniteGuard("stop").check(float("nan"), 4, None)
     with pytest.raises(ValueError, match="nan_policy"):
         training_lib.NonFiniteGuard("ignore")
+
+
+def test_a_step_run_eagerly_is_never_traced():
+    """Under ``tf.config.run_functions_eagerly`` (the ``eager`` tests, a user's debugging)
+    the step runs its loss once per call and builds no graph of it first."""
+    variable = tf.Variable([1.0])
+    calls = []
+
+    def loss_fn(x):
+        calls.append(tf.executing_eagerly())
+        loss = x * tf.reduce_sum(variable**2)
+        return loss, dict(loss=loss)
+
+    with untraced():
+        step = training_lib.make_step_from_loss(
+            loss_fn, [variable], keras.optimizers.Adam(0.1), [tf.TensorSpec([], tf.float32)]
+        )
+        assert calls == []
+        step(tf.constant(1.0))
+    assert calls == [True]
 
 
 def test_a_step_is_traced_once_with_the_slots_its_first_update_would_make(tmp_path):

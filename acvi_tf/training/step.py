@@ -202,7 +202,9 @@ def make_step_from_loss(
             grads, _ = tf.clip_by_global_norm(grads, max_grad_norm, use_norm=norm)
         return loss, grads, dict(results, **{norm_key: norm})
 
-    if not jit_compile:
+    # run eagerly (tf.config.run_functions_eagerly), the step is never traced and the
+    # first update creates the same slots
+    if not jit_compile and not tf.config.functions_run_eagerly():
         _build_optimizer(optimizer, variables, gradients.get_concrete_function(*input_signature))
 
     # Under XLA every batch shape is its own program anyway; tracing per shape makes the
