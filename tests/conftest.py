@@ -1,10 +1,13 @@
 """Shared test setup: quiet TensorFlow, two logical CPU devices, float32 policy, NumPy
-references, test videos, the learning tests' tolerance."""
+references, test videos, the learning tests' tolerance, entry points run in process."""
 
 import contextlib
+import importlib
+import io
 import math
 import os
-from typing import Iterator
+import sys
+from typing import Iterator, List, Optional, Tuple
 
 import acvi_tf.quiet  # noqa: F401  (before TensorFlow loads: its start-up lines stay off)
 
@@ -15,9 +18,10 @@ import numpy as np
 import pytest
 import scheduling
 import tensorflow as tf
-from absl import logging
+from absl import flags, logging
 
-from acvi_tf import files
+from acvi_tf import config as config_lib
+from acvi_tf import errors, files
 from acvi_tf.compat import keras
 
 # Two logical CPU devices, so that a MirroredStrategy over two replicas runs inside the
@@ -229,3 +233,38 @@ def pair_tolerance(seed_std):
     ACVI with one of soft attention; their means over seeds 1-3 are compared in the
     study (docs/acvi.md)."""
     return 2.0 * math.sqrt(2.0) * seed_std
+
+
+def command(
+    module: str,
+    argv: List[str],
+    capsys: pytest.CaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+    stdin: Optional[bytes] = None,
+) -> Tuple[int, str, str]:
+    """Runs the entry point ``module`` in this process as ``python -m module *argv`` runs
+    it (``config.run_command``): its flags parsed, a refusal reported as ``errors.run``
+    reports it, then ``run(config)`` under ``errors.run``, with ``stdin`` as its standard
+    input. What a process of its own adds, the import of TensorFlow and its start-up
+    lines, ``test_quiet.py`` checks.
+
+    Returns:
+      ``(exit status, stdout, stderr)``.
+    """
+    entry = importlib.import_module(module)
+
+    def main(unused_argv):
+        try:
+            config = config_lib.parse(entry.define_flags, [module, *argv])
+        except flags.Error as e:
+            errors.report(flags.Error(errors._flag_error_message(e)))
+        entry.run(config)
+
+    monkeypatch.setattr(sys, "argv", [module])
+    if stdin is not None:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        errors.run(main)
+    out, err = capsys.readouterr()
+    return exit_info.value.code or 0, out, err

@@ -5,8 +5,6 @@ stored, 3 sampled, standardised: the shared ``runs.captioner_run``)."""
 import json
 import os
 import shutil
-import subprocess
-import sys
 
 import pytest
 
@@ -14,16 +12,17 @@ from acvi_tf import config as config_lib
 from acvi_tf import files
 from video_caption import caption, features
 
+from conftest import command
+
 
 def _hparams(run):
     with open(os.path.join(run, "hparams.json"), encoding="utf-8") as f:
         return json.load(f)
 
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def test_new_videos_are_captioned_as_decode_captions_them(captioner_run, tmp_path):
+def test_new_videos_are_captioned_as_decode_captions_them(
+    captioner_run, tmp_path, capsys, monkeypatch
+):
     run, videos = captioner_run["run"], captioner_run["videos"]
     (tmp_path / "in.txt").write_text("%s\n\n%s\n" % (videos["white"], videos["red"]))
     argv = ["caption", "--out_dir=%s" % run, "--input=%s" % (tmp_path / "in.txt")]
@@ -61,16 +60,15 @@ def test_new_videos_are_captioned_as_decode_captions_them(captioner_run, tmp_pat
             caption.run(config_lib.parse(caption.define_flags, argv[:3] + ["--output=" + kept]))
         assert open(kept, "rb").read() == before
 
-    done = subprocess.run(
-        [sys.executable, "-m", "video_caption.caption", "--out_dir=%s" % run],
-        input=str(tmp_path / "missing.mp4") + "\n",
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        check=False,
+    status, _, err = command(
+        "video_caption.caption",
+        ["--out_dir=%s" % run],
+        capsys,
+        monkeypatch,
+        (str(tmp_path / "missing.mp4") + "\n").encode(),
     )
-    assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert done.stderr.strip().splitlines()[-1] == (
+    assert status == 2 and "Traceback" not in err
+    assert err.strip().splitlines()[-1] == (
         "error: standard input:1: %s is not a file; give one video a line (its path, absolute "
         "or from the folder the command runs in), or a blank line for none"
         % (tmp_path / "missing.mp4")

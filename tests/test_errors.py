@@ -2,7 +2,6 @@
 its traceback."""
 
 import errno
-import importlib
 import json
 import os
 import subprocess
@@ -18,6 +17,8 @@ from acvi_tf.formats import bin_files, nmt_text
 from pointer_generator import results_table
 from pointer_generator import vocab as pg_vocab
 from video_caption import data as video_data
+
+from conftest import command
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VOCAB = os.path.join(ROOT, "data_prep", "samples", "debian_descriptions", "vocab")
@@ -381,22 +382,6 @@ USER_ERRORS = [
 ]
 
 
-def _command(module, argv, capsys, monkeypatch):
-    """Runs an entry point in process as ``config.run_command`` does: its flags parsed
-    (absl's refusal reported as ``errors.run`` reports it), then ``run(config)`` under
-    ``errors.run``; returns the exit status and stderr."""
-    entry = importlib.import_module(module)
-
-    def main(unused_argv):
-        try:
-            config = config_lib.parse(entry.define_flags, [module, *argv])
-        except flags.Error as e:
-            errors.report(flags.Error(errors._flag_error_message(e)))
-        entry.run(config)
-
-    return _run(main, capsys, monkeypatch)
-
-
 @pytest.mark.parametrize(
     "module, argv, message",
     USER_ERRORS,
@@ -407,7 +392,7 @@ def test_every_entry_point_reports_a_user_error_in_one_line(
 ):
     _bad_inputs(tmp_path)
     argv = [a.format(tmp=tmp_path) for a in argv]
-    code, err = _command(module, argv, capsys, monkeypatch)
+    code, _, err = command(module, argv, capsys, monkeypatch)
     lines = [line for line in err.splitlines() if not line.startswith(("I", "W"))]
     assert code == 2 and len(lines) == 1, err[-3000:]
     assert lines[0].startswith("error: ") and message.format(tmp=tmp_path) in lines[0], lines[0]

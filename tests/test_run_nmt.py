@@ -7,8 +7,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 
 import browser
 import pytest
@@ -21,6 +19,8 @@ from acvi_tf import flags as acvi_flags
 from acvi_tf.formats import nmt_text
 from acvi_tf.training import trainer as trainer_lib
 from nmt import experiment, hparams, run_nmt, schedule
+
+from conftest import command
 
 pytestmark = pytest.mark.slow  # scheduled first (conftest.py)
 
@@ -80,7 +80,7 @@ def _with_record(out_dir, *argv):
     return run_nmt.run(config)
 
 
-def test_train_evaluate_and_translate(corpus, tmp_path, absl_caplog):
+def test_train_evaluate_and_translate(corpus, tmp_path, absl_caplog, capsys, monkeypatch):
     """Training on two replicas (the two logical CPUs of conftest), validation, inference
     and its refusals, then a resume on one device: the checkpoints do not depend on the
     strategy."""
@@ -125,15 +125,11 @@ def test_train_evaluate_and_translate(corpus, tmp_path, absl_caplog):
     # inference as a command, in one line with status 2
     with pytest.raises(acvi_flags.FlagChangeError, match="--num_units=16, this command gives"):
         _run(corpus, out, "--num_units=32", "--num_train_steps=12")
-    result = subprocess.run(
-        [sys.executable, "-m", "nmt.run_nmt", "--out_dir=%s" % out, "--num_units=32"] + inference,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
+    status, _, err = command(
+        "nmt.run_nmt", ["--out_dir=%s" % out, "--num_units=32", *inference], capsys, monkeypatch
     )
-    assert result.returncode == 2, result.stderr[-3000:]
-    assert result.stderr.splitlines()[-1] == (
+    assert status == 2, err[-3000:]
+    assert err.splitlines()[-1] == (
         "error: %s: the run was trained with --num_units=16, this command gives "
         "--num_units=32, which changes the model; leave --num_units out to use the run's "
         "value, or use a new folder for a new run" % (out / "hparams.json")

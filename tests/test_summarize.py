@@ -7,8 +7,6 @@ import json
 import logging
 import os
 import shutil
-import subprocess
-import sys
 
 import pytest
 
@@ -22,7 +20,8 @@ from acvi_tf.training import checkpoints
 from data_prep import summarization
 from pointer_generator import run_summarization, summarize
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from conftest import command
+
 WORDS = "the cat sat on a mat while dogs ran in parks and birds sang , near Rome .".split()
 
 
@@ -121,24 +120,18 @@ def test_raw_text_summaries_equal_the_decode_of_the_same_articles(trained, tmp_p
         summarize.run(config_lib.parse(summarize.define_flags, argv))
 
 
-def test_standard_input_and_output_and_bad_bytes(trained, tmp_path):
+def test_standard_input_and_output_and_bad_bytes(trained, capsys, monkeypatch):
     root, raw, _, _ = trained
-    command = [sys.executable, "-m", "pointer_generator.summarize", "--log_root=%s" % root]
-    command += ["--exp_name=run", "--beam_size=2"]
-    done = subprocess.run(
-        command,
-        input=(raw[0]["article"] + "\n").encode(),
-        capture_output=True,
-        cwd=ROOT,
-        check=False,
+    argv = ["--log_root=%s" % root, "--exp_name=run", "--beam_size=2"]
+    article = (raw[0]["article"] + "\n").encode()
+    status, out, err = command("pointer_generator.summarize", argv, capsys, monkeypatch, article)
+    assert status == 0, err[-2000:]
+    assert len(out.splitlines()) == 1 and out.strip()
+    status, _, err = command(
+        "pointer_generator.summarize", argv, capsys, monkeypatch, b"ok\ncaf\xe9\n"
     )
-    assert done.returncode == 0, done.stderr.decode()[-2000:]
-    assert len(done.stdout.decode().splitlines()) == 1 and done.stdout.strip()
-    done = subprocess.run(
-        command, input=b"ok\ncaf\xe9\n", capture_output=True, cwd=ROOT, check=False
-    )
-    assert done.returncode == 2
-    assert done.stderr.decode().strip().splitlines()[-1] == (
+    assert status == 2
+    assert err.strip().splitlines()[-1] == (
         "error: <stdin>:2: byte 4 is not UTF-8; re-encode the input as UTF-8"
     )
 

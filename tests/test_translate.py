@@ -3,9 +3,6 @@ sentences as the builder tokenised and segmented them, both in words and both se
 beam that the greedy run's record does not hold."""
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
@@ -16,7 +13,8 @@ from acvi_tf.formats import bpe, nmt_text
 from data_prep import translation
 from nmt import run_nmt, translate
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from conftest import command
+
 WORDS = [
     ("cat", "gatto"),
     ("dog", "cane"),
@@ -26,7 +24,10 @@ WORDS = [
 ]
 
 
-def test_raw_sentences_translate_as_the_run_s_inference_does(tmp_path, absl_caplog):
+@pytest.mark.eager
+def test_raw_sentences_translate_as_the_run_s_inference_does(
+    tmp_path, absl_caplog, capsys, monkeypatch
+):
     rows = []
     for i in range(60):
         (a, x), (b, y) = WORDS[i % 5], WORDS[(i * 3 + 1) % 5]
@@ -114,12 +115,16 @@ def test_raw_sentences_translate_as_the_run_s_inference_does(tmp_path, absl_capl
             run_nmt.run(config_lib.parse(run_nmt.define_flags, inference))
         assert kept.read_bytes() == before
 
-    command = [sys.executable, "-m", "nmt.translate", "--out_dir=%s" % out, *beam]
-    done = subprocess.run(
-        command, input=(raw[0] + "\n").encode(), capture_output=True, cwd=ROOT, check=False
+    # standard input to standard output
+    status, out_text, err = command(
+        "nmt.translate",
+        ["--out_dir=%s" % out, *beam],
+        capsys,
+        monkeypatch,
+        (raw[0] + "\n").encode(),
     )
-    assert done.returncode == 0, done.stderr.decode()[-2000:]
-    assert done.stdout.decode().splitlines() == expected[:1]
+    assert status == 0, err[-2000:]
+    assert out_text.splitlines() == expected[:1]
 
     # a vocabulary edited in place (two words swapped: the ids mean other words) is
     # refused in one line whose fix this command takes, and --allow_data_change uses it
