@@ -4,6 +4,7 @@ wrapper in test_metrics.py; its Java start-up is too slow to repeat here.)"""
 
 import collections
 import math
+import subprocess
 
 import numpy as np
 import pytest
@@ -92,13 +93,16 @@ def test_cider_d_matches_its_definition():
     ] == pytest.approx(_cider_d(REFERENCES, perfect), rel=1e-6)
 
 
-def test_raw_text_is_ptb_tokenized_on_both_sides(capfd, absl_caplog):
+def test_raw_text_is_ptb_tokenized_on_both_sides(capfd, absl_caplog, monkeypatch):
     raw_refs = {k: [r.capitalize() + "." for r in v] for k, v in REFERENCES.items()}
     raw_hyps = {k: v.upper() + " ." for k, v in HYPOTHESES.items()}
     fast = ("Bleu_4", "ROUGE_L", "CIDEr")  # METEOR normalises on its own (-norm)
+    launched, popen = [], subprocess.Popen
+    monkeypatch.setattr(subprocess, "Popen", lambda *a, **k: launched.append(a) or popen(*a, **k))
     assert captions.caption_metrics(raw_refs, raw_hyps, names=fast) == pytest.approx(
         captions.caption_metrics(REFERENCES, HYPOTHESES, tokenize=False, names=fast)
     )
+    assert len(launched) == 1  # both sides in one start of Java
     assert "PTBTokenizer" not in capfd.readouterr().err  # the jar's statistics line
     start = "Scoring %d captions with Bleu_4, ROUGE_L, CIDEr" % len(HYPOTHESES)
     lines = [r.getMessage() for r in absl_caplog.records]

@@ -42,6 +42,15 @@ def ptb_tokenize(captions: Mapping[Any, Sequence[str]]) -> Dict[Any, List[str]]:
         )
 
 
+def _ptb_tokenize_both(gts, res):
+    """``ptb_tokenize`` of the references ``gts`` and the captions ``res`` in one run of
+    the jar (it tokenises each line on its own, so the tokens are those of two runs)."""
+    both = ptb_tokenize(
+        {**{(0, k): v for k, v in gts.items()}, **{(1, k): v for k, v in res.items()}}
+    )
+    return {k: both[(0, k)] for k in gts}, {k: both[(1, k)] for k in res}
+
+
 def caption_metrics(
     references: Mapping[Any, Sequence[str]],
     hypotheses: Mapping[Any, str],
@@ -95,7 +104,7 @@ def cider_per_caption(
 
     gts, res = _checked(references, hypotheses)
     if tokenize:
-        gts, res = ptb_tokenize(gts), ptb_tokenize(res)
+        gts, res = _ptb_tokenize_both(gts, res)
     keys = list(gts)
     _, scores = Cider().compute_score({k: gts[k] for k in keys}, {k: res[k] for k in keys})
     return {key: float(score) for key, score in zip(keys, scores)}
@@ -131,7 +140,7 @@ def _scores(gts, res, tokenize, names):
 
     keys = sorted(gts, key=str)
     if tokenize:
-        gts, res = ptb_tokenize(gts), ptb_tokenize(res)
+        gts, res = _ptb_tokenize_both(gts, res)
     scores = {}
     if any(name.startswith("Bleu") for name in names):
         bleu, _ = Bleu(4).compute_score(gts, res, verbose=0)
