@@ -1,19 +1,26 @@
 """Calls the signatures of an exported SavedModel from a fresh interpreter that imports
-TensorFlow and tensorflow-text only, as a serving system would."""
+TensorFlow and tensorflow-text only, as a serving system would.
 
+One such interpreter serves every call of a test process (a pytest worker), one
+SavedModel after another, as a model server does: it starts on the first call, in an
+empty folder and without ``PYTHONPATH``, so that this project cannot be imported from it,
+and each call says which of the project's modules it has imported so far.
+"""
+
+import atexit
 import json
 import os
 import subprocess
 import sys
+import tempfile
 
 PROJECT_PACKAGES = ("acvi_tf", "pointer_generator", "nmt", "video_caption", "data_prep")
-# Runs in the fresh interpreter: reads the calls as JSON on stdin, writes the answers.
+# Runs in the fresh interpreter: reads one request as JSON per line on stdin, writes one
+# answer per line.
 _SCRIPT = """
-import json, sys
+import json, sys, traceback
 import tensorflow as tf
 import tensorflow_text  # noqa: F401, the tokeniser's ops
-request = json.load(sys.stdin)
-served = tf.saved_model.load(request["model"])
 
 
 def plain(value):
@@ -35,13 +42,54 @@ def tensor(values):
     return tf.constant(values, dtype)
 
 
-answers = []
-for signature, inputs in request["calls"]:
-    out = served.signatures[signature](**{k: tensor(v) for k, v in inputs.items()})
-    answers.append({key: plain(value.numpy().tolist()) for key, value in out.items()})
-modules = sorted(m for m in sys.modules if m.split(".")[0] in request["packages"])
-json.dump(dict(answers=answers, project_modules=modules), sys.stdout)
+def answer(request):
+    served = tf.saved_model.load(request["model"])
+    answers = []
+    for signature, inputs in request["calls"]:
+        out = served.signatures[signature](**{k: tensor(v) for k, v in inputs.items()})
+        answers.append({key: plain(value.numpy().tolist()) for key, value in out.items()})
+    modules = sorted(m for m in sys.modules if m.split(".")[0] in request["packages"])
+    return dict(answers=answers, project_modules=modules)
+
+
+for line in sys.stdin:
+    try:
+        reply = answer(json.loads(line))
+    except Exception:
+        reply = dict(error=traceback.format_exc())
+    sys.stdout.write(json.dumps(reply) + "\\n")
+    sys.stdout.flush()
 """
+_SERVER = {}  # "process" and its "stderr" file, once started
+
+
+def _server():
+    """The serving interpreter, started on first use (again if it has ended)."""
+    process = _SERVER.get("process")
+    if process is None or process.poll() is not None:
+        folder = tempfile.mkdtemp(prefix="served-")
+        stderr = open(os.path.join(folder, "stderr.txt"), "w+b")
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        process = subprocess.Popen(
+            [sys.executable, "-c", _SCRIPT],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            cwd=folder,
+            env=env,
+        )
+        _SERVER.update(process=process, stderr=stderr)
+    return process
+
+
+def _stop():
+    process = _SERVER.get("process")
+    if process is not None and process.poll() is None:
+        process.stdin.close()
+        process.wait(timeout=60)
+
+
+atexit.register(_stop)
 
 
 def call(export_dir, calls):
@@ -52,16 +100,14 @@ def call(export_dir, calls):
       ``(answers, project modules imported)``: a dict of outputs per call (strings
       decoded, numbers as lists).
     """
-    request = dict(model=str(export_dir), calls=calls, packages=PROJECT_PACKAGES)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    done = subprocess.run(
-        [sys.executable, "-c", _SCRIPT],
-        input=json.dumps(request).encode(),
-        capture_output=True,
-        cwd=os.path.dirname(os.path.abspath(str(export_dir))),
-        env=env,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr.decode()[-3000:]
-    result = json.loads(done.stdout)
+    request = dict(model=os.path.abspath(str(export_dir)), calls=calls, packages=PROJECT_PACKAGES)
+    process = _server()
+    process.stdin.write((json.dumps(request) + "\n").encode())
+    process.stdin.flush()
+    line = process.stdout.readline()
+    if not line:  # the interpreter ended: its stderr says why
+        _SERVER["stderr"].seek(0)
+        raise AssertionError(_SERVER["stderr"].read().decode()[-3000:])
+    result = json.loads(line)
+    assert "error" not in result, result.get("error")
     return result["answers"], result["project_modules"]
