@@ -10,6 +10,7 @@ and each call says which of the project's modules it has imported so far.
 import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -78,15 +79,19 @@ def _server():
             cwd=folder,
             env=env,
         )
-        _SERVER.update(process=process, stderr=stderr)
+        _SERVER.update(process=process, stderr=stderr, folder=folder)
     return process
 
 
 def _stop():
+    """Ends the serving interpreter and removes its folder."""
     process = _SERVER.get("process")
-    if process is not None and process.poll() is None:
-        process.stdin.close()
-        process.wait(timeout=60)
+    if process is not None:
+        if process.poll() is None:
+            process.stdin.close()
+            process.wait(timeout=60)
+        _SERVER["stderr"].close()
+        shutil.rmtree(_SERVER["folder"], ignore_errors=True)
 
 
 atexit.register(_stop)
