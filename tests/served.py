@@ -68,6 +68,7 @@ def _server():
     """The serving interpreter, started on first use (again if it has ended)."""
     process = _SERVER.get("process")
     if process is None or process.poll() is not None:
+        _stop()  # the folder of one that ended
         folder = tempfile.mkdtemp(prefix="served-")
         stderr = open(os.path.join(folder, "stderr.txt"), "w+b")
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -85,13 +86,13 @@ def _server():
 
 def _stop():
     """Ends the serving interpreter and removes its folder."""
-    process = _SERVER.get("process")
+    process = _SERVER.pop("process", None)
     if process is not None:
         if process.poll() is None:
             process.stdin.close()
             process.wait(timeout=60)
-        _SERVER["stderr"].close()
-        shutil.rmtree(_SERVER["folder"], ignore_errors=True)
+        _SERVER.pop("stderr").close()
+        shutil.rmtree(_SERVER.pop("folder"), ignore_errors=True)
 
 
 atexit.register(_stop)
