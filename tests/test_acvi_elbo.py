@@ -167,11 +167,18 @@ def test_a_bound_stays_below_log_evidence_with_equal_components(config):
 
 
 def _gradient_estimates(layer, loss_fn, variables, batches):
-    rows = []
-    for _ in range(batches):
+    """The mean and standard error of ``batches`` gradients of ``loss_fn(layer)``, traced
+    once (the layer draws new noise at every call, as in a training step)."""
+
+    @tf.function
+    def gradients():
         with tf.GradientTape() as tape:
             loss = loss_fn(layer)
-        rows.append(np.concatenate([g.numpy().ravel() for g in tape.gradient(loss, variables)]))
+        return tape.gradient(loss, variables)
+
+    rows = []
+    for _ in range(batches):
+        rows.append(np.concatenate([g.numpy().ravel() for g in gradients()]))
     rows = np.array(rows)
     return rows.mean(0), rows.std(0, ddof=1) / math.sqrt(batches)
 
