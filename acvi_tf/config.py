@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable, Iterator, List, Sequence
 from absl import app, flags
 
 from acvi_tf import errors
+from acvi_tf.training import stops
 
 # the module that defines the flags every entry point shares (acvi_tf.flags)
 SHARED_FLAGS_MODULE = "acvi_tf.flags"
@@ -165,7 +166,8 @@ def run_command(
     """An entry point's ``__main__``: defines its flags, parses the command line, runs.
 
     ``run(config)`` gets the frozen flags; a user's error is reported in one line with
-    exit status 2 (``acvi_tf.errors.run``).
+    exit status 2 (``acvi_tf.errors.run``); a stop by SIGINT or SIGTERM ends the process
+    once it has unwound, without the interpreter's teardown (``stops.exit_now``).
 
     Args:
       define_flags: the entry point's ``define_flags(flag_values)``.
@@ -180,4 +182,9 @@ def run_command(
         result = run(from_flags(flags.FLAGS, run.__module__))
         return exit_status(result) if exit_status else None
 
-    errors.run(main)
+    try:
+        errors.run(main)
+    except stops.Stopped as stopped:
+        # What a stop keeps is written by now; the interpreter's teardown (TensorFlow's
+        # runtime, tf.data's threads) would take seconds more and save nothing.
+        stops.exit_now(stopped.signum)

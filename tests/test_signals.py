@@ -179,7 +179,7 @@ def test_a_stop_at_once_is_one_line_and_its_status(absl_caplog):
 
 
 class _Exited(BaseException):
-    """What ``stops._exit_now`` raises in these tests instead of ending the process."""
+    """What ``stops.exit_now`` raises in these tests instead of ending the process."""
 
 
 def _count_calls(function):
@@ -234,7 +234,7 @@ def test_a_second_signal_during_the_stop_save_exits_at_once_leaving_a_whole_chec
     def exit_now(signum):
         raise _Exited(stops.status(signum))
 
-    monkeypatch.setattr(stops, "_exit_now", exit_now)
+    monkeypatch.setattr(stops, "exit_now", exit_now)
     folder = str(tmp_path / "train")
     rehearsal, _ = _tiny_trainer(folder)
     rehearsal.checkpointer.manager.save(checkpoint_number=0)  # traces the save
@@ -259,6 +259,44 @@ def test_a_second_signal_during_the_stop_save_exits_at_once_leaving_a_whole_chec
     with resumed:
         assert resumed.step in (2, 3)
         assert float(weight[0, 0]) == resumed.step
+
+
+def test_a_stopped_trainer_hands_its_batches_to_the_stop_untorn(tmp_path):
+    """The batches' iterator goes with the stop (``Stopped.kept``): a ``tf.data``
+    iterator's teardown while the stop unwinds can wait seconds on its threads."""
+    loop, weight = _tiny_trainer(str(tmp_path / "train"))
+    batches = iter([{}] * 10)
+    with pytest.raises(stops.Stopped) as stopped:
+        with loop:
+            loop.train(batches, _steps_then_sigterm(weight, at_step=3))
+    assert stopped.value.code == 143 and stopped.value.kept == [batches]
+    assert next(batches) == {}  # where the stop left it
+
+
+def test_a_stopped_command_ends_its_process_once_the_stop_has_unwound(monkeypatch, capsys):
+    """``config.run_command`` ends the process after a stop with its status, the standard
+    streams flushed, once every ``finally`` of the command has run: not by ``SystemExit``,
+    which would tear the interpreter down (seconds, for TensorFlow's runtime)."""
+    order = []
+
+    def exit_now(signum):
+        order.append("exit %d" % stops.status(signum))
+        raise _Exited()
+
+    def run(config):
+        del config
+        try:
+            print("written")
+            raise stops.Stopped(signal.SIGTERM)
+        finally:
+            order.append("finally")
+
+    monkeypatch.setattr(stops, "exit_now", exit_now)
+    monkeypatch.setattr(sys, "argv", ["command"])
+    with pytest.raises(_Exited):
+        config_lib.run_command(lambda flag_values: None, run)
+    assert order == ["finally", "exit 143"]
+    assert capsys.readouterr().out == "written\n"
 
 
 def test_a_multi_worker_trainer_leaves_the_signals_to_the_system(tmp_path, monkeypatch):
@@ -363,7 +401,7 @@ def test_a_stop_raised_where_python_ignores_it_is_raised_again(tmp_path, monkeyp
     def exit_now(signum):  # a second signal: the stop was not raised again
         raise _Exited(signum)
 
-    monkeypatch.setattr(stops, "_exit_now", exit_now)
+    monkeypatch.setattr(stops, "exit_now", exit_now)
     with stops.AtOnce():
         _lose_a_stop()  # the command goes on
         with pytest.raises(stops.Stopped) as stopped:  # until its next item

@@ -19,9 +19,11 @@ would be lost. ``AtOnce`` keeps its signal, so ``check()`` raises the stop again
 loops over long inputs call it per item (``acvi_tf.progress.Progress`` and the feature
 extractor) and ``errors.run`` when the command returns.
 
-In both, a second signal ends the process at once (``os._exit``), even in the middle of
-a checkpoint save: TensorFlow writes a checkpoint's files before the ``checkpoint`` index
-names them, so the newest readable checkpoint stays whole (``acvi_tf.training.checkpoints``).
+A command (``config.run_command``) ends its process once a stop has unwound, without the
+interpreter's teardown, which saves nothing and takes seconds (``exit_now``). In both
+ways, a second signal ends the process at once, even in the middle of a checkpoint save:
+TensorFlow writes a checkpoint's files before the ``checkpoint`` index names them, so the
+newest readable checkpoint stays whole (``acvi_tf.training.checkpoints``).
 
 ``SystemDefault`` gives both signals their system default instead: the process ends at
 once, with no line (a multi-worker trainer).
@@ -31,7 +33,7 @@ import os
 import signal
 import sys
 import threading
-from typing import Optional
+from typing import Any, List, Optional
 
 from absl import logging
 
@@ -49,15 +51,24 @@ def name(signum: int) -> str:
 
 
 class Stopped(SystemExit):
-    """The command stops on signal ``signum``, with exit status ``status(signum)``."""
+    """The command stops on signal ``signum``, with exit status ``status(signum)``.
+
+    ``kept`` holds what the stop must not tear down while it unwinds (a trainer's
+    ``tf.data`` iterator, whose teardown can wait seconds on its threads); a command
+    ends the process without it (``exit_now``).
+    """
 
     def __init__(self, signum: int):
         super().__init__(status(signum))
         self.signum = signum
+        self.kept: List[Any] = []
 
 
-def _exit_now(signum: int) -> None:
-    """Ends the process with ``status(signum)``, running nothing more."""
+def exit_now(signum: int) -> None:
+    """Ends the process with ``status(signum)``, running nothing more: the log and the
+    standard streams are flushed, and nothing is torn down."""
+    logging.flush()
+    sys.stdout.flush()
     sys.stderr.flush()
     os._exit(status(signum))
 
@@ -93,7 +104,7 @@ class _Handling:
         del frame
         if self.signum is not None:
             logging.warning("Stopped at once by a second %s%s", name(signum), self.hint)
-            _exit_now(signum)
+            exit_now(signum)
         self.signum = signum
         self.first(signum)
 

@@ -12,7 +12,7 @@ import os
 import shutil
 import sys
 import time
-from typing import Callable, Dict, Iterable, Optional, Tuple
+from typing import Callable, Dict, Iterable, Iterator, Optional, Tuple
 
 import tensorflow as tf
 from absl import logging
@@ -229,8 +229,26 @@ class Trainer:
           batches: the batches, each what ``train_step`` takes.
           train_step: ``(batch, use_gumbel, step) -> results``.
           until: the step this call stops at (a curriculum phase's end).
+
+        Raises:
+          stops.Stopped: after SIGINT or SIGTERM, once the step is saved; the batches'
+            iterator goes with it (``Stopped.kept``), not torn down.
         """
         until = min(until or self.total_steps, self.total_steps)
+        batches = iter(batches)
+        try:
+            self._train_until(batches, train_step, until)
+        except stops.Stopped as stopped:
+            stopped.kept.append(batches)
+            raise
+
+    def _train_until(
+        self,
+        batches: Iterator[Results],
+        train_step: Callable[[Results, tf.Tensor, tf.Tensor], Results],
+        until: int,
+    ) -> None:
+        """``train``'s loop over an iterator of the batches."""
         for batch in batches:
             self.stop_if_asked()
             step = self.step
