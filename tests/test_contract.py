@@ -28,27 +28,28 @@ OPTIONS = dict(
 )
 # Training steps and Adam's learning rate, by host and mechanism, after which the loss must
 # be below 0.8 of its start (0.9 for ACVI's mixture sampler at weight 1): at a learning
-# rate of 0.05, the fewest steps whose worst ratio over build seeds 5-14 is at most 0.72
-# (0.8 for the mixture); VED falls slowly in the translator and the captioner (0.85 and
-# 0.73 after 12 steps at 0.05) and keeps 0.02 (the translator's worst ratio over seeds
-# 5-20 was 0.75 after 25 steps there).
-LEARNING_RATE = 0.05
+# rate of 0.1, the fewest steps whose worst ratio over build seeds 5-14 is at most 0.72
+# (0.8 for the mixture), one more for the summarizer's variational attention (0.718 after
+# 2). VED falls slowly in the captioner (0.73 after 12 steps at 0.05, 0.718 after 14 at
+# 0.1) and keeps 15 steps at 0.02 there.
+LEARNING_RATE = 0.1
 STEPS = {
-    ("summarizer", "sa"): 5,
-    ("summarizer", "acvi"): 6,
-    ("summarizer", "ved"): 8,
-    ("summarizer", "structured"): 4,
-    ("summarizer", "variational"): 5,
-    ("nmt", "sa"): 7,
-    ("nmt", "acvi"): 9,
-    ("nmt", "structured"): 6,
-    ("nmt", "variational"): 7,
-    ("captioner", "sa"): 5,
-    ("captioner", "acvi"): 10,
-    ("captioner", "structured"): 4,
-    ("captioner", "variational"): 6,
+    ("summarizer", "sa"): 2,
+    ("summarizer", "acvi"): 3,
+    ("summarizer", "ved"): 5,
+    ("summarizer", "structured"): 2,
+    ("summarizer", "variational"): 3,
+    ("nmt", "sa"): 4,
+    ("nmt", "acvi"): 6,
+    ("nmt", "ved"): 11,
+    ("nmt", "structured"): 4,
+    ("nmt", "variational"): 5,
+    ("captioner", "sa"): 3,
+    ("captioner", "acvi"): 7,
+    ("captioner", "structured"): 3,
+    ("captioner", "variational"): 3,
 }
-SLOW_STEPS = {("nmt", "ved"): 25, ("captioner", "ved"): 15}  # at 0.02
+SLOW_STEPS = {("captioner", "ved"): 15}  # at 0.02
 
 
 def _schedule(host, mode):
@@ -119,14 +120,15 @@ def test_every_mechanism_trains_and_restores_in_every_host(host, mode, tmp_path)
 
 
 # (host, KL term, what the loop reads, components scored exactly, steps, learning rate):
-# worst ratios over build seeds 5-14 of 0.76, 0.77, 0.72 and 0.79 at 0.05 (in the order
-# below); the other two are not below 0.9 after 11 steps at 0.05 (the translator's rises
-# first) and keep 0.02 (the translator's 0.75 after 25 steps over seeds 5-20).
+# worst ratios over build seeds 5-14 of 0.76, 0.76 and 0.72 at 0.1 (the first, second and
+# fourth below) and 0.79 at 0.05 (the last: at 0.1 its ratio rises again after 7 steps);
+# the other two rise at 0.1 and keep 0.02 (the translator's 0.75 after 25 steps over
+# seeds 5-20).
 MIXTURES = [
-    ("summarizer", "mc", "sample", 0, 8, 0.05),
-    ("nmt", "bound", "sample", 0, 11, 0.05),
+    ("summarizer", "mc", "sample", 0, 5, 0.1),
+    ("nmt", "bound", "sample", 0, 8, 0.1),
     ("captioner", "mc", "sample", 0, 15, 0.02),
-    ("summarizer", "bound", "mean", 2, 5, 0.05),
+    ("summarizer", "bound", "mean", 2, 3, 0.1),
     ("nmt", "mc", "mean", 0, 25, 0.02),
     ("captioner", "mc", "mean", 2, 10, 0.05),
 ]
@@ -230,7 +232,7 @@ def test_acvi_trains_and_decodes_in_bfloat16_in_every_host(host):
     build, make_batch, _ = hosts.HOST_SETUPS[host]
     batch = make_batch()
     model = build(registry.make_context_layer("acvi", **OPTIONS), seed=5)
-    steps, learning_rate = _schedule(host, "acvi")  # worst ratios as in float32
+    steps, learning_rate = _schedule(host, "acvi")  # worst ratios: float32.s, +-0.002
     optimizer = keras.optimizers.Adam(learning_rate)
     model(batch)
     assert all(w.dtype == tf.float32 for w in model.weights)
