@@ -232,7 +232,7 @@ def test_acvi_trains_and_decodes_in_bfloat16_in_every_host(host):
     build, make_batch, _ = hosts.HOST_SETUPS[host]
     batch = make_batch()
     model = build(registry.make_context_layer("acvi", **OPTIONS), seed=5)
-    steps, learning_rate = _schedule(host, "acvi")  # worst ratios: float32.s, +-0.002
+    steps, learning_rate = _schedule(host, "acvi")  # worst ratios: float32's within 0.002
     optimizer = keras.optimizers.Adam(learning_rate)
     model(batch)
     assert all(w.dtype == tf.float32 for w in model.weights)
