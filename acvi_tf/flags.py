@@ -817,6 +817,41 @@ def _refuse_another_commands_record(out_dir, values, name):
         )
 
 
+# The packages whose training entry points write run records (``_command`` names the
+# entry point's file, ``<package>/<module>.py``, as ``python -m`` gives it).
+HOST_PACKAGES = ("pointer_generator", "nmt", "video_caption")
+
+
+def _entry_point(path: str) -> Optional[str]:
+    """``package.module`` of a host's file ``.../<package>/<module>.py``, else None."""
+    parts = os.path.normpath(path).split(os.sep)[-2:]
+    if len(parts) != 2 or parts[0] not in HOST_PACKAGES or not parts[1].endswith(".py"):
+        return None
+    return "%s.%s" % (parts[0], parts[1][: -len(".py")])
+
+
+def _refuse_another_entry_points_record(path, recorded, define_flags):
+    """Refuses a run whose record ``path`` another host's training entry point wrote (a
+    summarizer's ``--log_root`` given a captioner's folder): its flags would be compared
+    as if they were this entry point's, and its checkpoints hold another model.
+
+    Raises:
+      FlagChangeError: naming the record, the entry point that wrote it and the fix.
+    """
+    words = str(recorded.get("_command") or "").split()
+    writer = _entry_point(words[0]) if words else None
+    reader = define_flags.__module__
+    if reader == "__main__":  # the command itself: python -m package.module
+        reader = _entry_point(sys.argv[0])
+    # no verdict on a record or a command of another kind of start (a test's)
+    if writer and reader and writer != reader:
+        raise FlagChangeError(
+            "%s is the record of a %s run, not one of %s: the folder holds another host's "
+            "run, which this command cannot use; give the folder of a %s run, or a new "
+            "folder for a new run" % (path, writer, reader, reader)
+        )
+
+
 def read_flag_record(run_dir: str, name: str = RECORD) -> Optional[dict]:
     """The flag values a run's record holds (``write_flag_record``), or None when the run
     has none (a run from before records existed, an imported checkpoint).
@@ -894,6 +929,7 @@ def run_config(
             path,
         )
         return config
+    _refuse_another_entry_points_record(path, recorded, define_flags)
     values = config.record()
     for n in sorted(config.given & (set(model_flags) | set(MODEL_FLAGS))):
         if n in recorded and n in values:

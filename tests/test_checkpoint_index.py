@@ -203,6 +203,12 @@ def test_an_index_naming_an_older_checkpoint_is_the_user_s_choice(
     # a reader's log line says why it is the one
     path, why = checkpoints.inference_checkpoint(str(directory))
     assert path.endswith("%s-9" % name) and why == "the checkpoint the index names"
+    # and so does an inference command's, for want of a best model
+    absl_caplog.clear()
+    assert checkpoints.checkpoint_to_use(None, str(tmp_path / "best"), str(directory)) == path
+    assert "so this uses the checkpoint the index names of the training, %s;" % path in (
+        absl_caplog.text
+    )
     with pytest.raises(checkpoints.CheckpointError) as refused:
         _checkpointer(directory, name).restore_latest()
     assert str(refused.value) == (

@@ -20,6 +20,7 @@ from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
 from acvi_tf.contexts import context, kl_schedule
+from pointer_generator import run_summarization
 from video_caption import run_captioning
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -360,6 +361,40 @@ def test_run_config_takes_the_record_under_the_given_flags(tmp_path, absl_caplog
     )
     assert (alone.context, alone.seed) == ("acvi", 3)
     assert "hparams.json is missing" in absl_caplog.text
+
+
+def test_a_record_another_host_wrote_is_refused_before_its_flags_are_compared(
+    tmp_path, monkeypatch
+):
+    """A captioner's folder given to the summarizer (a resume, a decode, summarize) is
+    named as another host's run, not refused for a flag or data it does not share."""
+    path = tmp_path / "hparams.json"
+    record = dict(encoder_units=8, num_frames=4)
+    given = config_lib.parse(run_summarization.define_flags, ["x", "--vocab_size=2000"])
+    for command in ("/a/video_caption/run_captioning.py --mode=train", "C:/b/run.py"):
+        path.write_text(json.dumps(dict(record, _command=command)))
+        if command.startswith("C:"):  # not a host's entry point (a test's run): no verdict
+            acvi_flags.run_config(given, str(tmp_path), (), (), run_summarization.define_flags)
+            continue
+        with pytest.raises(acvi_flags.FlagChangeError) as refused:
+            acvi_flags.run_config(given, str(tmp_path), (), (), run_summarization.define_flags)
+        assert str(refused.value) == (
+            "%s is the record of a video_caption.run_captioning run, not one of "
+            "pointer_generator.run_summarization: the folder holds another host's run, which "
+            "this command cannot use; give the folder of a pointer_generator.run_summarization "
+            "run, or a new folder for a new run" % path
+        )
+    # the command itself, started by python -m, is named by its file
+    path.write_text(json.dumps(dict(record, _command="/a/nmt/run_nmt.py --src=en")))
+    monkeypatch.setattr(run_summarization.define_flags, "__module__", "__main__")
+    monkeypatch.setattr(sys, "argv", ["/repo/pointer_generator/run_summarization.py"])
+    with pytest.raises(acvi_flags.FlagChangeError, match="record of a nmt.run_nmt run, not"):
+        acvi_flags.run_config(given, str(tmp_path), (), (), run_summarization.define_flags)
+    # and its own runs are its own
+    own = "/a/pointer_generator/run_summarization.py --mode=train"
+    path.write_text(json.dumps(dict(_command=own, hidden_dim=8)))
+    config = acvi_flags.run_config(given, str(tmp_path), (), (), run_summarization.define_flags)
+    assert config.hidden_dim == 8
 
 
 def test_a_record_value_of_the_wrong_kind_is_one_error_naming_it(tmp_path):

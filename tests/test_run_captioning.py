@@ -17,6 +17,8 @@ from acvi_tf import files
 from acvi_tf import flags as acvi_flags
 from acvi_tf.inference import folders
 from acvi_tf.metrics import captions as caption_metrics
+from acvi_tf.training import checkpoints
+from video_caption import data as vc_data
 from video_caption import experiment, run_captioning
 
 from conftest import no_writes_in, untraced, write_video
@@ -81,6 +83,23 @@ def test_best_metric_must_be_computed(tmp_path):
     )
     with pytest.raises(app.UsageError, match="--best_metric=CIDEr"):
         run_captioning.run(fv)
+    # a decode scores what --metrics asks for, whatever picked the best model: here it
+    # gets as far as the missing checkpoint
+    with pytest.raises(checkpoints.CheckpointError, match="no checkpoint in"):
+        run_captioning.run(fv.replace(mode="decode"))
+
+
+def test_a_split_without_clips_is_refused_with_its_fix(tmp_path):
+    """A corpus built with --allow_empty=val cannot validate: the refusal says how to
+    rebuild it."""
+    (tmp_path / "val.jsonl").write_text("\n")
+    with pytest.raises(vc_data.DataError) as refused:
+        vc_data.read_split(str(tmp_path / "val.jsonl"))
+    assert str(refused.value) == (
+        "%s holds no clips; rebuild the corpus with clips in this split (the captioner "
+        "validates on val.jsonl and decodes test.jsonl; a builder's --allow_empty leaves a "
+        "split empty)" % (tmp_path / "val.jsonl")
+    )
 
 
 def test_gumbel_fraction_needs_a_known_end_of_training():

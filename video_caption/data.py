@@ -145,7 +145,11 @@ def read_split(path: str) -> List[dict]:
         records.append(record)
         last = number
     if not records:
-        raise DataError("%s holds no clips" % path)
+        raise DataError(
+            "%s holds no clips; rebuild the corpus with clips in this split (the captioner "
+            "validates on val.jsonl and decodes test.jsonl; a builder's --allow_empty leaves "
+            "a split empty)" % path
+        )
     inside = [n for n in blank_lines if n < last]  # blank lines at the end are usual
     if inside:
         logging.warning(

@@ -688,7 +688,8 @@ def run(config: Config) -> Union[float, dict]:
             config, config.out_dir, MODEL_FLAGS, COMMAND_FLAGS, define_flags
         )
     _require(config, "data_dir", "features")
-    if config.best_metric not in config.metrics:
+    if config.mode == "train" and config.best_metric not in config.metrics:
+        # the metric that picks the best model; an eval or a decode scores what it is given
         raise app.UsageError(
             "--best_metric=%s must be one of --metrics=%s"
             % (config.best_metric, ",".join(config.metrics))

@@ -296,15 +296,17 @@ def checkpoint_to_use(
     if path and os.path.exists(os.path.join(best_dir, BEST_RECORD)):
         logging.warning(
             "%s records a best model, but its checkpoint is missing or cannot be read, so "
-            "this uses the newest training checkpoint, %s; give --ckpt to choose another",
+            "this uses %s of the training, %s; give --ckpt to choose another",
             os.path.join(best_dir, BEST_RECORD),
+            _latest_why(train_dir, path),
             path,
         )
     elif path:
         logging.warning(
             "%s holds no best model (none is validated yet, or the folder was removed), so "
-            "this uses the newest training checkpoint, %s; %s",
+            "this uses %s of the training, %s; %s",
             best_dir,
+            _latest_why(train_dir, path),
             path,
             to_validate,
         )

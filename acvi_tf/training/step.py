@@ -39,12 +39,19 @@ class NonFiniteLossError(errors.UserError, RuntimeError):
 
 def check_finite(value: float, step: int, last_checkpoint: Optional[str]) -> None:
     """Raises ``NonFiniteLossError`` unless ``value`` is finite."""
-    if not math.isfinite(value):
+    if math.isfinite(value):
+        return
+    if last_checkpoint is None:
         raise NonFiniteLossError(
-            "Loss is not finite (%r) at step %d. Stopping. The last good checkpoint is %s; "
-            "it was not overwritten. Restart from it (perhaps with a lower learning rate)."
-            % (value, step, last_checkpoint or "(none saved yet)")
+            "Loss is not finite (%r) at step %d, before the run saved a checkpoint. Stopping. "
+            "Rerun with a lower learning rate, or with --nan_policy=skip_batch to skip such "
+            "batches" % (value, step)
         )
+    raise NonFiniteLossError(
+        "Loss is not finite (%r) at step %d. Stopping. The last good checkpoint is %s; "
+        "it was not overwritten. Restart from it (perhaps with a lower learning rate)."
+        % (value, step, last_checkpoint)
+    )
 
 
 def apply_if_finite(
