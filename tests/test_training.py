@@ -21,6 +21,10 @@ def test_non_finite_loss_names_step_and_checkpoint():
         "Loss is not finite (inf) at step 0, before the run saved a checkpoint. Stopping. "
         "Rerun with a lower learning rate, or with --nan_policy=skip_batch to skip such batches"
     )
+    # a run that skips such batches already is not told to
+    with pytest.raises(training_lib.NonFiniteLossError) as error:
+        training_lib.check_finite(float("nan"), 4, None, skipping=True)
+    assert str(error.value).endswith("Stopping. Rerun with a lower learning rate")
 
 
 def test_apply_if_finite_leaves_weights_and_optimizer_untouched_on_nan():
@@ -132,8 +136,13 @@ def test_nan_policy_skip_counts_and_gives_up_after_a_run_of_skips(tmp_path):
         if v.tag == "train/skipped_batches"
     ]
     assert values == [1.0, 2.0, 3.0]
-    with pytest.raises(training_lib.NonFiniteLossError, match="step 4"):
+    with pytest.raises(training_lib.NonFiniteLossError, match="step 4.*skip_batch"):
         training_lib.NonFiniteGuard("stop").check(float("nan"), 4, None)
+    # a run of skips before the first checkpoint is not told to skip such batches
+    skipping = training_lib.NonFiniteGuard("skip_batch", max_consecutive_skips=1)
+    with pytest.raises(training_lib.NonFiniteLossError) as error:
+        skipping.check(float("nan"), 0, None)
+    assert "skip_batch" not in str(error.value)
     with pytest.raises(ValueError, match="nan_policy"):
         training_lib.NonFiniteGuard("ignore")
 

@@ -37,15 +37,22 @@ class NonFiniteLossError(errors.UserError, RuntimeError):
     """The loss became NaN or infinite; the message names the step and the checkpoint."""
 
 
-def check_finite(value: float, step: int, last_checkpoint: Optional[str]) -> None:
-    """Raises ``NonFiniteLossError`` unless ``value`` is finite."""
+def check_finite(
+    value: float, step: int, last_checkpoint: Optional[str], skipping: bool = False
+) -> None:
+    """Raises ``NonFiniteLossError`` unless ``value`` is finite; ``skipping``: under
+    ``--nan_policy=skip_batch``, which the message then does not suggest."""
     if math.isfinite(value):
         return
     if last_checkpoint is None:
         raise NonFiniteLossError(
             "Loss is not finite (%r) at step %d, before the run saved a checkpoint. Stopping. "
-            "Rerun with a lower learning rate, or with --nan_policy=skip_batch to skip such "
-            "batches" % (value, step)
+            "Rerun with a lower learning rate%s"
+            % (
+                value,
+                step,
+                "" if skipping else ", or with --nan_policy=skip_batch to skip such batches",
+            )
         )
     raise NonFiniteLossError(
         "Loss is not finite (%r) at step %d. Stopping. The last good checkpoint is %s; "
@@ -365,7 +372,7 @@ class NonFiniteGuard:
         if self.policy == "stop" or self.consecutive + 1 >= self.max_consecutive_skips:
             if self.policy != "stop":
                 logging.error("%d non-finite batches in a row", self.consecutive + 1)
-            check_finite(loss, step, last_checkpoint)
+            check_finite(loss, step, last_checkpoint, skipping=self.policy != "stop")
         self.skipped += 1
         self.consecutive += 1
         logging.warning(
