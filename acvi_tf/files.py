@@ -16,9 +16,10 @@ import glob
 import hashlib
 import json
 import os
+import shutil
 import sys
 import tempfile
-from typing import IO, Any, Dict, Iterator, List, Optional, Sequence, Tuple, Type
+from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Type
 
 from absl import logging
 
@@ -227,6 +228,44 @@ def restored_on(path: str, refusals: Tuple[Type[BaseException], ...]) -> Iterato
         else:
             with atomic_write(path, binary=True) as f:
                 f.write(before)
+        raise
+
+
+@contextlib.contextmanager
+def undone_on(
+    folder: str,
+    refusals: Tuple[Type[BaseException], ...],
+    spared: Tuple[Type[BaseException], ...] = (),
+    keep: Callable[[], bool] = lambda: False,
+) -> Iterator[None]:
+    """Removes what the ``with`` block added to ``folder`` (the folder itself when the
+    block made it) when the block raises one of ``refusals`` but not of ``spared``, and
+    ``keep()`` is false: a training run refused for its data or vocabulary before it
+    saved anything leaves no record, event file or empty folder behind. What the folder
+    held before the block stays as it was.
+
+    Args:
+      folder: the folder the block may create or add to.
+      refusals: the exceptions that mean the command refused the run.
+      spared: the refusals whose files are worth reading (a run that trained and failed).
+      keep: true when the folder holds something a later command can use.
+    """
+    existed = os.path.isdir(folder)
+    before = set(os.listdir(folder)) if existed else set()
+    try:
+        yield
+    except refusals as e:
+        if not isinstance(e, spared) and os.path.isdir(folder) and not keep():
+            for name in set(os.listdir(folder)) - before:
+                path = os.path.join(folder, name)
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(path)
+            if not existed:
+                with contextlib.suppress(OSError):  # another process wrote there meanwhile
+                    os.rmdir(folder)
         raise
 
 

@@ -13,7 +13,17 @@ import json
 import math
 import os
 import sys
-from typing import Any, Callable, Iterable, Iterator, List, Mapping, Optional, Sequence
+from typing import (
+    Any,
+    Callable,
+    ContextManager,
+    Iterable,
+    Iterator,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+)
 
 import tensorflow as tf
 from absl import app, flags, logging
@@ -112,6 +122,32 @@ def define_allow_data_change(fv: flags.FlagValues) -> None:
         "records them.",
         flag_values=fv,
     )
+
+
+class _PathParser(flags.ArgumentParser):
+    """A path flag's parser: the value as an absolute path (``~`` expanded), so that a
+    run's record names the same files to a command started in another folder."""
+
+    def parse(self, argument: Optional[str]) -> Optional[str]:
+        if not argument:
+            return argument
+        return os.path.abspath(os.path.expanduser(argument))
+
+    def flag_type(self) -> str:
+        return "string"
+
+
+def take_paths(flag_values: flags.FlagValues, names: Iterable[str]) -> None:
+    """Makes the string flags ``names`` parse their values as absolute paths: the files a
+    run's record names (its vocabulary, its data), which a later command reads from
+    whatever folder it starts in.
+
+    Args:
+      flag_values: the ``absl.flags.FlagValues`` that defines them.
+      names: the flags' names.
+    """
+    for name in names:
+        flag_values[name].parser = _PathParser()
 
 
 def define_flags(flag_values=flags.FLAGS):
@@ -652,6 +688,25 @@ def training_record(
             training_data=training_data,
             command_flags=command_flags,
         )
+
+
+def refused_run_undone(out_dir: str, checkpoint_dir: Optional[str] = None) -> ContextManager[None]:
+    """A training command's context in which a user's error (its data, its vocabulary,
+    its flags) removes what the command added to ``out_dir`` while the run holds no
+    checkpoint (``files.undone_on``): a refused new run leaves nothing a rerun would
+    mistake for a run. A loss that is not finite is spared: that run trained, and its
+    event file shows how.
+
+    Args:
+      out_dir: the run's folder.
+      checkpoint_dir: the folder of its training checkpoints (default ``out_dir``).
+    """
+    return files.undone_on(
+        out_dir,
+        (errors.UserError,),
+        spared=(training_lib.NonFiniteLossError,),
+        keep=lambda: checkpoints.latest_checkpoint(checkpoint_dir or out_dir) is not None,
+    )
 
 
 # What a fingerprint's unit (``vocabulary.fingerprint``) says of a changed file: what it

@@ -76,6 +76,12 @@ def load_vocabs(config: Config) -> Tuple[data.Vocab, data.Vocab]:
     run's folder)."""
     vocabs = []
     for given in vocab_paths(config):
+        if not os.path.isfile(given) and "vocab_prefix" not in config.given:
+            raise nmt_text.NmtDataError(
+                "%s: no such file: the vocabulary %s names (--vocab_prefix=%s), which the "
+                "run trained with; put the file back there"
+                % (given, os.path.join(config.out_dir, acvi_flags.RECORD), config.vocab_prefix)
+            )
         if not os.path.isfile(given):
             raise nmt_text.NmtDataError(
                 "%s: no such file (--vocab_prefix=%s, with --src=%s and --tgt=%s); give the "

@@ -247,6 +247,7 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     acvi_flags.require_finite(__name__, fv)
     acvi_flags.require_learning_rate("learning_rate", fv)
     acvi_flags.require_dropout("dropout", fv)
+    acvi_flags.take_paths(fv, ("train_prefix", "dev_prefix", "test_prefix", "vocab_prefix"))
 
 
 BATCH_SIGNATURE = data.BATCH_SIGNATURE
@@ -648,25 +649,26 @@ def run(config: Config) -> Optional[float]:
             raise app.UsageError("--%s is required" % name)
     experiment.check_search(config)
     strategy = builders.configure_runtime(config, trains=not config.inference_input_file)
-    os.makedirs(config.out_dir, exist_ok=True)
-    vocabs = experiment.load_vocabs(config)
     if config.inference_input_file:  # inference leaves the run's record as it is
-        return infer(config, vocabs)
+        return infer(config, experiment.load_vocabs(config))
     for name in ("train_prefix", "dev_prefix"):
         if not getattr(config, name):
             raise app.UsageError("--%s is required for training" % name)
-    _check_evaluation_files(config)
-    with acvi_flags.training_record(
-        config.out_dir,
-        config,
-        MODEL_FLAGS if resuming else None,
-        distribute.is_chief(strategy),
-        # a resume trains on segmented text: the record keeps the codes it was split with
-        experiment.vocabularies(config, *vocabs, codes=not resuming),
-        ["%s.%s" % (config.train_prefix, lang) for lang in (config.src, config.tgt)],
-        COMMAND_FLAGS,
-    ):
-        best = train(config, vocabs, strategy)
+    with acvi_flags.refused_run_undone(config.out_dir):
+        os.makedirs(config.out_dir, exist_ok=True)
+        vocabs = experiment.load_vocabs(config)
+        _check_evaluation_files(config)
+        with acvi_flags.training_record(
+            config.out_dir,
+            config,
+            MODEL_FLAGS if resuming else None,
+            distribute.is_chief(strategy),
+            # a resume trains on segmented text: the record keeps the codes it was split with
+            experiment.vocabularies(config, *vocabs, codes=not resuming),
+            ["%s.%s" % (config.train_prefix, lang) for lang in (config.src, config.tgt)],
+            COMMAND_FLAGS,
+        ):
+            best = train(config, vocabs, strategy)
     print("best dev BLEU %.2f" % best)
     return best
 

@@ -363,6 +363,7 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     acvi_flags.require_finite(__name__, fv)
     acvi_flags.require_learning_rate("lr", fv)
     acvi_flags.require_dropout("transformer_dropout", fv)
+    acvi_flags.take_paths(fv, ("vocab_path", "summary_data_path"))
 
 
 RUNNING_AVG_DECAY = 0.99
@@ -1006,15 +1007,18 @@ def run(config: Config) -> Union[keras.Model, float, dict, None]:
         experiment.check_beam(config, vocab)
     phases = experiment.phases(config)
     if config.mode == "train":
-        with acvi_flags.training_record(
-            experiment.run_dir(config),
-            config,
-            MODEL_FLAGS if resuming else None,
-            distribute.is_chief(strategy),
-            experiment.vocabularies(config, vocab),
-            bin_files.expand_data_path(config.data_path),  # none: refused here
-            COMMAND_FLAGS,
-            checkpoint_dir=train_dir,
+        with (
+            acvi_flags.refused_run_undone(experiment.run_dir(config), train_dir),
+            acvi_flags.training_record(
+                experiment.run_dir(config),
+                config,
+                MODEL_FLAGS if resuming else None,
+                distribute.is_chief(strategy),
+                experiment.vocabularies(config, vocab),
+                bin_files.expand_data_path(config.data_path),  # none: refused here
+                COMMAND_FLAGS,
+                checkpoint_dir=train_dir,
+            ),
         ):
             os.makedirs(train_dir, exist_ok=True)
             return train(config, vocab, train_dir, phases, strategy)

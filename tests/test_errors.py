@@ -103,13 +103,13 @@ def test_a_bug_keeps_its_traceback(monkeypatch):
         errors.run(main)
 
 
-def test_the_summarizer_reports_unusable_data_in_one_line(tmp_path):
+def test_the_summarizer_reports_unusable_data_in_one_line(tmp_path, capsys, monkeypatch):
+    """The batcher finds the data unusable once training has started (the run's record,
+    event file and projector files written): the refused run leaves no folder."""
     bin_files.write_chunked(str(tmp_path), "train", [("", "<s> a </s>")] * 3, chunk_size=15)
-    result = subprocess.run(
+    code, _, err = command(
+        "pointer_generator.run_summarization",
         [
-            sys.executable,
-            "-m",
-            "pointer_generator.run_summarization",
             "--data_path=%s" % (tmp_path / "train_*"),
             "--vocab_path=" + VOCAB,
             "--log_root=%s" % tmp_path,
@@ -118,16 +118,15 @@ def test_the_summarizer_reports_unusable_data_in_one_line(tmp_path):
             "--emb_dim=4",
             "--max_steps=2",
         ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
+        capsys,
+        monkeypatch,
     )
-    assert result.returncode == 2, result.stderr[-2000:]
-    assert "Traceback" not in result.stderr
-    last = result.stderr.strip().splitlines()[-1]
+    assert code == 2, err[-2000:]
+    assert "Traceback" not in err
+    last = err.strip().splitlines()[-1]
     assert last.startswith("error: %s" % (tmp_path / "train_000.bin"))
     assert "no usable example in 1 file(s)" in last
+    assert sorted(os.listdir(tmp_path)) == ["train_000.bin"]
 
 
 @pytest.mark.parametrize(
@@ -208,8 +207,18 @@ def _bad_inputs(tmp):
         ("export/saved_model.pb", ""),
         ("nmtrun/hparams.json", json.dumps(dict(vocab_prefix=str(tmp / "corpus" / "vocab")))),
         ("corpus/corpus.json", '{"tokenizer": '),
+        (
+            "nmtmoved/hparams.json",
+            json.dumps(dict(vocab_prefix=str(tmp / "gone"), src="s", tgt="t")),
+        ),
+        ("vcmoved/hparams.json", json.dumps(dict(data_dir=str(tmp / "gone"), features="f.h5"))),
         ("store/features.json", '{"cnn": '),
         ("videos/clip.mp4", ""),
+        ("shapes/vocab.txt", open(os.path.join(SHAPES, "vocab.txt"), encoding="utf-8").read()),
+        (
+            "shapes/train.jsonl",
+            json.dumps(dict(clip="a", vid="v", captions=["a", ""], references=["a"])) + "\n",
+        ),
     ):
         path = tmp / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -284,6 +293,12 @@ USER_ERRORS = [
         ["--out_dir={tmp}/none", "--input={tmp}/empty.src"],
         "{tmp}/none/hparams.json is missing",
     ),
+    (  # the files the run's record names are gone
+        "nmt.translate",
+        ["--out_dir={tmp}/nmtmoved", "--input={tmp}/pairs.tsv"],
+        "{tmp}/gone.s: no such file: the vocabulary {tmp}/nmtmoved/hparams.json names "
+        "(--vocab_prefix={tmp}/gone), which the run trained with; put the file back there",
+    ),
     ("nmt.export", ["--out_dir={tmp}/nmt", "--export_dir={tmp}/export"], "{tmp}/export exists"),
     (
         "nmt.export",
@@ -302,7 +317,18 @@ USER_ERRORS = [
         [*CAPTIONER, "--vocab_size=3"],
         "--vocab_size=3 holds only the 4 special tokens",
     ),
+    (
+        "video_caption.run_captioning",
+        ["--data_dir={tmp}/shapes", *CAPTIONER[1:]],
+        "{tmp}/shapes/train.jsonl:1: clip a has an empty caption",
+    ),
     ("video_caption.caption", ["--out_dir={tmp}/none"], "{tmp}/none/hparams.json is missing"),
+    (
+        "video_caption.export",
+        ["--out_dir={tmp}/vcmoved", "--export_dir={tmp}/vcexport"],
+        "{tmp}/gone/vocab.txt: no such file: the corpus {tmp}/vcmoved/hparams.json names "
+        "(--data_dir={tmp}/gone), which the run trained on; put the corpus back there",
+    ),
     (
         "video_caption.export",
         ["--out_dir={tmp}/vc", "--export_dir={tmp}/export"],
@@ -391,12 +417,28 @@ def test_every_entry_point_reports_a_user_error_in_one_line(
     tmp_path, capsys, monkeypatch, module, argv, message
 ):
     _bad_inputs(tmp_path)
+    found = _tree(tmp_path)
     argv = [a.format(tmp=tmp_path) for a in argv]
     code, _, err = command(module, argv, capsys, monkeypatch)
     lines = [line for line in err.splitlines() if not line.startswith(("I", "W"))]
     assert code == 2 and len(lines) == 1, err[-3000:]
     assert lines[0].startswith("error: ") and message.format(tmp=tmp_path) in lines[0], lines[0]
-    assert not (tmp_path / "built").exists()
+    assert _tree(tmp_path) == found  # a refused command leaves the folders as it found them
+
+
+def _tree(folder):
+    """Every file and folder under ``folder``, with each file's bytes, but the hidden lock
+    files a builder keeps beside its output folder (``files.lock_beside``)."""
+    tree = {}
+    for parent, names, files_here in os.walk(folder):
+        for name in names:
+            tree[os.path.join(parent, name)] = None
+        for name in files_here:
+            if name.startswith(".") and name.endswith(".lock"):
+                continue
+            with open(os.path.join(parent, name), "rb") as f:
+                tree[os.path.join(parent, name)] = f.read()
+    return tree
 
 
 def test_a_full_disk_is_one_line_naming_the_folder(tmp_path, capsys, monkeypatch):

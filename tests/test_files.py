@@ -87,6 +87,41 @@ def test_a_refused_folder_gets_its_file_back_as_it_was(tmp_path):
     assert path.read_text() == "new"
 
 
+def _add_files(run):
+    os.makedirs(run / "train", exist_ok=True)
+    (run / "hparams.json").write_text("{}")
+    (run / "train" / "events").write_text("")
+
+
+def test_a_refused_new_run_leaves_what_the_folder_held_before(tmp_path):
+    run = tmp_path / "run"
+    with pytest.raises(KeyError):  # a new folder goes again
+        with files.undone_on(str(run), (KeyError,)):
+            _add_files(run)
+            raise KeyError("refused")
+    assert os.listdir(tmp_path) == []
+    run.mkdir()
+    (run / "notes.txt").write_text("mine")
+    with pytest.raises(KeyError):  # what the folder held stays
+        with files.undone_on(str(run), (KeyError,)):
+            _add_files(run)
+            raise KeyError("refused")
+    assert os.listdir(run) == ["notes.txt"]
+    for error, spared, keep in (
+        (ValueError, (), False),  # not a refusal
+        (KeyError, (KeyError,), False),  # a refusal whose files are worth reading
+        (KeyError, (), True),  # the folder holds what a later command uses
+    ):
+        with pytest.raises(error):
+            with files.undone_on(str(run), (KeyError,), spared, keep=lambda: keep):
+                _add_files(run)
+                raise error("failed")
+        assert sorted(os.listdir(run)) == ["hparams.json", "notes.txt", "train"]
+        (run / "hparams.json").unlink()
+        (run / "train" / "events").unlink()
+        (run / "train").rmdir()
+
+
 def test_a_byte_order_mark_at_the_start_is_dropped(tmp_path, monkeypatch):
     path = tmp_path / "in.txt"
     path.write_bytes(b"\xef\xbb\xbfen\tit\r\nsecond\xef\xbb\xbf\n")

@@ -309,6 +309,30 @@ def test_a_resume_refuses_a_changed_model_flag_and_logs_the_others(tmp_path, abs
     acvi_flags.compare_flag_record(str(tmp_path), _parse("--context=sa"), ())
 
 
+@pytest.mark.parametrize(
+    "host, names",
+    [
+        ("pointer_generator.run_summarization", ["vocab_path", "summary_data_path"]),
+        ("nmt.run_nmt", ["train_prefix", "dev_prefix", "test_prefix", "vocab_prefix"]),
+        ("video_caption.run_captioning", ["data_dir", "features"]),
+    ],
+)
+def test_the_files_a_record_names_are_recorded_as_absolute_paths(
+    tmp_path, monkeypatch, host, names
+):
+    """A later command (translate, an export, a resume) may start in another folder than
+    the training did: the record names the same files from there."""
+    monkeypatch.chdir(tmp_path)
+    define_flags = importlib.import_module(host).define_flags
+    config = config_lib.parse(define_flags, ["prog", *("--%s=c/%s" % (n, n) for n in names)])
+    assert [config[n] for n in names] == [str(tmp_path / "c" / n) for n in names]
+    acvi_flags.write_flag_record(str(tmp_path), config)
+    record = json.loads((tmp_path / acvi_flags.RECORD).read_text())
+    assert [record[n] for n in names] == [str(tmp_path / "c" / n) for n in names]
+    config = config_lib.parse(define_flags, ["prog", "--%s=~/x" % names[0], "--%s=" % names[1]])
+    assert (config[names[0]], config[names[1]]) == (os.path.expanduser("~/x"), "")
+
+
 def test_a_new_run_refuses_a_folder_that_holds_another_commands_record(tmp_path):
     record = tmp_path / "hparams.json"
     acvi_flags.write_flag_record(str(tmp_path), _parse("--kl_weight=0.01"))

@@ -126,7 +126,14 @@ def build_decoder(
 
 def load_vocab(config: Config) -> data.Vocab:
     """The run's caption vocabulary (``--data_dir``'s ``vocab.txt``, ``--vocab_size``)."""
-    return data.Vocab(os.path.join(config.data_dir, "vocab.txt"), config.vocab_size)
+    path = os.path.join(config.data_dir, "vocab.txt")
+    if not os.path.isfile(path) and "data_dir" not in config.given:
+        raise data.DataError(
+            "%s: no such file: the corpus %s names (--data_dir=%s), which the run trained "
+            "on; put the corpus back there"
+            % (path, os.path.join(config.out_dir, acvi_flags.RECORD), config.data_dir)
+        )
+    return data.Vocab(path, config.vocab_size)
 
 
 def files_read(config: Config) -> List[str]:

@@ -255,6 +255,7 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     acvi_flags.require_finite(__name__, fv)
     acvi_flags.require_learning_rate("learning_rate", fv)
     acvi_flags.require_dropout("dropout", fv)
+    acvi_flags.take_paths(fv, ("data_dir", "features"))
 
 
 def _require(config, *names):
@@ -695,25 +696,27 @@ def run(config: Config) -> Union[float, dict]:
             % (config.best_metric, ",".join(config.metrics))
         )
     strategy = builders.configure_runtime(config, trains=config.mode == "train")
-    os.makedirs(config.out_dir, exist_ok=True)
     if config.mode != "train":
+        os.makedirs(config.out_dir, exist_ok=True)
         _check_video_dir(config)
         if config.mode == "decode":
             return decode(config)
         return evaluate(experiment.Experiment(config))
-    with acvi_flags.training_record(
-        config.out_dir,
-        config,
-        MODEL_FLAGS if resuming else None,
-        distribute.is_chief(strategy),
-        experiment.vocabularies(config, experiment.load_vocab(config)),
-        [experiment.split_path(config, "train")],
-        COMMAND_FLAGS,
-    ):
-        # the global step is the process's own (a plain variable), the model's mirrored
-        step_var = tf.Variable(0, dtype=tf.int64, name="global_step")
-        with strategy.scope():
-            best = train(experiment.Experiment(config), strategy, step_var)
+    with acvi_flags.refused_run_undone(config.out_dir, experiment.train_dir(config)):
+        os.makedirs(config.out_dir, exist_ok=True)
+        with acvi_flags.training_record(
+            config.out_dir,
+            config,
+            MODEL_FLAGS if resuming else None,
+            distribute.is_chief(strategy),
+            experiment.vocabularies(config, experiment.load_vocab(config)),
+            [experiment.split_path(config, "train")],
+            COMMAND_FLAGS,
+        ):
+            # the global step is the process's own (a plain variable), the model's mirrored
+            step_var = tf.Variable(0, dtype=tf.int64, name="global_step")
+            with strategy.scope():
+                best = train(experiment.Experiment(config), strategy, step_var)
     print("best validation %s %.4f" % (config.best_metric, best))
     return best
 
