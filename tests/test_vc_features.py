@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import pickle
+import signal
 
 import h5py
 import numpy as np
@@ -15,6 +16,7 @@ import pytest
 
 from acvi_tf import config as config_lib
 from acvi_tf.formats import frame_features
+from acvi_tf.training import stops
 from video_caption import cnn, features, frames
 
 from conftest import write_video
@@ -278,7 +280,9 @@ def _video(video_dir, clip):
     )
 
 
-def test_command_line_hdf5_and_clip_list(gnet, video_dir, tmp_path, monkeypatch, capsys):
+def test_command_line_hdf5_and_clip_list(
+    gnet, video_dir, tmp_path, monkeypatch, capsys, absl_caplog
+):
     # The command builds its extractor; hand it the shared one to save a build.
     monkeypatch.setattr(cnn, "build_extractor", lambda *args, **kwargs: gnet)
     clips = tmp_path / "clips.txt"
@@ -298,8 +302,24 @@ def test_command_line_hdf5_and_clip_list(gnet, video_dir, tmp_path, monkeypatch,
             "--dtype=float16",
         ],
     )
+    # SIGTERM as the second clip is read: the first one's features are kept
+    read_frames, reads = frames.read_frames, []
+
+    def stop_at_the_second(*args):
+        reads.append(args)
+        if len(reads) == 2:
+            signal.raise_signal(signal.SIGTERM)
+        return read_frames(*args)
+
+    monkeypatch.setattr(frames, "read_frames", stop_at_the_second)
+    with pytest.raises(stops.Stopped):
+        features.run(config)
+    assert absl_caplog.messages[-1] == (
+        "Stopped by SIGTERM; rerun the same command to resume: the clips extracted are kept"
+    )
+    monkeypatch.setattr(frames, "read_frames", read_frames)
     assert features.exit_status(features.run(config)) == 0
-    assert "2 extracted" in capsys.readouterr().out
+    assert "1 already done, 1 extracted" in capsys.readouterr().out
     video = features.find_videos(video_dir)["-4wsuPCjDBc_5_15"]
     direct = features.clip_features(gnet, frames.read_frames(video, 10), NUM_FRAMES)
     with h5py.File(output, "r") as f:

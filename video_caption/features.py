@@ -480,19 +480,20 @@ def run(config: config_lib.Config) -> Stats:
     """
     clips = read_clip_list(config.clips) if config.clips else None
     distribute.log_devices()
-    stats = extract_features(
-        config.video_dir,
-        config.output,
-        cnn=config.cnn,
-        cnn_weights=config.cnn_weights,
-        max_frames=config.max_frames,
-        num_frames=config.num_frames,
-        fmt=config.format,
-        batch_size=config.batch_size,
-        clips=clips,
-        log_every=config.log_every,
-        dtype=config.dtype,
-    )
+    with stops.AtOnce("; rerun the same command to resume: the clips extracted are kept"):
+        stats = extract_features(
+            config.video_dir,
+            config.output,
+            cnn=config.cnn,
+            cnn_weights=config.cnn_weights,
+            max_frames=config.max_frames,
+            num_frames=config.num_frames,
+            fmt=config.format,
+            batch_size=config.batch_size,
+            clips=clips,
+            log_every=config.log_every,
+            dtype=config.dtype,
+        )
     print("Features of %s -> %s\n%s" % (config.video_dir, config.output, stats.summary()))
     return stats
 
