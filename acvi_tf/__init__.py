@@ -23,7 +23,7 @@ _EXPORTS = {
     "ScaledDotProductScorer": "acvi_tf.contexts.attention",
     "masked_softmax": "acvi_tf.contexts.attention",
     "ACVIContext": "acvi_tf.contexts.context",
-    "PreparedMemory": "acvi_tf.contexts.context",
+    "PreparedMemory": "acvi_tf.contexts.memory",
     "SoftAttentionContext": "acvi_tf.contexts.context",
     "VarianceNetwork": "acvi_tf.contexts.context",
     "average_over_samples": "acvi_tf.contexts.context",

@@ -12,7 +12,7 @@ per-round ratios to ``sa`` with the same coverage setting are reported. ``--vari
 picks some, including ablations: three that locate ACVI's extra time, ``ablation: no KL``
 (the KL term replaced by 0), ``ablation: unit variance`` (sigma^2 = 1: no variance
 network, no gradient into sigma^2) and ``ablation: noise off`` (the mean context in
-training; KL and variance network kept); two that measure ``acvi_tf/training/loop_gradients.py``,
+training; KL and variance network kept); two that measure ``acvi_tf/contexts/loop_gradients.py``,
 ``ablation: sa in-loop gradients`` and ``ablation: acvi in-loop gradients`` (nothing
 deferred); ``ablation: sa keras lstm encoder`` and ``ablation: acvi keras lstm encoder``
 (the encoder as Keras's ``LSTM`` layer instead of ``acvi_tf.layers.recurrent.ProjectedLSTM``);
@@ -51,9 +51,8 @@ from acvi_tf import builders
 from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
-from acvi_tf.contexts import attention, registry
+from acvi_tf.contexts import attention, loop_gradients, registry
 from acvi_tf.contexts import context as context_lib
-from acvi_tf.training import loop_gradients
 from acvi_tf.training import step as training_lib
 from pointer_generator import model as model_lib
 from pointer_generator import run_summarization

@@ -28,6 +28,7 @@ import tensorflow as tf
 from acvi_tf.compat import keras
 from acvi_tf.contexts import attention, kl_schedule
 from acvi_tf.contexts import context as context_lib
+from acvi_tf.contexts.memory import PreparedMemory
 from acvi_tf.inference import decoding
 from acvi_tf.layers import recurrent
 from pointer_generator import batcher as batcher_lib
@@ -152,7 +153,7 @@ class PointerGenerator(keras.Model):
         coverage: Optional[tf.Tensor],
         memory_mask: tf.Tensor,
         keys: tf.Tensor,
-        prepared: context_lib.PreparedMemory,
+        prepared: PreparedMemory,
         z: tf.Tensor,
         training: bool = False,
         use_gumbel: Optional[Union[bool, tf.Tensor]] = None,

@@ -11,6 +11,7 @@ import tensorflow as tf
 from references import np_log_normal, np_masked_softmax
 
 from acvi_tf.contexts import context
+from acvi_tf.contexts.memory import PreparedMemory
 
 
 def _layer_with_log_var(kl, memory, log_var, **kwargs):
@@ -82,7 +83,7 @@ def test_exact_kl_gradients_match_finite_differences():
     mask = tf.ones([2, 5], tf.float64)
 
     def kl(memory, log_var, logits):
-        prepared = context.PreparedMemory(memory=memory, mask=mask, variance=tf.exp(log_var))
+        prepared = PreparedMemory(memory=memory, mask=mask, variance=tf.exp(log_var))
         return tf.reduce_sum(context.sampler_kl(tf.nn.softmax(logits), prepared))
 
     theoretical, numerical = tf.test.compute_gradient(kl, [memory, log_var, logits])

@@ -5,9 +5,8 @@ import pytest
 import tensorflow as tf
 
 from acvi_tf.compat import keras
-from acvi_tf.contexts import context, structured, ved
+from acvi_tf.contexts import context, loop_gradients, structured, ved
 from acvi_tf.inference import decoding
-from acvi_tf.training import loop_gradients
 from nmt import model as nmt_model
 from pointer_generator import model as pg_model
 from video_caption import data as vc_data

@@ -30,6 +30,7 @@ from acvi_tf.compat import keras
 from acvi_tf.contexts import attention as attention_lib
 from acvi_tf.contexts import context as context_lib
 from acvi_tf.contexts import kl_schedule, objective
+from acvi_tf.contexts.memory import PreparedMemory
 from acvi_tf.inference import decoding
 from acvi_tf.layers import recurrent
 from video_caption import data
@@ -169,9 +170,7 @@ class Captioner(keras.Model):
         """Eq. (4) before the softmax: ``V' tanh(V [s_t; c_t] + b) + b'`` (any leading dims)."""
         return self.vocab_projection(self.output_hidden(self.dropout(output, training=training)))
 
-    def log_probs(
-        self, output: tf.Tensor, attn: tf.Tensor, prepared: context_lib.PreparedMemory
-    ) -> tf.Tensor:
+    def log_probs(self, output: tf.Tensor, attn: tf.Tensor, prepared: PreparedMemory) -> tf.Tensor:
         """``log P_t`` [B, V] of a decoding step from ``step``'s output and attention."""
         s = output[..., : self.decoder_units]
         return self.context_layer.output_distribution(

@@ -26,6 +26,7 @@ from typing import Any, Dict, Optional, Union
 import tensorflow as tf
 
 from acvi_tf.contexts import context as context_lib
+from acvi_tf.contexts.memory import PreparedMemory
 
 DEFAULT_LAMBDA = 2.0  # struct-attn's -lambda
 DEFAULT_PENALTY = 0.005  # struct-attn's -lambda2
@@ -99,9 +100,7 @@ class StructuredAttentionContext(context_lib.ContextLayer):
         )
         super().build(input_shape)
 
-    def prepare(
-        self, memory: tf.Tensor, memory_mask: Optional[tf.Tensor] = None
-    ) -> context_lib.PreparedMemory:
+    def prepare(self, memory: tf.Tensor, memory_mask: Optional[tf.Tensor] = None) -> PreparedMemory:
         """As ``ContextLayer.prepare``; builds the transition matrix on first use."""
         if not self.built:
             self.build(memory.shape)
@@ -117,7 +116,7 @@ class StructuredAttentionContext(context_lib.ContextLayer):
     def draw_steps(
         self,
         probs: tf.Tensor,
-        prepared: context_lib.PreparedMemory,
+        prepared: PreparedMemory,
         training: bool,
         use_gumbel: Optional[Union[bool, tf.Tensor]],
         seed: Optional[tf.Tensor],
@@ -130,9 +129,7 @@ class StructuredAttentionContext(context_lib.ContextLayer):
         """``lambda2 sum A^2``, struct-attn's penalty on the CRF parameters."""
         return self.penalty * tf.reduce_sum(tf.square(self.transitions))
 
-    def kl_steps(
-        self, context: tf.Tensor, probs: tf.Tensor, prepared: context_lib.PreparedMemory
-    ) -> tf.Tensor:
+    def kl_steps(self, context: tf.Tensor, probs: tf.Tensor, prepared: PreparedMemory) -> tf.Tensor:
         """Zero KL [B, T]: the CRF is not a latent variable of the objective."""
         del context, prepared
         return tf.zeros(tf.shape(probs)[:2])

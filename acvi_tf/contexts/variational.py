@@ -31,6 +31,7 @@ import tensorflow as tf
 from acvi_tf.compat import keras
 from acvi_tf.contexts import attention as attention_lib
 from acvi_tf.contexts import context as context_lib
+from acvi_tf.contexts.memory import PreparedMemory
 from acvi_tf.layers import recurrent
 
 VARIATIONAL_MODES = ("sample", "enum")
@@ -242,7 +243,7 @@ class VariationalAttentionContext(context_lib.SoftAttentionContext):
 
     def posterior(
         self,
-        prepared: context_lib.PreparedMemory,
+        prepared: PreparedMemory,
         target: tf.Tensor,
         target_mask: tf.Tensor,
         training: bool = False,
@@ -262,7 +263,7 @@ class VariationalAttentionContext(context_lib.SoftAttentionContext):
         soft_log_likelihood: tf.Tensor,
         attn: tf.Tensor,
         q: tf.Tensor,
-        prepared: context_lib.PreparedMemory,
+        prepared: PreparedMemory,
         training: bool = False,
     ) -> Tuple[tf.Tensor, tf.Tensor]:
         """Per-step ``(token_nll, kl)`` [B, T] replacing the host's cross-entropy and KL.
@@ -301,7 +302,7 @@ class VariationalAttentionContext(context_lib.SoftAttentionContext):
         gold: context_lib.GoldTarget,
         attention_probs: tf.Tensor,
         kl: tf.Tensor,
-        prepared: context_lib.PreparedMemory,
+        prepared: PreparedMemory,
         training: bool = False,
     ) -> Tuple[tf.Tensor, tf.Tensor]:
         """``alignment_losses`` with the posterior of the gold target (``kl`` is the
@@ -322,7 +323,7 @@ class VariationalAttentionContext(context_lib.SoftAttentionContext):
         logits: tf.Tensor,
         logits_at: Callable[[tf.Tensor], tf.Tensor],
         attention_probs: tf.Tensor,
-        prepared: context_lib.PreparedMemory,
+        prepared: PreparedMemory,
         log: bool = True,
     ) -> tf.Tensor:
         """The output distribution of one decoding step, float32 [R, V].

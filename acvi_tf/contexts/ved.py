@@ -28,6 +28,7 @@ import tensorflow as tf
 from acvi_tf.compat import keras
 from acvi_tf.contexts import attention as attention_lib
 from acvi_tf.contexts import context as context_lib
+from acvi_tf.contexts.memory import PreparedMemory
 
 PRIORS = ("hmean", "zero")
 # log sigma is clipped to this range (sigma in [4.5e-5, 2.2e4]), as ACVI clips log sigma^2
@@ -78,9 +79,7 @@ class VEDContext(context_lib.ContextLayer):
         self.sigma_hidden = None
         self.sigma_out = None
 
-    def prepare(
-        self, memory: tf.Tensor, memory_mask: Optional[tf.Tensor] = None
-    ) -> context_lib.PreparedMemory:
+    def prepare(self, memory: tf.Tensor, memory_mask: Optional[tf.Tensor] = None) -> PreparedMemory:
         """Caches the memory and the prior mean ``h_bar`` (masked mean of the states)."""
         base = super().prepare(memory, memory_mask)
         if self.sigma_hidden is None:
@@ -115,7 +114,7 @@ class VEDContext(context_lib.ContextLayer):
     def draw_steps(
         self,
         probs: tf.Tensor,
-        prepared: context_lib.PreparedMemory,
+        prepared: PreparedMemory,
         training: bool,
         use_gumbel: Optional[Union[bool, tf.Tensor]],
         seed: Optional[tf.Tensor],
@@ -132,9 +131,7 @@ class VEDContext(context_lib.ContextLayer):
         )
         return mean + self.temperature * noise * tf.exp(self._log_sigma(mean))
 
-    def kl_steps(
-        self, context: tf.Tensor, probs: tf.Tensor, prepared: context_lib.PreparedMemory
-    ) -> tf.Tensor:
+    def kl_steps(self, context: tf.Tensor, probs: tf.Tensor, prepared: PreparedMemory) -> tf.Tensor:
         """``KL[q(a_t) || N(h_bar, I)]`` [B, T] (the sample itself is not needed)."""
         del context
         mean = context_lib.expected_context(probs, prepared.memory)
@@ -144,7 +141,7 @@ class VEDContext(context_lib.ContextLayer):
         return gaussian_kl(mean, self._log_sigma(mean), prior_mean)
 
     def report_posterior(
-        self, attention_probs: tf.Tensor, prepared: context_lib.PreparedMemory
+        self, attention_probs: tf.Tensor, prepared: PreparedMemory
     ) -> Dict[str, tf.Tensor]:
         """The attention KL per step (``kl_steps``) and the scale of ``q(a_t)`` per step,
         ``sqrt(mean_d sigma_t,d^2)``: at decode time ``q(a_t) = N(c_t, sigma_t^2)``

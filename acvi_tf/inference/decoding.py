@@ -42,7 +42,8 @@ import numpy as np
 import tensorflow as tf
 
 if TYPE_CHECKING:
-    from acvi_tf.contexts.context import ContextLayer, PreparedMemory
+    from acvi_tf.contexts.context import ContextLayer
+    from acvi_tf.contexts.memory import PreparedMemory
 
 LENGTH_NORMALIZATIONS = ("average", "gnmt", "none")
 _NEG_INF = float("-inf")
@@ -272,7 +273,7 @@ def teacher_forced(
 
     The hosts' training loop: step t gets its input and a ``PreparedMemory`` through which
     ``context_layer.draw`` forms the gradients of its products with the encoder states
-    (and ACVI's sigma^2) after the loop (``acvi_tf.training.loop_gradients``).
+    (and ACVI's sigma^2) after the loop (``acvi_tf.contexts.loop_gradients``).
 
     Args:
       step_fn: ``(y_t, state, prepared_t) -> (state, outputs)``; ``outputs`` a dict of

@@ -21,12 +21,11 @@ layer's ``defer_contractions`` before the loop, gives every step ``at_step``'s m
 calls ``bind`` with the stacked attention after it.
 """
 
-from typing import TYPE_CHECKING, Callable, Dict, Optional, Sequence
+from typing import Callable, Dict, Optional, Sequence
 
 import tensorflow as tf
 
-if TYPE_CHECKING:
-    from acvi_tf.contexts.context import PreparedMemory
+from acvi_tf.contexts.memory import PreparedMemory
 
 
 class DeferredContractions:
@@ -45,7 +44,7 @@ class DeferredContractions:
 
     def __init__(
         self,
-        prepared: "PreparedMemory",
+        prepared: PreparedMemory,
         steps: tf.Tensor,
         sources: Sequence[str] = (),
         weights_fn: Optional[Callable[[tf.Tensor], Dict[str, tf.Tensor]]] = None,
@@ -76,7 +75,7 @@ class DeferredContractions:
 
         return probe(source)
 
-    def at_step(self, step_inputs: Dict[str, tf.Tensor]) -> "PreparedMemory":
+    def at_step(self, step_inputs: Dict[str, tf.Tensor]) -> PreparedMemory:
         """The ``PreparedMemory`` for one step, given that step's slice of ``inputs``."""
         return self._prepared._replace(step_inputs=step_inputs)
 
