@@ -814,6 +814,35 @@ def check_training_data(
     logging.warning("%s; training on it (--allow_data_change)", message)
 
 
+def missing_recorded_file(config: config_lib.Config, name: str, path: str, what: str) -> str:
+    """The refusal of a file that the run's record names through the flag ``name`` and
+    that is gone: the record, the flag's value and the fix (put it back; or, for a record
+    written before path flags were recorded whole, run from the folder the training ran
+    in, against which its relative path reads).
+
+    Args:
+      config: the command's flags (``out_dir``: the run's folder).
+      name: the flag, e.g. ``vocab_prefix``.
+      path: the missing file.
+      what: what the file is to the run, e.g. ``"the vocabulary the run trained with"``.
+    """
+    value = config[name]
+    fix = (
+        "put it back there"
+        if os.path.isabs(value)
+        else "the record names it relative to the folder the training ran in: run this "
+        "command from there"
+    )
+    return "%s: no such file: %s, which %s names (--%s=%s); %s" % (
+        path,
+        what,
+        os.path.join(config.out_dir, RECORD),
+        name,
+        value,
+        fix,
+    )
+
+
 def vocabulary_source(
     config: config_lib.Config, names: Sequence[str], given: str, path: str
 ) -> str:

@@ -78,9 +78,9 @@ def load_vocabs(config: Config) -> Tuple[data.Vocab, data.Vocab]:
     for given in vocab_paths(config):
         if not os.path.isfile(given) and "vocab_prefix" not in config.given:
             raise nmt_text.NmtDataError(
-                "%s: no such file: the vocabulary %s names (--vocab_prefix=%s), which the "
-                "run trained with; put the file back there"
-                % (given, os.path.join(config.out_dir, acvi_flags.RECORD), config.vocab_prefix)
+                acvi_flags.missing_recorded_file(
+                    config, "vocab_prefix", given, "the vocabulary the run trained with"
+                )
             )
         if not os.path.isfile(given):
             raise nmt_text.NmtDataError(

@@ -212,6 +212,7 @@ def _bad_inputs(tmp):
             json.dumps(dict(vocab_prefix=str(tmp / "gone"), src="s", tgt="t")),
         ),
         ("vcmoved/hparams.json", json.dumps(dict(data_dir=str(tmp / "gone"), features="f.h5"))),
+        ("vcolder/hparams.json", json.dumps(dict(data_dir="gone", features="f.h5"))),
         ("store/features.json", '{"cnn": '),
         ("videos/clip.mp4", ""),
         ("shapes/vocab.txt", open(os.path.join(SHAPES, "vocab.txt"), encoding="utf-8").read()),
@@ -296,8 +297,8 @@ USER_ERRORS = [
     (  # the files the run's record names are gone
         "nmt.translate",
         ["--out_dir={tmp}/nmtmoved", "--input={tmp}/pairs.tsv"],
-        "{tmp}/gone.s: no such file: the vocabulary {tmp}/nmtmoved/hparams.json names "
-        "(--vocab_prefix={tmp}/gone), which the run trained with; put the file back there",
+        "{tmp}/gone.s: no such file: the vocabulary the run trained with, which "
+        "{tmp}/nmtmoved/hparams.json names (--vocab_prefix={tmp}/gone); put it back there",
     ),
     ("nmt.export", ["--out_dir={tmp}/nmt", "--export_dir={tmp}/export"], "{tmp}/export exists"),
     (
@@ -323,11 +324,17 @@ USER_ERRORS = [
         "{tmp}/shapes/train.jsonl:1: clip a has an empty caption",
     ),
     ("video_caption.caption", ["--out_dir={tmp}/none"], "{tmp}/none/hparams.json is missing"),
+    (  # a record written before path flags were recorded whole
+        "video_caption.caption",
+        ["--out_dir={tmp}/vcolder", "--input={tmp}/pairs.tsv"],
+        "(--data_dir=gone); the record names it relative to the folder the training ran in: "
+        "run this command from there",
+    ),
     (
         "video_caption.export",
         ["--out_dir={tmp}/vcmoved", "--export_dir={tmp}/vcexport"],
-        "{tmp}/gone/vocab.txt: no such file: the corpus {tmp}/vcmoved/hparams.json names "
-        "(--data_dir={tmp}/gone), which the run trained on; put the corpus back there",
+        "{tmp}/gone/vocab.txt: no such file: the vocabulary of the corpus the run trained "
+        "on, which {tmp}/vcmoved/hparams.json names (--data_dir={tmp}/gone); put it back there",
     ),
     (
         "video_caption.export",

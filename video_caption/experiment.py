@@ -129,9 +129,9 @@ def load_vocab(config: Config) -> data.Vocab:
     path = os.path.join(config.data_dir, "vocab.txt")
     if not os.path.isfile(path) and "data_dir" not in config.given:
         raise data.DataError(
-            "%s: no such file: the corpus %s names (--data_dir=%s), which the run trained "
-            "on; put the corpus back there"
-            % (path, os.path.join(config.out_dir, acvi_flags.RECORD), config.data_dir)
+            acvi_flags.missing_recorded_file(
+                config, "data_dir", path, "the vocabulary of the corpus the run trained on"
+            )
         )
     return data.Vocab(path, config.vocab_size)
 
