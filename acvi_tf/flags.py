@@ -814,17 +814,20 @@ def check_training_data(
     logging.warning("%s; training on it (--allow_data_change)", message)
 
 
-def missing_recorded_file(config: config_lib.Config, name: str, path: str, what: str) -> str:
+def missing_recorded_file(
+    config: config_lib.Config, name: str, path: str, what: str, run_dir: str
+) -> str:
     """The refusal of a file that the run's record names through the flag ``name`` and
     that is gone: the record, the flag's value and the fix (put it back; or, for a record
     written before path flags were recorded whole, run from the folder the training ran
     in, against which its relative path reads).
 
     Args:
-      config: the command's flags (``out_dir``: the run's folder).
+      config: the command's flags.
       name: the flag, e.g. ``vocab_prefix``.
       path: the missing file.
       what: what the file is to the run, e.g. ``"the vocabulary the run trained with"``.
+      run_dir: the run's folder, which holds its record.
     """
     value = config[name]
     fix = (
@@ -836,7 +839,7 @@ def missing_recorded_file(config: config_lib.Config, name: str, path: str, what:
     return "%s: no such file: %s, which %s names (--%s=%s); %s" % (
         path,
         what,
-        os.path.join(config.out_dir, RECORD),
+        os.path.join(run_dir, RECORD),
         name,
         value,
         fix,

@@ -79,7 +79,11 @@ def load_vocabs(config: Config) -> Tuple[data.Vocab, data.Vocab]:
         if not os.path.isfile(given) and "vocab_prefix" not in config.given:
             raise nmt_text.NmtDataError(
                 acvi_flags.missing_recorded_file(
-                    config, "vocab_prefix", given, "the vocabulary the run trained with"
+                    config,
+                    "vocab_prefix",
+                    given,
+                    "the vocabulary the run trained with",
+                    config.out_dir,
                 )
             )
         if not os.path.isfile(given):

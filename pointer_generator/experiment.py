@@ -186,6 +186,25 @@ def build_model(config: Config, vocab: vocab_lib.Vocab) -> keras.Model:
     return model
 
 
+def load_vocab(config: Config, size_given: bool = False) -> vocab_lib.Vocab:
+    """The run's vocabulary (``--vocab_path``, ``--vocab_size``); a file that the run's
+    record names and that is gone is refused naming the record.
+
+    Args:
+      config: the command's flags.
+      size_given: ``--vocab_size`` comes from the command line (a size larger than the
+        file is then refused rather than taken as the whole file).
+    """
+    path = config.vocab_path
+    if path and not os.path.isfile(path) and "vocab_path" not in config.given:
+        raise vocab_lib.VocabError(
+            acvi_flags.missing_recorded_file(
+                config, "vocab_path", path, "the vocabulary the run trained with", run_dir(config)
+            )
+        )
+    return vocab_lib.Vocab(path, config.vocab_size, size_given)
+
+
 def vocabularies(config: Config, vocab: vocab_lib.Vocab) -> Dict[str, Any]:
     """The run's vocabulary for its record (``acvi_flags.check_vocabularies``)."""
     given = _source(config)

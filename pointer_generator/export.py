@@ -37,7 +37,6 @@ from acvi_tf.formats import see_vocab
 from acvi_tf.inference import export as export_lib
 from pointer_generator import decode as decode_lib
 from pointer_generator import experiment, summarize
-from pointer_generator import vocab as vocab_lib
 
 _DOCUMENTS = tf.TensorSpec([None], tf.string)
 
@@ -187,10 +186,10 @@ def _served(
     config: Config, ckpt: Optional[str], pretokenized: bool
 ) -> Tuple[ServedSummarizer, Dict[str, Callable]]:
     """The served summarizer of the run ``config`` describes, and its signatures."""
+    vocab = experiment.load_vocab(config)
     tokenize = export_lib.graph_tokenizer_for(
         *summarize.corpus_record(config.vocab_path), pretokenized
     )
-    vocab = vocab_lib.Vocab(config.vocab_path, config.vocab_size, size_given=False)
     summarizer = experiment.load_decoder(config, vocab, ckpt)
     module = ServedSummarizer(summarizer, config.max_enc_steps, config.pointer_gen, tokenize)
     return module, {

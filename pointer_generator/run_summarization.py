@@ -1002,7 +1002,7 @@ def run(config: Config) -> Union[keras.Model, float, dict, None]:
     strategy = builders.configure_runtime(config, trains=config.mode == "train")
     if config.debug:
         tf.debugging.enable_check_numerics()
-    vocab = vocab_lib.Vocab(config.vocab_path, config.vocab_size, "vocab_size" in config.given)
+    vocab = experiment.load_vocab(config, "vocab_size" in config.given)
     if config.mode != "train":
         experiment.check_beam(config, vocab)
     phases = experiment.phases(config)

@@ -36,7 +36,6 @@ from acvi_tf.training import checkpoints
 from pointer_generator import batcher as batcher_lib
 from pointer_generator import decode as decode_lib
 from pointer_generator import experiment, run_summarization
-from pointer_generator import vocab as vocab_lib
 
 CORPUS_RECORD = "corpus.json"
 # What to do about a corpus record that cannot be read.
@@ -173,7 +172,7 @@ def run(config: Config) -> List[str]:
     given = {name: config[name] for name in GIVEN_FLAGS}
     model_config = run_config(config.log_root, config.exp_name, given)
     builders.configure_runtime(model_config)
-    vocab = vocab_lib.Vocab(model_config.vocab_path, model_config.vocab_size, size_given=False)
+    vocab = experiment.load_vocab(model_config)
     summarizer = experiment.load_decoder(model_config, vocab, config.ckpt)
     tokenize = corpus_tokenizer(model_config.vocab_path)
     return commands.map_lines(

@@ -213,6 +213,7 @@ def _bad_inputs(tmp):
         ),
         ("vcmoved/hparams.json", json.dumps(dict(data_dir=str(tmp / "gone"), features="f.h5"))),
         ("vcolder/hparams.json", json.dumps(dict(data_dir="gone", features="f.h5"))),
+        ("pgmoved/run/hparams.json", json.dumps(dict(vocab_path=str(tmp / "gone")))),
         ("store/features.json", '{"cnn": '),
         ("videos/clip.mp4", ""),
         ("shapes/vocab.txt", open(os.path.join(SHAPES, "vocab.txt"), encoding="utf-8").read()),
@@ -253,6 +254,12 @@ USER_ERRORS = [
         "pointer_generator.summarize",
         ["--log_root={tmp}/pg", "--exp_name=run"],
         "hparams.json is not valid JSON",
+    ),
+    (  # the vocabulary the run's record names is gone
+        "pointer_generator.summarize",
+        ["--log_root={tmp}/pgmoved", "--exp_name=run", "--input={tmp}/pairs.tsv"],
+        "{tmp}/gone: no such file: the vocabulary the run trained with, which "
+        "{tmp}/pgmoved/run/hparams.json names (--vocab_path={tmp}/gone); put it back there",
     ),
     (
         "pointer_generator.export",

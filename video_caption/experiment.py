@@ -130,7 +130,11 @@ def load_vocab(config: Config) -> data.Vocab:
     if not os.path.isfile(path) and "data_dir" not in config.given:
         raise data.DataError(
             acvi_flags.missing_recorded_file(
-                config, "data_dir", path, "the vocabulary of the corpus the run trained on"
+                config,
+                "data_dir",
+                path,
+                "the vocabulary of the corpus the run trained on",
+                config.out_dir,
             )
         )
     return data.Vocab(path, config.vocab_size)
