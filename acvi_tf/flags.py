@@ -814,21 +814,29 @@ def check_training_data(
     logging.warning("%s; training on it (--allow_data_change)", message)
 
 
-def missing_recorded_file(
-    config: config_lib.Config, name: str, path: str, what: str, run_dir: str
-) -> str:
-    """The refusal of a file that the run's record names through the flag ``name`` and
-    that is gone: the record, the flag's value and the fix (put it back; or, for a record
-    written before path flags were recorded whole, run from the folder the training ran
-    in, against which its relative path reads).
+def check_recorded_file(
+    config: config_lib.Config,
+    name: str,
+    path: str,
+    what: str,
+    run_dir: str,
+    error: Callable[[str], Exception],
+) -> None:
+    """Refuses a file that the run's record names through the flag ``name`` (the command
+    line does not give it) and that is gone, naming the record, the flag's value and the
+    fix: put it back; or, for a record written before path flags were recorded whole, run
+    from the folder the training ran in, against which its relative path reads.
 
     Args:
       config: the command's flags.
       name: the flag, e.g. ``vocab_prefix``.
-      path: the missing file.
+      path: the file it names.
       what: what the file is to the run, e.g. ``"the vocabulary the run trained with"``.
       run_dir: the run's folder, which holds its record.
+      error: the exception class of the refusal.
     """
+    if not path or os.path.isfile(path) or name in config.given:
+        return
     value = config[name]
     fix = (
         "put it back there"
@@ -836,13 +844,9 @@ def missing_recorded_file(
         else "the record names it relative to the folder the training ran in: run this "
         "command from there"
     )
-    return "%s: no such file: %s, which %s names (--%s=%s); %s" % (
-        path,
-        what,
-        os.path.join(run_dir, RECORD),
-        name,
-        value,
-        fix,
+    raise error(
+        "%s: no such file: %s, which %s names (--%s=%s); %s"
+        % (path, what, os.path.join(run_dir, RECORD), name, value, fix)
     )
 
 

@@ -76,16 +76,9 @@ def load_vocabs(config: Config) -> Tuple[data.Vocab, data.Vocab]:
     run's folder)."""
     vocabs = []
     for given in vocab_paths(config):
-        if not os.path.isfile(given) and "vocab_prefix" not in config.given:
-            raise nmt_text.NmtDataError(
-                acvi_flags.missing_recorded_file(
-                    config,
-                    "vocab_prefix",
-                    given,
-                    "the vocabulary the run trained with",
-                    config.out_dir,
-                )
-            )
+        what = "the vocabulary the run trained with"
+        error = nmt_text.NmtDataError
+        acvi_flags.check_recorded_file(config, "vocab_prefix", given, what, config.out_dir, error)
         if not os.path.isfile(given):
             raise nmt_text.NmtDataError(
                 "%s: no such file (--vocab_prefix=%s, with --src=%s and --tgt=%s); give the "

@@ -195,13 +195,10 @@ def load_vocab(config: Config, size_given: bool = False) -> vocab_lib.Vocab:
       size_given: ``--vocab_size`` comes from the command line (a size larger than the
         file is then refused rather than taken as the whole file).
     """
-    path = config.vocab_path
-    if path and not os.path.isfile(path) and "vocab_path" not in config.given:
-        raise vocab_lib.VocabError(
-            acvi_flags.missing_recorded_file(
-                config, "vocab_path", path, "the vocabulary the run trained with", run_dir(config)
-            )
-        )
+    path, what = config.vocab_path, "the vocabulary the run trained with"
+    acvi_flags.check_recorded_file(
+        config, "vocab_path", path, what, run_dir(config), vocab_lib.VocabError
+    )
     return vocab_lib.Vocab(path, config.vocab_size, size_given)
 
 

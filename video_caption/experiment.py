@@ -127,16 +127,8 @@ def build_decoder(
 def load_vocab(config: Config) -> data.Vocab:
     """The run's caption vocabulary (``--data_dir``'s ``vocab.txt``, ``--vocab_size``)."""
     path = os.path.join(config.data_dir, "vocab.txt")
-    if not os.path.isfile(path) and "data_dir" not in config.given:
-        raise data.DataError(
-            acvi_flags.missing_recorded_file(
-                config,
-                "data_dir",
-                path,
-                "the vocabulary of the corpus the run trained on",
-                config.out_dir,
-            )
-        )
+    what = "the vocabulary of the corpus the run trained on"
+    acvi_flags.check_recorded_file(config, "data_dir", path, what, config.out_dir, data.DataError)
     return data.Vocab(path, config.vocab_size)
 
 
