@@ -8,6 +8,7 @@ record (``hparams.json``). Nothing downstream reads or changes absl's state; a s
 derived from others (tensorflow/nmt's presets) is a new ``Config`` from ``replace``.
 """
 
+import os
 import sys
 from collections.abc import Mapping
 from typing import Any, Callable, Iterable, Iterator, List, Sequence
@@ -117,6 +118,22 @@ def from_flags(flag_values: flags.FlagValues, module: str) -> Config:
     )
 
 
+def expand_home(argv: Sequence[str]) -> List[str]:
+    """``argv`` with ``~`` expanded at the start of a ``--name=~/...`` value, as the shell
+    expands it in ``--name ~/...`` but not after ``=``.
+
+    Args:
+      argv: the command line, program name first.
+    """
+    expanded = []
+    for word in argv:
+        name, equals, value = word.partition("=")
+        if word.startswith("--") and equals and (value == "~" or value.startswith("~/")):
+            word = name + equals + os.path.expanduser(value)
+        expanded.append(word)
+    return expanded
+
+
 def parse(define_flags: Callable[[flags.FlagValues], None], argv: Sequence[str]) -> Config:
     """Parses a command line the way an entry point does, on flags of its own.
 
@@ -134,7 +151,7 @@ def parse(define_flags: Callable[[flags.FlagValues], None], argv: Sequence[str])
     """
     flag_values = flags.FlagValues()
     define_flags(flag_values)
-    flag_values(list(argv))
+    flag_values(expand_home(argv))
     return from_flags(flag_values, define_flags.__module__)
 
 
@@ -175,6 +192,7 @@ def run_command(
       exit_status: maps ``run``'s result to the exit status; None: 0.
     """
     define_command_flags(define_flags, flags.FLAGS, sys.argv[0])
+    sys.argv = expand_home(sys.argv)
 
     def main(argv: List[str]) -> Any:
         if len(argv) > 1:

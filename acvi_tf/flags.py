@@ -694,18 +694,28 @@ def refused_run_undone(out_dir: str, checkpoint_dir: Optional[str] = None) -> Co
     """A training command's context in which a user's error (its data, its vocabulary,
     its flags) removes what the command added to ``out_dir`` while the run holds no
     checkpoint (``files.undone_on``): a refused new run leaves nothing a rerun would
-    mistake for a run. A loss that is not finite is spared: that run trained, and its
-    event file shows how.
+    mistake for a run. Spared: a loss that is not finite (that run trained, and its event
+    file shows how), and a folder another trainer holds (two trainers started together
+    on a new folder: what is there is the other one's).
 
     Args:
       out_dir: the run's folder.
       checkpoint_dir: the folder of its training checkpoints (default ``out_dir``).
     """
+    trained = checkpoint_dir or out_dir
+
+    def keep() -> bool:
+        try:
+            trainer_lib.refuse_in_use(trained)
+        except files.FolderInUseError:
+            return True
+        return checkpoints.latest_checkpoint(trained) is not None
+
     return files.undone_on(
         out_dir,
         (errors.UserError,),
-        spared=(training_lib.NonFiniteLossError,),
-        keep=lambda: checkpoints.latest_checkpoint(checkpoint_dir or out_dir) is not None,
+        spared=(training_lib.NonFiniteLossError, files.FolderInUseError),
+        keep=keep,
     )
 
 

@@ -61,3 +61,18 @@ def test_a_list_flag_survives_the_run_record(tmp_path, caplog):
     assert "changed flags" not in caplog.text
     with pytest.raises(acvi_flags.FlagChangeError, match="--splits=\\['a', 'b'\\]"):
         acvi_flags.compare_flag_record(str(tmp_path), config.replace(splits=["c"]), ("splits",))
+
+
+def test_a_home_folder_after_the_equals_sign_is_expanded_as_the_shell_expands_it_after_a_space(
+    monkeypatch,
+):
+    monkeypatch.setenv("HOME", "/home/someone")
+    argv = ["prog", "--input=~/in.txt", "--out_dir=~", "--text=a~b", "~/positional", "--x=~user"]
+    assert config_lib.expand_home(argv) == [
+        "prog",
+        "--input=/home/someone/in.txt",
+        "--out_dir=/home/someone",
+        "--text=a~b",
+        "~/positional",
+        "--x=~user",
+    ]

@@ -20,6 +20,7 @@ from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
 from acvi_tf.contexts import context, kl_schedule
+from acvi_tf.training import trainer as trainer_lib
 from pointer_generator import run_summarization
 from video_caption import run_captioning
 
@@ -331,6 +332,26 @@ def test_the_files_a_record_names_are_recorded_as_absolute_paths(
     assert [record[n] for n in names] == [str(tmp_path / "c" / n) for n in names]
     config = config_lib.parse(define_flags, ["prog", "--%s=~/x" % names[0], "--%s=" % names[1]])
     assert (config[names[0]], config[names[1]]) == (os.path.expanduser("~/x"), "")
+
+
+def test_a_refused_run_leaves_what_another_trainer_writes_to_its_new_folder(tmp_path):
+    """Two trainers started together on a new folder: the one refused (by the other's
+    lock, or for its own data) removes nothing of the other's."""
+    run = tmp_path / "run"
+    for refusal in (files.FolderInUseError("in use"), acvi_flags.DataChangeError("data")):
+        with pytest.raises(type(refusal)):
+            with acvi_flags.refused_run_undone(str(run)):
+                run.mkdir(exist_ok=True)  # the other trainer's folder, record and lock
+                (run / "hparams.json").write_text("{}")
+                lock = files.lock_file(str(run / trainer_lib.LOCK_FILE), str(run), "trainer")
+                raise refusal
+        assert sorted(os.listdir(run)) == ["hparams.json", trainer_lib.LOCK_FILE]
+        lock.close()
+    with pytest.raises(acvi_flags.DataChangeError):  # no one holds it: this one's, removed
+        with acvi_flags.refused_run_undone(str(tmp_path / "mine")):
+            (tmp_path / "mine").mkdir()
+            raise acvi_flags.DataChangeError("data")
+    assert not (tmp_path / "mine").exists()
 
 
 def test_a_new_run_refuses_a_folder_that_holds_another_commands_record(tmp_path):

@@ -178,6 +178,24 @@ def test_a_stop_at_once_is_one_line_and_its_status(absl_caplog):
     assert signal.getsignal(signal.SIGTERM) is previous
 
 
+def test_a_stop_at_check_comes_at_the_loops_next_check_in_one_line(absl_caplog):
+    done = []
+    with pytest.raises(stops.Stopped) as stopped:
+        with stops.AtCheck("; a hint"):
+            for item in range(3):
+                stops.check()
+                if item == 0:
+                    signal.raise_signal(signal.SIGTERM)  # recorded, the item goes on
+                done.append(item)
+    assert done == [0] and stopped.value.code == 143
+    with pytest.raises(stops.Stopped):  # after the last check: when the block ends
+        with stops.AtCheck("; a hint"):
+            signal.raise_signal(signal.SIGTERM)
+            done.append("last")
+    assert done == [0, "last"]
+    assert absl_caplog.messages == ["Stopped by SIGTERM; a hint"] * 2
+
+
 class _Exited(BaseException):
     """What ``stops.exit_now`` raises in these tests instead of ending the process."""
 

@@ -362,8 +362,7 @@ def extract_features(
             extractor = cnn_lib.build_extractor(cnn, cnn_weights, batch_size)
         loop_start = time.time()
         for count, (clip, path) in enumerate(todo, start=1):
-            stops.check()  # each clip's video reader starts a process, whose fork hooks
-            # would swallow a stop
+            stops.check()  # a stop comes between clips (run's stops.AtCheck)
             try:
                 decoded = frames_lib.read_frames(path, max_frames)
             except frames_lib.VideoError as e:
@@ -480,7 +479,8 @@ def run(config: config_lib.Config) -> Stats:
     """
     clips = read_clip_list(config.clips) if config.clips else None
     distribute.log_devices()
-    with stops.AtOnce("; rerun the same command to resume: the clips extracted are kept"):
+    # each clip's reader starts a process: the stop comes after the clip it is on
+    with stops.AtCheck("; rerun the same command to resume: the clips extracted are kept"):
         stats = extract_features(
             config.video_dir,
             config.output,

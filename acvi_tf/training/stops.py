@@ -17,7 +17,9 @@ Python ignores an exception raised where it cannot propagate (it prints "Excepti
 ignored in" and goes on): a signal that lands in a fork hook, as each subprocess starts,
 would be lost. ``AtOnce`` keeps its signal, so ``check()`` raises the stop again; the
 loops over long inputs call it per item (``acvi_tf.progress.Progress`` and the feature
-extractor) and ``errors.run`` when the command returns.
+extractor) and ``errors.run`` when the command returns. ``AtCheck`` (the feature
+extractor, which starts a video reader per clip) only records the signal, and its
+loop's ``check()`` stops after the item it is on.
 
 A command (``config.run_command``) ends its process once a stop has unwound, without the
 interpreter's teardown, which saves nothing and takes seconds (``exit_now``). In both
@@ -123,21 +125,44 @@ class AtOnce(_Handling):
         _STOPPING.remove(self)
         super().__exit__(*exc_info)
 
+    _said = False
+
     def first(self, signum: int) -> None:
-        logging.warning("Stopped by %s%s", name(signum), self.hint)
-        raise Stopped(signum)
+        self.stop()
+
+    def stop(self) -> None:
+        """Raises ``Stopped`` for the block's signal, saying so once."""
+        if not self._said:
+            logging.warning("Stopped by %s%s", name(self.signum), self.hint)
+            self._said = True
+        raise Stopped(self.signum)
 
 
-# The ``AtOnce`` blocks the process is in, innermost last.
+class AtCheck(AtOnce):
+    """``AtOnce`` that stops at the next ``check()`` instead of where the signal lands: for
+    a loop that starts a subprocess per item, where a stop raised in a fork hook would be
+    printed as an ignored exception, and whose items are short."""
+
+    def first(self, signum: int) -> None:
+        """Nothing: the signal is recorded, and ``check()`` stops."""
+
+    def __exit__(self, *exc_info) -> None:
+        super().__exit__(*exc_info)
+        if exc_info[0] is None and self.signum is not None:  # after the loop's last check
+            self.stop()
+
+
+# The ``AtOnce`` and ``AtCheck`` blocks the process is in, innermost last.
 _STOPPING = []
 
 
 def check() -> None:
-    """Raises ``Stopped`` for a signal an ``AtOnce`` block has handled whose exception was
-    lost (raised where Python ignores exceptions); nothing otherwise."""
+    """Raises ``Stopped`` for a signal an ``AtCheck`` block has recorded, or an ``AtOnce``
+    block has handled whose exception was lost (raised where Python ignores exceptions);
+    nothing otherwise."""
     for handling in _STOPPING:
         if handling.signum is not None:
-            raise Stopped(handling.signum)
+            handling.stop()
 
 
 class Deferred(_Handling):
