@@ -238,11 +238,11 @@ def undone_on(
     spared: Tuple[Type[BaseException], ...] = (),
     keep: Callable[[], bool] = lambda: False,
 ) -> Iterator[None]:
-    """Removes what the ``with`` block added to ``folder`` (the folder itself when the
-    block made it) when the block raises one of ``refusals`` but not of ``spared``, and
-    ``keep()`` is false: a training run refused for its data or vocabulary before it
-    saved anything leaves no record, event file or empty folder behind. What the folder
-    held before the block stays as it was.
+    """Removes what the ``with`` block added to ``folder`` (the folder itself, and the
+    folders above it, where the block made them) when the block raises one of
+    ``refusals`` but not of ``spared``, and ``keep()`` is false: a training run refused
+    for its data or vocabulary before it saved anything leaves no record, event file or
+    empty folder behind. What the folders held before the block stays as it was.
 
     Args:
       folder: the folder the block may create or add to.
@@ -250,8 +250,13 @@ def undone_on(
       spared: the refusals whose files are worth reading (a run that trained and failed).
       keep: true when the folder holds something a later command can use.
     """
+    folder = os.path.abspath(folder)
     existed = os.path.isdir(folder)
     before = set(os.listdir(folder)) if existed else set()
+    made, missing = [], folder  # the folders the block may make, innermost first
+    while not os.path.isdir(missing):
+        made.append(missing)
+        missing = os.path.dirname(missing)
     try:
         yield
     except refusals as e:
@@ -263,9 +268,9 @@ def undone_on(
                 else:
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(path)
-            if not existed:
+            for made_folder in made:
                 with contextlib.suppress(OSError):  # another process wrote there meanwhile
-                    os.rmdir(folder)
+                    os.rmdir(made_folder)
         raise
 
 

@@ -662,9 +662,10 @@ def training_record(
     ``resume_model_flags``, None for a new run), around the training in the ``with``
     block. A run whose trainer is alive is refused first, before anything is restored
     or written; when the trainer refuses the folder later (its checkpoints are another
-    model's or cannot be read, its index names an older checkpoint than the folder holds,
-    or another trainer took it meanwhile), the record is put back as it was
-    (``files.restored_on``), so a refused run leaves the folder as it found it.
+    model's or cannot be read, its index names an older checkpoint than the folder holds),
+    the record is put back as it was (``files.restored_on``), so a refused run leaves the
+    folder as it found it. A trainer that another one started at the same time locked
+    out leaves the record alone: the folder and its record are the other one's.
 
     Args:
       checkpoint_dir: the folder the trainer locks (default ``out_dir``).
@@ -676,7 +677,6 @@ def training_record(
         trainer_lib.refuse_in_use(checkpoint_dir or out_dir)
     path = os.path.join(out_dir, RECORD)
     refusals = (checkpoints.CheckpointMismatchError, checkpoints.CheckpointError)
-    refusals += (files.FolderInUseError,)
     with files.restored_on(path, refusals):
         yield write_flag_record(
             out_dir,
@@ -705,11 +705,7 @@ def refused_run_undone(out_dir: str, checkpoint_dir: Optional[str] = None) -> Co
     trained = checkpoint_dir or out_dir
 
     def keep() -> bool:
-        try:
-            trainer_lib.refuse_in_use(trained)
-        except files.FolderInUseError:
-            return True
-        return checkpoints.latest_checkpoint(trained) is not None
+        return trainer_lib.in_use(trained) or checkpoints.latest_checkpoint(trained) is not None
 
     return files.undone_on(
         out_dir,

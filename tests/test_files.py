@@ -95,9 +95,9 @@ def _add_files(run):
 
 def test_a_refused_new_run_leaves_what_the_folder_held_before(tmp_path):
     run = tmp_path / "run"
-    with pytest.raises(KeyError):  # a new folder goes again
-        with files.undone_on(str(run), (KeyError,)):
-            _add_files(run)
+    with pytest.raises(KeyError):  # a new folder goes again, and those made above it
+        with files.undone_on(str(tmp_path / "logs" / "run"), (KeyError,)):
+            _add_files(tmp_path / "logs" / "run")
             raise KeyError("refused")
     assert os.listdir(tmp_path) == []
     run.mkdir()

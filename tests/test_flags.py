@@ -352,6 +352,17 @@ def test_a_refused_run_leaves_what_another_trainer_writes_to_its_new_folder(tmp_
             (tmp_path / "mine").mkdir()
             raise acvi_flags.DataChangeError("data")
     assert not (tmp_path / "mine").exists()
+    # locked out by a trainer that started with it, after both wrote the same record:
+    # the record stays, the other trainer's
+    raced = tmp_path / "raced"
+    with pytest.raises(files.FolderInUseError):
+        with acvi_flags.refused_run_undone(str(raced)):
+            raced.mkdir()
+            with acvi_flags.training_record(str(raced), _parse(), None):
+                lock = files.lock_file(str(raced / trainer_lib.LOCK_FILE), str(raced), "trainer")
+                raise files.FolderInUseError("in use")
+    assert sorted(os.listdir(raced)) == ["hparams.json", trainer_lib.LOCK_FILE]
+    lock.close()
 
 
 def test_a_new_run_refuses_a_folder_that_holds_another_commands_record(tmp_path):
