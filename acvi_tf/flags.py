@@ -125,13 +125,12 @@ def define_allow_data_change(fv: flags.FlagValues) -> None:
 
 
 class _PathParser(flags.ArgumentParser):
-    """A path flag's parser: the value as an absolute path (``~`` expanded), so that a
-    run's record names the same files to a command started in another folder."""
+    """A path flag's parser: the value as an absolute path (``~`` is the command line's,
+    ``config.expand_home``), so that a run's record names the same files to a command
+    started in another folder."""
 
     def parse(self, argument: Optional[str]) -> Optional[str]:
-        if not argument:
-            return argument
-        return os.path.abspath(os.path.expanduser(argument))
+        return os.path.abspath(argument) if argument else argument
 
     def flag_type(self) -> str:
         return "string"

@@ -74,11 +74,11 @@ def load_vocabs(config: Config) -> Tuple[data.Vocab, data.Vocab]:
     """The source and target vocabularies, ``--vocab_prefix`` with ``--src`` and
     ``--tgt`` (``nmt_text.check_vocab``: special tokens first, else a fixed copy in the
     run's folder)."""
-    vocabs = []
+    vocabs, what = [], "the vocabulary the run trained with"
     for given in vocab_paths(config):
-        what = "the vocabulary the run trained with"
-        error = nmt_text.NmtDataError
-        acvi_flags.check_recorded_file(config, "vocab_prefix", given, what, config.out_dir, error)
+        acvi_flags.check_recorded_file(
+            config, "vocab_prefix", given, what, config.out_dir, nmt_text.NmtDataError
+        )
         if not os.path.isfile(given):
             raise nmt_text.NmtDataError(
                 "%s: no such file (--vocab_prefix=%s, with --src=%s and --tgt=%s); give the "
