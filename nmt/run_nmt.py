@@ -388,6 +388,8 @@ def _train(config, vocabs, strategy, step_var):
     forward = tf.function(
         lambda batch: model(batch), input_signature=[data.BATCH_SIGNATURE], autograph=False
     )
+    # locked before the event file: a trainer refused by another's lock leaves none there
+    lock = trainer_lib.lock_folder(checkpointer.write_dir)
     writer = (
         tf.summary.create_file_writer(os.path.join(config.out_dir, "train_log"))
         if chief
@@ -462,6 +464,7 @@ def _train(config, vocabs, strategy, step_var):
         tie_key="dev_nll",  # equal BLEU (0.0 early on): the lower dev perplexity wins
         describe=lambda batch: _describe(batch, src_vocab),
         after_step=after_step,
+        lock=lock,
     ) as trainer:
         trainer.train(dataset, train_step)
     writer.flush()

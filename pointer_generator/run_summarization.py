@@ -544,6 +544,8 @@ def _train(config, vocab, train_dir, phases, strategy, run_variables):
         return _convert_or_restore(config, model, checkpointer, train_dir, vocab)
     if chief:
         _write_projector_config(train_dir, vocab)
+    # locked before the event file: a trainer refused by another's lock leaves none there
+    lock = trainer_lib.lock_folder(checkpointer.write_dir)
     writer = tf.summary.create_file_writer(train_dir) if chief else tf.summary.create_noop_writer()
     total = curriculum.training_end(phases, config.max_steps, warn=True)
 
@@ -573,6 +575,7 @@ def _train(config, vocab, train_dir, phases, strategy, run_variables):
         checkpoint_secs=config.checkpoint_secs,
         describe=_describe,
         after_step=log_learning_rate,
+        lock=lock,
     ) as trainer:
         train_steps = {}  # one trace per (optimizer, coverage): lengths need no retrace
         while not trainer.finished:

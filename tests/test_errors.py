@@ -14,6 +14,7 @@ from absl import app, flags
 from acvi_tf import config as config_lib
 from acvi_tf import errors, files
 from acvi_tf.formats import bin_files, nmt_text
+from acvi_tf.training import trainer as trainer_lib
 from pointer_generator import results_table
 from pointer_generator import vocab as pg_vocab
 from video_caption import data as video_data
@@ -453,6 +454,44 @@ def _tree(folder):
             with open(os.path.join(parent, name), "rb") as f:
                 tree[os.path.join(parent, name)] = f.read()
     return tree
+
+
+# Each host's training command on a new folder, the run's folder and the one it locks.
+TRAINERS = [
+    (
+        "pointer_generator.run_summarization",
+        [
+            "--data_path=%s/chunked/train_*" % os.path.dirname(VOCAB),
+            "--vocab_path=" + VOCAB,
+            "--log_root={tmp}",
+            "--exp_name=exp",
+            "--hidden_dim=8",
+            "--emb_dim=4",
+        ],
+        "exp/train",
+    ),
+    ("nmt.run_nmt", [*NMT_RUN, "--vocab_prefix=%s/vocab" % PIG_LATIN, *NMT_DATA], "nmt"),
+    ("video_caption.run_captioning", CAPTIONER, "vc/train"),
+]
+
+
+@pytest.mark.parametrize("module, argv, locked", TRAINERS, ids=[t[0] for t in TRAINERS])
+def test_a_trainer_locked_out_of_a_new_folder_adds_no_event_file_to_it(
+    tmp_path, capsys, monkeypatch, module, argv, locked
+):
+    """Two trainers started together on a new folder: the other one takes the lock after
+    this one's first check of it; this one stops in one line and leaves no event file
+    among the other's."""
+    monkeypatch.setattr(trainer_lib, "refuse_in_use", lambda *args, **kwargs: None)
+    other = trainer_lib.lock_folder(str(tmp_path / locked))
+    argv = [a.format(tmp=tmp_path) for a in argv]
+    try:
+        code, _, err = command(module, argv, capsys, monkeypatch)
+    finally:
+        other.close()
+    assert code == 2 and "is being written by another trainer" in err.splitlines()[-1], err
+    events = [n for _, _, names in os.walk(tmp_path) for n in names if "tfevents" in n]
+    assert events == []
 
 
 def test_a_full_disk_is_one_line_naming_the_folder(tmp_path, capsys, monkeypatch):

@@ -320,6 +320,8 @@ def train(
         len(train_set.records),
         exp.vocab.size(),
     )
+    # locked before the event file: a trainer refused by another's lock leaves none there
+    lock = trainer_lib.lock_folder(checkpointer.write_dir)
     writer = (
         tf.summary.create_file_writer(os.path.join(config.out_dir, "train_log"))
         if chief
@@ -350,6 +352,7 @@ def train(
         patience=config.patience,
         describe=lambda batch: "batch of %d captions" % len(batch["caption_len"]),
         after_step=posterior and (lambda step, results, batch: posterior(step)),
+        lock=lock,
     ) as trainer:
         while not trainer.finished:
             # a new order every pass, seeded by the step it starts at (so a resume reshuffles

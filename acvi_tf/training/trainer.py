@@ -12,7 +12,7 @@ import os
 import shutil
 import sys
 import time
-from typing import Callable, Dict, Iterable, Iterator, Optional, Tuple
+from typing import IO, Callable, Dict, Iterable, Iterator, Optional, Tuple
 
 import tensorflow as tf
 from absl import logging
@@ -125,6 +125,9 @@ class Trainer:
       patience: stop after this many validations in a row without a new best (0: never).
       describe: ``batch -> str`` naming a skipped batch in the log.
       after_step: ``(step, results, batch) -> None``, the host's own per-step logging.
+      lock: the checkpoint folder's ``lock_folder`` lock, taken by the caller before it
+        wrote there (its event file), so that a trainer refused by another's lock adds
+        nothing to the other's folder; the trainer releases it. None: the trainer takes it.
     """
 
     def __init__(
@@ -147,6 +150,7 @@ class Trainer:
         patience: int = 0,
         describe: Optional[Callable[[Results], str]] = None,
         after_step: Optional[Callable[[int, Results, Results], None]] = None,
+        lock: Optional[IO[str]] = None,
     ):
         self.checkpointer = checkpointer
         self.total_steps = total_steps
@@ -168,11 +172,11 @@ class Trainer:
         self.describe = describe
         self.after_step = after_step
         self._last_save = time.time()
-        self._lock = None
+        self._lock = lock
         self._signals = stops.Deferred("; rerun the same command to resume")
 
     def __enter__(self) -> "Trainer":
-        self._lock = lock_folder(self.checkpointer.write_dir)
+        self._lock = self._lock or lock_folder(self.checkpointer.write_dir)
         if not _trains_alone():
             self._signals = stops.SystemDefault()
         self._signals.__enter__()
