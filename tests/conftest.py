@@ -1,5 +1,6 @@
-"""Shared test setup: quiet TensorFlow, two logical CPU devices, float32 policy, NumPy
-references, test videos, the learning tests' tolerance, entry points run in process."""
+"""Shared test setup: quiet TensorFlow, two logical CPU devices, Grappler off unless a test
+is marked ``optimized``, float32 policy, NumPy references, test videos, the learning tests'
+tolerance, entry points run in process."""
 
 import contextlib
 import importlib
@@ -30,6 +31,20 @@ from acvi_tf.compat import keras
 tf.config.set_logical_device_configuration(
     tf.config.list_physical_devices("CPU")[0], [tf.config.LogicalDeviceConfiguration()] * 2
 )
+
+
+def _graph_rewrites(on: bool) -> None:
+    """Turns Grappler's rewrites of the traced functions' graphs on or off in this process.
+
+    Off, a tiny model's first training step traces several seconds sooner (the rewrites
+    of its graph of thousands of nodes take most of the time), and its steps run the same
+    ops unfused. The tests of what users run as they run it keep them: every test of a
+    process of its own, and those marked ``optimized`` (docs/testing.md).
+    """
+    tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": not on})
+
+
+_graph_rewrites(False)  # the shared runs' fixtures, built before any test's own, too
 
 
 def pytest_addoption(parser):
@@ -106,6 +121,15 @@ def untraced() -> Iterator[None]:
         yield
     finally:
         tf.config.run_functions_eagerly(False)
+
+
+@pytest.fixture(autouse=True)
+def _optimized_graphs(request):
+    """Tests marked ``optimized`` run their functions with Grappler's rewrites, as users do;
+    the others without (``_graph_rewrites``)."""
+    _graph_rewrites(request.node.get_closest_marker("optimized") is not None)
+    yield
+    _graph_rewrites(False)
 
 
 @pytest.fixture(autouse=True)

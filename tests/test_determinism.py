@@ -21,7 +21,9 @@ from acvi_tf import config as config_lib
 
 from conftest import write_parallel_slices
 
-pytestmark = pytest.mark.slow  # scheduled first (conftest.py)
+# scheduled first (conftest.py); its runs in this process rewritten by Grappler as are the
+# runs of a process of their own, which it compares them with
+pytestmark = [pytest.mark.slow, pytest.mark.optimized]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLES = os.path.join(ROOT, "data_prep", "samples")

@@ -200,3 +200,13 @@ def test_docs_name_every_file_that_runs_steps_untraced():
     for name in marked:
         if name != "test_scheduling.py":
             assert "`%s`" % name in page, name
+
+
+def test_the_test_process_traces_without_graph_rewrites():
+    """conftest turns Grappler off for the tests not marked ``optimized``."""
+    assert tf.config.optimizer.get_experimental_options()["disable_meta_optimizer"] is True
+
+
+@pytest.mark.optimized
+def test_a_test_marked_optimized_traces_with_graph_rewrites():
+    assert not tf.config.optimizer.get_experimental_options().get("disable_meta_optimizer")
