@@ -389,86 +389,88 @@ def _train(config, vocabs, strategy, step_var):
         lambda batch: model(batch), input_signature=[data.BATCH_SIGNATURE], autograph=False
     )
     # locked before the event file: a trainer refused by another's lock leaves none there
-    lock = trainer_lib.lock_folder(checkpointer.write_dir)
-    writer = (
-        tf.summary.create_file_writer(os.path.join(config.out_dir, "train_log"))
-        if chief
-        else tf.summary.create_noop_writer()
-    )
-    stats = dict(nll=0.0, count=0.0, words=0, start=time.time())
-
-    def log_stats(step, results, batch):
-        """tensorflow/nmt's log line and scalars every --steps_per_stats steps."""
-        stats["nll"] += float(results["nll"]) * int(tf.shape(batch["src"])[0])
-        stats["count"] += float(results["predict_count"])
-        stats["words"] += int(tf.reduce_sum(batch["src_len"]) + tf.reduce_sum(batch["tgt_len"]))
-        if step % config.steps_per_stats and step != total:  # a short run has its line
-            return
-        elapsed = time.time() - stats["start"]
-        step_time, wps = elapsed / config.steps_per_stats, stats["words"] / elapsed
-        ppl = losses.perplexity(stats["nll"], stats["count"])
-        rate = optimizer.learning_rate
-        lr = float(tf.convert_to_tensor(rate(optimizer.iterations) if callable(rate) else rate))
-        logging.info(
-            "step %d lr %g step-time %.2fs wps %.2fK ppl %.2f gN %.2f kl %.3f bleu %.1f",
-            step,
-            lr,
-            step_time,
-            wps / 1000,
-            ppl,
-            float(results["grad_norm"]),
-            float(results["kl"]),
-            checkpointer.best_value or 0.0,
+    with trainer_lib.lock_folder(checkpointer.write_dir) as lock:
+        writer = (
+            tf.summary.create_file_writer(os.path.join(config.out_dir, "train_log"))
+            if chief
+            else tf.summary.create_noop_writer()
         )
-        with writer.as_default(step=step):
-            tf.summary.scalar("lr", lr)
-            tf.summary.scalar("train_ppl", ppl)
-            tf.summary.scalar("step_time", step_time)
-            tf.summary.scalar("words_per_second", wps)
-            for name, value in results.items():
-                if name not in ("nll", "predict_count"):  # train_ppl shows them
-                    tf.summary.scalar(name, value)
-        stats.update(nll=0.0, count=0.0, words=0, start=time.time())
+        stats = dict(nll=0.0, count=0.0, words=0, start=time.time())
 
-    posterior = (
-        _posterior_summaries(config, model, vocabs, translator, writer)
-        if chief and context_layer is not None and (config.histogram_steps or config.image_steps)
-        else None
-    )
+        def log_stats(step, results, batch):
+            """tensorflow/nmt's log line and scalars every --steps_per_stats steps."""
+            stats["nll"] += float(results["nll"]) * int(tf.shape(batch["src"])[0])
+            stats["count"] += float(results["predict_count"])
+            stats["words"] += int(tf.reduce_sum(batch["src_len"]) + tf.reduce_sum(batch["tgt_len"]))
+            if step % config.steps_per_stats and step != total:  # a short run has its line
+                return
+            elapsed = time.time() - stats["start"]
+            step_time, wps = elapsed / config.steps_per_stats, stats["words"] / elapsed
+            ppl = losses.perplexity(stats["nll"], stats["count"])
+            rate = optimizer.learning_rate
+            lr = float(tf.convert_to_tensor(rate(optimizer.iterations) if callable(rate) else rate))
+            logging.info(
+                "step %d lr %g step-time %.2fs wps %.2fK ppl %.2f gN %.2f kl %.3f bleu %.1f",
+                step,
+                lr,
+                step_time,
+                wps / 1000,
+                ppl,
+                float(results["grad_norm"]),
+                float(results["kl"]),
+                checkpointer.best_value or 0.0,
+            )
+            with writer.as_default(step=step):
+                tf.summary.scalar("lr", lr)
+                tf.summary.scalar("train_ppl", ppl)
+                tf.summary.scalar("step_time", step_time)
+                tf.summary.scalar("words_per_second", wps)
+                for name, value in results.items():
+                    if name not in ("nll", "predict_count"):  # train_ppl shows them
+                        tf.summary.scalar(name, value)
+            stats.update(nll=0.0, count=0.0, words=0, start=time.time())
 
-    def after_step(step, results, batch):
-        log_stats(step, results, batch)
-        if posterior is not None:
-            posterior(step)
+        posterior = (
+            _posterior_summaries(config, model, vocabs, translator, writer)
+            if chief
+            and context_layer is not None
+            and (config.histogram_steps or config.image_steps)
+            else None
+        )
 
-    def validate(step):
-        evaluation = (vocabs, translator, writer, step, write_dir)
-        dev_bleu, dev_nll = _evaluate(config, forward, "dev", config.dev_prefix, *evaluation)
-        if config.test_prefix:
-            _evaluate(config, forward, "test", config.test_prefix, *evaluation)
-        return dev_bleu, {"dev_nll": dev_nll}
+        def after_step(step, results, batch):
+            log_stats(step, results, batch)
+            if posterior is not None:
+                posterior(step)
 
-    with trainer_lib.Trainer(
-        checkpointer,
-        total,
-        writer,
-        context_layer,
-        loss_key="train_loss",
-        tokens_key=None,
-        nan_policy=config.nan_policy,
-        summary_every=0,
-        checkpoint_every=10 * config.steps_per_stats,
-        validate=validate,
-        validate_every=config.steps_per_external_eval or 50 * config.steps_per_stats,
-        metric="dev BLEU",
-        tie_key="dev_nll",  # equal BLEU (0.0 early on): the lower dev perplexity wins
-        describe=lambda batch: _describe(batch, src_vocab),
-        after_step=after_step,
-        lock=lock,
-    ) as trainer:
-        trainer.train(dataset, train_step)
-    writer.flush()
-    return checkpointer.best_value if checkpointer.best_value is not None else -1.0
+        def validate(step):
+            evaluation = (vocabs, translator, writer, step, write_dir)
+            dev_bleu, dev_nll = _evaluate(config, forward, "dev", config.dev_prefix, *evaluation)
+            if config.test_prefix:
+                _evaluate(config, forward, "test", config.test_prefix, *evaluation)
+            return dev_bleu, {"dev_nll": dev_nll}
+
+        with trainer_lib.Trainer(
+            checkpointer,
+            total,
+            writer,
+            context_layer,
+            loss_key="train_loss",
+            tokens_key=None,
+            nan_policy=config.nan_policy,
+            summary_every=0,
+            checkpoint_every=10 * config.steps_per_stats,
+            validate=validate,
+            validate_every=config.steps_per_external_eval or 50 * config.steps_per_stats,
+            metric="dev BLEU",
+            tie_key="dev_nll",  # equal BLEU (0.0 early on): the lower dev perplexity wins
+            describe=lambda batch: _describe(batch, src_vocab),
+            after_step=after_step,
+            lock=lock,
+        ) as trainer:
+            trainer.train(dataset, train_step)
+        writer.flush()
+        return checkpointer.best_value if checkpointer.best_value is not None else -1.0
 
 
 def _posterior_summaries(config, model, vocabs, translator, writer):

@@ -545,72 +545,74 @@ def _train(config, vocab, train_dir, phases, strategy, run_variables):
     if chief:
         _write_projector_config(train_dir, vocab)
     # locked before the event file: a trainer refused by another's lock leaves none there
-    lock = trainer_lib.lock_folder(checkpointer.write_dir)
-    writer = tf.summary.create_file_writer(train_dir) if chief else tf.summary.create_noop_writer()
-    total = curriculum.training_end(phases, config.max_steps, warn=True)
+    with trainer_lib.lock_folder(checkpointer.write_dir) as lock:
+        writer = (
+            tf.summary.create_file_writer(train_dir) if chief else tf.summary.create_noop_writer()
+        )
+        total = curriculum.training_end(phases, config.max_steps, warn=True)
 
-    posterior = (
-        _posterior_summaries(config, vocab, model, phases[-1], checkpointer, writer)
-        if chief and (config.histogram_steps or config.image_steps)
-        else None
-    )
+        posterior = (
+            _posterior_summaries(config, vocab, model, phases[-1], checkpointer, writer)
+            if chief and (config.histogram_steps or config.image_steps)
+            else None
+        )
 
-    def log_learning_rate(step, results, batch):
-        del results, batch
-        if step % config.summary_steps == 0:
-            with writer.as_default(step=step):
-                tf.summary.scalar("learning_rate", optimizer.learning_rate)
-        if posterior is not None:
-            posterior(step)
+        def log_learning_rate(step, results, batch):
+            del results, batch
+            if step % config.summary_steps == 0:
+                with writer.as_default(step=step):
+                    tf.summary.scalar("learning_rate", optimizer.learning_rate)
+            if posterior is not None:
+                posterior(step)
 
-    with trainer_lib.Trainer(
-        checkpointer,
-        total,
-        writer,
-        model.context_layer,
-        loss_key="total_loss",
-        nan_policy=config.nan_policy,
-        summary_every=config.summary_steps,
-        checkpoint_every=config.checkpoint_steps,
-        checkpoint_secs=config.checkpoint_secs,
-        describe=_describe,
-        after_step=log_learning_rate,
-        lock=lock,
-    ) as trainer:
-        train_steps = {}  # one trace per (optimizer, coverage): lengths need no retrace
-        while not trainer.finished:
-            step = trainer.step
-            phase = curriculum.phase_at(phases, step)
-            if phase.coverage and not bool(checkpointer.checkpoint.coverage_started):
-                if config.phases:
-                    optimizer = _start_coverage(config, model, checkpointer)
-                else:  # --coverage from the first step: w_c trains from the start
-                    checkpointer.checkpoint.coverage_started.assign(True)
-            logging.info("Training phase %s (from step %d)", phase, step)
-            key = (id(optimizer), phase.coverage)
-            if key not in train_steps:
-                # w_c has no gradient before the coverage phase of a curriculum: left alone
-                train_steps[key] = training_lib.make_train_step(
-                    model,
-                    optimizer,
-                    config.max_grad_norm,
-                    config.jit_compile,
-                    norm_key="global_norm",
-                    sum_keys=("tokens",),
-                    coverage_on=phase.coverage,
+        with trainer_lib.Trainer(
+            checkpointer,
+            total,
+            writer,
+            model.context_layer,
+            loss_key="total_loss",
+            nan_policy=config.nan_policy,
+            summary_every=config.summary_steps,
+            checkpoint_every=config.checkpoint_steps,
+            checkpoint_secs=config.checkpoint_secs,
+            describe=_describe,
+            after_step=log_learning_rate,
+            lock=lock,
+        ) as trainer:
+            train_steps = {}  # one trace per (optimizer, coverage): lengths need no retrace
+            while not trainer.finished:
+                step = trainer.step
+                phase = curriculum.phase_at(phases, step)
+                if phase.coverage and not bool(checkpointer.checkpoint.coverage_started):
+                    if config.phases:
+                        optimizer = _start_coverage(config, model, checkpointer)
+                    else:  # --coverage from the first step: w_c trains from the start
+                        checkpointer.checkpoint.coverage_started.assign(True)
+                logging.info("Training phase %s (from step %d)", phase, step)
+                key = (id(optimizer), phase.coverage)
+                if key not in train_steps:
+                    # w_c has no gradient before the coverage phase of a curriculum: left alone
+                    train_steps[key] = training_lib.make_train_step(
+                        model,
+                        optimizer,
+                        config.max_grad_norm,
+                        config.jit_compile,
+                        norm_key="global_norm",
+                        sum_keys=("tokens",),
+                        coverage_on=phase.coverage,
+                    )
+                batcher = _phase_batcher(config, vocab, phase, config.seed + step)
+                train_step = train_steps[key]
+                trainer.train(
+                    batcher.dataset(),
+                    lambda batch, *step: train_step(
+                        {k: batch[k] for k in experiment.MODEL_SIGNATURE}, *step
+                    ),
+                    until=phase.end,
                 )
-            batcher = _phase_batcher(config, vocab, phase, config.seed + step)
-            train_step = train_steps[key]
-            trainer.train(
-                batcher.dataset(),
-                lambda batch, *step: train_step(
-                    {k: batch[k] for k in experiment.MODEL_SIGNATURE}, *step
-                ),
-                until=phase.end,
-            )
-            trainer.save()
-    writer.flush()
-    return model
+                trainer.save()
+        writer.flush()
+        return model
 
 
 def _posterior_summaries(config, vocab, model, last_phase, checkpointer, writer):

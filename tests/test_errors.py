@@ -218,6 +218,11 @@ def _bad_inputs(tmp):
         ("store/features.json", '{"cnn": '),
         ("videos/clip.mp4", ""),
         ("shapes/vocab.txt", open(os.path.join(SHAPES, "vocab.txt"), encoding="utf-8").read()),
+        *(
+            ("noval/%s" % name, open(os.path.join(SHAPES, name), encoding="utf-8").read())
+            for name in ("vocab.txt", "train.jsonl", "test.jsonl")
+        ),
+        ("noval/val.jsonl", ""),  # as data_prep.captions --allow_empty=val writes it
         (
             "shapes/train.jsonl",
             json.dumps(dict(clip="a", vid="v", captions=["a", ""], references=["a"])) + "\n",
@@ -330,6 +335,11 @@ USER_ERRORS = [
         "video_caption.run_captioning",
         ["--data_dir={tmp}/shapes", *CAPTIONER[1:]],
         "{tmp}/shapes/train.jsonl:1: clip a has an empty caption",
+    ),
+    (
+        "video_caption.run_captioning",
+        ["--data_dir={tmp}/noval", *CAPTIONER[1:]],
+        "{tmp}/noval/val.jsonl holds no clips",
     ),
     ("video_caption.caption", ["--out_dir={tmp}/none"], "{tmp}/none/hparams.json is missing"),
     (  # a record written before path flags were recorded whole
@@ -492,6 +502,23 @@ def test_a_trainer_locked_out_of_a_new_folder_adds_no_event_file_to_it(
     assert code == 2 and "is being written by another trainer" in err.splitlines()[-1], err
     events = [n for _, _, names in os.walk(tmp_path) for n in names if "tfevents" in n]
     assert events == []
+
+
+@pytest.mark.parametrize("module, argv, locked", TRAINERS, ids=[t[0] for t in TRAINERS])
+def test_a_second_trainer_of_a_held_folder_is_refused_before_it_writes(
+    tmp_path, capsys, monkeypatch, module, argv, locked
+):
+    """A trainer holds the run's folder: another one started on it stops in one line
+    before it restores or writes anything (its record, its event file)."""
+    other = trainer_lib.lock_folder(str(tmp_path / locked))
+    found = _tree(tmp_path)
+    argv = [a.format(tmp=tmp_path) for a in argv]
+    try:
+        code, _, err = command(module, argv, capsys, monkeypatch)
+    finally:
+        other.close()
+    assert code == 2 and "is being written by another trainer" in err.splitlines()[-1], err
+    assert _tree(tmp_path) == found
 
 
 def test_a_full_disk_is_one_line_naming_the_folder(tmp_path, capsys, monkeypatch):

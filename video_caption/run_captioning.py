@@ -321,49 +321,49 @@ def train(
         exp.vocab.size(),
     )
     # locked before the event file: a trainer refused by another's lock leaves none there
-    lock = trainer_lib.lock_folder(checkpointer.write_dir)
-    writer = (
-        tf.summary.create_file_writer(os.path.join(config.out_dir, "train_log"))
-        if chief
-        else tf.summary.create_noop_writer()
-    )
+    with trainer_lib.lock_folder(checkpointer.write_dir) as lock:
+        writer = (
+            tf.summary.create_file_writer(os.path.join(config.out_dir, "train_log"))
+            if chief
+            else tf.summary.create_noop_writer()
+        )
 
-    def validate(step):
-        metrics = _validate(exp, writer, step, record=chief)
-        return metrics[config.best_metric], metrics
+        def validate(step):
+            metrics = _validate(exp, writer, step, record=chief)
+            return metrics[config.best_metric], metrics
 
-    posterior = (
-        _posterior_summaries(exp, writer)
-        if chief and (config.histogram_steps or config.image_steps)
-        else None
-    )
+        posterior = (
+            _posterior_summaries(exp, writer)
+            if chief and (config.histogram_steps or config.image_steps)
+            else None
+        )
 
-    with trainer_lib.Trainer(
-        checkpointer,
-        config.max_steps,
-        writer,
-        context_layer,
-        nan_policy=config.nan_policy,
-        summary_every=config.summary_steps,
-        checkpoint_every=config.checkpoint_steps,
-        validate=validate,
-        validate_every=config.valid_every,
-        metric=config.best_metric,
-        patience=config.patience,
-        describe=lambda batch: "batch of %d captions" % len(batch["caption_len"]),
-        after_step=posterior and (lambda step, results, batch: posterior(step)),
-        lock=lock,
-    ) as trainer:
-        while not trainer.finished:
-            # a new order every pass, seeded by the step it starts at (so a resume reshuffles
-            # the same way every time)
-            rng = np.random.default_rng([config.seed, trainer.step])
-            batches = train_set.caption_batches(
-                pairs, config.batch_size, rng, fixed_length=config.jit_compile
-            )
-            trainer.train(batches, train_step)
-    writer.flush()
-    return checkpointer.best_value if checkpointer.best_value is not None else -1.0
+        with trainer_lib.Trainer(
+            checkpointer,
+            config.max_steps,
+            writer,
+            context_layer,
+            nan_policy=config.nan_policy,
+            summary_every=config.summary_steps,
+            checkpoint_every=config.checkpoint_steps,
+            validate=validate,
+            validate_every=config.valid_every,
+            metric=config.best_metric,
+            patience=config.patience,
+            describe=lambda batch: "batch of %d captions" % len(batch["caption_len"]),
+            after_step=posterior and (lambda step, results, batch: posterior(step)),
+            lock=lock,
+        ) as trainer:
+            while not trainer.finished:
+                # a new order every pass, seeded by the step it starts at (so a resume reshuffles
+                # the same way every time)
+                rng = np.random.default_rng([config.seed, trainer.step])
+                batches = train_set.caption_batches(
+                    pairs, config.batch_size, rng, fixed_length=config.jit_compile
+                )
+                trainer.train(batches, train_step)
+        writer.flush()
+        return checkpointer.best_value if checkpointer.best_value is not None else -1.0
 
 
 def _posterior_summaries(exp, writer):
@@ -715,6 +715,7 @@ def run(config: Config) -> Union[float, dict]:
             experiment.vocabularies(config, experiment.load_vocab(config)),
             [experiment.split_path(config, "train")],
             COMMAND_FLAGS,
+            checkpoint_dir=experiment.train_dir(config),
         ):
             # the global step is the process's own (a plain variable), the model's mirrored
             step_var = tf.Variable(0, dtype=tf.int64, name="global_step")
