@@ -485,6 +485,20 @@ TRAINERS = [
 ]
 
 
+def _beside_a_trainer(tmp_path, capsys, monkeypatch, module, argv, locked):
+    """Runs the training command ``module`` while another trainer holds ``locked`` (under
+    ``tmp_path``); checks that it stops in one line naming the other trainer and returns
+    the folders as they were while the other trainer held the lock."""
+    other = trainer_lib.lock_folder(str(tmp_path / locked))
+    found = _tree(tmp_path)
+    try:
+        code, _, err = command(module, [a.format(tmp=tmp_path) for a in argv], capsys, monkeypatch)
+    finally:
+        other.close()
+    assert code == 2 and "is being written by another trainer" in err.splitlines()[-1], err
+    return found
+
+
 @pytest.mark.parametrize("module, argv, locked", TRAINERS, ids=[t[0] for t in TRAINERS])
 def test_a_trainer_locked_out_of_a_new_folder_adds_no_event_file_to_it(
     tmp_path, capsys, monkeypatch, module, argv, locked
@@ -493,13 +507,7 @@ def test_a_trainer_locked_out_of_a_new_folder_adds_no_event_file_to_it(
     this one's first check of it; this one stops in one line and leaves no event file
     among the other's."""
     monkeypatch.setattr(trainer_lib, "refuse_in_use", lambda *args, **kwargs: None)
-    other = trainer_lib.lock_folder(str(tmp_path / locked))
-    argv = [a.format(tmp=tmp_path) for a in argv]
-    try:
-        code, _, err = command(module, argv, capsys, monkeypatch)
-    finally:
-        other.close()
-    assert code == 2 and "is being written by another trainer" in err.splitlines()[-1], err
+    _beside_a_trainer(tmp_path, capsys, monkeypatch, module, argv, locked)
     events = [n for _, _, names in os.walk(tmp_path) for n in names if "tfevents" in n]
     assert events == []
 
@@ -510,14 +518,7 @@ def test_a_second_trainer_of_a_held_folder_is_refused_before_it_writes(
 ):
     """A trainer holds the run's folder: another one started on it stops in one line
     before it restores or writes anything (its record, its event file)."""
-    other = trainer_lib.lock_folder(str(tmp_path / locked))
-    found = _tree(tmp_path)
-    argv = [a.format(tmp=tmp_path) for a in argv]
-    try:
-        code, _, err = command(module, argv, capsys, monkeypatch)
-    finally:
-        other.close()
-    assert code == 2 and "is being written by another trainer" in err.splitlines()[-1], err
+    found = _beside_a_trainer(tmp_path, capsys, monkeypatch, module, argv, locked)
     assert _tree(tmp_path) == found
 
 
