@@ -60,6 +60,12 @@ def _accuracy(context, seed=1):
     )
     optimizer = keras.optimizers.Adam(0.01)
     kl_weight = getattr(context, "kl_weight", 0.0)
+    # the weights (from a one-word pair) and the optimizer's slots made before the step is
+    # traced: it is traced once (a step that makes them is traced twice)
+    model(
+        {k: tf.ones([1] * spec.shape.rank, spec.dtype) for k, spec in data.BATCH_SIGNATURE.items()}
+    )
+    optimizer.build(model.trainable_variables)
 
     @tf.function(input_signature=[data.BATCH_SIGNATURE], autograph=False)
     def train_step(batch):

@@ -73,8 +73,13 @@ def _train(context, seed=1):
     )
     optimizer = keras.optimizers.Adam(3e-3)
     validation = list(_batches("val_*", vocab, 50, single_pass=True))[:4]
+    # the weights and the optimizer's slots made before the step is traced: it is traced
+    # once, for every batch shape (one that makes them is traced twice)
+    model(validation[0])
+    optimizer.build(model.trainable_variables)
+    signature = {name: model.batch_signature[name] for name in FIELDS}
 
-    @tf.function(reduce_retracing=True, autograph=False)
+    @tf.function(input_signature=[signature], autograph=False)
     def train_step(batch):
         with tf.GradientTape() as tape:
             losses = losses_lib.compute_losses(
@@ -85,7 +90,7 @@ def _train(context, seed=1):
         optimizer.apply_gradients([(g, v) for g, v in zip(grads, variables) if g is not None])
         return losses
 
-    @tf.function(reduce_retracing=True, autograph=False)
+    @tf.function(input_signature=[signature], autograph=False)
     def validation_nll(batch):
         return losses_lib.compute_losses(model(batch), batch)["loss"]
 
