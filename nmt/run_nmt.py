@@ -358,7 +358,6 @@ def _train(config, vocabs, strategy, step_var):
         optimizer=optimizer,
     )
     checkpointer.restore_latest()
-    context_layer = getattr(model, "context_layer", None)  # None for the Transformer
     total = config.num_train_steps
     train_step = training_lib.make_train_step(
         model,
@@ -433,7 +432,7 @@ def _train(config, vocabs, strategy, step_var):
         posterior = (
             _posterior_summaries(config, model, vocabs, translator, writer)
             if chief
-            and context_layer is not None
+            and config.model_type != "transformer"  # whose outputs hold no posterior
             and (config.histogram_steps or config.image_steps)
             else None
         )
@@ -454,7 +453,7 @@ def _train(config, vocabs, strategy, step_var):
             checkpointer,
             total,
             writer,
-            context_layer,
+            model.context_layer,
             loss_key="train_loss",
             tokens_key=None,
             nan_policy=config.nan_policy,

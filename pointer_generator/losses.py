@@ -229,7 +229,7 @@ def summarizer_losses(
       of the batch).
     """
     mask = batch["dec_padding_mask"]
-    num_samples = getattr(context_layer, "num_samples", 1)
+    num_samples = 1 if context_layer is None else context_layer.num_samples
     losses = compute_losses(
         out, batch, pointer_gen, True, cov_loss_wt, context_layer, num_samples, kl_terms, step
     )

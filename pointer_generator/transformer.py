@@ -16,7 +16,6 @@ from typing import Any, Dict, Optional, Tuple
 import tensorflow as tf
 
 from acvi_tf.compat import keras
-from acvi_tf.contexts import context as context_lib
 from acvi_tf.layers import transformer
 from pointer_generator import batcher as batcher_lib
 from pointer_generator import losses as losses_lib
@@ -60,9 +59,7 @@ class TransformerSummarizer(keras.Model):
             max_len,
             name="transformer",
         )
-        # the training loop's hooks (samples, KL weight, Gumbel, annealing, penalty) are
-        # those of soft attention, i.e. all off
-        self.context_layer = context_lib.SoftAttentionContext(name="context")
+        self.context_layer = self.transformer.context_layer
 
     @staticmethod
     def _source(batch):

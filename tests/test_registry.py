@@ -43,6 +43,48 @@ def test_the_base_class_names_none_of_the_mechanisms():
         assert cls is context.SoftAttentionContext or cls.__name__ not in source, cls
 
 
+def _sources():
+    """``(path, parsed tree)`` of every module of the project's packages."""
+    for package in PACKAGES:
+        for folder, _, names in os.walk(os.path.join(ROOT, package)):
+            for name in sorted(names):
+                if name.endswith(".py"):
+                    path = os.path.join(folder, name)
+                    with open(path, encoding="utf-8") as f:
+                        yield os.path.relpath(path, ROOT), ast.parse(f.read())
+
+
+def _is_context_layer(node):
+    """Whether an expression names a context layer: ``context_layer`` or
+    ``<anything>.context_layer``."""
+    name = node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", None)
+    return name == "context_layer"
+
+
+def test_the_code_reads_a_context_layer_only_through_its_contract():
+    """Every attribute the project reads from a context layer is declared on
+    ``ContextLayer``, and nothing asks an object whether it has a part of the contract
+    (a ``getattr`` or ``hasattr`` with a default stands for a capability the base class
+    does not declare)."""
+    contract = {name for name in dir(context.ContextLayer) if not name.startswith("_")}
+    undeclared, probes = [], []
+    for path, tree in _sources():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and _is_context_layer(node.value):
+                if node.attr not in contract:
+                    undeclared.append((path, node.lineno, node.attr))
+            if (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "id", None) in ("getattr", "hasattr")
+                and len(node.args) >= 2
+                and isinstance(node.args[1], ast.Constant)
+                and node.args[1].value in contract | {"context_layer"}
+            ):
+                probes.append((path, node.lineno, node.args[1].value))
+    assert not undeclared, undeclared
+    assert not probes, probes
+
+
 def test_the_context_help_lists_every_mechanism():
     help_text = registry.describe_contexts()
     assert [m for m in re.findall(r"'(\w+)' ", help_text)] == list(registry.context_names())

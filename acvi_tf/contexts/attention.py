@@ -88,8 +88,11 @@ class _Scorer(keras.layers.Layer):
     """Shared plumbing: one-step or many-step queries, then the masked softmax.
 
     Subclasses define ``score(query, keys, coverage)``, the energies [B, T, N] for
-    queries [B, T, Q], and may override ``prepare`` and ``score_mask``.
+    queries [B, T, Q], and may override ``prepare`` and ``score_mask``; one that takes
+    the coverage feature sets ``use_coverage``.
     """
+
+    use_coverage = False
 
     def __init__(self, mask_mode: str = "neg_inf", **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -129,7 +132,7 @@ class _Scorer(keras.layers.Layer):
             query = query[:, tf.newaxis, :]
             if coverage is not None:
                 coverage = coverage[:, tf.newaxis]
-        if coverage is not None and not getattr(self, "use_coverage", False):
+        if coverage is not None and not self.use_coverage:
             raise ValueError("%s got `coverage` but has no coverage feature" % type(self).__name__)
         scores = self.score(query, keys, coverage)
         if memory_mask is None:

@@ -226,17 +226,25 @@ def state_context(state: tf.Tensor, context: tf.Tensor) -> tf.Tensor:
 
 
 class ContextLayer(keras.layers.Layer):
-    """Shared plumbing: one- or many-step inputs, float32 math, compute-dtype output.
+    """The contract of a context mechanism: every method and attribute the library and
+    the hosts call, with soft attention's behaviour as the defaults.
 
-    ``normalizer`` is None when the attention distribution is the scorer's masked
-    softmax; a mechanism with its own distribution over the source sets it to a
-    ``(scores, mask) -> weights`` callable, which hosts pass on to their scorer. The
-    defaults of ``sentence_latent``, ``token_losses`` and
-    ``output_distribution`` are soft attention's: no sentence latent, the cross-entropy of
-    the gold words, the softmax of the output layer.
+    Shared plumbing: one- or many-step inputs, float32 math, compute-dtype output. A
+    mechanism overrides what it changes: ``draw_steps`` (the context, by default
+    ``sum_i a_t,i h_i``) and ``kl_steps`` (its KL per step, by default zero),
+    ``sentence_latent`` (none by default), ``token_losses`` (the cross-entropy of the
+    gold words), ``output_distribution`` (the softmax of the output layer) and the rest.
+
+    Attributes:
+      num_samples: Monte-Carlo samples per example the hosts tile the batch for.
+      kl_weight: the weight of the KL term in the training loss.
+      normalizer: None when the attention distribution is the scorer's masked softmax;
+        a mechanism with its own distribution over the source sets it to a
+        ``(scores, mask) -> weights`` callable, which hosts pass on to their scorer.
     """
 
     num_samples = 1
+    kl_weight = 0.0
     normalizer = None
 
     @property
@@ -386,6 +394,25 @@ class ContextLayer(keras.layers.Layer):
             prepared, steps, ["memory"], lambda attention: {"memory": attention}
         )
 
+    def draw_steps(
+        self,
+        probs: tf.Tensor,
+        prepared: PreparedMemory,
+        training: bool,
+        use_gumbel: Optional[Union[bool, tf.Tensor]],
+        seed: Optional[tf.Tensor],
+    ) -> tf.Tensor:
+        """The context [B, T, D] for probs [B, T, N] (float32; ``draw`` casts it): here
+        ``sum_i a_t,i h_i``. ``training``, ``use_gumbel`` and ``seed`` as ``call``'s."""
+        del training, use_gumbel, seed
+        return contract(probs, prepared, "memory")
+
+    def kl_steps(self, context: tf.Tensor, probs: tf.Tensor, prepared: PreparedMemory) -> tf.Tensor:
+        """The KL [B, T] of the contexts [B, T, D] drawn for probs [B, T, N] (float32):
+        here zero, no latent variable."""
+        del context, prepared
+        return tf.zeros(tf.shape(probs)[:2])
+
     def call(
         self,
         attention_probs: tf.Tensor,
@@ -450,24 +477,10 @@ def _with_step_axis(tensor, one_step):
 
 
 class SoftAttentionContext(ContextLayer):
-    """Soft attention: the deterministic context ``c_t = sum_i a_t,i h_i``."""
-
-    def draw_steps(
-        self,
-        probs: tf.Tensor,
-        prepared: PreparedMemory,
-        training: bool,
-        use_gumbel: Optional[Union[bool, tf.Tensor]],
-        seed: Optional[tf.Tensor],
-    ) -> tf.Tensor:
-        """Context [B, T, D] for probs [B, T, N]."""
-        del training, use_gumbel, seed
-        return contract(probs, prepared, "memory")
-
-    def kl_steps(self, context: tf.Tensor, probs: tf.Tensor, prepared: PreparedMemory) -> tf.Tensor:
-        """Zero KL [B, T]: soft attention has no latent variable."""
-        del context, prepared
-        return tf.zeros(tf.shape(probs)[:2])
+    """Soft attention: the deterministic context ``c_t = sum_i a_t,i h_i``, no latent
+    variable (the contract's defaults); also the context layer of the Transformers,
+    whose own attention makes their context, so that every hook the training loop
+    calls is off."""
 
 
 class VarianceNetwork(keras.layers.Layer):

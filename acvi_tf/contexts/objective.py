@@ -71,14 +71,14 @@ def context_terms(
       ``statistics`` (ACVI's sigma).
     """
     kl_terms = kl_terms or kl_schedule.KLSchedule()
-    kl_weight = getattr(context_layer, "kl_weight", 0.0)
-    loss = kl_terms.term(out["kl"], step, normalise, kl_weight, mask)
     logs = dict(kl=normalise(out["kl"]), kl_z=tf.constant(0.0), kl_factor=kl_terms.factor(step))
-    if context_layer is not None:
-        loss += context_layer.regularization()
-        logs.update(context_layer.statistics(out.get("prepared")))
+    if context_layer is None:
+        return kl_terms.term(out["kl"], step, normalise, 0.0, mask), logs
+    loss = kl_terms.term(out["kl"], step, normalise, context_layer.kl_weight, mask)
+    loss += context_layer.regularization()
+    logs.update(context_layer.statistics(out.get("prepared")))
     kl_z = out.get("kl_z")
-    if kl_z is not None and getattr(context_layer, "has_sentence_latent", False):
+    if kl_z is not None and context_layer.has_sentence_latent:
         loss += kl_terms.term(kl_z, step, per_example)
         logs["kl_z"] = per_example(kl_z)
     return loss, logs
@@ -153,5 +153,5 @@ def sequence_objective(
     total, logs = with_context_terms(
         nll, out, step, per_sequence, context_layer, kl_terms, mask=mask
     )
-    num_samples = getattr(context_layer, "num_samples", 1)
+    num_samples = 1 if context_layer is None else context_layer.num_samples
     return dict(logs, nll=nll, **{total_key: total, count_key: count / num_samples})

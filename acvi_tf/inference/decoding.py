@@ -75,10 +75,12 @@ class DecodingModel(Protocol):
     as See's beam does. The summarizer cannot give log-probabilities and keep See's
     results bit-exact: float32 log maps distinct small probabilities to one value,
     which changes the order of ties in top-k. What else a step gives (attention,
-    ``p_gen``) is in its extras dict.
+    ``p_gen``) is in its extras dict. ``context_layer`` is the model's context mechanism
+    (soft attention's for the Transformers), whose posterior a decode report shows.
     """
 
     probability_scores: bool
+    context_layer: "ContextLayer"
 
     def start(self, inputs: Dict[str, tf.Tensor]) -> Tuple[Any, Any]:
         """Encodes a batch.
@@ -116,8 +118,8 @@ STEP_VALUES = ("kl", "scale")
 def posterior(model: DecodingModel, constants: Any, attention: tf.Tensor) -> Dict[str, tf.Tensor]:
     """What a decode report shows of a model's context mechanism's posterior for decoded
     sequences: ``model.context_layer.report_posterior`` of their attention on the
-    ``prepared`` memory of ``start``'s constants (empty for a model without them, such
-    as a Transformer).
+    ``prepared`` memory of ``start``'s constants (empty for a model whose constants hold
+    none, such as a Transformer).
 
     Args:
       model: the model.
@@ -127,18 +129,15 @@ def posterior(model: DecodingModel, constants: Any, attention: tf.Tensor) -> Dic
     Returns:
       Tensors by name: ``POSITION_VALUES`` [B, N] and ``STEP_VALUES`` [B, T].
     """
-    layer = getattr(model, "context_layer", None)
     prepared = constants.get("prepared") if isinstance(constants, dict) else None
-    if layer is None or prepared is None:
+    if prepared is None:
         return {}
-    return layer.report_posterior(attention, prepared)
+    return model.context_layer.report_posterior(attention, prepared)
 
 
 def posterior_labels(model: DecodingModel) -> Dict[str, str]:
-    """``model.context_layer.report_labels()``, the words for ``posterior``'s values
-    (empty for a model without a context layer)."""
-    layer = getattr(model, "context_layer", None)
-    return layer.report_labels() if layer is not None else {}
+    """``model.context_layer.report_labels()``, the words for ``posterior``'s values."""
+    return model.context_layer.report_labels()
 
 
 def pad_steps(sequences: Sequence[np.ndarray]) -> np.ndarray:

@@ -8,7 +8,8 @@ causal self-attention in the decoder, sinusoidal positions added to embeddings s
 sqrt(d), pre-layer-norm residual blocks with a ReLU feed-forward layer of 4d, dropout on
 every sub-layer output. It has the ``NMTModel`` interface (``call``, ``start``, ``step``,
 ``tgt_embedding``, ``output_projection``), so data, training, decoding and metrics are
-shared; it has no context layer (``--context`` does not apply) and its KL is zero.
+shared; its context layer is soft attention's, with every hook off (``--context`` does
+not apply), and its KL is zero.
 Incremental decoding keeps the embedded target prefix in a fixed buffer of ``max_len``
 positions and re-runs the decoder on it (simple and exact; quadratic in the length).
 """
@@ -136,6 +137,9 @@ class TransformerModel(keras.Model):
         self.output_projection = keras.layers.Dense(tgt_vocab_size, use_bias=False)
         self.input_dropout = keras.layers.Dropout(dropout)
         self.positions = sinusoidal_positions(max(max_len, 1024), num_units)
+        # the training loop's hooks (samples, KL weight, Gumbel, annealing, penalty) are
+        # those of soft attention, i.e. all off: the model's own attention makes its context
+        self.context_layer = context_lib.SoftAttentionContext(name="context")
 
     def _embed(self, embedded, training):
         length = tf.shape(embedded)[1]
@@ -221,7 +225,7 @@ class TransformerModel(keras.Model):
           batch: ``src``, ``src_len`` and ``tgt_in`` [B, T], and for ``token_nll``
             ``tgt_out`` [B, T].
           training: apply dropout.
-          use_gumbel: unused (no context layer).
+          use_gumbel: unused (nothing is sampled).
 
         Returns:
           ``logits`` [B, T, V], ``attn`` [B, T, S] (the last layer's cross-attention),
@@ -253,7 +257,8 @@ class TransformerModel(keras.Model):
     def compute_loss(
         self, batch: Dict[str, tf.Tensor], outputs: Dict[str, tf.Tensor], step: tf.Tensor
     ) -> Dict[str, tf.Tensor]:
-        """``NMTModel.compute_loss``'s results, from the NLL alone (no context layer).
+        """``NMTModel.compute_loss``'s results, from the NLL alone (soft attention's zero
+        context terms).
 
         Args:
           batch: the batch the outputs are of.
@@ -268,6 +273,7 @@ class TransformerModel(keras.Model):
             batch["tgt_out"],
             batch["tgt_len"],
             step,
+            self.context_layer,
             total_key=self.loss_key,
             count_key="predict_count",
         )

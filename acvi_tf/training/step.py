@@ -113,8 +113,8 @@ def make_train_step(
     signature is ``model.batch_signature`` (``make_step_from_loss`` does the rest).
 
     Args:
-      model: a built host model with ``compute_loss``, ``loss_key`` and
-        ``batch_signature``; its ``context_layer`` (if any) gives ``num_samples``.
+      model: a built host model with ``compute_loss``, ``loss_key``,
+        ``batch_signature`` and a ``context_layer`` (which gives ``num_samples``).
       optimizer: a Keras optimizer.
       max_grad_norm: clip the gradients' global norm to this; 0 or less: no clipping.
       jit_compile: compile the forward and backward passes with XLA.
@@ -127,10 +127,9 @@ def make_train_step(
       ``train_step(batch, use_gumbel, step) -> results``: ``compute_loss``'s dict with
       ``norm_key`` added.
     """
-    num_samples = getattr(getattr(model, "context_layer", None), "num_samples", 1)
 
     def loss_fn(batch, use_gumbel, step):
-        batch = objective.tile_batch(batch, num_samples)
+        batch = objective.tile_batch(batch, model.context_layer.num_samples)
         outputs = model(batch, training=True, use_gumbel=use_gumbel, **call_options)
         results = model.compute_loss(batch, outputs, step)
         return results[model.loss_key], results
