@@ -30,7 +30,7 @@ from absl import app, flags, logging
 
 from acvi_tf import config as config_lib
 from acvi_tf import errors, files
-from acvi_tf.contexts import context as context_lib
+from acvi_tf.contexts import acvi as acvi_lib
 from acvi_tf.contexts import kl_schedule, registry, variational
 from acvi_tf.training import checkpoints, distribute
 from acvi_tf.training import step as training_lib
@@ -230,7 +230,7 @@ def define_flags(flag_values=flags.FLAGS):
     flags.DEFINE_enum(
         "acvi_variance_net",
         "mlp",
-        list(context_lib.VARIANCE_NETS),
+        list(acvi_lib.VARIANCE_NETS),
         "ACVI variance network: 'mlp' log s^2 = W2 relu(W1 h + b1) + b2 (arXiv eq. 18) "
         "or 'relu' log s^2 = relu(W h + b) (journal eq. 17).",
         flag_values=fv,
@@ -238,7 +238,7 @@ def define_flags(flag_values=flags.FLAGS):
     flags.DEFINE_enum(
         "acvi_sampling",
         "approx",
-        list(context_lib.SAMPLINGS),
+        list(acvi_lib.SAMPLINGS),
         "ACVI sampling: 'approx' weights the component samples by the attention "
         "probabilities (eq. 25); 'gumbel' by a Gumbel-softmax sample (journal eq. 22) "
         "for the whole run; 'mixture' draws from the posterior q itself (a component "
@@ -251,7 +251,7 @@ def define_flags(flag_values=flags.FLAGS):
     flags.DEFINE_enum(
         "acvi_feed",
         "sample",
-        list(context_lib.FEEDS),
+        list(acvi_lib.FEEDS),
         "With --acvi_sampling=mixture, what the decoder's next step reads in training: "
         "'sample' the drawn context (the paper's model; the choice's score-function "
         "gradient is weighted by the returns to go), 'mean' the expected context, as in "
@@ -288,7 +288,7 @@ def define_flags(flag_values=flags.FLAGS):
     flags.DEFINE_enum(
         "acvi_noise",
         "collapsed",
-        list(context_lib.NOISES),
+        list(acvi_lib.NOISES),
         "'collapsed' draws one eps per context (same distribution, O(B*D) numbers); "
         "'per_component' draws one eps per source position, as eq. 24 is written.",
         flag_values=fv,
@@ -302,8 +302,8 @@ def define_flags(flag_values=flags.FLAGS):
     )
     flags.DEFINE_enum(
         "acvi_kl",
-        context_lib.ACVI_KL,
-        list(context_lib.KL_ESTIMATORS),
+        acvi_lib.ACVI_KL,
+        list(acvi_lib.KL_ESTIMATORS),
         "ACVI's KL term: 'mc' log q(c) - log p(c) at the sample (the paper's words; "
         "an unbiased estimate of KL[q || p] with --acvi_sampling=mixture only), 'bound' "
         "the closed-form upper bound sum_i a_i KL[N(h_i, s_i^2) || N(0, I)] of "
@@ -317,7 +317,7 @@ def define_flags(flag_values=flags.FLAGS):
         None,
         "Weight of the context's KL term in the loss; unset: the "
         "mechanism's own default (acvi: %g, ved: 0.1, the original's gamma, "
-        "variational: 1)." % context_lib.ACVI_KL_WEIGHT,
+        "variational: 1)." % acvi_lib.ACVI_KL_WEIGHT,
         lower_bound=0.0,
         flag_values=fv,
     )
@@ -358,20 +358,20 @@ def define_flags(flag_values=flags.FLAGS):
     flags.DEFINE_enum(
         "acvi_decode",
         "mean",
-        list(context_lib.DECODE_MODES),
+        list(acvi_lib.DECODE_MODES),
         "Context at decode time: 'mean' sum_i a_i h_i (deterministic beam search) or "
         "'sample' as in training.",
         flag_values=fv,
     )
     flags.DEFINE_float(
         "acvi_log_var_min",
-        context_lib.DEFAULT_LOG_VAR_MIN,
+        acvi_lib.DEFAULT_LOG_VAR_MIN,
         "Lower clip of log sigma^2 (keeps the KL and its gradient finite).",
         flag_values=fv,
     )
     flags.DEFINE_float(
         "acvi_log_var_max",
-        context_lib.DEFAULT_LOG_VAR_MAX,
+        acvi_lib.DEFAULT_LOG_VAR_MAX,
         "Upper clip of log sigma^2.",
         flag_values=fv,
     )

@@ -31,7 +31,7 @@ from absl import flags
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from acvi_tf import config as config_lib
-from acvi_tf.contexts import context
+from acvi_tf.contexts import acvi as acvi_lib
 
 import _report as report
 
@@ -62,10 +62,10 @@ def define_flags(fv: flags.FlagValues) -> None:
 
 def _pinned_layer(
     sampling: str, kl: str, log_var: float, dim: int, **options
-) -> context.ACVIContext:
+) -> acvi_lib.ACVIContext:
     """An ACVI layer whose ``log sigma^2`` is ``log_var`` everywhere (last layer: W2 = 0,
     b2 = ``log_var``)."""
-    layer = context.ACVIContext(sampling=sampling, kl=kl, **options)
+    layer = acvi_lib.ACVIContext(sampling=sampling, kl=kl, **options)
     layer.variance_network.build(tf.TensorShape([None, None, dim]))
     layer.variance_network.W2.assign(tf.zeros_like(layer.variance_network.W2))
     layer.variance_network.b2.assign(tf.fill([dim], log_var))

@@ -167,7 +167,7 @@ MUTANTS: List[Mutant] = [
     # (10) The ACVI KL term: the sign of log sigma^2 in each component's KL to N(0, I).
     Mutant(
         "acvi_kl",
-        "acvi_tf/contexts/context.py",
+        "acvi_tf/contexts/acvi.py",
         "        tf.exp(log_variance) + tf.square(memory) - 1.0 - log_variance, axis=-1",
         "        tf.exp(log_variance) + tf.square(memory) - 1.0 + log_variance, axis=-1",
         ("tests/test_context.py", "tests/test_acvi_kl.py", "tests/test_acvi_elbo.py"),

@@ -51,6 +51,7 @@ from acvi_tf import builders
 from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
+from acvi_tf.contexts import acvi as acvi_lib
 from acvi_tf.contexts import attention, loop_gradients, registry
 from acvi_tf.contexts import context as context_lib
 from acvi_tf.training import step as training_lib
@@ -123,14 +124,14 @@ def define_flags(fv: flags.FlagValues) -> None:
     acvi_flags.define_flags(fv)
 
 
-class _NoKL(context_lib.ACVIContext):
+class _NoKL(acvi_lib.ACVIContext):
     """Ablation: ACVI with its KL term replaced by 0."""
 
     def kl_steps(self, context, probs, prepared):
         return tf.zeros(tf.shape(probs)[:2])
 
 
-class _UnitVariance(context_lib.ACVIContext):
+class _UnitVariance(acvi_lib.ACVIContext):
     """Ablation: sigma^2 = 1, so no variance network and no gradient into sigma^2."""
 
     def prepare(self, memory, memory_mask=None):
@@ -140,7 +141,7 @@ class _UnitVariance(context_lib.ACVIContext):
         return base._replace(variance=ones, precision=ones, scaled_mean=h, log_norm=log_norm)
 
 
-class _NoiseOff(context_lib.ACVIContext):
+class _NoiseOff(acvi_lib.ACVIContext):
     """Ablation: the mean context in training too; the KL and variance network stay."""
 
     def draw_steps(self, probs, prepared, training, use_gumbel, seed):
@@ -183,9 +184,9 @@ ABLATIONS = {
     "ablation: unit variance": _UnitVariance,
     "ablation: noise off": _NoiseOff,
     "ablation: sa in-loop gradients": _in_loop_gradients(context_lib.SoftAttentionContext),
-    "ablation: acvi in-loop gradients": _in_loop_gradients(context_lib.ACVIContext),
+    "ablation: acvi in-loop gradients": _in_loop_gradients(acvi_lib.ACVIContext),
     "ablation: sa keras lstm encoder": context_lib.SoftAttentionContext,
-    "ablation: acvi keras lstm encoder": context_lib.ACVIContext,
+    "ablation: acvi keras lstm encoder": acvi_lib.ACVIContext,
     "ablation: sa dense coverage": context_lib.SoftAttentionContext,
 }
 MODEL_ABLATIONS = {
@@ -278,7 +279,7 @@ def run(config: config_lib.Config) -> None:
             keras.utils.set_random_seed(1)
             if name in ABLATIONS:
                 ablation = ABLATIONS[name]
-                seeded = issubclass(ablation, context_lib.ACVIContext)
+                seeded = issubclass(ablation, acvi_lib.ACVIContext)
                 layer = ablation(name="context", **({"seed": 1} if seeded else {}))
             else:
                 options = dict(VARIANTS[name])

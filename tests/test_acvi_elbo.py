@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from acvi_tf.contexts import acvi as acvi_lib
 from acvi_tf.contexts import context
 
 Y, W, S = 0.7, 1.3, 0.8  # the general toy's observation and likelihood
@@ -34,7 +35,7 @@ COARSE_GRID = np.linspace(-10.0, 10.0, 2001)  # for the two-step case's [G, N, G
 
 
 def _layer(sampling, kl, seed=1, **options):
-    layer = context.ACVIContext(sampling=sampling, kl=kl, kl_weight=1.0, seed=seed, **options)
+    layer = acvi_lib.ACVIContext(sampling=sampling, kl=kl, kl_weight=1.0, seed=seed, **options)
     return layer
 
 

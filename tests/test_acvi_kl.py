@@ -10,13 +10,13 @@ import pytest
 import tensorflow as tf
 from references import np_log_normal, np_masked_softmax
 
-from acvi_tf.contexts import context
+from acvi_tf.contexts import acvi as acvi_lib
 from acvi_tf.contexts.memory import PreparedMemory
 
 
 def _layer_with_log_var(kl, memory, log_var, **kwargs):
     """An ACVI layer whose variance network outputs ``log_var`` [B, N, D] exactly."""
-    layer = context.ACVIContext(kl=kl, **kwargs)
+    layer = acvi_lib.ACVIContext(kl=kl, **kwargs)
     layer.prepare(memory)
     layer.variance_network.call = lambda _: tf.constant(log_var, tf.float32)
     return layer
@@ -84,7 +84,7 @@ def test_exact_kl_gradients_match_finite_differences():
 
     def kl(memory, log_var, logits):
         prepared = PreparedMemory(memory=memory, mask=mask, variance=tf.exp(log_var))
-        return tf.reduce_sum(context.sampler_kl(tf.nn.softmax(logits), prepared))
+        return tf.reduce_sum(acvi_lib.sampler_kl(tf.nn.softmax(logits), prepared))
 
     theoretical, numerical = tf.test.compute_gradient(kl, [memory, log_var, logits])
     for ours, finite in zip(theoretical, numerical):

@@ -6,6 +6,7 @@ import tensorflow as tf
 from references import np_log_normal, np_masked_softmax
 
 from acvi_tf.compat import keras
+from acvi_tf.contexts import acvi as acvi_lib
 from acvi_tf.contexts import attention, context
 
 B, N, D = 2, 5, 3
@@ -52,10 +53,10 @@ def test_sa_context_is_expected_encoder_state(batch):
     assert np.all(kl.numpy() == 0.0) and kl.shape == (B,)
 
 
-@pytest.mark.parametrize("noise", context.NOISES)
+@pytest.mark.parametrize("noise", acvi_lib.NOISES)
 def test_vanishing_sigma_gives_soft_attention(batch, noise):
     memory, mask, probs = batch
-    layer = context.ACVIContext(noise=noise, log_var_min=-60.0, seed=1)
+    layer = acvi_lib.ACVIContext(noise=noise, log_var_min=-60.0, seed=1)
     _constant_log_var(layer, memory, -100.0)  # clipped to -60: sigma = 1e-13
     ctx, _ = layer(probs, layer.prepare(memory, mask), training=True)
     np.testing.assert_allclose(ctx, np.einsum("bn,bnd->bd", probs, memory), atol=1e-6)
@@ -63,16 +64,16 @@ def test_vanishing_sigma_gives_soft_attention(batch, noise):
 
 def test_decode_mean_is_exactly_soft_attention(batch):
     memory, mask, probs = batch
-    acvi = context.ACVIContext(decode="mean", seed=1)
+    acvi = acvi_lib.ACVIContext(decode="mean", seed=1)
     sa = context.SoftAttentionContext()
     ctx, _ = acvi(probs, acvi.prepare(memory, mask), training=False)
     np.testing.assert_array_equal(ctx, sa(probs, sa.prepare(memory, mask))[0])
-    sampler = context.ACVIContext(decode="sample", seed=1)
+    sampler = acvi_lib.ACVIContext(decode="sample", seed=1)
     sampled, _ = sampler(probs, sampler.prepare(memory, mask), training=False)
     assert not np.allclose(sampled, ctx)
 
 
-@pytest.mark.parametrize("kl", context.KL_ESTIMATORS)
+@pytest.mark.parametrize("kl", acvi_lib.KL_ESTIMATORS)
 def test_padding_adds_no_weight_and_no_noise(kl):
     """Garbage in padded positions changes neither the sample nor the KL."""
     rng = np.random.default_rng(1)
@@ -80,7 +81,7 @@ def test_padding_adds_no_weight_and_no_noise(kl):
     padded = np.concatenate([real, np.full((1, 4, D), 50.0, np.float32)], axis=1)
     probs_real = np_masked_softmax(rng.normal(size=(1, 3)), np.ones((1, 3), bool))
     probs_padded = np.concatenate([probs_real, np.zeros((1, 4))], axis=1).astype(np.float32)
-    layer = context.ACVIContext(kl=kl, noise="collapsed", seed=1)
+    layer = acvi_lib.ACVIContext(kl=kl, noise="collapsed", seed=1)
     seed = tf.constant([3, 4])
     ctx_a, kl_a = layer(
         probs_real.astype(np.float32), layer.prepare(real), training=True, seed=seed
@@ -107,8 +108,8 @@ def test_collapsed_and_per_component_noise_have_the_analytic_moments():
     num_draws = 20000
     memory, mask, probs = _moment_batch(num_draws)
     draws, variance = {}, None
-    for noise in context.NOISES:
-        layer = context.ACVIContext(noise=noise, seed=7)
+    for noise in acvi_lib.NOISES:
+        layer = acvi_lib.ACVIContext(noise=noise, seed=7)
         # log sigma^2 depends on h, so components differ in variance.
         _set_variance_net(
             layer,
@@ -139,7 +140,7 @@ def _mixture_setup(dim):
     """Three components in `dim` dimensions with different, known variances."""
     h = np.array([[-1.0, 0.3], [0.5, -0.8], [1.6, 1.1]], np.float32)[:, :dim]
     a = np.array([0.5, 0.3, 0.2], np.float32)
-    layer = context.ACVIContext(kl="mc", seed=3)
+    layer = acvi_lib.ACVIContext(kl="mc", seed=3)
     # log sigma^2 = 0.8 relu(h) - 0.7, a different variance for every component.
     _set_variance_net(
         layer,
@@ -186,7 +187,7 @@ def test_mc_kl_averages_to_the_true_kl(dim):
 @pytest.mark.parametrize("dim", [1, 2])
 def test_gumbel_at_low_temperature_samples_the_mixture_and_its_kl(dim):
     layer, h, a, var = _mixture_setup(dim)
-    gumbel = context.ACVIContext(sampling="gumbel", gumbel_temperature=1e-3, kl="mc", seed=5)
+    gumbel = acvi_lib.ACVIContext(sampling="gumbel", gumbel_temperature=1e-3, kl="mc", seed=5)
     gumbel.prepare(h[None])
     gumbel.set_weights(layer.get_weights())
     num = 100000
@@ -199,7 +200,7 @@ def test_gumbel_at_low_temperature_samples_the_mixture_and_its_kl(dim):
 @pytest.mark.parametrize("dim", [1, 2])
 def test_mixture_sampling_draws_from_q_so_mc_averages_to_the_true_kl(dim):
     layer, h, a, var = _mixture_setup(dim)
-    mixture = context.ACVIContext(sampling="mixture", kl="mc", seed=5)
+    mixture = acvi_lib.ACVIContext(sampling="mixture", kl="mc", seed=5)
     mixture.prepare(h[None])
     mixture.set_weights(layer.get_weights())
     num = 100000
@@ -216,14 +217,14 @@ def test_mixture_sampling_draws_from_q_so_mc_averages_to_the_true_kl(dim):
 )
 def test_exact_is_refused_where_eq_25_does_not_draw(options):
     with pytest.raises(ValueError, match="exact"):
-        context.ACVIContext(kl="exact", **options)
+        acvi_lib.ACVIContext(kl="exact", **options)
 
 
 @pytest.mark.parametrize("dim", [1, 2])
 def test_bound_is_exact_formula_and_above_the_true_kl(dim):
     _, h, a, var = _mixture_setup(dim)
     layer, _, _, _ = _mixture_setup(dim)
-    bound_layer = context.ACVIContext(kl="bound")
+    bound_layer = acvi_lib.ACVIContext(kl="bound")
     bound_layer.prepare(h[None])
     bound_layer.set_weights(layer.get_weights())
     _, kl = bound_layer(a[None], bound_layer.prepare(h[None]), training=True)
@@ -234,7 +235,7 @@ def test_bound_is_exact_formula_and_above_the_true_kl(dim):
 
 def test_log_posterior_matches_numpy(batch):
     memory, mask, probs = batch
-    layer = context.ACVIContext(kl="mc")
+    layer = acvi_lib.ACVIContext(kl="mc")
     prepared = layer.prepare(memory, mask)
     var = prepared.variance.numpy().astype(np.float64)
     c = np.random.default_rng(4).normal(size=(B, 1, D)).astype(np.float32)
@@ -248,8 +249,8 @@ def test_log_posterior_matches_numpy(batch):
     np.testing.assert_allclose(kl, ours - log_prior, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("kl", context.KL_ESTIMATORS)
-@pytest.mark.parametrize("noise", context.NOISES)
+@pytest.mark.parametrize("kl", acvi_lib.KL_ESTIMATORS)
+@pytest.mark.parametrize("noise", acvi_lib.NOISES)
 @pytest.mark.parametrize("extreme", [-1e4, 1e4])
 def test_kl_and_gradients_stay_finite_for_extreme_sigma(kl, noise, extreme):
     rng = np.random.default_rng(5)
@@ -257,7 +258,7 @@ def test_kl_and_gradients_stay_finite_for_extreme_sigma(kl, noise, extreme):
     mask = _mask()
     scores = rng.normal(size=(B, N)) * 200  # some real positions underflow to 0
     probs = tf.constant(np_masked_softmax(scores, mask), tf.float32)
-    layer = context.ACVIContext(kl=kl, noise=noise, seed=2)
+    layer = acvi_lib.ACVIContext(kl=kl, noise=noise, seed=2)
     _constant_log_var(layer, memory.numpy(), extreme)
     with tf.GradientTape() as tape:
         tape.watch([memory, probs])
@@ -275,34 +276,34 @@ def test_gumbel_low_temperature_is_one_hot_with_the_attention_frequencies():
     probs = np.tile(
         np_masked_softmax(np.array([[0.3, -1.0, 1.2, 0.1, 5.0, 5.0]]), mask[:1]), (num, 1)
     ).astype(np.float32)
-    layer = context.ACVIContext(sampling="gumbel", gumbel_temperature=0.01, seed=11)
+    layer = acvi_lib.ACVIContext(sampling="gumbel", gumbel_temperature=0.01, seed=11)
     z = layer.gumbel_weights(probs[:, None], tf.constant(mask, tf.float32)).numpy()[:, 0]
     assert np.mean(z.max(-1)) > 0.99
     assert np.all(z[:, 4:] == 0.0)
     freq = np.bincount(z.argmax(-1), minlength=6) / num
     se = np.sqrt(probs[0] * (1 - probs[0]) / num)
     assert np.all(np.abs(freq - probs[0]) < 4.5 * se + 1e-9)
-    warm = context.ACVIContext(sampling="gumbel", gumbel_temperature=5.0, seed=11)
+    warm = acvi_lib.ACVIContext(sampling="gumbel", gumbel_temperature=5.0, seed=11)
     assert (
         np.mean(warm.gumbel_weights(probs[:, None], mask.astype(np.float32)).numpy().max(-1)) < 0.9
     )
 
 
 def test_gumbel_schedule_switches_at_the_right_step():
-    layer = context.ACVIContext(gumbel_fraction=0.1)
+    layer = acvi_lib.ACVIContext(gumbel_fraction=0.1)
     active = [bool(layer.gumbel_active(s, 1000)) for s in range(1000)]
     assert not any(active[:900]) and all(active[900:])
     stepper = tf.function(lambda s: layer.gumbel_active(s, 1000))
     assert not bool(stepper(tf.constant(899, tf.int64)))
     assert bool(stepper(tf.constant(900, tf.int64)))
-    assert not bool(context.ACVIContext().gumbel_active(999, 1000))
-    assert bool(context.ACVIContext(sampling="gumbel").gumbel_active(0, 1000))
+    assert not bool(acvi_lib.ACVIContext().gumbel_active(999, 1000))
+    assert bool(acvi_lib.ACVIContext(sampling="gumbel").gumbel_active(0, 1000))
     assert not bool(context.SoftAttentionContext().gumbel_active(999, 1000))
 
 
 def test_use_gumbel_tensor_selects_the_gumbel_path(batch):
     memory, mask, probs = batch
-    layer = context.ACVIContext(seed=1)
+    layer = acvi_lib.ACVIContext(seed=1)
     prepared = layer.prepare(memory, mask)
     seed = tf.constant([5, 6])
 
@@ -321,7 +322,7 @@ def test_gradients_reach_variance_net_scorer_and_encoder():
     embedding = keras.layers.Embedding(20, 8)
     encoder = keras.layers.Bidirectional(keras.layers.LSTM(4, return_sequences=True))
     scorer = attention.AdditiveScorer(6, use_coverage=True)
-    layer = context.ACVIContext(seed=3)
+    layer = acvi_lib.ACVIContext(seed=3)
     readout = keras.layers.Dense(1)
     query = tf.constant(rng.normal(size=(B, 5)), tf.float32)
     coverage = tf.constant(rng.uniform(size=(B, N)), tf.float32)
@@ -347,7 +348,7 @@ def test_many_steps_at_once_equal_step_by_step(batch):
     memory, mask, _ = batch
     rng = np.random.default_rng(8)
     probs = np_masked_softmax(rng.normal(size=(B, 4, N)), mask[:, None]).astype(np.float32)
-    layer = context.ACVIContext(decode="mean")
+    layer = acvi_lib.ACVIContext(decode="mean")
     prepared = layer.prepare(memory, mask)
     ctx, kl = layer(probs, prepared)
     assert ctx.shape == (B, 4, D) and kl.shape == (B, 4)
@@ -357,13 +358,13 @@ def test_many_steps_at_once_equal_step_by_step(batch):
         np.testing.assert_allclose(kl[:, t], kl_t, rtol=1e-5)
 
 
-@pytest.mark.parametrize("kl", context.KL_ESTIMATORS)
+@pytest.mark.parametrize("kl", acvi_lib.KL_ESTIMATORS)
 def test_kl_after_the_loop_equals_kl_inside_it(batch, kl):
     memory, mask, _ = batch
     probs = np_masked_softmax(
         np.random.default_rng(9).normal(size=(B, 4, N)), mask[:, None]
     ).astype(np.float32)
-    layer = context.ACVIContext(kl=kl, seed=2)
+    layer = acvi_lib.ACVIContext(kl=kl, seed=2)
     prepared = layer.prepare(memory, mask)
     seeds = [tf.constant([7, t]) for t in range(4)]
     in_loop = [layer(probs[:, t], prepared, training=True, seed=seeds[t]) for t in range(4)]
@@ -389,7 +390,7 @@ def test_tiling_for_monte_carlo_samples():
         np.ones((1, 2), bool),
         np.array([[0.5, 0.5]], np.float32),
     )
-    layer = context.ACVIContext(num_samples=4, seed=1)
+    layer = acvi_lib.ACVIContext(num_samples=4, seed=1)
     k = layer.num_samples
     ctx, _ = layer(
         context.tile_for_samples(probs, k),
@@ -401,7 +402,7 @@ def test_tiling_for_monte_carlo_samples():
 
 def test_config_round_trip_and_same_outputs(batch):
     memory, mask, probs = batch
-    layer = context.ACVIContext(
+    layer = acvi_lib.ACVIContext(
         variance_net="relu",
         sampling="approx",
         gumbel_fraction=0.1,
@@ -415,7 +416,7 @@ def test_config_round_trip_and_same_outputs(batch):
         log_var_max=4.0,
         seed=9,
     )
-    clone = context.ACVIContext.from_config(layer.get_config())
+    clone = acvi_lib.ACVIContext.from_config(layer.get_config())
     assert clone.get_config() == layer.get_config()
     seed = tf.constant([1, 2])
     out = layer(probs, layer.prepare(memory, mask), training=True, seed=seed)
@@ -430,20 +431,20 @@ def test_config_round_trip_and_same_outputs(batch):
 
 def test_relu_variance_net_gives_variance_at_least_one(batch):
     memory, mask, _ = batch
-    layer = context.ACVIContext(variance_net="relu")
+    layer = acvi_lib.ACVIContext(variance_net="relu")
     prepared = layer.prepare(memory, mask)
     assert np.all(prepared.variance.numpy() >= 1.0)
     assert len(layer.trainable_weights) == 2
 
 
-@pytest.mark.parametrize("noise", context.NOISES)
-@pytest.mark.parametrize("kl", context.KL_ESTIMATORS)
+@pytest.mark.parametrize("noise", acvi_lib.NOISES)
+@pytest.mark.parametrize("kl", acvi_lib.KL_ESTIMATORS)
 def test_runs_under_xla(batch, noise, kl):
     memory, mask, probs = batch
     scorer = attention.AdditiveScorer(4, use_coverage=True)
     # exact has no Gumbel phase (refused); the mixture sampler runs in its place
     options = dict(sampling="mixture") if kl == "exact" else dict(gumbel_fraction=0.5)
-    layer = context.ACVIContext(noise=noise, kl="mc" if kl == "exact" else kl, seed=4, **options)
+    layer = acvi_lib.ACVIContext(noise=noise, kl="mc" if kl == "exact" else kl, seed=4, **options)
     query = tf.constant(np.random.default_rng(9).normal(size=(B, 6)), tf.float32)
 
     def step(training, step_number):
@@ -470,7 +471,7 @@ def test_runs_under_xla(batch, noise, kl):
 def test_mixed_precision_keeps_variance_and_kl_in_float32(batch, half):
     memory, mask, probs = batch
     keras.mixed_precision.set_global_policy("mixed_" + half.name)
-    layer = context.ACVIContext(seed=1)
+    layer = acvi_lib.ACVIContext(seed=1)
     prepared = layer.prepare(tf.cast(memory, half), mask)
     ctx, kl = layer(probs, prepared, training=True)
     assert ctx.dtype == half and kl.dtype == tf.float32
@@ -481,7 +482,7 @@ def test_mixed_precision_keeps_variance_and_kl_in_float32(batch, half):
 
 def test_generator_state_is_checkpointed(tmp_path, batch):
     memory, mask, probs = batch
-    layer = context.ACVIContext(seed=12)
+    layer = acvi_lib.ACVIContext(seed=12)
     prepared = layer.prepare(memory, mask)
     checkpoint = tf.train.Checkpoint(context=layer)
     path = checkpoint.save(str(tmp_path / "ckpt"))
@@ -508,12 +509,12 @@ def test_generator_state_is_checkpointed(tmp_path, batch):
 )
 def test_bad_options_are_rejected(kwargs, match):
     with pytest.raises(ValueError, match=match):
-        context.ACVIContext(**kwargs)
+        acvi_lib.ACVIContext(**kwargs)
 
 
 def test_acvi_statistics_are_the_mean_sigma_over_real_positions(batch):
     memory, mask, _ = batch
-    layer = context.ACVIContext(seed=1)
+    layer = acvi_lib.ACVIContext(seed=1)
     prepared = layer.prepare(memory, mask)
     stats = {name: float(value) for name, value in layer.statistics(prepared).items()}
     log_var = np.log(prepared.variance.numpy()[mask])  # [real positions, D]

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from acvi_tf.contexts import context as context_lib
+from acvi_tf.contexts import acvi as acvi_lib
 from pointer_generator import losses as pg_losses
 
 # The hand computations repeat the hosts' float32 products: agreement to rounding.
@@ -33,29 +33,27 @@ RTOL, ATOL = 1e-5, 1e-5
 @pytest.fixture
 def zero_noise(monkeypatch):
     """Makes every ACVI draw return zero noise, so the sample is the mean."""
-    monkeypatch.setattr(
-        context_lib.ACVIContext, "_normal", lambda self, shape, seed: tf.zeros(shape)
-    )
+    monkeypatch.setattr(acvi_lib.ACVIContext, "_normal", lambda self, shape, seed: tf.zeros(shape))
 
 
 @pytest.fixture
 def recorded_noise(monkeypatch):
     """Records the noise ``eps`` of every ACVI draw, in order; returns the list."""
     draws = []
-    normal = context_lib.ACVIContext._normal
+    normal = acvi_lib.ACVIContext._normal
 
     def recording(self, shape, seed):
         eps = normal(self, shape, seed)
         draws.append(eps)
         return eps
 
-    monkeypatch.setattr(context_lib.ACVIContext, "_normal", recording)
+    monkeypatch.setattr(acvi_lib.ACVIContext, "_normal", recording)
     return draws
 
 
 def _acvi(seed):
     """An ACVI layer with collapsed noise and its own seeded generator."""
-    return context_lib.ACVIContext(noise="collapsed", seed=seed, name="context")
+    return acvi_lib.ACVIContext(noise="collapsed", seed=seed, name="context")
 
 
 def _copy_shared_weights(source, target):

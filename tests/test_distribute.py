@@ -16,7 +16,7 @@ from acvi_tf import builders
 from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
-from acvi_tf.contexts import context as context_lib
+from acvi_tf.contexts import acvi as acvi_lib
 from acvi_tf.contexts import registry
 from acvi_tf.training import distribute
 from acvi_tf.training import step as training_lib
@@ -265,9 +265,7 @@ def _single_device_steps(host, mode):
 def zero_noise(monkeypatch):
     """ACVI's noise is zero, so that one device and two draw the same sample; sigma still
     trains through the KL."""
-    monkeypatch.setattr(
-        context_lib.ACVIContext, "_normal", lambda self, shape, seed: tf.zeros(shape)
-    )
+    monkeypatch.setattr(acvi_lib.ACVIContext, "_normal", lambda self, shape, seed: tf.zeros(shape))
 
 
 # The hosts run ACVI here, not soft attention too: under zero noise ACVI's step is soft
@@ -295,7 +293,7 @@ def test_acvi_replicas_draw_their_own_noise_reproducibly(mirrored):
 
     def draws():
         with mirrored.scope():
-            layer = context_lib.ACVIContext(seed=11)
+            layer = acvi_lib.ACVIContext(seed=11)
         return mirrored.experimental_local_results(
             mirrored.run(tf.function(lambda: layer._normal([3], None)))
         )

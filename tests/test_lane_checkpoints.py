@@ -17,7 +17,7 @@ import tensorflow as tf
 
 from acvi_tf import compat
 from acvi_tf.compat import keras
-from acvi_tf.contexts import context as context_lib
+from acvi_tf.contexts import acvi as acvi_lib
 from nmt import model as nmt_lib
 from pointer_generator import model as pg_lib
 from video_caption import data as vc_data
@@ -75,7 +75,7 @@ HOSTS = {"summarizer": _summarizer, "translator": _translator, "captioner": _cap
 
 
 def _acvi():
-    return context_lib.ACVIContext(seed=1, name="context")
+    return acvi_lib.ACVIContext(seed=1, name="context")
 
 
 def _build(host):

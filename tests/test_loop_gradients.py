@@ -5,6 +5,7 @@ import pytest
 import tensorflow as tf
 
 from acvi_tf.compat import keras
+from acvi_tf.contexts import acvi as acvi_lib
 from acvi_tf.contexts import context, loop_gradients, structured, ved
 from acvi_tf.inference import decoding
 from nmt import model as nmt_model
@@ -64,11 +65,11 @@ def _nothing_deferred(defer_contractions):
 
 LAYERS = {
     "sa": lambda: context.SoftAttentionContext(),
-    "acvi": lambda: context.ACVIContext(seed=3),
-    "acvi per_component": lambda: context.ACVIContext(noise="per_component", seed=3),
-    "acvi bound": lambda: context.ACVIContext(kl="bound", seed=3),
-    "acvi mixture": lambda: context.ACVIContext(sampling="mixture", seed=3),
-    "acvi decode sample": lambda: context.ACVIContext(decode="sample", seed=3),
+    "acvi": lambda: acvi_lib.ACVIContext(seed=3),
+    "acvi per_component": lambda: acvi_lib.ACVIContext(noise="per_component", seed=3),
+    "acvi bound": lambda: acvi_lib.ACVIContext(kl="bound", seed=3),
+    "acvi mixture": lambda: acvi_lib.ACVIContext(sampling="mixture", seed=3),
+    "acvi decode sample": lambda: acvi_lib.ACVIContext(decode="sample", seed=3),
     "structured": lambda: structured.StructuredAttentionContext(),
     "ved": lambda: ved.VEDContext(seed=3),
 }
@@ -197,7 +198,7 @@ def test_hosts_give_the_gradients_of_the_loop_without_deferral(host):
         keras.utils.set_random_seed(2)
         # eq. 25's layer, put on the Gumbel path by the switch as in a run's Gumbel phase:
         # a host that drops the switch anywhere in its loop falls back to eq. 25 there
-        layer = context.ACVIContext(seed=2)
+        layer = acvi_lib.ACVIContext(seed=2)
         if not defer:
             layer.defer_contractions = _nothing_deferred(layer.defer_contractions)
         model = make_model(layer)

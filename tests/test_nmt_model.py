@@ -9,7 +9,7 @@ import tensorflow as tf
 from references import np_lstm
 
 from acvi_tf.compat import keras
-from acvi_tf.contexts import context as context_lib
+from acvi_tf.contexts import acvi as acvi_lib
 from acvi_tf.formats import nmt_text
 from acvi_tf.training import losses
 from nmt import data
@@ -142,7 +142,7 @@ def test_the_models_own_loss_equals_a_hand_computation(batch, context):
     ACVI, the NLL of its sampled context); without a KL it is the whole loss, with ACVI's
     the loss adds the KL reduced the same way, times its weight."""
     keras.utils.set_random_seed(6)
-    layer = context_lib.ACVIContext(seed=6) if context == "acvi" else None
+    layer = acvi_lib.ACVIContext(seed=6) if context == "acvi" else None
     model = model_lib.NMTModel(S_VOCAB, T_VOCAB, U, dropout=0.0, context_layer=layer)
     out = model(batch, training=True)
     logs = model.compute_loss(batch, out, tf.constant(0, tf.int64))
@@ -166,7 +166,7 @@ def test_the_models_own_loss_equals_a_hand_computation(batch, context):
 
 def test_acvi_context_trains_with_the_model(batch):
     keras.utils.set_random_seed(5)
-    model = model_lib.NMTModel(S_VOCAB, T_VOCAB, U, context_layer=context_lib.ACVIContext(seed=5))
+    model = model_lib.NMTModel(S_VOCAB, T_VOCAB, U, context_layer=acvi_lib.ACVIContext(seed=5))
     with tf.GradientTape() as tape:
         out = model(batch, training=True)
         loss = losses.sequence_loss(out["logits"], batch["tgt_out"], batch["tgt_len"])[
@@ -220,7 +220,7 @@ def test_a_translation_inspected_by_teacher_forcing_equals_its_search_record(tmp
     # for the greedy translation it must equal what the greedy search recorded
     src_vocab, tgt_vocab = _vocab(tmp_path, "src", S_VOCAB), _vocab(tmp_path, "tgt", T_VOCAB)
     keras.utils.set_random_seed(4)
-    acvi = context_lib.ACVIContext(kl=kl, seed=4)
+    acvi = acvi_lib.ACVIContext(kl=kl, seed=4)
     model = model_lib.NMTModel(
         S_VOCAB, T_VOCAB, U, dropout=0.0, init_weight=1.0, context_layer=acvi
     )

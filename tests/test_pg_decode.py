@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from acvi_tf import config as config_lib
 from acvi_tf import files
 from acvi_tf.compat import keras
-from acvi_tf.contexts import context as context_lib
+from acvi_tf.contexts import acvi as acvi_lib
 from acvi_tf.formats import bin_files, see_vocab
 from acvi_tf.inference import report as report_lib
 from acvi_tf.metrics import rouge as rouge_lib
@@ -135,7 +135,7 @@ def _original_decode_step(model, tokens, state, constants, coverage_on):
 @pytest.mark.parametrize("kind", ["sa", "acvi"])
 def test_carried_reattention_equals_the_original_decode_graph(vocab, coverage_on, kind):
     keras.utils.set_random_seed(5)
-    layer = context_lib.ACVIContext(seed=4) if kind == "acvi" else None
+    layer = acvi_lib.ACVIContext(seed=4) if kind == "acvi" else None
     model = model_lib.PointerGenerator(
         vocab.size(), hidden_dim=6, emb_dim=5, context_layer=layer, trunc_norm_init_std=0.5
     )

@@ -15,6 +15,7 @@ import pytest
 import tensorflow as tf
 
 from acvi_tf.compat import keras
+from acvi_tf.contexts import acvi as acvi_lib
 from acvi_tf.contexts import context as context_lib
 from pointer_generator import batcher as batcher_lib
 from pointer_generator import losses as losses_lib
@@ -108,6 +109,6 @@ def _train(context, seed=1):
 
 def test_default_acvi_learns_like_soft_attention():
     _, sa = _train(context_lib.SoftAttentionContext(name="context"))
-    before, acvi = _train(context_lib.ACVIContext(seed=1, name="context"))
+    before, acvi = _train(acvi_lib.ACVIContext(seed=1, name="context"))
     assert acvi < before - 1.0, (before, acvi)
     assert acvi <= sa + pair_tolerance(SA_SEED_STD), (sa, acvi)

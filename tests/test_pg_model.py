@@ -6,7 +6,7 @@ import tensorflow as tf
 from references import np_lstm, np_sigmoid
 
 from acvi_tf.compat import keras
-from acvi_tf.contexts import context as context_lib
+from acvi_tf.contexts import acvi as acvi_lib
 from acvi_tf.contexts import registry
 from pointer_generator import losses as losses_lib
 from pointer_generator import model as model_lib
@@ -179,7 +179,7 @@ def test_losses_match_a_hand_computation(batch):
         batch,
         coverage_on=True,
         cov_loss_wt=0.5,
-        context_layer=context_lib.ACVIContext(kl_weight=2.0),
+        context_layer=acvi_lib.ACVIContext(kl_weight=2.0),
     )
     np.testing.assert_allclose(losses["loss"], see_avg(nll), rtol=1e-5)
     np.testing.assert_allclose(losses["coverage_loss"], see_avg(out["coverage_terms"]), rtol=1e-5)
@@ -216,7 +216,7 @@ def test_monte_carlo_samples_average_per_example_before_the_batch_mean(batch):
 
 def test_acvi_model_trains_the_variance_network(batch):
     keras.utils.set_random_seed(4)
-    layer = context_lib.ACVIContext(seed=4)
+    layer = acvi_lib.ACVIContext(seed=4)
     m = model_lib.PointerGenerator(V, hidden_dim=H, emb_dim=E, context_layer=layer)
     with tf.GradientTape() as tape:
         out = m(batch, training=True)

@@ -12,11 +12,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from acvi_tf.contexts import acvi as acvi_lib
 from acvi_tf.contexts import context, registry, structured, variational, ved
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGES = ("acvi_tf", "nmt", "pointer_generator", "video_caption", "data_prep")
-MODULES = dict(context=context, structured=structured, variational=variational, ved=ved)
+MODULES = dict(
+    acvi=acvi_lib, context=context, structured=structured, variational=variational, ved=ved
+)
 
 
 def _documented_mechanisms():
@@ -94,7 +97,7 @@ def test_the_context_help_lists_every_mechanism():
 def test_options_reach_their_mechanism():
     acvi = registry.make_context_layer("acvi", kl="exact", kl_weight=0.5, seed=3)
     assert (acvi.kl, acvi.kl_weight, acvi.seed) == ("exact", 0.5, 3)
-    assert registry.make_context_layer("acvi").kl_weight == context.ACVI_KL_WEIGHT
+    assert registry.make_context_layer("acvi").kl_weight == acvi_lib.ACVI_KL_WEIGHT
     layer = registry.make_context_layer("structured", structured_scale=3.0, structured_penalty=0.1)
     assert (layer.scale, layer.penalty) == (3.0, 0.1)
     # kl_weight and seed serve every sampling mechanism; unset, each keeps its own weight

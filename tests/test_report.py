@@ -14,7 +14,7 @@ import sacrebleu
 import tensorflow as tf
 
 from acvi_tf.compat import keras
-from acvi_tf.contexts import context as context_lib
+from acvi_tf.contexts import acvi as acvi_lib
 from acvi_tf.contexts import registry, ved
 from acvi_tf.formats import bin_files
 from acvi_tf.inference import decoding
@@ -45,7 +45,7 @@ def decoded(tmp_path_factory):
         vocab.size(),
         hidden_dim=8,
         emb_dim=6,
-        context_layer=context_lib.ACVIContext(seed=1),
+        context_layer=acvi_lib.ACVIContext(seed=1),
         rand_unif_init_mag=0.5,
         trunc_norm_init_std=0.5,
     )
@@ -343,10 +343,10 @@ def _ved_numpy(layer, memory, mask, probs):
     return kl, np.sqrt(np.mean(np.exp(2.0 * log_sigma), axis=-1))
 
 
-@pytest.mark.parametrize("kl", context_lib.KL_ESTIMATORS)
+@pytest.mark.parametrize("kl", acvi_lib.KL_ESTIMATORS)
 def test_acvi_reports_sigma_and_a_kl_that_is_deterministic_given_the_attention(kl):
     memory, mask, probs = _small_source()
-    layer = context_lib.ACVIContext(kl=kl, seed=1)
+    layer = acvi_lib.ACVIContext(kl=kl, seed=1)
     prepared = layer.prepare(tf.constant(memory), tf.constant(mask))
     found = {k: v.numpy() for k, v in layer.report_posterior(tf.constant(probs), prepared).items()}
     variance = prepared.variance.numpy()
@@ -409,7 +409,7 @@ def _decode_examples(context_layer, decoded, folder):
 
 
 def test_a_decode_with_the_exact_kl_reports_it_per_step(decoded, tmp_path):
-    layer = context_lib.ACVIContext(kl="exact", seed=1)
+    layer = acvi_lib.ACVIContext(kl="exact", seed=1)
     model, results, data = _decode_examples(layer, decoded, tmp_path)
     batch = decoded["batch"]
     prepared = model.start(batch)[0]["prepared"]

@@ -10,7 +10,7 @@ from references import np_sigmoid
 
 from acvi_tf import config as config_lib
 from acvi_tf.compat import keras
-from acvi_tf.contexts import context as context_lib
+from acvi_tf.contexts import acvi as acvi_lib
 from pointer_generator import experiment, run_summarization, see_checkpoint
 from pointer_generator import model as model_lib
 from pointer_generator import vocab as vocab_lib
@@ -275,7 +275,7 @@ def test_a_baseline_checkpoint_imports_into_a_baseline_model(tmp_path):
 
 def test_the_model_must_be_soft_attention_and_built(tmp_path):
     arrays = _original_arrays("1.2.1", coverage=True)
-    acvi = model_lib.PointerGenerator(V, H, E, context_layer=context_lib.ACVIContext())
+    acvi = model_lib.PointerGenerator(V, H, E, context_layer=acvi_lib.ACVIContext())
     assert "'sa' context" in _import_error(tmp_path / "a", arrays, acvi)
     unbuilt = model_lib.PointerGenerator(V, H, E)
     assert "build the model first" in _import_error(tmp_path / "b", arrays, unbuilt)

@@ -11,6 +11,7 @@ and the tests' mechanisms all come from ``CONTEXTS``.
 import dataclasses
 from typing import Any, Callable, Dict, Optional, Tuple
 
+from acvi_tf.contexts import acvi as acvi_lib
 from acvi_tf.contexts import context, structured, variational, ved
 
 
@@ -23,7 +24,7 @@ class ContextOptions:
       structured_penalty: weight of structured attention's L2 penalty on its CRF.
       ved: ``ved.VEDContext`` arguments.
       variational: ``variational.VariationalAttentionContext`` arguments.
-      acvi: ``context.ACVIContext`` arguments; ``kl_weight`` and ``seed`` among them also
+      acvi: ``acvi.ACVIContext`` arguments; ``kl_weight`` and ``seed`` among them also
         serve the other mechanisms that draw a sample.
     """
 
@@ -45,7 +46,7 @@ def _soft_attention(options: ContextOptions) -> context.ContextLayer:
 
 
 def _acvi(options: ContextOptions) -> context.ContextLayer:
-    return context.ACVIContext(name="context", **(options.acvi or {}))
+    return acvi_lib.ACVIContext(name="context", **(options.acvi or {}))
 
 
 def _structured(options: ContextOptions) -> context.ContextLayer:
