@@ -63,7 +63,7 @@ def listed(names: List[str]) -> str:
     return names[0] if len(names) == 1 else "%s and %s" % (", ".join(names[:-1]), names[-1])
 
 
-def _flag_error_message(error: flags.Error) -> str:
+def flag_error_message(error: flags.Error) -> str:
     """absl's refusal of a command line as one sentence per problem: the required flags
     left out named together, then each other problem in absl's words, then where the
     flags are listed."""
@@ -89,7 +89,7 @@ def _parse_flags(argv: List[str]) -> List[str]:
     try:
         return flags.FLAGS(argv)
     except flags.Error as e:
-        report(flags.Error(_flag_error_message(e)))
+        report(flags.Error(flag_error_message(e)))
 
 
 def disk_full(error: BaseException) -> Optional[OSError]:

@@ -166,7 +166,7 @@ class _QuietLoader(importlib.abc.Loader):
             self._loader.exec_module(module)
 
 
-class _QuietFinder(importlib.abc.MetaPathFinder):
+class QuietFinder(importlib.abc.MetaPathFinder):
     """Finds ``QUIETED`` modules with the finders after it, and wraps their loaders."""
 
     def find_spec(self, fullname, path, target=None):
@@ -206,8 +206,8 @@ def install(argv: Sequence[str] = None, environ=None) -> bool:
     if LEVEL in environ and not ours:
         return False
     environ[LEVEL] = environ[MARK] = QUIET_LEVEL
-    if not any(isinstance(finder, _QuietFinder) for finder in sys.meta_path):
-        sys.meta_path.insert(0, _QuietFinder())
+    if not any(isinstance(finder, QuietFinder) for finder in sys.meta_path):
+        sys.meta_path.insert(0, QuietFinder())
     return True
 
 

@@ -89,11 +89,11 @@ def _summarization(writer):
     vocab = pg_vocab.Vocab(config.vocab_path, config.vocab_size)
     model = pg_experiment.build_model(config, vocab)
     phase = pg_experiment.phases(config)[-1]
-    batch = next(run_summarization._phase_batcher(config, vocab, phase, 0).batches())
+    batch = next(run_summarization.phase_batcher(config, vocab, phase, 0).batches())
     batch = {name: tf.constant(batch[name]) for name in pg_experiment.MODEL_SIGNATURE}
     step = training_lib.make_train_step(model, keras.optimizers.Adam(), norm_key="global_norm")
     run = types.SimpleNamespace(checkpoint=types.SimpleNamespace(coverage_started=False))
-    posterior = run_summarization._posterior_summaries(config, vocab, model, phase, run, writer)
+    posterior = run_summarization.posterior_summaries(config, vocab, model, phase, run, writer)
     return step, batch, posterior, config
 
 
@@ -114,7 +114,7 @@ def _translation(writer):
     batch = next(iter(nmt_data.eval_dataset(examples, config.batch_size)))
     step = training_lib.make_train_step(model, keras.optimizers.Adam())
     translator = nmt_experiment.build_decoder(config, model, vocabs[1])
-    posterior = run_nmt._posterior_summaries(config, model, vocabs, translator, writer)
+    posterior = run_nmt.posterior_summaries(config, model, vocabs, translator, writer)
     return step, batch, posterior, config
 
 
@@ -143,7 +143,7 @@ def _captioning(writer):
     clips = exp.split("train")
     batch = next(clips.caption_batches(clips.caption_pairs(exp.vocab), config.batch_size))
     step = training_lib.make_train_step(exp.model, keras.optimizers.Adam())
-    posterior = run_captioning._posterior_summaries(exp, writer)
+    posterior = run_captioning.posterior_summaries(exp, writer)
     return step, batch, posterior, config
 
 

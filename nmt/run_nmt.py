@@ -17,7 +17,7 @@ and a resume take the run's settings from ``out_dir/hparams.json``
 
 import os
 import time
-from typing import Optional, Tuple
+from typing import TYPE_CHECKING, Optional, Tuple
 
 import tensorflow as tf
 from absl import app, flags, logging
@@ -35,6 +35,9 @@ from acvi_tf.training import checkpoints, distribute, losses, summaries
 from acvi_tf.training import step as training_lib
 from acvi_tf.training import trainer as trainer_lib
 from nmt import data, experiment, hparams, schedule
+
+if TYPE_CHECKING:
+    from nmt import translator as translator_lib
 
 # Flags of this entry point that decide the model's variables (and the optimizer's).
 MODEL_FLAGS = (
@@ -430,7 +433,7 @@ def _train(config, vocabs, strategy, step_var):
             stats.update(nll=0.0, count=0.0, words=0, start=time.time())
 
         posterior = (
-            _posterior_summaries(config, model, vocabs, translator, writer)
+            posterior_summaries(config, model, vocabs, translator, writer)
             if chief
             and config.model_type != "transformer"  # whose outputs hold no posterior
             and (config.histogram_steps or config.image_steps)
@@ -472,9 +475,24 @@ def _train(config, vocabs, strategy, step_var):
         return checkpointer.best_value if checkpointer.best_value is not None else -1.0
 
 
-def _posterior_summaries(config, model, vocabs, translator, writer):
+def posterior_summaries(
+    config: Config,
+    model: "keras.Model",
+    vocabs: Tuple[data.Vocab, data.Vocab],
+    translator: "translator_lib.Translator",
+    writer: tf.summary.SummaryWriter,
+) -> summaries.PosteriorSummaries:
     """``summaries.PosteriorSummaries`` of the first ``SUMMARY_PAIRS`` dev pairs; the
-    images and the greedy translation are of the first."""
+    images and the greedy translation are of the first.
+
+    Args:
+      config: the run's flags (``--dev_prefix``, ``--src``, ``--tgt``, the summaries'
+        periods).
+      model: the model being trained.
+      vocabs: the source and target vocabularies.
+      translator: the run's translator (its greedy alignment of the first pair).
+      writer: the run's TensorBoard writer.
+    """
     src_vocab, tgt_vocab = vocabs
     source = ("%s.%s" % (config.dev_prefix, config.src), "%s.%s" % (config.dev_prefix, config.tgt))
     pairs = nmt_text.read_parallel(*source)

@@ -90,8 +90,14 @@ class Example:
         self.original_abstract_sents = abstract_sentences
 
 
-def _unusable(article, abstract, sentences):
-    """Why a record cannot be trained on, or None."""
+def unusable_pair(article: str, abstract: str, sentences: List[str]) -> Optional[str]:
+    """Why a record cannot be trained on, or None.
+
+    Args:
+      article: the record's article text.
+      abstract: its abstract, with See's sentence tags.
+      sentences: the abstract's sentences.
+    """
     if not article.strip():
         return "has an empty article"
     if not abstract.strip():
@@ -218,7 +224,7 @@ class Batcher:
             for path in paths:
                 for index, (article, abstract) in enumerate(bin_files.read_bin_file(path)):
                     sentences = vocab_lib.abstract2sents(abstract)
-                    problem = _unusable(article, abstract, sentences)
+                    problem = unusable_pair(article, abstract, sentences)
                     if problem:
                         self._skip(path, index, problem)
                         continue

@@ -228,7 +228,9 @@ def _manifest(batcher, settings):
     return dict(settings, data=data)
 
 
-def _prepare_folder(decode_dir, overwrite, manifest, shared=False):
+def prepare_folder(
+    decode_dir: str, overwrite: bool, manifest: Dict[str, Any], shared: bool = False
+) -> bool:
     """Creates ``decode_dir``, or checks that an interrupted decode in it may be resumed.
 
     A folder without ``metrics.json`` is an interrupted decode: it is resumed, its
@@ -254,7 +256,7 @@ def _prepare_folder(decode_dir, overwrite, manifest, shared=False):
             return True
     elif os.path.exists(decode_dir):
         shutil.rmtree(decode_dir)
-    for sub in _KINDS:
+    for sub in PAIR_KINDS:
         os.makedirs(os.path.join(decode_dir, sub), exist_ok=True)
     files.atomic_write_text(record, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     return False
@@ -327,26 +329,34 @@ def _shown(value):
     return "none" if value is None else value
 
 
-_KINDS = ("reference", "decoded")
+PAIR_KINDS = ("reference", "decoded")
 MANIFEST = "manifest.json"
 
 
-def _pair_path(decode_dir, kind, index):
+def pair_path(decode_dir: str, kind: str, index: int) -> str:
+    """The file of article ``index``'s ``kind`` (one of ``PAIR_KINDS``), as See's
+    decoder names it: ``<kind>/<index, 6 digits>_<kind>.txt``."""
     return os.path.join(decode_dir, kind, "%06d_%s.txt" % (index, kind))
 
 
-def _write_pair(decode_dir, index, reference, decoded):
-    _write_text(_pair_path(decode_dir, "reference", index), reference)
-    _write_text(_pair_path(decode_dir, "decoded", index), decoded)
+def write_pair(
+    decode_dir: str, index: int, reference: Sequence[str], decoded: Sequence[str]
+) -> None:
+    """Writes article ``index``'s reference and decoded summary, a sentence a line,
+    each file atomically."""
+    _write_text(pair_path(decode_dir, "reference", index), reference)
+    _write_text(pair_path(decode_dir, "decoded", index), decoded)
 
 
-def _read_lines(path):
+def read_lines(path: str) -> List[str]:
+    """The lines of a UTF-8 text file (a summary's sentences)."""
     with open(path, encoding="utf-8") as f:
         return f.read().splitlines()
 
 
-def _has_pair(decode_dir, index):
-    return all(os.path.exists(_pair_path(decode_dir, kind, index)) for kind in _KINDS)
+def has_pair(decode_dir: str, index: int) -> bool:
+    """Whether article ``index``'s reference and decoded summary are both written."""
+    return all(os.path.exists(pair_path(decode_dir, kind, index)) for kind in PAIR_KINDS)
 
 
 def lock_shard(decode_dir: str, shard: Tuple[int, int]) -> IO[str]:
@@ -421,7 +431,7 @@ def decode_single_pass(
         manifest.update(num_shards=count, decode_batch_size=batcher.batch_size)
     lock = lock_shard(decode_dir, shard)  # held while this shard decodes
     try:
-        if _prepare_folder(decode_dir, overwrite, manifest, shared=count > 1):
+        if prepare_folder(decode_dir, overwrite, manifest, shared=count > 1):
             _log_existing(decode_dir, shard)
         mine = _shard_size(total, batcher.batch_size, index, count) if total else None
         label = "shard %d of %d: " % (index, count) if count > 1 else ""
@@ -433,14 +443,14 @@ def decode_single_pass(
             if number % count != index:
                 continue
             done += len(articles) - first
-            if all(_has_pair(decode_dir, i) for i in range(first, len(articles))):
+            if all(has_pair(decode_dir, i) for i in range(first, len(articles))):
                 continue  # decoded before an interruption
             results = summarizer.decode(batch, record=first < report_examples)
             for i, result in enumerate(results):
                 reference = as_text(batch["original_abstract_sents"][i]).split("\n")
                 if first + i < report_examples:
                     _write_detail(decode_dir, first + i, batch, i, result)
-                _write_pair(decode_dir, first + i, reference, split_sentences(result["words"]))
+                write_pair(decode_dir, first + i, reference, split_sentences(result["words"]))
             new += len(articles) - first
             rate = new / max(time.time() - start, 1e-9)
             left = mine - done if mine else 0
@@ -452,7 +462,7 @@ def decode_single_pass(
                 rate,
                 " ETA %.0fs" % (left / rate) if left > 0 and rate else "",
             )
-        missing = sum(not _has_pair(decode_dir, i) for i in range(len(articles)))
+        missing = sum(not has_pair(decode_dir, i) for i in range(len(articles)))
         if missing:
             logging.info(
                 "Shard %d of %d is done; %d of %d articles wait for the other shards, and the "
@@ -469,10 +479,10 @@ def decode_single_pass(
             if os.path.exists(scored):  # another shard scored
                 return files.read_json(scored, "remove it, and any shard rescores the folder")
             references = [
-                _read_lines(_pair_path(decode_dir, "reference", i)) for i in range(len(articles))
+                read_lines(pair_path(decode_dir, "reference", i)) for i in range(len(articles))
             ]
             hypotheses = [
-                _read_lines(_pair_path(decode_dir, "decoded", i)) for i in range(len(articles))
+                read_lines(pair_path(decode_dir, "decoded", i)) for i in range(len(articles))
             ]
             return score_folder(
                 decode_dir,
@@ -570,14 +580,14 @@ def lead_baseline(
         raise FileExistsError(
             "%s already exists; remove it or pass --decode_overwrite" % decode_dir
         )
-    _prepare_folder(decode_dir, True, _manifest(batcher, {"lead": num_sentences}))  # afresh
+    prepare_folder(decode_dir, True, _manifest(batcher, {"lead": num_sentences}))  # afresh
     articles, references, hypotheses = [], [], []
     for batch in batcher.batches():
         for i in range(len(batch["enc_lens"])):
             article = as_text(batch["original_articles"][i])
             reference = as_text(batch["original_abstract_sents"][i]).split("\n")
             lead = copying.lead_sentences(article, num_sentences)
-            _write_pair(decode_dir, len(hypotheses), reference, lead)
+            write_pair(decode_dir, len(hypotheses), reference, lead)
             articles.append(article)
             references.append(reference)
             hypotheses.append(lead)

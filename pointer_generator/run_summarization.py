@@ -18,7 +18,7 @@ import glob
 import os
 import re
 import time
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 import tensorflow as tf
@@ -437,14 +437,25 @@ def decode_settings(config: Config, checkpoint_path: str) -> Dict[str, Any]:
     )
 
 
-def _optimizer(config):
+def build_optimizer(config: Config) -> "keras.optimizers.Optimizer":
+    """The training optimizer of ``--optimizer``: Adam (at ``--lr`` where given, else
+    1e-3) or See's Adagrad (``--lr``, ``--adagrad_init_acc``)."""
     if config.optimizer == "adam":
         return keras.optimizers.Adam(config.lr if "lr" in config.given else 1e-3)
     return keras.optimizers.Adagrad(config.lr, initial_accumulator_value=config.adagrad_init_acc)
 
 
-def _phase_batcher(config, vocab, phase, seed):
-    """The training data (``--data_path``) cut to a curriculum phase's lengths."""
+def phase_batcher(
+    config: Config, vocab: vocab_lib.Vocab, phase: curriculum.Phase, seed: Optional[int]
+) -> batcher_lib.Batcher:
+    """The training data (``--data_path``) cut to a curriculum phase's lengths.
+
+    Args:
+      config: the run's flags.
+      vocab: the run's vocabulary.
+      phase: the curriculum phase (its ``max_enc_steps`` and ``max_dec_steps``).
+      seed: the batcher's shuffling seed.
+    """
     return batcher_lib.Batcher(
         config.data_path,
         vocab,
@@ -483,11 +494,26 @@ def _run_variables():
     )
 
 
-def _checkpointer(config, train_dir, model, optimizer, vocab, run_variables=None, scratch=None):
-    """Model, optimizer, step, coverage switch and RNG state in ``train/``; 3 kept.
+def build_checkpointer(
+    config: Config,
+    train_dir: str,
+    model: "keras.Model",
+    optimizer: "keras.optimizers.Optimizer",
+    vocab: vocab_lib.Vocab,
+    run_variables: Optional[Tuple[tf.Variable, tf.Variable]] = None,
+    scratch: Optional[str] = None,
+) -> checkpoints.Checkpointer:
+    """The run's checkpointer: model, optimizer, step, coverage switch and RNG state in
+    ``train/``, 3 kept.
 
-    ``run_variables``: ``_run_variables()`` (default: new ones); ``scratch``: a
-    non-chief worker's folder (``checkpoints.Checkpointer``)."""
+    Args:
+      config: the run's flags (its recorded vocabulary is checked on restore).
+      train_dir: the checkpoint folder.
+      model, optimizer: what the checkpoints hold.
+      vocab: the run's vocabulary.
+      run_variables: the global step and the coverage switch (default: new ones).
+      scratch: a non-chief worker's folder (``checkpoints.Checkpointer``).
+    """
     step, coverage_started = run_variables or _run_variables()
     return checkpoints.Checkpointer(
         train_dir,
@@ -506,7 +532,7 @@ def _start_coverage(config, model, checkpointer):
     """What ``convert_to_coverage_model`` does, in process: a fresh ``w_c`` and optimizer."""
     w_c = model.scorer.coverage_projection.kernel
     w_c.assign(keras.initializers.GlorotUniform()(w_c.shape))
-    optimizer = _optimizer(config)
+    optimizer = build_optimizer(config)
     optimizer.build(model.trainable_variables)
     checkpointer.checkpoint.optimizer = optimizer
     checkpointer.checkpoint.coverage_started.assign(True)
@@ -534,10 +560,12 @@ def train(
 def _train(config, vocab, train_dir, phases, strategy, run_variables):
     chief = distribute.is_chief(strategy)
     model = experiment.build_model(config, vocab)
-    optimizer = _optimizer(config)
+    optimizer = build_optimizer(config)
     optimizer.build(model.trainable_variables)
     scratch = None if chief else distribute.worker_scratch_dir(train_dir, strategy)
-    checkpointer = _checkpointer(config, train_dir, model, optimizer, vocab, run_variables, scratch)
+    checkpointer = build_checkpointer(
+        config, train_dir, model, optimizer, vocab, run_variables, scratch
+    )
     checkpointer.restore_latest()
     optimizer = checkpointer.checkpoint.optimizer
     if config.convert_to_coverage_model or config.restore_best_model:
@@ -552,7 +580,7 @@ def _train(config, vocab, train_dir, phases, strategy, run_variables):
         total = curriculum.training_end(phases, config.max_steps, warn=True)
 
         posterior = (
-            _posterior_summaries(config, vocab, model, phases[-1], checkpointer, writer)
+            posterior_summaries(config, vocab, model, phases[-1], checkpointer, writer)
             if chief and (config.histogram_steps or config.image_steps)
             else None
         )
@@ -601,7 +629,7 @@ def _train(config, vocab, train_dir, phases, strategy, run_variables):
                         sum_keys=("tokens",),
                         coverage_on=phase.coverage,
                     )
-                batcher = _phase_batcher(config, vocab, phase, config.seed + step)
+                batcher = phase_batcher(config, vocab, phase, config.seed + step)
                 train_step = train_steps[key]
                 trainer.train(
                     batcher.dataset(),
@@ -615,11 +643,28 @@ def _train(config, vocab, train_dir, phases, strategy, run_variables):
         return model
 
 
-def _posterior_summaries(config, vocab, model, last_phase, checkpointer, writer):
+def posterior_summaries(
+    config: Config,
+    vocab: vocab_lib.Vocab,
+    model: "keras.Model",
+    last_phase: curriculum.Phase,
+    checkpointer: checkpoints.Checkpointer,
+    writer: tf.summary.SummaryWriter,
+) -> Optional[summaries.PosteriorSummaries]:
     """``summaries.PosteriorSummaries`` of the first ``SUMMARY_ARTICLES`` articles of
     ``--summary_data_path`` (default ``--data_path``) in file order, cut to the last
     phase's lengths; the images and the greedy summary are of the first. Coverage
-    follows the run's switch. None when ``--data_path`` holds no usable article."""
+    follows the run's switch (``checkpointer``'s). None when ``--data_path`` holds no
+    usable article.
+
+    Args:
+      config: the run's flags.
+      vocab: the run's vocabulary.
+      model: the model being trained.
+      last_phase: the curriculum's last phase.
+      checkpointer: the run's checkpointer (its coverage switch).
+      writer: the run's TensorBoard writer.
+    """
     path = config.summary_data_path or config.data_path
     if config.summary_data_path and not glob.glob(path):
         raise app.UsageError(
@@ -711,7 +756,7 @@ def _convert_or_restore(config, model, checkpointer, train_dir, vocab):
             )
         _, step = experiment.restore(config, model, vocab, ckpt=best)
         checkpointer.step.assign(step)
-        checkpointer.checkpoint.optimizer = _optimizer(config)
+        checkpointer.checkpoint.optimizer = build_optimizer(config)
         path = checkpointer.checkpoint.write(
             os.path.join(train_dir, os.path.basename(best).replace("bestmodel", "model.ckpt"))
         )

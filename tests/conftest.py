@@ -281,7 +281,7 @@ def command(
         try:
             config = config_lib.parse(entry.define_flags, [module, *argv])
         except flags.Error as e:
-            errors.report(flags.Error(errors._flag_error_message(e)))
+            errors.report(flags.Error(errors.flag_error_message(e)))
         entry.run(config)
 
     monkeypatch.setattr(sys, "argv", [module])

@@ -177,7 +177,7 @@ def _write(path, text):
     path.write_text(text, encoding="utf-8")
 
 
-def _make_corpus(root):
+def make_corpus(root):
     """Writes the story folders and URL lists under ``root``; returns their paths."""
     for urls, folder in ((CNN_URLS, "cnn/stories"), (DM_URLS, "dailymail/stories")):
         for url in urls:
@@ -210,7 +210,7 @@ def _vocab(out_dir):
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     """The fixture's story folders and URL lists."""
-    return _make_corpus(tmp_path_factory.mktemp("cnn_dm"))
+    return make_corpus(tmp_path_factory.mktemp("cnn_dm"))
 
 
 @pytest.fixture(scope="module")

@@ -42,7 +42,7 @@ def mirrored():
 def one_replica():
     """A MirroredStrategy over the first CPU device: the strategy of a one-GPU machine,
     from distribute's cache of one strategy per device set."""
-    strategy = distribute._strategy((tf.config.list_logical_devices("CPU")[0].name,))
+    strategy = distribute.cached_strategy((tf.config.list_logical_devices("CPU")[0].name,))
     assert strategy.num_replicas_in_sync == 1
     return strategy
 

@@ -114,8 +114,8 @@ def _duc2004_chain(trained, cwd):
         ignore=shutil.ignore_patterns("decode_*"),
     )
     os.symlink(trained / "finished_files", cwd / "finished_files")
-    test_duc2004._write_tree(cwd / DUC_BUILD.flag("docs_dir"), test_duc2004.DOCUMENTS)
-    test_duc2004._write_tree(cwd / DUC_BUILD.flag("models_dir"), test_duc2004.MODELS)
+    test_duc2004.write_tree(cwd / DUC_BUILD.flag("docs_dir"), test_duc2004.DOCUMENTS)
+    test_duc2004.write_tree(cwd / DUC_BUILD.flag("models_dir"), test_duc2004.MODELS)
     _run(DUC_BUILD, cwd)
     assert _run(DUC_DECODE, cwd)["num_summaries"] == 3
     decoded = os.path.relpath(_one(cwd / "logs" / "acvi" / "decode_test_*"), cwd)
@@ -124,7 +124,7 @@ def _duc2004_chain(trained, cwd):
 
 
 def test_see_et_al_checkpoint_decodes_a_cnn_dailymail_build(tmp_path, monkeypatch):
-    raw = test_cnn_dailymail._make_corpus(tmp_path)
+    raw = test_cnn_dailymail.make_corpus(tmp_path)
     os.renames(raw["url_lists_dir"], tmp_path / CNN_DAILYMAIL.flag("url_lists_dir"))
     _run(CNN_DAILYMAIL, tmp_path)
     vocab = vocab_lib.Vocab(
@@ -136,9 +136,9 @@ def test_see_et_al_checkpoint_decodes_a_cnn_dailymail_build(tmp_path, monkeypatc
     monkeypatch.setattr(test_see_checkpoint, "E", int(IMPORT.flag("emb_dim")))
     tf1_checkpoint = IMPORT.flag("tf1_checkpoint")
     os.makedirs(tmp_path / os.path.dirname(tf1_checkpoint))
-    test_see_checkpoint._write_tf1_checkpoint(
+    test_see_checkpoint.write_tf1_checkpoint(
         tmp_path / tf1_checkpoint,
-        test_see_checkpoint._original_arrays("1.2.1", coverage=True),
+        test_see_checkpoint.original_arrays("1.2.1", coverage=True),
         step=int(tf1_checkpoint.rsplit("-", 1)[1]),
     )
     _run(IMPORT, tmp_path)

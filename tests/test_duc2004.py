@@ -70,7 +70,7 @@ MODELS = {
 }
 
 
-def _write_tree(root, files):
+def write_tree(root, files):
     for name, text in files.items():
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -81,8 +81,8 @@ def _write_tree(root, files):
 @pytest.fixture
 def duc(tmp_path):
     """``(docs_dir, models_dir)`` of the fixture corpus."""
-    docs_dir = _write_tree(tmp_path / "docs", dict(DOCUMENTS, **{"d30001t/.DS_Store": "x"}))
-    return docs_dir, _write_tree(tmp_path / "models", MODELS)
+    docs_dir = write_tree(tmp_path / "docs", dict(DOCUMENTS, **{"d30001t/.DS_Store": "x"}))
+    return docs_dir, write_tree(tmp_path / "models", MODELS)
 
 
 def test_parse_documents_cleans_markup_and_keeps_file_order():
@@ -142,7 +142,7 @@ def test_read_documents_orders_sets_and_files(duc):
 
 
 def test_duplicate_docno_is_an_error(tmp_path):
-    docs_dir = _write_tree(
+    docs_dir = write_tree(
         tmp_path / "docs",
         {
             "d1t/A": "<DOC><DOCNO>APW1</DOCNO><TEXT>x</TEXT></DOC>",
@@ -186,11 +186,11 @@ def test_read_models_groups_by_document(duc):
 
 
 def test_same_annotator_twice(tmp_path):
-    same = _write_tree(tmp_path / "same", {"D1.P.10.T.A.X1": "text", "d1.p.10.t.a.X1": "text"})
+    same = write_tree(tmp_path / "same", {"D1.P.10.T.A.X1": "text", "d1.p.10.t.a.X1": "text"})
     stats = duc2004.Stats()
     assert list(duc2004.read_models(same, stats)["X1"]) == ["A"]
     assert stats.duplicate_models == 1
-    differ = _write_tree(tmp_path / "differ", {"D1.P.10.T.A.X1": "one", "D1T.P.10.T.A.X1": "two"})
+    differ = write_tree(tmp_path / "differ", {"D1.P.10.T.A.X1": "one", "D1T.P.10.T.A.X1": "two"})
     with pytest.raises(duc2004.DucDataError, match="both hold annotator A's summary of X1"):
         duc2004.read_models(differ, duc2004.Stats())
 
@@ -262,7 +262,7 @@ def test_build_writes_bin_and_references(duc, tmp_path, absl_caplog):
 
 
 def test_build_refuses_unrelated_folders(tmp_path, duc):
-    models = _write_tree(tmp_path / "other", {"D1.P.10.T.A.XIE1": "a summary"})
+    models = write_tree(tmp_path / "other", {"D1.P.10.T.A.XIE1": "a summary"})
     with pytest.raises(duc2004.DucDataError, match="no document of .* has a usable model"):
         duc2004.build(duc[0], models, str(tmp_path / "out"))
     assert not (tmp_path / "out").exists()

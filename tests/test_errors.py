@@ -76,7 +76,7 @@ def test_required_flags_left_out_are_named_in_one_sentence():
     flags.mark_flags_as_required(["src", "tgt", "out_dir"], flag_values=fv)
     with pytest.raises(flags.Error) as refused:
         fv(["command", "--beam=x"])
-    assert errors._flag_error_message(refused.value) == (
+    assert errors.flag_error_message(refused.value) == (
         "--src, --tgt and --out_dir are required (--helpshort lists the flags)"
     )
 
@@ -89,7 +89,7 @@ def test_one_of_a_group_left_out_is_named_with_the_required_flags():
     flags.mark_flags_as_mutual_exclusive(["features", "videos"], required=True, flag_values=fv)
     with pytest.raises(flags.Error) as refused:
         fv(["command"])
-    assert errors._flag_error_message(refused.value) == (
+    assert errors.flag_error_message(refused.value) == (
         "--captions is required; give exactly one of --features or --videos "
         "(--helpshort lists the flags)"
     )

@@ -240,7 +240,7 @@ def test_an_export_is_readable_by_others_and_clears_what_a_killed_export_left(tm
     gone = subprocess.run(
         [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, check=True
     )
-    prefix = export_lib._staging_prefix()
+    prefix = export_lib.staging_prefix()
     left = tmp_path / ("%s%s-abc" % (prefix, gone.stdout.decode().strip()))
     running = tmp_path / ("%s%d-def" % (prefix, os.getpid()))
     elsewhere = tmp_path / (".export-another_machine-%s-ghi" % gone.stdout.decode().strip())

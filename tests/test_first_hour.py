@@ -169,7 +169,7 @@ def test_own_parallel_text_with_bpe_to_a_served_model(tmp_path, capfd):
     assert not any("@@" in line for line in by_inference + by_translate)
 
 
-def _clips_in_every_split(train, val, test):
+def clips_in_every_split(train, val, test):
     """Clip ids that the builders' hash split puts ``train``, ``val`` and ``test`` of in
     each split (a small corpus would leave one empty by chance)."""
     wanted = {"train": train, "val": val, "test": test}
@@ -188,7 +188,7 @@ def test_own_captioned_videos_to_captions_of_new_videos(tmp_path, capfd):
     os.mkdir(cwd / "my_videos")
     colours = {"red": (255, 0, 0), "blue": (0, 0, 255), "green": (0, 255, 0)}
     rows = ["clip,caption"]
-    for number, clip in enumerate(_clips_in_every_split(10, 1, 1)):
+    for number, clip in enumerate(clips_in_every_split(10, 1, 1)):
         name = sorted(colours)[number % 3]
         write_video(cwd / "my_videos" / clip, num_frames=12, colour=colours[name])
         rows += ["%s,a %s square moves" % (clip, name)] * 2

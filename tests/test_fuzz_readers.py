@@ -159,7 +159,7 @@ def test_the_training_batcher_gives_a_batch_or_one_error_never_a_hang(files):
             (article, abstract)
             for records in files
             for article, abstract in records
-            if not batcher_lib._unusable(article, abstract, pg_vocab.abstract2sents(abstract))
+            if not batcher_lib.unusable_pair(article, abstract, pg_vocab.abstract2sents(abstract))
         ]
         batcher = batcher_lib.Batcher(os.path.join(root, "train_*"), vocab, 2, 10, 5)
         if usable:

@@ -230,3 +230,44 @@ def test_the_library_keeps_its_layers_in_sub_packages():
     assert {"contexts", "inference", "layers", "training", "text", "formats", "metrics"} <= set(
         packages
     )
+
+
+def _private_reads(path):
+    """``(line, "module.name")`` of each private name (``_x``, not a dunder) that the
+    file at ``path`` reads from a module of the project it imports: a package module, or
+    a module beside it (a test's helper module, a bench script's)."""
+    beside = {name[: -len(".py")] for name in os.listdir(os.path.dirname(path))}
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    modules = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            if node.module.split(".")[0] in PACKAGES:
+                for alias in node.names:
+                    modules[alias.asname or alias.name] = "%s.%s" % (node.module, alias.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in PACKAGES or alias.name in beside:
+                    modules[alias.asname or alias.name.split(".")[0]] = alias.name
+    return [
+        (node.lineno, "%s.%s" % (modules[node.value.id], node.attr))
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id in modules
+        and node.attr.startswith("_")
+        and not node.attr.startswith("__")
+    ]
+
+
+def test_no_module_reads_another_module_s_private_names():
+    """A module's ``_`` names are its own: the packages, the tests and the bench scripts
+    reach each other through public names only."""
+    found = []
+    for folder in PACKAGES + ["tests", "bench"]:
+        for path in sorted(glob.glob(os.path.join(ROOT, folder, "**", "*.py"), recursive=True)):
+            found += [
+                "%s:%d: %s" % (os.path.relpath(path, ROOT), line, name)
+                for line, name in _private_reads(path)
+            ]
+    assert not found, "\n".join(found)

@@ -498,9 +498,9 @@ def test_a_damaged_interrupted_decode_folder_resumes_or_is_refused(
     manifest = DECODE_MANIFEST
     with tempfile.TemporaryDirectory() as root:
         folder = os.path.join(root, "decode_test")
-        decode_lib._prepare_folder(folder, False, manifest)
+        decode_lib.prepare_folder(folder, False, manifest)
         for index in range(finished):
-            decode_lib._write_pair(folder, index, ["a ."], ["b ."])
+            decode_lib.write_pair(folder, index, ["a ."], ["b ."])
         record = os.path.join(folder, decode_lib.MANIFEST)
         if damage.startswith("manifest"):
             with open(record, "rb") as f:
@@ -512,14 +512,14 @@ def test_a_damaged_interrupted_decode_folder_resumes_or_is_refused(
                     f.write(text.encode("utf-8"))
         elif damage == "delete" and finished:
             index = target % finished
-            os.remove(decode_lib._pair_path(folder, decode_lib._KINDS[target % 2], index))
+            os.remove(decode_lib.pair_path(folder, decode_lib.PAIR_KINDS[target % 2], index))
         try:
-            decode_lib._prepare_folder(folder, False, manifest)
+            decode_lib.prepare_folder(folder, False, manifest)
         except decode_lib.DecodeFolderError as e:
             assert folder in str(e)
             assert damage.startswith("manifest")
             return
-        kept = sum(decode_lib._has_pair(folder, index) for index in range(finished))
+        kept = sum(decode_lib.has_pair(folder, index) for index in range(finished))
         assert kept == finished - (damage == "delete" and finished > 0)
 
 
@@ -548,9 +548,9 @@ def test_a_resume_with_any_manifest_entry_changed_is_refused_naming_it(field, va
     label = {"flags": "--%s", "data": "data file %s"}[key] % name if name else key
     with tempfile.TemporaryDirectory() as root:
         folder = os.path.join(root, "decode_test")
-        decode_lib._prepare_folder(folder, False, DECODE_MANIFEST)
+        decode_lib.prepare_folder(folder, False, DECODE_MANIFEST)
         with pytest.raises(decode_lib.DecodeFolderError) as refused:
-            decode_lib._prepare_folder(folder, False, changed)
+            decode_lib.prepare_folder(folder, False, changed)
     shown = ["none" if v is None else str(v) for v in (old, value)]
     assert "in %s (%s there, %s here)" % (label, *shown) in str(refused.value)
 
@@ -589,7 +589,7 @@ def test_sharded_decodes_write_the_single_run_folder_byte_for_byte(tmp_path):
     def contents(folder):
         return {
             os.path.join(kind, name): (folder / kind / name).read_bytes()
-            for kind in decode_lib._KINDS
+            for kind in decode_lib.PAIR_KINDS
             for name in sorted(os.listdir(folder / kind))
         }
 

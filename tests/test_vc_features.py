@@ -138,7 +138,7 @@ def test_random_init_is_reproducible_and_warns(gnet, blank):
     np.testing.assert_array_equal(gnet.model(images).numpy(), blank(images).numpy())
 
 
-def _caffe_tensorflow_dict(model):
+def caffe_tensorflow_dict(model):
     """{layer: {"weights", "biases"}} as the caffe-tensorflow converter writes it."""
     data = {}
     for layer in model.layers:
@@ -155,7 +155,7 @@ def _caffe_tensorflow_dict(model):
 
 
 def test_caffe_tensorflow_npy_round_trip(gnet, blank, tmp_path, caplog):
-    data = _caffe_tensorflow_dict(gnet.model)
+    data = caffe_tensorflow_dict(gnet.model)
     path = str(tmp_path / "bvlc_googlenet.npy")
     np.save(path, data, allow_pickle=True)
     _zero(blank)
@@ -170,7 +170,7 @@ def test_caffe_tensorflow_npy_round_trip(gnet, blank, tmp_path, caplog):
 
 
 def test_npy_weights_that_do_not_fit_name_the_layer(blank, tmp_path):
-    data = _caffe_tensorflow_dict(blank)
+    data = caffe_tensorflow_dict(blank)
     data["inception_4c_3x3"]["weights"] = np.zeros((3, 3, 128, 255), np.float32)
     path = str(tmp_path / "wrong.npy")
     np.save(path, data, allow_pickle=True)
@@ -185,7 +185,7 @@ def test_npy_weights_that_do_not_fit_name_the_layer(blank, tmp_path):
     # Nothing was set: every layer is checked before any is assigned.
     for a, b in zip(before, blank.get_weights()):
         np.testing.assert_array_equal(a, b)
-    data = _caffe_tensorflow_dict(blank)
+    data = caffe_tensorflow_dict(blank)
     del data["inception_5b_pool_proj"]
     np.save(path, data, allow_pickle=True)
     with pytest.raises(cnn.WeightsError, match="no weights for layer inception_5b_pool_proj"):

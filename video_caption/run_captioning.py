@@ -333,7 +333,7 @@ def train(
             return metrics[config.best_metric], metrics
 
         posterior = (
-            _posterior_summaries(exp, writer)
+            posterior_summaries(exp, writer)
             if chief and (config.histogram_steps or config.image_steps)
             else None
         )
@@ -366,9 +366,16 @@ def train(
         return checkpointer.best_value if checkpointer.best_value is not None else -1.0
 
 
-def _posterior_summaries(exp, writer):
+def posterior_summaries(
+    exp: experiment.Experiment, writer: tf.summary.SummaryWriter
+) -> summaries.PosteriorSummaries:
     """``summaries.PosteriorSummaries`` of the first ``SUMMARY_CAPTIONS`` validation
-    captions in split order; the images and the greedy caption are of the first."""
+    captions in split order; the images and the greedy caption are of the first.
+
+    Args:
+      exp: the run's data, model and decoder.
+      writer: the run's TensorBoard writer.
+    """
     config = exp.config
     clips = exp.split("val")
     pairs = clips.caption_pairs(exp.vocab)[:SUMMARY_CAPTIONS]
@@ -431,14 +438,20 @@ def _validate(exp, writer, step, record=True):
                 step,
             )
     if record:
-        _record_validation(os.path.join(exp.config.out_dir, "validation.jsonl"), metrics, step)
+        record_validation(os.path.join(exp.config.out_dir, "validation.jsonl"), metrics, step)
     return metrics
 
 
-def _record_validation(path, metrics, step):
+def record_validation(path: str, metrics: Dict[str, float], step: int) -> None:
     """Writes ``path`` with the lines of earlier steps and then ``step``'s: a kill after
     this write and before ``best.json``'s record validates the step again on resume, and
-    its line stays one. A line that is not JSON (an append a kill cut) is dropped."""
+    its line stays one. A line that is not JSON (an append a kill cut) is dropped.
+
+    Args:
+      path: the run's ``validation.jsonl``.
+      metrics: the step's scores by name.
+      step: the validated step.
+    """
     lines = []
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:

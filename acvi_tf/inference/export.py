@@ -175,7 +175,7 @@ def save(
     with files.named_as(export_dir):
         os.makedirs(parent, exist_ok=True)
         _remove_abandoned_staging(parent)
-        staging = tempfile.mkdtemp(prefix="%s%d-" % (_staging_prefix(), os.getpid()), dir=parent)
+        staging = tempfile.mkdtemp(prefix="%s%d-" % (staging_prefix(), os.getpid()), dir=parent)
     umask = os.umask(0)
     os.umask(umask)
     os.chmod(staging, 0o777 & ~umask)  # mkdtemp's folder is the owner's only
@@ -198,7 +198,7 @@ def save(
     return export_dir
 
 
-def _staging_prefix() -> str:
+def staging_prefix() -> str:
     """``.export-<this machine>-``: the start of this machine's staging folders' names."""
     return ".export-%s-" % socket.gethostname().replace("-", "_")
 
@@ -206,7 +206,7 @@ def _staging_prefix() -> str:
 def _remove_abandoned_staging(parent: str) -> None:
     """Removes the staging folders in ``parent`` of exports on this machine whose process
     is gone (killed while it wrote), with a log line each."""
-    prefix = _staging_prefix()
+    prefix = staging_prefix()
     for name in sorted(os.listdir(parent)):
         pid = name[len(prefix) :].split("-")[0]
         if not (name.startswith(prefix) and pid.isdigit()):

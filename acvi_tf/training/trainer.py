@@ -73,7 +73,7 @@ def refuse_in_use(directory: str, job: str = "trainer") -> None:
         files.locked(path, directory, job).close()
 
 
-def _trains_alone() -> bool:
+def trains_alone() -> bool:
     """Whether this process trains without other workers (no multi-worker strategy)."""
     resolver = getattr(tf.distribute.get_strategy(), "cluster_resolver", None)
     return resolver is None or not resolver.task_type
@@ -177,7 +177,7 @@ class Trainer:
 
     def __enter__(self) -> "Trainer":
         self._lock = self._lock or lock_folder(self.checkpointer.write_dir)
-        if not _trains_alone():
+        if not trains_alone():
             self._signals = stops.SystemDefault()
         self._signals.__enter__()
         best = self.checkpointer.best_manager
