@@ -17,7 +17,7 @@ and a resume take the run's settings from ``out_dir/hparams.json``
 
 import os
 import time
-from typing import TYPE_CHECKING, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, Optional, Tuple
 
 import tensorflow as tf
 from absl import app, flags, logging
@@ -278,9 +278,30 @@ def _bleu(config, references, translations):
     return bleu_lib.corpus_bleu([experiment.words(config)(r) for r in references], translations)
 
 
-def _evaluate(config, forward, name, prefix, vocabs, translator, writer, step, write_dir):
+def evaluate_split(
+    config: Config,
+    forward: Callable[[Dict[str, tf.Tensor]], Dict[str, tf.Tensor]],
+    name: str,
+    prefix: str,
+    vocabs: Tuple[data.Vocab, data.Vocab],
+    translator: "translator_lib.Translator",
+    writer: tf.summary.SummaryWriter,
+    step: int,
+    write_dir: str,
+) -> Tuple[float, float]:
     """Perplexity (batches of ``forward``, the model's traced call) and BLEU of ``prefix``;
     writes ``write_dir/output_<name>``.
+
+    Args:
+      config: the run's flags (``--src``, ``--tgt``, the search's).
+      forward: the model's traced call on a batch.
+      name: the split's name (``dev``, ``test``) in the logs and the output file.
+      prefix: the split's files without the language suffix.
+      vocabs: the source and target vocabularies.
+      translator: the run's translator.
+      writer: the run's TensorBoard writer.
+      step: the training step evaluated.
+      write_dir: where ``output_<name>`` is written.
 
     Returns:
       ``(bleu, nll)``: the BLEU and the NLL per target token (perplexity's logarithm,
@@ -447,9 +468,11 @@ def _train(config, vocabs, strategy, step_var):
 
         def validate(step):
             evaluation = (vocabs, translator, writer, step, write_dir)
-            dev_bleu, dev_nll = _evaluate(config, forward, "dev", config.dev_prefix, *evaluation)
+            dev_bleu, dev_nll = evaluate_split(
+                config, forward, "dev", config.dev_prefix, *evaluation
+            )
             if config.test_prefix:
-                _evaluate(config, forward, "test", config.test_prefix, *evaluation)
+                evaluate_split(config, forward, "test", config.test_prefix, *evaluation)
             return dev_bleu, {"dev_nll": dev_nll}
 
         with trainer_lib.Trainer(

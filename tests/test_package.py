@@ -234,8 +234,9 @@ def test_the_library_keeps_its_layers_in_sub_packages():
 
 def _private_reads(path):
     """``(line, "module.name")`` of each private name (``_x``, not a dunder) that the
-    file at ``path`` reads from a module of the project it imports: a package module, or
-    a module beside it (a test's helper module, a bench script's)."""
+    file at ``path`` reads, or names to a call such as ``monkeypatch.setattr``, from a
+    module of the project it imports: a package module, or a module beside it (a test's
+    helper module, a bench script's)."""
     beside = {name[: -len(".py")] for name in os.listdir(os.path.dirname(path))}
     with open(path, encoding="utf-8") as f:
         tree = ast.parse(f.read())
@@ -249,15 +250,23 @@ def _private_reads(path):
             for alias in node.names:
                 if alias.name.split(".")[0] in PACKAGES or alias.name in beside:
                     modules[alias.asname or alias.name.split(".")[0]] = alias.name
-    return [
-        (node.lineno, "%s.%s" % (modules[node.value.id], node.attr))
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Attribute)
-        and isinstance(node.value, ast.Name)
-        and node.value.id in modules
-        and node.attr.startswith("_")
-        and not node.attr.startswith("__")
-    ]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            module, name = node.value.id, node.attr
+        elif (
+            isinstance(node, ast.Call)
+            and len(node.args) >= 2
+            and isinstance(node.args[0], ast.Name)
+            and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str)
+        ):
+            module, name = node.args[0].id, node.args[1].value
+        else:
+            continue
+        if module in modules and name.startswith("_") and not name.startswith("__"):
+            found.append((node.lineno, "%s.%s" % (modules[module], name)))
+    return found
 
 
 def test_no_module_reads_another_module_s_private_names():

@@ -26,7 +26,7 @@ def fresh_home(monkeypatch, tmp_path):
     script = copy / rouge.ROUGE_SCRIPT
     script.chmod(script.stat().st_mode & ~(stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH))
     (copy / "data" / rouge.WORDNET_DB).unlink(missing_ok=True)
-    monkeypatch.setattr(rouge, "_shipped_rouge_dir", lambda: str(copy))
+    monkeypatch.setattr(rouge, "shipped_rouge_dir", lambda: str(copy))
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     rouge.rouge155_home.cache_clear()
     yield copy
@@ -63,7 +63,7 @@ def test_extra_rouge_args_reach_the_script():
 
 def test_fallback_is_labelled(monkeypatch):
     monkeypatch.setattr(rouge, "perl_rouge_available", lambda: False)
-    monkeypatch.setattr(rouge, "_unavailable_reason", lambda: "no perl here")
+    monkeypatch.setattr(rouge, "unavailable_reason", lambda: "no perl here")
     scored = rouge.rouge(REFERENCES, HYPOTHESES)
     assert scored.tool == "rouge-score" and "rouge_l_f_score" in scored.scores
     assert scored.fallback == "it cannot run here (no perl here)"
@@ -161,7 +161,7 @@ def test_rouge_155_reports_the_mean_of_its_bootstrap_resamples():
 
 def test_per_example_scores_fall_back_to_rouge_score(monkeypatch):
     monkeypatch.setattr(rouge, "perl_rouge_available", lambda: False)
-    monkeypatch.setattr(rouge, "_unavailable_reason", lambda: "no perl here")
+    monkeypatch.setattr(rouge, "unavailable_reason", lambda: "no perl here")
     scored = rouge.rouge(REFERENCES, HYPOTHESES)
     assert scored.tool == "rouge-score" and scored.fallback
     assert scored.per_document == rouge.rouge_python_per_example(REFERENCES, HYPOTHESES)
@@ -170,7 +170,7 @@ def test_per_example_scores_fall_back_to_rouge_score(monkeypatch):
 
 def test_a_document_without_per_example_scores_is_an_error(monkeypatch):
     lines = "\n".join("1 ROUGE-%s Eval 1.1 R:0.50000 P:0.50000 F:0.50000" % kind for kind in "12L")
-    monkeypatch.setattr(rouge, "_rouge155_output", lambda *args: (None, lines))
+    monkeypatch.setattr(rouge, "rouge155_output", lambda *args: (None, lines))
     assert rouge.rouge_perl_per_example(["a b"], ["a c"])[0]["rouge_l_f_score"] == 0.5
     with pytest.raises(rouge.Rouge155Error, match="no ROUGE-1, ROUGE-2 and ROUGE-L of document 1"):
         rouge.rouge_perl_per_example(["a b", "c"], ["a c", "c"])
@@ -204,7 +204,7 @@ def test_a_failing_rouge_155_falls_back_to_rouge_score_saying_why(monkeypatch, a
     def fail(*args):
         raise rouge.Rouge155Error("ROUGE-1.5.5 failed (ROUGE-1.5.5.pl ...): Illegal division")
 
-    monkeypatch.setattr(rouge, "_rouge155_output", fail)
+    monkeypatch.setattr(rouge, "rouge155_output", fail)
     scored = rouge.rouge(REFERENCES, HYPOTHESES)
     assert scored.tool == "rouge-score"
     assert (

@@ -157,7 +157,7 @@ def test_decode_and_a_resume_read_the_model_from_the_record(tmp_path, absl_caplo
         raise OSError(28, "No space left on device", str(folder / "report.html"))
 
     with monkeypatch.context() as patch:
-        patch.setattr(run_captioning, "_write_report", no_room)
+        patch.setattr(run_captioning, "write_decode_report", no_room)
         with pytest.raises(OSError, match="No space left"):
             run_captioning.run(_flags("--mode=decode", run, "--decode_overwrite"))
     assert (folder / "captions.json").exists() and not (folder / "metrics.json").exists()

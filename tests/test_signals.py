@@ -321,7 +321,7 @@ def test_a_multi_worker_trainer_leaves_the_signals_to_the_system(tmp_path, monke
     with tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]).scope():
         assert trainer.trains_alone()  # one process, two replicas
     previous = [signal.getsignal(s) for s in stops.SIGNALS]
-    monkeypatch.setattr(trainer, "_trains_alone", lambda: False)
+    monkeypatch.setattr(trainer, "trains_alone", lambda: False)
     loop, _ = _tiny_trainer(str(tmp_path / "train"))
     with loop:
         assert [signal.getsignal(s) for s in stops.SIGNALS] == [signal.SIG_DFL] * 2
@@ -354,7 +354,7 @@ def test_a_stopped_single_pass_decode_keeps_its_finished_articles(
         if len(written) == 3:
             os.kill(os.getpid(), signal.SIGTERM)
 
-    monkeypatch.setattr(decode_lib, "_write_pair", write_then_stop)
+    monkeypatch.setattr(decode_lib, "write_pair", write_then_stop)
     argv = _stopped_summarizer_command(
         run,
         "--mode=decode",

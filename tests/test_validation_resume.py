@@ -219,7 +219,7 @@ def test_nmt_validates_the_last_step_a_kill_left_out(tmp_path, monkeypatch):
         raise Killed("scoring")
 
     with monkeypatch.context() as patch:
-        patch.setattr(run_nmt, "_evaluate", killed)
+        patch.setattr(run_nmt, "evaluate_split", killed)
         with pytest.raises(Killed):
             run_nmt.run(config)
     assert tf.train.latest_checkpoint(str(out)).endswith("ckpt-2")

@@ -541,7 +541,7 @@ def _decode(exp, folder):
                         title=record["clip"],
                     )
                 )
-    _write_report(exp, folder, clip_set, captions, attentions, report)
+    write_decode_report(exp, folder, clip_set, captions, attentions, report)
     # last: a folder with metrics.json is a finished decode (folders.refuse_finished)
     files.atomic_write_text(
         os.path.join(folder, "metrics.json"), json.dumps(report, indent=2) + "\n"
@@ -561,10 +561,26 @@ REPORT_ELSEWHERE = (
 )
 
 
-def _write_report(exp, folder, clip_set, captions, attentions, metrics):
+def write_decode_report(
+    exp: experiment.Experiment,
+    folder: str,
+    clip_set: data.ClipSet,
+    captions: Dict[str, str],
+    attentions: Dict[str, np.ndarray],
+    metrics: Dict[str, float],
+) -> None:
     """Writes the decode's ``report.html`` (``acvi_tf.inference.report``): every caption
     with its CIDEr-D, the first ``--report_examples`` with their attention over the
-    frames."""
+    frames.
+
+    Args:
+      exp: the run's data, model and decoder.
+      folder: the decode folder.
+      clip_set: the decoded split.
+      captions: the caption of each clip.
+      attentions: each caption's attention over the frames [words, frames].
+      metrics: the split's scores.
+    """
     references = clip_set.references()
     cider = caption_metrics.cider_per_caption(references, captions)
     records = clip_set.records

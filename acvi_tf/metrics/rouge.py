@@ -28,11 +28,14 @@ import stat
 import subprocess
 import tempfile
 import unicodedata
-from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from absl import logging
 
 from acvi_tf import errors, progress
+
+if TYPE_CHECKING:
+    from pyrouge import Rouge155
 
 ROUGE_SCRIPT = "ROUGE-1.5.5.pl"
 WORDNET_DB = "WordNet-2.0.exc.db"
@@ -195,11 +198,15 @@ def rouge_perl(
       pyrouge's dict: ``rouge_{1,2,3,4,l,w_1.2,s*,su*}_{f_score,recall,precision}`` and
       their 95% interval ends ``..._cb`` and ``..._ce``.
     """
-    rouge, output = _rouge155_output(references, hypotheses, rouge_args)
+    rouge, output = rouge155_output(references, hypotheses, rouge_args)
     return rouge.output_to_dict(output)
 
 
-def _rouge155_output(references, hypotheses, rouge_args):
+def rouge155_output(
+    references: Sequence[Union[str, Sequence]],
+    hypotheses: Sequence[Union[str, Sequence[str]]],
+    rouge_args: Optional[str],
+) -> Tuple["Rouge155", str]:
     """``(pyrouge's Rouge155, ROUGE-1.5.5's report)`` of ``hypotheses`` against
     ``references`` (as ``rouge_perl`` takes them) with pyrouge's default options and
     ``rouge_args``."""
@@ -330,7 +337,7 @@ def rouge_perl_per_example(
     Raises:
       Rouge155Error: ROUGE-1.5.5 failed, or printed no score of a document.
     """
-    _, output = _rouge155_output(references, hypotheses, PER_DOCUMENT_ARG)
+    _, output = rouge155_output(references, hypotheses, PER_DOCUMENT_ARG)
     return _per_document(output, len(hypotheses))
 
 
@@ -402,7 +409,7 @@ def rouge(
     if fallback is None:
         args = " ".join(filter(None, [rouge_args, PER_DOCUMENT_ARG]))
         try:
-            rouge155, output = _rouge155_output(references, hypotheses, args)
+            rouge155, output = rouge155_output(references, hypotheses, args)
             each = _per_document(output, len(hypotheses))
             scores = rouge155.output_to_dict(output)
             return Rouge(scores, "ROUGE-1.5.5", len(stand_ins), None, each)
@@ -419,7 +426,7 @@ def _fallback_reason(references):
     """Why ROUGE-1.5.5 cannot score ``references`` (it cannot run here, or it would
     divide by the length of a reference with no word), or None."""
     if not perl_rouge_available():
-        return "it cannot run here (%s)" % _unavailable_reason()
+        return "it cannot run here (%s)" % unavailable_reason()
     empty = [
         i
         for i, entry in enumerate(references)
@@ -485,7 +492,9 @@ def _each_text(value, function):
     return [_each_text(item, function) for item in value]
 
 
-def _unavailable_reason():
+def unavailable_reason() -> str:
+    """Why ROUGE-1.5.5 cannot run here (its folder, Perl or XML::Parser missing), for a
+    message; "unknown" where its folder is found."""
     try:
         rouge155_home()
     except RougeUnavailableError as e:
