@@ -31,8 +31,8 @@ from acvi_tf.compat import keras
 from acvi_tf.contexts import attention as attention_lib
 from acvi_tf.contexts import context as context_lib
 from acvi_tf.contexts import kl_schedule, objective
-from acvi_tf.inference import decoding
 from acvi_tf.layers import recurrent
+from acvi_tf.training import teacher_forcing
 from nmt import data
 
 ENCODER_TYPES = ("uni", "bi")
@@ -317,7 +317,7 @@ class NMTModel(keras.Model):
             return state, dict(output=output, top=state["cells"][-1][0], attn=attn, context=context)
 
         dtype = self.compute_dtype
-        _, steps_out = decoding.teacher_forced(
+        _, steps_out = teacher_forcing.teacher_forced(
             step,
             tgt_emb,
             state,

@@ -29,8 +29,8 @@ from acvi_tf.compat import keras
 from acvi_tf.contexts import attention, kl_schedule
 from acvi_tf.contexts import context as context_lib
 from acvi_tf.contexts.memory import PreparedMemory
-from acvi_tf.inference import decoding
 from acvi_tf.layers import recurrent
+from acvi_tf.training import teacher_forcing
 from pointer_generator import batcher as batcher_lib
 from pointer_generator import losses as losses_lib
 
@@ -250,7 +250,7 @@ class PointerGenerator(keras.Model):
             )
 
         dtype = self.compute_dtype
-        _, out = decoding.teacher_forced(
+        _, out = teacher_forcing.teacher_forced(
             step,
             dec_emb,
             (context, state, tf.zeros(tf.shape(mask))),

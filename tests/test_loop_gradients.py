@@ -7,7 +7,7 @@ import tensorflow as tf
 from acvi_tf.compat import keras
 from acvi_tf.contexts import acvi as acvi_lib
 from acvi_tf.contexts import context, loop_gradients, structured, ved
-from acvi_tf.inference import decoding
+from acvi_tf.training import teacher_forcing
 from nmt import model as nmt_model
 from pointer_generator import model as pg_model
 from video_caption import data as vc_data
@@ -33,7 +33,7 @@ def _toy_loop(layer, memory, mask, kernel, inputs, training, use_gumbel):
             ctx = layer.draw(attn, prepared_t, training=training, use_gumbel=use_gumbel)
             return ctx, dict(context=ctx, attn=attn)
 
-        _, out = decoding.teacher_forced(
+        _, out = teacher_forcing.teacher_forced(
             step,
             inputs,
             tf.zeros([B, D]),

@@ -31,8 +31,8 @@ from acvi_tf.contexts import attention as attention_lib
 from acvi_tf.contexts import context as context_lib
 from acvi_tf.contexts import kl_schedule, objective
 from acvi_tf.contexts.memory import PreparedMemory
-from acvi_tf.inference import decoding
 from acvi_tf.layers import recurrent
+from acvi_tf.training import teacher_forcing
 from video_caption import data
 
 
@@ -213,7 +213,7 @@ class Captioner(keras.Model):
             return state, dict(output=output, attn=attn, context=state["context"])
 
         dtype = self.compute_dtype
-        _, steps_out = decoding.teacher_forced(
+        _, steps_out = teacher_forcing.teacher_forced(
             step,
             emb,
             state,

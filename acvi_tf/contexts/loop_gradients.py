@@ -16,9 +16,9 @@ gradients, which are exactly the ``g_t``, and the probe tensor's custom gradient
 them into ``dX`` with the weights bound after the loop. Values are unchanged; the
 gradients agree with the in-loop ones to float32 rounding.
 
-``decoding.teacher_forced`` runs the hosts' training loops with it: it calls the context
-layer's ``defer_contractions`` before the loop, gives every step ``at_step``'s memory and
-calls ``bind`` with the stacked attention after it.
+``acvi_tf.training.teacher_forcing.teacher_forced`` runs the hosts' training loops with
+it: it calls the context layer's ``defer_contractions`` before the loop, gives every step
+``at_step``'s memory and calls ``bind`` with the stacked attention after it.
 """
 
 from typing import Callable, Dict, Optional, Sequence
