@@ -123,7 +123,7 @@ def check_search(config: Config) -> None:
         )
 
 
-def _dummy_batch() -> dict:
+def dummy_batch() -> Dict[str, tf.Tensor]:
     """A batch of one one-token pair, to build every variable."""
     return {
         k: tf.ones([1, 1] if spec.shape.rank == 2 else [1], tf.int32)
@@ -160,7 +160,7 @@ def build_model(config: Config, src_vocab: data.Vocab, tgt_vocab: data.Vocab) ->
             seed=config.seed,
             kl_terms=builders.kl_schedule(config),
         )
-    model(_dummy_batch())
+    model(dummy_batch())
     return model
 
 

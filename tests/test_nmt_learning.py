@@ -20,7 +20,7 @@ from acvi_tf.contexts import acvi as acvi_lib
 from acvi_tf.contexts import context as context_lib
 from acvi_tf.formats import nmt_text
 from acvi_tf.training import losses
-from nmt import data
+from nmt import data, experiment
 from nmt import model as model_lib
 from nmt import translator as translator_lib
 
@@ -63,9 +63,7 @@ def _accuracy(context, seed=1):
     kl_weight = getattr(context, "kl_weight", 0.0)
     # the weights (from a one-word pair) and the optimizer's slots made before the step is
     # traced: it is traced once (a step that makes them is traced twice)
-    model(
-        {k: tf.ones([1] * spec.shape.rank, spec.dtype) for k, spec in data.BATCH_SIGNATURE.items()}
-    )
+    model(experiment.dummy_batch())
     optimizer.build(model.trainable_variables)
 
     @tf.function(input_signature=[data.BATCH_SIGNATURE], autograph=False)

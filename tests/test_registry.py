@@ -132,18 +132,12 @@ def _import_graph():
     """Module -> the project modules it imports anywhere in its source (also inside
     functions, where an import cycle hides until the function runs), except imports for
     type annotations only."""
-    modules = {}
-    for package in PACKAGES:
-        for folder, _, names in os.walk(os.path.join(ROOT, package)):
-            for name in names:
-                if name.endswith(".py"):
-                    path = os.path.join(folder, name)
-                    module = os.path.relpath(path, ROOT)[: -len(".py")].replace(os.sep, ".")
-                    modules[module.removesuffix(".__init__")] = path
+    trees = {
+        path[: -len(".py")].replace(os.sep, ".").removesuffix(".__init__"): tree
+        for path, tree in _sources()
+    }
     graph = {}
-    for module, path in modules.items():
-        with open(path, encoding="utf-8") as f:
-            tree = ast.parse(f.read())
+    for module, tree in trees.items():
         imported = set()
         for node in _runtime_nodes(tree):
             if isinstance(node, ast.Import):
@@ -151,8 +145,8 @@ def _import_graph():
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 for alias in node.names:
                     child = "%s.%s" % (node.module, alias.name)
-                    imported.add(child if child in modules else node.module)
-        graph[module] = sorted(imported & set(modules) - {module})
+                    imported.add(child if child in trees else node.module)
+        graph[module] = sorted(imported & set(trees) - {module})
     return graph
 
 
