@@ -292,3 +292,13 @@ def command(
         errors.run(main)
     out, err = capsys.readouterr()
     return exit_info.value.code or 0, out, err
+
+
+LAUNCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "launch.py")
+
+
+def python_m(module: str, *argv: str) -> List[str]:
+    """The command line of ``python -m module *argv`` for a child process that traces its
+    graphs as this process does, without Grappler's rewrites (``launch.py``): for tests of
+    signals, kills and workers."""
+    return [sys.executable, LAUNCH, module, *argv]

@@ -11,7 +11,6 @@ import os
 import random
 import re
 import subprocess
-import sys
 import threading
 import time
 
@@ -20,6 +19,8 @@ import pytest
 import tensorflow as tf
 
 from acvi_tf.training import checkpoints
+
+from conftest import python_m
 
 pytestmark = pytest.mark.slow  # scheduled first (conftest.py)
 
@@ -37,9 +38,7 @@ class _Run:
     """One launch of the training command; its log is collected by a thread."""
 
     def __init__(self, log_root):
-        args = [
-            sys.executable,
-            "-m",
+        args = python_m(
             "pointer_generator.run_summarization",
             "--mode=train",
             "--data_path=" + os.path.join(DATA, "chunked", "train_000.bin"),
@@ -56,7 +55,7 @@ class _Run:
             "--coverage_steps=6",
             "--checkpoint_steps=1",
             "--seed=3",
-        ]
+        )
         self.process = subprocess.Popen(
             args, cwd=ROOT, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True
         )

@@ -8,7 +8,6 @@ import re
 import signal
 import socket
 import subprocess
-import sys
 import time
 
 import numpy as np
@@ -18,7 +17,7 @@ import tensorflow as tf
 from acvi_tf import config as config_lib
 from nmt import run_nmt
 
-from conftest import write_parallel_slices
+from conftest import python_m, write_parallel_slices
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORPUS = os.path.join(ROOT, "data_prep", "samples", "pig_latin")
@@ -71,8 +70,12 @@ def _start_workers(out_dir, steps, logs):
         log = open(logs[index], "w", encoding="utf-8")
         processes.append(
             subprocess.Popen(
-                [sys.executable, "-m", "nmt.run_nmt", *_flags(out_dir, steps)]
-                + ["--distribution_strategy=multi_worker", "--num_gpus=0"],
+                python_m(
+                    "nmt.run_nmt",
+                    *_flags(out_dir, steps),
+                    "--distribution_strategy=multi_worker",
+                    "--num_gpus=0",
+                ),
                 cwd=ROOT,
                 env=env,
                 stdout=log,

@@ -25,7 +25,7 @@ from pointer_generator import run_summarization
 from video_caption import features, run_captioning
 from video_caption import frames as frames_lib
 
-from conftest import write_parallel_slices
+from conftest import python_m, write_parallel_slices
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLES = os.path.join(ROOT, "data_prep", "samples")
@@ -104,7 +104,7 @@ class _Run:
     def __init__(self, module, argv, signum):
         self.module, self.argv, self.signum = module, argv, signum
         self.process = subprocess.Popen(
-            [sys.executable, "-m", module.__name__] + argv,
+            python_m(module.__name__, *argv),
             cwd=ROOT,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,

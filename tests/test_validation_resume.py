@@ -10,7 +10,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 
 import pytest
 import tensorflow as tf
@@ -21,6 +20,8 @@ from acvi_tf import files
 from acvi_tf.training import checkpoints, trainer
 from nmt import run_nmt
 from video_caption import run_captioning
+
+from conftest import python_m
 
 # The validation score of the model at each step (the toy model's weight is its step):
 # the best is at 4, and 6 brings none, which ends a run of patience 1 there.
@@ -234,7 +235,7 @@ def test_a_captioner_sigkilled_after_its_save_validates_on_rerun(tmp_path):
     """The command as a user runs it, SIGKILLed right after ``Saved .../ckpt-2``."""
     data_dir, features = _dataset(tmp_path)
     out = tmp_path / "run"
-    command = [sys.executable, "-m", "video_caption.run_captioning", "--data_dir=" + data_dir]
+    command = python_m("video_caption.run_captioning", "--data_dir=" + data_dir)
     command += ["--features=" + features, "--out_dir=%s" % out, "--encoder_units=4"]
     command += ["--decoder_units=4", "--batch_size=4", "--metrics=ROUGE_L"]
     command += ["--best_metric=ROUGE_L", "--valid_every=2", "--max_steps=2"]
