@@ -18,7 +18,7 @@ import os
 import re
 import shlex
 import subprocess
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
 from acvi_tf import config as config_lib
 from acvi_tf.formats.bin_files import read_bin_file
@@ -150,6 +150,24 @@ def block(page: str, number: int) -> List[Command]:
     return [command for command in commands(page) if command.block == number]
 
 
+def differing_flags(a: Command, b: Command) -> Set[str]:
+    """The flags that two ``python -m`` commands of one module give different values, or
+    that one of them gives only: ``{"exp_name", "input"}`` for the same command on
+    another run's name and another input file.
+
+    Raises:
+      AssertionError: the commands run different modules.
+    """
+    (module_a, args_a), (module_b, args_b) = a.python_module(), b.python_module()
+    assert module_a == module_b, (a.where, module_a, b.where, module_b)
+
+    def given(args):
+        return dict((arg[2:].split("=", 1) + [""])[:2] for arg in args if arg.startswith("--"))
+
+    flags_a, flags_b = given(args_a), given(args_b)
+    return {name for name in set(flags_a) | set(flags_b) if flags_a.get(name) != flags_b.get(name)}
+
+
 def all_commands() -> List[Command]:
     """Every command of every page."""
     return [command for page in pages() for command in commands(page)]
@@ -214,8 +232,9 @@ def _strip_comment(line: str) -> str:
 # (page, bash block) -> the tests that run its commands (each unpacks the whole block, so
 # that a command added to it fails until a test runs it). A block's commands in
 # NOT_RUN are the exceptions.
+_FIRST_HOUR_SUMMARIZER = "test_first_hour.py::test_own_summarization_pairs_to_a_served_model"
 RUN_BY = {
-    ("docs/data.md", 0): ("test_first_hour.py::test_own_summarization_pairs_to_a_served_model",),
+    ("docs/data.md", 0): (_FIRST_HOUR_SUMMARIZER,),
     ("docs/data.md", 1): ("test_first_hour.py::test_own_parallel_text_with_bpe_to_a_served_model",),
     ("docs/data.md", 2): (
         "test_first_hour.py::test_own_captioned_videos_to_captions_of_new_videos",
@@ -225,7 +244,7 @@ RUN_BY = {
         "test_doc_summarizer.py::test_see_et_al_checkpoint_decodes_a_cnn_dailymail_build",
     ),
     ("docs/data.md", 4): (
-        "test_doc_summarizer.py::test_the_summarizer_page_trains_scores_summarises_serves_and_shards",
+        "test_doc_summarizer.py::test_the_summarizer_page_trains_scores_tabulates_and_shards",
     ),
     ("docs/data.md", 5): (
         "test_doc_captioner.py::test_msvd_features_splits_training_decoding_captions",
@@ -235,17 +254,14 @@ RUN_BY = {
         "test_compare.py::test_the_pages_commands_compare_each_kind_of_decode",
     ),
     ("docs/summarizer.md", 0): (
-        "test_doc_summarizer.py::test_the_summarizer_page_trains_scores_summarises_serves_and_shards",
+        "test_doc_summarizer.py::test_the_summarizer_page_trains_scores_tabulates_and_shards",
     ),
     ("docs/summarizer.md", 1): (
-        "test_doc_summarizer.py::test_the_summarizer_page_trains_scores_summarises_serves_and_shards",
+        "test_doc_summarizer.py::test_the_summarizer_page_trains_scores_tabulates_and_shards",
     ),
-    ("docs/summarizer.md", 2): (
-        "test_doc_summarizer.py::test_the_summarizer_page_trains_scores_summarises_serves_and_shards",
-    ),
-    ("docs/summarizer.md", 3): (
-        "test_doc_summarizer.py::test_the_summarizer_page_trains_scores_summarises_serves_and_shards",
-    ),
+    # the same commands as docs/data.md's on another run's name (test_first_hour.py says so)
+    ("docs/summarizer.md", 2): (_FIRST_HOUR_SUMMARIZER,),
+    ("docs/summarizer.md", 3): (_FIRST_HOUR_SUMMARIZER,),
     ("docs/summarizer.md", 4): (
         "test_doc_summarizer.py::test_see_et_al_checkpoint_decodes_a_cnn_dailymail_build",
     ),
@@ -262,14 +278,12 @@ RUN_BY = {
         "test_distribute.py::test_the_documented_cpu_try_trains_mirrored_on_two_cpu_devices",
     ),
     ("docs/distributed.md", 3): (
-        "test_doc_summarizer.py::test_the_summarizer_page_trains_scores_summarises_serves_and_shards",
+        "test_doc_summarizer.py::test_the_summarizer_page_trains_scores_tabulates_and_shards",
     ),
 }
 # (page, python block) -> the test that runs it
 SNIPPETS_RUN_BY = {
-    ("docs/summarizer.md", 0): (
-        "test_doc_summarizer.py::test_the_summarizer_page_trains_scores_summarises_serves_and_shards"
-    ),
+    ("docs/summarizer.md", 0): _FIRST_HOUR_SUMMARIZER,
 }
 _MAKE = "builds the lane's environment and runs %s; the tests parse its commands"
 # The start of each command that no test runs -> the reason, and the test that checks

@@ -42,6 +42,9 @@ pytestmark = pytest.mark.slow  # scheduled first (conftest.py)
 ROOT = doc_commands.ROOT
 PAGE = "docs/data.md"
 SAMPLES = os.path.join(ROOT, "data_prep", "samples")
+(PAGE_SUMMARIZE,) = doc_commands.block("docs/summarizer.md", 2)
+(PAGE_EXPORT,) = doc_commands.block("docs/summarizer.md", 3)
+(PAGE_SERVE,) = doc_commands.snippets("docs/summarizer.md")
 
 # A line of TensorFlow's C++ logging (TensorFlow 2.21 and 2.15 formats) or its start-up.
 CPP_LOG = re.compile(r"\.cc:\d+\]|absl::InitializeLog|cuInit")
@@ -94,7 +97,7 @@ def _lines(path):
         return [line.rstrip("\n") for line in f]
 
 
-def test_own_summarization_pairs_to_a_served_model(tmp_path, capfd):
+def test_own_summarization_pairs_to_a_served_model(tmp_path, capfd, monkeypatch):
     cwd = _folder(tmp_path)
     doc_commands.write_sample_pairs(str(cwd / "pairs.jsonl"), 160)
     # tag-like text in every abstract, which ROUGE-1.5.5's reader stops at
@@ -116,6 +119,15 @@ def test_own_summarization_pairs_to_a_served_model(tmp_path, capfd):
     (cwd / "new_articles.txt").write_text("".join(a + "\n" for a in articles))
     _in_process(capfd, cwd, summarize)
     _in_process(capfd, cwd, export)
+    # docs/summarizer.md's summarize and export are these commands on its run's name, so
+    # they run here, once (test_doc_summarizer.py runs the rest of its page), and so does
+    # its Python that loads the export
+    assert doc_commands.differing_flags(PAGE_SUMMARIZE, summarize) == {"exp_name", "input"}
+    assert doc_commands.differing_flags(PAGE_EXPORT, export) == {"exp_name"}
+    monkeypatch.chdir(cwd)  # the snippet's path is relative
+    loaded = {}
+    exec(PAGE_SERVE, loaded)
+    assert loaded["out"]["summaries"].shape == (2,)
     by_decode = [
         " ".join((decode_dir / "decoded" / ("%06d_decoded.txt" % i)).read_text().split())
         for i in range(len(articles))
