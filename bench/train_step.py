@@ -138,7 +138,8 @@ class _UnitVariance(acvi_lib.ACVIContext):
         base = context_lib.ContextLayer.prepare(self, memory, memory_mask)
         h, ones = base.memory, tf.ones_like(base.memory)
         log_norm = -0.5 * tf.reduce_sum(math.log(2 * math.pi) + tf.square(h), axis=-1)
-        return base._replace(variance=ones, precision=ones, scaled_mean=h, log_norm=log_norm)
+        own = acvi_lib.ACVIMemory(variance=ones, precision=ones, scaled_mean=h, log_norm=log_norm)
+        return base._replace(own=own)
 
 
 class _NoiseOff(acvi_lib.ACVIContext):

@@ -83,7 +83,8 @@ def test_exact_kl_gradients_match_finite_differences():
     mask = tf.ones([2, 5], tf.float64)
 
     def kl(memory, log_var, logits):
-        prepared = PreparedMemory(memory=memory, mask=mask, variance=tf.exp(log_var))
+        own = acvi_lib.ACVIMemory(variance=tf.exp(log_var))
+        prepared = PreparedMemory(memory=memory, mask=mask, own=own)
         return tf.reduce_sum(acvi_lib.sampler_kl(tf.nn.softmax(logits), prepared))
 
     theoretical, numerical = tf.test.compute_gradient(kl, [memory, log_var, logits])

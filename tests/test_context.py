@@ -120,7 +120,7 @@ def test_collapsed_and_per_component_noise_have_the_analytic_moments():
             np.full(D, -1.0, np.float32),
         )
         prepared = layer.prepare(memory, mask)
-        variance = prepared.variance.numpy()[0]
+        variance = prepared.own.variance.numpy()[0]
         draws[noise] = layer(probs, prepared, training=True)[0].numpy()
     a = probs[0].astype(np.float64)
     mean = a @ memory[0]
@@ -237,7 +237,7 @@ def test_log_posterior_matches_numpy(batch):
     memory, mask, probs = batch
     layer = acvi_lib.ACVIContext(kl="mc")
     prepared = layer.prepare(memory, mask)
-    var = prepared.variance.numpy().astype(np.float64)
+    var = prepared.own.variance.numpy().astype(np.float64)
     c = np.random.default_rng(4).normal(size=(B, 1, D)).astype(np.float32)
     ours = layer.log_posterior(c, probs[:, None], prepared).numpy()[:, 0]
     for b in range(B):
@@ -433,7 +433,7 @@ def test_relu_variance_net_gives_variance_at_least_one(batch):
     memory, mask, _ = batch
     layer = acvi_lib.ACVIContext(variance_net="relu")
     prepared = layer.prepare(memory, mask)
-    assert np.all(prepared.variance.numpy() >= 1.0)
+    assert np.all(prepared.own.variance.numpy() >= 1.0)
     assert len(layer.trainable_weights) == 2
 
 
@@ -475,7 +475,7 @@ def test_mixed_precision_keeps_variance_and_kl_in_float32(batch, half):
     prepared = layer.prepare(tf.cast(memory, half), mask)
     ctx, kl = layer(probs, prepared, training=True)
     assert ctx.dtype == half and kl.dtype == tf.float32
-    assert prepared.variance.dtype == tf.float32
+    assert prepared.own.variance.dtype == tf.float32
     assert all(w.dtype == tf.float32 for w in layer.weights)
     assert np.all(np.isfinite(kl))
 
@@ -517,7 +517,7 @@ def test_acvi_statistics_are_the_mean_sigma_over_real_positions(batch):
     layer = acvi_lib.ACVIContext(seed=1)
     prepared = layer.prepare(memory, mask)
     stats = {name: float(value) for name, value in layer.statistics(prepared).items()}
-    log_var = np.log(prepared.variance.numpy()[mask])  # [real positions, D]
+    log_var = np.log(prepared.own.variance.numpy()[mask])  # [real positions, D]
     np.testing.assert_allclose(stats["sigma/mean_log_variance"], log_var.mean(), rtol=1e-5)
     np.testing.assert_allclose(stats["sigma/mean_sigma"], np.exp(log_var / 2).mean(), rtol=1e-5)
     assert context.SoftAttentionContext().statistics(prepared) == {}

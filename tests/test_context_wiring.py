@@ -78,7 +78,7 @@ def _hand_sample(attn, prepared, eps):
     """
     attn = tf.cast(attn, tf.float32)
     mean = tf.matmul(attn, prepared.memory)
-    std = tf.sqrt(tf.matmul(tf.square(attn), prepared.variance))
+    std = tf.sqrt(tf.matmul(tf.square(attn), prepared.own.variance))
     return mean + std * eps, mean
 
 

@@ -243,7 +243,7 @@ def test_the_detail_holds_the_decodes_attention_p_gen_sigma_and_kl(decoded):
     np.testing.assert_allclose(detail["p_gen"], result["p_gens"], atol=5e-4 + 1e-9)
     constants, _ = model.start(batch)
     prepared = constants["prepared"]
-    sigma = np.sqrt(np.mean(prepared.variance.numpy(), axis=-1))[0, :n]
+    sigma = np.sqrt(np.mean(prepared.own.variance.numpy(), axis=-1))[0, :n]
     np.testing.assert_allclose(detail["sigma"][:n], sigma, atol=5e-4 + 1e-6)
     bound = model.context_layer.kl_steps(
         None, tf.constant(result["attn"][tf.newaxis]), _row(prepared, 0)
@@ -253,7 +253,7 @@ def test_the_detail_holds_the_decodes_attention_p_gen_sigma_and_kl(decoded):
 
 def _row(prepared, i):
     """Article ``i``'s slice of a ``PreparedMemory``."""
-    return type(prepared)(*(None if x is None else x[i : i + 1] for x in prepared))
+    return tf.nest.map_structure(lambda x: None if x is None else x[i : i + 1], prepared)
 
 
 def test_a_resumed_decode_writes_the_report_with_its_detail(decoded, tmp_path):
@@ -349,7 +349,7 @@ def test_acvi_reports_sigma_and_a_kl_that_is_deterministic_given_the_attention(k
     layer = acvi_lib.ACVIContext(kl=kl, seed=1)
     prepared = layer.prepare(tf.constant(memory), tf.constant(mask))
     found = {k: v.numpy() for k, v in layer.report_posterior(tf.constant(probs), prepared).items()}
-    variance = prepared.variance.numpy()
+    variance = prepared.own.variance.numpy()
     assert set(found) == {"sigma", "kl"}
     expected = _acvi_kl_numpy(kl, memory, variance, probs)
     np.testing.assert_allclose(found["kl"], expected, rtol=1e-4, atol=1e-5)
@@ -415,7 +415,7 @@ def test_a_decode_with_the_exact_kl_reports_it_per_step(decoded, tmp_path):
     prepared = model.start(batch)[0]["prepared"]
     for i, result in enumerate(results):
         detail, n = data["details"][str(i)], int(batch["enc_lens"][i])
-        memory, variance = prepared.memory.numpy()[i, :n], prepared.variance.numpy()[i, :n]
+        memory, variance = prepared.memory.numpy()[i, :n], prepared.own.variance.numpy()[i, :n]
         expected = _acvi_kl_numpy("exact", memory, variance, result["attn"][:, :n])
         assert len(detail["kl"]) == len(detail["output"]) and len(detail["sigma"]) == n
         np.testing.assert_allclose(detail["kl"], expected, rtol=1e-3, atol=5e-4 + 1e-6)

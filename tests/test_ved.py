@@ -28,7 +28,7 @@ def _layer_and_memory(prior="hmean", seed=3):
 def test_attention_kl_prior_and_decoding_match_numpy():
     layer, prepared, probs, memory, mask = _layer_and_memory()
     h_bar = (memory * mask[..., None]).sum(1) / mask.sum(1, keepdims=True)
-    np.testing.assert_allclose(prepared.prior_mean.numpy(), h_bar, rtol=1e-5)
+    np.testing.assert_allclose(prepared.own.numpy(), h_bar, rtol=1e-5)
     mean = np.einsum("btn,bnd->btd", probs.numpy(), memory)
     context, kl = layer(probs, prepared)  # not training: the mean
     np.testing.assert_allclose(context.numpy(), mean, rtol=1e-5)
@@ -36,7 +36,7 @@ def test_attention_kl_prior_and_decoding_match_numpy():
     log_sigma = hidden @ layer.sigma_out.kernel.numpy() + layer.sigma_out.bias.numpy()
     np.testing.assert_allclose(kl.numpy(), _np_kl(mean, log_sigma, h_bar[:, None]), rtol=1e-4)
     zero_layer, zero_prepared, _, _, _ = _layer_and_memory(prior="zero")
-    assert zero_prepared.prior_mean is None
+    assert zero_prepared.own is None
     zero_layer(probs, zero_prepared)  # builds the sigma network
     zero_layer.set_weights(layer.get_weights())
     _, zero_kl = zero_layer(probs, zero_prepared)

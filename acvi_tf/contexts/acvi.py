@@ -8,7 +8,7 @@ Equations refer to the arXiv version of the ACVI paper unless marked "journal".
 """
 
 import math
-from typing import Any, Dict, Optional, Tuple, Union
+from typing import Any, Dict, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 import tensorflow as tf
@@ -53,6 +53,28 @@ _TINY_VAR = 1e-20
 _MASKED_LOGIT = -1e9
 
 
+class ACVIMemory(NamedTuple):
+    """What ACVI caches per source batch beside the encoder states and their mask
+    (``PreparedMemory.own``).
+
+    Attributes:
+      variance: ``sigma^2(h_i)``, [B, N, D].
+      precision: ``1 / sigma^2(h_i)``, [B, N, D] in float64 (where ``log q(c)`` is
+        evaluated: ``kl="mc"`` or ``sampling="mixture"``).
+      scaled_mean: ``h_i / sigma^2(h_i)``, [B, N, D] in float64 (the same).
+      log_norm: ``-1/2 sum_d (log 2 pi + log sigma^2 + h^2 / sigma^2)``, [B, N] in
+        float64 (the same), so that ``log N(c | h_i, sigma_i^2) = log_norm_i
+        - 1/2 c^2 . precision_i + c . scaled_mean_i``.
+      component_kl: ``KL[N(h_i, sigma_i^2) || N(0, I)]``, [B, N] (``kl="bound"``).
+    """
+
+    variance: tf.Tensor
+    precision: Optional[tf.Tensor] = None
+    scaled_mean: Optional[tf.Tensor] = None
+    log_norm: Optional[tf.Tensor] = None
+    component_kl: Optional[tf.Tensor] = None
+
+
 def component_kl(memory: tf.Tensor, log_variance: tf.Tensor) -> tf.Tensor:
     """``KL[N(h_i, diag sigma_i^2) || N(0, I)] = 1/2 sum_d (sigma^2 + h^2 - 1 - log sigma^2)``
     per source position: [..., N, D] -> [..., N] (the terms of ACVI's bound)."""
@@ -77,10 +99,10 @@ def sampler_kl(probs: tf.Tensor, prepared: PreparedMemory) -> tf.Tensor:
 
     Args:
       probs: ``a_t``, [B, T, N].
-      prepared: a ``PreparedMemory`` with ``memory`` and ``variance``.
+      prepared: ACVI's ``PreparedMemory`` (``memory``, and ``own.variance``).
     """
     mean = expected_context(probs, prepared.memory)
-    variance = tf.maximum(expected_context(tf.square(probs), prepared.variance), _TINY_VAR)
+    variance = tf.maximum(expected_context(tf.square(probs), prepared.own.variance), _TINY_VAR)
     return 0.5 * tf.reduce_sum(variance + tf.square(mean) - 1.0 - tf.math.log(variance), axis=-1)
 
 
@@ -313,7 +335,7 @@ class ACVIContext(ContextLayer):
         base = super().prepare(memory, memory_mask)
         h = base.memory
         log_var = self.variance_network(h)
-        prepared = base._replace(variance=tf.exp(log_var))
+        own = ACVIMemory(variance=tf.exp(log_var))
         if self.kl == "mc" or self.sampling == "mixture":  # log q(c) is evaluated
             # float64: near the clip the expanded quadratic form of log N(c | h_i, s_i^2)
             # adds and subtracts terms of about 1e6 nats, and float32 lost 1.5 of them.
@@ -321,23 +343,21 @@ class ACVIContext(ContextLayer):
             precision = tf.exp(-log_var64)
             scaled_mean = h64 * precision
             log_norm = -0.5 * tf.reduce_sum(_LOG_2PI + log_var64 + h64 * scaled_mean, axis=-1)
-            prepared = prepared._replace(
-                precision=precision, scaled_mean=scaled_mean, log_norm=log_norm
-            )
+            own = own._replace(precision=precision, scaled_mean=scaled_mean, log_norm=log_norm)
         if self.kl == "bound":
-            prepared = prepared._replace(component_kl=component_kl(h, log_var))
-        return prepared
+            own = own._replace(component_kl=component_kl(h, log_var))
+        return base._replace(own=own)
 
     def statistics(self, prepared: Optional[PreparedMemory]) -> Dict[str, tf.Tensor]:
         """The mean ``log sigma^2`` and the mean ``sigma`` over real source positions
         and dimensions (none without a prepared memory)."""
         if prepared is None:
             return {}
-        mask = prepared.mask[..., tf.newaxis]
-        count = tf.reduce_sum(mask) * tf.cast(tf.shape(prepared.variance)[-1], tf.float32)
+        mask, variance = prepared.mask[..., tf.newaxis], prepared.own.variance
+        count = tf.reduce_sum(mask) * tf.cast(tf.shape(variance)[-1], tf.float32)
         return {
-            "sigma/mean_log_variance": tf.reduce_sum(tf.math.log(prepared.variance) * mask) / count,
-            "sigma/mean_sigma": tf.reduce_sum(tf.sqrt(prepared.variance) * mask) / count,
+            "sigma/mean_log_variance": tf.reduce_sum(tf.math.log(variance) * mask) / count,
+            "sigma/mean_sigma": tf.reduce_sum(tf.sqrt(variance) * mask) / count,
         }
 
     def gumbel_active(self, step: Union[tf.Tensor, int], total_steps: int) -> tf.Tensor:
@@ -487,7 +507,7 @@ class ACVIContext(ContextLayer):
             std = tf.sqrt(tf.maximum(contract(tf.square(weights), prepared, "variance"), _TINY_VAR))
             return mean + std * self._normal(tf.stack([batch, steps, dim]), noise_seed)
         eps = self._normal(tf.stack([batch, steps, tf.shape(probs)[2], dim]), noise_seed)
-        noise = tf.expand_dims(tf.sqrt(prepared.variance), 1) * eps
+        noise = tf.expand_dims(tf.sqrt(prepared.own.variance), 1) * eps
         return mean + tf.squeeze(tf.matmul(weights[..., tf.newaxis, :], noise), -2)
 
     def choice_surrogate(
@@ -506,10 +526,13 @@ class ACVIContext(ContextLayer):
           probs: ``a_t`` [B, T, N].
           prepared: a ``PreparedMemory`` with the mixture's density terms.
         """
+        own = prepared.own
         fixed = prepared._replace(
-            log_norm=tf.stop_gradient(prepared.log_norm),
-            precision=tf.stop_gradient(prepared.precision),
-            scaled_mean=tf.stop_gradient(prepared.scaled_mean),
+            own=own._replace(
+                log_norm=tf.stop_gradient(own.log_norm),
+                precision=tf.stop_gradient(own.precision),
+                scaled_mean=tf.stop_gradient(own.scaled_mean),
+            )
         )
         log_q = self.log_posterior(tf.stop_gradient(tf.cast(contexts, tf.float32)), probs, fixed)
         return log_q - tf.stop_gradient(log_q)
@@ -607,7 +630,7 @@ class ACVIContext(ContextLayer):
           ``(token_nll, kl)`` [B, T], the negated likelihood's estimate and the KL's.
         """
         k = self.enumerate_top
-        memory, variance = prepared.memory, prepared.variance
+        memory, variance = prepared.memory, prepared.own.variance
         # k padding positions of weight 0, so that top_k finds k whatever the source length
         padded = tf.pad(probs, [[0, 0], [0, 0], [0, k]])
         memory = tf.pad(memory, [[0, 0], [0, k], [0, 0]])
@@ -650,9 +673,9 @@ class ACVIContext(ContextLayer):
     def _kl_bound(self, probs: tf.Tensor, prepared: PreparedMemory) -> tf.Tensor:
         """``mixture_kl_bound`` [B, T], from the prepared per-position KL where
         ``kl="bound"`` made it."""
-        terms = prepared.component_kl
+        terms = prepared.own.component_kl
         if terms is None:
-            terms = component_kl(prepared.memory, tf.math.log(prepared.variance))
+            terms = component_kl(prepared.memory, tf.math.log(prepared.own.variance))
         return mixture_kl_bound(probs, terms)
 
     def log_posterior(
@@ -665,9 +688,9 @@ class ACVIContext(ContextLayer):
         """
         context = tf.cast(context, tf.float64)
         log_components = (
-            prepared.log_norm[:, tf.newaxis]
-            - 0.5 * tf.matmul(tf.square(context), prepared.precision, transpose_b=True)
-            + tf.matmul(context, prepared.scaled_mean, transpose_b=True)
+            prepared.own.log_norm[:, tf.newaxis]
+            - 0.5 * tf.matmul(tf.square(context), prepared.own.precision, transpose_b=True)
+            + tf.matmul(context, prepared.own.scaled_mean, transpose_b=True)
         )
         log_weights = tf.math.log(tf.maximum(tf.cast(probs, tf.float64), _TINY_PROB))
         real = tf.cast(prepared.mask[:, tf.newaxis], tf.bool)
@@ -683,7 +706,7 @@ class ACVIContext(ContextLayer):
         Arguments and returns as ``ContextLayer.report_posterior``."""
         probs = tf.cast(attention_probs, tf.float32)
         kl = sampler_kl(probs, prepared) if self.kl == "exact" else self._kl_bound(probs, prepared)
-        return {"sigma": position_scale(prepared.variance), "kl": kl}
+        return {"sigma": position_scale(prepared.own.variance), "kl": kl}
 
     def report_labels(self) -> Dict[str, str]:
         """Names the scale and which KL ``report_posterior`` gives for ``kl``."""
@@ -702,7 +725,7 @@ class ACVIContext(ContextLayer):
     def kl_steps(self, context: tf.Tensor, probs: tf.Tensor, prepared: PreparedMemory) -> tf.Tensor:
         """Per-step KL term [B, T] for the sampled ``context`` [B, T, D]."""
         if self.kl == "bound":
-            return mixture_kl_bound(probs, prepared.component_kl)
+            return mixture_kl_bound(probs, prepared.own.component_kl)
         if self.kl == "exact":
             return sampler_kl(probs, prepared)
         log_prior = -0.5 * tf.reduce_sum(_LOG_2PI + tf.square(context), axis=-1)

@@ -56,13 +56,13 @@ def expected_context(weights: tf.Tensor, memory: tf.Tensor) -> tf.Tensor:
 
 
 def contract(weights: tf.Tensor, prepared: PreparedMemory, name: str) -> tf.Tensor:
-    """``sum_i w_t,i X_i`` for ``X = prepared.<name>``: [B, T, N] -> [B, T, D].
+    """``sum_i w_t,i X_i`` for ``X = prepared.field(name)``: [B, T, N] -> [B, T, D].
 
     Inside a loop that defers this contraction's gradient (``prepared.step_inputs`` holds
     the step's probe for ``name``), the gradient reaches X through the probe after the
     loop (``loop_gradients.DeferredContractions``).
     """
-    source = getattr(prepared, name)
+    source = prepared.field(name)
     probes = prepared.step_inputs
     if not probes or name not in probes:
         return expected_context(weights, source)

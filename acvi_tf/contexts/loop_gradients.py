@@ -34,8 +34,8 @@ class DeferredContractions:
     Args:
       prepared: the context layer's ``PreparedMemory`` for this source batch.
       steps: number of decoder steps T (scalar int tensor).
-      sources: dict, field name of ``prepared`` (e.g. ``"memory"``) -> whose contraction
-        to defer; each is a [B, N, D] float32 tensor.
+      sources: the names (``PreparedMemory.field``, e.g. ``"memory"``) of the tensors
+        whose contraction to defer; each is a [B, N, D] float32 tensor.
       weights_fn: ``attn [B, T, N] -> dict`` giving, for every name in ``sources``, the
         stacked weights [B, T, N] the steps contracted that source with.
       extra_inputs: dict, name -> [T, B, ...] tensor the layer reads at each step (e.g.
@@ -55,7 +55,7 @@ class DeferredContractions:
         self._weights = None
         self.inputs = dict(extra_inputs or {})
         for name in sources:
-            self.inputs[name] = self._probe(name, getattr(prepared, name), steps)
+            self.inputs[name] = self._probe(name, prepared.field(name), steps)
 
     def _probe(self, name, source, steps):
         """Zeros [T, B, D] whose gradient dz sends ``W^T dz`` to ``source``."""

@@ -1,7 +1,7 @@
 """What a context layer caches once per source batch, which every decoder step reads:
 the contract's ``PreparedMemory``."""
 
-from typing import NamedTuple, Optional
+from typing import Any, NamedTuple, Optional
 
 import tensorflow as tf
 
@@ -12,14 +12,9 @@ class PreparedMemory(NamedTuple):
     Attributes:
       memory: encoder states ``h_i``, [B, N, D].
       mask: padding mask as 0/1 floats, [B, N].
-      variance: ``sigma^2(h_i)``, [B, N, D] (ACVI only).
-      precision: ``1 / sigma^2(h_i)``, [B, N, D] in float64 (ACVI, ``kl="mc"``).
-      scaled_mean: ``h_i / sigma^2(h_i)``, [B, N, D] in float64 (ACVI, ``kl="mc"``).
-      log_norm: ``-1/2 sum_d (log 2 pi + log sigma^2 + h^2 / sigma^2)``, [B, N] in
-        float64 (ACVI, ``kl="mc"``), so that ``log N(c | h_i, sigma_i^2) = log_norm_i
-        - 1/2 c^2 . precision_i + c . scaled_mean_i``.
-      component_kl: ``KL[N(h_i, sigma_i^2) || N(0, I)]``, [B, N] (ACVI, ``kl="bound"``).
-      prior_mean: mean encoder state over real positions, [B, D] (VED's attention prior).
+      own: what the mechanism caches beside them, a nest of tensors of the mechanism's
+        own making (ACVI's ``acvi.ACVIMemory``, VED's prior mean); None where it caches
+        nothing more.
       step_inputs: inside a teacher-forced loop, this step's slice of
         ``DeferredContractions.inputs`` (probes [B, D] by field name, and any noise the
         layer drew before the loop); None elsewhere.
@@ -27,10 +22,10 @@ class PreparedMemory(NamedTuple):
 
     memory: tf.Tensor
     mask: tf.Tensor
-    variance: Optional[tf.Tensor] = None
-    precision: Optional[tf.Tensor] = None
-    scaled_mean: Optional[tf.Tensor] = None
-    log_norm: Optional[tf.Tensor] = None
-    component_kl: Optional[tf.Tensor] = None
-    prior_mean: Optional[tf.Tensor] = None
+    own: Any = None
     step_inputs: Optional[dict] = None
+
+    def field(self, name: str) -> tf.Tensor:
+        """``memory``, or the field ``name`` of the mechanism's ``own`` cache: a [B, N, ...]
+        tensor a context is contracted from (``context.contract``)."""
+        return self.memory if name == "memory" else getattr(self.own, name)

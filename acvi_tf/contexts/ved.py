@@ -80,7 +80,8 @@ class VEDContext(context_lib.ContextLayer):
         self.sigma_out = None
 
     def prepare(self, memory: tf.Tensor, memory_mask: Optional[tf.Tensor] = None) -> PreparedMemory:
-        """Caches the memory and the prior mean ``h_bar`` (masked mean of the states)."""
+        """Caches the memory and, as ``own``, the prior mean ``h_bar`` [B, D] (the masked
+        mean of the states; None with the zero prior)."""
         base = super().prepare(memory, memory_mask)
         if self.sigma_hidden is None:
             size = memory.shape[-1]
@@ -92,7 +93,7 @@ class VEDContext(context_lib.ContextLayer):
             return base
         total = tf.reduce_sum(base.memory * base.mask[..., tf.newaxis], axis=1)
         count = tf.maximum(tf.reduce_sum(base.mask, axis=1, keepdims=True), 1.0)
-        return base._replace(prior_mean=total / count)
+        return base._replace(own=total / count)
 
     def sentence_latent(
         self, summary: tf.Tensor, training: bool = False
@@ -135,7 +136,7 @@ class VEDContext(context_lib.ContextLayer):
         """``KL[q(a_t) || N(h_bar, I)]`` [B, T] (the sample itself is not needed)."""
         del context
         mean = context_lib.expected_context(probs, prepared.memory)
-        prior_mean = prepared.prior_mean
+        prior_mean = prepared.own
         if prior_mean is not None:
             prior_mean = prior_mean[:, tf.newaxis]
         return gaussian_kl(mean, self._log_sigma(mean), prior_mean)

@@ -131,7 +131,10 @@ class PosteriorView(NamedTuple):
 
 
 def posterior_tensors(
-    outputs: Dict[str, Any], target_mask: tf.Tensor, p_gen_logit: Optional[tf.Tensor] = None
+    outputs: Dict[str, Any],
+    target_mask: tf.Tensor,
+    context_layer: context_lib.ContextLayer,
+    p_gen_logit: Optional[tf.Tensor] = None,
 ) -> Dict[str, tf.Tensor]:
     """The ``PosteriorView`` fields of a host model's outputs, as tensors.
 
@@ -139,6 +142,8 @@ def posterior_tensors(
       outputs: a host model's ``call`` outputs with ``attn`` [B, T, N], ``kl`` [B, T]
         and ``prepared`` (the context layer's ``PreparedMemory``).
       target_mask: [B, T], nonzero at real decoder steps.
+      context_layer: the model's context layer, whose ``report_posterior`` gives the
+        posterior's scale per source position where the mechanism has one.
       p_gen_logit: [B, T] logits of ``p_gen`` (the summarizer with ``pointer_gen``).
 
     Returns:
@@ -152,8 +157,9 @@ def posterior_tensors(
         target_mask=tf.cast(target_mask, tf.float32),
         kl=tf.cast(outputs["kl"], tf.float32),
     )
-    if prepared.variance is not None:
-        tensors["sigma"] = context_lib.position_scale(prepared.variance)
+    sigma = context_layer.report_posterior(tensors["attention"], prepared).get("sigma")
+    if sigma is not None:
+        tensors["sigma"] = sigma
     if p_gen_logit is not None:
         tensors["p_gen"] = tf.sigmoid(tf.cast(p_gen_logit, tf.float32))
     return tensors
@@ -185,7 +191,8 @@ def posterior_forward(
     @tf.function(autograph=False)
     def forward(**options):
         outputs = model(batch, training=False, **options)
-        return posterior_tensors(outputs, target_mask, outputs["p_gen_logit"] if p_gen else None)
+        p_gen_logit = outputs["p_gen_logit"] if p_gen else None
+        return posterior_tensors(outputs, target_mask, model.context_layer, p_gen_logit)
 
     return lambda **options: PosteriorView(
         **{name: value.numpy() for name, value in forward(**options).items()}
