@@ -54,41 +54,28 @@ class Translator:
             max_steps = 2 * tf.shape(src)[1]
             step_limit = 2 * tf.reduce_max(src_len)
             batch = tf.shape(src)[0]
-            if infer_mode == "beam_search":
-                step = decoding.model_step(model, decoding.tile_beam(constants, beam_width))
-                return gnmt_beam_search.gnmt_beam_search(
-                    step,
-                    state,
-                    batch,
-                    beam_width,
-                    max_steps,
-                    nmt_text.SOS_ID,
-                    nmt_text.EOS_ID,
-                    alpha=length_penalty_weight,
-                    step_limit=step_limit,
-                )
-            return decoding.greedy_search(
-                decoding.model_step(model, constants),
-                state,
-                batch,
+            settings = decoding.SearchSettings(
                 max_steps,
                 nmt_text.SOS_ID,
                 nmt_text.EOS_ID,
+                beam_size=beam_width,
+                gnmt_alpha=length_penalty_weight,
                 step_limit=step_limit,
             )
+            if infer_mode == "beam_search":
+                step = decoding.model_step(model, decoding.tile_beam(constants, beam_width))
+                return gnmt_beam_search.gnmt_beam_search(step, state, batch, settings)
+            step = decoding.model_step(model, constants)
+            return decoding.greedy_search(step, state, batch, settings)
 
         @tf.function(input_signature=signature, autograph=False)
         def align(src, src_len):
             constants, state = model.start(dict(src=src, src_len=src_len))
+            settings = decoding.SearchSettings(
+                2 * tf.reduce_max(src_len), nmt_text.SOS_ID, nmt_text.EOS_ID, record_extras=True
+            )
             out = decoding.beam_search(
-                decoding.model_step(model, constants),
-                state,
-                tf.shape(src)[0],
-                1,
-                2 * tf.reduce_max(src_len),
-                nmt_text.SOS_ID,
-                nmt_text.EOS_ID,
-                record_extras=True,
+                decoding.model_step(model, constants), state, tf.shape(src)[0], settings
             )
             return dict(out, **decoding.posterior(model, constants, out["attn"]))
 

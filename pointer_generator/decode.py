@@ -83,21 +83,24 @@ class Summarizer:
 
         def search(batch, record):
             constants, state = model.start(batch, initial_state_attention, coverage_on)
-            out = decoding.beam_search(
-                decoding.model_step(model),
-                state,
-                tf.shape(batch["enc_batch"])[0],
-                beam_size,
+            settings = decoding.SearchSettings(
                 max_dec_steps,
                 self.start_id,
                 self.stop_id,
+                beam_size=beam_size,
                 min_steps=min_dec_steps,
                 length_normalization=length_normalization,
                 gnmt_alpha=gnmt_alpha,
                 probabilities=model.probability_scores,
                 record_extras=record,
-                constants=constants,
                 shrink=not jit_compile,
+            )
+            out = decoding.beam_search(
+                decoding.model_step(model),
+                state,
+                tf.shape(batch["enc_batch"])[0],
+                settings,
+                constants=constants,
             )
             if not record:
                 return out

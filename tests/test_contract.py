@@ -79,16 +79,14 @@ def _beam(host, model, batch, beam_size=2, max_steps=4):
         constants, state = model.start(batch)
         start_stop = (1, 2) if host == "nmt" else (vc_data.BOS_ID, vc_data.EOS_ID)
     step = decoding.model_step(model, decoding.tile_beam(constants, beam_size))
-    return decoding.beam_search(
-        step,
-        state,
-        2,
-        beam_size,
+    settings = decoding.SearchSettings(
         max_steps,
         *start_stop,
+        beam_size=beam_size,
         min_steps=1,
         probabilities=model.probability_scores,
     )
+    return decoding.beam_search(step, state, 2, settings)
 
 
 def _has_kl(layer):

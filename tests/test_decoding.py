@@ -74,11 +74,7 @@ def test_batched_beam_search_equals_the_original_algorithm(beam_size, max_steps,
         decoder.step_tf,
         tf.constant(states),
         6,
-        beam_size,
-        max_steps,
-        START,
-        STOP,
-        min_steps=min_steps,
+        decoding.SearchSettings(max_steps, START, STOP, beam_size=beam_size, min_steps=min_steps),
     )
     for i in range(6):
         expected = see_beam_search(decoder, states[i], beam_size, max_steps, min_steps)
@@ -91,19 +87,17 @@ def test_one_at_a_time_gives_identical_outputs():
     decoder = FakeDecoder(seed=11)
     states = _states(5, seed=11)
     batched = decoding.beam_search(
-        decoder.step_tf, tf.constant(states), 5, 4, 10, START, STOP, min_steps=2, record_extras=True
+        decoder.step_tf,
+        tf.constant(states),
+        5,
+        decoding.SearchSettings(10, START, STOP, beam_size=4, min_steps=2, record_extras=True),
     )
     for i in range(5):
         single = decoding.beam_search(
             decoder.step_tf,
             tf.constant(states[i : i + 1]),
             1,
-            4,
-            10,
-            START,
-            STOP,
-            min_steps=2,
-            record_extras=True,
+            decoding.SearchSettings(10, START, STOP, beam_size=4, min_steps=2, record_extras=True),
         )
         np.testing.assert_array_equal(single["ids"][0], batched["ids"][i])
         np.testing.assert_allclose(single["scores"][0], batched["scores"][i], rtol=1e-6)
@@ -115,11 +109,17 @@ def test_runs_inside_tf_function_and_records_extras():
     states = _states(3, seed=3)
     compiled = tf.function(
         lambda s: decoding.beam_search(
-            decoder.step_tf, s, 3, 3, 7, START, STOP, min_steps=1, record_extras=True
+            decoder.step_tf,
+            s,
+            3,
+            decoding.SearchSettings(7, START, STOP, beam_size=3, min_steps=1, record_extras=True),
         )
     )
     eager = decoding.beam_search(
-        decoder.step_tf, tf.constant(states), 3, 3, 7, START, STOP, min_steps=1
+        decoder.step_tf,
+        tf.constant(states),
+        3,
+        decoding.SearchSettings(7, START, STOP, beam_size=3, min_steps=1),
     )
     out = compiled(tf.constant(states))
     np.testing.assert_array_equal(out["ids"], eager["ids"])
@@ -134,12 +134,9 @@ def test_scores_follow_the_length_normalisation():
             decoder.step_tf,
             tf.constant(states),
             4,
-            3,
-            8,
-            START,
-            STOP,
-            length_normalization=mode,
-            gnmt_alpha=0.7,
+            decoding.SearchSettings(
+                8, START, STOP, beam_size=3, length_normalization=mode, gnmt_alpha=0.7
+            ),
         )
         for i in range(4):
             ids = out["ids"][i, : out["lengths"][i]].numpy().tolist()
@@ -162,7 +159,9 @@ def test_scores_follow_the_length_normalisation():
 def test_greedy_search_takes_the_argmax_path():
     decoder = FakeDecoder(seed=8)
     states = _states(4, seed=8)
-    out = decoding.greedy_search(decoder.step_tf, tf.constant(states), 4, 9, START, STOP)
+    out = decoding.greedy_search(
+        decoder.step_tf, tf.constant(states), 4, decoding.SearchSettings(9, START, STOP)
+    )
     for i in range(4):
         state, token, expected = states[i], START, []
         for _ in range(9):
@@ -182,16 +181,29 @@ def test_probability_scores_give_the_same_search():
         log_probs, state, extras = decoder.step_tf(tokens, state, t)
         return tf.exp(log_probs), state, extras
 
-    from_logs = decoding.beam_search(decoder.step_tf, states, 4, 3, 8, START, STOP, min_steps=1)
+    from_logs = decoding.beam_search(
+        decoder.step_tf,
+        states,
+        4,
+        decoding.SearchSettings(8, START, STOP, beam_size=3, min_steps=1),
+    )
     from_probs = decoding.beam_search(
-        probs_step, states, 4, 3, 8, START, STOP, min_steps=1, probabilities=True
+        probs_step,
+        states,
+        4,
+        decoding.SearchSettings(8, START, STOP, beam_size=3, min_steps=1, probabilities=True),
     )
     np.testing.assert_array_equal(from_logs["ids"], from_probs["ids"])
     np.testing.assert_allclose(from_logs["scores"], from_probs["scores"], rtol=1e-5)
     assert "state_norm" not in from_logs  # extras are recorded only on request
-    greedy = decoding.greedy_search(probs_step, states, 4, 8, START, STOP, probabilities=True)
+    greedy = decoding.greedy_search(
+        probs_step, states, 4, decoding.SearchSettings(8, START, STOP, probabilities=True)
+    )
     np.testing.assert_array_equal(
-        greedy["ids"], decoding.greedy_search(decoder.step_tf, states, 4, 8, START, STOP)["ids"]
+        greedy["ids"],
+        decoding.greedy_search(decoder.step_tf, states, 4, decoding.SearchSettings(8, START, STOP))[
+            "ids"
+        ],
     )
 
 
@@ -202,11 +214,7 @@ def test_bad_normalisation_is_rejected():
             decoder.step_tf,
             tf.constant(_states(1, 1)),
             1,
-            2,
-            3,
-            START,
-            STOP,
-            length_normalization="max",
+            decoding.SearchSettings(3, START, STOP, beam_size=2, length_normalization="max"),
         )
 
 
@@ -218,10 +226,13 @@ def test_step_limit_stops_early_keeps_the_width_and_compiles_with_xla():
     # min_steps 5: stops before step 5 are dropped, so some inputs end at the limit.
     searches = {
         "beam": lambda steps, **kw: decoding.beam_search(
-            decoder.step_tf, states, 6, 3, steps, START, STOP, min_steps=5, **kw
+            decoder.step_tf,
+            states,
+            6,
+            decoding.SearchSettings(steps, START, STOP, beam_size=3, min_steps=5, **kw),
         ),
         "greedy": lambda steps, **kw: decoding.greedy_search(
-            decoder.step_tf, states, 6, steps, START, STOP, **kw
+            decoder.step_tf, states, 6, decoding.SearchSettings(steps, START, STOP, **kw)
         ),
     }
     for name, search in searches.items():
@@ -255,18 +266,15 @@ def test_shrinking_the_live_batch_gives_the_unshrunk_search():
         stop = tf.one_hot(STOP, W) * constants["stop_bias"][:, tf.newaxis]
         return tf.nn.log_softmax(log_probs + stop), state, extras
 
-    def search(states, **options):
+    def search(states, constants=None, shrink=False):
         return decoding.beam_search(
-            step if options else lambda *a: step(*a, dict(stop_bias=tiled, unused=None)),
+            step if constants else lambda *a: step(*a, dict(stop_bias=tiled, unused=None)),
             states,
             6,
-            3,
-            9,
-            START,
-            STOP,
-            min_steps=1,
-            record_extras=True,
-            **options,
+            decoding.SearchSettings(
+                9, START, STOP, beam_size=3, min_steps=1, record_extras=True, shrink=shrink
+            ),
+            constants=constants,
         )
 
     tiled = decoding.tile_beam(stop_bias, 3)

@@ -76,11 +76,7 @@ def test_matches_the_beam_search_decoder_port(beam_size, alpha):
             decoder.step_tf,
             tf.constant(init),
             batch,
-            beam_size,
-            max_steps,
-            START,
-            STOP,
-            alpha=alpha,
+            decoding.SearchSettings(max_steps, START, STOP, beam_size=beam_size, gnmt_alpha=alpha),
         )
         # the batch searches until its last input is done: the others run on
         steps = max(
@@ -109,18 +105,23 @@ def test_differs_from_see_et_al_where_a_longer_hypothesis_wins_late():
         decoder = FakeDecoder(seed, stop_bias=1.0)
         init = tf.constant(np.random.default_rng(seed).normal(size=(batch, S)), tf.float32)
         ours = gnmt_beam_search.gnmt_beam_search(
-            decoder.step_tf, init, batch, beam_size, max_steps, START, STOP, alpha=1.0
+            decoder.step_tf,
+            init,
+            batch,
+            decoding.SearchSettings(max_steps, START, STOP, beam_size=beam_size, gnmt_alpha=1.0),
         )
         see = decoding.beam_search(
             decoder.step_tf,
             init,
             batch,
-            beam_size,
-            max_steps,
-            START,
-            STOP,
-            length_normalization="gnmt",
-            gnmt_alpha=1.0,
+            decoding.SearchSettings(
+                max_steps,
+                START,
+                STOP,
+                beam_size=beam_size,
+                length_normalization="gnmt",
+                gnmt_alpha=1.0,
+            ),
         )
         differ += int(np.sum(np.any(ours["ids"].numpy() != see["ids"].numpy(), axis=1)))
     assert differ > 0
@@ -129,10 +130,29 @@ def test_differs_from_see_et_al_where_a_longer_hypothesis_wins_late():
 def test_the_step_limit_cuts_the_search_and_keeps_the_width():
     decoder = FakeDecoder(0)
     init = tf.constant(np.random.default_rng(0).normal(size=(4, S)), tf.float32)
-    full = gnmt_beam_search.gnmt_beam_search(decoder.step_tf, init, 4, 3, 3, START, STOP)
+    full = gnmt_beam_search.gnmt_beam_search(
+        decoder.step_tf,
+        init,
+        4,
+        decoding.SearchSettings(3, START, STOP, beam_size=3, gnmt_alpha=0.0),
+    )
     limited = gnmt_beam_search.gnmt_beam_search(
-        decoder.step_tf, init, 4, 3, 12, START, STOP, step_limit=tf.constant(3)
+        decoder.step_tf,
+        init,
+        4,
+        decoding.SearchSettings(
+            12, START, STOP, beam_size=3, step_limit=tf.constant(3), gnmt_alpha=0.0
+        ),
     )
     assert limited["ids"].shape == (4, 12)
     np.testing.assert_array_equal(limited["ids"][:, :3], full["ids"])
     np.testing.assert_array_equal(limited["lengths"], full["lengths"])
+
+
+def test_settings_it_cannot_honour_are_refused():
+    decoder = FakeDecoder(seed=2)
+    init = tf.constant(np.zeros((1, S), np.float32))
+    for asked in (dict(record_extras=True), dict(shrink=True)):
+        settings = decoding.SearchSettings(3, START, STOP, beam_size=2, **asked)
+        with pytest.raises(ValueError, match="records no extras"):
+            gnmt_beam_search.gnmt_beam_search(decoder.step_tf, init, 1, settings)

@@ -47,17 +47,20 @@ class CaptionDecoder:
         @tf.function(input_signature=signature, autograph=False, jit_compile=jit_compile or None)
         def search(features, num_frames):
             constants, state = model.start(dict(features=features, num_frames=num_frames))
+            settings = decoding.SearchSettings(
+                max_length,
+                data.BOS_ID,
+                data.EOS_ID,
+                beam_size=beam_size,
+                length_normalization=length_normalization,
+                probabilities=model.probability_scores,
+                record_extras=True,
+            )
             return decoding.beam_search(
                 decoding.model_step(model, decoding.tile_beam(constants, beam_size)),
                 state,
                 tf.shape(features)[0],
-                beam_size,
-                max_length,
-                data.BOS_ID,
-                data.EOS_ID,
-                length_normalization=length_normalization,
-                probabilities=model.probability_scores,
-                record_extras=True,
+                settings,
             )
 
         self.search = search

@@ -25,6 +25,7 @@ over the number of tokens including [START]), ``"gnmt"`` (Wu et al. 2016: over
 ``((5 + length) / 6) ** alpha``), or ``"none"``.
 """
 
+import dataclasses
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -56,6 +57,50 @@ def _normalize(total, length, mode, alpha):
     if mode == "gnmt":
         return total / tf.pow((5.0 + length) / 6.0, alpha)
     return total
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchSettings:
+    """What a search decodes with, beside the model's step, its state and the inputs.
+
+    Attributes:
+      max_steps: the largest number of generated tokens, the width of the returned ids
+        (a Python int or scalar tensor; under XLA it sizes buffers, so it must follow
+        from shapes).
+      start_id, stop_id: the [START] and [STOP] ids.
+      beam_size: K, the hypotheses kept per input (a greedy search keeps one).
+      min_steps: a hypothesis that emits ``stop_id`` at step t < ``min_steps`` is
+        dropped (See's search: the original's ``min_dec_steps``).
+      length_normalization: See's ranking of results: ``"average"``, ``"gnmt"`` or
+        ``"none"``.
+      gnmt_alpha: alpha of the GNMT length penalty (See's search with ``"gnmt"``;
+        tensorflow/nmt's search's ``length_penalty_weight``).
+      candidates_per_hypothesis: tokens each hypothesis proposes in See's search
+        (default 2K, at most the vocabulary size).
+      probabilities: the step returns probabilities; the log is taken of the
+        candidates only, as the original does (cheaper than a log over the vocabulary).
+      record_extras: keep the history of the step's ``extras`` (a copy of them per
+        step).
+      step_limit: stop after this many steps (default ``max_steps``; at most
+        ``max_steps``); the outputs keep ``max_steps`` columns and are those of
+        ``max_steps=step_limit``, and it may depend on the data.
+      shrink: drop the rows of finished inputs from the loop (See's search with the
+        step's constants): a batch costs what its live inputs cost, with the same
+        outputs; the row count changes from step to step, which XLA cannot compile.
+    """
+
+    max_steps: Union[tf.Tensor, int]
+    start_id: int
+    stop_id: int
+    beam_size: int = 1
+    min_steps: int = 0
+    length_normalization: str = "average"
+    gnmt_alpha: Union[tf.Tensor, float] = 0.6
+    candidates_per_hypothesis: Optional[int] = None
+    probabilities: bool = False
+    record_extras: bool = False
+    step_limit: Optional[Union[tf.Tensor, int]] = None
+    shrink: bool = False
 
 
 @runtime_checkable
@@ -294,31 +339,29 @@ def search(
     step_fn: Callable[..., Tuple[tf.Tensor, Any, Dict[str, tf.Tensor]]],
     initial_state: Any,
     batch_size: Union[tf.Tensor, int],
-    beam_size: int,
-    max_steps: Union[tf.Tensor, int],
-    start_id: int,
-    record_extras: bool = False,
-    step_limit: Optional[Union[tf.Tensor, int]] = None,
+    settings: SearchSettings,
     constants: Any = None,
-    shrink: bool = False,
 ) -> Dict[str, tf.Tensor]:
     """The beam search driver: a ``strategy`` over a step, in one ``tf.while_loop``.
 
     Each step feeds every hypothesis's last token to ``step_fn``, lets the strategy
     choose the new beam, and gathers the state rows of the chosen parents. The loop ends
-    after ``step_limit`` steps or when every input is done; the strategy's ``result``
-    gives the outputs.
+    after ``settings.step_limit`` steps or when every input is done; the strategy's
+    ``result`` gives the outputs.
 
     Args:
       strategy: the scoring and selection.
-      step_fn, initial_state, batch_size, beam_size, max_steps, start_id,
-        record_extras, step_limit, constants: as ``beam_search``'s.
-      shrink: as ``beam_search``'s; the outputs stay the same only with a strategy that
-        freezes a finished input (See's), since an input leaves the loop when done.
+      step_fn, initial_state, batch_size, constants: as ``beam_search``'s.
+      settings: the search's; it reads ``beam_size``, ``max_steps``, ``start_id``,
+        ``record_extras``, ``step_limit`` and ``shrink`` (the outputs stay the same with
+        ``shrink`` only with a strategy that freezes a finished input, See's, since an
+        input leaves the loop when done).
 
     Returns:
       ``strategy.result``'s dict.
     """
+    beam_size, max_steps, start_id = settings.beam_size, settings.max_steps, settings.start_id
+    record_extras, step_limit, shrink = settings.record_extras, settings.step_limit, settings.shrink
     if shrink and constants is None:
         raise ValueError("shrink needs the step's constants, to drop their finished rows")
     k = beam_size
@@ -470,7 +513,7 @@ class SeeStrategy:
 
     Args:
       beam_size, stop_id, min_steps, length_normalization, gnmt_alpha,
-        candidates_per_hypothesis, probabilities: as ``beam_search``'s.
+        candidates_per_hypothesis, probabilities: as ``SearchSettings``'.
     """
 
     def __init__(
@@ -642,59 +685,28 @@ def beam_search(
     step_fn: Callable[[tf.Tensor, Any, tf.Tensor], Tuple[tf.Tensor, Any, Dict[str, tf.Tensor]]],
     initial_state: Any,
     batch_size: Union[tf.Tensor, int],
-    beam_size: int,
-    max_steps: Union[tf.Tensor, int],
-    start_id: int,
-    stop_id: int,
-    min_steps: int = 0,
-    length_normalization: str = "average",
-    gnmt_alpha: float = 0.6,
-    candidates_per_hypothesis: Optional[int] = None,
-    probabilities: bool = False,
-    record_extras: bool = False,
-    step_limit: Optional[Union[tf.Tensor, int]] = None,
+    settings: SearchSettings,
     constants: Any = None,
-    shrink: bool = False,
 ) -> Dict[str, tf.Tensor]:
-    """Decodes ``batch_size`` inputs with beam search, all in one graph.
+    """Decodes ``batch_size`` inputs with See et al.'s beam search, all in one graph.
 
     Args:
       step_fn: ``(tokens [B*K] int32, state, step) -> (scores [B*K, W], state,
         extras)``, or ``(tokens, state, step, constants)`` when ``constants`` is given
-        (B is then the number of live inputs with ``shrink``). ``scores`` are
-        log-probabilities (or probabilities, see ``probabilities``); ``tokens`` are the
-        hypotheses' last tokens as generated (the host maps ids it cannot embed, e.g.
-        extended-vocabulary ids to [UNK]); ``state`` is any nest of [B*K, ...] tensors;
-        ``extras`` is a dict of [B*K, ...] tensors (e.g. attention), recorded at every
-        step for the chosen hypothesis when ``record_extras``.
+        (B is then the number of live inputs with ``settings.shrink``). ``scores`` are
+        log-probabilities (or probabilities, see ``SearchSettings.probabilities``);
+        ``tokens`` are the hypotheses' last tokens as generated (the host maps ids it
+        cannot embed, e.g. extended-vocabulary ids to [UNK]); ``state`` is any nest of
+        [B*K, ...] tensors; ``extras`` is a dict of [B*K, ...] tensors (e.g. attention),
+        recorded at every step for the chosen hypothesis with ``record_extras``.
       initial_state: nest of [B, ...] tensors, tiled to the beam here.
       batch_size: B, the number of inputs (a Python int or scalar tensor).
-      beam_size: K.
-      max_steps: the largest number of generated tokens.
-      start_id, stop_id: the [START] and [STOP] ids.
-      min_steps: a hypothesis that emits ``stop_id`` at step t < ``min_steps`` is
-        dropped (the original's ``min_dec_steps``).
-      length_normalization: ``"average"``, ``"gnmt"`` or ``"none"``.
-      gnmt_alpha: alpha of the GNMT length penalty.
-      candidates_per_hypothesis: tokens proposed per hypothesis (default 2K, at most the
-        vocabulary size).
-      probabilities: ``step_fn`` returns probabilities; the log is taken of the 2K
-        candidates only, as the original does (cheaper than a log over the vocabulary).
-      record_extras: keep the history of ``extras`` (costs a copy of it per step).
-      step_limit: stop after this many steps (default ``max_steps``; at most
-        ``max_steps``). The outputs keep ``max_steps`` columns and the results are those
-        of ``max_steps=step_limit``. Under XLA ``max_steps`` sizes buffers, so it must
-        follow from shapes, while ``step_limit`` may depend on the data.
+      settings: the search's (``SearchSettings``).
       constants: optional nest of [B, ...] tensors that the step reads but does not
         change (e.g. the encoder states), tiled to the beam here and passed to
         ``step_fn`` as [B*K, ...] (None entries stay None). Given, the first step, where
         an input's K hypotheses are one, runs on B rows (tokens, state and constants
-        [B, ...]) and its outputs are tiled.
-      shrink: drop the rows of finished inputs from the loop (with ``constants``): the
-        steps after an input finishes no longer compute its K rows, so a batch costs
-        what its live inputs cost. The outputs are the same as without it (every row is
-        computed as before, only fewer rows are); the row count changes from step to
-        step, which XLA cannot compile.
+        [B, ...]) and its outputs are tiled; ``settings.shrink`` needs them.
 
     Returns:
       A dict: ``ids`` [B, max_steps] (generated tokens, cut before the first stop and
@@ -702,47 +714,34 @@ def beam_search(
       extra as [B, max_steps, ...] for the chosen hypothesis.
     """
     strategy = SeeStrategy(
-        beam_size,
-        stop_id,
-        min_steps,
-        length_normalization,
-        gnmt_alpha,
-        candidates_per_hypothesis,
-        probabilities,
+        settings.beam_size,
+        settings.stop_id,
+        settings.min_steps,
+        settings.length_normalization,
+        settings.gnmt_alpha,
+        settings.candidates_per_hypothesis,
+        settings.probabilities,
     )
-    return search(
-        strategy,
-        step_fn,
-        initial_state,
-        batch_size,
-        beam_size,
-        max_steps,
-        start_id,
-        record_extras,
-        step_limit,
-        constants,
-        shrink,
-    )
+    return search(strategy, step_fn, initial_state, batch_size, settings, constants)
 
 
 def greedy_search(
     step_fn: Callable[[tf.Tensor, Any, tf.Tensor], Tuple[tf.Tensor, Any, Dict[str, tf.Tensor]]],
     initial_state: Any,
     batch_size: Union[tf.Tensor, int],
-    max_steps: Union[tf.Tensor, int],
-    start_id: int,
-    stop_id: int,
-    probabilities: bool = False,
-    step_limit: Optional[Union[tf.Tensor, int]] = None,
+    settings: SearchSettings,
 ) -> Dict[str, tf.Tensor]:
-    """Greedy decoding with the same ``step_fn`` contract as ``beam_search``.
-
-    ``step_limit`` is ``beam_search``'s.
+    """Greedy decoding with the same ``step_fn`` contract as ``beam_search``; it reads
+    ``settings``' ``max_steps``, ``start_id``, ``stop_id``, ``probabilities`` and
+    ``step_limit``.
 
     Returns:
       ``ids`` [B, max_steps] (cut before the first stop, padded with ``stop_id``),
       ``lengths`` [B] and ``scores`` [B] (total log-probability of the kept tokens).
     """
+
+    max_steps, start_id, stop_id = settings.max_steps, settings.start_id, settings.stop_id
+    probabilities, step_limit = settings.probabilities, settings.step_limit
 
     def body(t, tokens, state, ids, scores, finished):
         step_scores, state, _ = step_fn(tokens, state, t)

@@ -22,7 +22,7 @@ their stored length, which counts [STOP], so the order of two finished hypothese
 change after the step at which the input alone would have stopped.
 """
 
-from typing import Any, Callable, Dict, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Tuple, Union
 
 import tensorflow as tf
 
@@ -33,12 +33,7 @@ def gnmt_beam_search(
     step_fn: Callable[[tf.Tensor, Any, tf.Tensor], Tuple[tf.Tensor, Any, Dict[str, tf.Tensor]]],
     initial_state: Any,
     batch_size: Union[tf.Tensor, int],
-    beam_size: int,
-    max_steps: Union[tf.Tensor, int],
-    start_id: int,
-    stop_id: int,
-    alpha: Union[tf.Tensor, float] = 0.0,
-    step_limit: Optional[Union[tf.Tensor, int]] = None,
+    settings: decoding.SearchSettings,
 ) -> Dict[str, tf.Tensor]:
     """Decodes ``batch_size`` inputs as tensorflow/nmt's beam search does, in one graph.
 
@@ -47,26 +42,24 @@ def gnmt_beam_search(
         extras)``, as for ``decoding.beam_search`` (``extras`` are ignored).
       initial_state: nest of [B, ...] tensors, tiled to the beam here.
       batch_size: B, the number of inputs (a Python int or scalar tensor).
-      beam_size: K.
-      max_steps: the width of the returned ids (a bound on the steps).
-      start_id, stop_id: the [START] and [STOP] ids.
-      alpha: the length penalty weight (tensorflow/nmt's ``length_penalty_weight``).
-      step_limit: stop after this many steps (default and at most ``max_steps``).
+      settings: the search's; it reads ``beam_size``, ``max_steps`` (the width of the
+        returned ids, a bound on the steps), ``start_id``, ``stop_id``, ``gnmt_alpha``
+        (tensorflow/nmt's ``length_penalty_weight``) and ``step_limit``.
+
+    Raises:
+      ValueError: ``settings`` asks to record extras or to shrink the batch.
 
     Returns:
       A dict: ``ids`` [B, max_steps] (the answer, cut before its first [STOP] and padded
       with ``stop_id``), ``lengths`` [B] and ``scores`` [B] (length-penalised).
     """
-    return decoding.search(
-        GNMTStrategy(beam_size, stop_id, alpha),
-        step_fn,
-        initial_state,
-        batch_size,
-        beam_size,
-        max_steps,
-        start_id,
-        step_limit=step_limit,
-    )
+    if settings.record_extras or settings.shrink:
+        raise ValueError(
+            "tensorflow/nmt's beam search records no extras and keeps finished inputs in the "
+            "loop: give it settings with record_extras=False and shrink=False"
+        )
+    strategy = GNMTStrategy(settings.beam_size, settings.stop_id, settings.gnmt_alpha)
+    return decoding.search(strategy, step_fn, initial_state, batch_size, settings)
 
 
 class GNMTStrategy:
