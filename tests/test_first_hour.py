@@ -117,7 +117,7 @@ def test_own_summarization_pairs_to_a_served_model(tmp_path, capfd, monkeypatch)
     # the test split's articles, as new text
     articles = [a for a, _ in read_bin_file(str(cwd / "finished_files" / "test.bin"))]
     (cwd / "new_articles.txt").write_text("".join(a + "\n" for a in articles))
-    _in_process(capfd, cwd, summarize)
+    returned = _in_process(capfd, cwd, summarize)
     _in_process(capfd, cwd, export)
     # docs/summarizer.md's summarize and export are these commands on its run's name, so
     # they run here, once (test_doc_summarizer.py runs the rest of its page), and so does
@@ -133,6 +133,7 @@ def test_own_summarization_pairs_to_a_served_model(tmp_path, capfd, monkeypatch)
         for i in range(len(articles))
     ]
     by_summarize = _lines(cwd / "summaries.txt")
+    assert returned == by_summarize  # the command returns what it wrote
     [answer], modules = served.call(
         cwd / "served" / "1", [("serving_default", {"documents": articles})]
     )
