@@ -381,8 +381,10 @@ def test_non_finite_losses_are_skipped_or_stop_training(corpus, tmp_path, monkey
         if dtype.is_floating
     )
     always.assign(True)
-    with pytest.raises(training_lib.NonFiniteLossError, match="step 4.*model.ckpt-4"):
-        _run(corpus, tmp_path, max_steps=6, context="sa")  # --nan_policy=stop
+    # the resumed run's record says skip_batch; the command line's stop wins
+    with pytest.raises(training_lib.NonFiniteLossError, match="step 4. Stopping.*ckpt-4"):
+        _run(corpus, tmp_path, max_steps=6, context="sa", nan_policy="stop")
+    assert int(calls.numpy()) == 6  # stopped at the first non-finite batch
     assert tf.train.latest_checkpoint(train_dir) == good
     tf.train.load_checkpoint(good)  # still readable
 
