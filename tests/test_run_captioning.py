@@ -128,7 +128,8 @@ def test_decode_and_a_resume_read_the_model_from_the_record(tmp_path, absl_caplo
     model = ["--encoder_units=4", "--decoder_units=3", "--emb_dim=5", "--attention_units=3"]
     common = ["--data_dir=" + data_dir, "--features=" + features, run, "--metrics=ROUGE_L"]
     common += ["--best_metric=ROUGE_L", "--beam_size=2", "--num_frames=5", *model]
-    run_captioning.run(_flags(*common, "--batch_size=4", "--max_steps=2"))
+    # a short --max_decode_len: two steps' captions run to it, one untraced step at a time
+    run_captioning.run(_flags(*common, "--batch_size=4", "--max_steps=2", "--max_decode_len=6"))
     folder = tmp_path / "run" / "decode_test"
     videos = _videos(tmp_path / "videos", clip10_0_1=12, clip11_0_1=16, clip12_0_1=5)
     broken = _videos(tmp_path / "broken", clip11_0_1=0, clip12_0_1=3)
@@ -182,7 +183,7 @@ def test_decode_and_a_resume_read_the_model_from_the_record(tmp_path, absl_caplo
     with pytest.raises(app.UsageError, match="--video_dir=%s is not a folder" % not_a_folder):
         run_captioning.run(_flags("--mode=decode", run, "--video_dir=" + not_a_folder))
     assert (
-        "Captioning with beam_size=2 (given), max_decode_len=50 (the run's), "
+        "Captioning with beam_size=2 (given), max_decode_len=6 (the run's), "
         "length_normalization=none (the run's), decode_batch_size=100 (the run's)"
     ) in absl_caplog.text
     # refused before any checkpoint is looked for: a folder with only the record will do
