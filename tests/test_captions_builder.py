@@ -16,7 +16,6 @@ import pytest
 from acvi_tf import config as config_lib
 from acvi_tf.formats import frame_features
 from data_prep import captions, moving_shapes, splits
-from video_caption import caption as caption_lib
 from video_caption import cnn, run_captioning
 from video_caption import features as features_lib
 
@@ -169,8 +168,8 @@ def test_a_folder_of_videos_builds_what_its_extracted_store_builds(
     """--videos extracts the captioned clips' features into <output_dir>/features with
     the settings it is given and builds the splits that a store extracted by
     video_caption.features gives; --skip_missing_features drops a clip without a video
-    and one whose video cannot be decoded; the captioner trains on the output and
-    video_caption.caption extracts new videos with the store's settings."""
+    and one whose video cannot be decoded. (A captioner trained on such a build captions
+    new videos in test_first_hour.py, from a store's settings in test_caption.py.)"""
     shapes = moving_shapes.generate(
         str(tmp_path / "shapes"), num_clips=4, frames=4, size=32, captions_per_clip=1
     )
@@ -193,7 +192,7 @@ def test_a_folder_of_videos_builds_what_its_extracted_store_builds(
     assert settings["cnn"] == "googlenet" and settings["weights"] == "random"
     assert (settings["num_frames"], settings["max_frames"]) == (2, 4)
 
-    # the reference store and the captioning below share one extractor (batch 2)
+    # the reference store is extracted in batches of 2, as the build's was
     extractor = cnn.build_extractor("googlenet", None, batch_size=2)
     monkeypatch.setattr(cnn, "build_extractor", lambda *args, **kwargs: extractor)
     reference = tmp_path / "reference"
@@ -205,18 +204,6 @@ def test_a_folder_of_videos_builds_what_its_extracted_store_builds(
         with frame_features.open_features(str(reference)) as want:
             for name in shapes:
                 np.testing.assert_allclose(got[name], want[name], rtol=1e-5, atol=1e-5)
-
-    run = tmp_path / "run"
-    argv = ["run_captioning", "--mode=train", "--data_dir=%s" % out, "--features=%s" % store]
-    argv += ["--out_dir=%s" % run, "--num_frames=2", "--encoder_units=4", "--decoder_units=4"]
-    argv += ["--batch_size=2", "--max_steps=2", "--valid_every=2", "--beam_size=1"]
-    argv += ["--metrics=ROUGE_L", "--best_metric=ROUGE_L"]
-    run_captioning.run(config_lib.parse(run_captioning.define_flags, argv))
-    video = tmp_path / "shapes" / next(iter(shapes.values()))["video"]
-    (tmp_path / "in.txt").write_text("%s\n" % video)
-    argv = ["caption", "--out_dir=%s" % run, "--input=%s" % (tmp_path / "in.txt")]
-    argv += ["--output=%s" % (tmp_path / "out.txt")]
-    assert len(caption_lib.run(config_lib.parse(caption_lib.define_flags, argv))) == 1
 
 
 def test_a_clip_without_a_video_or_an_undecodable_video_is_one_line(tmp_path):
