@@ -1,10 +1,12 @@
 """Where the suite's CPU goes: each test's CPU in the test process, in the processes it
-starts and in TensorFlow's tracing of graphs, summed by file.
+starts, in TensorFlow's tracing of graphs and in the graphs' first and later calls,
+summed by file.
 
 Runs ``pytest -n WORKERS tests`` in this checkout with ``tests/suite_profile_plugin.py``
-(one JSON line per test: ``own``, ``children``, ``trace`` seconds and the programs it
-started), or reads such lines from ``--from_jsonl`` (a run made before), and appends one
-record to ``bench/results/suite_profile.jsonl``: the totals, every file's sums, most
+(one JSON line per test: ``own``, ``children``, ``trace``, ``first_calls`` and
+``later_calls`` seconds and the programs it started), or reads such lines from
+``--from_jsonl`` (a run made before; lines without the call keys count none), and appends
+one record to ``bench/results/suite_profile.jsonl``: the totals, every file's sums, most
 first, and the programs the suite started. CPU seconds, not wall: a run on a machine
 doing other work reads higher (its caches and cores are shared), which ``--note`` says.
 A rerun adds a record and never changes one a document quotes.
@@ -32,6 +34,8 @@ import _report  # noqa: E402 (bench/ and the project root go on the path first)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RECORDS = os.path.join(ROOT, "bench", "results", "suite_profile.jsonl")
+# CPU in the first call of each traced graph (its instantiation) and in the later calls
+CALL_KEYS = ("first_calls", "later_calls")
 
 
 def summarize(tests: Iterable[Dict]) -> Dict:
@@ -42,9 +46,10 @@ def summarize(tests: Iterable[Dict]) -> Dict:
     launches = collections.Counter()
     for test in tests:
         name = test["id"].split("::")[0]
-        for key in ("own", "children", "trace"):
-            totals[key] += test[key]
-            by_file[name][key] += test[key]
+        for key in ("own", "children", "trace") + CALL_KEYS:
+            if key in test:  # the call keys: in lines of runs since they were added
+                totals[key] += test[key]
+                by_file[name][key] += test[key]
         totals["tests"] += 1
         by_file[name]["tests"] += 1
         launches.update(test["launches"])
@@ -117,12 +122,23 @@ def run(args: config_lib.Config) -> None:
         f.write(json.dumps(record) + "\n")
     totals = record["totals"]
     print(
-        "%d tests: %.0f s of CPU in the test processes (%.0f s of it tracing), %.0f s in "
-        "the processes they started"
-        % (totals["tests"], totals["own"], totals["trace"], totals["children"])
+        "%d tests: %.0f s of CPU in the test processes (%.0f s of it tracing, %.0f s in "
+        "the graphs' first calls, %.0f s in their later calls), %.0f s in the processes "
+        "they started"
+        % (
+            totals["tests"],
+            totals["own"],
+            totals["trace"],
+            totals.get("first_calls", 0.0),
+            totals.get("later_calls", 0.0),
+            totals["children"],
+        )
     )
+    print("    own children   trace   first   later  file")
     for row in record["files"][:15]:
-        print("%7.1f %7.1f %7.1f  %s" % (row["own"], row["children"], row["trace"], row["file"]))
+        columns = [row["own"], row["children"], row["trace"]]
+        columns += [row.get(key, 0.0) for key in CALL_KEYS]
+        print("%7.1f " * 5 % tuple(columns) + " " + row["file"])
 
 
 if __name__ == "__main__":

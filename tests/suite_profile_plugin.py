@@ -1,8 +1,10 @@
 """A pytest plugin for ``bench/suite_profile.py`` (``-p suite_profile_plugin``): one JSON
 line per test with its CPU seconds in the test process (``own``), in the processes it
 started and waited for (``children``) and, of ``own``, in TensorFlow's tracing of
-``tf.function`` graphs (``trace``), and the programs it started (``launches``). The lines
-go to the file ``SUITE_PROFILE_OUT`` names; each xdist worker appends its own."""
+``tf.function`` graphs (``trace``), in the first call of each traced graph (``first_calls``:
+the runtime's instantiation of the graph, and one run) and in its later calls
+(``later_calls``: the steps themselves), and the programs it started (``launches``). The
+lines go to the file ``SUITE_PROFILE_OUT`` names; each xdist worker appends its own."""
 
 import collections
 import json
@@ -10,14 +12,19 @@ import os
 import resource
 import subprocess
 import time
+import weakref
 from typing import Iterator, Optional
 
 import pytest
+from tensorflow.python.eager.polymorphic_function import atomic_function
 from tensorflow.python.framework import func_graph
 
 _TRACE = {"seconds": 0.0, "depth": 0}
+_CALLS = {"first_calls": 0.0, "later_calls": 0.0, "depth": 0}
+_CALLED = weakref.WeakSet()  # the graphs called at least once
 _LAUNCHES = collections.Counter()
 _trace = func_graph.func_graph_from_py_func
+_call = atomic_function.AtomicFunction.call_preflattened
 _popen_init = subprocess.Popen.__init__
 
 
@@ -33,6 +40,21 @@ def _timed_trace(*args, **kwargs):
             _TRACE["seconds"] += time.process_time() - start
 
 
+def _timed_call(self, args):
+    """``AtomicFunction.call_preflattened``: its CPU counted as a first or a later call
+    when it runs the graph (not when a trace only adds a call of it to another graph)."""
+    if _TRACE["depth"] or _CALLS["depth"]:
+        return _call(self, args)
+    _CALLS["depth"] += 1
+    start = time.process_time()
+    try:
+        return _call(self, args)
+    finally:
+        _CALLS["depth"] -= 1
+        _CALLS["later_calls" if self in _CALLED else "first_calls"] += time.process_time() - start
+        _CALLED.add(self)
+
+
 def _counted_popen(self, args, *rest, **kwargs):
     """``Popen.__init__``, counting the program (``python -m <module>`` for Python)."""
     words = [args] if isinstance(args, (str, bytes)) else list(args)
@@ -44,6 +66,7 @@ def _counted_popen(self, args, *rest, **kwargs):
 
 
 func_graph.func_graph_from_py_func = _timed_trace
+atomic_function.AtomicFunction.call_preflattened = _timed_call
 subprocess.Popen.__init__ = _counted_popen
 
 
@@ -56,6 +79,7 @@ def _cpu(who: int) -> float:
 def pytest_runtest_protocol(item: pytest.Item, nextitem: Optional[pytest.Item]) -> Iterator[None]:
     own, children = _cpu(resource.RUSAGE_SELF), _cpu(resource.RUSAGE_CHILDREN)
     trace = _TRACE["seconds"]
+    calls = {key: _CALLS[key] for key in ("first_calls", "later_calls")}
     _LAUNCHES.clear()
     yield
     record = dict(
@@ -63,6 +87,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: Optional[pytest.Item]) 
         own=round(_cpu(resource.RUSAGE_SELF) - own, 3),
         children=round(_cpu(resource.RUSAGE_CHILDREN) - children, 3),
         trace=round(_TRACE["seconds"] - trace, 3),
+        **{key: round(_CALLS[key] - before, 3) for key, before in calls.items()},
         launches=dict(_LAUNCHES),
     )
     with open(os.environ["SUITE_PROFILE_OUT"], "a", encoding="utf-8") as f:
