@@ -16,7 +16,7 @@ import pytest
 from acvi_tf import config as config_lib
 from acvi_tf.formats import frame_features
 from data_prep import captions, moving_shapes, splits
-from video_caption import cnn, run_captioning
+from video_caption import cnn
 from video_caption import features as features_lib
 
 from conftest import no_writes_in, write_video
@@ -76,7 +76,9 @@ def test_csv_rows_become_clips_with_their_captions(tmp_path):
     assert json.loads((out / "stats.json").read_text())["rows_read"] == 9
 
 
-def test_json_lines_with_splits_and_the_captioner_trains(tmp_path):
+def test_json_lines_name_their_fields_and_splits(tmp_path):
+    """Fields and splits named by flags; a captioner trains on a build as
+    ``runs.captioner_run`` shows."""
     path = tmp_path / "captions.jsonl"
     lines = []
     for i, clip in enumerate(CLIPS):
@@ -87,23 +89,12 @@ def test_json_lines_with_splits_and_the_captioner_trains(tmp_path):
     argv = ["--clip_field=id", "--caption_field=text", "--split_field=part"]
     stats, out = _build(tmp_path, path, *argv)
     assert stats.clips == dict(train=2, val=1, test=1)
-    argv = [
-        "run_captioning",
-        "--mode=train",
-        "--data_dir=%s" % out,
-        "--features=%s" % (tmp_path / "features"),
-        "--out_dir=%s" % (tmp_path / "run"),
-        "--num_frames=3",
-        "--encoder_units=4",
-        "--decoder_units=4",
-        "--batch_size=2",
-        "--max_steps=2",
-        "--valid_every=2",
-        "--metrics=ROUGE_L",
-        "--best_metric=ROUGE_L",
+    parts = {split: [r["clip"] for r in _records(out, split)] for split in captions.SPLITS}
+    assert parts == dict(train=CLIPS[:2], val=CLIPS[2:3], test=CLIPS[3:])
+    assert _records(out, "val")[0]["captions"] == [
+        "a shape moves",
+        "the %s" % CLIPS[2].replace("_", " "),
     ]
-    run_captioning.run(config_lib.parse(run_captioning.define_flags, argv))
-    assert os.path.exists(tmp_path / "run" / "train" / "checkpoint")
 
 
 def test_a_built_dataset_is_replaced_only_with_overwrite(tmp_path):
