@@ -236,10 +236,10 @@ def test_a_captioner_sigkilled_after_its_save_validates_on_rerun(tmp_path, absl_
     same command again (in this process: what it resumes is on disk)."""
     data_dir, features = _dataset(tmp_path)
     out = tmp_path / "run"
-    command = python_m("video_caption.run_captioning", "--data_dir=" + data_dir)
-    command += ["--features=" + features, "--out_dir=%s" % out, "--encoder_units=4"]
-    command += ["--decoder_units=4", "--batch_size=4", "--metrics=ROUGE_L"]
-    command += ["--best_metric=ROUGE_L", "--valid_every=2", "--max_steps=2"]
+    argv = ["--data_dir=" + data_dir, "--features=" + features, "--out_dir=%s" % out]
+    argv += ["--encoder_units=4", "--decoder_units=4", "--batch_size=4", "--metrics=ROUGE_L"]
+    argv += ["--best_metric=ROUGE_L", "--valid_every=2", "--max_steps=2"]
+    command = python_m("video_caption.run_captioning", *argv)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     process = subprocess.Popen(command, cwd=root, stderr=subprocess.PIPE, text=True)
     lines = []
@@ -252,7 +252,6 @@ def test_a_captioner_sigkilled_after_its_save_validates_on_rerun(tmp_path, absl_
     process.stderr.close()
     assert process.returncode == -signal.SIGKILL, "".join(lines)
     assert not (out / "validation.jsonl").exists() and not (out / "best").exists()
-    argv = ["run_captioning", *command[3:]]
-    run_captioning.run(config_lib.parse(run_captioning.define_flags, argv))
+    run_captioning.run(config_lib.parse(run_captioning.define_flags, ["rerun", *argv]))
     assert "Validating step 2, which the run had not recorded" in absl_caplog.text
     assert _steps(out / "validation.jsonl") == [2] and _recorded(out / "best") == 2
