@@ -197,7 +197,7 @@ def run_command(
     def main(argv: List[str]) -> Any:
         if len(argv) > 1:
             raise app.UsageError("unknown command-line arguments: %s" % " ".join(argv[1:]))
-        result = run(from_flags(flags.FLAGS, run.__module__))
+        result = run(from_flags(flags.FLAGS, define_flags.__module__))
         return exit_status(result) if exit_status else None
 
     try:

@@ -26,7 +26,7 @@ from typing import (
 )
 
 import tensorflow as tf
-from absl import app, flags, logging
+from absl import flags, logging
 
 from acvi_tf import config as config_lib
 from acvi_tf import errors, files
@@ -926,19 +926,17 @@ def _entry_point(path: str) -> Optional[str]:
     return "%s.%s" % (parts[0], parts[1][: -len(".py")])
 
 
-def _refuse_another_entry_points_record(path, recorded, define_flags):
+def _refuse_another_entry_points_record(path, recorded, reader):
     """Refuses a run whose record ``path`` another host's training entry point wrote (a
-    summarizer's ``--log_root`` given a captioner's folder): its flags would be compared
-    as if they were this entry point's, and its checkpoints hold another model.
+    summarizer's ``--log_root`` given a captioner's folder) when ``reader``, the entry
+    point of the command's host, is another: its flags would be compared as if they were
+    this entry point's, and its checkpoints hold another model.
 
     Raises:
       FlagChangeError: naming the record, the entry point that wrote it and the fix.
     """
     words = str(recorded.get("_command") or "").split()
     writer = _entry_point(words[0]) if words else None
-    reader = define_flags.__module__
-    if reader == "__main__":  # the command itself: python -m package.module
-        reader = _entry_point(sys.argv[0])
     # no verdict on a record or a command of another kind of start (a test's)
     if writer and reader and writer != reader:
         raise FlagChangeError(
@@ -988,6 +986,7 @@ def run_config(
     command_flags: Iterable[str],
     define_flags: Callable[[flags.FlagValues], None],
     name: str = RECORD,
+    entry_point: Optional[str] = None,
 ) -> config_lib.Config:
     """The settings of a command that uses a trained run (eval, decode, inference,
     export, a resumed training run): the entry point's defaults, then what the run's
@@ -1008,6 +1007,8 @@ def run_config(
       define_flags: the training entry point's ``define_flags(flag_values)``, whose
         checks the record's values pass.
       name: the record's file name.
+      entry_point: the training entry point's module (``Task.entry_point``): a record
+        another host's entry point wrote is refused. None: no verdict (a test's start).
 
     Returns:
       The ``acvi_tf.config.Config``; its ``given`` stays the command line's.
@@ -1025,7 +1026,7 @@ def run_config(
             path,
         )
         return config
-    _refuse_another_entry_points_record(path, recorded, define_flags)
+    _refuse_another_entry_points_record(path, recorded, entry_point)
     values = config.record()
     for n in sorted(config.given & (set(model_flags) | set(MODEL_FLAGS))):
         if n in recorded and n in values:
@@ -1110,47 +1111,6 @@ def _record_value(path: str, name: str, value: Any, current: Any) -> Any:
                 )
             return float(value) if kind is float else value
     return value
-
-
-def recorded_config(
-    define_flags: Callable[[flags.FlagValues], None],
-    run_dir: str,
-    names_the_run: str,
-    trained_with: str,
-    model_flags: Iterable[str],
-    command_flags: Iterable[str],
-    **given: Any,
-) -> config_lib.Config:
-    """A trained run's settings for a command that only names the run (raw-text
-    inference, export): ``run_config`` of the training entry point's flags, with the
-    values of ``given`` that are not None as the given flags.
-
-    Args:
-      define_flags: the training entry point's ``define_flags(flag_values)``.
-      run_dir: the run's folder, the one holding ``hparams.json``.
-      names_the_run: the command's flags that name the run, for the message
-        (e.g. ``"--out_dir"``).
-      trained_with: the training entry point's module, for the message.
-      model_flags, command_flags: the training entry point's (``run_config``).
-      **given: settings the command was given (the run's folder flags, the search
-        settings); None: not given.
-
-    Returns:
-      The ``acvi_tf.config.Config``.
-
-    Raises:
-      app.UsageError: the run has no ``hparams.json``.
-    """
-    path = os.path.join(run_dir, RECORD)
-    if not os.path.exists(path):
-        raise app.UsageError(
-            "%s is missing: %s must name a run trained with %s"
-            % (path, names_the_run, trained_with)
-        )
-    defaults = config_lib.parse(define_flags, [trained_with])
-    given = {k: v for k, v in given.items() if v is not None}
-    config = config_lib.Config(defaults.replace(**given), given=given, recorded=defaults.recorded)
-    return run_config(config, run_dir, model_flags, command_flags, define_flags)
 
 
 def describe(

@@ -50,14 +50,16 @@ from acvi_tf import config as config_lib
 from acvi_tf.compat import keras
 from acvi_tf.contexts import objective
 from acvi_tf.formats import bin_files, nmt_text
+from acvi_tf.runner import runner
 from nmt import data as nmt_data
 from nmt import experiment as nmt_experiment
-from nmt import run_nmt
-from pointer_generator import batcher, run_summarization
+from nmt import task as nmt_task
+from pointer_generator import batcher
 from pointer_generator import experiment as pg_experiment
+from pointer_generator import task as pg_task
 from pointer_generator import vocab as pg_vocab
 from video_caption import experiment as vc_experiment
-from video_caption import run_captioning
+from video_caption import task as vc_task
 
 import _report as report
 
@@ -100,8 +102,8 @@ def translation(out_dir: str, train_steps: int, batch_size: int, seed: int) -> T
       ``(model, batch, which of its trainable variables are the scorer's)``.
     """
     argv = ["run_nmt", *compare_contexts.translation_flags(out_dir, seed, train_steps)]
-    config = config_lib.parse(run_nmt.define_flags, argv + ["--context=acvi"])
-    run_nmt.run(config)
+    config = config_lib.parse(nmt_task.define_flags, argv + ["--context=acvi"])
+    runner.run(nmt_task.TASK, config)
     vocabs = nmt_experiment.load_vocabs(config)
     model = nmt_experiment.build_model(config, *vocabs)
     nmt_experiment.restore(config, model, *vocabs, best=False)
@@ -121,8 +123,8 @@ def captioning(out_dir: str, train_steps: int, batch_size: int, seed: int) -> Ta
     argv = ["run_captioning", *compare_contexts.captioning_flags(out_dir, seed)]
     argv += ["--dropout=0.0", "--max_steps=%d" % train_steps, "--context=acvi"]
     argv += ["--valid_every=%d" % train_steps, "--checkpoint_steps=%d" % train_steps]
-    config = config_lib.parse(run_captioning.define_flags, argv)
-    run_captioning.run(config)
+    config = config_lib.parse(vc_task.define_flags, argv)
+    runner.run(vc_task.TASK, config)
     exp = vc_experiment.Experiment(config)
     exp.restore()
     clips = exp.split("val")
@@ -143,8 +145,8 @@ def summarization(out_dir: str, train_steps: int, batch_size: int, seed: int) ->
     argv += compare_contexts.summarization_flags(
         sample, os.path.join(out_dir, "run"), seed, train_steps
     )
-    config = config_lib.parse(run_summarization.define_flags, argv + ["--context=acvi"])
-    run_summarization.run(config)
+    config = config_lib.parse(pg_task.define_flags, argv + ["--context=acvi"])
+    runner.run(pg_task.TASK, config)
     vocab = pg_vocab.Vocab(config.vocab_path, config.vocab_size)
     model = pg_experiment.build_model(config, vocab)
     pg_experiment.restore(config, model, vocab, best=False)

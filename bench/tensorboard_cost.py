@@ -34,12 +34,15 @@ from acvi_tf.formats import nmt_text
 from acvi_tf.training import step as training_lib
 from nmt import data as nmt_data
 from nmt import experiment as nmt_experiment
-from nmt import run_nmt
+from nmt import jobs as nmt_jobs
+from nmt import task as nmt_task
 from pointer_generator import experiment as pg_experiment
-from pointer_generator import run_summarization
+from pointer_generator import jobs
+from pointer_generator import task as pg_task
 from pointer_generator import vocab as pg_vocab
 from video_caption import experiment as vc_experiment
-from video_caption import run_captioning
+from video_caption import jobs as vc_jobs
+from video_caption import task as vc_task
 
 import _report as report
 
@@ -70,7 +73,7 @@ def _summarization(writer):
     """``(train step, batch, posterior summaries, config)`` of the summarizer demo."""
     data = os.path.join(SAMPLES, "debian_descriptions")
     config = config_lib.parse(
-        run_summarization.define_flags,
+        pg_task.define_flags,
         [
             "run_summarization",
             "--mode=train",
@@ -89,11 +92,11 @@ def _summarization(writer):
     vocab = pg_vocab.Vocab(config.vocab_path, config.vocab_size)
     model = pg_experiment.build_model(config, vocab)
     phase = pg_experiment.phases(config)[-1]
-    batch = next(run_summarization.phase_batcher(config, vocab, phase, 0).batches())
+    batch = next(jobs.phase_batcher(config, vocab, phase, 0).batches())
     batch = {name: tf.constant(batch[name]) for name in pg_experiment.MODEL_SIGNATURE}
     step = training_lib.make_train_step(model, keras.optimizers.Adam(), norm_key="global_norm")
     run = types.SimpleNamespace(checkpoint=types.SimpleNamespace(coverage_started=False))
-    posterior = run_summarization.posterior_summaries(config, vocab, model, phase, run, writer)
+    posterior = jobs.posterior_summaries(config, vocab, model, phase, run, writer)
     return step, batch, posterior, config
 
 
@@ -101,7 +104,7 @@ def _translation(writer):
     """``(train step, batch, posterior summaries, config)`` of docs/nmt.md's En-De run."""
     data = os.path.join(SAMPLES, "debian_en_de")
     config = config_lib.parse(
-        run_nmt.define_flags,
+        nmt_task.define_flags,
         ["run_nmt", "--src=en", "--tgt=de", "--out_dir=%s" % tempfile.mkdtemp()]
         + ["--%s_prefix=%s/%s" % (p, data, p) for p in ("vocab", "train", "dev")]
         + ["--num_units=128", "--encoder_type=bi", "--optimizer=adam", "--context=acvi"]
@@ -114,7 +117,7 @@ def _translation(writer):
     batch = next(iter(nmt_data.eval_dataset(examples, config.batch_size)))
     step = training_lib.make_train_step(model, keras.optimizers.Adam())
     translator = nmt_experiment.build_decoder(config, model, vocabs[1])
-    posterior = run_nmt.posterior_summaries(config, model, vocabs, translator, writer)
+    posterior = nmt_jobs.posterior_summaries(config, model, vocabs, translator, writer)
     return step, batch, posterior, config
 
 
@@ -122,7 +125,7 @@ def _captioning(writer):
     """``(train step, batch, posterior summaries, config)`` of ``make demo-captions``."""
     sample = os.path.join(SAMPLES, "moving_shapes")
     config = config_lib.parse(
-        run_captioning.define_flags,
+        vc_task.define_flags,
         [
             "run_captioning",
             "--data_dir=%s" % sample,
@@ -143,7 +146,7 @@ def _captioning(writer):
     clips = exp.split("train")
     batch = next(clips.caption_batches(clips.caption_pairs(exp.vocab), config.batch_size))
     step = training_lib.make_train_step(exp.model, keras.optimizers.Adam())
-    posterior = run_captioning.posterior_summaries(exp, writer)
+    posterior = vc_jobs.posterior_summaries(exp, writer)
     return step, batch, posterior, config
 
 

@@ -56,7 +56,7 @@ from acvi_tf.contexts import attention, loop_gradients, registry
 from acvi_tf.contexts import context as context_lib
 from acvi_tf.training import step as training_lib
 from pointer_generator import model as model_lib
-from pointer_generator import run_summarization
+from pointer_generator import task as pg_task
 
 import _report as report
 
@@ -264,7 +264,7 @@ def run(config: config_lib.Config) -> None:
     tf.get_logger().setLevel("ERROR")  # one trace per variant is the point, not a warning
     # run_summarization's defaults, as its command has
     summarizer = config_lib.parse(
-        run_summarization.define_flags, ["train_step", "--jit_compile=%s" % config.jit_compile]
+        pg_task.define_flags, ["train_step", "--jit_compile=%s" % config.jit_compile]
     )
     steps, memory, gumbel = {}, {}, {}
     chosen = [

@@ -31,8 +31,9 @@ from acvi_tf import progress as progress_lib
 from acvi_tf.config import Config
 from acvi_tf.formats import bpe
 from acvi_tf.inference import commands
+from acvi_tf.runner import runner
 from acvi_tf.text import tokenizers
-from nmt import experiment, run_nmt
+from nmt import experiment, task
 
 # What to do about a corpus record that cannot be read.
 CORPUS_FIX = "rebuild the corpus with data_prep.translation, or restore the file"
@@ -73,7 +74,7 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
 
 def run_config(out_dir: str, given: Dict[str, Any]) -> Config:
     """The run's settings as its ``hparams.json`` records them, with ``given`` on top."""
-    return commands.run_config(run_nmt, out_dir, **given)
+    return runner.recorded_config(task.TASK, out_dir, **given, out_dir=out_dir)
 
 
 def corpus_record(config: Config) -> Tuple[str, Dict[str, Any], Optional[str]]:

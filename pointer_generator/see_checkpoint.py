@@ -66,7 +66,7 @@ from acvi_tf import errors
 from acvi_tf.contexts import context as context_lib
 from acvi_tf.training import checkpoints
 from pointer_generator import model as model_lib
-from pointer_generator import run_summarization
+from pointer_generator import task
 from pointer_generator import vocab as vocab_lib
 
 
@@ -74,7 +74,7 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     """Defines this command's flags on ``fv``: run_summarization's (the model flags
     ``--vocab_path``, ``--vocab_size``, ``--hidden_dim``, ``--emb_dim``, ``--pointer_gen``,
     ``--context`` mean the same in both tools), ``--tf1_checkpoint`` and ``--out_dir``."""
-    run_summarization.define_flags(fv)
+    task.define_flags(fv)
     flags.DEFINE_string(
         "tf1_checkpoint",
         "",

@@ -31,11 +31,12 @@ from acvi_tf import progress as progress_lib
 from acvi_tf.config import Config
 from acvi_tf.formats import see_vocab
 from acvi_tf.inference import commands
+from acvi_tf.runner import runner
 from acvi_tf.text import tokenizers
 from acvi_tf.training import checkpoints
 from pointer_generator import batcher as batcher_lib
 from pointer_generator import decode as decode_lib
-from pointer_generator import experiment, run_summarization
+from pointer_generator import experiment, task
 
 CORPUS_RECORD = "corpus.json"
 # What to do about a corpus record that cannot be read.
@@ -93,13 +94,9 @@ def run_config(log_root: str, exp_name: str, given: Dict[str, Any]) -> Config:
       app.UsageError: the run has no ``hparams.json``.
       acvi_tf.flags.DecodeSettingError: a given minimum exceeds the maximum.
     """
-    config = acvi_flags.recorded_config(
-        run_summarization.define_flags,
+    config = runner.recorded_config(
+        task.TASK,
         os.path.join(log_root, exp_name),
-        "--log_root and --exp_name",
-        "pointer_generator.run_summarization",
-        run_summarization.MODEL_FLAGS,
-        run_summarization.COMMAND_FLAGS,
         **given,
         log_root=log_root,  # where the run is now
         exp_name=exp_name,

@@ -23,7 +23,7 @@ from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
 from acvi_tf.training import checkpoints
 from nmt import run_nmt
-from pointer_generator import experiment, run_summarization, summarize
+from pointer_generator import experiment, jobs, run_summarization, summarize
 from pointer_generator import vocab as vocab_lib
 from video_caption import run_captioning
 
@@ -453,10 +453,10 @@ def summarizer_run(tmp_path_factory):
     acvi_flags.write_flag_record(str(root / "exp"), config)
     vocab = vocab_lib.Vocab(config.vocab_path, config.vocab_size, True)
     model = experiment.build_model(config, vocab)
-    optimizer = run_summarization.build_optimizer(config)
+    optimizer = jobs.build_optimizer(config)
     optimizer.build(model.trainable_variables)
     train_dir = str(root / "exp" / "train")
-    saver = run_summarization.build_checkpointer(config, train_dir, model, optimizer, vocab)
+    saver = jobs.build_checkpointer(config, train_dir, model, optimizer, vocab)
     for step in (4, 6, 8):
         saver.step.assign(step)
         model.embedding.embeddings.assign_add(tf.ones_like(model.embedding.embeddings))

@@ -21,8 +21,11 @@ from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
 from acvi_tf.contexts import acvi as acvi_lib
 from acvi_tf.contexts import context, kl_schedule
+from acvi_tf.runner import runner
 from acvi_tf.training import trainer as trainer_lib
 from pointer_generator import run_summarization
+from pointer_generator import task as pg_task
+from video_caption import experiment as vc_experiment
 from video_caption import run_captioning
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -191,7 +194,8 @@ def test_importing_a_module_defines_no_flag():
     """Flags exist only once a command's ``define_flags`` runs: importing every module of
     the project, the bench scripts too, defines none (a fresh process, so this suite's
     own definitions do not count); each command and bench script defines them in
-    ``define_flags`` and runs through ``config.run_command``."""
+    ``define_flags`` and runs through ``config.run_command`` (a training command through
+    the Runner, ``runner.main``, which calls it)."""
     modules = dict(_modules())
     assert {"nmt.run_nmt", "data_prep.pig_latin", "acvi_tf.builders", "train_step"} <= set(modules)
     code = (
@@ -208,7 +212,8 @@ def test_importing_a_module_defines_no_flag():
     for module, source in modules.items():
         # bench/'s helpers (_report: its __main__ renders BENCHMARKS.md) take no flags
         if 'if __name__ == "__main__":' in source and not module.startswith("_"):
-            assert "config_lib.run_command(define_flags, run" in source, module
+            runs = ("config_lib.run_command(define_flags, run", "runner.main(TASK)")
+            assert any(r in source for r in runs), module
 
 
 def test_helpshort_of_every_command_lists_every_flag_it_defines():
@@ -421,36 +426,42 @@ def test_run_config_takes_the_record_under_the_given_flags(tmp_path, absl_caplog
 
 
 def test_a_record_another_host_wrote_is_refused_before_its_flags_are_compared(
-    tmp_path, monkeypatch
+    tmp_path,
 ):
     """A captioner's folder given to the summarizer (a resume, a decode, summarize) is
     named as another host's run, not refused for a flag or data it does not share."""
     path = tmp_path / "hparams.json"
     record = dict(encoder_units=8, num_frames=4)
     given = config_lib.parse(run_summarization.define_flags, ["x", "--vocab_size=2000"])
+
+    def run_config(entry_point="pointer_generator.run_summarization"):
+        define_flags = run_summarization.define_flags
+        return acvi_flags.run_config(
+            given, str(tmp_path), (), (), define_flags, entry_point=entry_point
+        )
+
     for command in ("/a/video_caption/run_captioning.py --mode=train", "C:/b/run.py"):
         path.write_text(json.dumps(dict(record, _command=command)))
         if command.startswith("C:"):  # not a host's entry point (a test's run): no verdict
-            acvi_flags.run_config(given, str(tmp_path), (), (), run_summarization.define_flags)
+            run_config()
             continue
         with pytest.raises(acvi_flags.FlagChangeError) as refused:
-            acvi_flags.run_config(given, str(tmp_path), (), (), run_summarization.define_flags)
+            run_config()
         assert str(refused.value) == (
             "%s is the record of a video_caption.run_captioning run, not one of "
             "pointer_generator.run_summarization: the folder holds another host's run, which "
             "this command cannot use; give the folder of a pointer_generator.run_summarization "
             "run, or a new folder for a new run" % path
         )
-    # the command itself, started by python -m, is named by its file
+        run_config(entry_point=None)  # a command of no host's (a test's start): no verdict
+    # the entry point is the Task's, however the command started (python -m included)
     path.write_text(json.dumps(dict(record, _command="/a/nmt/run_nmt.py --src=en")))
-    monkeypatch.setattr(run_summarization.define_flags, "__module__", "__main__")
-    monkeypatch.setattr(sys, "argv", ["/repo/pointer_generator/run_summarization.py"])
     with pytest.raises(acvi_flags.FlagChangeError, match="record of a nmt.run_nmt run, not"):
-        acvi_flags.run_config(given, str(tmp_path), (), (), run_summarization.define_flags)
+        runner.recorded_config(pg_task.TASK, str(tmp_path))
     # and its own runs are its own
     own = "/a/pointer_generator/run_summarization.py --mode=train"
     path.write_text(json.dumps(dict(_command=own, hidden_dim=8)))
-    config = acvi_flags.run_config(given, str(tmp_path), (), (), run_summarization.define_flags)
+    config = run_config()
     assert config.hidden_dim == 8
 
 
@@ -580,7 +591,7 @@ def test_a_flag_of_several_values_takes_them_comma_separated_or_repeated():
         parsed = config_lib.parse(run_captioning.define_flags, ["x", *argv])
         assert parsed.metrics == ("Bleu_4", "CIDEr"), argv
     default = config_lib.parse(run_captioning.define_flags, ["x"]).metrics
-    assert default == tuple(run_captioning.REPORTED)
+    assert default == tuple(vc_experiment.REPORTED)
     with pytest.raises(flags.IllegalFlagValueError, match="--metrics=cider: value should be"):
         config_lib.parse(run_captioning.define_flags, ["x", "--metrics=Bleu_4,cider"])
 

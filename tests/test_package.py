@@ -280,3 +280,37 @@ def test_no_module_reads_another_module_s_private_names():
                 for line, name in _private_reads(path)
             ]
     assert not found, "\n".join(found)
+
+
+# The training entry points: each is its Task's command line (docs/library.md, the Runner).
+ENTRY_POINTS = (
+    "pointer_generator.run_summarization",
+    "nmt.run_nmt",
+    "video_caption.run_captioning",
+)
+
+
+def _imported_modules(path):
+    """The dotted names of the project's modules that the file at ``path`` imports."""
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module)
+            names.update("%s.%s" % (node.module, alias.name) for alias in node.names)
+        elif isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+    return names
+
+
+def test_no_module_imports_a_training_entry_point():
+    """The packages and the bench scripts reach a host through its Task
+    (``<host>.task``) and the Runner; a training entry point is only a command line."""
+    found = [
+        "%s imports %s" % (os.path.relpath(path, ROOT), name)
+        for folder in PACKAGES + ["bench"]
+        for path in sorted(glob.glob(os.path.join(ROOT, folder, "**", "*.py"), recursive=True))
+        for name in sorted(_imported_modules(path) & set(ENTRY_POINTS))
+    ]
+    assert not found, "\n".join(found)

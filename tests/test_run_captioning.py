@@ -20,6 +20,7 @@ from acvi_tf.metrics import captions as caption_metrics
 from acvi_tf.training import checkpoints
 from video_caption import data as vc_data
 from video_caption import experiment, run_captioning
+from video_caption import jobs as vc_jobs
 
 from conftest import no_writes_in, untraced, write_video
 
@@ -118,7 +119,7 @@ def test_non_finite_float_flags_are_rejected():
 
 def test_most_common_caption_breaks_ties_alphabetically():
     records = [dict(captions=["b c", "a b"]), dict(captions=["a b", "b c", "z"])]
-    assert run_captioning.most_common_caption(records) == "a b"
+    assert vc_jobs.most_common_caption(records) == "a b"
 
 
 @pytest.mark.eager
@@ -158,7 +159,7 @@ def test_decode_and_a_resume_read_the_model_from_the_record(tmp_path, absl_caplo
         raise OSError(28, "No space left on device", str(folder / "report.html"))
 
     with monkeypatch.context() as patch:
-        patch.setattr(run_captioning, "write_decode_report", no_room)
+        patch.setattr(vc_jobs, "write_decode_report", no_room)
         with pytest.raises(OSError, match="No space left"):
             run_captioning.run(_flags("--mode=decode", run, "--decode_overwrite"))
     assert (folder / "captions.json").exists() and not (folder / "metrics.json").exists()
@@ -249,7 +250,7 @@ def _check_report(folder, captions, tmp_path):
         "computed from: 6 equally spaced of the first 14 of each video in --video_dir="
     )
     assert data["notes"][0].endswith("videos, sampled again to --num_frames=5.")
-    assert data["missing_note"].endswith(run_captioning.REPORT_ELSEWHERE % "test")
+    assert data["missing_note"].endswith(vc_jobs.REPORT_ELSEWHERE % "test")
 
 
 def _videos(folder, **frame_counts):

@@ -19,6 +19,8 @@ from acvi_tf import flags as acvi_flags
 from acvi_tf.formats import nmt_text
 from acvi_tf.training import trainer as trainer_lib
 from nmt import experiment, hparams, run_nmt, schedule
+from nmt import jobs as nmt_jobs
+from nmt import task as nmt_task
 
 from conftest import command
 
@@ -197,7 +199,7 @@ def _check_report(path, corpus, tmp_path):
     detail = data["details"][str(example)]
     assert detail["output"] == hypotheses[example].split()  # the beam's, not a greedy one
     assert data["title"] == str(path.parent / "output_infer")  # the output file's page
-    assert data["missing_note"].endswith(run_nmt.REPORT_ELSEWHERE)
+    assert data["missing_note"].endswith(nmt_jobs.REPORT_ELSEWHERE)
     assert result["sigmaBars"] == len(sources[example].split())  # ACVI
     assert result["klBars"] == len(detail["output"]) == len(detail["kl"])  # --acvi_kl=bound
     assert result["titles"] == [detail["labels"]["sigma"], None, detail["labels"]["kl"]]
@@ -242,7 +244,7 @@ def test_apply_preset_fills_a_new_config_and_keeps_the_given_flags():
     config = config_lib.parse(
         run_nmt.define_flags, ["run_nmt", "--hparams_preset=acvi_paper", "--num_units=32"]
     )
-    applied = run_nmt.apply_preset(config)
+    applied = nmt_task.apply_preset(config)
     assert (applied.num_units, applied.encoder_type, applied.beam_width) == (32, "bi", 10)
     assert config.encoder_type == "uni"  # the parsed config stays as it was
 

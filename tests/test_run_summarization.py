@@ -19,8 +19,8 @@ from acvi_tf.training import checkpoints
 from acvi_tf.training import step as training_lib
 from pointer_generator import decode as decode_lib
 from pointer_generator import experiment as pg_experiment
+from pointer_generator import jobs, run_summarization, task
 from pointer_generator import losses as losses_lib
-from pointer_generator import run_summarization
 
 from conftest import untraced
 
@@ -342,8 +342,8 @@ def test_a_decode_manifest_holds_every_flag_but_the_commands_own(corpus, tmp_pat
     config = config_lib.parse(run_summarization.define_flags, argv)
     index = tmp_path / "model.ckpt-7.index"
     index.write_bytes(b"weights")
-    settings = run_summarization.decode_settings(config, str(tmp_path / "model.ckpt-7"))
-    own = set(run_summarization.COMMAND_FLAGS) | set(acvi_flags.COMMAND_FLAGS)
+    settings = jobs.decode_settings(config, str(tmp_path / "model.ckpt-7"), task.COMMAND_FLAGS)
+    own = set(task.COMMAND_FLAGS) | set(acvi_flags.COMMAND_FLAGS)
     assert set(settings["flags"]) == set(config.recorded) - own - {"vocab_path"}
     assert {"coverage", "pointer_gen", "hidden_dim", "context", "beam_size"} <= set(
         settings["flags"]
@@ -352,7 +352,7 @@ def test_a_decode_manifest_holds_every_flag_but_the_commands_own(corpus, tmp_pat
     assert settings["flags"]["coverage"] is True
     assert settings["checkpoint"] == "model.ckpt-7"
     index.write_bytes(b"weightz")
-    again = run_summarization.decode_settings(config, str(tmp_path / "model.ckpt-7"))
+    again = jobs.decode_settings(config, str(tmp_path / "model.ckpt-7"), task.COMMAND_FLAGS)
     assert again["checkpoint_sha256"] != settings["checkpoint_sha256"]
     assert again["vocab_sha256"] == settings["vocab_sha256"]
 

@@ -11,7 +11,7 @@ from references import np_sigmoid
 from acvi_tf import config as config_lib
 from acvi_tf.compat import keras
 from acvi_tf.contexts import acvi as acvi_lib
-from pointer_generator import experiment, run_summarization, see_checkpoint
+from pointer_generator import experiment, jobs, run_summarization, see_checkpoint
 from pointer_generator import model as model_lib
 from pointer_generator import vocab as vocab_lib
 
@@ -307,9 +307,9 @@ def test_cli_writes_a_checkpoint_that_training_resumes_from(tmp_path):
     )
     vocab = vocab_lib.Vocab(str(vocab_path), V)
     model = experiment.build_model(fv, vocab)
-    optimizer = run_summarization.build_optimizer(fv)
+    optimizer = jobs.build_optimizer(fv)
     optimizer.build(model.trainable_variables)
-    checkpointer = run_summarization.build_checkpointer(fv, str(train_dir), model, optimizer, vocab)
+    checkpointer = jobs.build_checkpointer(fv, str(train_dir), model, optimizer, vocab)
     assert checkpointer.restore_latest() == latest
     assert int(checkpointer.step) == STEP
     assert bool(checkpointer.checkpoint.coverage_started)

@@ -18,7 +18,9 @@ from test_run_captioning import _dataset
 from acvi_tf import config as config_lib
 from acvi_tf import files
 from acvi_tf.training import checkpoints, trainer
+from nmt import jobs as nmt_jobs
 from nmt import run_nmt
+from video_caption import jobs as vc_jobs
 from video_caption import run_captioning
 
 from conftest import python_m
@@ -190,7 +192,7 @@ def test_validation_jsonl_keeps_one_line_per_step(tmp_path):
     path = tmp_path / "validation.jsonl"
     lines = [{"CIDEr": 0.1, "step": 2}, {"CIDEr": 0.2, "step": 4}]
     path.write_text("".join(json.dumps(line) + "\n" for line in lines) + '{"CIDEr": 0.3, "st')
-    run_captioning.record_validation(str(path), {"CIDEr": 0.25}, 4)  # 4 again; a cut line
+    vc_jobs.record_validation(str(path), {"CIDEr": 0.25}, 4)  # 4 again; a cut line
     assert path.read_text().splitlines() == [
         json.dumps(lines[0]),
         json.dumps(lines[1] | {"CIDEr": 0.25}),
@@ -220,7 +222,7 @@ def test_nmt_validates_the_last_step_a_kill_left_out(tmp_path, monkeypatch):
         raise Killed("scoring")
 
     with monkeypatch.context() as patch:
-        patch.setattr(run_nmt, "evaluate_split", killed)
+        patch.setattr(nmt_jobs, "evaluate_split", killed)
         with pytest.raises(Killed):
             run_nmt.run(config)
     assert tf.train.latest_checkpoint(str(out)).endswith("ckpt-2")

@@ -30,8 +30,9 @@ from acvi_tf import progress as progress_lib
 from acvi_tf.config import Config
 from acvi_tf.formats import frame_features
 from acvi_tf.inference import commands
+from acvi_tf.runner import runner
 from video_caption import decode as decode_lib
-from video_caption import experiment, run_captioning
+from video_caption import experiment, task
 from video_caption import features as features_lib
 
 
@@ -58,7 +59,7 @@ def given_settings(config: Config) -> Dict[str, Any]:
 
 def run_config(out_dir: str, given: Dict[str, Any]) -> Config:
     """The run's settings as its ``hparams.json`` records them, with ``given`` on top."""
-    return commands.run_config(run_captioning, out_dir, **given)
+    return runner.recorded_config(task.TASK, out_dir, **given, out_dir=out_dir)
 
 
 def extract(videos: List[str], settings: Dict[str, Any], folder: str) -> str:

@@ -3,14 +3,12 @@
 their run by ``--out_dir`` with the same flags.
 """
 
-from types import ModuleType
-from typing import Any, Callable, Iterable, List, Optional, Sequence
+from typing import Callable, Iterable, List, Optional, Sequence
 
 from absl import flags
 
 from acvi_tf import errors, files
 from acvi_tf import flags as acvi_flags
-from acvi_tf.config import Config
 from acvi_tf.training import checkpoints
 
 
@@ -69,31 +67,6 @@ def define_io_flags(fv: flags.FlagValues, inputs: str, outputs: str) -> None:
     )
     flags.DEFINE_string(
         "output", "-", "%s, one per line; - is standard output." % outputs, flag_values=fv
-    )
-
-
-def run_config(entry_point: ModuleType, out_dir: str, **given: Any) -> Config:
-    """The settings of the run in ``out_dir`` as its ``hparams.json`` records them, with
-    ``given`` on top (``acvi_flags.recorded_config``).
-
-    Args:
-      entry_point: the training module (``nmt.run_nmt``), with its ``define_flags``,
-        ``MODEL_FLAGS`` and ``COMMAND_FLAGS``.
-      out_dir: the run's folder.
-      **given: the command's settings (None: not given).
-
-    Raises:
-      app.UsageError: the run has no ``hparams.json``.
-    """
-    return acvi_flags.recorded_config(
-        entry_point.define_flags,
-        out_dir,
-        "--out_dir",
-        entry_point.__name__,
-        entry_point.MODEL_FLAGS,
-        entry_point.COMMAND_FLAGS,
-        **given,
-        out_dir=out_dir,
     )
 
 

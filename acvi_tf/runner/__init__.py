@@ -1,0 +1,1 @@
+"""The Runner (``runner``) and what a host declares to it (``task``)."""

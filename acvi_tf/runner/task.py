@@ -1,0 +1,102 @@
+"""What a host declares to the Runner (``acvi_tf.runner.runner``): its flags and which
+of them make the model, where a run lives, what a training run records of its inputs,
+and its jobs (training; evaluation, decoding or inference).
+
+A host is one ``Task`` subclass in one module (``pointer_generator.task``, ``nmt.task``,
+``video_caption.task``); its training entry point parses the flags and hands the Task
+to the Runner.
+"""
+
+import abc
+import dataclasses
+from typing import Any, Mapping, Sequence, Tuple
+
+import tensorflow as tf
+from absl import flags
+
+from acvi_tf.config import Config
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingInputs:
+    """What a training run reads, loaded once before its record is written.
+
+    Attributes:
+      vocabularies: the record's vocabulary fingerprints (``<host>.experiment.vocabularies``).
+      data_files: the training data's files, whose fingerprints the record keeps.
+      loaded: the host's loaded vocabulary (or vocabularies) for its training job; None
+        when the job loads its own.
+    """
+
+    vocabularies: Mapping[str, Any]
+    data_files: Sequence[str]
+    loaded: Any = None
+
+
+class Task(abc.ABC):
+    """One host's side of the Runner.
+
+    Attributes:
+      entry_point: the training command's module (``pointer_generator.run_summarization``),
+        which run records name as their writer.
+      names_the_run: the flags that name a run's folder, for messages (``--out_dir``).
+      model_flags: the flags that decide the model's variables (and its optimizer's): a
+        resume or a command on the run refuses a changed one.
+      command_flags: the flags that belong to each command and are never taken from a
+        run's record (the mode, the data it reads, where it writes).
+    """
+
+    entry_point: str
+    names_the_run: str
+    model_flags: Tuple[str, ...]
+    command_flags: Tuple[str, ...]
+
+    @abc.abstractmethod
+    def define_flags(self, fv: flags.FlagValues) -> None:
+        """Defines the training command's flags (and the shared ones when missing)."""
+
+    def run_dir(self, config: Config) -> str:
+        """The run's folder, the one holding its record (``hparams.json``): ``--out_dir``
+        by default."""
+        return config.out_dir
+
+    def checkpoint_dir(self, config: Config) -> str:
+        """The folder of the run's training checkpoints (default: the run's folder)."""
+        return self.run_dir(config)
+
+    @abc.abstractmethod
+    def trains(self, config: Config) -> bool:
+        """Whether the command trains (else it evaluates, decodes or infers)."""
+
+    def prepare(self, config: Config) -> Config:
+        """The command's settings before the run's record is read: presets applied, the
+        flags that name the run checked. Default: ``config`` as it is.
+
+        Raises:
+          absl.app.UsageError: a flag the command needs is missing.
+        """
+        return config
+
+    def check(self, config: Config) -> None:
+        """Checks the settings once the run's record is read (a flag the record could
+        give is required only here). Default: none.
+
+        Raises:
+          absl.app.UsageError: a flag the command needs is missing or contradicts another.
+        """
+
+    @abc.abstractmethod
+    def training_inputs(self, config: Config, resuming: bool) -> TrainingInputs:
+        """Loads what a training run reads, before its record is written (a refused input
+        leaves nothing behind)."""
+
+    @abc.abstractmethod
+    def train(
+        self, config: Config, strategy: tf.distribute.Strategy, inputs: TrainingInputs
+    ) -> Any:
+        """Trains (or resumes) the run under ``strategy``; returns the training's result."""
+
+    @abc.abstractmethod
+    def infer(self, config: Config, strategy: tf.distribute.Strategy) -> Any:
+        """Runs a command on a trained run that does not train it (evaluation, decoding,
+        inference); returns its result."""
