@@ -9,7 +9,6 @@ import os
 from typing import Union
 
 import tensorflow as tf
-from absl import logging
 
 from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
@@ -19,60 +18,14 @@ from acvi_tf.contexts import kl_schedule as kl_schedule_lib
 from acvi_tf.training import distribute
 
 
-def _acvi_options(config: config_lib.Config) -> dict:
-    """The ``ACVIContext`` keyword arguments that a command's ``Config`` selects."""
-    options = dict(
-        variance_net=config.acvi_variance_net,
-        sampling=config.acvi_sampling,
-        gumbel_fraction=config.acvi_gumbel_fraction,
-        gumbel_temperature=config.acvi_gumbel_temperature,
-        noise=config.acvi_noise,
-        num_samples=config.acvi_num_samples,
-        kl=config.acvi_kl,
-        decode=config.acvi_decode,
-        log_var_min=config.acvi_log_var_min,
-        log_var_max=config.acvi_log_var_max,
-        feed=config.acvi_feed,
-        enumerate_top=config.acvi_enumerate_top,
-        seed=config.seed,
-    )
-    if config.kl_weight is not None:
-        options["kl_weight"] = config.kl_weight
-    return options
-
-
 def context_layer(config: config_lib.Config) -> context.ContextLayer:
-    """Builds the context layer that ``--context`` and its options select.
+    """Builds the context layer that ``--context`` and the mechanism's own flags select
+    (``registry.layer_from_flags``).
 
     Args:
       config: a command's ``Config`` with the shared flags (``acvi_tf.flags``).
-
-    Returns:
-      The mechanism's layer, from ``registry.make_context_layer``.
     """
-    if config.context == "acvi" and config.acvi_kl == "mc" and config.acvi_sampling != "mixture":
-        logging.warning(
-            "--acvi_kl=mc evaluates log q(c) - log p(c) at a sample that is not drawn "
-            "from q (--acvi_sampling=%s), so it does not estimate KL[q || p]; under eq. "
-            "25 it has no lower bound as sigma shrinks. --acvi_sampling=mixture draws "
-            "from q (docs/acvi.md).",
-            config.acvi_sampling,
-        )
-    ved_options = dict(latent_dim=config.ved_latent_dim, prior=config.ved_prior)
-    variational_options = dict(
-        mode=config.variational_mode,
-        inference_units=config.variational_inference_units,
-        decode=config.variational_decode,
-        jit_compile=config.jit_compile,
-    )
-    return registry.make_context_layer(
-        config.context,
-        structured_scale=config.structured_lambda,
-        structured_penalty=config.structured_penalty,
-        ved_options=ved_options,
-        variational_options=variational_options,
-        **_acvi_options(config),
-    )
+    return registry.layer_from_flags(config)
 
 
 def kl_schedule(config: config_lib.Config) -> kl_schedule_lib.KLSchedule:

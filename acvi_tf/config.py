@@ -18,8 +18,11 @@ from absl import app, flags
 from acvi_tf import errors
 from acvi_tf.training import stops
 
-# the module that defines the flags every entry point shares (acvi_tf.flags)
+# the module that defines the flags every entry point shares (acvi_tf.flags), and the
+# package whose context mechanisms define their own beside them (acvi_tf.contexts.acvi's
+# --acvi_* flags)
 SHARED_FLAGS_MODULE = "acvi_tf.flags"
+MECHANISMS_PACKAGE = "acvi_tf.contexts."
 
 
 def _frozen(value: Any) -> Any:
@@ -106,8 +109,10 @@ def from_flags(flag_values: flags.FlagValues, module: str) -> Config:
     by_module = flag_values.flags_by_module_dict()
     recorded = {
         f.name
-        for defining in (module, sys.argv[0], SHARED_FLAGS_MODULE)
-        for f in by_module.get(defining, [])
+        for defining, defined in by_module.items()
+        if defining in (module, sys.argv[0], SHARED_FLAGS_MODULE)
+        or defining.startswith(MECHANISMS_PACKAGE)
+        for f in defined
     }
     # a flag with a short name is listed under both names
     names = [n for n in flag_values if flag_values[n].name == n]

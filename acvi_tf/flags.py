@@ -31,7 +31,7 @@ from absl import flags, logging
 from acvi_tf import config as config_lib
 from acvi_tf import errors, files
 from acvi_tf.contexts import acvi as acvi_lib
-from acvi_tf.contexts import kl_schedule, registry, variational
+from acvi_tf.contexts import kl_schedule, registry
 from acvi_tf.training import checkpoints, distribute
 from acvi_tf.training import step as training_lib
 from acvi_tf.training import trainer as trainer_lib
@@ -39,9 +39,10 @@ from acvi_tf.training import trainer as trainer_lib
 # --mixed_precision's values and the Keras policies they set.
 PRECISION_POLICIES = {"none": "float32", "float16": "mixed_float16", "bfloat16": "mixed_bfloat16"}
 
-# The shared flags whose values decide the model's variables; each entry point adds its
+# The shared flags whose values decide the model's variables (`--context` and the
+# mechanisms' own, `registry.model_flags`); each entry point adds its
 # own (sizes, layers, optimizer) when it reads a run's record (``run_config``).
-MODEL_FLAGS = ("context", "acvi_variance_net", "variational_inference_units", "ved_latent_dim")
+MODEL_FLAGS = ("context", *registry.model_flags())
 # The shared flags that say how a command runs, not what the run is: a command that uses
 # a trained run never takes them from its record (each entry point adds its own).
 COMMAND_FLAGS = ("distribution_strategy", "num_gpus", "cpu_devices", "allow_data_change")
@@ -164,152 +165,12 @@ def define_flags(flag_values=flags.FLAGS):
         flag_values=fv,
     )
     flags.DEFINE_enum(
-        "variational_mode",
-        "sample",
-        list(variational.VARIATIONAL_MODES),
-        "--context=variational: 'sample' one alignment per step with REINFORCE and the "
-        "soft-attention prediction as baseline (var-attn -mode sample), 'enum' the exact "
-        "ELBO over every source position (-mode enum; N output layers per step).",
-        flag_values=fv,
-    )
-    flags.DEFINE_integer(
-        "variational_inference_units",
-        512,
-        "--context=variational: LSTM size per direction of the inference network (var-attn: 512).",
-        lower_bound=1,
-        flag_values=fv,
-    )
-    flags.DEFINE_enum(
-        "variational_decode",
-        "marginal",
-        list(variational.VARIATIONAL_DECODES),
-        "--context=variational at decode time: 'marginal' sum_i a_i p(y | x_i) (var-attn; "
-        "N x V per step) or 'soft' p(y | sum_i a_i x_i), cheaper.",
-        flag_values=fv,
-    )
-    flags.DEFINE_integer(
-        "ved_latent_dim",
-        100,
-        "--context=ved: size of the sentence latent (the ACVI "
-        "paper: 100 for captioning, 128 for summarization).",
-        lower_bound=1,
-        flag_values=fv,
-    )
-    flags.DEFINE_enum(
-        "ved_prior",
-        "hmean",
-        ["hmean", "zero"],
-        "--context=ved: attention prior N(mean encoder state, I) (the original) or N(0, I).",
-        flag_values=fv,
-    )
-    flags.DEFINE_float(
-        "structured_lambda",
-        2.0,
-        "--context=structured: the context is lambda * sum_i p_i / sum_j p_j * h_i "
-        "(struct-attn's -lambda, 2).",
-        lower_bound=0.0,
-        flag_values=fv,
-    )
-    flags.DEFINE_float(
-        "structured_penalty",
-        0.005,
-        "--context=structured: weight of the L2 penalty on the CRF transition matrix "
-        "(struct-attn's -lambda2).",
-        lower_bound=0.0,
-        flag_values=fv,
-    )
-    flags.DEFINE_enum(
         "attention_masking",
         "neg_inf",
         ["neg_inf", "renormalize"],
         "How padded source positions are removed from the attention: 'neg_inf' masks "
         "the scores before the softmax; 'renormalize' (See et al.'s code) masks after "
         "the softmax and renormalises. Mathematically equal.",
-        flag_values=fv,
-    )
-    flags.DEFINE_enum(
-        "acvi_variance_net",
-        "mlp",
-        list(acvi_lib.VARIANCE_NETS),
-        "ACVI variance network: 'mlp' log s^2 = W2 relu(W1 h + b1) + b2 (arXiv eq. 18) "
-        "or 'relu' log s^2 = relu(W h + b) (journal eq. 17).",
-        flag_values=fv,
-    )
-    flags.DEFINE_enum(
-        "acvi_sampling",
-        "approx",
-        list(acvi_lib.SAMPLINGS),
-        "ACVI sampling: 'approx' weights the component samples by the attention "
-        "probabilities (eq. 25); 'gumbel' by a Gumbel-softmax sample (journal eq. 22) "
-        "for the whole run; 'mixture' draws from the posterior q itself (a component "
-        "from the attention, then its Gaussian), with a score-function gradient for "
-        "the choice: with --acvi_kl=mc or bound at --kl_weight=1 the loss is a bound "
-        "on log p(y); with --acvi_num_samples >= 2 each sample's baseline is the "
-        "example's other samples, which learns far better (docs/acvi.md).",
-        flag_values=fv,
-    )
-    flags.DEFINE_enum(
-        "acvi_feed",
-        "sample",
-        list(acvi_lib.FEEDS),
-        "With --acvi_sampling=mixture, what the decoder's next step reads in training: "
-        "'sample' the drawn context (the paper's model; the choice's score-function "
-        "gradient is weighted by the returns to go), 'mean' the expected context, as in "
-        "decoding, so that the draw reaches only its step's output layer and its gradient "
-        "is weighted by that step's reward alone (far lower variance; still a bound on "
-        "log p(y) of that model; docs/acvi.md).",
-        flag_values=fv,
-    )
-    flags.DEFINE_integer(
-        "acvi_enumerate_top",
-        0,
-        "With --acvi_feed=mean: score each step's this many largest-weight components "
-        "exactly at the output layer and draw one of the others (sum and sample); 0 draws "
-        "one component, the source length or more takes the exact expectation. Each costs "
-        "one more output layer per decoder step.",
-        lower_bound=0,
-        flag_values=fv,
-    )
-    flags.DEFINE_float(
-        "acvi_gumbel_fraction",
-        0.0,
-        "With --acvi_sampling=approx, switch to Gumbel-softmax for this last fraction of "
-        "training steps (journal version: 0.1; arXiv version: 0).",
-        lower_bound=0.0,
-        upper_bound=1.0,
-        flag_values=fv,
-    )
-    flags.DEFINE_float(
-        "acvi_gumbel_temperature",
-        0.5,
-        "Temperature of the Gumbel-softmax relaxation (journal: 0.5); must be > 0.",
-        flag_values=fv,
-    )
-    flags.DEFINE_enum(
-        "acvi_noise",
-        "collapsed",
-        list(acvi_lib.NOISES),
-        "'collapsed' draws one eps per context (same distribution, O(B*D) numbers); "
-        "'per_component' draws one eps per source position, as eq. 24 is written.",
-        flag_values=fv,
-    )
-    flags.DEFINE_integer(
-        "acvi_num_samples",
-        1,
-        "Monte-Carlo samples K of every context; the batch is tiled K times.",
-        lower_bound=1,
-        flag_values=fv,
-    )
-    flags.DEFINE_enum(
-        "acvi_kl",
-        acvi_lib.ACVI_KL,
-        list(acvi_lib.KL_ESTIMATORS),
-        "ACVI's KL term: 'mc' log q(c) - log p(c) at the sample (the paper's words; "
-        "an unbiased estimate of KL[q || p] with --acvi_sampling=mixture only), 'bound' "
-        "the closed-form upper bound sum_i a_i KL[N(h_i, s_i^2) || N(0, I)] of "
-        "KL[q || p], 'exact' the closed-form KL of the Gaussian eq. 25 samples from, "
-        "N(sum_i a_i h_i, sum_i a_i^2 s_i^2), to N(0, I) (--acvi_sampling=approx "
-        "without a Gumbel phase only).",
         flag_values=fv,
     )
     flags.DEFINE_float(
@@ -353,26 +214,6 @@ def define_flags(flag_values=flags.FLAGS):
         "--kl_free_bits per decoder step: 'minibatch' (Kingma et al.) floors the step's KL "
         "averaged over the batch, sum_t max(free_bits, mean_b KL_bt); 'example' floors "
         "each example's, sum_t mean_b max(free_bits, KL_bt).",
-        flag_values=fv,
-    )
-    flags.DEFINE_enum(
-        "acvi_decode",
-        "mean",
-        list(acvi_lib.DECODE_MODES),
-        "Context at decode time: 'mean' sum_i a_i h_i (deterministic beam search) or "
-        "'sample' as in training.",
-        flag_values=fv,
-    )
-    flags.DEFINE_float(
-        "acvi_log_var_min",
-        acvi_lib.DEFAULT_LOG_VAR_MIN,
-        "Lower clip of log sigma^2 (keeps the KL and its gradient finite).",
-        flag_values=fv,
-    )
-    flags.DEFINE_float(
-        "acvi_log_var_max",
-        acvi_lib.DEFAULT_LOG_VAR_MAX,
-        "Upper clip of log sigma^2.",
         flag_values=fv,
     )
     flags.DEFINE_integer(
@@ -438,62 +279,11 @@ def define_flags(flag_values=flags.FLAGS):
         flag_values=fv,
     )
     define_allow_data_change(fv)
-
     require_finite(__name__, fv)
-    flags.register_validator(
-        "acvi_gumbel_temperature",
-        lambda t: t > 0,
-        message="--acvi_gumbel_temperature must be > 0.",
-        flag_values=fv,
-    )
-    flags.register_multi_flags_validator(
-        ["acvi_log_var_min", "acvi_log_var_max"],
-        lambda d: d["acvi_log_var_min"] < d["acvi_log_var_max"],
-        message="--acvi_log_var_min must be smaller than --acvi_log_var_max.",
-        flag_values=fv,
-    )
-    flags.register_multi_flags_validator(
-        ["acvi_sampling", "acvi_gumbel_fraction"],
-        lambda d: d["acvi_sampling"] == "approx" or d["acvi_gumbel_fraction"] == 0.0,
-        message="--acvi_gumbel_fraction schedules Gumbel-softmax at the end of an "
-        "--acvi_sampling=approx run; with --acvi_sampling=gumbel every step "
-        "already uses it, and --acvi_sampling=mixture never does, so leave the "
-        "fraction at 0.",
-        flag_values=fv,
-    )
-    flags.register_multi_flags_validator(
-        ["acvi_kl", "acvi_sampling", "acvi_gumbel_fraction"],
-        lambda d: (
-            d["acvi_kl"] != "exact"
-            or (d["acvi_sampling"] == "approx" and d["acvi_gumbel_fraction"] == 0.0)
-        ),
-        message="--acvi_kl=exact is the KL of eq. 25's Gaussian, and Gumbel-softmax or "
-        "mixture sampling does not draw from it: use --acvi_kl=mc or bound, or "
-        "--acvi_sampling=approx without --acvi_gumbel_fraction.",
-        flag_values=fv,
-    )
-    flags.register_multi_flags_validator(
-        ["acvi_sampling", "acvi_feed"],
-        lambda d: d["acvi_sampling"] == "mixture" or d["acvi_feed"] == "sample",
-        message="--acvi_feed=mean moves --acvi_sampling=mixture's draw out of the decoder "
-        "loop; the other samplers draw no component: add --acvi_sampling=mixture.",
-        flag_values=fv,
-    )
-    flags.register_multi_flags_validator(
-        ["acvi_feed", "acvi_enumerate_top"],
-        lambda d: d["acvi_feed"] == "mean" or not d["acvi_enumerate_top"],
-        message="--acvi_enumerate_top scores components at their own step's output layer, "
-        "where with --acvi_feed=sample a component moves every later step: add "
-        "--acvi_feed=mean.",
-        flag_values=fv,
-    )
-    flags.register_multi_flags_validator(
-        ["acvi_sampling", "kl_free_bits"],
-        lambda d: d["acvi_sampling"] != "mixture" or not d["kl_free_bits"],
-        message="--acvi_sampling=mixture weights its choice's gradient by the plain KL, "
-        "so it cannot train with --kl_free_bits; leave it at 0.",
-        flag_values=fv,
-    )
+    # each mechanism's own flags, after the shared ones its checks may read
+    for mechanism in registry.CONTEXTS.values():
+        mechanism.define_flags(fv)
+        require_finite(mechanism.define_flags.__module__, fv)
 
 
 def require_total_steps(step_flags, known, fix, flag_values=flags.FLAGS):

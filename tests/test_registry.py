@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from acvi_tf import config as config_lib
+from acvi_tf import flags as acvi_flags
 from acvi_tf.contexts import acvi as acvi_lib
 from acvi_tf.contexts import context, registry, structured, variational, ved
 
@@ -98,17 +100,43 @@ def test_options_reach_their_mechanism():
     acvi = registry.make_context_layer("acvi", kl="exact", kl_weight=0.5, seed=3)
     assert (acvi.kl, acvi.kl_weight, acvi.seed) == ("exact", 0.5, 3)
     assert registry.make_context_layer("acvi").kl_weight == acvi_lib.ACVI_KL_WEIGHT
-    layer = registry.make_context_layer("structured", structured_scale=3.0, structured_penalty=0.1)
+    layer = registry.make_context_layer("structured", scale=3.0, penalty=0.1)
     assert (layer.scale, layer.penalty) == (3.0, 0.1)
-    # kl_weight and seed serve every sampling mechanism; unset, each keeps its own weight
-    vae = registry.make_context_layer("ved", ved_options=dict(latent_dim=7), kl="exact")
+    vae = registry.make_context_layer("ved", latent_dim=7)
     assert (vae.latent_dim, vae.kl_weight) == (7, 0.1)
     assert registry.make_context_layer("ved", kl_weight=0.3, seed=5).kl_weight == 0.3
     assert registry.make_context_layer("variational").kl_weight == 1.0
-    attention = registry.make_context_layer(
-        "variational", variational_options=dict(mode="enum"), kl_weight=0.2
-    )
+    attention = registry.make_context_layer("variational", mode="enum", kl_weight=0.2)
     assert (attention.mode, attention.kl_weight) == ("enum", 0.2)
+    with pytest.raises(TypeError):  # an option of another mechanism's
+        registry.make_context_layer("structured", latent_dim=7)
+
+
+def test_each_mechanism_reads_its_options_from_its_own_flags():
+    """A command's flags reach the layer through the mechanism's ``options``: its own
+    flags, and the shared ``--kl_weight`` (where given) and ``--seed`` for the
+    mechanisms that draw; unset, each keeps its own KL weight."""
+    argv = ["x", "--seed=4", "--structured_lambda=3", "--ved_latent_dim=7"]
+    argv += ["--variational_mode=enum", "--acvi_kl=exact", "--acvi_variance_net=relu"]
+    config = config_lib.parse(acvi_flags.define_flags, argv)
+
+    def layer(name, **given):
+        return registry.layer_from_flags(config.replace(context=name, **given))
+
+    acvi = layer("acvi")
+    assert (acvi.kl, acvi.seed, acvi.kl_weight) == ("exact", 4, acvi_lib.ACVI_KL_WEIGHT)
+    assert acvi.variance_net == "relu"
+    assert (layer("structured").scale, layer("structured").penalty) == (3.0, 0.005)
+    ved = layer("ved", kl_weight=0.3)
+    assert (ved.latent_dim, ved.seed, ved.kl_weight) == (7, 4, 0.3)
+    variational = layer("variational")
+    assert (variational.mode, variational.seed, variational.kl_weight) == ("enum", 4, 1.0)
+    assert type(layer("sa")) is context.SoftAttentionContext
+    # the mechanisms' flags that decide variables are model flags, and recorded
+    assert {"acvi_variance_net", "ved_latent_dim", "variational_inference_units"} <= set(
+        acvi_flags.MODEL_FLAGS
+    )
+    assert {"acvi_kl", "structured_lambda", "ved_prior", "variational_mode"} <= config.recorded
 
 
 def test_an_unknown_name_lists_the_registered_ones():
@@ -244,9 +272,7 @@ def test_a_registered_mechanism_runs_in_every_host(host, monkeypatch):
     monkeypatch.setitem(
         registry.CONTEXTS,
         "scaled",
-        registry.Mechanism(
-            lambda options: ScaledContext(name="context", **options.acvi), "a scaled context"
-        ),
+        registry.Mechanism(ScaledContext, "a scaled context"),
     )
     build, make_batch, outputs = hosts.HOST_SETUPS[host]
     batch = make_batch()

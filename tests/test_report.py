@@ -376,12 +376,14 @@ REPORTED = {"acvi": {"sigma", "kl"}, "ved": {"kl", "scale"}}
 NOTES = {"variational": "gold target", "structured": "no latent KL", "sa": "No latent variable"}
 
 
+# Small networks of the mechanisms that have their own.
+SIZES = {"ved": dict(latent_dim=3), "variational": dict(inference_units=4)}
+
+
 @pytest.mark.parametrize("name", registry.context_names())
 def test_every_mechanism_names_what_its_report_shows_or_says_why_not(name):
     memory, mask, probs = _small_source()
-    layer = registry.make_context_layer(
-        name, ved_options=dict(latent_dim=3), variational_options=dict(inference_units=4)
-    )
+    layer = registry.make_context_layer(name, **SIZES.get(name, {}))
     found = layer.report_posterior(tf.constant(probs), layer.prepare(memory, mask))
     labels = layer.report_labels()
     assert set(found) == REPORTED.get(name, set()) == set(labels) - {"note"}

@@ -51,7 +51,7 @@ def test_zero_transitions_give_independent_sigmoids():
 
 def test_context_layer_normalises_scales_and_learns_transitions():
     rng = np.random.default_rng(0)
-    layer = registry.make_context_layer("structured", structured_scale=2.0)
+    layer = registry.make_context_layer("structured", scale=2.0)
     memory = tf.constant(rng.normal(size=[2, 5, 3]), tf.float32)
     mask = tf.constant([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], tf.float32)
     prepared = layer.prepare(memory, mask)
@@ -101,7 +101,7 @@ def test_hosts_run_with_structured_attention():
 
 
 def test_regularization_is_the_l2_penalty_on_the_transitions():
-    layer = registry.make_context_layer("structured", structured_penalty=0.005)
+    layer = registry.make_context_layer("structured", penalty=0.005)
     layer.prepare(tf.zeros([1, 2, 3]))
     layer.transitions.assign([[1.0, -2.0], [0.5, 0.0]])
     assert float(layer.regularization()) == pytest.approx(0.005 * 5.25)

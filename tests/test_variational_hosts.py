@@ -17,9 +17,7 @@ from video_caption import model as vc_model
 
 
 def _layer(mode="enum"):
-    return registry.make_context_layer(
-        "variational", variational_options=dict(mode=mode, inference_units=3), seed=5
-    )
+    return registry.make_context_layer("variational", mode=mode, inference_units=3, seed=5)
 
 
 def _check_terms(out, every, attn, q, mask, valid_steps, mode, training):

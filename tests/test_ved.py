@@ -72,9 +72,7 @@ def test_captioner_feeds_the_sentence_latent_and_learns_it():
     from video_caption import model as model_lib
 
     keras.utils.set_random_seed(2)
-    layer = registry.make_context_layer(
-        "ved", ved_options=dict(latent_dim=3), kl_weight=0.1, seed=2
-    )
+    layer = registry.make_context_layer("ved", latent_dim=3, kl_weight=0.1, seed=2)
     model = model_lib.Captioner(9, 4, 5, 3, 3, context_layer=layer)
     batch = data.make_batch([np.ones([3, 4], np.float32)] * 2, [3, 2], [[4, 5], [6]])
     with tf.GradientTape() as tape:
@@ -94,9 +92,7 @@ def test_summarizer_and_translator_feed_the_sentence_latent():
     keras.utils.set_random_seed(3)
 
     def layer():
-        return registry.make_context_layer(
-            "ved", ved_options=dict(latent_dim=2), kl_weight=0.1, seed=3
-        )
+        return registry.make_context_layer("ved", latent_dim=2, kl_weight=0.1, seed=3)
 
     summarizer = pg_model.PointerGenerator(12, hidden_dim=4, emb_dim=3, context_layer=layer())
     mask = np.array([[1, 1, 1], [1, 1, 0]], np.float32)

@@ -12,6 +12,7 @@ from typing import Any, Dict, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 import tensorflow as tf
+from absl import flags, logging
 
 from acvi_tf.compat import keras
 from acvi_tf.contexts.attention import check_choice, masked_softmax
@@ -22,6 +23,7 @@ from acvi_tf.contexts.context import (
     expected_context,
     position_scale,
     random_generator,
+    sampling_options,
 )
 from acvi_tf.contexts.loop_gradients import DeferredContractions
 from acvi_tf.contexts.memory import PreparedMemory
@@ -32,6 +34,8 @@ NOISES = ("collapsed", "per_component")
 KL_ESTIMATORS = ("mc", "bound", "exact")
 DECODE_MODES = ("mean", "sample")
 FEEDS = ("sample", "mean")
+# The flags that decide the layer's variables.
+MODEL_FLAGS = ("acvi_variance_net",)
 
 # The default weight of ACVI's KL term, and the KL term itself; docs/acvi.md gives the
 # study they come from.
@@ -770,3 +774,195 @@ class ACVIContext(ContextLayer):
             seed=self.seed,
         )
         return config
+
+
+def define_flags(fv: flags.FlagValues) -> None:
+    """Defines the ``--acvi_*`` flags and their checks on ``fv`` (after the shared flags:
+    a check reads ``--kl_free_bits``)."""
+    flags.DEFINE_enum(
+        "acvi_variance_net",
+        "mlp",
+        list(VARIANCE_NETS),
+        "ACVI variance network: 'mlp' log s^2 = W2 relu(W1 h + b1) + b2 (arXiv eq. 18) "
+        "or 'relu' log s^2 = relu(W h + b) (journal eq. 17).",
+        flag_values=fv,
+    )
+    flags.DEFINE_enum(
+        "acvi_sampling",
+        "approx",
+        list(SAMPLINGS),
+        "ACVI sampling: 'approx' weights the component samples by the attention "
+        "probabilities (eq. 25); 'gumbel' by a Gumbel-softmax sample (journal eq. 22) "
+        "for the whole run; 'mixture' draws from the posterior q itself (a component "
+        "from the attention, then its Gaussian), with a score-function gradient for "
+        "the choice: with --acvi_kl=mc or bound at --kl_weight=1 the loss is a bound "
+        "on log p(y); with --acvi_num_samples >= 2 each sample's baseline is the "
+        "example's other samples, which learns far better (docs/acvi.md).",
+        flag_values=fv,
+    )
+    flags.DEFINE_enum(
+        "acvi_feed",
+        "sample",
+        list(FEEDS),
+        "With --acvi_sampling=mixture, what the decoder's next step reads in training: "
+        "'sample' the drawn context (the paper's model; the choice's score-function "
+        "gradient is weighted by the returns to go), 'mean' the expected context, as in "
+        "decoding, so that the draw reaches only its step's output layer and its gradient "
+        "is weighted by that step's reward alone (far lower variance; still a bound on "
+        "log p(y) of that model; docs/acvi.md).",
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "acvi_enumerate_top",
+        0,
+        "With --acvi_feed=mean: score each step's this many largest-weight components "
+        "exactly at the output layer and draw one of the others (sum and sample); 0 draws "
+        "one component, the source length or more takes the exact expectation. Each costs "
+        "one more output layer per decoder step.",
+        lower_bound=0,
+        flag_values=fv,
+    )
+    flags.DEFINE_float(
+        "acvi_gumbel_fraction",
+        0.0,
+        "With --acvi_sampling=approx, switch to Gumbel-softmax for this last fraction of "
+        "training steps (journal version: 0.1; arXiv version: 0).",
+        lower_bound=0.0,
+        upper_bound=1.0,
+        flag_values=fv,
+    )
+    flags.DEFINE_float(
+        "acvi_gumbel_temperature",
+        0.5,
+        "Temperature of the Gumbel-softmax relaxation (journal: 0.5); must be > 0.",
+        flag_values=fv,
+    )
+    flags.DEFINE_enum(
+        "acvi_noise",
+        "collapsed",
+        list(NOISES),
+        "'collapsed' draws one eps per context (same distribution, O(B*D) numbers); "
+        "'per_component' draws one eps per source position, as eq. 24 is written.",
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "acvi_num_samples",
+        1,
+        "Monte-Carlo samples K of every context; the batch is tiled K times.",
+        lower_bound=1,
+        flag_values=fv,
+    )
+    flags.DEFINE_enum(
+        "acvi_kl",
+        ACVI_KL,
+        list(KL_ESTIMATORS),
+        "ACVI's KL term: 'mc' log q(c) - log p(c) at the sample (the paper's words; "
+        "an unbiased estimate of KL[q || p] with --acvi_sampling=mixture only), 'bound' "
+        "the closed-form upper bound sum_i a_i KL[N(h_i, s_i^2) || N(0, I)] of "
+        "KL[q || p], 'exact' the closed-form KL of the Gaussian eq. 25 samples from, "
+        "N(sum_i a_i h_i, sum_i a_i^2 s_i^2), to N(0, I) (--acvi_sampling=approx "
+        "without a Gumbel phase only).",
+        flag_values=fv,
+    )
+    flags.DEFINE_enum(
+        "acvi_decode",
+        "mean",
+        list(DECODE_MODES),
+        "Context at decode time: 'mean' sum_i a_i h_i (deterministic beam search) or "
+        "'sample' as in training.",
+        flag_values=fv,
+    )
+    flags.DEFINE_float(
+        "acvi_log_var_min",
+        DEFAULT_LOG_VAR_MIN,
+        "Lower clip of log sigma^2 (keeps the KL and its gradient finite).",
+        flag_values=fv,
+    )
+    flags.DEFINE_float(
+        "acvi_log_var_max",
+        DEFAULT_LOG_VAR_MAX,
+        "Upper clip of log sigma^2.",
+        flag_values=fv,
+    )
+    flags.register_validator(
+        "acvi_gumbel_temperature",
+        lambda t: t > 0,
+        message="--acvi_gumbel_temperature must be > 0.",
+        flag_values=fv,
+    )
+    flags.register_multi_flags_validator(
+        ["acvi_log_var_min", "acvi_log_var_max"],
+        lambda d: d["acvi_log_var_min"] < d["acvi_log_var_max"],
+        message="--acvi_log_var_min must be smaller than --acvi_log_var_max.",
+        flag_values=fv,
+    )
+    flags.register_multi_flags_validator(
+        ["acvi_sampling", "acvi_gumbel_fraction"],
+        lambda d: d["acvi_sampling"] == "approx" or d["acvi_gumbel_fraction"] == 0.0,
+        message="--acvi_gumbel_fraction schedules Gumbel-softmax at the end of an "
+        "--acvi_sampling=approx run; with --acvi_sampling=gumbel every step "
+        "already uses it, and --acvi_sampling=mixture never does, so leave the "
+        "fraction at 0.",
+        flag_values=fv,
+    )
+    flags.register_multi_flags_validator(
+        ["acvi_kl", "acvi_sampling", "acvi_gumbel_fraction"],
+        lambda d: (
+            d["acvi_kl"] != "exact"
+            or (d["acvi_sampling"] == "approx" and d["acvi_gumbel_fraction"] == 0.0)
+        ),
+        message="--acvi_kl=exact is the KL of eq. 25's Gaussian, and Gumbel-softmax or "
+        "mixture sampling does not draw from it: use --acvi_kl=mc or bound, or "
+        "--acvi_sampling=approx without --acvi_gumbel_fraction.",
+        flag_values=fv,
+    )
+    flags.register_multi_flags_validator(
+        ["acvi_sampling", "acvi_feed"],
+        lambda d: d["acvi_sampling"] == "mixture" or d["acvi_feed"] == "sample",
+        message="--acvi_feed=mean moves --acvi_sampling=mixture's draw out of the decoder "
+        "loop; the other samplers draw no component: add --acvi_sampling=mixture.",
+        flag_values=fv,
+    )
+    flags.register_multi_flags_validator(
+        ["acvi_feed", "acvi_enumerate_top"],
+        lambda d: d["acvi_feed"] == "mean" or not d["acvi_enumerate_top"],
+        message="--acvi_enumerate_top scores components at their own step's output layer, "
+        "where with --acvi_feed=sample a component moves every later step: add "
+        "--acvi_feed=mean.",
+        flag_values=fv,
+    )
+    flags.register_multi_flags_validator(
+        ["acvi_sampling", "kl_free_bits"],
+        lambda d: d["acvi_sampling"] != "mixture" or not d["kl_free_bits"],
+        message="--acvi_sampling=mixture weights its choice's gradient by the plain KL, "
+        "so it cannot train with --kl_free_bits; leave it at 0.",
+        flag_values=fv,
+    )
+
+
+def options(config: Any) -> Dict[str, Any]:
+    """The layer's arguments from a command's ``acvi_tf.config.Config``; warns of an
+    ``--acvi_kl=mc`` that does not estimate the KL."""
+    if config.acvi_kl == "mc" and config.acvi_sampling != "mixture":
+        logging.warning(
+            "--acvi_kl=mc evaluates log q(c) - log p(c) at a sample that is not drawn "
+            "from q (--acvi_sampling=%s), so it does not estimate KL[q || p]; under eq. "
+            "25 it has no lower bound as sigma shrinks. --acvi_sampling=mixture draws "
+            "from q (docs/acvi.md).",
+            config.acvi_sampling,
+        )
+    return dict(
+        variance_net=config.acvi_variance_net,
+        sampling=config.acvi_sampling,
+        gumbel_fraction=config.acvi_gumbel_fraction,
+        gumbel_temperature=config.acvi_gumbel_temperature,
+        noise=config.acvi_noise,
+        num_samples=config.acvi_num_samples,
+        kl=config.acvi_kl,
+        decode=config.acvi_decode,
+        log_var_min=config.acvi_log_var_min,
+        log_var_max=config.acvi_log_var_max,
+        feed=config.acvi_feed,
+        enumerate_top=config.acvi_enumerate_top,
+        **sampling_options(config),
+    )

@@ -23,7 +23,7 @@ the layer it builds and nothing else:
 normalising like the task's NLL is the host's job.
 """
 
-from typing import Callable, Dict, NamedTuple, Optional, Tuple, Union
+from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple, Union
 
 import tensorflow as tf
 
@@ -386,3 +386,16 @@ class SoftAttentionContext(ContextLayer):
     variable (the contract's defaults); also the context layer of the Transformers,
     whose own attention makes their context, so that every hook the training loop
     calls is off."""
+
+
+def sampling_options(config: Any) -> Dict[str, Any]:
+    """The shared flags a mechanism that draws reads (its ``Mechanism.options``): ``--seed``
+    and ``--kl_weight`` where given (unset: the mechanism's own default).
+
+    Args:
+      config: a command's ``acvi_tf.config.Config`` with the shared flags.
+    """
+    options = dict(seed=config.seed)
+    if config.kl_weight is not None:
+        options["kl_weight"] = config.kl_weight
+    return options

@@ -1,68 +1,30 @@
 """The context mechanisms that ``--context`` chooses from: one entry per mechanism.
 
-A mechanism is a ``context.ContextLayer`` subclass in a module of its own plus one entry
-in ``CONTEXTS``: its ``--context`` name, a builder that makes the layer from the
-``ContextOptions`` the flags give and a one-line description. The hosts build whatever
+A mechanism is a ``context.ContextLayer`` subclass in a module of its own, which also
+defines the mechanism's flags and reads its options from them, plus one entry in
+``CONTEXTS``: its ``--context`` name, the layer, a one-line description, and the
+module's ``define_flags``, ``options`` and model flags. The hosts build whatever
 ``make_context_layer`` returns and talk to it only through the ``ContextLayer`` contract,
 so a new mechanism needs no host change; ``--context``'s choices and help, the docs' list
 and the tests' mechanisms all come from ``CONTEXTS``.
 """
 
 import dataclasses
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Tuple
+
+from absl import flags
 
 from acvi_tf.contexts import acvi as acvi_lib
 from acvi_tf.contexts import context, structured, variational, ved
 
 
-@dataclasses.dataclass(frozen=True)
-class ContextOptions:
-    """The options of every mechanism; each builder reads its own.
-
-    Attributes:
-      structured_scale: ``lambda`` of structured attention.
-      structured_penalty: weight of structured attention's L2 penalty on its CRF.
-      ved: ``ved.VEDContext`` arguments.
-      variational: ``variational.VariationalAttentionContext`` arguments.
-      acvi: ``acvi.ACVIContext`` arguments; ``kl_weight`` and ``seed`` among them also
-        serve the other mechanisms that draw a sample.
-    """
-
-    structured_scale: float = 2.0
-    structured_penalty: float = 0.005
-    ved: Optional[dict] = None
-    variational: Optional[dict] = None
-    acvi: Optional[dict] = None
-
-    def sampling(self) -> dict:
-        """The options of ``acvi`` that every sampling mechanism reads, where given:
-        ``kl_weight`` (absent: the mechanism's own default) and ``seed``."""
-        return {k: v for k, v in (self.acvi or {}).items() if k in ("kl_weight", "seed")}
+def _no_flags(fv: flags.FlagValues) -> None:
+    del fv
 
 
-def _soft_attention(options: ContextOptions) -> context.ContextLayer:
-    del options
-    return context.SoftAttentionContext(name="context")
-
-
-def _acvi(options: ContextOptions) -> context.ContextLayer:
-    return acvi_lib.ACVIContext(name="context", **(options.acvi or {}))
-
-
-def _structured(options: ContextOptions) -> context.ContextLayer:
-    return structured.StructuredAttentionContext(
-        scale=options.structured_scale, penalty=options.structured_penalty, name="context"
-    )
-
-
-def _ved(options: ContextOptions) -> context.ContextLayer:
-    return ved.VEDContext(name="context", **options.sampling(), **(options.ved or {}))
-
-
-def _variational(options: ContextOptions) -> context.ContextLayer:
-    return variational.VariationalAttentionContext(
-        name="context", **options.sampling(), **(options.variational or {})
-    )
+def _no_options(config: Any) -> Dict[str, Any]:
+    del config
+    return {}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,34 +32,58 @@ class Mechanism:
     """One ``--context`` choice.
 
     Attributes:
-      build: makes the layer, named ``context``, from the flags' ``ContextOptions``.
+      layer: the ``context.ContextLayer`` subclass (or a function making one), called
+        with ``name="context"`` and the mechanism's options as keyword arguments.
       description: what the mechanism does, in one line (``--context``'s help).
+      define_flags: defines the mechanism's own flags on a ``FlagValues`` (the shared
+        ones, ``acvi_tf.flags``, are there already); none by default.
+      options: a command's ``acvi_tf.config.Config`` -> the ``layer``'s keyword
+        arguments; none by default.
+      model_flags: those of its flags that decide the layer's variables (a resume
+        refuses a changed one).
     """
 
-    build: Callable[[ContextOptions], context.ContextLayer]
+    layer: Callable[..., context.ContextLayer]
     description: str
+    define_flags: Callable[[flags.FlagValues], None] = _no_flags
+    options: Callable[[Any], Dict[str, Any]] = _no_options
+    model_flags: Tuple[str, ...] = ()
 
 
 # --context name -> mechanism.
 CONTEXTS: Dict[str, Mechanism] = {
-    "sa": Mechanism(_soft_attention, "soft attention (the original models)"),
-    "acvi": Mechanism(_acvi, "amortized context vector inference (the paper)"),
+    "sa": Mechanism(context.SoftAttentionContext, "soft attention (the original models)"),
+    "acvi": Mechanism(
+        acvi_lib.ACVIContext,
+        "amortized context vector inference (the paper)",
+        acvi_lib.define_flags,
+        acvi_lib.options,
+        acvi_lib.MODEL_FLAGS,
+    ),
     "structured": Mechanism(
-        _structured,
+        structured.StructuredAttentionContext,
         "structured attention (Kim et al. 2017: linear-chain CRF marginals over the source, "
         "the paper's eq. 20)",
+        structured.define_flags,
+        structured.options,
     ),
     "ved": Mechanism(
-        _ved,
+        ved.VEDContext,
         "the variational encoder-decoder with variational attention (Bahuleyan et al. "
         "2018: a Gaussian sentence latent fed to every decoder step and a Gaussian context "
         "around the soft-attention one)",
+        ved.define_flags,
+        ved.options,
+        ved.MODEL_FLAGS,
     ),
     "variational": Mechanism(
-        _variational,
+        variational.VariationalAttentionContext,
         "Deng et al.'s categorical variational attention (an inference network over source "
         "and target, KL(q || attention), the output layer at the sampled or every source "
         "state)",
+        variational.define_flags,
+        variational.options,
+        variational.MODEL_FLAGS,
     ),
 }
 
@@ -112,39 +98,34 @@ def describe_contexts() -> str:
     return ", ".join("'%s' %s" % (name, m.description) for name, m in CONTEXTS.items())
 
 
-def make_context_layer(
-    mode: str,
-    structured_scale: float = 2.0,
-    structured_penalty: float = 0.005,
-    ved_options: Optional[dict] = None,
-    variational_options: Optional[dict] = None,
-    **acvi_options: Any,
-) -> context.ContextLayer:
-    """Builds the context layer for ``--context=mode``.
+def model_flags() -> Tuple[str, ...]:
+    """The registered mechanisms' flags that decide a layer's variables."""
+    return tuple(name for m in CONTEXTS.values() for name in m.model_flags)
+
+
+def make_context_layer(name: str, /, **options: Any) -> context.ContextLayer:
+    """Builds the context layer for ``--context=name``.
 
     Args:
-      mode: a registered name (``context_names``).
-      structured_scale: ``lambda`` of structured attention.
-      structured_penalty: weight of structured attention's L2 penalty on its CRF.
-      ved_options: ``VEDContext`` arguments (``kl_weight`` and ``seed`` come from
-        ``acvi_options``).
-      variational_options: ``VariationalAttentionContext`` arguments (``kl_weight`` and
-        ``seed`` come from ``acvi_options``).
-      **acvi_options: ``ACVIContext`` arguments.
+      name: a registered name (``context_names``).
+      **options: the mechanism's own options (its layer's keyword arguments; a command
+        gets them from its flags with ``Mechanism.options``).
 
     Returns:
       The mechanism's ``context.ContextLayer``, named ``context``.
 
     Raises:
-      ValueError: ``mode`` is not a registered mechanism.
+      ValueError: ``name`` is not a registered mechanism.
     """
-    if mode not in CONTEXTS:
-        raise ValueError("context must be one of %s, got %r" % (context_names(), mode))
-    options = ContextOptions(
-        structured_scale=structured_scale,
-        structured_penalty=structured_penalty,
-        ved=ved_options,
-        variational=variational_options,
-        acvi=acvi_options,
-    )
-    return CONTEXTS[mode].build(options)
+    if name not in CONTEXTS:
+        raise ValueError("context must be one of %s, got %r" % (context_names(), name))
+    return CONTEXTS[name].layer(name="context", **options)
+
+
+def layer_from_flags(config: Any) -> context.ContextLayer:
+    """The layer that ``--context`` and the mechanism's own flags select.
+
+    Args:
+      config: a command's ``acvi_tf.config.Config`` with the shared flags.
+    """
+    return make_context_layer(config.context, **CONTEXTS[config.context].options(config))

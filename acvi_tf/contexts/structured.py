@@ -24,6 +24,7 @@ original's L2 penalty ``lambda2 ||A||^2`` (0.005) is the layer's ``regularizatio
 from typing import Any, Dict, Optional, Union
 
 import tensorflow as tf
+from absl import flags
 
 from acvi_tf.contexts import context as context_lib
 from acvi_tf.contexts.memory import PreparedMemory
@@ -146,3 +147,28 @@ class StructuredAttentionContext(context_lib.ContextLayer):
         config = super().get_config()
         config.update(scale=self.scale, penalty=self.penalty)
         return config
+
+
+def define_flags(fv: flags.FlagValues) -> None:
+    """Defines ``--structured_lambda`` and ``--structured_penalty`` on ``fv``."""
+    flags.DEFINE_float(
+        "structured_lambda",
+        2.0,
+        "--context=structured: the context is lambda * sum_i p_i / sum_j p_j * h_i "
+        "(struct-attn's -lambda, 2).",
+        lower_bound=0.0,
+        flag_values=fv,
+    )
+    flags.DEFINE_float(
+        "structured_penalty",
+        0.005,
+        "--context=structured: weight of the L2 penalty on the CRF transition matrix "
+        "(struct-attn's -lambda2).",
+        lower_bound=0.0,
+        flag_values=fv,
+    )
+
+
+def options(config: Any) -> Dict[str, Any]:
+    """The layer's arguments from a command's ``acvi_tf.config.Config``."""
+    return dict(scale=config.structured_lambda, penalty=config.structured_penalty)

@@ -27,6 +27,7 @@ alignment at decode time.
 from typing import Any, Callable, Dict, Optional, Tuple, Union
 
 import tensorflow as tf
+from absl import flags
 
 from acvi_tf.compat import keras
 from acvi_tf.contexts import attention as attention_lib
@@ -36,6 +37,8 @@ from acvi_tf.layers import recurrent
 
 VARIATIONAL_MODES = ("sample", "enum")
 VARIATIONAL_DECODES = ("marginal", "soft")
+# The flags that decide the layer's variables.
+MODEL_FLAGS = ("variational_inference_units",)
 
 _TINY = 1e-30
 
@@ -362,3 +365,43 @@ class VariationalAttentionContext(context_lib.SoftAttentionContext):
             jit_compile=self.jit_compile,
         )
         return config
+
+
+def define_flags(fv: flags.FlagValues) -> None:
+    """Defines ``--variational_mode``, ``--variational_inference_units`` and
+    ``--variational_decode`` on ``fv``."""
+    flags.DEFINE_enum(
+        "variational_mode",
+        "sample",
+        list(VARIATIONAL_MODES),
+        "--context=variational: 'sample' one alignment per step with REINFORCE and the "
+        "soft-attention prediction as baseline (var-attn -mode sample), 'enum' the exact "
+        "ELBO over every source position (-mode enum; N output layers per step).",
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "variational_inference_units",
+        512,
+        "--context=variational: LSTM size per direction of the inference network (var-attn: 512).",
+        lower_bound=1,
+        flag_values=fv,
+    )
+    flags.DEFINE_enum(
+        "variational_decode",
+        "marginal",
+        list(VARIATIONAL_DECODES),
+        "--context=variational at decode time: 'marginal' sum_i a_i p(y | x_i) (var-attn; "
+        "N x V per step) or 'soft' p(y | sum_i a_i x_i), cheaper.",
+        flag_values=fv,
+    )
+
+
+def options(config: Any) -> Dict[str, Any]:
+    """The layer's arguments from a command's ``acvi_tf.config.Config``."""
+    return dict(
+        mode=config.variational_mode,
+        inference_units=config.variational_inference_units,
+        decode=config.variational_decode,
+        jit_compile=config.jit_compile,
+        **context_lib.sampling_options(config),
+    )

@@ -24,6 +24,7 @@ project's context-layer contract:
 from typing import Any, Dict, Optional, Tuple, Union
 
 import tensorflow as tf
+from absl import flags
 
 from acvi_tf.compat import keras
 from acvi_tf.contexts import attention as attention_lib
@@ -31,6 +32,8 @@ from acvi_tf.contexts import context as context_lib
 from acvi_tf.contexts.memory import PreparedMemory
 
 PRIORS = ("hmean", "zero")
+# The flags that decide the layer's variables.
+MODEL_FLAGS = ("ved_latent_dim",)
 # log sigma is clipped to this range (sigma in [4.5e-5, 2.2e4]), as ACVI clips log sigma^2
 LOG_SIGMA_MIN, LOG_SIGMA_MAX = -10.0, 10.0
 
@@ -177,3 +180,31 @@ class VEDContext(context_lib.ContextLayer):
             seed=self.seed,
         )
         return config
+
+
+def define_flags(fv: flags.FlagValues) -> None:
+    """Defines ``--ved_latent_dim`` and ``--ved_prior`` on ``fv``."""
+    flags.DEFINE_integer(
+        "ved_latent_dim",
+        100,
+        "--context=ved: size of the sentence latent (the ACVI "
+        "paper: 100 for captioning, 128 for summarization).",
+        lower_bound=1,
+        flag_values=fv,
+    )
+    flags.DEFINE_enum(
+        "ved_prior",
+        "hmean",
+        list(PRIORS),
+        "--context=ved: attention prior N(mean encoder state, I) (the original) or N(0, I).",
+        flag_values=fv,
+    )
+
+
+def options(config: Any) -> Dict[str, Any]:
+    """The layer's arguments from a command's ``acvi_tf.config.Config``."""
+    return dict(
+        latent_dim=config.ved_latent_dim,
+        prior=config.ved_prior,
+        **context_lib.sampling_options(config),
+    )
