@@ -173,6 +173,19 @@ def define_flags(flag_values=flags.FLAGS):
         "the softmax and renormalises. Mathematically equal.",
         flag_values=fv,
     )
+    _define_kl_flags(fv)
+    _define_runtime_flags(fv)
+    define_allow_data_change(fv)
+    require_finite(__name__, fv)
+    # each mechanism's own flags, after the shared ones its checks may read
+    for mechanism in registry.CONTEXTS.values():
+        mechanism.define_flags(fv)
+        require_finite(mechanism.define_flags.__module__, fv)
+
+
+def _define_kl_flags(fv: flags.FlagValues) -> None:
+    """Defines the KL term's weight, warm-up and free bits, which every mechanism with a KL
+    reads."""
     flags.DEFINE_float(
         "kl_weight",
         None,
@@ -216,6 +229,11 @@ def define_flags(flag_values=flags.FLAGS):
         "each example's, sum_t mean_b max(free_bits, KL_bt).",
         flag_values=fv,
     )
+
+
+def _define_runtime_flags(fv: flags.FlagValues) -> None:
+    """Defines how a command runs: the seed, determinism, what a non-finite loss does,
+    precision, XLA and the distribution strategy."""
     flags.DEFINE_integer(
         "seed", 111, "Seed of every random draw in the run (See et al. use 111).", flag_values=fv
     )
@@ -278,12 +296,6 @@ def define_flags(flag_values=flags.FLAGS):
         lower_bound=1,
         flag_values=fv,
     )
-    define_allow_data_change(fv)
-    require_finite(__name__, fv)
-    # each mechanism's own flags, after the shared ones its checks may read
-    for mechanism in registry.CONTEXTS.values():
-        mechanism.define_flags(fv)
-        require_finite(mechanism.define_flags.__module__, fv)
 
 
 def require_total_steps(step_flags, known, fix, flag_values=flags.FLAGS):

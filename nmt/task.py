@@ -45,6 +45,17 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     """Defines the training command's flags (and the shared ones when missing) on ``fv``."""
     if "context" not in fv:
         acvi_flags.define_flags(fv)
+    _define_data_flags(fv)
+    _define_model_flags(fv)
+    _define_training_flags(fv)
+    _define_inference_flags(fv)
+    acvi_flags.require_finite(__name__, fv)
+    acvi_flags.take_paths(fv, ("train_prefix", "dev_prefix", "test_prefix", "vocab_prefix"))
+
+
+def _define_data_flags(fv: flags.FlagValues) -> None:
+    """Defines tensorflow/nmt's data flags: the languages, the files' prefixes, the run's folder
+    and the lengths and buckets of the batches."""
     flags.DEFINE_string("src", None, "Source suffix, e.g. en.", flag_values=fv)
     flags.DEFINE_string("tgt", None, "Target suffix, e.g. vi.", flag_values=fv)
     flags.DEFINE_string(
@@ -60,6 +71,17 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
         flag_values=fv,
     )
     flags.DEFINE_string("out_dir", None, "Output directory.", flag_values=fv)
+    flags.DEFINE_integer(
+        "src_max_len", 50, "Truncate training sources to this.", lower_bound=1, flag_values=fv
+    )
+    flags.DEFINE_integer(
+        "tgt_max_len", 50, "Truncate training targets to this.", lower_bound=1, flag_values=fv
+    )
+    flags.DEFINE_integer("num_buckets", 5, "Length buckets.", lower_bound=1, flag_values=fv)
+
+
+def _define_model_flags(fv: flags.FlagValues) -> None:
+    """Defines the model: the preset, the architecture, its sizes, dropout and initialisation."""
     flags.DEFINE_enum(
         "hparams_preset",
         "",
@@ -118,6 +140,20 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     flags.DEFINE_boolean(
         "pass_hidden_state", True, "Decoder starts from the encoder states.", flag_values=fv
     )
+    flags.DEFINE_float(
+        "dropout",
+        0.2,
+        "Input dropout rate of every LSTM.",
+        lower_bound=0.0,
+        flag_values=fv,
+    )
+    flags.DEFINE_float("init_weight", 0.1, "Uniform init range of every weight.", flag_values=fv)
+    acvi_flags.require_dropout("dropout", fv)
+
+
+def _define_training_flags(fv: flags.FlagValues) -> None:
+    """Defines training: the optimizer and its schedule, the run's length, the batch and
+    clipping, and how often it logs and evaluates."""
     flags.DEFINE_enum("optimizer", "sgd", ["sgd", "adam"], "Optimizer.", flag_values=fv)
     flags.DEFINE_float("learning_rate", 1.0, "Learning rate.", lower_bound=0.0, flag_values=fv)
     flags.DEFINE_enum(
@@ -159,24 +195,15 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
         flag_values=fv,
     )
     flags.DEFINE_float(
-        "dropout",
-        0.2,
-        "Input dropout rate of every LSTM.",
-        lower_bound=0.0,
-        flag_values=fv,
-    )
-    flags.DEFINE_float(
         "max_gradient_norm", 5.0, "Global-norm clipping (0: off).", lower_bound=0.0, flag_values=fv
     )
     flags.DEFINE_integer("batch_size", 128, "Batch size.", lower_bound=1, flag_values=fv)
-    flags.DEFINE_float("init_weight", 0.1, "Uniform init range of every weight.", flag_values=fv)
-    flags.DEFINE_integer(
-        "src_max_len", 50, "Truncate training sources to this.", lower_bound=1, flag_values=fv
-    )
-    flags.DEFINE_integer(
-        "tgt_max_len", 50, "Truncate training targets to this.", lower_bound=1, flag_values=fv
-    )
-    flags.DEFINE_integer("num_buckets", 5, "Length buckets.", lower_bound=1, flag_values=fv)
+    acvi_flags.require_learning_rate("learning_rate", fv)
+
+
+def _define_inference_flags(fv: flags.FlagValues) -> None:
+    """Defines inference: the search and its batches, subwords, the files it reads and writes,
+    and its report."""
     flags.DEFINE_enum(
         "infer_mode", "greedy", ["greedy", "beam_search"], "Decoding.", flag_values=fv
     )
@@ -223,10 +250,6 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
         lower_bound=0,
         flag_values=fv,
     )
-    acvi_flags.require_finite(__name__, fv)
-    acvi_flags.require_learning_rate("learning_rate", fv)
-    acvi_flags.require_dropout("dropout", fv)
-    acvi_flags.take_paths(fv, ("train_prefix", "dev_prefix", "test_prefix", "vocab_prefix"))
 
 
 def apply_preset(config: Config) -> Config:

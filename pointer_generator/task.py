@@ -24,7 +24,25 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     if "context" not in fv:
         acvi_flags.define_flags(fv)
     fv.set_default("attention_masking", "renormalize")  # See et al.'s order
-    # See et al.'s flags: names, defaults and meanings unchanged.
+    _define_run_flags(fv)
+    _define_model_flags(fv)
+    _define_transformer_flags(fv)
+    _define_training_flags(fv)
+    _define_decode_flags(fv)
+    flags.register_multi_flags_validator(
+        ["single_pass", "mode"],
+        lambda d: not d["single_pass"] or d["mode"] == "decode",
+        message="--single_pass is for --mode=decode only.",
+        flag_values=fv,
+    )
+    acvi_flags.require_finite(__name__, fv)
+    acvi_flags.take_paths(fv, ("vocab_path", "summary_data_path"))
+
+
+def _define_run_flags(fv: flags.FlagValues) -> None:
+    """Defines See et al.'s flags (names, defaults and meanings unchanged) of what a command
+    does and where: the data, the vocabulary, the mode, the run's folder and its one-off
+    actions."""
     flags.DEFINE_string(
         "data_path", "", "Glob of the .bin chunks, e.g. 'chunked/train_*'.", flag_values=fv
     )
@@ -42,45 +60,54 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     flags.DEFINE_string(
         "exp_name", "", "Experiment name: the subfolder of log_root.", flag_values=fv
     )
+    flags.DEFINE_boolean(
+        "convert_to_coverage_model",
+        False,
+        "Train mode with --coverage: add w_c to the latest non-coverage "
+        "checkpoint (optimizer state reset, step kept), save it as "
+        "<ckpt>_cov_init and exit.",
+        flag_values=fv,
+    )
+    flags.DEFINE_string(
+        "decode_split",
+        None,
+        "Decode mode: the name of the split --data_path holds (train, val, test or your "
+        "own, letters, digits, - and _), which names the decode folder (default: the one "
+        "its file name names, test_000.bin).",
+        flag_values=fv,
+    )
+    flags.register_validator(
+        "decode_split",
+        lambda name: name is None or re.fullmatch(r"[A-Za-z0-9_-]+", name) is not None,
+        message="--decode_split names a folder: letters, digits, - and _ only",
+        flag_values=fv,
+    )
+    flags.DEFINE_string(
+        "ckpt",
+        None,
+        "Decode mode: %s (default: latest, as See et al.'s decode)." % checkpoints.CKPT_HELP,
+        flag_values=fv,
+    )
+    flags.DEFINE_boolean(
+        "restore_best_model",
+        False,
+        "Train mode: copy the eval job's best model (without optimizer state) into train/ "
+        "and exit.",
+        flag_values=fv,
+    )
+    flags.DEFINE_boolean(
+        "debug",
+        False,
+        "Stop at the first op that makes a NaN or Inf "
+        "(tf.debugging.enable_check_numerics; TF2 has no tfdbg CLI).",
+        flag_values=fv,
+    )
+
+
+def _define_model_flags(fv: flags.FlagValues) -> None:
+    """Defines See et al.'s model and training hyperparameters (names, defaults and meanings
+    unchanged): sizes, lengths, the optimizer's settings, the pointer and coverage."""
     flags.DEFINE_integer("hidden_dim", 256, "LSTM size.", lower_bound=1, flag_values=fv)
-    flags.DEFINE_enum(
-        "model_type",
-        "pointer_generator",
-        ["pointer_generator", "transformer"],
-        "pointer_generator: See et al.'s model (the context mechanisms apply); "
-        "transformer: the ACVI journal's Transformer baseline "
-        "(pointer_generator/transformer.py: no copy, no coverage, --context "
-        "does not apply).",
-        flag_values=fv,
-    )
-    flags.DEFINE_integer(
-        "transformer_units",
-        256,
-        "--model_type=transformer: model size (journal: 256).",
-        lower_bound=1,
-        flag_values=fv,
-    )
-    flags.DEFINE_integer(
-        "transformer_layers",
-        4,
-        "--model_type=transformer: encoder and decoder layers each (journal: 4).",
-        lower_bound=1,
-        flag_values=fv,
-    )
-    flags.DEFINE_integer(
-        "transformer_heads",
-        4,
-        "--model_type=transformer: attention heads (journal: 4).",
-        lower_bound=1,
-        flag_values=fv,
-    )
-    flags.DEFINE_float(
-        "transformer_dropout",
-        0.2,
-        "--model_type=transformer: dropout (journal: 0.2).",
-        lower_bound=0.0,
-        flag_values=fv,
-    )
     flags.DEFINE_integer("emb_dim", 128, "Word-embedding size.", lower_bound=1, flag_values=fv)
     flags.DEFINE_integer("batch_size", 16, "Minibatch size.", lower_bound=1, flag_values=fv)
     flags.DEFINE_integer(
@@ -136,49 +163,55 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     flags.DEFINE_float(
         "cov_loss_wt", 1.0, "Weight of the coverage loss.", lower_bound=0.0, flag_values=fv
     )
-    flags.DEFINE_boolean(
-        "convert_to_coverage_model",
-        False,
-        "Train mode with --coverage: add w_c to the latest non-coverage "
-        "checkpoint (optimizer state reset, step kept), save it as "
-        "<ckpt>_cov_init and exit.",
+    acvi_flags.require_learning_rate("lr", fv)
+
+
+def _define_transformer_flags(fv: flags.FlagValues) -> None:
+    """Defines ``--model_type`` and the Transformer baseline's sizes."""
+    flags.DEFINE_enum(
+        "model_type",
+        "pointer_generator",
+        ["pointer_generator", "transformer"],
+        "pointer_generator: See et al.'s model (the context mechanisms apply); "
+        "transformer: the ACVI journal's Transformer baseline "
+        "(pointer_generator/transformer.py: no copy, no coverage, --context "
+        "does not apply).",
         flag_values=fv,
     )
-    flags.DEFINE_string(
-        "decode_split",
-        None,
-        "Decode mode: the name of the split --data_path holds (train, val, test or your "
-        "own, letters, digits, - and _), which names the decode folder (default: the one "
-        "its file name names, test_000.bin).",
+    flags.DEFINE_integer(
+        "transformer_units",
+        256,
+        "--model_type=transformer: model size (journal: 256).",
+        lower_bound=1,
         flag_values=fv,
     )
-    flags.register_validator(
-        "decode_split",
-        lambda name: name is None or re.fullmatch(r"[A-Za-z0-9_-]+", name) is not None,
-        message="--decode_split names a folder: letters, digits, - and _ only",
+    flags.DEFINE_integer(
+        "transformer_layers",
+        4,
+        "--model_type=transformer: encoder and decoder layers each (journal: 4).",
+        lower_bound=1,
         flag_values=fv,
     )
-    flags.DEFINE_string(
-        "ckpt",
-        None,
-        "Decode mode: %s (default: latest, as See et al.'s decode)." % checkpoints.CKPT_HELP,
+    flags.DEFINE_integer(
+        "transformer_heads",
+        4,
+        "--model_type=transformer: attention heads (journal: 4).",
+        lower_bound=1,
         flag_values=fv,
     )
-    flags.DEFINE_boolean(
-        "restore_best_model",
-        False,
-        "Train mode: copy the eval job's best model (without optimizer state) into train/ "
-        "and exit.",
+    flags.DEFINE_float(
+        "transformer_dropout",
+        0.2,
+        "--model_type=transformer: dropout (journal: 0.2).",
+        lower_bound=0.0,
         flag_values=fv,
     )
-    flags.DEFINE_boolean(
-        "debug",
-        False,
-        "Stop at the first op that makes a NaN or Inf "
-        "(tf.debugging.enable_check_numerics; TF2 has no tfdbg CLI).",
-        flag_values=fv,
-    )
-    # Additions.
+    acvi_flags.require_dropout("transformer_dropout", fv)
+
+
+def _define_training_flags(fv: flags.FlagValues) -> None:
+    """Defines the additions for training: the optimizer, the run's length and curriculum,
+    checkpoints, the eval job's batches and TensorBoard."""
     flags.DEFINE_enum(
         "optimizer",
         "adagrad",
@@ -263,6 +296,10 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
         flag_values=fv,
     )
 
+
+def _define_decode_flags(fv: flags.FlagValues) -> None:
+    """Defines the additions for decode mode: batches, the folder, the report, shards and the
+    beam's ranking."""
     flags.DEFINE_integer(
         "decode_batch_size",
         32,
@@ -331,17 +368,6 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
         lower_bound=0,
         flag_values=fv,
     )
-
-    flags.register_multi_flags_validator(
-        ["single_pass", "mode"],
-        lambda d: not d["single_pass"] or d["mode"] == "decode",
-        message="--single_pass is for --mode=decode only.",
-        flag_values=fv,
-    )
-    acvi_flags.require_finite(__name__, fv)
-    acvi_flags.require_learning_rate("lr", fv)
-    acvi_flags.require_dropout("transformer_dropout", fv)
-    acvi_flags.take_paths(fv, ("vocab_path", "summary_data_path"))
 
 
 # Flags of this entry point that decide the model's variables (and the optimizer's).

@@ -3,7 +3,7 @@
 """
 
 import os
-from typing import Dict, Union
+from typing import Dict, Optional, Union
 
 import tensorflow as tf
 from absl import app, flags
@@ -41,34 +41,65 @@ COMMAND_FLAGS = (
 )
 
 
+def _string(fv: flags.FlagValues, name: str, default: Optional[str], help_text: str) -> None:
+    flags.DEFINE_string(name, default, help_text, flag_values=fv)
+
+
+def _integer(
+    fv: flags.FlagValues, name: str, default: int, help_text: str, lower_bound: int = 0
+) -> None:
+    flags.DEFINE_integer(name, default, help_text, lower_bound=lower_bound, flag_values=fv)
+
+
+def _real(fv: flags.FlagValues, name: str, default: float, help_text: str) -> None:
+    flags.DEFINE_float(name, default, help_text, lower_bound=0.0, flag_values=fv)
+
+
 def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     """Defines the training command's flags (and the shared ones when missing) on ``fv``."""
     if "context" not in fv:
         acvi_flags.define_flags(fv)
-
-    def string(name, default, help_text):
-        flags.DEFINE_string(name, default, help_text, flag_values=fv)
-
-    def integer(name, default, help_text, lower_bound=0):
-        flags.DEFINE_integer(name, default, help_text, lower_bound=lower_bound, flag_values=fv)
-
-    def real(name, default, help_text):
-        flags.DEFINE_float(name, default, help_text, lower_bound=0.0, flag_values=fv)
-
-    flags.DEFINE_enum("mode", "train", list(MODES), "train, eval or decode.", flag_values=fv)
-    string(
-        "data_dir", None, "Prepared dataset (data_prep.msvd): {train,val,test}.jsonl and vocab.txt."
+    _define_data_flags(fv)
+    _define_model_flags(fv)
+    _define_training_flags(fv)
+    _define_decode_flags(fv)
+    flags.DEFINE_flag(
+        acvi_flags.multi_enum_flag(
+            "metrics",
+            experiment.REPORTED,
+            experiment.REPORTED,
+            "Caption metrics computed by validation, eval and decode (METEOR is the slow one).",
+        ),
+        flag_values=fv,
     )
-    string(
+    acvi_flags.require_finite(__name__, fv)
+    acvi_flags.take_paths(fv, ("data_dir", "features"))
+
+
+def _define_data_flags(fv: flags.FlagValues) -> None:
+    """Defines what a command reads and where the run is: the mode, the dataset, the features
+    and how a clip's frames are read, the run's folder and checkpoint."""
+    flags.DEFINE_enum("mode", "train", list(MODES), "train, eval or decode.", flag_values=fv)
+    _string(
+        fv,
+        "data_dir",
+        None,
+        "Prepared dataset (data_prep.msvd): {train,val,test}.jsonl and vocab.txt.",
+    )
+    _string(
+        fv,
         "features",
         None,
         "Feature store: a folder of <clip>.npy/.npz, an HDF5 file or "
         "arctic-capgen-vid's FEAT_key_vidID_value_features.pkl.",
     )
-    string("out_dir", None, "Experiment folder (checkpoints, logs, decodes).")
-    string("ckpt", None, "eval/decode: %s (default: best, else latest)." % checkpoints.CKPT_HELP)
-    integer("vocab_size", 0, "Keep this many ids, reserved included (0: the whole file).")
-    integer(
+    _string(fv, "out_dir", None, "Experiment folder (checkpoints, logs, decodes).")
+    _string(
+        fv, "ckpt", None, "eval/decode: %s (default: best, else latest)." % checkpoints.CKPT_HELP
+    )
+    _integer(fv, "vocab_size", 0, "Keep this many ids, reserved included (0: the whole file).")
+    _integer(
+        fv,
         "num_frames",
         24,
         "Frames per clip K (paper: 24 of the first 240); clips with "
@@ -85,18 +116,29 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
         "randomly initialised CNN, whose scale is arbitrary).",
         flag_values=fv,
     )
-    integer(
+    _integer(
+        fv,
         "max_caption_len",
         30,
         "Drop training captions with this many words or more "
         "(arctic-capgen-vid's maxlen; 0 keeps all).",
     )
-    integer("encoder_units", 1000, "Encoder LSTM size per direction (paper: 1000).", 1)
-    integer("decoder_units", 1000, "Decoder LSTM size (paper: 1000).", 1)
-    integer("emb_dim", 256, "Word embedding size (paper: 256).", 1)
-    integer("attention_units", 100, "Additive attention size of W_h, W_s (paper: 100).", 1)
-    integer("output_units", 0, "Size of V [s; c] in eq. (4) (0: decoder_units).")
-    real("dropout", 0.5, "Dropout on the non-recurrent connections (paper: 0.5).")
+
+
+def _define_model_flags(fv: flags.FlagValues) -> None:
+    """Defines the model's sizes and dropout (the paper's appendix B)."""
+    _integer(fv, "encoder_units", 1000, "Encoder LSTM size per direction (paper: 1000).", 1)
+    _integer(fv, "decoder_units", 1000, "Decoder LSTM size (paper: 1000).", 1)
+    _integer(fv, "emb_dim", 256, "Word embedding size (paper: 256).", 1)
+    _integer(fv, "attention_units", 100, "Additive attention size of W_h, W_s (paper: 100).", 1)
+    _integer(fv, "output_units", 0, "Size of V [s; c] in eq. (4) (0: decoder_units).")
+    _real(fv, "dropout", 0.5, "Dropout on the non-recurrent connections (paper: 0.5).")
+    acvi_flags.require_dropout("dropout", fv)
+
+
+def _define_training_flags(fv: flags.FlagValues) -> None:
+    """Defines training: the optimizer, arctic-capgen-vid's extras, the batch, the run's length,
+    validation, checkpoints and TensorBoard."""
     flags.DEFINE_enum(
         "optimizer",
         "adam",
@@ -104,53 +146,49 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
         "adam (paper) or adadelta (arctic-capgen-vid).",
         flag_values=fv,
     )
-    real("learning_rate", 0.001, "Learning rate (Adam's default; Adadelta: use 1.0).")
-    real("max_grad_norm", 0.0, "Clip the gradients' global norm (0: off; arctic: 10).")
-    real(
+    _real(fv, "learning_rate", 0.001, "Learning rate (Adam's default; Adadelta: use 1.0).")
+    _real(fv, "max_grad_norm", 0.0, "Clip the gradients' global norm (0: off; arctic: 10).")
+    _real(
+        fv,
         "alpha_c",
         0.0,
         "Doubly-stochastic attention penalty weight (0: off, the paper; "
         "arctic-capgen-vid: 0.70602).",
     )
-    real("weight_decay", 0.0, "L2 weight decay on every kernel (0: off; arctic: 1e-4).")
-    integer("batch_size", 64, "Captions per training batch.", 1)
-    integer("max_steps", 30000, "Training steps.", 1)
-    integer(
+    _real(fv, "weight_decay", 0.0, "L2 weight decay on every kernel (0: off; arctic: 1e-4).")
+    _integer(fv, "batch_size", 64, "Captions per training batch.", 1)
+    _integer(fv, "max_steps", 30000, "Training steps.", 1)
+    _integer(
+        fv,
         "valid_every",
         2000,
         "Validate (beam search + metrics) every this many steps (arctic-capgen-vid: 2000).",
         1,
     )
-    integer("checkpoint_steps", 1000, "Save a checkpoint every this many steps.", 1)
-    integer("summary_steps", 10, "TensorBoard scalars every this many steps.", 1)
-    integer(
+    _integer(fv, "checkpoint_steps", 1000, "Save a checkpoint every this many steps.", 1)
+    _integer(fv, "summary_steps", 10, "TensorBoard scalars every this many steps.", 1)
+    _integer(
+        fv,
         "histogram_steps",
         40,
         "TensorBoard histograms of the posterior on the first validation captions every "
         "this many steps (0: none).",
         0,
     )
-    integer(
+    _integer(
+        fv,
         "image_steps",
         200,
         "TensorBoard attention and sigma images and the greedy caption of the first "
         "validation clip every this many steps (0: none).",
         0,
     )
-    integer(
+    _integer(
+        fv,
         "patience",
         0,
         "Stop after this many validations without a better "
         "--best_metric (0: never; arctic-capgen-vid: 20).",
-    )
-    flags.DEFINE_flag(
-        acvi_flags.multi_enum_flag(
-            "metrics",
-            experiment.REPORTED,
-            experiment.REPORTED,
-            "Caption metrics computed by validation, eval and decode (METEOR is the slow one).",
-        ),
-        flag_values=fv,
     )
     flags.DEFINE_enum(
         "best_metric",
@@ -159,8 +197,19 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
         "Validation metric that picks best/ (arctic-capgen-vid: Bleu_4).",
         flag_values=fv,
     )
-    integer("beam_size", 5, "Beam width (paper: 5; 1 is greedy).", 1)
-    integer("max_decode_len", 50, "Most words per generated caption.", 1)
+    acvi_flags.require_total_steps(
+        ["patience"],
+        lambda d: not d["patience"],
+        "--patience may end training before the Gumbel phase; set --patience=0",
+        fv,
+    )
+    acvi_flags.require_learning_rate("learning_rate", fv)
+
+
+def _define_decode_flags(fv: flags.FlagValues) -> None:
+    """Defines the beam search and what eval and decode read and write."""
+    _integer(fv, "beam_size", 5, "Beam width (paper: 5; 1 is greedy).", 1)
+    _integer(fv, "max_decode_len", 50, "Most words per generated caption.", 1)
     flags.DEFINE_enum(
         "length_normalization",
         "none",
@@ -168,7 +217,7 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
         "Beam score: none (arctic-capgen-vid: total log-probability), average, gnmt.",
         flag_values=fv,
     )
-    integer("decode_batch_size", 100, "Clips per beam-search call.", 1)
+    _integer(fv, "decode_batch_size", 100, "Clips per beam-search call.", 1)
     flags.DEFINE_enum(
         "decode_split", "test", list(data.SPLITS), "decode: the split.", flag_values=fv
     )
@@ -180,30 +229,22 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
         flag_values=fv,
     )
     flags.DEFINE_list("eval_splits", ["val", "test"], "eval: the splits.", flag_values=fv)
-    integer("attention_images", 0, "decode: heat maps (PNG) of the first N clips.")
-    integer(
+    _integer(fv, "attention_images", 0, "decode: heat maps (PNG) of the first N clips.")
+    _integer(
+        fv,
         "report_examples",
         report_lib.DEFAULT_DETAIL,
         "decode: the first N clips carry their attention over the frames (and ACVI's "
         "sigma and KL) in report.html; every clip is listed with its CIDEr-D.",
     )
-    string(
+    _string(
+        fv,
         "video_dir",
         None,
         "decode: the folder of the clips' videos (<clip>.mp4, .avi, ... as "
         "video_caption.features reads it); report.html then shows the sampled frames of "
         "the --report_examples clips as thumbnails (default: frame indices).",
     )
-    acvi_flags.require_total_steps(
-        ["patience"],
-        lambda d: not d["patience"],
-        "--patience may end training before the Gumbel phase; set --patience=0",
-        fv,
-    )
-    acvi_flags.require_finite(__name__, fv)
-    acvi_flags.require_learning_rate("learning_rate", fv)
-    acvi_flags.require_dropout("dropout", fv)
-    acvi_flags.take_paths(fv, ("data_dir", "features"))
 
 
 def _require(config, *names):

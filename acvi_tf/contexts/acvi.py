@@ -779,6 +779,13 @@ class ACVIContext(ContextLayer):
 def define_flags(fv: flags.FlagValues) -> None:
     """Defines the ``--acvi_*`` flags and their checks on ``fv`` (after the shared flags:
     a check reads ``--kl_free_bits``)."""
+    _define_variance_flags(fv)
+    _define_sampling_flags(fv)
+    _check_sampling_flags(fv)
+
+
+def _define_variance_flags(fv: flags.FlagValues) -> None:
+    """Defines the variance network and the clip of its log variance."""
     flags.DEFINE_enum(
         "acvi_variance_net",
         "mlp",
@@ -787,6 +794,28 @@ def define_flags(fv: flags.FlagValues) -> None:
         "or 'relu' log s^2 = relu(W h + b) (journal eq. 17).",
         flag_values=fv,
     )
+    flags.DEFINE_float(
+        "acvi_log_var_min",
+        DEFAULT_LOG_VAR_MIN,
+        "Lower clip of log sigma^2 (keeps the KL and its gradient finite).",
+        flag_values=fv,
+    )
+    flags.DEFINE_float(
+        "acvi_log_var_max",
+        DEFAULT_LOG_VAR_MAX,
+        "Upper clip of log sigma^2.",
+        flag_values=fv,
+    )
+    flags.register_multi_flags_validator(
+        ["acvi_log_var_min", "acvi_log_var_max"],
+        lambda d: d["acvi_log_var_min"] < d["acvi_log_var_max"],
+        message="--acvi_log_var_min must be smaller than --acvi_log_var_max.",
+        flag_values=fv,
+    )
+
+
+def _define_sampling_flags(fv: flags.FlagValues) -> None:
+    """Defines how a context is drawn in training and decoding, how many, and the KL term."""
     flags.DEFINE_enum(
         "acvi_sampling",
         "approx",
@@ -872,30 +901,16 @@ def define_flags(fv: flags.FlagValues) -> None:
         "'sample' as in training.",
         flag_values=fv,
     )
-    flags.DEFINE_float(
-        "acvi_log_var_min",
-        DEFAULT_LOG_VAR_MIN,
-        "Lower clip of log sigma^2 (keeps the KL and its gradient finite).",
-        flag_values=fv,
-    )
-    flags.DEFINE_float(
-        "acvi_log_var_max",
-        DEFAULT_LOG_VAR_MAX,
-        "Upper clip of log sigma^2.",
-        flag_values=fv,
-    )
     flags.register_validator(
         "acvi_gumbel_temperature",
         lambda t: t > 0,
         message="--acvi_gumbel_temperature must be > 0.",
         flag_values=fv,
     )
-    flags.register_multi_flags_validator(
-        ["acvi_log_var_min", "acvi_log_var_max"],
-        lambda d: d["acvi_log_var_min"] < d["acvi_log_var_max"],
-        message="--acvi_log_var_min must be smaller than --acvi_log_var_max.",
-        flag_values=fv,
-    )
+
+
+def _check_sampling_flags(fv: flags.FlagValues) -> None:
+    """Refuses the sampling settings that contradict each other, or ``--kl_free_bits``."""
     flags.register_multi_flags_validator(
         ["acvi_sampling", "acvi_gumbel_fraction"],
         lambda d: d["acvi_sampling"] == "approx" or d["acvi_gumbel_fraction"] == 0.0,
