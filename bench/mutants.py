@@ -115,7 +115,7 @@ MUTANTS: List[Mutant] = [
     # (4) The beam search: a finished hypothesis normalised by one token fewer than it has.
     Mutant(
         "beam_search",
-        "acvi_tf/inference/decoding.py",
+        "acvi_tf/inference/beam_search.py",
         "        score = _normalize(stop_total, t + 1, self.length_normalization, self.gnmt_alpha)",
         "        score = _normalize(stop_total, t, self.length_normalization, self.gnmt_alpha)",
         ("tests/test_decoding.py", "tests/test_gnmt_beam_search.py"),

@@ -6,7 +6,7 @@ import numpy as np
 import tensorflow as tf
 
 from acvi_tf.formats import nmt_text
-from acvi_tf.inference import decoding, gnmt_beam_search
+from acvi_tf.inference import beam_search, decoding, gnmt_beam_search, greedy_search
 from nmt import data
 
 # Under XLA, source batches are padded to a multiple of this many tokens: one compiled
@@ -66,7 +66,7 @@ class Translator:
                 step = decoding.model_step(model, decoding.tile_beam(constants, beam_width))
                 return gnmt_beam_search.gnmt_beam_search(step, state, batch, settings)
             step = decoding.model_step(model, constants)
-            return decoding.greedy_search(step, state, batch, settings)
+            return greedy_search.greedy_search(step, state, batch, settings)
 
         @tf.function(input_signature=signature, autograph=False)
         def align(src, src_len):
@@ -74,7 +74,7 @@ class Translator:
             settings = decoding.SearchSettings(
                 2 * tf.reduce_max(src_len), nmt_text.SOS_ID, nmt_text.EOS_ID, record_extras=True
             )
-            out = decoding.beam_search(
+            out = beam_search.beam_search(
                 decoding.model_step(model, constants), state, tf.shape(src)[0], settings
             )
             return dict(out, **decoding.posterior(model, constants, out["attn"]))

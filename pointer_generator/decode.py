@@ -1,6 +1,6 @@
 """Decoding with a trained pointer-generator: batched beam search, output files, ROUGE.
 
-``Summarizer.decode`` runs ``acvi_tf.inference.decoding.beam_search`` on many articles in one
+``Summarizer.decode`` runs ``acvi_tf.inference.beam_search.beam_search`` on many articles in one
 compiled call. ``decode_single_pass`` writes See et al.'s folder
 ``decode_{split}_{E}maxenc_{B}beam_{m}mindec_{M}maxdec_ckpt-N/`` with ``reference/`` and
 ``decoded/`` (``%06d_reference.txt`` / ``%06d_decoded.txt``, one sentence per line; a
@@ -27,7 +27,7 @@ from absl import logging
 from acvi_tf import files
 from acvi_tf import progress as progress_lib
 from acvi_tf.formats import see_vocab
-from acvi_tf.inference import decoding
+from acvi_tf.inference import beam_search, decoding
 from acvi_tf.inference import report as report_lib
 from acvi_tf.inference.folders import DecodeFolderError, refuse_finished
 from acvi_tf.metrics import copying
@@ -95,7 +95,7 @@ class Summarizer:
                 record_extras=record,
                 shrink=not jit_compile,
             )
-            out = decoding.beam_search(
+            out = beam_search.beam_search(
                 decoding.model_step(model),
                 state,
                 tf.shape(batch["enc_batch"])[0],

@@ -17,7 +17,7 @@ import tensorflow as tf
 
 from acvi_tf.compat import keras
 from acvi_tf.contexts import context, registry
-from acvi_tf.inference import decoding
+from acvi_tf.inference import beam_search, decoding
 from video_caption import data as vc_data
 
 # Small sizes for the mechanisms' own networks and a seed for those that draw; everything
@@ -87,7 +87,7 @@ def _beam(host, model, batch, beam_size=2, max_steps=4):
         min_steps=1,
         probabilities=model.probability_scores,
     )
-    return decoding.beam_search(step, state, 2, settings)
+    return beam_search.beam_search(step, state, 2, settings)
 
 
 def _has_kl(layer):

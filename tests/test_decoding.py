@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from acvi_tf.inference import decoding
+from acvi_tf.inference import beam_search, decoding, greedy_search
 
 W, S = 7, 5  # output vocabulary and state size of the fake decoder
 START, STOP = 0, 1
@@ -70,7 +70,7 @@ def _states(n, seed):
 def test_batched_beam_search_equals_the_original_algorithm(beam_size, max_steps, min_steps):
     decoder = FakeDecoder(seed=beam_size)
     states = _states(6, seed=beam_size)
-    out = decoding.beam_search(
+    out = beam_search.beam_search(
         decoder.step_tf,
         tf.constant(states),
         6,
@@ -86,14 +86,14 @@ def test_batched_beam_search_equals_the_original_algorithm(beam_size, max_steps,
 def test_one_at_a_time_gives_identical_outputs():
     decoder = FakeDecoder(seed=11)
     states = _states(5, seed=11)
-    batched = decoding.beam_search(
+    batched = beam_search.beam_search(
         decoder.step_tf,
         tf.constant(states),
         5,
         decoding.SearchSettings(10, START, STOP, beam_size=4, min_steps=2, record_extras=True),
     )
     for i in range(5):
-        single = decoding.beam_search(
+        single = beam_search.beam_search(
             decoder.step_tf,
             tf.constant(states[i : i + 1]),
             1,
@@ -108,14 +108,14 @@ def test_runs_inside_tf_function_and_records_extras():
     decoder = FakeDecoder(seed=3)
     states = _states(3, seed=3)
     compiled = tf.function(
-        lambda s: decoding.beam_search(
+        lambda s: beam_search.beam_search(
             decoder.step_tf,
             s,
             3,
             decoding.SearchSettings(7, START, STOP, beam_size=3, min_steps=1, record_extras=True),
         )
     )
-    eager = decoding.beam_search(
+    eager = beam_search.beam_search(
         decoder.step_tf,
         tf.constant(states),
         3,
@@ -129,8 +129,8 @@ def test_runs_inside_tf_function_and_records_extras():
 def test_scores_follow_the_length_normalisation():
     decoder = FakeDecoder(seed=5)
     states = _states(4, seed=5)
-    for mode in decoding.LENGTH_NORMALIZATIONS:
-        out = decoding.beam_search(
+    for mode in beam_search.LENGTH_NORMALIZATIONS:
+        out = beam_search.beam_search(
             decoder.step_tf,
             tf.constant(states),
             4,
@@ -159,7 +159,7 @@ def test_scores_follow_the_length_normalisation():
 def test_greedy_search_takes_the_argmax_path():
     decoder = FakeDecoder(seed=8)
     states = _states(4, seed=8)
-    out = decoding.greedy_search(
+    out = greedy_search.greedy_search(
         decoder.step_tf, tf.constant(states), 4, decoding.SearchSettings(9, START, STOP)
     )
     for i in range(4):
@@ -181,13 +181,13 @@ def test_probability_scores_give_the_same_search():
         log_probs, state, extras = decoder.step_tf(tokens, state, t)
         return tf.exp(log_probs), state, extras
 
-    from_logs = decoding.beam_search(
+    from_logs = beam_search.beam_search(
         decoder.step_tf,
         states,
         4,
         decoding.SearchSettings(8, START, STOP, beam_size=3, min_steps=1),
     )
-    from_probs = decoding.beam_search(
+    from_probs = beam_search.beam_search(
         probs_step,
         states,
         4,
@@ -196,21 +196,19 @@ def test_probability_scores_give_the_same_search():
     np.testing.assert_array_equal(from_logs["ids"], from_probs["ids"])
     np.testing.assert_allclose(from_logs["scores"], from_probs["scores"], rtol=1e-5)
     assert "state_norm" not in from_logs  # extras are recorded only on request
-    greedy = decoding.greedy_search(
+    greedy = greedy_search.greedy_search(
         probs_step, states, 4, decoding.SearchSettings(8, START, STOP, probabilities=True)
     )
+    settings = decoding.SearchSettings(8, START, STOP)
     np.testing.assert_array_equal(
-        greedy["ids"],
-        decoding.greedy_search(decoder.step_tf, states, 4, decoding.SearchSettings(8, START, STOP))[
-            "ids"
-        ],
+        greedy["ids"], greedy_search.greedy_search(decoder.step_tf, states, 4, settings)["ids"]
     )
 
 
 def test_bad_normalisation_is_rejected():
     decoder = FakeDecoder(seed=1)
     with pytest.raises(ValueError, match="length_normalization"):
-        decoding.beam_search(
+        beam_search.beam_search(
             decoder.step_tf,
             tf.constant(_states(1, 1)),
             1,
@@ -225,13 +223,13 @@ def test_step_limit_stops_early_keeps_the_width_and_compiles_with_xla():
     states = tf.constant(_states(6, seed=12))
     # min_steps 5: stops before step 5 are dropped, so some inputs end at the limit.
     searches = {
-        "beam": lambda steps, **kw: decoding.beam_search(
+        "beam": lambda steps, **kw: beam_search.beam_search(
             decoder.step_tf,
             states,
             6,
             decoding.SearchSettings(steps, START, STOP, beam_size=3, min_steps=5, **kw),
         ),
-        "greedy": lambda steps, **kw: decoding.greedy_search(
+        "greedy": lambda steps, **kw: greedy_search.greedy_search(
             decoder.step_tf, states, 6, decoding.SearchSettings(steps, START, STOP, **kw)
         ),
     }
@@ -267,7 +265,7 @@ def test_shrinking_the_live_batch_gives_the_unshrunk_search():
         return tf.nn.log_softmax(log_probs + stop), state, extras
 
     def search(states, constants=None, shrink=False):
-        return decoding.beam_search(
+        return beam_search.beam_search(
             step if constants else lambda *a: step(*a, dict(stop_bias=tiled, unused=None)),
             states,
             6,

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from acvi_tf.inference import decoding, gnmt_beam_search
+from acvi_tf.inference import beam_search, decoding, gnmt_beam_search
 
 from test_decoding import START, STOP, FakeDecoder, S
 
@@ -110,7 +110,7 @@ def test_differs_from_see_et_al_where_a_longer_hypothesis_wins_late():
             batch,
             decoding.SearchSettings(max_steps, START, STOP, beam_size=beam_size, gnmt_alpha=1.0),
         )
-        see = decoding.beam_search(
+        see = beam_search.beam_search(
             decoder.step_tf,
             init,
             batch,

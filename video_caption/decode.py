@@ -10,7 +10,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import numpy as np
 import tensorflow as tf
 
-from acvi_tf.inference import decoding
+from acvi_tf.inference import beam_search, decoding
 from video_caption import data
 
 
@@ -56,7 +56,7 @@ class CaptionDecoder:
                 probabilities=model.probability_scores,
                 record_extras=True,
             )
-            return decoding.beam_search(
+            return beam_search.beam_search(
                 decoding.model_step(model, decoding.tile_beam(constants, beam_size)),
                 state,
                 tf.shape(features)[0],

@@ -39,7 +39,7 @@ def gnmt_beam_search(
 
     Args:
       step_fn: ``(tokens [B*K] int32, state, step) -> (log_probs [B*K, V], state,
-        extras)``, as for ``decoding.beam_search`` (``extras`` are ignored).
+        extras)``, as for ``beam_search.beam_search`` (``extras`` are ignored).
       initial_state: nest of [B, ...] tensors, tiled to the beam here.
       batch_size: B, the number of inputs (a Python int or scalar tensor).
       settings: the search's; it reads ``beam_size``, ``max_steps`` (the width of the
