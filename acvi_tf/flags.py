@@ -177,10 +177,12 @@ def define_flags(flag_values=flags.FLAGS):
     _define_runtime_flags(fv)
     define_allow_data_change(fv)
     require_finite(__name__, fv)
-    # each mechanism's own flags, after the shared ones its checks may read
+    # each mechanism's own flags, after the shared ones its checks may read, and their
+    # checks after the finiteness of every float
     for mechanism in registry.CONTEXTS.values():
         mechanism.define_flags(fv)
         require_finite(mechanism.define_flags.__module__, fv)
+        mechanism.check_flags(fv)
 
 
 def _define_kl_flags(fv: flags.FlagValues) -> None:

@@ -50,6 +50,8 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     _define_training_flags(fv)
     _define_inference_flags(fv)
     acvi_flags.require_finite(__name__, fv)
+    acvi_flags.require_learning_rate("learning_rate", fv)
+    acvi_flags.require_dropout("dropout", fv)
     acvi_flags.take_paths(fv, ("train_prefix", "dev_prefix", "test_prefix", "vocab_prefix"))
 
 
@@ -148,7 +150,6 @@ def _define_model_flags(fv: flags.FlagValues) -> None:
         flag_values=fv,
     )
     flags.DEFINE_float("init_weight", 0.1, "Uniform init range of every weight.", flag_values=fv)
-    acvi_flags.require_dropout("dropout", fv)
 
 
 def _define_training_flags(fv: flags.FlagValues) -> None:
@@ -198,7 +199,6 @@ def _define_training_flags(fv: flags.FlagValues) -> None:
         "max_gradient_norm", 5.0, "Global-norm clipping (0: off).", lower_bound=0.0, flag_values=fv
     )
     flags.DEFINE_integer("batch_size", 128, "Batch size.", lower_bound=1, flag_values=fv)
-    acvi_flags.require_learning_rate("learning_rate", fv)
 
 
 def _define_inference_flags(fv: flags.FlagValues) -> None:

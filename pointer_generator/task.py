@@ -36,6 +36,8 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
         flag_values=fv,
     )
     acvi_flags.require_finite(__name__, fv)
+    acvi_flags.require_learning_rate("lr", fv)
+    acvi_flags.require_dropout("transformer_dropout", fv)
     acvi_flags.take_paths(fv, ("vocab_path", "summary_data_path"))
 
 
@@ -163,7 +165,6 @@ def _define_model_flags(fv: flags.FlagValues) -> None:
     flags.DEFINE_float(
         "cov_loss_wt", 1.0, "Weight of the coverage loss.", lower_bound=0.0, flag_values=fv
     )
-    acvi_flags.require_learning_rate("lr", fv)
 
 
 def _define_transformer_flags(fv: flags.FlagValues) -> None:
@@ -206,7 +207,6 @@ def _define_transformer_flags(fv: flags.FlagValues) -> None:
         lower_bound=0.0,
         flag_values=fv,
     )
-    acvi_flags.require_dropout("transformer_dropout", fv)
 
 
 def _define_training_flags(fv: flags.FlagValues) -> None:

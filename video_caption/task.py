@@ -73,6 +73,8 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
         flag_values=fv,
     )
     acvi_flags.require_finite(__name__, fv)
+    acvi_flags.require_learning_rate("learning_rate", fv)
+    acvi_flags.require_dropout("dropout", fv)
     acvi_flags.take_paths(fv, ("data_dir", "features"))
 
 
@@ -133,7 +135,6 @@ def _define_model_flags(fv: flags.FlagValues) -> None:
     _integer(fv, "attention_units", 100, "Additive attention size of W_h, W_s (paper: 100).", 1)
     _integer(fv, "output_units", 0, "Size of V [s; c] in eq. (4) (0: decoder_units).")
     _real(fv, "dropout", 0.5, "Dropout on the non-recurrent connections (paper: 0.5).")
-    acvi_flags.require_dropout("dropout", fv)
 
 
 def _define_training_flags(fv: flags.FlagValues) -> None:
@@ -203,7 +204,6 @@ def _define_training_flags(fv: flags.FlagValues) -> None:
         "--patience may end training before the Gumbel phase; set --patience=0",
         fv,
     )
-    acvi_flags.require_learning_rate("learning_rate", fv)
 
 
 def _define_decode_flags(fv: flags.FlagValues) -> None:

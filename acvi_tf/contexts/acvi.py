@@ -777,11 +777,9 @@ class ACVIContext(ContextLayer):
 
 
 def define_flags(fv: flags.FlagValues) -> None:
-    """Defines the ``--acvi_*`` flags and their checks on ``fv`` (after the shared flags:
-    a check reads ``--kl_free_bits``)."""
+    """Defines the ``--acvi_*`` flags on ``fv``."""
     _define_variance_flags(fv)
     _define_sampling_flags(fv)
-    _check_sampling_flags(fv)
 
 
 def _define_variance_flags(fv: flags.FlagValues) -> None:
@@ -804,12 +802,6 @@ def _define_variance_flags(fv: flags.FlagValues) -> None:
         "acvi_log_var_max",
         DEFAULT_LOG_VAR_MAX,
         "Upper clip of log sigma^2.",
-        flag_values=fv,
-    )
-    flags.register_multi_flags_validator(
-        ["acvi_log_var_min", "acvi_log_var_max"],
-        lambda d: d["acvi_log_var_min"] < d["acvi_log_var_max"],
-        message="--acvi_log_var_min must be smaller than --acvi_log_var_max.",
         flag_values=fv,
     )
 
@@ -901,16 +893,24 @@ def _define_sampling_flags(fv: flags.FlagValues) -> None:
         "'sample' as in training.",
         flag_values=fv,
     )
+
+
+def check_flags(fv: flags.FlagValues) -> None:
+    """Registers the checks of the ``--acvi_*`` flags on ``fv``: a positive temperature,
+    an ordered clip, and no sampling settings that contradict each other or
+    ``--kl_free_bits`` (a shared flag)."""
     flags.register_validator(
         "acvi_gumbel_temperature",
         lambda t: t > 0,
         message="--acvi_gumbel_temperature must be > 0.",
         flag_values=fv,
     )
-
-
-def _check_sampling_flags(fv: flags.FlagValues) -> None:
-    """Refuses the sampling settings that contradict each other, or ``--kl_free_bits``."""
+    flags.register_multi_flags_validator(
+        ["acvi_log_var_min", "acvi_log_var_max"],
+        lambda d: d["acvi_log_var_min"] < d["acvi_log_var_max"],
+        message="--acvi_log_var_min must be smaller than --acvi_log_var_max.",
+        flag_values=fv,
+    )
     flags.register_multi_flags_validator(
         ["acvi_sampling", "acvi_gumbel_fraction"],
         lambda d: d["acvi_sampling"] == "approx" or d["acvi_gumbel_fraction"] == 0.0,

@@ -37,6 +37,8 @@ class Mechanism:
       description: what the mechanism does, in one line (``--context``'s help).
       define_flags: defines the mechanism's own flags on a ``FlagValues`` (the shared
         ones, ``acvi_tf.flags``, are there already); none by default.
+      check_flags: registers its flags' checks, after every float flag's finiteness
+        check (so a NaN is named as such first); none by default.
       options: a command's ``acvi_tf.config.Config`` -> the ``layer``'s keyword
         arguments; none by default.
       model_flags: those of its flags that decide the layer's variables (a resume
@@ -46,6 +48,7 @@ class Mechanism:
     layer: Callable[..., context.ContextLayer]
     description: str
     define_flags: Callable[[flags.FlagValues], None] = _no_flags
+    check_flags: Callable[[flags.FlagValues], None] = _no_flags
     options: Callable[[Any], Dict[str, Any]] = _no_options
     model_flags: Tuple[str, ...] = ()
 
@@ -57,6 +60,7 @@ CONTEXTS: Dict[str, Mechanism] = {
         acvi_lib.ACVIContext,
         "amortized context vector inference (the paper)",
         acvi_lib.define_flags,
+        acvi_lib.check_flags,
         acvi_lib.options,
         acvi_lib.MODEL_FLAGS,
     ),
@@ -65,7 +69,7 @@ CONTEXTS: Dict[str, Mechanism] = {
         "structured attention (Kim et al. 2017: linear-chain CRF marginals over the source, "
         "the paper's eq. 20)",
         structured.define_flags,
-        structured.options,
+        options=structured.options,
     ),
     "ved": Mechanism(
         ved.VEDContext,
@@ -73,8 +77,8 @@ CONTEXTS: Dict[str, Mechanism] = {
         "2018: a Gaussian sentence latent fed to every decoder step and a Gaussian context "
         "around the soft-attention one)",
         ved.define_flags,
-        ved.options,
-        ved.MODEL_FLAGS,
+        options=ved.options,
+        model_flags=ved.MODEL_FLAGS,
     ),
     "variational": Mechanism(
         variational.VariationalAttentionContext,
@@ -82,8 +86,8 @@ CONTEXTS: Dict[str, Mechanism] = {
         "and target, KL(q || attention), the output layer at the sampled or every source "
         "state)",
         variational.define_flags,
-        variational.options,
-        variational.MODEL_FLAGS,
+        options=variational.options,
+        model_flags=variational.MODEL_FLAGS,
     ),
 }
 
