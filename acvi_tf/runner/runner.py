@@ -54,8 +54,8 @@ def run(task: Task, config: Config) -> Any:
         return task.infer(config, strategy)
     run_dir = task.run_dir(config)
     with acvi_flags.refused_run_undone(run_dir, checkpoint_dir):
-        os.makedirs(checkpoint_dir, exist_ok=True)
         inputs = task.training_inputs(config, resuming)
+        os.makedirs(checkpoint_dir, exist_ok=True)
         with acvi_flags.training_record(
             run_dir,
             config,
