@@ -447,7 +447,6 @@ class SummarizationTask(Task):
         experiment.phases(config)  # a curriculum that cannot be parsed is refused here
 
     def training_inputs(self, config: Config, resuming: bool) -> TrainingInputs:
-        _start_debugging(config)
         vocab = experiment.load_vocab(config, "vocab_size" in config.given)
         return TrainingInputs(
             experiment.vocabularies(config, vocab),
@@ -458,6 +457,7 @@ class SummarizationTask(Task):
     def train(
         self, config: Config, strategy: tf.distribute.Strategy, inputs: TrainingInputs
     ) -> keras.Model:
+        _start_debugging(config)
         return jobs.train(
             config, inputs.loaded, experiment.train_dir(config), experiment.phases(config), strategy
         )
