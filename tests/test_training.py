@@ -171,7 +171,7 @@ def test_a_step_is_traced_once_with_the_slots_its_first_update_would_make(tmp_pa
     """The optimizer's slots exist before the step is traced (a first update that
     creates them makes TensorFlow trace the step twice), for the variables with a
     gradient only and in their order, as a first update makes them: checkpoints keep
-    their layout."""
+    their layout. Both wait for the first step."""
     first, unused, last = tf.Variable([1.0]), tf.Variable([2.0]), tf.Variable([3.0, 4.0])
 
     def loss_fn(x):
@@ -186,9 +186,12 @@ def test_a_step_is_traced_once_with_the_slots_its_first_update_would_make(tmp_pa
             step = training_lib.make_step_from_loss(
                 loss_fn, variables, optimizer, [tf.TensorSpec([], tf.float32)]
             )
+            # nothing is traced or made before the first step (a command may stop first)
+            assert step.function.experimental_get_tracing_count() == 0
+            assert len(optimizer.variables) == 1  # the iteration count
             for _ in range(3):
                 step(tf.constant(1.0))
-            assert step.experimental_get_tracing_count() == 1
+            assert step.function.experimental_get_tracing_count() == 1
         else:  # the slots a first update makes
             optimizer.apply_gradients([(tf.ones_like(v), v) for v in (first, last)])
         path = tf.train.Checkpoint(optimizer=optimizer).write(str(tmp_path / str(build_first)))

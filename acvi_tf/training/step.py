@@ -162,7 +162,9 @@ def make_step_from_loss(
     The forward and backward passes and the clipping run in an inner function that XLA
     compiles with ``jit_compile`` (one program per batch shape); the optimizer's update
     runs after it in the plain graph, behind ``apply_if_finite`` (Keras's optimizers
-    compile their own update on a GPU).
+    compile their own update on a GPU). Both are traced at the step's first call, which
+    first makes the optimizer's slots, so a command that stops before its first step
+    traces nothing.
 
     Made under the scope of a ``tf.distribute`` strategy (any but TensorFlow's default
     one, with one replica or several), the step takes the global batch (the first
@@ -187,7 +189,8 @@ def make_step_from_loss(
 
     Returns:
       ``train_step(*inputs) -> results``, the results with ``norm_key`` added. A variable
-      without a gradient (a feature not yet switched on) is left alone.
+      without a gradient (a feature not yet switched on) is left alone. Without XLA,
+      ``train_step.function`` is the ``tf.function`` it calls.
     """
     variables = list(variables)
     # a strategy's variables are mirrored, even over one replica: they take their
@@ -215,16 +218,11 @@ def make_step_from_loss(
             grads, _ = tf.clip_by_global_norm(grads, max_grad_norm, use_norm=norm)
         return loss, grads, dict(results, **{norm_key: norm})
 
-    # run eagerly (tf.config.run_functions_eagerly), the step is never traced and the
-    # first update creates the same slots
-    if not jit_compile and not tf.config.functions_run_eagerly():
-        _build_optimizer(optimizer, variables, gradients.get_concrete_function(*input_signature))
-
     # Under XLA every batch shape is its own program anyway; tracing per shape makes the
     # shapes static, which XLA needs for the gradient of a decoder loop (a dynamic shape
     # there becomes a transpose whose permutation is not a compile-time constant).
     @tf.function(input_signature=None if jit_compile else input_signature, autograph=False)
-    def train_step(*inputs):
+    def traced_step(*inputs):
         loss, grads, results = gradients(*inputs)
         apply_if_finite(
             optimizer,
@@ -234,6 +232,22 @@ def make_step_from_loss(
         )
         return results
 
+    if jit_compile:
+        return traced_step
+    built = []
+
+    def train_step(*inputs):
+        # The slots come at the first step, not here: a command that stops before it (a
+        # refused lock, bad data, a run already at its last step) traces nothing. Run
+        # eagerly (tf.config.run_functions_eagerly), the first update creates the same.
+        if not built:
+            if not tf.config.functions_run_eagerly():
+                signature = gradients.get_concrete_function(*input_signature)
+                _build_optimizer(optimizer, variables, signature)
+            built.append(True)
+        return traced_step(*inputs)
+
+    train_step.function = traced_step
     return train_step
 
 
