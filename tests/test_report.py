@@ -26,6 +26,8 @@ from pointer_generator import decode as decode_lib
 from pointer_generator import model as model_lib
 from pointer_generator import vocab as vocab_lib
 
+from conftest import untraced
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLE = os.path.join(ROOT, "data_prep", "samples", "debian_descriptions")
 ARTICLES, DETAILED, BATCH, MAX_ENC, MAX_DEC = 6, 4, 3, 30, 10
@@ -55,20 +57,22 @@ def decoded(tmp_path_factory):
     batcher = batcher_lib.Batcher(
         str(root / "data" / "test_*"), vocab, BATCH, MAX_ENC, MAX_DEC, single_pass=True
     )
-    summarizer.decode(next(batcher.batches()), record=True)  # builds the model
-    for weight in model.scorer.trainable_variables:  # peaked attention: clear largest weights
-        weight.assign(weight * 10.0)
-    folder = str(root / "decode_test")
-    metrics = decode_lib.decode_single_pass(
-        summarizer, batcher, folder, with_meteor=False, report_examples=DETAILED
-    )
-    batch = next(batcher.batches())
+    with untraced():  # what the page shows of a decode, not its graph (test_pg_decode.py)
+        summarizer.decode(next(batcher.batches()), record=True)  # builds the model
+        for weight in model.scorer.trainable_variables:  # peaked attention: clear largest
+            weight.assign(weight * 10.0)
+        folder = str(root / "decode_test")
+        metrics = decode_lib.decode_single_pass(
+            summarizer, batcher, folder, with_meteor=False, report_examples=DETAILED
+        )
+        batch = next(batcher.batches())
+        results = summarizer.decode(batch, record=True)
     return dict(
         folder=folder,
         metrics=metrics,
         model=model,
         batch=batch,
-        results=summarizer.decode(batch, record=True),
+        results=results,
         batcher=batcher,
         summarizer=summarizer,
     )
@@ -256,6 +260,7 @@ def _row(prepared, i):
     return tf.nest.map_structure(lambda x: None if x is None else x[i : i + 1], prepared)
 
 
+@pytest.mark.eager  # the page of a decode, not its graph, as ``decoded``
 def test_a_resumed_decode_writes_the_report_with_its_detail(decoded, tmp_path):
     folder = str(tmp_path / "decode_test")  # the same name, so the same page
     shutil.copytree(decoded["folder"], folder)
@@ -410,6 +415,7 @@ def _decode_examples(context_layer, decoded, folder):
     return model, results, browser.page_data(str(folder / "report.html"))[1]
 
 
+@pytest.mark.eager  # the page of a decode, not its graph, as ``decoded``
 def test_a_decode_with_the_exact_kl_reports_it_per_step(decoded, tmp_path):
     layer = acvi_lib.ACVIContext(kl="exact", seed=1)
     model, results, data = _decode_examples(layer, decoded, tmp_path)
@@ -424,6 +430,7 @@ def test_a_decode_with_the_exact_kl_reports_it_per_step(decoded, tmp_path):
         assert detail["labels"] == layer.report_labels()
 
 
+@pytest.mark.eager  # the page of a decode, not its graph, as ``decoded``
 def test_a_ved_decode_shows_its_kl_and_scale_per_step(decoded, tmp_path):
     layer = ved.VEDContext(latent_dim=3, seed=1)
     model, results, data = _decode_examples(layer, decoded, tmp_path / "decode")
