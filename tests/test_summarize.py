@@ -20,7 +20,12 @@ from acvi_tf.training import checkpoints
 from data_prep import summarization
 from pointer_generator import run_summarization, summarize
 
-from conftest import command
+from conftest import command, untraced
+
+# Decodes, summaries and the eval job run untraced: what is checked is what the commands
+# read and write, on a 10-step run; the traced beam search is test_pg_decode.py's and
+# the export's (test_export.py). The run trains traced, in the module's fixture.
+pytestmark = pytest.mark.eager
 
 WORDS = "the cat sat on a mat while dogs ran in parks and birds sang , near Rome .".split()
 
@@ -68,14 +73,15 @@ def trained(tmp_path_factory):
     _run(
         root, *MODEL, "--vocab_path=%s" % (corpus / "vocab"), "--batch_size=4", "--lr=0.05", *train
     )
-    _run(
-        root,
-        "--mode=decode",
-        "--single_pass",
-        "--data_path=%s" % (corpus / "chunked" / "test_*"),
-        "--beam_size=2",
-        "--decode_batch_size=2",
-    )
+    with untraced():  # as the tests' commands (pytestmark)
+        _run(
+            root,
+            "--mode=decode",
+            "--single_pass",
+            "--data_path=%s" % (corpus / "chunked" / "test_*"),
+            "--beam_size=2",
+            "--decode_batch_size=2",
+        )
     [decode_dir] = [d for d in os.listdir(root / "run") if d.startswith("decode_")]
     return root, raw, corpus, root / "run" / decode_dir
 
