@@ -1,13 +1,14 @@
 """Where the suite's CPU goes: each test's CPU in the test process, in the processes it
 starts, in TensorFlow's tracing of graphs and in the graphs' first and later calls,
-summed by file.
+summed by file and, for tracing and first calls, by graph.
 
 Runs ``pytest -n WORKERS tests`` in this checkout with ``tests/suite_profile_plugin.py``
 (one JSON line per test: ``own``, ``children``, ``trace``, ``first_calls`` and
-``later_calls`` seconds and the programs it started), or reads such lines from
-``--from_jsonl`` (a run made before; lines without the call keys count none), and appends
-one record to ``bench/results/suite_profile.jsonl``: the totals, every file's sums, most
-first, and the programs the suite started. CPU seconds, not wall: a run on a machine
+``later_calls`` seconds, the programs it started and its ``graphs``), or reads such lines
+from ``--from_jsonl`` (a run made before; lines without the call keys or the graphs count
+none), and appends one record to ``bench/results/suite_profile.jsonl``: the totals, every
+file's sums, most first, the ``GRAPHS_KEPT`` graphs that took most tracing and first
+calls, and the programs the suite started. CPU seconds, not wall: a run on a machine
 doing other work reads higher (its caches and cores are shared), which ``--note`` says.
 A rerun adds a record and never changes one a document quotes.
 
@@ -36,15 +37,21 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RECORDS = os.path.join(ROOT, "bench", "results", "suite_profile.jsonl")
 # CPU in the first call of each traced graph (its instantiation) and in the later calls
 CALL_KEYS = ("first_calls", "later_calls")
+# The graphs kept in a record, by their tracing and first calls (most first)
+GRAPHS_KEPT = 20
 
 
 def summarize(tests: Iterable[Dict]) -> Dict:
-    """The totals, each file's sums (most CPU first) and the programs started, of the
-    plugin's per-test lines."""
+    """The totals, each file's sums (most CPU first), each graph's traces, tracing and
+    first calls (the most first) and the programs started, of the plugin's per-test
+    lines."""
     totals = collections.Counter()
     by_file = collections.defaultdict(collections.Counter)
+    by_graph = collections.defaultdict(collections.Counter)
     launches = collections.Counter()
     for test in tests:
+        for graph, (traces, trace, first) in test.get("graphs", {}).items():  # newer runs'
+            by_graph[graph].update(traces=traces, trace=trace, first_calls=first)
         name = test["id"].split("::")[0]
         for key in ("own", "children", "trace") + CALL_KEYS:
             if key in test:  # the call keys: in lines of runs since they were added
@@ -59,9 +66,16 @@ def summarize(tests: Iterable[Dict]) -> Dict:
             by_file.items(), key=lambda item: -(item[1]["own"] + item[1]["children"])
         )
     ]
+    graphs = [
+        dict(graph=name, **{k: round(v, 1) for k, v in sums.items()})
+        for name, sums in sorted(
+            by_graph.items(), key=lambda item: -(item[1]["trace"] + item[1]["first_calls"])
+        )
+    ]
     return dict(
         totals={k: round(v, 1) for k, v in totals.items()},
         files=files,
+        graphs=graphs[:GRAPHS_KEPT],
         launches=dict(launches.most_common()),
     )
 
