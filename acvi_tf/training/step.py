@@ -162,9 +162,9 @@ def make_step_from_loss(
     The forward and backward passes and the clipping run in an inner function that XLA
     compiles with ``jit_compile`` (one program per batch shape); the optimizer's update
     runs after it in the plain graph, behind ``apply_if_finite`` (Keras's optimizers
-    compile their own update on a GPU). Both are traced at the step's first call, which
-    first makes the optimizer's slots, so a command that stops before its first step
-    traces nothing.
+    compile their own update on a GPU). Both are traced at the step's first call (on one
+    device without XLA, after making the optimizer's slots), so a command that stops
+    before its first step traces nothing.
 
     Made under the scope of a ``tf.distribute`` strategy (any but TensorFlow's default
     one, with one replica or several), the step takes the global batch (the first
@@ -189,8 +189,9 @@ def make_step_from_loss(
 
     Returns:
       ``train_step(*inputs) -> results``, the results with ``norm_key`` added. A variable
-      without a gradient (a feature not yet switched on) is left alone. Without XLA,
-      ``train_step.function`` is the ``tf.function`` it calls.
+      without a gradient (a feature not yet switched on) is left alone. On one device
+      without XLA, ``train_step.function`` is the ``tf.function`` it calls; otherwise
+      ``train_step`` is that ``tf.function``.
     """
     variables = list(variables)
     # a strategy's variables are mirrored, even over one replica: they take their
