@@ -395,14 +395,24 @@ def test_the_flag_values_are_logged_at_verbosity_1_only(tmp_path, absl_caplog):
 
 def test_run_config_takes_the_record_under_the_given_flags(tmp_path, absl_caplog):
     # the run: non-default model flags, a decode setting, and a command's own flags
-    run = _parse("--context=sa", "--ved_latent_dim=7", "--seed=5", "--num_gpus=2")
+    run = _parse(
+        "--context=sa",
+        "--ved_latent_dim=7",
+        "--seed=5",
+        "--num_gpus=2",
+        "--distribution_strategy=mirrored",
+    )
     acvi_flags.write_flag_record(str(tmp_path), run)
+    assert json.loads((tmp_path / "hparams.json").read_text())["distribution_strategy"] == (
+        "mirrored"
+    )
     config = acvi_flags.run_config(
         _parse("--seed=9", "--context=sa"), str(tmp_path), (), (), acvi_flags.define_flags
     )
     assert (config.context, config.ved_latent_dim) == ("sa", 7)  # the record's
     assert config.seed == 9  # given, not a model flag: the command line's
-    assert config.num_gpus is None  # a shared command flag stays the command's
+    # the shared command flags stay the command's: a resume of a mirrored run on one device
+    assert (config.num_gpus, config.distribution_strategy) == (None, "default")
     assert config.given == {"seed", "context"}
     # a given model flag that contradicts the record is refused in one line
     with pytest.raises(

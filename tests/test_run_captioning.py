@@ -266,8 +266,9 @@ def _videos(folder, **frame_counts):
 
 
 def test_a_mirrored_run_trains_validates_and_resumes(tmp_path):
-    """Two replicas (the two logical CPUs of conftest): validation, the best model and a
-    resume work as on one device."""
+    """Two replicas (the two logical CPUs of conftest): validation and the best model work
+    as on one device, and a resume on one device reads its checkpoints (a resume on two
+    replicas is test_run_summarization.py's)."""
     data_dir, features = _dataset(tmp_path)
     common = [
         "--mode=train",
@@ -280,10 +281,9 @@ def test_a_mirrored_run_trains_validates_and_resumes(tmp_path):
         "--best_metric=ROUGE_L",
         "--batch_size=4",
         "--valid_every=2",
-        "--distribution_strategy=mirrored",
-        "--num_gpus=0",
     ]
-    run_captioning.run(_flags(*common, "--max_steps=2"))
+    mirrored = ["--distribution_strategy=mirrored", "--num_gpus=0"]
+    run_captioning.run(_flags(*common, *mirrored, "--max_steps=2"))
     with untraced():  # the strategy's traced steps and validation ran above
         run_captioning.run(_flags(*common, "--max_steps=4"))
     assert tf.train.latest_checkpoint(str(tmp_path / "run" / "train")).endswith("ckpt-4")
