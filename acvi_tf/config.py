@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable, Iterator, List, Sequence
 from absl import app, flags
 
 from acvi_tf import errors
-from acvi_tf.training import stops
+from acvi_tf.process import stops
 
 # the module that defines the flags every entry point shares (acvi_tf.flags), and the
 # package whose context mechanisms define their own beside them (acvi_tf.contexts.acvi's

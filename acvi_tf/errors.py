@@ -10,7 +10,7 @@ that ``app.run`` would print before it) and a command line that absl refuses (a 
 typo, a value of the wrong type, a required flag left out), which absl alone reports in
 two lines or more with exit status 1. Anything else is a bug and keeps its traceback, as
 does everything under ``--debug`` where a command defines it. SIGINT and SIGTERM stop a
-command with one line too (``acvi_tf.training.stops``).
+command with one line too (``acvi_tf.process.stops``).
 """
 
 import errno
@@ -21,7 +21,7 @@ from typing import Callable, List, NoReturn, Optional
 
 from absl import app, flags
 
-from acvi_tf.training import stops
+from acvi_tf.process import stops
 
 # The errors of a write that found no room: a full disk, a full quota.
 NO_SPACE = (errno.ENOSPC, errno.EDQUOT)

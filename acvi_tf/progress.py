@@ -8,7 +8,7 @@ from typing import Callable, Iterator, Optional, Tuple
 
 from absl import logging
 
-from acvi_tf.training import stops
+from acvi_tf.process import stops
 
 
 class Progress:

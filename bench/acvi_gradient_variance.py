@@ -48,9 +48,9 @@ import compare_contexts
 
 from acvi_tf import config as config_lib
 from acvi_tf.compat import keras
-from acvi_tf.contexts import objective
 from acvi_tf.formats import bin_files, nmt_text
 from acvi_tf.runner import runner
+from acvi_tf.training import objective
 from nmt import data as nmt_data
 from nmt import experiment as nmt_experiment
 from nmt import task as nmt_task

@@ -132,7 +132,7 @@ MUTANTS: List[Mutant] = [
     # ends the process at once (no save, no line) and a second one is taken as a first.
     Mutant(
         "signal_handler",
-        "acvi_tf/training/stops.py",
+        "acvi_tf/process/stops.py",
         "        if self.signum is not None:",
         "        if self.signum is None:",
         ("tests/test_signals.py",),

@@ -16,7 +16,7 @@ from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
 from acvi_tf.config import Config
 from acvi_tf.formats import bpe, nmt_text, vocabulary
-from acvi_tf.layers import transformer
+from acvi_tf.models import transformer
 from acvi_tf.training import checkpoints
 from nmt import data
 from nmt import model as model_lib

@@ -17,7 +17,8 @@ from typing import Dict, Optional, Union
 import tensorflow as tf
 
 from acvi_tf.contexts import context as context_lib
-from acvi_tf.contexts import kl_schedule, objective
+from acvi_tf.contexts import kl_schedule
+from acvi_tf.training import objective
 
 # log of probabilities below this is taken at this value: a gold word with no copy mass
 # contributes exp(-69) there, and the gradient of the clamp is 0 instead of inf.

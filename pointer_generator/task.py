@@ -14,8 +14,9 @@ from acvi_tf.compat import keras
 from acvi_tf.config import Config
 from acvi_tf.formats import bin_files
 from acvi_tf.inference import report as report_lib
+from acvi_tf.process import stops
 from acvi_tf.runner.task import Task, TrainingInputs
-from acvi_tf.training import checkpoints, stops
+from acvi_tf.training import checkpoints
 from pointer_generator import experiment, jobs
 
 

@@ -1,7 +1,7 @@
 """The journal version's Transformer summarizer behind the pointer-generator's interface.
 
 ``python -m pointer_generator.run_summarization --model_type=transformer`` trains and
-decodes ``acvi_tf.layers.transformer.TransformerModel`` (the journal's: 4 encoder and 4 decoder
+decodes ``acvi_tf.models.transformer.TransformerModel`` (the journal's: 4 encoder and 4 decoder
 layers of 256 units, 4 heads, dropout 0.2) with the pointer-generator's data, batcher,
 training loop, beam search and metrics. It has no copy mechanism: ``p_gen`` is 1, so the
 extended-vocabulary ids of article OOVs get probability 0 and the output is the
@@ -16,7 +16,7 @@ from typing import Any, Dict, Optional, Tuple
 import tensorflow as tf
 
 from acvi_tf.compat import keras
-from acvi_tf.layers import transformer
+from acvi_tf.models import transformer
 from pointer_generator import batcher as batcher_lib
 from pointer_generator import losses as losses_lib
 

@@ -1,4 +1,4 @@
-"""acvi_tf.contexts.objective: the context mechanism's terms of every host's loss, against
+"""acvi_tf.training.objective: the context mechanism's terms of every host's loss, against
 NumPy; and the capped perplexity (acvi_tf.training.losses)."""
 
 import functools
@@ -9,8 +9,8 @@ import tensorflow as tf
 
 from acvi_tf.compat import keras
 from acvi_tf.contexts import acvi as acvi_lib
-from acvi_tf.contexts import context, kl_schedule, objective, registry
-from acvi_tf.training import losses
+from acvi_tf.contexts import context, kl_schedule, registry
+from acvi_tf.training import losses, objective
 from pointer_generator import model as pg_lib
 
 B, T = 3, 5

@@ -208,6 +208,52 @@ def test_no_import_cycles():
     assert _cycles({"a": ["b"], "b": ["c"], "c": ["a"]}) == [["a", "b", "c", "a"]]
 
 
+def _library_layers():
+    """docs/library.md's layers of ``acvi_tf``: sub-package or top-level module -> its
+    place in the numbered list under "Layers"."""
+    with open(os.path.join(ROOT, "docs", "library.md"), encoding="utf-8") as f:
+        section = f.read().split("### Layers", 1)[1].split("\n#", 1)[0]
+    layers = {}
+    for line in section.splitlines():
+        numbered = re.match(r"(\d+)\. (.+)$", line)
+        if numbered:
+            for name in re.findall(r"`([a-z_]+)`", numbered.group(2)):
+                layers[name] = int(numbered.group(1))
+    return layers
+
+
+def _upward_imports(graph, layers):
+    """``(module, target)`` for each import in ``graph`` of an ``acvi_tf`` module from a
+    later layer than the importing module's (the package's own ``__init__`` aside)."""
+
+    def layer(module):
+        return layers[module.split(".")[1]]
+
+    return [
+        (module, target)
+        for module, targets in sorted(graph.items())
+        if module.startswith("acvi_tf.")
+        for target in targets
+        if target.startswith("acvi_tf.") and layer(target) > layer(module)
+    ]
+
+
+def test_the_library_imports_only_downward():
+    layers = _library_layers()
+    library = os.path.join(ROOT, "acvi_tf")
+    parts = {
+        name[: -len(".py")] if name.endswith(".py") else name
+        for name in os.listdir(library)
+        if (name.endswith(".py") and name != "__init__.py")
+        or os.path.isfile(os.path.join(library, name, "__init__.py"))
+    }
+    assert set(layers) == parts  # every sub-package and top-level module has its place
+    assert _upward_imports(_import_graph(), layers) == []
+    # an import from a later layer is one
+    toy = {"acvi_tf.contexts.a": ["acvi_tf.training.b"], "acvi_tf.training.b": []}
+    assert _upward_imports(toy, layers) == [("acvi_tf.contexts.a", "acvi_tf.training.b")]
+
+
 # what each package may import of the project: the library nothing else, the corpus
 # builders the library, each host the library only
 ALLOWED_IMPORTS = {

@@ -1,4 +1,4 @@
-"""Clean stops (``acvi_tf.training.stops``): each host's training, run as a user runs it on a
+"""Clean stops (``acvi_tf.process.stops``): each host's training, run as a user runs it on a
 shipped sample, gets SIGTERM (the captioner SIGINT) once it has logged training steps;
 it saves the step it is at, says so in one line, exits with 143 (130) and no traceback,
 and a rerun resumes from that checkpoint. A second signal during that save stops at once
@@ -18,7 +18,8 @@ import tensorflow as tf
 
 from acvi_tf import config as config_lib
 from acvi_tf import errors, progress
-from acvi_tf.training import checkpoints, stops, trainer
+from acvi_tf.process import stops
+from acvi_tf.training import checkpoints, trainer
 from nmt import run_nmt
 from pointer_generator import decode as decode_lib
 from pointer_generator import run_summarization

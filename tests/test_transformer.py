@@ -4,7 +4,7 @@ import numpy as np
 import tensorflow as tf
 
 from acvi_tf.compat import keras
-from acvi_tf.layers import transformer
+from acvi_tf.models import transformer
 from nmt import translator as translator_lib
 
 V = 12

@@ -16,7 +16,7 @@ import pytest
 
 from acvi_tf import config as config_lib
 from acvi_tf.formats import frame_features
-from acvi_tf.training import stops
+from acvi_tf.process import stops
 from video_caption import cnn, features, frames
 
 from conftest import write_video

@@ -52,7 +52,8 @@ from acvi_tf import files
 from acvi_tf.files import atomic_write, atomic_write_text
 from acvi_tf.formats.frame_features import FeaturesError
 from acvi_tf.formats.video_folder import VIDEO_EXTENSIONS, find_videos
-from acvi_tf.training import distribute, stops
+from acvi_tf.process import stops
+from acvi_tf.training import distribute
 from video_caption import cnn as cnn_lib
 from video_caption import frames as frames_lib
 

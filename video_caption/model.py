@@ -29,10 +29,10 @@ import tensorflow as tf
 from acvi_tf.compat import keras
 from acvi_tf.contexts import attention as attention_lib
 from acvi_tf.contexts import context as context_lib
-from acvi_tf.contexts import kl_schedule, objective
+from acvi_tf.contexts import kl_schedule
 from acvi_tf.contexts.memory import PreparedMemory
 from acvi_tf.layers import recurrent
-from acvi_tf.training import teacher_forcing
+from acvi_tf.training import objective, teacher_forcing
 from video_caption import data
 
 

@@ -1,1 +1,1 @@
-"""Encoder and decoder layers the hosts share: the LSTM and the Transformer."""
+"""Encoder layers the hosts share: the LSTM (``recurrent``)."""

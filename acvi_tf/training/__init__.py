@@ -1,2 +1,2 @@
-"""The training loop, its compiled step, checkpoints, distribution, clean stops
-and TensorBoard images."""
+"""The training loop, its compiled step, the objective's sequence terms, checkpoints,
+distribution and TensorBoard images."""

@@ -23,8 +23,7 @@ import tensorflow as tf
 from absl import logging
 
 from acvi_tf import errors
-from acvi_tf.contexts import objective
-from acvi_tf.training import distribute
+from acvi_tf.training import distribute, objective
 
 if TYPE_CHECKING:
     from acvi_tf.compat import keras

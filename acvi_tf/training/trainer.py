@@ -18,7 +18,8 @@ import tensorflow as tf
 from absl import logging
 
 from acvi_tf import files, progress
-from acvi_tf.training import checkpoints, stops
+from acvi_tf.process import stops
+from acvi_tf.training import checkpoints
 from acvi_tf.training import step as training_lib
 
 # The file a trainer holds locked in its checkpoint folder while it runs.

@@ -23,7 +23,7 @@ import tensorflow as tf
 from acvi_tf.compat import keras
 from acvi_tf.contexts import attention as attention_lib
 from acvi_tf.contexts import context as context_lib
-from acvi_tf.contexts import objective
+from acvi_tf.training import objective
 
 
 def sinusoidal_positions(length: int, depth: int) -> tf.Tensor:

@@ -1,0 +1,1 @@
+"""Whole models the hosts share: the Transformer baseline (``transformer``)."""
