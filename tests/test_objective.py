@@ -76,6 +76,10 @@ def test_terms_are_weighted_scheduled_normalised_kls_plus_the_regularization(fre
     np.testing.assert_allclose(float(logs["kl"]), _per_sequence_np(out["kl"]), rtol=1e-6)
     np.testing.assert_allclose(float(logs["kl_z"]), out["kl_z"].mean(), rtol=1e-6)
     assert float(logs["kl_factor"]) == 0.25
+    # the study's collapse measure: nats per real decoder step, before weight and floor
+    real = np.arange(T)[None] < LENGTHS[:, None]
+    per_token = (out["kl"] * real).sum() / real.sum()
+    np.testing.assert_allclose(float(logs["kl_per_token"]), per_token, rtol=1e-6)
 
 
 def test_each_mechanism_brings_its_own_weight_and_no_layer_brings_none():
@@ -89,6 +93,7 @@ def test_each_mechanism_brings_its_own_weight_and_no_layer_brings_none():
     assert logs["sigma/mean_sigma"] == acvi.statistics(out["prepared"])["sigma/mean_sigma"]
     loss, logs = objective.context_terms(out, 0, tf.reduce_mean, None)
     assert float(loss) == 0.0 and float(logs["kl"]) == pytest.approx(total)
+    assert float(logs["kl_per_token"]) == pytest.approx(total)  # no mask: every step
 
 
 def test_tile_batch_repeats_rows_and_keeps_scalars():

@@ -67,11 +67,17 @@ def context_terms(
     Returns:
       ``(loss, logs)``: the scalar to add to the NLL, and ``kl`` (``KL_c`` reduced like
       the NLL, before weight and schedule), ``kl_z`` (0 without a sentence latent) and
-      ``kl_factor`` (the warm-up factor) for TensorBoard, and the context layer's
-      ``statistics`` (ACVI's sigma).
+      ``kl_factor`` (the warm-up factor), ``kl_per_token`` (``KL_c`` in nats per real
+      decoder step, the same in every host, whatever its ``normalise``) for TensorBoard,
+      and the context layer's ``statistics`` (ACVI's sigma).
     """
     kl_terms = kl_terms or kl_schedule.KLSchedule()
-    logs = dict(kl=normalise(out["kl"]), kl_z=tf.constant(0.0), kl_factor=kl_terms.factor(step))
+    logs = dict(
+        kl=normalise(out["kl"]),
+        kl_z=tf.constant(0.0),
+        kl_factor=kl_terms.factor(step),
+        kl_per_token=_per_real_step(out["kl"], mask),
+    )
     if context_layer is None:
         return kl_terms.term(out["kl"], step, normalise, 0.0, mask), logs
     loss = kl_terms.term(out["kl"], step, normalise, context_layer.kl_weight, mask)
@@ -82,6 +88,15 @@ def context_terms(
         loss += kl_terms.term(kl_z, step, per_example)
         logs["kl_z"] = per_example(kl_z)
     return loss, logs
+
+
+def _per_real_step(values: tf.Tensor, mask: Optional[tf.Tensor]) -> tf.Tensor:
+    """The mean of [B, T] ``values`` over the real (``mask`` 1) steps; None: all."""
+    values = tf.cast(values, tf.float32)
+    if mask is None:
+        return tf.reduce_mean(values)
+    mask = tf.cast(mask, tf.float32)
+    return tf.reduce_sum(values * mask) / tf.maximum(tf.reduce_sum(mask), 1.0)
 
 
 def with_context_terms(
