@@ -3,7 +3,10 @@ steps, 3 seeds.
 
 For each ``--contexts`` variant and each ``--seeds`` seed, trains a small model for
 ``--steps`` steps on a shipped demo corpus through the real entry point (a subprocess, as
-a user runs it), then reads the validation loss (per-token NLL) and the task metric:
+a user runs it), then reads the validation loss (per-token NLL), the task metric and
+what the context still carries at the end of training: the KL in nats per decoder step,
+from the run's TensorBoard ``kl_per_token`` over its last quarter (``kl_per_token``;
+0 where the posterior collapsed to the prior):
 
 * ``--task=captioning``: ``video_caption.run_captioning`` on the moving-shapes clips;
   validation NLL from ``--mode=eval`` and validation CIDEr-D (beam 3);
@@ -164,6 +167,29 @@ def _run(args, log_path):
         return log.read()
 
 
+def kl_per_token(events: str, steps: int) -> float:
+    """The context's KL in nats per real decoder step as training computed it (the
+    hosts' ``kl_per_token`` scalar, before weight and floor), averaged over the values
+    the run's TensorBoard folder ``events`` holds from its last quarter (``step >= 3/4
+    steps``): how much the context still carries at the end, 0 where the posterior has
+    collapsed to the prior (and for a mechanism without a KL).
+
+    Raises:
+      RuntimeError: the folder holds no such value (a run of an older revision).
+    """
+    import tensorflow as tf  # only here: the rest of the study runs commands
+
+    values = []
+    for path in glob.glob(os.path.join(events, "events.out.tfevents.*")):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                if value.tag == "kl_per_token" and 4 * event.step >= 3 * steps:
+                    values.append(float(tf.make_ndarray(value.tensor)))
+    if not values:
+        raise RuntimeError("%s: no kl_per_token from the last quarter of the run" % events)
+    return float(np.mean(values))
+
+
 def captioning_flags(out_dir: str, seed: int) -> List[str]:
     """The study's captioner on the shipped moving shapes: data, sizes, search, metric."""
     sample = os.path.join(SAMPLES, "moving_shapes")
@@ -190,7 +216,7 @@ def captioning_flags(out_dir: str, seed: int) -> List[str]:
 
 def captioning(
     context: str, seed: int, steps: int, out_dir: str, data: Optional[str] = None
-) -> Tuple[float, float]:
+) -> Tuple[float, float, float]:
     """One captioning run on the shipped Moving Shapes sample.
 
     Args:
@@ -201,7 +227,8 @@ def captioning(
       data: another corpus; the captioner has none (None).
 
     Returns:
-      ``(validation NLL per token, validation CIDEr-D)``.
+      ``(validation NLL per token, validation CIDEr-D, training KL per token)``
+      (``kl_per_token``).
     """
     del data  # the shipped sample only
     common = captioning_flags(out_dir, seed) + _variant_flags(context, steps)
@@ -226,7 +253,8 @@ def captioning(
     )
     with open(os.path.join(out_dir, "eval_metrics.json"), encoding="utf-8") as f:
         val = json.load(f)["val"]
-    return math.log(val["perplexity"]), val["CIDEr"]
+    kl = kl_per_token(os.path.join(out_dir, "train_log"), steps)
+    return math.log(val["perplexity"]), val["CIDEr"], kl
 
 
 def translation_flags(out_dir: str, seed: int, steps: int, data: Optional[str] = None) -> List[str]:
@@ -257,7 +285,7 @@ def translation_flags(out_dir: str, seed: int, steps: int, data: Optional[str] =
 
 def translation(
     context: str, seed: int, steps: int, out_dir: str, data: Optional[str] = None
-) -> Tuple[float, float]:
+) -> Tuple[float, float, float]:
     """One translation run on Pig Latin (or ``--translation_data``).
 
     Args:
@@ -268,13 +296,13 @@ def translation(
       data: ``--translation_data`` (``DIR,SRC,TGT``); None: the shipped Pig Latin.
 
     Returns:
-      ``(dev NLL per token, dev BLEU)``.
+      ``(dev NLL per token, dev BLEU, training KL per token)`` (``kl_per_token``).
     """
     log = out_dir + ".log"
     common = translation_flags(out_dir, seed, steps, data)
     output = _run(["nmt.run_nmt"] + common + _variant_flags(context, steps), log)
     bleu, nll = re.findall(r"dev: ppl [0-9.]+, bleu ([0-9.]+), nll ([0-9.]+)", output)[-1]
-    return float(nll), float(bleu)
+    return float(nll), float(bleu), kl_per_token(os.path.join(out_dir, "train_log"), steps)
 
 
 def summarization_flags(sample: str, out_dir: str, seed: int, steps: int) -> List[str]:
@@ -298,7 +326,7 @@ def summarization_flags(sample: str, out_dir: str, seed: int, steps: int) -> Lis
 
 def summarization(
     context: str, seed: int, steps: int, out_dir: str, data: Optional[str] = None
-) -> Tuple[float, float]:
+) -> Tuple[float, float, float]:
     """One summarization run on the Debian descriptions (or ``--summarization_data``).
 
     Args:
@@ -309,7 +337,8 @@ def summarization(
       data: ``--summarization_data``; None: the shipped sample.
 
     Returns:
-      ``(validation NLL per token, test ROUGE-L F1)``.
+      ``(validation NLL per token, test ROUGE-L F1, training KL per token)``
+      (``kl_per_token``).
     """
     sample = data or os.path.join(SAMPLES, "debian_descriptions")
     chunks = os.path.join(sample, "chunked")
@@ -362,7 +391,8 @@ def summarization(
             "%s was scored with %s, not ROUGE-1.5.5 (Perl's XML::Parser is missing: run "
             "make sysdeps); delete %s and run again" % (metrics, scores["rouge_tool"], out_dir)
         )
-    return float(np.mean(losses)), scores["rouge_l_f_score"]
+    kl = kl_per_token(os.path.join(out_dir, "train"), steps)
+    return float(np.mean(losses)), scores["rouge_l_f_score"], kl
 
 
 DATE = "%Y-%m-%d %H:%M UTC"
@@ -381,7 +411,8 @@ TASKS = {
 
 
 def _one_run(run_task, variant, seed, steps, root, data, stamp):
-    """One run's numbers (``nll``, ``metric``, ``revision``, ``tensorflow``, ``date``),
+    """One run's numbers (``nll``, ``metric``, ``kl_per_token``, ``revision``,
+    ``tensorflow``, ``date``),
     read back from its JSON file when it has one; ``stamp`` holds the last three for a
     new run, and the revision and TensorFlow version for a file written before runs kept
     them (written into it, with the file's date)."""
@@ -397,7 +428,7 @@ def _one_run(run_task, variant, seed, steps, root, data, stamp):
             run = {**stamp, "date": made.strftime(DATE), **run}
             files.atomic_write_text(path, json.dumps(run) + "\n")
         return run
-    nll, metric = run_task(variant, int(seed), steps, name, data)
+    nll, metric, kl = run_task(variant, int(seed), steps, name, data)
     run = dict(
         variant=variant,
         seed=int(seed),
@@ -405,10 +436,15 @@ def _one_run(run_task, variant, seed, steps, root, data, stamp):
         flags=_variant_flags(variant, steps),
         nll=nll,
         metric=metric,
+        kl_per_token=kl,
         **stamp,
     )
     files.atomic_write_text(path, json.dumps(run) + "\n")
     return run
+
+
+# what a record keeps of each run (runs made before the KL was recorded have none)
+RUN_NUMBERS = ("nll", "metric", "kl_per_token")
 
 
 def _records(key, variant, runs, steps):
@@ -432,7 +468,10 @@ def _records(key, variant, runs, steps):
             date=max(run["date"] for run in group.values()),
             flags=group[min(group)]["flags"],
             runs=[
-                dict(seed=seed, nll=group[seed]["nll"], metric=group[seed]["metric"])
+                {
+                    "seed": seed,
+                    **{k: group[seed][k] for k in RUN_NUMBERS if k in group[seed]},
+                }
                 for seed in sorted(group)
             ],
         )
@@ -521,8 +560,15 @@ def run(config: config_lib.Config) -> None:
         for seed in config.seeds:
             runs[seed] = _one_run(run_task, variant, seed, config.steps, root, data, stamp)
             print(
-                "%s seed %s: validation NLL %.4f, %s %.4f"
-                % (variant, seed, runs[seed]["nll"], metric, runs[seed]["metric"]),
+                "%s seed %s: validation NLL %.4f, %s %.4f, training KL per token %s"
+                % (
+                    variant,
+                    seed,
+                    runs[seed]["nll"],
+                    metric,
+                    runs[seed]["metric"],
+                    runs[seed].get("kl_per_token", "not recorded"),
+                ),
                 flush=True,
             )
         latest[variant] = _records(key, variant, runs, config.steps)
@@ -535,7 +581,8 @@ def run(config: config_lib.Config) -> None:
     _report.emit(
         "Context mechanisms compared: %s on the %s corpus, %d steps"
         % (config.task, corpus, config.steps),
-        ["variant", "validation NLL / token", metric, "seeds", "revision", "TensorFlow"],
+        ["variant", "validation NLL / token", metric, "training KL / token"]
+        + ["seeds", "revision", "TensorFlow"],
         tables.benchmark_rows(latest),
         notes=[NOTE]
         # what the earlier runs noted about the corpus (how it was built) stays

@@ -132,15 +132,17 @@ def _cell_numbers(record: dict, which: str) -> Tuple[decimal.Decimal, decimal.De
 
 
 def benchmark_cells(record: dict) -> List[str]:
-    """A BENCHMARKS.md row's cells after the variant: NLL and metric (``mean +- std``),
-    seeds, revision and TensorFlow version."""
+    """A BENCHMARKS.md row's cells after the variant: NLL, metric and the training KL per
+    token (``mean +- std``; empty where the runs did not record it), seeds, revision and
+    TensorFlow version."""
     if "runs" in record:
         cells = []
-        for which in ("nll", "metric"):
-            values = [run[which] for run in record["runs"]]
-            cells.append("%.4f +- %.4f" % (np.mean(values), np.std(values)))
+        for which in ("nll", "metric", "kl_per_token"):
+            values = [run[which] for run in record["runs"] if which in run]
+            kept = len(values) == len(record["runs"])
+            cells.append("%.4f +- %.4f" % (np.mean(values), np.std(values)) if kept else "")
     else:
-        cells = [record["nll"], record["metric"]]
+        cells = [record["nll"], record["metric"], ""]
     seeds = ",".join(str(s) for s in record["seeds"])
     return cells + [seeds, record["revision"], record["tensorflow"]]
 

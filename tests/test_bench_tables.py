@@ -98,6 +98,7 @@ def test_a_rerun_adds_a_record_and_keeps_the_old_one(tmp_path):
     assert tables.benchmark_cells(kept[first]) == [
         "0.6000 +- 0.1000",
         "92.0000 +- 2.0000",
+        "",  # runs that did not record their KL
         "1,2",
         "abc1234+dirty",
         "2.21.0",
@@ -125,7 +126,7 @@ def test_runs_made_elsewhere_become_records_and_a_rerun_adds_one(tmp_path, monke
 
     def translation(variant, seed, steps, out_dir, data):
         trained.append(seed)
-        return 0.25, 97.0
+        return 0.25, 97.0, 0.125
 
     monkeypatch.setitem(compare_contexts.TASKS, "translation", (translation, "dev BLEU"))
     argv = ["prog", "--task=translation", "--contexts=sa", "--out_dir=" + str(runs)]
@@ -146,10 +147,12 @@ def test_runs_made_elsewhere_become_records_and_a_rerun_adds_one(tmp_path, monke
     [new_id] = set(kept) - {old_id}
     assert new_id.startswith("translation-shipped-400steps/sa-def5678-tf")
     assert new_id.endswith("-seeds3") and kept[new_id]["runs"][0]["metric"] == 97.0
+    assert kept[new_id]["runs"][0]["kl_per_token"] == 0.125
+    assert "kl_per_token" not in kept[old_id]["runs"][0]  # made before runs recorded it
     with open(os.path.join(tables.RECORDS, old_id + ".json"), encoding="utf-8") as f:
         assert f.read() == old_text
     result = _report.load(("translation", "shipped", "400steps"))
     assert result["data"] == {"sa": new_id}
-    assert "| sa | 0.2500 +- 0.0000 | 97.0000 +- 0.0000 | 3 | def5678 |" in (
+    assert "| sa | 0.2500 +- 0.0000 | 97.0000 +- 0.0000 | 0.1250 +- 0.0000 | 3 | def5678 |" in (
         (tmp_path / "BENCHMARKS.md").read_text()
     )

@@ -27,6 +27,7 @@ perplexity to TensorBoard, not its NLL.
 
 import glob
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -41,6 +42,9 @@ from video_caption import run_captioning
 from conftest import write_parallel_slices
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import compare_contexts  # noqa: E402 (bench/ is not a package)
+
 SAMPLES = os.path.join(ROOT, "data_prep", "samples")
 STEPS, ANNEAL_STEPS, KL_WEIGHT = 8, 4, 0.5
 GUMBEL_FROM = 4  # --acvi_gumbel_fraction=0.5 of 8 steps: steps 4 to 7
@@ -205,3 +209,20 @@ def test_the_run_writes_the_posterior_summaries(run, request):
     if "nmt" in request.node.callspec.id:  # tensorflow/nmt's stats line, as scalars too
         for name in ("lr", "step_time", "words_per_second", "train_ppl", "grad_norm"):
             assert tags[(name, "scalars")] == [HISTOGRAM_STEPS, STEPS], name
+
+
+def test_the_study_reads_the_kl_per_token_the_run_wrote(run):
+    """Every host writes the step's ``kl_per_token`` to TensorBoard, and compare_contexts
+    keeps the mean of the values from the run's last quarter."""
+    results, _, _, _, (folder, _) = run
+    written = {}
+    for path in glob.glob(os.path.join(folder, "events.out.tfevents.*")):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                if value.tag == "kl_per_token":
+                    written[event.step] = float(tf.make_ndarray(value.tensor))
+    assert max(written) == STEPS
+    for step, value in written.items():  # step s's results are the s-th recorded
+        assert value == pytest.approx(results[step - 1]["kl_per_token"], rel=1e-6), step
+    last = [value for step, value in written.items() if 4 * step >= 3 * STEPS]
+    assert compare_contexts.kl_per_token(folder, STEPS) == pytest.approx(np.mean(last))
