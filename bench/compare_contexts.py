@@ -30,7 +30,8 @@ the mixture posterior itself with ``mc`` and ``bound`` at weights 1 and 0.001
 (``acvi-mixture-*``; at weight 1 a lower bound on ``log p(y)``, docs/acvi.md), the same
 at weights 1 and 0.001 with the loop fed the expected context (``-mean``:
 ``--acvi_feed=mean``), the last also with the 4 largest-weight components scored exactly
-(``-top4``: ``--acvi_enumerate_top=4``), ``mc``
+(``-top4``: ``--acvi_enumerate_top=4``; at weight 1 also with a warm-up, ``-warmup``),
+``mc``
 at weight 1 and ``bound`` at 0.001 with 4 samples per example (``-k4``), and ``bound`` at
 0.001 decoding with a sampled context (``-sample``); and soft attention and the default
 ACVI (``acvi-bound-0.001``) trained with ``--mixed_precision=bfloat16`` (``-bfloat16``), the
@@ -123,6 +124,11 @@ VARIANTS = {
     "acvi-mixture-bound-mean-top4": _WEIGHT_1
     + ["--acvi_sampling=mixture", "--acvi_kl=bound", "--acvi_feed=mean"]
     + ["--acvi_enumerate_top=4"],
+    # the same with the KL weight warmed up from 0 over the first half: a bound from then on
+    "acvi-mixture-bound-mean-top4-warmup": _WEIGHT_1
+    + ["--acvi_sampling=mixture", "--acvi_kl=bound", "--acvi_feed=mean"]
+    + ["--acvi_enumerate_top=4"]
+    + _WARMUP,
     "acvi-mixture-bound-0.001-mean-top4": _MIXTURE
     + ["--acvi_kl=bound", "--kl_weight=0.001", "--acvi_feed=mean", "--acvi_enumerate_top=4"],
     # the same, decoding (and scoring) with a sampled context instead of the mean
