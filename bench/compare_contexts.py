@@ -187,7 +187,8 @@ def kl_per_token(events: str, steps: int) -> float:
 
     values = []
     for path in glob.glob(os.path.join(events, "events.out.tfevents.*")):
-        for event in tf.compat.v1.train.summary_iterator(path):
+        for record in tf.data.TFRecordDataset(path):
+            event = tf.compat.v1.Event.FromString(record.numpy())
             for value in event.summary.value:
                 if value.tag == "kl_per_token" and 4 * event.step >= 3 * steps:
                     values.append(float(tf.make_ndarray(value.tensor)))
