@@ -124,6 +124,9 @@ def test_the_sequence_objective_is_the_nll_plus_the_context_terms():
     np.testing.assert_allclose(float(results["nll"]), nll, rtol=1e-5)
     np.testing.assert_allclose(float(results["total"]), nll + terms, rtol=1e-5)
     assert float(results["tokens"]) == LENGTHS.sum()
+    real = np.arange(T)[None] < LENGTHS[:, None]
+    per_token = (out["token_nll"] * real).sum() / real.sum()
+    np.testing.assert_allclose(float(results["nll_per_token"]), per_token, rtol=1e-6)
     # without a context layer and a sentence latent the total is the NLL
     del out["kl_z"]
     results = objective.sequence_objective(out, targets, LENGTHS, 50, total_key="loss")

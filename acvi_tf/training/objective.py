@@ -113,13 +113,18 @@ def with_context_terms(
 
     Args:
       data_loss: the host's own loss (its NLL and any terms of its own), a scalar.
-      out, step, normalise, context_layer, kl_terms, per_example, mask: as
+      out: as ``context_terms``, with the host's ``token_nll`` [B, T] (the gold
+        tokens' per-step loss).
+      step, normalise, context_layer, kl_terms, per_example, mask: as
         ``context_terms``.
 
     Returns:
-      ``(data_loss + terms, logs)``, the logs those of ``context_terms``.
+      ``(data_loss + terms, logs)``, the logs those of ``context_terms`` and
+      ``nll_per_token``, ``token_nll`` per real decoder step: with ``kl_per_token``,
+      the negative ELBO per token where the mechanism's weight-1 objective is one.
     """
     terms, logs = context_terms(out, step, normalise, context_layer, kl_terms, per_example, mask)
+    logs["nll_per_token"] = _per_real_step(out["token_nll"], mask)
     return data_loss + terms, logs
 
 
