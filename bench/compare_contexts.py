@@ -4,9 +4,9 @@ steps, 3 seeds.
 For each ``--contexts`` variant and each ``--seeds`` seed, trains a small model for
 ``--steps`` steps on a shipped demo corpus through the real entry point (a subprocess, as
 a user runs it), then reads the validation loss (per-token NLL), the task metric and
-what the context still carries at the end of training: the KL in nats per decoder step,
-from the run's TensorBoard ``kl_per_token`` over its last quarter (``kl_per_token``;
-0 where the posterior collapsed to the prior):
+what training computed per decoder step at its end (``training_means``: the context's
+KL, 0 where the posterior collapsed to the prior, and the gold tokens' loss, whose sum
+is the negative ELBO per token where the objective is one):
 
 * ``--task=captioning``: ``video_caption.run_captioning`` on the moving-shapes clips;
   validation NLL from ``--mode=eval`` and validation CIDEr-D (beam 3);
@@ -68,7 +68,7 @@ import re
 import subprocess
 import sys
 import tempfile
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 from absl import app, flags
@@ -173,28 +173,37 @@ def _run(args, log_path):
         return log.read()
 
 
-def kl_per_token(events: str, steps: int) -> float:
-    """The context's KL in nats per real decoder step as training computed it (the
-    hosts' ``kl_per_token`` scalar, before weight and floor), averaged over the values
-    the run's TensorBoard folder ``events`` holds from its last quarter (``step >= 3/4
-    steps``): how much the context still carries at the end, 0 where the posterior has
-    collapsed to the prior (and for a mechanism without a KL).
+def training_means(events: str, steps: int) -> Dict[str, float]:
+    """What training computed per real decoder step at the end of a run: the hosts'
+    ``kl_per_token`` (the context's KL in nats, before weight and floor: how much the
+    context still carries, 0 where the posterior has collapsed to the prior and for a
+    mechanism without a KL) and ``nll_per_token`` (the gold tokens' loss, the sampled
+    context's where there is one), each averaged over the values the run's TensorBoard
+    folder ``events`` holds from its last quarter (``step >= 3/4 steps``).
+
+    Returns:
+      ``kl_per_token`` and ``train_nll_per_token``; at weight 1 with a sampler whose
+      objective is a bound their sum is the negative ELBO per token.
 
     Raises:
       RuntimeError: the folder holds no such value (a run of an older revision).
     """
     import tensorflow as tf  # only here: the rest of the study runs commands
 
-    values = []
+    values = {"kl_per_token": [], "nll_per_token": []}
     for path in glob.glob(os.path.join(events, "events.out.tfevents.*")):
         for record in tf.data.TFRecordDataset(path):
             event = tf.compat.v1.Event.FromString(record.numpy())
             for value in event.summary.value:
-                if value.tag == "kl_per_token" and 4 * event.step >= 3 * steps:
-                    values.append(float(tf.make_ndarray(value.tensor)))
-    if not values:
-        raise RuntimeError("%s: no kl_per_token from the last quarter of the run" % events)
-    return float(np.mean(values))
+                if value.tag in values and 4 * event.step >= 3 * steps:
+                    values[value.tag].append(float(tf.make_ndarray(value.tensor)))
+    missing = sorted(tag for tag, found in values.items() if not found)
+    if missing:
+        raise RuntimeError("%s: no %s from the last quarter of the run" % (events, missing))
+    return dict(
+        kl_per_token=float(np.mean(values["kl_per_token"])),
+        train_nll_per_token=float(np.mean(values["nll_per_token"])),
+    )
 
 
 def captioning_flags(out_dir: str, seed: int) -> List[str]:
@@ -223,7 +232,7 @@ def captioning_flags(out_dir: str, seed: int) -> List[str]:
 
 def captioning(
     context: str, seed: int, steps: int, out_dir: str, data: Optional[str] = None
-) -> Tuple[float, float, float]:
+) -> Tuple[float, float, Dict[str, float]]:
     """One captioning run on the shipped Moving Shapes sample.
 
     Args:
@@ -234,8 +243,7 @@ def captioning(
       data: another corpus; the captioner has none (None).
 
     Returns:
-      ``(validation NLL per token, validation CIDEr-D, training KL per token)``
-      (``kl_per_token``).
+      ``(validation NLL per token, validation CIDEr-D, training_means)``.
     """
     del data  # the shipped sample only
     common = captioning_flags(out_dir, seed) + _variant_flags(context, steps)
@@ -260,8 +268,8 @@ def captioning(
     )
     with open(os.path.join(out_dir, "eval_metrics.json"), encoding="utf-8") as f:
         val = json.load(f)["val"]
-    kl = kl_per_token(os.path.join(out_dir, "train_log"), steps)
-    return math.log(val["perplexity"]), val["CIDEr"], kl
+    means = training_means(os.path.join(out_dir, "train_log"), steps)
+    return math.log(val["perplexity"]), val["CIDEr"], means
 
 
 def translation_flags(out_dir: str, seed: int, steps: int, data: Optional[str] = None) -> List[str]:
@@ -292,7 +300,7 @@ def translation_flags(out_dir: str, seed: int, steps: int, data: Optional[str] =
 
 def translation(
     context: str, seed: int, steps: int, out_dir: str, data: Optional[str] = None
-) -> Tuple[float, float, float]:
+) -> Tuple[float, float, Dict[str, float]]:
     """One translation run on Pig Latin (or ``--translation_data``).
 
     Args:
@@ -303,13 +311,13 @@ def translation(
       data: ``--translation_data`` (``DIR,SRC,TGT``); None: the shipped Pig Latin.
 
     Returns:
-      ``(dev NLL per token, dev BLEU, training KL per token)`` (``kl_per_token``).
+      ``(dev NLL per token, dev BLEU, training_means)``.
     """
     log = out_dir + ".log"
     common = translation_flags(out_dir, seed, steps, data)
     output = _run(["nmt.run_nmt"] + common + _variant_flags(context, steps), log)
     bleu, nll = re.findall(r"dev: ppl [0-9.]+, bleu ([0-9.]+), nll ([0-9.]+)", output)[-1]
-    return float(nll), float(bleu), kl_per_token(os.path.join(out_dir, "train_log"), steps)
+    return float(nll), float(bleu), training_means(os.path.join(out_dir, "train_log"), steps)
 
 
 def summarization_flags(sample: str, out_dir: str, seed: int, steps: int) -> List[str]:
@@ -333,7 +341,7 @@ def summarization_flags(sample: str, out_dir: str, seed: int, steps: int) -> Lis
 
 def summarization(
     context: str, seed: int, steps: int, out_dir: str, data: Optional[str] = None
-) -> Tuple[float, float, float]:
+) -> Tuple[float, float, Dict[str, float]]:
     """One summarization run on the Debian descriptions (or ``--summarization_data``).
 
     Args:
@@ -344,8 +352,7 @@ def summarization(
       data: ``--summarization_data``; None: the shipped sample.
 
     Returns:
-      ``(validation NLL per token, test ROUGE-L F1, training KL per token)``
-      (``kl_per_token``).
+      ``(validation NLL per token, test ROUGE-L F1, training_means)``.
     """
     sample = data or os.path.join(SAMPLES, "debian_descriptions")
     chunks = os.path.join(sample, "chunked")
@@ -398,8 +405,8 @@ def summarization(
             "%s was scored with %s, not ROUGE-1.5.5 (Perl's XML::Parser is missing: run "
             "make sysdeps); delete %s and run again" % (metrics, scores["rouge_tool"], out_dir)
         )
-    kl = kl_per_token(os.path.join(out_dir, "train"), steps)
-    return float(np.mean(losses)), scores["rouge_l_f_score"], kl
+    means = training_means(os.path.join(out_dir, "train"), steps)
+    return float(np.mean(losses)), scores["rouge_l_f_score"], means
 
 
 DATE = "%Y-%m-%d %H:%M UTC"
@@ -418,7 +425,7 @@ TASKS = {
 
 
 def _one_run(run_task, variant, seed, steps, root, data, stamp):
-    """One run's numbers (``nll``, ``metric``, ``kl_per_token``, ``revision``,
+    """One run's numbers (``nll``, ``metric``, ``training_means``, ``revision``,
     ``tensorflow``, ``date``),
     read back from its JSON file when it has one; ``stamp`` holds the last three for a
     new run, and the revision and TensorFlow version for a file written before runs kept
@@ -435,7 +442,7 @@ def _one_run(run_task, variant, seed, steps, root, data, stamp):
             run = {**stamp, "date": made.strftime(DATE), **run}
             files.atomic_write_text(path, json.dumps(run) + "\n")
         return run
-    nll, metric, kl = run_task(variant, int(seed), steps, name, data)
+    nll, metric, means = run_task(variant, int(seed), steps, name, data)
     run = dict(
         variant=variant,
         seed=int(seed),
@@ -443,7 +450,7 @@ def _one_run(run_task, variant, seed, steps, root, data, stamp):
         flags=_variant_flags(variant, steps),
         nll=nll,
         metric=metric,
-        kl_per_token=kl,
+        **means,
         **stamp,
     )
     files.atomic_write_text(path, json.dumps(run) + "\n")
@@ -451,7 +458,7 @@ def _one_run(run_task, variant, seed, steps, root, data, stamp):
 
 
 # what a record keeps of each run (runs made before the KL was recorded have none)
-RUN_NUMBERS = ("nll", "metric", "kl_per_token")
+RUN_NUMBERS = ("nll", "metric", "kl_per_token", "train_nll_per_token")
 
 
 def _records(key, variant, runs, steps):

@@ -126,7 +126,7 @@ def test_runs_made_elsewhere_become_records_and_a_rerun_adds_one(tmp_path, monke
 
     def translation(variant, seed, steps, out_dir, data):
         trained.append(seed)
-        return 0.25, 97.0, 0.125
+        return 0.25, 97.0, dict(kl_per_token=0.125, train_nll_per_token=0.5)
 
     monkeypatch.setitem(compare_contexts.TASKS, "translation", (translation, "dev BLEU"))
     argv = ["prog", "--task=translation", "--contexts=sa", "--out_dir=" + str(runs)]
@@ -148,6 +148,7 @@ def test_runs_made_elsewhere_become_records_and_a_rerun_adds_one(tmp_path, monke
     assert new_id.startswith("translation-shipped-400steps/sa-def5678-tf")
     assert new_id.endswith("-seeds3") and kept[new_id]["runs"][0]["metric"] == 97.0
     assert kept[new_id]["runs"][0]["kl_per_token"] == 0.125
+    assert kept[new_id]["runs"][0]["train_nll_per_token"] == 0.5
     assert "kl_per_token" not in kept[old_id]["runs"][0]  # made before runs recorded it
     with open(os.path.join(tables.RECORDS, old_id + ".json"), encoding="utf-8") as f:
         assert f.read() == old_text

@@ -211,18 +211,23 @@ def test_the_run_writes_the_posterior_summaries(run, request):
             assert tags[(name, "scalars")] == [HISTOGRAM_STEPS, STEPS], name
 
 
-def test_the_study_reads_the_kl_per_token_the_run_wrote(run):
-    """Every host writes the step's ``kl_per_token`` to TensorBoard, and compare_contexts
-    keeps the mean of the values from the run's last quarter."""
+@pytest.mark.parametrize(
+    "tag, kept", [("kl_per_token",) * 2, ("nll_per_token", "train_nll_per_token")]
+)
+def test_the_study_reads_what_the_run_wrote_per_token(run, tag, kept):
+    """Every host writes the step's ``kl_per_token`` and ``nll_per_token`` to
+    TensorBoard, and compare_contexts keeps the mean of the values from the run's last
+    quarter."""
     results, _, _, _, (folder, _) = run
     written = {}
     for path in glob.glob(os.path.join(folder, "events.out.tfevents.*")):
         for event in tf.compat.v1.train.summary_iterator(path):
             for value in event.summary.value:
-                if value.tag == "kl_per_token":
+                if value.tag == tag:
                     written[event.step] = float(tf.make_ndarray(value.tensor))
     assert max(written) == STEPS
     for step, value in written.items():  # step s's results are the s-th recorded
-        assert value == pytest.approx(results[step - 1]["kl_per_token"], rel=1e-6), step
+        assert value == pytest.approx(results[step - 1][tag], rel=1e-6), step
     last = [value for step, value in written.items() if 4 * step >= 3 * STEPS]
-    assert compare_contexts.kl_per_token(folder, STEPS) == pytest.approx(np.mean(last))
+    means = compare_contexts.training_means(folder, STEPS)
+    assert means[kept] == pytest.approx(np.mean(last))
