@@ -268,7 +268,7 @@ def group_clips(
     return clips
 
 
-def _ends_with_parent() -> None:
+def ends_with_parent() -> None:
     """In the extractor's process before it starts: on Linux it gets SIGTERM when the
     build dies, however it dies (a SIGKILL included), instead of writing on alone."""
     if sys.platform.startswith("linux"):
@@ -344,7 +344,7 @@ def extract_video_features(config: config_lib.Config, clips: Mapping[str, dict])
             len(present),
             store,
         )
-        status = subprocess.run(command, check=False, preexec_fn=_ends_with_parent).returncode
+        status = subprocess.run(command, check=False, preexec_fn=ends_with_parent).returncode
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     if status == 1 and os.path.exists(failed_path):

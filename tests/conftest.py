@@ -5,6 +5,7 @@ tolerance, entry points run in process."""
 import contextlib
 import importlib
 import io
+import json
 import math
 import os
 import sys
@@ -217,6 +218,37 @@ def write_parallel_slices(sample, root, counts, langs):
                 lines = f.readlines()[:count]
             with open(os.path.join(root, "%s.%s" % (split, lang)), "w", encoding="utf-8") as f:
                 f.writelines(lines)
+
+
+def write_clip_features(root):
+    """Writes 13 clips' features and captions to ``root`` as a captions dataset (splits
+    of 8, 2 and 3 clips, their ``.jsonl`` files and a vocabulary): each caption names the
+    colour and the shape its clip's features encode in their first two columns. Returns
+    ``(data folder, features folder)``."""
+    words = ["red", "blue", "square", "circle"]
+    rng = np.random.default_rng(0)
+    features = root / "features"
+    features.mkdir()
+    splits = {"train": [], "val": [], "test": []}
+    for i in range(13):
+        colour, shape = words[i % 2], words[2 + (i // 2) % 2]
+        rows = rng.normal(size=[5 + i % 2, 6]).astype(np.float32)
+        rows[:, 0] += 3.0 * (i % 2)
+        rows[:, 1] += 3.0 * ((i // 2) % 2)
+        np.save(features / ("clip%d_0_1.npy" % i), rows)
+        split = "train" if i < 8 else ("val" if i < 10 else "test")
+        splits[split].append(
+            dict(
+                clip="clip%d_0_1" % i,
+                vid="vid%d" % (i + 1),
+                captions=["a %s %s" % (colour, shape)],
+                references=["A %s %s." % (colour, shape)],
+            )
+        )
+    for name, records in splits.items():
+        (root / (name + ".jsonl")).write_text("".join(json.dumps(r) + "\n" for r in records))
+    (root / "vocab.txt").write_text("a 8\nred 4\nblue 4\nsquare 4\ncircle 4\n")
+    return str(root), str(features)
 
 
 def write_video(path, num_frames=30, width=64, height=48, colour=(255, 0, 0)):

@@ -238,7 +238,7 @@ def test_the_extractor_ends_with_a_build_that_is_killed(tmp_path):
     (tmp_path / "build.py").write_text(
         "import subprocess, sys\n"
         "from data_prep import captions\n"
-        "subprocess.run([sys.executable, '-c', %r, %r], preexec_fn=captions._ends_with_parent)\n"
+        "subprocess.run([sys.executable, '-c', %r, %r], preexec_fn=captions.ends_with_parent)\n"
         % (child_code, str(pid_file))
     )
     parent = subprocess.Popen([sys.executable, str(tmp_path / "build.py")], cwd=ROOT)

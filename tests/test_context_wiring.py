@@ -33,21 +33,21 @@ RTOL, ATOL = 1e-5, 1e-5
 @pytest.fixture
 def zero_noise(monkeypatch):
     """Makes every ACVI draw return zero noise, so the sample is the mean."""
-    monkeypatch.setattr(acvi_lib.ACVIContext, "_normal", lambda self, shape, seed: tf.zeros(shape))
+    monkeypatch.setattr(acvi_lib.ACVIContext, "normal", lambda self, shape, seed: tf.zeros(shape))
 
 
 @pytest.fixture
 def recorded_noise(monkeypatch):
     """Records the noise ``eps`` of every ACVI draw, in order; returns the list."""
     draws = []
-    normal = acvi_lib.ACVIContext._normal
+    normal = acvi_lib.ACVIContext.normal
 
     def recording(self, shape, seed):
         eps = normal(self, shape, seed)
         draws.append(eps)
         return eps
 
-    monkeypatch.setattr(acvi_lib.ACVIContext, "_normal", recording)
+    monkeypatch.setattr(acvi_lib.ACVIContext, "normal", recording)
     return draws
 
 

@@ -265,7 +265,7 @@ def _single_device_steps(host, mode):
 def zero_noise(monkeypatch):
     """ACVI's noise is zero, so that one device and two draw the same sample; sigma still
     trains through the KL."""
-    monkeypatch.setattr(acvi_lib.ACVIContext, "_normal", lambda self, shape, seed: tf.zeros(shape))
+    monkeypatch.setattr(acvi_lib.ACVIContext, "normal", lambda self, shape, seed: tf.zeros(shape))
 
 
 # The hosts run ACVI here, not soft attention too: under zero noise ACVI's step is soft
@@ -295,7 +295,7 @@ def test_acvi_replicas_draw_their_own_noise_reproducibly(mirrored):
         with mirrored.scope():
             layer = acvi_lib.ACVIContext(seed=11)
         return mirrored.experimental_local_results(
-            mirrored.run(tf.function(lambda: layer._normal([3], None)))
+            mirrored.run(tf.function(lambda: layer.normal([3], None)))
         )
 
     first, again = draws(), draws()

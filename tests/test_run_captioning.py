@@ -22,36 +22,7 @@ from video_caption import data as vc_data
 from video_caption import experiment, run_captioning
 from video_caption import jobs as vc_jobs
 
-from conftest import no_writes_in, untraced, write_video
-
-WORDS = ["red", "blue", "square", "circle"]
-
-
-def _dataset(root):
-    """13 clips whose caption names the colour and shape the features encode."""
-    rng = np.random.default_rng(0)
-    features = root / "features"
-    features.mkdir()
-    splits = {"train": [], "val": [], "test": []}
-    for i in range(13):
-        colour, shape = WORDS[i % 2], WORDS[2 + (i // 2) % 2]
-        rows = rng.normal(size=[5 + i % 2, 6]).astype(np.float32)
-        rows[:, 0] += 3.0 * (i % 2)
-        rows[:, 1] += 3.0 * ((i // 2) % 2)
-        np.save(features / ("clip%d_0_1.npy" % i), rows)
-        split = "train" if i < 8 else ("val" if i < 10 else "test")
-        splits[split].append(
-            dict(
-                clip="clip%d_0_1" % i,
-                vid="vid%d" % (i + 1),
-                captions=["a %s %s" % (colour, shape)],
-                references=["A %s %s." % (colour, shape)],
-            )
-        )
-    for name, records in splits.items():
-        (root / (name + ".jsonl")).write_text("".join(json.dumps(r) + "\n" for r in records))
-    (root / "vocab.txt").write_text("a 8\nred 4\nblue 4\nsquare 4\ncircle 4\n")
-    return str(root), str(features)
+from conftest import no_writes_in, untraced, write_clip_features, write_video
 
 
 def _flags(*args):
@@ -59,7 +30,7 @@ def _flags(*args):
 
 
 def test_missing_features_name_the_clip(tmp_path):
-    data_dir, features = _dataset(tmp_path)
+    data_dir, features = write_clip_features(tmp_path)
     os.remove(os.path.join(features, "clip3_0_1.npy"))
     fv = _flags(
         "--mode=train",
@@ -74,7 +45,7 @@ def test_missing_features_name_the_clip(tmp_path):
 
 
 def test_best_metric_must_be_computed(tmp_path):
-    data_dir, features = _dataset(tmp_path)
+    data_dir, features = write_clip_features(tmp_path)
     fv = _flags(
         "--data_dir=" + data_dir,
         "--features=" + features,
@@ -124,7 +95,7 @@ def test_most_common_caption_breaks_ties_alphabetically():
 
 @pytest.mark.eager
 def test_decode_and_a_resume_read_the_model_from_the_record(tmp_path, absl_caplog, monkeypatch):
-    data_dir, features = _dataset(tmp_path)
+    data_dir, features = write_clip_features(tmp_path)
     run = "--out_dir=" + str(tmp_path / "run")
     model = ["--encoder_units=4", "--decoder_units=3", "--emb_dim=5", "--attention_units=3"]
     common = ["--data_dir=" + data_dir, "--features=" + features, run, "--metrics=ROUGE_L"]
@@ -269,7 +240,7 @@ def test_a_mirrored_run_trains_validates_and_resumes(tmp_path):
     """Two replicas (the two logical CPUs of conftest): validation and the best model work
     as on one device, and a resume on one device reads its checkpoints (a resume on two
     replicas is test_run_summarization.py's)."""
-    data_dir, features = _dataset(tmp_path)
+    data_dir, features = write_clip_features(tmp_path)
     common = [
         "--mode=train",
         "--data_dir=" + data_dir,

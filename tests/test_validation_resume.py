@@ -13,7 +13,6 @@ import subprocess
 
 import pytest
 import tensorflow as tf
-from test_run_captioning import _dataset
 
 from acvi_tf import config as config_lib
 from acvi_tf import files
@@ -23,7 +22,7 @@ from nmt import run_nmt
 from video_caption import jobs as vc_jobs
 from video_caption import run_captioning
 
-from conftest import python_m
+from conftest import python_m, write_clip_features
 
 # The validation score of the model at each step (the toy model's weight is its step):
 # the best is at 4, and 6 brings none, which ends a run of patience 1 there.
@@ -236,7 +235,7 @@ def test_nmt_validates_the_last_step_a_kill_left_out(tmp_path, monkeypatch):
 def test_a_captioner_sigkilled_after_its_save_validates_on_rerun(tmp_path, absl_caplog):
     """The command as a user runs it, SIGKILLed right after ``Saved .../ckpt-2``; the
     same command again (in this process: what it resumes is on disk)."""
-    data_dir, features = _dataset(tmp_path)
+    data_dir, features = write_clip_features(tmp_path)
     out = tmp_path / "run"
     argv = ["--data_dir=" + data_dir, "--features=" + features, "--out_dir=%s" % out]
     argv += ["--encoder_units=4", "--decoder_units=4", "--batch_size=4", "--metrics=ROUGE_L"]

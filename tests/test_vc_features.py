@@ -123,7 +123,7 @@ def test_extract_shape_and_preprocessing(gnet):
     assert out.shape == (5, 1024) and out.dtype == np.float32
     assert np.isfinite(out).all() and out.std() > 0
     np.testing.assert_allclose(gnet.extract(frame_batch[3:]), out[3:], rtol=1e-4, atol=1e-3)
-    assert gnet._forward.experimental_get_tracing_count() == 1  # one trace for every count
+    assert gnet.forward.experimental_get_tracing_count() == 1  # one trace for every count
     bgr = cnn.caffe_preprocess(np.array([[[10.0, 20.0, 30.0]]])).numpy()
     np.testing.assert_allclose(bgr, [[[30 - 104, 20 - 117, 10 - 123]]])
 

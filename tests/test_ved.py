@@ -50,7 +50,7 @@ def test_training_samples_have_the_posterior_moments():
     prepared0 = prepared._replace(memory=memory0, mask=tf.ones([20000, 5]))
     samples = layer.draw(tiled, prepared0, training=True).numpy()[:, 0]
     mean = np.einsum("n,nd->d", probs.numpy()[0, 0], memory[0])
-    log_sigma = layer._log_sigma(tf.constant(mean[None], tf.float32)).numpy()[0]
+    log_sigma = layer.log_sigma(tf.constant(mean[None], tf.float32)).numpy()[0]
     np.testing.assert_allclose(samples.mean(0), mean, atol=4 * np.exp(log_sigma).max() / 141)
     np.testing.assert_allclose(samples.std(0), np.exp(log_sigma), rtol=0.05)
 

@@ -480,7 +480,8 @@ class Extractor:
         self.dim = dim
         self.batch_size = batch_size
         self._preprocess = preprocess
-        self._forward = tf.function(
+        # the forward pass over a batch of resized, cropped frames, traced once for any count
+        self.forward = tf.function(
             self._forward_batch,
             input_signature=[tf.TensorSpec([None, input_size, input_size, 3], tf.float32)],
         )
@@ -503,7 +504,7 @@ class Extractor:
         outputs = []
         for start in range(0, count, self.batch_size):
             batch = images[start : start + self.batch_size]
-            outputs.append(self._forward(tf.constant(batch)).numpy())
+            outputs.append(self.forward(tf.constant(batch)).numpy())
         if not outputs:
             return np.zeros((0, self.dim), np.float32)
         return np.concatenate(outputs).astype(np.float32)

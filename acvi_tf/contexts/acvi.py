@@ -377,7 +377,9 @@ class ACVIContext(ContextLayer):
             return tf.constant(False)
         return tf.cast(step, tf.int64) >= total_steps - num_gumbel_steps
 
-    def _normal(self, shape, seed):
+    def normal(self, shape: tf.Tensor, seed: Optional[tf.Tensor]) -> tf.Tensor:
+        """Standard normal noise of ``shape``, where every draw's noise comes from: the
+        layer's generator, or stateless from ``seed`` ([2] integers) where one is given."""
         if seed is None:
             return self.generator.normal(shape)
         return tf.random.stateless_normal(shape, seed)
@@ -509,8 +511,8 @@ class ACVIContext(ContextLayer):
         if self.noise == "collapsed":
             # sum_i w_i sigma_i eps_i  ~  sqrt(sum_i w_i^2 sigma_i^2) eps, eps ~ N(0, I).
             std = tf.sqrt(tf.maximum(contract(tf.square(weights), prepared, "variance"), _TINY_VAR))
-            return mean + std * self._normal(tf.stack([batch, steps, dim]), noise_seed)
-        eps = self._normal(tf.stack([batch, steps, tf.shape(probs)[2], dim]), noise_seed)
+            return mean + std * self.normal(tf.stack([batch, steps, dim]), noise_seed)
+        eps = self.normal(tf.stack([batch, steps, tf.shape(probs)[2], dim]), noise_seed)
         noise = tf.expand_dims(tf.sqrt(prepared.own.variance), 1) * eps
         return mean + tf.squeeze(tf.matmul(weights[..., tf.newaxis, :], noise), -2)
 
@@ -651,7 +653,7 @@ class ACVIContext(ContextLayer):
         def component(chosen):  # h_i + sigma_i eps [B, T, D] for i = chosen [B, T]
             mean = tf.gather(memory, chosen, batch_dims=1)
             scale = tf.sqrt(tf.gather(variance, chosen, batch_dims=1))
-            return mean + scale * self._normal(tf.shape(mean), None)
+            return mean + scale * self.normal(tf.shape(mean), None)
 
         contexts = [component(chosen) for chosen in tf.unstack(index, k, axis=-1) + [drawn]]
 

@@ -110,7 +110,9 @@ class VEDContext(context_lib.ContextLayer):
             z = mean + tf.exp(log_sigma) * self.generator.normal(tf.shape(mean))
         return tf.cast(z, self.compute_dtype), gaussian_kl(mean, log_sigma)
 
-    def _log_sigma(self, mean_context):
+    def log_sigma(self, mean_context: tf.Tensor) -> tf.Tensor:
+        """The posterior's log standard deviation at the mean context [..., D], clipped
+        to ``[LOG_SIGMA_MIN, LOG_SIGMA_MAX]``."""
         return tf.clip_by_value(
             self.sigma_out(self.sigma_hidden(mean_context)), LOG_SIGMA_MIN, LOG_SIGMA_MAX
         )
@@ -133,7 +135,7 @@ class VEDContext(context_lib.ContextLayer):
             if seed is None
             else tf.random.stateless_normal(tf.shape(mean), seed)
         )
-        return mean + self.temperature * noise * tf.exp(self._log_sigma(mean))
+        return mean + self.temperature * noise * tf.exp(self.log_sigma(mean))
 
     def kl_steps(self, context: tf.Tensor, probs: tf.Tensor, prepared: PreparedMemory) -> tf.Tensor:
         """``KL[q(a_t) || N(h_bar, I)]`` [B, T] (the sample itself is not needed)."""
@@ -142,7 +144,7 @@ class VEDContext(context_lib.ContextLayer):
         prior_mean = prepared.own
         if prior_mean is not None:
             prior_mean = prior_mean[:, tf.newaxis]
-        return gaussian_kl(mean, self._log_sigma(mean), prior_mean)
+        return gaussian_kl(mean, self.log_sigma(mean), prior_mean)
 
     def report_posterior(
         self, attention_probs: tf.Tensor, prepared: PreparedMemory
@@ -153,7 +155,7 @@ class VEDContext(context_lib.ContextLayer):
         ``ContextLayer.report_posterior``."""
         probs = tf.cast(attention_probs, tf.float32)
         mean = context_lib.expected_context(probs, prepared.memory)
-        variance = tf.exp(2.0 * self._log_sigma(mean))
+        variance = tf.exp(2.0 * self.log_sigma(mean))
         return {
             "kl": self.kl_steps(mean, probs, prepared),
             "scale": context_lib.position_scale(variance),
