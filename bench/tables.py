@@ -23,7 +23,7 @@ import json
 import os
 import re
 import sys
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 from absl import flags
@@ -121,11 +121,15 @@ def load_records(folder: Optional[str] = None) -> Dict[str, dict]:
     return records
 
 
-def _cell_numbers(record: dict, which: str) -> Tuple[decimal.Decimal, decimal.Decimal]:
-    """``(mean, std)`` of the record's ``nll`` or ``metric``; exact decimals when the
-    record keeps only its source's rounded cell."""
+def _cell_numbers(
+    record: dict, which: Union[str, Tuple[str, ...]]
+) -> Tuple[decimal.Decimal, decimal.Decimal]:
+    """``(mean, std)`` of the record's ``nll``, ``metric`` or another number of its runs
+    (a tuple: their sum in each run); exact decimals when the record keeps only its
+    source's rounded cell."""
     if "runs" in record:
-        values = [run[which] for run in record["runs"]]
+        names = (which,) if isinstance(which, str) else which
+        values = [sum(run[name] for name in names) for run in record["runs"]]
         return decimal.Decimal(np.mean(values)), decimal.Decimal(np.std(values))
     mean, std = record[which].split(" +- ")
     return decimal.Decimal(mean), decimal.Decimal(std)
@@ -206,7 +210,9 @@ class Pick:
         return records[found[0]]
 
 
-def _rounded(record: dict, which: str, digits: int, scale: int) -> List[decimal.Decimal]:
+def _rounded(
+    record: dict, which: Union[str, Tuple[str, ...]], digits: int, scale: int
+) -> List[decimal.Decimal]:
     """``[mean, std]`` of ``which`` times ``scale``, to ``digits`` decimals (half up at an
     exact tie of a kept cell)."""
     quantum = decimal.Decimal(1).scaleb(-digits)
@@ -216,7 +222,7 @@ def _rounded(record: dict, which: str, digits: int, scale: int) -> List[decimal.
     ]
 
 
-def _stat(record: dict, which: str, digits: int, scale: int = 1) -> str:
+def _stat(record: dict, which: Union[str, Tuple[str, ...]], digits: int, scale: int = 1) -> str:
     """``mean ± std`` of ``which`` times ``scale``, to ``digits`` decimals."""
     return "%s ± %s" % tuple(_rounded(record, which, digits, scale))
 
@@ -430,6 +436,9 @@ _MIXTURE_REVISION = "7308a5d"
 _LARGER_MIXTURE_REVISION = "2a91cc8"
 # its `bound` and weight-0.001 variants on the whole En-De corpus
 _ENDE_FULL_MIXTURE_REVISION = "c2d5f28"
+# the runs that keep their training KL and NLL per token: the best estimator at weight 1
+# on every corpus, and what it is compared with
+_ELBO_REVISION = "f3bcb6c"
 _MIXTURE_VARIANTS = (
     "acvi-mixture-mc",
     "acvi-mixture-bound",
@@ -516,8 +525,15 @@ _ESTIMATOR = (
     (
         "`mixture`, `bound`, 1, the expected context fed, top 4 summed",
         "acvi-mixture-bound-mean-top4",
-        "fbcb9aa",
-        None,
+        _ELBO_REVISION,
+        _ELBO_REVISION,
+        _ELBO_REVISION,
+    ),
+    (
+        "the same, the KL's weight warmed up from 0 over the first half",
+        "acvi-mixture-bound-mean-top4-warmup",
+        _ELBO_REVISION,
+        _ELBO_REVISION,
         None,
     ),
 )
@@ -546,7 +562,8 @@ def mixture_estimator(records: Dict[str, dict]) -> str:
 
 
 # the README's rows: the paper's columns and ours, the picks of soft attention, the
-# default, the literal objective and the ELBO of the paper's model, and the verdict
+# default, the literal objective, the ELBO of the paper's model with the draw fed back
+# and with the lower-variance estimator (None: not run), and the verdict
 _PAPER_ROWS = (
     (
         "summarization | CNN/DM test, ROUGE-L, with coverage (Table 1) | 36.38 / 39.05",
@@ -554,6 +571,7 @@ _PAPER_ROWS = (
         (Pick(DEBIAN, "sa", "4b5dfc4", "1-8"), Pick(DEBIAN, "acvi-bound-0.001", "4b5dfc4", "1-8")),
         Pick(DEBIAN, "acvi-mc", "dc81116"),
         Pick(DEBIAN, "acvi-mixture-mc", _MIXTURE_REVISION),
+        Pick(DEBIAN, "acvi-mixture-bound-mean-top4", _ELBO_REVISION),
         "ties",
     ),
     (
@@ -562,6 +580,7 @@ _PAPER_ROWS = (
         (Pick(DEBIAN_FULL, "sa", "66b5e6a"), Pick(DEBIAN_FULL, "acvi-bound-0.001", "66b5e6a")),
         Pick(DEBIAN_FULL, "acvi-mc", "abf7c05"),
         Pick(DEBIAN_FULL, "acvi-mixture-mc", _LARGER_MIXTURE_REVISION),
+        Pick(DEBIAN_FULL, "acvi-mixture-bound-mean-top4", _ELBO_REVISION),
         "ties",
     ),
     (
@@ -570,6 +589,7 @@ _PAPER_ROWS = (
         (Pick(SHAPES, "sa", "4b5dfc4", "1-8"), Pick(SHAPES, "acvi-bound-0.001", "4b5dfc4", "1-8")),
         Pick(SHAPES, "acvi-mc", "dc81116"),
         Pick(SHAPES, "acvi-mixture-mc", _MIXTURE_REVISION),
+        Pick(SHAPES, "acvi-mixture-bound-mean-top4", _ELBO_REVISION),
         "ties",
     ),
     (
@@ -581,6 +601,7 @@ _PAPER_ROWS = (
         ),
         Pick(PIG_LATIN, "acvi-mc", "dc81116"),
         Pick(PIG_LATIN, "acvi-mixture-mc", _MIXTURE_REVISION),
+        Pick(PIG_LATIN, "acvi-mixture-bound-mean-top4", _ELBO_REVISION),
         "ties",
     ),
     (
@@ -589,6 +610,7 @@ _PAPER_ROWS = (
         (Pick(ENDE, "sa", "66b5e6a"), Pick(ENDE, "acvi-bound-0.001", "66b5e6a")),
         Pick(ENDE, "acvi-mc", "5eca919"),
         Pick(ENDE, "acvi-mixture-mc", _LARGER_MIXTURE_REVISION),
+        None,
         "**helps**",
     ),
     (
@@ -597,6 +619,7 @@ _PAPER_ROWS = (
         (Pick(ENDE_FULL, "sa", "239fac4"), Pick(ENDE_FULL, "acvi-bound-0.001", "66b5e6a")),
         Pick(ENDE_FULL, "acvi-mc", "239fac4"),
         Pick(ENDE_FULL, "acvi-mixture-mc", _LARGER_MIXTURE_REVISION),
+        None,
         "ties",
     ),
 )
@@ -608,7 +631,10 @@ _MIXTURE_LARGER = (
     (
         "whole Debian test (1,000), ROUGE-L F1 x100",
         DEBIAN_FULL,
-        dict.fromkeys(_MIXTURE_VARIANTS, _LARGER_MIXTURE_REVISION),
+        {
+            **dict.fromkeys(_MIXTURE_VARIANTS, _LARGER_MIXTURE_REVISION),
+            "acvi-mixture-bound-mean-top4": _ELBO_REVISION,
+        },
     ),
     ("En-De sample dev (1,000), BLEU", ENDE, {"acvi-mixture-mc": _LARGER_MIXTURE_REVISION}),
     (
@@ -629,13 +655,68 @@ def mixture_larger(records: Dict[str, dict]) -> str:
     rows = []
     for label, corpus, run in _MIXTURE_LARGER:
         cells = [label] + [_metric_and_nll(records, pick, 2) for pick in baselines[corpus]]
-        for variant in _MIXTURE_VARIANTS:
+        for variant in _MIXTURE_VARIANTS + ("acvi-mixture-bound-mean-top4",):
             pick = Pick(corpus, variant, run[variant]) if variant in run else None
             cells.append(_metric_and_nll(records, pick, 2))
         rows.append(cells)
     header = ["corpus (steps), metric", "`sa`", "default", "literal: eq. 25, `mc`, 1"]
     header += ["`mixture`, `mc`, 1", "`mixture`, `bound`, 1"]
     header += ["`mixture`, `mc`, 0.001", "`mixture`, `bound`, 0.001"]
+    header += ["`mixture`, `bound`, 1, the expected context fed, top 4 summed"]
+    return _table(header, rows)
+
+
+# the runs that keep their training KL: (corpus label, corpus, metric digits, variants)
+_ELBO_RUNS = (
+    (
+        "Pig Latin (400), dev BLEU",
+        PIG_LATIN,
+        (
+            "acvi-mixture-mc",
+            "acvi-mixture-bound-mean-top4",
+            "acvi-mixture-bound-mean-top4-warmup",
+            "acvi-mixture-bound-0.001-mean-top4",
+        ),
+    ),
+    (
+        "moving shapes (400), val CIDEr-D",
+        SHAPES,
+        (
+            "acvi-mixture-mc",
+            "acvi-mixture-bound-mean-top4",
+            "acvi-mixture-bound-mean-top4-warmup",
+        ),
+    ),
+    ("Debian sample (400), test ROUGE-L F1 x100", DEBIAN, ("acvi-mixture-bound-mean-top4",)),
+    ("whole Debian (1,000), test ROUGE-L F1 x100", DEBIAN_FULL, ("acvi-mixture-bound-mean-top4",)),
+)
+_ELBO_LABELS = {
+    "acvi-mixture-mc": "`mixture`, `mc`, 1",
+    "acvi-mixture-bound-mean-top4": "`mixture`, `bound`, 1, mean fed, top 4",
+    "acvi-mixture-bound-mean-top4-warmup": "the same, warmed up",
+    "acvi-mixture-bound-0.001-mean-top4": "`mixture`, `bound`, 0.001, mean fed, top 4",
+}
+
+
+def elbo_terms(records: Dict[str, dict]) -> str:
+    """What training computed per target token at the end of the runs that keep it: the
+    context's KL, the gold tokens' loss and their sum (the negative ELBO at weight 1)."""
+    rows = []
+    for label, corpus, variants in _ELBO_RUNS:
+        for variant in variants:
+            record = Pick(corpus, variant, _ELBO_REVISION).find(records)
+            rows.append(
+                [
+                    label,
+                    _ELBO_LABELS[variant],
+                    _metric(record, corpus),
+                    _stat(record, "kl_per_token", 4),
+                    _stat(record, "train_nll_per_token", 3),
+                    _stat(record, ("train_nll_per_token", "kl_per_token"), 3),
+                ]
+            )
+    header = ["corpus (steps), metric", "variant", "metric", "KL / token"]
+    header += ["NLL / token", "NLL + KL / token"]
     return _table(header, rows)
 
 
@@ -645,14 +726,15 @@ def paper_comparison(records: Dict[str, dict]) -> str:
     header = ["task", "paper: data, metric", "paper: SA / ACVI", "here: data, metric"]
     header += ["here: SA", "here: ACVI default", "here: paper's literal (`mc`, weight 1)"]
     header += ["here: ELBO of the paper's model (`mixture`, `mc`, weight 1)"]
+    header += ["here: the same ELBO, lower-variance estimator (`bound`, mean fed, top 4)"]
     rows = []
-    for paper, data, (sa, default), literal, elbo, verdict in _PAPER_ROWS:
-        picks = (sa, default, literal, elbo)
-        cells = [_metric(pick.find(records), pick.corpus) for pick in picks]
+    for paper, data, (sa, default), literal, elbo, estimator, verdict in _PAPER_ROWS:
+        picks = (sa, default, literal, elbo, estimator)
+        cells = [_metric(pick.find(records), pick.corpus) if pick else "" for pick in picks]
         rows.append(paper.split(" | ") + [data] + cells + [verdict])
     rows.append(
         ["domain transfer", "DUC2004, ROUGE-L (journal Table 4)", "22.69 / 28.14"]
-        + ["not run: needs a CNN/DM model and NIST's DUC2004", "", "", "", "", ""]
+        + ["not run: needs a CNN/DM model and NIST's DUC2004", "", "", "", "", "", ""]
     )
     return _table(header + ["ACVI against SA here"], rows)
 
@@ -691,6 +773,7 @@ TABLES: Dict[str, Callable[[Dict[str, dict]], str]] = {
     "acvi-mixture": mixture_study,
     "acvi-mixture-larger": mixture_larger,
     "acvi-mixture-estimator": mixture_estimator,
+    "acvi-elbo-terms": elbo_terms,
     "bfloat16-accuracy": bfloat16_accuracy,
 }
 
