@@ -3,33 +3,9 @@
 import numpy as np
 import pytest
 import tensorflow as tf
+from inputs import START, STOP, FakeDecoder, S, W
 
 from acvi_tf.inference import beam_search, decoding, greedy_search
-
-W, S = 7, 5  # output vocabulary and state size of the fake decoder
-START, STOP = 0, 1
-
-
-class FakeDecoder:
-    """A tiny recurrent "model": log-probs depend on the whole history through a state."""
-
-    def __init__(self, seed, stop_bias=0.0):
-        rng = np.random.default_rng(seed)
-        self.out = rng.normal(size=(S, W)).astype(np.float32) * 2.0
-        self.emb = rng.normal(size=(W, S)).astype(np.float32)
-        self.rec = rng.normal(size=(S, S)).astype(np.float32) * 0.5
-        self.bias = np.where(np.arange(W) == STOP, stop_bias, 0.0).astype(np.float32)
-
-    def step_np(self, token, state):
-        state = np.tanh(state @ self.rec + self.emb[token])
-        logits = (state @ self.out + self.bias).astype(np.float64)
-        return logits - np.logaddexp.reduce(logits), state
-
-    def step_tf(self, tokens, state, t):
-        del t
-        state = tf.tanh(state @ self.rec + tf.gather(self.emb, tokens))
-        log_probs = tf.nn.log_softmax(state @ self.out + self.bias)
-        return log_probs, state, {"state_norm": tf.norm(state, axis=-1)}
 
 
 def see_beam_search(decoder, init_state, beam_size, max_steps, min_steps):

@@ -11,8 +11,7 @@ import os
 import doc_commands
 import numpy as np
 import pytest
-import test_first_hour
-import test_vc_features
+from inputs import caffe_tensorflow_dict, clips_in_every_split
 
 from video_caption import cnn
 
@@ -69,7 +68,7 @@ def _own_clips(cwd, videos_flag, captions_flag):
     """Your own clips: a folder of videos and their captions, one clip in each split."""
     os.makedirs(cwd / videos_flag)
     rows = ["clip,caption"]
-    for number, clip in enumerate(test_first_hour.clips_in_every_split(2, 1, 1)):
+    for number, clip in enumerate(clips_in_every_split(2, 1, 1)):
         name = _colour(number)
         write_video(cwd / videos_flag / clip, num_frames=12, colour=COLOURS[name])
         rows += ["%s,a %s square moves" % (clip, name)] * 2
@@ -80,7 +79,7 @@ def _caffe_googlenet(path):
     """GoogLeNet's weights as the caffe-tensorflow conversion holds them (random ones)."""
     model = cnn.googlenet_network()
     cnn.random_init(model)
-    np.save(path, test_vc_features.caffe_tensorflow_dict(model), allow_pickle=True)
+    np.save(path, caffe_tensorflow_dict(model), allow_pickle=True)
 
 
 def test_msvd_features_splits_training_decoding_captions(tmp_path):

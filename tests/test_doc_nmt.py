@@ -9,7 +9,7 @@ import os
 
 import doc_commands
 import pytest
-import test_wmt16
+from inputs import EN, RO
 
 pytestmark = pytest.mark.slow
 
@@ -60,7 +60,7 @@ def test_iwslt15_run_inference_and_translations(tmp_path):
 
 def test_wmt16_build_then_the_bpe_run(tmp_path):
     for flag in ("train_prefix", "dev_prefix", "test_prefix"):
-        for lang, lines in (("en", test_wmt16.EN), ("ro", test_wmt16.RO)):
+        for lang, lines in (("en", EN), ("ro", RO)):
             _write(str(tmp_path / ("%s.%s" % (WMT16_BUILD.flag(flag), lang))), lines)
     _run(WMT16_BUILD, tmp_path)
     _run(WMT16, tmp_path)

@@ -30,9 +30,9 @@ import sys
 import doc_commands
 import pytest
 import served
+from inputs import clips_in_every_split
 
 from acvi_tf.formats.bin_files import read_bin_file
-from data_prep import splits
 from nmt import translate as nmt_translate
 
 from conftest import write_video
@@ -180,20 +180,6 @@ def test_own_parallel_text_with_bpe_to_a_served_model(tmp_path, capfd):
     assert answer["translations"] == by_translate == by_inference  # one beam search, three ways
     assert any("@@" in line for line in segmented)
     assert not any("@@" in line for line in by_inference + by_translate)
-
-
-def clips_in_every_split(train, val, test):
-    """Clip ids that the builders' hash split puts ``train``, ``val`` and ``test`` of in
-    each split (a small corpus would leave one empty by chance)."""
-    wanted = {"train": train, "val": val, "test": test}
-    clips = []
-    for number in range(1000):
-        clip = "clip%03d" % number
-        split = splits.split_of(splits.key_hash(clip), ("train", "val", "test"))
-        if wanted[split]:
-            wanted[split] -= 1
-            clips.append(clip)
-    return clips
 
 
 def test_own_captioned_videos_to_captions_of_new_videos(tmp_path, capfd):

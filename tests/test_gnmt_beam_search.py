@@ -9,10 +9,9 @@ host's beam search with ``tfa.seq2seq.BeamSearchDecoder`` itself.
 import numpy as np
 import pytest
 import tensorflow as tf
+from inputs import START, STOP, FakeDecoder, S
 
 from acvi_tf.inference import beam_search, decoding, gnmt_beam_search
-
-from test_decoding import START, STOP, FakeDecoder, S
 
 
 def _penalty(length, alpha):

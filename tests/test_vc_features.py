@@ -13,6 +13,7 @@ import signal
 import h5py
 import numpy as np
 import pytest
+from inputs import caffe_tensorflow_dict
 
 from acvi_tf import config as config_lib
 from acvi_tf.formats import frame_features
@@ -136,22 +137,6 @@ def test_random_init_is_reproducible_and_warns(gnet, blank):
         np.testing.assert_array_equal(a, b)
     images = _images(1)
     np.testing.assert_array_equal(gnet.model(images).numpy(), blank(images).numpy())
-
-
-def caffe_tensorflow_dict(model):
-    """{layer: {"weights", "biases"}} as the caffe-tensorflow converter writes it."""
-    data = {}
-    for layer in model.layers:
-        if layer.weights:
-            kernel, bias = layer.get_weights()
-            # Some converters keep Caffe's "/" names; both spellings must load.
-            name = layer.name.replace("inception_3a_", "inception_3a/")
-            data[name] = {"weights": kernel, "biases": bias}
-    data["loss3_classifier"] = {
-        "weights": np.zeros((1024, 1000), np.float32),
-        "biases": np.zeros(1000, np.float32),
-    }
-    return data
 
 
 def test_caffe_tensorflow_npy_round_trip(gnet, blank, tmp_path, caplog):

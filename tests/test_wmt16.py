@@ -4,26 +4,12 @@ round-trips, word and BPE vocabularies, corpus.json, and dev/test sets kept whol
 import json
 
 import pytest
+from inputs import EN, RO
 
 from acvi_tf.formats import bpe, nmt_text
 from acvi_tf.text import tokenizers
 from data_prep import translation, wmt16
 from nmt import data
-
-EN = [
-    "The house is small.",
-    "The small house is red.",
-    "A red car drives home.",
-    "Houses are small here.",
-    "Cars drive to the red house.",
-]
-RO = [
-    "Casa este mică.",
-    "Casa mică este roșie.",
-    "O mașină roșie merge acasă.",
-    "Casele sunt mici aici.",
-    "Mașinile merg la casa roșie.",
-]
 
 
 def _write(path, lines):
