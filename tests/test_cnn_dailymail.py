@@ -2,7 +2,6 @@
 
 import collections
 import glob
-import hashlib
 import json
 import os
 import shutil
@@ -10,6 +9,15 @@ import subprocess
 import sys
 
 import pytest
+from cnn_dailymail_corpus import (
+    CAFE_URL,
+    MISSING_URL,
+    SENATE_URL,
+    STORIES,
+    make_corpus,
+    story_name,
+    write_text,
+)
 
 from acvi_tf.formats import bin_files
 from acvi_tf.formats.bin_files import read_bin_file
@@ -21,85 +29,6 @@ needs_java = pytest.mark.skipif(
     shutil.which("java") is None,
     reason="java is not installed (apt-get install default-jre-headless)",
 )
-
-SENATE_URL = "http://www.cnn.com/2013/06/04/politics/senate-vote/index.html"
-HEALTH_URL = "http://www.cnn.com/2013/06/05/health/heart-study/index.html"
-STORM_URL = "http://www.cnn.com/2013/06/06/us/storm/index.html"
-UNLISTED_URL = "http://www.cnn.com/2013/06/07/us/unlisted/index.html"
-WEDDING_URL = "http://www.dailymail.co.uk/news/article-1001/Wedding-dress.html"
-FOOTBALL_URL = "http://www.dailymail.co.uk/sport/article-1002/Rooney-double.html"
-CAFE_URL = "http://www.dailymail.co.uk/news/article-1003/Cafe-opens.html"
-MISSING_URL = "http://www.dailymail.co.uk/news/article-1004/No-story.html"
-
-URL_LISTS = {
-    "train": [WEDDING_URL, SENATE_URL, FOOTBALL_URL],
-    "val": [HEALTH_URL, MISSING_URL],
-    "test": [CAFE_URL, STORM_URL],
-}
-
-STORIES = {
-    SENATE_URL: (
-        "WASHINGTON (CNN) -- The U.S. Senate passed the bill on Tuesday, officials said.\n"
-        "\n"
-        '"We can\'t wait," Sen. John Smith, R-Ariz., told reporters.\n'
-        "\n"
-        "Image caption: Senators leave the chamber\n"
-        "\n"
-        'The vote was 61-37 -- a "historic" moment\n'
-        "\n"
-        "@highlight\n"
-        "\n"
-        "Senate passes the bill 61-37\n"
-        "\n"
-        "@highlight\n"
-        "\n"
-        '"We can\'t wait," says Sen. John Smith\n'
-    ),
-    WEDDING_URL: (
-        "By . Daily Mail Reporter . PUBLISHED: . 12:30 EST, 5 June 2013 .\n"
-        "Mary Jones said: \u2018It\u2019s the \u201cbest\u201d day ever\u2019\n"
-        "The bride (pictured) paid \u00a31,200 for the dress [right]!\n"
-        "   \n"
-        "'I was absolutely devastated,' she told friends... 'Why me?'\n"
-        "@highlight\n"
-        "Jones, 23, paid \u00a31,200 for a dress\n"
-        "@highlight\n"
-        "She says it was \u2018worth it\u2019\n"
-    ),
-    FOOTBALL_URL: (
-        "Manchester United's Wayne Rooney scored twice on Saturday.\n"
-        "Rooney (left) celebrates with team-mates\n"
-        "@highlight\n"
-        "United win 2-0\n"
-    ),
-    HEALTH_URL: (
-        "NEW YORK (CNN) -- A new study found a 25% drop in heart attacks, researchers "
-        "said Monday.\n"
-        '"These results are very encouraging," said Dr. Robert Kim. "But more work is '
-        'needed."\n'
-        "@highlight\n"
-        "Study finds 25% drop in heart attacks\n"
-    ),
-    STORM_URL: (
-        "MIAMI, Florida (CNN) -- At 5 p.m. ET, the storm was 100 miles (160 kilometers) "
-        "southeast of Miami, Fla.\n"
-        "The storm was expected to make landfall Monday night.\n"
-        "@highlight\n"
-        "Storm is 100 miles from Miami\n"
-        "@highlight\n"
-        "Landfall expected Monday night\n"
-    ),
-    CAFE_URL: (
-        # "Jose\u0301" is José with a combining acute accent (decomposed Unicode).
-        "Jose\u0301 Marti\u0301nez opened the cafe in 2010.\n"
-        "It's the town's only cafe -- and it's always full\n"
-        "@highlight\n"
-        "Cafe opened in 2010"
-    ),
-    UNLISTED_URL: "This story is in no URL list.\n@highlight\nUnlisted\n",
-}
-CNN_URLS = (SENATE_URL, HEALTH_URL, STORM_URL, UNLISTED_URL)
-DM_URLS = (WEDDING_URL, FOOTBALL_URL, CAFE_URL)
 
 SENATE_ARTICLE = (
     "washington -lrb- cnn -rrb- -- the u.s. senate passed the bill on tuesday , officials "
@@ -166,29 +95,6 @@ TOKENIZER_TABLE = [
     ),
     ("Ends with Calif.\nThe next line", "Ends with Calif. .\nThe next line"),
 ]
-
-
-def _sha1(url):
-    return hashlib.sha1(url.encode("utf-8")).hexdigest()
-
-
-def _write(path, text):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-
-
-def make_corpus(root):
-    """Writes the story folders and URL lists under ``root``; returns their paths."""
-    for urls, folder in ((CNN_URLS, "cnn/stories"), (DM_URLS, "dailymail/stories")):
-        for url in urls:
-            _write(root / folder / (_sha1(url) + ".story"), STORIES[url])
-    for split, urls in URL_LISTS.items():
-        _write(root / "url_lists" / cd.URL_LIST_NAMES[split], "\n".join(urls) + "\n")
-    return {
-        "cnn_stories_dir": str(root / "cnn/stories"),
-        "dm_stories_dir": str(root / "dailymail/stories"),
-        "url_lists_dir": str(root / "url_lists"),
-    }
 
 
 def _records(out_dir, split):
@@ -286,7 +192,7 @@ def test_cli_summary_reports_counts_and_missing_url(jar_build):
     assert "test : 2 stories written (1 chunks), 0 of 2 URLs skipped" in stdout
     assert "vocab: " in stdout
     assert "val: 1 of 2 URLs have no story" in stderr
-    assert "%s (%s.story)" % (MISSING_URL, _sha1(MISSING_URL)) in stderr
+    assert "%s (%s.story)" % (MISSING_URL, story_name(MISSING_URL)) in stderr
     assert "holds 4 .story files, See's make_datafiles.py expects 92579 (92575 missing)" in stderr
     assert "wrote 6/6 stories" in stderr
 
@@ -313,17 +219,19 @@ def test_corpus_record_names_the_ptb_tokenizer_lowercased(jar_build):
 
 
 def test_story_files_are_named_by_sha1_of_the_url():
-    assert cd.hashhex(SENATE_URL) == _sha1(SENATE_URL)
+    assert cd.hashhex(SENATE_URL) == story_name(SENATE_URL)
     sources = [
-        cd.StorySource("cnn", "/c", frozenset({_sha1(SENATE_URL) + ".story"})),
+        cd.StorySource("cnn", "/c", frozenset({story_name(SENATE_URL) + ".story"})),
         cd.StorySource(
-            "dm", "/d", frozenset({_sha1(SENATE_URL) + ".story", _sha1(CAFE_URL) + ".story"})
+            "dm",
+            "/d",
+            frozenset({story_name(SENATE_URL) + ".story", story_name(CAFE_URL) + ".story"}),
         ),
     ]
     paths, missing = cd.resolve_stories([CAFE_URL, SENATE_URL, MISSING_URL], sources)
     assert paths == [
-        os.path.join("/d", _sha1(CAFE_URL) + ".story"),
-        os.path.join("/c", _sha1(SENATE_URL) + ".story"),
+        os.path.join("/d", story_name(CAFE_URL) + ".story"),
+        os.path.join("/c", story_name(SENATE_URL) + ".story"),
     ]
     assert missing == [MISSING_URL]
 
@@ -374,7 +282,7 @@ def test_strict_counts_stops_on_counts_then_on_the_missing_story(corpus, tmp_pat
     with pytest.raises(cd.CnnDailymailError) as error:
         cd.build(*args, tokenizer=cd.PythonTokenizer(), strict_counts=True)
     assert "val: 1 of 2 URLs have no story in either stories folder" in str(error.value)
-    assert "%s (%s.story)" % (MISSING_URL, _sha1(MISSING_URL)) in str(error.value)
+    assert "%s (%s.story)" % (MISSING_URL, story_name(MISSING_URL)) in str(error.value)
     assert not (tmp_path / "out").exists()
 
 
@@ -384,7 +292,7 @@ def test_missing_urls_are_listed_then_counted():
         cd.report_missing("train", urls, 10, strict=True)
     message = str(error.value)
     assert "train: 7 of 10 URLs have no story" in message
-    assert "%s (%s.story)" % (urls[4], _sha1(urls[4])) in message
+    assert "%s (%s.story)" % (urls[4], story_name(urls[4])) in message
     assert urls[5] not in message and "... and 2 more" in message
     cd.report_missing("train", urls, 10, strict=False)  # a warning only
 
@@ -453,7 +361,7 @@ def test_tokenizers_agree_on_the_fixture_except_the_documented_difference(tmp_pa
     paths = []
     for index, text in enumerate(list(STORIES.values()) + [text for text, _ in TOKENIZER_TABLE]):
         path = tmp_path / ("%d.story" % index)
-        _write(path, text)
+        write_text(path, text)
         paths.append(str(path))
     jar_texts = cd.JarTokenizer().tokenize_files(paths)
     python_texts = cd.PythonTokenizer().tokenize_files(paths)
@@ -502,8 +410,8 @@ def test_chunks_stream_with_write_chunked_names_and_drop_stale_ones(python_build
     out_dir, _ = python_build
     full_path = os.path.join(out_dir, "train.bin")
     chunk_dir = tmp_path / "chunked"
-    _write(chunk_dir / "train_007.bin", "stale")
-    _write(chunk_dir / "val_000.bin", "other split")
+    write_text(chunk_dir / "train_007.bin", "stale")
+    write_text(chunk_dir / "val_000.bin", "other split")
     paths = summarization.write_chunks(
         read_bin_file(full_path), str(chunk_dir), "train", chunk_size=2
     )

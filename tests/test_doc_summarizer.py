@@ -12,11 +12,11 @@ import json
 import os
 import shutil
 
+import cnn_dailymail_corpus
 import doc_commands
+import duc2004_corpus
 import pytest
-import test_cnn_dailymail
-import test_duc2004
-import test_see_checkpoint
+import see_tf1
 from tensorboard.backend.event_processing import event_multiplexer
 
 from acvi_tf.formats.bin_files import read_bin_file
@@ -101,8 +101,8 @@ def _duc2004_chain(trained, cwd):
         ignore=shutil.ignore_patterns("decode_*"),
     )
     os.symlink(trained / "finished_files", cwd / "finished_files")
-    test_duc2004.write_tree(cwd / DUC_BUILD.flag("docs_dir"), test_duc2004.DOCUMENTS)
-    test_duc2004.write_tree(cwd / DUC_BUILD.flag("models_dir"), test_duc2004.MODELS)
+    duc2004_corpus.write_tree(cwd / DUC_BUILD.flag("docs_dir"), duc2004_corpus.DOCUMENTS)
+    duc2004_corpus.write_tree(cwd / DUC_BUILD.flag("models_dir"), duc2004_corpus.MODELS)
     _run(DUC_BUILD, cwd)
     assert _run(DUC_DECODE, cwd)["num_summaries"] == 3
     decoded = os.path.relpath(_one(cwd / "logs" / "acvi" / "decode_test_*"), cwd)
@@ -111,21 +111,21 @@ def _duc2004_chain(trained, cwd):
 
 
 def test_see_et_al_checkpoint_decodes_a_cnn_dailymail_build(tmp_path, monkeypatch):
-    raw = test_cnn_dailymail.make_corpus(tmp_path)
+    raw = cnn_dailymail_corpus.make_corpus(tmp_path)
     os.renames(raw["url_lists_dir"], tmp_path / CNN_DAILYMAIL.flag("url_lists_dir"))
     _run(CNN_DAILYMAIL, tmp_path)
     vocab = vocab_lib.Vocab(
         str(tmp_path / IMPORT.flag("vocab_path")), int(IMPORT.flag("vocab_size"))
     )
     # See et al.'s model at the sizes the command gives, over this vocabulary
-    monkeypatch.setattr(test_see_checkpoint, "V", vocab.size())
-    monkeypatch.setattr(test_see_checkpoint, "H", int(IMPORT.flag("hidden_dim")))
-    monkeypatch.setattr(test_see_checkpoint, "E", int(IMPORT.flag("emb_dim")))
+    monkeypatch.setattr(see_tf1, "V", vocab.size())
+    monkeypatch.setattr(see_tf1, "H", int(IMPORT.flag("hidden_dim")))
+    monkeypatch.setattr(see_tf1, "E", int(IMPORT.flag("emb_dim")))
     tf1_checkpoint = IMPORT.flag("tf1_checkpoint")
     os.makedirs(tmp_path / os.path.dirname(tf1_checkpoint))
-    test_see_checkpoint.write_tf1_checkpoint(
+    see_tf1.write_tf1_checkpoint(
         tmp_path / tf1_checkpoint,
-        test_see_checkpoint.original_arrays("1.2.1", coverage=True),
+        see_tf1.original_arrays("1.2.1", coverage=True),
         step=int(tf1_checkpoint.rsplit("-", 1)[1]),
     )
     _run(IMPORT, tmp_path)
