@@ -18,6 +18,7 @@ import tensorflow as tf
 
 from acvi_tf.contexts import context as context_lib
 from acvi_tf.contexts import kl_schedule
+from acvi_tf.training import losses as seq_losses
 from acvi_tf.training import objective
 
 # log of probabilities below this is taken at this value: a gold word with no copy mass
@@ -39,12 +40,6 @@ def mask_and_avg(values: tf.Tensor, padding_mask: tf.Tensor) -> tf.Tensor:
     padding_mask = tf.cast(padding_mask, values.dtype)
     lengths = tf.reduce_sum(padding_mask, axis=1)
     return tf.math.divide_no_nan(tf.reduce_sum(values * padding_mask, axis=1), lengths)
-
-
-def token_mean(values: tf.Tensor, padding_mask: tf.Tensor) -> tf.Tensor:
-    """``sequence_loss``'s default: the mean over all real tokens of the batch."""
-    padding_mask = tf.cast(padding_mask, values.dtype)
-    return tf.math.divide_no_nan(tf.reduce_sum(values * padding_mask), tf.reduce_sum(padding_mask))
 
 
 def copy_mass(attn: tf.Tensor, enc_batch_extend_vocab: tf.Tensor, ids: tf.Tensor) -> tf.Tensor:
@@ -188,7 +183,7 @@ def compute_losses(
 
     def normalise(values):
         if not pointer_gen:
-            return token_mean(values, mask)
+            return seq_losses.token_mean(values, mask)
         per_example = context_lib.average_over_samples(mask_and_avg(values, mask), num_samples)
         return tf.reduce_mean(per_example)
 

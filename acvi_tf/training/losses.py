@@ -2,7 +2,8 @@
 
 ``sequence_loss`` is tensorflow/nmt's objective, also arctic-capgen-vid's (the NLL of each
 target sequence summed over its tokens, averaged over the batch); the pointer-generator
-keeps See's per-token mean in ``pointer_generator.losses``.
+keeps See's per-example mean in ``pointer_generator.losses``; ``token_mean`` is the
+mean over a batch's real tokens (the summarizer's baseline loss, the logged per-token terms).
 """
 
 import math
@@ -13,6 +14,16 @@ import tensorflow as tf
 # Perplexities are capped at e^88 (1.7e38), inside float32: a diverging run reaches its NaN
 # guard instead of an overflow in tf.summary.
 MAX_LOG_PERPLEXITY = 88.0
+
+
+def token_mean(values: tf.Tensor, mask: Optional[tf.Tensor] = None) -> tf.Tensor:
+    """The mean of [B, T] ``values`` over the real (``mask`` 1) steps of the batch, a
+    float32 scalar (0 where none is real); ``mask`` None: over every step."""
+    values = tf.cast(values, tf.float32)
+    if mask is None:
+        return tf.reduce_mean(values)
+    mask = tf.cast(mask, tf.float32)
+    return tf.math.divide_no_nan(tf.reduce_sum(values * mask), tf.reduce_sum(mask))
 
 
 def per_sequence(values: tf.Tensor, lengths: tf.Tensor) -> tf.Tensor:

@@ -76,7 +76,7 @@ def context_terms(
         kl=normalise(out["kl"]),
         kl_z=tf.constant(0.0),
         kl_factor=kl_terms.factor(step),
-        kl_per_token=_per_real_step(out["kl"], mask),
+        kl_per_token=losses.token_mean(out["kl"], mask),
     )
     if context_layer is None:
         return kl_terms.term(out["kl"], step, normalise, 0.0, mask), logs
@@ -88,15 +88,6 @@ def context_terms(
         loss += kl_terms.term(kl_z, step, per_example)
         logs["kl_z"] = per_example(kl_z)
     return loss, logs
-
-
-def _per_real_step(values: tf.Tensor, mask: Optional[tf.Tensor]) -> tf.Tensor:
-    """The mean of [B, T] ``values`` over the real (``mask`` 1) steps; None: all."""
-    values = tf.cast(values, tf.float32)
-    if mask is None:
-        return tf.reduce_mean(values)
-    mask = tf.cast(mask, tf.float32)
-    return tf.reduce_sum(values * mask) / tf.maximum(tf.reduce_sum(mask), 1.0)
 
 
 def with_context_terms(
@@ -124,7 +115,7 @@ def with_context_terms(
       the negative ELBO per token where the mechanism's weight-1 objective is one.
     """
     terms, logs = context_terms(out, step, normalise, context_layer, kl_terms, per_example, mask)
-    logs["nll_per_token"] = _per_real_step(out["token_nll"], mask)
+    logs["nll_per_token"] = losses.token_mean(out["token_nll"], mask)
     return data_loss + terms, logs
 
 
