@@ -116,8 +116,8 @@ MUTANTS: List[Mutant] = [
     Mutant(
         "beam_search",
         "acvi_tf/inference/beam_search.py",
-        "        score = _normalize(stop_total, t + 1, self.length_normalization, self.gnmt_alpha)",
-        "        score = _normalize(stop_total, t, self.length_normalization, self.gnmt_alpha)",
+        "        score = _normalize(stop_total, t + 1, normalization, settings.gnmt_alpha)",
+        "        score = _normalize(stop_total, t, normalization, settings.gnmt_alpha)",
         ("tests/test_decoding.py", "tests/test_gnmt_beam_search.py"),
     ),
     # (5) The checkpoint index rebuild: the newest readable checkpoint left off the index.

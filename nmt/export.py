@@ -4,9 +4,11 @@
 whose graph holds the whole path of ``nmt.translate``: the corpus's ``tftext``
 tokenisation (``acvi_tf.text.graph_tokenizer``), its BPE segmentation when it has one
 (``acvi_tf.text.graph_bpe``, equal to subword-nmt's), the source vocabulary lookup, the run's
-greedy or GNMT beam search with its best weights (``--infer_mode``, ``--beam_width`` and
-``--length_penalty_weight`` change it), and the target words joined by spaces (``@@``
-markers removed). Its signatures:
+greedy, sampled or GNMT beam search with its best weights (``--infer_mode``,
+``--beam_width``, ``--length_penalty_weight``, ``--sampling_temperature`` and ``--seed``
+change it; a sampling export draws with one seed, so a batch gives the same samples at
+every call), and the target words joined by spaces (``@@`` markers removed). Its
+signatures:
 
 - ``serving_default``: ``sentences`` [B] string -> ``translations`` [B] string,
   ``scores`` [B] float32 (the search's score). An empty sentence gives "".
@@ -82,7 +84,7 @@ class ServedTranslator(tf.Module):
         # padded with </s> to the longest source, one column at least (data.infer_dataset)
         width = tf.maximum(tf.reduce_max(tf.concat([src_len, [0]], 0)), 1)
         src = ids.to_tensor(nmt_text.EOS_ID, shape=tf.stack([tf.shape(sentences)[0], width]))
-        out = self._search(src, src_len)
+        out = self._search(dict(src=src, src_len=src_len))
         translations = export_lib.join_words(tf.gather(self._tgt_words, out["ids"]), out["lengths"])
         if self._bpe_ranks is not None:
             translations = tf.strings.regex_replace(translations, "@@( |$)", "")

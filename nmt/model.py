@@ -212,7 +212,7 @@ class NMTModel(keras.Model):
     probability_scores = False
 
     def start(
-        self, inputs: Dict[str, tf.Tensor], training: bool = False
+        self, inputs: Dict[str, tf.Tensor], *, training: bool = False
     ) -> Tuple[Dict[str, Any], Dict[str, Any]]:
         """Runs the encoder on ``inputs`` (``src`` [B, S], ``src_len`` [B]); returns the
         per-batch constants and the initial state (``decoding.DecodingModel``)."""
@@ -307,7 +307,7 @@ class NMTModel(keras.Model):
           ``PreparedMemory``) and, when the batch holds ``tgt_out``, ``token_nll``
           [B, T] (the per-step loss of the gold words, ``ContextLayer.token_losses``).
         """
-        constants, state = self.start(batch, training)
+        constants, state = self.start(batch, training=training)
         tgt_emb = self.tgt_embedding(batch["tgt_in"])
 
         def step(y_t, state, prepared_t):

@@ -1,4 +1,4 @@
-"""Batched greedy or beam-search translation with an ``NMTModel``."""
+"""Batched greedy, sampled or beam-search translation with an ``NMTModel``."""
 
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -6,8 +6,11 @@ import numpy as np
 import tensorflow as tf
 
 from acvi_tf.formats import nmt_text
-from acvi_tf.inference import beam_search, decoding, gnmt_beam_search, greedy_search
+from acvi_tf.inference import decoding
 from nmt import data
+
+# tensorflow/nmt's --infer_mode values and the search strategy each names.
+INFER_MODES = {"beam_search": "gnmt_beam", "greedy": "greedy", "sample": "sample"}
 
 # Under XLA, source batches are padded to a multiple of this many tokens: one compiled
 # program per multiple (and per batch size) rather than one per longest sentence.
@@ -15,20 +18,23 @@ XLA_LENGTH_MULTIPLE = 16
 
 
 class Translator:
-    """Batched greedy or beam-search translation with an ``NMTModel``.
+    """Batched greedy, sampled or beam-search translation with an ``NMTModel``.
 
     Args:
       model: a built ``NMTModel``.
       tgt_vocab: the target ``data.Vocab``.
-      infer_mode: ``"beam_search"`` or ``"greedy"``.
-      beam_width: hypotheses kept per sentence.
-      length_penalty_weight: alpha of the GNMT length penalty.
+      infer_mode: tensorflow/nmt's: ``"beam_search"`` (its beam search), ``"greedy"``
+        or ``"sample"`` (``INFER_MODES``).
+      beam_width: hypotheses kept per sentence (beam search).
+      length_penalty_weight: alpha of the GNMT length penalty (beam search).
       jit_compile: compile the search with XLA (build the model with ``jit_compile`` too).
         Batches are padded to a multiple of ``XLA_LENGTH_MULTIPLE`` tokens; the step limit
         stays tensorflow/nmt's twice the longest source, so translations do not change.
+      sampling_temperature: the softmax temperature of ``"sample"``.
+      random_seed: the seed of ``"sample"``'s draws.
 
     Attributes:
-      search: the compiled search, ``(src [B, S] int32, src_len [B]) -> {ids, lengths,
+      search: the compiled search, ``{src [B, S] int32, src_len [B]} -> {ids, lengths,
         scores}``.
     """
 
@@ -40,53 +46,50 @@ class Translator:
         beam_width: int,
         length_penalty_weight: float,
         jit_compile: bool = False,
+        sampling_temperature: float = 1.0,
+        random_seed: int = 0,
     ) -> None:
         self.model = model
         self.tgt_vocab = tgt_vocab
         self.length_multiple = XLA_LENGTH_MULTIPLE if jit_compile else 1
-        signature = [tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None], tf.int32)]
+        signature = dict(
+            src=tf.TensorSpec([None, None], tf.int32), src_len=tf.TensorSpec([None], tf.int32)
+        )
 
-        @tf.function(input_signature=signature, autograph=False, jit_compile=jit_compile or None)
-        def translate(src, src_len):
-            constants, state = model.start(dict(src=src, src_len=src_len))
-            # The output width follows the padded shape (a compile-time constant under
-            # XLA); the search stops at tensorflow/nmt's limit, twice the longest source.
-            max_steps = 2 * tf.shape(src)[1]
-            step_limit = 2 * tf.reduce_max(src_len)
-            batch = tf.shape(src)[0]
-            settings = decoding.SearchSettings(
-                max_steps,
-                nmt_text.SOS_ID,
-                nmt_text.EOS_ID,
-                beam_size=beam_width,
-                gnmt_alpha=length_penalty_weight,
-                step_limit=step_limit,
-            )
-            if infer_mode == "beam_search":
-                step = decoding.model_step(model, decoding.tile_beam(constants, beam_width))
-                return gnmt_beam_search.gnmt_beam_search(step, state, batch, settings)
-            step = decoding.model_step(model, constants)
-            return greedy_search.greedy_search(step, state, batch, settings)
+        def searched(name, record_extras=False):
+            def strategy_for(inputs):
+                # The output width follows the padded shape (a compile-time constant under
+                # XLA); the search stops at tensorflow/nmt's limit, twice the longest source.
+                return decoding.STRATEGIES[name](
+                    decoding.SearchSettings(
+                        2 * tf.shape(inputs["src"])[1],
+                        nmt_text.SOS_ID,
+                        nmt_text.EOS_ID,
+                        beam_size=beam_width if name == "gnmt_beam" else 1,
+                        gnmt_alpha=length_penalty_weight,
+                        record_extras=record_extras,
+                        step_limit=2 * tf.reduce_max(inputs["src_len"]),
+                        temperature=sampling_temperature,
+                        seed=random_seed,
+                    )
+                )
 
-        @tf.function(input_signature=signature, autograph=False)
-        def align(src, src_len):
-            constants, state = model.start(dict(src=src, src_len=src_len))
-            settings = decoding.SearchSettings(
-                2 * tf.reduce_max(src_len), nmt_text.SOS_ID, nmt_text.EOS_ID, record_extras=True
-            )
-            out = beam_search.beam_search(
-                decoding.model_step(model, constants), state, tf.shape(src)[0], settings
-            )
-            return dict(out, **decoding.posterior(model, constants, out["attn"]))
+            return strategy_for
 
-        @tf.function(input_signature=signature + signature[:1], autograph=False)
+        self.search = decoding.compile_decode(
+            model, searched(INFER_MODES[infer_mode]), signature, jit_compile
+        )
+        self._align = decoding.compile_decode(model, searched("greedy", True), signature)
+
+        @tf.function(
+            input_signature=[signature["src"], signature["src_len"], signature["src"]],
+            autograph=False,
+        )
         def force(src, src_len, tgt_in):
             out = model(dict(src=src, src_len=src_len, tgt_in=tgt_in), training=False)
             prepared = dict(prepared=out.get("prepared"))
             return dict(attn=out["attn"], **decoding.posterior(model, prepared, out["attn"]))
 
-        self.search = translate
-        self._align = align
         self._force = force
 
     def alignment(
@@ -117,7 +120,7 @@ class Translator:
         """
         batch = next(iter(data.infer_dataset([src_line], src_vocab, 1)))
         if translation is None:
-            out = self._align(batch["src"], batch["src_len"])
+            out = self._align(dict(src=batch["src"], src_len=batch["src_len"]))
             out = {k: v.numpy()[0] for k, v in out.items()}
             length = int(out["lengths"])
             words = self.tgt_vocab.decode(out["ids"][:length].tolist())
@@ -145,7 +148,7 @@ class Translator:
         for batch in data.infer_dataset(
             src_lines, src_vocab, batch_size, length_multiple=self.length_multiple
         ):
-            out = self.search(batch["src"], batch["src_len"])
+            out = self.search(dict(src=batch["src"], src_len=batch["src_len"]))
             for ids, length in zip(out["ids"].numpy(), out["lengths"].numpy()):
                 outputs.append(" ".join(self.tgt_vocab.decode(ids[:length].tolist())))
             if progress:

@@ -1,7 +1,7 @@
 """Decoding with a trained pointer-generator: batched beam search, output files, ROUGE.
 
-``Summarizer.decode`` runs ``acvi_tf.inference.beam_search.beam_search`` on many articles in one
-compiled call. ``decode_single_pass`` writes See et al.'s folder
+``Summarizer.decode`` runs See et al.'s beam search (``acvi_tf.inference.beam_search``)
+on many articles in one compiled call. ``decode_single_pass`` writes See et al.'s folder
 ``decode_{split}_{E}maxenc_{B}beam_{m}mindec_{M}maxdec_ckpt-N/`` with ``reference/`` and
 ``decoded/`` (``%06d_reference.txt`` / ``%06d_decoded.txt``, one sentence per line; a
 decoded summary is split after every "." token) and scores it with ROUGE-1.5.5,
@@ -27,7 +27,7 @@ from absl import logging
 from acvi_tf import files
 from acvi_tf import progress as progress_lib
 from acvi_tf.formats import see_vocab
-from acvi_tf.inference import beam_search, decoding
+from acvi_tf.inference import decoding
 from acvi_tf.inference import report as report_lib
 from acvi_tf.inference.folders import DecodeFolderError, refuse_finished
 from acvi_tf.metrics import copying
@@ -81,8 +81,7 @@ class Summarizer:
         self.stop_id = vocab.word2id(see_vocab.STOP_DECODING)
         signature = {name: batcher_lib.BATCH_SIGNATURE[name] for name in DECODE_FIELDS}
 
-        def search(batch, record):
-            constants, state = model.start(batch, initial_state_attention, coverage_on)
+        def compiled(record):
             settings = decoding.SearchSettings(
                 max_dec_steps,
                 self.start_id,
@@ -95,23 +94,14 @@ class Summarizer:
                 record_extras=record,
                 shrink=not jit_compile,
             )
-            out = beam_search.beam_search(
-                decoding.model_step(model),
-                state,
-                tf.shape(batch["enc_batch"])[0],
-                settings,
-                constants=constants,
-            )
-            if not record:
-                return out
-            return dict(out, **decoding.posterior(model, constants, out["attn"]))
-
-        def compiled(record):
-            return tf.function(
-                lambda batch: search(batch, record),
-                input_signature=[signature],
-                jit_compile=jit_compile or None,
-                autograph=False,
+            return decoding.compile_decode(
+                model,
+                lambda inputs: decoding.STRATEGIES["see_beam"](settings),
+                signature,
+                jit_compile,
+                start_options=dict(
+                    initial_state_attention=initial_state_attention, coverage_on=coverage_on
+                ),
             )
 
         self.search = compiled(record_attention)

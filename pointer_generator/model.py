@@ -321,6 +321,7 @@ class PointerGenerator(keras.Model):
     def start(
         self,
         inputs: Dict[str, tf.Tensor],
+        *,
         initial_state_attention: bool = True,
         coverage_on: bool = False,
     ) -> Tuple[Dict[str, Any], Dict[str, tf.Tensor]]:

@@ -112,6 +112,7 @@ class TransformerSummarizer(keras.Model):
     def start(
         self,
         inputs: Dict[str, tf.Tensor],
+        *,
         initial_state_attention: bool = True,
         coverage_on: bool = False,
     ) -> Tuple[Any, Any]:

@@ -17,7 +17,7 @@ import tensorflow as tf
 
 from acvi_tf.compat import keras
 from acvi_tf.contexts import context, registry
-from acvi_tf.inference import beam_search, decoding
+from acvi_tf.inference import decoding
 from video_caption import data as vc_data
 
 # Small sizes for the mechanisms' own networks and a seed for those that draw; everything
@@ -69,17 +69,12 @@ def _loss(model, batch, step=0, training=True):
 
 
 def _beam(host, model, batch, beam_size=2, max_steps=4):
-    """Beam search of the batch through the shared decoding protocol (``start``,
-    ``decode_step``, ``probability_scores``; the summarizer's batch has one article OOV
-    and decodes with coverage)."""
+    """Beam search of the batch through the shared decoding protocol (``start(inputs)``,
+    ``decode_step``, ``probability_scores``, run by ``decoding.decode``; the summarizer's
+    batch has one article OOV and decodes with coverage, its start's switch)."""
     assert isinstance(model, decoding.DecodingModel)
-    if host == "summarizer":
-        constants, state = model.start(dict(batch, max_art_oovs=1), coverage_on=True)
-        start_stop = (2, 3)  # [START], [STOP] in See's vocabulary
-    else:
-        constants, state = model.start(batch)
-        start_stop = (1, 2) if host == "nmt" else (vc_data.BOS_ID, vc_data.EOS_ID)
-    step = decoding.model_step(model, decoding.tile_beam(constants, beam_size))
+    start_stop = {"summarizer": (2, 3), "nmt": (1, 2)}.get(host, (vc_data.BOS_ID, vc_data.EOS_ID))
+    summarizer = host == "summarizer"
     settings = decoding.SearchSettings(
         max_steps,
         *start_stop,
@@ -87,7 +82,12 @@ def _beam(host, model, batch, beam_size=2, max_steps=4):
         min_steps=1,
         probabilities=model.probability_scores,
     )
-    return beam_search.beam_search(step, state, 2, settings)
+    return decoding.decode(
+        model,
+        decoding.STRATEGIES["see_beam"](settings),
+        dict(batch, max_art_oovs=1) if summarizer else batch,
+        dict(coverage_on=True) if summarizer else None,
+    )
 
 
 def _has_kl(layer):

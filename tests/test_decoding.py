@@ -5,7 +5,8 @@ import pytest
 import tensorflow as tf
 from inputs import START, STOP, FakeDecoder, S, W
 
-from acvi_tf.inference import beam_search, decoding, greedy_search
+from acvi_tf.inference import beam_search, decoding, greedy_search, sampling
+from acvi_tf.inference import search as search_lib
 
 
 def see_beam_search(decoder, init_state, beam_size, max_steps, min_steps):
@@ -251,7 +252,7 @@ def test_shrinking_the_live_batch_gives_the_unshrunk_search():
             constants=constants,
         )
 
-    tiled = decoding.tile_beam(stop_bias, 3)
+    tiled = search_lib.tile_beam(stop_bias, 3)
     plain = search(states)
     constants = dict(stop_bias=stop_bias, unused=None)
     rows_seen.clear()
@@ -274,3 +275,81 @@ def test_shrinking_the_live_batch_gives_the_unshrunk_search():
         # against one-at-a-time decoding
         for name in ("scores", "state_norm"):
             np.testing.assert_allclose(out[name], plain[name], rtol=1e-6, err_msg=name)
+
+
+def _fixed_step(log_probs):
+    """A step that gives every row the same log-probabilities [W], whatever it is fed."""
+    table = tf.constant(log_probs, tf.float32)
+
+    def step(tokens, state, t):
+        del t
+        return tf.tile(table[tf.newaxis], [tf.shape(tokens)[0], 1]), state, {}
+
+    return step
+
+
+@pytest.mark.parametrize("temperature, xla", [(0.5, False), (2.0, False), (2.0, True)])
+def test_sampling_draws_from_the_tempered_distribution(temperature, xla):
+    # XLA's random numbers are another generator's: other draws, the same distribution
+    logits = np.random.default_rng(7).normal(size=W) * 1.5
+    log_probs = logits - np.logaddexp.reduce(logits)
+    rows = 40_000
+    settings = decoding.SearchSettings(1, START, STOP, temperature=temperature, seed=3)
+    strategy = sampling.SamplingStrategy(settings)
+    search = tf.function(search_lib.search, jit_compile=True) if xla else search_lib.search
+    out = search(strategy, _fixed_step(log_probs), tf.zeros([rows, 1]), rows)
+    first = np.where(out["lengths"].numpy() > 0, out["ids"][:, 0].numpy(), STOP)
+    tempered = np.exp(log_probs / temperature - np.logaddexp.reduce(log_probs / temperature))
+    found = np.bincount(first, minlength=W) / rows
+    spread = np.sqrt(tempered * (1 - tempered) / rows)
+    assert np.all(np.abs(found - tempered) < 5 * spread + 1e-9), (found, tempered)
+    # a path's score is the model's (untempered) log-probability of its tokens
+    drawn = out["lengths"].numpy() > 0
+    np.testing.assert_allclose(out["scores"].numpy()[drawn], log_probs[first[drawn]], rtol=1e-5)
+    np.testing.assert_array_equal(out["scores"].numpy()[~drawn], 0.0)
+
+
+def test_sampling_is_seeded_the_same_eagerly_and_in_a_graph():
+    decoder = FakeDecoder(seed=21, stop_bias=-1.0)
+    states = tf.constant(_states(8, seed=21))
+
+    def draw(seed):
+        strategy = sampling.SamplingStrategy(decoding.SearchSettings(7, START, STOP, seed=seed))
+        return search_lib.search(strategy, decoder.step_tf, states, 8)
+
+    eager = draw(5)
+    traced = tf.function(draw)(5)
+    np.testing.assert_array_equal(traced["ids"], eager["ids"])
+    np.testing.assert_allclose(traced["scores"], eager["scores"], rtol=1e-5)
+    assert not np.array_equal(draw(6)["ids"], eager["ids"])
+    greedy = greedy_search.greedy_search(
+        decoder.step_tf, states, 8, decoding.SearchSettings(7, START, STOP)
+    )
+    assert not np.array_equal(greedy["ids"], eager["ids"])  # it does not take the argmax
+
+
+def test_greedy_search_records_the_extras_of_the_beam_of_one():
+    # both keep one hypothesis, the most likely token at each step: the same path
+    decoder = FakeDecoder(seed=9)
+    states = tf.constant(_states(5, seed=9))
+    settings = decoding.SearchSettings(8, START, STOP, record_extras=True)
+    greedy = greedy_search.greedy_search(decoder.step_tf, states, 5, settings)
+    beam = beam_search.beam_search(decoder.step_tf, states, 5, settings)
+    np.testing.assert_array_equal(greedy["ids"], beam["ids"])
+    for i, length in enumerate(greedy["lengths"].numpy()):
+        np.testing.assert_allclose(
+            greedy["state_norm"][i, :length], beam["state_norm"][i, :length], rtol=1e-6
+        )
+
+
+def test_strategies_refuse_settings_they_cannot_keep():
+    settings = decoding.SearchSettings(4, START, STOP, beam_size=3)
+    for name in ("greedy", "sample"):
+        with pytest.raises(ValueError, match="beam_size=1"):
+            decoding.STRATEGIES[name](settings)
+    with pytest.raises(ValueError, match="temperature > 0"):
+        decoding.STRATEGIES["sample"](decoding.SearchSettings(4, START, STOP, temperature=0.0))
+    with pytest.raises(ValueError, match="record_extras=False"):
+        decoding.STRATEGIES["gnmt_beam"](
+            decoding.SearchSettings(4, START, STOP, beam_size=2, record_extras=True)
+        )

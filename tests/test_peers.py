@@ -38,7 +38,7 @@ def test_the_tfa_model_gives_our_loss_and_translations():
     np.testing.assert_allclose(peer.loss(batch), ours, rtol=1e-6)
     src, src_len = batch["src"], batch["src_len"]
     translations = translator_lib.Translator(model, None, "beam_search", 4, 1.0).search(
-        src, src_len
+        dict(src=src, src_len=src_len)
     )
     assert peers.identical_translations(translations, peer.beam_search(src, src_len, 4, 1.0)) == (
         3,

@@ -129,7 +129,7 @@ def test_nmt_beam_search_equals_the_beam_search_decoder(beam_width, alpha):
             np.arange(6)[None] < src_len[:, None], rng.integers(3, 10, (4, 6)), nmt_text.EOS_ID
         ).astype(np.int32)
         ours = translator_lib.Translator(model, None, "beam_search", beam_width, alpha).search(
-            tf.constant(src), tf.constant(src_len)
+            dict(src=tf.constant(src), src_len=tf.constant(src_len))
         )
         constants, state = model.start(dict(src=tf.constant(src), src_len=tf.constant(src_len)))
         tiled = tf.nest.map_structure(

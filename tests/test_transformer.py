@@ -87,7 +87,7 @@ def test_learns_to_copy_and_decodes_with_the_shared_translator():
     assert float(loss) < 0.2
     src = rng.integers(3, V, (4, 5)).astype(np.int32)
     out = translator_lib.Translator(model, Vocab(), "beam_search", 3, 0.0).search(
-        tf.constant(src), tf.fill([4], 5)
+        dict(src=tf.constant(src), src_len=tf.fill([4], 5))
     )
     copied = [out["ids"][i, : out["lengths"][i]].numpy().tolist() for i in range(4)]
     assert sum(c == s.tolist() for c, s in zip(copied, src)) >= 3

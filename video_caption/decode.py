@@ -2,7 +2,7 @@
 
 arctic-capgen-vid decodes with beam 5 up to 50 words and keeps the finished hypothesis of
 lowest total negative log-likelihood, with no length normalisation; that is the default
-here (``length_normalization="none"``). The beam itself is ``acvi_tf.inference.decoding``'s.
+here (``length_normalization="none"``). The beam itself is ``acvi_tf.inference.beam_search``'s.
 """
 
 from typing import Any, Callable, Dict, List, Optional, Tuple
@@ -10,7 +10,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import numpy as np
 import tensorflow as tf
 
-from acvi_tf.inference import beam_search, decoding
+from acvi_tf.inference import decoding
 from video_caption import data
 
 
@@ -24,11 +24,12 @@ class CaptionDecoder:
       max_length: most words per caption.
       length_normalization: ``"none"`` (arctic-capgen-vid), ``"average"`` or ``"gnmt"``.
       jit_compile: compile the search with XLA (build the model with ``jit_compile`` too);
-        one program per batch size, as every clip has the same number of frames.
+        one program per batch size, as every clip has the same number of frames. Without
+        it, the clips whose search has ended leave the loop (``SearchSettings.shrink``).
 
     Attributes:
-      search: the compiled beam search, ``(features [B, K, D], num_frames [B]) ->
-        beam_search's dict`` with the attention.
+      search: the compiled beam search, ``{features [B, K, D], num_frames [B]} ->
+        decoding.decode's dict`` with the attention.
     """
 
     def __init__(
@@ -42,28 +43,25 @@ class CaptionDecoder:
     ) -> None:
         self.model = model
         self.vocab = vocab
-        signature = [tf.TensorSpec([None, None, None], tf.float32), tf.TensorSpec([None], tf.int32)]
-
-        @tf.function(input_signature=signature, autograph=False, jit_compile=jit_compile or None)
-        def search(features, num_frames):
-            constants, state = model.start(dict(features=features, num_frames=num_frames))
-            settings = decoding.SearchSettings(
-                max_length,
-                data.BOS_ID,
-                data.EOS_ID,
-                beam_size=beam_size,
-                length_normalization=length_normalization,
-                probabilities=model.probability_scores,
-                record_extras=True,
-            )
-            return beam_search.beam_search(
-                decoding.model_step(model, decoding.tile_beam(constants, beam_size)),
-                state,
-                tf.shape(features)[0],
-                settings,
-            )
-
-        self.search = search
+        settings = decoding.SearchSettings(
+            max_length,
+            data.BOS_ID,
+            data.EOS_ID,
+            beam_size=beam_size,
+            length_normalization=length_normalization,
+            probabilities=model.probability_scores,
+            record_extras=True,
+            shrink=not jit_compile,
+        )
+        self.search = decoding.compile_decode(
+            model,
+            lambda inputs: decoding.STRATEGIES["see_beam"](settings),
+            dict(
+                features=tf.TensorSpec([None, None, None], tf.float32),
+                num_frames=tf.TensorSpec([None], tf.int32),
+            ),
+            jit_compile,
+        )
 
     def caption(
         self, features: tf.Tensor, num_frames: tf.Tensor
@@ -77,7 +75,7 @@ class CaptionDecoder:
           A list of ``(words, attention [len(words), K])`` per clip: row t is the
           attention of the step that produced word t.
         """
-        out = self.search(features, num_frames)
+        out = self.search(dict(features=features, num_frames=num_frames))
         results = []
         for ids, length, attn in zip(
             out["ids"].numpy(), out["lengths"].numpy(), out["attn"].numpy()

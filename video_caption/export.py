@@ -98,7 +98,7 @@ class ServedCaptioner(tf.Module):
         ``attention``."""
         features, num_frames = self.features(frames, frame_counts)
         # a clip of no frames reads one zero frame (its caption is dropped)
-        out = self._search(features, tf.maximum(num_frames, 1))
+        out = self._search(dict(features=features, num_frames=tf.maximum(num_frames, 1)))
         ids = out["ids"]
         steps = tf.range(tf.shape(ids)[1])[tf.newaxis]
         keep = tf.logical_and(

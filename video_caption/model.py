@@ -99,7 +99,7 @@ class Captioner(keras.Model):
     probability_scores = False
 
     def start(
-        self, inputs: Dict[str, tf.Tensor], training: bool = False
+        self, inputs: Dict[str, tf.Tensor], *, training: bool = False
     ) -> Tuple[Dict[str, Any], Dict[str, tf.Tensor]]:
         """Encodes the frames (``decoding.DecodingModel``).
 
@@ -203,7 +203,7 @@ class Captioner(keras.Model):
           ``token_nll`` [B, T] (the per-step loss of the gold words,
           ``ContextLayer.token_losses``).
         """
-        constants, state = self.start(batch, training)
+        constants, state = self.start(batch, training=training)
         emb = self.embedding(batch["caption_in"])
 
         def step(y_t, state, prepared_t):

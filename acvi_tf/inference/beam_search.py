@@ -1,4 +1,4 @@
-"""See et al.'s beam search (``SeeStrategy``) on ``decoding.search``, the driver.
+"""See et al.'s beam search (``SeeStrategy``) on ``search.search``, the driver.
 
 ``beam_search`` reproduces See et al.'s ``beam_search.py`` for many inputs at once inside
 one ``tf.while_loop``:
@@ -21,13 +21,14 @@ over the number of tokens including [START]), ``"gnmt"`` (Wu et al. 2016: over
 ``((5 + length) / 6) ** alpha``), or ``"none"``.
 """
 
-from typing import Any, Callable, Dict, Optional, Tuple, Union
+from typing import Any, Callable, Dict, NamedTuple, Tuple, Union
 
 import tensorflow as tf
 
-from acvi_tf.inference.decoding import (
+from acvi_tf.inference.search import (
     SearchSettings,
     cut_at_stop,
+    empty_history,
     parent_rows,
     search,
     top_k_log,
@@ -54,6 +55,23 @@ def _where_rows(row_mask, old, new):
     return tf.where(mask, old, new)
 
 
+class SeeBeam(NamedTuple):
+    """See's search variables, [B, ...] per input: the live hypotheses (``seq`` [B, K, T],
+    their total log-probabilities, which of the K exist, their recorded extras), the
+    results (their tokens, normalised scores and extras, how many of the K slots are
+    filled) and ``done``."""
+
+    seq: tf.Tensor
+    alive_logp: tf.Tensor
+    alive_valid: tf.Tensor
+    alive_extras: Dict[str, tf.Tensor]
+    fin_seq: tf.Tensor
+    fin_score: tf.Tensor
+    fin_extras: Dict[str, tf.Tensor]
+    fin_count: tf.Tensor
+    done: tf.Tensor
+
+
 class SeeStrategy:
     """See et al.'s selection (``beam_search``'s): each live hypothesis proposes its
     ``width`` best tokens; a candidate ending in [STOP] becomes a result (after
@@ -61,48 +79,36 @@ class SeeStrategy:
     live hypothesis is done and frozen; its answer is its best normalised result.
 
     Args:
-      beam_size, stop_id, min_steps, length_normalization, gnmt_alpha,
-        candidates_per_hypothesis, probabilities: as ``SearchSettings``'.
+      settings: the search's; it reads ``beam_size``, ``stop_id``, ``min_steps``,
+        ``length_normalization``, ``gnmt_alpha``, ``candidates_per_hypothesis`` and
+        ``probabilities`` beside what the driver reads.
+
+    Raises:
+      ValueError: an unknown ``length_normalization``.
     """
 
-    def __init__(
-        self,
-        beam_size: int,
-        stop_id: int,
-        min_steps: int = 0,
-        length_normalization: str = "average",
-        gnmt_alpha: float = 0.6,
-        candidates_per_hypothesis: Optional[int] = None,
-        probabilities: bool = False,
-    ) -> None:
-        if length_normalization not in LENGTH_NORMALIZATIONS:
+    def __init__(self, settings: SearchSettings) -> None:
+        if settings.length_normalization not in LENGTH_NORMALIZATIONS:
             raise ValueError(
                 "length_normalization must be one of %s, got %r"
-                % (LENGTH_NORMALIZATIONS, length_normalization)
+                % (LENGTH_NORMALIZATIONS, settings.length_normalization)
             )
-        self.beam_size = beam_size
-        self.stop_id = stop_id
-        self.min_steps = min_steps
-        self.length_normalization = length_normalization
-        self.gnmt_alpha = gnmt_alpha
-        self.candidates_per_hypothesis = candidates_per_hypothesis
-        self.probabilities = probabilities
+        self.settings = settings
 
-    def initial(
-        self, batch: Union[tf.Tensor, int], max_steps: Union[tf.Tensor, int], extras: Any
-    ) -> Dict[str, Any]:
-        """The beam and the results before the first step (``BeamStrategy.initial``)."""
-        k = self.beam_size
-        empty_extras = {
-            name: tf.zeros(tf.concat([[batch, k, max_steps], tf.shape(x)[1:]], 0), x.dtype)
-            for name, x in extras.items()
-        }
-        return dict(
-            seq=tf.fill([batch, k, max_steps], self.stop_id),
+    def initial(self, batch: Union[tf.Tensor, int], extras: Dict[str, tf.Tensor]) -> SeeBeam:
+        """The beam and the results before the first step (``SearchStrategy.initial``)."""
+        k, max_steps, stop_id = (
+            self.settings.beam_size,
+            self.settings.max_steps,
+            self.settings.stop_id,
+        )
+        empty_extras = empty_history(batch, k, max_steps, extras)
+        return SeeBeam(
+            seq=tf.fill([batch, k, max_steps], stop_id),
             alive_logp=tf.zeros([batch, k]),
             alive_valid=tf.tile(tf.range(k)[tf.newaxis] == 0, [batch, 1]),
             alive_extras=empty_extras,
-            fin_seq=tf.fill([batch, k, max_steps], self.stop_id),
+            fin_seq=tf.fill([batch, k, max_steps], stop_id),
             fin_score=tf.fill([batch, k], _NEG_INF),
             fin_extras=empty_extras,
             fin_count=tf.zeros([batch], tf.int32),
@@ -110,18 +116,23 @@ class SeeStrategy:
         )
 
     def select(
-        self, v: Dict[str, Any], scores: tf.Tensor, extras: Dict[str, tf.Tensor], t: tf.Tensor
-    ) -> Tuple[tf.Tensor, Dict[str, Any]]:
-        """See's walk over the step's candidates (``BeamStrategy.select``); a done input's
-        variables stay as they were."""
-        k, stop_id = self.beam_size, self.stop_id
-        batch = tf.shape(v["done"])[0]
-        width = self.candidates_per_hypothesis or 2 * k
+        self, v: SeeBeam, scores: tf.Tensor, extras: Dict[str, tf.Tensor], t: tf.Tensor
+    ) -> Tuple[tf.Tensor, SeeBeam]:
+        """See's walk over the step's candidates (``SearchStrategy.select``); a done
+        input's variables stay as they were."""
+        settings = self.settings
+        k, stop_id, normalization = (
+            settings.beam_size,
+            settings.stop_id,
+            settings.length_normalization,
+        )
+        batch = tf.shape(v.done)[0]
+        width = settings.candidates_per_hypothesis or 2 * k
         if scores.shape[-1] is not None:
             width = min(width, scores.shape[-1])
-        top_logp, top_ids = top_k_log(scores, width, self.probabilities)
-        total = v["alive_logp"][:, :, tf.newaxis] + tf.reshape(top_logp, [batch, k, width])
-        total = tf.where(v["alive_valid"][:, :, tf.newaxis], total, _NEG_INF)
+        top_logp, top_ids = top_k_log(scores, width, settings.probabilities)
+        total = v.alive_logp[:, :, tf.newaxis] + tf.reshape(top_logp, [batch, k, width])
+        total = tf.where(v.alive_valid[:, :, tf.newaxis], total, _NEG_INF)
         # All candidates of an input, best first; top_k keeps the lower index on ties,
         # as the original's stable sort keeps the order hypothesis-major, token-minor.
         cand_total, order = tf.math.top_k(tf.reshape(total, [batch, k * width]), k * width)
@@ -129,12 +140,12 @@ class SeeStrategy:
         valid = cand_total > _NEG_INF
         is_stop = tf.equal(cand_ids, stop_id)
         live = tf.logical_and(valid, tf.logical_not(is_stop))
-        stop_ok = tf.logical_and(tf.logical_and(valid, is_stop), t >= self.min_steps)
+        stop_ok = tf.logical_and(tf.logical_and(valid, is_stop), t >= settings.min_steps)
         # The walk looks at candidate i while fewer than K live hypotheses and fewer
         # than K results (counting earlier steps') were collected before it.
         live_before = tf.cumsum(tf.cast(live, tf.int32), axis=1, exclusive=True)
         stops_before = tf.cumsum(tf.cast(stop_ok, tf.int32), axis=1, exclusive=True)
-        walked = tf.logical_and(live_before < k, v["fin_count"][:, tf.newaxis] + stops_before < k)
+        walked = tf.logical_and(live_before < k, v.fin_count[:, tf.newaxis] + stops_before < k)
 
         def first_k(mask):
             """Candidate indices [B, K] of the first K True entries, and which exist."""
@@ -151,10 +162,10 @@ class SeeStrategy:
                 flat = tf.reshape(history, tf.concat([[batch * k], tf.shape(history)[2:]], 0))
                 return tf.reshape(tf.gather(flat, rows), tf.shape(history))
 
-            seq = write_step(from_parent(v["seq"]), t, tf.gather(cand_ids, indices, batch_dims=1))
+            seq = write_step(from_parent(v.seq), t, tf.gather(cand_ids, indices, batch_dims=1))
             extra = {
                 name: write_step(
-                    from_parent(v["alive_extras"][name]),
+                    from_parent(v.alive_extras[name]),
                     t,
                     tf.reshape(
                         tf.gather(value, rows), tf.concat([[batch, k], tf.shape(value)[1:]], 0)
@@ -171,9 +182,9 @@ class SeeStrategy:
         # slot j takes the (j - fin_count)-th new result, if there is one.
         stop_idx, stop_valid = first_k(tf.logical_and(stop_ok, walked))
         _, stop_seq, stop_extras, stop_total = extend(stop_idx)
-        source = tf.maximum(tf.range(k)[tf.newaxis] - v["fin_count"][:, tf.newaxis], 0)
+        source = tf.maximum(tf.range(k)[tf.newaxis] - v.fin_count[:, tf.newaxis], 0)
         new_result = tf.logical_and(
-            tf.range(k)[tf.newaxis] >= v["fin_count"][:, tf.newaxis],
+            tf.range(k)[tf.newaxis] >= v.fin_count[:, tf.newaxis],
             tf.gather(stop_valid, source, batch_dims=1),
         )
 
@@ -185,48 +196,49 @@ class SeeStrategy:
             )
             return tf.where(mask, moved, old)
 
-        score = _normalize(stop_total, t + 1, self.length_normalization, self.gnmt_alpha)
-        fin_count = v["fin_count"] + tf.reduce_sum(tf.cast(new_result, tf.int32), axis=1)
+        score = _normalize(stop_total, t + 1, normalization, settings.gnmt_alpha)
+        fin_count = v.fin_count + tf.reduce_sum(tf.cast(new_result, tf.int32), axis=1)
         done = tf.logical_or(fin_count >= k, tf.logical_not(tf.reduce_any(live_valid, 1)))
-        keep = v["done"]
-        new = dict(
-            seq=_where_rows(keep, v["seq"], alive_seq),
-            alive_logp=_where_rows(keep, v["alive_logp"], alive_logp),
-            alive_valid=_where_rows(keep, v["alive_valid"], live_valid),
+        keep = v.done
+        new = SeeBeam(
+            seq=_where_rows(keep, v.seq, alive_seq),
+            alive_logp=_where_rows(keep, v.alive_logp, alive_logp),
+            alive_valid=_where_rows(keep, v.alive_valid, live_valid),
             alive_extras={
-                n: _where_rows(keep, v["alive_extras"][n], alive_extras[n]) for n in alive_extras
+                n: _where_rows(keep, v.alive_extras[n], alive_extras[n]) for n in alive_extras
             },
-            fin_seq=_where_rows(keep, v["fin_seq"], place(v["fin_seq"], stop_seq)),
-            fin_score=_where_rows(keep, v["fin_score"], place(v["fin_score"], score)),
+            fin_seq=_where_rows(keep, v.fin_seq, place(v.fin_seq, stop_seq)),
+            fin_score=_where_rows(keep, v.fin_score, place(v.fin_score, score)),
             fin_extras={
-                n: _where_rows(keep, v["fin_extras"][n], place(v["fin_extras"][n], stop_extras[n]))
+                n: _where_rows(keep, v.fin_extras[n], place(v.fin_extras[n], stop_extras[n]))
                 for n in stop_extras
             },
-            fin_count=_where_rows(keep, v["fin_count"], fin_count),
+            fin_count=_where_rows(keep, v.fin_count, fin_count),
             done=tf.logical_or(keep, done),
         )
         return parents, new
 
-    def result(self, v: Dict[str, Any], t: tf.Tensor) -> Dict[str, tf.Tensor]:
+    def result(self, v: SeeBeam, t: tf.Tensor) -> Dict[str, tf.Tensor]:
         """The best result per input, or its best live hypothesis where none finished
-        (``BeamStrategy.result``)."""
-        has_results = v["fin_count"] > 0
+        (``SearchStrategy.result``)."""
+        settings = self.settings
+        has_results = v.fin_count > 0
         alive_score = tf.where(
-            v["alive_valid"],
-            _normalize(v["alive_logp"], t, self.length_normalization, self.gnmt_alpha),
+            v.alive_valid,
+            _normalize(v.alive_logp, t, settings.length_normalization, settings.gnmt_alpha),
             _NEG_INF,
         )
-        scores = tf.where(has_results[:, tf.newaxis], v["fin_score"], alive_score)
+        scores = tf.where(has_results[:, tf.newaxis], v.fin_score, alive_score)
         best = tf.argmax(scores, axis=1, output_type=tf.int32)
 
         def pick(finished, alive):
             chosen = _where_rows(has_results, finished, alive)
             return tf.gather(chosen, best, batch_dims=1)
 
-        ids, lengths = cut_at_stop(pick(v["fin_seq"], v["seq"]), self.stop_id)
+        ids, lengths = cut_at_stop(pick(v.fin_seq, v.seq), settings.stop_id)
         out = {"ids": ids, "lengths": lengths, "scores": tf.gather(scores, best, batch_dims=1)}
-        for name in v["fin_extras"]:
-            out[name] = pick(v["fin_extras"][name], v["alive_extras"][name])
+        for name in v.fin_extras:
+            out[name] = pick(v.fin_extras[name], v.alive_extras[name])
         return out
 
 
@@ -240,35 +252,13 @@ def beam_search(
     """Decodes ``batch_size`` inputs with See et al.'s beam search, all in one graph.
 
     Args:
-      step_fn: ``(tokens [B*K] int32, state, step) -> (scores [B*K, W], state,
-        extras)``, or ``(tokens, state, step, constants)`` when ``constants`` is given
-        (B is then the number of live inputs with ``settings.shrink``). ``scores`` are
-        log-probabilities (or probabilities, see ``SearchSettings.probabilities``);
-        ``tokens`` are the hypotheses' last tokens as generated (the host maps ids it
-        cannot embed, e.g. extended-vocabulary ids to [UNK]); ``state`` is any nest of
-        [B*K, ...] tensors; ``extras`` is a dict of [B*K, ...] tensors (e.g. attention),
-        recorded at every step for the chosen hypothesis with ``record_extras``.
-      initial_state: nest of [B, ...] tensors, tiled to the beam here.
-      batch_size: B, the number of inputs (a Python int or scalar tensor).
-      settings: the search's (``SearchSettings``).
-      constants: optional nest of [B, ...] tensors that the step reads but does not
-        change (e.g. the encoder states), tiled to the beam here and passed to
-        ``step_fn`` as [B*K, ...] (None entries stay None). Given, the first step, where
-        an input's K hypotheses are one, runs on B rows (tokens, state and constants
-        [B, ...]) and its outputs are tiled; ``settings.shrink`` needs them.
+      step_fn, initial_state, batch_size, constants: as ``search.search``'s (the step's
+        scores [B*K, W], W the vocabulary, or the extended one).
+      settings: the search's (``SearchSettings``); ``shrink`` needs ``constants``.
 
     Returns:
       A dict: ``ids`` [B, max_steps] (generated tokens, cut before the first stop and
       padded with ``stop_id``), ``lengths`` [B], ``scores`` [B] (normalised), and each
       extra as [B, max_steps, ...] for the chosen hypothesis.
     """
-    strategy = SeeStrategy(
-        settings.beam_size,
-        settings.stop_id,
-        settings.min_steps,
-        settings.length_normalization,
-        settings.gnmt_alpha,
-        settings.candidates_per_hypothesis,
-        settings.probabilities,
-    )
-    return search(strategy, step_fn, initial_state, batch_size, settings, constants)
+    return search(SeeStrategy(settings), step_fn, initial_state, batch_size, constants)

@@ -1,73 +1,35 @@
 """Batched, in-graph decoding for the three hosts: the protocol a host model decodes
-through (``DecodingModel``, ``model_step``), the search settings (``SearchSettings``),
-and ``search``, the beam search driver over any model's step, whose ``BeamStrategy``
-scores and selects: See et al.'s in ``beam_search``, tensorflow/nmt's in
-``gnmt_beam_search``. Greedy decoding is ``greedy_search``.
+through (``DecodingModel``, ``model_step``), the strategies by name (``STRATEGIES``),
+and ``decode``, the one entry from a model, a strategy and a batch of inputs to its
+decoded sequences, and ``compile_decode``, its ``tf.function``. The searches themselves
+are ``acvi_tf.inference.search``'s driver and one module per strategy.
 """
 
-import dataclasses
 from typing import (
     TYPE_CHECKING,
     Any,
     Callable,
     Dict,
+    Mapping,
     Optional,
     Protocol,
     Sequence,
     Tuple,
-    Union,
     runtime_checkable,
 )
 
 import numpy as np
 import tensorflow as tf
 
+from acvi_tf.inference import search as search_lib
+from acvi_tf.inference.beam_search import SeeStrategy
+from acvi_tf.inference.gnmt_beam_search import GNMTStrategy
+from acvi_tf.inference.greedy_search import GreedyStrategy
+from acvi_tf.inference.sampling import SamplingStrategy
+from acvi_tf.inference.search import SearchSettings, SearchStrategy
+
 if TYPE_CHECKING:
     from acvi_tf.contexts.context import ContextLayer
-
-
-@dataclasses.dataclass(frozen=True)
-class SearchSettings:
-    """What a search decodes with, beside the model's step, its state and the inputs.
-
-    Attributes:
-      max_steps: the largest number of generated tokens, the width of the returned ids
-        (a Python int or scalar tensor; under XLA it sizes buffers, so it must follow
-        from shapes).
-      start_id, stop_id: the [START] and [STOP] ids.
-      beam_size: K, the hypotheses kept per input (a greedy search keeps one).
-      min_steps: a hypothesis that emits ``stop_id`` at step t < ``min_steps`` is
-        dropped (See's search: the original's ``min_dec_steps``).
-      length_normalization: See's ranking of results: ``"average"``, ``"gnmt"`` or
-        ``"none"``.
-      gnmt_alpha: alpha of the GNMT length penalty (See's search with ``"gnmt"``;
-        tensorflow/nmt's search's ``length_penalty_weight``).
-      candidates_per_hypothesis: tokens each hypothesis proposes in See's search
-        (default 2K, at most the vocabulary size).
-      probabilities: the step returns probabilities; the log is taken of the
-        candidates only, as the original does (cheaper than a log over the vocabulary).
-      record_extras: keep the history of the step's ``extras`` (a copy of them per
-        step).
-      step_limit: stop after this many steps (default ``max_steps``; at most
-        ``max_steps``); the outputs keep ``max_steps`` columns and are those of
-        ``max_steps=step_limit``, and it may depend on the data.
-      shrink: drop the rows of finished inputs from the loop (See's search with the
-        step's constants): a batch costs what its live inputs cost, with the same
-        outputs; the row count changes from step to step, which XLA cannot compile.
-    """
-
-    max_steps: Union[tf.Tensor, int]
-    start_id: int
-    stop_id: int
-    beam_size: int = 1
-    min_steps: int = 0
-    length_normalization: str = "average"
-    gnmt_alpha: Union[tf.Tensor, float] = 0.6
-    candidates_per_hypothesis: Optional[int] = None
-    probabilities: bool = False
-    record_extras: bool = False
-    step_limit: Optional[Union[tf.Tensor, int]] = None
-    shrink: bool = False
 
 
 @runtime_checkable
@@ -93,13 +55,16 @@ class DecodingModel(Protocol):
     probability_scores: bool
     context_layer: "ContextLayer"
 
-    def start(self, inputs: Dict[str, tf.Tensor]) -> Tuple[Any, Any]:
+    def start(self, inputs: Dict[str, tf.Tensor], **options: Any) -> Tuple[Any, Any]:
         """Encodes a batch.
 
         Args:
           inputs: the host's input tensors by name (the NMT model's ``src`` and
             ``src_len``, the captioner's ``features`` and ``num_frames``, the
             summarizer's batch).
+          **options: a host's keyword-only switches, each with the decoding default
+            (every model's ``training``; the summarizers' ``initial_state_attention``
+            and ``coverage_on``): ``start(inputs)`` is every host's decoding start.
 
         Returns:
           ``(constants, state)``: nests of [B, ...] tensors every step reads, and the
@@ -170,299 +135,93 @@ def example_posterior(found: Dict[str, np.ndarray], length: int) -> Dict[str, np
     return picked
 
 
-def model_step(model: DecodingModel, constants: Any = None) -> Callable:
-    """The search step of a ``DecodingModel``.
+def model_step(model: DecodingModel) -> Callable:
+    """The search step of a ``DecodingModel``: ``(tokens, state, t, constants) -> (scores,
+    state, extras)``, its ``decode_step`` on the constants the driver passes (``search``
+    given ``constants``)."""
 
-    ``beam_search``, ``greedy_search`` and ``gnmt_beam_search`` take the result, with
-    ``probabilities=model.probability_scores``.
-
-    Args:
-      model: the model.
-      constants: its ``start`` constants (tiled with ``tile_beam`` for a beam); None
-        gives a step that takes them as its fourth argument (``beam_search``'s
-        ``constants``).
-
-    Returns:
-      ``(tokens, state, t) -> (scores, state, extras)``, or ``(tokens, state, t,
-      constants) -> ...`` without ``constants``.
-    """
-    if constants is None:
-
-        def step_with(tokens, state, t, constants):
-            del t
-            return model.decode_step(tokens, state, constants)
-
-        return step_with
-
-    def step(tokens, state, t):
+    def step(tokens, state, t, constants):
         del t
         return model.decode_step(tokens, state, constants)
 
     return step
 
 
-def tile_beam(structure: Any, beam_size: int) -> Any:
-    """Repeats every row of a nest of [B, ...] tensors ``beam_size`` times: [B*K, ...]."""
-    return tf.nest.map_structure(
-        lambda t: None if t is None else tf.repeat(t, beam_size, axis=0), structure
-    )
+# The search strategies by name, each made from its ``SearchSettings``: See et al.'s
+# beam search, tensorflow/nmt's, greedy decoding and sampling.
+STRATEGIES: Dict[str, Callable[[SearchSettings], SearchStrategy]] = {
+    "see_beam": SeeStrategy,
+    "gnmt_beam": GNMTStrategy,
+    "greedy": GreedyStrategy,
+    "sample": SamplingStrategy,
+}
 
 
-def last_tokens(seq: tf.Tensor, t: tf.Tensor, start_id: int) -> tf.Tensor:
-    """The tokens [B, K] the hypotheses ``seq`` [B, K, T] end in before step ``t``
-    (``start_id`` at step 0): what a beam search feeds its step."""
-    return tf.where(t > 0, tf.gather(seq, tf.maximum(t - 1, 0), axis=2), start_id)
-
-
-def parent_rows(parents: tf.Tensor, beam_size: int) -> tf.Tensor:
-    """The flat rows [B*K] of the hypotheses that ``parents`` [B, K] (an index into each
-    input's K hypotheses) name, in a beam's [B*K, ...] state."""
-    batch = tf.shape(parents)[0]
-    return tf.reshape(parents + tf.range(batch)[:, tf.newaxis] * beam_size, [-1])
-
-
-def gather_rows(structure: Any, rows: tf.Tensor) -> Any:
-    """Every [R, ...] tensor of a nest at ``rows`` (a beam's state after a step)."""
-    return tf.nest.map_structure(lambda x: tf.gather(x, rows), structure)
-
-
-def write_step(history: tf.Tensor, t: tf.Tensor, value: tf.Tensor) -> tf.Tensor:
-    """``history`` [B, K, T, ...] with entry ``t`` replaced by ``value`` [B, K, ...]."""
-    steps = tf.shape(history)[2]
-    at_t = tf.reshape(
-        tf.equal(tf.range(steps), t),
-        tf.concat([[1, 1, -1], tf.ones([tf.rank(history) - 3], tf.int32)], 0),
-    )
-    return tf.where(at_t, value[:, :, tf.newaxis], history)
-
-
-def cut_at_stop(ids: tf.Tensor, stop_id: int) -> Tuple[tf.Tensor, tf.Tensor]:
-    """``(ids, lengths)``: ``ids`` [B, T] with everything from the first ``stop_id`` on
-    set to ``stop_id``, and the number of tokens before it ([B]; T where there is none)."""
-    steps = tf.shape(ids)[1]
-    is_stop = tf.equal(ids, stop_id)
-    lengths = tf.where(
-        tf.reduce_any(is_stop, axis=1),
-        tf.argmax(tf.cast(is_stop, tf.int32), axis=1, output_type=tf.int32),
-        steps,
-    )
-    return tf.where(tf.range(steps)[tf.newaxis] < lengths[:, tf.newaxis], ids, stop_id), lengths
-
-
-def top_k_log(
-    scores: tf.Tensor, k: Union[tf.Tensor, int], probabilities: bool
-) -> Tuple[tf.Tensor, tf.Tensor]:
-    """Top-k of a step's scores as log-probabilities (log taken of the k kept only)."""
-    values, ids = tf.math.top_k(tf.cast(scores, tf.float32), k=k)
-    return (tf.math.log(values) if probabilities else values), ids
-
-
-class BeamStrategy(Protocol):
-    """How a beam search scores and selects its hypotheses: what See's search and
-    tensorflow/nmt's do differently. ``search`` runs either over a step function."""
-
-    def initial(
-        self, batch: Union[tf.Tensor, int], max_steps: Union[tf.Tensor, int], extras: Any
-    ) -> Dict[str, Any]:
-        """The search variables of ``batch`` inputs before the first step.
-
-        Args:
-          batch: B.
-          max_steps: T, the width of the hypotheses' token history.
-          extras: a dict of [B*K, ...] tensors shaped as a step's recorded extras.
-
-        Returns:
-          A dict of [B, ...] tensors holding ``seq`` [B, K, T] (the hypotheses' tokens,
-          what each feeds the next step) and ``done`` [B] (the input's search ended).
-        """
-
-    def select(
-        self, v: Dict[str, Any], scores: tf.Tensor, extras: Dict[str, tf.Tensor], t: tf.Tensor
-    ) -> Tuple[tf.Tensor, Dict[str, Any]]:
-        """One step's new beam.
-
-        Args:
-          v: the search variables.
-          scores: the step's scores [B*K, V].
-          extras: the step's recorded extras ({} unless recorded).
-          t: the step.
-
-        Returns:
-          ``(parents, v)``: the hypothesis [B, K] (an index into each input's K) each
-          new hypothesis extends, and the new variables.
-        """
-
-    def result(self, v: Dict[str, Any], t: tf.Tensor) -> Dict[str, tf.Tensor]:
-        """The answers after ``t`` steps: ``ids`` [B, T] (cut before the first stop),
-        ``lengths`` [B], ``scores`` [B] and the recorded extras."""
-
-
-def search(
-    strategy: BeamStrategy,
-    step_fn: Callable[..., Tuple[tf.Tensor, Any, Dict[str, tf.Tensor]]],
-    initial_state: Any,
-    batch_size: Union[tf.Tensor, int],
-    settings: SearchSettings,
-    constants: Any = None,
+def decode(
+    model: DecodingModel,
+    strategy: SearchStrategy,
+    inputs: Dict[str, tf.Tensor],
+    start_options: Optional[Mapping[str, Any]] = None,
 ) -> Dict[str, tf.Tensor]:
-    """The beam search driver: a ``strategy`` over a step, in one ``tf.while_loop``.
-
-    Each step feeds every hypothesis's last token to ``step_fn``, lets the strategy
-    choose the new beam, and gathers the state rows of the chosen parents. The loop ends
-    after ``settings.step_limit`` steps or when every input is done; the strategy's
-    ``result`` gives the outputs.
+    """Decodes a batch: ``model.start(inputs)``, then ``strategy`` over the model's step
+    on the search driver, given the step's constants (so the first step runs once per
+    input, and the batch may shrink as inputs finish).
 
     Args:
-      strategy: the scoring and selection.
-      step_fn, initial_state, batch_size, constants: as ``beam_search``'s.
-      settings: the search's; it reads ``beam_size``, ``max_steps``, ``start_id``,
-        ``record_extras``, ``step_limit`` and ``shrink`` (the outputs stay the same with
-        ``shrink`` only with a strategy that freezes a finished input, See's, since an
-        input leaves the loop when done).
+      model: the model.
+      strategy: the search, with its settings (``STRATEGIES[name](settings)``), whose
+        ``probabilities`` must be ``model.probability_scores``.
+      inputs: the host's input tensors by name (``DecodingModel.start``'s).
+      start_options: the host's switches for ``start`` (None: its defaults).
+
+    Raises:
+      ValueError: the settings take the scores for what they are not.
 
     Returns:
-      ``strategy.result``'s dict.
+      The strategy's results: ``ids`` [B, T], ``lengths`` [B], ``scores`` [B], and, when
+      its settings record extras, each extra [B, T, ...] and, with the attention
+      ``attn``, what the context mechanism shows of its posterior (``posterior``).
     """
-    beam_size, max_steps, start_id = settings.beam_size, settings.max_steps, settings.start_id
-    record_extras, step_limit, shrink = settings.record_extras, settings.step_limit, settings.shrink
-    if shrink and constants is None:
-        raise ValueError("shrink needs the step's constants, to drop their finished rows")
-    k = beam_size
-    batch = batch_size
-    state = tile_beam(initial_state, k)
-    const_leaves = tf.nest.flatten(tile_beam(constants, k))
-    const_carried = [x for x in const_leaves if x is not None]
-
-    def call_step(tokens, state, t, carried):
-        if constants is None:
-            return step_fn(tokens, state, t)
-        leaves = iter(carried)
-        return step_fn(
-            tokens,
-            state,
-            t,
-            tf.nest.pack_sequence_as(
-                constants, [None if x is None else next(leaves) for x in const_leaves]
-            ),
+    if strategy.settings.probabilities != model.probability_scores:
+        raise ValueError(
+            "the search's settings must say probabilities=%s, what the model's scores are"
+            % model.probability_scores
         )
-
-    probe = {}
-    if record_extras:  # one probe step gives the extras' shapes (its results are unused)
-        _, _, probe = call_step(
-            tf.fill([batch * k], start_id), state, tf.constant(0), const_carried
-        )
-    loop_vars = dict(
-        step=tf.constant(0), state=state, search=strategy.initial(batch, max_steps, probe)
-    )
-    if shrink:  # the live inputs' original indices, and the finished inputs' results
-        loop_vars.update(
-            constants=const_carried,
-            index=tf.range(batch),
-            results=_empty_results(strategy.result(loop_vars["search"], loop_vars["step"])),
-        )
-
-    def body(v):
-        t = v["step"]
-        batch = tf.shape(v["search"]["done"])[0]
-        last = last_tokens(v["search"]["seq"], t, start_id)
-        carried = v.get("constants", const_carried)
-
-        def every_row():
-            return call_step(tf.reshape(last, [-1]), v["state"], t, carried)
-
-        def first_rows():
-            """Step 0 on one row per input (its K rows are the same) and tiled."""
-
-            def first(x):
-                return x[::k]
-
-            return tile_beam(
-                call_step(
-                    tf.fill([batch], start_id),
-                    tf.nest.map_structure(first, v["state"]),
-                    t,
-                    [first(x) for x in carried],
-                ),
-                k,
-            )
-
-        if constants is None:  # the step's own constants have B*K rows
-            scores, new_state, extras = every_row()
-        else:
-            scores, new_state, extras = tf.cond(tf.equal(t, 0), first_rows, every_row)
-        parents, found = strategy.select(v["search"], scores, extras if record_extras else {}, t)
-        new = dict(step=t + 1, state=gather_rows(new_state, parent_rows(parents, k)), search=found)
-        if not shrink:
-            return [new]
-        new.update(constants=v["constants"], index=v["index"], results=v["results"])
-        return [
-            tf.cond(
-                tf.reduce_any(found["done"]),
-                lambda: _retire(new, k, strategy),
-                lambda: new,
-            )
-        ]
-
-    limit = max_steps if step_limit is None else tf.minimum(step_limit, max_steps)
-
-    def cond(v):
-        return tf.logical_and(v["step"] < limit, tf.logical_not(tf.reduce_all(v["search"]["done"])))
-
-    if not shrink:
-        final = tf.while_loop(cond, body, [loop_vars])[0]
-        return strategy.result(final["search"], final["step"])
-    invariants = {
-        name: tf.nest.map_structure(
-            lambda x: x.shape if name in ("step", "results") else _any_rows(x.shape), value
-        )
-        for name, value in loop_vars.items()
-    }
-    final = tf.while_loop(cond, body, [loop_vars], shape_invariants=[invariants])[0]
-    return _store(final["results"], final["index"], strategy.result(final["search"], final["step"]))
+    constants, state = model.start(inputs, **(start_options or {}))
+    batch = tf.shape(tf.nest.flatten(state)[0])[0]
+    out = search_lib.search(strategy, model_step(model), state, batch, constants=constants)
+    if "attn" not in out:
+        return out
+    return dict(out, **posterior(model, constants, out["attn"]))
 
 
-def _any_rows(shape):
-    """``shape`` with any number of rows (the first axis)."""
-    return tf.TensorShape([None]).concatenate(shape[1:])
+def compile_decode(
+    model: DecodingModel,
+    strategy_for: Callable[[Dict[str, tf.Tensor]], SearchStrategy],
+    input_signature: Dict[str, tf.TensorSpec],
+    jit_compile: bool = False,
+    start_options: Optional[Mapping[str, Any]] = None,
+) -> Callable[[Dict[str, tf.Tensor]], Dict[str, tf.Tensor]]:
+    """``decode`` as one ``tf.function`` of a batch of inputs.
 
+    Args:
+      model: the model.
+      strategy_for: the search for a batch (its settings may follow from the inputs'
+        shapes, e.g. NMT's step limit of twice the longest source).
+      input_signature: the inputs' specs by name.
+      jit_compile: compile the search with XLA (build the model with ``jit_compile``
+        too; the settings must not ``shrink``).
+      start_options: as ``decode``'s.
 
-def _empty_results(results):
-    """Zero outputs shaped as ``results`` (a strategy's before any step)."""
-    return tf.nest.map_structure(tf.zeros_like, results)
-
-
-def _store(results, index, chosen):
-    """``results`` with the rows ``index`` [L] replaced by ``chosen`` ([L, ...] each)."""
-    return {
-        name: tf.tensor_scatter_nd_update(value, index[:, tf.newaxis], chosen[name])
-        for name, value in results.items()
-    }
-
-
-def _retire(v, k, strategy):
-    """The loop variables of ``search(shrink=True)`` without its finished inputs, whose
-    results go to ``v["results"]``.
-
-    Only for a strategy that freezes a finished input (See's): its result is then the
-    same at its last step as after the loop.
+    Returns:
+      ``inputs -> decode(model, strategy_for(inputs), inputs)``, traced once per input
+      signature.
     """
-    done = v["search"]["done"]
-    finished = tf.where(done)[:, 0]
-    going = tf.where(tf.logical_not(done))[:, 0]
-    going_rows = tf.reshape(going[:, tf.newaxis] * k + tf.range(k, dtype=tf.int64), [-1])
 
-    def rows(indices):
-        return tf.nest.map_structure(lambda x: tf.gather(x, indices), v["search"])
-
-    return dict(
-        step=v["step"],
-        search=rows(going),
-        index=tf.gather(v["index"], going),
-        state=gather_rows(v["state"], going_rows),
-        constants=[tf.gather(x, going_rows) for x in v["constants"]],
-        results=_store(
-            v["results"],
-            tf.gather(v["index"], finished),
-            strategy.result(rows(finished), v["step"]),
-        ),
+    @tf.function(
+        input_signature=[input_signature], autograph=False, jit_compile=jit_compile or None
     )
+    def decode_batch(inputs):
+        return decode(model, strategy_for(inputs), inputs, start_options)
+
+    return decode_batch

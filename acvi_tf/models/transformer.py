@@ -150,7 +150,7 @@ class TransformerModel(keras.Model):
     probability_scores = False
 
     def start(
-        self, inputs: Dict[str, tf.Tensor], training: bool = False
+        self, inputs: Dict[str, tf.Tensor], *, training: bool = False
     ) -> Tuple[Dict[str, tf.Tensor], Dict[str, tf.Tensor]]:
         """Encodes the source (``inputs``: ``src`` [B, S], ``src_len`` [B]); returns the
         constants and the empty decoding state."""
@@ -233,7 +233,7 @@ class TransformerModel(keras.Model):
           (the cross-entropy of the gold words).
         """
         del use_gumbel
-        constants, _ = self.start(batch, training)
+        constants, _ = self.start(batch, training=training)
         outputs, probs = self._decode(self.tgt_embedding(batch["tgt_in"]), constants, training)
         out = dict(
             logits=self.output_projection(outputs),
