@@ -25,7 +25,16 @@ from nmt import translator as translator_lib
 # Where a run trained before every host kept its best model in ``best/`` has it.
 OLD_BEST_DIR = "best_bleu"
 # The search settings an inference logs.
-SEARCH_FLAGS = ("infer_mode", "beam_width", "length_penalty_weight", "infer_batch_size")
+SEARCH_FLAGS = (
+    "infer_mode",
+    "beam_width",
+    "length_penalty_weight",
+    "sampling_temperature",
+    "seed",
+    "infer_batch_size",
+)
+# Of those, the flags that only sampling reads (logged with --infer_mode=sample only).
+SAMPLING_FLAGS = ("sampling_temperature", "seed")
 
 
 # The corpus record the builder writes beside its vocabularies (data_prep.translation).
@@ -110,16 +119,23 @@ def _unchanged(line: str) -> str:
 
 
 def check_search(config: Config) -> None:
-    """Refuses a beam search of no width.
+    """Refuses a beam search of no width and sampling at no temperature, as
+    tensorflow/nmt does.
 
     Raises:
       acvi_tf.flags.DecodeSettingError: ``--infer_mode=beam_search`` with
-        ``--beam_width=0``.
+        ``--beam_width=0``, or ``--infer_mode=sample`` with ``--sampling_temperature=0``.
     """
     if config.infer_mode == "beam_search" and config.beam_width <= 0:
         raise acvi_flags.DecodeSettingError(
             "--infer_mode=beam_search needs --beam_width > 0, got --beam_width=%d; give "
             "--beam_width=10 (the ACVI paper's) or another width" % config.beam_width
+        )
+    if config.infer_mode == "sample" and config.sampling_temperature <= 0:
+        raise acvi_flags.DecodeSettingError(
+            "--infer_mode=sample needs --sampling_temperature > 0, got %g; give "
+            "--sampling_temperature=1.0 (the model's own distribution) or another"
+            % config.sampling_temperature
         )
 
 
@@ -245,15 +261,26 @@ def restore(
 
 def log_search(config: Config) -> None:
     """Logs the search settings of an inference in one line, each with its source."""
+    shown = [
+        name for name in SEARCH_FLAGS if config.infer_mode == "sample" or name not in SAMPLING_FLAGS
+    ]
     logging.info(
         "Translating with %s; at most twice the longest source of each batch",
-        acvi_flags.describe(config, SEARCH_FLAGS),
+        acvi_flags.describe(config, shown),
     )
-    if config.infer_mode == "greedy" and "beam_width" in config.given:
+    if config.infer_mode != "beam_search" and "beam_width" in config.given:
         logging.warning(
-            "--beam_width=%d is unused: infer_mode is greedy; add --infer_mode=beam_search "
+            "--beam_width=%d is unused: infer_mode is %s; add --infer_mode=beam_search "
             "for a beam search",
             config.beam_width,
+            config.infer_mode,
+        )
+    if config.infer_mode != "sample" and "sampling_temperature" in config.given:
+        logging.warning(
+            "--sampling_temperature=%g is unused: infer_mode is %s; add --infer_mode=sample "
+            "to sample",
+            config.sampling_temperature,
+            config.infer_mode,
         )
 
 
@@ -268,6 +295,8 @@ def build_decoder(
         config.beam_width,
         config.length_penalty_weight,
         config.jit_compile,
+        config.sampling_temperature,
+        config.seed,
     )
 
 

@@ -205,7 +205,19 @@ def _define_inference_flags(fv: flags.FlagValues) -> None:
     """Defines inference: the search and its batches, subwords, the files it reads and writes,
     and its report."""
     flags.DEFINE_enum(
-        "infer_mode", "greedy", ["greedy", "beam_search"], "Decoding.", flag_values=fv
+        "infer_mode",
+        "greedy",
+        ["greedy", "sample", "beam_search"],
+        "Decoding: greedy, sample (at --sampling_temperature, seeded by --seed) or "
+        "beam_search (with --beam_width).",
+        flag_values=fv,
+    )
+    flags.DEFINE_float(
+        "sampling_temperature",
+        0.0,
+        "Softmax temperature of infer_mode=sample (> 0 there).",
+        lower_bound=0.0,
+        flag_values=fv,
     )
     flags.DEFINE_integer(
         "beam_width", 0, "Beam width (beam_search).", lower_bound=0, flag_values=fv

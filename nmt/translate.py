@@ -8,9 +8,10 @@ lowercase without one), segments it with the corpus's BPE codes when the run tra
 batched search with the run's best dev-BLEU model (``best/``, else its newest checkpoint, or
 ``--ckpt``) and writes one translation per line (``--output``, default standard
 output), the ``@@`` markers removed. The model and the search are the ones the run's
-``hparams.json`` records; ``--infer_mode``, ``--beam_width``, ``--length_penalty_weight``
-and ``--infer_batch_size`` may be given here (a greedy run searches a beam with
-``--infer_mode=beam_search --beam_width=N``).
+``hparams.json`` records; ``--infer_mode``, ``--beam_width``, ``--length_penalty_weight``,
+``--sampling_temperature``, ``--seed`` and ``--infer_batch_size`` may be given here (a
+greedy run searches a beam with ``--infer_mode=beam_search --beam_width=N``, and samples
+with ``--infer_mode=sample --sampling_temperature=T``).
 ``nmt.run_nmt --inference_input_file`` stays tensorflow/nmt's command over already
 tokenised text.
 
@@ -46,9 +47,20 @@ def define_run_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     flags.DEFINE_enum(
         "infer_mode",
         None,
-        ["greedy", "beam_search"],
-        "Search (beam_search with --beam_width). Default: the run's.",
+        ["greedy", "sample", "beam_search"],
+        "Search (sample with --sampling_temperature, beam_search with --beam_width). "
+        "Default: the run's.",
         flag_values=fv,
+    )
+    flags.DEFINE_float(
+        "sampling_temperature",
+        None,
+        "Softmax temperature of infer_mode=sample (> 0). Default: the run's.",
+        lower_bound=0.0,
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "seed", None, "Seed of infer_mode=sample's draws. Default: the run's.", flag_values=fv
     )
     flags.DEFINE_float(
         "length_penalty_weight",

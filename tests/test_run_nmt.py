@@ -272,14 +272,38 @@ def test_a_bleu_tie_keeps_the_model_with_the_lower_dev_perplexity(corpus, tmp_pa
 
 
 @pytest.mark.parametrize(
-    "mode, given, warned",
-    [("greedy", True, True), ("greedy", False, False), ("beam_search", True, False)],
+    "mode, given, unused",
+    [
+        ("greedy", "beam_width", "--beam_width=4 is unused: infer_mode is greedy; add "),
+        ("sample", "beam_width", "--beam_width=4 is unused: infer_mode is sample; add "),
+        ("greedy", None, None),
+        ("beam_search", "beam_width", None),
+        ("beam_search", "sampling_temperature", "--sampling_temperature=0.7 is unused: "),
+        ("sample", "sampling_temperature", None),
+    ],
 )
-def test_a_beam_width_given_to_a_greedy_search_is_said_to_be_unused(
-    absl_caplog, mode, given, warned
+def test_a_search_flag_the_mode_does_not_read_is_said_to_be_unused(
+    absl_caplog, mode, given, unused
 ):
-    values = dict(infer_mode=mode, beam_width=4, length_penalty_weight=0.0, infer_batch_size=8)
-    experiment.log_search(config_lib.Config(values, ["beam_width"] if given else []))
+    values = dict(
+        infer_mode=mode,
+        beam_width=4,
+        length_penalty_weight=0.0,
+        sampling_temperature=0.7,
+        seed=5,
+        infer_batch_size=8,
+    )
+    experiment.log_search(config_lib.Config(values, [given] if given else []))
     said = [r.getMessage() for r in absl_caplog.records if r.levelname == "WARNING"]
-    expected = "--beam_width=4 is unused: infer_mode is greedy; add --infer_mode=beam_search"
-    assert [m for m in said if m.startswith(expected)] == ([said[0]] if warned else [])
+    assert said == ([] if unused is None else [said[0]])
+    assert unused is None or said[0].startswith(unused)
+    # the sampling settings are told only where they are used
+    told = [r.getMessage() for r in absl_caplog.records if r.levelname == "INFO"][0]
+    assert ("sampling_temperature=0.7" in told and "seed=5" in told) == (mode == "sample")
+
+
+def test_sampling_at_no_temperature_is_refused_as_tensorflow_nmt_refuses_it():
+    values = dict(infer_mode="sample", beam_width=0, sampling_temperature=0.0)
+    with pytest.raises(acvi_flags.DecodeSettingError, match="--sampling_temperature > 0"):
+        experiment.check_search(config_lib.Config(values, []))
+    experiment.check_search(config_lib.Config(dict(values, sampling_temperature=0.5), []))

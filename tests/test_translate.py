@@ -98,6 +98,20 @@ def test_raw_sentences_translate_as_the_run_s_inference_does(
     )
     assert raw and translations == expected + [""]  # an empty line: ""
     assert nmt_text.read_lines(str(tmp_path / "raw.it")) == translations
+    # tensorflow/nmt's sampling, seeded: the same draws again, other draws with another seed
+    sample = ["--infer_mode=sample", "--sampling_temperature=5.0", "--output=-"]
+    drawn = {}
+    for seed in (3, 3, 4):
+        drawn.setdefault(seed, []).append(
+            translate.run(
+                config_lib.parse(translate.define_flags, argv[:3] + sample + ["--seed=%d" % seed])
+            )
+        )
+    assert (
+        "infer_mode=sample (given), " in absl_caplog.text and "seed=3 (given)" in absl_caplog.text
+    )
+    assert drawn[3][0] == drawn[3][1] and len(drawn[3][0]) == len(translations)
+    assert drawn[4][0] != drawn[3][0]
     # nor may --output replace a file the command reads (the corpus's record, its codes)
     # or the run trained or validates on
     read = ("corpus.json", "bpe/codes", "bpe/train.it", "bpe/dev.en", "bpe/dev.it")
