@@ -111,12 +111,12 @@ def _translation(writer):
         + ["--src_max_len=50", "--tgt_max_len=50"],
     )
     vocabs = nmt_experiment.load_vocabs(config)
-    model = nmt_experiment.build_model(config, *vocabs)
+    model = nmt_experiment.build_model(config, vocabs)
     pairs = nmt_text.read_parallel("%s.en" % config.train_prefix, "%s.de" % config.train_prefix)
     examples = nmt_data.make_examples(pairs, *vocabs, 50, 50)
     batch = next(iter(nmt_data.eval_dataset(examples, config.batch_size)))
     step = training_lib.make_train_step(model, keras.optimizers.Adam())
-    translator = nmt_experiment.build_decoder(config, model, vocabs[1])
+    translator = nmt_experiment.build_decoder(config, model, vocabs)
     posterior = nmt_jobs.posterior_summaries(config, model, vocabs, translator, writer)
     return step, batch, posterior, config
 

@@ -13,7 +13,7 @@ tensorflow/nmt's ``utils/vocab_utils.py`` and ``utils/iterator_utils.py``:
 """
 
 import itertools
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -97,6 +97,18 @@ class Vocab:
                 break
             words.append(self.id2word(word_id))
         return words
+
+
+class Vocabs(NamedTuple):
+    """A translation run's two vocabularies.
+
+    Attributes:
+      src: the source ``Vocab``.
+      tgt: the target ``Vocab``.
+    """
+
+    src: Vocab
+    tgt: Vocab
 
 
 def _truncate(tokens, max_len):

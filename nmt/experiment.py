@@ -79,7 +79,7 @@ def files_read(config: Config) -> List[str]:
     ]
 
 
-def load_vocabs(config: Config) -> Tuple[data.Vocab, data.Vocab]:
+def load_vocabs(config: Config) -> data.Vocabs:
     """The source and target vocabularies, ``--vocab_prefix`` with ``--src`` and
     ``--tgt`` (``nmt_text.check_vocab``: special tokens first, else a fixed copy in the
     run's folder)."""
@@ -104,7 +104,7 @@ def load_vocabs(config: Config) -> Tuple[data.Vocab, data.Vocab]:
             )
         _, path = nmt_text.check_vocab(given, config.out_dir)
         vocabs.append(data.Vocab(path))
-    return vocabs[0], vocabs[1]
+    return data.Vocabs(*vocabs)
 
 
 def words(config: Config) -> Callable[[str], str]:
@@ -147,12 +147,12 @@ def dummy_batch() -> Dict[str, tf.Tensor]:
     }
 
 
-def build_model(config: Config, src_vocab: data.Vocab, tgt_vocab: data.Vocab) -> keras.Model:
+def build_model(config: Config, vocabs: data.Vocabs) -> keras.Model:
     """The model the flags describe (``--model_type``), with every variable built."""
     if config.model_type == "transformer":
         model = transformer.TransformerModel(
-            src_vocab.size(),
-            tgt_vocab.size(),
+            vocabs.src.size(),
+            vocabs.tgt.size(),
             config.num_units,
             config.num_layers,
             config.num_heads,
@@ -160,8 +160,8 @@ def build_model(config: Config, src_vocab: data.Vocab, tgt_vocab: data.Vocab) ->
         )
     else:
         model = model_lib.NMTModel(
-            src_vocab.size(),
-            tgt_vocab.size(),
+            vocabs.src.size(),
+            vocabs.tgt.size(),
             config.num_units,
             config.num_encoder_layers or config.num_layers,
             config.num_decoder_layers or config.num_layers,
@@ -180,9 +180,7 @@ def build_model(config: Config, src_vocab: data.Vocab, tgt_vocab: data.Vocab) ->
     return model
 
 
-def vocabularies(
-    config: Config, src_vocab: data.Vocab, tgt_vocab: data.Vocab, codes: bool = True
-) -> Dict[str, Any]:
+def vocabularies(config: Config, vocabs: data.Vocabs, codes: bool = True) -> Dict[str, Any]:
     """The run's source and target vocabularies for its record, and with ``codes`` the
     corpus's BPE codes, which split new text into the vocabularies' pieces, where it has
     them (``acvi_flags.check_vocabularies``)."""
@@ -192,8 +190,8 @@ def vocabularies(
             vocabulary.fingerprint([vocab.id2word(i) for i in range(vocab.size())]),
         )
         for side, lang, vocab in (
-            ("source", config.src, src_vocab),
-            ("target", config.tgt, tgt_vocab),
+            ("source", config.src, vocabs.src),
+            ("target", config.tgt, vocabs.tgt),
         )
     }
     path = corpus_files(config)[1]
@@ -211,7 +209,7 @@ def _source(config: Config, lang: str) -> str:
 
 
 def vocabulary_check(
-    config: Config, src_vocab: data.Vocab, tgt_vocab: data.Vocab, reads_codes: bool = False
+    config: Config, vocabs: data.Vocabs, *, reads_codes: bool = False
 ) -> Callable[[str], None]:
     """The check that refuses a checkpoint trained with other vocabularies (other sizes,
     or other words than the run's record holds), naming ``--vocab_prefix``
@@ -220,21 +218,21 @@ def vocabulary_check(
     the codes do not touch."""
     sizes = checkpoints.vocabulary_check(
         {
-            "model/src_embedding/embeddings": (src_vocab.size(), _source(config, config.src)),
-            "model/tgt_embedding/embeddings": (tgt_vocab.size(), _source(config, config.tgt)),
+            "model/src_embedding/embeddings": (vocabs.src.size(), _source(config, config.src)),
+            "model/tgt_embedding/embeddings": (vocabs.tgt.size(), _source(config, config.tgt)),
         }
     )
-    words = vocabularies(config, src_vocab, tgt_vocab, codes=reads_codes)
+    words = vocabularies(config, vocabs, codes=reads_codes)
     return acvi_flags.vocabulary_checks(config.out_dir, words, sizes, config.allow_data_change)
 
 
 def restore(
     config: Config,
     model: keras.Model,
-    src_vocab: data.Vocab,
-    tgt_vocab: data.Vocab,
+    vocabs: data.Vocabs,
     ckpt: Optional[str] = None,
     best: bool = True,
+    *,
     reads_codes: bool = False,
 ) -> Tuple[str, Optional[int]]:
     """Restores the run's model: ``ckpt``, else (with ``best``) the best dev-BLEU model,
@@ -254,7 +252,7 @@ def restore(
         config.out_dir,
         best=best_dir(config),
         given=ckpt,
-        check=vocabulary_check(config, src_vocab, tgt_vocab, reads_codes),
+        check=vocabulary_check(config, vocabs, reads_codes=reads_codes),
         newest=not best,
     )
 
@@ -285,12 +283,12 @@ def log_search(config: Config) -> None:
 
 
 def build_decoder(
-    config: Config, model: keras.Model, tgt_vocab: data.Vocab
+    config: Config, model: keras.Model, vocabs: data.Vocabs
 ) -> translator_lib.Translator:
     """The search of the run's inference flags over ``model``."""
     return translator_lib.Translator(
         model,
-        tgt_vocab,
+        vocabs,
         config.infer_mode,
         config.beam_width,
         config.length_penalty_weight,
@@ -300,19 +298,17 @@ def build_decoder(
     )
 
 
-def load_decoder(
-    config: Config, ckpt: Optional[str] = None
-) -> Tuple[translator_lib.Translator, data.Vocab, data.Vocab]:
-    """The run's model with its best weights (or ``ckpt``'s) as a ``Translator``, and
-    the source and target vocabularies: what the inference commands translate with.
+def load_decoder(config: Config, ckpt: Optional[str] = None) -> translator_lib.Translator:
+    """The run's model with its best weights (or ``ckpt``'s) as a ``Translator`` (which
+    holds the run's vocabularies): what the inference commands translate with.
 
     Raises:
       acvi_tf.flags.DecodeSettingError: a beam search of no width.
       acvi_tf.training.checkpoints.CheckpointError: the run holds no checkpoint.
     """
     check_search(config)
-    src_vocab, tgt_vocab = load_vocabs(config)
-    model = build_model(config, src_vocab, tgt_vocab)
-    restore(config, model, src_vocab, tgt_vocab, ckpt, reads_codes=True)
+    vocabs = load_vocabs(config)
+    model = build_model(config, vocabs)
+    restore(config, model, vocabs, ckpt, reads_codes=True)
     log_search(config)
-    return build_decoder(config, model, tgt_vocab), src_vocab, tgt_vocab
+    return build_decoder(config, model, vocabs)

@@ -31,7 +31,7 @@ from acvi_tf.config import Config
 from acvi_tf.formats import nmt_text
 from acvi_tf.inference import export as export_lib
 from acvi_tf.text import graph_bpe
-from nmt import data, experiment, translate
+from nmt import experiment, translate
 from nmt import translator as translator_lib
 
 _SENTENCES = tf.TensorSpec([None], tf.string)
@@ -47,8 +47,7 @@ class ServedTranslator(tf.Module):
     """Raw sentences in, translations out, every step a TensorFlow op.
 
     Args:
-      translator: an ``nmt.translator.Translator``.
-      src_vocab, tgt_vocab: the run's ``nmt.data.Vocab``s.
+      translator: an ``nmt.translator.Translator`` with the run's vocabularies.
       tokenize: ``texts [B] -> tokens [B, (n)]`` (``acvi_tf.inference.export.graph_tokenizer_for``).
       bpe_codes: the path of the corpus's subword-nmt codes, or None without BPE.
     """
@@ -56,8 +55,6 @@ class ServedTranslator(tf.Module):
     def __init__(
         self,
         translator: translator_lib.Translator,
-        src_vocab: data.Vocab,
-        tgt_vocab: data.Vocab,
         tokenize: Callable[[tf.Tensor], tf.RaggedTensor],
         bpe_codes: Optional[str] = None,
     ) -> None:
@@ -66,8 +63,8 @@ class ServedTranslator(tf.Module):
         self._search = translator.search
         self._tokenize = tokenize
         self._bpe_ranks = graph_bpe.read_ranks(bpe_codes) if bpe_codes else None
-        self._src_ids = export_lib.vocabulary_table(src_vocab.words(), nmt_text.UNK_ID)
-        self._tgt_words = tf.constant(tgt_vocab.words())
+        self._src_ids = export_lib.vocabulary_table(translator.vocabs.src.words(), nmt_text.UNK_ID)
+        self._tgt_words = tf.constant(translator.vocabs.tgt.words())
 
     def _source_tokens(self, texts):
         tokens = self._tokenize(texts)
@@ -105,8 +102,8 @@ def _served(config: Config, pretokenized: bool) -> Tuple[ServedTranslator, Dict[
     """The served translator of the run ``config`` describes, and its signatures."""
     record, settings, codes = translate.corpus_record(config)
     tokenize = export_lib.graph_tokenizer_for(record, settings, pretokenized)
-    translator, src_vocab, tgt_vocab = experiment.load_decoder(config, config.ckpt)
-    module = ServedTranslator(translator, src_vocab, tgt_vocab, tokenize, codes)
+    translator = experiment.load_decoder(config, config.ckpt)
+    module = ServedTranslator(translator, tokenize, codes)
     return module, {"serving_default": module.translate, "tokenize": module.tokenize}
 
 

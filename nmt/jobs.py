@@ -47,7 +47,7 @@ def evaluate_split(
     forward: Callable[[Dict[str, tf.Tensor]], Dict[str, tf.Tensor]],
     name: str,
     prefix: str,
-    vocabs: Tuple[data.Vocab, data.Vocab],
+    vocabs: data.Vocabs,
     translator: "translator_lib.Translator",
     writer: tf.summary.SummaryWriter,
     step: int,
@@ -87,16 +87,14 @@ def evaluate_split(
     ppl = losses.perplexity(total_nll, total_tokens)
     # a line only when the decode takes long (an untrained model's translations do)
     progress = progress_lib.Progress(len(pairs), "translated %s sentences" % name, delay=10.0)
-    pieces = translator.translate(
-        [src for src, _ in pairs], src_vocab, config.infer_batch_size, progress
-    )
+    pieces = translator.translate([src for src, _ in pairs], config.infer_batch_size, progress)
     words = experiment.words(config)
     hypotheses = [words(h) for h in pieces]
     files.atomic_write_text(
         os.path.join(write_dir, "output_" + name), "".join(h + "\n" for h in hypotheses)
     )
     score = _bleu(config, [tgt for _, tgt in pairs], hypotheses)
-    tokens, alignment = translator.alignment(pairs[0][0], src_vocab, pieces[0])
+    tokens, alignment = translator.alignment(pairs[0][0], pieces[0])
     with writer.as_default(step=step):
         tf.summary.scalar("%s_ppl" % name, ppl)
         tf.summary.scalar("%s_bleu" % name, score)
@@ -114,9 +112,7 @@ def evaluate_split(
     return score, nll
 
 
-def train(
-    config: Config, vocabs: Tuple[data.Vocab, data.Vocab], strategy: tf.distribute.Strategy
-) -> float:
+def train(config: Config, vocabs: data.Vocabs, strategy: tf.distribute.Strategy) -> float:
     """The training loop with tensorflow/nmt's evaluation schedule, under ``strategy``."""
     # the global step is the process's own (a plain variable), the model's mirrored
     step_var = tf.Variable(0, dtype=tf.int64, name="global_step")
@@ -128,7 +124,7 @@ def _train(config, vocabs, strategy, step_var):
     src_vocab, tgt_vocab = vocabs
     chief = distribute.is_chief(strategy)
     write_dir = distribute.worker_scratch_dir(config.out_dir, strategy)
-    model = experiment.build_model(config, src_vocab, tgt_vocab)
+    model = experiment.build_model(config, vocabs)
     optimizer = (
         keras.optimizers.SGD(learning_rate_schedule(config))
         if config.optimizer == "sgd"
@@ -140,7 +136,7 @@ def _train(config, vocabs, strategy, step_var):
         max_to_keep=5,
         checkpoint_name="translate.ckpt",
         best_dir=experiment.best_dir(config),
-        check=experiment.vocabulary_check(config, src_vocab, tgt_vocab),
+        check=experiment.vocabulary_check(config, vocabs),
         scratch=None if chief else write_dir,
         model=model,
         optimizer=optimizer,
@@ -169,7 +165,7 @@ def _train(config, vocabs, strategy, step_var):
         pad_to=((config.src_max_len, config.tgt_max_len) if config.jit_compile else None),
         source=source,
     )
-    translator = experiment.build_decoder(config, model, tgt_vocab)
+    translator = experiment.build_decoder(config, model, vocabs)
     # the validations' forward pass, traced once for any batch shape (the En-De sample's
     # 500 dev pairs: 2.9 s with the trace, 7.1 s called eagerly; the same sums)
     forward = tf.function(
@@ -265,7 +261,7 @@ def _train(config, vocabs, strategy, step_var):
 def posterior_summaries(
     config: Config,
     model: "keras.Model",
-    vocabs: Tuple[data.Vocab, data.Vocab],
+    vocabs: data.Vocabs,
     translator: "translator_lib.Translator",
     writer: tf.summary.SummaryWriter,
 ) -> summaries.PosteriorSummaries:
@@ -290,7 +286,7 @@ def posterior_summaries(
     first_target = tgt_vocab.decode(examples[0]["tgt_out"])
 
     def decode():
-        tokens, _ = translator.alignment(first_source, src_vocab)
+        tokens, _ = translator.alignment(first_source)
         return "SRC: %s\n\nREF: %s\n\nNMT (greedy): %s" % (
             first_source,
             " ".join(first_target),
@@ -335,13 +331,12 @@ def check_evaluation_files(config: Config) -> None:
                 raise nmt_text.NmtDataError("--%s=%s: %s" % (flag, prefix, e)) from e
 
 
-def infer(config: Config, vocabs: Tuple[data.Vocab, data.Vocab]) -> Optional[float]:
+def infer(config: Config, vocabs: data.Vocabs) -> Optional[float]:
     """Translates ``--inference_input_file``; BLEU against ``--inference_ref_file``."""
-    src_vocab, tgt_vocab = vocabs
-    model = experiment.build_model(config, src_vocab, tgt_vocab)
-    experiment.restore(config, model, src_vocab, tgt_vocab, config.ckpt, best=False)
+    model = experiment.build_model(config, vocabs)
+    experiment.restore(config, model, vocabs, config.ckpt, best=False)
     experiment.log_search(config)
-    translator = experiment.build_decoder(config, model, tgt_vocab)
+    translator = experiment.build_decoder(config, model, vocabs)
     sources = nmt_text.read_lines(config.inference_input_file)
     output = config.inference_output_file or os.path.join(config.out_dir, "output_infer")
     given = ("--inference_input_file", "--inference_ref_file")
@@ -363,14 +358,14 @@ def infer(config: Config, vocabs: Tuple[data.Vocab, data.Vocab]) -> Optional[flo
                 )
             )
     progress = progress_lib.Progress(len(sources), "translated sentences")
-    pieces = translator.translate(sources, src_vocab, config.infer_batch_size, progress)
+    pieces = translator.translate(sources, config.infer_batch_size, progress)
     hypotheses = [experiment.words(config)(h) for h in pieces]
     files.atomic_write_text(output, "".join(h + "\n" for h in hypotheses))
     logging.info("Wrote %d translations to %s", len(hypotheses), output)
     # the images and the report go beside the output file, named after it, so that the
     # inferences of several files into one folder keep theirs
     for i, line in enumerate(sources[: config.attention_images]):
-        tokens, alignment = translator.alignment(line, src_vocab, pieces[i])
+        tokens, alignment = translator.alignment(line, pieces[i])
         path = os.path.join(output + ATTENTION_SUFFIX, "%06d.png" % i)
         with files.atomic_write(path, binary=True) as f:
             f.write(summaries.attention_png(alignment, line.split(), tokens))
@@ -380,7 +375,7 @@ def infer(config: Config, vocabs: Tuple[data.Vocab, data.Vocab]) -> Optional[flo
         logging.info("BLEU %.2f", score)
         print("BLEU %.2f" % score)
     report = output + REPORT_SUFFIX
-    _write_report(config, translator, src_vocab, sources, pieces, references, score, report)
+    _write_report(config, translator, sources, pieces, references, score, report)
     return score
 
 
@@ -395,7 +390,7 @@ REPORT_NOTES = (
 )
 
 
-def _write_report(config, translator, src_vocab, sources, pieces, references, score, path):
+def _write_report(config, translator, sources, pieces, references, score, path):
     """Writes the inference's ``report.html`` (``acvi_tf.inference.report``): every
     translation (``pieces``, as the model wrote them) in words with its sentence BLEU
     (with references), the first ``--report_examples`` with their attention over the
@@ -412,7 +407,7 @@ def _write_report(config, translator, src_vocab, sources, pieces, references, sc
             )
         rows.append(report_lib.example_row(i, words(hypothesis).split(), scores))
         if i < config.report_examples:
-            found = translator.inspect(source, src_vocab, hypothesis)
+            found = translator.inspect(source, hypothesis)
             details[i] = report_lib.example_detail(
                 source.split(),
                 found["words"],

@@ -306,7 +306,7 @@ class TranslationTask(Task):
         jobs.check_evaluation_files(config)
         return TrainingInputs(
             # a resume trains on segmented text: the record keeps the codes it was split with
-            experiment.vocabularies(config, *vocabs, codes=not resuming),
+            experiment.vocabularies(config, vocabs, codes=not resuming),
             ["%s.%s" % (config.train_prefix, lang) for lang in (config.src, config.tgt)],
             vocabs,
         )

@@ -116,11 +116,11 @@ def preprocessor(config: Config) -> Callable[[str], str]:
 
 def translate(sentences: List[str], config: Config) -> List[str]:
     """Translations of raw ``sentences`` with the run ``config`` describes, in order."""
-    searcher, src_vocab, _ = experiment.load_decoder(config, config.ckpt)
+    searcher = experiment.load_decoder(config, config.ckpt)
     prepare = preprocessor(config)
     sources = [prepare(s) if s.strip() else "" for s in sentences]
     progress = progress_lib.Progress(len(sources), "translated sentences")
-    hypotheses = searcher.translate(sources, src_vocab, config.infer_batch_size, progress)
+    hypotheses = searcher.translate(sources, config.infer_batch_size, progress)
     words = experiment.words(config)
     return [words(h) if s else "" for h, s in zip(hypotheses, sources)]
 

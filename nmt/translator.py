@@ -22,7 +22,7 @@ class Translator:
 
     Args:
       model: a built ``NMTModel``.
-      tgt_vocab: the target ``data.Vocab``.
+      vocabs: the run's source and target vocabularies (None: only ``search`` is used).
       infer_mode: tensorflow/nmt's: ``"beam_search"`` (its beam search), ``"greedy"``
         or ``"sample"`` (``INFER_MODES``).
       beam_width: hypotheses kept per sentence (beam search).
@@ -41,7 +41,7 @@ class Translator:
     def __init__(
         self,
         model: decoding.DecodingModel,
-        tgt_vocab: Any,
+        vocabs: Optional[data.Vocabs],
         infer_mode: str,
         beam_width: int,
         length_penalty_weight: float,
@@ -50,7 +50,7 @@ class Translator:
         random_seed: int = 0,
     ) -> None:
         self.model = model
-        self.tgt_vocab = tgt_vocab
+        self.vocabs = vocabs
         self.length_multiple = XLA_LENGTH_MULTIPLE if jit_compile else 1
         signature = dict(
             src=tf.TensorSpec([None, None], tf.int32), src_len=tf.TensorSpec([None], tf.int32)
@@ -93,21 +93,18 @@ class Translator:
         self._force = force
 
     def alignment(
-        self, src_line: str, src_vocab: Any, translation: Optional[str] = None
+        self, src_line: str, translation: Optional[str] = None
     ) -> Tuple[List[str], np.ndarray]:
         """``(target tokens, attention [T, S])`` of one sentence's ``translation`` (None:
         the greedy one), as ``inspect`` finds them."""
-        found = self.inspect(src_line, src_vocab, translation)
+        found = self.inspect(src_line, translation)
         return found["words"], found["attn"]
 
-    def inspect(
-        self, src_line: str, src_vocab: Any, translation: Optional[str] = None
-    ) -> Dict[str, Any]:
+    def inspect(self, src_line: str, translation: Optional[str] = None) -> Dict[str, Any]:
         """One sentence's translation with what its decoder steps computed (NumPy).
 
         Args:
           src_line: the source sentence (tokens).
-          src_vocab: the source ``data.Vocab``.
           translation: a translation of it (tokens, e.g. ``translate``'s), whose steps
             are recomputed by one teacher-forced pass: step t's attention depends only on
             the tokens before t, so they equal what the search computed for it. None:
@@ -118,15 +115,15 @@ class Translator:
           shows of its posterior (``decoding.example_posterior``: ``sigma`` [S], ``kl``
           and ``scale`` [T]) and ``labels`` (``report_labels``).
         """
-        batch = next(iter(data.infer_dataset([src_line], src_vocab, 1)))
+        batch = next(iter(data.infer_dataset([src_line], self.vocabs.src, 1)))
         if translation is None:
             out = self._align(dict(src=batch["src"], src_len=batch["src_len"]))
             out = {k: v.numpy()[0] for k, v in out.items()}
             length = int(out["lengths"])
-            words = self.tgt_vocab.decode(out["ids"][:length].tolist())
+            words = self.vocabs.tgt.decode(out["ids"][:length].tolist())
         else:
             words = translation.split()
-            tgt_in = tf.constant([[nmt_text.SOS_ID] + self.tgt_vocab.encode(words)], tf.int32)
+            tgt_in = tf.constant([[nmt_text.SOS_ID] + self.vocabs.tgt.encode(words)], tf.int32)
             out = self._force(batch["src"], batch["src_len"], tgt_in)
             out = {k: v.numpy()[0] for k, v in out.items()}
             length = len(words)
@@ -138,7 +135,6 @@ class Translator:
     def translate(
         self,
         src_lines: Sequence[str],
-        src_vocab: Any,
         batch_size: int,
         progress: Optional[Callable[[int], None]] = None,
     ) -> List[str]:
@@ -146,11 +142,11 @@ class Translator:
         ``acvi_tf.progress.Progress``) is told the count done after each batch."""
         outputs = []
         for batch in data.infer_dataset(
-            src_lines, src_vocab, batch_size, length_multiple=self.length_multiple
+            src_lines, self.vocabs.src, batch_size, length_multiple=self.length_multiple
         ):
             out = self.search(dict(src=batch["src"], src_len=batch["src_len"]))
             for ids, length in zip(out["ids"].numpy(), out["lengths"].numpy()):
-                outputs.append(" ".join(self.tgt_vocab.decode(ids[:length].tolist())))
+                outputs.append(" ".join(self.vocabs.tgt.decode(ids[:length].tolist())))
             if progress:
                 progress(len(outputs))
         return outputs

@@ -285,7 +285,8 @@ def build_decoder(
     config: Config,
     model: keras.Model,
     vocab: vocab_lib.Vocab,
-    coverage_on: bool,
+    *,
+    coverage_on: bool = False,
     record_attention: bool = True,
     max_dec_steps: Optional[int] = None,
     min_dec_steps: Optional[int] = None,
@@ -316,17 +317,19 @@ def build_decoder(
     )
 
 
-def load_decoder(
-    config: Config, vocab: vocab_lib.Vocab, ckpt: Optional[str] = None
-) -> decode_lib.Summarizer:
+def load_decoder(config: Config, ckpt: Optional[str] = None) -> decode_lib.Summarizer:
     """The run's model with its best weights (or ``ckpt``'s) as a batched beam search
-    without attention records: what the inference commands decode with.
+    without attention records (which holds the run's vocabulary): what the inference
+    commands decode with.
 
     Raises:
       acvi_tf.flags.DecodeSettingError: the beam is too wide for the vocabulary.
       acvi_tf.training.checkpoints.CheckpointError: the run holds no checkpoint.
     """
+    vocab = load_vocab(config)
     check_beam(config, vocab)
     model = build_model(config, vocab)
     _, step = restore(config, model, vocab, ckpt)
-    return build_decoder(config, model, vocab, coverage_at(config, step), record_attention=False)
+    return build_decoder(
+        config, model, vocab, coverage_on=coverage_at(config, step), record_attention=False
+    )

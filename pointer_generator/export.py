@@ -186,11 +186,10 @@ def _served(
     config: Config, ckpt: Optional[str], pretokenized: bool
 ) -> Tuple[ServedSummarizer, Dict[str, Callable]]:
     """The served summarizer of the run ``config`` describes, and its signatures."""
-    vocab = experiment.load_vocab(config)
     tokenize = export_lib.graph_tokenizer_for(
         *summarize.corpus_record(config.vocab_path), pretokenized
     )
-    summarizer = experiment.load_decoder(config, vocab, ckpt)
+    summarizer = experiment.load_decoder(config, ckpt)
     module = ServedSummarizer(summarizer, config.max_enc_steps, config.pointer_gen, tokenize)
     return module, {
         "serving_default": module.summarize,

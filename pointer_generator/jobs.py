@@ -329,7 +329,7 @@ def posterior_summaries(
                 config.replace(beam_size=1),
                 model,
                 vocab,
-                coverage(),
+                coverage_on=coverage(),
                 record_attention=False,
                 max_dec_steps=last_phase.max_dec_steps,
                 min_dec_steps=experiment.derived_min_dec_steps(last_phase.max_dec_steps),
@@ -409,7 +409,7 @@ def _write_samples(config, model, vocab, phase, batch, step, summarizers, count=
             config,
             model,
             vocab,
-            phase.coverage,
+            coverage_on=phase.coverage,
             max_dec_steps=phase.max_dec_steps,
             min_dec_steps=shortest,
         )
@@ -612,7 +612,7 @@ def decode(
         config,
         model,
         vocab,
-        experiment.coverage_at(config, step),
+        coverage_on=experiment.coverage_at(config, step),
         record_attention=not config.single_pass,
     )
     if config.single_pass:

@@ -169,8 +169,7 @@ def run(config: Config) -> List[str]:
     given = {name: config[name] for name in GIVEN_FLAGS}
     model_config = run_config(config.log_root, config.exp_name, given)
     builders.configure_runtime(model_config)
-    vocab = experiment.load_vocab(model_config)
-    summarizer = experiment.load_decoder(model_config, vocab, config.ckpt)
+    summarizer = experiment.load_decoder(model_config, config.ckpt)
     tokenize = corpus_tokenizer(model_config.vocab_path)
     return commands.map_lines(
         config.input,

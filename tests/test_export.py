@@ -187,7 +187,7 @@ def test_the_graph_batch_equals_the_batcher_s(raw_run):
     config = summarize.run_config(str(root), "run", {})
     vocab = vocab_lib.Vocab(str(root / "corpus" / "vocab"), 0)
     module = export.ServedSummarizer(
-        experiment.load_decoder(config, vocab),
+        experiment.load_decoder(config),
         30,
         True,
         export_lib.graph_tokenizer_for(*summarize.corpus_record(config.vocab_path), False),
@@ -275,9 +275,7 @@ def test_a_pretokenized_export_of_the_shipped_corpus_equals_decode(tmp_path):
     test = [a for a, _ in read_bin_file(os.path.join(SAMPLE, "chunked", "test_000.bin"))]
     vocab_words = vocab_lib.Vocab(vocab, 2000)
     given = dict(beam_size=2, min_dec_steps=1)
-    summarizer = experiment.load_decoder(
-        summarize.run_config(str(tmp_path), "run", given), vocab_words
-    )
+    summarizer = experiment.load_decoder(summarize.run_config(str(tmp_path), "run", given))
     batches = [test[i : i + 100] for i in range(0, len(test), 100)]
     expected = []
     for batch in batches:

@@ -81,8 +81,10 @@ def _accuracy(context, seed=1):
         assert np.isfinite(float(train_step(batch)))
         if step + 1 == 400:
             break
-    translator = translator_lib.Translator(model, tgt_vocab, "greedy", 0, 0.0)
-    hypotheses = translator.translate([src for src, _ in held_out], src_vocab, 100)
+    translator = translator_lib.Translator(
+        model, data.Vocabs(src_vocab, tgt_vocab), "greedy", 0, 0.0
+    )
+    hypotheses = translator.translate([src for src, _ in held_out], 100)
     return np.mean([h == ref for h, (_, ref) in zip(hypotheses, held_out)])
 
 

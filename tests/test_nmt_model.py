@@ -207,10 +207,11 @@ def test_xla_translation_equals_the_plain_one(tmp_path):
     rng = np.random.default_rng(3)
     lines = [" ".join(rng.choice(src_vocab.words()[3:], size=n)) for n in (3, 7, 18, 5)]
     _built(model, lines[0], src_vocab)
-    plain = translator_lib.Translator(model, tgt_vocab, "beam_search", 3, 0.5)
-    compiled = translator_lib.Translator(model, tgt_vocab, "beam_search", 3, 0.5, jit_compile=True)
-    expected = plain.translate(lines, src_vocab, 2)
-    assert compiled.translate(lines, src_vocab, 2) == expected
+    vocabs = data.Vocabs(src_vocab, tgt_vocab)
+    plain = translator_lib.Translator(model, vocabs, "beam_search", 3, 0.5)
+    compiled = translator_lib.Translator(model, vocabs, "beam_search", 3, 0.5, jit_compile=True)
+    expected = plain.translate(lines, 2)
+    assert compiled.translate(lines, 2) == expected
     assert max(len(line.split()) for line in expected) > 16  # the limit is data-dependent
 
 
@@ -226,16 +227,16 @@ def test_a_translation_inspected_by_teacher_forcing_equals_its_search_record(tmp
     )
     line = " ".join(np.random.default_rng(5).choice(src_vocab.words()[3:], size=6))
     translator = translator_lib.Translator(
-        _built(model, line, src_vocab), tgt_vocab, "greedy", 1, 0.0
+        _built(model, line, src_vocab), data.Vocabs(src_vocab, tgt_vocab), "greedy", 1, 0.0
     )
-    searched = translator.inspect(line, src_vocab)
+    searched = translator.inspect(line)
     assert len(searched["words"]) >= 2
-    forced = translator.inspect(line, src_vocab, " ".join(searched["words"]))
+    forced = translator.inspect(line, " ".join(searched["words"]))
     assert forced["words"] == searched["words"]
     for name in ("attn", "sigma", "kl"):
         assert forced[name].shape == searched[name].shape
         np.testing.assert_allclose(forced[name], searched[name], rtol=1e-5, atol=1e-6)
     # another translation gets its own steps: one step per token, attention that differs
-    other = translator.inspect(line, src_vocab, " ".join(reversed(searched["words"])))
+    other = translator.inspect(line, " ".join(reversed(searched["words"])))
     assert other["attn"].shape == searched["attn"].shape
     assert np.abs(other["attn"][1:] - searched["attn"][1:]).max() > 1e-3

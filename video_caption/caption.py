@@ -152,7 +152,8 @@ def run(config: Config) -> List[str]:
     """Captions the videos of ``--input`` into ``--output``; returns the captions."""
     model_config = run_config(config.out_dir, given_settings(config))
     builders.configure_runtime(model_config)
-    decoder, statistics = experiment.load_decoder(model_config, config.ckpt)
+    decoder = experiment.load_decoder(model_config, config.ckpt)
+    statistics = experiment.load_statistics(model_config)
     return commands.map_lines(
         config.input,
         config.output,

@@ -194,14 +194,9 @@ def log_search(config: Config) -> None:
     logging.info("Captioning with %s", acvi_flags.describe(config, SEARCH_FLAGS))
 
 
-def load_decoder(
-    config: Config, ckpt: Optional[str] = None
-) -> Tuple[decode_lib.CaptionDecoder, Optional[Tuple[np.ndarray, np.ndarray]]]:
-    """The run's model with its best weights (or ``ckpt``'s) as a beam search, and the
-    training frames' statistics: what the inference commands caption with.
-
-    Returns:
-      ``(decoder, statistics)``: the ``CaptionDecoder`` and ``training_statistics``.
+def load_decoder(config: Config, ckpt: Optional[str] = None) -> decode_lib.CaptionDecoder:
+    """The run's model with its best weights (or ``ckpt``'s) as a beam search (which
+    holds the run's vocabulary): what the inference commands caption with.
 
     Raises:
       acvi_tf.training.checkpoints.CheckpointError: the run holds no checkpoint.
@@ -209,10 +204,16 @@ def load_decoder(
     vocab = load_vocab(config)
     with frame_features.open_features(config.features) as store:
         model = build_model(config, vocab, store.dim)
-        restore(config, model, vocab, ckpt)
-        statistics = training_statistics(config, store)
+    restore(config, model, vocab, ckpt)
     log_search(config)
-    return build_decoder(config, model, vocab), statistics
+    return build_decoder(config, model, vocab)
+
+
+def load_statistics(config: Config) -> Optional[Tuple[np.ndarray, np.ndarray]]:
+    """The run's training frames' statistics (``training_statistics``), with which the
+    inference commands standardise new frames."""
+    with frame_features.open_features(config.features) as store:
+        return training_statistics(config, store)
 
 
 class Experiment:

@@ -117,7 +117,8 @@ class ServedCaptioner(tf.Module):
 
 def _served(config: Config) -> Tuple[ServedCaptioner, Dict[str, Callable]]:
     """The served captioner of the run ``config`` describes, and its signature."""
-    decoder, statistics = experiment.load_decoder(config, config.ckpt)
+    decoder = experiment.load_decoder(config, config.ckpt)
+    statistics = experiment.load_statistics(config)
     module = ServedCaptioner(decoder, config.num_frames, statistics)
     return module, {"serving_default": module.caption}
 
