@@ -29,6 +29,7 @@ def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     _define_model_flags(fv)
     _define_transformer_flags(fv)
     _define_training_flags(fv)
+    _define_eval_and_summary_flags(fv)
     _define_decode_flags(fv)
     flags.register_multi_flags_validator(
         ["single_pass", "mode"],
@@ -212,7 +213,7 @@ def _define_transformer_flags(fv: flags.FlagValues) -> None:
 
 def _define_training_flags(fv: flags.FlagValues) -> None:
     """Defines the additions for training: the optimizer, the run's length and curriculum,
-    checkpoints, the eval job's batches and TensorBoard."""
+    and checkpoints."""
     flags.DEFINE_enum(
         "optimizer",
         "adagrad",
@@ -259,6 +260,10 @@ def _define_training_flags(fv: flags.FlagValues) -> None:
         lower_bound=0,
         flag_values=fv,
     )
+
+
+def _define_eval_and_summary_flags(fv: flags.FlagValues) -> None:
+    """Defines the eval job's batches and what TensorBoard shows, and how often."""
     flags.DEFINE_integer(
         "eval_max_batches",
         0,

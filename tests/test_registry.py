@@ -337,3 +337,23 @@ def test_a_registered_mechanism_runs_in_every_host(host, monkeypatch):
     assert out["kl"].shape == out["attn"].shape[:2] and float(tf.reduce_min(out["kl"])) > 0
     gradients = tape.gradient(loss, model.trainable_weights)
     assert all(g is not None and np.all(np.isfinite(tf.convert_to_tensor(g))) for g in gradients)
+
+
+# The longest function that defines flags: flags grouped by what they set, a group per
+# function, each short enough to read whole.
+FLAG_FUNCTION_LINES = 80
+
+
+def test_no_function_defining_flags_is_long():
+    long = []
+    for path, tree in _sources():
+        for node in ast.walk(tree):
+            defines = isinstance(node, ast.FunctionDef) and any(
+                isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Attribute)
+                and call.func.attr.startswith("DEFINE_")
+                for call in ast.walk(node)
+            )
+            if defines and node.end_lineno - node.lineno + 1 > FLAG_FUNCTION_LINES:
+                long.append("%s:%d %s" % (path, node.lineno, node.name))
+    assert long == []

@@ -782,6 +782,8 @@ def define_flags(fv: flags.FlagValues) -> None:
     """Defines the ``--acvi_*`` flags on ``fv``."""
     _define_variance_flags(fv)
     _define_sampling_flags(fv)
+    _define_gumbel_and_noise_flags(fv)
+    _define_samples_and_kl_flags(fv)
 
 
 def _define_variance_flags(fv: flags.FlagValues) -> None:
@@ -809,7 +811,8 @@ def _define_variance_flags(fv: flags.FlagValues) -> None:
 
 
 def _define_sampling_flags(fv: flags.FlagValues) -> None:
-    """Defines how a context is drawn in training and decoding, how many, and the KL term."""
+    """Defines how a context is drawn in training: the sampler and what the next step
+    reads."""
     flags.DEFINE_enum(
         "acvi_sampling",
         "approx",
@@ -845,6 +848,10 @@ def _define_sampling_flags(fv: flags.FlagValues) -> None:
         lower_bound=0,
         flag_values=fv,
     )
+
+
+def _define_gumbel_and_noise_flags(fv: flags.FlagValues) -> None:
+    """Defines the Gumbel-softmax phase and its temperature, and how the noise is drawn."""
     flags.DEFINE_float(
         "acvi_gumbel_fraction",
         0.0,
@@ -868,6 +875,10 @@ def _define_sampling_flags(fv: flags.FlagValues) -> None:
         "'per_component' draws one eps per source position, as eq. 24 is written.",
         flag_values=fv,
     )
+
+
+def _define_samples_and_kl_flags(fv: flags.FlagValues) -> None:
+    """Defines the samples per context, the KL estimator and the decode-time context."""
     flags.DEFINE_integer(
         "acvi_num_samples",
         1,
