@@ -21,10 +21,9 @@ Usage::
   cat new.en | python -m nmt.translate --out_dir=models/en_it
 """
 
-import os
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from absl import flags, logging
+from absl import flags
 
 from acvi_tf import builders, files
 from acvi_tf import config as config_lib
@@ -93,17 +92,7 @@ def corpus_record(config: Config) -> Tuple[str, Dict[str, Any], Optional[str]]:
     """The corpus record's path, its settings (``tokenizer``, ``lowercase``; Treebank and
     lowercase without one) and the BPE codes' path (None without BPE)."""
     record, codes = experiment.corpus_files(config)
-    settings = dict(tokenizer="treebank", lowercase=True)
-    if os.path.exists(record):
-        settings.update(files.read_json(record, CORPUS_FIX))
-    else:
-        logging.warning(
-            "%s is missing; tokenising with Treebank, lowercased, as corpora built before "
-            "the record were; if the corpus was built with another tokenizer, put the file "
-            "back, or the model reads other tokens than it trained on",
-            record,
-        )
-    return record, settings, codes
+    return record, tokenizers.corpus_settings(record, CORPUS_FIX), codes
 
 
 def preprocessor(config: Config) -> Callable[[str], str]:

@@ -22,7 +22,7 @@ Usage::
 import os
 from typing import Any, Callable, Dict, List, Tuple
 
-from absl import flags, logging
+from absl import flags
 
 from acvi_tf import builders, files
 from acvi_tf import config as config_lib
@@ -113,17 +113,7 @@ def corpus_record(vocab_path: str) -> Tuple[str, Dict[str, Any]]:
     """The path of the corpus record next to the vocabulary, and its settings
     (``tokenizer``, ``lowercase``; Treebank and lowercase without one)."""
     record = corpus_record_path(vocab_path)
-    settings = dict(tokenizer="treebank", lowercase=True)
-    if os.path.exists(record):
-        settings.update(files.read_json(record, CORPUS_FIX))
-    else:
-        logging.warning(
-            "%s is missing; tokenising with Treebank, lowercased, as corpora built before "
-            "the record were; if the corpus was built with another tokenizer, put the file "
-            "back, or the model reads other tokens than it trained on",
-            record,
-        )
-    return record, settings
+    return record, tokenizers.corpus_settings(record, CORPUS_FIX)
 
 
 def corpus_tokenizer(vocab_path: str) -> Callable[[str], str]:

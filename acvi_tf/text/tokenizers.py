@@ -7,12 +7,15 @@ a list of texts (the corpus builders'), ``tftext`` in batched graph calls.
 """
 
 import functools
+import os
 import re
 import string
-from typing import Callable, List, Sequence
+from typing import Any, Callable, Dict, List, Sequence
 
-from absl import flags
+from absl import flags, logging
 from nltk.tokenize import TreebankWordTokenizer
+
+from acvi_tf import files
 
 # A sentence ends at . ! or ? followed by whitespace and anything but a lowercase letter,
 # except after abbreviations such as "e.g." or "A.D." (a dot two characters back).
@@ -290,3 +293,29 @@ def define_flags(flag_values: flags.FlagValues) -> None:
         flag_values=flag_values,
     )
     flags.DEFINE_boolean("lowercase", True, "Lowercase before tokenising.", flag_values=flag_values)
+
+
+def corpus_settings(record: str, fix: str) -> Dict[str, Any]:
+    """The tokenizer settings a corpus builder recorded in ``record`` (its
+    ``corpus.json``: ``tokenizer``, ``lowercase`` and what else it wrote); Treebank and
+    lowercase, with a warning, where the record is missing (corpora built before it).
+
+    Args:
+      record: the record's path.
+      fix: what the ``error:`` line tells the user to do about a record that cannot be
+        read.
+
+    Raises:
+      acvi_tf.files.RecordError: the record cannot be read or is not a JSON object.
+    """
+    settings = dict(tokenizer="treebank", lowercase=True)
+    if os.path.exists(record):
+        settings.update(files.read_json(record, fix))
+    else:
+        logging.warning(
+            "%s is missing; tokenising with Treebank, lowercased, as corpora built before "
+            "the record were; if the corpus was built with another tokenizer, put the file "
+            "back, or the model reads other tokens than it trained on",
+            record,
+        )
+    return settings
