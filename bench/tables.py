@@ -610,7 +610,7 @@ _PAPER_ROWS = (
         (Pick(ENDE, "sa", "66b5e6a"), Pick(ENDE, "acvi-bound-0.001", "66b5e6a")),
         Pick(ENDE, "acvi-mc", "5eca919"),
         Pick(ENDE, "acvi-mixture-mc", _LARGER_MIXTURE_REVISION),
-        None,
+        Pick(ENDE, "acvi-mixture-bound-mean-top4", _ELBO_REVISION),
         "**helps**",
     ),
     (
@@ -636,7 +636,14 @@ _MIXTURE_LARGER = (
             "acvi-mixture-bound-mean-top4": _ELBO_REVISION,
         },
     ),
-    ("En-De sample dev (1,000), BLEU", ENDE, {"acvi-mixture-mc": _LARGER_MIXTURE_REVISION}),
+    (
+        "En-De sample dev (1,000), BLEU",
+        ENDE,
+        {
+            "acvi-mixture-mc": _LARGER_MIXTURE_REVISION,
+            "acvi-mixture-bound-mean-top4": _ELBO_REVISION,
+        },
+    ),
     (
         "whole En-De dev (2,000), BLEU",
         ENDE_FULL,
@@ -689,6 +696,7 @@ _ELBO_RUNS = (
     ),
     ("Debian sample (400), test ROUGE-L F1 x100", DEBIAN, ("acvi-mixture-bound-mean-top4",)),
     ("whole Debian (1,000), test ROUGE-L F1 x100", DEBIAN_FULL, ("acvi-mixture-bound-mean-top4",)),
+    ("En-De sample (1,000), dev BLEU", ENDE, ("acvi-mixture-bound-mean-top4",)),
 )
 _ELBO_LABELS = {
     "acvi-mixture-mc": "`mixture`, `mc`, 1",
