@@ -79,7 +79,9 @@ class Translator:
         self.search = decoding.compile_decode(
             model, searched(INFER_MODES[infer_mode]), signature, jit_compile
         )
-        self._align = decoding.compile_decode(model, searched("greedy", True), signature)
+        self._align = decoding.compile_decode(
+            model, searched("greedy", True), signature, with_posterior=True
+        )
 
         @tf.function(
             input_signature=[signature["src"], signature["src_len"], signature["src"]],

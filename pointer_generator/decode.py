@@ -102,6 +102,7 @@ class Summarizer:
                 start_options=dict(
                     initial_state_attention=initial_state_attention, coverage_on=coverage_on
                 ),
+                with_posterior=record,
             )
 
         self.search = compiled(record_attention)

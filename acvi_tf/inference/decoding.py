@@ -162,6 +162,7 @@ def decode(
     strategy: SearchStrategy,
     inputs: Dict[str, tf.Tensor],
     start_options: Optional[Mapping[str, Any]] = None,
+    with_posterior: bool = False,
 ) -> Dict[str, tf.Tensor]:
     """Decodes a batch: ``model.start(inputs)``, then ``strategy`` over the model's step
     on the search driver, given the step's constants (so the first step runs once per
@@ -173,14 +174,17 @@ def decode(
         ``probabilities`` must be ``model.probability_scores``.
       inputs: the host's input tensors by name (``DecodingModel.start``'s).
       start_options: the host's switches for ``start`` (None: its defaults).
+      with_posterior: also return what the context mechanism shows of its posterior
+        for the decoded attention (``posterior``; the settings must record the step's
+        extras, ``attn`` among them).
 
     Raises:
       ValueError: the settings take the scores for what they are not.
 
     Returns:
-      The strategy's results: ``ids`` [B, T], ``lengths`` [B], ``scores`` [B], and, when
-      its settings record extras, each extra [B, T, ...] and, with the attention
-      ``attn``, what the context mechanism shows of its posterior (``posterior``).
+      The strategy's results: ``ids`` [B, T], ``lengths`` [B], ``scores`` [B], when its
+      settings record extras each extra [B, T, ...], and with ``with_posterior`` the
+      posterior's values (``POSITION_VALUES``, ``STEP_VALUES``).
     """
     if strategy.settings.probabilities != model.probability_scores:
         raise ValueError(
@@ -190,7 +194,7 @@ def decode(
     constants, state = model.start(inputs, **(start_options or {}))
     batch = tf.shape(tf.nest.flatten(state)[0])[0]
     out = search_lib.search(strategy, model_step(model), state, batch, constants=constants)
-    if "attn" not in out:
+    if not with_posterior:
         return out
     return dict(out, **posterior(model, constants, out["attn"]))
 
@@ -201,6 +205,7 @@ def compile_decode(
     input_signature: Dict[str, tf.TensorSpec],
     jit_compile: bool = False,
     start_options: Optional[Mapping[str, Any]] = None,
+    with_posterior: bool = False,
 ) -> Callable[[Dict[str, tf.Tensor]], Dict[str, tf.Tensor]]:
     """``decode`` as one ``tf.function`` of a batch of inputs.
 
@@ -211,7 +216,7 @@ def compile_decode(
       input_signature: the inputs' specs by name.
       jit_compile: compile the search with XLA (build the model with ``jit_compile``
         too; the settings must not ``shrink``).
-      start_options: as ``decode``'s.
+      start_options, with_posterior: as ``decode``'s.
 
     Returns:
       ``inputs -> decode(model, strategy_for(inputs), inputs)``, traced once per input
@@ -222,6 +227,6 @@ def compile_decode(
         input_signature=[input_signature], autograph=False, jit_compile=jit_compile or None
     )
     def decode_batch(inputs):
-        return decode(model, strategy_for(inputs), inputs, start_options)
+        return decode(model, strategy_for(inputs), inputs, start_options, with_posterior)
 
     return decode_batch
