@@ -19,103 +19,29 @@ Loading needs TensorFlow and tensorflow-text only (``import tensorflow_text`` fi
 ``--pretokenized`` (for a Treebank or PTB corpus) exports a model that takes sentences
 tokenised as the corpus was; BPE is still applied in the graph. The search runs without
 XLA.
-"""
 
-from typing import Callable, Dict, Optional, Tuple
+The served module is the translator's (``nmt.serving.ServedTranslator``); the Runner
+(``acvi_tf.runner.runner.export``) saves it.
+"""
 
 import tensorflow as tf
 from absl import flags
 
 from acvi_tf import config as config_lib
 from acvi_tf.config import Config
-from acvi_tf.formats import nmt_text
-from acvi_tf.inference import export as export_lib
-from acvi_tf.text import graph_bpe
-from nmt import experiment, translate
-from nmt import translator as translator_lib
-
-_SENTENCES = tf.TensorSpec([None], tf.string)
+from acvi_tf.runner import runner
+from nmt.task import TASK
 
 
 def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
     """Defines the command's flags on ``fv``."""
-    translate.define_run_flags(fv)
-    export_lib.define_flags(fv)
+    runner.define_export_flags(TASK, fv)
 
 
-class ServedTranslator(tf.Module):
-    """Raw sentences in, translations out, every step a TensorFlow op.
-
-    Args:
-      translator: an ``nmt.translator.Translator`` with the run's vocabularies.
-      tokenize: ``texts [B] -> tokens [B, (n)]`` (``acvi_tf.inference.export.graph_tokenizer_for``).
-      bpe_codes: the path of the corpus's subword-nmt codes, or None without BPE.
-    """
-
-    def __init__(
-        self,
-        translator: translator_lib.Translator,
-        tokenize: Callable[[tf.Tensor], tf.RaggedTensor],
-        bpe_codes: Optional[str] = None,
-    ) -> None:
-        super().__init__(name="translator")
-        self._variables = list(translator.model.variables)  # saved with the graph
-        self._search = translator.search
-        self._tokenize = tokenize
-        self._bpe_ranks = graph_bpe.read_ranks(bpe_codes) if bpe_codes else None
-        self._src_ids = export_lib.vocabulary_table(translator.vocabs.src.words(), nmt_text.UNK_ID)
-        self._tgt_words = tf.constant(translator.vocabs.tgt.words())
-
-    def _source_tokens(self, texts):
-        tokens = self._tokenize(texts)
-        if self._bpe_ranks is None:
-            return tokens
-        return graph_bpe.segment(tokens, self._bpe_ranks)
-
-    @tf.function(input_signature=[_SENTENCES])
-    def translate(self, sentences: tf.Tensor) -> Dict[str, tf.Tensor]:
-        """``sentences`` [B] -> ``translations`` [B], ``scores`` [B]."""
-        tokens = self._source_tokens(sentences)
-        src_len = tf.cast(tokens.row_lengths(), tf.int32)
-        ids = tf.ragged.map_flat_values(self._src_ids.lookup, tokens)
-        # padded with </s> to the longest source, one column at least (data.infer_dataset)
-        width = tf.maximum(tf.reduce_max(tf.concat([src_len, [0]], 0)), 1)
-        src = ids.to_tensor(nmt_text.EOS_ID, shape=tf.stack([tf.shape(sentences)[0], width]))
-        out = self._search(dict(src=src, src_len=src_len))
-        translations = export_lib.join_words(tf.gather(self._tgt_words, out["ids"]), out["lengths"])
-        if self._bpe_ranks is not None:
-            translations = tf.strings.regex_replace(translations, "@@( |$)", "")
-        empty = tf.equal(src_len, 0)
-        return dict(
-            translations=tf.where(empty, "", translations),
-            scores=tf.where(empty, 0.0, out["scores"]),
-        )
-
-    @tf.function(input_signature=[_SENTENCES])
-    def tokenize(self, texts: tf.Tensor) -> Dict[str, tf.Tensor]:
-        """``texts`` [B] -> ``tokens`` [B], each text's source tokens joined by spaces."""
-        tokens = self._source_tokens(texts)
-        return dict(tokens=tf.strings.reduce_join(tokens, axis=1, separator=" "))
-
-
-def _served(config: Config, pretokenized: bool) -> Tuple[ServedTranslator, Dict[str, Callable]]:
-    """The served translator of the run ``config`` describes, and its signatures."""
-    record, settings, codes = translate.corpus_record(config)
-    tokenize = export_lib.graph_tokenizer_for(record, settings, pretokenized)
-    translator = experiment.load_decoder(config, config.ckpt)
-    module = ServedTranslator(translator, tokenize, codes)
-    return module, {"serving_default": module.translate, "tokenize": module.tokenize}
-
-
-def run(config: Config) -> ServedTranslator:
-    """Exports the run in ``--out_dir`` to ``--export_dir``."""
-    given = translate.given_settings(config)
-    return export_lib.export_run(
-        config,
-        lambda: translate.run_config(config.out_dir, given).replace(ckpt=config.ckpt),
-        lambda model_config: _served(model_config, config.pretokenized),
-        "translator",
-    )
+def run(config: Config) -> tf.Module:
+    """Exports the run in ``--out_dir`` to ``--export_dir``; returns the
+    ``serving.ServedTranslator`` saved."""
+    return runner.export(TASK, config)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """The translator's Task (``acvi_tf.runner.task``): tensorflow/nmt's flags and presets, the run
-in ``--out_dir``, and its jobs (``nmt.jobs``).
+in ``--out_dir``, its jobs (``nmt.jobs``) and its commands on a trained run
+(``nmt.serving``).
 """
 
 import os
@@ -11,9 +12,10 @@ from absl import app, flags
 from acvi_tf import flags as acvi_flags
 from acvi_tf.config import Config
 from acvi_tf.inference import report as report_lib
+from acvi_tf.runner import runner
 from acvi_tf.runner.task import Task, TrainingInputs
 from acvi_tf.training import checkpoints
-from nmt import experiment, hparams, jobs
+from nmt import experiment, hparams, jobs, serving
 
 # Flags of this entry point that decide the model's variables (and the optimizer's).
 MODEL_FLAGS = (
@@ -277,8 +279,15 @@ class TranslationTask(Task):
     names_the_run = "--out_dir"
     model_flags = MODEL_FLAGS
     command_flags = COMMAND_FLAGS
+    inputs = "Sentences"
+    outputs = "Translations"
+    served = "translator"
 
     define_flags = staticmethod(define_flags)
+    define_run_flags = staticmethod(serving.define_run_flags)
+    files_read = staticmethod(experiment.files_read)
+    raw_text = staticmethod(serving.raw_text)
+    served_module = staticmethod(serving.served_module)
 
     def trains(self, config: Config) -> bool:
         return not config.inference_input_file
@@ -321,6 +330,13 @@ class TranslationTask(Task):
     def infer(self, config: Config, strategy: tf.distribute.Strategy) -> Optional[float]:
         # inference leaves the run's record as it is
         return jobs.infer(config, experiment.load_vocabs(config))
+
+    def run_settings(self, config: Config) -> Config:
+        """The run's record with the given search settings and the command's ``--ckpt``."""
+        settings = runner.recorded_config(
+            self, config.out_dir, **serving.given_settings(config), out_dir=config.out_dir
+        )
+        return settings.replace(ckpt=config.ckpt)
 
 
 TASK = TranslationTask()

@@ -1,5 +1,6 @@
 """The summarizer's Task (``acvi_tf.runner.task``): See et al.'s flags, the run's layout
-(``log_root/exp_name``, checkpoints in ``train/``), and its jobs (``pointer_generator.jobs``).
+(``log_root/exp_name``, checkpoints in ``train/``), its jobs (``pointer_generator.jobs``)
+and its commands on a trained run (``pointer_generator.serving``).
 """
 
 import os
@@ -15,9 +16,10 @@ from acvi_tf.config import Config
 from acvi_tf.formats import bin_files
 from acvi_tf.inference import report as report_lib
 from acvi_tf.process import stops
+from acvi_tf.runner import runner
 from acvi_tf.runner.task import Task, TrainingInputs
 from acvi_tf.training import checkpoints
-from pointer_generator import experiment, jobs
+from pointer_generator import experiment, jobs, serving
 
 
 def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
@@ -429,8 +431,15 @@ class SummarizationTask(Task):
     names_the_run = "--log_root and --exp_name"
     model_flags = MODEL_FLAGS
     command_flags = COMMAND_FLAGS
+    inputs = "Documents"
+    outputs = "Summaries"
+    served = "summarizer"
 
     define_flags = staticmethod(define_flags)
+    define_run_flags = staticmethod(serving.define_run_flags)
+    files_read = staticmethod(serving.files_read)
+    raw_text = staticmethod(serving.raw_text)
+    served_module = staticmethod(serving.served_module)
 
     def run_dir(self, config: Config) -> str:
         return experiment.run_dir(config)
@@ -483,6 +492,18 @@ class SummarizationTask(Task):
                 experiment.eval_dir(config),
                 experiment.phases(config),
             )
+
+    def run_settings(self, config: Config) -> Config:
+        """The run's record with the given decode settings, its decode lengths
+        (``experiment.decode_config``) and the command's ``--ckpt``."""
+        settings = runner.recorded_config(
+            self,
+            os.path.join(config.log_root, config.exp_name),
+            **serving.given_settings(config),
+            log_root=config.log_root,  # where the run is now
+            exp_name=config.exp_name,
+        )
+        return experiment.decode_config(settings).replace(ckpt=config.ckpt)
 
 
 def _start_debugging(config):

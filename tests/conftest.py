@@ -326,6 +326,14 @@ def command(
     return exit_info.value.code or 0, out, err
 
 
+def run_settings(module: str, *argv: str) -> config_lib.Config:
+    """The settings of the trained run that the command ``module`` (``nmt.translate``,
+    an export) reads when given ``argv``: its flags parsed, then its Task's
+    ``run_settings``."""
+    entry = importlib.import_module(module)
+    return entry.TASK.run_settings(config_lib.parse(entry.define_flags, [module, *argv]))
+
+
 LAUNCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "launch.py")
 
 

@@ -25,8 +25,10 @@ from acvi_tf.text import tokenizers
 from data_prep import summarization
 from pointer_generator import batcher as batcher_lib
 from pointer_generator import decode as decode_lib
-from pointer_generator import experiment, export, run_summarization, summarize
+from pointer_generator import experiment, export, run_summarization, serving
 from pointer_generator import vocab as vocab_lib
+
+from conftest import run_settings
 
 pytestmark = pytest.mark.slow  # scheduled first (conftest.py)
 
@@ -184,13 +186,13 @@ def test_the_graph_batch_equals_the_batcher_s(raw_run):
     """Tokens, ids and each document's out-of-vocabulary ids (the copy mechanism's
     extended vocabulary) as ``batcher.make_batch`` builds them."""
     root, articles, _ = raw_run
-    config = summarize.run_config(str(root), "run", {})
+    config = run_settings("pointer_generator.summarize", "--log_root=%s" % root, "--exp_name=run")
     vocab = vocab_lib.Vocab(str(root / "corpus" / "vocab"), 0)
-    module = export.ServedSummarizer(
+    module = serving.ServedSummarizer(
         experiment.load_decoder(config),
         30,
         True,
-        export_lib.graph_tokenizer_for(*summarize.corpus_record(config.vocab_path), False),
+        export_lib.graph_tokenizer_for(*serving.corpus_record(config.vocab_path), False),
     )
     tokenize = tokenizers.tokenizer("tftext")
     examples = [batcher_lib.Example(tokenize(a), [], vocab, 30, 6) for a in articles]
@@ -274,8 +276,15 @@ def test_a_pretokenized_export_of_the_shipped_corpus_equals_decode(tmp_path):
     _export(tmp_path, tmp_path / "served", "--pretokenized")
     test = [a for a, _ in read_bin_file(os.path.join(SAMPLE, "chunked", "test_000.bin"))]
     vocab_words = vocab_lib.Vocab(vocab, 2000)
-    given = dict(beam_size=2, min_dec_steps=1)
-    summarizer = experiment.load_decoder(summarize.run_config(str(tmp_path), "run", given))
+    summarizer = experiment.load_decoder(
+        run_settings(
+            "pointer_generator.summarize",
+            "--log_root=%s" % tmp_path,
+            "--exp_name=run",
+            "--beam_size=2",
+            "--min_dec_steps=1",
+        )
+    )
     batches = [test[i : i + 100] for i in range(0, len(test), 100)]
     expected = []
     for batch in batches:

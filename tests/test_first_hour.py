@@ -33,9 +33,9 @@ import served
 from inputs import clips_in_every_split
 
 from acvi_tf.formats.bin_files import read_bin_file
-from nmt import translate as nmt_translate
+from nmt import serving as nmt_serving
 
-from conftest import write_video
+from conftest import run_settings, write_video
 
 pytestmark = pytest.mark.slow  # scheduled first (conftest.py)
 
@@ -164,8 +164,8 @@ def test_own_parallel_text_with_bpe_to_a_served_model(tmp_path, capfd):
     _in_process(capfd, cwd, infer)
     # the test split's raw sentences, as new text: translate and the served model read
     # them raw, the inference tokenised and segmented by the builder
-    run = nmt_translate.run_config(str(cwd / "models" / "en_it"), {})
-    prepare = nmt_translate.preprocessor(run.replace(vocab_prefix=str(cwd / run.vocab_prefix)))
+    run = run_settings("nmt.translate", "--out_dir=%s" % (cwd / "models" / "en_it"))
+    prepare = nmt_serving.preprocessor(run.replace(vocab_prefix=str(cwd / run.vocab_prefix)))
     raw = {prepare(en): en for en in english[:300]}
     segmented = _lines(cwd / "en_it" / "bpe" / "test.en")
     sentences = [raw[line] for line in segmented]

@@ -11,7 +11,9 @@ from acvi_tf import config as config_lib
 from acvi_tf.formats import bpe, nmt_text
 from acvi_tf.text import tokenizers
 from data_prep import translation
-from nmt import export, run_nmt, translate
+from nmt import export, run_nmt, serving
+
+from conftest import run_settings
 
 pytestmark = pytest.mark.slow  # scheduled first (conftest.py)
 
@@ -61,7 +63,7 @@ def _export(run, export_dir, *extra):
 def test_the_exported_translator_translates_raw_text_as_inference_does(tmp_path, absl_caplog):
     corpus, data, run, rows, expected = _corpus_and_run(tmp_path, 20, "tftext", 60)
     settings = json.loads((corpus / "corpus.json").read_text())
-    prepare = translate.preprocessor(translate.run_config(str(run), {}))
+    prepare = serving.preprocessor(run_settings("nmt.translate", "--out_dir=%s" % run))
     by_source = {prepare(en): en for en, _ in rows}
     sources = nmt_text.read_lines(str(data / "train.en"))
     raw = [by_source[line] for line in sources]

@@ -254,6 +254,44 @@ def test_the_library_imports_only_downward():
     assert _upward_imports(toy, layers) == [("acvi_tf.contexts.a", "acvi_tf.training.b")]
 
 
+def _is_main_block(node):
+    """Whether ``node`` is ``if __name__ == "__main__":``."""
+    test = getattr(node, "test", None)
+    return (
+        isinstance(node, ast.If)
+        and isinstance(test, ast.Compare)
+        and getattr(test.left, "id", None) == "__name__"
+    )
+
+
+# A host module that is a library as well as a command: the captioner's feature
+# extraction, which its training jobs and its raw-text command run on videos.
+LIBRARY_COMMANDS = {"video_caption.features"}
+
+
+def test_no_module_imports_a_host_command():
+    """A host's commands (training, raw text, export, the tools) are entry points: they
+    parse flags and hand the Task to the Runner, and no module imports one."""
+    hosts = ("pointer_generator", "nmt", "video_caption")
+    commands = {
+        path[: -len(".py")].replace(os.sep, ".")
+        for path, tree in _sources()
+        if path.split(os.sep)[0] in hosts and any(_is_main_block(n) for n in tree.body)
+    } - LIBRARY_COMMANDS
+    assert {
+        "nmt.translate",
+        "video_caption.export",
+        "pointer_generator.run_summarization",
+    } <= commands
+    importing = [
+        (module, target)
+        for module, targets in _import_graph().items()
+        for target in targets
+        if target in commands
+    ]
+    assert importing == []
+
+
 # what each package may import of the project: the library nothing else, the corpus
 # builders the library, each host the library only
 ALLOWED_IMPORTS = {

@@ -18,7 +18,7 @@ from acvi_tf.formats.bin_files import read_bin_file
 from acvi_tf.inference import commands
 from acvi_tf.training import checkpoints
 from data_prep import summarization
-from pointer_generator import run_summarization, summarize
+from pointer_generator import run_summarization, serving, summarize
 
 from conftest import command, untraced
 
@@ -89,7 +89,7 @@ def trained(tmp_path_factory):
 def test_raw_text_summaries_equal_the_decode_of_the_same_articles(trained, tmp_path):
     root, raw, corpus, decode_dir = trained
     by_tokens = {}
-    tokenize = summarize.corpus_tokenizer(str(corpus / "vocab"))
+    tokenize = serving.corpus_tokenizer(str(corpus / "vocab"))
     for record in raw:
         by_tokens[tokenize(record["article"])] = record["article"]
     test = [article for article, _ in read_bin_file(str(corpus / "chunked" / "test_000.bin"))]
@@ -247,7 +247,7 @@ def test_a_corpus_without_its_record_is_tokenised_as_before_records_with_a_warni
     tmp_path, absl_caplog
 ):
     (tmp_path / "vocab").write_text("the 3\n")
-    record, settings = summarize.corpus_record(str(tmp_path / "vocab"))
+    record, settings = serving.corpus_record(str(tmp_path / "vocab"))
     assert record == str(tmp_path / "corpus.json")
     assert settings == dict(tokenizer="treebank", lowercase=True)
     assert "if the corpus was built with another tokenizer, put the file back" in (absl_caplog.text)

@@ -11,9 +11,9 @@ from acvi_tf import files
 from acvi_tf import flags as acvi_flags
 from acvi_tf.formats import bpe, nmt_text
 from data_prep import translation
-from nmt import run_nmt, translate
+from nmt import run_nmt, serving, translate
 
-from conftest import command
+from conftest import command, run_settings
 
 WORDS = [
     ("cat", "gatto"),
@@ -80,9 +80,8 @@ def test_raw_sentences_translate_as_the_run_s_inference_does(
             and json.dumps(line)[1:-1] not in report
         )
     # the same sentences raw, as a user has them
-    raw_by_tokens = {}
-    for en, _ in rows:
-        raw_by_tokens[translate.preprocessor(translate.run_config(str(out), {}))(en)] = en
+    prepare = serving.preprocessor(run_settings("nmt.translate", "--out_dir=%s" % out))
+    raw_by_tokens = {prepare(en): en for en, _ in rows}
     raw = [raw_by_tokens[line] for line in nmt_text.read_lines(str(corpus / "bpe" / "test.en"))]
     (tmp_path / "raw.en").write_text("".join(r + "\n" for r in raw) + "\n")
     argv = [

@@ -1,5 +1,6 @@
 """The captioner's Task (``acvi_tf.runner.task``): arctic-capgen-vid's flags, the run in
-``--out_dir`` (checkpoints in ``train/``), and its jobs (``video_caption.jobs``).
+``--out_dir`` (checkpoints in ``train/``), its jobs (``video_caption.jobs``) and its
+commands on a trained run (``video_caption.serving``).
 """
 
 import os
@@ -11,9 +12,10 @@ from absl import app, flags
 from acvi_tf import flags as acvi_flags
 from acvi_tf.config import Config
 from acvi_tf.inference import report as report_lib
+from acvi_tf.runner import runner
 from acvi_tf.runner.task import Task, TrainingInputs
 from acvi_tf.training import checkpoints
-from video_caption import data, experiment, jobs
+from video_caption import data, experiment, jobs, serving
 
 MODES = ("train", "eval", "decode")
 # Flags of this entry point that decide the model's variables (and the optimizer's).
@@ -269,8 +271,17 @@ class CaptioningTask(Task):
     names_the_run = "--out_dir"
     model_flags = MODEL_FLAGS
     command_flags = COMMAND_FLAGS
+    inputs = "Video paths"
+    outputs = "Captions"
+    served = "captioner"
+    reads_text = False
 
     define_flags = staticmethod(define_flags)
+    define_run_flags = staticmethod(serving.define_run_flags)
+    files_read = staticmethod(experiment.files_read)
+    raw_text = staticmethod(serving.raw_text)
+    named_files = staticmethod(serving.named_files)
+    served_module = staticmethod(serving.served_module)
 
     def checkpoint_dir(self, config: Config) -> str:
         return experiment.train_dir(config)
@@ -315,6 +326,13 @@ class CaptioningTask(Task):
         if config.mode == "decode":
             return jobs.decode(config)
         return jobs.evaluate(experiment.Experiment(config))
+
+    def run_settings(self, config: Config) -> Config:
+        """The run's record with the given search settings and the command's ``--ckpt``."""
+        settings = runner.recorded_config(
+            self, config.out_dir, **serving.given_settings(config), out_dir=config.out_dir
+        )
+        return settings.replace(ckpt=config.ckpt)
 
 
 TASK = CaptioningTask()

@@ -16,6 +16,21 @@ class InputError(errors.UserError, ValueError):
     """A command's input lines cannot be read; the message names the line and the fix."""
 
 
+class LineError(InputError):
+    """An input line that a conversion refuses; ``map_lines`` names the input and the
+    line's number before the message.
+
+    Args:
+      number: the line's number, from 1.
+      message: what is wrong with it and the fix.
+    """
+
+    def __init__(self, number: int, message: str) -> None:
+        super().__init__(message)
+        self.number = number
+        self.message = message
+
+
 def define_run_flags(
     fv: flags.FlagValues, best: str, beam: str, beam_lower_bound: int, batch: str, items: str
 ) -> None:
@@ -94,20 +109,24 @@ def map_lines(
       The outputs.
 
     Raises:
-      InputError: a line is not UTF-8, or the input holds no line.
+      InputError: a line is not UTF-8, the input holds no line, or ``convert`` refuses
+        a line (``LineError``).
       files.OutputError, OSError: ``output_path`` cannot be written, or is the input or
         a file of the run (found before ``convert`` runs).
     """
+    source = "standard input" if input_path == "-" else input_path
     lines = files.read_input_lines(input_path, InputError)
     if not lines:
         raise InputError(
             "%s holds no line, so there is nothing to write %s of; give the input at least "
-            "one line (a blank line gives a blank output)"
-            % ("standard input" if input_path == "-" else input_path, what)
+            "one line (a blank line gives a blank output)" % (source, what)
         )
     if output_path != "-":
         named = list(line_files(lines)) if line_files else []
         files.check_output(output_path, "--output", {"--input": input_path}, [*protected, *named])
-    outputs = convert(lines)
+    try:
+        outputs = convert(lines)
+    except LineError as e:
+        raise InputError("%s:%d: %s" % (source, e.number, e.message)) from None
     files.write_output_lines(output_path, outputs, lines, what)
     return outputs

@@ -4,20 +4,24 @@ It reads the run's record for a command on a trained run or a resume (the model'
 need not be repeated), sets up the runtime (seed, determinism, precision, distribution
 strategy), and runs the Task's job: a training run inside its record (written before it
 trains, put back when the run is refused) and in a folder a refused new run leaves as it
-found it, or a command on the trained run. A command that only names a trained run
-(raw-text inference, export) reads its settings with ``recorded_config``.
+found it, or a command on the trained run. The commands that only name a trained run
+are ``serve`` (raw text in, one output a line) and ``export`` (a SavedModel); they read
+the run's settings with ``recorded_config`` through the Task's ``run_settings``.
 """
 
 import functools
 import os
-from typing import Any
+from typing import Any, List
 
-from absl import app
+import tensorflow as tf
+from absl import app, flags
 
-from acvi_tf import builders
+from acvi_tf import builders, files
 from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf.config import Config
+from acvi_tf.inference import commands
+from acvi_tf.inference import export as export_lib
 from acvi_tf.runner.task import Task
 from acvi_tf.training import checkpoints, distribute
 
@@ -102,6 +106,73 @@ def recorded_config(task: Task, run_dir: str, **given: Any) -> Config:
         task.command_flags,
         task.define_flags,
         entry_point=task.entry_point,
+    )
+
+
+def define_serve_flags(task: Task, fv: flags.FlagValues) -> None:
+    """Defines the raw-text command's flags on ``fv``: the Task's run flags, ``--input``
+    and ``--output``."""
+    task.define_run_flags(fv)
+    commands.define_io_flags(fv, task.inputs, task.outputs)
+
+
+def serve(task: Task, config: Config) -> List[str]:
+    """The raw-text command of ``task``: converts the lines of ``--input`` with the
+    trained run the command names and writes one output a line to ``--output``.
+
+    The output is checked before the model is restored: it may not be the input, a file
+    of the run or a file an input line names.
+
+    Args:
+      task: the run's host.
+      config: the command's flags (``define_serve_flags``).
+
+    Returns:
+      The outputs, one for each input line.
+
+    Raises:
+      acvi_tf.errors.UserError, absl.app.UsageError: a user's error, named with its fix.
+    """
+    settings = task.run_settings(config)
+    builders.configure_runtime(settings)
+    return commands.map_lines(
+        config.input,
+        config.output,
+        lambda lines: task.raw_text(settings)(lines),
+        task.outputs.lower(),
+        files.run_files(task.run_dir(settings), *task.files_read(settings)),
+        task.named_files,
+    )
+
+
+def define_export_flags(task: Task, fv: flags.FlagValues) -> None:
+    """Defines the export command's flags on ``fv``: the Task's run flags,
+    ``--export_dir``, ``--overwrite`` and, for a model that reads text,
+    ``--pretokenized``."""
+    task.define_run_flags(fv)
+    export_lib.define_flags(fv, text_input=task.reads_text)
+
+
+def export(task: Task, config: Config) -> tf.Module:
+    """The export command of ``task``: saves the trained run the command names as a
+    SavedModel in ``--export_dir`` (``acvi_tf.inference.export.export_run``).
+
+    Args:
+      task: the run's host.
+      config: the command's flags (``define_export_flags``).
+
+    Returns:
+      The module saved.
+
+    Raises:
+      acvi_tf.errors.UserError, absl.app.UsageError: a user's error, named with its fix.
+    """
+    pretokenized = task.reads_text and config.pretokenized
+    return export_lib.export_run(
+        config,
+        lambda: task.run_settings(config),
+        lambda settings: task.served_module(settings, pretokenized),
+        task.served,
     )
 
 

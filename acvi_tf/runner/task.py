@@ -1,6 +1,8 @@
 """What a host declares to the Runner (``acvi_tf.runner.runner``): its flags and which
 of them make the model, where a run lives, what a training run records of its inputs,
-and its jobs (training; evaluation, decoding or inference).
+its jobs (training; evaluation, decoding or inference), and what the commands on a
+trained run need of it (the raw-text command's conversion of lines, the export's
+SavedModel).
 
 A host is one ``Task`` subclass in one module (``pointer_generator.task``, ``nmt.task``,
 ``video_caption.task``); its training entry point parses the flags and hands the Task
@@ -9,7 +11,7 @@ to the Runner.
 
 import abc
 import dataclasses
-from typing import Any, Mapping, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Sequence, Tuple
 
 import tensorflow as tf
 from absl import flags
@@ -44,12 +46,20 @@ class Task(abc.ABC):
         resume or a command on the run refuses a changed one.
       command_flags: the flags that belong to each command and are never taken from a
         run's record (the mode, the data it reads, where it writes).
+      inputs: what an input line of the raw-text command holds, plural (``Sentences``).
+      outputs: what an output line holds, plural (``Translations``).
+      served: what the export serves, for its log (``translator``).
+      reads_text: the exported model reads text (its export takes ``--pretokenized``).
     """
 
     entry_point: str
     names_the_run: str
     model_flags: Tuple[str, ...]
     command_flags: Tuple[str, ...]
+    inputs: str
+    outputs: str
+    served: str
+    reads_text: bool = True
 
     @abc.abstractmethod
     def define_flags(self, fv: flags.FlagValues) -> None:
@@ -100,3 +110,50 @@ class Task(abc.ABC):
     def infer(self, config: Config, strategy: tf.distribute.Strategy) -> Any:
         """Runs a command on a trained run that does not train it (evaluation, decoding,
         inference); returns its result."""
+
+    @abc.abstractmethod
+    def define_run_flags(self, fv: flags.FlagValues) -> None:
+        """Defines the flags of a command on a trained run (raw text, export): those that
+        name the run, ``--ckpt``, the search settings it may change and
+        ``--allow_data_change``."""
+
+    @abc.abstractmethod
+    def run_settings(self, config: Config) -> Config:
+        """The trained run's settings for a command on it: the run's record
+        (``runner.recorded_config``) with the search settings ``config`` gives on top
+        and ``config``'s ``--ckpt``.
+
+        Raises:
+          absl.app.UsageError: the named folder holds no run.
+          acvi_tf.flags.DecodeSettingError: a given search setting contradicts another.
+        """
+
+    @abc.abstractmethod
+    def files_read(self, config: Config) -> List[str]:
+        """What a command on the run reads beside the run's folder (its vocabularies,
+        corpus record, training files), which its outputs must not replace."""
+
+    @abc.abstractmethod
+    def raw_text(self, config: Config) -> Callable[[List[str]], List[str]]:
+        """Restores the run ``config`` describes (``run_settings``'s) and returns the
+        raw-text command's conversion: input lines -> one output line each, a blank
+        input line giving a blank output."""
+
+    def named_files(self, lines: List[str]) -> Iterable[str]:
+        """The files the input lines name, which the output must not replace either
+        (default: none)."""
+        del lines
+        return ()
+
+    @abc.abstractmethod
+    def served_module(
+        self, config: Config, pretokenized: bool
+    ) -> Tuple[tf.Module, Dict[str, Callable]]:
+        """Restores the run ``config`` describes and returns the module its export saves,
+        with the module's signatures by name (``serving_default`` first).
+
+        Args:
+          config: ``run_settings``'s settings.
+          pretokenized: the exported model takes text tokenised as the corpus was
+            (``--pretokenized``; False where the model reads no text).
+        """
