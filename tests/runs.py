@@ -12,8 +12,7 @@ import pytest
 
 from acvi_tf import config as config_lib
 from data_prep import captions as captions_builder
-from video_caption import features as features_lib
-from video_caption import run_captioning
+from video_caption import extraction, run_captioning
 
 from conftest import write_video
 
@@ -48,7 +47,7 @@ def captioner_run(tmp_path_factory):
         for name, (colour, _) in CLIPS.items()
     }
     store = root / "features"
-    features_lib.extract_features(str(root / "videos"), str(store), max_frames=12, num_frames=8)
+    extraction.extract_features(str(root / "videos"), str(store), max_frames=12, num_frames=8)
     rows = [
         "%s,a %s square moves %s,%s" % (name, name, way, split)
         for name, (_, split) in CLIPS.items()

@@ -10,7 +10,7 @@ import pytest
 
 from acvi_tf import config as config_lib
 from acvi_tf import files
-from video_caption import caption, features
+from video_caption import caption, extraction
 
 from conftest import command
 
@@ -42,7 +42,7 @@ def test_new_videos_are_captioned_as_decode_captions_them(
     # nor a file of the run's feature store: its settings, which the command reads, a
     # training clip's features, or a new file there, which would be read as a clip's
     store = _hparams(run)["features"]
-    for kept in (os.path.join(store, features.METADATA_FILE), os.path.join(store, "red.npy")):
+    for kept in (os.path.join(store, extraction.METADATA_FILE), os.path.join(store, "red.npy")):
         before = open(kept, "rb").read()
         with pytest.raises(files.OutputError, match="or one it reads; write to another file"):
             caption.run(config_lib.parse(caption.define_flags, argv[:3] + ["--output=" + kept]))

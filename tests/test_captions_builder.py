@@ -16,8 +16,7 @@ import pytest
 from acvi_tf import config as config_lib
 from acvi_tf.formats import frame_features
 from data_prep import captions, moving_shapes, splits
-from video_caption import cnn
-from video_caption import features as features_lib
+from video_caption import cnn, extraction
 
 from conftest import no_writes_in, write_video
 
@@ -179,7 +178,7 @@ def test_a_folder_of_videos_builds_what_its_extracted_store_builds(
     # the extraction is announced, and its command's progress lines come through
     assert "extracting the features of 5 videos into %s" % store in absl_caplog.text
     assert "features: 5/5 clips (1 failed" in capfd.readouterr().err
-    settings = features_lib.read_settings(str(store))
+    settings = extraction.read_settings(str(store))
     assert settings["cnn"] == "googlenet" and settings["weights"] == "random"
     assert (settings["num_frames"], settings["max_frames"]) == (2, 4)
 
@@ -187,7 +186,7 @@ def test_a_folder_of_videos_builds_what_its_extracted_store_builds(
     extractor = cnn.build_extractor("googlenet", None, batch_size=2)
     monkeypatch.setattr(cnn, "build_extractor", lambda *args, **kwargs: extractor)
     reference = tmp_path / "reference"
-    features_lib.extract_features(str(videos), str(reference), max_frames=4, num_frames=2)
+    extraction.extract_features(str(videos), str(reference), max_frames=4, num_frames=2)
     _video_build(tmp_path, "good.csv", tmp_path / "from_store", "--features=%s" % reference)
     for name in ("train.jsonl", "val.jsonl", "test.jsonl", "vocab.txt"):
         assert (out / name).read_text() == (tmp_path / "from_store" / name).read_text()

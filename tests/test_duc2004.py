@@ -9,7 +9,7 @@ from duc2004_corpus import DOCUMENTS, MODELS, write_tree
 from acvi_tf.formats.bin_files import read_bin_file
 from acvi_tf.metrics import rouge
 from data_prep import duc2004
-from pointer_generator import duc2004_eval
+from pointer_generator import duc2004_scoring
 
 
 @pytest.fixture
@@ -240,7 +240,7 @@ def test_scores_match_rouge_perl_with_all_references(tmp_path):
     decode_dir, refs = _decode_dir(
         tmp_path / "d", [["the gunman was killed by police ."], ["the cat sat .", "on a red mat ."]]
     )
-    metrics = duc2004_eval.score_duc2004(decode_dir, refs)
+    metrics = duc2004_scoring.score_duc2004(decode_dir, refs)
     direct = rouge.rouge_perl(
         [[[r] for r in entry["references"]] for entry in REFERENCES],
         ["the gunman was killed by police .", "the cat sat . on a red mat ."],
@@ -251,9 +251,9 @@ def test_scores_match_rouge_perl_with_all_references(tmp_path):
             assert metrics[kind + "_recall" + end] == direct[kind + "_recall" + end]
     assert 0 < metrics["rouge_2_recall"] < metrics["rouge_1_recall"] < 1
     assert (metrics["num_summaries"], metrics["num_references"]) == (2, 8)
-    with open(os.path.join(decode_dir, duc2004_eval.METRICS_FILE)) as f:
+    with open(os.path.join(decode_dir, duc2004_scoring.METRICS_FILE)) as f:
         assert json.load(f) == metrics
-    with open(os.path.join(decode_dir, duc2004_eval.RESULTS_FILE)) as f:
+    with open(os.path.join(decode_dir, duc2004_scoring.RESULTS_FILE)) as f:
         report = f.read()
     assert (
         "ROUGE-1 recall: %.4f with confidence interval (%.4f, %.4f)"
@@ -266,9 +266,9 @@ def test_scores_match_rouge_perl_with_all_references(tmp_path):
 def test_count_mismatch_names_both_counts(tmp_path):
     decode_dir, refs = _decode_dir(tmp_path / "d", [["only one summary"]])
     with pytest.raises(
-        duc2004_eval.Duc2004EvalError, match="holds 1 decoded summaries but .* lists 2 documents"
+        duc2004_scoring.Duc2004EvalError, match="holds 1 decoded summaries but .* lists 2 documents"
     ):
-        duc2004_eval.score_duc2004(decode_dir, refs)
+        duc2004_scoring.score_duc2004(decode_dir, refs)
 
 
 def test_gap_in_decoded_files(tmp_path):
@@ -277,14 +277,14 @@ def test_gap_in_decoded_files(tmp_path):
         os.path.join(decode_dir, "decoded", "000000_decoded.txt"),
         os.path.join(decode_dir, "decoded", "000002_decoded.txt"),
     )
-    with pytest.raises(duc2004_eval.Duc2004EvalError, match="no 000000_decoded.txt"):
-        duc2004_eval.score_duc2004(decode_dir, refs)
+    with pytest.raises(duc2004_scoring.Duc2004EvalError, match="no 000000_decoded.txt"):
+        duc2004_scoring.score_duc2004(decode_dir, refs)
 
 
 def test_bad_references_file(tmp_path):
     decode_dir, refs = _decode_dir(tmp_path / "d", [["a"]], [{"docid": "X", "references": []}])
-    with pytest.raises(duc2004_eval.Duc2004EvalError, match="entry 0 is not"):
-        duc2004_eval.score_duc2004(decode_dir, refs)
+    with pytest.raises(duc2004_scoring.Duc2004EvalError, match="entry 0 is not"):
+        duc2004_scoring.score_duc2004(decode_dir, refs)
 
 
 def test_long_summary_scores_as_its_first_75_bytes(tmp_path):
@@ -295,8 +295,8 @@ def test_long_summary_scores_as_its_first_75_bytes(tmp_path):
     prefix = long.encode("utf-8")[:75].decode("utf-8")
     assert len(long.encode("utf-8")) > 75 and len(prefix.encode("utf-8")) == 75
     references = REFERENCES[:1]
-    full = duc2004_eval.score_duc2004(*_decode_dir(tmp_path / "full", [[long]], references))
-    cut = duc2004_eval.score_duc2004(*_decode_dir(tmp_path / "cut", [[prefix]], references))
+    full = duc2004_scoring.score_duc2004(*_decode_dir(tmp_path / "full", [[long]], references))
+    cut = duc2004_scoring.score_duc2004(*_decode_dir(tmp_path / "cut", [[prefix]], references))
     for kind in ("rouge_1", "rouge_2", "rouge_l"):
         assert full[kind + "_recall"] == cut[kind + "_recall"], kind
     untruncated = rouge.rouge_perl([[[r] for r in references[0]["references"]]], [long])

@@ -12,7 +12,7 @@ from see_tf1 import DEC, ENC, LSTM, STEP, E, H, V, original_arrays, write_tf1_ch
 from acvi_tf import config as config_lib
 from acvi_tf.compat import keras
 from acvi_tf.contexts import acvi as acvi_lib
-from pointer_generator import experiment, jobs, run_summarization, see_checkpoint
+from pointer_generator import experiment, jobs, run_summarization, see_checkpoint, see_import
 from pointer_generator import model as model_lib
 from pointer_generator import vocab as vocab_lib
 
@@ -102,10 +102,10 @@ def test_imported_model_computes_the_original(tmp_path, tf_version, coverage, ab
     w = original_arrays(tf_version, coverage)
     path = write_tf1_checkpoint(tmp_path / ("model-%d" % STEP), w)
     keras.utils.set_random_seed(3)
-    model = see_checkpoint.build_see_model(V, H, E)
+    model = see_import.build_see_model(V, H, E)
     w_c_before = model.scorer.coverage_projection.kernel.numpy()
-    imported = see_checkpoint.import_see_checkpoint(str(tmp_path), model)
-    assert imported == see_checkpoint.ImportedCheckpoint(path, tf_version, STEP, coverage)
+    imported = see_import.import_see_checkpoint(str(tmp_path), model)
+    assert imported == see_import.ImportedCheckpoint(path, tf_version, STEP, coverage)
     if not coverage:
         np.testing.assert_array_equal(model.scorer.coverage_projection.kernel, w_c_before)
         assert "coverage/w_c" in absl_caplog.text and "initial values" in absl_caplog.text
@@ -161,7 +161,7 @@ def test_imported_model_computes_the_original(tmp_path, tf_version, coverage, ab
 
 def test_split_tf1_lstm_reorders_gates_and_folds_the_forget_bias():
     weights = np.arange(5 * 8, dtype=np.float32).reshape(5, 8)  # in 3 + H 2, gates of 2
-    kernel, recurrent, bias = see_checkpoint.split_tf1_lstm(
+    kernel, recurrent, bias = see_import.split_tf1_lstm(
         weights, np.arange(8, dtype=np.float32), input_dim=3
     )
     order = [0, 1, 4, 5, 2, 3, 6, 7]  # i, f, j (candidate), o
@@ -172,8 +172,8 @@ def test_split_tf1_lstm_reorders_gates_and_folds_the_forget_bias():
 
 def _import_error(tmp_path, arrays, model=None):
     path = write_tf1_checkpoint(tmp_path / "model", arrays)
-    with pytest.raises(see_checkpoint.SeeCheckpointError) as error:
-        see_checkpoint.import_see_checkpoint(path, model or see_checkpoint.build_see_model(V, H, E))
+    with pytest.raises(see_import.SeeCheckpointError) as error:
+        see_import.import_see_checkpoint(path, model or see_import.build_see_model(V, H, E))
     return str(error.value)
 
 
@@ -215,8 +215,8 @@ def test_a_baseline_checkpoint_imports_into_a_baseline_model(tmp_path):
         if "calculate_pgen" not in name
     }
     path = write_tf1_checkpoint(tmp_path / "model", arrays)
-    baseline = see_checkpoint.build_see_model(V, H, E, pointer_gen=False)
-    assert see_checkpoint.import_see_checkpoint(path, baseline).step == STEP
+    baseline = see_import.build_see_model(V, H, E, pointer_gen=False)
+    assert see_import.import_see_checkpoint(path, baseline).step == STEP
     message = _import_error(tmp_path / "pg", arrays)
     assert "missing variables: " + DEC + "calculate_pgen/Linear/Bias" in message
 
@@ -247,7 +247,7 @@ def test_cli_writes_a_checkpoint_that_training_resumes_from(tmp_path):
     latest = tf.train.latest_checkpoint(str(train_dir))
     assert latest == os.path.join(str(train_dir), "model.ckpt-%d" % STEP)
     written = {p.name: p.read_bytes() for p in train_dir.iterdir()}
-    with pytest.raises(see_checkpoint.SeeCheckpointError, match="already holds checkpoints"):
+    with pytest.raises(see_import.SeeCheckpointError, match="already holds checkpoints"):
         see_checkpoint.run(command)  # a second import would write over the first
     assert {p.name: p.read_bytes() for p in train_dir.iterdir()} == written
     fv = config_lib.parse(
@@ -265,7 +265,7 @@ def test_cli_writes_a_checkpoint_that_training_resumes_from(tmp_path):
     np.testing.assert_array_equal(
         model.scorer.coverage_projection.kernel, arrays[DEC + "coverage/w_c"][0, 0]
     )
-    _, _, bias = see_checkpoint.split_tf1_lstm(
+    _, _, bias = see_import.split_tf1_lstm(
         arrays[DEC + "lstm_cell/weights"], arrays[DEC + "lstm_cell/biases"], E
     )
     np.testing.assert_array_equal(model.cell.bias, bias)

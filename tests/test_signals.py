@@ -23,7 +23,7 @@ from acvi_tf.training import checkpoints, trainer
 from nmt import run_nmt
 from pointer_generator import decode as decode_lib
 from pointer_generator import run_summarization
-from video_caption import features, run_captioning
+from video_caption import extraction, run_captioning
 from video_caption import frames as frames_lib
 
 from conftest import python_m, write_parallel_slices
@@ -439,7 +439,7 @@ def test_a_stop_raised_where_python_ignores_it_is_raised_again(tmp_path, monkeyp
 
     monkeypatch.setattr(frames_lib, "read_frames", read_frames)
     with stops.AtOnce(), pytest.raises(stops.Stopped):
-        features.extract_features(str(tmp_path), str(tmp_path / "out"), extractor=object())
+        extraction.extract_features(str(tmp_path), str(tmp_path / "out"), extractor=object())
     assert len(read) == 1
 
     # a command that returns after it lost its stop ends with the stop's status

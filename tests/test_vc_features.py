@@ -18,7 +18,7 @@ from inputs import caffe_tensorflow_dict
 from acvi_tf import config as config_lib
 from acvi_tf.formats import frame_features
 from acvi_tf.process import stops
-from video_caption import cnn, features, frames
+from video_caption import cnn, extraction, features, frames
 
 from conftest import write_video
 
@@ -216,7 +216,7 @@ def test_inception_v3_features():  # about 7 s: the network is large
 def test_extract_npy_resume_and_failures(gnet, video_dir, tmp_path, caplog):
     output = str(tmp_path / "feats")
     with caplog.at_level(logging.ERROR):
-        stats = features.extract_features(
+        stats = extraction.extract_features(
             video_dir, output, num_frames=NUM_FRAMES, max_frames=10, log_every=1, extractor=gnet
         )
     assert (stats.videos, stats.extracted, stats.skipped) == (3, 2, 0)
@@ -247,14 +247,14 @@ def test_extract_npy_resume_and_failures(gnet, video_dir, tmp_path, caplog):
         for name in os.listdir(output)
         if name.endswith(".npy")
     }
-    stats = features.extract_features(
+    stats = extraction.extract_features(
         video_dir, output, num_frames=NUM_FRAMES, max_frames=10, extractor=gnet
     )
     assert (stats.skipped, stats.extracted, len(stats.failed)) == (2, 0, 1)
     assert mtimes == {name: os.stat(os.path.join(output, name)).st_mtime_ns for name in mtimes}
     # Other settings are refused instead of mixing features.
     with pytest.raises(frame_features.FeaturesError, match="num_frames 4, now 8"):
-        features.extract_features(video_dir, output, num_frames=8, max_frames=10, extractor=gnet)
+        extraction.extract_features(video_dir, output, num_frames=8, max_frames=10, extractor=gnet)
 
 
 def _video(video_dir, clip):
@@ -305,8 +305,8 @@ def test_command_line_hdf5_and_clip_list(
     monkeypatch.setattr(frames, "read_frames", read_frames)
     assert features.exit_status(features.run(config)) == 0
     assert "1 already done, 1 extracted" in capsys.readouterr().out
-    video = features.find_videos(video_dir)["-4wsuPCjDBc_5_15"]
-    direct = features.clip_features(gnet, frames.read_frames(video, 10), NUM_FRAMES)
+    video = extraction.find_videos(video_dir)["-4wsuPCjDBc_5_15"]
+    direct = extraction.clip_features(gnet, frames.read_frames(video, 10), NUM_FRAMES)
     with h5py.File(output, "r") as f:
         assert sorted(f.keys()) == ["-4wsuPCjDBc_5_15", "short_clip"]
         assert f["short_clip"].shape == (3, 1024)
@@ -326,19 +326,19 @@ def test_command_line_hdf5_and_clip_list(
 
 def test_extract_errors(tmp_path):
     with pytest.raises(frame_features.FeaturesError, match="is not a folder"):
-        features.extract_features(str(tmp_path / "nowhere"), str(tmp_path / "out"))
+        extraction.extract_features(str(tmp_path / "nowhere"), str(tmp_path / "out"))
     with pytest.raises(frame_features.FeaturesError, match="no video files"):
-        features.extract_features(str(tmp_path), str(tmp_path / "out"))
+        extraction.extract_features(str(tmp_path), str(tmp_path / "out"))
     with pytest.raises(frame_features.FeaturesError, match="unknown --format"):
-        features.extract_features(str(tmp_path), str(tmp_path / "out"), fmt="csv")
+        extraction.extract_features(str(tmp_path), str(tmp_path / "out"), fmt="csv")
 
 
 def test_read_clip_list(tmp_path):
     path = tmp_path / "youtube_mapping.txt"
     path.write_text("a_1_2 vid1\n\n# comment\nb_3_4 vid2\na_1_2 vid1\n")
-    assert features.read_clip_list(str(path)) == ["a_1_2", "b_3_4"]
+    assert extraction.read_clip_list(str(path)) == ["a_1_2", "b_3_4"]
     with pytest.raises(frame_features.FeaturesError, match="missing.txt"):
-        features.read_clip_list(str(tmp_path / "missing.txt"))
+        extraction.read_clip_list(str(tmp_path / "missing.txt"))
 
 
 # ------------------------------------------------------------------------ open_features

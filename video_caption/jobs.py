@@ -24,9 +24,8 @@ from acvi_tf.metrics import captions as caption_metrics
 from acvi_tf.training import checkpoints, distribute, summaries
 from acvi_tf.training import step as training_lib
 from acvi_tf.training import trainer as trainer_lib
-from video_caption import data, experiment
+from video_caption import data, experiment, extraction
 from video_caption import decode as decode_lib
-from video_caption import features as features_lib
 from video_caption import frames as frames_lib
 
 REPORTED = experiment.REPORTED
@@ -391,7 +390,7 @@ def _extraction_settings(config):
     """``(K, max_frames)`` of the features' extraction: those ``--features`` records,
     else ``--num_frames`` and ``frames.MAX_FRAMES``."""
     try:
-        settings = features_lib.read_settings(config.features)
+        settings = extraction.read_settings(config.features)
     except FeaturesError:
         settings = {}
     return (

@@ -17,9 +17,8 @@ from acvi_tf import progress as progress_lib
 from acvi_tf.config import Config
 from acvi_tf.formats import frame_features
 from acvi_tf.inference import commands
-from video_caption import data, experiment
+from video_caption import data, experiment, extraction
 from video_caption import decode as decode_lib
-from video_caption import features as features_lib
 
 
 def define_run_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
@@ -55,7 +54,7 @@ def extract(videos: List[str], settings: Dict[str, Any], folder: str) -> str:
         os.symlink(os.path.abspath(path), os.path.join(video_dir, "%06d%s" % (index, extension)))
     store = os.path.join(folder, "features")
     weights = settings["weights"]
-    stats = features_lib.extract_features(
+    stats = extraction.extract_features(
         video_dir,
         store,
         cnn=settings["cnn"],
@@ -93,7 +92,7 @@ def caption(
     """
     if not videos:
         return []
-    settings = features_lib.read_settings(config.features)
+    settings = extraction.read_settings(config.features)
     with tempfile.TemporaryDirectory(prefix="caption-") as folder:
         store_path = extract(videos, settings, folder)
         names = ["%06d" % index for index in range(len(videos))]
