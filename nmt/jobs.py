@@ -16,9 +16,9 @@ from acvi_tf.config import Config
 from acvi_tf.formats import nmt_text
 from acvi_tf.inference import report as report_lib
 from acvi_tf.metrics import bleu as bleu_lib
+from acvi_tf.runner import training
 from acvi_tf.training import checkpoints, distribute, losses, summaries
 from acvi_tf.training import step as training_lib
-from acvi_tf.training import trainer as trainer_lib
 from nmt import data, experiment, schedule
 
 if TYPE_CHECKING:
@@ -171,13 +171,8 @@ def _train(config, vocabs, strategy, step_var):
     forward = tf.function(
         lambda batch: model(batch), input_signature=[data.BATCH_SIGNATURE], autograph=False
     )
-    # locked before the event file: a trainer refused by another's lock leaves none there
-    with trainer_lib.lock_folder(checkpointer.write_dir) as lock:
-        writer = (
-            tf.summary.create_file_writer(os.path.join(config.out_dir, "train_log"))
-            if chief
-            else tf.summary.create_noop_writer()
-        )
+
+    def options(writer):
         stats = dict(nll=0.0, count=0.0, words=0, start=time.time())
 
         def log_stats(step, results, batch):
@@ -235,11 +230,7 @@ def _train(config, vocabs, strategy, step_var):
                 evaluate_split(config, forward, "test", config.test_prefix, *evaluation)
             return dev_bleu, {"dev_nll": dev_nll}
 
-        with trainer_lib.Trainer(
-            checkpointer,
-            total,
-            writer,
-            model.context_layer,
+        return dict(
             loss_key="train_loss",
             tokens_key=None,
             nan_policy=config.nan_policy,
@@ -251,11 +242,16 @@ def _train(config, vocabs, strategy, step_var):
             tie_key="dev_nll",  # equal BLEU (0.0 early on): the lower dev perplexity wins
             describe=lambda batch: _describe(batch, src_vocab),
             after_step=after_step,
-            lock=lock,
-        ) as trainer:
-            trainer.train(dataset, train_step)
-        writer.flush()
-        return checkpointer.best_value if checkpointer.best_value is not None else -1.0
+        )
+
+    event_dir = os.path.join(config.out_dir, "train_log")
+    training.drive(
+        training.TrainingRun(
+            model, checkpointer, total, event_dir, options, lambda t: t.train(dataset, train_step)
+        ),
+        strategy,
+    )
+    return checkpointer.best_value if checkpointer.best_value is not None else -1.0
 
 
 def posterior_summaries(

@@ -18,6 +18,7 @@ from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
 from acvi_tf.config import Config
 from acvi_tf.formats import bin_files
+from acvi_tf.runner import training
 from acvi_tf.training import checkpoints, distribute, summaries
 from acvi_tf.training import step as training_lib
 from acvi_tf.training import trainer as trainer_lib
@@ -193,13 +194,9 @@ def _train(config, vocab, train_dir, phases, strategy, run_variables):
         return _convert_or_restore(config, model, checkpointer, train_dir, vocab)
     if chief:
         _write_projector_config(train_dir, vocab)
-    # locked before the event file: a trainer refused by another's lock leaves none there
-    with trainer_lib.lock_folder(checkpointer.write_dir) as lock:
-        writer = (
-            tf.summary.create_file_writer(train_dir) if chief else tf.summary.create_noop_writer()
-        )
-        total = curriculum.training_end(phases, config.max_steps, warn=True)
+    total = curriculum.training_end(phases, config.max_steps, warn=True)
 
+    def options(writer):
         posterior = (
             posterior_summaries(config, vocab, model, phases[-1], checkpointer, writer)
             if chief and (config.histogram_steps or config.image_steps)
@@ -214,11 +211,7 @@ def _train(config, vocab, train_dir, phases, strategy, run_variables):
             if posterior is not None:
                 posterior(step)
 
-        with trainer_lib.Trainer(
-            checkpointer,
-            total,
-            writer,
-            model.context_layer,
+        return dict(
             loss_key="total_loss",
             nan_policy=config.nan_policy,
             summary_every=config.summary_steps,
@@ -226,42 +219,47 @@ def _train(config, vocab, train_dir, phases, strategy, run_variables):
             checkpoint_secs=config.checkpoint_secs,
             describe=_describe,
             after_step=log_learning_rate,
-            lock=lock,
-        ) as trainer:
-            train_steps = {}  # one trace per (optimizer, coverage): lengths need no retrace
-            while not trainer.finished:
-                step = trainer.step
-                phase = curriculum.phase_at(phases, step)
-                if phase.coverage and not bool(checkpointer.checkpoint.coverage_started):
-                    if config.phases:
-                        optimizer = _start_coverage(config, model, checkpointer)
-                    else:  # --coverage from the first step: w_c trains from the start
-                        checkpointer.checkpoint.coverage_started.assign(True)
-                logging.info("Training phase %s (from step %d)", phase, step)
-                key = (id(optimizer), phase.coverage)
-                if key not in train_steps:
-                    # w_c has no gradient before the coverage phase of a curriculum: left alone
-                    train_steps[key] = training_lib.make_train_step(
-                        model,
-                        optimizer,
-                        config.max_grad_norm,
-                        config.jit_compile,
-                        norm_key="global_norm",
-                        sum_keys=("tokens",),
-                        coverage_on=phase.coverage,
-                    )
-                batcher = phase_batcher(config, vocab, phase, config.seed + step)
-                train_step = train_steps[key]
-                trainer.train(
-                    batcher.dataset(),
-                    lambda batch, *step: train_step(
-                        {k: batch[k] for k in experiment.MODEL_SIGNATURE}, *step
-                    ),
-                    until=phase.end,
+        )
+
+    def feed(trainer):
+        nonlocal optimizer
+        train_steps = {}  # one trace per (optimizer, coverage): lengths need no retrace
+        while not trainer.finished:
+            step = trainer.step
+            phase = curriculum.phase_at(phases, step)
+            if phase.coverage and not bool(checkpointer.checkpoint.coverage_started):
+                if config.phases:
+                    optimizer = _start_coverage(config, model, checkpointer)
+                else:  # --coverage from the first step: w_c trains from the start
+                    checkpointer.checkpoint.coverage_started.assign(True)
+            logging.info("Training phase %s (from step %d)", phase, step)
+            key = (id(optimizer), phase.coverage)
+            if key not in train_steps:
+                # w_c has no gradient before the coverage phase of a curriculum: left alone
+                train_steps[key] = training_lib.make_train_step(
+                    model,
+                    optimizer,
+                    config.max_grad_norm,
+                    config.jit_compile,
+                    norm_key="global_norm",
+                    sum_keys=("tokens",),
+                    coverage_on=phase.coverage,
                 )
-                trainer.save()
-        writer.flush()
-        return model
+            batcher = phase_batcher(config, vocab, phase, config.seed + step)
+            train_step = train_steps[key]
+            trainer.train(
+                batcher.dataset(),
+                lambda batch, *step: train_step(
+                    {k: batch[k] for k in experiment.MODEL_SIGNATURE}, *step
+                ),
+                until=phase.end,
+            )
+            trainer.save()
+
+    training.drive(
+        training.TrainingRun(model, checkpointer, total, train_dir, options, feed), strategy
+    )
+    return model
 
 
 def posterior_summaries(

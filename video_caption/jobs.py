@@ -21,9 +21,9 @@ from acvi_tf.formats.video_folder import find_videos
 from acvi_tf.inference import decoding, folders
 from acvi_tf.inference import report as report_lib
 from acvi_tf.metrics import captions as caption_metrics
+from acvi_tf.runner import training
 from acvi_tf.training import checkpoints, distribute, summaries
 from acvi_tf.training import step as training_lib
-from acvi_tf.training import trainer as trainer_lib
 from video_caption import data, experiment, extraction
 from video_caption import decode as decode_lib
 from video_caption import frames as frames_lib
@@ -70,7 +70,6 @@ def train(
         optimizer=optimizer,
     )
     checkpointer.restore_latest()
-    context_layer = model.context_layer
     train_step = training_lib.make_train_step(
         model, optimizer, config.max_grad_norm, config.jit_compile, sum_keys=("tokens",)
     )
@@ -89,14 +88,8 @@ def train(
         len(train_set.records),
         exp.vocab.size(),
     )
-    # locked before the event file: a trainer refused by another's lock leaves none there
-    with trainer_lib.lock_folder(checkpointer.write_dir) as lock:
-        writer = (
-            tf.summary.create_file_writer(os.path.join(config.out_dir, "train_log"))
-            if chief
-            else tf.summary.create_noop_writer()
-        )
 
+    def options(writer):
         def validate(step):
             metrics = _validate(exp, writer, step, record=chief)
             return metrics[config.best_metric], metrics
@@ -106,12 +99,7 @@ def train(
             if chief and (config.histogram_steps or config.image_steps)
             else None
         )
-
-        with trainer_lib.Trainer(
-            checkpointer,
-            config.max_steps,
-            writer,
-            context_layer,
+        return dict(
             nan_policy=config.nan_policy,
             summary_every=config.summary_steps,
             checkpoint_every=config.checkpoint_steps,
@@ -121,18 +109,24 @@ def train(
             patience=config.patience,
             describe=lambda batch: "batch of %d captions" % len(batch["caption_len"]),
             after_step=posterior and (lambda step, results, batch: posterior(step)),
-            lock=lock,
-        ) as trainer:
-            while not trainer.finished:
-                # a new order every pass, seeded by the step it starts at (so a resume reshuffles
-                # the same way every time)
-                rng = np.random.default_rng([config.seed, trainer.step])
-                batches = train_set.caption_batches(
-                    pairs, config.batch_size, rng, fixed_length=config.jit_compile
-                )
-                trainer.train(batches, train_step)
-        writer.flush()
-        return checkpointer.best_value if checkpointer.best_value is not None else -1.0
+        )
+
+    def feed(trainer):
+        while not trainer.finished:
+            # a new order every pass, seeded by the step it starts at (so a resume reshuffles
+            # the same way every time)
+            rng = np.random.default_rng([config.seed, trainer.step])
+            batches = train_set.caption_batches(
+                pairs, config.batch_size, rng, fixed_length=config.jit_compile
+            )
+            trainer.train(batches, train_step)
+
+    event_dir = os.path.join(config.out_dir, "train_log")
+    training.drive(
+        training.TrainingRun(model, checkpointer, config.max_steps, event_dir, options, feed),
+        strategy,
+    )
+    return checkpointer.best_value if checkpointer.best_value is not None else -1.0
 
 
 def posterior_summaries(
