@@ -9,11 +9,12 @@ zero-padded and masked later by the data pipeline. The clip name is the file nam
 without its extension (``-4wsuPCjDBc_5_15.avi`` -> ``-4wsuPCjDBc_5_15``; the rule of
 ``acvi_tf.formats.video_folder``).
 
-The output formats (``--format``) are ``video_caption.extraction``'s. The run resumes: clips already in the output are skipped, so a killed run is restarted
-with the same command. A run refuses to add to an output made with other settings. A
-clip that cannot be decoded is logged with its file name and listed in the failed file;
-the run goes on. Without ``--cnn_weights`` the CNN is randomly initialised (seeded, with
-a loud warning): the features are then deterministic but not ImageNet features.
+The output formats (``--format``) are ``video_caption.extraction``'s. The run resumes:
+clips already in the output are skipped, so a killed run is restarted with the same
+command. A run refuses to add to an output made with other settings. A clip that cannot
+be decoded is logged with its file name and listed in the failed file; the run goes on.
+Without ``--cnn_weights`` the CNN is randomly initialised (seeded, with a loud warning):
+the features are then deterministic but not ImageNet features.
 
 ``acvi_tf.formats.frame_features.open_features`` reads such outputs and the other forms
 MSVD features come in.
