@@ -8,6 +8,7 @@ dataset per clip, and the arctic-capgen-vid pickle ``FEAT_key_vidID_value_featur
   store = open_features("features")      # Mapping clip -> float32 [n, dim]; store.dim
 """
 
+import abc
 import collections.abc
 import os
 import pickle
@@ -63,9 +64,9 @@ class FeatureStore(collections.abc.Mapping):
             )
         return array.astype(np.float32, copy=False)
 
+    @abc.abstractmethod
     def _load(self, clip):
         """(array, the file it came from) of one clip."""
-        raise NotImplementedError
 
     @property
     def dim(self) -> int:
