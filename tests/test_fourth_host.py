@@ -72,7 +72,7 @@ class Reverser(keras.Model):
         self.context_layer = context_layer
         self.output_layer = keras.layers.Dense(len(WORDS))
 
-    def start(self, inputs, training=False) -> Tuple[dict, tf.Tensor]:
+    def start(self, inputs, *, training=False) -> Tuple[dict, tf.Tensor]:
         mask = tf.sequence_mask(inputs["src_len"], tf.shape(inputs["src"])[1], tf.float32)
         memory = self.encoder(self.embedding(inputs["src"]), training=training)
         constants = dict(
