@@ -7,7 +7,8 @@ distribution), ``inference`` (decoding, export, the inference commands' shared f
 ``text`` (tokenisers), ``formats`` (corpus files) and ``metrics``. Beside them: flags
 (``flags``), the objects built from them (``builders``), the frozen run config
 (``config``), errors, files, progress lines and the Keras choice (``compat``).
-Nothing here imports a model package.
+Nothing here imports a model package (the Runner's catalog names the hosts' Tasks and
+imports one only when a command picks it).
 
 Importing the package imports ``quiet`` only (TensorFlow's start-up lines off a
 command's output); the names below load their module, and TensorFlow, on first use.

@@ -11,7 +11,7 @@ derived from others (tensorflow/nmt's presets) is a new ``Config`` from ``replac
 import os
 import sys
 from collections.abc import Mapping
-from typing import Any, Callable, Iterable, Iterator, List, Sequence
+from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence
 
 from absl import app, flags
 
@@ -139,7 +139,11 @@ def expand_home(argv: Sequence[str]) -> List[str]:
     return expanded
 
 
-def parse(define_flags: Callable[[flags.FlagValues], None], argv: Sequence[str]) -> Config:
+def parse(
+    define_flags: Callable[[flags.FlagValues], None],
+    argv: Sequence[str],
+    recorded_module: Optional[str] = None,
+) -> Config:
     """Parses a command line the way an entry point does, on flags of its own.
 
     For programs and tests that call an entry point's ``run(config)`` in process.
@@ -147,6 +151,8 @@ def parse(define_flags: Callable[[flags.FlagValues], None], argv: Sequence[str])
     Args:
       define_flags: the entry point's ``define_flags(flag_values)``.
       argv: the command line, program name first.
+      recorded_module: the module whose flags a run's record keeps (``from_flags``);
+        None: ``define_flags``'s.
 
     Returns:
       The ``Config``.
@@ -157,7 +163,7 @@ def parse(define_flags: Callable[[flags.FlagValues], None], argv: Sequence[str])
     flag_values = flags.FlagValues()
     define_flags(flag_values)
     flag_values(expand_home(argv))
-    return from_flags(flag_values, define_flags.__module__)
+    return from_flags(flag_values, recorded_module or define_flags.__module__)
 
 
 def define_command_flags(
@@ -184,6 +190,7 @@ def run_command(
     define_flags: Callable[[flags.FlagValues], None],
     run: Callable[[Config], Any],
     exit_status: Callable[[Any], int] = None,
+    recorded_module: Optional[str] = None,
 ) -> None:
     """An entry point's ``__main__``: defines its flags, parses the command line, runs.
 
@@ -195,6 +202,8 @@ def run_command(
       define_flags: the entry point's ``define_flags(flag_values)``.
       run: the entry point's ``run(config)``.
       exit_status: maps ``run``'s result to the exit status; None: 0.
+      recorded_module: the module whose flags a run's record keeps (``from_flags``);
+        None: ``define_flags``'s.
     """
     define_command_flags(define_flags, flags.FLAGS, sys.argv[0])
     sys.argv = expand_home(sys.argv)
@@ -202,7 +211,7 @@ def run_command(
     def main(argv: List[str]) -> Any:
         if len(argv) > 1:
             raise app.UsageError("unknown command-line arguments: %s" % " ".join(argv[1:]))
-        result = run(from_flags(flags.FLAGS, define_flags.__module__))
+        result = run(from_flags(flags.FLAGS, recorded_module or define_flags.__module__))
         return exit_status(result) if exit_status else None
 
     try:

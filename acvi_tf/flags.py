@@ -51,6 +51,8 @@ COMMAND_FLAGS = ("distribution_strategy", "num_gpus", "cpu_devices", "allow_data
 UNRECORDED = ("allow_data_change",)
 # The run's record, in its folder.
 RECORD = "hparams.json"
+# The record's key for the training entry point that wrote it.
+ENTRY_POINT = "_entry_point"
 # The record's entry of the fingerprints of the vocabularies the run trained with.
 VOCABULARIES = "_vocabularies"
 # The record's entry of the SHA-256 of each file the run trained on, by path: the files
@@ -382,10 +384,12 @@ def write_flag_record(
     vocabularies=None,
     training_data=None,
     command_flags=(),
+    entry_point=None,
 ):
     """Writes the run's settings to ``out_dir/name``: the recorded flags of ``config``
     (the entry point's and the shared ones), the fingerprints of its vocabularies, the
-    SHA-256 of its training files, the TensorFlow version and the command line.
+    SHA-256 of its training files, the TensorFlow version, the command line and the
+    training entry point.
 
     On a resume (``resume_model_flags`` given and a record there), the flags are first
     compared with the record: a changed flag of ``resume_model_flags`` or ``MODEL_FLAGS``
@@ -408,6 +412,9 @@ def write_flag_record(
       training_data: the files the run trains on (None: none recorded).
       command_flags: the entry point's own command flags, which a resume may change
         without a log line (``compare_flag_record``).
+      entry_point: the training entry point's module (``Task.entry_point``), recorded as
+        the run's writer whatever command started it (the generic command's too); None:
+        the command line names it.
 
     Returns:
       The recorded flag values (a dict).
@@ -430,6 +437,8 @@ def write_flag_record(
     if not chief:
         return values
     record = dict(values, _tensorflow=tf.__version__, _command=" ".join(sys.argv))
+    if entry_point:
+        record[ENTRY_POINT] = entry_point
     # a resume keeps the recorded fingerprints of what it does not read
     kept = dict(previous.get(VOCABULARIES) or {})
     kept.update({key: found for key, (_, found) in (vocabularies or {}).items()})
@@ -460,6 +469,7 @@ def training_record(
     training_data: Optional[Sequence[str]] = None,
     command_flags: Iterable[str] = (),
     checkpoint_dir: Optional[str] = None,
+    entry_point: Optional[str] = None,
 ) -> Iterator[dict]:
     """A training run's ``write_flag_record`` (``model_flags``: its resume's
     ``resume_model_flags``, None for a new run), around the training in the ``with``
@@ -472,6 +482,7 @@ def training_record(
 
     Args:
       checkpoint_dir: the folder the trainer locks (default ``out_dir``).
+      entry_point: the training entry point's module, recorded as the run's writer.
 
     Yields:
       The recorded flag values.
@@ -490,6 +501,7 @@ def training_record(
             vocabularies=vocabularies,
             training_data=training_data,
             command_flags=command_flags,
+            entry_point=entry_point,
         )
 
 
@@ -740,7 +752,7 @@ def _refuse_another_entry_points_record(path, recorded, reader):
       FlagChangeError: naming the record, the entry point that wrote it and the fix.
     """
     words = str(recorded.get("_command") or "").split()
-    writer = _entry_point(words[0]) if words else None
+    writer = recorded.get(ENTRY_POINT) or (_entry_point(words[0]) if words else None)
     # no verdict on a record or a command of another kind of start (a test's)
     if writer and reader and writer != reader:
         raise FlagChangeError(

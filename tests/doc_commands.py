@@ -300,6 +300,11 @@ NOT_RUN = {
     "grep -v '^tensorflow==' requirements/current.txt": "regenerates the gpu lock",
     "pip install --dry-run": "resolves the gpu lock on the network (make check-gpu-lock runs it)",
     "python -c \"import json; print('\\n'.join(sorted(": "reads the gpu lock's resolution",
+    "python -m acvi_tf.runner --task=translation --command=serve": (
+        "nmt.translate's command through the generic command; test_runner_command.py "
+        "checks that the two have the same flags, test_fourth_host.py runs each command "
+        "of the generic one"
+    ),
     "python bench/compare_contexts.py": (
         "the context study: hours on 2 cores (its flags are checked; bench/ keeps the results)"
     ),

@@ -13,11 +13,13 @@ import doc_commands
 import pytest
 
 from acvi_tf import config as config_lib
+from acvi_tf.runner import command as generic_command
 
 ROOT = doc_commands.ROOT
 COMMANDS = doc_commands.all_commands()
 
 PACKAGES = ("pointer_generator", "nmt", "video_caption", "data_prep")
+GENERIC = "acvi_tf.runner"  # the generic command, whose flags are its Task's
 
 
 def _replace_flags(args, extra):
@@ -27,7 +29,10 @@ def _replace_flags(args, extra):
 
 
 def _parse(module, args):
-    """Parses ``args`` with ``module``'s flags; raises absl's error on a bad flag."""
+    """Parses ``args`` with ``module``'s flags (the generic command's: those of the Task
+    and the command it picks); raises absl's error on a bad flag."""
+    if module == GENERIC:
+        return generic_command.parse([module, *args])[2]
     define_flags = importlib.import_module(module).define_flags
     return config_lib.parse(define_flags, [module, *args])
 

@@ -468,6 +468,11 @@ def test_a_record_another_host_wrote_is_refused_before_its_flags_are_compared(
     path.write_text(json.dumps(dict(record, _command="/a/nmt/run_nmt.py --src=en")))
     with pytest.raises(acvi_flags.FlagChangeError, match="record of a nmt.run_nmt run, not"):
         runner.recorded_config(pg_task.TASK, str(tmp_path))
+    # a run the generic command trained names its writer in the record, not its command
+    generic = "/a/acvi_tf/runner/__main__.py --task=translation --command=run"
+    path.write_text(json.dumps(dict(record, _command=generic, _entry_point="nmt.run_nmt")))
+    with pytest.raises(acvi_flags.FlagChangeError, match="record of a nmt.run_nmt run, not"):
+        run_config()
     # and its own runs are its own
     own = "/a/pointer_generator/run_summarization.py --mode=train"
     path.write_text(json.dumps(dict(_command=own, hidden_dim=8)))

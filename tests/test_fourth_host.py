@@ -1,7 +1,8 @@
 """A fourth host, written here at run time from the library's public parts alone: a
 toy task that writes a sequence of letters reversed. Its Task and model live in this
-file; the Runner trains it, decodes it, serves raw text through its generic command
-and exports it, as it does for the summarizer, the translator and the captioner."""
+file; registered by name in the Runner's catalog, the generic command
+(``python -m acvi_tf.runner``) trains it, decodes it, serves raw text and exports it, as
+it does for the summarizer, the translator and the captioner."""
 
 import json
 import os
@@ -12,13 +13,12 @@ import tensorflow as tf
 from absl import app, flags
 
 from acvi_tf import builders
-from acvi_tf import config as config_lib
 from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
 from acvi_tf.config import Config
 from acvi_tf.inference import decoding
 from acvi_tf.inference import export as export_lib
-from acvi_tf.runner import runner, training
+from acvi_tf.runner import catalog, command, runner, training
 from acvi_tf.runner.task import Task, TrainingInputs
 from acvi_tf.training import checkpoints
 from acvi_tf.training import step as training_lib
@@ -260,40 +260,35 @@ class ServedReverser(tf.Module):
 TASK = ReversalTask()
 
 
-def _run(job: Callable, define: Callable, *argv: str):
-    return job(TASK, config_lib.parse(define, ["reverse", *argv]))
+def _command(*argv: str):
+    """The generic command's line ``python -m acvi_tf.runner --task=reversal *argv``,
+    run in this process."""
+    return command.run(*command.parse(["acvi_tf.runner", "--task=reversal", *argv]))
 
 
-def test_a_fourth_host_trains_decodes_serves_raw_text_and_exports(tmp_path):
+def test_a_fourth_host_trains_decodes_serves_raw_text_and_exports(monkeypatch, tmp_path):
+    monkeypatch.setattr(catalog, "TASKS", dict(catalog.TASKS))
+    catalog.register("reversal", TASK)
     rng = np.random.default_rng(0)
     lines = [" ".join(rng.choice(LETTERS, rng.integers(1, LONGEST + 1))) for _ in range(160)]
     data, out = tmp_path / "letters.txt", tmp_path / "run"
     data.write_text("".join(line + "\n" for line in lines))
     common = ["--out_dir=%s" % out, "--data=%s" % data, "--context=sa", "--units=32"]
-    _run(runner.run, TASK.define_flags, *common, "--steps=150", "--seed=1")
+    _command("--command=run", *common, "--steps=150", "--seed=1")
     record = json.loads((out / acvi_flags.RECORD).read_text())
     assert record["units"] == 32 and os.path.exists(out / "train_log")
+    assert record[acvi_flags.ENTRY_POINT] == TASK.entry_point
+    assert not {"task", "command"} & set(record)  # the generic command's own
 
-    accuracy = _run(runner.run, TASK.define_flags, *common[:2], "--mode=decode")
+    accuracy = _command("--command=run", *common[:2], "--mode=decode")
     decoded = (out / "decoded.txt").read_text().splitlines()
     assert accuracy > 0.8, decoded[:10]  # it learned to reverse
 
     served = tmp_path / "served.txt"
-    _run(
-        runner.serve,
-        lambda fv: runner.define_serve_flags(TASK, fv),
-        "--out_dir=%s" % out,
-        "--input=%s" % data,
-        "--output=%s" % served,
-    )
+    _command("--command=serve", "--out_dir=%s" % out, "--input=%s" % data, "--output=%s" % served)
     assert served.read_text().splitlines() == decoded
 
-    _run(
-        runner.export,
-        lambda fv: runner.define_export_flags(TASK, fv),
-        "--out_dir=%s" % out,
-        "--export_dir=%s" % (tmp_path / "export"),
-    )
+    _command("--command=export", "--out_dir=%s" % out, "--export_dir=%s" % (tmp_path / "export"))
     loaded = tf.saved_model.load(str(tmp_path / "export"))
     reversals = loaded.signatures["serving_default"](texts=tf.constant(lines))["reversals"]
     assert [r.decode() for r in reversals.numpy()] == decoded

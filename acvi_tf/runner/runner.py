@@ -69,6 +69,7 @@ def run(task: Task, config: Config) -> Any:
             inputs.data_files,
             task.command_flags,
             checkpoint_dir=checkpoint_dir,
+            entry_point=task.entry_point,
         ):
             return task.train(config, strategy, inputs)
 
