@@ -1,6 +1,7 @@
 """video_caption.caption: captions of new video files equal --mode=decode's captions of
 the same clips, their features extracted as the training features were (8 frames
-stored, 3 sampled, standardised: the shared ``runs.captioner_run``)."""
+stored, 3 sampled, standardised: the shared ``runs.captioner_run``), and the generic
+command's ``serve`` captions them alike."""
 
 import json
 import os
@@ -10,6 +11,7 @@ import pytest
 
 from acvi_tf import config as config_lib
 from acvi_tf import files
+from acvi_tf.runner import command as runner_command
 from video_caption import caption, extraction
 
 from conftest import command
@@ -30,6 +32,10 @@ def test_new_videos_are_captioned_as_decode_captions_them(
     got = caption.run(config_lib.parse(caption.define_flags, argv))
     assert got[0] == captioner_run["captions"]["white"] and got[1] == "" and got[2]
     assert (tmp_path / "out.txt").read_text().splitlines() == got
+    # the generic command serves the run as the captioner's own command does
+    generic = ["acvi_tf.runner", "--task=captioning", "--command=serve", *argv[1:3]]
+    generic.append("--output=%s" % (tmp_path / "generic.txt"))
+    assert runner_command.run(*runner_command.parse(generic)) == got
     # nor may --output replace one of the videos the input names
     shutil.copy(videos["white"], tmp_path / "white.mp4")
     (tmp_path / "mine.txt").write_text("%s\n" % (tmp_path / "white.mp4"))
