@@ -96,5 +96,8 @@ def test_the_task_and_the_command_are_read_in_absl_s_forms():
     ):
         task, picked = command.picked(["prog", *line, "--input=-"])
         assert (task, picked) == (catalog.task("translation"), "serve")
+    # the last one given, as absl reads a flag given twice
+    task, picked = command.picked(["prog", "--task=nmt", "--command=run", "--task=captioning"])
+    assert (task, picked) == (catalog.task("captioning"), "run")
     with pytest.raises(app.UsageError):  # after "--": arguments, not flags
         command.picked(["prog", "--", "--task=translation", "--command=serve"])

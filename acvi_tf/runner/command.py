@@ -65,18 +65,18 @@ COMMANDS: Dict[str, Command] = {
 
 
 def _given(argv: Sequence[str], name: str) -> Optional[str]:
-    """The value of ``--name`` (``--name=value`` or ``--name value``, one dash or two) on
-    a command line whose flags are not defined yet."""
-    words = list(argv[1:])
+    """The value of ``--name`` (``--name=value`` or ``--name value``, one dash or two; the
+    last one given, as absl takes it) on a command line whose flags are not defined yet."""
+    words, value = list(argv[1:]), None
     for i, word in enumerate(words):
         if word == "--":
             break
         for dashes in ("--", "-"):
             if word.startswith(dashes + name + "="):
-                return word[len(dashes + name) + 1 :]
-            if word == dashes + name and i + 1 < len(words):
-                return words[i + 1]
-    return None
+                value = word[len(dashes + name) + 1 :]
+            elif word == dashes + name and i + 1 < len(words):
+                value = words[i + 1]
+    return value
 
 
 def picked(argv: Sequence[str]) -> Tuple[Task, str]:
