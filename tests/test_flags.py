@@ -181,12 +181,20 @@ def _modules():
     return found
 
 
+# The generic command, whose flags are those of the Task's command it picks
+# (``test_runner_command.py`` checks them against each host's own command).
+GENERIC = "acvi_tf.runner.__main__"
+
+
 def _entry_points():
-    """The project's commands: every module of the packages with a ``__main__`` block."""
+    """The project's commands: every module of the packages with a ``__main__`` block,
+    but the generic command."""
     return [
         module
         for module, source in _modules()
-        if module.split(".")[0] in PACKAGES and 'if __name__ == "__main__":' in source
+        if module.split(".")[0] in PACKAGES
+        and 'if __name__ == "__main__":' in source
+        and module != GENERIC
     ]
 
 
@@ -213,6 +221,7 @@ def test_importing_a_module_defines_no_flag():
         # bench/'s helpers (_report: its __main__ renders BENCHMARKS.md) take no flags
         if 'if __name__ == "__main__":' in source and not module.startswith("_"):
             runs = ("config_lib.run_command(define_flags, run", "runner.main(TASK)")
+            runs += ("command.main()",) if module == GENERIC else ()
             assert any(r in source for r in runs), module
 
 

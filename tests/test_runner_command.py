@@ -3,7 +3,9 @@ hosts' Tasks, each command has the flags of the host's own command and records w
 records, and a command line that picks nothing is one line with status 2. The fourth
 host's test (``test_fourth_host.py``) runs a Task registered at run time through it."""
 
+import functools
 import importlib
+import re
 import sys
 
 import pytest
@@ -45,8 +47,13 @@ def test_each_command_has_the_flags_of_the_host_s_own_command(name):
     assert task is importlib.import_module(host["package"] + ".task").TASK
     for picked in command.COMMANDS:
         own = importlib.import_module(host[picked])
-        generic = _flag_names(lambda fv: command.define_flags(task, picked, fv))
+        define = functools.partial(command.define_flags, task, picked)
+        generic = _flag_names(define)
         assert generic - {"task", "command"} == _flag_names(own.define_flags), picked
+        # --helpshort lists them all
+        fv = flags.FlagValues()
+        config_lib.define_command_flags(define, fv, "main.py")
+        assert set(re.findall(r"^  --(?:\[no\])?(\w+)", fv.module_help("main.py"), re.M)) == generic
     # a training command records the same flags as the host's
     line = ["--task=" + name, "--command=run"]
     _, _, config = command.parse(["acvi_tf.runner", *line])
