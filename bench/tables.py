@@ -619,7 +619,7 @@ _PAPER_ROWS = (
         (Pick(ENDE_FULL, "sa", "239fac4"), Pick(ENDE_FULL, "acvi-bound-0.001", "66b5e6a")),
         Pick(ENDE_FULL, "acvi-mc", "239fac4"),
         Pick(ENDE_FULL, "acvi-mixture-mc", _LARGER_MIXTURE_REVISION),
-        None,
+        Pick(ENDE_FULL, "acvi-mixture-bound-mean-top4", _ELBO_REVISION),
         "ties",
     ),
 )
@@ -650,6 +650,7 @@ _MIXTURE_LARGER = (
         {
             "acvi-mixture-mc": _LARGER_MIXTURE_REVISION,
             **dict.fromkeys(_MIXTURE_VARIANTS[1:], _ENDE_FULL_MIXTURE_REVISION),
+            "acvi-mixture-bound-mean-top4": _ELBO_REVISION,
         },
     ),
 )
@@ -697,6 +698,7 @@ _ELBO_RUNS = (
     ("Debian sample (400), test ROUGE-L F1 x100", DEBIAN, ("acvi-mixture-bound-mean-top4",)),
     ("whole Debian (1,000), test ROUGE-L F1 x100", DEBIAN_FULL, ("acvi-mixture-bound-mean-top4",)),
     ("En-De sample (1,000), dev BLEU", ENDE, ("acvi-mixture-bound-mean-top4",)),
+    ("whole En-De (2,000), dev BLEU", ENDE_FULL, ("acvi-mixture-bound-mean-top4",)),
 )
 _ELBO_LABELS = {
     "acvi-mixture-mc": "`mixture`, `mc`, 1",
