@@ -49,7 +49,7 @@ import compare_contexts
 from acvi_tf import config as config_lib
 from acvi_tf.compat import keras
 from acvi_tf.formats import bin_files, nmt_text
-from acvi_tf.runner import runner
+from acvi_tf.runner import restoring, runner
 from acvi_tf.training import objective
 from nmt import data as nmt_data
 from nmt import experiment as nmt_experiment
@@ -106,7 +106,7 @@ def translation(out_dir: str, train_steps: int, batch_size: int, seed: int) -> T
     runner.run(nmt_task.TASK, config)
     vocabs = nmt_experiment.load_vocabs(config)
     model = nmt_experiment.build_model(config, vocabs)
-    nmt_experiment.restore(config, model, vocabs, best=False)
+    restoring.restore(nmt_task.TASK, config, model, vocabs, newest=True)
     source = tuple("%s.%s" % (config.dev_prefix, lang) for lang in (config.src, config.tgt))
     examples = nmt_data.make_examples(nmt_text.read_parallel(*source), *vocabs)
     batch = next(iter(nmt_data.eval_dataset(examples[:batch_size], batch_size, source)))
@@ -125,7 +125,7 @@ def captioning(out_dir: str, train_steps: int, batch_size: int, seed: int) -> Ta
     argv += ["--valid_every=%d" % train_steps, "--checkpoint_steps=%d" % train_steps]
     config = config_lib.parse(vc_task.define_flags, argv)
     runner.run(vc_task.TASK, config)
-    exp = vc_experiment.Experiment(config)
+    exp = vc_experiment.Experiment(vc_task.TASK, config)
     exp.restore()
     clips = exp.split("val")
     batch = next(iter(clips.caption_batches(clips.caption_pairs(exp.vocab), batch_size)))
@@ -149,7 +149,7 @@ def summarization(out_dir: str, train_steps: int, batch_size: int, seed: int) ->
     runner.run(pg_task.TASK, config)
     vocab = pg_vocab.Vocab(config.vocab_path, config.vocab_size)
     model = pg_experiment.build_model(config, vocab)
-    pg_experiment.restore(config, model, vocab, best=False)
+    restoring.restore(pg_task.TASK, config, model, vocab, newest=True)
     pairs = list(bin_files.read_bin_file(os.path.join(chunks, "val_000.bin")))[:batch_size]
     examples = [
         batcher.Example(

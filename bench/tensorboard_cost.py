@@ -142,7 +142,7 @@ def _captioning(writer):
             "--context=acvi",
         ],
     )
-    exp = vc_experiment.Experiment(config)
+    exp = vc_experiment.Experiment(vc_task.TASK, config)
     clips = exp.split("train")
     batch = next(clips.caption_batches(clips.caption_pairs(exp.vocab), config.batch_size))
     step = training_lib.make_train_step(exp.model, keras.optimizers.Adam())

@@ -1,8 +1,8 @@
 """NMT as a library: its run's vocabularies, model, checkpoint checks and translator,
 built from a ``Config`` (``run_nmt``'s flags, or a run's record of them).
 
-The commands (``run_nmt``, ``translate``, ``export``) parse their flags and call these;
-the summarizer and the video captioner have the same functions under the same names.
+The translator's Task (``nmt.task``) and its jobs build the run from these; the Runner
+restores it (``acvi_tf.runner.restoring``) in the folders the Task names.
 """
 
 import os
@@ -17,13 +17,12 @@ from acvi_tf.compat import keras
 from acvi_tf.config import Config
 from acvi_tf.formats import bpe, nmt_text, vocabulary
 from acvi_tf.models import transformer
-from acvi_tf.training import checkpoints
+from acvi_tf.runner import restoring
+from acvi_tf.runner.task import Task
 from nmt import data
 from nmt import model as model_lib
 from nmt import translator as translator_lib
 
-# Where a run trained before every host kept its best model in ``best/`` has it.
-OLD_BEST_DIR = "best_bleu"
 # The search settings an inference logs.
 SEARCH_FLAGS = (
     "infer_mode",
@@ -39,11 +38,6 @@ SAMPLING_FLAGS = ("sampling_temperature", "seed")
 
 # The corpus record the builder writes beside its vocabularies (data_prep.translation).
 CORPUS_RECORD = "corpus.json"
-
-
-def best_dir(config: Config) -> str:
-    """The folder of the run's best dev-BLEU model (``checkpoints.best_dir``)."""
-    return checkpoints.best_dir(config.out_dir, OLD_BEST_DIR)
 
 
 def vocab_paths(config: Config) -> List[str]:
@@ -186,7 +180,7 @@ def vocabularies(config: Config, vocabs: data.Vocabs, codes: bool = True) -> Dic
     them (``acvi_flags.check_vocabularies``)."""
     found = {
         side: (
-            _source(config, lang),
+            vocabulary_source(config, lang),
             vocabulary.fingerprint([vocab.id2word(i) for i in range(vocab.size())]),
         )
         for side, lang, vocab in (
@@ -202,59 +196,10 @@ def vocabularies(config: Config, vocabs: data.Vocabs, codes: bool = True) -> Dic
     return found
 
 
-def _source(config: Config, lang: str) -> str:
-    """Where a refusal says the ``lang`` vocabulary came from."""
+def vocabulary_source(config: Config, lang: str) -> str:
+    """Where a refusal says the ``lang`` vocabulary came from (its flags)."""
     path = "%s.%s" % (config.vocab_prefix, lang)
     return acvi_flags.vocabulary_source(config, ["vocab_prefix"], "--vocab_prefix=" + path, path)
-
-
-def vocabulary_check(
-    config: Config, vocabs: data.Vocabs, *, reads_codes: bool = False
-) -> Callable[[str], None]:
-    """The check that refuses a checkpoint trained with other vocabularies (other sizes,
-    or other words than the run's record holds), naming ``--vocab_prefix``
-    (``acvi_flags.vocabulary_checks``); with ``reads_codes`` (a command that segments raw
-    text) other BPE codes too. Training and run_nmt's inference read segmented text, which
-    the codes do not touch."""
-    sizes = checkpoints.vocabulary_check(
-        {
-            "model/src_embedding/embeddings": (vocabs.src.size(), _source(config, config.src)),
-            "model/tgt_embedding/embeddings": (vocabs.tgt.size(), _source(config, config.tgt)),
-        }
-    )
-    words = vocabularies(config, vocabs, codes=reads_codes)
-    return acvi_flags.vocabulary_checks(config.out_dir, words, sizes, config.allow_data_change)
-
-
-def restore(
-    config: Config,
-    model: keras.Model,
-    vocabs: data.Vocabs,
-    ckpt: Optional[str] = None,
-    best: bool = True,
-    *,
-    reads_codes: bool = False,
-) -> Tuple[str, Optional[int]]:
-    """Restores the run's model: ``ckpt``, else (with ``best``) the best dev-BLEU model,
-    else the newest checkpoint (``checkpoints.restore_for_inference``), after
-    ``vocabulary_check`` (``reads_codes``: the command segments raw text with the BPE
-    codes).
-
-    Returns:
-      The checkpoint's path and its step.
-
-    Raises:
-      acvi_tf.training.checkpoints.CheckpointError: the run holds no checkpoint.
-      acvi_tf.training.checkpoints.CheckpointMismatchError: a checkpoint of another model.
-    """
-    return checkpoints.restore_for_inference(
-        model,
-        config.out_dir,
-        best=best_dir(config),
-        given=ckpt,
-        check=vocabulary_check(config, vocabs, reads_codes=reads_codes),
-        newest=not best,
-    )
 
 
 def log_search(config: Config) -> None:
@@ -298,9 +243,17 @@ def build_decoder(
     )
 
 
-def load_decoder(config: Config, ckpt: Optional[str] = None) -> translator_lib.Translator:
+def load_decoder(
+    task: Task, config: Config, ckpt: Optional[str] = None
+) -> translator_lib.Translator:
     """The run's model with its best weights (or ``ckpt``'s) as a ``Translator`` (which
-    holds the run's vocabularies): what the inference commands translate with.
+    holds the run's vocabularies): what the inference commands translate with. The BPE
+    codes that segment raw text count in the check of the run's vocabularies.
+
+    Args:
+      task: the translator's Task, which names the run's folders.
+      config: the run's settings.
+      ckpt: ``--ckpt``.
 
     Raises:
       acvi_tf.flags.DecodeSettingError: a beam search of no width.
@@ -309,6 +262,6 @@ def load_decoder(config: Config, ckpt: Optional[str] = None) -> translator_lib.T
     check_search(config)
     vocabs = load_vocabs(config)
     model = build_model(config, vocabs)
-    restore(config, model, vocabs, ckpt, reads_codes=True)
+    restoring.restore(task, config, model, vocabs, ckpt, preprocessing=True)
     log_search(config)
     return build_decoder(config, model, vocabs)

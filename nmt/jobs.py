@@ -16,7 +16,8 @@ from acvi_tf.config import Config
 from acvi_tf.formats import nmt_text
 from acvi_tf.inference import report as report_lib
 from acvi_tf.metrics import bleu as bleu_lib
-from acvi_tf.runner import training
+from acvi_tf.runner import restoring, training
+from acvi_tf.runner.task import Task
 from acvi_tf.training import checkpoints, distribute, losses, summaries
 from acvi_tf.training import step as training_lib
 from nmt import data, experiment, schedule
@@ -112,15 +113,18 @@ def evaluate_split(
     return score, nll
 
 
-def train(config: Config, vocabs: data.Vocabs, strategy: tf.distribute.Strategy) -> float:
-    """The training loop with tensorflow/nmt's evaluation schedule, under ``strategy``."""
+def train(
+    task: Task, config: Config, vocabs: data.Vocabs, strategy: tf.distribute.Strategy
+) -> float:
+    """The training loop with tensorflow/nmt's evaluation schedule, under ``strategy``,
+    in the folders of ``task`` (the translator's)."""
     # the global step is the process's own (a plain variable), the model's mirrored
     step_var = tf.Variable(0, dtype=tf.int64, name="global_step")
     with strategy.scope():
-        return _train(config, vocabs, strategy, step_var)
+        return _train(task, config, vocabs, strategy, step_var)
 
 
-def _train(config, vocabs, strategy, step_var):
+def _train(task, config, vocabs, strategy, step_var):
     src_vocab, tgt_vocab = vocabs
     chief = distribute.is_chief(strategy)
     write_dir = distribute.worker_scratch_dir(config.out_dir, strategy)
@@ -135,8 +139,8 @@ def _train(config, vocabs, strategy, step_var):
         step_var,
         max_to_keep=5,
         checkpoint_name="translate.ckpt",
-        best_dir=experiment.best_dir(config),
-        check=experiment.vocabulary_check(config, vocabs),
+        best_dir=task.best_dir(config),
+        check=restoring.vocabulary_check(task, config, vocabs),
         scratch=None if chief else write_dir,
         model=model,
         optimizer=optimizer,
@@ -327,10 +331,12 @@ def check_evaluation_files(config: Config) -> None:
                 raise nmt_text.NmtDataError("--%s=%s: %s" % (flag, prefix, e)) from e
 
 
-def infer(config: Config, vocabs: data.Vocabs) -> Optional[float]:
-    """Translates ``--inference_input_file``; BLEU against ``--inference_ref_file``."""
+def infer(task: Task, config: Config, vocabs: data.Vocabs) -> Optional[float]:
+    """Translates ``--inference_input_file`` with the run's newest checkpoint (or
+    ``--ckpt``'s), in the folders of ``task`` (the translator's); BLEU against
+    ``--inference_ref_file``."""
     model = experiment.build_model(config, vocabs)
-    experiment.restore(config, model, vocabs, config.ckpt, best=False)
+    restoring.restore(task, config, model, vocabs, config.ckpt, newest=True)
     experiment.log_search(config)
     translator = experiment.build_decoder(config, model, vocabs)
     sources = nmt_text.read_lines(config.inference_input_file)

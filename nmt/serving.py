@@ -14,6 +14,7 @@ from acvi_tf.config import Config
 from acvi_tf.formats import bpe, nmt_text
 from acvi_tf.inference import commands
 from acvi_tf.inference import export as export_lib
+from acvi_tf.runner.task import Task
 from acvi_tf.text import graph_bpe, tokenizers
 from nmt import experiment
 from nmt import translator as translator_lib
@@ -75,10 +76,10 @@ def preprocessor(config: Config) -> Callable[[str], str]:
     return lambda line: segment(tokenize(line)) if segment else tokenize(line)
 
 
-def raw_text(config: Config) -> Callable[[List[str]], List[str]]:
+def raw_text(task: Task, config: Config) -> Callable[[List[str]], List[str]]:
     """Raw sentences -> translations with the run ``config`` describes (its best
-    model, or ``--ckpt``'s)."""
-    searcher = experiment.load_decoder(config, config.ckpt)
+    model, or ``--ckpt``'s), in the folders of ``task`` (the translator's)."""
+    searcher = experiment.load_decoder(task, config, config.ckpt)
     prepare = preprocessor(config)
     words = experiment.words(config)
     return lambda sentences: translate(sentences, searcher, prepare, words, config)
@@ -161,10 +162,13 @@ class ServedTranslator(tf.Module):
         return dict(tokens=tf.strings.reduce_join(tokens, axis=1, separator=" "))
 
 
-def served_module(config: Config, pretokenized: bool) -> Tuple[tf.Module, Dict[str, Callable]]:
-    """The served translator of the run ``config`` describes, and its signatures."""
+def served_module(
+    task: Task, config: Config, pretokenized: bool
+) -> Tuple[tf.Module, Dict[str, Callable]]:
+    """The served translator of the run ``config`` describes, in the folders of ``task``
+    (the translator's), and its signatures."""
     record, settings, codes = corpus_record(config)
     tokenize = export_lib.graph_tokenizer_for(record, settings, pretokenized)
-    translator = experiment.load_decoder(config, config.ckpt)
+    translator = experiment.load_decoder(task, config, config.ckpt)
     module = ServedTranslator(translator, tokenize, codes)
     return module, {"serving_default": module.translate, "tokenize": module.tokenize}

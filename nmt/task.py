@@ -4,7 +4,7 @@ in ``--out_dir``, its jobs (``nmt.jobs``) and its commands on a trained run
 """
 
 import os
-from typing import Optional
+from typing import Dict, Optional, Tuple
 
 import tensorflow as tf
 from absl import app, flags
@@ -15,7 +15,7 @@ from acvi_tf.inference import report as report_lib
 from acvi_tf.runner import runner
 from acvi_tf.runner.task import Task, TrainingInputs
 from acvi_tf.training import checkpoints
-from nmt import experiment, hparams, jobs, serving
+from nmt import data, experiment, hparams, jobs, serving
 
 # Flags of this entry point that decide the model's variables (and the optimizer's).
 MODEL_FLAGS = (
@@ -282,12 +282,32 @@ class TranslationTask(Task):
     inputs = "Sentences"
     outputs = "Translations"
     served = "translator"
+    old_best_dir = "best_bleu"  # the layout before every host kept its best model in best/
 
     define_flags = staticmethod(define_flags)
     define_run_flags = staticmethod(serving.define_run_flags)
     files_read = staticmethod(experiment.files_read)
-    raw_text = staticmethod(serving.raw_text)
-    served_module = staticmethod(serving.served_module)
+
+    # the Task is the first argument of these: they restore the run in its folders
+    raw_text = serving.raw_text
+    served_module = serving.served_module
+
+    def vocabulary_record(
+        self, config: Config, vocabularies: data.Vocabs, preprocessing: bool = False
+    ) -> Dict[str, Tuple[str, str]]:
+        return experiment.vocabularies(config, vocabularies, codes=preprocessing)
+
+    def embeddings(self, config: Config, vocabularies: data.Vocabs) -> Dict[str, Tuple[int, str]]:
+        return {
+            "model/src_embedding/embeddings": (
+                vocabularies.src.size(),
+                experiment.vocabulary_source(config, config.src),
+            ),
+            "model/tgt_embedding/embeddings": (
+                vocabularies.tgt.size(),
+                experiment.vocabulary_source(config, config.tgt),
+            ),
+        }
 
     def trains(self, config: Config) -> bool:
         return not config.inference_input_file
@@ -323,13 +343,13 @@ class TranslationTask(Task):
     def train(
         self, config: Config, strategy: tf.distribute.Strategy, inputs: TrainingInputs
     ) -> float:
-        best = jobs.train(config, inputs.loaded, strategy)
+        best = jobs.train(self, config, inputs.loaded, strategy)
         print("best dev BLEU %.2f" % best)
         return best
 
     def infer(self, config: Config, strategy: tf.distribute.Strategy) -> Optional[float]:
         # inference leaves the run's record as it is
-        return jobs.infer(config, experiment.load_vocabs(config))
+        return jobs.infer(self, config, experiment.load_vocabs(config))
 
     def run_settings(self, config: Config) -> Config:
         """The run's record with the given search settings and the command's ``--ckpt``."""

@@ -1,12 +1,12 @@
 """The summarizer as a library: its run's folders, model, checkpoint checks and decoder,
 built from a ``Config`` (``run_summarization``'s flags, or a run's record of them).
 
-The commands (``run_summarization``, ``summarize``, ``export``) parse their flags and
-call these; the video captioner and NMT have the same functions under the same names.
+The summarizer's Task (``pointer_generator.task``) and its jobs build the run from these;
+the Runner restores it (``acvi_tf.runner.restoring``) in the folders the Task names.
 """
 
 import os
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional
 
 import tensorflow as tf
 from absl import app, logging
@@ -16,7 +16,8 @@ from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
 from acvi_tf.config import Config
 from acvi_tf.formats import vocabulary
-from acvi_tf.training import checkpoints
+from acvi_tf.runner import restoring
+from acvi_tf.runner.task import Task
 from pointer_generator import curriculum
 from pointer_generator import decode as decode_lib
 from pointer_generator import model as model_lib
@@ -25,13 +26,9 @@ from pointer_generator import vocab as vocab_lib
 
 # What the model reads of a batch: the batcher's tensors but the strings.
 MODEL_SIGNATURE = model_lib.PointerGenerator.batch_signature
-# Where a run trained before every host kept its best model in ``best/`` has it (See's).
-OLD_BEST_DIR = "eval"
 # See et al.'s default shortest summary, at their default longest of 100: a decode that
 # is not given --min_dec_steps uses 35, or 35% of a shorter maximum.
 SEE_MIN_DEC_STEPS = 35
-# How a run gets a best model, for the warning of a command that finds none.
-TO_VALIDATE = "run the eval job (--mode=eval) beside training to keep a best model"
 
 
 def run_dir(config: Config) -> str:
@@ -47,11 +44,6 @@ def train_dir(config: Config) -> str:
 def eval_dir(config: Config) -> str:
     """The folder of the eval job's TensorBoard logs and lock."""
     return os.path.join(run_dir(config), "eval")
-
-
-def best_dir(config: Config) -> str:
-    """The folder of the run's best model (``checkpoints.best_dir``)."""
-    return checkpoints.best_dir(run_dir(config), OLD_BEST_DIR)
 
 
 def phases(config: Config) -> List[curriculum.Phase]:
@@ -204,7 +196,7 @@ def load_vocab(config: Config, size_given: bool = False) -> vocab_lib.Vocab:
 
 def vocabularies(config: Config, vocab: vocab_lib.Vocab) -> Dict[str, Any]:
     """The run's vocabulary for its record (``acvi_flags.check_vocabularies``)."""
-    given = _source(config)
+    given = vocabulary_source(config)
     return {
         "vocab_path": (
             given,
@@ -213,65 +205,11 @@ def vocabularies(config: Config, vocab: vocab_lib.Vocab) -> Dict[str, Any]:
     }
 
 
-def _source(config: Config) -> str:
-    """Where a refusal says the vocabulary came from."""
+def vocabulary_source(config: Config) -> str:
+    """Where a refusal says the vocabulary came from (its flags)."""
     given = "--vocab_path=%s --vocab_size=%d" % (config.vocab_path, config.vocab_size)
     return acvi_flags.vocabulary_source(
         config, ["vocab_path", "vocab_size"], given, config.vocab_path
-    )
-
-
-def vocabulary_check(config: Config, vocab: vocab_lib.Vocab) -> Callable[[str], None]:
-    """The check that refuses a checkpoint trained with another vocabulary (another
-    size, or other words than the run's record holds), naming ``--vocab_path`` and
-    ``--vocab_size`` (``acvi_flags.vocabulary_checks``)."""
-    given = _source(config)
-    sizes = checkpoints.vocabulary_check({"model/embedding/embeddings": (vocab.size(), given)})
-    words = vocabularies(config, vocab)
-    return acvi_flags.vocabulary_checks(run_dir(config), words, sizes, config.allow_data_change)
-
-
-def restore(
-    config: Config,
-    model: keras.Model,
-    vocab: vocab_lib.Vocab,
-    ckpt: Optional[str] = None,
-    best: bool = True,
-) -> Tuple[str, Optional[int]]:
-    """Restores the run's model: ``ckpt``, else (with ``best``) the best model, else the
-    newest training checkpoint (``checkpoints.restore_for_inference``; without ``best``
-    the newest, naming the best model in the log).
-
-    Returns:
-      The checkpoint's path and its step.
-
-    Raises:
-      acvi_tf.training.checkpoints.CheckpointError: the run holds no checkpoint.
-      acvi_tf.training.checkpoints.CheckpointMismatchError: a checkpoint of another model.
-    """
-    return checkpoints.restore_for_inference(
-        model, check=vocabulary_check(config, vocab), **_checkpoint_choice(config, ckpt, best)
-    )
-
-
-def checkpoint_to_restore(config: Config, ckpt: Optional[str] = None, best: bool = True) -> str:
-    """The checkpoint ``restore`` with these arguments restores, without restoring it.
-
-    Raises:
-      acvi_tf.training.checkpoints.CheckpointError: the run holds no checkpoint.
-    """
-    return checkpoints.inference_checkpoint(**_checkpoint_choice(config, ckpt, best))[0]
-
-
-def _checkpoint_choice(config: Config, ckpt: Optional[str], best: bool) -> Dict[str, Any]:
-    """The arguments that choose the run's checkpoint (``checkpoints.inference_checkpoint``)."""
-    return dict(
-        train_dir=train_dir(config),
-        best=best_dir(config),
-        given=ckpt,
-        to_validate=TO_VALIDATE,
-        to_train="train first (--mode=train) or give --ckpt",
-        newest=not best,
     )
 
 
@@ -317,10 +255,15 @@ def build_decoder(
     )
 
 
-def load_decoder(config: Config, ckpt: Optional[str] = None) -> decode_lib.Summarizer:
+def load_decoder(task: Task, config: Config, ckpt: Optional[str] = None) -> decode_lib.Summarizer:
     """The run's model with its best weights (or ``ckpt``'s) as a batched beam search
     without attention records (which holds the run's vocabulary): what the inference
     commands decode with.
+
+    Args:
+      task: the summarizer's Task, which names the run's folders.
+      config: the run's settings.
+      ckpt: ``--ckpt``.
 
     Raises:
       acvi_tf.flags.DecodeSettingError: the beam is too wide for the vocabulary.
@@ -329,7 +272,7 @@ def load_decoder(config: Config, ckpt: Optional[str] = None) -> decode_lib.Summa
     vocab = load_vocab(config)
     check_beam(config, vocab)
     model = build_model(config, vocab)
-    _, step = restore(config, model, vocab, ckpt)
+    _, step = restoring.restore(task, config, model, vocab, ckpt)
     return build_decoder(
         config, model, vocab, coverage_on=coverage_at(config, step), record_attention=False
     )

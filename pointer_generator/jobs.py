@@ -18,7 +18,8 @@ from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
 from acvi_tf.config import Config
 from acvi_tf.formats import bin_files
-from acvi_tf.runner import training
+from acvi_tf.runner import restoring, training
+from acvi_tf.runner.task import Task
 from acvi_tf.training import checkpoints, distribute, summaries
 from acvi_tf.training import step as training_lib
 from acvi_tf.training import trainer as trainer_lib
@@ -117,6 +118,7 @@ def _run_variables():
 
 
 def build_checkpointer(
+    task: Task,
     config: Config,
     train_dir: str,
     model: "keras.Model",
@@ -129,6 +131,7 @@ def build_checkpointer(
     ``train/``, 3 kept.
 
     Args:
+      task: the summarizer's Task (the run's folders).
       config: the run's flags (its recorded vocabulary is checked on restore).
       train_dir: the checkpoint folder.
       model, optimizer: what the checkpoints hold.
@@ -142,7 +145,7 @@ def build_checkpointer(
         step,
         max_to_keep=3,
         checkpoint_name="model.ckpt",
-        check=experiment.vocabulary_check(config, vocab),
+        check=restoring.vocabulary_check(task, config, vocab),
         scratch=scratch,
         model=model,
         optimizer=optimizer,
@@ -165,6 +168,7 @@ def _start_coverage(config, model, checkpointer):
 
 
 def train(
+    task: Task,
     config: Config,
     vocab: vocab_lib.Vocab,
     train_dir: str,
@@ -176,22 +180,22 @@ def train(
     strategy = strategy or tf.distribute.get_strategy()
     run_variables = _run_variables()
     with strategy.scope():
-        return _train(config, vocab, train_dir, phases, strategy, run_variables)
+        return _train(task, config, vocab, train_dir, phases, strategy, run_variables)
 
 
-def _train(config, vocab, train_dir, phases, strategy, run_variables):
+def _train(task, config, vocab, train_dir, phases, strategy, run_variables):
     chief = distribute.is_chief(strategy)
     model = experiment.build_model(config, vocab)
     optimizer = build_optimizer(config)
     optimizer.build(model.trainable_variables)
     scratch = None if chief else distribute.worker_scratch_dir(train_dir, strategy)
     checkpointer = build_checkpointer(
-        config, train_dir, model, optimizer, vocab, run_variables, scratch
+        task, config, train_dir, model, optimizer, vocab, run_variables, scratch
     )
     checkpointer.restore_latest()
     optimizer = checkpointer.checkpoint.optimizer
     if config.convert_to_coverage_model or config.restore_best_model:
-        return _convert_or_restore(config, model, checkpointer, train_dir, vocab)
+        return _convert_or_restore(task, config, model, checkpointer, train_dir, vocab)
     if chief:
         _write_projector_config(train_dir, vocab)
     total = curriculum.training_end(phases, config.max_steps, warn=True)
@@ -350,7 +354,7 @@ def posterior_summaries(
     )
 
 
-def _convert_or_restore(config, model, checkpointer, train_dir, vocab):
+def _convert_or_restore(task, config, model, checkpointer, train_dir, vocab):
     """``--convert_to_coverage_model`` or ``--restore_best_model``: writes one checkpoint
     into ``train/`` for training to resume from, and names it (relative to the folder,
     so the run can move) in the ``checkpoint`` file."""
@@ -368,12 +372,12 @@ def _convert_or_restore(config, model, checkpointer, train_dir, vocab):
         _start_coverage(config, model, checkpointer)
         path = checkpointer.checkpoint.write(latest + "_cov_init")
     else:
-        best = checkpoints.latest_checkpoint(experiment.best_dir(config))
+        best = checkpoints.latest_checkpoint(task.best_dir(config))
         if not best:
             raise app.UsageError(
-                "no best model in %s; run --mode=eval first" % experiment.best_dir(config)
+                "no best model in %s; run --mode=eval first" % task.best_dir(config)
             )
-        _, step = experiment.restore(config, model, vocab, ckpt=best)
+        _, step = restoring.restore(task, config, model, vocab, best)
         checkpointer.step.assign(step)
         checkpointer.checkpoint.optimizer = build_optimizer(config)
         path = checkpointer.checkpoint.write(
@@ -435,13 +439,7 @@ def _write_samples(config, model, vocab, phase, batch, step, summarizers, count=
         )
 
 
-def evaluate(
-    config: Config,
-    vocab: vocab_lib.Vocab,
-    train_dir: str,
-    eval_dir: str,
-    phases: List[curriculum.Phase],
-) -> Optional[float]:
+def evaluate(task: Task, config: Config, vocab: vocab_lib.Vocab) -> Optional[float]:
     """The concurrent eval job: each new checkpoint of ``train/`` on the same validation
     batches, its TensorBoard logs in ``eval/``, the best model kept in ``best/``.
 
@@ -452,13 +450,26 @@ def evaluate(
     files in file order (all of them with 0), keeps the best model by that mean loss, and
     waits for the next checkpoint. The running average is still written to TensorBoard
     under See's name. The job ends once it has scored the checkpoint of the last step.
+
+    Args:
+      task: the summarizer's Task (the run's folders).
+      config: the run's settings.
+      vocab: its vocabulary.
+
+    Returns:
+      The best model's mean validation loss.
     """
+    train_dir, eval_dir, phases = (
+        task.checkpoint_dir(config),
+        experiment.eval_dir(config),
+        experiment.phases(config),
+    )
     for phase in phases:  # a given minimum must fit every phase's samples
         experiment.min_dec_steps(
             config, phase.max_dec_steps, "phase %d-%d's" % (phase.start, phase.end)
         )
     lock = trainer_lib.lock_folder(eval_dir, job="eval job")  # held while the job runs
-    best_dir = experiment.best_dir(config)
+    best_dir = task.best_dir(config)
     checkpoints.remove_interrupted_saves(best_dir)
     model = experiment.build_model(config, vocab)
     step = tf.Variable(0, dtype=tf.int64)
@@ -469,7 +480,7 @@ def evaluate(
         best_dir=best_dir,
         best_name="bestmodel",
         best_to_keep=3,
-        check=experiment.vocabulary_check(config, vocab),
+        check=restoring.vocabulary_check(task, config, vocab),
         model=model,
     )
     total = curriculum.training_end(phases, config.max_steps)
@@ -583,29 +594,26 @@ def _decode_dir_name(config: Config, checkpoint_path: str) -> str:
     )
 
 
-def decode(
-    config: Config, vocab: vocab_lib.Vocab, train_dir: str, command_flags: Iterable[str]
-) -> Optional[dict]:
+def decode(task: Task, config: Config, vocab: vocab_lib.Vocab) -> Optional[dict]:
     """Decode mode: batched beam search with ``--ckpt``, else the newest training
     checkpoint (reloaded as the trainer writes new ones, without ``--single_pass``).
 
     Args:
+      task: the summarizer's Task: the run's folders, and the training command's own
+        flags, which a single-pass decode's manifest leaves out (``decode_settings``).
       config: the run's settings.
       vocab: its vocabulary.
-      train_dir: its checkpoint folder.
-      command_flags: the training command's own flags, which a single-pass decode's
-        manifest leaves out (``decode_settings``).
 
     Returns:
       A single-pass decode's metrics; else None.
     """
     config = experiment.decode_config(config)
-    root = experiment.run_dir(config)
+    root, train_dir = task.run_dir(config), task.checkpoint_dir(config)
     if config.single_pass and not config.decode_overwrite:  # refused before the model
-        checkpoint = experiment.checkpoint_to_restore(config, config.ckpt, best=False)
+        checkpoint = restoring.checkpoint_to_restore(task, config, config.ckpt, newest=True)
         decode_lib.refuse_finished(os.path.join(root, _decode_dir_name(config, checkpoint)))
     model = experiment.build_model(config, vocab)
-    latest, step = experiment.restore(config, model, vocab, config.ckpt, best=False)
+    latest, step = restoring.restore(task, config, model, vocab, config.ckpt, newest=True)
     summarizer = experiment.build_decoder(
         config,
         model,
@@ -632,7 +640,7 @@ def decode(
             decode_dir,
             config.decode_overwrite,
             total=total,
-            settings=decode_settings(config, latest, command_flags),
+            settings=decode_settings(config, latest, task.command_flags),
             shard=distribute.decode_shard(config.num_shards, config.shard_index),
             report_examples=config.report_examples,
         )
@@ -654,7 +662,7 @@ def decode(
             newest = checkpoints.latest_checkpoint(train_dir)
             if newest not in (None, latest):
                 try:
-                    experiment.restore(config, model, vocab, ckpt=newest)
+                    restoring.restore(task, config, model, vocab, newest)
                     latest = newest
                 except checkpoints.UNREADABLE as e:  # deleted by the trainer since listed
                     logging.warning("Keeping %s: cannot read %s (%s)", latest, newest, e)

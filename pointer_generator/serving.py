@@ -15,6 +15,7 @@ from acvi_tf import progress as progress_lib
 from acvi_tf.config import Config
 from acvi_tf.formats import see_vocab
 from acvi_tf.inference import export as export_lib
+from acvi_tf.runner.task import Task
 from acvi_tf.text import tokenizers
 from acvi_tf.training import checkpoints
 from pointer_generator import batcher as batcher_lib
@@ -263,18 +264,21 @@ def files_read(config: Config) -> List[str]:
     ]
 
 
-def raw_text(config: Config) -> Callable[[List[str]], List[str]]:
+def raw_text(task: Task, config: Config) -> Callable[[List[str]], List[str]]:
     """Documents -> summaries with the run ``config`` describes (its best model, or
-    ``--ckpt``'s)."""
-    summarizer = experiment.load_decoder(config, config.ckpt)
+    ``--ckpt``'s), in the folders of ``task`` (the summarizer's)."""
+    summarizer = experiment.load_decoder(task, config, config.ckpt)
     tokenize = corpus_tokenizer(config.vocab_path)
     return lambda documents: summarize(documents, summarizer, tokenize, config)
 
 
-def served_module(config: Config, pretokenized: bool) -> Tuple[tf.Module, Dict[str, Callable]]:
-    """The served summarizer of the run ``config`` describes, and its signatures."""
+def served_module(
+    task: Task, config: Config, pretokenized: bool
+) -> Tuple[tf.Module, Dict[str, Callable]]:
+    """The served summarizer of the run ``config`` describes, in the folders of ``task``
+    (the summarizer's), and its signatures."""
     tokenize = export_lib.graph_tokenizer_for(*corpus_record(config.vocab_path), pretokenized)
-    summarizer = experiment.load_decoder(config, config.ckpt)
+    summarizer = experiment.load_decoder(task, config, config.ckpt)
     module = ServedSummarizer(summarizer, config.max_enc_steps, config.pointer_gen, tokenize)
     return module, {
         "serving_default": module.summarize,

@@ -5,7 +5,7 @@ and its commands on a trained run (``pointer_generator.serving``).
 
 import os
 import re
-from typing import Optional
+from typing import Dict, Optional, Tuple
 
 import tensorflow as tf
 from absl import app, flags
@@ -20,6 +20,7 @@ from acvi_tf.runner import runner
 from acvi_tf.runner.task import Task, TrainingInputs
 from acvi_tf.training import checkpoints
 from pointer_generator import experiment, jobs, serving
+from pointer_generator import vocab as vocab_lib
 
 
 def define_flags(fv: flags.FlagValues = flags.FLAGS) -> None:
@@ -434,18 +435,34 @@ class SummarizationTask(Task):
     inputs = "Documents"
     outputs = "Summaries"
     served = "summarizer"
+    old_best_dir = "eval"  # See's layout
+    to_validate = "run the eval job (--mode=eval) beside training to keep a best model"
+    to_train = "train first (--mode=train) or give --ckpt"
 
     define_flags = staticmethod(define_flags)
     define_run_flags = staticmethod(serving.define_run_flags)
     files_read = staticmethod(serving.files_read)
-    raw_text = staticmethod(serving.raw_text)
-    served_module = staticmethod(serving.served_module)
+
+    # the Task is the first argument of these: they restore the run in its folders
+    raw_text = serving.raw_text
+    served_module = serving.served_module
 
     def run_dir(self, config: Config) -> str:
         return experiment.run_dir(config)
 
     def checkpoint_dir(self, config: Config) -> str:
         return experiment.train_dir(config)
+
+    def vocabulary_record(
+        self, config: Config, vocabularies: vocab_lib.Vocab, preprocessing: bool = False
+    ) -> Dict[str, Tuple[str, str]]:
+        return experiment.vocabularies(config, vocabularies)
+
+    def embeddings(
+        self, config: Config, vocabularies: vocab_lib.Vocab
+    ) -> Dict[str, Tuple[int, str]]:
+        source = experiment.vocabulary_source(config)
+        return {"model/embedding/embeddings": (vocabularies.size(), source)}
 
     def trains(self, config: Config) -> bool:
         return config.mode == "train"
@@ -474,7 +491,12 @@ class SummarizationTask(Task):
     ) -> keras.Model:
         _start_debugging(config)
         return jobs.train(
-            config, inputs.loaded, experiment.train_dir(config), experiment.phases(config), strategy
+            self,
+            config,
+            inputs.loaded,
+            experiment.train_dir(config),
+            experiment.phases(config),
+            strategy,
         )
 
     def infer(self, config: Config, strategy: tf.distribute.Strategy) -> Optional[dict]:
@@ -483,15 +505,9 @@ class SummarizationTask(Task):
         experiment.check_beam(config, vocab)
         with stops.AtOnce("; rerun the same command to resume"):  # a stop keeps what is done
             if config.mode == "decode":
-                return jobs.decode(config, vocab, experiment.train_dir(config), COMMAND_FLAGS)
+                return jobs.decode(self, config, vocab)
             os.makedirs(experiment.eval_dir(config), exist_ok=True)
-            return jobs.evaluate(
-                config,
-                vocab,
-                experiment.train_dir(config),
-                experiment.eval_dir(config),
-                experiment.phases(config),
-            )
+            return jobs.evaluate(self, config, vocab)
 
     def run_settings(self, config: Config) -> Config:
         """The run's record with the given decode settings, its decode lengths

@@ -9,7 +9,7 @@ import served
 
 from acvi_tf import config as config_lib
 from acvi_tf.formats import frame_features
-from video_caption import experiment, export, run_captioning
+from video_caption import experiment, export, run_captioning, task
 
 from runs import CLIPS
 
@@ -38,7 +38,7 @@ def test_the_exported_captioner_captions_frames_as_decode_does(captioner_run, tm
     assert all(captions[:-1])
     # the graph's features are the decode's: sampled, standardised, padded
     flags = captioner_run["flags"] + ["--mode=decode"]
-    exp = experiment.Experiment(config_lib.parse(run_captioning.define_flags, flags))
+    exp = experiment.Experiment(task.TASK, config_lib.parse(run_captioning.define_flags, flags))
     clip_set = exp.split("test")
     got, num_frames = module.features(
         np.asarray(padded[:-1], np.float32), np.asarray(counts[:-1], np.int32)

@@ -24,6 +24,7 @@ from acvi_tf.compat import keras
 from acvi_tf.training import checkpoints
 from nmt import run_nmt
 from pointer_generator import experiment, jobs, run_summarization, summarize
+from pointer_generator import task as pg_task
 from pointer_generator import vocab as vocab_lib
 from video_caption import run_captioning
 
@@ -456,7 +457,7 @@ def summarizer_run(tmp_path_factory):
     optimizer = jobs.build_optimizer(config)
     optimizer.build(model.trainable_variables)
     train_dir = str(root / "exp" / "train")
-    saver = jobs.build_checkpointer(config, train_dir, model, optimizer, vocab)
+    saver = jobs.build_checkpointer(pg_task.TASK, config, train_dir, model, optimizer, vocab)
     for step in (4, 6, 8):
         saver.step.assign(step)
         model.embedding.embeddings.assign_add(tf.ones_like(model.embedding.embeddings))

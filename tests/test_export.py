@@ -25,7 +25,7 @@ from acvi_tf.text import tokenizers
 from data_prep import summarization
 from pointer_generator import batcher as batcher_lib
 from pointer_generator import decode as decode_lib
-from pointer_generator import experiment, export, run_summarization, serving
+from pointer_generator import experiment, export, run_summarization, serving, task
 from pointer_generator import vocab as vocab_lib
 
 from conftest import run_settings
@@ -189,7 +189,7 @@ def test_the_graph_batch_equals_the_batcher_s(raw_run):
     config = run_settings("pointer_generator.summarize", "--log_root=%s" % root, "--exp_name=run")
     vocab = vocab_lib.Vocab(str(root / "corpus" / "vocab"), 0)
     module = serving.ServedSummarizer(
-        experiment.load_decoder(config),
+        experiment.load_decoder(task.TASK, config),
         30,
         True,
         export_lib.graph_tokenizer_for(*serving.corpus_record(config.vocab_path), False),
@@ -277,13 +277,14 @@ def test_a_pretokenized_export_of_the_shipped_corpus_equals_decode(tmp_path):
     test = [a for a, _ in read_bin_file(os.path.join(SAMPLE, "chunked", "test_000.bin"))]
     vocab_words = vocab_lib.Vocab(vocab, 2000)
     summarizer = experiment.load_decoder(
+        task.TASK,
         run_settings(
             "pointer_generator.summarize",
             "--log_root=%s" % tmp_path,
             "--exp_name=run",
             "--beam_size=2",
             "--min_dec_steps=1",
-        )
+        ),
     )
     batches = [test[i : i + 100] for i in range(0, len(test), 100)]
     expected = []

@@ -12,7 +12,7 @@ from see_tf1 import DEC, ENC, LSTM, STEP, E, H, V, original_arrays, write_tf1_ch
 from acvi_tf import config as config_lib
 from acvi_tf.compat import keras
 from acvi_tf.contexts import acvi as acvi_lib
-from pointer_generator import experiment, jobs, run_summarization, see_checkpoint, see_import
+from pointer_generator import experiment, jobs, run_summarization, see_checkpoint, see_import, task
 from pointer_generator import model as model_lib
 from pointer_generator import vocab as vocab_lib
 
@@ -257,7 +257,7 @@ def test_cli_writes_a_checkpoint_that_training_resumes_from(tmp_path):
     model = experiment.build_model(fv, vocab)
     optimizer = jobs.build_optimizer(fv)
     optimizer.build(model.trainable_variables)
-    checkpointer = jobs.build_checkpointer(fv, str(train_dir), model, optimizer, vocab)
+    checkpointer = jobs.build_checkpointer(task.TASK, fv, str(train_dir), model, optimizer, vocab)
     assert checkpointer.restore_latest() == latest
     assert int(checkpointer.step) == STEP
     assert bool(checkpointer.checkpoint.coverage_started)

@@ -2,13 +2,13 @@
 checks, decoder and data splits, built from a ``Config`` (``run_captioning``'s flags, or a
 run's record of them).
 
-The commands (``run_captioning``, ``caption``, ``export``) parse their flags and call
-these; the summarizer and NMT have the same functions under the same names.
+The captioner's Task (``video_caption.task``) and its jobs build the run from these; the
+Runner restores it (``acvi_tf.runner.restoring``) in the folders the Task names.
 """
 
 import glob
 import os
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 from absl import logging
@@ -19,7 +19,9 @@ from acvi_tf.compat import keras
 from acvi_tf.config import Config
 from acvi_tf.formats import frame_features, vocabulary
 from acvi_tf.metrics import captions as caption_metrics
-from acvi_tf.training import checkpoints, losses
+from acvi_tf.runner import restoring
+from acvi_tf.runner.task import Task
+from acvi_tf.training import losses
 from video_caption import data
 from video_caption import decode as decode_lib
 from video_caption import model as model_lib
@@ -33,11 +35,6 @@ SEARCH_FLAGS = ("beam_size", "max_decode_len", "length_normalization", "decode_b
 def train_dir(config: Config) -> str:
     """The folder of the run's training checkpoints."""
     return os.path.join(config.out_dir, "train")
-
-
-def best_dir(config: Config) -> str:
-    """The folder of the run's best model (``checkpoints.best_dir``)."""
-    return checkpoints.best_dir(config.out_dir)
 
 
 def build_model(config: Config, vocab: data.Vocab, feature_dim: int) -> keras.Model:
@@ -63,51 +60,14 @@ def build_model(config: Config, vocab: data.Vocab, feature_dim: int) -> keras.Mo
 
 def vocabularies(config: Config, vocab: data.Vocab) -> Dict[str, Any]:
     """The run's caption vocabulary for its record (``acvi_flags.check_vocabularies``)."""
-    return {"vocab.txt": (_source(config), vocabulary.fingerprint(vocab.words()))}
+    return {"vocab.txt": (vocabulary_source(config), vocabulary.fingerprint(vocab.words()))}
 
 
-def _source(config: Config) -> str:
-    """Where a refusal says the vocabulary came from."""
+def vocabulary_source(config: Config) -> str:
+    """Where a refusal says the vocabulary came from (its flags)."""
     path = os.path.join(config.data_dir, "vocab.txt")
     given = "--data_dir=%s --vocab_size=%d" % (config.data_dir, config.vocab_size)
     return acvi_flags.vocabulary_source(config, ["data_dir", "vocab_size"], given, path)
-
-
-def vocabulary_check(config: Config, vocab: data.Vocab) -> Callable[[str], None]:
-    """The check that refuses a checkpoint trained with another vocabulary (another
-    size, or other words than the run's record holds), naming ``--data_dir`` and
-    ``--vocab_size`` (``acvi_flags.vocabulary_checks``)."""
-    sizes = checkpoints.vocabulary_check(
-        {"model/embedding/embeddings": (vocab.size(), _source(config))}
-    )
-    words = vocabularies(config, vocab)
-    return acvi_flags.vocabulary_checks(config.out_dir, words, sizes, config.allow_data_change)
-
-
-def restore(
-    config: Config,
-    model: keras.Model,
-    vocab: data.Vocab,
-    ckpt: Optional[str] = None,
-    best: bool = True,
-) -> Tuple[str, Optional[int]]:
-    """Restores the run's model: ``ckpt``, else (with ``best``) the best model, else the
-    newest training checkpoint (``checkpoints.restore_for_inference``).
-
-    Returns:
-      The checkpoint's path and its step.
-
-    Raises:
-      acvi_tf.training.checkpoints.CheckpointError: the run holds no checkpoint.
-      acvi_tf.training.checkpoints.CheckpointMismatchError: a checkpoint of another model.
-    """
-    return checkpoints.restore_for_inference(
-        model,
-        train_dir(config),
-        best=best_dir(config) if best else None,
-        given=ckpt,
-        check=vocabulary_check(config, vocab),
-    )
 
 
 def build_decoder(
@@ -194,9 +154,16 @@ def log_search(config: Config) -> None:
     logging.info("Captioning with %s", acvi_flags.describe(config, SEARCH_FLAGS))
 
 
-def load_decoder(config: Config, ckpt: Optional[str] = None) -> decode_lib.CaptionDecoder:
+def load_decoder(
+    task: Task, config: Config, ckpt: Optional[str] = None
+) -> decode_lib.CaptionDecoder:
     """The run's model with its best weights (or ``ckpt``'s) as a beam search (which
     holds the run's vocabulary): what the inference commands caption with.
+
+    Args:
+      task: the captioner's Task, which names the run's folders.
+      config: the run's settings.
+      ckpt: ``--ckpt``.
 
     Raises:
       acvi_tf.training.checkpoints.CheckpointError: the run holds no checkpoint.
@@ -204,7 +171,7 @@ def load_decoder(config: Config, ckpt: Optional[str] = None) -> decode_lib.Capti
     vocab = load_vocab(config)
     with frame_features.open_features(config.features) as store:
         model = build_model(config, vocab, store.dim)
-    restore(config, model, vocab, ckpt)
+    restoring.restore(task, config, model, vocab, ckpt)
     log_search(config)
     return build_decoder(config, model, vocab)
 
@@ -221,10 +188,12 @@ class Experiment:
     evaluation and the decode of a split share.
 
     Args:
+      task: the captioner's Task, which names the run's folders.
       config: ``run_captioning``'s flags, or a run's record of them.
     """
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, task: Task, config: Config) -> None:
+        self.task = task
         self.config = config
         self.vocab = load_vocab(config)
         self.store = frame_features.open_features(config.features)
@@ -235,8 +204,11 @@ class Experiment:
 
     def restore(self) -> str:
         """Restores ``--ckpt``, else the best model, else the newest training checkpoint
-        (``restore``), and logs the search settings; returns the checkpoint's path."""
-        path, _ = restore(self.config, self.model, self.vocab, self.config.ckpt)
+        (``acvi_tf.runner.restoring.restore``), and logs the search settings; returns the
+        checkpoint's path."""
+        path, _ = restoring.restore(
+            self.task, self.config, self.model, self.vocab, self.config.ckpt
+        )
         log_search(self.config)
         return path
 

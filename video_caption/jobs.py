@@ -21,7 +21,8 @@ from acvi_tf.formats.video_folder import find_videos
 from acvi_tf.inference import decoding, folders
 from acvi_tf.inference import report as report_lib
 from acvi_tf.metrics import captions as caption_metrics
-from acvi_tf.runner import training
+from acvi_tf.runner import restoring, training
+from acvi_tf.runner.task import Task
 from acvi_tf.training import checkpoints, distribute, summaries
 from acvi_tf.training import step as training_lib
 from video_caption import data, experiment, extraction
@@ -59,12 +60,12 @@ def train(
         if config.optimizer == "adam"
         else keras.optimizers.Adadelta(config.learning_rate)
     )
-    best_dir = experiment.best_dir(config)
+    best_dir = exp.task.best_dir(config)
     checkpointer = checkpoints.Checkpointer(
-        experiment.train_dir(config),
+        exp.task.checkpoint_dir(config),
         step_var,
         best_dir=best_dir,
-        check=experiment.vocabulary_check(config, exp.vocab),
+        check=restoring.vocabulary_check(exp.task, config, exp.vocab),
         scratch=None if chief else distribute.worker_scratch_dir(config.out_dir, strategy),
         model=model,
         optimizer=optimizer,
@@ -247,17 +248,25 @@ def evaluate(exp: experiment.Experiment) -> Dict[str, dict]:
     return results
 
 
-def decode(config: Config) -> dict:
+def decode(task: Task, config: Config) -> dict:
     """Captions ``--decode_split``, scores them and the constant-caption baseline, with
     the decode folder locked (a second decode of it stops in one line); a finished
     decode folder is refused before the model is built, or replaced with
-    ``--decode_overwrite`` once the new captions are scored."""
+    ``--decode_overwrite`` once the new captions are scored.
+
+    Args:
+      task: the captioner's Task, which names the run's folders.
+      config: the run's settings.
+
+    Returns:
+      The decode's report (``metrics.json``'s content).
+    """
     folder = os.path.join(config.out_dir, "decode_" + config.decode_split)
     lock = files.lock_beside(folder, "decode")
     try:
         if not config.decode_overwrite:
             folders.refuse_finished(folder)
-        return _decode(experiment.Experiment(config), folder)
+        return _decode(experiment.Experiment(task, config), folder)
     finally:
         lock.close()
 

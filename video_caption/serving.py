@@ -17,6 +17,7 @@ from acvi_tf import progress as progress_lib
 from acvi_tf.config import Config
 from acvi_tf.formats import frame_features
 from acvi_tf.inference import commands
+from acvi_tf.runner.task import Task
 from video_caption import data, experiment, extraction
 from video_caption import decode as decode_lib
 
@@ -128,10 +129,10 @@ def named_files(lines: List[str]) -> List[str]:
     return [line.strip() for line in lines if line.strip()]
 
 
-def raw_text(config: Config) -> Callable[[List[str]], List[str]]:
+def raw_text(task: Task, config: Config) -> Callable[[List[str]], List[str]]:
     """Lines of video paths -> captions with the run ``config`` describes (its best
-    model, or ``--ckpt``'s)."""
-    decoder = experiment.load_decoder(config, config.ckpt)
+    model, or ``--ckpt``'s), in the folders of ``task`` (the captioner's)."""
+    decoder = experiment.load_decoder(task, config, config.ckpt)
     statistics = experiment.load_statistics(config)
     return lambda lines: caption_lines(
         lines, lambda videos: caption(videos, config, decoder, statistics)
@@ -216,11 +217,14 @@ class ServedCaptioner(tf.Module):
         )
 
 
-def served_module(config: Config, pretokenized: bool) -> Tuple[tf.Module, Dict[str, Callable]]:
-    """The served captioner of the run ``config`` describes, and its signature
-    (``pretokenized`` is False: the model reads frame features)."""
+def served_module(
+    task: Task, config: Config, pretokenized: bool
+) -> Tuple[tf.Module, Dict[str, Callable]]:
+    """The served captioner of the run ``config`` describes, in the folders of ``task``
+    (the captioner's), and its signature (``pretokenized`` is False: the model reads
+    frame features)."""
     del pretokenized
-    decoder = experiment.load_decoder(config, config.ckpt)
+    decoder = experiment.load_decoder(task, config, config.ckpt)
     statistics = experiment.load_statistics(config)
     module = ServedCaptioner(decoder, config.num_frames, statistics)
     return module, {"serving_default": module.caption}

@@ -4,7 +4,7 @@ commands on a trained run (``video_caption.serving``).
 """
 
 import os
-from typing import Dict, Optional, Union
+from typing import Dict, Optional, Tuple, Union
 
 import tensorflow as tf
 from absl import app, flags
@@ -279,12 +279,23 @@ class CaptioningTask(Task):
     define_flags = staticmethod(define_flags)
     define_run_flags = staticmethod(serving.define_run_flags)
     files_read = staticmethod(experiment.files_read)
-    raw_text = staticmethod(serving.raw_text)
     named_files = staticmethod(serving.named_files)
-    served_module = staticmethod(serving.served_module)
+
+    # the Task is the first argument of these: they restore the run in its folders
+    raw_text = serving.raw_text
+    served_module = serving.served_module
 
     def checkpoint_dir(self, config: Config) -> str:
         return experiment.train_dir(config)
+
+    def vocabulary_record(
+        self, config: Config, vocabularies: data.Vocab, preprocessing: bool = False
+    ) -> Dict[str, Tuple[str, str]]:
+        return experiment.vocabularies(config, vocabularies)
+
+    def embeddings(self, config: Config, vocabularies: data.Vocab) -> Dict[str, Tuple[int, str]]:
+        source = experiment.vocabulary_source(config)
+        return {"model/embedding/embeddings": (vocabularies.size(), source)}
 
     def trains(self, config: Config) -> bool:
         return config.mode == "train"
@@ -314,7 +325,7 @@ class CaptioningTask(Task):
         # the global step is the process's own (a plain variable), the model's mirrored
         step_var = tf.Variable(0, dtype=tf.int64, name="global_step")
         with strategy.scope():
-            best = jobs.train(experiment.Experiment(config), strategy, step_var)
+            best = jobs.train(experiment.Experiment(self, config), strategy, step_var)
         print("best validation %s %.4f" % (config.best_metric, best))
         return best
 
@@ -324,8 +335,8 @@ class CaptioningTask(Task):
         os.makedirs(config.out_dir, exist_ok=True)
         _check_video_dir(config)
         if config.mode == "decode":
-            return jobs.decode(config)
-        return jobs.evaluate(experiment.Experiment(config))
+            return jobs.decode(self, config)
+        return jobs.evaluate(experiment.Experiment(self, config))
 
     def run_settings(self, config: Config) -> Config:
         """The run's record with the given search settings and the command's ``--ckpt``."""

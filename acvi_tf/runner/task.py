@@ -1,8 +1,9 @@
 """What a host declares to the Runner (``acvi_tf.runner.runner``): its flags and which
-of them make the model, where a run lives, what a training run records of its inputs,
-its jobs (training; evaluation, decoding or inference), and what the commands on a
-trained run need of it (the raw-text command's conversion of lines, the export's
-SavedModel).
+of them make the model, where a run lives (its checkpoints and best model), what a
+training run records of its inputs and what a restore checks of them
+(``acvi_tf.runner.restoring``), its jobs (training; evaluation, decoding or inference),
+and what the commands on a trained run need of it (the raw-text command's conversion of
+lines, the export's SavedModel).
 
 A host is one ``Task`` subclass in one module (``pointer_generator.task``, ``nmt.task``,
 ``video_caption.task``); its training entry point parses the flags and hands the Task
@@ -11,12 +12,13 @@ to the Runner.
 
 import abc
 import dataclasses
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import tensorflow as tf
 from absl import flags
 
 from acvi_tf.config import Config
+from acvi_tf.training import checkpoints
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,6 +52,11 @@ class Task(abc.ABC):
       outputs: what an output line holds, plural (``Translations``).
       served: what the export serves, for its log (``translator``).
       reads_text: the exported model reads text (its export takes ``--pretokenized``).
+      old_best_dir: the name an older layout gave the best-model folder, which a run of
+        that layout still restores from (``checkpoints.best_dir``); None: no older one.
+      to_validate: how a run gets a best model, for the warning of a command that finds
+        none.
+      to_train: what to do when a run holds no checkpoint, for the error.
     """
 
     entry_point: str
@@ -60,6 +67,9 @@ class Task(abc.ABC):
     outputs: str
     served: str
     reads_text: bool = True
+    old_best_dir: Optional[str] = None
+    to_validate: str = "rerun the training command to validate it first"
+    to_train: str = "train first or give --ckpt"
 
     @abc.abstractmethod
     def define_flags(self, fv: flags.FlagValues) -> None:
@@ -73,6 +83,34 @@ class Task(abc.ABC):
     def checkpoint_dir(self, config: Config) -> str:
         """The folder of the run's training checkpoints (default: the run's folder)."""
         return self.run_dir(config)
+
+    def best_dir(self, config: Config) -> str:
+        """The folder of the run's best model: ``best/`` in the run's folder, or the older
+        layout's ``old_best_dir`` where only that one exists."""
+        return checkpoints.best_dir(self.run_dir(config), self.old_best_dir)
+
+    def vocabulary_record(
+        self, config: Config, vocabularies: Any, preprocessing: bool = False
+    ) -> Dict[str, Tuple[str, str]]:
+        """What a run's record keeps of its vocabularies, which a command on the run
+        checks (``acvi_tf.flags.check_vocabularies``): ``name -> (where the vocabulary
+        came from, as a refusal names it; its fingerprint)``. Default: nothing.
+
+        Args:
+          config: the command's settings.
+          vocabularies: the host's loaded vocabulary (or vocabularies).
+          preprocessing: with the files that turn raw text into the vocabularies' units
+            (NMT's BPE codes), where the host has them.
+        """
+        del config, vocabularies, preprocessing
+        return {}
+
+    def embeddings(self, config: Config, vocabularies: Any) -> Dict[str, Tuple[int, str]]:
+        """The checkpoint variables whose first dimension is a vocabulary's size:
+        ``variable name -> (the size, the flags that gave the vocabulary)``
+        (``checkpoints.vocabulary_check``). Default: none."""
+        del config, vocabularies
+        return {}
 
     @abc.abstractmethod
     def trains(self, config: Config) -> bool:
