@@ -3,7 +3,6 @@ through the curriculum (See et al.'s two phases, or the transformer's one), the 
 that scores each new checkpoint and keeps the best model, and decode mode.
 """
 
-import functools
 import glob
 import os
 import time
@@ -18,11 +17,10 @@ from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
 from acvi_tf.config import Config
 from acvi_tf.formats import bin_files
-from acvi_tf.runner import restoring, training
+from acvi_tf.runner import evaluation, restoring, training
 from acvi_tf.runner.task import Task
 from acvi_tf.training import checkpoints, distribute, summaries
 from acvi_tf.training import step as training_lib
-from acvi_tf.training import trainer as trainer_lib
 from pointer_generator import batcher as batcher_lib
 from pointer_generator import curriculum, experiment
 from pointer_generator import decode as decode_lib
@@ -459,74 +457,66 @@ def evaluate(task: Task, config: Config, vocab: vocab_lib.Vocab) -> Optional[flo
     Returns:
       The best model's mean validation loss.
     """
-    train_dir, eval_dir, phases = (
-        task.checkpoint_dir(config),
-        experiment.eval_dir(config),
-        experiment.phases(config),
-    )
+    train_dir, phases = task.checkpoint_dir(config), experiment.phases(config)
     for phase in phases:  # a given minimum must fit every phase's samples
         experiment.min_dec_steps(
             config, phase.max_dec_steps, "phase %d-%d's" % (phase.start, phase.end)
         )
-    lock = trainer_lib.lock_folder(eval_dir, job="eval job")  # held while the job runs
     best_dir = task.best_dir(config)
-    checkpoints.remove_interrupted_saves(best_dir)
-    model = experiment.build_model(config, vocab)
-    step = tf.Variable(0, dtype=tf.int64)
-    # reads train/ (never writes there) and keeps the best model in best/
-    checkpointer = checkpoints.Checkpointer(
-        train_dir,
-        step,
-        best_dir=best_dir,
-        best_name="bestmodel",
-        best_to_keep=3,
-        check=restoring.vocabulary_check(task, config, vocab),
-        model=model,
-    )
-    total = curriculum.training_end(phases, config.max_steps)
-    if checkpointer.last_validated >= total:  # a rerun on a finished run
-        lock.close()
-        logging.info(
-            "The eval job ends: %s records the score of step %d, the last of the run's "
-            "training (its phases and --max_steps end at step %d); remove it to score again",
-            os.path.join(best_dir, checkpoints.BEST_RECORD),
-            checkpointer.last_validated,
-            total,
+
+    def build():
+        model = experiment.build_model(config, vocab)
+        step = tf.Variable(0, dtype=tf.int64)
+        # reads train/ (never writes there) and keeps the best model in best/
+        checkpointer = checkpoints.Checkpointer(
+            train_dir,
+            step,
+            best_dir=best_dir,
+            best_name="bestmodel",
+            best_to_keep=3,
+            check=restoring.vocabulary_check(task, config, vocab),
+            model=model,
         )
-        return checkpointer.best_value
-    writer = tf.summary.create_file_writer(eval_dir)
+        return evaluation.EvalRun(
+            checkpointer,
+            curriculum.training_end(phases, config.max_steps),
+            "its phases and --max_steps",
+            _Validation(config, model, vocab, phases),
+        )
 
-    eval_fns = {}
+    return evaluation.drive(experiment.eval_dir(config), best_dir, build)
 
-    def eval_step(batch, coverage_on):
-        if coverage_on not in eval_fns:
 
-            @tf.function(
-                input_signature=[experiment.MODEL_SIGNATURE],
-                autograph=False,
-                jit_compile=config.jit_compile or None,
-            )
-            def losses(batch):
-                out = model(batch, coverage_on=coverage_on)
-                return losses_lib.compute_losses(
-                    out,
-                    batch,
-                    config.pointer_gen,
-                    coverage_on,
-                    config.cov_loss_wt,
-                    model.context_layer,
-                )
+class _Validation:
+    """The eval job's score of a restored checkpoint: the mean losses of the validation
+    batches of its step's curriculum phase. It also writes See's running average of the
+    batches' losses (across checkpoints) and the sample summaries.
 
-            eval_fns[coverage_on] = losses
-        return eval_fns[coverage_on](batch)
+    Args:
+      config: the run's settings.
+      model: the eval job's model.
+      vocab: the run's vocabulary.
+      phases: the run's curriculum.
+    """
 
-    running_avg, summarizers = None, {}
-    trained = functools.partial(trainer_lib.in_use, train_dir)
-    for path in checkpoints.newest_checkpoints(train_dir, checkpointer.restore, trained=trained):
-        phase = curriculum.phase_at(phases, int(step))
+    def __init__(
+        self,
+        config: Config,
+        model: "keras.Model",
+        vocab: vocab_lib.Vocab,
+        phases: List[curriculum.Phase],
+    ) -> None:
+        self._config, self._model, self._vocab, self._phases = config, model, vocab, phases
+        self._losses = {}  # the eval step, with and without coverage
+        self._summarizers = {}  # the sample summaries' decoder of each phase
+        self._running_avg = None
+
+    def __call__(self, step: int, path: str) -> Tuple[Dict[str, float], int]:
+        del path  # restored into the model
+        config, phase = self._config, curriculum.phase_at(self._phases, step)
         batcher = batcher_lib.Batcher(
             config.data_path,
-            vocab,
+            self._vocab,
             config.batch_size,
             phase.max_enc_steps,
             phase.max_dec_steps,
@@ -534,17 +524,21 @@ def evaluate(task: Task, config: Config, vocab: vocab_lib.Vocab) -> Optional[flo
             single_pass=True,
             pad_encoder=config.jit_compile,
         )
+        if phase.coverage not in self._losses:
+            self._losses[phase.coverage] = _eval_step(config, self._model, phase.coverage)
         sums, batches, first = {}, 0, None
         for batch in batcher.dataset().take(config.eval_max_batches or -1):
             first = batch if first is None else first
-            results = eval_step({k: batch[k] for k in experiment.MODEL_SIGNATURE}, phase.coverage)
+            results = self._losses[phase.coverage](
+                {k: batch[k] for k in experiment.MODEL_SIGNATURE}
+            )
             for name, value in results.items():
                 sums[name] = sums.get(name, 0.0) + float(value)
             loss = float(results["loss"])
-            running_avg = min(
+            self._running_avg = min(
                 loss
-                if running_avg is None
-                else running_avg * RUNNING_AVG_DECAY + (1 - RUNNING_AVG_DECAY) * loss,
+                if self._running_avg is None
+                else self._running_avg * RUNNING_AVG_DECAY + (1 - RUNNING_AVG_DECAY) * loss,
                 12.0,
             )
             batches += 1
@@ -554,30 +548,26 @@ def evaluate(task: Task, config: Config, vocab: vocab_lib.Vocab) -> Optional[flo
                 "without <s> </s> tags); point --data_path at the validation chunks"
                 % config.data_path
             )
-        means = {name: total_ / batches for name, total_ in sums.items()}
-        with writer.as_default(step=int(step)):
-            for name, value in means.items():
-                tf.summary.scalar(name, value)
-            tf.summary.scalar("running_avg_loss/decay=%f" % RUNNING_AVG_DECAY, running_avg)
-            _write_samples(config, model, vocab, phase, first, int(step), summarizers)
-        writer.flush()
-        logging.info(
-            "eval step %d: loss %.4f (mean of %d validation batches; %s)",
-            int(step),
-            means["loss"],
-            batches,
-            os.path.basename(path),
+        tf.summary.scalar("running_avg_loss/decay=%f" % RUNNING_AVG_DECAY, self._running_avg)
+        _write_samples(config, self._model, self._vocab, phase, first, step, self._summarizers)
+        return {name: total / batches for name, total in sums.items()}, batches
+
+
+def _eval_step(config, model, coverage_on):
+    """The eval job's losses of a batch, with or without coverage."""
+
+    @tf.function(
+        input_signature=[experiment.MODEL_SIGNATURE],
+        autograph=False,
+        jit_compile=config.jit_compile or None,
+    )
+    def losses(batch):
+        out = model(batch, coverage_on=coverage_on)
+        return losses_lib.compute_losses(
+            out, batch, config.pointer_gen, coverage_on, config.cov_loss_wt, model.context_layer
         )
-        checkpointer.save_best(means["loss"], higher_is_better=False, batches=batches)
-        if int(step) >= total:  # training is over and its last checkpoint scored
-            lock.close()
-            logging.info(
-                "The eval job ends: step %d is the last of the run's training (its phases "
-                "and --max_steps end at step %d)",
-                int(step),
-                total,
-            )
-            return checkpointer.best_value
+
+    return losses
 
 
 def _decode_dir_name(config: Config, checkpoint_path: str) -> str:

@@ -2,7 +2,8 @@
 toy task that writes a sequence of letters reversed. Its Task and model live in this
 file; registered by name in the Runner's catalog, the generic command
 (``python -m acvi_tf.runner``) trains it, decodes it, serves raw text and exports it, as
-it does for the summarizer, the translator and the captioner."""
+it does for the summarizer, the translator and the captioner, and the Runner's eval job
+scores it."""
 
 import json
 import os
@@ -18,7 +19,7 @@ from acvi_tf.compat import keras
 from acvi_tf.config import Config
 from acvi_tf.inference import decoding
 from acvi_tf.inference import export as export_lib
-from acvi_tf.runner import catalog, command, runner, training
+from acvi_tf.runner import catalog, command, evaluation, runner, training
 from acvi_tf.runner.task import Task, TrainingInputs
 from acvi_tf.training import checkpoints
 from acvi_tf.training import step as training_lib
@@ -121,8 +122,9 @@ def _words(ids: np.ndarray, length: int) -> str:
 
 
 class ReversalTask(Task):
-    """The toy host: ``--mode=train`` on ``--data`` (lines of letters), or ``decode``
-    of ``--data`` into ``--out_dir/decoded.txt``."""
+    """The toy host: ``--mode=train`` on ``--data`` (lines of letters), ``eval`` (the
+    Runner's eval job, scoring the run's checkpoints on ``--data``) or ``decode`` of
+    ``--data`` into ``--out_dir/decoded.txt``."""
 
     entry_point = "tests.test_fourth_host"
     names_the_run = "--out_dir"
@@ -135,7 +137,7 @@ class ReversalTask(Task):
     def define_flags(self, fv: flags.FlagValues) -> None:
         acvi_flags.define_flags(fv)
         self.define_run_flags(fv)
-        flags.DEFINE_enum("mode", "train", ["train", "decode"], "The job.", flag_values=fv)
+        flags.DEFINE_enum("mode", "train", ["train", "eval", "decode"], "The job.", flag_values=fv)
         flags.DEFINE_string("data", None, "Lines of letters.", flag_values=fv)
         flags.DEFINE_integer("units", 32, "Hidden units.", flag_values=fv)
         flags.DEFINE_integer("steps", 200, "Training steps.", flag_values=fv)
@@ -202,7 +204,30 @@ class ReversalTask(Task):
         out = decoding.decode(model, decoding.STRATEGIES["greedy"](_settings(LONGEST + 1)), inputs)
         return [_words(ids, n) for ids, n in zip(out["ids"].numpy(), out["lengths"].numpy())]
 
+    def _evaluate(self, config: Config) -> float:
+        with open(config.data, encoding="utf-8") as f:
+            batch = _batch(f.read().splitlines())
+
+        def build():
+            model = self._model(config)
+            step = tf.Variable(0, dtype=tf.int64)
+            best_dir = self.best_dir(config)
+            checkpointer = checkpoints.Checkpointer(
+                config.out_dir, step, best_dir=best_dir, model=model
+            )
+
+            def score(step, path):
+                loss = model.compute_loss(batch, model(batch), step)["loss"]
+                return {"loss": float(loss)}, 1
+
+            return evaluation.EvalRun(checkpointer, config.steps, "--steps", score)
+
+        eval_dir = os.path.join(config.out_dir, "eval")
+        return evaluation.drive(eval_dir, self.best_dir(config), build)
+
     def infer(self, config, strategy) -> float:
+        if config.mode == "eval":
+            return self._evaluate(config)
         with open(config.data, encoding="utf-8") as f:
             lines = f.read().splitlines()
         reversals = self._reverse(self._restored(config), lines)
@@ -279,6 +304,12 @@ def test_a_fourth_host_trains_decodes_serves_raw_text_and_exports(monkeypatch, t
     assert record["units"] == 32 and os.path.exists(out / "train_log")
     assert record[acvi_flags.ENTRY_POINT] == TASK.entry_point
     assert not {"task", "command"} & set(record)  # the generic command's own
+
+    loss = _command("--command=run", *common[:2], "--mode=eval")
+    best = json.loads((out / "best" / checkpoints.BEST_RECORD).read_text())
+    assert best["step"] == 150 and best["value"] == loss < 0.5, best
+    assert os.listdir(out / "eval")  # its TensorBoard event file
+    assert _command("--command=run", *common[:2], "--mode=eval") == loss  # ends at once
 
     accuracy = _command("--command=run", *common[:2], "--mode=decode")
     decoded = (out / "decoded.txt").read_text().splitlines()
