@@ -126,7 +126,7 @@ def captioning(out_dir: str, train_steps: int, batch_size: int, seed: int) -> Ta
     config = config_lib.parse(vc_task.define_flags, argv)
     runner.run(vc_task.TASK, config)
     exp = vc_experiment.Experiment(vc_task.TASK, config)
-    exp.restore()
+    restoring.restore(vc_task.TASK, config, exp.model, exp.vocab, config.ckpt)
     clips = exp.split("val")
     batch = next(iter(clips.caption_batches(clips.caption_pairs(exp.vocab), batch_size)))
     return exp.model, batch, _scorer(exp.model, *BAHDANAU)

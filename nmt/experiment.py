@@ -5,6 +5,7 @@ The translator's Task (``nmt.task``) and its jobs build the run from these; the 
 restores it (``acvi_tf.runner.restoring``) in the folders the Task names.
 """
 
+import functools
 import os
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -17,7 +18,7 @@ from acvi_tf.compat import keras
 from acvi_tf.config import Config
 from acvi_tf.formats import bpe, nmt_text, vocabulary
 from acvi_tf.models import transformer
-from acvi_tf.runner import restoring
+from acvi_tf.runner import inference
 from acvi_tf.runner.task import Task
 from nmt import data
 from nmt import model as model_lib
@@ -243,17 +244,15 @@ def build_decoder(
     )
 
 
-def load_decoder(
-    task: Task, config: Config, ckpt: Optional[str] = None
-) -> translator_lib.Translator:
-    """The run's model with its best weights (or ``ckpt``'s) as a ``Translator`` (which
-    holds the run's vocabularies): what the inference commands translate with. The BPE
-    codes that segment raw text count in the check of the run's vocabularies.
+def load_decoder(task: Task, config: Config) -> translator_lib.Translator:
+    """The run's model with its best weights (or ``--ckpt``'s), restored by the Runner
+    (``acvi_tf.runner.inference``), as a ``Translator`` (which holds the run's
+    vocabularies): what the inference commands translate with. The BPE codes that
+    segment raw text count in the check of the run's vocabularies.
 
     Args:
       task: the translator's Task, which names the run's folders.
       config: the run's settings.
-      ckpt: ``--ckpt``.
 
     Raises:
       acvi_tf.flags.DecodeSettingError: a beam search of no width.
@@ -261,7 +260,13 @@ def load_decoder(
     """
     check_search(config)
     vocabs = load_vocabs(config)
-    model = build_model(config, vocabs)
-    restoring.restore(task, config, model, vocabs, ckpt, preprocessing=True)
-    log_search(config)
-    return build_decoder(config, model, vocabs)
+
+    def decoder(model, path, step):
+        del path, step
+        log_search(config)
+        return build_decoder(config, model, vocabs)
+
+    build = functools.partial(build_model, config, vocabs)
+    return inference.drive(
+        task, config, inference.InferenceRun(vocabs, build, decoder, preprocessing=True)
+    )

@@ -2,6 +2,7 @@
 and the best model, and inference on ``--inference_input_file``.
 """
 
+import functools
 import os
 import time
 from typing import TYPE_CHECKING, Callable, Dict, Optional, Tuple
@@ -16,7 +17,7 @@ from acvi_tf.config import Config
 from acvi_tf.formats import nmt_text
 from acvi_tf.inference import report as report_lib
 from acvi_tf.metrics import bleu as bleu_lib
-from acvi_tf.runner import restoring, training
+from acvi_tf.runner import inference, restoring, training
 from acvi_tf.runner.task import Task
 from acvi_tf.training import checkpoints, distribute, losses, summaries
 from acvi_tf.training import step as training_lib
@@ -334,11 +335,12 @@ def check_evaluation_files(config: Config) -> None:
 def infer(task: Task, config: Config, vocabs: data.Vocabs) -> Optional[float]:
     """Translates ``--inference_input_file`` with the run's newest checkpoint (or
     ``--ckpt``'s), in the folders of ``task`` (the translator's); BLEU against
-    ``--inference_ref_file``."""
-    model = experiment.build_model(config, vocabs)
-    restoring.restore(task, config, model, vocabs, config.ckpt, newest=True)
-    experiment.log_search(config)
-    translator = experiment.build_decoder(config, model, vocabs)
+    ``--inference_ref_file``. The input, the references and the output file are checked
+    before the model is built.
+
+    Returns:
+      The BLEU score; None without references.
+    """
     sources = nmt_text.read_lines(config.inference_input_file)
     output = config.inference_output_file or os.path.join(config.out_dir, "output_infer")
     given = ("--inference_input_file", "--inference_ref_file")
@@ -359,6 +361,18 @@ def infer(task: Task, config: Config, vocabs: data.Vocabs) -> Optional[float]:
                     len(sources),
                 )
             )
+    build = functools.partial(experiment.build_model, config, vocabs)
+    translate = functools.partial(_translate, config, vocabs, sources, references, output)
+    run = inference.InferenceRun(vocabs, build, translate, newest=True)
+    return inference.drive(task, config, run)
+
+
+def _translate(config, vocabs, sources, references, output, model, path, step):
+    """The inference with the restored ``model``: the translations, their attention
+    images, BLEU and the report."""
+    del path, step
+    experiment.log_search(config)
+    translator = experiment.build_decoder(config, model, vocabs)
     progress = progress_lib.Progress(len(sources), "translated sentences")
     pieces = translator.translate(sources, config.infer_batch_size, progress)
     hypotheses = [experiment.words(config)(h) for h in pieces]

@@ -79,7 +79,7 @@ def preprocessor(config: Config) -> Callable[[str], str]:
 def raw_text(task: Task, config: Config) -> Callable[[List[str]], List[str]]:
     """Raw sentences -> translations with the run ``config`` describes (its best
     model, or ``--ckpt``'s), in the folders of ``task`` (the translator's)."""
-    searcher = experiment.load_decoder(task, config, config.ckpt)
+    searcher = experiment.load_decoder(task, config)
     prepare = preprocessor(config)
     words = experiment.words(config)
     return lambda sentences: translate(sentences, searcher, prepare, words, config)
@@ -169,6 +169,6 @@ def served_module(
     (the translator's), and its signatures."""
     record, settings, codes = corpus_record(config)
     tokenize = export_lib.graph_tokenizer_for(record, settings, pretokenized)
-    translator = experiment.load_decoder(task, config, config.ckpt)
+    translator = experiment.load_decoder(task, config)
     module = ServedTranslator(translator, tokenize, codes)
     return module, {"serving_default": module.translate, "tokenize": module.tokenize}

@@ -5,6 +5,7 @@ The summarizer's Task (``pointer_generator.task``) and its jobs build the run fr
 the Runner restores it (``acvi_tf.runner.restoring``) in the folders the Task names.
 """
 
+import functools
 import os
 from typing import Any, Dict, List, Optional
 
@@ -16,7 +17,7 @@ from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
 from acvi_tf.config import Config
 from acvi_tf.formats import vocabulary
-from acvi_tf.runner import restoring
+from acvi_tf.runner import inference
 from acvi_tf.runner.task import Task
 from pointer_generator import curriculum
 from pointer_generator import decode as decode_lib
@@ -255,15 +256,14 @@ def build_decoder(
     )
 
 
-def load_decoder(task: Task, config: Config, ckpt: Optional[str] = None) -> decode_lib.Summarizer:
-    """The run's model with its best weights (or ``ckpt``'s) as a batched beam search
-    without attention records (which holds the run's vocabulary): what the inference
-    commands decode with.
+def load_decoder(task: Task, config: Config) -> decode_lib.Summarizer:
+    """The run's model with its best weights (or ``--ckpt``'s), restored by the Runner
+    (``acvi_tf.runner.inference``), as a batched beam search without attention records
+    (which holds the run's vocabulary): what the inference commands decode with.
 
     Args:
       task: the summarizer's Task, which names the run's folders.
       config: the run's settings.
-      ckpt: ``--ckpt``.
 
     Raises:
       acvi_tf.flags.DecodeSettingError: the beam is too wide for the vocabulary.
@@ -271,8 +271,12 @@ def load_decoder(task: Task, config: Config, ckpt: Optional[str] = None) -> deco
     """
     vocab = load_vocab(config)
     check_beam(config, vocab)
-    model = build_model(config, vocab)
-    _, step = restoring.restore(task, config, model, vocab, ckpt)
-    return build_decoder(
-        config, model, vocab, coverage_on=coverage_at(config, step), record_attention=False
-    )
+
+    def decoder(model, path, step):
+        del path
+        return build_decoder(
+            config, model, vocab, coverage_on=coverage_at(config, step), record_attention=False
+        )
+
+    build = functools.partial(build_model, config, vocab)
+    return inference.drive(task, config, inference.InferenceRun(vocab, build, decoder))

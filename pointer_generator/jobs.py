@@ -3,6 +3,7 @@ through the curriculum (See et al.'s two phases, or the transformer's one), the 
 that scores each new checkpoint and keeps the best model, and decode mode.
 """
 
+import functools
 import glob
 import os
 import time
@@ -17,7 +18,7 @@ from acvi_tf import flags as acvi_flags
 from acvi_tf.compat import keras
 from acvi_tf.config import Config
 from acvi_tf.formats import bin_files
-from acvi_tf.runner import evaluation, restoring, training
+from acvi_tf.runner import evaluation, inference, restoring, training
 from acvi_tf.runner.task import Task
 from acvi_tf.training import checkpoints, distribute, summaries
 from acvi_tf.training import step as training_lib
@@ -598,12 +599,21 @@ def decode(task: Task, config: Config, vocab: vocab_lib.Vocab) -> Optional[dict]
       A single-pass decode's metrics; else None.
     """
     config = experiment.decode_config(config)
-    root, train_dir = task.run_dir(config), task.checkpoint_dir(config)
-    if config.single_pass and not config.decode_overwrite:  # refused before the model
-        checkpoint = restoring.checkpoint_to_restore(task, config, config.ckpt, newest=True)
+    root = task.run_dir(config)
+
+    def refuse(checkpoint):
         decode_lib.refuse_finished(os.path.join(root, _decode_dir_name(config, checkpoint)))
-    model = experiment.build_model(config, vocab)
-    latest, step = restoring.restore(task, config, model, vocab, config.ckpt, newest=True)
+
+    build = functools.partial(experiment.build_model, config, vocab)
+    refused = refuse if config.single_pass and not config.decode_overwrite else None
+    summarize = functools.partial(_decode, task, config, vocab)
+    run = inference.InferenceRun(vocab, build, summarize, refused, newest=True)
+    return inference.drive(task, config, run)
+
+
+def _decode(task, config, vocab, model, latest, step):
+    """Decode mode with the restored ``model`` (``latest``'s, of ``step``)."""
+    root, train_dir = task.run_dir(config), task.checkpoint_dir(config)
     summarizer = experiment.build_decoder(
         config,
         model,

@@ -267,7 +267,7 @@ def files_read(config: Config) -> List[str]:
 def raw_text(task: Task, config: Config) -> Callable[[List[str]], List[str]]:
     """Documents -> summaries with the run ``config`` describes (its best model, or
     ``--ckpt``'s), in the folders of ``task`` (the summarizer's)."""
-    summarizer = experiment.load_decoder(task, config, config.ckpt)
+    summarizer = experiment.load_decoder(task, config)
     tokenize = corpus_tokenizer(config.vocab_path)
     return lambda documents: summarize(documents, summarizer, tokenize, config)
 
@@ -278,7 +278,7 @@ def served_module(
     """The served summarizer of the run ``config`` describes, in the folders of ``task``
     (the summarizer's), and its signatures."""
     tokenize = export_lib.graph_tokenizer_for(*corpus_record(config.vocab_path), pretokenized)
-    summarizer = experiment.load_decoder(task, config, config.ckpt)
+    summarizer = experiment.load_decoder(task, config)
     module = ServedSummarizer(summarizer, config.max_enc_steps, config.pointer_gen, tokenize)
     return module, {
         "serving_default": module.summarize,

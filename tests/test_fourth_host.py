@@ -19,7 +19,7 @@ from acvi_tf.compat import keras
 from acvi_tf.config import Config
 from acvi_tf.inference import decoding
 from acvi_tf.inference import export as export_lib
-from acvi_tf.runner import catalog, command, evaluation, runner, training
+from acvi_tf.runner import catalog, command, evaluation, inference, runner, training
 from acvi_tf.runner.task import Task, TrainingInputs
 from acvi_tf.training import checkpoints
 from acvi_tf.training import step as training_lib
@@ -194,9 +194,9 @@ class ReversalTask(Task):
         return model
 
     def _restored(self, config: Config) -> Reverser:
-        model = self._model(config)
-        checkpoints.restore_for_inference(model, config.out_dir, given=config.ckpt)
-        return model
+        """The run's model, restored by the Runner (no vocabulary to check)."""
+        run = inference.InferenceRun(None, lambda: self._model(config), lambda model, *_: model)
+        return inference.drive(self, config, run)
 
     def _reverse(self, model: Reverser, lines: List[str]) -> List[str]:
         batch = _batch(lines)

@@ -17,10 +17,11 @@ from acvi_tf import files
 from acvi_tf import flags as acvi_flags
 from acvi_tf.inference import folders
 from acvi_tf.metrics import captions as caption_metrics
+from acvi_tf.runner import restoring
 from acvi_tf.training import checkpoints
 from video_caption import data as vc_data
-from video_caption import experiment, run_captioning
 from video_caption import jobs as vc_jobs
+from video_caption import run_captioning
 
 from conftest import no_writes_in, untraced, write_clip_features, write_video
 
@@ -185,7 +186,7 @@ def test_decode_and_a_resume_read_the_model_from_the_record(tmp_path, absl_caplo
     # an eval whose results could not be written is refused before it restores anything
     with monkeypatch.context() as patch:
         no_writes_in(patch, tmp_path / "run")
-        patch.setattr(experiment.Experiment, "restore", mock.Mock(side_effect=AssertionError))
+        patch.setattr(restoring, "restore", mock.Mock(side_effect=AssertionError))
         with pytest.raises(PermissionError) as refused:
             run_captioning.run(_flags("--mode=eval", run, "--eval_splits=val"))
     assert refused.value.filename == str(tmp_path / "run" / "eval_metrics.json")

@@ -106,6 +106,9 @@ def test_train_evaluate_and_translate(corpus, tmp_path, absl_caplog, capsys, mon
     output = "--inference_output_file=%s" % (tmp_path / "dev.hyp")
     score = _with_record(out, *inference, output, "--attention_images=1")
     assert score >= 0.0
+    # tensorflow/nmt's inference restores the newest checkpoint, not the best model
+    newest = "Restored %s (step 10): the newest checkpoint" % (out / "translate.ckpt-10")
+    assert newest in absl_caplog.messages
     assert len((tmp_path / "dev.hyp").read_text().splitlines()) == 10
     # the heat maps and the report go beside the output file
     assert os.listdir(tmp_path / "dev.hyp.attention") == ["000000.png"]

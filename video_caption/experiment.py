@@ -19,7 +19,7 @@ from acvi_tf.compat import keras
 from acvi_tf.config import Config
 from acvi_tf.formats import frame_features, vocabulary
 from acvi_tf.metrics import captions as caption_metrics
-from acvi_tf.runner import restoring
+from acvi_tf.runner import inference
 from acvi_tf.runner.task import Task
 from acvi_tf.training import losses
 from video_caption import data
@@ -154,26 +154,30 @@ def log_search(config: Config) -> None:
     logging.info("Captioning with %s", acvi_flags.describe(config, SEARCH_FLAGS))
 
 
-def load_decoder(
-    task: Task, config: Config, ckpt: Optional[str] = None
-) -> decode_lib.CaptionDecoder:
-    """The run's model with its best weights (or ``ckpt``'s) as a beam search (which
-    holds the run's vocabulary): what the inference commands caption with.
+def load_decoder(task: Task, config: Config) -> decode_lib.CaptionDecoder:
+    """The run's model with its best weights (or ``--ckpt``'s), restored by the Runner
+    (``acvi_tf.runner.inference``), as a beam search (which holds the run's vocabulary):
+    what the inference commands caption with.
 
     Args:
       task: the captioner's Task, which names the run's folders.
       config: the run's settings.
-      ckpt: ``--ckpt``.
 
     Raises:
       acvi_tf.training.checkpoints.CheckpointError: the run holds no checkpoint.
     """
     vocab = load_vocab(config)
-    with frame_features.open_features(config.features) as store:
-        model = build_model(config, vocab, store.dim)
-    restoring.restore(task, config, model, vocab, ckpt)
-    log_search(config)
-    return build_decoder(config, model, vocab)
+
+    def build():
+        with frame_features.open_features(config.features) as store:
+            return build_model(config, vocab, store.dim)
+
+    def decoder(model, path, step):
+        del path, step
+        log_search(config)
+        return build_decoder(config, model, vocab)
+
+    return inference.drive(task, config, inference.InferenceRun(vocab, build, decoder))
 
 
 def load_statistics(config: Config) -> Optional[Tuple[np.ndarray, np.ndarray]]:
@@ -201,16 +205,6 @@ class Experiment:
         self._statistics = None
         self.model = build_model(config, self.vocab, self.store.dim)
         self.decoder = build_decoder(config, self.model, self.vocab)
-
-    def restore(self) -> str:
-        """Restores ``--ckpt``, else the best model, else the newest training checkpoint
-        (``acvi_tf.runner.restoring.restore``), and logs the search settings; returns the
-        checkpoint's path."""
-        path, _ = restoring.restore(
-            self.task, self.config, self.model, self.vocab, self.config.ckpt
-        )
-        log_search(self.config)
-        return path
 
     def split(self, name: str) -> data.ClipSet:
         """The ``data.ClipSet`` of a split (loaded once, standardized if asked)."""

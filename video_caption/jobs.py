@@ -4,6 +4,7 @@ decode (captions, metrics, attention heat maps and ``report.html``).
 """
 
 import collections
+import functools
 import json
 import os
 import shutil
@@ -21,7 +22,7 @@ from acvi_tf.formats.video_folder import find_videos
 from acvi_tf.inference import decoding, folders
 from acvi_tf.inference import report as report_lib
 from acvi_tf.metrics import captions as caption_metrics
-from acvi_tf.runner import restoring, training
+from acvi_tf.runner import inference, restoring, training
 from acvi_tf.runner.task import Task
 from acvi_tf.training import checkpoints, distribute, summaries
 from acvi_tf.training import step as training_lib
@@ -237,7 +238,25 @@ def evaluate(exp: experiment.Experiment) -> Dict[str, dict]:
     ``eval_metrics.json`` (checked writable first)."""
     output = os.path.join(exp.config.out_dir, "eval_metrics.json")
     files.check_output(output, "--out_dir's eval_metrics.json")
-    path = exp.restore()
+    return _restored(exp, functools.partial(_evaluate, exp, output))
+
+
+def _restored(exp, job):
+    """``job(checkpoint path)``'s result, with the experiment's model restored by the
+    Runner (``--ckpt``, else the best model, else the newest checkpoint) and the search
+    settings logged."""
+
+    def run(model, path, step):
+        del model, step  # the experiment's
+        experiment.log_search(exp.config)
+        return job(path)
+
+    return inference.drive(
+        exp.task, exp.config, inference.InferenceRun(exp.vocab, lambda: exp.model, run)
+    )
+
+
+def _evaluate(exp, output, path):
     results = {}
     for name in exp.config.eval_splits:
         metrics, _, _ = exp.score(name)
@@ -266,14 +285,14 @@ def decode(task: Task, config: Config) -> dict:
     try:
         if not config.decode_overwrite:
             folders.refuse_finished(folder)
-        return _decode(experiment.Experiment(task, config), folder)
+        exp = experiment.Experiment(task, config)
+        return _restored(exp, functools.partial(_decode, exp, folder))
     finally:
         lock.close()
 
 
-def _decode(exp, folder):
+def _decode(exp, folder, path):
     config = exp.config
-    path = exp.restore()
     name = config.decode_split
     metrics, captions, attentions = exp.score(name)
     clip_set = exp.split(name)

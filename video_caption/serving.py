@@ -132,7 +132,7 @@ def named_files(lines: List[str]) -> List[str]:
 def raw_text(task: Task, config: Config) -> Callable[[List[str]], List[str]]:
     """Lines of video paths -> captions with the run ``config`` describes (its best
     model, or ``--ckpt``'s), in the folders of ``task`` (the captioner's)."""
-    decoder = experiment.load_decoder(task, config, config.ckpt)
+    decoder = experiment.load_decoder(task, config)
     statistics = experiment.load_statistics(config)
     return lambda lines: caption_lines(
         lines, lambda videos: caption(videos, config, decoder, statistics)
@@ -224,7 +224,7 @@ def served_module(
     (the captioner's), and its signature (``pretokenized`` is False: the model reads
     frame features)."""
     del pretokenized
-    decoder = experiment.load_decoder(task, config, config.ckpt)
+    decoder = experiment.load_decoder(task, config)
     statistics = experiment.load_statistics(config)
     module = ServedCaptioner(decoder, config.num_frames, statistics)
     return module, {"serving_default": module.caption}
