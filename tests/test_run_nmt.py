@@ -17,6 +17,7 @@ from acvi_tf import config as config_lib
 from acvi_tf import files
 from acvi_tf import flags as acvi_flags
 from acvi_tf.formats import nmt_text
+from acvi_tf.training import checkpoints
 from acvi_tf.training import trainer as trainer_lib
 from nmt import experiment, hparams, run_nmt, schedule
 from nmt import jobs as nmt_jobs
@@ -159,6 +160,13 @@ def test_train_evaluate_and_translate(corpus, tmp_path, absl_caplog, capsys, mon
     assert "so the same ids would mean other words; using it (--allow_data_change)" in (
         absl_caplog.text
     )
+    # a target vocabulary one word shorter: the checkpoint's tables refuse the inference
+    # before the record is read, whatever --allow_data_change says
+    (tmp_path / "other" / "vocab.de").write_text("".join(words[:-1]), encoding="utf-8")
+    for allow in ([], ["--allow_data_change"]):
+        shorter = "gives %d" % (len(words) - 1)
+        with pytest.raises(checkpoints.CheckpointMismatchError, match=shorter):
+            _run(corpus, out, other, *inference, *allow)
     # a reference file of another length is refused before anything is translated
     (tmp_path / "short.de").write_text(
         "".join((corpus / "dev.de").read_text().splitlines(True)[:9])
