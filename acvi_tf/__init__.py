@@ -12,11 +12,21 @@ imports one only when a command picks it).
 
 Importing the package imports ``quiet`` only (TensorFlow's start-up lines off a
 command's output); the names below load their module, and TensorFlow, on first use.
+
+It also turns on TensorFlow's legacy-Keras switch (the environment variable below)
+unless it is set already: from TensorFlow 2.16 on, ``import tensorflow`` then loads Keras
+2 (``tf_keras``, which ``acvi_tf.compat`` gives the project) instead of Keras 3 and the
+matplotlib it imports, about a second of each command's start. In a process that imports
+this package before TensorFlow, TensorFlow's own Keras attribute is then Keras 2 too, as
+it is on TensorFlow 2.15.
 """
 
 import importlib
+import os
 
 from acvi_tf import quiet  # noqa: F401  (before anything imports TensorFlow)
+
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
 _EXPORTS = {
     "AdditiveScorer": "acvi_tf.contexts.attention",

@@ -4,7 +4,9 @@ The models are written against the Keras 2 API. TensorFlow 2.15 ships it as ``tf
 from TensorFlow 2.16 on ``tf.keras`` is Keras 3 unless ``TF_USE_LEGACY_KERAS=1`` was set
 before TensorFlow was first imported, and Keras 2 lives on as the ``tf_keras`` package.
 Every file of the project takes Keras from here, so nothing depends on that environment
-variable or on import order, and a port to Keras 3 changes this module alone.
+variable or on import order, and a port to Keras 3 changes this module alone (the
+package's ``__init__`` sets the variable only so that TensorFlow does not load Keras 3
+as well).
 
 Example::
 

@@ -71,7 +71,11 @@ def _server():
         _stop()  # the folder of one that ended
         folder = tempfile.mkdtemp(prefix="served-")
         stderr = open(os.path.join(folder, "stderr.txt"), "w+b")
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        # a model server's environment: not this project's path, nor the Keras choice
+        # its package makes for the processes it runs in
+        env = {
+            k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TF_USE_LEGACY_KERAS")
+        }
         process = subprocess.Popen(
             [sys.executable, "-c", _SCRIPT],
             stdin=subprocess.PIPE,

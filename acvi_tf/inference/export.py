@@ -19,7 +19,6 @@ from absl import app, flags, logging
 
 from acvi_tf import builders, errors, files, progress
 from acvi_tf.config import Config
-from acvi_tf.text import graph_tokenizer
 
 
 def define_flags(flag_values: flags.FlagValues, text_input: bool = True) -> None:
@@ -69,6 +68,9 @@ def graph_tokenizer_for(
             "export with --pretokenized (the model then takes text tokenised as the corpus "
             "was)" % found
         )
+    # imported here: tensorflow-text loads its ops library, which only a raw-text export needs
+    from acvi_tf.text import graph_tokenizer
+
     lowercase = settings["lowercase"]
     return lambda texts: graph_tokenizer.tokenize(texts, lowercase)
 

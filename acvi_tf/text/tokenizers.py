@@ -13,14 +13,21 @@ import string
 from typing import Any, Callable, Dict, List, Sequence
 
 from absl import flags, logging
-from nltk.tokenize import TreebankWordTokenizer
 
 from acvi_tf import files
 
 # A sentence ends at . ! or ? followed by whitespace and anything but a lowercase letter,
 # except after abbreviations such as "e.g." or "A.D." (a dot two characters back).
 _SENTENCE_BREAK = re.compile(r"(?<=[^\s.][.!?])(?<!\.\S\.)\s+(?=[^a-z\s])")
-_TOKENIZER = TreebankWordTokenizer()
+
+
+@functools.lru_cache(maxsize=None)
+def _treebank() -> Any:
+    """NLTK's Treebank tokenizer, imported at its first use: NLTK takes about a third of a
+    second to import, which the commands that tokenise nothing need not pay."""
+    from nltk.tokenize import TreebankWordTokenizer
+
+    return TreebankWordTokenizer()
 
 
 def tokenize(text, lowercase=True):
@@ -39,7 +46,7 @@ def tokenize(text, lowercase=True):
     return " ".join(
         token
         for sentence in _SENTENCE_BREAK.split(text)
-        for token in _TOKENIZER.tokenize(sentence.lower() if lowercase else sentence)
+        for token in _treebank().tokenize(sentence.lower() if lowercase else sentence)
     )
 
 

@@ -6,10 +6,6 @@ the decoded text)."""
 import io
 from typing import Any, Callable, Dict, NamedTuple, Optional, Sequence, Tuple, Union
 
-import matplotlib
-
-matplotlib.use("Agg")  # no display: render to memory
-import matplotlib.pyplot as plt
 import numpy as np
 import tensorflow as tf
 
@@ -60,22 +56,25 @@ def heat_map_png(
     cell, font = _cell_size(max(len(source_tokens), len(target_tokens)))
     width = max(4.0, cell * len(source_tokens) + _MARGIN)
     height = max(3.0, cell * len(target_tokens) + _MARGIN)
-    figure, axes = plt.subplots(figsize=(width, height))
-    try:
-        image = axes.imshow(values, cmap=cmap, vmin=0.0, vmax=vmax, aspect="auto")
-        axes.set_xticks(range(len(source_tokens)))
-        axes.set_xticklabels(source_tokens, rotation=90, fontsize=font)
-        axes.set_yticks(range(len(target_tokens)))
-        axes.set_yticklabels(target_tokens, fontsize=font)
-        figure.colorbar(image, ax=axes)
-        if title:
-            axes.set_title(title)
-        figure.tight_layout()
-        buffer = io.BytesIO()
-        figure.savefig(buffer, format="png")
-        return buffer.getvalue()
-    finally:
-        plt.close(figure)
+    # imported here: matplotlib takes about half a second to import, which a command
+    # that draws no picture need not pay; a Figure of its own (not pyplot's) renders to
+    # memory without a display or any global state
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(width, height))
+    axes = figure.subplots()
+    image = axes.imshow(values, cmap=cmap, vmin=0.0, vmax=vmax, aspect="auto")
+    axes.set_xticks(range(len(source_tokens)))
+    axes.set_xticklabels(source_tokens, rotation=90, fontsize=font)
+    axes.set_yticks(range(len(target_tokens)))
+    axes.set_yticklabels(target_tokens, fontsize=font)
+    figure.colorbar(image, ax=axes)
+    if title:
+        axes.set_title(title)
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    return buffer.getvalue()
 
 
 def attention_png(
