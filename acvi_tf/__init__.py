@@ -13,20 +13,34 @@ imports one only when a command picks it).
 Importing the package imports ``quiet`` only (TensorFlow's start-up lines off a
 command's output); the names below load their module, and TensorFlow, on first use.
 
-It also turns on TensorFlow's legacy-Keras switch (the environment variable below)
-unless it is set already: from TensorFlow 2.16 on, ``import tensorflow`` then loads Keras
-2 (``tf_keras``, which ``acvi_tf.compat`` gives the project) instead of Keras 3 and the
-matplotlib it imports, about a second of each command's start. In a process that imports
-this package before TensorFlow, TensorFlow's own Keras attribute is then Keras 2 too, as
-it is on TensorFlow 2.15.
+On TensorFlow 2.16 and newer it also turns on TensorFlow's legacy-Keras switch (the
+environment variable below) unless it is set already: ``import tensorflow`` then loads
+Keras 2 (``tf_keras``, which ``acvi_tf.compat`` gives the project) instead of Keras 3 and
+the matplotlib it imports, about a second of each command's start. In a process that
+imports this package before TensorFlow, TensorFlow's own Keras attribute is then Keras 2
+too, as it is on TensorFlow 2.15 (where the switch stays as it is: there it would make
+that attribute another package than the Keras 2.15 that TensorFlow's own modules use).
 """
 
 import importlib
+import importlib.metadata
 import os
 
 from acvi_tf import quiet  # noqa: F401  (before anything imports TensorFlow)
 
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+
+def _tensorflow_loads_keras_3() -> bool:
+    """Whether the installed TensorFlow (2.16 or newer) loads Keras 3 at its import, read
+    from its package's metadata without importing it."""
+    try:
+        version = importlib.metadata.version("tensorflow")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return tuple(int(part) for part in version.split(".")[:2]) >= (2, 16)
+
+
+if _tensorflow_loads_keras_3():
+    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
 _EXPORTS = {
     "AdditiveScorer": "acvi_tf.contexts.attention",
