@@ -163,8 +163,8 @@ def test_train_evaluate_and_translate(corpus, tmp_path, absl_caplog, capsys, mon
     # a target vocabulary one word shorter: the checkpoint's tables refuse the inference
     # before the record is read, whatever --allow_data_change says
     (tmp_path / "other" / "vocab.de").write_text("".join(words[:-1]), encoding="utf-8")
+    shorter = "gives %d" % (len(words) - 1)
     for allow in ([], ["--allow_data_change"]):
-        shorter = "gives %d" % (len(words) - 1)
         with pytest.raises(checkpoints.CheckpointMismatchError, match=shorter):
             _run(corpus, out, other, *inference, *allow)
     # a reference file of another length is refused before anything is translated
