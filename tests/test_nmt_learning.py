@@ -2,11 +2,12 @@
 soft attention (whose step is checked against NumPy in test_nmt_model.py).
 
 A small model (64 units, one bidirectional encoder layer, 2 decoder layers, Luong
-attention) trains for 400 Adam steps of 64 words with soft attention and with
-``ACVIContext()``'s defaults, from the same seed (about a minute on 2 CPU cores each);
-greedy decoding of 200 held-out words must get more than 60% of them exactly right, and
-ACVI's accuracy must be no further behind soft attention's than two single-seed runs of
-equal means differ (``conftest.pair_tolerance``).
+attention) trains for 200 Adam steps of 64 words with soft attention and with
+``ACVIContext()``'s defaults, from the same seed (about 15 s of CPU each); greedy
+decoding of 200 held-out words must get more than 60% of them exactly right, and ACVI's
+accuracy must be no further behind soft attention's than two single-seed runs of equal
+means differ (``conftest.pair_tolerance``). An ACVI whose draw keeps its noise and drops
+its mean (the encoder's states) gets 0.005.
 """
 
 import os
@@ -32,11 +33,13 @@ pytestmark = [pytest.mark.slow, pytest.mark.optimized]
 SAMPLE = os.path.join(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data_prep", "samples", "pig_latin"
 )
-# Standard deviation of soft attention's held-out accuracy over seeds 1-3 on both lanes
-# (TensorFlow 2.15: 0.885, 0.875, 0.845; TensorFlow 2.21: 0.895, 0.890, 0.805). ACVI with
-# the default KL weight 0.001 on TensorFlow 2.21: 0.825, 0.865, 0.855; with 0.01: 0.880,
-# 0.865, 0.845 and 0.870, 0.875, 0.845.
-SA_SEED_STD = 0.032
+# Standard deviation of soft attention's held-out accuracy over seeds 1-3 after STEPS
+# steps on TensorFlow 2.21, the lane this test runs on (0.595, 0.600, 0.490); ACVI's with
+# the default KL weight 0.001 are 0.690, 0.725, 0.690. After 400 steps soft attention's
+# were 0.895, 0.890, 0.805 (0.885, 0.875, 0.845 on TensorFlow 2.15) and ACVI's 0.825,
+# 0.865, 0.855.
+SA_SEED_STD = 0.062
+STEPS = 200
 
 
 def _path(name):
@@ -44,7 +47,7 @@ def _path(name):
 
 
 def _accuracy(context, seed=1):
-    """Greedy exact-match accuracy on 200 held-out words after 400 steps."""
+    """Greedy exact-match accuracy on 200 held-out words after ``STEPS`` steps."""
     keras.utils.set_random_seed(seed)
     src_vocab, tgt_vocab = data.Vocab(_path("vocab.src")), data.Vocab(_path("vocab.tgt"))
     examples = data.make_examples(
@@ -79,7 +82,7 @@ def _accuracy(context, seed=1):
 
     for step, batch in enumerate(data.train_dataset(examples, 64, 30, 5, seed=seed)):
         assert np.isfinite(float(train_step(batch)))
-        if step + 1 == 400:
+        if step + 1 == STEPS:
             break
     translator = translator_lib.Translator(
         model, data.Vocabs(src_vocab, tgt_vocab), "greedy", 0, 0.0
