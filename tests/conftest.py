@@ -162,8 +162,7 @@ def _exact_meteor():
     cores' worth of Java a scoring, in every summarizer decode and captioner
     validation). Session-scoped, so that it holds in every fixture too. Tests marked
     ``full_meteor`` keep the full mode: ``test_metrics.py`` checks it against
-    pycocoevalcap, ``test_pg_decode.py`` scores a single-pass decode with it and orders
-    it after the exact one."""
+    pycocoevalcap."""
     from acvi_tf.metrics import meteor
 
     full = meteor.meteor

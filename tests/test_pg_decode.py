@@ -19,6 +19,7 @@ from acvi_tf.compat import keras
 from acvi_tf.contexts import acvi as acvi_lib
 from acvi_tf.formats import bin_files, see_vocab
 from acvi_tf.inference import report as report_lib
+from acvi_tf.metrics import meteor as meteor_lib
 from acvi_tf.metrics import rouge as rouge_lib
 from pointer_generator import batcher as batcher_lib
 from pointer_generator import decode as decode_lib
@@ -228,8 +229,9 @@ def test_xla_beam_search_gives_the_same_summaries(model, vocab):
         np.testing.assert_allclose(one["p_gens"], other["p_gens"], rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.full_meteor
-def test_single_pass_writes_the_original_folder_and_scores_it(model, vocab, corpus, tmp_path):
+def test_single_pass_writes_the_original_folder_and_scores_it(
+    model, vocab, corpus, tmp_path, monkeypatch
+):
     summarizer = decode_lib.Summarizer(
         model, vocab, beam_size=2, max_dec_steps=6, min_dec_steps=1, record_attention=False
     )
@@ -239,9 +241,20 @@ def test_single_pass_writes_the_original_folder_and_scores_it(model, vocab, corp
     )
     assert decode_dir.name == "decode_test_20maxenc_2beam_1mindec_6maxdec_ckpt-42"
     settings = {"flags": {"beam_size": 2}}
+    # each METEOR mode scored as asked (conftest's exact mode stands in for the full one,
+    # which test_metrics.py checks against pycocoevalcap): the modes' scores, by mode
+    asked, score = {}, meteor_lib.meteor
+
+    def recorded(references, hypotheses, mode="full"):
+        result = score(references, hypotheses, mode)
+        asked[mode] = result[0]
+        return result
+
+    monkeypatch.setattr(meteor_lib, "meteor", recorded)
     scores = decode_lib.decode_single_pass(summarizer, batcher, str(decode_dir), settings=settings)
     assert scores["rouge_tool"] == "ROUGE-1.5.5"
-    assert 0.0 <= scores["meteor_exact"] <= scores["meteor_full"] <= 1.0
+    assert sorted(asked) == ["exact", "full"] and 0.0 < asked["exact"] <= 1.0
+    assert (scores["meteor_exact"], scores["meteor_full"]) == (asked["exact"], asked["full"])
     assert 0.0 <= scores["novel_word_rate"] <= 1.0
     assert json.loads((decode_dir / "metrics.json").read_text())["num_summaries"] == 7
     assert sorted(os.listdir(decode_dir / "reference")) == [
