@@ -94,7 +94,7 @@ sysdeps:
 # The workers share the tests by ``--dist=loadgroup`` (pytest.ini) with the longest first
 # (tests/scheduling.py). The reference lane runs the tests marked ``reference``
 # (conftest.REFERENCE_LANE; docs/testing.md says why). `make test-fast` runs the quick
-# ones (tests/scheduling.py: under 2 s in tests/durations.json) for a loop while developing.
+# ones (tests/scheduling.py: under 1 s in tests/durations.json) for a loop while developing.
 TEST_WORKERS ?= 2
 TEST_SELECT := $(if $(filter tf215,$(LANE)),-m reference)
 test test-fast: export TF_NUM_INTRAOP_THREADS ?= 1

@@ -59,6 +59,27 @@ def test_a_free_worker_takes_the_longest_unit_left(monkeypatch):
     assert not scheduler.workqueue
 
 
+class _Marked:
+    """A collected test as ``quick_tests`` reads it: its id and its group, if any."""
+
+    def __init__(self, nodeid, group=None):
+        self.nodeid, self.group = nodeid, group
+
+    def get_closest_marker(self, name):
+        if name == "xdist_group" and self.group:
+            return pytest.mark.xdist_group(self.group).mark
+        return None
+
+
+def test_the_quick_tests_are_under_the_bound_with_their_whole_group(monkeypatch):
+    durations = {"a.py::fast": 0.2, "a.py::slow": 5.0, "b.py::x": 0.1, "b.py::y": 3.0}
+    monkeypatch.setattr(scheduling, "read_durations", lambda: durations)
+    items = [_Marked("a.py::fast"), _Marked("a.py::slow"), _Marked("c.py::new")]
+    items += [_Marked("b.py::x", "b.py"), _Marked("b.py::y", "b.py")]
+    # b.py::x is fast, but its group's fixture is built by whichever test runs first
+    assert scheduling.quick_tests(items) == {"a.py::fast", "c.py::new"}
+
+
 class _Item:
     """A collected test as grouping reads it: its fixtures, ``(name, scope, module)``."""
 
