@@ -46,6 +46,33 @@ def test_exact_mode_ignores_stems_and_synonyms(scores):
         meteor.meteor(REFERENCES, HYPOTHESES, "stem")
 
 
+def test_one_jar_scores_every_call_of_a_process_as_a_new_one_would(scores, monkeypatch):
+    """Each mode's jar starts once in a process and scores each later call afresh: the
+    same scores as a new jar's, whatever it scored before; a jar that has exited (a
+    Ctrl-C reaches the process group) is started again."""
+    started = []
+    popen = meteor.subprocess.Popen
+
+    def counted(*args, **kwargs):
+        started.append(args[0])
+        return popen(*args, **kwargs)
+
+    monkeypatch.setattr(meteor.subprocess, "Popen", counted)
+    meteor.close()  # the module fixture's jars
+    other = meteor.meteor(["a blue circle"], ["a blue circle moves"], "exact")
+    again = meteor.meteor(REFERENCES, HYPOTHESES, "exact")
+    assert again == scores["exact"] and other[0] != again[0]
+    assert len(started) == 1
+    process, _ = meteor._JARS["exact"]
+    process.kill()
+    process.wait()
+    assert meteor.meteor(REFERENCES, HYPOTHESES, "exact") == scores["exact"]
+    assert len(started) == 2 and process.stdin.closed  # the exited jar's files are closed
+    process, _ = meteor._JARS["exact"]
+    meteor.close()
+    assert meteor._JARS == {} and process.wait(timeout=0) == 0
+
+
 def test_novel_word_rate():
     articles = ["the cat sat on the mat .", "dogs bark loudly"]
     summaries = ["the cat sat .", "cats bark"]

@@ -7,16 +7,22 @@ as pycocoevalcap runs it. The score is METEOR's corpus-level score, computed by 
 from the summed statistics of all segments; each hypothesis may have several references.
 """
 
+import atexit
 import os
 import shutil
 import subprocess
-from typing import List, Sequence, Tuple, Union
+import tempfile
+import threading
+from typing import IO, Dict, List, Sequence, Tuple, Union
 
 from acvi_tf import errors, progress
 
 MODES = ("exact", "full")
 # seconds of scoring before the first progress line
 _DELAY = 10.0
+# the running jar of each mode and the file of its stderr (``_jar``); the lock of their pipes
+_JARS: Dict[str, Tuple[subprocess.Popen, IO[str]]] = {}
+_LOCK = threading.Lock()
 
 
 class MeteorUnavailableError(errors.UserError, RuntimeError):
@@ -65,48 +71,78 @@ def meteor(
             "METEOR 1.5 needs Java; install it (Debian/Ubuntu: "
             "apt-get install default-jre-headless)"
         )
-    command = [
-        "java",
-        "-Xmx2G",
-        "-jar",
-        "meteor-1.5.jar",
-        "-",
-        "-",
-        "-stdio",
-        "-l",
-        "en",
-        "-norm",
-    ] + (["-m", "exact"] if mode == "exact" else [])
     lines = []
     for refs, hypothesis in zip(references, hypotheses):
         refs = [refs] if isinstance(refs, str) else list(refs)
         lines.append(" ||| ".join(["SCORE"] + [_clean(r) for r in refs] + [_clean(hypothesis)]))
+    with _LOCK:
+        process, log = _jar(mode)
+        try:
+            stats, report = [], None
+            for line in lines:  # each SCORE line answers with one line of statistics
+                process.stdin.write(line + "\n")
+                process.stdin.flush()
+                stats.append(process.stdout.readline().strip())
+                # timed from the first answer: a new jar loads its tables before it
+                report = report or progress.Progress(len(lines), "scored segments", delay=_DELAY)
+                report(len(stats))
+            process.stdin.write(" ||| ".join(["EVAL"] + stats) + "\n")
+            process.stdin.flush()
+            segment_scores = [float(process.stdout.readline()) for _ in stats]
+            score = float(process.stdout.readline())
+        except (ValueError, BrokenPipeError) as e:
+            del _JARS[mode]
+            process.kill()
+            log.seek(0)
+            message = log.read().strip()
+            _end(process, log)
+            raise RuntimeError("METEOR 1.5 failed: %s" % message) from e
+    return score, segment_scores
+
+
+def _jar(mode: str) -> Tuple[subprocess.Popen, IO[str]]:
+    """The jar that scores ``mode`` in this process: started at its first scoring and
+    kept for the later ones (a start costs about 0.3 s of CPU in exact mode and seconds
+    of loading tables in full mode, once per validation otherwise), ended with the
+    process. A jar that has exited (a Ctrl-C reaches the whole process group) is started
+    again."""
+    if mode in _JARS:
+        if _JARS[mode][0].poll() is None:
+            return _JARS[mode]
+        _end(*_JARS.pop(mode))
+    command = ["java", "-Xmx2G", "-jar", "meteor-1.5.jar", "-", "-", "-stdio", "-l", "en", "-norm"]
+    command += ["-m", "exact"] if mode == "exact" else []
+    log = tempfile.TemporaryFile("w+")  # not a pipe, which a long life could fill
     process = subprocess.Popen(
         command,
         cwd=_jar_dir(),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=log,
         text=True,
     )
+    _JARS[mode] = process, log
+    return _JARS[mode]
+
+
+@atexit.register
+def close() -> None:
+    """Ends the jars this process started."""
+    with _LOCK:
+        while _JARS:
+            _end(*_JARS.popitem()[1])
+
+
+def _end(process: subprocess.Popen, log: IO[str]) -> None:
+    """Ends a jar: it stops at the end of its input; closes its files."""
     try:
-        stats, report = [], None
-        for line in lines:  # each SCORE line answers with one line of statistics
-            process.stdin.write(line + "\n")
-            process.stdin.flush()
-            stats.append(process.stdout.readline().strip())
-            # timed from the first answer: before it, the jar loads its tables
-            report = report or progress.Progress(len(lines), "scored segments", delay=_DELAY)
-            report(len(stats))
-        process.stdin.write(" ||| ".join(["EVAL"] + stats) + "\n")
-        process.stdin.flush()
-        segment_scores = [float(process.stdout.readline()) for _ in stats]
-        score = float(process.stdout.readline())
-    except (ValueError, BrokenPipeError) as e:
-        process.kill()
-        raise RuntimeError("METEOR 1.5 failed: %s" % process.stderr.read().strip()) from e
-    finally:
-        if process.stdin and not process.stdin.closed:
-            process.stdin.close()
+        process.stdin.close()
+    except BrokenPipeError:
+        pass
+    try:
         process.wait(timeout=60)
-    return score, segment_scores
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    process.stdout.close()
+    log.close()
