@@ -19,19 +19,24 @@ import imageio_ffmpeg
 import numpy as np
 import pytest
 import scheduling
-import tensorflow as tf
 from absl import flags, logging
 
 from acvi_tf import config as config_lib
 from acvi_tf import errors, files
-from acvi_tf.compat import keras
 
-# Two logical CPU devices, so that a MirroredStrategy over two replicas runs inside the
-# test process (test_distribute.py); ops without a device still run on the first. Set
-# before TensorFlow's runtime starts, which the first op does.
-tf.config.set_logical_device_configuration(
-    tf.config.list_physical_devices("CPU")[0], [tf.config.LogicalDeviceConfiguration()] * 2
-)
+
+def _start_tensorflow() -> None:
+    """Imports TensorFlow for the tests: two logical CPU devices, so that a
+    MirroredStrategy over two replicas runs inside the test process
+    (test_distribute.py; ops without a device still run on the first), set before its
+    runtime starts, which the first op does; Grappler's rewrites off (``_graph_rewrites``)
+    for the shared runs' fixtures too, which are built before any test's own."""
+    import tensorflow as tf
+
+    tf.config.set_logical_device_configuration(
+        tf.config.list_physical_devices("CPU")[0], [tf.config.LogicalDeviceConfiguration()] * 2
+    )
+    _graph_rewrites(False)
 
 
 def _graph_rewrites(on: bool) -> None:
@@ -42,10 +47,9 @@ def _graph_rewrites(on: bool) -> None:
     ops unfused. The tests of what users run as they run it keep them: every test of a
     process of its own, and those marked ``optimized`` (docs/testing.md).
     """
+    import tensorflow as tf
+
     tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": not on})
-
-
-_graph_rewrites(False)  # the shared runs' fixtures, built before any test's own, too
 
 
 def pytest_addoption(parser):
@@ -57,11 +61,22 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
+    if config.getoption("store_durations"):
+        config.pluginmanager.register(scheduling.DurationRecorder(), "acvi-durations")
+    if _xdist_controller(config):
+        return  # it runs no test: it starts its workers at once, and TensorFlow prints nothing
+    _start_tensorflow()
     import runs  # the shared trained runs' fixtures (it imports this module's helpers)
 
     config.pluginmanager.register(runs, "acvi-runs")
-    if config.getoption("store_durations"):
-        config.pluginmanager.register(scheduling.DurationRecorder(), "acvi-durations")
+
+
+def _xdist_controller(config: pytest.Config) -> bool:
+    """Whether this process is pytest-xdist's controller, which hands the tests to its
+    workers (``-n``) and collects and runs none itself."""
+    distributed = config.getoption("dist", "no") != "no" and config.getoption("tx", None)
+    collects = config.getoption("collectonly")  # then the controller collects, as xdist runs
+    return bool(distributed) and not collects and not hasattr(config, "workerinput")
 
 
 def pytest_xdist_make_scheduler(config, log):
@@ -107,6 +122,8 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(autouse=True)
 def _float32_policy():
     """Every test starts and ends with the float32 policy (some switch to mixed)."""
+    from acvi_tf.compat import keras
+
     keras.mixed_precision.set_global_policy("float32")
     yield
     keras.mixed_precision.set_global_policy("float32")
@@ -117,6 +134,8 @@ def untraced() -> Iterator[None]:
     """Runs every ``tf.function`` eagerly inside: the ``eager`` marker's mode for the part
     of a test that is about what surrounds a few steps (a resume, say) after a part that
     runs traced."""
+    import tensorflow as tf
+
     tf.config.run_functions_eagerly(True)
     try:
         yield
@@ -138,6 +157,8 @@ def _eager_functions(request):
     """Tests marked ``eager`` run every ``tf.function`` eagerly: each is about what
     surrounds a few training steps (a record, a checkpoint, a resume), which run faster
     untraced; the same steps run traced in the hosts' other tests (docs/testing.md)."""
+    import tensorflow as tf
+
     eager = request.node.get_closest_marker("eager") is not None
     tf.config.run_functions_eagerly(eager)
     yield

@@ -7,6 +7,8 @@ import importlib
 import json
 import os
 import re
+import subprocess
+import sys
 import types
 
 import pytest
@@ -231,3 +233,23 @@ def test_the_test_process_traces_without_graph_rewrites():
 @pytest.mark.optimized
 def test_a_test_marked_optimized_traces_with_graph_rewrites():
     assert not tf.config.optimizer.get_experimental_options().get("disable_meta_optimizer")
+
+
+def test_xdist_s_controller_imports_no_tensorflow():
+    """The controller (``-n``) hands out the tests and runs none: importing conftest
+    imports no TensorFlow, and only a worker or a run of one process starts it."""
+    code = "import sys; sys.path.insert(0, 'tests'); import conftest; print(sorted(sys.modules))"
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0 and "'tensorflow'" not in done.stdout, done.stderr[-2000:]
+
+    def config(worker=False, **options):
+        values = dict(dict(dist="loadgroup", tx=["popen"] * 2, collectonly=False), **options)
+        namespace = types.SimpleNamespace(getoption=lambda name, default=None: values[name])
+        if worker:
+            namespace.workerinput = {}
+        return namespace
+
+    assert conftest._xdist_controller(config())
+    assert not conftest._xdist_controller(config(worker=True))
+    assert not conftest._xdist_controller(config(tx=[]))  # one process: --dist alone
+    assert not conftest._xdist_controller(config(collectonly=True))
