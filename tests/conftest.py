@@ -63,7 +63,7 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     if config.getoption("store_durations"):
         config.pluginmanager.register(scheduling.DurationRecorder(), "acvi-durations")
-    if _xdist_controller(config):
+    if is_xdist_controller(config):
         return  # it runs no test: it starts its workers at once, and TensorFlow prints nothing
     _start_tensorflow()
     import runs  # the shared trained runs' fixtures (it imports this module's helpers)
@@ -71,7 +71,7 @@ def pytest_configure(config):
     config.pluginmanager.register(runs, "acvi-runs")
 
 
-def _xdist_controller(config: pytest.Config) -> bool:
+def is_xdist_controller(config: pytest.Config) -> bool:
     """Whether this process is pytest-xdist's controller, which hands the tests to its
     workers (``-n``) and collects and runs none itself."""
     distributed = config.getoption("dist", "no") != "no" and config.getoption("tx", None)

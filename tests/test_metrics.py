@@ -54,8 +54,8 @@ def test_one_jar_scores_every_call_of_a_process_as_a_new_one_would(scores, monke
     popen = meteor.subprocess.Popen
 
     def counted(*args, **kwargs):
-        started.append(args[0])
-        return popen(*args, **kwargs)
+        started.append(popen(*args, **kwargs))
+        return started[-1]
 
     monkeypatch.setattr(meteor.subprocess, "Popen", counted)
     meteor.close()  # the module fixture's jars
@@ -63,14 +63,14 @@ def test_one_jar_scores_every_call_of_a_process_as_a_new_one_would(scores, monke
     again = meteor.meteor(REFERENCES, HYPOTHESES, "exact")
     assert again == scores["exact"] and other[0] != again[0]
     assert len(started) == 1
-    process, _ = meteor._JARS["exact"]
-    process.kill()
-    process.wait()
+    started[0].kill()
+    started[0].wait()
     assert meteor.meteor(REFERENCES, HYPOTHESES, "exact") == scores["exact"]
-    assert len(started) == 2 and process.stdin.closed  # the exited jar's files are closed
-    process, _ = meteor._JARS["exact"]
+    assert len(started) == 2 and started[0].stdin.closed  # the exited jar's files are closed
     meteor.close()
-    assert meteor._JARS == {} and process.wait(timeout=0) == 0
+    assert started[1].wait(timeout=0) == 0  # ended at the end of its input
+    meteor.meteor(REFERENCES, HYPOTHESES, "exact")
+    assert len(started) == 3
 
 
 def test_novel_word_rate():

@@ -249,7 +249,7 @@ def test_xdist_s_controller_imports_no_tensorflow():
             namespace.workerinput = {}
         return namespace
 
-    assert conftest._xdist_controller(config())
-    assert not conftest._xdist_controller(config(worker=True))
-    assert not conftest._xdist_controller(config(tx=[]))  # one process: --dist alone
-    assert not conftest._xdist_controller(config(collectonly=True))
+    assert conftest.is_xdist_controller(config())
+    assert not conftest.is_xdist_controller(config(worker=True))
+    assert not conftest.is_xdist_controller(config(tx=[]))  # one process: --dist alone
+    assert not conftest.is_xdist_controller(config(collectonly=True))
