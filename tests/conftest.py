@@ -357,8 +357,8 @@ def run_settings(module: str, *argv: str) -> config_lib.Config:
 LAUNCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "launch.py")
 
 
-def python_m(module: str, *argv: str) -> List[str]:
+def python_m(module: str, *argv: str, eager: bool = False) -> List[str]:
     """The command line of ``python -m module *argv`` for a child process that traces its
-    graphs as this process does, without Grappler's rewrites (``launch.py``): for tests of
-    signals, kills and workers."""
-    return [sys.executable, LAUNCH, module, *argv]
+    graphs as this process does, without Grappler's rewrites, or with ``eager`` runs them
+    untraced (``launch.py``): for tests of signals, kills and workers."""
+    return [sys.executable, LAUNCH, *(["--eager"] if eager else []), module, *argv]

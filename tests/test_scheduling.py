@@ -197,6 +197,31 @@ def test_untraced_runs_functions_eagerly_inside_only():
     assert not bool(tf.function(tf.executing_eagerly)())
 
 
+@pytest.mark.parametrize("eager", [False, True])
+def test_a_launched_command_runs_as_python_m_traced_or_with_eager_untraced(
+    eager, tmp_path, monkeypatch
+):
+    """``launch.py`` (``conftest.python_m``): the module as ``__main__`` with its own
+    arguments, its functions traced, or with ``--eager`` run eagerly (here in this
+    process, which a real launch would start anew)."""
+    (tmp_path / "probe.py").write_text(
+        "import json, sys\nimport tensorflow as tf\n"
+        "traced = not bool(tf.function(tf.executing_eagerly)())\n"
+        "json.dump([__name__, sys.argv[1:], traced], open(sys.argv[1], 'w'))\n"
+    )
+    launcher, *argv = conftest.python_m("probe", str(tmp_path / "out.json"), eager=eager)[1:]
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", [launcher, *argv])
+    monkeypatch.setattr(sys, "path", [os.path.dirname(launcher)] + sys.path)
+    try:
+        importlib.import_module("launch").main()
+    finally:
+        tf.config.run_functions_eagerly(False)
+        sys.modules.pop("probe", None)
+    name, args, traced = json.loads((tmp_path / "out.json").read_text())
+    assert (name, args, traced) == ("__main__", [str(tmp_path / "out.json")], not eager)
+
+
 # "cats"/"sitting" match "cat"/"sat" by stem only: the full mode scores higher
 STEMMED = (["the cat sat on the mat"], ["the cats were sitting on the mat"])
 

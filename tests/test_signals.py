@@ -105,7 +105,7 @@ class _Run:
     def __init__(self, module, argv, signum):
         self.module, self.argv, self.signum = module, argv, signum
         self.process = subprocess.Popen(
-            python_m(module.__name__, *argv),
+            python_m(module.__name__, *argv, eager=True),  # the stop, not the steps
             cwd=ROOT,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,

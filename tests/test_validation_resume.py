@@ -240,7 +240,7 @@ def test_a_captioner_sigkilled_after_its_save_validates_on_rerun(tmp_path, absl_
     argv = ["--data_dir=" + data_dir, "--features=" + features, "--out_dir=%s" % out]
     argv += ["--encoder_units=4", "--decoder_units=4", "--batch_size=4", "--metrics=ROUGE_L"]
     argv += ["--best_metric=ROUGE_L", "--valid_every=2", "--max_steps=2"]
-    command = python_m("video_caption.run_captioning", *argv)
+    command = python_m("video_caption.run_captioning", *argv, eager=True)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     process = subprocess.Popen(command, cwd=root, stderr=subprocess.PIPE, text=True)
     lines = []
