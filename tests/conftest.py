@@ -180,11 +180,9 @@ def pytest_runtest_setup(item):
 def _exact_meteor():
     """METEOR scores in its exact mode where a command asks for the full one: the same
     jar and protocol without loading the paraphrase tables (about 6 s of wall and two
-    cores' worth of Java in each process that scores the full mode: the summarizer's
-    decodes and the captioner's validations run in both workers and in commands'
-    processes). Session-scoped, so that it holds in every fixture too. Tests marked
-    ``full_meteor`` keep the full mode: ``test_metrics.py`` checks it against
-    pycocoevalcap."""
+    cores' worth of Java in each process that scores the full mode). Session-scoped, so
+    that it holds in every fixture too. Tests marked ``full_meteor`` keep the full mode:
+    ``test_metrics.py`` checks it against pycocoevalcap."""
     from acvi_tf.metrics import meteor
 
     full = meteor.meteor

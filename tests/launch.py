@@ -23,7 +23,8 @@ import sys
 
 def main() -> None:
     eager = sys.argv[1] == "--eager"
-    del sys.argv[1 : 1 + eager]
+    if eager:
+        del sys.argv[1]
     module = sys.argv[1]
     sys.argv = sys.argv[1:]  # run_module puts the module's file in sys.argv[0]
     sys.path[0] = os.getcwd()  # as ``python -m`` has it, not this file's folder
