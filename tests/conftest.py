@@ -19,6 +19,7 @@ import imageio_ffmpeg
 import numpy as np
 import pytest
 import scheduling
+import tf_runtime
 from absl import flags, logging
 
 from acvi_tf import config as config_lib
@@ -28,28 +29,17 @@ from acvi_tf import errors, files
 def _start_tensorflow() -> None:
     """Imports TensorFlow for the tests: two logical CPU devices, so that a
     MirroredStrategy over two replicas runs inside the test process
-    (test_distribute.py; ops without a device still run on the first), set before its
-    runtime starts, which the first op does; Grappler's rewrites off (``_graph_rewrites``)
-    for the shared runs' fixtures too, which are built before any test's own."""
+    (test_distribute.py; ops without a device still run on the first), each eager op run
+    as its kernel, both set before its runtime starts, which the first op does; Grappler's
+    rewrites off (``tf_runtime``) for the shared runs' fixtures too, which are built
+    before any test's own."""
     import tensorflow as tf
 
     tf.config.set_logical_device_configuration(
         tf.config.list_physical_devices("CPU")[0], [tf.config.LogicalDeviceConfiguration()] * 2
     )
-    _graph_rewrites(False)
-
-
-def _graph_rewrites(on: bool) -> None:
-    """Turns Grappler's rewrites of the traced functions' graphs on or off in this process.
-
-    Off, a tiny model's first training step traces several seconds sooner (the rewrites
-    of its graph of thousands of nodes take most of the time), and its steps run the same
-    ops unfused. The tests of what users run as they run it keep them: every test of a
-    process of its own, and those marked ``optimized`` (docs/testing.md).
-    """
-    import tensorflow as tf
-
-    tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": not on})
+    tf_runtime.eager_ops_as_kernels()
+    tf_runtime.graph_rewrites(False)
 
 
 def pytest_addoption(parser):
@@ -146,10 +136,10 @@ def untraced() -> Iterator[None]:
 @pytest.fixture(autouse=True)
 def _optimized_graphs(request):
     """Tests marked ``optimized`` run their functions with Grappler's rewrites, as users do;
-    the others without (``_graph_rewrites``)."""
-    _graph_rewrites(request.node.get_closest_marker("optimized") is not None)
+    the others without (``tf_runtime.graph_rewrites``)."""
+    tf_runtime.graph_rewrites(request.node.get_closest_marker("optimized") is not None)
     yield
-    _graph_rewrites(False)
+    tf_runtime.graph_rewrites(False)
 
 
 @pytest.fixture(autouse=True)

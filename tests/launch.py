@@ -1,7 +1,7 @@
 """``python tests/launch.py [--eager] MODULE ARGS...`` runs ``python -m MODULE ARGS...``
-with Grappler's rewrites of the traced graphs off, as the test process traces them
-(``conftest.py``), and with ``--eager`` every ``tf.function`` run eagerly (as conftest's
-``eager`` marker runs a test's).
+with Grappler's rewrites of the traced graphs off and each eager op run as its kernel,
+as the test process runs them (``conftest.py``, ``tf_runtime.py``), and with ``--eager``
+every ``tf.function`` run eagerly (as conftest's ``eager`` marker runs a test's).
 
 For the tests whose child processes are about what a process shows: a signal's clean
 stop, a SIGKILL and the resume, two workers of one cluster, a validation left out by a
@@ -20,6 +20,8 @@ import os
 import runpy
 import sys
 
+import tf_runtime
+
 
 def main() -> None:
     eager = sys.argv[1] == "--eager"
@@ -34,7 +36,8 @@ def main() -> None:
 
     import tensorflow as tf
 
-    tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": True})
+    tf_runtime.eager_ops_as_kernels()
+    tf_runtime.graph_rewrites(False)
     tf.config.run_functions_eagerly(eager)
     runpy.run_module(module, run_name="__main__", alter_sys=True)
 

@@ -26,8 +26,6 @@ from pointer_generator import model as pg_lib
 from video_caption import data as vc_data
 from video_caption import model as vc_lib
 
-from conftest import untraced
-
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -252,12 +250,11 @@ _SINGLE_DEVICE = {}
 
 def _single_device_steps(host, mode):
     """``_host_steps`` on one device, once per host and mode in this process (under
-    ``zero_noise``, as every caller runs it), untraced: the reference the strategies'
-    traced steps are compared with (the hosts' traced single-device step runs in their
-    training tests)."""
+    ``zero_noise``, as every caller runs it): the reference the strategies' steps are
+    compared with, traced as they are, so that both run the same kernels (the test
+    process runs an eager op as TensorFlow's own kernel, a traced one as oneDNN's)."""
     if (host, mode) not in _SINGLE_DEVICE:
-        with untraced():
-            _SINGLE_DEVICE[host, mode] = _host_steps(tf.distribute.get_strategy(), host, mode)
+        _SINGLE_DEVICE[host, mode] = _host_steps(tf.distribute.get_strategy(), host, mode)
     return _SINGLE_DEVICE[host, mode]
 
 

@@ -14,6 +14,8 @@ import types
 import pytest
 import scheduling
 import tensorflow as tf
+import tf_runtime
+from tensorflow.python.eager import context
 
 from acvi_tf.metrics import meteor
 
@@ -213,6 +215,9 @@ def test_a_launched_command_runs_as_python_m_traced_or_with_eager_untraced(
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "argv", [launcher, *argv])
     monkeypatch.setattr(sys, "path", [os.path.dirname(launcher)] + sys.path)
+    settings = []
+    monkeypatch.setattr(tf_runtime, "eager_ops_as_kernels", lambda: settings.append("kernels"))
+    monkeypatch.setattr(tf_runtime, "graph_rewrites", lambda on: settings.append(on))
     try:
         importlib.import_module("launch").main()
     finally:
@@ -220,6 +225,7 @@ def test_a_launched_command_runs_as_python_m_traced_or_with_eager_untraced(
         sys.modules.pop("probe", None)
     name, args, traced = json.loads((tmp_path / "out.json").read_text())
     assert (name, args, traced) == ("__main__", [str(tmp_path / "out.json")], not eager)
+    assert settings == ["kernels", False]  # as this process runs TensorFlow
 
 
 # "cats"/"sitting" match "cat"/"sat" by stem only: the full mode scores higher
@@ -258,6 +264,14 @@ def test_the_test_process_traces_without_graph_rewrites():
 @pytest.mark.optimized
 def test_a_test_marked_optimized_traces_with_graph_rewrites():
     assert not tf.config.optimizer.get_experimental_options().get("disable_meta_optimizer")
+
+
+def test_the_test_process_runs_each_eager_op_as_its_kernel():
+    """conftest runs eager ops as kernels: none is wrapped in a function of its own, as
+    TensorFlow wraps each by default (``tf_runtime.eager_ops_as_kernels``)."""
+    tf.math.cumprod(tf.constant([[2.0, 3.0]]), axis=1, exclusive=True)
+    names = context.context().list_function_names()
+    assert not [name for name in names if name.startswith("__wrapped__")]
 
 
 def test_xdist_s_controller_imports_no_tensorflow():
