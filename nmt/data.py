@@ -321,6 +321,44 @@ def _pad_columns(batch, multiple):
     }
 
 
+def _encode_sources(src_lines, src_vocab, src_max_len, empty_as_unk):
+    """Each line's source ids, cut to ``src_max_len``; an empty line's are none (or
+    ``<unk>``'s with ``empty_as_unk``), which a warning counts."""
+    sources, empty = [], []
+    for line_number, line in enumerate(src_lines, start=1):
+        tokens = tokenize(line)
+        if not tokens:
+            empty.append(line_number)
+        ids = src_vocab.encode(_truncate(tokens, src_max_len))
+        sources.append(ids if ids or not empty_as_unk else [UNK_ID])
+    if empty:
+        logging.warning(
+            "%d empty source lines (first at line %d) get %s",
+            len(empty),
+            empty[0],
+            "the source <unk>" if empty_as_unk else "src_len 0",
+        )
+    return sources
+
+
+def infer_batch(src_line: str, src_vocab: Vocab) -> Dict[str, tf.Tensor]:
+    """The one batch ``infer_dataset([src_line], src_vocab, 1)`` gives, built directly: a
+    caller that inspects sentences one at a time builds no input pipeline per sentence.
+
+    Args:
+      src_line: a source sentence (tokens).
+      src_vocab: the source ``Vocab``.
+
+    Returns:
+      ``src`` [1, max(1, length)] (an empty line: one ``</s>`` column) and ``src_len``
+      [1], int32.
+    """
+    (ids,) = _encode_sources([src_line], src_vocab, None, False)
+    src = np.full([1, max(1, len(ids))], _PADDING_VALUES["src"], np.int32)
+    src[0, : len(ids)] = ids
+    return {"src": tf.constant(src), "src_len": tf.constant([len(ids)], tf.int32)}
+
+
 def infer_dataset(
     src_lines: Sequence[str],
     src_vocab: Vocab,
@@ -354,20 +392,7 @@ def infer_dataset(
     """
     if not src_lines:
         raise NmtDataError("no source lines to translate; check the input file")
-    sources, empty = [], []
-    for line_number, line in enumerate(src_lines, start=1):
-        tokens = tokenize(line)
-        if not tokens:
-            empty.append(line_number)
-        ids = src_vocab.encode(_truncate(tokens, src_max_len))
-        sources.append(ids if ids or not empty_as_unk else [UNK_ID])
-    if empty:
-        logging.warning(
-            "%d empty source lines (first at line %d) get %s",
-            len(empty),
-            empty[0],
-            "the source <unk>" if empty_as_unk else "src_len 0",
-        )
+    sources = _encode_sources(src_lines, src_vocab, src_max_len, empty_as_unk)
     dataset = tf.data.Dataset.from_tensor_slices({"src": _ragged(sources)})
     dataset = dataset.map(lambda ex: {"src": ex["src"], "src_len": tf.size(ex["src"])})
     dataset = _padded_batch(dataset, batch_size).map(

@@ -117,7 +117,7 @@ class Translator:
           shows of its posterior (``decoding.example_posterior``: ``sigma`` [S], ``kl``
           and ``scale`` [T]) and ``labels`` (``report_labels``).
         """
-        batch = next(iter(data.infer_dataset([src_line], self.vocabs.src, 1)))
+        batch = data.infer_batch(src_line, self.vocabs.src)
         if translation is None:
             out = self._align(dict(src=batch["src"], src_len=batch["src_len"]))
             out = {k: v.numpy()[0] for k, v in out.items()}

@@ -312,6 +312,18 @@ def test_infer_dataset_keeps_order_and_empty_lines(vocabs):
     assert batches[1]["src_len"].numpy().tolist() == [0, 0]
 
 
+@pytest.mark.parametrize("line", ["the cat sat on the mat", "dog", ""])
+def test_a_sentence_s_batch_is_the_infer_dataset_s(vocabs, line):
+    """``infer_batch`` (what ``Translator.inspect`` reads a sentence with) is the one batch
+    of ``infer_dataset``: ids, ``</s>`` padding, an empty line's one column."""
+    src, _ = vocabs
+    batch = data.infer_batch(line, src)
+    (expected,) = list(data.infer_dataset([line], src, 1))
+    assert {k: (v.dtype, v.numpy().tolist()) for k, v in batch.items()} == {
+        k: (v.dtype, v.numpy().tolist()) for k, v in expected.items()
+    }
+
+
 def test_infer_dataset_empty_as_unk(vocabs):
     src, _ = vocabs
     batches = list(data.infer_dataset(["", "cat"], src, 8, empty_as_unk=True))
