@@ -6,8 +6,10 @@ environment there (`make venv sysdeps browser`, not timed: pip's cache makes it 
 then times each target as a whole process: wall seconds, and the CPU seconds of every
 process it ran (pytest's workers and the commands the tests start). The pytest summary
 line and the slowest tests come from the target's own output. Each measurement is
-appended as one JSON line to ``bench/results/suite_time.jsonl``; a rerun adds a line and
-never changes one a document quotes.
+appended as one JSON line to ``bench/results/suite_time.jsonl``, with ``speed_probe_s``:
+the CPU seconds of a fixed piece of Python work (``speed_probe``) just before and just
+after the target, which says how fast the machine ran at the time; a rerun adds a line
+and never changes one a document quotes.
 
 With ``--store_durations`` the run of ``make test`` also records each test's seconds
 (``pytest --store-durations``) and the record is copied to this checkout's
@@ -39,6 +41,31 @@ import _report  # noqa: E402 (bench/ and the project root go on the path first)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RECORDS = os.path.join(ROOT, "bench", "results", "suite_time.jsonl")
 SUMMARY = re.compile(r"^=+ (.*(passed|failed).*) in [\d.]+s.*=+$")
+
+
+def speed_probe(repeats: int = 3) -> float:
+    """The CPU seconds of a fixed piece of single-threaded Python work (string
+    formatting, dict lookups and updates, calls), the fastest of ``repeats``: what the
+    suite spends most of its time on is Python of this kind (TensorFlow's tracing), so
+    the probe says how fast this machine runs it at the time of a measurement, and the
+    records of two machines or hours compare through it.
+
+    Args:
+      repeats: how many times the work runs.
+
+    Returns:
+      The fewest CPU seconds one run of the work took.
+    """
+    fastest = float("inf")
+    for _ in range(repeats):
+        start = time.process_time()
+        table = {}
+        for i in range(1_000_000):
+            key = "k%d" % (i % 1000)
+            table[key] = table.get(key, 0) + len(key)
+        assert sum(table.values()) == 3_890_000  # the work was done
+        fastest = min(fastest, time.process_time() - start)
+    return fastest
 
 
 def _timed(command, cwd, env=None):
@@ -91,6 +118,7 @@ def run(args: config_lib.Config) -> None:
         for target in args.targets:
             store = args.store_durations and target == "test"
             env = dict(os.environ, PYTEST_ADDOPTS="--store-durations") if store else None
+            probe = speed_probe()
             status, wall, cpu, output = _timed(["make", *lane, target], clone, env)
             summary = [m.group(1) for m in map(SUMMARY.match, output.splitlines()) if m]
             slowest = [line for line in output.splitlines() if re.match(r"^\d+\.\d+s ", line)]
@@ -105,6 +133,7 @@ def run(args: config_lib.Config) -> None:
                 pytest=summary[-1] if summary else None,
                 slowest=slowest[:10],
                 machine=_report.machine(),
+                speed_probe_s=[round(probe, 3), round(speed_probe(), 3)],
                 environment=environment[-1] if environment else None,
                 how="fresh clone of %s, environment built first (not timed), then `make %s %s`"
                 % (revision, " ".join(lane), target),
@@ -113,8 +142,8 @@ def run(args: config_lib.Config) -> None:
             with open(RECORDS, "a", encoding="utf-8") as f:
                 f.write(json.dumps(record) + "\n")
             print(
-                "make %s (%s lane): %s, %.0f s wall, %.0f s CPU"
-                % (target, args.lane, record["pytest"], wall, cpu)
+                "make %s (%s lane): %s, %.0f s wall, %.0f s CPU; speed probe %s s"
+                % (target, args.lane, record["pytest"], wall, cpu, record["speed_probe_s"])
             )
             if status:
                 print(output[-3000:], file=sys.stderr)
