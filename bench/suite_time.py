@@ -45,7 +45,7 @@ SUMMARY = re.compile(r"^=+ (.*(passed|failed).*) in [\d.]+s.*=+$")
 
 def speed_probe(repeats: int = 3) -> float:
     """The CPU seconds of a fixed piece of single-threaded Python work (string
-    formatting, dict lookups and updates, calls), the fastest of ``repeats``: what the
+    formatting, dict lookups and updates), the fastest of ``repeats``: what the
     suite spends most of its time on is Python of this kind (TensorFlow's tracing), so
     the probe says how fast this machine runs it at the time of a measurement, and the
     records of two machines or hours compare through it.
@@ -63,7 +63,6 @@ def speed_probe(repeats: int = 3) -> float:
         for i in range(1_000_000):
             key = "k%d" % (i % 1000)
             table[key] = table.get(key, 0) + len(key)
-        assert sum(table.values()) == 3_890_000  # the work was done
         fastest = min(fastest, time.process_time() - start)
     return fastest
 

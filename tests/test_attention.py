@@ -229,8 +229,9 @@ def test_mixed_precision_scores_give_float32_probabilities(inputs, half):
 
 
 def test_bfloat16_additive_features_are_float32_on_a_cpu(inputs, monkeypatch):
-    """Under mixed_bfloat16 on a CPU only the products run in bfloat16: the scores equal
-    float32 arithmetic on the bfloat16 products; with a GPU everything is bfloat16."""
+    """Under mixed_bfloat16 on a CPU only the products run in bfloat16: the scores are
+    float32 arithmetic on the bfloat16 products, up to those products' rounding; with a
+    GPU everything is bfloat16."""
     memory, query, mask = inputs
     coverage = np.random.default_rng(5).uniform(size=(B, N)).astype(np.float32) * mask
     keras.mixed_precision.set_global_policy("mixed_bfloat16")
@@ -251,7 +252,7 @@ def test_bfloat16_additive_features_are_float32_on_a_cpu(inputs, monkeypatch):
     features = memory_part + query_part + coverage[..., None] * w_c
     expected = np_masked_softmax(np.tanh(features) @ v, mask)
     # A bfloat16 product's rounding differs by up to one ulp (2 ** -7 of it) between CPUs'
-    # kernels and this float64 reference, so a score may move by sum_k |v_k| 2 ** -7
+    # kernels and this NumPy reference, so a score may move by sum_k |v_k| 2 ** -7
     # (|memory part| + |query part|) (tanh' <= 1), and a log probability by twice the
     # largest such move in its row.
     moved = (np.abs(memory_part) + np.abs(query_part)) * 2.0**-7 @ np.abs(v)

@@ -155,8 +155,8 @@ def test_train_evaluate_and_translate(corpus, tmp_path, absl_caplog, capsys, mon
             _run(corpus, out, other, *argv)
         assert "than %s.de (%d words" % (other, len(words)) in str(e.value)
     assert (out / "hparams.json").read_text() == record  # as the refused resume found it
-    absl_caplog.clear()  # a deliberate change: a warning, and the inference runs (its
-    with untraced():  # search as the first inference traced it)
+    absl_caplog.clear()  # a deliberate change: a warning, and the inference runs
+    with untraced():  # its search ran traced in the first inference
         assert _run(corpus, out, other, *inference, "--allow_data_change") >= 0.0
     assert "so the same ids would mean other words; using it (--allow_data_change)" in (
         absl_caplog.text
@@ -191,8 +191,7 @@ def test_train_evaluate_and_translate(corpus, tmp_path, absl_caplog, capsys, mon
     held.close()
     assert {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()} == folder
     # the resume names only the folder and the new steps: the rest is the run's record
-    # (its steps, validation and search as the first run traced them)
-    with untraced():
+    with untraced():  # its steps, validation and search ran traced in the first run
         _with_record(out, "--num_train_steps=15", "--steps_per_external_eval=15")
     assert tf.train.latest_checkpoint(str(out)).endswith("translate.ckpt-15")
 
